@@ -1,0 +1,15 @@
+//! One module per subcommand.
+
+pub mod bench;
+pub mod demo;
+pub mod emulate;
+pub mod fc;
+pub mod lwk;
+pub mod model;
+pub mod noise;
+pub mod plot;
+pub mod profile;
+pub mod validate;
+
+/// The exit status of a subcommand that ran to completion.
+pub type Exit = anyhow::Result<std::process::ExitCode>;

@@ -1,0 +1,36 @@
+//! `multios profile import`: strace/perf summaries → profile.
+
+use crate::output::Out;
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug)]
+pub struct ImportArgs {
+    /// The summary file (`strace -c -o FILE …` or `perf trace -s -o FILE …`)
+    input: PathBuf,
+    /// Wall time of the traced run (the summaries do not record it), e.g. 12.3s
+    #[arg(long)]
+    wall: multios_units::Duration,
+    /// The traced command, for the record
+    #[arg(long, num_args = 1.., allow_hyphen_values = true)]
+    command: Vec<String>,
+    /// strace ran with -w: per-call times are wall-clock, not kernel CPU time
+    #[arg(long)]
+    strace_wall_clock: bool,
+    /// Where to write the profile
+    #[arg(short, long)]
+    output: PathBuf,
+}
+
+pub fn run(args: ImportArgs, out: &Out) -> crate::cmd::Exit {
+    let text = std::fs::read_to_string(&args.input)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", args.input.display()))?;
+    let opts = multios_profile::import::ImportOptions {
+        command: args.command,
+        wall_time_s: Some(args.wall.secs()),
+        strace_wall_clock: Some(args.strace_wall_clock),
+    };
+    let p = multios_profile::import::import(&args.input.display().to_string(), &text, &opts)?;
+    multios_profile::save(&p, &args.output)?;
+    super::super::model::print_profile_summary(&p, out)?;
+    Ok(std::process::ExitCode::SUCCESS)
+}

@@ -1,0 +1,234 @@
+//! The profile's data types. Field names are the JSON names; times are seconds (f64) unless the
+//! name says otherwise. `docs/PROFILE-FORMAT.md` documents every field.
+
+use crate::hist::Log2Histogram;
+use serde::{Deserialize, Serialize};
+
+/// The version this build writes and the newest it reads.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A system-call profile of one program run (or of several ranks, merged).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    pub schema_version: u32,
+    /// The command that was profiled: program and arguments.
+    pub command: Vec<String>,
+    pub machine: Machine,
+    pub collection: Collection,
+    /// Wall-clock time of the run, first exec to last exit.
+    pub wall_time_s: f64,
+    /// C: time not spent inside system calls, summed over the traced tasks.
+    pub compute_time_s: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit: Option<Exit>,
+    /// One entry per system call that was invoked, sorted by total time, largest first.
+    pub syscalls: Vec<SyscallStats>,
+    /// Per-thread activity, for the queueing model's arrival rates λ_k.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<ThreadStats>,
+    /// Per-rank summaries when this profile merges several MPI ranks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ranks: Vec<RankSummary>,
+}
+
+/// Facts about the machine the profile was taken on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Machine {
+    pub cpu_model: String,
+    pub cores: u32,
+    pub kernel: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+}
+
+/// How the profile was collected.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Collection {
+    /// e.g. `multios-ebpf`, `multios-ptrace`, `multios-lwk`, `strace -c`, `perf trace -s`.
+    pub tool: String,
+    /// The multios version that wrote the file.
+    pub multios_version: String,
+    /// `high` (in-kernel timing, bias subtracted), `low` (ptrace stops, calibrated), `imported`.
+    pub accuracy: String,
+    /// Whether g(s) is wall-clock time per call (true) or CPU time in the kernel (false, `strace -c` default).
+    pub wall_clock_syscall_times: bool,
+    /// Per-call probe bias that was measured at start-up and subtracted from every call, in ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bias_ns_subtracted: Option<f64>,
+    /// True when the run did not finish normally (crash, kill, Ctrl-C, attach with a duration).
+    #[serde(default)]
+    pub partial: bool,
+    /// Seconds since the Unix epoch when collection started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_unix_s: Option<f64>,
+    /// The file an imported profile came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// How the profiled program ended.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Exit {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+}
+
+/// n(s), g(s) and the distribution of per-call times for one system call.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SyscallStats {
+    pub name: String,
+    pub nr: u32,
+    /// n(s): number of invocations.
+    pub count: u64,
+    /// g(s): total time of all invocations, in seconds.
+    pub total_s: f64,
+    /// Calls that returned an error.
+    #[serde(default)]
+    pub errors: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub median_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_s: Option<f64>,
+    /// Log2 histogram of per-call times in ns (bucket k: [2^k, 2^(k+1)) ns).
+    #[serde(default, skip_serializing_if = "is_empty_hist")]
+    pub hist_log2_ns: Log2Histogram,
+    /// Where the calls were served, for runs under the emulator or the LWK.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<Placement>,
+}
+
+fn is_empty_hist(h: &Log2Histogram) -> bool {
+    h.0.is_empty()
+}
+
+impl SyscallStats {
+    /// Mean time per call in seconds (0 when never called).
+    pub fn mean_s(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.total_s / self.count as f64
+        }
+    }
+}
+
+/// Local vs delegated split of one system call's invocations.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Placement {
+    pub local_count: u64,
+    pub local_total_s: f64,
+    pub delegated_count: u64,
+    pub delegated_total_s: f64,
+}
+
+/// One traced thread: how many system calls it made over how long (λ_k = calls / lifetime).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThreadStats {
+    pub tid: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    pub syscalls: u64,
+    /// Time spent inside system calls by this thread.
+    pub syscall_time_s: f64,
+    /// From the thread's first traced event to its exit (or the end of tracing).
+    pub lifetime_s: f64,
+}
+
+impl ThreadStats {
+    /// λ_k: system calls per second.
+    pub fn rate_hz(&self) -> f64 {
+        if self.lifetime_s > 0.0 {
+            self.syscalls as f64 / self.lifetime_s
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The per-rank detail kept by `multios profile merge`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RankSummary {
+    pub rank: u32,
+    pub source: String,
+    pub wall_time_s: f64,
+    pub compute_time_s: f64,
+    pub syscall_time_s: f64,
+    pub syscalls: u64,
+    #[serde(default)]
+    pub partial: bool,
+}
+
+impl Profile {
+    /// An empty profile for `command`, stamped with this build's version and the current machine.
+    pub fn new(command: Vec<String>, tool: &str, accuracy: &str) -> Self {
+        Profile {
+            schema_version: SCHEMA_VERSION,
+            command,
+            machine: Machine::probe(),
+            collection: Collection {
+                tool: tool.to_string(),
+                multios_version: env!("CARGO_PKG_VERSION").to_string(),
+                accuracy: accuracy.to_string(),
+                wall_clock_syscall_times: true,
+                started_unix_s: std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .ok()
+                    .map(|d| d.as_secs_f64()),
+                ..Collection::default()
+            },
+            wall_time_s: 0.0,
+            compute_time_s: 0.0,
+            exit: None,
+            syscalls: Vec::new(),
+            threads: Vec::new(),
+            ranks: Vec::new(),
+        }
+    }
+
+    /// Σ g(s).
+    pub fn syscall_time_s(&self) -> f64 {
+        self.syscalls.iter().map(|s| s.total_s).sum()
+    }
+
+    /// Σ n(s).
+    pub fn syscall_count(&self) -> u64 {
+        self.syscalls.iter().map(|s| s.count).sum()
+    }
+
+    /// p = Σg / (C + Σg): the share of time spent in system calls.
+    pub fn p(&self) -> f64 {
+        let g = self.syscall_time_s();
+        let t = self.compute_time_s + g;
+        if t > 0.0 {
+            g / t
+        } else {
+            0.0
+        }
+    }
+
+    /// The stats for system call `name`.
+    pub fn syscall(&self, name: &str) -> Option<&SyscallStats> {
+        self.syscalls.iter().find(|s| s.name == name)
+    }
+
+    /// Sorts syscalls by total time, largest first (ties by name), as writers must.
+    pub fn sort(&mut self) {
+        self.syscalls.sort_by(|a, b| b.total_s.total_cmp(&a.total_s).then_with(|| a.name.cmp(&b.name)));
+    }
+}

@@ -1,0 +1,20 @@
+//! The multios profile: the contract between the profiler, the models, the emulator and the LWK.
+//!
+//! A profile is one JSON document (see `docs/PROFILE-FORMAT.md`). It is versioned by
+//! `schema_version`; readers refuse newer versions instead of misreading them.
+
+mod error;
+mod format;
+mod hist;
+pub mod import;
+mod load;
+mod machine;
+mod merge;
+
+pub use error::ProfileError;
+pub use format::{
+    Collection, Exit, Machine, Placement, Profile, RankSummary, SyscallStats, ThreadStats, SCHEMA_VERSION,
+};
+pub use hist::Log2Histogram;
+pub use load::{from_json_str, load, save};
+pub use merge::merge;
