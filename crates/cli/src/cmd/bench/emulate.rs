@@ -1,0 +1,10 @@
+//! `multios bench emulate` (issue #4). Not built yet.
+
+use crate::output::Out;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+pub fn run(_args: Args, _out: &Out) -> crate::cmd::Exit {
+    anyhow::bail!("'multios bench emulate' is not implemented in this build yet (issue #4)")
+}

@@ -1,0 +1,36 @@
+//! `multios bench …`: benchmarks that measure the things compared side by side in one run and
+//! print ratios (this machine is a noisy shared VM: medians and ratios, not single times).
+
+mod emulate;
+mod lwk;
+mod noise;
+mod profiler;
+
+use crate::output::Out;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(subcommand)]
+    which: Which,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum Which {
+    /// Tracing overhead of `multios profile` vs strace -c -f vs perf trace -s (issue #3)
+    Profiler(profiler::Args),
+    /// Emulator floor, delivered f_c accuracy, pass-through overhead (issue #4)
+    Emulate(emulate::Args),
+    /// LWK delegation round trip, start-up, γ on compute- and TLB-bound programs (issue #5)
+    Lwk(lwk::Args),
+    /// Noise scale simulation throughput (issue #6)
+    Noise(noise::Args),
+}
+
+pub fn run(args: Args, out: &Out) -> super::Exit {
+    match args.which {
+        Which::Profiler(a) => profiler::run(a, out),
+        Which::Emulate(a) => emulate::run(a, out),
+        Which::Lwk(a) => lwk::run(a, out),
+        Which::Noise(a) => noise::run(a, out),
+    }
+}
