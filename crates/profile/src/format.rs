@@ -229,6 +229,7 @@ impl Profile {
 
     /// Sorts syscalls by total time, largest first (ties by name), as writers must.
     pub fn sort(&mut self) {
-        self.syscalls.sort_by(|a, b| b.total_s.total_cmp(&a.total_s).then_with(|| a.name.cmp(&b.name)));
+        self.syscalls
+            .sort_by(|a, b| b.total_s.total_cmp(&a.total_s).then_with(|| a.name.cmp(&b.name)));
     }
 }

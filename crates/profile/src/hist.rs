@@ -51,7 +51,11 @@ impl Log2Histogram {
             seen += c;
             if seen >= target {
                 let lo = (1u64 << k) as f64;
-                return Some(if k == 0 { 1.0 } else { lo * std::f64::consts::SQRT_2 });
+                return Some(if k == 0 {
+                    1.0
+                } else {
+                    lo * std::f64::consts::SQRT_2
+                });
             }
         }
         None

@@ -6,8 +6,10 @@ use std::path::Path;
 
 /// Reads and validates the profile at `path`.
 pub fn load(path: &Path) -> Result<Profile, ProfileError> {
-    let text =
-        std::fs::read_to_string(path).map_err(|source| ProfileError::Read { path: path.to_path_buf(), source })?;
+    let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
     from_json_str(&path.display().to_string(), &text)
 }
 
@@ -18,7 +20,10 @@ pub fn save(profile: &Profile, path: &Path) -> Result<(), ProfileError> {
         source: std::io::Error::other(e),
     })?;
     text.push('\n');
-    std::fs::write(path, text).map_err(|source| ProfileError::Write { path: path.to_path_buf(), source })
+    std::fs::write(path, text).map_err(|source| ProfileError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 #[derive(serde::Deserialize)]
@@ -41,14 +46,20 @@ pub fn from_json_str(origin: &str, text: &str) -> Result<Profile, ProfileError> 
         }
         Some(v) => match v.as_u64() {
             Some(n) if n > u64::from(SCHEMA_VERSION) => {
-                return Err(ProfileError::NewerSchema { path: origin.into(), found: n, supported: SCHEMA_VERSION })
+                return Err(ProfileError::NewerSchema {
+                    path: origin.into(),
+                    found: n,
+                    supported: SCHEMA_VERSION,
+                })
             }
             Some(n) if n >= 1 => {}
             _ => {
                 return Err(ProfileError::Invalid {
                     path: origin.into(),
                     field: "schema_version".into(),
-                    msg: format!("must be a positive integer (this multios writes {SCHEMA_VERSION}), found {v}"),
+                    msg: format!(
+                        "must be a positive integer (this multios writes {SCHEMA_VERSION}), found {v}"
+                    ),
                 })
             }
         },
@@ -68,17 +79,30 @@ fn malformed(origin: &str, e: &serde_json::Error, field: &str) -> ProfileError {
         line: e.line(),
         column: e.column(),
         field: field.into(),
-        msg: e.to_string().split(" at line ").next().unwrap_or_default().to_string(),
+        msg: e
+            .to_string()
+            .split(" at line ")
+            .next()
+            .unwrap_or_default()
+            .to_string(),
     }
 }
 
 fn invalid(origin: &str, field: String, msg: impl Into<String>) -> ProfileError {
-    ProfileError::Invalid { path: origin.into(), field, msg: msg.into() }
+    ProfileError::Invalid {
+        path: origin.into(),
+        field,
+        msg: msg.into(),
+    }
 }
 
 fn check_time(origin: &str, field: String, v: f64) -> Result<(), ProfileError> {
     if !v.is_finite() || v < 0.0 {
-        return Err(invalid(origin, field, format!("must be a finite time ≥ 0 in seconds, found {v}")));
+        return Err(invalid(
+            origin,
+            field,
+            format!("must be a finite time ≥ 0 in seconds, found {v}"),
+        ));
     }
     Ok(())
 }
@@ -92,15 +116,27 @@ pub(crate) fn validate(origin: &str, p: &Profile) -> Result<(), ProfileError> {
         let f = |name: &str| format!("syscalls[{i}].{name}");
         match multios_syscalls::by_name(&s.name) {
             None => {
-                return Err(invalid(origin, f("name"), multios_syscalls::UnknownSyscall::new(&s.name).to_string()))
+                return Err(invalid(
+                    origin,
+                    f("name"),
+                    multios_syscalls::UnknownSyscall::new(&s.name).to_string(),
+                ))
             }
             Some(nr) if nr != s.nr => {
-                return Err(invalid(origin, f("nr"), format!("'{}' is number {nr} on x86_64, not {}", s.name, s.nr)))
+                return Err(invalid(
+                    origin,
+                    f("nr"),
+                    format!("'{}' is number {nr} on x86_64, not {}", s.name, s.nr),
+                ))
             }
             _ => {}
         }
         if !seen.insert(s.name.as_str()) {
-            return Err(invalid(origin, f("name"), format!("'{}' appears twice: merge the entries", s.name)));
+            return Err(invalid(
+                origin,
+                f("name"),
+                format!("'{}' appears twice: merge the entries", s.name),
+            ));
         }
         check_time(origin, f("total_s"), s.total_s)?;
         for (name, v) in [("min_s", s.min_s), ("median_s", s.median_s), ("max_s", s.max_s)] {
@@ -114,7 +150,11 @@ pub(crate) fn validate(origin: &str, p: &Profile) -> Result<(), ProfileError> {
             }
         }
         if s.errors > s.count {
-            return Err(invalid(origin, f("errors"), format!("{} errors but only {} calls", s.errors, s.count)));
+            return Err(invalid(
+                origin,
+                f("errors"),
+                format!("{} errors but only {} calls", s.errors, s.count),
+            ));
         }
         let h = s.hist_log2_ns.total();
         if h != 0 && h != s.count {
@@ -141,12 +181,21 @@ mod tests {
         let mut p = Profile::new(vec!["true".into()], "test", "high");
         p.wall_time_s = 1.0;
         p.compute_time_s = 0.9;
-        p.syscalls.push(SyscallStats { name: "read".into(), nr: 0, count: 10, total_s: 0.1, ..Default::default() });
+        p.syscalls.push(SyscallStats {
+            name: "read".into(),
+            nr: 0,
+            count: 10,
+            total_s: 0.1,
+            ..Default::default()
+        });
         p
     }
 
     fn err(text: &str) -> String {
-        from_json_str("p.json", text).err().map(|e| e.to_string()).unwrap_or_default()
+        from_json_str("p.json", text)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
     }
 
     #[test]
@@ -160,13 +209,20 @@ mod tests {
 
     #[test]
     fn newer_schema_is_refused_by_name() {
-        let text = serde_json::to_string(&sample()).unwrap_or_default().replace("\"schema_version\":1", "\"schema_version\":7");
-        assert_eq!(err(&text), "p.json: schema_version 7 is newer than this multios reads (up to 1): upgrade multios");
+        let text = serde_json::to_string(&sample())
+            .unwrap_or_default()
+            .replace("\"schema_version\":1", "\"schema_version\":7");
+        assert_eq!(
+            err(&text),
+            "p.json: schema_version 7 is newer than this multios reads (up to 1): upgrade multios"
+        );
     }
 
     #[test]
     fn malformed_names_line_and_field() {
-        let text = serde_json::to_string_pretty(&sample()).unwrap_or_default().replace("\"count\": 10", "\"count\": -3");
+        let text = serde_json::to_string_pretty(&sample())
+            .unwrap_or_default()
+            .replace("\"count\": 10", "\"count\": -3");
         let e = err(&text);
         assert!(e.starts_with("p.json:"), "{e}");
         assert!(e.contains("syscalls[0].count"), "{e}");
@@ -174,13 +230,22 @@ mod tests {
 
     #[test]
     fn unknown_syscall_suggests() {
-        let text = serde_json::to_string(&sample()).unwrap_or_default().replace("\"read\"", "\"raed\"");
-        assert!(err(&text).contains("field 'syscalls[0].name': unknown system call 'raed' (did you mean 'read'?)"));
+        let text = serde_json::to_string(&sample())
+            .unwrap_or_default()
+            .replace("\"read\"", "\"raed\"");
+        assert!(err(&text)
+            .contains("field 'syscalls[0].name': unknown system call 'raed' (did you mean 'read'?)"));
     }
 
     #[test]
     fn negative_time_is_refused() {
-        let text = serde_json::to_string(&sample()).unwrap_or_default().replace("\"compute_time_s\":0.9", "\"compute_time_s\":-1.0");
-        assert!(err(&text).contains("field 'compute_time_s': must be a finite time ≥ 0"), "{}", err(&text));
+        let text = serde_json::to_string(&sample())
+            .unwrap_or_default()
+            .replace("\"compute_time_s\":0.9", "\"compute_time_s\":-1.0");
+        assert!(
+            err(&text).contains("field 'compute_time_s': must be a finite time ≥ 0"),
+            "{}",
+            err(&text)
+        );
     }
 }

@@ -8,10 +8,16 @@ impl Machine {
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
         let cpu_model = cpuinfo
             .lines()
-            .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split_once(':')).map(|(_, v)| v.trim()))
+            .find_map(|l| {
+                l.strip_prefix("model name")
+                    .and_then(|r| r.split_once(':'))
+                    .map(|(_, v)| v.trim())
+            })
             .unwrap_or("unknown")
             .to_string();
-        let cores = std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1);
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get() as u32)
+            .unwrap_or(1);
         let read = |p: &str| std::fs::read_to_string(p).map(|s| s.trim().to_string()).ok();
         Machine {
             cpu_model,

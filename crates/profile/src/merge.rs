@@ -16,10 +16,15 @@ pub fn merge(parts: Vec<(u32, String, Profile)>) -> Result<Profile, ProfileError
     out.wall_time_s = 0.0;
     out.compute_time_s = 0.0;
     out.collection.partial = false;
-    out.collection.notes.push(format!("merged from {} rank profiles", parts.len()));
+    out.collection
+        .notes
+        .push(format!("merged from {} rank profiles", parts.len()));
     for (rank, source, p) in parts {
         if p.command != out.command {
-            out.collection.notes.push(format!("rank {rank} ran a different command: {}", p.command.join(" ")));
+            out.collection.notes.push(format!(
+                "rank {rank} ran a different command: {}",
+                p.command.join(" ")
+            ));
         }
         out.wall_time_s = out.wall_time_s.max(p.wall_time_s);
         out.compute_time_s += p.compute_time_s;
@@ -96,7 +101,10 @@ mod tests {
         let m = m.as_ref();
         assert_eq!(m.map(|m| m.syscalls[0].count), Some(6));
         assert_eq!(m.map(|m| m.wall_time_s), Some(20.0));
-        assert_eq!(m.map(|m| m.ranks.iter().map(|r| r.rank).collect::<Vec<_>>()), Some(vec![0, 1]));
+        assert_eq!(
+            m.map(|m| m.ranks.iter().map(|r| r.rank).collect::<Vec<_>>()),
+            Some(vec![0, 1])
+        );
         assert_eq!(m.and_then(|m| m.syscalls[0].min_s), Some(0.5));
     }
 }

@@ -27,7 +27,11 @@ pub enum SetError {
     #[error("unknown syscall set '{0}': use one of mckernel, mos, mktrace")]
     UnknownSet(String),
     #[error("{file}:{line}: {source}")]
-    BadName { file: String, line: usize, source: UnknownSyscall },
+    BadName {
+        file: String,
+        line: usize,
+        source: UnknownSyscall,
+    },
 }
 
 impl NamedSet {
@@ -89,9 +93,16 @@ pub fn parse_list(file: &str, text: &str) -> Result<BTreeSet<String>, SetError> 
         if name.is_empty() {
             continue;
         }
-        for name in name.split(|c: char| c == ',' || c.is_whitespace()).filter(|n| !n.is_empty()) {
+        for name in name
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|n| !n.is_empty())
+        {
             if by_name(name).is_none() {
-                return Err(SetError::BadName { file: file.to_string(), line: i + 1, source: UnknownSyscall::new(name) });
+                return Err(SetError::BadName {
+                    file: file.to_string(),
+                    line: i + 1,
+                    source: UnknownSyscall::new(name),
+                });
             }
             out.insert(name.to_string());
         }
@@ -107,7 +118,11 @@ mod tests {
     fn every_listed_name_is_a_real_syscall() {
         for set in NamedSet::ALL {
             for n in set.listed() {
-                assert!(by_name(n).is_some(), "{}: '{n}' is not in the x86_64 table", set.name());
+                assert!(
+                    by_name(n).is_some(),
+                    "{}: '{n}' is not in the x86_64 table",
+                    set.name()
+                );
             }
         }
     }
@@ -125,8 +140,14 @@ mod tests {
 
     #[test]
     fn list_file_errors_name_line_and_suggest() {
-        let e = parse_list("my.list", "read\n# c\nwrtie\n").err().map(|e| e.to_string()).unwrap_or_default();
-        assert_eq!(e, "my.list:3: unknown system call 'wrtie' (did you mean 'write'?)");
+        let e = parse_list("my.list", "read\n# c\nwrtie\n")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert_eq!(
+            e,
+            "my.list:3: unknown system call 'wrtie' (did you mean 'write'?)"
+        );
         let ok = parse_list("x", "read, write\nopenat # comment\n").unwrap_or_default();
         assert_eq!(ok.len(), 3);
     }

@@ -18,7 +18,11 @@ fn table() -> &'static Table {
     T.get_or_init(|| {
         let mut by_nr = vec![None; MAX_NR];
         let mut by_name = HashMap::new();
-        for line in TABLE.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        for line in TABLE
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        {
             let mut it = line.split_whitespace();
             if let (Some(nr), Some(name)) = (it.next(), it.next()) {
                 if let Ok(nr) = nr.parse::<u32>() {
@@ -45,7 +49,11 @@ pub fn by_name(name: &str) -> Option<u32> {
 
 /// All system call names, in number order.
 pub fn names() -> impl Iterator<Item = (u32, &'static str)> {
-    table().by_nr.iter().enumerate().filter_map(|(i, n)| n.map(|n| (i as u32, n)))
+    table()
+        .by_nr
+        .iter()
+        .enumerate()
+        .filter_map(|(i, n)| n.map(|n| (i as u32, n)))
 }
 
 /// A system call name that is not in the x86_64 table.
@@ -58,7 +66,10 @@ pub struct UnknownSyscall {
 
 impl UnknownSyscall {
     pub fn new(name: &str) -> Self {
-        UnknownSyscall { name: name.to_string(), suggestion: closest(name) }
+        UnknownSyscall {
+            name: name.to_string(),
+            suggestion: closest(name),
+        }
     }
 }
 

@@ -79,7 +79,9 @@ impl Duration {
         if num.is_empty() {
             return Err(UnitError::NotANumber(input.to_string()));
         }
-        let value: f64 = num.parse().map_err(|_| UnitError::NotANumber(input.to_string()))?;
+        let value: f64 = num
+            .parse()
+            .map_err(|_| UnitError::NotANumber(input.to_string()))?;
         let unit = unit.trim();
         if unit.is_empty() {
             return Err(UnitError::MissingUnit(s.to_string()));
@@ -91,7 +93,10 @@ impl Duration {
             "s" | "sec" => 1.0,
             "min" => 60.0,
             _ => {
-                return Err(UnitError::UnknownUnit { input: input.to_string(), unit: unit.to_string() });
+                return Err(UnitError::UnknownUnit {
+                    input: input.to_string(),
+                    unit: unit.to_string(),
+                });
             }
         };
         let secs = value * scale;
@@ -107,8 +112,14 @@ fn parse_cycles(input: &str, cycles: &str, clock: &str) -> Result<Duration, Unit
     let n = cycles
         .strip_suffix("cycles")
         .or_else(|| cycles.strip_suffix("cyc"))
-        .ok_or_else(|| UnitError::UnknownUnit { input: input.to_string(), unit: cycles.to_string() })?;
-    let n: f64 = n.trim().parse().map_err(|_| UnitError::NotANumber(input.to_string()))?;
+        .ok_or_else(|| UnitError::UnknownUnit {
+            input: input.to_string(),
+            unit: cycles.to_string(),
+        })?;
+    let n: f64 = n
+        .trim()
+        .parse()
+        .map_err(|_| UnitError::NotANumber(input.to_string()))?;
     let clock = clock.trim();
     let (f, scale) = if let Some(v) = clock.strip_suffix("GHz") {
         (v, 1e9)
@@ -117,7 +128,11 @@ fn parse_cycles(input: &str, cycles: &str, clock: &str) -> Result<Duration, Unit
     } else {
         return Err(UnitError::BadClock(input.to_string()));
     };
-    let hz: f64 = f.trim().parse::<f64>().map_err(|_| UnitError::BadClock(input.to_string()))? * scale;
+    let hz: f64 = f
+        .trim()
+        .parse::<f64>()
+        .map_err(|_| UnitError::BadClock(input.to_string()))?
+        * scale;
     if hz <= 0.0 || !hz.is_finite() {
         return Err(UnitError::BadClock(input.to_string()));
     }
@@ -186,10 +201,19 @@ mod tests {
     fn refuses_bare_negative_and_unknown() {
         assert!(matches!(Duration::parse("10"), Err(UnitError::MissingUnit(_))));
         assert!(matches!(Duration::parse("-1us"), Err(UnitError::Negative(_))));
-        assert!(matches!(Duration::parse("3 parsecs"), Err(UnitError::UnknownUnit { .. })));
+        assert!(matches!(
+            Duration::parse("3 parsecs"),
+            Err(UnitError::UnknownUnit { .. })
+        ));
         assert!(matches!(Duration::parse("us"), Err(UnitError::NotANumber(_))));
-        assert!(matches!(Duration::parse("5cycles@0GHz"), Err(UnitError::BadClock(_))));
-        let msg = Duration::parse("10").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(matches!(
+            Duration::parse("5cycles@0GHz"),
+            Err(UnitError::BadClock(_))
+        ));
+        let msg = Duration::parse("10")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(msg.contains("10us"), "{msg}");
     }
 

@@ -49,15 +49,19 @@ pub fn import(origin: &str, text: &str, opts: &ImportOptions) -> Result<Profile,
             .into(),
     })?;
     let (syscalls, tool, wall_clock) = match format {
-        Format::StraceSummary => {
-            (strace::parse(origin, text)?, "strace -c", opts.strace_wall_clock.unwrap_or(false))
-        }
+        Format::StraceSummary => (
+            strace::parse(origin, text)?,
+            "strace -c",
+            opts.strace_wall_clock.unwrap_or(false),
+        ),
         Format::PerfTraceSummary => (perf::parse(origin, text)?, "perf trace -s", true),
     };
     let wall = opts.wall_time_s.ok_or_else(|| ProfileError::Import {
         path: origin.into(),
         line: 0,
-        msg: format!("{tool} does not record the run's wall time: pass it with --wall (e.g. --wall 12.3s from `time`)"),
+        msg: format!(
+            "{tool} does not record the run's wall time: pass it with --wall (e.g. --wall 12.3s from `time`)"
+        ),
     })?;
     let mut p = Profile::new(opts.command.clone(), tool, "imported");
     p.collection.source = Some(origin.to_string());

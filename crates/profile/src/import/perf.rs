@@ -29,9 +29,19 @@ pub(super) fn parse(origin: &str, text: &str) -> Result<Vec<SyscallStats>, Profi
         if words.first() == Some(&"syscall") && words.contains(&"calls") {
             let at = |n: &str| words.iter().position(|w| *w == n);
             let (Some(calls), Some(total)) = (at("calls"), at("total")) else {
-                return Err(ProfileError::Import { path: origin.into(), line: i + 1, msg: "perf header lacks 'calls' or 'total'".into() });
+                return Err(ProfileError::Import {
+                    path: origin.into(),
+                    line: i + 1,
+                    msg: "perf header lacks 'calls' or 'total'".into(),
+                });
             };
-            cols = Some(Columns { calls, errors: at("errors"), total, min: at("min"), max: at("max") });
+            cols = Some(Columns {
+                calls,
+                errors: at("errors"),
+                total,
+                min: at("min"),
+                max: at("max"),
+            });
             continue;
         }
         let Some(c) = &cols else { continue };
@@ -42,11 +52,21 @@ pub(super) fn parse(origin: &str, text: &str) -> Result<Vec<SyscallStats>, Profi
         if line.starts_with('(') || line.starts_with("---") {
             continue;
         }
-        let bad = |msg: String| ProfileError::Import { path: origin.into(), line: i + 1, msg };
+        let bad = |msg: String| ProfileError::Import {
+            path: origin.into(),
+            line: i + 1,
+            msg,
+        };
         let num = |idx: usize, what: &str| -> Result<f64, ProfileError> {
-            words.get(idx).and_then(|w| w.trim_end_matches('%').parse::<f64>().ok()).ok_or_else(|| {
-                bad(format!("{what} column '{}' is not a number", words.get(idx).copied().unwrap_or("")))
-            })
+            words
+                .get(idx)
+                .and_then(|w| w.trim_end_matches('%').parse::<f64>().ok())
+                .ok_or_else(|| {
+                    bad(format!(
+                        "{what} column '{}' is not a number",
+                        words.get(idx).copied().unwrap_or("")
+                    ))
+                })
         };
         let name = words[0];
         let count = num(c.calls, "calls")? as u64;
@@ -59,10 +79,26 @@ pub(super) fn parse(origin: &str, text: &str) -> Result<Vec<SyscallStats>, Profi
         let min_s = c.min.map(|k| num(k, "min")).transpose()?.map(ms);
         let max_s = c.max.map(|k| num(k, "max")).transpose()?.map(ms);
         let nr = syscall_number(origin, i + 1, name)?;
-        push_row(&mut out, SyscallStats { name: name.into(), nr, count, total_s, errors, min_s, max_s, ..Default::default() });
+        push_row(
+            &mut out,
+            SyscallStats {
+                name: name.into(),
+                nr,
+                count,
+                total_s,
+                errors,
+                min_s,
+                max_s,
+                ..Default::default()
+            },
+        );
     }
     if out.is_empty() {
-        return Err(ProfileError::Import { path: origin.into(), line: 1, msg: "the perf summary has no syscall rows".into() });
+        return Err(ProfileError::Import {
+            path: origin.into(),
+            line: 1,
+            msg: "the perf summary has no syscall rows".into(),
+        });
     }
     Ok(out)
 }

@@ -26,7 +26,11 @@ pub(super) fn parse(origin: &str, text: &str) -> Result<Vec<SyscallStats>, Profi
             continue;
         }
         let cols: Vec<&str> = line.split_whitespace().collect();
-        let bad = |msg: String| ProfileError::Import { path: origin.into(), line: i + 1, msg };
+        let bad = |msg: String| ProfileError::Import {
+            path: origin.into(),
+            line: i + 1,
+            msg,
+        };
         let Some(&name) = cols.last() else { continue };
         if name == "total" {
             in_table = false;
@@ -34,20 +38,43 @@ pub(super) fn parse(origin: &str, text: &str) -> Result<Vec<SyscallStats>, Profi
         }
         // % time, seconds, usecs/call, calls, [errors], name
         if !(5..=6).contains(&cols.len()) {
-            return Err(bad(format!("expected 5 or 6 columns (% time, seconds, usecs/call, calls, [errors], syscall), found {}", cols.len())));
+            return Err(bad(format!(
+                "expected 5 or 6 columns (% time, seconds, usecs/call, calls, [errors], syscall), found {}",
+                cols.len()
+            )));
         }
-        let secs: f64 = cols[1].parse().map_err(|_| bad(format!("seconds column '{}' is not a number", cols[1])))?;
-        let calls: u64 = cols[3].parse().map_err(|_| bad(format!("calls column '{}' is not an integer", cols[3])))?;
+        let secs: f64 = cols[1]
+            .parse()
+            .map_err(|_| bad(format!("seconds column '{}' is not a number", cols[1])))?;
+        let calls: u64 = cols[3]
+            .parse()
+            .map_err(|_| bad(format!("calls column '{}' is not an integer", cols[3])))?;
         let errors: u64 = if cols.len() == 6 {
-            cols[4].parse().map_err(|_| bad(format!("errors column '{}' is not an integer", cols[4])))?
+            cols[4]
+                .parse()
+                .map_err(|_| bad(format!("errors column '{}' is not an integer", cols[4])))?
         } else {
             0
         };
         let nr = syscall_number(origin, i + 1, name)?;
-        push_row(&mut out, SyscallStats { name: name.into(), nr, count: calls, total_s: secs, errors, ..Default::default() });
+        push_row(
+            &mut out,
+            SyscallStats {
+                name: name.into(),
+                nr,
+                count: calls,
+                total_s: secs,
+                errors,
+                ..Default::default()
+            },
+        );
     }
     if out.is_empty() {
-        return Err(ProfileError::Import { path: origin.into(), line: 1, msg: "the strace table has no rows".into() });
+        return Err(ProfileError::Import {
+            path: origin.into(),
+            line: 1,
+            msg: "the strace table has no rows".into(),
+        });
     }
     Ok(out)
 }
@@ -77,9 +104,15 @@ mod tests {
 
     #[test]
     fn bad_line_is_named() {
-        let e = parse("s.txt", &SAMPLE.replace("993", "lots")).err().map(|e| e.to_string()).unwrap_or_default();
+        let e = parse("s.txt", &SAMPLE.replace("993", "lots"))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert_eq!(e, "s.txt:4: calls column 'lots' is not an integer");
-        let e = parse("s.txt", &SAMPLE.replace(" read", " raed")).err().map(|e| e.to_string()).unwrap_or_default();
+        let e = parse("s.txt", &SAMPLE.replace(" read", " raed"))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(e.contains("s.txt:4: unknown system call 'raed'"), "{e}");
     }
 }

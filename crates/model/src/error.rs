@@ -1,0 +1,56 @@
+/// Invalid model inputs. Each message names the parameter and the accepted range.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ModelError {
+    #[error(
+        "p = {0} is outside [0, 1]: p is the share of time spent in system calls (e.g. 0.0374 for 3.74%)"
+    )]
+    P(f64),
+    #[error("γ (gamma) = {0} must be > 0: it is the compute speedup of the LWK (1 = same speed as Linux)")]
+    Gamma(f64),
+    #[error(
+        "fraction = {0} is outside [0, 1]: it is the share of distinct system calls forwarded (e.g. 0.9)"
+    )]
+    Fraction(f64),
+    #[error("{what} = {value} must be a finite time ≥ 0")]
+    Time { what: String, value: f64 },
+    #[error("{0}")]
+    UnknownSyscall(#[from] multios_syscalls::UnknownSyscall),
+    #[error("{0}")]
+    Set(#[from] multios_syscalls::SetError),
+    #[error("cannot read policy list {path}: {msg}")]
+    ListFile { path: String, msg: String },
+    #[error("unknown policy '{0}': use all, none, mckernel, mos, mktrace, list:FILE, least:F, most:F or random:F[:SEED]")]
+    Policy(String),
+    #[error(
+        "queue is unstable: arrival rate λ = {lambda:.4e}/s ≥ capacity c·μ = {capacity:.4e}/s; \
+         add delegates (--servers) or delegate fewer calls"
+    )]
+    Unstable { lambda: f64, capacity: f64 },
+    #[error("{what} = {value} must be > 0")]
+    Positive { what: String, value: f64 },
+    #[error("servers (c) must be ≥ 1")]
+    Servers,
+    #[error("measured speedup {measured} is out of reach: {why}")]
+    Unreachable { measured: f64, why: String },
+    #[error("no (predicted, measured) pairs given")]
+    NoPairs,
+}
+
+pub(crate) fn check_gamma(g: f64) -> Result<(), ModelError> {
+    if g.is_finite() && g > 0.0 {
+        Ok(())
+    } else {
+        Err(ModelError::Gamma(g))
+    }
+}
+
+pub(crate) fn check_time(what: &str, v: f64) -> Result<(), ModelError> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(())
+    } else {
+        Err(ModelError::Time {
+            what: what.into(),
+            value: v,
+        })
+    }
+}

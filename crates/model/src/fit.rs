@@ -1,0 +1,114 @@
+//! Fitting γ to a measured speedup, aggregating, and accuracy (paper §5.3).
+
+use crate::error::ModelError;
+use crate::refined::Params;
+use crate::workload::Workload;
+use std::collections::BTreeSet;
+
+/// Solves the naïve model for γ: S = 1/(p + (1 − p)/γ)  ⇒  γ = (1 − p) / (1/S − p).
+pub fn fit_gamma_naive(p: f64, measured: f64) -> Result<f64, ModelError> {
+    if !(0.0..=1.0).contains(&p) {
+        return Err(ModelError::P(p));
+    }
+    positive("measured speedup", measured)?;
+    let denom = 1.0 / measured - p;
+    if denom <= 0.0 {
+        return Err(ModelError::Unreachable {
+            measured,
+            why: format!("the naïve model is bounded by 1/p = {:.4}", 1.0 / p),
+        });
+    }
+    Ok((1.0 - p) / denom)
+}
+
+/// Solves the refined model (eq. 11) for γ in closed form. With R = t_remote + t_local (independent of
+/// γ): S = t_nd / (C/γ + R)  ⇒  γ = C / (t_nd/S − R).
+pub fn fit_gamma_refined(
+    w: &Workload,
+    delegated: &BTreeSet<String>,
+    params: &Params,
+    measured: f64,
+) -> Result<f64, ModelError> {
+    positive("measured speedup", measured)?;
+    positive("C (compute time)", w.c)?;
+    // Any γ gives the same R; evaluate at γ = 1.
+    let mut at_one = params.clone();
+    at_one.gamma = 1.0;
+    let pr = crate::refined(w, delegated, &at_one)?;
+    let r = pr.t_remote + pr.t_local;
+    let denom = pr.t_nd / measured - r;
+    if denom <= 0.0 {
+        return Err(ModelError::Unreachable {
+            measured,
+            why: format!(
+                "even γ → ∞ gives S_r = t_nd/(t_remote + t_local) = {:.6}",
+                if r > 0.0 { pr.t_nd / r } else { f64::INFINITY }
+            ),
+        });
+    }
+    Ok(w.c / denom)
+}
+
+fn positive(what: &str, v: f64) -> Result<(), ModelError> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err(ModelError::Positive {
+            what: what.into(),
+            value: v,
+        })
+    }
+}
+
+/// The median (mean of the two middle values for an even count); `None` when empty.
+pub fn median(values: &[f64]) -> Option<f64> {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    Some(if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    })
+}
+
+/// Accuracy = 100 − MAPE, with MAPE = (100/n) Σ |predicted − measured| / |measured| (the paper's
+/// definition in §5.3).
+pub fn accuracy(pairs: &[(f64, f64)]) -> Result<f64, ModelError> {
+    if pairs.is_empty() {
+        return Err(ModelError::NoPairs);
+    }
+    let mut sum = 0.0;
+    for (pred, meas) in pairs {
+        positive("measured value", meas.abs())?;
+        sum += ((pred - meas) / meas).abs();
+    }
+    Ok(100.0 - 100.0 * sum / pairs.len() as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn naive_fit_inverts() {
+        let s = crate::naive(0.2, 3.0).unwrap_or(0.0);
+        assert!((fit_gamma_naive(0.2, s).unwrap_or(0.0) - 3.0).abs() < 1e-12);
+        assert!(matches!(
+            fit_gamma_naive(0.5, 2.5),
+            Err(ModelError::Unreachable { .. })
+        ));
+    }
+
+    #[test]
+    fn accuracy_and_median() {
+        assert_eq!(accuracy(&[(1.0, 1.0), (1.1, 1.0)]).ok(), Some(95.0));
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
+        assert!(matches!(accuracy(&[]), Err(ModelError::NoPairs)));
+    }
+}
