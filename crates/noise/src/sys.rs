@@ -1,0 +1,155 @@
+//! The few raw system interfaces the noise benchmarks need: the time-stamp counter, CPU affinity,
+//! process-group signals and a SIGINT flag. Every `unsafe` block of the crate lives here.
+
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Reads the time-stamp counter (x86_64) or, elsewhere, the monotonic clock in ns.
+#[inline(always)]
+pub fn ticks() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: RDTSC has no memory effects; every x86_64 CPU implements it.
+        unsafe { core::arch::x86_64::_rdtsc() }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        monotonic_ns()
+    }
+}
+
+/// CLOCK_MONOTONIC in nanoseconds.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn cpu_set(cpus: &[usize]) -> io::Result<libc::cpu_set_t> {
+    // SAFETY: cpu_set_t is a plain bit array; all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in cpus {
+        if c >= libc::CPU_SETSIZE as usize {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("CPU {c} is beyond CPU_SETSIZE"),
+            ));
+        }
+        // SAFETY: `c` < CPU_SETSIZE was checked above, so the bit is inside `set`.
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    Ok(set)
+}
+
+/// Pins the thread or process `pid` (0 = the calling thread) to `cpus`.
+pub fn set_affinity(pid: i32, cpus: &[usize]) -> io::Result<()> {
+    let set = cpu_set(cpus)?;
+    // SAFETY: `set` is a valid cpu_set_t and the size passed is its size.
+    let r = unsafe { libc::sched_setaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The CPU the calling thread runs on now.
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: sched_getcpu has no arguments and no memory effects.
+    let c = unsafe { libc::sched_getcpu() };
+    usize::try_from(c).ok()
+}
+
+/// Sends `sig` to the whole process group `pgid`; a group that is already gone is not an error.
+pub fn kill_group(pgid: i32, sig: i32) -> io::Result<()> {
+    if pgid <= 1 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("refusing to signal process group {pgid}"),
+        ));
+    }
+    // SAFETY: kill with a negative pid signals a process group; no memory is touched.
+    let r = unsafe { libc::kill(-pgid, sig) };
+    if r == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::ESRCH) {
+        Ok(())
+    } else {
+        Err(e)
+    }
+}
+
+/// Set by the SIGINT handler installed with [`catch_interrupt`].
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_sigint(_sig: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// Installs a SIGINT handler that only sets a flag, so measurement loops stop and the guards of
+/// the in-situ load and the cpuset cgroup clean up on Ctrl-C.
+pub fn catch_interrupt() -> io::Result<()> {
+    // SAFETY: sigaction is all plain data; zeroed is a valid starting value.
+    let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+    sa.sa_sigaction = on_sigint as *const () as libc::sighandler_t;
+    // SAFETY: `sa.sa_mask` is a valid sigset_t inside `sa`.
+    unsafe { libc::sigemptyset(&mut sa.sa_mask) };
+    // SAFETY: the handler only stores to an atomic (async-signal-safe); `sa` is valid.
+    let r = unsafe { libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut()) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// True once SIGINT arrived (after [`catch_interrupt`]).
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::Relaxed)
+}
+
+/// Writes `bytes` to an already-open file descriptor with a single write(2): usable between
+/// fork and exec (async-signal-safe), e.g. to move the child into a cgroup by writing "0".
+pub fn write_fd(fd: i32, bytes: &[u8]) -> io::Result<()> {
+    // SAFETY: `bytes` is valid for `bytes.len()` bytes; `fd` is owned by the caller.
+    let r = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+    if r == bytes.len() as isize {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Adds a hook to `cmd` that runs in the child between fork and exec: it pins the child to `cpus`
+/// (inherited by all its descendants) and, with `cgroup_procs_fd`, moves it into that cgroup.
+pub fn pre_exec_place(
+    cmd: &mut std::process::Command,
+    cpus: Option<&[usize]>,
+    cgroup_procs_fd: Option<i32>,
+) -> io::Result<()> {
+    use std::os::unix::process::CommandExt;
+    let set = cpus.map(cpu_set).transpose()?;
+    let hook = move || -> io::Result<()> {
+        if let Some(fd) = cgroup_procs_fd {
+            write_fd(fd, b"0")?;
+        }
+        if let Some(set) = &set {
+            // SAFETY: `set` is a valid cpu_set_t and the size passed is its size.
+            let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) };
+            if r != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        Ok(())
+    };
+    // SAFETY: the hook only issues write(2) and sched_setaffinity(2), both async-signal-safe, and
+    // allocates nothing, so it is sound to run between fork and exec.
+    unsafe { cmd.pre_exec(hook) };
+    Ok(())
+}
