@@ -8,7 +8,11 @@ mod output;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "multios", version, about = "Profile, project, emulate and run programs in multi-OS environments on stock Linux")]
+#[command(
+    name = "multios",
+    version,
+    about = "Profile, project, emulate and run programs in multi-OS environments on stock Linux"
+)]
 struct Cli {
     #[command(flatten)]
     out: output::OutputArgs,

@@ -80,7 +80,10 @@ pub struct Table {
 
 impl Table {
     pub fn new<S: Into<String>>(header: impl IntoIterator<Item = S>) -> Self {
-        Table { header: header.into_iter().map(Into::into).collect(), rows: Vec::new() }
+        Table {
+            header: header.into_iter().map(Into::into).collect(),
+            rows: Vec::new(),
+        }
     }
 
     pub fn row<S: Into<String>>(&mut self, cells: impl IntoIterator<Item = S>) {
@@ -150,7 +153,10 @@ impl Table {
                             .iter()
                             .zip(r)
                             .map(|(h, c)| {
-                                let v = c.parse::<f64>().ok().and_then(serde_json::Number::from_f64)
+                                let v = c
+                                    .parse::<f64>()
+                                    .ok()
+                                    .and_then(serde_json::Number::from_f64)
                                     .map(serde_json::Value::Number)
                                     .unwrap_or_else(|| serde_json::Value::String(c.clone()));
                                 (h.clone(), v)

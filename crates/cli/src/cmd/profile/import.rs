@@ -10,9 +10,9 @@ pub struct ImportArgs {
     /// Wall time of the traced run (the summaries do not record it), e.g. 12.3s
     #[arg(long)]
     wall: multios_units::Duration,
-    /// The traced command, for the record
-    #[arg(long, num_args = 1.., allow_hyphen_values = true)]
-    command: Vec<String>,
+    /// The traced command, for the record, as one string (e.g. --command "bzip2 -9 input.txt")
+    #[arg(long, allow_hyphen_values = true)]
+    command: Option<String>,
     /// strace ran with -w: per-call times are wall-clock, not kernel CPU time
     #[arg(long)]
     strace_wall_clock: bool,
@@ -25,7 +25,10 @@ pub fn run(args: ImportArgs, out: &Out) -> crate::cmd::Exit {
     let text = std::fs::read_to_string(&args.input)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", args.input.display()))?;
     let opts = multios_profile::import::ImportOptions {
-        command: args.command,
+        command: args
+            .command
+            .map(|c| c.split_whitespace().map(String::from).collect())
+            .unwrap_or_default(),
         wall_time_s: Some(args.wall.secs()),
         strace_wall_clock: Some(args.strace_wall_clock),
     };

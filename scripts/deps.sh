@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what multios needs to build and test on a Debian machine (run as root).
+# Used by .ci/run and by scripts/demo.sh when something is missing.
+set -euo pipefail
+packages=(
+  build-essential pkg-config clang llvm libelf-dev zlib1g-dev libseccomp-dev bpftool  # toolchain, eBPF
+  fonts-dejavu-core                                                                   # plot text
+  bzip2 busybox-static strace linux-perf stress-ng hyperfine bc                        # real workloads, references
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "deps: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+if command -v rustup >/dev/null; then
+  rustup component add rustfmt clippy >/dev/null 2>&1 || true
+fi
+command -v cargo >/dev/null || { echo "deps: cargo not found: install Rust (https://rustup.rs)" >&2; exit 1; }

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The test suite: formatting, lints as errors, then every unit, property and integration test.
+# Tests that need root, KVM or eBPF run for real and fail loudly where the facility is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets -q -- -D warnings
+cargo test --workspace --release 2>&1
