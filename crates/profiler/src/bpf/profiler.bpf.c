@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+// multios profiler: per-syscall counts, times and log2 histograms of one process tree.
+//
+// BTF tracepoints only (kprobes are not available everywhere). A task is traced when it has an
+// entry in `tasks` (task-local storage): user space seeds the root task through a pidfd before it
+// execs; sched_process_fork gives every child of a traced task its own entry. Untraced tasks pay one
+// task-storage lookup per system call.
+//
+// Per call: sys_enter stamps the entry time and number; sys_exit computes the duration, applies the
+// calibrated correction (config[0]: minus the probe bias, plus the untraced kernel entry/exit cost)
+// and adds it to the per-CPU per-syscall statistics. Calls that never return (exit, exit_group) are
+// closed at sched_process_exit. Per-thread totals are copied into `threads` when the thread exits.
+
+#include <linux/types.h>
+#include <linux/bpf.h>
+
+#define SEC(name) __attribute__((section(name), used))
+#define __uint(name, val) int (*name)[val]
+#define __type(name, val) typeof(val) *name
+
+#define MAX_NR 512
+#define HIST_BUCKETS 40
+#define MAX_THREADS 65536
+
+struct task_struct;
+
+static void *(*bpf_map_lookup_elem)(void *map, const void *key) = (void *)BPF_FUNC_map_lookup_elem;
+static long (*bpf_map_update_elem)(void *map, const void *key, const void *value, __u64 flags) =
+	(void *)BPF_FUNC_map_update_elem;
+static __u64 (*bpf_ktime_get_ns)(void) = (void *)BPF_FUNC_ktime_get_ns;
+static __u64 (*bpf_get_current_pid_tgid)(void) = (void *)BPF_FUNC_get_current_pid_tgid;
+static void *(*bpf_task_storage_get)(void *map, struct task_struct *task, void *value, __u64 flags) =
+	(void *)BPF_FUNC_task_storage_get;
+static struct task_struct *(*bpf_get_current_task_btf)(void) = (void *)BPF_FUNC_get_current_task_btf;
+
+/* Per task: the call in flight and the thread's totals. Layout shared with user space (bpf.rs). */
+struct task_state {
+	__u64 entry_ns;   /* 0 when no call is in flight */
+	__u64 nr;         /* number of the call in flight */
+	__u64 start_ns;   /* first event of the task (fork, or its first system call) */
+	__u64 calls;
+	__u64 syscall_ns;
+};
+
+/* Per system call number, per CPU. Layout shared with user space (bpf.rs). */
+struct sc_stats {
+	__u64 count;
+	__u64 total_ns;
+	__u64 min_ns;
+	__u64 max_ns;
+	__u64 errors;
+	__u64 hist[HIST_BUCKETS];
+};
+
+/* A thread that exited. Layout shared with user space (bpf.rs). */
+struct thread_rec {
+	__u32 tgid;
+	__u32 pad;
+	__u64 start_ns;
+	__u64 end_ns;
+	__u64 calls;
+	__u64 syscall_ns;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_state);
+} tasks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MAX_NR);
+	__type(key, __u32);
+	__type(value, struct sc_stats);
+} stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_THREADS);
+	__type(key, __u32);
+	__type(value, struct thread_rec);
+} threads SEC(".maps");
+
+/* config[0]: signed per-call correction in ns (added to every raw duration, result clamped at 0). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __s64);
+} config SEC(".maps");
+
+static inline __attribute__((always_inline)) __u32 log2_bucket(__u64 v)
+{
+	__u32 r = 0;
+	/* floor(log2(v)) for v >= 2, 0 for v <= 1 */
+	if (v >> 32) { v >>= 32; r += 32; }
+	if (v >> 16) { v >>= 16; r += 16; }
+	if (v >> 8) { v >>= 8; r += 8; }
+	if (v >> 4) { v >>= 4; r += 4; }
+	if (v >> 2) { v >>= 2; r += 2; }
+	if (v >> 1) { r += 1; }
+	return r;
+}
+
+static inline __attribute__((always_inline)) void account(struct task_state *s, __u64 now, long ret, int returned)
+{
+	__u32 nr = (__u32)s->nr;
+	__u64 raw = now - s->entry_ns;
+	__u32 zero = 0;
+	__s64 *corr = bpf_map_lookup_elem(&config, &zero);
+	__s64 d = (__s64)raw + (corr ? *corr : 0);
+	__u64 dur = d > 0 ? (__u64)d : 0;
+
+	s->entry_ns = 0;
+	s->calls += 1;
+	s->syscall_ns += dur;
+	if (nr >= MAX_NR)
+		return;
+	struct sc_stats *st = bpf_map_lookup_elem(&stats, &nr);
+	if (!st)
+		return;
+	if (st->count == 0 || dur < st->min_ns)
+		st->min_ns = dur;
+	if (dur > st->max_ns)
+		st->max_ns = dur;
+	st->count += 1;
+	st->total_ns += dur;
+	if (returned && ret < 0 && ret >= -4095)
+		st->errors += 1;
+	__u32 b = log2_bucket(dur);
+	if (b >= HIST_BUCKETS)
+		b = HIST_BUCKETS - 1;
+	st->hist[b] += 1;
+}
+
+SEC("tp_btf/sys_enter")
+int on_sys_enter(__u64 *ctx)
+{
+	struct task_state *s = bpf_task_storage_get(&tasks, bpf_get_current_task_btf(), 0, 0);
+	if (!s)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	if (!s->start_ns)
+		s->start_ns = now;
+	s->nr = ctx[1];
+	s->entry_ns = now;
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int on_sys_exit(__u64 *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct task_state *s = bpf_task_storage_get(&tasks, bpf_get_current_task_btf(), 0, 0);
+	if (!s || !s->entry_ns)
+		return 0;
+	account(s, now, (long)ctx[1], 1);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int on_fork(__u64 *ctx)
+{
+	struct task_struct *parent = (struct task_struct *)ctx[0];
+	struct task_struct *child = (struct task_struct *)ctx[1];
+	if (!bpf_task_storage_get(&tasks, parent, 0, 0))
+		return 0;
+	struct task_state *c = bpf_task_storage_get(&tasks, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (c)
+		c->start_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int on_exit(__u64 *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct task_state *s = bpf_task_storage_get(&tasks, bpf_get_current_task_btf(), 0, 0);
+	if (!s)
+		return 0;
+	if (s->entry_ns)
+		account(s, now, 0, 0); /* exit/exit_group: counted, never returns */
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid;
+	struct thread_rec r = {
+		.tgid = (__u32)(pid_tgid >> 32),
+		.start_ns = s->start_ns ? s->start_ns : now,
+		.end_ns = now,
+		.calls = s->calls,
+		.syscall_ns = s->syscall_ns,
+	};
+	bpf_map_update_elem(&threads, &tid, &r, BPF_ANY);
+	/* A reused tid must not inherit this state. */
+	s->calls = 0;
+	s->syscall_ns = 0;
+	s->start_ns = 0;
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";

@@ -1,0 +1,200 @@
+//! The eBPF backend: loads `bpf/profiler.bpf.c` (compiled by build.rs), attaches it to the
+//! sys_enter/sys_exit/sched_process_fork/sched_process_exit BTF tracepoints, calibrates the probe
+//! bias and reads the per-CPU statistics back.
+
+use crate::error::ProfilerError;
+use crate::raw::{Raw, RawCall, RawThread};
+use crate::sys;
+use libbpf_rs::{Link, Map, MapCore, MapFlags, Object, ObjectBuilder};
+use std::os::fd::AsRawFd;
+
+static BPF_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/profiler.bpf.o"));
+
+/// Must match `MAX_NR`, `HIST_BUCKETS` and the structs in profiler.bpf.c.
+const MAX_NR: u32 = 512;
+const HIST_BUCKETS: usize = 40;
+const TASK_STATE_LEN: usize = 5 * 8;
+const SC_STATS_WORDS: usize = 5 + HIST_BUCKETS;
+
+/// The loaded and attached probes.
+pub struct Probe {
+    obj: Object,
+    _links: Vec<Link>,
+}
+
+fn ebpf_err(what: &str, e: libbpf_rs::Error) -> ProfilerError {
+    let msg = format!("{e:#}");
+    let io = std::io::Error::new(std::io::ErrorKind::PermissionDenied, msg.clone());
+    if matches!(e.kind(), libbpf_rs::ErrorKind::PermissionDenied)
+        || msg.contains("Operation not permitted")
+        || msg.contains("Permission denied")
+    {
+        ProfilerError::EbpfPermission {
+            what: what.into(),
+            source: io,
+        }
+    } else {
+        ProfilerError::Ebpf {
+            what: what.into(),
+            msg,
+        }
+    }
+}
+
+fn words(bytes: &[u8]) -> impl Iterator<Item = u64> + '_ {
+    bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
+}
+
+impl Probe {
+    /// Loads and attaches the programs. Nothing is traced until [`Probe::seed`].
+    pub fn load() -> Result<Probe, ProfilerError> {
+        let open = ObjectBuilder::default()
+            .open_memory(BPF_OBJECT)
+            .map_err(|e| ebpf_err("opening the object", e))?;
+        let obj = open
+            .load()
+            .map_err(|e| ebpf_err("loading the programs (verifier or permissions)", e))?;
+        let mut links = Vec::new();
+        for prog in obj.progs_mut() {
+            let name = prog.name().to_string_lossy().into_owned();
+            links.push(
+                prog.attach()
+                    .map_err(|e| ebpf_err(&format!("attaching {name}"), e))?,
+            );
+        }
+        Ok(Probe { obj, _links: links })
+    }
+
+    fn map(&self, name: &str) -> Result<Map<'_>, ProfilerError> {
+        self.obj
+            .maps()
+            .find(|m| m.name() == name)
+            .ok_or_else(|| ProfilerError::Ebpf {
+                what: format!("map {name}"),
+                msg: "missing from the object".into(),
+            })
+    }
+
+    /// Starts tracing task `tid` (and, through fork, everything it creates from now on).
+    pub fn seed(&self, tid: u32, tgid: u32) -> Result<(), ProfilerError> {
+        let fd = sys::pidfd_open(tid, tid != tgid).map_err(|e| match e.raw_os_error() {
+            Some(libc::ESRCH) => ProfilerError::PidGone(tid),
+            _ => ProfilerError::os(format!("pidfd_open({tid})"), e),
+        })?;
+        self.map("tasks")?
+            .update(
+                &fd.as_raw_fd().to_ne_bytes(),
+                &[0u8; TASK_STATE_LEN],
+                MapFlags::ANY,
+            )
+            .map_err(|e| ebpf_err(&format!("registering task {tid}"), e))
+    }
+
+    /// Stops tracing task `tid`.
+    pub fn unseed(&self, tid: u32, tgid: u32) -> Result<(), ProfilerError> {
+        let fd = sys::pidfd_open(tid, tid != tgid).map_err(|e| ProfilerError::os("pidfd_open", e))?;
+        self.map("tasks")?
+            .delete(&fd.as_raw_fd().to_ne_bytes())
+            .map_err(|e| ebpf_err("unregistering a task", e))
+    }
+
+    /// The per-call state of a live task: (start_ns, calls, syscall_ns), if it is traced.
+    pub fn live_thread(&self, tid: u32, tgid: u32) -> Option<(u64, u64, u64)> {
+        let fd = sys::pidfd_open(tid, tid != tgid).ok()?;
+        let v = self
+            .map("tasks")
+            .ok()?
+            .lookup(&fd.as_raw_fd().to_ne_bytes(), MapFlags::ANY)
+            .ok()??;
+        let w: Vec<u64> = words(&v).collect();
+        (w.len() == 5).then(|| (w[2], w[3], w[4]))
+    }
+
+    /// Sets the correction (ns, may be negative) added to every raw per-call duration in the kernel.
+    pub fn set_correction(&self, ns: i64) -> Result<(), ProfilerError> {
+        self.map("config")?
+            .update(&0u32.to_ne_bytes(), &ns.to_ne_bytes(), MapFlags::ANY)
+            .map_err(|e| ebpf_err("setting the bias correction", e))
+    }
+
+    /// The statistics of one system call number, summed over CPUs.
+    pub fn call(&self, nr: u32) -> Result<RawCall, ProfilerError> {
+        let per_cpu = self
+            .map("stats")?
+            .lookup_percpu(&nr.to_ne_bytes(), MapFlags::ANY)
+            .map_err(|e| ebpf_err("reading the statistics", e))?
+            .unwrap_or_default();
+        let mut total = RawCall {
+            nr,
+            ..RawCall::default()
+        };
+        for v in per_cpu {
+            let w: Vec<u64> = words(&v).collect();
+            if w.len() < SC_STATS_WORDS || w[0] == 0 {
+                continue;
+            }
+            let one = RawCall {
+                nr,
+                count: w[0],
+                total_ns: w[1],
+                min_ns: w[2],
+                max_ns: w[3],
+                errors: w[4],
+                hist: w[5..SC_STATS_WORDS].to_vec(),
+            };
+            total.merge(&one);
+        }
+        Ok(total)
+    }
+
+    /// Zeroes the per-syscall statistics and the thread records (after calibration).
+    pub fn clear(&self) -> Result<(), ProfilerError> {
+        let ncpu = libbpf_rs::num_possible_cpus().map_err(|e| ebpf_err("counting CPUs", e))?;
+        let zero = vec![vec![0u8; SC_STATS_WORDS * 8]; ncpu];
+        let stats = self.map("stats")?;
+        for nr in 0..MAX_NR {
+            stats
+                .update_percpu(&nr.to_ne_bytes(), &zero, MapFlags::ANY)
+                .map_err(|e| ebpf_err("clearing the statistics", e))?;
+        }
+        let threads = self.map("threads")?;
+        let keys: Vec<Vec<u8>> = threads.keys().collect();
+        for k in keys {
+            let _ = threads.delete(&k);
+        }
+        Ok(())
+    }
+
+    /// Reads everything: per-syscall statistics and the records of exited threads.
+    pub fn collect(&self) -> Result<Raw, ProfilerError> {
+        let mut raw = Raw::default();
+        for nr in 0..MAX_NR {
+            let c = self.call(nr)?;
+            if c.count > 0 {
+                raw.calls.push(c);
+            }
+        }
+        let threads = self.map("threads")?;
+        for k in threads.keys() {
+            let Ok(Some(v)) = threads.lookup(&k, MapFlags::ANY) else {
+                continue;
+            };
+            let w: Vec<u64> = words(&v).collect();
+            if w.len() < 5 || k.len() < 4 {
+                continue;
+            }
+            raw.threads.push(RawThread {
+                tid: u32::from_ne_bytes([k[0], k[1], k[2], k[3]]),
+                tgid: (w[0] & 0xffff_ffff) as u32,
+                start_ns: w[1],
+                end_ns: w[2],
+                calls: w[3],
+                syscall_ns: w[4],
+            });
+        }
+        raw.threads.sort_by_key(|t| (t.start_ns, t.tid));
+        Ok(raw)
+    }
+}

@@ -1,0 +1,70 @@
+//! What a backend collects, before it becomes a [`multios_profile::Profile`].
+
+/// Per system call number: n(s), g(s) in ns and the distribution of per-call times.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RawCall {
+    pub nr: u32,
+    pub count: u64,
+    pub total_ns: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    pub errors: u64,
+    /// Log2 buckets of per-call ns (bucket k: [2^k, 2^(k+1))).
+    pub hist: Vec<u64>,
+}
+
+impl RawCall {
+    /// Adds one call of `ns` (already corrected).
+    pub fn record(&mut self, ns: u64, error: bool) {
+        if self.count == 0 || ns < self.min_ns {
+            self.min_ns = ns;
+        }
+        self.max_ns = self.max_ns.max(ns);
+        self.count += 1;
+        self.total_ns += ns;
+        self.errors += u64::from(error);
+        let b = multios_profile::Log2Histogram::bucket_of(ns);
+        if self.hist.len() <= b {
+            self.hist.resize(b + 1, 0);
+        }
+        self.hist[b] += 1;
+    }
+
+    /// Adds another CPU's (or process's) statistics for the same call.
+    pub fn merge(&mut self, o: &RawCall) {
+        if o.count == 0 {
+            return;
+        }
+        if self.count == 0 || o.min_ns < self.min_ns {
+            self.min_ns = o.min_ns;
+        }
+        self.max_ns = self.max_ns.max(o.max_ns);
+        self.count += o.count;
+        self.total_ns += o.total_ns;
+        self.errors += o.errors;
+        if self.hist.len() < o.hist.len() {
+            self.hist.resize(o.hist.len(), 0);
+        }
+        for (a, b) in self.hist.iter_mut().zip(&o.hist) {
+            *a += b;
+        }
+    }
+}
+
+/// One traced thread (times on CLOCK_MONOTONIC, ns).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RawThread {
+    pub tid: u32,
+    pub tgid: u32,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub calls: u64,
+    pub syscall_ns: u64,
+}
+
+/// Everything one run collected.
+#[derive(Debug, Clone, Default)]
+pub struct Raw {
+    pub calls: Vec<RawCall>,
+    pub threads: Vec<RawThread>,
+}

@@ -1,0 +1,261 @@
+//! One profiling run: start (or attach to) the target, trace it to the end, assemble the profile.
+
+use crate::assemble::{assemble, RunFacts};
+use crate::calibrate;
+use crate::ebpf::Probe;
+use crate::error::ProfilerError;
+use crate::raw::RawThread;
+use crate::spawn::{PreExec, Stopped};
+use crate::sys;
+use multios_profile::{Exit, Profile};
+use std::time::Duration;
+
+/// Which tracing mechanism to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Ebpf,
+    Ptrace,
+}
+
+/// What to profile and how.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// None: eBPF when privileged (root), ptrace otherwise.
+    pub backend: Option<Backend>,
+    /// Program and arguments (ignored with `attach`).
+    pub command: Vec<String>,
+    /// Attach to this running process instead of starting one.
+    pub attach: Option<u32>,
+    /// With `attach`: how long to trace (until the process exits if None).
+    pub duration: Option<Duration>,
+}
+
+/// Profiles according to `opts`.
+pub fn profile(opts: &Options) -> Result<Profile, ProfilerError> {
+    // SAFETY: geteuid has no arguments and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let backend = opts
+        .backend
+        .unwrap_or(if root { Backend::Ebpf } else { Backend::Ptrace });
+    match (backend, opts.attach) {
+        (Backend::Ebpf, None) => launch_ebpf(&opts.command),
+        (Backend::Ebpf, Some(pid)) => attach_ebpf(pid, opts.duration),
+        (Backend::Ptrace, None) => crate::ptrace::launch(&opts.command),
+        (Backend::Ptrace, Some(_)) => Err(ProfilerError::Ptrace {
+            what: "-p with the ptrace backend".into(),
+            source: std::io::Error::other(
+                "attaching is only implemented for the eBPF backend: use '--backend ebpf'",
+            ),
+        }),
+    }
+}
+
+/// Loads the probes and calibrates: returns them with (B, E) in ns.
+fn ready_probe() -> Result<(Probe, f64, f64), ProfilerError> {
+    let e = calibrate::untraced_null_ns();
+    let probe = Probe::load()?;
+    let b = calibrate::probe_bias_ns(&probe)?;
+    probe.set_correction((e - b).round() as i64)?;
+    Ok((probe, b, e))
+}
+
+fn bias_notes(b: f64, e: f64) -> Vec<String> {
+    vec![format!(
+        "per-call correction: probe bias B = {b:.0} ns subtracted (traced null system call), kernel entry/exit cost E = {e:.0} ns added (untraced null system call round trip)"
+    )]
+}
+
+/// How a waited-for process ended.
+pub(crate) fn exit_of(status: i32) -> Exit {
+    if libc::WIFSIGNALED(status) {
+        Exit {
+            code: None,
+            signal: Some(libc::WTERMSIG(status)),
+        }
+    } else {
+        Exit {
+            code: Some(libc::WEXITSTATUS(status)),
+            signal: None,
+        }
+    }
+}
+
+/// Waits for `root` and then for every orphaned descendant (we are their subreaper); returns the
+/// root's wait status.
+fn wait_tree(root: u32) -> Result<i32, ProfilerError> {
+    let mut root_status = None;
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid writes the status into a valid local.
+        let r = unsafe { libc::waitpid(-1, &mut status, libc::__WALL) };
+        if r < 0 {
+            let e = std::io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                Some(libc::ECHILD) => break,
+                _ => return Err(ProfilerError::os("waitpid", e)),
+            }
+        }
+        if r as u32 == root {
+            root_status = Some(status);
+        }
+    }
+    root_status
+        .ok_or_else(|| ProfilerError::os("waitpid", std::io::Error::other("the target vanished unwaited")))
+}
+
+fn launch_ebpf(command: &[String]) -> Result<Profile, ProfilerError> {
+    let mut child = Stopped::spawn(command, PreExec::None)?;
+    let prepared =
+        ready_probe().and_then(|(probe, b, e)| probe.seed(child.pid, child.pid).map(|()| (probe, b, e)));
+    let (probe, b, e) = match prepared {
+        Ok(x) => x,
+        Err(err) => {
+            // SAFETY: kills and reaps our own stopped child.
+            unsafe {
+                libc::kill(child.pid as i32, libc::SIGKILL);
+                libc::waitpid(child.pid as i32, std::ptr::null_mut(), 0);
+            }
+            return Err(err);
+        }
+    };
+    sys::become_subreaper();
+    let fwd = sys::Forwarder::install(child.pid as i32);
+    if let Err(e) = child.release() {
+        // SAFETY: reaps the child that failed to exec.
+        unsafe { libc::waitpid(child.pid as i32, std::ptr::null_mut(), 0) };
+        return Err(e);
+    }
+    let status = wait_tree(child.pid)?;
+    let interrupted = fwd.interrupted();
+    drop(fwd);
+    let raw = probe.collect()?;
+    drop(probe);
+    let start = raw
+        .threads
+        .iter()
+        .find(|t| t.tid == child.pid)
+        .or_else(|| raw.threads.iter().min_by_key(|t| t.start_ns))
+        .map_or(0, |t| t.start_ns);
+    let end = raw.threads.iter().map(|t| t.end_ns).max().unwrap_or(start);
+    let exit = exit_of(status);
+    let mut notes = bias_notes(b, e);
+    if let Some(sig) = interrupted {
+        notes.push(format!(
+            "interrupted by signal {sig}, which was forwarded to the target"
+        ));
+    }
+    let partial = interrupted.is_some() || exit.signal.is_some();
+    Ok(assemble(
+        &raw,
+        RunFacts {
+            command: command.to_vec(),
+            tool: "multios-ebpf".into(),
+            accuracy: "high".into(),
+            wall_ns: end.saturating_sub(start),
+            exit: Some(exit),
+            partial,
+            bias_ns: Some(b),
+            notes,
+        },
+    ))
+}
+
+/// The thread ids of process `pid`.
+fn tids_of(pid: u32) -> Vec<u32> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Every (tid, tgid) on the system.
+fn all_tasks() -> Vec<(u32, u32)> {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    procs
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .flat_map(|pid| tids_of(pid).into_iter().map(move |t| (t, pid)))
+        .collect()
+}
+
+fn attach_ebpf(pid: u32, duration: Option<Duration>) -> Result<Profile, ProfilerError> {
+    let command = std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map_err(|_| ProfilerError::PidGone(pid))?
+        .split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect::<Vec<_>>();
+    let pidfd = sys::pidfd_open(pid, false).map_err(|_| ProfilerError::PidGone(pid))?;
+    let (probe, b, e) = ready_probe()?;
+    let seeded = tids_of(pid);
+    for &tid in &seeded {
+        // A thread may exit meanwhile; that is fine.
+        let _ = probe.seed(tid, pid);
+    }
+    let start = sys::monotonic_ns();
+    let fwd = sys::Forwarder::install(0);
+    let deadline = duration.map(|d| std::time::Instant::now() + d);
+    let mut exited = false;
+    while fwd.interrupted().is_none() {
+        let left = deadline.map(|d| d.saturating_duration_since(std::time::Instant::now()));
+        if left == Some(Duration::ZERO) {
+            break;
+        }
+        let ms = left.map_or(200, |l| l.as_millis().clamp(1, 200) as i32);
+        let mut pfd = libc::pollfd {
+            fd: std::os::fd::AsRawFd::as_raw_fd(&pidfd),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: polls one valid pollfd.
+        if unsafe { libc::poll(&mut pfd, 1, ms) } > 0 {
+            exited = true;
+            break;
+        }
+    }
+    let interrupted = fwd.interrupted();
+    drop(fwd);
+    let end = sys::monotonic_ns();
+    let mut raw = probe.collect()?;
+    // Tasks still alive: read their state in place.
+    for (tid, tgid) in all_tasks() {
+        if let Some((s, calls, ns)) = probe.live_thread(tid, tgid) {
+            let start_ns = if seeded.contains(&tid) || s == 0 { start } else { s };
+            raw.threads.push(RawThread {
+                tid,
+                tgid,
+                start_ns,
+                end_ns: end,
+                calls,
+                syscall_ns: ns,
+            });
+        }
+    }
+    for t in raw.threads.iter_mut().filter(|t| seeded.contains(&t.tid)) {
+        t.start_ns = start;
+    }
+    let mut notes = bias_notes(b, e);
+    notes.push(format!(
+        "attached to running process {pid}; calls in flight at attach time are not counted"
+    ));
+    if let Some(sig) = interrupted {
+        notes.push(format!("stopped by signal {sig}"));
+    }
+    Ok(assemble(
+        &raw,
+        RunFacts {
+            command,
+            tool: "multios-ebpf".into(),
+            accuracy: "high".into(),
+            wall_ns: end.saturating_sub(start),
+            exit: None,
+            partial: !exited,
+            bias_ns: Some(b),
+            notes,
+        },
+    ))
+}

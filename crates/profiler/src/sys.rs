@@ -1,0 +1,110 @@
+//! The raw system calls the profiler needs that neither std nor nix wraps.
+
+use std::os::fd::{FromRawFd, OwnedFd};
+
+/// A system call number that no x86_64 kernel implements (the 335–423 gap): the "null" call used
+/// to calibrate, it does nothing but enter and leave the kernel.
+pub const NULL_SYSCALL: libc::c_long = 400;
+
+/// `PIDFD_THREAD` (Linux 6.9): a pidfd for one thread rather than a thread-group leader.
+const PIDFD_THREAD: libc::c_uint = libc::O_EXCL as libc::c_uint;
+
+/// Issues the null system call once; returns what the kernel said (−ENOSYS).
+#[inline]
+pub fn null_syscall() -> libc::c_long {
+    // SAFETY: an unimplemented system call number takes no arguments and touches no memory.
+    unsafe { libc::syscall(NULL_SYSCALL) }
+}
+
+/// The calling thread's id.
+pub fn gettid() -> u32 {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) as u32 }
+}
+
+/// A pidfd for task `tid`; `thread` asks for a per-thread pidfd (needed unless `tid` is a
+/// thread-group leader).
+pub fn pidfd_open(tid: u32, thread: bool) -> std::io::Result<OwnedFd> {
+    let flags = if thread { PIDFD_THREAD } else { 0 };
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or −1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, tid as libc::pid_t, flags) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: the kernel just returned this descriptor to us and nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// CLOCK_MONOTONIC in ns: the clock `bpf_ktime_get_ns` reads.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+static FORWARD_TO: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+static INTERRUPTED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn forward(sig: libc::c_int) {
+    INTERRUPTED.store(sig, std::sync::atomic::Ordering::SeqCst);
+    let pid = FORWARD_TO.load(std::sync::atomic::Ordering::SeqCst);
+    if pid > 0 {
+        // SAFETY: kill is async-signal-safe; a stale pid at worst gets ESRCH.
+        unsafe { libc::kill(pid, sig) };
+    }
+}
+
+/// While alive, SIGINT/SIGTERM/SIGHUP sent to the profiler are recorded and forwarded to `pid`
+/// (0: only recorded), so the profile can still be written.
+pub struct Forwarder {
+    old: Vec<(libc::c_int, libc::sigaction)>,
+}
+
+impl Forwarder {
+    pub fn install(pid: i32) -> Forwarder {
+        FORWARD_TO.store(pid, std::sync::atomic::Ordering::SeqCst);
+        INTERRUPTED.store(0, std::sync::atomic::Ordering::SeqCst);
+        let mut old = Vec::new();
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            // SAFETY: sigaction structs are plain data; zeroed is a valid initial value.
+            let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+            sa.sa_sigaction = forward as *const () as usize;
+            sa.sa_flags = 0; // no SA_RESTART: waits return EINTR and notice the signal
+                             // SAFETY: installs a handler that only touches atomics and calls kill.
+            let mut prev: libc::sigaction = unsafe { std::mem::zeroed() };
+            // SAFETY: both pointers refer to valid sigaction structs.
+            if unsafe { libc::sigaction(sig, &sa, &mut prev) } == 0 {
+                old.push((sig, prev));
+            }
+        }
+        Forwarder { old }
+    }
+
+    /// The signal received since install, if any.
+    pub fn interrupted(&self) -> Option<i32> {
+        match INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+            0 => None,
+            s => Some(s),
+        }
+    }
+}
+
+impl Drop for Forwarder {
+    fn drop(&mut self) {
+        FORWARD_TO.store(0, std::sync::atomic::Ordering::SeqCst);
+        for (sig, prev) in &self.old {
+            // SAFETY: restores the disposition saved by install.
+            unsafe { libc::sigaction(*sig, prev, std::ptr::null_mut()) };
+        }
+    }
+}
+
+/// Makes the calling process the reaper of its orphaned descendants, so the whole tree can be waited for.
+pub fn become_subreaper() {
+    // SAFETY: a prctl with integer arguments.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+}
