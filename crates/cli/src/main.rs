@@ -44,8 +44,33 @@ enum Command {
     Bench(cmd::bench::Args),
 }
 
+/// Help and version go to stdout as usual; a usage error is printed as its one-line message (which names
+/// the argument and, for values, what is wrong with them), followed by a pointer to `--help`.
+fn parse_error(e: clap::Error) -> std::process::ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = e.print();
+        return std::process::ExitCode::SUCCESS;
+    }
+    let text = e.render().to_string();
+    let first = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("error: invalid arguments");
+    eprintln!("{first} (see --help)");
+    std::process::ExitCode::from(2)
+}
+
 fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return parse_error(e),
+    };
     let out = cli.out.resolve();
     let result = match cli.command {
         Command::Profile(a) => cmd::profile::run(a, &out),

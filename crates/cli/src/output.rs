@@ -64,6 +64,15 @@ impl Out {
         }
     }
 
+    /// A number for a table cell: rounded to `prec` decimals for people, full precision for CSV/JSON.
+    pub fn num(&self, v: f64, prec: usize) -> String {
+        if self.format == Format::Table {
+            format!("{v:.prec$}")
+        } else {
+            format!("{v}")
+        }
+    }
+
     /// Prints `value` as pretty JSON.
     pub fn json<T: serde::Serialize>(&self, value: &T) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(value)?);

@@ -206,9 +206,9 @@ fn naive(a: NaiveArgs, out: &Out) -> super::Exit {
             .chain(gammas.iter().map(|g| format!("S_n(γ={g})"))),
     );
     for (name, p) in rows {
-        let mut r = vec![name, format!("{p:.8}")];
+        let mut r = vec![name, out.num(p, 8)];
         for g in &gammas {
-            r.push(format!("{:.4}", model::naive(p, *g)?));
+            r.push(out.num(model::naive(p, *g)?, 4));
         }
         t.row(r);
     }
