@@ -8,12 +8,16 @@
 //!
 //! See docs/NOISE.md for the methods and definitions.
 
+pub mod cgroup;
 pub mod clock;
 pub mod cpus;
+pub mod figures;
+pub mod load;
 pub mod measure;
 pub mod replay;
 pub mod report;
 pub mod scale;
+pub mod session;
 pub mod spectrum;
 pub mod stats;
 pub mod sys;

@@ -153,3 +153,20 @@ pub fn pre_exec_place(
     unsafe { cmd.pre_exec(hook) };
     Ok(())
 }
+
+/// Sends `sig` to one process; a process that is already gone is not an error.
+pub fn kill_pid(pid: i32, sig: i32) -> io::Result<()> {
+    if pid <= 1 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("refusing to signal pid {pid}"),
+        ));
+    }
+    // SAFETY: kill(2) with a positive pid touches no memory.
+    let r = unsafe { libc::kill(pid, sig) };
+    if r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}

@@ -1,13 +1,429 @@
-//! `multios noise` (issue #6). Not built yet: the subcommand reports that instead of pretending.
+//! `multios noise fwq|ftq|selfish|suite|scale` (issue #6): thin front end over multios-noise.
 
-use crate::output::Out;
+use crate::output::{Format, Out, Table};
+use anyhow::Context;
+use multios_noise::clock::Clock;
+use multios_noise::load::{Isolation, LoadSpec};
+use multios_noise::measure::{Kind, Settings};
+use multios_noise::report::{self, Report};
+use multios_noise::scale::{self, Collective, Config, Engine};
+use multios_noise::session::{self, Case, Outcome};
+use multios_noise::{cpus, figures, sys, NoiseTrace};
+use multios_units::Duration;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    rest: Vec<String>,
+    #[command(subcommand)]
+    sub: Sub,
 }
 
-pub fn run(_args: Args, _out: &Out) -> super::Exit {
-    anyhow::bail!("'multios noise' is not implemented in this build yet (issue #6)")
+#[derive(clap::Subcommand, Debug)]
+enum Sub {
+    /// Fixed work quantum: the time of each repetition of the same work
+    Fwq(MeasureArgs),
+    /// Fixed time quantum: the work done in each fixed time slot (and its spectrum)
+    Ftq(MeasureArgs),
+    /// Selfish detour: gaps in a tight timestamp loop above --threshold × the shortest iteration
+    Selfish(MeasureArgs),
+    /// FWQ side by side: idle, with the load elsewhere and on the same CPU, under each isolation
+    Suite(MeasureArgs),
+    /// Bulk-synchronous simulation of a noise trace or signature on up to millions of ranks
+    Scale(ScaleArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct MeasureArgs {
+    /// CPUs to measure on, one pinned thread each (e.g. 0, 0,1, 0-3)
+    #[arg(long, default_value = "0")]
+    cpus: String,
+    /// FWQ: work per quantum (time on a quiet CPU); FTQ: slot length
+    #[arg(long, default_value = "1ms")]
+    quantum: Duration,
+    /// How long to measure per configuration
+    #[arg(long, default_value = "2s")]
+    duration: Duration,
+    /// Selfish detour: a gap above THRESHOLD × the shortest loop iteration is a detour
+    #[arg(long, default_value_t = 10.0)]
+    threshold: f64,
+    /// In-situ load started before and killed after the measurement (a shell command)
+    #[arg(long = "with", value_name = "CMD")]
+    with: Option<String>,
+    /// Where the load may run: none (scheduler's choice), affinity (pinned), cpuset (a cgroup)
+    #[arg(long, default_value = "none")]
+    isolate: Isolation,
+    /// The load's CPUs for affinity/cpuset (default: the online CPUs not measured)
+    #[arg(long, value_name = "LIST")]
+    load_cpus: Option<String>,
+    /// Run the comparison suite with this benchmark (the `suite` subcommand does it with FWQ)
+    #[arg(long)]
+    compare: bool,
+    /// Time given to the load to start before measuring
+    #[arg(long, default_value = "300ms")]
+    settle: Duration,
+    /// Write samples.csv, report.json, one LogGOPSim trace per run and the figure into DIR
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Run the benchmark inside the LWK as a guest program
+    #[arg(long)]
+    lwk: bool,
+}
+
+#[derive(clap::Args, Debug)]
+struct ScaleArgs {
+    /// A noise trace (LogGOPSim text: start_ns duration_ns per line)
+    #[arg(long, conflicts_with = "signature", required_unless_present = "signature")]
+    trace: Option<PathBuf>,
+    /// A periodic noise signature FREQ:DURATION[,…], e.g. 10Hz:2.5ms
+    #[arg(long)]
+    signature: Option<String>,
+    /// Computation per step and rank
+    #[arg(long)]
+    work: Duration,
+    /// Rank counts: A..B (1-2-5 series), a comma list, or one number
+    #[arg(long, default_value = "1..1000000")]
+    ranks: String,
+    #[arg(long, default_value_t = 1000)]
+    steps: u64,
+    /// Only the co-scheduled variant (one phase shared by all ranks)
+    #[arg(long, conflicts_with = "uncoordinated")]
+    cosched: bool,
+    /// Only the uncoordinated variant (a random phase per rank)
+    #[arg(long)]
+    uncoordinated: bool,
+    /// End each step with a binomial-tree allreduce instead of a barrier
+    #[arg(long)]
+    allreduce: bool,
+    /// Allreduce: wire latency per message
+    #[arg(long, default_value = "1us")]
+    latency: Duration,
+    /// Allreduce: CPU time per received message (delayed by the receiver's noise)
+    #[arg(long, default_value = "200ns")]
+    overhead: Duration,
+    /// Barrier: fixed cost per step
+    #[arg(long, default_value = "0ns")]
+    barrier_cost: Duration,
+    /// Seed of the ranks' random phases
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Pass over every rank each step instead of the per-detour candidates (same result, slower)
+    #[arg(long)]
+    direct: bool,
+    /// Write scale.json, scale.csv and the figure (scale.png/.svg) into DIR
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+pub fn run(args: Args, out: &Out) -> super::Exit {
+    match args.sub {
+        Sub::Fwq(a) => measure(Kind::Fwq, a, out),
+        Sub::Ftq(a) => measure(Kind::Ftq, a, out),
+        Sub::Selfish(a) => measure(Kind::Selfish, a, out),
+        Sub::Suite(mut a) => {
+            a.compare = true;
+            measure(Kind::Fwq, a, out)
+        }
+        Sub::Scale(a) => scale_cmd(a, out),
+    }
+}
+
+fn measure(kind: Kind, a: MeasureArgs, out: &Out) -> super::Exit {
+    if a.lwk {
+        anyhow::bail!(
+            "--lwk: the LWK crate does not expose a way to run a guest program yet (issue #5); run without --lwk"
+        );
+    }
+    let cpus = cpus::parse_list(&a.cpus).context("--cpus")?;
+    let online = cpus::online()?;
+    cpus::check_online(&cpus, &online).context("--cpus")?;
+    sys::catch_interrupt().context("installing the Ctrl-C handler")?;
+    let clock = Clock::calibrate(50);
+    let settings = Settings {
+        kind,
+        quantum_ns: a.quantum.nanos(),
+        duration_ns: a.duration.nanos(),
+        threshold: a.threshold,
+    };
+    settings.validate(&clock)?;
+    let cases = if a.compare {
+        let cmd = a
+            .with
+            .clone()
+            .unwrap_or_else(|| "stress-ng --cpu 1 --quiet".to_string());
+        let cpu = match cpus.as_slice() {
+            [c] => *c,
+            _ => anyhow::bail!("--compare/suite measures one CPU: pass a single --cpus"),
+        };
+        session::compare_cases(&cmd, cpu, &online)?
+    } else {
+        let load = match &a.with {
+            None => None,
+            Some(cmd) => {
+                let lc = match (&a.load_cpus, a.isolate) {
+                    (Some(l), _) => cpus::parse_list(l).context("--load-cpus")?,
+                    (None, Isolation::None) => Vec::new(),
+                    (None, _) => cpus::others(&cpus, &online)?,
+                };
+                Some(LoadSpec {
+                    command: cmd.clone(),
+                    isolation: a.isolate,
+                    cpus: lc,
+                })
+            }
+        };
+        let label = match &load {
+            None => "idle".to_string(),
+            Some(l) => format!("load, isolate {}", isolate_name(l)),
+        };
+        vec![Case { label, load }]
+    };
+    let settle = std::time::Duration::from_secs_f64(a.settle.secs());
+    let mut outcomes: Vec<Outcome> = Vec::new();
+    for case in &cases {
+        if out.progress {
+            eprintln!("measuring: {}", case.label);
+        }
+        outcomes.push(
+            session::run_case(case, &cpus, &settings, &clock, settle).with_context(|| case.label.clone())?,
+        );
+    }
+    let runs: Vec<(String, multios_noise::measure::Series)> = outcomes
+        .iter()
+        .flat_map(|o| o.series.iter().map(|s| (o.case.label.clone(), s.clone())))
+        .collect();
+    let reports: Vec<Report> = runs.iter().map(|(l, s)| report::report(l, s)).collect();
+    let files = match &a.out {
+        Some(dir) => write_measure_files(dir, kind, &runs, &reports, &clock)?,
+        None => Vec::new(),
+    };
+    match out.format {
+        Format::Json => out.json(&serde_json::json!({
+            "clock": clock,
+            "settings": settings,
+            "cases": cases,
+            "reports": reports,
+            "files": files,
+        }))?,
+        _ => {
+            let t = measure_table(kind, &reports);
+            t.print(out);
+            if out.format == Format::Table {
+                if kind == Kind::Ftq {
+                    for r in &reports {
+                        let p: Vec<String> = r
+                            .peaks
+                            .iter()
+                            .take(4)
+                            .map(|p| format!("{:.1} Hz", p.freq_hz))
+                            .collect();
+                        println!("{}: spectrum peaks {}", r.label, p.join(", "));
+                    }
+                }
+                println!(
+                    "timer: {:.3} ticks/ns, resolution {:.1} ns; noise % = Σ(t − t_min)/Σt",
+                    clock.ticks_per_ns, clock.resolution_ns
+                );
+                for o in &outcomes {
+                    if let Some(c) = &o.cpuset_cpus {
+                        println!("{}: cpuset effective CPUs {c}", o.case.label);
+                    }
+                }
+                for f in &files {
+                    println!("wrote {f}");
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn isolate_name(l: &LoadSpec) -> String {
+    match l.isolation {
+        Isolation::None => "none".to_string(),
+        Isolation::Affinity => format!("affinity (CPU {})", cpus::format_list(&l.cpus)),
+        Isolation::Cpuset => format!("cpuset (CPU {})", cpus::format_list(&l.cpus)),
+    }
+}
+
+fn measure_table(kind: Kind, reports: &[Report]) -> Table {
+    let unit = match kind {
+        Kind::Ftq => "units",
+        _ => "µs",
+    };
+    let mut t = Table::new([
+        "config".to_string(),
+        "cpu".to_string(),
+        "samples".to_string(),
+        format!("min {unit}"),
+        format!("median {unit}"),
+        format!("mean {unit}"),
+        format!("p99 {unit}"),
+        format!("max {unit}"),
+        "max/min".to_string(),
+        "noise %".to_string(),
+        "detours".to_string(),
+    ]);
+    let scale = if kind == Kind::Ftq { 1.0 } else { 1e-3 };
+    for r in reports {
+        let f = |v: f64| format!("{:.2}", v * scale);
+        let (min, med, mean, p99, max, ratio) = match &r.summary {
+            Some(s) => (
+                f(s.min),
+                f(s.median),
+                f(s.mean),
+                f(s.p99),
+                f(s.max),
+                format!("{:.2}", s.max_over_min),
+            ),
+            None => Default::default(),
+        };
+        t.row([
+            r.label.clone(),
+            r.cpu.to_string(),
+            r.samples.to_string(),
+            min,
+            med,
+            mean,
+            p99,
+            max,
+            ratio,
+            format!("{:.3}", r.noise_pct),
+            r.detours.to_string(),
+        ]);
+    }
+    t
+}
+
+fn slug(s: &str) -> String {
+    let mut o: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    while o.contains("--") {
+        o = o.replace("--", "-");
+    }
+    o.trim_matches('-').to_string()
+}
+
+fn write_measure_files(
+    dir: &Path,
+    kind: Kind,
+    runs: &[(String, multios_noise::measure::Series)],
+    reports: &[Report],
+    clock: &Clock,
+) -> anyhow::Result<Vec<String>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating --out {}", dir.display()))?;
+    let mut files = Vec::new();
+    let mut put = |name: String, text: String| -> anyhow::Result<()> {
+        let p = dir.join(name);
+        std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?;
+        files.push(p.display().to_string());
+        Ok(())
+    };
+    put("samples.csv".to_string(), report::samples_csv(runs))?;
+    put(
+        "report.json".to_string(),
+        serde_json::to_string_pretty(&serde_json::json!({"clock": clock, "reports": reports}))?,
+    )?;
+    for (label, s) in runs {
+        put(
+            format!("{}-cpu{}.trace", slug(label), s.cpu),
+            report::trace_of(s).to_text(),
+        )?;
+    }
+    let name = match kind {
+        Kind::Fwq => "fwq",
+        Kind::Ftq => "ftq",
+        Kind::Selfish => "selfish",
+    };
+    let fig = figures::samples_over_time(&format!("{} samples over time", name.to_uppercase()), runs);
+    let w = multios_plot::write(&fig, &dir.join(name)).context("writing the figure")?;
+    files.extend([w.png, w.svg, w.csv].iter().map(|p| p.display().to_string()));
+    Ok(files)
+}
+
+fn scale_cmd(a: ScaleArgs, out: &Out) -> super::Exit {
+    let (trace, source) = match (&a.trace, &a.signature) {
+        (Some(p), _) => (NoiseTrace::load(p)?, p.display().to_string()),
+        (None, Some(s)) => (NoiseTrace::signature(s)?, s.clone()),
+        (None, None) => anyhow::bail!("pass --trace FILE or --signature FREQ:DURATION"),
+    };
+    let ranks = scale::parse_ranks(&a.ranks)?;
+    let collective = if a.allreduce {
+        Collective::Allreduce {
+            latency_ns: a.latency.nanos(),
+            overhead_ns: a.overhead.nanos(),
+        }
+    } else {
+        Collective::Barrier {
+            cost_ns: a.barrier_cost.nanos(),
+        }
+    };
+    let cfg = Config {
+        work_ns: a.work.nanos(),
+        steps: a.steps,
+        seed: a.seed,
+        collective,
+        engine: if a.direct { Engine::Direct } else { Engine::Auto },
+    };
+    let t0 = std::time::Instant::now();
+    let points = scale::run(&trace, &ranks, &cfg, !a.cosched, !a.uncoordinated)?;
+    let elapsed = t0.elapsed().as_secs_f64();
+    let mut t = Table::new(["ranks", "uncoordinated ×", "co-scheduled ×"]);
+    let f = |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_default();
+    for p in &points {
+        t.row([p.ranks.to_string(), f(p.uncoordinated), f(p.cosched)]);
+    }
+    let mut files = Vec::new();
+    if let Some(dir) = &a.out {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating --out {}", dir.display()))?;
+        let j = dir.join("scale.json");
+        std::fs::write(&j, serde_json::to_string_pretty(&points)?)
+            .with_context(|| format!("writing {}", j.display()))?;
+        let c = dir.join("scale.csv");
+        std::fs::write(&c, t.to_csv()).with_context(|| format!("writing {}", c.display()))?;
+        let title = format!("{source}, work {} per step", a.work);
+        let w = multios_plot::write(&figures::slowdown(&title, &points), &dir.join("scale"))?;
+        files = vec![j, c, w.png, w.svg];
+    }
+    match out.format {
+        Format::Json => out.json(&serde_json::json!({
+            "source": source,
+            "length_ns": trace.length_ns,
+            "detours_per_cycle": trace.detours.len(),
+            "net_noise_pct": 100.0 * trace.net_noise(),
+            "config": cfg,
+            "points": points,
+            "elapsed_s": elapsed,
+        }))?,
+        Format::Csv => t.print(out),
+        Format::Table => {
+            println!(
+                "{source}: {} detours per {:.3} ms cycle, net noise {:.3} %, work {} per step, {} steps, {}",
+                trace.detours.len(),
+                trace.length_ns * 1e-6,
+                100.0 * trace.net_noise(),
+                a.work,
+                a.steps,
+                if a.allreduce {
+                    "binomial-tree allreduce"
+                } else {
+                    "barrier"
+                }
+            );
+            t.print(out);
+            println!("simulated in {elapsed:.2} s");
+            for f in &files {
+                println!("wrote {}", f.display());
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
