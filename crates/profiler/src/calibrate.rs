@@ -46,7 +46,7 @@ pub fn probe_bias_ns(probe: &Probe) -> Result<f64, ProfilerError> {
     let nr = sys::NULL_SYSCALL as u32;
     let (tid, tgid) = (sys::gettid(), std::process::id());
     probe.set_correction(0)?;
-    probe.seed(tid, tgid)?;
+    probe.seed(tid, tgid, false)?;
     let measured = (|| {
         let mut means = Vec::with_capacity(BATCHES);
         for _ in 0..BATCHES {

@@ -77,18 +77,19 @@ impl Probe {
             })
     }
 
-    /// Starts tracing task `tid` (and, through fork, everything it creates from now on).
-    pub fn seed(&self, tid: u32, tgid: u32) -> Result<(), ProfilerError> {
+    /// Starts tracing task `tid` (and, through fork, everything it creates from now on); with
+    /// `wait_exec`, only from its next execve on.
+    pub fn seed(&self, tid: u32, tgid: u32, wait_exec: bool) -> Result<(), ProfilerError> {
         let fd = sys::pidfd_open(tid, tid != tgid).map_err(|e| match e.raw_os_error() {
             Some(libc::ESRCH) => ProfilerError::PidGone(tid),
             _ => ProfilerError::os(format!("pidfd_open({tid})"), e),
         })?;
+        let mut state = [0u8; TASK_STATE_LEN];
+        if wait_exec {
+            state[8..16].copy_from_slice(&u64::MAX.to_ne_bytes());
+        }
         self.map("tasks")?
-            .update(
-                &fd.as_raw_fd().to_ne_bytes(),
-                &[0u8; TASK_STATE_LEN],
-                MapFlags::ANY,
-            )
+            .update(&fd.as_raw_fd().to_ne_bytes(), &state, MapFlags::ANY)
             .map_err(|e| ebpf_err(&format!("registering task {tid}"), e))
     }
 

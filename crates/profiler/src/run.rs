@@ -106,8 +106,8 @@ fn wait_tree(root: u32) -> Result<i32, ProfilerError> {
 
 fn launch_ebpf(command: &[String]) -> Result<Profile, ProfilerError> {
     let mut child = Stopped::spawn(command, PreExec::None)?;
-    let prepared =
-        ready_probe().and_then(|(probe, b, e)| probe.seed(child.pid, child.pid).map(|()| (probe, b, e)));
+    let prepared = ready_probe()
+        .and_then(|(probe, b, e)| probe.seed(child.pid, child.pid, true).map(|()| (probe, b, e)));
     let (probe, b, e) = match prepared {
         Ok(x) => x,
         Err(err) => {
@@ -194,7 +194,7 @@ fn attach_ebpf(pid: u32, duration: Option<Duration>) -> Result<Profile, Profiler
     let seeded = tids_of(pid);
     for &tid in &seeded {
         // A thread may exit meanwhile; that is fine.
-        let _ = probe.seed(tid, pid);
+        let _ = probe.seed(tid, pid, false);
     }
     let start = sys::monotonic_ns();
     let fwd = sys::Forwarder::install(0);

@@ -188,6 +188,15 @@ unsafe fn child(
     argv: &[*const libc::c_char],
     envp: &[*const libc::c_char],
 ) -> ! {
+    // Like std::process::Command: default SIGPIPE (Rust programs ignore it) and no blocked signals,
+    // so the target starts as it would from a shell (shells and make look at inherited dispositions).
+    // SAFETY: signal and sigprocmask with valid arguments are async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+    }
     let mut b = 0u8;
     loop {
         // SAFETY: reads one byte into a local.

@@ -21,6 +21,10 @@
 #define MAX_NR 512
 #define HIST_BUCKETS 40
 #define MAX_THREADS 65536
+/* task_state.nr of a task seeded before its exec: ignore it until it calls execve/execveat. */
+#define WAIT_EXEC (~0ULL)
+#define NR_EXECVE 59
+#define NR_EXECVEAT 322
 
 struct task_struct;
 
@@ -36,7 +40,7 @@ static struct task_struct *(*bpf_get_current_task_btf)(void) = (void *)BPF_FUNC_
 /* Per task: the call in flight and the thread's totals. Layout shared with user space (bpf.rs). */
 struct task_state {
 	__u64 entry_ns;   /* 0 when no call is in flight */
-	__u64 nr;         /* number of the call in flight */
+	__u64 nr;         /* number of the call in flight; WAIT_EXEC: seeded, not exec'd yet */
 	__u64 start_ns;   /* first event of the task (fork, or its first system call) */
 	__u64 calls;
 	__u64 syscall_ns;
@@ -141,10 +145,13 @@ int on_sys_enter(__u64 *ctx)
 	struct task_state *s = bpf_task_storage_get(&tasks, bpf_get_current_task_btf(), 0, 0);
 	if (!s)
 		return 0;
+	__u64 nr = ctx[1];
+	if (s->nr == WAIT_EXEC && nr != NR_EXECVE && nr != NR_EXECVEAT)
+		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	if (!s->start_ns)
 		s->start_ns = now;
-	s->nr = ctx[1];
+	s->nr = nr;
 	s->entry_ns = now;
 	return 0;
 }

@@ -1,0 +1,256 @@
+//! Issue #3, eBPF backend: counts equal `strace -c -f` on real programs, g(getppid) agrees with the
+//! program's own clock, partial runs, attach, clear errors. Needs root; fails loudly without.
+
+mod common;
+
+use common::*;
+use multios_profiler::{Backend, Options, ProfilerError};
+
+const THREADS_C: &str = r#"
+#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <fcntl.h>
+#include <sys/syscall.h>
+static void *work(void *arg) {
+    long id = (long)arg;
+    int fd = open("/dev/null", O_WRONLY);
+    for (int i = 0; i < 1000 + 100 * id; i++) { syscall(SYS_getppid); write(fd, "x", 1); }
+    close(fd);
+    return 0;
+}
+int main(void) {
+    pthread_t t[4];
+    for (long i = 0; i < 4; i++) pthread_create(&t[i], 0, work, (void *)i);
+    for (int i = 0; i < 4; i++) pthread_join(t[i], 0);
+    printf("threads done\n");
+    return 0;
+}
+"#;
+
+const SELF_TIMED_C: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1e9 + t.tv_nsec; }
+int main(int argc, char **argv) {
+    long nr = argc > 1 && argv[1][0] == 'p' && argv[1][1] == 'i' ? SYS_getpid : SYS_getppid;
+    long n = 200000;
+    for (long i = 0; i < 1000; i++) syscall(nr);
+    /* median of 21 batch means, like the profiler's calibration */
+    double m[21];
+    for (int b = 0; b < 21; b++) {
+        double t0 = now();
+        for (long i = 0; i < n / 21; i++) syscall(nr);
+        m[b] = (now() - t0) / (n / 21);
+    }
+    for (int i = 0; i < 21; i++) for (int j = i + 1; j < 21; j++) if (m[j] < m[i]) { double x = m[i]; m[i] = m[j]; m[j] = x; }
+    printf("%.1f\n", m[10]);
+    return 0;
+}
+"#;
+
+#[test]
+fn issue_3_counts_match_strace_bzip2() {
+    let _g = serial();
+    require_root();
+    let dir = scratch("bzip2");
+    let data = data_file(&dir, 2_000_000);
+    let cmd = ["bzip2", "-k", "-f", "-9", s(&data)];
+    // Both runs must start from the same state: bzip2 -f unlinks an existing output first.
+    let out = dir.join("data.txt.bz2");
+    let ours = profile(Backend::Ebpf, &cmd);
+    std::fs::remove_file(&out).expect("bzip2 wrote its output");
+    let st = strace_counts(&cmd, &dir);
+    assert_counts_match(&counts(&ours), &st, &[]);
+    assert_eq!(ours.syscall("exit_group").map(|s| s.count), Some(1));
+    assert_eq!(ours.exit.as_ref().and_then(|e| e.code), Some(0));
+    assert!(!ours.collection.partial);
+    assert!(
+        ours.wall_time_s > 0.0 && ours.compute_time_s > 0.5 * ours.wall_time_s,
+        "bzip2 is compute-bound: {ours:?}"
+    );
+    assert!(ours.collection.bias_ns_subtracted.is_some_and(|b| b > 0.0));
+    // The profile is valid by the format's own rules.
+    let path = dir.join("p.json");
+    multios_profile::save(&ours, &path).expect("save");
+    multios_profile::load(&path).expect("the written profile loads back");
+}
+
+#[test]
+fn issue_3_counts_match_strace_busybox() {
+    let _g = serial();
+    require_root();
+    let dir = scratch("busybox");
+    for cmd in [
+        vec!["busybox", "ls", "-l", "/usr"],
+        vec!["busybox", "md5sum", "/usr/bin/busybox"],
+        vec![
+            "busybox",
+            "sh",
+            "-c",
+            "busybox echo one > /dev/null; busybox true; busybox wc -l /etc/passwd",
+        ],
+    ] {
+        let ours = profile(Backend::Ebpf, &cmd);
+        let st = strace_counts(&cmd, &dir);
+        assert_counts_match(&counts(&ours), &st, &[]);
+    }
+}
+
+#[test]
+fn issue_3_counts_match_strace_threads() {
+    let _g = serial();
+    require_root();
+    let dir = scratch("threads");
+    let bin = compile_c(&dir, "threads", THREADS_C, &["-pthread"]);
+    let cmd = [s(&bin)];
+    let ours = profile(Backend::Ebpf, &cmd);
+    // futex calls depend on whether a join finds its thread finished: they vary between any two runs.
+    let st = strace_counts(&cmd, &dir);
+    assert_counts_match(&counts(&ours), &st, &["futex"]);
+    assert_eq!(ours.syscall("getppid").map(|s| s.count), Some(4 * 1000 + 600));
+    assert_eq!(ours.syscall("write").map(|s| s.count), Some(4 * 1000 + 600 + 1));
+    let traced: Vec<_> = ours.threads.iter().filter(|t| t.syscalls > 1000).collect();
+    assert_eq!(
+        traced.len(),
+        4,
+        "four worker threads with their own rates: {:?}",
+        ours.threads
+    );
+    assert!(traced
+        .iter()
+        .all(|t| t.rate_hz() > 0.0 && t.pid == ours.threads[0].pid));
+}
+
+#[test]
+fn issue_3_counts_match_strace_process_tree() {
+    let _g = serial();
+    require_root();
+    let dir = scratch("tree");
+    let data = data_file(&dir, 300_000);
+    let mk = format!(
+        "all: a b\na:\n\tbzip2 -k -f -c {d} > {d}.a.bz2\nb:\n\tbusybox sh -c 'busybox true; busybox ls / > /dev/null'\n",
+        d = s(&data)
+    );
+    std::fs::write(dir.join("Makefile"), mk).expect("write Makefile");
+    let cmd = ["make", "-s", "-j2", "-C", s(&dir)];
+    let ours = profile(Backend::Ebpf, &cmd);
+    let st = strace_counts(&cmd, &dir);
+    assert_counts_match(&counts(&ours), &st, &[]);
+    let pids: std::collections::BTreeSet<_> = ours.threads.iter().filter_map(|t| t.pid).collect();
+    assert!(pids.len() >= 4, "make, two shells, bzip2, busybox: {pids:?}");
+    assert!(ours.syscall("execve").is_some_and(|s| s.count >= 4));
+}
+
+fn self_timed(bin: &str, which: &str) -> f64 {
+    let out = std::process::Command::new(bin)
+        .arg(which)
+        .output()
+        .expect("run the timing program");
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("the timing program prints ns per call")
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+#[test]
+fn issue_3_getppid_within_50ns_of_self_timing() {
+    let _g = serial();
+    require_root();
+    let dir = scratch("selftimed");
+    let bin = compile_c(&dir, "selftimed", SELF_TIMED_C, &[]);
+    for (which, name) in [("ppid", "getppid"), ("pid", "getpid")] {
+        let direct = median((0..5).map(|_| self_timed(s(&bin), which)).collect());
+        let traced = median(
+            (0..3)
+                .map(|_| {
+                    let p = profile(Backend::Ebpf, &[s(&bin), which]);
+                    let st = p.syscall(name).unwrap_or_else(|| panic!("no {name} in {p:?}"));
+                    assert!(st.count >= 200_000, "{name}: {}", st.count);
+                    st.mean_s() * 1e9
+                })
+                .collect(),
+        );
+        eprintln!("{name}: self-timed untraced {direct:.1} ns/call, profiler g(s)/n(s) {traced:.1} ns");
+        assert!(
+            (traced - direct).abs() <= 50.0,
+            "{name}: profiler says {traced:.1} ns per call, the program itself measured {direct:.1} ns"
+        );
+    }
+}
+
+#[test]
+fn issue_3_killed_target_gives_partial_profile() {
+    let _g = serial();
+    require_root();
+    let p = profile(Backend::Ebpf, &["sh", "-c", "echo start > /dev/null; kill -9 $$"]);
+    assert!(p.collection.partial, "a killed target must be marked partial");
+    assert_eq!(p.exit.as_ref().and_then(|e| e.signal), Some(9));
+    assert!(p.syscall("kill").is_some_and(|s| s.count == 1));
+    let p = profile(Backend::Ebpf, &["sh", "-c", "exit 3"]);
+    assert_eq!(p.exit.as_ref().and_then(|e| e.code), Some(3));
+    assert!(!p.collection.partial);
+}
+
+#[test]
+fn issue_3_attach_to_running_process() {
+    let _g = serial();
+    require_root();
+    let mut child = std::process::Command::new("busybox")
+        .args([
+            "sh",
+            "-c",
+            "while true; do busybox true; busybox usleep 1000; done",
+        ])
+        .spawn()
+        .expect("start busybox");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let opts = Options {
+        backend: Some(Backend::Ebpf),
+        attach: Some(child.id()),
+        duration: Some(std::time::Duration::from_millis(700)),
+        ..Options::default()
+    };
+    let p = multios_profiler::profile(&opts);
+    let _ = child.kill();
+    let _ = child.wait();
+    let p = p.expect("attach works");
+    assert!(p.collection.partial, "an attach for a duration is partial");
+    assert!(
+        p.syscall("execve").is_some_and(|s| s.count >= 10),
+        "{:?}",
+        counts(&p)
+    );
+    assert!(p.wall_time_s >= 0.6 && p.wall_time_s < 5.0, "{}", p.wall_time_s);
+}
+
+#[test]
+fn issue_3_clear_errors() {
+    let _g = serial();
+    let opts = Options {
+        backend: Some(Backend::Ebpf),
+        command: vec!["no-such-program-xyz".into()],
+        ..Options::default()
+    };
+    let e = multios_profiler::profile(&opts).expect_err("must fail");
+    assert!(matches!(e, ProfilerError::CommandNotFound(_)), "{e}");
+    assert!(
+        e.to_string().contains("command not found: 'no-such-program-xyz'"),
+        "{e}"
+    );
+    let opts = Options {
+        backend: Some(Backend::Ebpf),
+        attach: Some(3_999_999),
+        ..Options::default()
+    };
+    let e = multios_profiler::profile(&opts).expect_err("must fail");
+    assert!(matches!(e, ProfilerError::PidGone(3_999_999)), "{e}");
+}
