@@ -1,0 +1,1 @@
+//! `multios fc`.

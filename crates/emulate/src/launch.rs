@@ -1,0 +1,76 @@
+//! Finding the program to run.
+
+use crate::EmulateError;
+use std::ffi::CString;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// Resolves `cmd` like execvp: a name with a slash as is, otherwise the first executable in PATH.
+pub fn resolve(cmd: &str) -> Result<PathBuf, EmulateError> {
+    let is_exec = |p: &Path| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if cmd.contains('/') {
+        let p = PathBuf::from(cmd);
+        return if is_exec(&p) {
+            Ok(p)
+        } else {
+            Err(EmulateError::NotFound(cmd.to_string()))
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    std::env::split_paths(&path)
+        .map(|d| d.join(cmd))
+        .find(|p| is_exec(p))
+        .ok_or_else(|| EmulateError::NotFound(cmd.to_string()))
+}
+
+pub fn cstring(p: &Path) -> Result<CString, EmulateError> {
+    CString::new(p.as_os_str().as_encoded_bytes()).map_err(|_| EmulateError::Nul(p.display().to_string()))
+}
+
+/// True when the ELF file at `p` has no program interpreter (statically linked).
+pub fn is_static(p: &Path) -> bool {
+    let Ok(bytes) = std::fs::read(p) else { return false };
+    if bytes.len() < 64 || &bytes[..4] != b"\x7fELF" || bytes[4] != 2 {
+        return false; // not a 64-bit ELF (e.g. a script): its interpreter decides
+    }
+    let u16_at = |o: usize| u16::from_le_bytes([bytes[o], bytes[o + 1]]) as usize;
+    let u64_at = |o: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&bytes[o..o + 8]);
+        u64::from_le_bytes(b) as usize
+    };
+    let (phoff, phentsize, phnum) = (u64_at(32), u16_at(54), u16_at(56));
+    !(0..phnum).any(|i| {
+        let o = phoff + i * phentsize;
+        o + 4 <= bytes.len() && u32::from_le_bytes([bytes[o], bytes[o + 1], bytes[o + 2], bytes[o + 3]]) == 3
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolves_in_path_and_reports_missing() {
+        assert!(resolve("sh").is_ok());
+        let e = resolve("no-such-program-xyz")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert_eq!(e, "command 'no-such-program-xyz' not found in PATH");
+    }
+
+    #[test]
+    fn detects_static_binaries() {
+        assert!(!is_static(Path::new("/bin/sh")));
+        let bb = Path::new("/bin/busybox");
+        assert!(
+            bb.exists(),
+            "busybox-static must be installed (apt-get install busybox-static)"
+        );
+        assert!(is_static(bb));
+    }
+}

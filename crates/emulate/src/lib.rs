@@ -1,0 +1,200 @@
+//! `multios emulate`: run an unmodified program with chosen system calls delegated to a control CPU
+//! at a tunable forwarding cost f_c (each way), delivered by a calibrated TSC spin.
+//!
+//! Mechanisms (see `docs/EMULATOR.md`):
+//! - [`Mechanism::Proxy`] — seccomp user notification to supervisor threads on the control CPUs
+//!   (McKernel's proxy process); follows threads, fork and exec; works for static programs.
+//! - [`Mechanism::Migrate`] — the calling thread migrates to a control CPU for the call and back
+//!   (Intel mOS); injected with a preload library, so dynamically linked programs only.
+
+mod bpf;
+pub mod cost;
+pub mod cpus;
+pub mod delegation;
+mod error;
+pub mod fc;
+mod launch;
+mod preload;
+mod proxy;
+pub mod report;
+mod sys;
+pub mod tsc;
+
+pub use cost::{CostModel, Dist};
+pub use cpus::CpuSet;
+pub use delegation::Delegation;
+pub use error::EmulateError;
+pub use report::{Counts, Exit, Report, Summary};
+
+use std::sync::Arc;
+
+/// How delegated calls reach the control CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mechanism {
+    Shm,
+    Proxy,
+    Migrate,
+}
+
+impl Mechanism {
+    pub const ALL: [Mechanism; 3] = [Mechanism::Shm, Mechanism::Proxy, Mechanism::Migrate];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mechanism::Shm => "shm",
+            Mechanism::Proxy => "proxy",
+            Mechanism::Migrate => "migrate",
+        }
+    }
+
+    /// Whether this build implements the mechanism.
+    pub fn available(self) -> bool {
+        !matches!(self, Mechanism::Shm)
+    }
+
+    /// The one-way f_c below which the mechanism's own cost dominates: half its median round trip
+    /// as measured by `multios fc` on the reference machine (docs/EMULATOR.md).
+    pub fn floor_secs(self) -> f64 {
+        match self {
+            Mechanism::Shm => 150e-9,
+            Mechanism::Proxy => 10e-6,
+            Mechanism::Migrate => 30e-6,
+        }
+    }
+
+    /// System calls the mechanism always keeps local, because delegating them would change their
+    /// meaning (they act on the calling thread or on the signal frame of the interception itself).
+    pub fn always_local(self) -> &'static [&'static str] {
+        match self {
+            // CONTINUE runs every call in its own thread: nothing has to stay local.
+            Mechanism::Proxy => &[],
+            Mechanism::Migrate => preload::MIGRATE_LOCAL,
+            Mechanism::Shm => preload::MIGRATE_LOCAL,
+        }
+    }
+}
+
+impl std::str::FromStr for Mechanism {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Mechanism::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| format!("unknown mechanism '{s}': use shm, proxy or migrate"))
+    }
+}
+
+/// One emulated run.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub mechanism: Mechanism,
+    pub delegation: Delegation,
+    pub cost: CostModel,
+    pub compute: CpuSet,
+    pub control: CpuSet,
+    pub argv: Vec<String>,
+    /// Accept an f_c below the mechanism's floor (the delivered cost is then the floor).
+    pub allow_below_floor: bool,
+}
+
+impl Config {
+    /// Checks what can be checked before running; returns warnings (e.g. shared CPUs).
+    pub fn check(&self) -> Result<Vec<String>, EmulateError> {
+        if self.argv.is_empty() {
+            return Err(EmulateError::NoCommand);
+        }
+        if !self.mechanism.available() {
+            return Err(EmulateError::NotBuilt(self.mechanism.name()));
+        }
+        let min = self.cost.min();
+        let floor = self.mechanism.floor_secs();
+        if min > 0.0 && min < floor && !self.allow_below_floor {
+            return Err(EmulateError::BelowFloor {
+                mechanism: self.mechanism.name(),
+                requested: multios_units::Duration::from_secs(min).to_string(),
+                floor: multios_units::Duration::from_secs(floor).to_string(),
+            });
+        }
+        let mut warnings = Vec::new();
+        if self.compute.overlaps(&self.control) {
+            warnings.push(format!(
+                "control CPUs {} overlap compute CPUs {}: delegated calls and the program compete for the same CPU, \
+                 so measured times include that contention",
+                self.control, self.compute
+            ));
+        }
+        Ok(warnings)
+    }
+}
+
+/// Runs the program under emulation and reports what happened.
+pub fn run(cfg: &Config) -> Result<Report, EmulateError> {
+    let mut warnings = cfg.check()?;
+    let path = launch::resolve(&cfg.argv[0])?;
+    let mut d = cfg.delegation.clone();
+    let forced_local = d.keep_local(cfg.mechanism.always_local());
+    let cal = tsc::calibration();
+    let samplers = Arc::new(cfg.cost.samplers(cal));
+    let (exit, wall_secs, counts, local, delivered) = match cfg.mechanism {
+        Mechanism::Proxy => {
+            let o = proxy::run(
+                launch::cstring(&path)?,
+                &cfg.argv,
+                &d,
+                samplers,
+                &cfg.compute,
+                &cfg.control,
+            )?;
+            (o.exit, o.wall_secs, o.served.counts, None, o.served.delivered)
+        }
+        Mechanism::Migrate => {
+            let o = preload::run(&path, cfg, &d, cal)?;
+            warnings.extend(o.warnings);
+            (o.exit, o.wall_secs, o.delegated, Some(o.local), o.delivered)
+        }
+        Mechanism::Shm => return Err(EmulateError::NotBuilt("shm")),
+    };
+    let mut syscalls = std::collections::BTreeMap::new();
+    for (nr, &n) in counts.iter().enumerate() {
+        let l = local.as_ref().map(|l: &Vec<u64>| l.get(nr).copied().unwrap_or(0));
+        if n == 0 && l.unwrap_or(0) == 0 {
+            continue;
+        }
+        let name = multios_syscalls::by_number(nr as u32)
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("#{nr}"));
+        syscalls.insert(
+            name,
+            Counts {
+                delegated: n,
+                local: l,
+            },
+        );
+    }
+    let mut secs: Vec<f64> = delivered.iter().map(|t| cal.secs(*t)).collect();
+    Ok(Report {
+        command: cfg.argv.clone(),
+        mechanism: cfg.mechanism.name().into(),
+        policy: cfg.delegation.label.clone(),
+        fc: fc_label(&cfg.cost),
+        compute_cpus: cfg.compute.to_string(),
+        control_cpus: cfg.control.to_string(),
+        wall_secs,
+        exit,
+        delegated_total: counts.iter().sum(),
+        local_total: local.map(|l| l.iter().sum()),
+        syscalls,
+        delivered_fc: Summary::of(&mut secs),
+        forced_local,
+        warnings,
+    })
+}
+
+fn fc_label(c: &CostModel) -> String {
+    let mut s = c.default.to_string();
+    for (k, v) in &c.per_syscall {
+        s.push_str(&format!(", {k}={v}"));
+    }
+    s
+}

@@ -1,0 +1,235 @@
+//! `migrate`: the Intel mOS stand-in. A preload library (csrc/preload.c, built by build.rs and
+//! embedded here) turns on Syscall User Dispatch in every thread of the program; its SIGSYS handler
+//! migrates the thread to the control CPUs for a delegated call and back. Dynamically linked
+//! programs only; exec'd dynamic programs inherit it through the environment.
+
+use crate::cost::Dist;
+use crate::report::Exit;
+use crate::tsc::Calibration;
+use crate::{launch, Config, Delegation, EmulateError};
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+
+const LIBRARY: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libmultios_preload.so"));
+
+/// Calls the in-process mechanisms run in the program's own context (see csrc/preload.c):
+/// rt_sigreturn and rt_sigprocmask are handled on the signal frame, the rest through local stubs.
+pub const MIGRATE_LOCAL: &[&str] = &[
+    "rt_sigreturn",
+    "rt_sigprocmask",
+    "rt_sigsuspend",
+    "sigaltstack",
+    "clone",
+    "clone3",
+    "fork",
+    "vfork",
+    "execve",
+    "execveat",
+];
+
+/// Calls that go through the local stubs (a subset of [`MIGRATE_LOCAL`]).
+const STUB_LOCAL: &[&str] = &[
+    "rt_sigsuspend",
+    "sigaltstack",
+    "clone",
+    "clone3",
+    "fork",
+    "vfork",
+    "execve",
+    "execveat",
+];
+
+pub struct Outcome {
+    pub exit: Exit,
+    pub wall_secs: f64,
+    pub delegated: Vec<u64>,
+    pub local: Vec<u64>,
+    pub delivered: Vec<u64>,
+    pub warnings: Vec<String>,
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> EmulateError {
+    let what = what.into();
+    move |source| EmulateError::Io { what, source }
+}
+
+/// Writes the embedded library once per content into a private directory and returns its path.
+fn library_path() -> Result<PathBuf, EmulateError> {
+    let hash = LIBRARY.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
+    });
+    // SAFETY: getuid has no preconditions.
+    let dir = std::env::temp_dir().join(format!("multios-{}", unsafe { libc::getuid() }));
+    std::fs::create_dir_all(&dir).map_err(io(format!("creating {}", dir.display())))?;
+    let path = dir.join(format!("preload-{hash:016x}.so"));
+    if !path.exists() {
+        let tmp = dir.join(format!("preload-{hash:016x}.{}.tmp", std::process::id()));
+        std::fs::write(&tmp, LIBRARY).map_err(io(format!("writing {}", tmp.display())))?;
+        std::fs::rename(&tmp, &path).map_err(io(format!("renaming to {}", path.display())))?;
+    }
+    Ok(path)
+}
+
+fn config_text(cfg: &Config, d: &Delegation, cal: Calibration, stats: &Path) -> String {
+    let cpus = |s: &crate::CpuSet| s.0.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(" ");
+    let mut t = format!(
+        "compute {}\ncontrol {}\nstats {}\nlocal",
+        cpus(&cfg.compute),
+        cpus(&cfg.control),
+        stats.display()
+    );
+    for n in STUB_LOCAL {
+        if let Some(nr) = multios_syscalls::by_name(n) {
+            t.push_str(&format!(" {nr}"));
+        }
+    }
+    t.push('\n');
+    for nr in 0..multios_syscalls::MAX_NR as u32 {
+        if !d.is_delegated(nr) {
+            continue;
+        }
+        match cfg.cost.for_nr(nr) {
+            Dist::Constant { secs } => t.push_str(&format!("d {nr} 0 {}\n", cal.ticks(*secs))),
+            Dist::Exponential { mean } => t.push_str(&format!("d {nr} 1 {}\n", cal.ticks(*mean))),
+            Dist::Samples { secs } => {
+                t.push_str(&format!("d {nr} 2 0 {}", secs.len()));
+                for s in secs {
+                    t.push_str(&format!(" {}", cal.ticks(*s)));
+                }
+                t.push('\n');
+            }
+        }
+    }
+    t
+}
+
+pub fn run(path: &Path, cfg: &Config, d: &Delegation, cal: Calibration) -> Result<Outcome, EmulateError> {
+    if launch::is_static(path) {
+        return Err(EmulateError::Static {
+            mechanism: cfg.mechanism.name(),
+            path: path.display().to_string(),
+        });
+    }
+    let lib = library_path()?;
+    let run_dir = std::env::temp_dir().join(format!(
+        "multios-emulate-{}-{}",
+        std::process::id(),
+        crate::tsc::now()
+    ));
+    let stats = run_dir.join("stats");
+    std::fs::create_dir_all(&stats).map_err(io(format!("creating {}", stats.display())))?;
+    let cfg_file = run_dir.join("config");
+    let mut f = std::fs::File::create(&cfg_file).map_err(io(format!("creating {}", cfg_file.display())))?;
+    f.write_all(config_text(cfg, d, cal, &stats).as_bytes())
+        .map_err(io(format!("writing {}", cfg_file.display())))?;
+    drop(f);
+    let preload = match std::env::var("LD_PRELOAD") {
+        Ok(old) if !old.is_empty() => format!("{}:{old}", lib.display()),
+        _ => lib.display().to_string(),
+    };
+    let mut cmd = std::process::Command::new(path);
+    cmd.arg0(&cfg.argv[0])
+        .args(&cfg.argv[1..])
+        .env("LD_PRELOAD", preload)
+        .env("MULTIOS_EMU_CONFIG", &cfg_file);
+    let mask = cfg.compute.to_libc();
+    // SAFETY: the closure only calls sched_setaffinity (async-signal-safe) on a mask built before fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mask) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let t0 = std::time::Instant::now();
+    let status = cmd.status().map_err(|source| EmulateError::Launch {
+        cmd: cfg.argv[0].clone(),
+        stage: "starting it",
+        source,
+    })?;
+    let wall_secs = t0.elapsed().as_secs_f64();
+    let mut o = Outcome {
+        exit: exit_of(status),
+        wall_secs,
+        delegated: vec![0; multios_syscalls::MAX_NR],
+        local: vec![0; multios_syscalls::MAX_NR],
+        delivered: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let mut files = 0;
+    for e in std::fs::read_dir(&stats)
+        .map_err(io(format!("reading {}", stats.display())))?
+        .flatten()
+    {
+        let text =
+            std::fs::read_to_string(e.path()).map_err(io(format!("reading {}", e.path().display())))?;
+        parse_stats(&text, &mut o);
+        files += 1;
+    }
+    if files == 0 {
+        o.warnings.push(
+            "the preload library wrote no statistics: the program may be killed by a signal, have cleared \
+             LD_PRELOAD, or be a script whose interpreter is statically linked"
+                .into(),
+        );
+    }
+    std::fs::remove_dir_all(&run_dir).ok();
+    Ok(o)
+}
+
+fn exit_of(s: std::process::ExitStatus) -> Exit {
+    use std::os::unix::process::ExitStatusExt;
+    match (s.code(), s.signal()) {
+        (Some(c), _) => Exit::Code(c),
+        (None, Some(sig)) => Exit::Signal(sig),
+        _ => Exit::Code(-1),
+    }
+}
+
+fn parse_stats(text: &str, o: &mut Outcome) {
+    for line in text.lines() {
+        let mut it = line.split(' ');
+        let (kind, a, b) = (
+            it.next(),
+            it.next().and_then(|v| v.parse::<u64>().ok()),
+            it.next(),
+        );
+        match (kind, a) {
+            (Some("D"), Some(nr)) | (Some("L"), Some(nr)) => {
+                let n = b.and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+                let table = if kind == Some("D") {
+                    &mut o.delegated
+                } else {
+                    &mut o.local
+                };
+                if let Some(slot) = table.get_mut(nr as usize) {
+                    *slot += n;
+                }
+            }
+            (Some("S"), Some(t)) => o.delivered.push(t),
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_lines_accumulate() {
+        let mut o = Outcome {
+            exit: Exit::Code(0),
+            wall_secs: 0.0,
+            delegated: vec![0; 512],
+            local: vec![0; 512],
+            delivered: vec![],
+            warnings: vec![],
+        };
+        parse_stats("D 1 3\nL 0 2\nS 100\nS 200\n", &mut o);
+        parse_stats("D 1 1\n", &mut o);
+        assert_eq!((o.delegated[1], o.local[0], o.delivered.len()), (4, 2, 2));
+    }
+}

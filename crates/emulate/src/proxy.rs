@@ -1,0 +1,293 @@
+//! `proxy`: the McKernel-style proxy process. The program runs under a seccomp filter that raises a
+//! user notification for delegated calls; supervisor threads pinned on the control CPUs busy-poll the
+//! listener, spin f_c there and f_c back, then answer CONTINUE, so the call then executes in the
+//! caller's own context on the compute CPU (every call keeps its semantics). The filter is inherited
+//! by threads, children and exec'd images, so all of them follow the policy.
+
+use crate::cost::{Rng, Sampler};
+use crate::cpus::{pin_current_thread, CpuSet};
+use crate::delegation::Delegation;
+use crate::report::Exit;
+use crate::sys;
+use crate::tsc;
+use crate::EmulateError;
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
+
+/// What the supervisors measured.
+#[derive(Debug, Default)]
+pub struct Served {
+    pub counts: Vec<u64>,
+    /// One-way delivered costs, ticks (capped at `MAX_SAMPLES`).
+    pub delivered: Vec<u64>,
+}
+
+const MAX_SAMPLES: usize = 4_000_000;
+
+/// Everything the child needs, prepared before `fork` (the child must not allocate).
+struct Prepared {
+    path: CString,
+    _argv: Vec<CString>,
+    argv_ptrs: Vec<*const libc::c_char>,
+    envp_ptrs: Vec<*const libc::c_char>,
+    _env: Vec<CString>,
+    prog: Vec<libc::sock_filter>,
+    compute: libc::cpu_set_t,
+}
+
+fn prepare(
+    path: CString,
+    argv: &[String],
+    d: &Delegation,
+    compute: &CpuSet,
+) -> Result<Prepared, EmulateError> {
+    let cstr = |s: &str| CString::new(s).map_err(|_| EmulateError::Nul(s.to_string()));
+    let argv: Vec<CString> = argv.iter().map(|a| cstr(a)).collect::<Result<_, _>>()?;
+    let env: Vec<CString> = std::env::vars_os()
+        .filter_map(|(k, v)| {
+            let mut kv = k.into_encoded_bytes();
+            kv.push(b'=');
+            kv.extend(v.into_encoded_bytes());
+            CString::new(kv).ok()
+        })
+        .collect();
+    let mut argv_ptrs: Vec<_> = argv.iter().map(|a| a.as_ptr()).collect();
+    argv_ptrs.push(std::ptr::null());
+    let mut envp_ptrs: Vec<_> = env.iter().map(|a| a.as_ptr()).collect();
+    envp_ptrs.push(std::ptr::null());
+    let prog = crate::bpf::filter(d, libc::SECCOMP_RET_USER_NOTIF, sys::exempt_ip());
+    Ok(Prepared {
+        path,
+        _argv: argv,
+        argv_ptrs,
+        envp_ptrs,
+        _env: env,
+        prog,
+        compute: compute.to_libc(),
+    })
+}
+
+/// Runs the child side after `fork`. Never returns.
+fn child(p: &Prepared, sock: RawFd, err_w: RawFd) -> ! {
+    // SAFETY: `compute` is a valid cpu_set_t of the size passed.
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &p.compute) } != 0 {
+        die(
+            err_w,
+            std::io::Error::last_os_error().raw_os_error().unwrap_or(0) | 0x1_0000,
+        );
+    }
+    let fd = match sys::install_listener(&p.prog) {
+        Ok(fd) => fd,
+        Err(e) => die(err_w, e.raw_os_error().unwrap_or(0) | 0x2_0000),
+    };
+    if let Err(e) = sys::send_fd_exempt(sock, fd) {
+        die(err_w, e.raw_os_error().unwrap_or(0) | 0x3_0000);
+    }
+    // SAFETY: closes our copy of the listener, then execs with NUL-terminated argv/envp built before fork.
+    let r = unsafe {
+        sys::exempt_syscall3(libc::SYS_close, fd as u64, 0, 0);
+        sys::exempt_syscall3(
+            libc::SYS_execve,
+            p.path.as_ptr() as u64,
+            p.argv_ptrs.as_ptr() as u64,
+            p.envp_ptrs.as_ptr() as u64,
+        )
+    };
+    die(err_w, (-r) as i32 | 0x4_0000)
+}
+
+/// Reports `code` on the error pipe and exits, from the exempt site (the child has the filter).
+fn die(err_w: RawFd, code: i32) -> ! {
+    let bytes = code.to_ne_bytes();
+    // SAFETY: writes 4 bytes from a live array, then exits.
+    unsafe {
+        sys::exempt_syscall3(libc::SYS_write, err_w as u64, bytes.as_ptr() as u64, 4);
+        sys::exempt_syscall3(libc::SYS_exit_group, 127, 0, 0);
+    }
+    // SAFETY: exit_group does not return.
+    unsafe { libc::_exit(127) }
+}
+
+/// Decodes what the child reported before exec.
+fn child_error(code: i32, cmd: &str) -> EmulateError {
+    let e = std::io::Error::from_raw_os_error(code & 0xffff);
+    let stage = match code >> 16 {
+        1 => "pinning it to the compute CPUs",
+        2 => "installing the seccomp filter",
+        3 => "handing the seccomp listener to the supervisor",
+        _ => "executing it",
+    };
+    EmulateError::Launch {
+        cmd: cmd.to_string(),
+        stage,
+        source: e,
+    }
+}
+
+/// The outcome of one proxied run.
+pub struct Outcome {
+    pub exit: Exit,
+    pub wall_secs: f64,
+    pub served: Served,
+}
+
+/// Runs `argv` (program already resolved to `path`) under the proxy mechanism.
+pub fn run(
+    path: CString,
+    argv: &[String],
+    d: &Delegation,
+    samplers: Arc<Vec<Sampler>>,
+    compute: &CpuSet,
+    control: &CpuSet,
+) -> Result<Outcome, EmulateError> {
+    let p = prepare(path, argv, d, compute)?;
+    let cmd = argv.first().cloned().unwrap_or_default();
+    let (sock_parent, sock_child) = socketpair()?;
+    let (err_r, err_w) = pipe()?;
+    tsc::calibration();
+    let t0 = std::time::Instant::now();
+    // SAFETY: the child only makes raw system calls on memory prepared before the fork.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(EmulateError::Io {
+            what: "fork".into(),
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    if pid == 0 {
+        child(&p, sock_child.as_raw_fd(), err_w.as_raw_fd());
+    }
+    drop(sock_child);
+    drop(err_w);
+    let listener = match sys::recv_fd(sock_parent.as_raw_fd()) {
+        Ok(fd) => fd,
+        Err(_) => {
+            sys::wait_child(pid).ok();
+            return Err(
+                read_child_error(&err_r, &cmd).unwrap_or_else(|| EmulateError::Launch {
+                    cmd,
+                    stage: "starting it",
+                    source: std::io::Error::other("the child exited before sending the seccomp listener"),
+                }),
+            );
+        }
+    };
+    let listener = Arc::new(listener);
+    let mut handles = Vec::new();
+    for (i, cpu) in control.0.iter().enumerate() {
+        let (l, s, cpu) = (listener.clone(), samplers.clone(), *cpu);
+        handles.push(std::thread::spawn(move || {
+            supervise(l.as_raw_fd(), &s, cpu, i as u64)
+        }));
+    }
+    let status = sys::wait_child(pid).map_err(|e| EmulateError::Io {
+        what: "waitpid".into(),
+        source: e,
+    })?;
+    let wall_secs = t0.elapsed().as_secs_f64();
+    let mut served = Served {
+        counts: vec![0; multios_syscalls::MAX_NR],
+        delivered: Vec::new(),
+    };
+    for h in handles {
+        let s = h
+            .join()
+            .map_err(|_| EmulateError::Supervisor("a supervisor thread panicked".into()))??;
+        for (a, b) in served.counts.iter_mut().zip(s.counts) {
+            *a += b;
+        }
+        served.delivered.extend(s.delivered);
+    }
+    if let Some(e) = read_child_error(&err_r, &cmd) {
+        return Err(e);
+    }
+    Ok(Outcome {
+        exit: Exit::from_wait_status(status),
+        wall_secs,
+        served,
+    })
+}
+
+fn read_child_error(err_r: &OwnedFd, cmd: &str) -> Option<EmulateError> {
+    let mut b = [0u8; 4];
+    // SAFETY: reads at most 4 bytes into a live array; the write end is closed, so this cannot block.
+    let n = unsafe { libc::read(err_r.as_raw_fd(), b.as_mut_ptr().cast(), 4) };
+    (n == 4).then(|| child_error(i32::from_ne_bytes(b), cmd))
+}
+
+/// One supervisor: pinned on `cpu`, busy-polls the listener until every filtered task is gone.
+fn supervise(fd: RawFd, samplers: &[Sampler], cpu: usize, seed: u64) -> Result<Served, EmulateError> {
+    pin_current_thread(&CpuSet([cpu].into())).map_err(|e| EmulateError::Io {
+        what: format!("pinning a supervisor to CPU {cpu}"),
+        source: e,
+    })?;
+    let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15 ^ (seed + 1).wrapping_mul(0x1234_5678_9abc_def1));
+    let mut s = Served {
+        counts: vec![0; multios_syscalls::MAX_NR],
+        delivered: Vec::with_capacity(1 << 16),
+    };
+    loop {
+        match sys::poll_listener(fd) {
+            sys::Ready::Nothing => {
+                std::hint::spin_loop();
+                continue;
+            }
+            sys::Ready::Hangup => return Ok(s),
+            sys::Ready::Notif => {}
+        }
+        let Some(n) = sys::recv_notif(fd)
+            .map_err(|e| EmulateError::Supervisor(format!("SECCOMP_IOCTL_NOTIF_RECV: {e}")))?
+        else {
+            continue;
+        };
+        let nr = n.nr.clamp(0, multios_syscalls::MAX_NR as i32 - 1) as usize;
+        s.counts[nr] += 1;
+        let there = samplers[nr].draw(&mut rng);
+        let back = samplers[nr].draw(&mut rng);
+        let t0 = tsc::now();
+        let t1 = tsc::spin_until(t0, there);
+        let t2 = tsc::spin_until(t1, back);
+        if s.delivered.len() + 2 <= MAX_SAMPLES {
+            s.delivered.push(t1 - t0);
+            s.delivered.push(t2 - t1);
+        }
+        sys::send_continue(fd, n.id)
+            .map_err(|e| EmulateError::Supervisor(format!("SECCOMP_IOCTL_NOTIF_SEND: {e}")))?;
+    }
+}
+
+fn socketpair() -> Result<(OwnedFd, OwnedFd), EmulateError> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` is a valid out-array of two ints.
+    let r = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    };
+    if r != 0 {
+        return Err(EmulateError::Io {
+            what: "socketpair".into(),
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    // SAFETY: both fds were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+fn pipe() -> Result<(OwnedFd, OwnedFd), EmulateError> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` is a valid out-array of two ints.
+    let r = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+    if r != 0 {
+        return Err(EmulateError::Io {
+            what: "pipe2".into(),
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    // SAFETY: both fds were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}

@@ -1,0 +1,87 @@
+//! What an emulated run reports: wall time, exit, delegated/local counts, delivered forwarding cost.
+
+use std::collections::BTreeMap;
+
+/// min / median / p99 / mean of a sample, seconds.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Summary {
+    pub n: u64,
+    pub min: f64,
+    pub median: f64,
+    pub p99: f64,
+    pub mean: f64,
+}
+
+impl Summary {
+    /// Summarises `v` (sorted in place); `None` when empty.
+    pub fn of(v: &mut [f64]) -> Option<Summary> {
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize];
+        Some(Summary {
+            n: v.len() as u64,
+            min: v[0],
+            median: q(0.5),
+            p99: q(0.99),
+            mean: v.iter().sum::<f64>() / v.len() as f64,
+        })
+    }
+}
+
+/// How the program ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Exit {
+    Code(i32),
+    Signal(i32),
+}
+
+impl Exit {
+    pub fn from_wait_status(st: libc::c_int) -> Exit {
+        if libc::WIFSIGNALED(st) {
+            Exit::Signal(libc::WTERMSIG(st))
+        } else {
+            Exit::Code(libc::WEXITSTATUS(st))
+        }
+    }
+
+    /// The shell convention: the code, or 128 + signal.
+    pub fn shell_code(self) -> i32 {
+        match self {
+            Exit::Code(c) => c,
+            Exit::Signal(s) => 128 + s,
+        }
+    }
+}
+
+/// Counts of one system call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Counts {
+    pub delegated: u64,
+    /// `None` when the mechanism does not see local calls (`proxy`: the kernel lets them through).
+    pub local: Option<u64>,
+}
+
+/// The result of one emulated run.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Report {
+    pub command: Vec<String>,
+    pub mechanism: String,
+    pub policy: String,
+    pub fc: String,
+    pub compute_cpus: String,
+    pub control_cpus: String,
+    pub wall_secs: f64,
+    pub exit: Exit,
+    pub delegated_total: u64,
+    /// `None` when local calls are not observed by this mechanism.
+    pub local_total: Option<u64>,
+    pub syscalls: BTreeMap<String, Counts>,
+    /// The one-way forwarding cost actually delivered by the spin (2 per delegated call), seconds.
+    pub delivered_fc: Option<Summary>,
+    /// Calls the policy delegated but the mechanism keeps local to preserve their semantics.
+    pub forced_local: Vec<String>,
+    pub warnings: Vec<String>,
+}

@@ -1,0 +1,232 @@
+//! The raw system-call layer of the `proxy` mechanism: the exempt `syscall` site, seccomp filter
+//! installation and the user-notification ioctls. Every other module is safe code.
+
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+
+// A `syscall` instruction at a known address: the seccomp filter lets calls from here through, so
+// the launcher can send the listener and exec after the filter is installed without being trapped.
+// C ABI: rdi = nr, rsi/rdx/rcx = args 1–3; returns rax.
+std::arch::global_asm!(
+    ".text",
+    ".globl multios_exempt_syscall3",
+    ".type multios_exempt_syscall3,@function",
+    "multios_exempt_syscall3:",
+    "mov rax, rdi",
+    "mov rdi, rsi",
+    "mov rsi, rdx",
+    "mov rdx, rcx",
+    "syscall",
+    ".globl multios_exempt_syscall3_ret",
+    "multios_exempt_syscall3_ret:",
+    "ret",
+);
+
+extern "C" {
+    fn multios_exempt_syscall3(nr: i64, a1: u64, a2: u64, a3: u64) -> i64;
+    static multios_exempt_syscall3_ret: u8;
+}
+
+/// The instruction address the kernel reports for calls made through [`exempt_syscall3`].
+pub fn exempt_ip() -> u64 {
+    std::ptr::addr_of!(multios_exempt_syscall3_ret) as u64
+}
+
+/// A three-argument system call from the exempt site. Returns the raw result (negative errno).
+///
+/// # Safety
+/// The caller must pass arguments valid for system call `nr`.
+pub unsafe fn exempt_syscall3(nr: i64, a1: u64, a2: u64, a3: u64) -> i64 {
+    // SAFETY: forwarded to the caller's contract.
+    unsafe { multios_exempt_syscall3(nr, a1, a2, a3) }
+}
+
+/// Installs `prog` as a seccomp filter on the calling thread and returns the notification listener.
+/// Sets no_new_privs first when not root (the kernel requires one of the two).
+pub fn install_listener(prog: &[libc::sock_filter]) -> io::Result<RawFd> {
+    let fprog = libc::sock_fprog {
+        len: prog.len() as u16,
+        filter: prog.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: geteuid/prctl take no pointers.
+    unsafe {
+        if libc::geteuid() != 0 && libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    // SAFETY: `fprog` points to `prog`, which outlives the call; the kernel copies the program.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+            &fprog as *const libc::sock_fprog,
+        )
+    };
+    if fd < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(fd as RawFd)
+    }
+}
+
+/// Sends `fd` over the unix socket `sock` with SCM_RIGHTS, from the exempt site.
+pub fn send_fd_exempt(sock: RawFd, fd: RawFd) -> io::Result<()> {
+    let mut byte = [0u8; 1];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    let mut cbuf = [0u64; 4]; // CMSG_SPACE(sizeof(int)) = 24 bytes, 8-aligned
+                              // SAFETY: a zeroed msghdr is valid; the pointers set below point to live locals.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf.as_mut_ptr().cast();
+    // SAFETY: CMSG_SPACE is a pure computation.
+    msg.msg_controllen = unsafe { libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) } as usize;
+    // SAFETY: msg_control points to a buffer of msg_controllen bytes, so the first header fits.
+    unsafe {
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        (*c).cmsg_level = libc::SOL_SOCKET;
+        (*c).cmsg_type = libc::SCM_RIGHTS;
+        (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as usize;
+        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<RawFd>(), fd);
+    }
+    // SAFETY: `msg` and everything it points to are valid for the call.
+    let r = unsafe { exempt_syscall3(libc::SYS_sendmsg, sock as u64, &msg as *const _ as u64, 0) };
+    if r < 0 {
+        Err(io::Error::from_raw_os_error(-r as i32))
+    } else {
+        Ok(())
+    }
+}
+
+/// Receives one fd sent with SCM_RIGHTS on `sock`.
+pub fn recv_fd(sock: RawFd) -> io::Result<OwnedFd> {
+    let mut byte = [0u8; 1];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    let mut cbuf = [0u64; 4];
+    // SAFETY: a zeroed msghdr is valid; the pointers set below point to live locals.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&cbuf);
+    // SAFETY: `msg` points to live buffers of the stated sizes.
+    let r = unsafe { libc::recvmsg(sock, &mut msg, libc::MSG_CMSG_CLOEXEC) };
+    if r <= 0 {
+        return Err(if r == 0 {
+            io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the launcher closed the socket before sending the listener",
+            )
+        } else {
+            io::Error::last_os_error()
+        });
+    }
+    // SAFETY: the kernel filled msg_control; CMSG_FIRSTHDR checks msg_controllen.
+    unsafe {
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        if c.is_null() || (*c).cmsg_type != libc::SCM_RIGHTS {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "no file descriptor in the message",
+            ));
+        }
+        let fd = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<RawFd>());
+        Ok(OwnedFd::from_raw_fd(fd))
+    }
+}
+
+/// A pending notification: the id and the system call number.
+#[derive(Debug, Clone, Copy)]
+pub struct Notif {
+    pub id: u64,
+    pub nr: i32,
+}
+
+/// What waiting on the listener found.
+pub enum Ready {
+    Notif,
+    Hangup,
+    Nothing,
+}
+
+/// One non-blocking check of the listener.
+pub fn poll_listener(fd: RawFd) -> Ready {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    let r = unsafe { libc::poll(&mut p, 1, 0) };
+    if r <= 0 {
+        Ready::Nothing
+    } else if p.revents & libc::POLLIN != 0 {
+        Ready::Notif
+    } else if p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+        Ready::Hangup
+    } else {
+        Ready::Nothing
+    }
+}
+
+/// Receives one notification (the caller saw the listener readable). `None` if it vanished.
+pub fn recv_notif(fd: RawFd) -> io::Result<Option<Notif>> {
+    // SAFETY: the kernel requires a zeroed seccomp_notif and fills it.
+    let mut n: libc::seccomp_notif = unsafe { std::mem::zeroed() };
+    // SAFETY: `n` is a valid seccomp_notif for the RECV ioctl.
+    let r = unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_RECV, &mut n) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::ENOENT) | Some(libc::EINTR) => Ok(None),
+            _ => Err(e),
+        };
+    }
+    Ok(Some(Notif {
+        id: n.id,
+        nr: n.data.nr,
+    }))
+}
+
+/// Lets the notified call proceed in the caller's context.
+pub fn send_continue(fd: RawFd, id: u64) -> io::Result<()> {
+    let resp = libc::seccomp_notif_resp {
+        id,
+        val: 0,
+        error: 0,
+        flags: libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
+    };
+    // SAFETY: `resp` is a valid seccomp_notif_resp for the SEND ioctl.
+    let r = unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_SEND, &resp) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        // ENOENT: the caller was killed or interrupted meanwhile; nothing to answer.
+        if e.raw_os_error() != Some(libc::ENOENT) {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// A blocking `waitpid` that retries on EINTR.
+pub fn wait_child(pid: libc::pid_t) -> io::Result<libc::c_int> {
+    let mut status = 0;
+    loop {
+        // SAFETY: `status` is a valid out-pointer.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r == pid {
+            return Ok(status);
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    }
+}

@@ -1,0 +1,36 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use multios_emulate::{Config, CostModel, CpuSet, Delegation, Mechanism, Report};
+
+pub fn config(m: Mechanism, d: Delegation, fc: f64, argv: &[&str]) -> Config {
+    let avail = CpuSet::available();
+    let (compute, control) = CpuSet::default_split(&avail);
+    Config {
+        mechanism: m,
+        delegation: d,
+        cost: CostModel::constant(fc),
+        compute,
+        control,
+        argv: argv.iter().map(|s| s.to_string()).collect(),
+        allow_below_floor: true,
+    }
+}
+
+pub fn run(m: Mechanism, d: Delegation, fc: f64, argv: &[&str]) -> Report {
+    match multios_emulate::run(&config(m, d, fc, argv)) {
+        Ok(r) => r,
+        Err(e) => panic!("emulating {argv:?} under {}: {e}", m.name()),
+    }
+}
+
+pub fn named(name: &str) -> Delegation {
+    let set = multios_syscalls::NamedSet::parse(name).unwrap_or_else(|e| panic!("{e}"));
+    Delegation::from_fn(name, |n| set.is_delegated(n))
+}
+
+pub fn tmpdir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("multios-emulate-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("creating {}: {e}", d.display()));
+    d
+}
