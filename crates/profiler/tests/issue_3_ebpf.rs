@@ -254,3 +254,25 @@ fn issue_3_clear_errors() {
     let e = multios_profiler::profile(&opts).expect_err("must fail");
     assert!(matches!(e, ProfilerError::PidGone(3_999_999)), "{e}");
 }
+
+#[test]
+fn issue_3_ctrl_c_is_forwarded_and_profile_kept() {
+    let _g = serial();
+    require_root();
+    let pid = std::process::id() as i32;
+    let sender = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        // SAFETY: sends SIGINT to our own process, where the profiler's forwarder is installed by then.
+        unsafe { libc::kill(pid, libc::SIGINT) };
+    });
+    let p = profile(Backend::Ebpf, &["sleep", "5"]);
+    sender.join().expect("signal sender");
+    assert!(p.collection.partial, "an interrupted run is partial");
+    assert_eq!(
+        p.exit.as_ref().and_then(|e| e.signal),
+        Some(libc::SIGINT),
+        "SIGINT reached the target"
+    );
+    assert!(p.wall_time_s < 4.0, "the target stopped early: {}", p.wall_time_s);
+    assert!(p.syscall("clock_nanosleep").is_some_and(|s| s.count == 1));
+}

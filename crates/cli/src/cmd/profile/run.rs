@@ -1,14 +1,180 @@
-//! `multios profile -- CMD` (issue #3). Not built yet.
+//! `multios profile [--backend ebpf|ptrace] [-o FILE] [-p PID] -- CMD…` (issue #3): trace a command's
+//! system calls, write the profile and print a table sorted by g(s).
 
-use crate::output::Out;
+use crate::output::{Format, Out, Table};
+use multios_profile::Profile;
+use multios_profiler::{Backend, Options};
+use multios_units::format_secs;
+use std::path::{Path, PathBuf};
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum BackendArg {
+    /// BTF tracepoints, in-kernel aggregation (needs root or CAP_BPF+CAP_PERFMON); accuracy high
+    Ebpf,
+    /// seccomp-assisted ptrace, no privileges needed; accuracy low
+    Ptrace,
+}
 
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
+    /// Tracing backend [default: ebpf when root, else ptrace]
+    #[arg(long, value_enum)]
+    backend: Option<BackendArg>,
+    /// Where to write the profile; `%r` becomes the MPI rank (from OMPI_COMM_WORLD_RANK, PMI_RANK,
+    /// PMIX_RANK or MPI_LOCALRANKID), `%p` the profiler's pid
+    #[arg(short, long, default_value = "multios-profile.json")]
+    output: String,
+    /// Attach to this running process (and what it forks from now on) instead of starting CMD
+    #[arg(short = 'p', long = "pid", conflicts_with = "command")]
+    pid: Option<u32>,
+    /// With -p: trace for this long (e.g. 10s), else until the process exits or Ctrl-C
+    #[arg(long, requires = "pid")]
+    duration: Option<multios_units::Duration>,
+    /// Also write the syscall CDF (paper Fig. 6/12) as PNG, SVG and CSV into this directory
+    #[arg(long, value_name = "DIR")]
+    plot: Option<PathBuf>,
     /// The command to profile, after `--`
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
     command: Vec<String>,
 }
 
-pub fn run(_args: RunArgs, _out: &Out) -> crate::cmd::Exit {
-    anyhow::bail!("'multios profile -- CMD' is not implemented in this build yet (issue #3); use 'multios profile import'")
+pub fn run(args: RunArgs, out: &Out) -> crate::cmd::Exit {
+    if args.command.is_empty() && args.pid.is_none() {
+        anyhow::bail!("nothing to profile: give a command after '--' (multios profile -- ls -l) or a process with -p PID");
+    }
+    let opts = Options {
+        backend: args.backend.map(|b| match b {
+            BackendArg::Ebpf => Backend::Ebpf,
+            BackendArg::Ptrace => Backend::Ptrace,
+        }),
+        command: args.command.clone(),
+        attach: args.pid,
+        duration: args
+            .duration
+            .map(|d| std::time::Duration::from_secs_f64(d.secs())),
+    };
+    let rank = multios_profiler::rank_from_env();
+    let path = PathBuf::from(multios_profiler::expand_output(
+        &args.output,
+        rank,
+        std::process::id(),
+    ));
+    let mut profile = multios_profiler::profile(&opts)?;
+    if let Some(r) = rank {
+        profile.collection.notes.push(format!("MPI rank {r}"));
+        for t in &mut profile.threads {
+            t.rank = Some(r);
+        }
+    }
+    multios_profile::save(&profile, &path)?;
+    print_table(&profile, out)?;
+    if let Some(dir) = &args.plot {
+        plot_cdf(&profile, dir)?;
+    }
+    if out.format == Format::Table {
+        eprintln!("profile written to {}", path.display());
+    }
+    // Like time(1): exit as the target did (128 + signal when it was killed).
+    let code = match &profile.exit {
+        Some(e) => e.code.unwrap_or_else(|| 128 + e.signal.unwrap_or(0)),
+        None => 0,
+    };
+    Ok(std::process::ExitCode::from(code.clamp(0, 255) as u8))
+}
+
+fn cell(out: &Out, s: f64) -> String {
+    if out.format == Format::Table {
+        format_secs(s)
+    } else {
+        format!("{s:e}")
+    }
+}
+
+fn print_table(p: &Profile, out: &Out) -> anyhow::Result<()> {
+    if out.format == Format::Json {
+        return out.json(p);
+    }
+    let g = p.syscall_time_s();
+    if out.format == Format::Table {
+        let exit = match &p.exit {
+            Some(e) if e.signal.is_some() => format!("killed by signal {}", e.signal.unwrap_or_default()),
+            Some(e) => format!("exit code {}", e.code.unwrap_or_default()),
+            None => "still running".into(),
+        };
+        println!(
+            "{}: {}  ({}, accuracy {}{}, {exit})",
+            out.bold("profile"),
+            p.command.join(" "),
+            p.collection.tool,
+            p.collection.accuracy,
+            if p.collection.partial { ", PARTIAL" } else { "" }
+        );
+        println!(
+            "  wall = {}   C = {}   Σg = {}   p = {:.4}%   calls = {}   threads = {}",
+            format_secs(p.wall_time_s),
+            format_secs(p.compute_time_s),
+            format_secs(g),
+            p.p() * 100.0,
+            p.syscall_count(),
+            p.threads.len()
+        );
+        if let Some(b) = p.collection.bias_ns_subtracted {
+            println!("  probe bias subtracted per call: {b:.0} ns");
+        }
+    }
+    let mut t = Table::new([
+        "syscall", "n(s)", "g(s)", "mean", "min", "max", "errors", "% wall",
+    ]);
+    for s in &p.syscalls {
+        t.row([
+            s.name.clone(),
+            s.count.to_string(),
+            cell(out, s.total_s),
+            cell(out, s.mean_s()),
+            cell(out, s.min_s.unwrap_or_default()),
+            cell(out, s.max_s.unwrap_or_default()),
+            s.errors.to_string(),
+            format!(
+                "{:.3}",
+                if p.wall_time_s > 0.0 {
+                    100.0 * s.total_s / p.wall_time_s
+                } else {
+                    0.0
+                }
+            ),
+        ]);
+    }
+    t.print(out);
+    Ok(())
+}
+
+/// Fig. 6/12: the fraction of distinct system calls invoked at most x times, log x.
+fn plot_cdf(p: &Profile, dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| anyhow::anyhow!("cannot create plot directory {}: {e}", dir.display()))?;
+    let w = multios_model::Workload::from_profile(p);
+    let name = p
+        .command
+        .first()
+        .map(|c| c.rsplit('/').next().unwrap_or(c).to_string())
+        .unwrap_or_default();
+    let fig = multios_plot::Figure::Line(multios_plot::LineChart {
+        title: format!("System-call profile of {name}: CDF of invocation counts (Fig. 6)"),
+        x_label: "invocations n(s)".into(),
+        y_label: "fraction of distinct syscalls invoked ≤ n times".into(),
+        x_log: true,
+        y_log: false,
+        series: vec![multios_plot::Series::line(
+            name,
+            multios_model::sweep::syscall_cdf(&w),
+        )],
+    });
+    let written = multios_plot::write(&fig, &dir.join("syscall-cdf"))?;
+    eprintln!(
+        "plot written: {} {} {}",
+        written.png.display(),
+        written.svg.display(),
+        written.csv.display()
+    );
+    Ok(())
 }
