@@ -1,0 +1,27 @@
+//! multios-lwk: a lightweight kernel in the VMM (issue #5).
+//!
+//! An unmodified Linux program runs in a KVM guest in ring 3, at native speed. The guest holds
+//! no kernel: only a ring-3 LSTAR stub that posts each system call to a per-vCPU shared-memory
+//! slot ([`multios_lwk_abi`]) served by a proxy thread in this process. Memory management and
+//! process bookkeeping are served by the VMM itself ("LWK in the VMM"); everything else is
+//! delegated to Linux after its pointers have been checked against the guest's memory. Guest
+//! memory is one address space with the VMM (guest-physical == host-virtual), so delegated
+//! pointers need no translation. See docs/LWK.md.
+
+pub mod elf;
+pub mod fc;
+pub mod memory;
+pub mod mm;
+pub mod proxy;
+pub mod run;
+pub mod stack;
+pub mod stats;
+pub mod stub;
+pub mod sys;
+pub mod syscall;
+pub mod vcpu;
+pub mod vm;
+
+pub use run::{run, Backend, Config, Fault, LwkError, Outcome, FD_FLOOR};
+pub use syscall::{ExitStatus, Policy};
+pub use vm::check_kvm;

@@ -1,0 +1,302 @@
+//! Guest memory: one address space shared by the guest and the VMM.
+//!
+//! Unified address space (McKernel's idea): every memslot has guest-physical == host-virtual, and
+//! the guest page tables map every page to itself. A pointer the application passes to a system
+//! call is therefore a valid host pointer in the proxy thread: no translation, only a bounds check.
+//! All guest memory is mapped with 2 MiB pages, written once before the first KVM_RUN (this KVM
+//! shadows guest page tables), so the LWK has no demand paging and no page-table edits at run time.
+//!
+//! ```text
+//!  virtual == guest-physical == host-virtual
+//!
+//!  0x7e00_0060_0000 +------------------------+
+//!                   | doorbell (no memslot)  | 2 MiB, U: stub i writes DOORBELL + i*4K -> MMIO exit
+//!  0x7e00_0040_0000 +------------------------+
+//!                   | stub pages             | 2 MiB, U, RWX: per vCPU i at +i*4K: LSTAR stub code
+//!                   |                        |   at +0, its lwk_abi::Slot at +0x800
+//!  0x7e00_0020_0000 +------------------------+
+//!                   | system page            | 2 MiB, supervisor only: page tables, GDT, IDT,
+//!                   |                        |   TSS, exception handlers, ring-0 stacks
+//!  0x7e00_0000_0000 +------------------------+  <- LWK_BASE
+//!                   :  (host: the VMM's own  :
+//!                   :   heap, libraries...)  :  never mapped in the guest: pointers here -> EFAULT
+//!  APP_BASE + size  +------------------------+
+//!                   | stack (grows down)     |
+//!                   +------------------------+
+//!                   | mmap area (first fit)  |  anonymous and file-backed private maps, ld.so
+//!                   +------------------------+
+//!                   | brk heap               |
+//!                   +------------------------+
+//!                   | program image (ELF)    |  non-PIE at its link address, PIE at APP_BASE
+//!  0x0000_0040_0000 +------------------------+  <- APP_BASE (the "application window")
+//!                   | unmapped (NULL guard)  |
+//!  0x0               +------------------------+
+//! ```
+
+use crate::sys;
+
+/// Start of the LWK's own region.
+pub const LWK_BASE: u64 = 0x7e00_0000_0000;
+/// The system page (supervisor only).
+pub const SYS_BASE: u64 = LWK_BASE;
+/// The per-vCPU stub pages.
+pub const STUB_BASE: u64 = LWK_BASE + PAGE_2M;
+/// The doorbell: mapped in the guest, no memslot behind it, so a write exits to the VMM.
+pub const DOORBELL_BASE: u64 = LWK_BASE + 2 * PAGE_2M;
+/// Start of the application window.
+pub const APP_BASE: u64 = 0x40_0000;
+/// A 2 MiB page.
+pub const PAGE_2M: u64 = 2 << 20;
+/// The largest application window (64 PDs of 1 GiB in the system page).
+pub const MAX_APP_SIZE: u64 = 64 << 30;
+
+/// Offsets inside the system page.
+pub mod sys_page {
+    pub const PML4: u64 = 0x0000;
+    pub const PDPT_APP: u64 = 0x1000;
+    pub const PDPT_LWK: u64 = 0x2000;
+    pub const PD_LWK: u64 = 0x3000;
+    pub const GDT: u64 = 0x4000;
+    pub const IDT: u64 = 0x5000;
+    /// One 128-byte TSS per vCPU.
+    pub const TSS: u64 = 0x6000;
+    pub const HANDLERS: u64 = 0xa000;
+    /// PDs of the application window, one per GiB.
+    pub const PD_APP: u64 = 0x1_0000;
+    /// Ring-0 stacks for exception delivery, 4 KiB per vCPU; stack i tops at RING0_STACKS + (i+1)*4K.
+    pub const RING0_STACKS: u64 = 0x10_0000;
+    pub const MAX_VCPUS: u64 = 128;
+}
+
+/// Errors while building guest memory.
+#[derive(Debug, thiserror::Error)]
+pub enum MemoryError {
+    #[error(
+        "cannot map guest memory at {addr:#x} (+{len:#x}): {source}; the address must be free in the \
+         VMM because guest-physical == host-virtual"
+    )]
+    Map {
+        addr: u64,
+        len: u64,
+        source: std::io::Error,
+    },
+    #[error(
+        "application memory of {0} bytes is not a multiple of 2 MiB between 2 MiB and 64 GiB (use --mem)"
+    )]
+    BadSize(u64),
+}
+
+/// A host mapping at a fixed address, unmapped on drop.
+#[derive(Debug)]
+pub struct Region {
+    pub base: u64,
+    pub len: u64,
+}
+
+impl Region {
+    fn map(base: u64, len: u64, prot: i32) -> Result<Self, MemoryError> {
+        sys::map_fixed(base, len as usize, prot).map_err(|source| MemoryError::Map {
+            addr: base,
+            len,
+            source,
+        })?;
+        Ok(Region { base, len })
+    }
+
+    pub fn end(&self) -> u64 {
+        self.base + self.len
+    }
+
+    pub fn contains(&self, addr: u64, len: u64) -> bool {
+        addr >= self.base && addr.checked_add(len).is_some_and(|e| e <= self.end())
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        sys::unmap(self.base, self.len as usize);
+    }
+}
+
+/// All guest memory.
+#[derive(Debug)]
+pub struct GuestMemory {
+    pub sys: Region,
+    pub stubs: Region,
+    /// Reserved PROT_NONE in the host so nothing else lands there.
+    pub doorbell: Region,
+    pub app: Region,
+}
+
+const PTE_P: u64 = 1;
+const PTE_RW: u64 = 2;
+const PTE_US: u64 = 4;
+const PTE_PS: u64 = 0x80;
+
+impl GuestMemory {
+    /// Maps the LWK region and an application window of `app_size` bytes and writes the page tables.
+    pub fn new(app_size: u64) -> Result<Self, MemoryError> {
+        if app_size < PAGE_2M || app_size % PAGE_2M != 0 || app_size > MAX_APP_SIZE - APP_BASE {
+            return Err(MemoryError::BadSize(app_size));
+        }
+        let rw = libc::PROT_READ | libc::PROT_WRITE;
+        let sys = Region::map(SYS_BASE, PAGE_2M, rw)?;
+        let stubs = Region::map(STUB_BASE, PAGE_2M, rw)?;
+        let doorbell = Region::map(DOORBELL_BASE, PAGE_2M, libc::PROT_NONE)?;
+        let app = Region::map(APP_BASE, app_size, rw)?;
+        // Transparent huge pages behind the guest's 2 MiB pages (best effort: THP may be off).
+        let _ = sys::madvise(app.base, app.len as usize, libc::MADV_HUGEPAGE);
+        let mem = GuestMemory {
+            sys,
+            stubs,
+            doorbell,
+            app,
+        };
+        mem.write_page_tables();
+        Ok(mem)
+    }
+
+    fn write_page_tables(&self) {
+        use sys_page::*;
+        let s = SYS_BASE;
+        let table = PTE_P | PTE_RW | PTE_US;
+        // PML4[0] -> application PDPT; PML4[LWK] -> LWK PDPT.
+        self.write_u64(s + PML4, (s + PDPT_APP) | table);
+        self.write_u64(s + PML4 + 8 * ((LWK_BASE >> 39) & 511), (s + PDPT_LWK) | table);
+        self.write_u64(s + PDPT_LWK + 8 * ((LWK_BASE >> 30) & 511), (s + PD_LWK) | table);
+        self.write_u64(s + PD_LWK, SYS_BASE | PTE_P | PTE_RW | PTE_PS);
+        self.write_u64(s + PD_LWK + 8, STUB_BASE | PTE_P | PTE_RW | PTE_US | PTE_PS);
+        self.write_u64(s + PD_LWK + 16, DOORBELL_BASE | PTE_P | PTE_RW | PTE_US | PTE_PS);
+        // The application window, 2 MiB pages, one PD per GiB.
+        let mut addr = self.app.base;
+        while addr < self.app.end() {
+            let gib = addr >> 30;
+            let pd = s + PD_APP + gib * 0x1000;
+            self.write_u64(s + PDPT_APP + 8 * gib, pd | table);
+            self.write_u64(
+                pd + 8 * ((addr >> 21) & 511),
+                addr | PTE_P | PTE_RW | PTE_US | PTE_PS,
+            );
+            addr += PAGE_2M;
+        }
+    }
+
+    /// The guest's CR3.
+    pub fn cr3(&self) -> u64 {
+        SYS_BASE + sys_page::PML4
+    }
+
+    /// True when `[addr, addr+len)` is mapped guest memory (any region).
+    fn mapped(&self, addr: u64, len: u64) -> bool {
+        self.app.contains(addr, len) || self.sys.contains(addr, len) || self.stubs.contains(addr, len)
+    }
+
+    /// True when `[addr, addr+len)` lies inside the application window: the only memory a
+    /// delegated system call may touch.
+    pub fn in_app(&self, addr: u64, len: u64) -> bool {
+        self.app.contains(addr, len)
+    }
+
+    /// Copies `data` into guest memory at `addr`. Panics when the range is not guest memory
+    /// (a VMM bug: guest-supplied ranges are checked with `in_app` first).
+    pub fn write(&self, addr: u64, data: &[u8]) {
+        assert!(
+            self.mapped(addr, data.len() as u64),
+            "VMM bug: write outside guest memory at {addr:#x}"
+        );
+        // SAFETY: the range was just checked to lie inside a mapping owned by `self`, which no Rust
+        // reference points into; the guest may race with this copy but cannot make it unsound for
+        // the VMM, which never reads the bytes back through a reference.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), addr as *mut u8, data.len()) };
+    }
+
+    /// Copies guest memory at `addr` into `buf`. Panics outside guest memory (see `write`).
+    pub fn read(&self, addr: u64, buf: &mut [u8]) {
+        assert!(
+            self.mapped(addr, buf.len() as u64),
+            "VMM bug: read outside guest memory at {addr:#x}"
+        );
+        // SAFETY: as in `write`: a checked range of memory owned by `self`, copied out byte-wise.
+        unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, buf.as_mut_ptr(), buf.len()) };
+    }
+
+    pub fn write_u64(&self, addr: u64, v: u64) {
+        self.write(addr, &v.to_le_bytes());
+    }
+
+    pub fn read_u64(&self, addr: u64) -> u64 {
+        let mut b = [0u8; 8];
+        self.read(addr, &mut b);
+        u64::from_le_bytes(b)
+    }
+
+    /// Zeroes `[addr, addr+len)` of the application window, dropping whole host pages.
+    pub fn zero(&self, addr: u64, len: u64) {
+        if len == 0 {
+            return;
+        }
+        let page = 4096;
+        let start = addr.div_ceil(page) * page;
+        let end = (addr + len) / page * page;
+        if end > start && sys::madvise(start, (end - start) as usize, libc::MADV_DONTNEED).is_ok() {
+            self.write(addr, &vec![0; (start - addr) as usize]);
+            self.write(end, &vec![0; (addr + len - end) as usize]);
+        } else {
+            self.write(addr, &vec![0; len as usize]);
+        }
+    }
+
+    /// Reads a NUL-terminated string inside the application window (at most `max` bytes).
+    pub fn read_cstr(&self, addr: u64, max: usize) -> Option<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut a = addr;
+        while out.len() < max {
+            if !self.in_app(a, 1) {
+                return None;
+            }
+            let mut b = [0u8; 1];
+            self.read(a, &mut b);
+            if b[0] == 0 {
+                return Some(out);
+            }
+            out.push(b[0]);
+            a += 1;
+        }
+        None
+    }
+
+    /// A raw pointer to guest memory (for the atomics of the ring slot).
+    pub fn ptr(&self, addr: u64, len: u64) -> *mut u8 {
+        assert!(
+            self.mapped(addr, len),
+            "VMM bug: pointer outside guest memory at {addr:#x}"
+        );
+        addr as *mut u8
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_constants_are_consistent() {
+        assert_eq!(LWK_BASE % (1 << 30), 0);
+        assert_eq!(APP_BASE % PAGE_2M, 0);
+        assert!(sys_page::RING0_STACKS + sys_page::MAX_VCPUS * 0x1000 <= PAGE_2M);
+        assert!(sys_page::PD_APP + (MAX_APP_SIZE >> 30) * 0x1000 <= sys_page::RING0_STACKS);
+        assert!(sys_page::TSS + sys_page::MAX_VCPUS * 128 <= sys_page::HANDLERS);
+    }
+
+    #[test]
+    fn region_contains_is_overflow_safe() {
+        let r = std::mem::ManuallyDrop::new(Region {
+            base: 0x1000,
+            len: 0x1000,
+        });
+        assert!(r.contains(0x1000, 0x1000));
+        assert!(!r.contains(0x1000, 0x1001));
+        assert!(!r.contains(u64::MAX - 1, 4));
+        assert!(!r.contains(0xfff, 1));
+    }
+}

@@ -1,0 +1,333 @@
+//! The LWK's memory manager: brk and mmap inside the application window, served by the VMM.
+//!
+//! Everything is already mapped (2 MiB guest pages, built before the first run), so "mapping"
+//! is bookkeeping plus zeroing: a range handed out by mmap or brk always reads as zero, because
+//! munmap and brk shrink give the host pages back (MADV_DONTNEED). Protection is not enforced
+//! (PROT_NONE guard pages read and write like any other memory): see docs/LWK.md.
+
+use std::collections::BTreeMap;
+
+pub const PAGE: u64 = 4096;
+/// Stack reserved at the top of the window.
+pub const STACK_SIZE: u64 = 8 << 20;
+
+fn page_up(x: u64) -> u64 {
+    x.div_ceil(PAGE) * PAGE
+}
+
+/// Errors of memory calls, as the errno the guest sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum MmError {
+    #[error("out of guest memory (ENOMEM): raise --mem")]
+    NoMemory,
+    #[error("invalid argument (EINVAL)")]
+    Invalid,
+}
+
+impl MmError {
+    pub fn errno(self) -> i64 {
+        match self {
+            MmError::NoMemory => -(libc::ENOMEM as i64),
+            MmError::Invalid => -(libc::EINVAL as i64),
+        }
+    }
+}
+
+/// A set of disjoint half-open ranges.
+#[derive(Debug, Default, Clone)]
+pub struct RangeSet(BTreeMap<u64, u64>);
+
+impl RangeSet {
+    /// Removes `[a, b)`, splitting ranges that straddle it.
+    pub fn remove(&mut self, a: u64, b: u64) {
+        let hits: Vec<(u64, u64)> = self
+            .0
+            .range(..b)
+            .filter(|(_, &e)| e > a)
+            .map(|(&s, &e)| (s, e))
+            .collect();
+        for (s, e) in hits {
+            self.0.remove(&s);
+            if s < a {
+                self.0.insert(s, a);
+            }
+            if e > b {
+                self.0.insert(b, e);
+            }
+        }
+    }
+
+    pub fn insert(&mut self, a: u64, b: u64) {
+        self.remove(a, b);
+        self.0.insert(a, b);
+    }
+
+    /// True when `[a, b)` is entirely covered.
+    pub fn covers(&self, a: u64, b: u64) -> bool {
+        let mut pos = a;
+        for (&s, &e) in self.0.range(..b) {
+            if e <= pos {
+                continue;
+            }
+            if s > pos {
+                return false;
+            }
+            pos = e;
+            if pos >= b {
+                return true;
+            }
+        }
+        pos >= b
+    }
+
+    /// True when nothing in `[a, b)` is in the set.
+    pub fn is_free(&self, a: u64, b: u64) -> bool {
+        !self.0.range(..b).any(|(_, &e)| e > a)
+    }
+
+    /// The highest free gap of `len` bytes inside `[lo, hi)`.
+    pub fn highest_gap(&self, lo: u64, hi: u64, len: u64) -> Option<u64> {
+        let mut top = hi;
+        for (&s, &e) in self.0.range(..hi).rev() {
+            let e = e.min(hi);
+            if top >= e && top - e >= len && top - len >= lo {
+                return Some(top - len);
+            }
+            top = top.min(s);
+            if top < lo {
+                return None;
+            }
+        }
+        (top >= lo.saturating_add(len)).then(|| top - len)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// brk and mmap state of the one process in the LWK.
+#[derive(Debug, Clone)]
+pub struct Mm {
+    pub window: (u64, u64),
+    pub brk_start: u64,
+    pub brk_cur: u64,
+    pub brk_max: u64,
+    pub mmap_lo: u64,
+    pub mmap_hi: u64,
+    pub maps: RangeSet,
+}
+
+/// What the caller must do to guest memory after a call: zero ranges, copy ranges.
+#[derive(Debug, Default, PartialEq)]
+pub struct Effects {
+    pub zero: Vec<(u64, u64)>,
+    /// (from, to, len)
+    pub copy: Option<(u64, u64, u64)>,
+}
+
+impl Mm {
+    /// A window `[lo, hi)` whose program image ends at `image_end`.
+    pub fn new(lo: u64, hi: u64, image_end: u64) -> Self {
+        let brk_start = page_up(image_end);
+        let room = hi.saturating_sub(brk_start + STACK_SIZE);
+        let brk_max = brk_start + (room / 4).min(1 << 30) / PAGE * PAGE;
+        let mut maps = RangeSet::default();
+        maps.insert(hi - STACK_SIZE, hi);
+        maps.insert(lo, brk_start);
+        Mm {
+            window: (lo, hi),
+            brk_start,
+            brk_cur: brk_start,
+            brk_max,
+            mmap_lo: brk_max,
+            mmap_hi: hi - STACK_SIZE,
+            maps,
+        }
+    }
+
+    /// Marks `[a, a+len)` in use (the image of the interpreter, for example).
+    pub fn reserve(&mut self, a: u64, len: u64) {
+        self.maps.insert(a, a + page_up(len));
+    }
+
+    /// brk(2): returns the new break (the old one when the request is refused, like Linux).
+    pub fn brk(&mut self, want: u64, fx: &mut Effects) -> u64 {
+        if want < self.brk_start || want > self.brk_max {
+            return self.brk_cur;
+        }
+        let (old, new) = (page_up(self.brk_cur), page_up(want));
+        if new < old {
+            fx.zero.push((new, old - new));
+        }
+        self.brk_cur = want;
+        want
+    }
+
+    /// mmap(2) of anonymous (or to-be-filled file) memory.
+    pub fn mmap(&mut self, addr: u64, len: u64, fixed: bool, fx: &mut Effects) -> Result<u64, MmError> {
+        if len == 0 {
+            return Err(MmError::Invalid);
+        }
+        let len = page_up(len);
+        if fixed {
+            if addr % PAGE != 0 {
+                return Err(MmError::Invalid);
+            }
+            let end = addr.checked_add(len).ok_or(MmError::NoMemory)?;
+            if addr < self.window.0 || end > self.window.1 {
+                return Err(MmError::NoMemory);
+            }
+            if !self.maps.is_free(addr, end) {
+                fx.zero.push((addr, len));
+            }
+            self.maps.insert(addr, end);
+            return Ok(addr);
+        }
+        // A hint that is free is honoured, as Linux does.
+        if addr != 0
+            && addr % PAGE == 0
+            && addr >= self.mmap_lo
+            && addr.saturating_add(len) <= self.mmap_hi
+            && self.maps.is_free(addr, addr + len)
+        {
+            self.maps.insert(addr, addr + len);
+            return Ok(addr);
+        }
+        let a = self
+            .maps
+            .highest_gap(self.mmap_lo, self.mmap_hi, len)
+            .ok_or(MmError::NoMemory)?;
+        self.maps.insert(a, a + len);
+        Ok(a)
+    }
+
+    pub fn munmap(&mut self, addr: u64, len: u64, fx: &mut Effects) -> Result<(), MmError> {
+        if addr % PAGE != 0 || len == 0 {
+            return Err(MmError::Invalid);
+        }
+        let end = addr.checked_add(page_up(len)).ok_or(MmError::Invalid)?;
+        let (lo, hi) = (addr.max(self.mmap_lo.min(self.window.0)), end.min(self.window.1));
+        if lo < hi && !(lo < self.brk_max && hi > self.brk_start) {
+            self.maps.remove(lo, hi);
+            fx.zero.push((lo, hi - lo));
+        }
+        Ok(())
+    }
+
+    /// mremap(2) with MREMAP_MAYMOVE semantics when `may_move`.
+    pub fn mremap(
+        &mut self,
+        old: u64,
+        old_len: u64,
+        new_len: u64,
+        may_move: bool,
+        fx: &mut Effects,
+    ) -> Result<u64, MmError> {
+        if old % PAGE != 0 || new_len == 0 {
+            return Err(MmError::Invalid);
+        }
+        let (old_len, new_len) = (page_up(old_len), page_up(new_len));
+        if !self.maps.covers(old, old + old_len) {
+            return Err(MmError::Invalid);
+        }
+        if new_len <= old_len {
+            self.munmap(old + new_len, old_len - new_len, fx).ok();
+            return Ok(old);
+        }
+        let grow_end = old + new_len;
+        if grow_end <= self.mmap_hi && self.maps.is_free(old + old_len, grow_end) {
+            self.maps.insert(old, grow_end);
+            return Ok(old);
+        }
+        if !may_move {
+            return Err(MmError::NoMemory);
+        }
+        let new = self.mmap(0, new_len, false, fx)?;
+        fx.copy = Some((old, new, old_len));
+        self.maps.remove(old, old + old_len);
+        fx.zero.push((old, old_len));
+        Ok(new)
+    }
+
+    /// True when `[addr, addr+len)` is in the window (mprotect/madvise accept any such range).
+    pub fn in_window(&self, addr: u64, len: u64) -> bool {
+        addr >= self.window.0 && addr.checked_add(len).is_some_and(|e| e <= self.window.1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mm() -> Mm {
+        Mm::new(0x40_0000, 0x40_0000 + (64 << 20), 0x50_1234)
+    }
+
+    #[test]
+    fn brk_grows_and_refuses_beyond_limit() {
+        let mut m = mm();
+        let mut fx = Effects::default();
+        assert_eq!(m.brk(0, &mut fx), 0x50_2000);
+        assert_eq!(m.brk(0x60_0000, &mut fx), 0x60_0000);
+        assert_eq!(m.brk(m.brk_max + 1, &mut fx), 0x60_0000);
+        assert_eq!(m.brk(0x58_0000, &mut fx), 0x58_0000);
+        assert_eq!(fx.zero, vec![(0x58_0000, 0x8_0000)]);
+    }
+
+    #[test]
+    fn mmap_is_top_down_first_fit_and_munmap_frees() {
+        let mut m = mm();
+        let mut fx = Effects::default();
+        let a = m.mmap(0, 8192, false, &mut fx).unwrap_or(0);
+        assert_eq!(a, m.mmap_hi - 8192);
+        let b = m.mmap(0, 100, false, &mut fx).unwrap_or(0);
+        assert_eq!(b, a - 4096);
+        m.munmap(a, 8192, &mut fx).unwrap_or(());
+        let c = m.mmap(0, 4096, false, &mut fx).unwrap_or(0);
+        assert_eq!(c, a + 4096);
+    }
+
+    #[test]
+    fn fixed_mapping_over_existing_zeroes() {
+        let mut m = mm();
+        let mut fx = Effects::default();
+        let a = m.mmap(0, 16384, false, &mut fx).unwrap_or(0);
+        assert!(fx.zero.is_empty());
+        m.mmap(a + 4096, 4096, true, &mut fx).unwrap_or(0);
+        assert_eq!(fx.zero, vec![(a + 4096, 4096)]);
+        assert_eq!(m.mmap(0x10, 4096, true, &mut fx), Err(MmError::Invalid));
+        assert_eq!(m.mmap(0x1000, 4096, true, &mut fx), Err(MmError::NoMemory));
+    }
+
+    #[test]
+    fn mremap_grows_in_place_or_moves() {
+        let mut m = mm();
+        let mut fx = Effects::default();
+        let a = m.mmap(0, 4096, false, &mut fx).unwrap_or(0);
+        let _b = m.mmap(0, 4096, false, &mut fx).unwrap_or(0);
+        let n = m.mremap(a, 4096, 8192, true, &mut fx).unwrap_or(0);
+        assert_ne!(n, a);
+        assert_eq!(fx.copy, Some((a, n, 4096)));
+        assert_eq!(m.mremap(n, 8192, 4096, false, &mut fx), Ok(n));
+    }
+
+    #[test]
+    fn rangeset_gap_search() {
+        let mut s = RangeSet::default();
+        s.insert(100, 200);
+        s.insert(300, 400);
+        assert_eq!(s.highest_gap(0, 400, 100), Some(200));
+        assert_eq!(s.highest_gap(0, 400, 101), None);
+        assert_eq!(s.highest_gap(0, 500, 100), Some(400));
+        assert!(s.covers(100, 200));
+        assert!(!s.covers(100, 201));
+        s.remove(150, 350);
+        assert!(s.is_free(150, 300));
+        assert!(s.covers(100, 150));
+    }
+}

@@ -1,0 +1,110 @@
+//! The proxy thread: pinned to a Linux CPU, it polls the vCPUs' ring slots and serves requests.
+//! It spins while the guest is making calls and backs off to short sleeps when idle; the guest
+//! stub rings the doorbell (an MMIO exit) if no reply comes within its spin budget.
+
+use crate::syscall::{Ctx, Kernel, Reply};
+use multios_lwk_abi::{offset, state};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The shared state word of a slot.
+pub fn state_of(kernel: &Kernel, slot: u64) -> &AtomicU32 {
+    let p = kernel.mem.ptr(slot + offset::STATE as u64, 4) as *const AtomicU32;
+    // SAFETY: the slot lies in the stub region, mapped for the whole life of `kernel.mem` (which
+    // outlives every borrow of `kernel`), 4-byte aligned (Slot is 64-aligned, state at 0), and is
+    // only ever accessed atomically by the host.
+    unsafe { &*p }
+}
+
+/// Reads the request of a claimed slot.
+pub fn request(kernel: &Kernel, slot: u64) -> (u64, [u64; 6]) {
+    let nr = kernel.mem.read_u64(slot + offset::NR as u64);
+    let mut a = [0u64; 6];
+    for (i, v) in a.iter_mut().enumerate() {
+        *v = kernel.mem.read_u64(slot + (offset::ARGS + 8 * i) as u64);
+    }
+    (nr, a)
+}
+
+/// Publishes a result.
+pub fn reply(kernel: &Kernel, slot: u64, ret: i64) {
+    kernel.mem.write_u64(slot + offset::RET as u64, ret as u64);
+    state_of(kernel, slot).store(state::DONE, Ordering::Release);
+}
+
+/// A running proxy thread.
+pub struct Proxy {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Proxy {
+    /// Starts the proxy serving `slots`, pinned to `cpu` when given.
+    pub fn start(kernel: Arc<Kernel>, slots: Vec<u64>, cpu: Option<usize>, idle_spin: Duration) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("lwk-proxy".into())
+            .spawn(move || {
+                if let Some(c) = cpu {
+                    let _ = crate::sys::pin_to_cpu(c);
+                }
+                serve_loop(&kernel, &slots, &s, idle_spin)
+            })
+            .ok();
+        Proxy { stop, handle }
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+fn serve_loop(kernel: &Kernel, slots: &[u64], stop: &AtomicBool, idle_spin: Duration) {
+    let mut last = Instant::now();
+    let mut polls = 0u32;
+    while !stop.load(Ordering::Acquire) {
+        let mut served = false;
+        for &slot in slots {
+            let st = state_of(kernel, slot);
+            if st.load(Ordering::Acquire) != state::REQUEST {
+                continue;
+            }
+            if st
+                .compare_exchange(
+                    state::REQUEST,
+                    state::CLAIMED,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
+                .is_err()
+            {
+                continue;
+            }
+            let (nr, a) = request(kernel, slot);
+            match kernel.serve(Ctx::Proxy, nr, a) {
+                Reply::Ret(r) => reply(kernel, slot, r),
+                Reply::NeedVcpu | Reply::Stop => st.store(state::EXIT, Ordering::Release),
+            }
+            served = true;
+        }
+        if served {
+            last = Instant::now();
+            polls = 0;
+            continue;
+        }
+        polls = polls.wrapping_add(1);
+        if polls % 1024 != 0 {
+            std::hint::spin_loop();
+        } else if last.elapsed() > idle_spin {
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! The initial process stack: argc, argv, envp and the auxiliary vector, laid out as Linux does.
+
+use crate::memory::GuestMemory;
+
+pub const AT_NULL: u64 = 0;
+pub const AT_PHDR: u64 = 3;
+pub const AT_PHENT: u64 = 4;
+pub const AT_PHNUM: u64 = 5;
+pub const AT_PAGESZ: u64 = 6;
+pub const AT_BASE: u64 = 7;
+pub const AT_FLAGS: u64 = 8;
+pub const AT_ENTRY: u64 = 9;
+pub const AT_UID: u64 = 11;
+pub const AT_EUID: u64 = 12;
+pub const AT_GID: u64 = 13;
+pub const AT_EGID: u64 = 14;
+pub const AT_PLATFORM: u64 = 15;
+pub const AT_HWCAP: u64 = 16;
+pub const AT_CLKTCK: u64 = 17;
+pub const AT_SECURE: u64 = 23;
+pub const AT_RANDOM: u64 = 25;
+pub const AT_HWCAP2: u64 = 26;
+pub const AT_EXECFN: u64 = 31;
+
+/// What goes on the stack.
+#[derive(Debug, Clone, Default)]
+pub struct StackSpec {
+    pub argv: Vec<Vec<u8>>,
+    pub envp: Vec<Vec<u8>>,
+    pub execfn: Vec<u8>,
+    /// (type, value) pairs except AT_RANDOM, AT_EXECFN, AT_PLATFORM and AT_NULL, added here.
+    pub auxv: Vec<(u64, u64)>,
+    pub random: [u8; 16],
+}
+
+/// Writes the stack below `top` and returns the initial rsp (pointing at argc, 16-byte aligned).
+pub fn build(mem: &GuestMemory, top: u64, spec: &StackSpec) -> u64 {
+    let mut sp = top - 8;
+    let push_bytes = |data: &[u8], sp: &mut u64| -> u64 {
+        *sp -= data.len() as u64 + 1;
+        mem.write(*sp, data);
+        mem.write(*sp + data.len() as u64, &[0]);
+        *sp
+    };
+    let execfn = push_bytes(&spec.execfn, &mut sp);
+    let envp: Vec<u64> = spec.envp.iter().map(|e| push_bytes(e, &mut sp)).collect();
+    let argv: Vec<u64> = spec.argv.iter().map(|a| push_bytes(a, &mut sp)).collect();
+    let platform = push_bytes(b"x86_64", &mut sp);
+    sp &= !15;
+    sp -= 16;
+    mem.write(sp, &spec.random);
+    let random = sp;
+
+    let mut words: Vec<u64> = vec![argv.len() as u64];
+    words.extend(&argv);
+    words.push(0);
+    words.extend(&envp);
+    words.push(0);
+    for (k, v) in &spec.auxv {
+        words.extend([*k, *v]);
+    }
+    words.extend([
+        AT_RANDOM,
+        random,
+        AT_EXECFN,
+        execfn,
+        AT_PLATFORM,
+        platform,
+        AT_NULL,
+        0,
+    ]);
+    sp -= 8 * words.len() as u64;
+    sp &= !15;
+    for (i, w) in words.iter().enumerate() {
+        mem.write_u64(sp + 8 * i as u64, *w);
+    }
+    sp
+}

@@ -1,0 +1,104 @@
+//! The few raw host calls the VMM needs, each wrapped once with its safety argument.
+
+use std::io;
+
+/// Maps `len` bytes of fresh anonymous memory at exactly `addr` (never replacing a mapping), so
+/// that guest-physical == host-virtual. `prot` is a `PROT_*` mask.
+pub fn map_fixed(addr: u64, len: usize, prot: i32) -> io::Result<()> {
+    // SAFETY: MAP_FIXED_NOREPLACE never unmaps anything: it fails if the range is in use, so no
+    // existing Rust object can be invalidated; the result is checked.
+    let p = unsafe {
+        libc::mmap(
+            addr as *mut libc::c_void,
+            len,
+            prot,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED_NOREPLACE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    if p as u64 != addr {
+        // Old kernels ignore the flag and treat it as a hint: undo and report the range as busy.
+        // SAFETY: `p` is the mapping just created by this call and nothing refers to it.
+        unsafe { libc::munmap(p, len) };
+        return Err(io::Error::from_raw_os_error(libc::EEXIST));
+    }
+    Ok(())
+}
+
+/// Unmaps a range this module mapped.
+pub fn unmap(addr: u64, len: usize) {
+    // SAFETY: only called by `memory::Region::drop` on the region it created; after the VM is
+    // gone nothing (host or guest) refers to it.
+    unsafe { libc::munmap(addr as *mut libc::c_void, len) };
+}
+
+/// `madvise(addr, len, advice)` on guest memory (DONTNEED drops pages: they read back as zero).
+pub fn madvise(addr: u64, len: usize, advice: i32) -> io::Result<()> {
+    // SAFETY: callers pass ranges inside the guest window, which is anonymous memory owned by
+    // the VMM that no Rust reference points into (guest memory is accessed through raw copies).
+    let r = unsafe { libc::madvise(addr as *mut libc::c_void, len, advice) };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Performs system call `nr` with `args` on behalf of the guest; returns the Linux convention
+/// (negative errno on failure). Pointer arguments must have been checked by `syscall::check`.
+pub fn raw_syscall(nr: u64, a: [u64; 6]) -> i64 {
+    // SAFETY: the delegation layer only calls this for system calls whose argument layout it knows
+    // and whose pointers it has checked to lie inside the guest window (memory that this process
+    // owns and never holds Rust references into), so the kernel can only read or write guest memory.
+    let r = unsafe { libc::syscall(nr as libc::c_long, a[0], a[1], a[2], a[3], a[4], a[5]) };
+    if r == -1 {
+        -(io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO) as i64)
+    } else {
+        r
+    }
+}
+
+/// Moves file descriptor `fd` to the lowest free number ≥ `floor` (close-on-exec) and closes `fd`.
+pub fn move_fd_high(fd: i32, floor: i32) -> io::Result<i32> {
+    // SAFETY: F_DUPFD_CLOEXEC only creates a new descriptor; `fd` is owned by the caller.
+    let high = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, floor) };
+    if high < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(high)
+}
+
+/// Pins the calling thread to `cpu` (best effort: errors are returned for the caller to report).
+pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET only write inside it.
+    let r = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_ZERO(&mut set);
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The value of XCR0 on this CPU (the user-visible XSAVE features).
+pub fn xcr0() -> u64 {
+    let (lo, hi): (u32, u32);
+    // SAFETY: xgetbv(0) only reads a register; the VMM runs on an x86_64 CPU with OSXSAVE (Linux
+    // enables it whenever XSAVE exists, and KVM requires it).
+    unsafe {
+        std::arch::asm!("xgetbv", in("ecx") 0u32, out("eax") lo, out("edx") hi, options(nomem, nostack))
+    };
+    ((hi as u64) << 32) | lo as u64
+}
+
+/// The calling thread's id.
+pub fn gettid() -> i32 {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::gettid() }
+}

@@ -1,0 +1,155 @@
+//! Checks every pointer and length of a delegated call against the application window before the
+//! proxy performs it: a pointer outside gets EFAULT, never VMM memory.
+
+use super::layout::{Arg, Len};
+use crate::memory::GuestMemory;
+
+pub const EFAULT: i64 = -(libc::EFAULT as i64);
+pub const EBADF: i64 = -(libc::EBADF as i64);
+pub const EACCES: i64 = -(libc::EACCES as i64);
+
+/// The largest path read from the guest.
+const PATH_MAX: usize = 4096;
+
+/// Paths the guest may not open through the proxy: they would reach VMM memory or VMM fds.
+pub fn forbidden_path(path: &[u8], vmm_pid: i32) -> bool {
+    let p = String::from_utf8_lossy(path);
+    let own = format!("/proc/{vmm_pid}/");
+    let rest = p
+        .strip_prefix("/proc/self/")
+        .or_else(|| p.strip_prefix("/proc/thread-self/"))
+        .or_else(|| p.strip_prefix(own.as_str()));
+    match rest {
+        Some(r) => {
+            let r = r.trim_start_matches('/');
+            r.starts_with("mem")
+                || r.starts_with("task")
+                || r.starts_with("fd")
+                || r.starts_with("map_files")
+                || r.starts_with("root")
+                || r.starts_with("cwd/../")
+        }
+        None => p.contains("/proc/") && (p.ends_with("/mem") || p.contains("/mem/")),
+    }
+}
+
+/// Resolves a length specification.
+fn length(mem: &GuestMemory, a: &[u64; 6], len: Len) -> Result<u64, i64> {
+    Ok(match len {
+        Len::Arg(i) => a[i],
+        Len::Fixed(n) => n,
+        Len::ArgTimes(i, n) => a[i].checked_mul(n).ok_or(EFAULT)?,
+        Len::DerefU32(i) => {
+            if a[i] == 0 {
+                0
+            } else if mem.in_app(a[i], 4) {
+                let mut b = [0u8; 4];
+                mem.read(a[i], &mut b);
+                u32::from_le_bytes(b) as u64
+            } else {
+                return Err(EFAULT);
+            }
+        }
+    })
+}
+
+fn buf(mem: &GuestMemory, addr: u64, len: u64, optional: bool) -> Result<(), i64> {
+    if addr == 0 && (optional || len == 0) {
+        return Ok(());
+    }
+    if len == 0 {
+        // A zero-length buffer is never dereferenced, but an address outside stays suspicious.
+        return if mem.in_app(addr, 1) || addr == 0 {
+            Ok(())
+        } else {
+            Err(EFAULT)
+        };
+    }
+    if mem.in_app(addr, len) {
+        Ok(())
+    } else {
+        Err(EFAULT)
+    }
+}
+
+fn path(mem: &GuestMemory, addr: u64, optional: bool, vmm_pid: i32) -> Result<(), i64> {
+    if addr == 0 && optional {
+        return Ok(());
+    }
+    let p = mem.read_cstr(addr, PATH_MAX).ok_or(EFAULT)?;
+    if forbidden_path(&p, vmm_pid) {
+        return Err(EACCES);
+    }
+    Ok(())
+}
+
+/// Checks the arguments `a` of a call with layout `layout`; Err holds the negative errno to return.
+pub fn check(
+    mem: &GuestMemory,
+    layout: &[Arg],
+    a: &[u64; 6],
+    fd_floor: i32,
+    vmm_pid: i32,
+) -> Result<(), i64> {
+    for (i, arg) in layout.iter().enumerate() {
+        let v = a[i];
+        match *arg {
+            Arg::Val => {}
+            Arg::Fd => {
+                let fd = v as i32;
+                if fd >= fd_floor {
+                    return Err(EBADF);
+                }
+            }
+            Arg::Buf(l) => buf(mem, v, length(mem, a, l)?, false)?,
+            Arg::OptBuf(l) => buf(mem, v, length(mem, a, l)?, true)?,
+            Arg::Path => path(mem, v, false, vmm_pid)?,
+            Arg::OptPath => path(mem, v, true, vmm_pid)?,
+            Arg::Iov(ci) => {
+                let n = a[ci];
+                if n > 1024 {
+                    return Err(-(libc::EINVAL as i64));
+                }
+                buf(mem, v, n * 16, false)?;
+                for k in 0..n {
+                    let base = mem.read_u64(v + 16 * k);
+                    let len = mem.read_u64(v + 16 * k + 8);
+                    buf(mem, base, len, false)?;
+                }
+            }
+            Arg::PollFds(ci) => {
+                let n = a[ci];
+                buf(mem, v, n.checked_mul(8).ok_or(EFAULT)?, n == 0)?;
+                for k in 0..n {
+                    let mut b = [0u8; 4];
+                    mem.read(v + 8 * k, &mut b);
+                    if i32::from_le_bytes(b) >= fd_floor {
+                        return Err(EBADF);
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_paths_that_reach_the_vmm_are_forbidden() {
+        for p in [
+            "/proc/self/mem",
+            "/proc/self/fd/1000",
+            "/proc/thread-self/mem",
+            "/proc/77/mem",
+            "/proc/77/task/1/mem",
+        ] {
+            assert!(forbidden_path(p.as_bytes(), 77), "{p}");
+        }
+        for p in ["/etc/passwd", "/proc/self/status", "/proc/cpuinfo", "memo.txt"] {
+            assert!(!forbidden_path(p.as_bytes(), 77), "{p}");
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! Argument layouts of the delegated system calls: which arguments are pointers, how long the
+//! memory behind them is, and which are file descriptors. A call not listed here is refused.
+
+#![allow(non_upper_case_globals)] // libc names the SYS_ constants in lower case
+
+use libc::{
+    SYS_accept, SYS_accept4, SYS_access, SYS_bind, SYS_chdir, SYS_chmod, SYS_chown, SYS_clock_getres,
+    SYS_clock_gettime, SYS_clock_nanosleep, SYS_close, SYS_connect, SYS_copy_file_range, SYS_creat, SYS_dup,
+    SYS_dup2, SYS_dup3, SYS_eventfd2, SYS_faccessat, SYS_faccessat2, SYS_fadvise64, SYS_fallocate,
+    SYS_fchdir, SYS_fchmod, SYS_fchmodat, SYS_fchown, SYS_fchownat, SYS_fdatasync, SYS_flock, SYS_fstat,
+    SYS_fstatfs, SYS_fsync, SYS_ftruncate, SYS_futex, SYS_getcpu, SYS_getcwd, SYS_getdents, SYS_getdents64,
+    SYS_getegid, SYS_geteuid, SYS_getgid, SYS_getgroups, SYS_getpeername, SYS_getpgid, SYS_getpgrp,
+    SYS_getppid, SYS_getrandom, SYS_getresgid, SYS_getresuid, SYS_getrlimit, SYS_getrusage, SYS_getsid,
+    SYS_getsockname, SYS_getsockopt, SYS_gettimeofday, SYS_getuid, SYS_lchown, SYS_link, SYS_linkat,
+    SYS_listen, SYS_lseek, SYS_lstat, SYS_memfd_create, SYS_mkdir, SYS_mkdirat, SYS_nanosleep,
+    SYS_newfstatat, SYS_open, SYS_openat, SYS_pipe, SYS_pipe2, SYS_poll, SYS_ppoll, SYS_pread64, SYS_preadv,
+    SYS_preadv2, SYS_prlimit64, SYS_pselect6, SYS_pwrite64, SYS_pwritev, SYS_pwritev2, SYS_read,
+    SYS_readlink, SYS_readlinkat, SYS_readv, SYS_recvfrom, SYS_rename, SYS_renameat, SYS_renameat2,
+    SYS_rmdir, SYS_sched_getaffinity, SYS_sched_yield, SYS_select, SYS_sendfile, SYS_sendto, SYS_setrlimit,
+    SYS_setsid, SYS_setsockopt, SYS_shutdown, SYS_socket, SYS_socketpair, SYS_stat, SYS_statfs, SYS_statx,
+    SYS_symlink, SYS_symlinkat, SYS_sync, SYS_syncfs, SYS_sysinfo, SYS_time, SYS_times, SYS_truncate,
+    SYS_umask, SYS_uname, SYS_unlink, SYS_unlinkat, SYS_utimensat, SYS_write, SYS_writev,
+};
+
+/// How long the memory behind a pointer argument is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Len {
+    /// The value of argument i.
+    Arg(usize),
+    /// A fixed size.
+    Fixed(u64),
+    /// The value of argument i times a fixed element size.
+    ArgTimes(usize, u64),
+    /// The u32 stored at the pointer in argument i (socklen_t *addrlen).
+    DerefU32(usize),
+}
+
+/// One argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arg {
+    /// A plain value.
+    Val,
+    /// A file descriptor (AT_FDCWD and other negatives pass; the VMM's own fds are refused).
+    Fd,
+    /// Memory the kernel reads or writes; NULL is refused with EFAULT.
+    Buf(Len),
+    /// As `Buf` but NULL is allowed.
+    OptBuf(Len),
+    /// A NUL-terminated path.
+    Path,
+    /// A path or NULL.
+    OptPath,
+    /// An iovec array with the count in argument i; every iov_base/iov_len is checked too.
+    Iov(usize),
+    /// A pollfd array with the count in argument i.
+    PollFds(usize),
+}
+
+use self::Arg::*;
+use self::Len::*;
+
+/// The layout of delegated call `nr`, or None when the proxy does not know it.
+pub fn layout(nr: i64) -> Option<&'static [Arg]> {
+    Some(match nr {
+        SYS_read | SYS_write => &[Fd, Buf(Arg(2)), Val],
+        SYS_pread64 | SYS_pwrite64 => &[Fd, Buf(Arg(2)), Val, Val],
+        SYS_readv | SYS_writev => &[Fd, Iov(2), Val],
+        SYS_preadv | SYS_pwritev | SYS_preadv2 | SYS_pwritev2 => &[Fd, Iov(2), Val, Val, Val, Val],
+        SYS_open => &[Path, Val, Val],
+        SYS_openat => &[Fd, Path, Val, Val],
+        SYS_creat => &[Path, Val],
+        SYS_close => &[Fd],
+        SYS_lseek => &[Fd, Val, Val],
+        SYS_fstat => &[Fd, Buf(Fixed(144))],
+        SYS_stat | SYS_lstat => &[Path, Buf(Fixed(144))],
+        SYS_newfstatat => &[Fd, Path, Buf(Fixed(144)), Val],
+        SYS_statx => &[Fd, Path, Val, Val, Buf(Fixed(256))],
+        SYS_statfs => &[Path, Buf(Fixed(120))],
+        SYS_fstatfs => &[Fd, Buf(Fixed(120))],
+        SYS_getdents64 | SYS_getdents => &[Fd, Buf(Arg(2)), Val],
+        SYS_access => &[Path, Val],
+        SYS_faccessat | SYS_faccessat2 => &[Fd, Path, Val, Val],
+        SYS_readlink => &[Path, Buf(Arg(2)), Val],
+        SYS_readlinkat => &[Fd, Path, Buf(Arg(3)), Val],
+        SYS_getcwd => &[Buf(Arg(1)), Val],
+        SYS_chdir | SYS_rmdir | SYS_unlink => &[Path],
+        SYS_fchdir | SYS_fsync | SYS_fdatasync | SYS_syncfs => &[Fd],
+        SYS_mkdir | SYS_chmod => &[Path, Val],
+        SYS_mkdirat | SYS_fchmodat => &[Fd, Path, Val],
+        SYS_unlinkat => &[Fd, Path, Val],
+        SYS_rename | SYS_link | SYS_symlink => &[Path, Path],
+        SYS_renameat | SYS_linkat => &[Fd, Path, Fd, Path, Val],
+        SYS_renameat2 => &[Fd, Path, Fd, Path, Val],
+        SYS_symlinkat => &[Path, Fd, Path],
+        SYS_chown | SYS_lchown => &[Path, Val, Val],
+        SYS_fchown => &[Fd, Val, Val],
+        SYS_fchownat => &[Fd, Path, Val, Val, Val],
+        SYS_fchmod => &[Fd, Val],
+        SYS_truncate => &[Path, Val],
+        SYS_ftruncate => &[Fd, Val],
+        SYS_fallocate => &[Fd, Val, Val, Val],
+        SYS_fadvise64 => &[Fd, Val, Val, Val],
+        SYS_utimensat => &[Fd, OptPath, OptBuf(Fixed(32)), Val],
+        SYS_dup => &[Fd],
+        SYS_dup2 => &[Fd, Fd],
+        SYS_dup3 => &[Fd, Fd, Val],
+        SYS_pipe => &[Buf(Fixed(8))],
+        SYS_pipe2 => &[Buf(Fixed(8)), Val],
+        SYS_sendfile => &[Fd, Fd, OptBuf(Fixed(8)), Val],
+        SYS_copy_file_range => &[Fd, OptBuf(Fixed(8)), Fd, OptBuf(Fixed(8)), Val, Val],
+        SYS_flock => &[Fd, Val],
+        SYS_umask | SYS_sync => &[Val],
+        SYS_poll => &[PollFds(1), Val, Val],
+        SYS_ppoll => &[PollFds(1), Val, OptBuf(Fixed(16)), OptBuf(Fixed(8)), Val],
+        SYS_select => &[
+            Val,
+            OptBuf(Fixed(128)),
+            OptBuf(Fixed(128)),
+            OptBuf(Fixed(128)),
+            OptBuf(Fixed(16)),
+        ],
+        SYS_pselect6 => &[
+            Val,
+            OptBuf(Fixed(128)),
+            OptBuf(Fixed(128)),
+            OptBuf(Fixed(128)),
+            OptBuf(Fixed(16)),
+            OptBuf(Fixed(16)),
+        ],
+        SYS_clock_gettime | SYS_clock_getres => &[Val, OptBuf(Fixed(16))],
+        SYS_gettimeofday => &[OptBuf(Fixed(16)), OptBuf(Fixed(8))],
+        SYS_time => &[OptBuf(Fixed(8))],
+        SYS_nanosleep => &[Buf(Fixed(16)), OptBuf(Fixed(16))],
+        SYS_clock_nanosleep => &[Val, Val, Buf(Fixed(16)), OptBuf(Fixed(16))],
+        SYS_times => &[OptBuf(Fixed(32))],
+        SYS_uname => &[Buf(Fixed(390))],
+        SYS_sysinfo => &[Buf(Fixed(112))],
+        SYS_getrandom => &[Buf(Arg(1)), Val, Val],
+        SYS_getrusage => &[Val, Buf(Fixed(144))],
+        SYS_getrlimit | SYS_setrlimit => &[Val, Buf(Fixed(16))],
+        SYS_prlimit64 => &[Val, Val, OptBuf(Fixed(16)), OptBuf(Fixed(16))],
+        SYS_getuid | SYS_geteuid | SYS_getgid | SYS_getegid | SYS_getppid | SYS_getpgrp | SYS_setsid
+        | SYS_sched_yield => &[],
+        SYS_getpgid | SYS_getsid => &[Val],
+        SYS_getgroups => &[Val, OptBuf(ArgTimes(0, 4))],
+        SYS_getresuid | SYS_getresgid => &[Buf(Fixed(4)), Buf(Fixed(4)), Buf(Fixed(4))],
+        SYS_sched_getaffinity => &[Val, Val, Buf(Arg(1))],
+        SYS_getcpu => &[OptBuf(Fixed(4)), OptBuf(Fixed(4)), Val],
+        SYS_eventfd2 => &[Val, Val],
+        SYS_memfd_create => &[Path, Val],
+        SYS_socket => &[Val, Val, Val],
+        SYS_socketpair => &[Val, Val, Val, Buf(Fixed(8))],
+        SYS_connect | SYS_bind => &[Fd, Buf(Arg(2)), Val],
+        SYS_listen | SYS_shutdown => &[Fd, Val],
+        SYS_accept | SYS_getsockname | SYS_getpeername => &[Fd, OptBuf(DerefU32(2)), OptBuf(Fixed(4))],
+        SYS_accept4 => &[Fd, OptBuf(DerefU32(2)), OptBuf(Fixed(4)), Val],
+        SYS_sendto => &[Fd, Buf(Arg(2)), Val, Val, OptBuf(Arg(5)), Val],
+        SYS_recvfrom => &[Fd, Buf(Arg(2)), Val, Val, OptBuf(DerefU32(5)), OptBuf(Fixed(4))],
+        SYS_setsockopt => &[Fd, Val, Val, Buf(Arg(4)), Val],
+        SYS_getsockopt => &[Fd, Val, Val, Buf(DerefU32(4)), Buf(Fixed(4))],
+        SYS_futex => return None, // served by `futex()` (layout depends on the operation)
+        _ => return None,
+    })
+}
+
+/// ioctl requests the proxy knows: (request, size of the argument struct, pointer?).
+pub fn ioctl_arg(request: u64) -> Option<Option<u64>> {
+    match request {
+        0x5401 => Some(Some(36)),          // TCGETS: struct termios (kernel)
+        0x5402..=0x5404 => Some(Some(36)), // TCSETS, TCSETSW, TCSETSF
+        0x5413 => Some(Some(8)),           // TIOCGWINSZ
+        0x5414 => Some(Some(8)),           // TIOCSWINSZ
+        0x540f => Some(Some(4)),           // TIOCGPGRP
+        0x541b => Some(Some(4)),           // FIONREAD
+        0x5421 => Some(Some(4)),           // FIONBIO
+        0x5451 | 0x5450 => Some(None),     // FIOCLEX, FIONCLEX
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_length_argument_exists() {
+        for nr in 0..512 {
+            if let Some(l) = layout(nr) {
+                for a in l {
+                    let idx = match a {
+                        Buf(Arg(i)) | OptBuf(Arg(i)) | Buf(ArgTimes(i, _)) | OptBuf(ArgTimes(i, _)) => {
+                            Some(*i)
+                        }
+                        Buf(DerefU32(i)) | OptBuf(DerefU32(i)) | Iov(i) | PollFds(i) => Some(*i),
+                        _ => None,
+                    };
+                    if let Some(i) = idx {
+                        assert!(i < 6, "syscall {nr}: length argument {i}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn dangerous_calls_have_no_layout() {
+        use libc::{
+            SYS_clone, SYS_execve, SYS_mmap, SYS_prctl, SYS_process_vm_writev, SYS_ptrace, SYS_rt_sigaction,
+        };
+        for nr in [
+            SYS_mmap,
+            SYS_clone,
+            SYS_execve,
+            SYS_rt_sigaction,
+            SYS_process_vm_writev,
+            SYS_ptrace,
+            SYS_prctl,
+        ] {
+            assert!(layout(nr).is_none(), "{nr} must never be passed through");
+        }
+    }
+}

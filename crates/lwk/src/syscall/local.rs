@@ -1,0 +1,319 @@
+//! The calls the LWK serves itself.
+
+#![allow(non_upper_case_globals)] // libc names the SYS_ constants in lower case
+
+use super::{lock, Ctx, ExitStatus, Kernel, Reply, ENOSYS};
+use crate::mm::{Effects, MmError};
+use crate::sys;
+use libc::*;
+
+const ARCH_SET_GS: u64 = 0x1001;
+const ARCH_SET_FS: u64 = 0x1002;
+const ARCH_GET_FS: u64 = 0x1003;
+const ARCH_GET_GS: u64 = 0x1004;
+
+fn err(e: i32) -> Reply {
+    Reply::Ret(-(e as i64))
+}
+
+/// Signals whose default action is to ignore them.
+fn default_ignored(sig: u64) -> bool {
+    matches!(sig as i32, SIGCHLD | SIGURG | SIGWINCH | SIGCONT)
+}
+
+impl Kernel {
+    pub(super) fn local(&self, ctx: Ctx<'_>, nr: u64, a: [u64; 6]) -> Reply {
+        match nr as i64 {
+            SYS_brk => {
+                let mut fx = Effects::default();
+                let r = lock(&self.mm).brk(a[0], &mut fx);
+                self.apply(fx);
+                Reply::Ret(r as i64)
+            }
+            SYS_mmap => self.mmap(a),
+            SYS_munmap => {
+                let mut fx = Effects::default();
+                let r = lock(&self.mm).munmap(a[0], a[1], &mut fx);
+                self.apply(fx);
+                Reply::Ret(r.map_or_else(MmError::errno, |_| 0))
+            }
+            SYS_mremap => {
+                let mut fx = Effects::default();
+                if a[3] & MREMAP_FIXED as u64 != 0 {
+                    return self.refuse(nr, "mremap with MREMAP_FIXED");
+                }
+                let r = lock(&self.mm).mremap(a[0], a[1], a[2], a[3] & MREMAP_MAYMOVE as u64 != 0, &mut fx);
+                self.apply(fx);
+                Reply::Ret(r.map_or_else(MmError::errno, |v| v as i64))
+            }
+            SYS_mprotect | SYS_msync | SYS_mlock | SYS_munlock => {
+                Reply::Ret(if lock(&self.mm).in_window(a[0], a[1]) {
+                    0
+                } else {
+                    -(ENOMEM as i64)
+                })
+            }
+            SYS_mlockall | SYS_munlockall => Reply::Ret(0),
+            SYS_madvise => {
+                if !lock(&self.mm).in_window(a[0], a[1]) {
+                    return err(ENOMEM);
+                }
+                if a[2] as i32 == MADV_DONTNEED {
+                    self.mem.zero(a[0], a[1]);
+                }
+                Reply::Ret(0)
+            }
+            SYS_mincore => {
+                let pages = a[1].div_ceil(4096);
+                if !self.mem.in_app(a[2], pages) {
+                    return err(EFAULT);
+                }
+                self.mem.write(a[2], &vec![1u8; pages as usize]);
+                Reply::Ret(0)
+            }
+            SYS_arch_prctl => self.arch_prctl(ctx, a),
+            SYS_set_tid_address | SYS_gettid | SYS_getpid => Reply::Ret(self.pid as i64),
+            SYS_set_robust_list => Reply::Ret(0),
+            SYS_get_robust_list | SYS_rseq => Reply::Ret(ENOSYS),
+            SYS_getppid => Reply::Ret(sys::raw_syscall(nr, a)),
+            SYS_getuid | SYS_geteuid | SYS_getgid | SYS_getegid => Reply::Ret(sys::raw_syscall(nr, a)),
+            SYS_sched_yield => Reply::Ret(0),
+            SYS_uname => {
+                if !self.mem.in_app(a[0], 390) {
+                    return err(EFAULT);
+                }
+                Reply::Ret(sys::raw_syscall(nr, a))
+            }
+            SYS_readlink | SYS_readlinkat => {
+                let (buf, len) = if nr as i64 == SYS_readlink {
+                    (a[1], a[2])
+                } else {
+                    (a[2], a[3])
+                };
+                if self.is_proc_self_exe(nr, &a) {
+                    let n = self.exe.len().min(len as usize);
+                    if !self.mem.in_app(buf, n as u64) {
+                        return err(EFAULT);
+                    }
+                    self.mem.write(buf, &self.exe[..n]);
+                    return Reply::Ret(n as i64);
+                }
+                self.delegate(nr, a)
+            }
+            SYS_exit | SYS_exit_group => match ctx {
+                Ctx::Proxy => Reply::NeedVcpu,
+                Ctx::Vcpu(_) => {
+                    lock(&self.exit).get_or_insert(ExitStatus::Code(a[0] as i32 & 0xff));
+                    Reply::Stop
+                }
+            },
+            SYS_rt_sigaction => self.sigaction(a),
+            SYS_rt_sigprocmask => {
+                if a[3] != 8 {
+                    return err(EINVAL);
+                }
+                if (a[2] != 0 && !self.mem.in_app(a[2], 8)) || (a[1] != 0 && !self.mem.in_app(a[1], 8)) {
+                    return err(EFAULT);
+                }
+                let mut mask = lock(&self.sigmask);
+                if a[2] != 0 {
+                    self.mem.write_u64(a[2], *mask);
+                }
+                if a[1] != 0 {
+                    let set = self.mem.read_u64(a[1]);
+                    match a[0] as i32 {
+                        SIG_BLOCK => *mask |= set,
+                        SIG_UNBLOCK => *mask &= !set,
+                        SIG_SETMASK => *mask = set,
+                        _ => return err(EINVAL),
+                    }
+                }
+                Reply::Ret(0)
+            }
+            SYS_sigaltstack => {
+                if a[1] != 0 {
+                    if !self.mem.in_app(a[1], 24) {
+                        return err(EFAULT);
+                    }
+                    let mut ss = [0u8; 24];
+                    ss[8..12].copy_from_slice(&(SS_DISABLE as u32).to_le_bytes());
+                    self.mem.write(a[1], &ss);
+                }
+                Reply::Ret(0)
+            }
+            SYS_kill | SYS_tkill | SYS_tgkill => self.kill(ctx, nr, a),
+            SYS_prctl => match a[0] as i32 {
+                PR_SET_NAME | PR_GET_NAME => Reply::Ret(0),
+                _ => err(EINVAL),
+            },
+            SYS_clone | SYS_clone3 => {
+                self.refuse(nr, "threads (clone → new vCPU) are milestone 3 of issue #5")
+            }
+            SYS_fork | SYS_vfork | SYS_execve | SYS_execveat | SYS_wait4 => self.refuse(
+                nr,
+                "processes (fork/exec/wait) are outside the LWK's scope (one process per VM)",
+            ),
+            SYS_rt_sigreturn => self.refuse(nr, "signal delivery to handlers is not implemented"),
+            _ => self.refuse(nr, "no local handler"),
+        }
+    }
+
+    /// Zeroes and copies guest memory as a memory call requires.
+    fn apply(&self, fx: Effects) {
+        if let Some((from, to, len)) = fx.copy {
+            let mut buf = vec![0u8; len as usize];
+            self.mem.read(from, &mut buf);
+            self.mem.write(to, &buf);
+        }
+        for (a, l) in fx.zero {
+            self.mem.zero(a, l);
+        }
+    }
+
+    fn mmap(&self, a: [u64; 6]) -> Reply {
+        let (addr, len, prot, flags, fd, off) = (a[0], a[1], a[2] as i32, a[3] as i32, a[4] as i32, a[5]);
+        let anon = flags & MAP_ANONYMOUS != 0;
+        if !anon && flags & MAP_SHARED != 0 && prot & PROT_WRITE != 0 {
+            return self.refuse(SYS_mmap as u64, "writable MAP_SHARED file mappings");
+        }
+        if !anon && (fd < 0 || fd >= self.fd_floor) {
+            return err(EBADF);
+        }
+        if off % 4096 != 0 {
+            return err(EINVAL);
+        }
+        let fixed = flags & (MAP_FIXED | MAP_FIXED_NOREPLACE) != 0;
+        let mut fx = Effects::default();
+        let r = {
+            let mut mm = lock(&self.mm);
+            if flags & MAP_FIXED_NOREPLACE != 0 && !mm.maps.is_free(addr, addr.saturating_add(len)) {
+                return err(EEXIST);
+            }
+            mm.mmap(addr, len, fixed, &mut fx)
+        };
+        let addr = match r {
+            Ok(v) => v,
+            Err(e) => return Reply::Ret(e.errno()),
+        };
+        self.apply(fx);
+        if !anon {
+            // A private copy of the file: pread into the (zeroed) range, the tail stays zero.
+            let mut done = 0u64;
+            while done < len {
+                let n = sys::raw_syscall(
+                    SYS_pread64 as u64,
+                    [fd as u64, addr + done, len - done, off + done, 0, 0],
+                );
+                if n < 0 {
+                    let mut fx = Effects::default();
+                    lock(&self.mm).munmap(addr, len, &mut fx).ok();
+                    self.apply(fx);
+                    return Reply::Ret(n);
+                }
+                if n == 0 {
+                    break;
+                }
+                done += n as u64;
+            }
+        }
+        Reply::Ret(addr as i64)
+    }
+
+    fn arch_prctl(&self, ctx: Ctx<'_>, a: [u64; 6]) -> Reply {
+        let Ctx::Vcpu(vcpu) = ctx else {
+            return Reply::NeedVcpu;
+        };
+        let Ok(mut sregs) = vcpu.get_sregs() else {
+            return err(EIO);
+        };
+        match a[0] {
+            ARCH_SET_FS | ARCH_SET_GS => {
+                if a[0] == ARCH_SET_FS {
+                    sregs.fs.base = a[1];
+                } else {
+                    sregs.gs.base = a[1];
+                }
+                Reply::Ret(if vcpu.set_sregs(&sregs).is_ok() {
+                    0
+                } else {
+                    -(EIO as i64)
+                })
+            }
+            ARCH_GET_FS | ARCH_GET_GS => {
+                if !self.mem.in_app(a[1], 8) {
+                    return err(EFAULT);
+                }
+                self.mem.write_u64(
+                    a[1],
+                    if a[0] == ARCH_GET_FS {
+                        sregs.fs.base
+                    } else {
+                        sregs.gs.base
+                    },
+                );
+                Reply::Ret(0)
+            }
+            _ => err(EINVAL),
+        }
+    }
+
+    fn sigaction(&self, a: [u64; 6]) -> Reply {
+        let sig = a[0];
+        if sig == 0 || sig > 64 || a[3] != 8 {
+            return err(EINVAL);
+        }
+        if (a[1] != 0 && !self.mem.in_app(a[1], 32)) || (a[2] != 0 && !self.mem.in_app(a[2], 32)) {
+            return err(EFAULT);
+        }
+        let mut acts = lock(&self.sigactions);
+        let slot = &mut acts[sig as usize];
+        if a[2] != 0 {
+            let mut b = [0u8; 32];
+            for (k, w) in slot.raw.iter().enumerate() {
+                b[8 * k..8 * k + 8].copy_from_slice(&w.to_le_bytes());
+            }
+            self.mem.write(a[2], &b);
+        }
+        if a[1] != 0 {
+            for k in 0..4 {
+                slot.raw[k] = self.mem.read_u64(a[1] + 8 * k as u64);
+            }
+        }
+        Reply::Ret(0)
+    }
+
+    fn kill(&self, ctx: Ctx<'_>, nr: u64, a: [u64; 6]) -> Reply {
+        let (target, sig) = match nr as i64 {
+            SYS_kill => (a[0] as i32, a[1]),
+            SYS_tkill => (a[0] as i32, a[1]),
+            _ => (a[1] as i32, a[2]),
+        };
+        let to_self = target == self.pid || (nr as i64 == SYS_kill && target == 0);
+        if !to_self {
+            if target <= 0 {
+                return err(EPERM);
+            }
+            return Reply::Ret(sys::raw_syscall(nr, a));
+        }
+        if sig == 0 {
+            return Reply::Ret(0);
+        }
+        if sig > 64 {
+            return err(EINVAL);
+        }
+        let handler = lock(&self.sigactions)[sig as usize].raw[0];
+        if handler == SIG_IGN as u64 || (handler == SIG_DFL as u64 && default_ignored(sig)) {
+            return Reply::Ret(0);
+        }
+        if handler != SIG_DFL as u64 {
+            return self.refuse(nr, "delivering a signal to a guest handler is not implemented");
+        }
+        match ctx {
+            Ctx::Proxy => Reply::NeedVcpu,
+            Ctx::Vcpu(_) => {
+                lock(&self.exit).get_or_insert(ExitStatus::Signal(sig as i32));
+                Reply::Stop
+            }
+        }
+    }
+}

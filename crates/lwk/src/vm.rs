@@ -1,0 +1,88 @@
+//! The KVM VM: /dev/kvm, the VM fd and the memslots (guest-physical == host-virtual).
+
+use crate::memory::{GuestMemory, Region};
+use crate::sys;
+use kvm_bindings::kvm_userspace_memory_region;
+use kvm_ioctls::{Kvm, VmFd};
+use std::os::fd::{AsRawFd, FromRawFd};
+
+/// Errors opening KVM or creating the VM.
+#[derive(Debug, thiserror::Error)]
+pub enum VmError {
+    #[error(
+        "/dev/kvm does not exist: the LWK needs KVM (load kvm_intel/kvm_amd, or run on a host with \
+         nested virtualization)"
+    )]
+    NoKvm,
+    #[error("no permission to open /dev/kvm: run as root or add your user to the 'kvm' group")]
+    Permission,
+    #[error("opening /dev/kvm: {0}")]
+    Open(std::io::Error),
+    #[error("{what}: {source}")]
+    Kvm {
+        what: &'static str,
+        source: kvm_ioctls::Error,
+    },
+    #[error("moving the VMM's KVM fds out of the guest's way: {0}")]
+    Fd(std::io::Error),
+}
+
+/// An open KVM and its VM.
+pub struct Vm {
+    pub kvm: Kvm,
+    pub vm: VmFd,
+}
+
+/// Checks that /dev/kvm can be opened, with the errors the CLI and tests print.
+pub fn check_kvm() -> Result<(), VmError> {
+    open_kvm(3).map(drop)
+}
+
+fn open_kvm(fd_floor: i32) -> Result<Kvm, VmError> {
+    let fd = Kvm::open_with_cloexec(true).map_err(|e| match e.errno() {
+        libc::ENOENT | libc::ENXIO | libc::ENODEV => VmError::NoKvm,
+        libc::EACCES | libc::EPERM => VmError::Permission,
+        n => VmError::Open(std::io::Error::from_raw_os_error(n)),
+    })?;
+    let high = sys::move_fd_high(fd, fd_floor).map_err(VmError::Fd)?;
+    // SAFETY: `fd` was just opened by us and is owned by nobody else; it is replaced by `high`.
+    unsafe { libc::close(fd) };
+    // SAFETY: `high` is a /dev/kvm fd that we own exclusively; Kvm takes ownership.
+    Ok(unsafe { Kvm::from_raw_fd(high) })
+}
+
+impl Vm {
+    /// Opens KVM, creates a VM and registers `mem`; every fd lands at or above `fd_floor`.
+    pub fn new(mem: &GuestMemory, fd_floor: i32) -> Result<Self, VmError> {
+        let kvm = open_kvm(fd_floor)?;
+        let low = kvm.create_vm().map_err(|source| VmError::Kvm {
+            what: "KVM_CREATE_VM",
+            source,
+        })?;
+        let high = sys::move_fd_high(low.as_raw_fd(), fd_floor).map_err(VmError::Fd)?;
+        // SAFETY: `high` duplicates the VM fd just created; the new VmFd owns it, the old one is
+        // dropped (closing the low fd).
+        let vm = unsafe { kvm.create_vmfd_from_rawfd(high) }.map_err(|source| VmError::Kvm {
+            what: "KVM_CREATE_VM",
+            source,
+        })?;
+        drop(low);
+        let regions: [&Region; 3] = [&mem.sys, &mem.stubs, &mem.app];
+        for (slot, r) in regions.iter().enumerate() {
+            let region = kvm_userspace_memory_region {
+                slot: slot as u32,
+                flags: 0,
+                guest_phys_addr: r.base,
+                memory_size: r.len,
+                userspace_addr: r.base,
+            };
+            // SAFETY: the host range is a live mapping owned by `mem`, which outlives the VM (the
+            // caller keeps it in an Arc next to the Vm and drops the Vm first).
+            unsafe { vm.set_user_memory_region(region) }.map_err(|source| VmError::Kvm {
+                what: "KVM_SET_USER_MEMORY_REGION",
+                source,
+            })?;
+        }
+        Ok(Vm { kvm, vm })
+    }
+}
