@@ -194,4 +194,66 @@ mod tests {
         assert_eq!(w.svg, Path::new("out/fig.v2.svg"));
         assert_eq!(w.csv, Path::new("out/fig.v2.csv"));
     }
+
+    /// Degenerate figures are drawn, never refused and never a panic.
+    #[test]
+    fn degenerate_figures_are_drawn() {
+        let h = |x: Vec<f64>, y: Vec<f64>, z: Vec<Vec<f64>>, log: bool| {
+            Figure::Heatmap(Heatmap {
+                title: "h".into(),
+                x,
+                y,
+                z,
+                x_log: log,
+                y_log: log,
+                ..Default::default()
+            })
+        };
+        let figs = [
+            LineChart::new("empty", "x", "y").into(),
+            LineChart::new("empty log", "x", "y")
+                .log_x()
+                .log_y()
+                .series(Series::line("s", vec![]))
+                .into(),
+            LineChart::new("constant", "x", "y")
+                .series(Series::points("c", vec![(5.0, 5.0)]))
+                .into(),
+            LineChart::new("nothing on log", "x", "y")
+                .log_y()
+                .series(Series::line("s", vec![(1.0, 0.0)]))
+                .into(),
+            LineChart::new("huge", "x", "y")
+                .series(Series::line("s", vec![(-1e300, 1e-300), (1e300, 2.0)]))
+                .into(),
+            LineChart::new("max", "x", "y")
+                .series(Series::line(
+                    "s",
+                    vec![(f64::MIN, f64::MIN), (f64::MAX, f64::MAX)],
+                ))
+                .into(),
+            Figure::Panels(Panels {
+                title: "no panels".into(),
+                panels: vec![],
+            }),
+            h(vec![1.0], vec![1.0], vec![vec![3.0]], true),
+            h(vec![1.0, 2.0], vec![1.0, 2.0], vec![vec![f64::NAN; 2]; 2], false),
+            h(
+                vec![0.0, 1.0],
+                vec![-1.0, 0.0],
+                vec![vec![-5.0, 5.0], vec![0.0, f64::INFINITY]],
+                false,
+            ),
+        ];
+        let dir = std::env::temp_dir().join(format!("multios-plot-degenerate-{}", std::process::id()));
+        for (i, fig) in figs.iter().enumerate() {
+            let stem = dir.join(format!("fig{i}"));
+            let w = write(fig, &stem).unwrap_or_else(|e| panic!("figure {i} ({}): {e}", fig.title()));
+            assert!(
+                w.png.is_file() && w.svg.is_file() && w.csv.is_file(),
+                "figure {i}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
