@@ -14,7 +14,12 @@ pub enum PreExec {
     None,
     /// Install a seccomp filter that returns SECCOMP_RET_TRACE for every call (the ptrace backend).
     SeccompTrace,
+    /// As SeccompTrace, then issue [`CALIBRATION_CALLS`] null system calls and exit instead of exec.
+    CalibrateNull,
 }
+
+/// How many null system calls a [`PreExec::CalibrateNull`] child makes.
+pub const CALIBRATION_CALLS: usize = 2000;
 
 /// A forked child waiting for [`Stopped::release`] before it execs the target.
 #[derive(Debug)]
@@ -139,8 +144,19 @@ impl Stopped {
         })
     }
 
+    /// A child that, once released, runs null system calls under a SECCOMP_RET_TRACE filter and exits.
+    pub fn spawn_calibration() -> Result<Stopped, ProfilerError> {
+        Self::spawn(&["/proc/self/exe".to_string()], PreExec::CalibrateNull)
+    }
+
     /// Lets the child exec; returns once the exec has succeeded, or the reason it failed.
     pub fn release(&mut self) -> Result<(), ProfilerError> {
+        self.go()?;
+        self.exec_result()
+    }
+
+    /// Lets the child go on to exec, without waiting (a ptraced child stops on the way).
+    pub fn go(&mut self) -> Result<(), ProfilerError> {
         if let Some(go) = self.go.take() {
             // SAFETY: writes one byte from a valid buffer to a descriptor we own.
             let n = unsafe { libc::write(go.as_raw_fd(), b"g".as_ptr().cast(), 1) };
@@ -151,6 +167,11 @@ impl Stopped {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// Waits until the child has exec'd (or exited); the error if its exec failed.
+    pub fn exec_result(&mut self) -> Result<(), ProfilerError> {
         let mut buf = [0u8; 4];
         let mut got = 0;
         while got < 4 {
@@ -212,7 +233,7 @@ unsafe fn child(
         }
         break;
     }
-    if pre == PreExec::SeccompTrace {
+    if pre != PreExec::None {
         // SAFETY: plain prctl/seccomp calls; `prog` points to a valid one-instruction filter.
         unsafe {
             libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
@@ -223,6 +244,13 @@ unsafe fn child(
                 prog as *const libc::sock_fprog,
             );
         }
+    }
+    if pre == PreExec::CalibrateNull {
+        for _ in 0..CALIBRATION_CALLS {
+            crate::sys::null_syscall();
+        }
+        // SAFETY: _exit is always safe to call.
+        unsafe { libc::_exit(0) };
     }
     // SAFETY: path, argv and envp are NUL-terminated arrays of C strings prepared before the fork.
     unsafe { libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr()) };

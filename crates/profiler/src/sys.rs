@@ -108,3 +108,67 @@ pub fn become_subreaper() {
     // SAFETY: a prctl with integer arguments.
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
 }
+
+pub const PTRACE_CONT: libc::c_uint = 7;
+pub const PTRACE_SYSCALL: libc::c_uint = 24;
+pub const PTRACE_SEIZE: libc::c_uint = 0x4206;
+const PTRACE_GETREGS: libc::c_uint = 12;
+const PTRACE_GETEVENTMSG: libc::c_uint = 0x4201;
+
+/// A ptrace request without memory arguments (SEIZE, CONT, SYSCALL, …): `data` is the options or
+/// the signal to inject.
+pub fn ptrace(req: libc::c_uint, pid: u32, data: usize) -> std::io::Result<()> {
+    // SAFETY: these requests take integer arguments only; addr is unused (0).
+    let r = unsafe { libc::ptrace(req, pid as libc::pid_t, 0usize, data) };
+    if r < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// PTRACE_GETEVENTMSG: the new task's id after a fork/clone event.
+pub fn ptrace_eventmsg(pid: u32) -> std::io::Result<u64> {
+    let mut msg: libc::c_ulong = 0;
+    // SAFETY: GETEVENTMSG writes one unsigned long to the valid address given.
+    let r = unsafe { libc::ptrace(PTRACE_GETEVENTMSG, pid as libc::pid_t, 0usize, &mut msg as *mut _) };
+    if r < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(msg as u64)
+    }
+}
+
+/// PTRACE_GETREGS: (orig_rax = system call number, rax = return value).
+pub fn ptrace_syscall_regs(pid: u32) -> std::io::Result<(u64, i64)> {
+    // SAFETY: user_regs_struct is plain data; zeroed is valid.
+    let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
+    // SAFETY: GETREGS writes a user_regs_struct to the valid address given.
+    let r = unsafe { libc::ptrace(PTRACE_GETREGS, pid as libc::pid_t, 0usize, &mut regs as *mut _) };
+    if r < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok((regs.orig_rax, regs.rax as i64))
+    }
+}
+
+/// waitpid(-1, __WALL): (pid, status); EINTR is returned as an error for the caller to retry.
+pub fn wait_any() -> std::io::Result<(u32, i32)> {
+    let mut status = 0;
+    // SAFETY: waitpid writes the status into a valid local.
+    let r = unsafe { libc::waitpid(-1, &mut status, libc::__WALL) };
+    if r < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok((r as u32, status))
+    }
+}
+
+/// Kills and reaps one of our children.
+pub fn kill_and_reap(pid: u32) {
+    // SAFETY: signals and reaps our own child; harmless if it is already gone.
+    unsafe {
+        libc::kill(pid as libc::pid_t, libc::SIGKILL);
+        libc::waitpid(pid as libc::pid_t, std::ptr::null_mut(), libc::__WALL);
+    }
+}
