@@ -136,7 +136,7 @@ const PTE_PS: u64 = 0x80;
 impl GuestMemory {
     /// Maps the LWK region and an application window of `app_size` bytes and writes the page tables.
     pub fn new(app_size: u64) -> Result<Self, MemoryError> {
-        if app_size < PAGE_2M || app_size % PAGE_2M != 0 || app_size > MAX_APP_SIZE - APP_BASE {
+        if app_size < PAGE_2M || !app_size.is_multiple_of(PAGE_2M) || app_size > MAX_APP_SIZE - APP_BASE {
             return Err(MemoryError::BadSize(app_size));
         }
         let rw = libc::PROT_READ | libc::PROT_WRITE;
@@ -283,9 +283,9 @@ mod tests {
     fn layout_constants_are_consistent() {
         assert_eq!(LWK_BASE % (1 << 30), 0);
         assert_eq!(APP_BASE % PAGE_2M, 0);
-        assert!(sys_page::RING0_STACKS + sys_page::MAX_VCPUS * 0x1000 <= PAGE_2M);
-        assert!(sys_page::PD_APP + (MAX_APP_SIZE >> 30) * 0x1000 <= sys_page::RING0_STACKS);
-        assert!(sys_page::TSS + sys_page::MAX_VCPUS * 128 <= sys_page::HANDLERS);
+        const { assert!(sys_page::RING0_STACKS + sys_page::MAX_VCPUS * 0x1000 <= PAGE_2M) };
+        const { assert!(sys_page::PD_APP + (MAX_APP_SIZE >> 30) * 0x1000 <= sys_page::RING0_STACKS) };
+        const { assert!(sys_page::TSS + sys_page::MAX_VCPUS * 128 <= sys_page::HANDLERS) };
     }
 
     #[test]

@@ -175,7 +175,7 @@ impl Mm {
         }
         let len = page_up(len);
         if fixed {
-            if addr % PAGE != 0 {
+            if !addr.is_multiple_of(PAGE) {
                 return Err(MmError::Invalid);
             }
             let end = addr.checked_add(len).ok_or(MmError::NoMemory)?;
@@ -190,7 +190,7 @@ impl Mm {
         }
         // A hint that is free is honoured, as Linux does.
         if addr != 0
-            && addr % PAGE == 0
+            && addr.is_multiple_of(PAGE)
             && addr >= self.mmap_lo
             && addr.saturating_add(len) <= self.mmap_hi
             && self.maps.is_free(addr, addr + len)
@@ -207,7 +207,7 @@ impl Mm {
     }
 
     pub fn munmap(&mut self, addr: u64, len: u64, fx: &mut Effects) -> Result<(), MmError> {
-        if addr % PAGE != 0 || len == 0 {
+        if !addr.is_multiple_of(PAGE) || len == 0 {
             return Err(MmError::Invalid);
         }
         let end = addr.checked_add(page_up(len)).ok_or(MmError::Invalid)?;
@@ -228,7 +228,7 @@ impl Mm {
         may_move: bool,
         fx: &mut Effects,
     ) -> Result<u64, MmError> {
-        if old % PAGE != 0 || new_len == 0 {
+        if !old.is_multiple_of(PAGE) || new_len == 0 {
             return Err(MmError::Invalid);
         }
         let (old_len, new_len) = (page_up(old_len), page_up(new_len));

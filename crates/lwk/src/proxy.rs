@@ -101,7 +101,7 @@ fn serve_loop(kernel: &Kernel, slots: &[u64], stop: &AtomicBool, idle_spin: Dura
             continue;
         }
         polls = polls.wrapping_add(1);
-        if polls % 1024 != 0 {
+        if !polls.is_multiple_of(1024) {
             std::hint::spin_loop();
         } else if last.elapsed() > idle_spin {
             std::thread::sleep(Duration::from_micros(50));

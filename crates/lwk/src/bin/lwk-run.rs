@@ -1,0 +1,36 @@
+//! `lwk-run PROG ARGS…`: the smallest front end of the library, used by the integration tests
+//! (the user-facing command is `multios lwk run`). Exits with the guest's status; prints LWK
+//! errors (guest faults, missing /dev/kvm…) on stderr with exit status 125.
+//! `LWK_BACKEND=exit` selects the doorbell-only backend; `LWK_VERBOSE=1` prints a summary.
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(program) = args.first() else {
+        eprintln!("usage: lwk-run PROG [ARGS…]");
+        std::process::exit(2);
+    };
+    let rest: Vec<&str> = args[1..].iter().map(String::as_str).collect();
+    let mut cfg = multios_lwk::Config::new(program, &rest);
+    if std::env::var("LWK_BACKEND").is_ok_and(|b| b == "exit") {
+        cfg.backend = multios_lwk::Backend::Exit;
+    }
+    match multios_lwk::run(&cfg) {
+        Ok(o) => {
+            if std::env::var_os("LWK_VERBOSE").is_some() {
+                eprintln!(
+                    "lwk: {:?}, wall {:?}, start-up {:?}, {} calls, {} doorbell exits",
+                    o.status,
+                    o.wall,
+                    o.startup,
+                    o.stats.calls(),
+                    o.doorbells
+                );
+            }
+            std::process::exit(o.code());
+        }
+        Err(e) => {
+            eprintln!("lwk-run: {e}");
+            std::process::exit(125);
+        }
+    }
+}

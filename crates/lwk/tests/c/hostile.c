@@ -1,0 +1,35 @@
+/* Passes VMM addresses to delegated calls: each must fail with EFAULT (or EBADF/EACCES), and the
+ * VMM must survive to see the program print its verdict. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static int bad = 0;
+static void expect(const char *what, long r, int err) {
+    int ok = r == -1 && errno == err;
+    printf("%s: %s\n", what, ok ? "refused" : "NOT REFUSED");
+    if (!ok) bad++;
+}
+
+int main(void) {
+    /* The LWK's own page tables, its stub page, a typical VMM heap and stack address. */
+    unsigned long vmm[] = {0x7e0000000000UL, 0x7e0000200000UL, 0x555555560000UL, 0x7ffd00000000UL};
+    for (int i = 0; i < 4; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "write from %#lx", vmm[i]);
+        expect(name, syscall(SYS_write, 1, vmm[i], 64), EFAULT);
+        snprintf(name, sizeof name, "read into %#lx", vmm[i]);
+        expect(name, syscall(SYS_read, 0, vmm[i], 64), EFAULT);
+    }
+    /* A buffer that starts in the guest but runs past its end. */
+    expect("write straddling the window", syscall(SYS_write, 1, 0x3ff000UL, 0x2000), EFAULT);
+    expect("open with a VMM path pointer", syscall(SYS_openat, AT_FDCWD, 0x7e0000000000UL, O_RDONLY), EFAULT);
+    expect("open /proc/self/mem", open("/proc/self/mem", O_RDWR), EACCES);
+    expect("close a VMM fd", close(1000), EBADF);
+    expect("dup2 onto a VMM fd", dup2(1, 1001), EBADF);
+    printf("survived, %d not refused\n", bad);
+    return bad;
+}
