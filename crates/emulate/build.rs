@@ -1,21 +1,31 @@
-//! Builds the preload library of the `migrate` mechanism (csrc/preload.c) with the system C compiler.
+//! Builds, with the system C compiler, the preload library of the `migrate` mechanism
+//! (csrc/preload.c) and the Table 3 microbenchmark run by `multios fc` (csrc/fcbench.c).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
+fn compile(cc: &str, flags: &[&str], out: &Path, src: &str) {
+    println!("cargo:rerun-if-changed={src}");
+    let status = Command::new(cc)
+        .args(["-O2", "-Wall", "-Wextra", "-Werror"])
+        .args(flags)
+        .arg("-o")
+        .arg(out)
+        .arg(src)
+        .status()
+        .unwrap_or_else(|e| panic!("running the C compiler '{cc}' for {src}: {e} (install gcc or set CC)"));
+    assert!(status.success(), "compiling {src} with '{cc}' failed");
+}
+
 fn main() {
-    println!("cargo:rerun-if-changed=csrc/preload.c");
     println!("cargo:rerun-if-env-changed=CC");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    let so = out.join("libmultios_preload.so");
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let status = Command::new(&cc)
-        .args(["-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror", "-o"])
-        .arg(&so)
-        .arg("csrc/preload.c")
-        .status()
-        .unwrap_or_else(|e| {
-            panic!("running the C compiler '{cc}' for csrc/preload.c: {e} (install gcc or set CC)")
-        });
-    assert!(status.success(), "compiling csrc/preload.c with '{cc}' failed");
+    compile(
+        &cc,
+        &["-shared", "-fPIC"],
+        &out.join("libmultios_preload.so"),
+        "csrc/preload.c",
+    );
+    compile(&cc, &[], &out.join("multios-fcbench"), "csrc/fcbench.c");
 }

@@ -8,10 +8,10 @@ use std::collections::BTreeMap;
 /// An error in a cost specification.
 #[derive(Debug, thiserror::Error)]
 pub enum CostError {
-    #[error("--fc '{input}': {source}")]
+    #[error("--fc '{input}': {cause}")]
     Unit {
         input: String,
-        source: multios_units::UnitError,
+        cause: multios_units::UnitError,
     },
     #[error("--fc '{0}': unknown distribution; use DURATION, exp:DURATION or samples:FILE")]
     UnknownKind(String),
@@ -19,10 +19,10 @@ pub enum CostError {
     Samples { file: String, why: String },
     #[error("--fc-syscall '{0}': expected NAME=COST, e.g. write=20us")]
     BadOverride(String),
-    #[error("--fc-syscall '{input}': {source}")]
+    #[error("--fc-syscall '{input}': {cause}")]
     Syscall {
         input: String,
-        source: multios_syscalls::UnknownSyscall,
+        cause: multios_syscalls::UnknownSyscall,
     },
 }
 
@@ -42,9 +42,9 @@ impl Dist {
     /// Parses `10us`, `exp:10us` or `samples:FILE` (FILE: one duration with unit per line, `#` comments).
     pub fn parse(input: &str) -> Result<Self, CostError> {
         let unit = |s: &str| {
-            Duration::parse(s).map_err(|source| CostError::Unit {
+            Duration::parse(s).map_err(|cause| CostError::Unit {
                 input: input.to_string(),
-                source,
+                cause,
             })
         };
         if let Some(rest) = input.strip_prefix("exp:") {
@@ -147,7 +147,7 @@ impl CostModel {
             let source = multios_syscalls::UnknownSyscall::new(name);
             return Err(CostError::Syscall {
                 input: spec.to_string(),
-                source,
+                cause: source,
             });
         }
         self.per_syscall

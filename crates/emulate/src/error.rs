@@ -24,14 +24,14 @@ pub enum EmulateError {
         requested: String,
         floor: String,
     },
-    #[error("cannot run '{cmd}' under emulation: {stage} failed: {source}")]
+    #[error("cannot run '{cmd}' under emulation: {stage} failed: {cause}")]
     Launch {
         cmd: String,
         stage: &'static str,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
-    #[error("{what}: {source}")]
-    Io { what: String, source: std::io::Error },
+    #[error("{what}: {cause}")]
+    Io { what: String, cause: std::io::Error },
     #[error("supervisor: {0}")]
     Supervisor(String),
     #[error(

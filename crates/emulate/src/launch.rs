@@ -49,6 +49,38 @@ pub fn is_static(p: &Path) -> bool {
     })
 }
 
+/// Runs `argv` natively, pinned to `compute`; returns how it ended and its wall time.
+pub fn run_native(argv: &[String], compute: &crate::CpuSet) -> Result<(crate::Exit, f64), EmulateError> {
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    let first = argv.first().ok_or(EmulateError::NoCommand)?;
+    let path = resolve(first)?;
+    let mut cmd = std::process::Command::new(path);
+    cmd.arg0(first).args(&argv[1..]);
+    let mask = compute.to_libc();
+    // SAFETY: the closure only calls sched_setaffinity (async-signal-safe) on a mask built before fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mask) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let t0 = std::time::Instant::now();
+    let st = cmd.status().map_err(|cause| EmulateError::Launch {
+        cmd: first.clone(),
+        stage: "starting it natively",
+        cause,
+    })?;
+    let secs = t0.elapsed().as_secs_f64();
+    let exit = match (st.code(), st.signal()) {
+        (Some(c), _) => crate::Exit::Code(c),
+        (None, Some(s)) => crate::Exit::Signal(s),
+        _ => crate::Exit::Code(-1),
+    };
+    Ok((exit, secs))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,9 +11,11 @@ mod bpf;
 pub mod cost;
 pub mod cpus;
 pub mod delegation;
+mod embed;
 mod error;
 pub mod fc;
 mod launch;
+pub mod predict;
 mod preload;
 mod proxy;
 pub mod report;
@@ -24,6 +26,7 @@ pub use cost::{CostModel, Dist};
 pub use cpus::CpuSet;
 pub use delegation::Delegation;
 pub use error::EmulateError;
+pub use launch::run_native;
 pub use report::{Counts, Exit, Report, Summary};
 
 use std::sync::Arc;
@@ -58,8 +61,8 @@ impl Mechanism {
     pub fn floor_secs(self) -> f64 {
         match self {
             Mechanism::Shm => 150e-9,
-            Mechanism::Proxy => 10e-6,
-            Mechanism::Migrate => 30e-6,
+            Mechanism::Proxy => 5e-6,
+            Mechanism::Migrate => 15e-6,
         }
     }
 

@@ -51,24 +51,11 @@ pub struct Outcome {
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> EmulateError {
     let what = what.into();
-    move |source| EmulateError::Io { what, source }
+    move |cause| EmulateError::Io { what, cause }
 }
 
-/// Writes the embedded library once per content into a private directory and returns its path.
 fn library_path() -> Result<PathBuf, EmulateError> {
-    let hash = LIBRARY.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
-    });
-    // SAFETY: getuid has no preconditions.
-    let dir = std::env::temp_dir().join(format!("multios-{}", unsafe { libc::getuid() }));
-    std::fs::create_dir_all(&dir).map_err(io(format!("creating {}", dir.display())))?;
-    let path = dir.join(format!("preload-{hash:016x}.so"));
-    if !path.exists() {
-        let tmp = dir.join(format!("preload-{hash:016x}.{}.tmp", std::process::id()));
-        std::fs::write(&tmp, LIBRARY).map_err(io(format!("writing {}", tmp.display())))?;
-        std::fs::rename(&tmp, &path).map_err(io(format!("renaming to {}", path.display())))?;
-    }
-    Ok(path)
+    crate::embed::materialize("preload", ".so", LIBRARY, 0o644)
 }
 
 fn config_text(cfg: &Config, d: &Delegation, cal: Calibration, stats: &Path) -> String {
@@ -144,10 +131,10 @@ pub fn run(path: &Path, cfg: &Config, d: &Delegation, cal: Calibration) -> Resul
         });
     }
     let t0 = std::time::Instant::now();
-    let status = cmd.status().map_err(|source| EmulateError::Launch {
+    let status = cmd.status().map_err(|cause| EmulateError::Launch {
         cmd: cfg.argv[0].clone(),
         stage: "starting it",
-        source,
+        cause,
     })?;
     let wall_secs = t0.elapsed().as_secs_f64();
     let mut o = Outcome {

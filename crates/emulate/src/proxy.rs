@@ -121,7 +121,7 @@ fn child_error(code: i32, cmd: &str) -> EmulateError {
     EmulateError::Launch {
         cmd: cmd.to_string(),
         stage,
-        source: e,
+        cause: e,
     }
 }
 
@@ -152,7 +152,7 @@ pub fn run(
     if pid < 0 {
         return Err(EmulateError::Io {
             what: "fork".into(),
-            source: std::io::Error::last_os_error(),
+            cause: std::io::Error::last_os_error(),
         });
     }
     if pid == 0 {
@@ -168,7 +168,7 @@ pub fn run(
                 read_child_error(&err_r, &cmd).unwrap_or_else(|| EmulateError::Launch {
                     cmd,
                     stage: "starting it",
-                    source: std::io::Error::other("the child exited before sending the seccomp listener"),
+                    cause: std::io::Error::other("the child exited before sending the seccomp listener"),
                 }),
             );
         }
@@ -183,7 +183,7 @@ pub fn run(
     }
     let status = sys::wait_child(pid).map_err(|e| EmulateError::Io {
         what: "waitpid".into(),
-        source: e,
+        cause: e,
     })?;
     let wall_secs = t0.elapsed().as_secs_f64();
     let mut served = Served {
@@ -220,7 +220,7 @@ fn read_child_error(err_r: &OwnedFd, cmd: &str) -> Option<EmulateError> {
 fn supervise(fd: RawFd, samplers: &[Sampler], cpu: usize, seed: u64) -> Result<Served, EmulateError> {
     pin_current_thread(&CpuSet([cpu].into())).map_err(|e| EmulateError::Io {
         what: format!("pinning a supervisor to CPU {cpu}"),
-        source: e,
+        cause: e,
     })?;
     let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15 ^ (seed + 1).wrapping_mul(0x1234_5678_9abc_def1));
     let mut s = Served {
@@ -271,7 +271,7 @@ fn socketpair() -> Result<(OwnedFd, OwnedFd), EmulateError> {
     if r != 0 {
         return Err(EmulateError::Io {
             what: "socketpair".into(),
-            source: std::io::Error::last_os_error(),
+            cause: std::io::Error::last_os_error(),
         });
     }
     // SAFETY: both fds were just created and are owned by nobody else.
@@ -285,7 +285,7 @@ fn pipe() -> Result<(OwnedFd, OwnedFd), EmulateError> {
     if r != 0 {
         return Err(EmulateError::Io {
             what: "pipe2".into(),
-            source: std::io::Error::last_os_error(),
+            cause: std::io::Error::last_os_error(),
         });
     }
     // SAFETY: both fds were just created and are owned by nobody else.

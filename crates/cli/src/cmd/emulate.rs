@@ -1,13 +1,209 @@
-//! `multios emulate` (issue #4). Not built yet: the subcommand reports that instead of pretending.
+//! `multios emulate` (issue #4): run a program with chosen system calls delegated to control CPUs.
 
-use crate::output::Out;
+use crate::output::{Format, Out, Table};
+use anyhow::Context;
+use multios_emulate::{predict, Config, CostModel, CpuSet, Delegation, Dist, Mechanism, Report};
+use multios_model::{Policy, Workload};
+use multios_units::format_secs;
+use std::path::PathBuf;
+use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    rest: Vec<String>,
+    /// Which calls are delegated: all, none, mckernel, mos, mktrace, list:FILE, least:F, most:F,
+    /// random:F[:SEED] (the last three need --profile)
+    #[arg(long)]
+    pub policy: String,
+    /// One-way forwarding cost f_c (paid there and back): DURATION (10us), exp:MEAN or samples:FILE
+    #[arg(long)]
+    pub fc: String,
+    /// Per-syscall f_c, NAME=COST (repeatable), e.g. --fc-syscall write=50us
+    #[arg(long, value_name = "NAME=COST")]
+    pub fc_syscall: Vec<String>,
+    /// proxy (seccomp user notification, McKernel-like) or migrate (thread migration, mOS-like)
+    #[arg(long, default_value = "proxy")]
+    pub mechanism: Mechanism,
+    /// CPUs the program runs on (default: the first available)
+    #[arg(long, value_name = "LIST")]
+    pub compute_cpus: Option<String>,
+    /// CPUs serving delegated calls (default: the last available)
+    #[arg(long, value_name = "LIST")]
+    pub control_cpus: Option<String>,
+    /// Profile for fraction policies (least:/most:/random:)
+    #[arg(long)]
+    pub profile: Option<PathBuf>,
+    /// Also run natively and compare the measured speedup with the naïve and refined predictions
+    #[arg(long)]
+    pub compare: bool,
+    /// Accept an f_c below the mechanism's floor (the delivered cost is then the mechanism's own)
+    #[arg(long)]
+    pub allow_below_floor: bool,
+    /// Write the report (table, --json or --csv) to FILE instead of stderr (table) / stdout (JSON, CSV)
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+    /// The program and its arguments (after --)
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
 }
 
-pub fn run(_args: Args, _out: &Out) -> super::Exit {
-    anyhow::bail!("'multios emulate' is not implemented in this build yet (issue #4)")
+/// Resolves a policy text (and, for fraction policies, a profile) into b(s).
+pub fn delegation(policy: &str, profile: Option<&PathBuf>) -> anyhow::Result<Delegation> {
+    let p = Policy::parse(policy).with_context(|| format!("--policy '{policy}'"))?;
+    let label = p.label();
+    if p.is_delegated("read").is_some() {
+        return Ok(Delegation::from_fn(label, |n| p.is_delegated(n).unwrap_or(false)));
+    }
+    let path = profile
+        .with_context(|| format!("--policy '{policy}' picks calls from a profile: add --profile FILE"))?;
+    let prof = multios_profile::load(path)?;
+    let set = p.delegated(&Workload::from_profile(&prof));
+    Ok(Delegation::from_fn(label, |n| set.contains(n)))
+}
+
+pub fn cost(fc: &str, overrides: &[String]) -> anyhow::Result<CostModel> {
+    let mut c = CostModel {
+        default: Dist::parse(fc)?,
+        per_syscall: Default::default(),
+    };
+    for o in overrides {
+        c.add_override(o)?;
+    }
+    Ok(c)
+}
+
+pub fn cpus(compute: Option<&str>, control: Option<&str>) -> anyhow::Result<(CpuSet, CpuSet)> {
+    let avail = CpuSet::available();
+    let (dc, dl) = CpuSet::default_split(&avail);
+    let compute = match compute {
+        Some(s) => CpuSet::parse("--compute-cpus", s, &avail)?,
+        None => dc,
+    };
+    let control = match control {
+        Some(s) => CpuSet::parse("--control-cpus", s, &avail)?,
+        None => dl,
+    };
+    Ok((compute, control))
+}
+
+#[derive(serde::Serialize)]
+struct Json<'a> {
+    #[serde(flatten)]
+    report: &'a Report,
+    compare: Option<predict::Comparison>,
+}
+
+pub fn run(args: Args, out: &Out) -> super::Exit {
+    let (compute, control) = cpus(args.compute_cpus.as_deref(), args.control_cpus.as_deref())?;
+    let cfg = Config {
+        mechanism: args.mechanism,
+        delegation: delegation(&args.policy, args.profile.as_ref())?,
+        cost: cost(&args.fc, &args.fc_syscall)?,
+        compute,
+        control,
+        argv: args.command.clone(),
+        allow_below_floor: args.allow_below_floor,
+    };
+    for w in cfg.check()? {
+        eprintln!("warning: {w}");
+    }
+    let report = multios_emulate::run(&cfg)?;
+    for w in &report.warnings {
+        if !w.contains("overlap") {
+            eprintln!("warning: {w}");
+        }
+    }
+    let compare = if args.compare {
+        let (exit, secs) = multios_emulate::run_native(&cfg.argv, &cfg.compute)?;
+        if exit != report.exit {
+            eprintln!(
+                "warning: the native run ended with {exit}, the emulated one with {}",
+                report.exit
+            );
+        }
+        Some(predict::compare(secs, &report, &cfg.cost)?)
+    } else {
+        None
+    };
+    let text = match out.format {
+        Format::Json => {
+            serde_json::to_string_pretty(&Json {
+                report: &report,
+                compare,
+            })? + "\n"
+        }
+        Format::Csv => per_syscall(&report).to_csv(),
+        Format::Table => table_text(&report, compare.as_ref(), out),
+    };
+    match (&args.report, out.format) {
+        (Some(f), _) => std::fs::write(f, text).with_context(|| format!("--report {}", f.display()))?,
+        // The program owns stdout; the human report goes to stderr.
+        (None, Format::Table) => eprint!("{text}"),
+        (None, _) => print!("{text}"),
+    }
+    Ok(ExitCode::from(report.exit.shell_code().clamp(0, 255) as u8))
+}
+
+fn per_syscall(r: &Report) -> Table {
+    let mut t = Table::new(["syscall", "delegated", "local"]);
+    let mut rows: Vec<_> = r.syscalls.iter().collect();
+    rows.sort_by_key(|(_, c)| std::cmp::Reverse(c.delegated + c.local.unwrap_or(0)));
+    for (name, c) in rows {
+        t.row([
+            name.clone(),
+            c.delegated.to_string(),
+            c.local.map(|l| l.to_string()).unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    t
+}
+
+fn table_text(r: &Report, cmp: Option<&predict::Comparison>, out: &Out) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} {} under {} (policy {}, f_c {} each way), compute CPUs {}, control CPUs {}",
+        out.bold("emulated"),
+        r.command.join(" "),
+        r.mechanism,
+        r.policy,
+        r.fc,
+        r.compute_cpus,
+        r.control_cpus
+    );
+    let local = r
+        .local_total
+        .map(|l| l.to_string())
+        .unwrap_or_else(|| "not observed by this mechanism".into());
+    let _ = writeln!(s, "wall time {}, {}", format_secs(r.wall_secs), r.exit);
+    let _ = writeln!(s, "delegated calls {}, local calls {local}", r.delegated_total);
+    if let Some(d) = &r.delivered_fc {
+        let _ = writeln!(
+            s,
+            "delivered f_c (one way, {} spins): min {} / median {} / p99 {}",
+            d.n,
+            format_secs(d.min),
+            format_secs(d.median),
+            format_secs(d.p99)
+        );
+    }
+    if !r.forced_local.is_empty() {
+        let _ = writeln!(s, "kept local by the mechanism: {}", r.forced_local.join(", "));
+    }
+    if let Some(c) = cmp {
+        let _ = writeln!(
+            s,
+            "native {} → measured speedup {:.4}; predicted: naïve {:.4}, refined {:.4} ({}){}",
+            format_secs(c.native_secs),
+            c.measured_speedup,
+            c.naive_speedup,
+            c.refined_speedup,
+            format_secs(c.refined_secs),
+            c.excess_per_call_secs
+                .map(|e| format!("; mechanism excess {} per delegated call", format_secs(e)))
+                .unwrap_or_default()
+        );
+    }
+    s.push_str(&per_syscall(r).render(out));
+    s
 }
