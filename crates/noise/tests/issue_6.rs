@@ -110,7 +110,9 @@ fn group_members(pgid: u32) -> Vec<u32> {
         };
         // fields after the ") " that ends the command name: state ppid pgrp …
         let rest = stat.rsplit_once(") ").map(|x| x.1).unwrap_or("");
-        if rest.split_whitespace().nth(2).and_then(|g| g.parse::<u32>().ok()) == Some(pgid) {
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        // a killed orphan is a zombie until init reaps it: it runs no more
+        if f.len() > 2 && f[0] != "Z" && f[2].parse::<u32>().ok() == Some(pgid) {
             v.push(pid);
         }
     }
