@@ -8,6 +8,7 @@
 //!   corrected, `accuracy: low`.
 
 mod assemble;
+pub mod bench;
 pub mod calibrate;
 mod ebpf;
 mod error;

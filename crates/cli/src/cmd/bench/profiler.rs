@@ -1,10 +1,108 @@
-//! `multios bench profiler` (issue #3). Not built yet.
+//! `multios bench profiler` (issue #3): tracing overhead of `multios profile` vs `strace -c -f` vs
+//! `perf trace -s`, as wall-time ratios traced/untraced measured side by side in one run.
 
-use crate::output::Out;
+use crate::output::{Format, Out, Table};
+use multios_profiler::bench::{self, BenchConfig};
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Smaller sizes and 3 repetitions (for CI): 200 k calls, 20 k for strace/perf, 5 MB for bzip2
+    #[arg(long)]
+    quick: bool,
+    /// Repetitions per tool (medians are reported)
+    #[arg(long)]
+    reps: Option<usize>,
+    /// System calls of the syscall-heavy workload (a) [default: 2000000]
+    #[arg(long)]
+    calls: Option<u64>,
+    /// Size of the bzip2 -9 input of workload (b), MB [default: 50]
+    #[arg(long)]
+    mb: Option<usize>,
+}
 
-pub fn run(_args: Args, _out: &Out) -> crate::cmd::Exit {
-    anyhow::bail!("'multios bench profiler' is not implemented in this build yet (issue #3)")
+pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
+    let exe =
+        std::env::current_exe().map_err(|e| anyhow::anyhow!("cannot find the multios executable: {e}"))?;
+    let dir = std::env::temp_dir().join(format!("multios-bench-profiler-{}", std::process::id()));
+    let mut cfg = if args.quick {
+        BenchConfig::quick(exe, dir.clone())
+    } else {
+        BenchConfig::full(exe, dir.clone())
+    };
+    if let Some(r) = args.reps {
+        cfg.reps = r.max(1);
+    }
+    if let Some(c) = args.calls {
+        cfg.calls = c.max(2);
+    }
+    if let Some(m) = args.mb {
+        cfg.bzip2_mb = m.max(1);
+    }
+    let show = out.format == Format::Table;
+    let rows = bench::run(&cfg, &mut |what: &str| {
+        if show {
+            eprintln!("  running {what}");
+        }
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    let rows = rows?;
+    let mut t = Table::new([
+        "workload",
+        "tool",
+        "untraced",
+        "traced",
+        "ratio",
+        "ratio w/o start-up",
+        "added/call",
+    ]);
+    for r in &rows {
+        t.row([
+            r.workload.clone(),
+            r.tool.clone(),
+            format!("{:.3} s", r.untraced_s),
+            format!("{:.3} s", r.traced_s),
+            format!("{:.3}", r.ratio),
+            r.startup_s.map_or(String::new(), |st| {
+                format!("{:.3}", (r.traced_s - st) / r.untraced_s)
+            }),
+            r.added_ns_per_call
+                .map_or(String::new(), |ns| format!("{ns:.0} ns")),
+        ]);
+    }
+    if show {
+        println!(
+            "{}",
+            out.bold(&format!(
+                "Profiler overhead: medians of {} interleaved repetitions",
+                cfg.reps
+            ))
+        );
+    }
+    t.print(out);
+    if show {
+        let m = |w: &str| {
+            rows.iter()
+                .find(|r| r.workload.starts_with(w) && r.tool.starts_with("multios"))
+        };
+        if let (Some(a), Some(b)) = (m("(a)"), m("(b)")) {
+            println!(
+                "multios targets: added per call {:.0} ns (≤ 250), ratio (a) {:.3} (≤ 1.3), ratio (b) {:.3} (≤ 1.02)",
+                a.added_ns_per_call.unwrap_or_default(),
+                a.ratio,
+                b.ratio
+            );
+        }
+        if let Some(st) = rows.iter().find_map(|r| r.startup_s) {
+            println!(
+                "multios start-up (probe loading and bias calibration, fitted from the two sizes of (a)): {:.1} ms; \
+                 its added/call is the slope between the two sizes",
+                st * 1e3
+            );
+        }
+        println!("commands timed (stdout/stderr discarded):");
+        for r in &rows {
+            println!("  {}", r.command);
+        }
+    }
+    Ok(std::process::ExitCode::SUCCESS)
 }

@@ -1,0 +1,329 @@
+//! `multios bench profiler`: wall-time ratios traced/untraced for multios, `strace -c -f` and
+//! `perf trace -s`, measured side by side in one run (medians over interleaved repetitions).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+/// One tracer under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tool {
+    Untraced,
+    Multios,
+    Strace,
+    Perf,
+}
+
+impl Tool {
+    pub fn label(self) -> &'static str {
+        match self {
+            Tool::Untraced => "untraced",
+            Tool::Multios => "multios (eBPF)",
+            Tool::Strace => "strace -c -f",
+            Tool::Perf => "perf trace -s",
+        }
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    /// The `multios` executable whose `profile` subcommand is measured.
+    pub multios: PathBuf,
+    /// System calls of workload (a) for multios: one-byte reads plus writes.
+    pub calls: u64,
+    /// System calls of workload (a) for strace and perf (each call costs them 25–120 µs here).
+    pub reference_calls: u64,
+    /// Size of the bzip2 -9 input of workload (b), MB.
+    pub bzip2_mb: usize,
+    pub reps: usize,
+    /// Scratch directory for the generated data and the tracers' outputs.
+    pub dir: PathBuf,
+}
+
+impl BenchConfig {
+    pub fn full(multios: PathBuf, dir: PathBuf) -> Self {
+        BenchConfig {
+            multios,
+            calls: 2_000_000,
+            reference_calls: 100_000,
+            bzip2_mb: 50,
+            reps: 5,
+            dir,
+        }
+    }
+
+    pub fn quick(multios: PathBuf, dir: PathBuf) -> Self {
+        BenchConfig {
+            multios,
+            calls: 200_000,
+            reference_calls: 20_000,
+            bzip2_mb: 5,
+            reps: 3,
+            dir,
+        }
+    }
+}
+
+/// One line of the result: a tool on a workload, with the untraced run it is compared to.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub workload: String,
+    pub tool: String,
+    pub calls: u64,
+    pub untraced_s: f64,
+    pub traced_s: f64,
+    pub ratio: f64,
+    /// (traced − untraced) / calls, for the syscall-heavy workload; for multios the slope between the
+    /// two sizes of workload (a), which leaves out its fixed start-up cost.
+    pub added_ns_per_call: Option<f64>,
+    /// multios only: fixed start-up cost (loading the probes, calibrating), the intercept of that fit.
+    pub startup_s: Option<f64>,
+    /// The exact command that was timed.
+    pub command: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error("cannot run '{cmd}': {source} (is it installed? Debian: {package})")]
+    Spawn {
+        cmd: String,
+        package: String,
+        source: std::io::Error,
+    },
+    #[error("'{cmd}' failed: {status}")]
+    Failed {
+        cmd: String,
+        status: std::process::ExitStatus,
+    },
+    #[error("cannot write {path}: {source}")]
+    Write { path: PathBuf, source: std::io::Error },
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// The argv that runs `target` under `tool`.
+fn wrap(tool: Tool, cfg: &BenchConfig, target: &[String]) -> Vec<String> {
+    let out = |name: &str| cfg.dir.join(name).display().to_string();
+    let mut v: Vec<String> = match tool {
+        Tool::Untraced => vec![],
+        Tool::Multios => vec![
+            cfg.multios.display().to_string(),
+            "profile".into(),
+            "-o".into(),
+            out("multios.json"),
+            "--".into(),
+        ],
+        Tool::Strace => vec![
+            "strace".into(),
+            "-f".into(),
+            "-c".into(),
+            "-o".into(),
+            out("strace.txt"),
+            "--".into(),
+        ],
+        Tool::Perf => vec![
+            "perf".into(),
+            "trace".into(),
+            "-s".into(),
+            "-o".into(),
+            out("perf.txt"),
+            "--".into(),
+        ],
+    };
+    v.extend(target.iter().cloned());
+    v
+}
+
+fn package_of(program: &str) -> &str {
+    match program {
+        "perf" => "linux-perf",
+        "strace" => "strace",
+        "bzip2" => "bzip2",
+        "dd" => "coreutils",
+        _ => "multios",
+    }
+}
+
+/// Runs `argv` with all output discarded; returns the wall time in seconds.
+fn time(argv: &[String]) -> Result<f64, BenchError> {
+    let cmd = argv.join(" ");
+    let t = Instant::now();
+    let status = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|source| BenchError::Spawn {
+            cmd: cmd.clone(),
+            package: package_of(&argv[0]).into(),
+            source,
+        })?;
+    let s = t.elapsed().as_secs_f64();
+    if !status.success() {
+        return Err(BenchError::Failed { cmd, status });
+    }
+    Ok(s)
+}
+
+/// A deterministic, moderately compressible text file of `mb` MB.
+fn make_data(path: &Path, mb: usize) -> Result<(), BenchError> {
+    let len = mb * 1_000_000;
+    let words: [&[u8]; 8] = [
+        b"alpha ",
+        b"beta ",
+        b"gamma ",
+        b"delta ",
+        b"syscall ",
+        b"kernel ",
+        b"lwk ",
+        b"\n",
+    ];
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut s = Vec::with_capacity(len + 16);
+    while s.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        s.extend_from_slice(words[(x % 8) as usize]);
+        if x % 5 == 0 {
+            s.extend_from_slice(format!("{} ", x % 100_000).as_bytes());
+        }
+    }
+    std::fs::write(path, s).map_err(|source| BenchError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// One workload compared across `tools`, each repetition running every tool once (interleaved).
+fn case(
+    cfg: &BenchConfig,
+    name: &str,
+    target: &[String],
+    calls: u64,
+    tools: &[Tool],
+    per_call: bool,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Vec<Row>, BenchError> {
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); tools.len() + 1];
+    let all: Vec<Tool> = std::iter::once(Tool::Untraced)
+        .chain(tools.iter().copied())
+        .collect();
+    for rep in 0..cfg.reps {
+        for (i, tool) in all.iter().enumerate() {
+            progress(&format!(
+                "{name}: {} (rep {}/{})",
+                tool.label(),
+                rep + 1,
+                cfg.reps
+            ));
+            times[i].push(time(&wrap(*tool, cfg, target))?);
+        }
+    }
+    let untraced = median(times[0].clone());
+    Ok(tools
+        .iter()
+        .enumerate()
+        .map(|(i, tool)| {
+            let traced = median(times[i + 1].clone());
+            Row {
+                workload: name.to_string(),
+                tool: tool.label().to_string(),
+                calls,
+                untraced_s: untraced,
+                traced_s: traced,
+                ratio: if untraced > 0.0 { traced / untraced } else { 0.0 },
+                added_ns_per_call: per_call.then(|| (traced - untraced) / calls as f64 * 1e9),
+                startup_s: None,
+                command: wrap(*tool, cfg, target).join(" "),
+            }
+        })
+        .collect())
+}
+
+fn dd(calls: u64) -> Vec<String> {
+    ["dd", "if=/dev/zero", "of=/dev/null", "bs=1"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain(std::iter::once(format!("count={}", calls / 2)))
+        .collect()
+}
+
+/// For multios, replaces the per-call cost of workload (a) by the slope between its two sizes and
+/// records the intercept as the start-up cost.
+fn fit_multios_slope(rows: &mut [Row], n_big: u64, n_small: u64) {
+    let added = |r: &Row| r.traced_s - r.untraced_s;
+    let pick = |rows: &[Row], n: u64| {
+        rows.iter()
+            .position(|r| r.calls == n && r.tool == Tool::Multios.label())
+    };
+    let (Some(big), Some(small)) = (pick(rows, n_big), pick(rows, n_small)) else {
+        return;
+    };
+    if n_big <= n_small {
+        return;
+    }
+    let slope = (added(&rows[big]) - added(&rows[small])) / (n_big - n_small) as f64;
+    let startup = added(&rows[small]) - slope * n_small as f64;
+    for i in [big, small] {
+        rows[i].added_ns_per_call = Some(slope * 1e9);
+        rows[i].startup_s = Some(startup.max(0.0));
+    }
+}
+
+/// Runs the whole benchmark; `progress` hears what is running.
+pub fn run(cfg: &BenchConfig, progress: &mut dyn FnMut(&str)) -> Result<Vec<Row>, BenchError> {
+    std::fs::create_dir_all(&cfg.dir).map_err(|source| BenchError::Write {
+        path: cfg.dir.clone(),
+        source,
+    })?;
+    let mut rows = Vec::new();
+    let a = format!("(a) dd bs=1, {} calls", cfg.calls);
+    rows.extend(case(
+        cfg,
+        &a,
+        &dd(cfg.calls),
+        cfg.calls,
+        &[Tool::Multios],
+        true,
+        progress,
+    )?);
+    let a_ref = format!("(a) dd bs=1, {} calls", cfg.reference_calls);
+    rows.extend(case(
+        cfg,
+        &a_ref,
+        &dd(cfg.reference_calls),
+        cfg.reference_calls,
+        &[Tool::Multios, Tool::Strace, Tool::Perf],
+        true,
+        progress,
+    )?);
+    fit_multios_slope(&mut rows, cfg.calls, cfg.reference_calls);
+    let data = cfg.dir.join("bench-data.txt");
+    progress(&format!("generating {} MB of data", cfg.bzip2_mb));
+    make_data(&data, cfg.bzip2_mb)?;
+    let b = format!("(b) bzip2 -9, {} MB", cfg.bzip2_mb);
+    let target = vec![
+        "bzip2".to_string(),
+        "-9".into(),
+        "-c".into(),
+        data.display().to_string(),
+    ];
+    let r = case(
+        cfg,
+        &b,
+        &target,
+        0,
+        &[Tool::Multios, Tool::Strace, Tool::Perf],
+        false,
+        progress,
+    );
+    let _ = std::fs::remove_file(&data);
+    rows.extend(r?);
+    Ok(rows)
+}
