@@ -190,7 +190,7 @@ fn make_data(path: &Path, mb: usize) -> Result<(), BenchError> {
         x ^= x >> 7;
         x ^= x << 17;
         s.extend_from_slice(words[(x % 8) as usize]);
-        if x % 5 == 0 {
+        if x.is_multiple_of(5) {
             s.extend_from_slice(format!("{} ", x % 100_000).as_bytes());
         }
     }
