@@ -1,1 +1,175 @@
-//! tmp
+//! Measuring the delegation round trip (f_c) from inside the guest: a tiny guest program times
+//! N system calls with rdtsc, the VMM turns cycles into ns and reports min/median/p99.
+
+use crate::elf::Image;
+use crate::memory::{GuestMemory, APP_BASE};
+use crate::mm::Mm;
+use crate::run::{drive, Backend, Config, LwkError, Symbols};
+use crate::syscall::{Kernel, Policy};
+use crate::vcpu::Entry;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The guest loop (hand-assembled; patched: count at 9, buffer at 15, syscall number at 0x19):
+///
+/// ```text
+///      mov $0x1002,%edi; xor %esi,%esi                     (arguments of arch_prctl(SET_FS, 0))
+///      mov $N,%r12d; movabs $BUF,%r13; mov $NR,%r15d
+///  1:  rdtsc; shl $32,%rdx; or %rdx,%rax; mov %rax,%r14
+///      mov %r15d,%eax; syscall
+///      rdtsc; shl $32,%rdx; or %rdx,%rax; sub %r14,%rax
+///      mov %rax,(%r13); add $8,%r13; dec %r12d; jnz 1b
+///      mov $231,%eax; xor %edi,%edi; syscall              exit_group(0)
+/// ```
+const LOOP: [u8; 80] = [
+    0xbf, 0x02, 0x10, 0x00, 0x00, 0x31, 0xf6, //
+    0x41, 0xbc, 0x44, 0x33, 0x22, 0x11, 0x49, 0xbd, 0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, //
+    0x41, 0xbf, 0x88, 0x77, 0x66, 0x55, 0x0f, 0x31, 0x48, 0xc1, 0xe2, 0x20, 0x48, 0x09, 0xd0, 0x49, //
+    0x89, 0xc6, 0x44, 0x89, 0xf8, 0x0f, 0x05, 0x0f, 0x31, 0x48, 0xc1, 0xe2, 0x20, 0x48, 0x09, 0xd0, //
+    0x4c, 0x29, 0xf0, 0x49, 0x89, 0x45, 0x00, 0x49, 0x83, 0xc5, 0x08, 0x41, 0xff, 0xcc, 0x75, 0xd6, //
+    0xb8, 0xe7, 0x00, 0x00, 0x00, 0x31, 0xff, 0x0f, 0x05,
+];
+
+/// What is timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mechanism {
+    /// getppid on the host, no VM: the reference.
+    Native,
+    /// arch_prctl(SET_FS) answered by the stub itself in guest ring 3 (wrfsbase): the cost of the
+    /// `syscall` instruction reaching LSTAR on this KVM, the floor under every other guest row.
+    TrapOnly,
+    /// getpid served by the LWK in the VMM through the ring (no host system call).
+    RingLocal,
+    /// getppid delegated through the ring: checked and performed by the proxy.
+    RingDelegated,
+    /// getppid delegated through the doorbell (MMIO exit), no proxy.
+    ExitDelegated,
+}
+
+impl Mechanism {
+    pub const ALL: [Mechanism; 5] = [
+        Mechanism::Native,
+        Mechanism::TrapOnly,
+        Mechanism::RingLocal,
+        Mechanism::RingDelegated,
+        Mechanism::ExitDelegated,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mechanism::Native => "native getppid (host)",
+            Mechanism::TrapOnly => "guest syscall→LSTAR stub→return",
+            Mechanism::RingLocal => "LWK-local getpid via ring",
+            Mechanism::RingDelegated => "delegated getppid via ring",
+            Mechanism::ExitDelegated => "delegated getppid via MMIO exit",
+        }
+    }
+}
+
+/// Per-call times in ns.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Summary {
+    pub calls: usize,
+    pub min_ns: f64,
+    pub median_ns: f64,
+    pub p99_ns: f64,
+    pub mean_ns: f64,
+}
+
+impl Summary {
+    pub fn of(mut v: Vec<f64>) -> Self {
+        if v.is_empty() {
+            return Summary::default();
+        }
+        v.sort_by(f64::total_cmp);
+        let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize];
+        Summary {
+            calls: v.len(),
+            min_ns: v[0],
+            median_ns: q(0.5),
+            p99_ns: q(0.99),
+            mean_ns: v.iter().sum::<f64>() / v.len() as f64,
+        }
+    }
+}
+
+fn rdtsc() -> u64 {
+    // SAFETY: rdtsc only reads the time-stamp counter.
+    unsafe { std::arch::x86_64::_rdtsc() }
+}
+
+/// TSC ticks per ns, measured against the monotonic clock over `d`.
+pub fn tsc_per_ns(d: Duration) -> f64 {
+    let (t0, c0) = (Instant::now(), rdtsc());
+    while t0.elapsed() < d {
+        std::hint::spin_loop();
+    }
+    let (t1, c1) = (Instant::now(), rdtsc());
+    (c1 - c0) as f64 / (t1 - t0).as_nanos() as f64
+}
+
+/// Times `calls` system calls through `mech`, pinned like `multios lwk run` (vCPU on CPU 1,
+/// proxy on CPU 0) when `pin`.
+pub fn measure(mech: Mechanism, calls: u32, pin: bool) -> Result<Summary, LwkError> {
+    let per_ns = tsc_per_ns(Duration::from_millis(20));
+    if mech == Mechanism::Native {
+        if pin {
+            let _ = crate::sys::pin_to_cpu(1);
+        }
+        let mut v = Vec::with_capacity(calls as usize);
+        for _ in 0..calls {
+            let c0 = rdtsc();
+            crate::sys::raw_syscall(libc::SYS_getppid as u64, [0; 6]);
+            v.push((rdtsc() - c0) as f64 / per_ns);
+        }
+        return Ok(Summary::of(v));
+    }
+    let mem = Arc::new(GuestMemory::new(64 << 20)?);
+    let buf = APP_BASE + (1 << 20);
+    let calls = calls.min(((mem.app.end() - buf - (16 << 20)) / 8) as u32);
+    let nr = if mech == Mechanism::RingLocal {
+        libc::SYS_getpid
+    } else {
+        libc::SYS_getppid
+    } as u32;
+    let mut code = LOOP;
+    code[9..13].copy_from_slice(&calls.to_le_bytes());
+    code[15..23].copy_from_slice(&buf.to_le_bytes());
+    code[0x19..0x1d].copy_from_slice(&nr.to_le_bytes());
+    mem.write(APP_BASE, &code);
+    let mut cfg = Config::new("fc", &[]);
+    cfg.quiet = true;
+    cfg.policy = Policy::from_names("fc", BTreeSet::from(["getpid".to_string()]));
+    if mech == Mechanism::ExitDelegated {
+        cfg.backend = Backend::Exit;
+    } else if !pin {
+        cfg.backend = Backend::Ring {
+            proxy_cpu: None,
+            vcpu_cpu: None,
+        };
+    }
+    let mm = Mm::new(mem.app.base, mem.app.end(), buf + 8 * calls as u64);
+    let kernel = Arc::new(Kernel::new(
+        mem.clone(),
+        mm,
+        cfg.policy.clone(),
+        b"fc".to_vec(),
+        crate::FD_FLOOR,
+        true,
+    ));
+    let entry = Entry {
+        rip: APP_BASE,
+        rsp: mem.app.end() - 4096,
+        ..Default::default()
+    };
+    let symbols = Symbols {
+        main: Image::default(),
+        interp: None,
+    };
+    drive(&cfg, mem.clone(), kernel, entry, &symbols, Instant::now())?;
+    let v = (0..calls as u64)
+        .map(|i| mem.read_u64(buf + 8 * i) as f64 / per_ns)
+        .collect();
+    Ok(Summary::of(v))
+}

@@ -1,6 +1,7 @@
 //! `lwk-run PROG ARGS…`: the smallest front end of the library, used by the integration tests
 //! (the user-facing command is `multios lwk run`). Exits with the guest's status; prints LWK
 //! errors (guest faults, missing /dev/kvm…) on stderr with exit status 125.
+//! `lwk-run --fc N` times N calls per mechanism (see `multios lwk fc`).
 //! `LWK_BACKEND=exit` selects the doorbell-only backend; `LWK_VERBOSE=1` prints a summary.
 
 fn main() {
@@ -9,6 +10,16 @@ fn main() {
         eprintln!("usage: lwk-run PROG [ARGS…]");
         std::process::exit(2);
     };
+    if program == "--fc" {
+        let n = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(20_000);
+        for m in multios_lwk::fc::Mechanism::ALL {
+            match multios_lwk::fc::measure(m, n, true) {
+                Ok(s) => println!("{:34} median {:8.0} ns  min {:8.0}  p99 {:8.0}", m.name(), s.median_ns, s.min_ns, s.p99_ns),
+                Err(e) => eprintln!("{}: {e}", m.name()),
+            }
+        }
+        return;
+    }
     let rest: Vec<&str> = args[1..].iter().map(String::as_str).collect();
     let mut cfg = multios_lwk::Config::new(program, &rest);
     if std::env::var("LWK_BACKEND").is_ok_and(|b| b == "exit") {
