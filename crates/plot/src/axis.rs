@@ -21,6 +21,8 @@ pub struct Axis {
     pub minor: Vec<f64>,
     /// Distance between linear ticks; labels use as many decimals as it needs.
     step: f64,
+    /// Ticks were placed by [`Axis::ticks_at`]: label each with its own value.
+    own_values: bool,
 }
 
 /// About how many labelled ticks a linear axis gets.
@@ -66,6 +68,7 @@ impl Axis {
                 ticks,
                 minor,
                 step: 1.0,
+                own_values: false,
             }
         } else {
             let step = nice((hi - lo) / TARGET_TICKS);
@@ -77,6 +80,7 @@ impl Axis {
                 ticks,
                 minor,
                 step,
+                own_values: false,
             }
         }
     }
@@ -89,12 +93,27 @@ impl Axis {
             ticks: Vec::new(),
             minor: Vec::new(),
             step: 1.0,
+            own_values: false,
+        }
+    }
+
+    /// The same range with labelled ticks exactly at `values` (data units) and no grid
+    /// lines, e.g. at the cell centres of a small heat map.
+    pub fn ticks_at(self, values: &[f64]) -> Self {
+        let ticks = values.iter().map(|&v| self.to_plot(v)).collect();
+        Self {
+            ticks,
+            minor: Vec::new(),
+            own_values: true,
+            ..self
         }
     }
 
     /// The label of the tick at plot-space position `t`.
     pub fn label(&self, t: f64) -> String {
-        if self.log {
+        if self.own_values {
+            compact(if self.log { 10f64.powf(t) } else { t })
+        } else if self.log {
             let v = 10f64.powf(t);
             let e = t.round();
             if (t - e).abs() < 1e-9 && !(-3.0..=4.0).contains(&e) {
@@ -290,6 +309,16 @@ mod tests {
         assert_eq!(labels(&a), ["2", "5", "10", "20"]);
         let a = Axis::exact(2f64.log10(), 4.5f64.log10(), true);
         assert_eq!(labels(&a), ["2", "3", "4"]);
+    }
+
+    #[test]
+    fn ticks_at_given_values_are_labelled_with_them() {
+        let a = Axis::exact(-0.125, 1.125, false).ticks_at(&[0.0, 0.25, 0.5]);
+        assert_eq!(labels(&a), ["0", "0.25", "0.5"]);
+        let l = Axis::exact(-0.5, 2.5, true).ticks_at(&[1.0, 10.0, 100.0]);
+        assert_eq!(l.ticks, [0.0, 1.0, 2.0]);
+        assert_eq!(labels(&l), ["1", "10", "100"]);
+        assert!(l.minor.is_empty());
     }
 
     #[test]

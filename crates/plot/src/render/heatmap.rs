@@ -14,6 +14,10 @@ use crate::font::FAMILY;
 /// Width of the colour bar itself, and the gap before it, in pixels.
 const BAR: u32 = 28;
 const GAP: u32 = 12;
+/// Ticks sit at the cell centres when an axis has at most this many cells.
+const MAX_CENTRED: usize = 12;
+/// Length of the colour bar's tick marks, in pixels.
+const TICK: i32 = 5;
 /// Values are written into cells when there are at most this many cells.
 const MAX_ANNOTATED: usize = 144;
 
@@ -28,11 +32,11 @@ pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, h: &Heatma
     let y_edges = edges(&h.y, h.y_log);
     let (x_lo, x_hi) = (x_edges[0], x_edges[x_edges.len() - 1]);
     let (y_lo, y_hi) = (y_edges[0], y_edges[y_edges.len() - 1]);
-    let xa = Axis::exact(x_lo, x_hi, h.x_log);
-    let ya = Axis::exact(y_lo, y_hi, h.y_log);
+    let xa = centred(Axis::exact(x_lo, x_hi, h.x_log), &h.x);
+    let ya = centred(Axis::exact(y_lo, y_hi, h.y_log), &h.y);
     let (z_lo, z_hi) = z_range(h);
     let za = Axis::exact(z_lo, z_hi, false);
-    let x_area = s.label + s.desc * 2 + 8;
+    let x_area = super::x_label_room(s);
     let bar_room = y_label_room(za.ticks.iter().map(|&t| za.label(t)), s);
     let (w, _) = body.dim_in_pixel();
     let (main, bar) = body.split_horizontally(w.saturating_sub(GAP + BAR + bar_room + s.margin));
@@ -102,7 +106,24 @@ pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, h: &Heatma
     colour_bar(&bar, h, &za, x_area, bar_room)
 }
 
-/// The colour bar: the scale from low to high z, with ticks on its right.
+/// Ticks at the cell centres when there are few cells and their labels are short;
+/// otherwise the axis's own round ticks.
+fn centred(axis: Axis, centres: &[f64]) -> Axis {
+    let longest = centres
+        .iter()
+        .map(|&v| compact(v).chars().count())
+        .max()
+        .unwrap_or(0);
+    if centres.len() <= MAX_CENTRED && longest <= 8 {
+        axis.ticks_at(centres)
+    } else {
+        axis
+    }
+}
+
+/// The colour bar: the scale from low to high z, with ticks, labels and the z label on
+/// its right (drawn here so that the gaps and the label's reading direction match the
+/// y axis of the heat map).
 fn colour_bar<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     h: &Heatmap,
@@ -111,8 +132,7 @@ fn colour_bar<DB: DrawingBackend>(
     label_room: u32,
 ) -> Result<(), String> {
     let s = FULL;
-    let has_gaps = h.z.iter().flatten().any(|z| !z.is_finite());
-    let mut chart = ChartBuilder::on(area)
+    let chart = ChartBuilder::on(area)
         .margin(s.margin)
         .margin_left(GAP)
         .x_label_area_size(x_area)
@@ -121,27 +141,56 @@ fn colour_bar<DB: DrawingBackend>(
         .map_err(text)?;
     let steps = 200;
     let (lo, hi) = (za.range.start, za.range.end);
-    chart
-        .draw_series((0..steps).map(|i| {
-            let f = |k: usize| lo + (hi - lo) * k as f64 / steps as f64;
-            let c = colors::scale((i as f64 + 0.5) / steps as f64);
-            Rectangle::new([(0.0, f(i)), (1.0, f(i + 1))], c.filled())
-        }))
+    let strip = chart.plotting_area();
+    for i in 0..steps {
+        let f = |k: usize| lo + (hi - lo) * k as f64 / steps as f64;
+        let c = colors::scale((i as f64 + 0.5) / steps as f64);
+        strip
+            .draw(&Rectangle::new([(0.0, f(i)), (1.0, f(i + 1))], c.filled()))
+            .map_err(text)?;
+    }
+
+    // From here on, pixel coordinates relative to `area`.
+    let (bx, by) = area.get_base_pixel();
+    let at = |z: f64| {
+        let (x, y) = chart.backend_coord(&(1.0, z));
+        (x - bx, y - by)
+    };
+    let (right, top) = at(hi);
+    let (_, bottom) = at(lo);
+    let label = (FAMILY, s.label).into_font().color(&BLACK);
+    let mut widest = 0;
+    for &t in &za.ticks {
+        let (x, y) = at(t);
+        area.draw(&PathElement::new(vec![(x, y), (x + TICK, y)], BLACK))
+            .map_err(text)?;
+        let style = label.pos(Pos::new(HPos::Left, VPos::Center));
+        let text_ = za.label(t);
+        widest = widest.max(area.estimate_text_size(&text_, &style).map_err(text)?.0 as i32);
+        area.draw(&Text::new(text_, (x + 2 * TICK, y), style))
+            .map_err(text)?;
+    }
+    let desc = (FAMILY, s.desc)
+        .into_font()
+        .transform(FontTransform::Rotate270)
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Center, VPos::Top));
+    let desc_x = right + 2 * TICK + widest + 8;
+    area.draw(&Text::new(h.z_label.clone(), (desc_x, (top + bottom) / 2), desc))
         .map_err(text)?;
-    let z_fmt = |v: &f64| za.label(*v);
-    let no_value = if has_gaps { "grey: no value" } else { "" };
-    chart
-        .configure_mesh()
-        .disable_mesh()
-        .disable_x_axis()
-        .x_labels(0)
-        .x_desc(no_value)
-        .y_desc(&h.z_label)
-        .y_label_formatter(&z_fmt)
-        .label_style((FAMILY, s.label))
-        .axis_desc_style((FAMILY, s.label))
-        .draw()
-        .map_err(text)
+    if h.z.iter().flatten().any(|z| !z.is_finite()) {
+        let note = (FAMILY, s.label - 2)
+            .into_font()
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Left, VPos::Top));
+        area.draw(&Text::new(
+            "grey: no value",
+            (GAP as i32, bottom + 2 * TICK),
+            note,
+        ))
+        .map_err(text)?;
+    }
+    Ok(())
 }
 
 /// Cell boundaries in plot space: midway between neighbouring centres, and half a

@@ -58,7 +58,7 @@ pub(crate) fn draw<DB: DrawingBackend>(
         .caption(&c.title, (FAMILY, s.title))
         .margin(s.margin)
         .margin_right(right_margin(xa.ticks.last().map(|&t| xa.label(t)), s))
-        .x_label_area_size(s.label + s.desc * 2 + 8)
+        .x_label_area_size(super::x_label_room(s))
         .y_label_area_size(y_room)
         .build_cartesian_2d(xa.clone(), ya.clone())
         .map_err(text)?;

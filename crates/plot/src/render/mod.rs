@@ -90,6 +90,11 @@ pub(crate) fn text(e: impl Display) -> String {
     e.to_string()
 }
 
+/// Height in pixels for the x tick labels and the axis description under them.
+pub(crate) fn x_label_room(s: Sizes) -> u32 {
+    s.label + s.desc + 20
+}
+
 /// Right margin in pixels that leaves room for half of the last x tick label, which is
 /// centred on the right edge of the plot.
 pub(crate) fn right_margin(last_label: Option<String>, s: Sizes) -> u32 {
