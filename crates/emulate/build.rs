@@ -28,4 +28,5 @@ fn main() {
         "csrc/preload.c",
     );
     compile(&cc, &[], &out.join("multios-fcbench"), "csrc/fcbench.c");
+    compile(&cc, &[], &out.join("multios-synth"), "csrc/synth.c");
 }

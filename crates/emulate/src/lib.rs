@@ -7,6 +7,7 @@
 //! - [`Mechanism::Migrate`] — the calling thread migrates to a control CPU for the call and back
 //!   (Intel mOS); injected with a preload library, so dynamically linked programs only.
 
+pub mod bench;
 mod bpf;
 pub mod cost;
 pub mod cpus;
@@ -21,6 +22,7 @@ mod proxy;
 pub mod report;
 mod sys;
 pub mod tsc;
+pub mod validate;
 
 pub use cost::{CostModel, Dist};
 pub use cpus::CpuSet;

@@ -174,11 +174,12 @@ pub fn run(
         }
     };
     let listener = Arc::new(listener);
+    let busy = d.count() > 0;
     let mut handles = Vec::new();
     for (i, cpu) in control.0.iter().enumerate() {
         let (l, s, cpu) = (listener.clone(), samplers.clone(), *cpu);
         handles.push(std::thread::spawn(move || {
-            supervise(l.as_raw_fd(), &s, cpu, i as u64)
+            supervise(l.as_raw_fd(), &s, cpu, i as u64, busy)
         }));
     }
     let status = sys::wait_child(pid).map_err(|e| EmulateError::Io {
@@ -217,7 +218,15 @@ fn read_child_error(err_r: &OwnedFd, cmd: &str) -> Option<EmulateError> {
 }
 
 /// One supervisor: pinned on `cpu`, busy-polls the listener until every filtered task is gone.
-fn supervise(fd: RawFd, samplers: &[Sampler], cpu: usize, seed: u64) -> Result<Served, EmulateError> {
+/// With `busy` the supervisor spins on the listener (the low-latency stand-in for a dedicated Linux
+/// core); without it (nothing is delegated) it sleeps in poll and costs the program nothing.
+fn supervise(
+    fd: RawFd,
+    samplers: &[Sampler],
+    cpu: usize,
+    seed: u64,
+    busy: bool,
+) -> Result<Served, EmulateError> {
     pin_current_thread(&CpuSet([cpu].into())).map_err(|e| EmulateError::Io {
         what: format!("pinning a supervisor to CPU {cpu}"),
         cause: e,
@@ -228,7 +237,7 @@ fn supervise(fd: RawFd, samplers: &[Sampler], cpu: usize, seed: u64) -> Result<S
         delivered: Vec::with_capacity(1 << 16),
     };
     loop {
-        match sys::poll_listener(fd) {
+        match sys::poll_listener(fd, if busy { 0 } else { -1 }) {
             sys::Ready::Nothing => {
                 std::hint::spin_loop();
                 continue;

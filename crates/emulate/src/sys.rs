@@ -156,15 +156,15 @@ pub enum Ready {
     Nothing,
 }
 
-/// One non-blocking check of the listener.
-pub fn poll_listener(fd: RawFd) -> Ready {
+/// One check of the listener: non-blocking when `timeout_ms` is 0, blocking when it is -1.
+pub fn poll_listener(fd: RawFd, timeout_ms: i32) -> Ready {
     let mut p = libc::pollfd {
         fd,
         events: libc::POLLIN,
         revents: 0,
     };
     // SAFETY: one valid pollfd.
-    let r = unsafe { libc::poll(&mut p, 1, 0) };
+    let r = unsafe { libc::poll(&mut p, 1, timeout_ms) };
     if r <= 0 {
         Ready::Nothing
     } else if p.revents & libc::POLLIN != 0 {

@@ -1,0 +1,124 @@
+//! `multios bench emulate`: the targets, each measured side by side in one run.
+//! - delivered f_c vs requested, 0.5 µs … 10 ms, timed with CLOCK_MONOTONIC (independent of the TSC
+//!   calibration being checked);
+//! - the forwarding floor of each mechanism next to the cache-line round trip;
+//! - pass-through overhead (policy none) on bzip2 and on a 2 M-syscall workload.
+
+use crate::cost::CostModel;
+use crate::cpus::{pin_current_thread, CpuSet};
+use crate::report::Summary;
+use crate::{tsc, Config, Delegation, EmulateError, Exit, Mechanism};
+use std::time::Instant;
+
+/// One delivered-f_c check.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SpinCheck {
+    pub requested: f64,
+    pub delivered: Summary,
+    /// |median − requested| / requested, percent.
+    pub error_pct: f64,
+    /// Within 2 % or 50 ns.
+    pub ok: bool,
+}
+
+/// Spins `requested` seconds `n` times on `cpu`, timing each with `Instant`.
+pub fn spin_accuracy(requested: &[f64], cpu: usize) -> Result<Vec<SpinCheck>, EmulateError> {
+    pin_current_thread(&CpuSet([cpu].into())).map_err(|cause| EmulateError::Io {
+        what: format!("pinning to CPU {cpu}"),
+        cause,
+    })?;
+    let cal = tsc::calibration();
+    let mut out = Vec::new();
+    for &r in requested {
+        let n = ((0.2 / r) as usize).clamp(20, 5000);
+        let ticks = cal.ticks(r);
+        let mut v = Vec::with_capacity(n);
+        for _ in 0..n {
+            let t0 = Instant::now();
+            tsc::spin(ticks);
+            v.push(t0.elapsed().as_secs_f64());
+        }
+        // Subtract the cost of the two clock reads, measured the same way.
+        let mut empty: Vec<f64> = (0..1000)
+            .map(|_| {
+                let t0 = Instant::now();
+                t0.elapsed().as_secs_f64()
+            })
+            .collect();
+        let clock = Summary::of(&mut empty).map(|s| s.median).unwrap_or(0.0);
+        let mut v: Vec<f64> = v.into_iter().map(|x| x - clock).collect();
+        let Some(s) = Summary::of(&mut v) else { continue };
+        let err = (s.median - r).abs();
+        out.push(SpinCheck {
+            requested: r,
+            delivered: s,
+            error_pct: 100.0 * err / r,
+            ok: err <= (0.02 * r).max(50e-9),
+        });
+    }
+    pin_current_thread(&CpuSet::available()).ok();
+    Ok(out)
+}
+
+/// Pass-through overhead of one mechanism on one workload.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Overhead {
+    pub workload: String,
+    pub mechanism: String,
+    pub native_median: f64,
+    pub emulated_median: f64,
+    pub overhead_pct: f64,
+    pub runs: usize,
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    Summary::of(v).map(|s| s.median).unwrap_or(f64::NAN)
+}
+
+/// Runs `argv` natively and under `m` with policy none, alternating, `runs` times each.
+pub fn passthrough(
+    workload: &str,
+    argv: &[String],
+    m: Mechanism,
+    compute: &CpuSet,
+    control: &CpuSet,
+    runs: usize,
+) -> Result<Overhead, EmulateError> {
+    let cfg = Config {
+        mechanism: m,
+        delegation: Delegation::none(),
+        cost: CostModel::constant(0.0),
+        compute: compute.clone(),
+        control: control.clone(),
+        argv: argv.to_vec(),
+        allow_below_floor: true,
+    };
+    let (mut nat, mut emu) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        let (e, t) = crate::run_native(argv, compute)?;
+        check_exit(workload, "natively", e)?;
+        nat.push(t);
+        let r = crate::run(&cfg)?;
+        check_exit(workload, m.name(), r.exit)?;
+        emu.push(r.wall_secs);
+    }
+    let (n, e) = (median(&mut nat), median(&mut emu));
+    Ok(Overhead {
+        workload: workload.into(),
+        mechanism: m.name().into(),
+        native_median: n,
+        emulated_median: e,
+        overhead_pct: 100.0 * (e / n - 1.0),
+        runs,
+    })
+}
+
+fn check_exit(workload: &str, how: &str, e: Exit) -> Result<(), EmulateError> {
+    if e == Exit::Code(0) {
+        Ok(())
+    } else {
+        Err(EmulateError::Supervisor(format!(
+            "benchmark workload '{workload}' ended with {e} when run {how}"
+        )))
+    }
+}
