@@ -10,6 +10,7 @@
 
 pub mod elf;
 pub mod fc;
+pub mod machine;
 pub mod memory;
 pub mod mm;
 pub mod proxy;

@@ -4,7 +4,7 @@
 
 use crate::syscall::{Ctx, Kernel, Reply};
 use multios_lwk_abi::{offset, state};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -42,7 +42,12 @@ pub struct Proxy {
 
 impl Proxy {
     /// Starts the proxy serving `slots`, pinned to `cpu` when given.
-    pub fn start(kernel: Arc<Kernel>, slots: Vec<u64>, cpu: Option<usize>, idle_spin: Duration) -> Self {
+    pub fn start(
+        kernel: Arc<Kernel>,
+        nslots: Arc<AtomicUsize>,
+        cpu: Option<usize>,
+        idle_spin: Duration,
+    ) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
         let handle = std::thread::Builder::new()
@@ -51,7 +56,7 @@ impl Proxy {
                 if let Some(c) = cpu {
                     let _ = crate::sys::pin_to_cpu(c);
                 }
-                serve_loop(&kernel, &slots, &s, idle_spin)
+                serve_loop(&kernel, &nslots, &s, idle_spin)
             })
             .ok();
         Proxy { stop, handle }
@@ -67,12 +72,13 @@ impl Drop for Proxy {
     }
 }
 
-fn serve_loop(kernel: &Kernel, slots: &[u64], stop: &AtomicBool, idle_spin: Duration) {
+fn serve_loop(kernel: &Kernel, nslots: &AtomicUsize, stop: &AtomicBool, idle_spin: Duration) {
     let mut last = Instant::now();
     let mut polls = 0u32;
     while !stop.load(Ordering::Acquire) {
         let mut served = false;
-        for &slot in slots {
+        for cpu in 0..nslots.load(Ordering::Acquire) {
+            let slot = crate::stub::slot_addr(cpu as u64);
             let st = state_of(kernel, slot);
             if st.load(Ordering::Acquire) != state::REQUEST {
                 continue;
@@ -89,9 +95,9 @@ fn serve_loop(kernel: &Kernel, slots: &[u64], stop: &AtomicBool, idle_spin: Dura
                 continue;
             }
             let (nr, a) = request(kernel, slot);
-            match kernel.serve(Ctx::Proxy, nr, a) {
+            match kernel.serve(Ctx::Proxy, cpu, nr, a) {
                 Reply::Ret(r) => reply(kernel, slot, r),
-                Reply::NeedVcpu | Reply::Stop => st.store(state::EXIT, Ordering::Release),
+                _ => st.store(state::EXIT, Ordering::Release),
             }
             served = true;
         }

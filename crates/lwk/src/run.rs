@@ -1,21 +1,17 @@
 //! Running a program in the LWK: build memory, load the ELF, start the proxy, drive the vCPU.
 
 use crate::elf::{self, ElfError, Image};
-use crate::memory::{GuestMemory, MemoryError, APP_BASE, DOORBELL_BASE};
+use crate::memory::{GuestMemory, MemoryError, APP_BASE};
 use crate::mm::Mm;
-use crate::proxy::{self, Proxy};
 use crate::stack::{self, StackSpec};
 use crate::stats::Stats;
 use crate::stub;
-use crate::syscall::{Ctx, ExitStatus, Kernel, Policy, Reply};
-use crate::vcpu::{self, Entry, VcpuError};
-use crate::vm::{Vm, VmError};
-use kvm_ioctls::{VcpuExit, VcpuFd};
-use multios_lwk_abi::state;
+use crate::syscall::{ExitStatus, Kernel, Policy};
+use crate::vcpu::{Entry, VcpuError};
+use crate::vm::VmError;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -272,7 +268,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
             rsp,
             ..Default::default()
         },
-        &symbols,
+        symbols,
         t0,
     )
 }
@@ -284,162 +280,11 @@ pub struct Symbols {
 }
 
 impl Symbols {
-    fn lookup(&self, addr: u64) -> Option<String> {
+    pub fn lookup(&self, addr: u64) -> Option<String> {
         self.main
             .symbolize(addr)
             .or_else(|| self.interp.as_ref().and_then(|i| i.symbolize(addr)))
     }
 }
 
-/// Creates the VM and vCPU 0 at `entry` and runs until the guest exits.
-pub fn drive(
-    cfg: &Config,
-    mem: Arc<GuestMemory>,
-    kernel: Arc<Kernel>,
-    entry: Entry,
-    symbols: &Symbols,
-    t0: Instant,
-) -> Result<Outcome, LwkError> {
-    let vm = Vm::new(&mem, FD_FLOOR)?;
-    stub::write_tables(&mem);
-    let cpuid = vm
-        .kvm
-        .get_supported_cpuid(kvm_bindings::KVM_MAX_CPUID_ENTRIES)
-        .map_err(|source| VmError::Kvm {
-            what: "KVM_GET_SUPPORTED_CPUID",
-            source,
-        })?;
-    let budget = if cfg.backend == Backend::Exit {
-        1
-    } else {
-        cfg.spin_budget.max(1)
-    };
-    let mut vcpu = vcpu::create(&vm.vm, &mem, &cpuid, 0, entry, budget, FD_FLOOR)?;
-    let slot = stub::slot_addr(0);
-    let _proxy = match cfg.backend {
-        Backend::Ring { proxy_cpu, vcpu_cpu } => {
-            if let Some(c) = vcpu_cpu {
-                let _ = crate::sys::pin_to_cpu(c);
-            }
-            Some(Proxy::start(
-                kernel.clone(),
-                vec![slot],
-                proxy_cpu,
-                Duration::from_millis(5),
-            ))
-        }
-        Backend::Exit => None,
-    };
-    let startup = t0.elapsed();
-    let mut doorbells = 0u64;
-    let result = loop {
-        match vcpu.run() {
-            Ok(VcpuExit::MmioWrite(addr, _)) if addr == stub::doorbell_addr(0) => {
-                doorbells += 1;
-                if serve_doorbell(&kernel, &vcpu, slot) {
-                    break Ok(());
-                }
-            }
-            Ok(VcpuExit::Hlt) => break Err(fault(&vcpu, &mem, symbols)),
-            Ok(VcpuExit::Intr) => {}
-            Ok(other) => {
-                let what = match other {
-                    VcpuExit::Shutdown => "triple fault (shutdown)".to_string(),
-                    VcpuExit::MmioWrite(a, _) | VcpuExit::MmioRead(a, _) if a >= DOORBELL_BASE => {
-                        format!("access to the LWK doorbell page at {a:#x}")
-                    }
-                    VcpuExit::MmioWrite(a, _) | VcpuExit::MmioRead(a, _) => {
-                        format!("access to unmapped memory {a:#x}")
-                    }
-                    o => format!("unexpected exit {o:?}"),
-                };
-                let rip = vcpu.get_regs().map(|r| r.rip).unwrap_or(0);
-                break Err(LwkError::Stopped {
-                    what,
-                    rip,
-                    symbol: symbols.lookup(rip),
-                });
-            }
-            Err(e) if e.errno() == libc::EINTR || e.errno() == libc::EAGAIN => {}
-            Err(e) => break Err(LwkError::Run(e)),
-        }
-    };
-    drop(_proxy);
-    result?;
-    let status = kernel.exit_status().unwrap_or(ExitStatus::Code(0));
-    Ok(Outcome {
-        status,
-        stats: kernel.stats(),
-        wall: t0.elapsed(),
-        startup,
-        doorbells,
-        notes: kernel.notes(),
-    })
-}
-
-/// Serves the slot after a doorbell exit; true when the guest is gone.
-fn serve_doorbell(kernel: &Kernel, vcpu: &VcpuFd, slot: u64) -> bool {
-    let st = proxy::state_of(kernel, slot);
-    let mut waited = 0u32;
-    loop {
-        let s = st.load(Ordering::Acquire);
-        let claimed = match s {
-            state::REQUEST => st
-                .compare_exchange(
-                    state::REQUEST,
-                    state::CLAIMED,
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                )
-                .is_ok(),
-            state::EXIT => {
-                st.store(state::CLAIMED, Ordering::Release);
-                true
-            }
-            state::CLAIMED => {
-                // The proxy is serving it (maybe a blocking call): wait without burning the CPU.
-                waited += 1;
-                if waited < 1000 {
-                    std::hint::spin_loop();
-                } else {
-                    std::thread::sleep(Duration::from_micros(20));
-                }
-                continue;
-            }
-            _ => return false,
-        };
-        if !claimed {
-            continue;
-        }
-        let (nr, a) = proxy::request(kernel, slot);
-        return match kernel.serve(Ctx::Vcpu(vcpu), nr, a) {
-            Reply::Ret(r) => {
-                proxy::reply(kernel, slot, r);
-                false
-            }
-            Reply::NeedVcpu => {
-                proxy::reply(kernel, slot, crate::syscall::ENOSYS);
-                false
-            }
-            Reply::Stop => true,
-        };
-    }
-}
-
-fn fault(vcpu: &VcpuFd, mem: &GuestMemory, symbols: &Symbols) -> LwkError {
-    let (regs, sregs) = match (vcpu.get_regs(), vcpu.get_sregs()) {
-        (Ok(r), Ok(s)) => (r, s),
-        (Err(e), _) | (_, Err(e)) => return LwkError::Run(e),
-    };
-    // The reporter pushed [vector, error code] over the CPU's [rip, cs, rflags, rsp, ss].
-    let f = |k: u64| mem.read_u64(regs.rsp + 8 * k);
-    let rip = f(2);
-    LwkError::GuestFault(Fault {
-        vector: f(0),
-        error_code: f(1),
-        rip,
-        rsp: f(5),
-        addr: sregs.cr2,
-        symbol: symbols.lookup(rip),
-    })
-}
+pub use crate::machine::drive;

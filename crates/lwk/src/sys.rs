@@ -86,6 +86,22 @@ pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
     Ok(())
 }
 
+/// Lets the calling thread run on every CPU again (threads inherit their creator's pinning).
+pub fn unpin() -> io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; CPU_SET only writes inside it.
+    let r = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for c in 0..libc::CPU_SETSIZE as usize {
+            libc::CPU_SET(c, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// The value of XCR0 on this CPU (the user-visible XSAVE features).
 pub fn xcr0() -> u64 {
     let (lo, hi): (u32, u32);

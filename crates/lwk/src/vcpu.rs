@@ -52,6 +52,8 @@ pub struct Entry {
     pub fs_base: u64,
     /// Value of rax at entry (0 for a new process and for a clone child).
     pub rax: u64,
+    /// All general registers (a clone child starts with its parent's); overrides the above.
+    pub regs: Option<kvm_regs>,
 }
 
 /// Creates vCPU `id` with its stub, TSS, CPUID, MSRs and ring-3 registers.
@@ -179,13 +181,13 @@ pub fn create(
     };
     vcpu.set_fpu(&fpu).map_err(err("KVM_SET_FPU"))?;
 
-    let regs = kvm_regs {
+    let regs = entry.regs.unwrap_or(kvm_regs {
         rip: entry.rip,
         rsp: entry.rsp,
         rax: entry.rax,
         rflags: 0x202,
         ..Default::default()
-    };
+    });
     vcpu.set_regs(&regs).map_err(err("KVM_SET_REGS"))?;
     Ok(vcpu)
 }

@@ -21,19 +21,30 @@ fn tmpdir(name: &str) -> PathBuf {
 
 /// Builds tests/c/NAME.c with `gcc -static` into a temporary directory.
 fn build_c(name: &str) -> PathBuf {
+    build_c_with(name, &["-static"])
+}
+
+/// Builds tests/c/NAME.c with gcc and extra `flags` (-fopenmp needs libgomp, part of gcc).
+fn build_c_with(name: &str, flags: &[&str]) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/c")
         .join(format!("{name}.c"));
-    let out = tmpdir(&format!("bin-{name}")).join(name);
+    let tag: String = flags
+        .concat()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
+    let out = tmpdir(&format!("bin-{name}-{tag}")).join(name);
     let o = Command::new("gcc")
-        .args(["-static", "-O1", "-g", "-o"])
+        .args(flags)
+        .args(["-O1", "-g", "-o"])
         .arg(&out)
         .arg(&src)
         .output()
         .unwrap_or_else(|e| panic!("running gcc (apt-get install gcc libc6-dev): {e}"));
     assert!(
         o.status.success(),
-        "gcc -static {}: {}",
+        "gcc {flags:?} {}: {}",
         src.display(),
         String::from_utf8_lossy(&o.stderr)
     );
@@ -205,7 +216,7 @@ fn issue_5_unsupported_syscall_is_named_with_its_milestone() {
     assert_eq!(String::from_utf8_lossy(&l.stdout), "fork returned -1\n");
     assert_eq!(l.status.code(), Some(0));
     assert!(
-        err.contains("system call clone (nr 56)") && err.contains("milestone 3"),
+        err.contains("system call clone (nr 56)") && err.contains("CLONE_THREAD"),
         "{err}"
     );
 }
@@ -222,4 +233,82 @@ fn issue_5_exit_backend_gives_the_same_output() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(n.stdout, l.stdout);
     assert_eq!(l.status.code(), Some(0));
+}
+
+// Milestone 2: dynamically linked programs through ld.so.
+
+#[test]
+fn issue_5_dynamic_bzip2_round_trip_matches_native() {
+    require_kvm();
+    let bzip2 = PathBuf::from("/usr/bin/bzip2");
+    assert!(bzip2.exists(), "/usr/bin/bzip2 is missing: apt-get install bzip2");
+    let d = tmpdir("bzip2");
+    let input = d.join("in.txt");
+    let text: String = (0..40_000)
+        .map(|i| format!("{i} {}\n", i * 7919 % 10007))
+        .collect();
+    std::fs::write(&input, &text).unwrap_or_else(|e| panic!("{e}"));
+    let n = native(&bzip2, &["-c", input.to_str().unwrap_or_default()]);
+    let l = lwk(&bzip2, &["-c", input.to_str().unwrap_or_default()]);
+    assert_eq!(n.status.code(), Some(0));
+    assert_eq!(l.status.code(), Some(0), "{}", String::from_utf8_lossy(&l.stderr));
+    assert!(n.stdout == l.stdout, "compressed streams differ");
+    let packed = d.join("in.txt.bz2");
+    std::fs::write(&packed, &l.stdout).unwrap_or_else(|e| panic!("{e}"));
+    let back = lwk(&bzip2, &["-dc", packed.to_str().unwrap_or_default()]);
+    assert_eq!(back.status.code(), Some(0));
+    assert!(
+        back.stdout == text.as_bytes(),
+        "decompressed data differs from the input"
+    );
+}
+
+#[test]
+fn issue_5_dynamic_coreutils_match_native() {
+    require_kvm();
+    let d = tmpdir("coreutils");
+    let f = d.join("f.txt");
+    std::fs::write(&f, "b\na\nc\na\n").unwrap_or_else(|e| panic!("{e}"));
+    let fs = f.to_str().unwrap_or_default();
+    for (prog, args) in [
+        ("/bin/echo", vec!["dynamic", "echo"]),
+        ("/bin/cat", vec![fs]),
+        ("/usr/bin/sort", vec!["-u", fs]),
+        ("/usr/bin/wc", vec!["-l", fs]),
+        ("/usr/bin/sha256sum", vec![fs]),
+        (
+            "/bin/ls",
+            vec!["-l", "--time-style=+", d.to_str().unwrap_or_default()],
+        ),
+        ("/bin/ls", vec!["/nonexistent"]),
+    ] {
+        assert_same(Path::new(prog), &args);
+    }
+}
+
+#[test]
+fn issue_5_dynamic_c_program_matches_native() {
+    require_kvm();
+    assert_same(&build_c_with("timeerr", &[]), &["arg", "7"]);
+}
+
+// Milestone 3: threads (clone → new vCPU, futex delegated, CLONE_CHILD_CLEARTID).
+
+#[test]
+fn issue_5_pthreads_static_and_dynamic_match_native() {
+    require_kvm();
+    let out = assert_same(&build_c_with("threads", &["-static", "-pthread"]), &[]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "counter 80000, results 604, main tls 0\n"
+    );
+    assert_same(&build_c_with("threads", &["-pthread"]), &[]);
+}
+
+#[test]
+fn issue_5_openmp_matches_native() {
+    require_kvm();
+    let out = assert_same(&build_c_with("omp", &["-fopenmp"]), &[]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("hits 3 threads 3"));
+    assert_same(&build_c_with("omp", &["-static", "-fopenmp"]), &[]);
 }

@@ -14,7 +14,13 @@ fn main() {
         let n = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(20_000);
         for m in multios_lwk::fc::Mechanism::ALL {
             match multios_lwk::fc::measure(m, n, true) {
-                Ok(s) => println!("{:34} median {:8.0} ns  min {:8.0}  p99 {:8.0}", m.name(), s.median_ns, s.min_ns, s.p99_ns),
+                Ok(s) => println!(
+                    "{:34} median {:8.0} ns  min {:8.0}  p99 {:8.0}",
+                    m.name(),
+                    s.median_ns,
+                    s.min_ns,
+                    s.p99_ns
+                ),
                 Err(e) => eprintln!("{}: {e}", m.name()),
             }
         }

@@ -22,7 +22,7 @@ fn default_ignored(sig: u64) -> bool {
 }
 
 impl Kernel {
-    pub(super) fn local(&self, ctx: Ctx<'_>, nr: u64, a: [u64; 6]) -> Reply {
+    pub(super) fn local(&self, ctx: Ctx<'_>, cpu: usize, nr: u64, a: [u64; 6]) -> Reply {
         match nr as i64 {
             SYS_brk => {
                 let mut fx = Effects::default();
@@ -72,7 +72,14 @@ impl Kernel {
                 Reply::Ret(0)
             }
             SYS_arch_prctl => self.arch_prctl(ctx, a),
-            SYS_set_tid_address | SYS_gettid | SYS_getpid => Reply::Ret(self.pid as i64),
+            SYS_getpid => Reply::Ret(self.pid as i64),
+            SYS_gettid => Reply::Ret(self.tid(cpu) as i64),
+            SYS_set_tid_address => {
+                if let Some(t) = lock(&self.threads).get_mut(cpu) {
+                    t.clear_child_tid = (a[0] != 0).then_some(a[0]);
+                }
+                Reply::Ret(self.tid(cpu) as i64)
+            }
             SYS_set_robust_list => Reply::Ret(0),
             SYS_get_robust_list | SYS_rseq => Reply::Ret(ENOSYS),
             SYS_getppid => Reply::Ret(sys::raw_syscall(nr, a)),
@@ -102,10 +109,7 @@ impl Kernel {
             }
             SYS_exit | SYS_exit_group => match ctx {
                 Ctx::Proxy => Reply::NeedVcpu,
-                Ctx::Vcpu(_) => {
-                    lock(&self.exit).get_or_insert(ExitStatus::Code(a[0] as i32 & 0xff));
-                    Reply::Stop
-                }
+                Ctx::Vcpu(_) => self.exit(cpu, nr as i64 == SYS_exit_group, a[0] as i32 & 0xff),
             },
             SYS_rt_sigaction => self.sigaction(a),
             SYS_rt_sigprocmask => {
@@ -146,9 +150,10 @@ impl Kernel {
                 PR_SET_NAME | PR_GET_NAME => Reply::Ret(0),
                 _ => err(EINVAL),
             },
-            SYS_clone | SYS_clone3 => {
-                self.refuse(nr, "threads (clone → new vCPU) are milestone 3 of issue #5")
-            }
+            SYS_clone | SYS_clone3 => match ctx {
+                Ctx::Proxy => Reply::NeedVcpu,
+                Ctx::Vcpu(_) => self.clone_thread(nr, a),
+            },
             SYS_fork | SYS_vfork | SYS_execve | SYS_execveat | SYS_wait4 => self.refuse(
                 nr,
                 "processes (fork/exec/wait) are outside the LWK's scope (one process per VM)",
@@ -282,13 +287,71 @@ impl Kernel {
         Reply::Ret(0)
     }
 
+    /// exit (one thread) or exit_group (the process).
+    fn exit(&self, cpu: usize, group: bool, code: i32) -> Reply {
+        let (ctid, last) = {
+            let mut t = lock(&self.threads);
+            let ctid = t.get_mut(cpu).and_then(|t| {
+                t.alive = false;
+                t.clear_child_tid
+            });
+            let last = self
+                .live_threads
+                .fetch_sub(1, std::sync::atomic::Ordering::AcqRel)
+                == 1;
+            (ctid, last)
+        };
+        if group || last {
+            lock(&self.exit).get_or_insert(ExitStatus::Code(code));
+            return Reply::Stop;
+        }
+        if let Some(addr) = ctid.filter(|&a| self.mem.in_app(a, 4)) {
+            // CLONE_CHILD_CLEARTID: what pthread_join waits for.
+            self.mem.write(addr, &0u32.to_le_bytes());
+            sys::raw_syscall(
+                SYS_futex as u64,
+                [addr, FUTEX_WAKE as u64, i32::MAX as u64, 0, 0, 0],
+            );
+        }
+        Reply::ThreadExit
+    }
+
+    /// clone/clone3 of a thread (CLONE_VM | CLONE_THREAD); processes are refused.
+    fn clone_thread(&self, nr: u64, a: [u64; 6]) -> Reply {
+        let (flags, stack, ptid, ctid, tls) = if nr as i64 == SYS_clone3 {
+            if a[1] < 64 || !self.mem.in_app(a[0], 64) {
+                return err(EINVAL);
+            }
+            let f = |k: u64| self.mem.read_u64(a[0] + 8 * k);
+            // struct clone_args: flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls
+            (f(0), f(5).wrapping_add(f(6)), f(3), f(2), f(7))
+        } else {
+            (a[0], a[1], a[2], a[3], a[4])
+        };
+        let need = (CLONE_VM | CLONE_THREAD | CLONE_SIGHAND) as u64;
+        if flags & need != need {
+            return self.refuse(nr, "processes (fork/clone without CLONE_THREAD) are outside the LWK's scope (one process per VM)");
+        }
+        if stack == 0 || !self.mem.in_app(stack - 8, 8) {
+            return err(EINVAL);
+        }
+        let ptr = |flag: i32, p: u64| (flags & flag as u64 != 0 && self.mem.in_app(p, 4)).then_some(p);
+        Reply::Clone(super::CloneReq {
+            stack,
+            tls: (flags & CLONE_SETTLS as u64 != 0).then_some(tls),
+            parent_tid: ptr(CLONE_PARENT_SETTID, ptid),
+            child_tid: ptr(CLONE_CHILD_SETTID, ctid),
+            clear_child_tid: ptr(CLONE_CHILD_CLEARTID, ctid),
+        })
+    }
+
     fn kill(&self, ctx: Ctx<'_>, nr: u64, a: [u64; 6]) -> Reply {
         let (target, sig) = match nr as i64 {
             SYS_kill => (a[0] as i32, a[1]),
             SYS_tkill => (a[0] as i32, a[1]),
             _ => (a[1] as i32, a[2]),
         };
-        let to_self = target == self.pid || (nr as i64 == SYS_kill && target == 0);
+        let to_self = target == self.pid || (nr as i64 == SYS_kill && target == 0) || self.is_own_tid(target);
         if !to_self {
             if target <= 0 {
                 return err(EPERM);

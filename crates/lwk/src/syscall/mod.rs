@@ -25,8 +25,32 @@ pub enum Reply {
     Ret(i64),
     /// Only the vCPU thread can serve this call (it needs the vCPU): ring the doorbell.
     NeedVcpu,
-    /// The process is gone (exit, fatal signal): stop the vCPU.
+    /// The process is gone (exit_group, fatal signal, last thread's exit): stop every vCPU.
     Stop,
+    /// This thread exited: stop its vCPU only.
+    ThreadExit,
+    /// Create a thread (only the vCPU thread can: it needs the parent's registers).
+    Clone(CloneReq),
+}
+
+/// A clone of a thread, decoded from clone or clone3.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CloneReq {
+    /// The child's stack pointer.
+    pub stack: u64,
+    pub tls: Option<u64>,
+    pub parent_tid: Option<u64>,
+    pub child_tid: Option<u64>,
+    pub clear_child_tid: Option<u64>,
+}
+
+/// One guest thread (one vCPU).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ThreadInfo {
+    pub tid: i32,
+    /// CLONE_CHILD_CLEARTID / set_tid_address: zeroed and futex-woken at exit.
+    pub clear_child_tid: Option<u64>,
+    pub alive: bool,
 }
 
 /// Who is serving the call.
@@ -65,6 +89,9 @@ pub struct Kernel {
     /// Reports of refused calls, kept for the caller (also printed to stderr once each).
     pub(crate) notes: Mutex<Vec<String>>,
     pub(crate) quiet: bool,
+    /// Indexed by vCPU id.
+    pub(crate) threads: Mutex<Vec<ThreadInfo>>,
+    pub(crate) live_threads: std::sync::atomic::AtomicUsize,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -94,25 +121,65 @@ impl Kernel {
             stats: Mutex::new(Stats::default()),
             notes: Mutex::new(Vec::new()),
             quiet,
+            threads: Mutex::new(vec![ThreadInfo {
+                tid: std::process::id() as i32,
+                clear_child_tid: None,
+                alive: true,
+            }]),
+            live_threads: std::sync::atomic::AtomicUsize::new(1),
         }
     }
 
     /// Serves system call `nr` with arguments `a`.
-    pub fn serve(&self, ctx: Ctx<'_>, nr: u64, a: [u64; 6]) -> Reply {
+    pub fn serve(&self, ctx: Ctx<'_>, cpu: usize, nr: u64, a: [u64; 6]) -> Reply {
         let t0 = Instant::now();
         let local = self.policy.is_local(nr) || self.is_proc_self_exe(nr, &a);
-        let reply = if local {
-            self.local(ctx, nr, a)
+        let reply = if matches!(ctx, Ctx::Proxy)
+            && self.live_threads.load(std::sync::atomic::Ordering::Acquire) > 1
+            && may_block(nr, &a)
+        {
+            // With several threads a blocking call must not hold the one proxy: its own vCPU
+            // thread performs it (McKernel's per-thread proxy, in effect).
+            return Reply::NeedVcpu;
+        } else if local {
+            self.local(ctx, cpu, nr, a)
         } else {
             self.delegate(nr, a)
         };
         if let Reply::Ret(r) = reply {
             let ns = t0.elapsed().as_nanos() as u64;
             lock(&self.stats).record(nr, ns, r, if local { Served::Local } else { Served::Delegated });
-        } else if reply == Reply::Stop {
+        } else if matches!(reply, Reply::Stop | Reply::ThreadExit | Reply::Clone(_)) {
             lock(&self.stats).record(nr, 0, 0, Served::Local);
         }
         reply
+    }
+
+    /// Registers vCPU `id` as a new thread and returns its tid.
+    pub fn add_thread(&self, id: usize, clear_child_tid: Option<u64>) -> i32 {
+        let tid = self.pid + id as i32;
+        let mut t = lock(&self.threads);
+        if t.len() <= id {
+            t.resize(id + 1, ThreadInfo::default());
+        }
+        t[id] = ThreadInfo {
+            tid,
+            clear_child_tid,
+            alive: true,
+        };
+        self.live_threads
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        tid
+    }
+
+    /// The tid of vCPU `cpu`'s thread.
+    pub fn tid(&self, cpu: usize) -> i32 {
+        lock(&self.threads).get(cpu).map_or(self.pid, |t| t.tid)
+    }
+
+    /// True when `tid` is one of this process's threads.
+    pub fn is_own_tid(&self, tid: i32) -> bool {
+        lock(&self.threads).iter().any(|t| t.alive && t.tid == tid)
     }
 
     /// The exit status, once the process is gone.
@@ -151,5 +218,38 @@ impl Kernel {
         self.mem
             .read_cstr(path, 64)
             .is_some_and(|p| p == b"/proc/self/exe")
+    }
+}
+
+/// Calls that may block for a long time (they must not occupy the shared proxy).
+#[allow(non_upper_case_globals)] // libc names the SYS_ constants in lower case
+fn may_block(nr: u64, a: &[u64; 6]) -> bool {
+    use libc::*;
+    match nr as i64 {
+        SYS_futex => matches!(
+            a[1] as i32 & 127,
+            FUTEX_WAIT | FUTEX_WAIT_BITSET | FUTEX_LOCK_PI | 13
+        ),
+        n => [
+            SYS_read,
+            SYS_readv,
+            SYS_recvfrom,
+            SYS_recvmsg,
+            SYS_accept,
+            SYS_accept4,
+            SYS_connect,
+            SYS_poll,
+            SYS_ppoll,
+            SYS_select,
+            SYS_pselect6,
+            SYS_epoll_wait,
+            SYS_epoll_pwait,
+            SYS_nanosleep,
+            SYS_clock_nanosleep,
+            SYS_wait4,
+            SYS_pause,
+            SYS_flock,
+        ]
+        .contains(&n),
     }
 }

@@ -1,0 +1,426 @@
+//! The running machine: the VM, its vCPU threads (one per guest thread), the proxy, and how they
+//! stop together. A guest clone() of a thread becomes a new vCPU with the parent's registers.
+
+use crate::memory::{sys_page, GuestMemory, DOORBELL_BASE};
+use crate::proxy::{self, Proxy};
+use crate::run::{Backend, Config, Fault, LwkError, Outcome, Symbols};
+use crate::stub;
+use crate::syscall::{CloneReq, Ctx, ExitStatus, Kernel, Reply};
+use crate::vcpu::{self, Entry};
+use crate::vm::{Vm, VmError};
+use kvm_bindings::CpuId;
+use kvm_ioctls::{VcpuExit, VcpuFd};
+use multios_lwk_abi::state;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Why a vCPU loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// exit_group, a fatal signal, or the last thread's exit.
+    Process,
+    /// This thread called exit.
+    Thread,
+    /// Another vCPU ended the process.
+    Kicked,
+}
+
+struct VcpuThread {
+    pthread: libc::pthread_t,
+    done: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+/// Everything the vCPU threads share.
+pub struct Machine {
+    vm: Vm,
+    mem: Arc<GuestMemory>,
+    kernel: Arc<Kernel>,
+    cpuid: CpuId,
+    budget: u32,
+    symbols: Arc<Symbols>,
+    next_id: AtomicU64,
+    exiting: AtomicBool,
+    threads: Mutex<Vec<VcpuThread>>,
+    error: Mutex<Option<LwkError>>,
+    doorbells: AtomicU64,
+    /// Number of vCPU slots the proxy polls.
+    nslots: Arc<AtomicUsize>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+extern "C" fn on_kick(_: libc::c_int) {}
+
+/// Installs the no-op SIGUSR2 handler used to kick vCPU threads out of KVM_RUN (no SA_RESTART,
+/// so blocking calls return EINTR too).
+fn install_kick_handler() {
+    // SAFETY: a zeroed sigaction with a valid handler and an empty mask is a valid argument; the
+    // handler does nothing, so it is async-signal-safe.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_kick as *const () as usize;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGUSR2, &sa, std::ptr::null_mut());
+    }
+}
+
+fn kick(t: libc::pthread_t) {
+    // SAFETY: `t` is a vCPU thread of this machine that has not been joined yet (the registry
+    // entry is removed only after join), so the pthread_t is valid.
+    unsafe { libc::pthread_kill(t, libc::SIGUSR2) };
+}
+
+/// Creates the VM and vCPU 0 at `entry` and runs until the guest process exits.
+pub fn drive(
+    cfg: &Config,
+    mem: Arc<GuestMemory>,
+    kernel: Arc<Kernel>,
+    entry: Entry,
+    symbols: Symbols,
+    t0: Instant,
+) -> Result<Outcome, LwkError> {
+    install_kick_handler();
+    let vm = Vm::new(&mem, crate::FD_FLOOR)?;
+    stub::write_tables(&mem);
+    let cpuid = vm
+        .kvm
+        .get_supported_cpuid(kvm_bindings::KVM_MAX_CPUID_ENTRIES)
+        .map_err(|source| VmError::Kvm {
+            what: "KVM_GET_SUPPORTED_CPUID",
+            source,
+        })?;
+    let budget = if cfg.backend == Backend::Exit {
+        1
+    } else {
+        cfg.spin_budget.max(1)
+    };
+    let mut vcpu = vcpu::create(&vm.vm, &mem, &cpuid, 0, entry, budget, crate::FD_FLOOR)?;
+    let m = Arc::new(Machine {
+        vm,
+        mem,
+        kernel: kernel.clone(),
+        cpuid,
+        budget,
+        symbols: Arc::new(symbols),
+        next_id: AtomicU64::new(1),
+        exiting: AtomicBool::new(false),
+        threads: Mutex::new(Vec::new()),
+        error: Mutex::new(None),
+        doorbells: AtomicU64::new(0),
+        nslots: Arc::new(AtomicUsize::new(1)),
+    });
+    let proxy = match cfg.backend {
+        Backend::Ring { proxy_cpu, vcpu_cpu } => {
+            if let Some(c) = vcpu_cpu {
+                let _ = crate::sys::pin_to_cpu(c);
+            }
+            Some(Proxy::start(
+                kernel.clone(),
+                m.nslots.clone(),
+                proxy_cpu,
+                Duration::from_millis(5),
+            ))
+        }
+        Backend::Exit => None,
+    };
+    let startup = t0.elapsed();
+    let end = m.vcpu_loop(0, &mut vcpu);
+    if end == End::Thread {
+        // The main thread exited alone: the process lives until its last thread is gone.
+        m.wait_threads(None);
+    }
+    m.stop_all();
+    drop(proxy);
+    if let Some(e) = lock(&m.error).take() {
+        return Err(e);
+    }
+    let status = kernel.exit_status().unwrap_or(ExitStatus::Code(0));
+    Ok(Outcome {
+        status,
+        stats: kernel.stats(),
+        wall: t0.elapsed(),
+        startup,
+        doorbells: m.doorbells.load(Ordering::Relaxed),
+        notes: kernel.notes(),
+    })
+}
+
+impl Machine {
+    /// Runs vCPU `id` until its thread or the process ends.
+    fn vcpu_loop(self: &Arc<Self>, id: u64, vcpu: &mut VcpuFd) -> End {
+        loop {
+            if self.exiting.load(Ordering::Acquire) {
+                return End::Kicked;
+            }
+            match run_once(vcpu) {
+                Ok(Exit::Doorbell(addr)) => {
+                    if addr != stub::doorbell_addr(id) {
+                        return self.fail(LwkError::Stopped {
+                            what: format!("vCPU {id} rang another vCPU's doorbell {addr:#x}"),
+                            rip: 0,
+                            symbol: None,
+                        });
+                    }
+                    self.doorbells.fetch_add(1, Ordering::Relaxed);
+                    match self.serve_doorbell(id, vcpu) {
+                        None => {}
+                        Some(End::Process) => {
+                            self.exiting.store(true, Ordering::Release);
+                            return End::Process;
+                        }
+                        Some(e) => return e,
+                    }
+                }
+                Ok(Exit::Fault) => return self.fail(self.fault(vcpu)),
+                Ok(Exit::Other(what)) => {
+                    let rip = vcpu.get_regs().map(|r| r.rip).unwrap_or(0);
+                    return self.fail(LwkError::Stopped {
+                        what,
+                        rip,
+                        symbol: self.symbols.lookup(rip),
+                    });
+                }
+                Err(e) if e.errno() == libc::EINTR || e.errno() == libc::EAGAIN => {}
+                Err(e) => return self.fail(LwkError::Run(e)),
+            }
+        }
+    }
+
+    fn fail(&self, e: LwkError) -> End {
+        lock(&self.error).get_or_insert(e);
+        self.exiting.store(true, Ordering::Release);
+        End::Process
+    }
+
+    /// Serves vCPU `id`'s slot after a doorbell exit; Some when the loop must end.
+    fn serve_doorbell(self: &Arc<Self>, id: u64, vcpu: &VcpuFd) -> Option<End> {
+        let slot = stub::slot_addr(id);
+        let st = proxy::state_of(&self.kernel, slot);
+        let mut waited = 0u32;
+        loop {
+            match st.load(Ordering::Acquire) {
+                state::REQUEST => {
+                    if st
+                        .compare_exchange(
+                            state::REQUEST,
+                            state::CLAIMED,
+                            Ordering::AcqRel,
+                            Ordering::Acquire,
+                        )
+                        .is_err()
+                    {
+                        continue;
+                    }
+                }
+                state::EXIT => st.store(state::CLAIMED, Ordering::Release),
+                state::CLAIMED => {
+                    // The proxy is serving it (maybe a blocking call): wait without burning the CPU.
+                    if self.exiting.load(Ordering::Acquire) {
+                        return Some(End::Kicked);
+                    }
+                    waited += 1;
+                    if waited < 1000 {
+                        std::hint::spin_loop();
+                    } else {
+                        std::thread::sleep(Duration::from_micros(20));
+                    }
+                    continue;
+                }
+                _ => return None,
+            }
+            let (nr, a) = proxy::request(&self.kernel, slot);
+            let reply = self.kernel.serve(Ctx::Vcpu(vcpu), id as usize, nr, a);
+            if self.exiting.load(Ordering::Acquire) && reply != Reply::Stop {
+                return Some(End::Kicked);
+            }
+            return match reply {
+                Reply::Ret(r) => {
+                    proxy::reply(&self.kernel, slot, r);
+                    None
+                }
+                Reply::NeedVcpu => {
+                    proxy::reply(&self.kernel, slot, crate::syscall::ENOSYS);
+                    None
+                }
+                Reply::Clone(req) => {
+                    let r = self.spawn(id, vcpu, req);
+                    proxy::reply(&self.kernel, slot, r);
+                    None
+                }
+                Reply::ThreadExit => Some(End::Thread),
+                Reply::Stop => Some(End::Process),
+            };
+        }
+    }
+
+    /// Creates a vCPU for a new guest thread; returns its tid or a negative errno.
+    fn spawn(self: &Arc<Self>, parent_id: u64, parent: &VcpuFd, req: CloneReq) -> i64 {
+        let id = self.next_id.fetch_add(1, Ordering::AcqRel);
+        if id >= sys_page::MAX_VCPUS {
+            return -(libc::EAGAIN as i64);
+        }
+        let (Ok(mut regs), Ok(sregs)) = (parent.get_regs(), parent.get_sregs()) else {
+            return -(libc::EIO as i64);
+        };
+        let slot = stub::slot_addr(parent_id);
+        let ret_rip = self.mem.read_u64(slot + multios_lwk_abi::offset::RIP as u64);
+        let rflags = self.mem.read_u64(slot + multios_lwk_abi::offset::RFLAGS as u64);
+        // The child continues after the parent's syscall with the parent's registers, rax = 0.
+        regs.rip = ret_rip;
+        regs.rcx = ret_rip;
+        regs.r11 = rflags;
+        regs.rflags = rflags;
+        regs.rax = 0;
+        regs.rsp = req.stack;
+        let fs_base = req.tls.unwrap_or(sregs.fs.base);
+        let entry = Entry {
+            rip: ret_rip,
+            rsp: req.stack,
+            fs_base,
+            rax: 0,
+            regs: Some(regs),
+        };
+        let mut vcpu = match vcpu::create(
+            &self.vm.vm,
+            &self.mem,
+            &self.cpuid,
+            id,
+            entry,
+            self.budget,
+            crate::FD_FLOOR,
+        ) {
+            Ok(v) => v,
+            Err(e) => {
+                lock(&self.kernel.notes).push(format!("creating a vCPU for a new thread: {e}"));
+                return -(libc::EAGAIN as i64);
+            }
+        };
+        let tid = self.kernel.add_thread(id as usize, req.clear_child_tid);
+        if let Some(p) = req.parent_tid {
+            self.mem.write(p, &(tid as u32).to_le_bytes());
+        }
+        if let Some(p) = req.child_tid {
+            self.mem.write(p, &(tid as u32).to_le_bytes());
+        }
+        self.nslots.fetch_max(id as usize + 1, Ordering::AcqRel);
+        let m = self.clone();
+        let done = Arc::new(AtomicBool::new(false));
+        let d = done.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let handle = std::thread::Builder::new()
+            .name(format!("lwk-vcpu{id}"))
+            .spawn(move || {
+                // SAFETY: pthread_self has no preconditions.
+                let _ = tx.send(unsafe { libc::pthread_self() });
+                let _ = crate::sys::unpin();
+                let end = m.vcpu_loop(id, &mut vcpu);
+                if end == End::Process {
+                    m.exiting.store(true, Ordering::Release);
+                    m.kick_all();
+                }
+                d.store(true, Ordering::Release);
+            });
+        match (handle, rx.recv()) {
+            (Ok(h), Ok(pthread)) => {
+                lock(&self.threads).push(VcpuThread {
+                    pthread,
+                    done,
+                    handle: Some(h),
+                });
+                tid as i64
+            }
+            _ => -(libc::EAGAIN as i64),
+        }
+    }
+
+    fn kick_all(&self) {
+        for t in lock(&self.threads)
+            .iter()
+            .filter(|t| !t.done.load(Ordering::Acquire))
+        {
+            kick(t.pthread);
+        }
+    }
+
+    /// Waits until every vCPU thread has finished (or `limit` passes), joining them.
+    fn wait_threads(&self, limit: Option<Duration>) {
+        let t0 = Instant::now();
+        loop {
+            let all_done = lock(&self.threads).iter().all(|t| t.done.load(Ordering::Acquire));
+            if all_done
+                || limit.is_some_and(|l| t0.elapsed() > l)
+                || self.exiting.load(Ordering::Acquire) && limit.is_none()
+            {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Ends every vCPU thread and joins them.
+    fn stop_all(&self) {
+        self.exiting.store(true, Ordering::Release);
+        let t0 = Instant::now();
+        while lock(&self.threads)
+            .iter()
+            .any(|t| !t.done.load(Ordering::Acquire))
+            && t0.elapsed() < Duration::from_secs(5)
+        {
+            self.kick_all();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let handles: Vec<_> = lock(&self.threads)
+            .iter_mut()
+            .filter_map(|t| t.handle.take())
+            .collect();
+        for h in handles {
+            let _ = h.join();
+        }
+    }
+
+    fn fault(&self, vcpu: &VcpuFd) -> LwkError {
+        let (regs, sregs) = match (vcpu.get_regs(), vcpu.get_sregs()) {
+            (Ok(r), Ok(s)) => (r, s),
+            (Err(e), _) | (_, Err(e)) => return LwkError::Run(e),
+        };
+        // The reporter pushed [vector, error code] over the CPU's [rip, cs, rflags, rsp, ss].
+        let f = |k: u64| self.mem.read_u64(regs.rsp + 8 * k);
+        let rip = f(2);
+        LwkError::GuestFault(Fault {
+            vector: f(0),
+            error_code: f(1),
+            rip,
+            rsp: f(5),
+            addr: sregs.cr2,
+            symbol: self.symbols.lookup(rip),
+        })
+    }
+}
+
+/// A vCPU exit.
+enum Exit {
+    Doorbell(u64),
+    Fault,
+    Other(String),
+}
+
+/// One KVM_RUN, reduced to what the loop needs (so the borrow of kvm_run ends here).
+fn run_once(fd: &mut VcpuFd) -> Result<Exit, kvm_ioctls::Error> {
+    Ok(match fd.run()? {
+        VcpuExit::MmioWrite(addr, _) if (DOORBELL_BASE..DOORBELL_BASE + 0x20_0000).contains(&addr) => {
+            Exit::Doorbell(addr)
+        }
+        VcpuExit::Hlt => Exit::Fault,
+        VcpuExit::Intr => return Err(kvm_ioctls::Error::new(libc::EINTR)),
+        VcpuExit::Shutdown => Exit::Other("triple fault (shutdown)".into()),
+        VcpuExit::MmioWrite(a, _) | VcpuExit::MmioRead(a, _) => {
+            Exit::Other(format!("access to unmapped memory {a:#x}"))
+        }
+        o => Exit::Other(format!("unexpected exit {o:?}")),
+    })
+}
