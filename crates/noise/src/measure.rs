@@ -50,6 +50,18 @@ pub struct Settings {
     pub duration_ns: f64,
     /// Selfish detour: a gap above `threshold ×` the shortest iteration is a detour.
     pub threshold: f64,
+    /// Work-chain iterations per TSC tick; `None` = calibrate at the start of each run. Set it
+    /// (see [`calibrate_on`]) to give every configuration of a comparison the same work quantum.
+    pub iters_per_tick: Option<f64>,
+}
+
+/// Calibrates the work chain on `cpu` (a pinned helper thread): iterations per tick.
+pub fn calibrate_on(cpu: usize) -> Result<f64, MeasureError> {
+    let h = std::thread::spawn(move || -> Result<f64, MeasureError> {
+        sys::set_affinity(0, &[cpu]).map_err(|source| cpus::CpuError::Pin { cpu, source })?;
+        Ok(work::iters_per_tick())
+    });
+    h.join().unwrap_or(Err(MeasureError::Thread(cpu)))
 }
 
 /// The raw result of one benchmark on one CPU.
@@ -144,7 +156,7 @@ fn detour_floor(min_ns: f64, clock: &Clock) -> f64 {
 }
 
 fn fwq(s: &Settings, clock: &Clock) -> Result<Series, MeasureError> {
-    let ipt = work::iters_per_tick();
+    let ipt = s.iters_per_tick.unwrap_or_else(work::iters_per_tick);
     let iters = ((s.quantum_ns * clock.ticks_per_ns * ipt).round() as u64).max(1);
     let end_ticks = clock.to_ticks(s.duration_ns);
     let mut raw: Vec<(u64, u64)> = Vec::with_capacity((s.duration_ns / s.quantum_ns).min(5e7) as usize + 16);
@@ -179,7 +191,7 @@ fn fwq(s: &Settings, clock: &Clock) -> Result<Series, MeasureError> {
 }
 
 fn ftq(s: &Settings, clock: &Clock) -> Result<Series, MeasureError> {
-    let ipt = work::iters_per_tick();
+    let ipt = s.iters_per_tick.unwrap_or_else(work::iters_per_tick);
     // about 500 units per slot, at least 32 iterations each
     let unit_iters = ((s.quantum_ns * clock.ticks_per_ns * ipt / 500.0).round() as u64).max(32);
     let unit_ns = unit_iters as f64 / ipt / clock.ticks_per_ns;

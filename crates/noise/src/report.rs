@@ -131,3 +131,99 @@ mod tests {
         assert_eq!(csv, "label,cpu,kind,start_ns,value\na;b,0,fwq_ns,0,1.0\n");
     }
 }
+
+/// Repeated runs of one configuration, summarised by medians (this VM is shared and noisy: single
+/// runs swing, medians over interleaved repetitions do not).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Aggregate {
+    pub label: String,
+    pub cpu: usize,
+    pub runs: usize,
+    /// Median over the runs of each run's median sample.
+    pub median: f64,
+    /// Median over the runs of each run's p99.
+    pub p99: f64,
+    pub noise_pct_median: f64,
+    pub noise_pct_min: f64,
+    pub noise_pct_max: f64,
+}
+
+/// Groups reports by (label, cpu) in first-seen order and takes medians over the runs.
+pub fn aggregate(reports: &[Report]) -> Vec<Aggregate> {
+    let mut keys: Vec<(String, usize)> = Vec::new();
+    for r in reports {
+        let k = (r.label.clone(), r.cpu);
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    let med = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        stats::quantile(&v, 0.5)
+    };
+    keys.into_iter()
+        .map(|(label, cpu)| {
+            let rs: Vec<&Report> = reports
+                .iter()
+                .filter(|r| r.label == label && r.cpu == cpu)
+                .collect();
+            let noise: Vec<f64> = rs.iter().map(|r| r.noise_pct).collect();
+            Aggregate {
+                runs: rs.len(),
+                median: med(rs
+                    .iter()
+                    .filter_map(|r| r.summary.as_ref().map(|s| s.median))
+                    .collect()),
+                p99: med(rs
+                    .iter()
+                    .filter_map(|r| r.summary.as_ref().map(|s| s.p99))
+                    .collect()),
+                noise_pct_median: med(noise.clone()),
+                noise_pct_min: noise.iter().copied().fold(f64::INFINITY, f64::min),
+                noise_pct_max: noise.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                label,
+                cpu,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod aggregate_tests {
+    use super::*;
+
+    #[test]
+    fn medians_over_runs() {
+        let mk = |label: &str, noise: f64, median: f64| Report {
+            label: label.into(),
+            kind: Kind::Fwq,
+            cpu: 0,
+            quantum_ns: 1.0,
+            elapsed_ns: 1.0,
+            samples: 1,
+            summary: Summary::of(&[median]),
+            noise_pct: noise,
+            detours: 0,
+            detour_ns_total: 0.0,
+            detour_histogram: Vec::new(),
+            peaks: Vec::new(),
+            fundamental_hz: None,
+            min_iteration_ns: 0.0,
+        };
+        let rs = [
+            mk("a", 1.0, 10.0),
+            mk("b", 50.0, 20.0),
+            mk("a", 3.0, 30.0),
+            mk("a", 2.0, 11.0),
+        ];
+        let ag = aggregate(&rs);
+        assert_eq!(ag.len(), 2);
+        assert_eq!((ag[0].label.as_str(), ag[0].runs), ("a", 3));
+        assert_eq!(
+            (ag[0].noise_pct_median, ag[0].noise_pct_min, ag[0].noise_pct_max),
+            (2.0, 1.0, 3.0)
+        );
+        assert_eq!(ag[0].median, 11.0);
+        assert_eq!(ag[1].noise_pct_median, 50.0);
+    }
+}

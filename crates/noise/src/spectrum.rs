@@ -73,7 +73,7 @@ pub fn power_spectrum(xs: &[f64], dt_s: f64) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// The `k` strongest local maxima of the spectrum, strongest first.
+/// The `k` strongest local maxima of the spectrum, strongest first, at least 5 bins apart.
 pub fn dominant_periods(xs: &[f64], dt_s: f64, k: usize) -> Vec<Peak> {
     let spec = power_spectrum(xs, dt_s);
     let mut peaks: Vec<(f64, f64)> = Vec::new();
@@ -90,7 +90,18 @@ pub fn dominant_periods(xs: &[f64], dt_s: f64, k: usize) -> Vec<Peak> {
         }
     }
     peaks.sort_by(|a, b| b.1.total_cmp(&a.1));
-    peaks.truncate(k);
+    // one broad peak shows as several neighbouring local maxima: keep the strongest of them
+    let bin = spec.first().map(|x| x.0).unwrap_or(0.0);
+    let mut kept: Vec<(f64, f64)> = Vec::new();
+    for p in peaks {
+        if kept.len() == k {
+            break;
+        }
+        if kept.iter().all(|q| (q.0 - p.0).abs() > 4.0 * bin) {
+            kept.push(p);
+        }
+    }
+    let peaks = kept;
     let top = peaks.first().map(|p| p.1).unwrap_or(1.0);
     peaks
         .into_iter()

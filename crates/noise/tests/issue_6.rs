@@ -14,6 +14,7 @@ fn settings(kind: Kind, quantum_ns: f64, duration_ns: f64) -> Settings {
         quantum_ns,
         duration_ns,
         threshold: 10.0,
+        iters_per_tick: None,
     }
 }
 

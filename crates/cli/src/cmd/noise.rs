@@ -4,7 +4,7 @@ use crate::output::{Format, Out, Table};
 use anyhow::Context;
 use multios_noise::clock::Clock;
 use multios_noise::load::{Isolation, LoadSpec};
-use multios_noise::measure::{Kind, Settings};
+use multios_noise::measure::{self, Kind, Settings};
 use multios_noise::report::{self, Report};
 use multios_noise::scale::{self, Collective, Config, Engine};
 use multios_noise::session::{self, Case, Outcome};
@@ -59,6 +59,9 @@ struct MeasureArgs {
     /// Run the comparison suite with this benchmark (the `suite` subcommand does it with FWQ)
     #[arg(long)]
     compare: bool,
+    /// Measure every configuration N times, interleaved, and report medians over the runs
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    repeat: u32,
     /// Time given to the load to start before measuring
     #[arg(long, default_value = "300ms")]
     settle: Duration,
@@ -139,11 +142,12 @@ fn measure(kind: Kind, a: MeasureArgs, out: &Out) -> super::Exit {
     cpus::check_online(&cpus, &online).context("--cpus")?;
     sys::catch_interrupt().context("installing the Ctrl-C handler")?;
     let clock = Clock::calibrate(50);
-    let settings = Settings {
+    let mut settings = Settings {
         kind,
         quantum_ns: a.quantum.nanos(),
         duration_ns: a.duration.nanos(),
         threshold: a.threshold,
+        iters_per_tick: None,
     };
     settings.validate(&clock)?;
     let cases = if a.compare {
@@ -155,6 +159,8 @@ fn measure(kind: Kind, a: MeasureArgs, out: &Out) -> super::Exit {
             [c] => *c,
             _ => anyhow::bail!("--compare/suite measures one CPU: pass a single --cpus"),
         };
+        // one work quantum for every configuration, calibrated before any load runs
+        settings.iters_per_tick = Some(measure::calibrate_on(cpu)?);
         session::compare_cases(&cmd, cpu, &online)?
     } else {
         let load = match &a.with {
@@ -180,19 +186,22 @@ fn measure(kind: Kind, a: MeasureArgs, out: &Out) -> super::Exit {
     };
     let settle = std::time::Duration::from_secs_f64(a.settle.secs());
     let mut outcomes: Vec<Outcome> = Vec::new();
-    for case in &cases {
-        if out.progress {
-            eprintln!("measuring: {}", case.label);
+    for round in 0..a.repeat {
+        for case in &cases {
+            if out.progress {
+                eprintln!("measuring: {} (run {}/{})", case.label, round + 1, a.repeat);
+            }
+            let o = session::run_case(case, &cpus, &settings, &clock, settle)
+                .with_context(|| case.label.clone())?;
+            outcomes.push(o);
         }
-        outcomes.push(
-            session::run_case(case, &cpus, &settings, &clock, settle).with_context(|| case.label.clone())?,
-        );
     }
     let runs: Vec<(String, multios_noise::measure::Series)> = outcomes
         .iter()
         .flat_map(|o| o.series.iter().map(|s| (o.case.label.clone(), s.clone())))
         .collect();
     let reports: Vec<Report> = runs.iter().map(|(l, s)| report::report(l, s)).collect();
+    let aggregates = report::aggregate(&reports);
     let files = match &a.out {
         Some(dir) => write_measure_files(dir, kind, &runs, &reports, &clock)?,
         None => Vec::new(),
@@ -203,10 +212,15 @@ fn measure(kind: Kind, a: MeasureArgs, out: &Out) -> super::Exit {
             "settings": settings,
             "cases": cases,
             "reports": reports,
+            "medians": aggregates,
             "files": files,
         }))?,
         _ => {
-            let t = measure_table(kind, &reports);
+            let t = if a.repeat > 1 {
+                aggregate_table(kind, &aggregates)
+            } else {
+                measure_table(kind, &reports)
+            };
             t.print(out);
             if out.format == Format::Table {
                 if kind == Kind::Ftq {
@@ -220,8 +234,15 @@ fn measure(kind: Kind, a: MeasureArgs, out: &Out) -> super::Exit {
                         println!("{}: spectrum peaks {}", r.label, p.join(", "));
                     }
                 }
+                let def = match kind {
+                    Kind::Fwq => "noise % = Σ(t − t_min)/Σt",
+                    Kind::Ftq => "noise % = Σ(c_max − c)/(n·c_max), c = work units per slot",
+                    Kind::Selfish => {
+                        "samples are gaps > threshold × the shortest iteration; noise % = Σ detours / elapsed"
+                    }
+                };
                 println!(
-                    "timer: {:.3} ticks/ns, resolution {:.1} ns; noise % = Σ(t − t_min)/Σt",
+                    "timer: {:.3} ticks/ns, resolution {:.1} ns; {def}",
                     clock.ticks_per_ns, clock.resolution_ns
                 );
                 for o in &outcomes {
@@ -295,6 +316,35 @@ fn measure_table(kind: Kind, reports: &[Report]) -> Table {
     t
 }
 
+fn aggregate_table(kind: Kind, ag: &[report::Aggregate]) -> Table {
+    let (unit, scale) = if kind == Kind::Ftq {
+        ("units", 1.0)
+    } else {
+        ("µs", 1e-3)
+    };
+    let mut t = Table::new([
+        "config".to_string(),
+        "cpu".to_string(),
+        "runs".to_string(),
+        format!("median {unit}"),
+        format!("p99 {unit}"),
+        "noise % (median)".to_string(),
+        "noise % (min–max)".to_string(),
+    ]);
+    for g in ag {
+        t.row([
+            g.label.clone(),
+            g.cpu.to_string(),
+            g.runs.to_string(),
+            format!("{:.2}", g.median * scale),
+            format!("{:.2}", g.p99 * scale),
+            format!("{:.3}", g.noise_pct_median),
+            format!("{:.2}–{:.2}", g.noise_pct_min, g.noise_pct_max),
+        ]);
+    }
+    t
+}
+
 fn slug(s: &str) -> String {
     let mut o: String = s
         .chars()
@@ -332,18 +382,31 @@ fn write_measure_files(
         "report.json".to_string(),
         serde_json::to_string_pretty(&serde_json::json!({"clock": clock, "reports": reports}))?,
     )?;
+    // with --repeat, run k of a configuration gets "-runk"; the figure shows each one's first run
+    let mut seen: Vec<(String, usize)> = Vec::new();
+    let mut first_runs = Vec::new();
     for (label, s) in runs {
+        let k = seen.iter().filter(|x| x.0 == *label && x.1 == s.cpu).count();
+        seen.push((label.clone(), s.cpu));
+        let suffix = if k > 0 {
+            format!("-run{}", k + 1)
+        } else {
+            String::new()
+        };
         put(
-            format!("{}-cpu{}.trace", slug(label), s.cpu),
+            format!("{}-cpu{}{suffix}.trace", slug(label), s.cpu),
             report::trace_of(s).to_text(),
         )?;
+        if k == 0 {
+            first_runs.push((label.clone(), s.clone()));
+        }
     }
     let name = match kind {
         Kind::Fwq => "fwq",
         Kind::Ftq => "ftq",
         Kind::Selfish => "selfish",
     };
-    let fig = figures::samples_over_time(&format!("{} samples over time", name.to_uppercase()), runs);
+    let fig = figures::samples_over_time(&format!("{} samples over time", name.to_uppercase()), &first_runs);
     let w = multios_plot::write(&fig, &dir.join(name)).context("writing the figure")?;
     files.extend([w.png, w.svg, w.csv].iter().map(|p| p.display().to_string()));
     Ok(files)

@@ -44,11 +44,26 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
     };
     let mut cases = vec![
         ("barrier, per-detour candidates".to_string(), base.clone()),
-        ("barrier, pass over every rank".to_string(), Config { engine: Engine::Direct, ..base.clone() }),
+        (
+            "barrier, pass over every rank".to_string(),
+            Config {
+                engine: Engine::Direct,
+                ..base.clone()
+            },
+        ),
     ];
     if a.allreduce {
-        let c = Collective::Allreduce { latency_ns: 1000.0, overhead_ns: 200.0 };
-        cases.push(("allreduce tree, every rank".to_string(), Config { collective: c, ..base.clone() }));
+        let c = Collective::Allreduce {
+            latency_ns: 1000.0,
+            overhead_ns: 200.0,
+        };
+        cases.push((
+            "allreduce tree, every rank".to_string(),
+            Config {
+                collective: c,
+                ..base.clone()
+            },
+        ));
     }
     let mut rows = Vec::new();
     for (name, cfg) in cases {
@@ -56,10 +71,23 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         let pts = scale::run(&trace, &[a.ranks], &cfg, true, false)?;
         let secs = t0.elapsed().as_secs_f64();
         let slowdown = pts.first().and_then(|p| p.uncoordinated).unwrap_or(f64::NAN);
-        rows.push(Row { name, secs, slowdown, rank_steps: a.ranks as f64 * a.steps as f64 });
+        rows.push(Row {
+            name,
+            secs,
+            slowdown,
+            rank_steps: a.ranks as f64 * a.steps as f64,
+        });
     }
     let direct = rows.get(1).map(|r| r.secs).unwrap_or(f64::NAN);
-    let mut t = Table::new(["engine", "ranks × steps", "seconds", "rank-steps/s", "vs every-rank pass", "slowdown ×", "< 60 s"]);
+    let mut t = Table::new([
+        "engine",
+        "ranks × steps",
+        "seconds",
+        "rank-steps/s",
+        "vs every-rank pass",
+        "slowdown ×",
+        "< 60 s",
+    ]);
     for r in &rows {
         t.row([
             r.name.clone(),
@@ -76,7 +104,8 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         _ => {
             t.print(out);
             if out.format == Format::Table {
-                let same = rows.len() >= 2 && (rows[0].slowdown - rows[1].slowdown).abs() < 1e-9 * rows[1].slowdown;
+                let same =
+                    rows.len() >= 2 && (rows[0].slowdown - rows[1].slowdown).abs() < 1e-9 * rows[1].slowdown;
                 println!(
                     "{} noise, {} of work per step; both barrier engines {} (same slowdown)",
                     a.signature,
