@@ -92,10 +92,11 @@ pub fn passthrough(
         control: control.clone(),
         argv: argv.to_vec(),
         allow_below_floor: true,
+        wait: Default::default(),
     };
     let (mut nat, mut emu) = (Vec::new(), Vec::new());
     for _ in 0..runs {
-        let (e, t) = crate::run_native(argv, compute)?;
+        let (e, t) = crate::run_native(argv, compute, &cfg.wait)?;
         check_exit(workload, "natively", e)?;
         nat.push(t);
         let r = crate::run(&cfg)?;

@@ -142,7 +142,7 @@ pub fn run(
             dir.join("scratch").display().to_string(),
         ];
         let exit = match m {
-            None => crate::run_native(&argv, compute)?.0,
+            None => crate::run_native(&argv, compute, &Default::default())?.0,
             Some(mech) => {
                 let cfg = Config {
                     mechanism: mech,
@@ -152,6 +152,7 @@ pub fn run(
                     control: control.clone(),
                     argv,
                     allow_below_floor: true,
+                    wait: Default::default(),
                 };
                 crate::run(&cfg)?.exit
             }

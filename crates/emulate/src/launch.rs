@@ -50,7 +50,12 @@ pub fn is_static(p: &Path) -> bool {
 }
 
 /// Runs `argv` natively, pinned to `compute`; returns how it ended and its wall time.
-pub fn run_native(argv: &[String], compute: &crate::CpuSet) -> Result<(crate::Exit, f64), EmulateError> {
+pub fn run_native(
+    argv: &[String],
+    compute: &crate::CpuSet,
+    wait: &crate::Wait,
+) -> Result<(crate::Exit, f64), EmulateError> {
+    let rt = wait.app_realtime;
     use std::os::unix::process::{CommandExt, ExitStatusExt};
     let first = argv.first().ok_or(EmulateError::NoCommand)?;
     let path = resolve(first)?;
@@ -62,6 +67,9 @@ pub fn run_native(argv: &[String], compute: &crate::CpuSet) -> Result<(crate::Ex
         cmd.pre_exec(move || {
             if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mask) != 0 {
                 return Err(std::io::Error::last_os_error());
+            }
+            if rt {
+                crate::sys::set_fifo(crate::proxy::APP_PRIO);
             }
             Ok(())
         });

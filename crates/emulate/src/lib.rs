@@ -29,6 +29,7 @@ pub use cpus::CpuSet;
 pub use delegation::Delegation;
 pub use error::EmulateError;
 pub use launch::run_native;
+pub use proxy::Wait;
 pub use report::{Counts, Exit, Report, Summary};
 
 use std::sync::Arc;
@@ -63,7 +64,7 @@ impl Mechanism {
     pub fn floor_secs(self) -> f64 {
         match self {
             Mechanism::Shm => 150e-9,
-            Mechanism::Proxy => 5e-6,
+            Mechanism::Proxy => 10e-6,
             Mechanism::Migrate => 15e-6,
         }
     }
@@ -101,6 +102,8 @@ pub struct Config {
     pub argv: Vec<String>,
     /// Accept an f_c below the mechanism's floor (the delivered cost is then the floor).
     pub allow_below_floor: bool,
+    /// How the proxy's supervisor and the waiting program wait.
+    pub wait: Wait,
 }
 
 impl Config {
@@ -150,6 +153,7 @@ pub fn run(cfg: &Config) -> Result<Report, EmulateError> {
                 samplers,
                 &cfg.compute,
                 &cfg.control,
+                cfg.wait,
             )?;
             (o.exit, o.wall_secs, o.served.counts, None, o.served.delivered)
         }

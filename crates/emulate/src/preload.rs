@@ -121,11 +121,15 @@ pub fn run(path: &Path, cfg: &Config, d: &Delegation, cal: Calibration) -> Resul
         .env("LD_PRELOAD", preload)
         .env("MULTIOS_EMU_CONFIG", &cfg_file);
     let mask = cfg.compute.to_libc();
+    let rt = cfg.wait.app_realtime;
     // SAFETY: the closure only calls sched_setaffinity (async-signal-safe) on a mask built before fork.
     unsafe {
         cmd.pre_exec(move || {
             if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mask) != 0 {
                 return Err(std::io::Error::last_os_error());
+            }
+            if rt {
+                crate::sys::set_fifo(crate::proxy::APP_PRIO);
             }
             Ok(())
         });

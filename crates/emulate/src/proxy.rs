@@ -34,6 +34,7 @@ struct Prepared {
     _env: Vec<CString>,
     prog: Vec<libc::sock_filter>,
     compute: libc::cpu_set_t,
+    app_realtime: bool,
 }
 
 fn prepare(
@@ -41,6 +42,7 @@ fn prepare(
     argv: &[String],
     d: &Delegation,
     compute: &CpuSet,
+    app_realtime: bool,
 ) -> Result<Prepared, EmulateError> {
     let cstr = |s: &str| CString::new(s).map_err(|_| EmulateError::Nul(s.to_string()));
     let argv: Vec<CString> = argv.iter().map(|a| cstr(a)).collect::<Result<_, _>>()?;
@@ -65,6 +67,7 @@ fn prepare(
         _env: env,
         prog,
         compute: compute.to_libc(),
+        app_realtime,
     })
 }
 
@@ -76,6 +79,9 @@ fn child(p: &Prepared, sock: RawFd, err_w: RawFd) -> ! {
             err_w,
             std::io::Error::last_os_error().raw_os_error().unwrap_or(0) | 0x1_0000,
         );
+    }
+    if p.app_realtime {
+        sys::set_fifo(APP_PRIO);
     }
     let fd = match sys::install_listener(&p.prog) {
         Ok(fd) => fd,
@@ -140,8 +146,9 @@ pub fn run(
     samplers: Arc<Vec<Sampler>>,
     compute: &CpuSet,
     control: &CpuSet,
+    wait: Wait,
 ) -> Result<Outcome, EmulateError> {
-    let p = prepare(path, argv, d, compute)?;
+    let p = prepare(path, argv, d, compute, wait.app_realtime)?;
     let cmd = argv.first().cloned().unwrap_or_default();
     let (sock_parent, sock_child) = socketpair()?;
     let (err_r, err_w) = pipe()?;
@@ -174,12 +181,14 @@ pub fn run(
         }
     };
     let listener = Arc::new(listener);
-    let busy = d.count() > 0;
+    let busy = d.count() > 0 && wait.busy_supervisor;
+    let rt = wait.realtime;
+    let awake = (d.count() > 0 && wait.idle_spinner).then(|| IdleSpinner::start(compute));
     let mut handles = Vec::new();
     for (i, cpu) in control.0.iter().enumerate() {
         let (l, s, cpu) = (listener.clone(), samplers.clone(), *cpu);
         handles.push(std::thread::spawn(move || {
-            supervise(l.as_raw_fd(), &s, cpu, i as u64, busy)
+            supervise(l.as_raw_fd(), &s, cpu, i as u64, busy, rt)
         }));
     }
     let status = sys::wait_child(pid).map_err(|e| EmulateError::Io {
@@ -187,6 +196,7 @@ pub fn run(
         cause: e,
     })?;
     let wall_secs = t0.elapsed().as_secs_f64();
+    drop(awake);
     let mut served = Served {
         counts: vec![0; multios_syscalls::MAX_NR],
         delivered: Vec::new(),
@@ -217,6 +227,77 @@ fn read_child_error(err_r: &OwnedFd, cmd: &str) -> Option<EmulateError> {
     (n == 4).then(|| child_error(i32::from_ne_bytes(b), cmd))
 }
 
+/// How the two sides wait (see docs/EMULATOR.md, "Waiting").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Wait {
+    /// The supervisor busy-polls the listener (else it sleeps in poll until a call arrives).
+    pub busy_supervisor: bool,
+    /// A SCHED_IDLE thread spins on the compute CPUs, so a CPU whose program waits for a delegated
+    /// call never halts (on a VM, waking a halted vCPU costs tens to hundreds of µs).
+    pub idle_spinner: bool,
+    /// The supervisors run SCHED_FIFO (root only; silently normal priority otherwise), so other
+    /// processes on the control CPU do not delay delegated calls.
+    pub realtime: bool,
+    /// The program itself runs SCHED_FIFO (below the supervisors), so that on a shared machine
+    /// other processes on the compute CPU do not delay it when a delegated call returns. Applied
+    /// to native comparison runs too. Off by default: it changes the program's scheduling class.
+    pub app_realtime: bool,
+}
+
+/// The default, chosen by `multios fc` and the synthetic benchmark on the reference VM: a busy
+/// supervisor steals cycles from the compute vCPU (the two vCPUs share host resources), so it sleeps;
+/// SCHED_FIFO wakes it ahead of other processes on the control CPU; the idle spinner avoids vCPU halts.
+impl Default for Wait {
+    fn default() -> Self {
+        Wait {
+            busy_supervisor: false,
+            idle_spinner: true,
+            realtime: true,
+            app_realtime: false,
+        }
+    }
+}
+
+/// SCHED_FIFO priority of the program with `app_realtime` (the supervisors use 50).
+pub const APP_PRIO: i32 = 40;
+
+/// SCHED_IDLE spinners on the compute CPUs, stopped on drop.
+struct IdleSpinner {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl IdleSpinner {
+    fn start(cpus: &CpuSet) -> IdleSpinner {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let threads = cpus
+            .0
+            .iter()
+            .map(|&cpu| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    if pin_current_thread(&CpuSet([cpu].into())).is_err() || !sys::set_sched_idle() {
+                        return;
+                    }
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                })
+            })
+            .collect();
+        IdleSpinner { stop, threads }
+    }
+}
+
+impl Drop for IdleSpinner {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            t.join().ok();
+        }
+    }
+}
+
 /// One supervisor: pinned on `cpu`, busy-polls the listener until every filtered task is gone.
 /// With `busy` the supervisor spins on the listener (the low-latency stand-in for a dedicated Linux
 /// core); without it (nothing is delegated) it sleeps in poll and costs the program nothing.
@@ -226,11 +307,15 @@ fn supervise(
     cpu: usize,
     seed: u64,
     busy: bool,
+    realtime: bool,
 ) -> Result<Served, EmulateError> {
     pin_current_thread(&CpuSet([cpu].into())).map_err(|e| EmulateError::Io {
         what: format!("pinning a supervisor to CPU {cpu}"),
         cause: e,
     })?;
+    if realtime {
+        sys::set_fifo(50);
+    }
     let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15 ^ (seed + 1).wrapping_mul(0x1234_5678_9abc_def1));
     let mut s = Served {
         counts: vec![0; multios_syscalls::MAX_NR],

@@ -230,3 +230,17 @@ pub fn wait_child(pid: libc::pid_t) -> io::Result<libc::c_int> {
         }
     }
 }
+
+/// Puts the calling thread in the SCHED_IDLE class; false if refused.
+pub fn set_sched_idle() -> bool {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `param` is a valid sched_param; pid 0 is the calling thread.
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) == 0 }
+}
+
+/// Puts the calling thread in SCHED_FIFO at `prio`; false if refused (not root).
+pub fn set_fifo(prio: i32) -> bool {
+    let param = libc::sched_param { sched_priority: prio };
+    // SAFETY: `param` is a valid sched_param; pid 0 is the calling thread.
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) == 0 }
+}

@@ -98,6 +98,7 @@ pub fn run_synth(
     fc: f64,
     compute: &CpuSet,
     control: &CpuSet,
+    wait: crate::Wait,
     dir: &Path,
 ) -> Result<SynthRun, EmulateError> {
     let io = |what: String| move |cause| EmulateError::Io { what, cause };
@@ -115,7 +116,7 @@ pub fn run_synth(
         mixf.display().to_string(),
     ];
     let exit = match mech {
-        None => crate::run_native(&argv, compute)?.0,
+        None => crate::run_native(&argv, compute, &wait)?.0,
         Some(m) => {
             let cfg = Config {
                 mechanism: m,
@@ -125,6 +126,7 @@ pub fn run_synth(
                 control: control.clone(),
                 argv,
                 allow_below_floor: true,
+                wait,
             };
             crate::run(&cfg)?.exit
         }

@@ -38,6 +38,20 @@ pub struct Args {
     /// Accept an f_c below the mechanism's floor (the delivered cost is then the mechanism's own)
     #[arg(long)]
     pub allow_below_floor: bool,
+    /// proxy: the supervisor busy-polls instead of sleeping until a call arrives (lower floor, but
+    /// on a VM it slows the compute CPU)
+    #[arg(long)]
+    pub busy_supervisor: bool,
+    /// proxy: no SCHED_IDLE spinner keeping the compute CPU from halting while it waits
+    #[arg(long)]
+    pub no_idle_spin: bool,
+    /// proxy: supervisors at normal priority instead of SCHED_FIFO
+    #[arg(long)]
+    pub no_realtime: bool,
+    /// Run the program itself SCHED_FIFO (also the --compare native run), so other processes on
+    /// the compute CPU do not delay it
+    #[arg(long)]
+    pub realtime_app: bool,
     /// Write the report (table, --json or --csv) to FILE instead of stderr (table) / stdout (JSON, CSV)
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
@@ -102,6 +116,12 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
         control,
         argv: args.command.clone(),
         allow_below_floor: args.allow_below_floor,
+        wait: multios_emulate::Wait {
+            busy_supervisor: args.busy_supervisor,
+            idle_spinner: !args.no_idle_spin,
+            realtime: !args.no_realtime,
+            app_realtime: args.realtime_app,
+        },
     };
     for w in cfg.check()? {
         eprintln!("warning: {w}");
@@ -113,7 +133,7 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
         }
     }
     let compare = if args.compare {
-        let (exit, secs) = multios_emulate::run_native(&cfg.argv, &cfg.compute)?;
+        let (exit, secs) = multios_emulate::run_native(&cfg.argv, &cfg.compute, &cfg.wait)?;
         if exit != report.exit {
             eprintln!(
                 "warning: the native run ended with {exit}, the emulated one with {}",

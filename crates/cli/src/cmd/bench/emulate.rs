@@ -26,38 +26,83 @@ struct Json {
 pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
     let (compute, control) = crate::cmd::emulate::cpus(None, None)?;
     let mechs: Vec<Mechanism> = Mechanism::ALL.into_iter().filter(|m| m.available()).collect();
-    let spin = bench::spin_accuracy(&[0.5e-6, 1e-6, 2e-6, 5e-6, 10e-6, 100e-6, 1e-3, 10e-3], compute.first())?;
+    let spin = bench::spin_accuracy(
+        &[0.5e-6, 1e-6, 2e-6, 5e-6, 10e-6, 100e-6, 1e-3, 10e-3],
+        compute.first(),
+    )?;
     let fcr = fc::run(&mechs, 1000, &compute, &control)?;
 
     let dir = std::env::temp_dir().join(format!("multios-bench-emulate-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let input = dir.join("input");
-    let data: Vec<u8> = (0..args.bzip2_mib * (1 << 20)).map(|i| ((i as u32).wrapping_mul(2654435761) >> 27) as u8).collect();
+    let data: Vec<u8> = (0..args.bzip2_mib * (1 << 20))
+        .map(|i| ((i as u32).wrapping_mul(2654435761) >> 27) as u8)
+        .collect();
     std::fs::write(&input, data)?;
-    let bzip2 = vec!["bzip2".to_string(), "-kf".to_string(), input.display().to_string()];
-    let dd = ["dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=1000000", "status=none"].map(String::from).to_vec();
+    let bzip2 = vec![
+        "bzip2".to_string(),
+        "-kf".to_string(),
+        input.display().to_string(),
+    ];
+    let dd = [
+        "dd",
+        "if=/dev/zero",
+        "of=/dev/null",
+        "bs=1",
+        "count=1000000",
+        "status=none",
+    ]
+    .map(String::from)
+    .to_vec();
     let mut pass = Vec::new();
     for m in &mechs {
-        pass.push(bench::passthrough(&format!("bzip2 {} MiB", args.bzip2_mib), &bzip2, *m, &compute, &control, args.runs)?);
-        pass.push(bench::passthrough("dd bs=1 (2 M syscalls)", &dd, *m, &compute, &control, args.runs)?);
+        pass.push(bench::passthrough(
+            &format!("bzip2 {} MiB", args.bzip2_mib),
+            &bzip2,
+            *m,
+            &compute,
+            &control,
+            args.runs,
+        )?);
+        pass.push(bench::passthrough(
+            "dd bs=1 (2 M syscalls)",
+            &dd,
+            *m,
+            &compute,
+            &control,
+            args.runs,
+        )?);
     }
     std::fs::remove_dir_all(&dir).ok();
 
     if out.format == Format::Json {
-        out.json(&Json { spin, fc: fcr, passthrough: pass })?;
+        out.json(&Json {
+            spin,
+            fc: fcr,
+            passthrough: pass,
+        })?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut t = Table::new(["check", "measured", "target", "met"]);
     for s in &spin {
         t.row([
             format!("delivered f_c at {}", format_secs(s.requested)),
-            format!("median {} (error {:.2} %)", format_secs(s.delivered.median), s.error_pct),
+            format!(
+                "median {} (error {:.2} %)",
+                format_secs(s.delivered.median),
+                s.error_pct
+            ),
             "within 2 % or 50 ns".into(),
             yes(s.ok),
         ]);
     }
     let cl = fcr.cacheline.median;
-    t.row(["cache-line round trip (same run)".to_string(), format!("median {}", format_secs(cl)), "reference".into(), String::new()]);
+    t.row([
+        "cache-line round trip (same run)".to_string(),
+        format!("median {}", format_secs(cl)),
+        "reference".into(),
+        String::new(),
+    ]);
     for m in &mechs {
         if let (Some(x), Some(n)) = (fcr.get("raw_getppid", m.name()), fcr.get("raw_getppid", "native")) {
             let rt = x.median - n.median;
@@ -69,7 +114,12 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
             ]);
         }
     }
-    t.row(["shm forwarding round trip", "not built", "≤ 350 ns and ≤ 3× cache line", "no"]);
+    t.row([
+        "shm forwarding round trip",
+        "not built",
+        "≤ 350 ns and ≤ 3× cache line",
+        "no",
+    ]);
     for o in &pass {
         let target = if o.workload.starts_with("bzip2") { 0.5 } else { 5.0 };
         t.row([
