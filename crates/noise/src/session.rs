@@ -44,21 +44,34 @@ pub fn run_case(
     clock: &Clock,
     settle: Duration,
 ) -> Result<Outcome, SessionError> {
+    with_load(case, settle, |cpuset_cpus| {
+        let series = measure::run_on(cpus, s, clock)?;
+        Ok(Outcome {
+            case: case.clone(),
+            series,
+            cpuset_cpus,
+        })
+    })
+}
+
+/// Runs `f` while the case's load runs (`f` gets the load's effective cpuset, if any); the load is
+/// stopped and its cgroup removed whatever `f` returns.
+pub fn with_load<T, E: From<LoadError>>(
+    case: &Case,
+    settle: Duration,
+    f: impl FnOnce(Option<String>) -> Result<T, E>,
+) -> Result<T, E> {
     let load = case
         .load
         .as_ref()
         .map(|spec| Load::start(spec, settle))
         .transpose()?;
     let cpuset_cpus = load.as_ref().and_then(Load::cpuset_cpus);
-    let series = measure::run_on(cpus, s, clock);
+    let result = f(cpuset_cpus);
     if let Some(l) = load {
         l.stop()?;
     }
-    Ok(Outcome {
-        case: case.clone(),
-        series: series?,
-        cpuset_cpus,
-    })
+    result
 }
 
 /// The comparison of issue #6 for the measured CPU `cpu`: idle; the load placed by the scheduler;

@@ -215,3 +215,20 @@ fn issue_6_a_load_that_fails_at_once_is_reported() {
     let msg = e.to_string();
     assert!(msg.contains("exited") && msg.contains("broken"), "{msg}");
 }
+
+#[test]
+fn issue_6_fwq_guest_program_builds_and_runs_natively() {
+    let clock = Clock::calibrate(20);
+    let dir = std::env::temp_dir().join(format!("multios-noise-test-{}", std::process::id()));
+    let exe = multios_noise::guest::build(&dir).expect("gcc -static builds guest/fwq.c");
+    let out = dir.join("fwq.out");
+    let args = multios_noise::guest::args(200_000.0, 100e6, &clock, &out);
+    let s = multios_noise::guest::run_native(&exe, 0, &args, &clock, 200_000.0).expect("runs on CPU 0");
+    assert_eq!(s.samples.len(), 500);
+    let min = s.samples.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
+    assert!(
+        min > 200_000.0 / 3.0 && min < 600_000.0,
+        "fastest quantum {min} ns for a 200 µs target"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -132,9 +132,9 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
 }
 
 fn measure(kind: Kind, a: MeasureArgs, out: &Out) -> super::Exit {
-    if a.lwk {
+    if a.lwk && kind != Kind::Fwq {
         anyhow::bail!(
-            "--lwk: the LWK crate does not expose a way to run a guest program yet (issue #5); run without --lwk"
+            "--lwk runs FWQ only (the guest program is guest/fwq.c): use 'multios noise fwq --lwk'"
         );
     }
     let cpus = cpus::parse_list(&a.cpus).context("--cpus")?;
@@ -185,15 +185,29 @@ fn measure(kind: Kind, a: MeasureArgs, out: &Out) -> super::Exit {
         vec![Case { label, load }]
     };
     let settle = std::time::Duration::from_secs_f64(a.settle.secs());
+    let lwk = if a.lwk {
+        Some(LwkGuest::prepare(&cpus, &online)?)
+    } else {
+        None
+    };
     let mut outcomes: Vec<Outcome> = Vec::new();
     for round in 0..a.repeat {
         for case in &cases {
             if out.progress {
                 eprintln!("measuring: {} (run {}/{})", case.label, round + 1, a.repeat);
             }
-            let o = session::run_case(case, &cpus, &settings, &clock, settle)
-                .with_context(|| case.label.clone())?;
-            outcomes.push(o);
+            match &lwk {
+                Some(g) => {
+                    let two =
+                        session::with_load(case, settle, |cpuset| g.run(case, &settings, &clock, cpuset));
+                    outcomes.extend(two.with_context(|| case.label.clone())?);
+                }
+                None => {
+                    let o = session::run_case(case, &cpus, &settings, &clock, settle)
+                        .with_context(|| case.label.clone())?;
+                    outcomes.push(o);
+                }
+            }
         }
     }
     let runs: Vec<(String, multios_noise::measure::Series)> = outcomes
@@ -245,9 +259,14 @@ fn measure(kind: Kind, a: MeasureArgs, out: &Out) -> super::Exit {
                     "timer: {:.3} ticks/ns, resolution {:.1} ns; {def}",
                     clock.ticks_per_ns, clock.resolution_ns
                 );
+                let mut shown = Vec::new();
                 for o in &outcomes {
                     if let Some(c) = &o.cpuset_cpus {
-                        println!("{}: cpuset effective CPUs {c}", o.case.label);
+                        let line = format!("{}: cpuset effective CPUs {c}", o.case.label);
+                        if !shown.contains(&line) {
+                            println!("{line}");
+                            shown.push(line);
+                        }
                     }
                 }
                 for f in &files {
@@ -257,6 +276,83 @@ fn measure(kind: Kind, a: MeasureArgs, out: &Out) -> super::Exit {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The FWQ guest program, run natively and in the LWK on the measured CPU.
+struct LwkGuest {
+    dir: PathBuf,
+    exe: PathBuf,
+    cpu: usize,
+    proxy_cpu: Option<usize>,
+}
+
+impl LwkGuest {
+    fn prepare(cpus: &[usize], online: &[usize]) -> anyhow::Result<LwkGuest> {
+        let cpu = match cpus {
+            [c] => *c,
+            _ => anyhow::bail!("--lwk measures one CPU: pass a single --cpus"),
+        };
+        multios_lwk::check_kvm().context("--lwk needs KVM")?;
+        let dir = std::env::temp_dir().join(format!("multios-noise-lwk-{}", std::process::id()));
+        let exe = multios_noise::guest::build(&dir)?;
+        let proxy_cpu = cpus::others(&[cpu], online).ok().and_then(|o| o.first().copied());
+        Ok(LwkGuest {
+            dir,
+            exe,
+            cpu,
+            proxy_cpu,
+        })
+    }
+
+    /// The same program on Linux (pinned to the CPU) and as an LWK guest (its vCPU on the CPU).
+    fn run(
+        &self,
+        case: &Case,
+        s: &Settings,
+        clock: &Clock,
+        cpuset: Option<String>,
+    ) -> anyhow::Result<Vec<Outcome>> {
+        use multios_noise::guest;
+        let out_file = self.dir.join("fwq.out");
+        let args = guest::args(s.quantum_ns, s.duration_ns, clock, &out_file);
+        let native = guest::run_native(&self.exe, self.cpu, &args, clock, s.quantum_ns)?;
+        let exe = self.exe.display().to_string();
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut cfg = multios_lwk::Config::new(&exe, &argv);
+        cfg.backend = multios_lwk::Backend::Ring {
+            proxy_cpu: self.proxy_cpu,
+            vcpu_cpu: Some(self.cpu),
+        };
+        cfg.quiet = true;
+        let o = multios_lwk::run(&cfg).map_err(|e| anyhow::anyhow!("FWQ in the LWK: {e}"))?;
+        if o.code() != 0 {
+            anyhow::bail!("FWQ in the LWK exited with {} ({})", o.code(), o.notes.join("; "));
+        }
+        let in_lwk = guest::read_output(&out_file, clock, s.quantum_ns, self.cpu)?;
+        let _ = std::fs::remove_file(&out_file);
+        let label = |what: &str| Case {
+            label: format!("{} · {what}", case.label),
+            load: case.load.clone(),
+        };
+        Ok(vec![
+            Outcome {
+                case: label("Linux"),
+                series: vec![native],
+                cpuset_cpus: cpuset.clone(),
+            },
+            Outcome {
+                case: label("LWK"),
+                series: vec![in_lwk],
+                cpuset_cpus: cpuset,
+            },
+        ])
+    }
+}
+
+impl Drop for LwkGuest {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 fn isolate_name(l: &LoadSpec) -> String {
