@@ -39,6 +39,8 @@ pub struct BenchConfig {
     pub reps: usize,
     /// Scratch directory for the generated data and the tracers' outputs.
     pub dir: PathBuf,
+    /// Only workload 'a' or 'b'.
+    pub only: Option<char>,
 }
 
 impl BenchConfig {
@@ -50,6 +52,7 @@ impl BenchConfig {
             bzip2_mb: 50,
             reps: 5,
             dir,
+            only: None,
         }
     }
 
@@ -61,6 +64,7 @@ impl BenchConfig {
             bzip2_mb: 5,
             reps: 3,
             dir,
+            only: None,
         }
     }
 }
@@ -74,6 +78,10 @@ pub struct Row {
     pub untraced_s: f64,
     pub traced_s: f64,
     pub ratio: f64,
+    /// Medians of the CPU time (user + system, tracer included) of the runs, seconds: less
+    /// sensitive than wall time to other load on a shared machine.
+    pub untraced_cpu_s: f64,
+    pub traced_cpu_s: f64,
     /// (traced − untraced) / calls, for the syscall-heavy workload; for multios the slope between the
     /// two sizes of workload (a), which leaves out its fixed start-up cost.
     pub added_ns_per_call: Option<f64>,
@@ -148,9 +156,10 @@ fn package_of(program: &str) -> &str {
     }
 }
 
-/// Runs `argv` with all output discarded; returns the wall time in seconds.
-fn time(argv: &[String]) -> Result<f64, BenchError> {
+/// Runs `argv` with all output discarded; returns wall and CPU time (its whole tree) in seconds.
+fn time(argv: &[String]) -> Result<(f64, f64), BenchError> {
     let cmd = argv.join(" ");
+    let cpu0 = crate::sys::children_cpu_s();
     let t = Instant::now();
     let status = Command::new(&argv[0])
         .args(&argv[1..])
@@ -164,10 +173,11 @@ fn time(argv: &[String]) -> Result<f64, BenchError> {
             source,
         })?;
     let s = t.elapsed().as_secs_f64();
+    let cpu = crate::sys::children_cpu_s() - cpu0;
     if !status.success() {
         return Err(BenchError::Failed { cmd, status });
     }
-    Ok(s)
+    Ok((s, cpu))
 }
 
 /// A deterministic, moderately compressible text file of `mb` MB.
@@ -211,6 +221,7 @@ fn case(
     progress: &mut dyn FnMut(&str),
 ) -> Result<Vec<Row>, BenchError> {
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); tools.len() + 1];
+    let mut cpus: Vec<Vec<f64>> = vec![Vec::new(); tools.len() + 1];
     let all: Vec<Tool> = std::iter::once(Tool::Untraced)
         .chain(tools.iter().copied())
         .collect();
@@ -222,10 +233,13 @@ fn case(
                 rep + 1,
                 cfg.reps
             ));
-            times[i].push(time(&wrap(*tool, cfg, target))?);
+            let (wall, cpu) = time(&wrap(*tool, cfg, target))?;
+            times[i].push(wall);
+            cpus[i].push(cpu);
         }
     }
     let untraced = median(times[0].clone());
+    let untraced_cpu = median(cpus[0].clone());
     Ok(tools
         .iter()
         .enumerate()
@@ -238,6 +252,8 @@ fn case(
                 untraced_s: untraced,
                 traced_s: traced,
                 ratio: if untraced > 0.0 { traced / untraced } else { 0.0 },
+                untraced_cpu_s: untraced_cpu,
+                traced_cpu_s: median(cpus[i + 1].clone()),
                 added_ns_per_call: per_call.then(|| (traced - untraced) / calls as f64 * 1e9),
                 startup_s: None,
                 command: wrap(*tool, cfg, target).join(" "),
@@ -283,6 +299,16 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn FnMut(&str)) -> Result<Vec<Row>
         source,
     })?;
     let mut rows = Vec::new();
+    if cfg.only != Some('b') {
+        run_a(cfg, &mut rows, progress)?;
+    }
+    if cfg.only != Some('a') {
+        run_b(cfg, &mut rows, progress)?;
+    }
+    Ok(rows)
+}
+
+fn run_a(cfg: &BenchConfig, rows: &mut Vec<Row>, progress: &mut dyn FnMut(&str)) -> Result<(), BenchError> {
     let a = format!("(a) dd bs=1, {} calls", cfg.calls);
     rows.extend(case(
         cfg,
@@ -303,7 +329,11 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn FnMut(&str)) -> Result<Vec<Row>
         true,
         progress,
     )?);
-    fit_multios_slope(&mut rows, cfg.calls, cfg.reference_calls);
+    fit_multios_slope(rows, cfg.calls, cfg.reference_calls);
+    Ok(())
+}
+
+fn run_b(cfg: &BenchConfig, rows: &mut Vec<Row>, progress: &mut dyn FnMut(&str)) -> Result<(), BenchError> {
     let data = cfg.dir.join("bench-data.txt");
     progress(&format!("generating {} MB of data", cfg.bzip2_mb));
     make_data(&data, cfg.bzip2_mb)?;
@@ -325,5 +355,5 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn FnMut(&str)) -> Result<Vec<Row>
     );
     let _ = std::fs::remove_file(&data);
     rows.extend(r?);
-    Ok(rows)
+    Ok(())
 }

@@ -172,3 +172,13 @@ pub fn kill_and_reap(pid: u32) {
         libc::waitpid(pid as libc::pid_t, std::ptr::null_mut(), libc::__WALL);
     }
 }
+
+/// User + system CPU seconds of all waited-for children so far (getrusage RUSAGE_CHILDREN).
+pub fn children_cpu_s() -> f64 {
+    // SAFETY: rusage is plain data; getrusage fills the valid struct given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: see above.
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}

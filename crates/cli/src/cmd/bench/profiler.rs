@@ -18,6 +18,9 @@ pub struct Args {
     /// Size of the bzip2 -9 input of workload (b), MB [default: 50]
     #[arg(long)]
     mb: Option<usize>,
+    /// Run only workload a (syscall-heavy) or b (compute-heavy)
+    #[arg(long, value_parser = ["a", "b"])]
+    only: Option<String>,
 }
 
 pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
@@ -38,6 +41,7 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
     if let Some(m) = args.mb {
         cfg.bzip2_mb = m.max(1);
     }
+    cfg.only = args.only.as_deref().and_then(|o| o.chars().next());
     let show = out.format == Format::Table;
     let rows = bench::run(&cfg, &mut |what: &str| {
         if show {
