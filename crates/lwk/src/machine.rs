@@ -123,7 +123,7 @@ pub fn drive(
                 kernel.clone(),
                 m.nslots.clone(),
                 proxy_cpu,
-                Duration::from_millis(5),
+                Duration::from_millis(1),
             ))
         }
         Backend::Exit => None,

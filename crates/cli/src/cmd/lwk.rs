@@ -39,7 +39,12 @@ struct RunArgs {
     #[arg(long, short)]
     verbose: bool,
     /// The program and its arguments
-    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "PROG ARGS")]
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "PROG ARGS"
+    )]
     command: Vec<String>,
 }
 
@@ -62,7 +67,10 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
 
 fn run_program(a: RunArgs, out: &Out) -> super::Exit {
     multios_lwk::check_kvm()?;
-    let (prog, rest) = a.command.split_first().ok_or_else(|| anyhow::anyhow!("missing PROG"))?;
+    let (prog, rest) = a
+        .command
+        .split_first()
+        .ok_or_else(|| anyhow::anyhow!("missing PROG"))?;
     let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
     let mut cfg = Config::new(prog, &rest);
     cfg.mem_size = a.mem_mib << 20;
@@ -70,7 +78,8 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
         cfg.backend = Backend::Exit;
     }
     if let Some(f) = &a.local {
-        let text = std::fs::read_to_string(f).map_err(|e| anyhow::anyhow!("reading --local {}: {e}", f.display()))?;
+        let text = std::fs::read_to_string(f)
+            .map_err(|e| anyhow::anyhow!("reading --local {}: {e}", f.display()))?;
         let names = multios_syscalls::parse_list(&f.display().to_string(), &text)?;
         cfg.policy = Policy::from_names(&f.display().to_string(), names);
     }
@@ -81,8 +90,14 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
         p.wall_time_s = o.wall.as_secs_f64();
         p.compute_time_s = (p.wall_time_s - p.syscall_time_s()).max(0.0);
         p.exit = Some(match o.status {
-            ExitStatus::Code(c) => multios_profile::Exit { code: Some(c), signal: None },
-            ExitStatus::Signal(s) => multios_profile::Exit { code: None, signal: Some(s) },
+            ExitStatus::Code(c) => multios_profile::Exit {
+                code: Some(c),
+                signal: None,
+            },
+            ExitStatus::Signal(s) => multios_profile::Exit {
+                code: None,
+                signal: Some(s),
+            },
         });
         p.collection.notes.push(format!(
             "LWK run, policy {}; g(s) is the VMM's service time per call (the ring round trip, ≈ 1-2 µs, is \
@@ -116,7 +131,11 @@ fn run_fc(a: FcArgs, out: &Out) -> super::Exit {
     let mut rows = Vec::new();
     for m in Mechanism::ALL {
         // The MMIO exit costs ~30-50 µs: fewer calls keep the run short.
-        let n = if m == Mechanism::ExitDelegated { a.calls.min(2000) } else { a.calls };
+        let n = if m == Mechanism::ExitDelegated {
+            a.calls.min(2000)
+        } else {
+            a.calls
+        };
         let s = fc::measure(m, n, !a.no_pin).map_err(|e| anyhow::anyhow!("multios lwk fc: {e}"))?;
         t.row([
             m.name().to_string(),
@@ -129,7 +148,12 @@ fn run_fc(a: FcArgs, out: &Out) -> super::Exit {
         rows.push((m.name(), s));
     }
     match out.format {
-        Format::Json => out.json(&rows.iter().map(|(n, s)| serde_json::json!({"mechanism": n, "summary": s})).collect::<Vec<_>>())?,
+        Format::Json => out.json(
+            &rows
+                .iter()
+                .map(|(n, s)| serde_json::json!({"mechanism": n, "summary": s}))
+                .collect::<Vec<_>>(),
+        )?,
         Format::Csv => print!("{}", t.to_csv()),
         Format::Table => {
             print!("{}", t.render(out));
