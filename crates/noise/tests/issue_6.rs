@@ -232,3 +232,28 @@ fn issue_6_fwq_guest_program_builds_and_runs_natively() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn issue_6_fwq_runs_as_an_lwk_guest() {
+    multios_lwk::check_kvm().expect("this test needs /dev/kvm (the LWK runs FWQ as a KVM guest)");
+    let clock = Clock::calibrate(20);
+    let dir = std::env::temp_dir().join(format!("multios-noise-lwk-test-{}", std::process::id()));
+    let exe = multios_noise::guest::build(&dir).expect("gcc -static builds guest/fwq.c");
+    let out = dir.join("fwq.out");
+    let args = multios_noise::guest::args(200_000.0, 100e6, &clock, &out);
+    let exe_s = exe.display().to_string();
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut cfg = multios_lwk::Config::new(&exe_s, &argv);
+    cfg.quiet = true;
+    let o = multios_lwk::run(&cfg).expect("FWQ runs in the LWK");
+    assert_eq!(o.code(), 0, "{:?}", o.notes);
+    let s =
+        multios_noise::guest::read_output(&out, &clock, 200_000.0, 1).expect("samples written by the guest");
+    assert_eq!(s.samples.len(), 500);
+    let min = s.samples.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
+    assert!(
+        min > 200_000.0 / 3.0 && min < 600_000.0,
+        "fastest quantum {min} ns in the guest"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
