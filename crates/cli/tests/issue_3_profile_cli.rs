@@ -1,0 +1,129 @@
+//! Issue #3 through the CLI: `multios profile -- CMD` writes a loadable profile and a table, passes the
+//! target's exit code through, explains errors, and writes one profile per MPI rank under mpirun.
+//! Needs root (eBPF) and, for the MPI test, Debian's openmpi-bin; fails loudly without them.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn multios() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_multios"))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("multios-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("cannot create {}: {e}", d.display()));
+    d
+}
+
+fn require_root() {
+    // SAFETY: geteuid cannot fail.
+    let euid = unsafe { libc_geteuid() };
+    assert_eq!(
+        euid, 0,
+        "multios profile's eBPF backend needs root: run the tests as root"
+    );
+}
+
+extern "C" {
+    #[link_name = "geteuid"]
+    fn libc_geteuid() -> u32;
+}
+
+#[test]
+fn issue_3_profile_writes_profile_and_table() {
+    require_root();
+    let dir = scratch("table");
+    let out_path = dir.join("p.json");
+    let out = multios()
+        .args(["profile", "-o"])
+        .arg(&out_path)
+        .args(["--", "busybox", "ls", "/"])
+        .output()
+        .expect("run multios");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("n(s)") && stdout.contains("g(s)") && stdout.contains("execve"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("Σg") && stdout.contains("p = "), "{stdout}");
+    let p = multios_profile::load(&out_path).expect("the profile loads");
+    assert_eq!(p.collection.tool, "multios-ebpf");
+    assert!(p.syscall("getdents64").is_some());
+}
+
+#[test]
+fn issue_3_profile_passes_exit_code_and_explains_errors() {
+    require_root();
+    let dir = scratch("exit");
+    let st = multios()
+        .args(["profile", "-o"])
+        .arg(dir.join("p.json"))
+        .args(["--", "sh", "-c", "exit 7"])
+        .output()
+        .expect("run multios");
+    assert_eq!(st.status.code(), Some(7));
+    let st = multios()
+        .args(["profile", "-o"])
+        .arg(dir.join("q.json"))
+        .args(["--", "no-such-program-xyz"])
+        .output()
+        .expect("run multios");
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert_eq!(st.status.code(), Some(2), "{err}");
+    assert!(err.contains("command not found: 'no-such-program-xyz'"), "{err}");
+    let st = multios()
+        .args(["profile", "-p", "3999999", "--duration", "1s"])
+        .output()
+        .expect("run multios");
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert!(err.contains("process 3999999 does not exist"), "{err}");
+}
+
+#[test]
+fn issue_3_mpirun_writes_one_profile_per_rank() {
+    require_root();
+    let dir = scratch("mpi");
+    let pattern = dir.join("prof.%r.json");
+    let st = Command::new("mpirun")
+        .args([
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "-n",
+            "2",
+            env!("CARGO_BIN_EXE_multios"),
+            "profile",
+            "-o",
+        ])
+        .arg(&pattern)
+        .args(["--", "busybox", "true"])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run mpirun (Debian package openmpi-bin): {e}"));
+    assert!(
+        st.status.success(),
+        "mpirun: {}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let files: Vec<PathBuf> = (0..2).map(|r| dir.join(format!("prof.{r}.json"))).collect();
+    for f in &files {
+        assert!(f.exists(), "{} missing", f.display());
+    }
+    let merged = dir.join("merged.json");
+    let st = multios()
+        .args(["profile", "merge"])
+        .args(&files)
+        .arg("-o")
+        .arg(&merged)
+        .output()
+        .expect("merge");
+    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    let p = multios_profile::load(&merged).expect("merged profile loads");
+    let ranks: Vec<u32> = p.ranks.iter().map(|r| r.rank).collect();
+    assert_eq!(ranks, vec![0, 1]);
+    assert_eq!(p.syscall("execve").map(|s| s.count), Some(2));
+}
