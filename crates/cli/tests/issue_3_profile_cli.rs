@@ -38,6 +38,8 @@ fn issue_3_profile_writes_profile_and_table() {
     let out = multios()
         .args(["profile", "-o"])
         .arg(&out_path)
+        .arg("--plot")
+        .arg(dir.join("plots"))
         .args(["--", "busybox", "ls", "/"])
         .output()
         .expect("run multios");
@@ -55,6 +57,10 @@ fn issue_3_profile_writes_profile_and_table() {
     let p = multios_profile::load(&out_path).expect("the profile loads");
     assert_eq!(p.collection.tool, "multios-ebpf");
     assert!(p.syscall("getdents64").is_some());
+    for ext in ["png", "svg", "csv"] {
+        let f = dir.join("plots").join(format!("syscall-cdf.{ext}"));
+        assert!(f.exists(), "--plot wrote no {}", f.display());
+    }
 }
 
 #[test]
