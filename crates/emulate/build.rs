@@ -21,10 +21,15 @@ fn main() {
     println!("cargo:rerun-if-env-changed=CC");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    println!("cargo:rerun-if-changed=csrc/preload.h");
+    let fast = out.join("fast.o");
+    compile(&cc, &["-c", "-fPIC", "-mgeneral-regs-only"], &fast, "csrc/fast.c");
+    let so = out.join("libmultios_preload.so");
+    let fast = fast.to_str().expect("OUT_DIR is UTF-8").to_string();
     compile(
         &cc,
-        &["-shared", "-fPIC"],
-        &out.join("libmultios_preload.so"),
+        &["-shared", "-fPIC", "-fno-delete-null-pointer-checks", &fast],
+        &so,
         "csrc/preload.c",
     );
     compile(&cc, &[], &out.join("multios-fcbench"), "csrc/fcbench.c");

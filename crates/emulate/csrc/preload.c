@@ -1,30 +1,34 @@
-/* multios preload library: the `migrate` mechanism of `multios emulate` (docs/EMULATOR.md).
+/* multios preload library: the `shm` and `migrate` mechanisms of `multios emulate`
+ * (docs/EMULATOR.md). Loaded with LD_PRELOAD into a dynamically linked program.
  *
- * Loaded with LD_PRELOAD into a dynamically linked program. Its constructor reads the file named by
- * MULTIOS_EMU_CONFIG, installs a SIGSYS handler and turns on Syscall User Dispatch (SUD) for the
- * thread, so every system call made outside this library raises SIGSYS. The handler:
- *  - delegated call: migrates the thread to the control CPUs (sched_setaffinity), spins f_c,
- *    re-issues the call there, spins f_c, migrates back to the compute CPUs;
- *  - local call: re-issues it in place;
- *  - rt_sigreturn: resumes at this library's own `syscall` (inside the SUD-exempt range) so the
- *    program's signal frame is restored untouched;
- *  - rt_sigprocmask: applied to the mask that sigreturn restores (SIGSYS is kept unblocked);
- *  - calls that act on the signal mask, the stack or the thread (sigsuspend,
- *    sigaltstack, clone, fork, vfork, execve): resumes the program at a local stub (below) that
- *    makes the call in the program's own context and jumps back; execve first writes the stats.
- * New threads get SUD through a pthread_create wrapper, forked children through pthread_atfork.
- * Counts and delivered costs are written to MULTIOS stats files at exit_group and before execve.
- */
-#define _GNU_SOURCE
+ * Interception (both mechanisms): the constructor reads the file named by MULTIOS_EMU_CONFIG,
+ * installs a SIGSYS handler and turns on Syscall User Dispatch (SUD) in the thread, so a system call
+ * made outside this library's exempt range raises SIGSYS. The handler serves the call and, like
+ * lazypoline, rewrites the 2-byte `syscall` at the site into `call *%rax` (ff d0): the next call
+ * from that site jumps to address rax = nr in a page mapped at address 0 (a NOP sled, as in zpoline)
+ * and from there to multios_tramp (fast.c), with no signal. The trampoline runs local calls at once
+ * and hands delegated ones to multios_delegate:
+ *  - shm: posted to the thread's mailbox, served by its delegate thread pinned on the control CPUs,
+ *    which spins f_c, makes the call, spins f_c and replies (the thread spins meanwhile);
+ *  - migrate: the thread moves to the control CPUs, spins f_c, makes the call, spins f_c, moves back.
+ * Calls that act on the signal frame, the stack or the thread are never rewritten and never
+ * delegated: rt_sigreturn (finished from the exempt range with the program's frame untouched),
+ * rt_sigprocmask (applied to the mask sigreturn restores; SIGSYS is kept unblocked), rt_sigaction
+ * (SIGSYS removed from the handler's mask; a program's own SIGSYS handler is ignored), clone, clone3,
+ * fork, vfork, execve, execveat, sigaltstack, rt_sigsuspend (run at a local stub in the program's own
+ * context), exit_group (statistics are written first).
+ * New threads get SUD and a delegate through a pthread_create wrapper, forked children through
+ * pthread_atfork. Counts and delivered costs go to the stats directory at exit_group and execve. */
+#include "preload.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
@@ -38,62 +42,31 @@
 #endif
 #define SEL_ALLOW 0
 #define SEL_BLOCK 1
-#define NR_MAX 512
-#define MAX_SAMPLES (1u << 20)
 
-enum kind { K_CONST = 0, K_EXP = 1, K_SAMPLES = 2 };
-struct cost {
-    int kind;
-    double param; /* ticks (const) or mean ticks (exp) */
-    uint64_t *samples;
-    uint64_t nsamples;
-};
+HIDDEN int multios_mode;
+HIDDEN unsigned char multios_kind[NR_MAX];
+HIDDEN struct cost multios_costs[NR_MAX];
+HIDDEN uint32_t multios_expq[4096];
+HIDDEN cpu_set_t multios_compute_set, multios_control_set;
+HIDDEN volatile uint64_t multios_del_cnt[NR_MAX], multios_loc_cnt[NR_MAX], multios_nodelegate;
+HIDDEN uint64_t multios_samples[MAX_SAMPLES];
+HIDDEN volatile uint64_t multios_nsamp;
+HIDDEN volatile uint64_t multios_fork_gen;
+__thread struct mbox *multios_my_mbox __attribute__((tls_model("initial-exec")));
+__thread uint64_t multios_my_gen __attribute__((tls_model("initial-exec")));
 
-static int active;
-static unsigned char delegated[NR_MAX];
-static unsigned char rewind_local[NR_MAX];
-static struct cost costs[NR_MAX];
-static cpu_set_t compute_set, control_set;
+static int active, rewrite, rewrite_ok;
+static unsigned char stub_local[NR_MAX];
 static char stats_dir[512];
-static volatile uint64_t del_cnt[NR_MAX], loc_cnt[NR_MAX];
-static uint64_t samples[MAX_SAMPLES];
-static volatile uint64_t nsamp;
-static uint64_t dump_seq;
+static uint64_t dump_seq, idle_ticks, rewritten;
+static volatile int rewrite_lock;
 static __thread char selector __attribute__((tls_model("initial-exec")));
-static __thread uint64_t rng_state __attribute__((tls_model("initial-exec")));
+static int (*real_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
-/* The SUD-exempt range: the restorer of our handler, a bare `syscall` for rt_sigreturn, and 64
- * "local stubs" `syscall; jmp *slot`: a call that must run in the program's own context (on its own
- * stack, with its own signal mask) is redirected to a stub whose slot holds the address after the
- * program's `syscall` instruction, so the call runs there and jumps back with every register as the
- * kernel left it (also in a child of clone/fork/vfork, whose registers are copies). One stub per
- * call site; slots are written once and never change, so concurrent threads need no lock. */
-#define NSTUBS 64
-__attribute__((visibility("hidden"))) uint64_t multios_slots[NSTUBS];
-extern char multios_exempt_begin[], multios_exempt_end[], multios_restorer[], multios_sigreturn_syscall[],
-    multios_stubs[];
-__asm__(".text\n"
-        ".globl multios_exempt_begin\n.hidden multios_exempt_begin\n"
-        "multios_exempt_begin:\n"
-        ".globl multios_restorer\n.hidden multios_restorer\n"
-        "multios_restorer:\n"
-        "  movq $15, %rax\n"
-        ".globl multios_sigreturn_syscall\n.hidden multios_sigreturn_syscall\n"
-        "multios_sigreturn_syscall:\n"
-        "  syscall\n"
-        "  hlt\n"
-        ".balign 16\n"
-        ".globl multios_stubs\n.hidden multios_stubs\n"
-        "multios_stubs:\n"
-        ".irp i,0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,57,58,59,60,61,62,63\n"
-        "  .balign 16\n"
-        "  syscall\n"
-        "  jmp *multios_slots+8*\\i(%rip)\n"
-        ".endr\n"
-        ".globl multios_exempt_end\n.hidden multios_exempt_end\n"
-        "multios_exempt_end:\n");
+#define raw6 multios_xsys
 
-/* The stub for the call site whose return address is `ret`, or NULL when all stubs are taken. */
+/* The stub for the call site whose return address is `ret`, or NULL when all stubs are taken.
+ * Slots are written once and never change, so concurrent threads need no lock. */
 static char *stub_for(uint64_t ret) {
     for (int i = 0; i < NSTUBS; i++) {
         uint64_t v = __atomic_load_n(&multios_slots[i], __ATOMIC_ACQUIRE);
@@ -107,68 +80,6 @@ static char *stub_for(uint64_t ret) {
             return multios_stubs + 16 * i;
     }
     return NULL;
-}
-
-static long raw6(long nr, long a, long b, long c, long d, long e, long f) {
-    long ret;
-    register long r10 __asm__("r10") = d;
-    register long r8 __asm__("r8") = e;
-    register long r9 __asm__("r9") = f;
-    __asm__ volatile("syscall"
-                     : "=a"(ret)
-                     : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-                     : "rcx", "r11", "memory");
-    return ret;
-}
-
-static uint64_t rng_next(void) {
-    uint64_t x = rng_state ? rng_state : (__rdtsc() | 1);
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    rng_state = x;
-    return x * 0x2545F4914F6CDD1DULL;
-}
-
-/* -ln(u) for u in (0,1], without libm: ln via frexp-free bit tricks + series. */
-static double neg_ln(double u) {
-    union { double d; uint64_t b; } v = {u};
-    int e = (int)((v.b >> 52) & 0x7ff) - 1023;
-    v.b = (v.b & ((1ULL << 52) - 1)) | (1023ULL << 52); /* mantissa in [1,2) */
-    double m = v.d, y = (m - 1) / (m + 1), y2 = y * y, s = 0, t = y;
-    for (int k = 1; k < 40; k += 2) {
-        s += t / k;
-        t *= y2;
-    }
-    return -(2 * s + e * 0.6931471805599453);
-}
-
-static uint64_t draw(long nr) {
-    struct cost *c = &costs[nr];
-    switch (c->kind) {
-    case K_EXP: {
-        double u = ((rng_next() >> 11) + 1) * (1.0 / 9007199254740992.0);
-        return (uint64_t)(c->param * neg_ln(u) + 0.5);
-    }
-    case K_SAMPLES:
-        return c->nsamples ? c->samples[rng_next() % c->nsamples] : 0;
-    default:
-        return (uint64_t)c->param;
-    }
-}
-
-static uint64_t spin(uint64_t ticks) {
-    uint64_t s = __rdtsc(), t;
-    do {
-        t = __rdtsc();
-    } while (t - s < ticks);
-    return t - s;
-}
-
-static void record(uint64_t t) {
-    uint64_t i = __atomic_fetch_add(&nsamp, 1, __ATOMIC_RELAXED);
-    if (i < MAX_SAMPLES)
-        samples[i] = t;
 }
 
 static char *put_u64(char *p, uint64_t v) {
@@ -206,46 +117,68 @@ static void dump_stats(void) {
         raw6(SYS_write, fd, (long)buf, (long)n, 0, 0, 0);                                                  \
         n = 0;                                                                                             \
     } while (0)
-    for (int pass = 0; pass < 2; pass++) {
-        volatile uint64_t *cnt = pass ? loc_cnt : del_cnt;
-        for (int i = 0; i < NR_MAX; i++) {
-            uint64_t v = cnt[i];
-            if (!v)
-                continue;
-            if (n > sizeof buf - 64)
-                FLUSH();
-            char *q = buf + n;
-            *q++ = pass ? 'L' : 'D';
-            *q++ = ' ';
-            q = put_u64(q, (uint64_t)i);
-            *q++ = ' ';
-            q = put_u64(q, v);
-            *q++ = '\n';
-            n = (size_t)(q - buf);
-            cnt[i] = 0;
-        }
+#define LINE(tag, a, b)                                                                                    \
+    do {                                                                                                   \
+        if (n > sizeof buf - 64)                                                                           \
+            FLUSH();                                                                                       \
+        char *q = buf + n;                                                                                 \
+        *q++ = tag;                                                                                        \
+        *q++ = ' ';                                                                                        \
+        q = put_u64(q, a);                                                                                 \
+        *q++ = ' ';                                                                                        \
+        q = put_u64(q, b);                                                                                 \
+        *q++ = '\n';                                                                                       \
+        n = (size_t)(q - buf);                                                                             \
+    } while (0)
+    for (int i = 0; i < NR_MAX; i++) {
+        if (multios_del_cnt[i])
+            LINE('D', (uint64_t)i, multios_del_cnt[i]);
+        if (multios_loc_cnt[i])
+            LINE('L', (uint64_t)i, multios_loc_cnt[i]);
+        multios_del_cnt[i] = multios_loc_cnt[i] = 0;
     }
-    uint64_t ns = nsamp < MAX_SAMPLES ? nsamp : MAX_SAMPLES;
-    for (uint64_t i = 0; i < ns; i++) {
-        if (n > sizeof buf - 32)
-            FLUSH();
-        char *q = buf + n;
-        *q++ = 'S';
-        *q++ = ' ';
-        q = put_u64(q, samples[i]);
-        *q++ = '\n';
-        n = (size_t)(q - buf);
-    }
-    nsamp = 0;
+    LINE('R', rewritten, (uint64_t)rewrite_ok);
+    LINE('N', multios_nodelegate, 0);
+    multios_nodelegate = 0;
+    uint64_t ns = multios_nsamp < MAX_SAMPLES ? multios_nsamp : MAX_SAMPLES;
+    for (uint64_t i = 0; i < ns; i++)
+        LINE('S', multios_samples[i], 0);
+    multios_nsamp = 0;
     FLUSH();
     raw6(SYS_close, fd, 0, 0, 0, 0, 0);
 }
 
 static void enable_sud(void) {
     selector = SEL_BLOCK;
-    prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, (unsigned long)multios_exempt_begin,
-          (unsigned long)(multios_exempt_end - multios_exempt_begin), &selector);
+    raw6(SYS_prctl, PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, (long)multios_exempt_begin,
+         (long)(multios_exempt_end - multios_exempt_begin), (long)&selector, 0);
 }
+
+/* Rewrites the `syscall` (0f 05) at `site` into `call *%rax` (ff d0). */
+static void try_rewrite(unsigned char *site) {
+    if (!rewrite_ok || ((char *)site >= multios_exempt_begin && (char *)site < multios_fallback_end + 1))
+        return;
+    while (__atomic_exchange_n(&rewrite_lock, 1, __ATOMIC_ACQUIRE))
+        _mm_pause();
+    if (site[0] == 0x0f && site[1] == 0x05) {
+        uintptr_t a = (uintptr_t)site & ~4095UL, b = ((uintptr_t)site + 1) & ~4095UL;
+        size_t len = b - a + 4096;
+        if (raw6(SYS_mprotect, (long)a, (long)len, PROT_READ | PROT_WRITE | PROT_EXEC, 0, 0, 0) == 0) {
+            __atomic_store_n(&site[1], 0xd0, __ATOMIC_RELAXED);
+            __atomic_store_n(&site[0], 0xff, __ATOMIC_RELEASE);
+            raw6(SYS_mprotect, (long)a, (long)len, PROT_READ | PROT_EXEC, 0, 0, 0);
+            rewritten++;
+        }
+    }
+    __atomic_store_n(&rewrite_lock, 0, __ATOMIC_RELEASE);
+}
+
+struct ksigaction {
+    void *handler;
+    unsigned long flags;
+    void *restorer;
+    uint64_t mask;
+};
 
 static void on_sigsys(int sig, siginfo_t *si, void *ctx) {
     (void)sig;
@@ -253,6 +186,10 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx) {
     greg_t *g = uc->uc_mcontext.gregs;
     selector = SEL_ALLOW;
     long nr = si->si_syscall;
+    /* From the trampoline's SIGSYS route, the site's return address is in r11. */
+    int via_tramp = (char *)g[REG_RIP] == multios_fallback_end;
+    uint64_t ret = via_tramp ? (uint64_t)g[REG_R11] : (uint64_t)g[REG_RIP];
+    g[REG_RIP] = (greg_t)ret;
     if (nr < 0 || nr >= NR_MAX) {
         g[REG_RAX] = raw6(nr, g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]);
         selector = SEL_BLOCK;
@@ -260,16 +197,16 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx) {
     }
     if (nr == SYS_rt_sigreturn) {
         /* The program's own restorer: finish it from the exempt range with its frame untouched. */
-        loc_cnt[nr]++;
+        multios_loc_cnt[nr]++;
         g[REG_RAX] = SYS_rt_sigreturn;
         g[REG_RIP] = (greg_t)multios_sigreturn_syscall;
         selector = SEL_BLOCK;
         return;
     }
     if (nr == SYS_rt_sigprocmask) {
-        /* Emulated on the mask that sigreturn restores, so it acts on the program's own mask;
+        /* Applied to the mask that sigreturn restores, so it acts on the program's own mask;
          * SIGSYS is never blocked (it would turn the next intercepted call into a kill). */
-        loc_cnt[nr]++;
+        multios_loc_cnt[nr]++;
         uint64_t cur, n = 0, *set = (uint64_t *)g[REG_RSI], *old = (uint64_t *)g[REG_RDX];
         memcpy(&cur, &uc->uc_sigmask, 8);
         long how = g[REG_RDI], r = 0;
@@ -291,12 +228,35 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx) {
         selector = SEL_BLOCK;
         return;
     }
-    if (rewind_local[nr]) {
+    if (nr == SYS_rt_sigaction) {
+        /* The program's handlers must never block SIGSYS (their own calls and their sigreturn are
+         * intercepted); a program's own SIGSYS handler is not installed (the call reports success). */
+        multios_loc_cnt[nr]++;
+        const struct ksigaction *act = (const struct ksigaction *)g[REG_RSI];
+        if (g[REG_RDI] == SIGSYS && act) {
+            g[REG_RAX] = 0;
+        } else if (act) {
+            struct ksigaction k = *act;
+            k.mask &= ~(1ULL << (SIGSYS - 1));
+            g[REG_RAX] = raw6(nr, g[REG_RDI], (long)&k, g[REG_RDX], g[REG_R10], 0, 0);
+        } else {
+            g[REG_RAX] = raw6(nr, g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], 0, 0);
+        }
+        selector = SEL_BLOCK;
+        return;
+    }
+    if (nr == SYS_rt_sigsuspend && g[REG_RSI] == 8 && g[REG_RDI]) {
+        /* Suspend with the requested mask minus SIGSYS (copied to a per-thread buffer). */
+        static __thread uint64_t suspend_mask __attribute__((tls_model("initial-exec")));
+        suspend_mask = *(uint64_t *)g[REG_RDI] & ~(1ULL << (SIGSYS - 1));
+        g[REG_RDI] = (greg_t)&suspend_mask;
+    }
+    if (stub_local[nr]) {
         if (nr == SYS_execve || nr == SYS_execveat)
             dump_stats(); /* the counts so far; the new image starts its own */
-        char *stub = stub_for((uint64_t)g[REG_RIP]);
+        char *stub = stub_for(ret);
         if (stub) {
-            loc_cnt[nr]++;
+            multios_loc_cnt[nr]++;
             g[REG_RAX] = nr;
             g[REG_RIP] = (greg_t)stub;
             selector = SEL_BLOCK;
@@ -305,32 +265,87 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx) {
     }
     if (nr == SYS_exit_group)
         dump_stats();
-    if (delegated[nr]) {
-        del_cnt[nr]++;
-        sched_setaffinity(0, sizeof control_set, &control_set);
-        record(spin(draw(nr)));
-        g[REG_RAX] = raw6(nr, g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]);
-        record(spin(draw(nr)));
-        sched_setaffinity(0, sizeof compute_set, &compute_set);
+    if (!via_tramp && multios_kind[nr] != R_SIGSYS)
+        try_rewrite((unsigned char *)ret - 2);
+    if (multios_kind[nr] == R_DELEGATED) {
+        g[REG_RAX] = multios_delegate(nr, g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]);
     } else {
-        loc_cnt[nr]++;
+        multios_loc_cnt[nr]++;
         g[REG_RAX] = raw6(nr, g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]);
     }
     selector = SEL_BLOCK;
 }
 
-struct ksigaction {
-    void *handler;
-    unsigned long flags;
-    void *restorer;
-    uint64_t mask;
-};
 
-/* SIGSYS uses SA_NODEFER so that an execve re-issued from the handler does not pass a blocked
- * SIGSYS on to the new image. */
+
+/* SA_NODEFER: an execve re-issued from the handler must not pass a blocked SIGSYS on. */
 static int install(int sig, void (*h)(int, siginfo_t *, void *), unsigned long extra) {
     struct ksigaction sa = {(void *)h, SA_SIGINFO | 0x04000000 /* SA_RESTORER */ | extra, multios_restorer, 0};
     return (int)raw6(SYS_rt_sigaction, sig, (long)&sa, 0, 8, 0, 0);
+}
+
+/* -ln(u) for u in (0,1] without libm: ln of the mantissa by its atanh series, plus the exponent. */
+static double neg_ln(double u) {
+    union {
+        double d;
+        uint64_t b;
+    } v = {u};
+    int e = (int)((v.b >> 52) & 0x7ff) - 1023;
+    v.b = (v.b & ((1ULL << 52) - 1)) | (1023ULL << 52); /* mantissa in [1,2) */
+    double m = v.d, y = (m - 1) / (m + 1), y2 = y * y, s = 0, t = y;
+    for (int k = 1; k < 60; k += 2) {
+        s += t / k;
+        t *= y2;
+    }
+    return -(2 * s + e * 0.6931471805599453);
+}
+
+/* ---- shm delegate threads ---- */
+
+static void *delegate_main(void *p) {
+    struct mbox *m = p;
+    sched_setaffinity(0, sizeof multios_control_set, &multios_control_set);
+    uint64_t last = __rdtsc();
+    for (;;) {
+        uint32_t s = __atomic_load_n(&m->state, __ATOMIC_ACQUIRE);
+        if (s == 1) {
+            long nr = m->nr;
+            multios_record(multios_spin(multios_draw(nr)));
+            m->ret = raw6(nr, m->a[0], m->a[1], m->a[2], m->a[3], m->a[4], m->a[5]);
+            multios_record(multios_spin(multios_draw(nr)));
+            __atomic_store_n(&m->state, 2, __ATOMIC_RELEASE);
+            last = __rdtsc();
+        } else if (__rdtsc() - last > idle_ticks) {
+            __atomic_store_n(&m->sleeping, 1, __ATOMIC_SEQ_CST);
+            if (__atomic_load_n(&m->state, __ATOMIC_SEQ_CST) == 0)
+                raw6(SYS_futex, (long)&m->state, FUTEX_WAIT, 0, 0, 0, 0);
+            __atomic_store_n(&m->sleeping, 0, __ATOMIC_SEQ_CST);
+            last = __rdtsc();
+        } else {
+            _mm_pause();
+        }
+    }
+    return NULL;
+}
+
+/* Gives the calling thread its own delegate thread (shm). */
+static void start_delegate(void) {
+    if (multios_mode != MODE_SHM)
+        return;
+    struct mbox *m = aligned_alloc(64, sizeof *m);
+    if (!m)
+        return;
+    memset(m, 0, sizeof *m);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 64 * 1024);
+    pthread_t t;
+    if (real_pthread_create(&t, &attr, delegate_main, m) == 0) {
+        multios_my_mbox = m;
+        multios_my_gen = multios_fork_gen;
+    }
+    pthread_attr_destroy(&attr);
 }
 
 /* ---- configuration ---- */
@@ -362,8 +377,9 @@ static void read_cpus(const char *p, cpu_set_t *set) {
     }
 }
 
-/* Config lines: `compute C...`, `control C...`, `stats DIR`, `local NR...`,
- * `d NR KIND PARAM [N S1..SN]` (KIND 0 const ticks, 1 exp mean ticks, 2 samples). */
+/* Config lines: `mode shm|migrate`, `rewrite 0|1`, `idle_ticks N` (shm delegate spin before sleeping), `compute C...`, `control C...`,
+ * `stats DIR`, `local NR...` (run at local stubs), `d NR KIND PARAM [N S1..SN]` (delegated; KIND 0
+ * constant ticks, 1 exponential mean ticks, 2 samples). */
 static int load_config(const char *file) {
     int fd = open(file, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -386,10 +402,18 @@ static int load_config(const char *file) {
         char *nl = strchr(line, '\n');
         if (nl)
             *nl = 0;
-        if (!strncmp(line, "compute ", 8))
-            read_cpus(line + 8, &compute_set);
+        uint64_t v;
+        if (!strncmp(line, "mode ", 5))
+            multios_mode = !strcmp(line + 5, "shm") ? MODE_SHM : MODE_MIGRATE;
+        else if (!strncmp(line, "rewrite ", 8))
+            rewrite = line[8] == '1';
+        else if (!strncmp(line, "idle_ticks ", 11)) {
+            read_u64(line + 11, &v);
+            idle_ticks = v;
+        } else if (!strncmp(line, "compute ", 8))
+            read_cpus(line + 8, &multios_compute_set);
         else if (!strncmp(line, "control ", 8))
-            read_cpus(line + 8, &control_set);
+            read_cpus(line + 8, &multios_control_set);
         else if (!strncmp(line, "stats ", 6))
             strncpy(stats_dir, line + 6, sizeof stats_dir - 1);
         else if (!strncmp(line, "local ", 6)) {
@@ -400,7 +424,7 @@ static int load_config(const char *file) {
                 if (q == skip_ws(p))
                     break;
                 if (nr < NR_MAX)
-                    rewind_local[nr] = 1;
+                    stub_local[nr] = 1;
                 p = q;
             }
         } else if (!strncmp(line, "d ", 2)) {
@@ -409,15 +433,15 @@ static int load_config(const char *file) {
             p = read_u64(p, &kind);
             p = read_u64(p, &param);
             if (nr < NR_MAX) {
-                delegated[nr] = 1;
-                costs[nr].kind = (int)kind;
-                costs[nr].param = (double)param;
+                multios_kind[nr] = R_DELEGATED;
+                multios_costs[nr].kind = (int)kind;
+                multios_costs[nr].param = param;
                 if (kind == K_SAMPLES) {
                     p = read_u64(p, &n);
-                    costs[nr].samples = malloc(sizeof(uint64_t) * (n ? n : 1));
-                    costs[nr].nsamples = n;
+                    multios_costs[nr].samples = malloc(sizeof(uint64_t) * (n ? n : 1));
+                    multios_costs[nr].nsamples = n;
                     for (uint64_t i = 0; i < n; i++)
-                        p = read_u64(p, &costs[nr].samples[i]);
+                        p = read_u64(p, &multios_costs[nr].samples[i]);
                 }
             }
         }
@@ -437,21 +461,22 @@ struct start {
 static void *thread_start(void *p) {
     struct start s = *(struct start *)p;
     free(p);
-    if (active)
+    if (active) {
+        start_delegate();
         enable_sud();
+    }
     return s.fn(s.arg);
 }
 
 int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
-    static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-    if (!real)
-        real = dlsym(RTLD_NEXT, "pthread_create");
+    if (!real_pthread_create)
+        real_pthread_create = dlsym(RTLD_NEXT, "pthread_create");
     struct start *s = malloc(sizeof *s);
     if (!s)
         return EAGAIN;
     s->fn = fn;
     s->arg = arg;
-    int r = real(t, attr, thread_start, s);
+    int r = real_pthread_create(t, attr, thread_start, s);
     if (r)
         free(s);
     return r;
@@ -459,20 +484,56 @@ int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *)
 
 static void after_fork_child(void) {
     for (int i = 0; i < NR_MAX; i++)
-        del_cnt[i] = loc_cnt[i] = 0;
-    nsamp = 0;
+        multios_del_cnt[i] = multios_loc_cnt[i] = 0;
+    multios_nsamp = 0;
+    multios_nodelegate = 0;
     dump_seq = 0;
-    if (active)
+    multios_fork_gen++;
+    if (active) {
+        start_delegate();
         enable_sud();
+    }
+}
+
+/* Maps the NOP sled at address 0 that rewritten sites call into; needs CAP_SYS_RAWIO (root) or
+ * vm.mmap_min_addr = 0. */
+static int map_trampoline(void) {
+    unsigned char *z = (unsigned char *)raw6(SYS_mmap, 0, 4096, PROT_READ | PROT_WRITE,
+                                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    if ((long)z != 0)
+        return 0;
+    __asm__("" : "+r"(z)); /* address 0 is a valid page here; keep the compiler from assuming otherwise */
+    for (int i = 0; i < 4096; i++)
+        ((volatile unsigned char *)z)[i] = i < 512 ? 0x90 : 0xcc;
+    uint64_t target = (uint64_t)multios_tramp;
+    z[512] = 0x49; /* movabs $target, %r11 */
+    z[513] = 0xbb;
+    for (int i = 0; i < 8; i++)
+        ((volatile unsigned char *)z)[514 + i] = (unsigned char)(target >> (8 * i));
+    z[522] = 0x41; /* jmp *%r11 */
+    z[523] = 0xff;
+    z[524] = 0xe3;
+    return raw6(SYS_mprotect, 0, 4096, PROT_READ | PROT_EXEC, 0, 0, 0) == 0;
 }
 
 __attribute__((constructor)) static void multios_preload_init(void) {
     const char *cfg = getenv("MULTIOS_EMU_CONFIG");
-    if (!cfg || load_config(cfg) != 0)
+    real_pthread_create = dlsym(RTLD_NEXT, "pthread_create");
+    if (!cfg || !real_pthread_create || load_config(cfg) != 0)
         return;
+    for (int i = 0; i < 4096; i++)
+        multios_expq[i] = (uint32_t)(neg_ln((i + 0.5) / 4096.0) * 65536.0 + 0.5);
+    for (int nr = 0; nr < NR_MAX; nr++)
+        if (stub_local[nr])
+            multios_kind[nr] = R_SIGSYS;
+    multios_kind[SYS_rt_sigreturn] = multios_kind[SYS_rt_sigprocmask] = multios_kind[SYS_exit_group] = R_SIGSYS;
+    multios_kind[SYS_rt_sigaction] = multios_kind[SYS_rt_sigsuspend] = R_SIGSYS;
     if (install(SIGSYS, on_sigsys, SA_NODEFER) != 0)
         return;
+    if (rewrite)
+        rewrite_ok = map_trampoline();
     pthread_atfork(NULL, NULL, after_fork_child);
     active = 1;
+    start_delegate();
     enable_sud();
 }

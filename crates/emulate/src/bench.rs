@@ -93,6 +93,7 @@ pub fn passthrough(
         argv: argv.to_vec(),
         allow_below_floor: true,
         wait: Default::default(),
+        rewrite: true,
     };
     let (mut nat, mut emu) = (Vec::new(), Vec::new());
     for _ in 0..runs {

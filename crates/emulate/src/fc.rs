@@ -153,6 +153,7 @@ pub fn run(
                     argv,
                     allow_below_floor: true,
                     wait: Default::default(),
+                    rewrite: true,
                 };
                 crate::run(&cfg)?.exit
             }

@@ -56,7 +56,7 @@ impl Mechanism {
 
     /// Whether this build implements the mechanism.
     pub fn available(self) -> bool {
-        !matches!(self, Mechanism::Shm)
+        true
     }
 
     /// The one-way f_c below which the mechanism's own cost dominates: half its median round trip
@@ -76,7 +76,7 @@ impl Mechanism {
             // CONTINUE runs every call in its own thread: nothing has to stay local.
             Mechanism::Proxy => &[],
             Mechanism::Migrate => preload::MIGRATE_LOCAL,
-            Mechanism::Shm => preload::MIGRATE_LOCAL,
+            Mechanism::Shm => preload::SHM_LOCAL,
         }
     }
 }
@@ -104,6 +104,9 @@ pub struct Config {
     pub allow_below_floor: bool,
     /// How the proxy's supervisor and the waiting program wait.
     pub wait: Wait,
+    /// shm/migrate: rewrite `syscall` sites into calls to the trampoline at address 0 (needs root);
+    /// without it every call of the program raises SIGSYS.
+    pub rewrite: bool,
 }
 
 impl Config {
@@ -157,12 +160,11 @@ pub fn run(cfg: &Config) -> Result<Report, EmulateError> {
             )?;
             (o.exit, o.wall_secs, o.served.counts, None, o.served.delivered)
         }
-        Mechanism::Migrate => {
+        Mechanism::Migrate | Mechanism::Shm => {
             let o = preload::run(&path, cfg, &d, cal)?;
             warnings.extend(o.warnings);
             (o.exit, o.wall_secs, o.delegated, Some(o.local), o.delivered)
         }
-        Mechanism::Shm => return Err(EmulateError::NotBuilt("shm")),
     };
     let mut syscalls = std::collections::BTreeMap::new();
     for (nr, &n) in counts.iter().enumerate() {

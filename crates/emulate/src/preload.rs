@@ -28,6 +28,77 @@ pub const MIGRATE_LOCAL: &[&str] = &[
     "execveat",
 ];
 
+/// How long an shm delegate thread spins for the next request before it sleeps on a futex.
+const SHM_IDLE_SECS: f64 = 200e-6;
+
+/// Calls the `shm` delegate thread cannot make for the program because they act on the calling
+/// thread (its identity, signal state, scheduling, credentials or memory policy) or would block the
+/// delegate on behalf of other threads of the process (futex): kept local in addition to
+/// [`MIGRATE_LOCAL`].
+pub const SHM_LOCAL: &[&str] = &[
+    "rt_sigreturn",
+    "rt_sigprocmask",
+    "rt_sigsuspend",
+    "sigaltstack",
+    "clone",
+    "clone3",
+    "fork",
+    "vfork",
+    "execve",
+    "execveat",
+    "exit",
+    "exit_group",
+    "gettid",
+    "set_tid_address",
+    "set_robust_list",
+    "get_robust_list",
+    "rseq",
+    "arch_prctl",
+    "prctl",
+    "futex",
+    "futex_waitv",
+    "sched_setaffinity",
+    "sched_getaffinity",
+    "sched_setscheduler",
+    "sched_getscheduler",
+    "sched_setparam",
+    "sched_getparam",
+    "sched_setattr",
+    "sched_getattr",
+    "sched_yield",
+    "setuid",
+    "setgid",
+    "setreuid",
+    "setregid",
+    "setresuid",
+    "setresgid",
+    "setfsuid",
+    "setfsgid",
+    "setgroups",
+    "capset",
+    "unshare",
+    "setns",
+    "personality",
+    "seccomp",
+    "rt_sigtimedwait",
+    "rt_sigpending",
+    "rt_sigaction",
+    "pause",
+    "tkill",
+    "getrusage",
+    "set_mempolicy",
+    "get_mempolicy",
+    "mbind",
+    "ptrace",
+    "wait4",
+    "waitid",
+    "getcpu",
+    "mmap",
+    "munmap",
+    "mprotect",
+    "brk",
+];
+
 /// Calls that go through the local stubs (a subset of [`MIGRATE_LOCAL`]).
 const STUB_LOCAL: &[&str] = &[
     "rt_sigsuspend",
@@ -60,8 +131,15 @@ fn library_path() -> Result<PathBuf, EmulateError> {
 
 fn config_text(cfg: &Config, d: &Delegation, cal: Calibration, stats: &Path) -> String {
     let cpus = |s: &crate::CpuSet| s.0.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(" ");
+    let mode = if cfg.mechanism == crate::Mechanism::Shm {
+        "shm"
+    } else {
+        "migrate"
+    };
     let mut t = format!(
-        "compute {}\ncontrol {}\nstats {}\nlocal",
+        "mode {mode}\nrewrite {}\nidle_ticks {}\ncompute {}\ncontrol {}\nstats {}\nlocal",
+        u8::from(cfg.rewrite),
+        cal.ticks(SHM_IDLE_SECS),
         cpus(&cfg.compute),
         cpus(&cfg.control),
         stats.display()
@@ -150,6 +228,7 @@ pub fn run(path: &Path, cfg: &Config, d: &Delegation, cal: Calibration) -> Resul
         warnings: Vec::new(),
     };
     let mut files = 0;
+    let (mut rewritten, mut trampoline, mut nodelegate) = (0u64, true, 0u64);
     for e in std::fs::read_dir(&stats)
         .map_err(io(format!("reading {}", stats.display())))?
         .flatten()
@@ -157,6 +236,17 @@ pub fn run(path: &Path, cfg: &Config, d: &Delegation, cal: Calibration) -> Resul
         let text =
             std::fs::read_to_string(e.path()).map_err(io(format!("reading {}", e.path().display())))?;
         parse_stats(&text, &mut o);
+        for l in text.lines() {
+            let f: Vec<u64> = l.split(' ').skip(1).filter_map(|v| v.parse().ok()).collect();
+            match (l.split(' ').next(), f.as_slice()) {
+                (Some("R"), [n, ok]) => {
+                    rewritten += n;
+                    trampoline &= *ok == 1;
+                }
+                (Some("N"), [n, _]) => nodelegate += n,
+                _ => {}
+            }
+        }
         files += 1;
     }
     if files == 0 {
@@ -166,6 +256,19 @@ pub fn run(path: &Path, cfg: &Config, d: &Delegation, cal: Calibration) -> Resul
                 .into(),
         );
     }
+    if cfg.rewrite && files > 0 && !trampoline {
+        o.warnings.push(
+            "could not map the trampoline page at address 0 (needs root, CAP_SYS_RAWIO or vm.mmap_min_addr = 0): \
+             every system call raised SIGSYS (≈ 2 µs each)"
+                .into(),
+        );
+    }
+    if nodelegate > 0 {
+        o.warnings.push(format!(
+            "{nodelegate} delegated calls came from threads without a delegate (created by a raw clone) and ran locally"
+        ));
+    }
+    let _ = rewritten;
     std::fs::remove_dir_all(&run_dir).ok();
     Ok(o)
 }

@@ -127,6 +127,7 @@ pub fn run_synth(
                 argv,
                 allow_below_floor: true,
                 wait,
+                rewrite: true,
             };
             crate::run(&cfg)?.exit
         }

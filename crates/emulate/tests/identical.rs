@@ -6,7 +6,7 @@ use multios_emulate::{Delegation, Exit, Mechanism};
 use std::path::Path;
 use std::process::Command;
 
-const MECHANISMS: [Mechanism; 2] = [Mechanism::Proxy, Mechanism::Migrate];
+const MECHANISMS: [Mechanism; 3] = [Mechanism::Shm, Mechanism::Proxy, Mechanism::Migrate];
 
 fn need(tool: &str) {
     let ok = Command::new("sh")

@@ -20,7 +20,8 @@ pub struct Args {
     /// Per-syscall f_c, NAME=COST (repeatable), e.g. --fc-syscall write=50us
     #[arg(long, value_name = "NAME=COST")]
     pub fc_syscall: Vec<String>,
-    /// proxy (seccomp user notification, McKernel-like) or migrate (thread migration, mOS-like)
+    /// shm (shared-memory mailbox to a delegate thread, FlexSC-like), proxy (seccomp user
+    /// notification, McKernel-like) or migrate (thread migration, mOS-like)
     #[arg(long, default_value = "proxy")]
     pub mechanism: Mechanism,
     /// CPUs the program runs on (default: the first available)
@@ -52,6 +53,10 @@ pub struct Args {
     /// the compute CPU do not delay it
     #[arg(long)]
     pub realtime_app: bool,
+    /// shm/migrate: do not rewrite `syscall` instructions into trampoline calls (every call then
+    /// raises SIGSYS, ≈ 2 µs each)
+    #[arg(long)]
+    pub no_rewrite: bool,
     /// Write the report (table, --json or --csv) to FILE instead of stderr (table) / stdout (JSON, CSV)
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
@@ -116,6 +121,7 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
         control,
         argv: args.command.clone(),
         allow_below_floor: args.allow_below_floor,
+        rewrite: !args.no_rewrite,
         wait: multios_emulate::Wait {
             busy_supervisor: args.busy_supervisor,
             idle_spinner: !args.no_idle_spin,

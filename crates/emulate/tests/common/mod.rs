@@ -15,6 +15,7 @@ pub fn config(m: Mechanism, d: Delegation, fc: f64, argv: &[&str]) -> Config {
         argv: argv.iter().map(|s| s.to_string()).collect(),
         allow_below_floor: true,
         wait: Default::default(),
+        rewrite: true,
     }
 }
 
