@@ -276,3 +276,51 @@ fn issue_3_ctrl_c_is_forwarded_and_profile_kept() {
     assert!(p.wall_time_s < 4.0, "the target stopped early: {}", p.wall_time_s);
     assert!(p.syscall("clock_nanosleep").is_some_and(|s| s.count == 1));
 }
+
+/// A small Lennard-Jones melt: 864 atoms, 200 steps.
+const LAMMPS_MELT: &str = "units lj\natom_style atomic\nlattice fcc 0.8442\nregion box block 0 6 0 6 0 6\n\
+create_box 1 box\ncreate_atoms 1 box\nmass 1 1.0\nvelocity all create 3.0 87287 loop geom\n\
+pair_style lj/cut 2.5\npair_coeff 1 1 1.0 1.0 2.5\nneighbor 0.3 bin\nneigh_modify every 20 delay 0 check no\n\
+fix 1 all nve\nthermo 50\nrun 200\n";
+
+#[test]
+fn issue_3_counts_match_strace_lammps() {
+    let _g = serial();
+    require_root();
+    let dir = scratch("lammps");
+    let input = dir.join("in.melt");
+    std::fs::write(&input, LAMMPS_MELT).expect("write the LAMMPS input");
+    let cmd = ["lmp", "-in", s(&input), "-log", "none", "-screen", "none"];
+    let ours = profile(Backend::Ebpf, &cmd);
+    assert_eq!(
+        ours.exit.as_ref().and_then(|e| e.code),
+        Some(0),
+        "lmp (Debian package lammps) failed"
+    );
+    let st = strace_counts(&cmd, &dir);
+    // Open MPI's runtime threads poll, sleep and signal each other for as long as the run lasts: these
+    // counts differ between any two runs, strace against strace too. Everything else must match.
+    let timing = [
+        "clock_nanosleep",
+        "epoll_ctl",
+        "epoll_wait",
+        "futex",
+        "ioctl",
+        "munmap",
+        "newfstatat",
+        "poll",
+        "read",
+        "write",
+    ];
+    assert_counts_match(&counts(&ours), &st, &timing);
+    assert!(
+        ours.syscall("openat").is_some_and(|s| s.count > 100),
+        "{:?}",
+        counts(&ours)
+    );
+    assert!(
+        ours.threads.len() >= 2,
+        "Open MPI starts helper threads: {:?}",
+        ours.threads
+    );
+}
