@@ -48,6 +48,8 @@ pub struct Machine {
     doorbells: AtomicU64,
     /// Number of vCPU slots the proxy polls.
     nslots: Arc<AtomicUsize>,
+    /// Unparks the proxy after a doorbell.
+    waker: std::sync::OnceLock<proxy::Waker>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -113,6 +115,7 @@ pub fn drive(
         error: Mutex::new(None),
         doorbells: AtomicU64::new(0),
         nslots: Arc::new(AtomicUsize::new(1)),
+        waker: std::sync::OnceLock::new(),
     });
     let proxy = match cfg.backend {
         Backend::Ring { proxy_cpu, vcpu_cpu } => {
@@ -128,6 +131,9 @@ pub fn drive(
         }
         Backend::Exit => None,
     };
+    if let Some(w) = proxy.as_ref().and_then(Proxy::waker) {
+        let _ = m.waker.set(w);
+    }
     let startup = t0.elapsed();
     let end = m.vcpu_loop(0, &mut vcpu);
     if end == End::Thread {
@@ -167,6 +173,9 @@ impl Machine {
                         });
                     }
                     self.doorbells.fetch_add(1, Ordering::Relaxed);
+                    if let Some(w) = self.waker.get() {
+                        w.wake();
+                    }
                     match self.serve_doorbell(id, vcpu) {
                         None => {}
                         Some(End::Process) => {
@@ -223,11 +232,12 @@ impl Machine {
                     if self.exiting.load(Ordering::Acquire) {
                         return Some(End::Kicked);
                     }
-                    waited += 1;
+                    waited = waited.saturating_add(1);
                     if waited < 1000 {
                         std::hint::spin_loop();
                     } else {
-                        std::thread::sleep(Duration::from_micros(20));
+                        // Back off from 20 µs to 1 ms: the proxy may be in a long blocking call.
+                        std::thread::sleep(Duration::from_micros(20 * u64::from((waited - 999).min(50))));
                     }
                     continue;
                 }

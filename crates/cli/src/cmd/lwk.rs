@@ -87,7 +87,8 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
     if let Some(path) = &a.profile {
         let mut p = multios_profile::Profile::new(a.command.clone(), "multios-lwk", "high");
         o.stats.fill(&mut p);
-        p.wall_time_s = o.wall.as_secs_f64();
+        // The program's run: from the first KVM_RUN to its exit (VM start-up is in the notes).
+        p.wall_time_s = (o.wall - o.startup).as_secs_f64();
         p.compute_time_s = (p.wall_time_s - p.syscall_time_s()).max(0.0);
         p.exit = Some(match o.status {
             ExitStatus::Code(c) => multios_profile::Exit {
@@ -100,8 +101,8 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
             },
         });
         p.collection.notes.push(format!(
-            "LWK run, policy {}; g(s) is the VMM's service time per call (the ring round trip, ≈ 1-2 µs, is \
-             not included); start-up {:.3} ms",
+            "LWK run, policy {}; g(s) is the VMM's service time per call; the guest's syscall trap and ring \
+             round trip (see `multios lwk fc`) are not included; VM start-up {:.3} ms",
             cfg.policy.name,
             o.startup.as_secs_f64() * 1e3
         ));
