@@ -55,7 +55,7 @@ HIDDEN volatile uint64_t multios_fork_gen;
 __thread struct mbox *multios_my_mbox __attribute__((tls_model("initial-exec")));
 __thread uint64_t multios_my_gen __attribute__((tls_model("initial-exec")));
 
-static int active, rewrite, rewrite_ok;
+static int active, rewrite, rewrite_ok, realtime;
 static unsigned char stub_local[NR_MAX];
 static char stats_dir[512];
 static uint64_t dump_seq, idle_ticks, rewritten;
@@ -305,16 +305,23 @@ static double neg_ln(double u) {
 static void *delegate_main(void *p) {
     struct mbox *m = p;
     sched_setaffinity(0, sizeof multios_control_set, &multios_control_set);
-    uint64_t last = __rdtsc();
+    if (realtime) {
+        struct sched_param sp = {.sched_priority = 50};
+        sched_setscheduler(0, SCHED_FIFO, &sp); /* not preempted by other processes mid-spin */
+    }
+    uint64_t last = __rdtsc(), polls = 0;
     for (;;) {
         uint32_t s = __atomic_load_n(&m->state, __ATOMIC_ACQUIRE);
         if (s == 1) {
             long nr = m->nr;
             multios_record(multios_spin(multios_draw(nr)));
-            m->ret = raw6(nr, m->a[0], m->a[1], m->a[2], m->a[3], m->a[4], m->a[5]);
+            long ret = raw6(nr, m->a[0], m->a[1], m->a[2], m->a[3], m->a[4], m->a[5]);
             multios_record(multios_spin(multios_draw(nr)));
+            m->nr = ret;
             __atomic_store_n(&m->state, 2, __ATOMIC_RELEASE);
             last = __rdtsc();
+        } else if (++polls % 64 != 0) {
+            _mm_pause(); /* check the idle deadline every 64 polls only */
         } else if (__rdtsc() - last > idle_ticks) {
             __atomic_store_n(&m->sleeping, 1, __ATOMIC_SEQ_CST);
             if (__atomic_load_n(&m->state, __ATOMIC_SEQ_CST) == 0)
@@ -377,7 +384,7 @@ static void read_cpus(const char *p, cpu_set_t *set) {
     }
 }
 
-/* Config lines: `mode shm|migrate`, `rewrite 0|1`, `idle_ticks N` (shm delegate spin before sleeping), `compute C...`, `control C...`,
+/* Config lines: `mode shm|migrate`, `rewrite 0|1`, `realtime 0|1` (SCHED_FIFO delegates), `idle_ticks N` (shm delegate spin before sleeping), `compute C...`, `control C...`,
  * `stats DIR`, `local NR...` (run at local stubs), `d NR KIND PARAM [N S1..SN]` (delegated; KIND 0
  * constant ticks, 1 exponential mean ticks, 2 samples). */
 static int load_config(const char *file) {
@@ -407,6 +414,8 @@ static int load_config(const char *file) {
             multios_mode = !strcmp(line + 5, "shm") ? MODE_SHM : MODE_MIGRATE;
         else if (!strncmp(line, "rewrite ", 8))
             rewrite = line[8] == '1';
+        else if (!strncmp(line, "realtime ", 9))
+            realtime = line[9] == '1';
         else if (!strncmp(line, "idle_ticks ", 11)) {
             read_u64(line + 11, &v);
             idle_ticks = v;

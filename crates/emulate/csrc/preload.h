@@ -27,8 +27,9 @@ struct cost {
 struct mbox {
     _Alignas(64) volatile uint32_t state; /* 0 idle, 1 request posted, 2 reply ready */
     volatile uint32_t sleeping;
-    long nr, a[6], ret;
-    char pad[64];
+    long nr; /* the request's number; the reply's result */
+    long a[6];
+    char pad[64]; /* the request and the reply share one cache line; nothing else does */
 };
 
 extern HIDDEN int multios_mode;

@@ -63,7 +63,7 @@ impl Mechanism {
     /// as measured by `multios fc` on the reference machine (docs/EMULATOR.md).
     pub fn floor_secs(self) -> f64 {
         match self {
-            Mechanism::Shm => 150e-9,
+            Mechanism::Shm => 100e-9,
             Mechanism::Proxy => 10e-6,
             Mechanism::Migrate => 15e-6,
         }

@@ -137,8 +137,9 @@ fn config_text(cfg: &Config, d: &Delegation, cal: Calibration, stats: &Path) -> 
         "migrate"
     };
     let mut t = format!(
-        "mode {mode}\nrewrite {}\nidle_ticks {}\ncompute {}\ncontrol {}\nstats {}\nlocal",
+        "mode {mode}\nrewrite {}\nrealtime {}\nidle_ticks {}\ncompute {}\ncontrol {}\nstats {}\nlocal",
         u8::from(cfg.rewrite),
+        u8::from(cfg.wait.realtime),
         cal.ticks(SHM_IDLE_SECS),
         cpus(&cfg.compute),
         cpus(&cfg.control),

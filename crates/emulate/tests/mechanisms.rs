@@ -1,0 +1,146 @@
+//! Issue #4: what every mechanism must do — follow fork and exec, deliver the requested cost
+//! (constant, exponential, per-syscall), delegate nothing under policy none, refuse f_c below floor.
+
+mod common;
+use multios_emulate::{CostModel, Delegation, Dist, EmulateError, Exit, Mechanism};
+
+const ALL: [Mechanism; 3] = [Mechanism::Shm, Mechanism::Proxy, Mechanism::Migrate];
+
+#[test]
+fn issue_4_fork_and_exec_are_followed_by_every_mechanism() {
+    for m in ALL {
+        let dir = common::tmpdir(&format!("follow-{}", m.name()));
+        let f = dir.join("f");
+        // The write comes from a grandchild: sh forks, the child execs sh, which writes.
+        let script = format!("sh -c 'echo grandchild > {}'; cat {}", f.display(), f.display());
+        let d = Delegation::from_fn("write-only", |n| n == "write");
+        let r = common::run(m, d, 0.0, &["sh", "-c", &script]);
+        assert_eq!(r.exit, Exit::Code(0), "{}: {:?}", m.name(), r.warnings);
+        let w = r.syscalls.get("write").map(|c| c.delegated).unwrap_or(0);
+        assert!(
+            w >= 2,
+            "{}: the grandchild's and cat's writes must be delegated, saw {w}",
+            m.name()
+        );
+        std::fs::remove_dir_all(dir).ok();
+    }
+}
+
+#[test]
+fn issue_4_policy_none_delegates_nothing() {
+    for m in ALL {
+        let r = common::run(
+            m,
+            Delegation::none(),
+            0.0,
+            &["sh", "-c", "echo x > /dev/null; ls / > /dev/null"],
+        );
+        assert_eq!(r.exit, Exit::Code(0));
+        assert_eq!(r.delegated_total, 0, "{}: {:?}", m.name(), r.syscalls);
+        if m != Mechanism::Proxy {
+            assert!(
+                r.local_total.unwrap_or(0) > 10,
+                "{}: local calls must be counted",
+                m.name()
+            );
+        }
+    }
+}
+
+#[test]
+fn issue_4_every_mechanism_delivers_the_constant_cost() {
+    for m in ALL {
+        let fc = 30e-6;
+        let r = common::run(
+            m,
+            common::named("mckernel"),
+            fc,
+            &["sh", "-c", "echo x > /dev/null"],
+        );
+        assert_eq!(r.exit, Exit::Code(0));
+        let d = r
+            .delivered_fc
+            .unwrap_or_else(|| panic!("{}: no delivered costs", m.name()));
+        assert!(d.min >= fc, "{}: {d:?}", m.name());
+        assert!(d.median <= fc * 1.02 + 50e-9, "{}: {d:?}", m.name());
+    }
+}
+
+const DD: [&str; 6] = [
+    "dd",
+    "if=/dev/zero",
+    "of=/dev/null",
+    "bs=1",
+    "count=2000",
+    "status=none",
+];
+
+#[test]
+fn issue_4_exponential_cost_has_the_requested_mean() {
+    let mut cfg = common::config(Mechanism::Shm, Delegation::all(), 0.0, &DD);
+    cfg.cost = CostModel {
+        default: Dist::Exponential { mean: 20e-6 },
+        per_syscall: Default::default(),
+    };
+    let r = multios_emulate::run(&cfg).unwrap_or_else(|e| panic!("{e}"));
+    let d = r.delivered_fc.unwrap_or_else(|| panic!("no delivered costs"));
+    // Exp(mean): mean 20 µs, median 20 µs · ln 2 (4096-quantile table: within a few per cent).
+    assert!(d.n > 7000, "{d:?}");
+    assert!((d.mean - 20e-6).abs() < 1.5e-6, "mean {d:?}");
+    assert!(
+        (d.median - 20e-6 * std::f64::consts::LN_2).abs() < 1.5e-6,
+        "median {d:?}"
+    );
+}
+
+#[test]
+fn issue_4_per_syscall_cost_applies_to_that_call_only() {
+    let mut cfg = common::config(Mechanism::Shm, Delegation::all(), 0.0, &DD);
+    cfg.cost
+        .add_override("read=40us")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let r = multios_emulate::run(&cfg).unwrap_or_else(|e| panic!("{e}"));
+    let reads = r.syscalls.get("read").map(|c| c.delegated).unwrap_or(0);
+    let d = r.delivered_fc.unwrap_or_else(|| panic!("no delivered costs"));
+    // Only reads cost anything (f_c = 0 delivers nothing): two spins per read, each ≥ 40 µs.
+    assert_eq!(d.n, 2 * reads, "{d:?}");
+    assert!(d.min >= 40e-6 && d.median <= 40e-6 * 1.02 + 50e-9, "{d:?}");
+}
+
+#[test]
+fn issue_4_an_fc_below_the_floor_is_refused_with_the_floor() {
+    let mut cfg = common::config(Mechanism::Proxy, Delegation::all(), 1e-6, &["true"]);
+    cfg.allow_below_floor = false;
+    match multios_emulate::run(&cfg) {
+        Err(e @ EmulateError::BelowFloor { .. }) => {
+            let s = e.to_string();
+            assert!(
+                s.contains("floor of the 'proxy' mechanism") && s.contains("10.00 µs"),
+                "{s}"
+            );
+        }
+        other => panic!("expected BelowFloor, got {other:?}"),
+    }
+}
+
+#[test]
+fn issue_4_shared_control_and_compute_cpu_is_a_warning() {
+    let mut cfg = common::config(Mechanism::Proxy, Delegation::all(), 0.0, &["true"]);
+    cfg.control = cfg.compute.clone();
+    let w = cfg.check().unwrap_or_else(|e| panic!("{e}"));
+    assert!(w.iter().any(|w| w.contains("overlap")), "{w:?}");
+    let r = multios_emulate::run(&cfg).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.exit, Exit::Code(0));
+}
+
+#[test]
+fn issue_4_thread_context_calls_stay_local_under_shm() {
+    let r = common::run(Mechanism::Shm, Delegation::all(), 0.0, &["sh", "-c", "true"]);
+    for name in ["rt_sigprocmask", "rt_sigaction", "exit_group", "mmap"] {
+        assert!(
+            r.forced_local.iter().any(|f| f == name),
+            "{name} must be forced local: {:?}",
+            r.forced_local
+        );
+    }
+}
