@@ -133,3 +133,44 @@ fn issue_3_mpirun_writes_one_profile_per_rank() {
     assert_eq!(ranks, vec![0, 1]);
     assert_eq!(p.syscall("execve").map(|s| s.count), Some(2));
 }
+
+/// A copy of the multios binary that an unprivileged user can execute.
+fn world_executable_copy(dir: &std::path::Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let exe = dir.join("multios");
+    std::fs::copy(env!("CARGO_BIN_EXE_multios"), &exe).expect("copy multios");
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).expect("chmod dir");
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).expect("chmod multios");
+    exe
+}
+
+#[test]
+fn issue_3_unprivileged_ebpf_is_refused_and_ptrace_works() {
+    require_root();
+    let dir = scratch("nobody");
+    let exe = world_executable_copy(&dir);
+    let as_nobody = |args: &[&str]| {
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&exe)
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run setpriv (Debian package util-linux): {e}"))
+    };
+    let out = as_nobody(&["profile", "--backend", "ebpf", "-o", "p.json", "--", "true"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("needs root or CAP_BPF+CAP_PERFMON") && err.contains("--backend ptrace"),
+        "{err}"
+    );
+    // Without --backend an unprivileged user gets the ptrace backend.
+    let out = as_nobody(&["profile", "-o", "q.json", "--", "busybox", "true"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let p = multios_profile::load(&dir.join("q.json")).expect("profile written by nobody");
+    assert_eq!(
+        (p.collection.tool.as_str(), p.collection.accuracy.as_str()),
+        ("multios-ptrace", "low")
+    );
+}

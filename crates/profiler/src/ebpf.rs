@@ -24,14 +24,13 @@ pub struct Probe {
 
 fn ebpf_err(what: &str, e: libbpf_rs::Error) -> ProfilerError {
     let msg = format!("{e:#}");
-    let io = std::io::Error::new(std::io::ErrorKind::PermissionDenied, msg.clone());
     if matches!(e.kind(), libbpf_rs::ErrorKind::PermissionDenied)
         || msg.contains("Operation not permitted")
         || msg.contains("Permission denied")
     {
         ProfilerError::EbpfPermission {
             what: what.into(),
-            source: io,
+            detail: msg,
         }
     } else {
         ProfilerError::Ebpf {
@@ -50,6 +49,10 @@ fn words(bytes: &[u8]) -> impl Iterator<Item = u64> + '_ {
 impl Probe {
     /// Loads and attaches the programs. Nothing is traced until [`Probe::seed`].
     pub fn load() -> Result<Probe, ProfilerError> {
+        // libbpf's own messages (feature probes, verifier logs) only on request.
+        if std::env::var_os("MULTIOS_BPF_DEBUG").is_none() {
+            libbpf_rs::set_print(None);
+        }
         let open = ObjectBuilder::default()
             .open_memory(BPF_OBJECT)
             .map_err(|e| ebpf_err("opening the object", e))?;

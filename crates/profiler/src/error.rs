@@ -10,9 +10,9 @@ pub enum ProfilerError {
     #[error("cannot execute '{path}': {source}")]
     Exec { path: PathBuf, source: std::io::Error },
     #[error(
-        "the eBPF backend needs root or CAP_BPF+CAP_PERFMON ({what}: {source}); run as root or use '--backend ptrace'"
+        "the eBPF backend needs root or CAP_BPF+CAP_PERFMON ({what}: {detail}); run as root or use '--backend ptrace'"
     )]
-    EbpfPermission { what: String, source: std::io::Error },
+    EbpfPermission { what: String, detail: String },
     #[error("eBPF: {what}: {msg}; the ptrace backend ('--backend ptrace') does not need eBPF")]
     Ebpf { what: String, msg: String },
     #[error("process {0} does not exist (or has already exited): check the PID given to -p")]
