@@ -59,6 +59,9 @@ struct MeasureArgs {
     /// Run the comparison suite with this benchmark (the `suite` subcommand does it with FWQ)
     #[arg(long)]
     compare: bool,
+    /// Also print each run's log2 histogram of detour durations
+    #[arg(long)]
+    histogram: bool,
     /// Measure every configuration N times, interleaved, and report medians over the runs
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     repeat: u32,
@@ -237,6 +240,16 @@ fn measure(kind: Kind, a: MeasureArgs, out: &Out) -> super::Exit {
             };
             t.print(out);
             if out.format == Format::Table {
+                if a.histogram {
+                    for r in &reports {
+                        let h: Vec<String> = r
+                            .detour_histogram
+                            .iter()
+                            .map(|b| format!("[{}, {}): {}", short(b.lo), short(b.hi), b.count))
+                            .collect();
+                        println!("{} (CPU {}) detours: {}", r.label, r.cpu, h.join(", "));
+                    }
+                }
                 if kind == Kind::Ftq {
                     for r in &reports {
                         let p: Vec<String> = r
@@ -439,6 +452,11 @@ fn aggregate_table(kind: Kind, ag: &[report::Aggregate]) -> Table {
         ]);
     }
     t
+}
+
+/// A duration in ns for humans ("512.0 ns", "16.38 µs").
+fn short(ns: f64) -> String {
+    multios_units::format_secs(ns * 1e-9)
 }
 
 fn slug(s: &str) -> String {
