@@ -426,4 +426,29 @@ mod tests {
         .expect("runs");
         assert!(pts[1].uncoordinated > pts[0].uncoordinated, "{pts:?}");
     }
+
+    #[test]
+    fn property_cosched_flat_and_uncoordinated_non_decreasing() {
+        for sig in ["10Hz:2.5ms", "100Hz:250us", "1kHz:25us", "10Hz:2.5ms,1kHz:10us"] {
+            let tr = NoiseTrace::signature(sig).expect("valid");
+            for (work, seed) in [(100_000.0, 1), (1_000_000.0, 2), (30_000.0, 3)] {
+                let c = Config {
+                    work_ns: work,
+                    seed,
+                    ..cfg(1000, Engine::Auto)
+                };
+                let pts = run(&tr, &[1, 10, 100, 1000, 4000], &c, true, true).expect("runs");
+                let co: Vec<f64> = pts.iter().filter_map(|p| p.cosched).collect();
+                assert!(
+                    co.iter().all(|x| *x == co[0]),
+                    "{sig} {work}: co-scheduled {co:?}"
+                );
+                let un: Vec<f64> = pts.iter().filter_map(|p| p.uncoordinated).collect();
+                assert_eq!(un[0], co[0], "{sig}: one rank is one rank");
+                for w in un.windows(2) {
+                    assert!(w[1] >= w[0] * 0.97, "{sig} {work}: uncoordinated {un:?}");
+                }
+            }
+        }
+    }
 }

@@ -257,3 +257,13 @@ fn issue_6_fwq_runs_as_an_lwk_guest() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn issue_6_trace_file_with_a_bad_line_names_file_and_line() {
+    let path = std::env::temp_dir().join(format!("multios-noise-bad-{}.trace", std::process::id()));
+    std::fs::write(&path, "# length_ns 1000000\n10 5\n20 7\nthirty 5\n").expect("write trace");
+    let e = multios_noise::NoiseTrace::load(&path).expect_err("bad line 4");
+    let msg = e.to_string();
+    assert!(msg.starts_with(&format!("{}:4:", path.display())), "{msg}");
+    let _ = std::fs::remove_file(&path);
+}
