@@ -5,7 +5,7 @@
  * installs a SIGSYS handler and turns on Syscall User Dispatch (SUD) in the thread, so a system call
  * made outside this library's exempt range raises SIGSYS. The handler serves the call and, like
  * lazypoline, rewrites the 2-byte `syscall` at the site into `call *%rax` (ff d0): the next call
- * from that site jumps to address rax = nr in a page mapped at address 0 (a NOP sled, as in zpoline)
+ * from that site jumps to address rax = nr in a page mapped at address 0 (a sled, as in zpoline)
  * and from there to multios_tramp (fast.c), with no signal. The trampoline runs local calls at once
  * and hands delegated ones to multios_delegate:
  *  - shm: posted to the thread's mailbox, served by its delegate thread pinned on the control CPUs,
@@ -504,24 +504,29 @@ static void after_fork_child(void) {
     }
 }
 
-/* Maps the NOP sled at address 0 that rewritten sites call into; needs CAP_SYS_RAWIO (root) or
- * vm.mmap_min_addr = 0. */
+/* Maps the page at address 0 that rewritten sites call into (`call *%rax` lands at address nr).
+ * zpoline fills [0, 512) with 1-byte NOPs; here it is "eb 4f" repeated: from an even address that is
+ * `jmp +0x4f`, from an odd one the same jump behind a REX prefix (0x4f, ignored by jmp), so any entry
+ * reaches 512 in at most seven jumps instead of up to 512 NOPs; [512, 596) is a NOP sled that catches
+ * every landing point, then `movabs $multios_tramp, %r11; jmp *%r11`. Needs CAP_SYS_RAWIO (root) or vm.mmap_min_addr = 0. */
+#define SLED_END 596
 static int map_trampoline(void) {
     unsigned char *z = (unsigned char *)raw6(SYS_mmap, 0, 4096, PROT_READ | PROT_WRITE,
                                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
     if ((long)z != 0)
         return 0;
     __asm__("" : "+r"(z)); /* address 0 is a valid page here; keep the compiler from assuming otherwise */
+    volatile unsigned char *v = z;
     for (int i = 0; i < 4096; i++)
-        ((volatile unsigned char *)z)[i] = i < 512 ? 0x90 : 0xcc;
+        v[i] = i < 512 ? (i % 2 ? 0x4f : 0xeb) : i < SLED_END ? 0x90 : 0xcc;
     uint64_t target = (uint64_t)multios_tramp;
-    z[512] = 0x49; /* movabs $target, %r11 */
-    z[513] = 0xbb;
+    v[SLED_END] = 0x49; /* movabs $target, %r11 */
+    v[SLED_END + 1] = 0xbb;
     for (int i = 0; i < 8; i++)
-        ((volatile unsigned char *)z)[514 + i] = (unsigned char)(target >> (8 * i));
-    z[522] = 0x41; /* jmp *%r11 */
-    z[523] = 0xff;
-    z[524] = 0xe3;
+        v[SLED_END + 2 + i] = (unsigned char)(target >> (8 * i));
+    v[SLED_END + 10] = 0x41; /* jmp *%r11 */
+    v[SLED_END + 11] = 0xff;
+    v[SLED_END + 12] = 0xe3;
     return raw6(SYS_mprotect, 0, 4096, PROT_READ | PROT_EXEC, 0, 0, 0) == 0;
 }
 
