@@ -40,6 +40,8 @@ pub struct Image {
     pub lo: u64,
     pub hi: u64,
     pub interp: Option<String>,
+    /// Executable segments in guest memory (address, length of the file-backed part).
+    pub exec: Vec<(u64, u64)>,
     /// Function symbols (address, size, name), for fault reports.
     pub symbols: Vec<(u64, u64, String)>,
 }
@@ -131,6 +133,11 @@ pub fn load(path: &Path, mem: &GuestMemory, mm: &mut Mm, pie_base: Option<u64>) 
         })
         .unwrap_or(0)
         + bias;
+    let exec = loads
+        .iter()
+        .filter(|p| p.is_executable())
+        .map(|p| (p.p_vaddr + bias, p.p_filesz))
+        .collect();
     let mut symbols = Vec::new();
     for s in elf.syms.iter().filter(|s| s.is_function() && s.st_value != 0) {
         if let Some(n) = elf.strtab.get_at(s.st_name) {
@@ -146,6 +153,7 @@ pub fn load(path: &Path, mem: &GuestMemory, mm: &mut Mm, pie_base: Option<u64>) 
         lo: lo + bias,
         hi: hi + bias,
         interp: elf.interpreter.map(str::to_string),
+        exec,
         symbols,
     })
 }

@@ -11,24 +11,23 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The guest loop (hand-assembled; patched: count at 9, buffer at 15, syscall number at 0x19):
+/// The guest loop (hand-assembled; patched: count at 9, buffer at 15, syscall number at 0x24):
 ///
 /// ```text
 ///      mov $0x1002,%edi; xor %esi,%esi                     (arguments of arch_prctl(SET_FS, 0))
-///      mov $N,%r12d; movabs $BUF,%r13; mov $NR,%r15d
+///      mov $N,%r12d; movabs $BUF,%r13
 ///  1:  rdtsc; shl $32,%rdx; or %rdx,%rax; mov %rax,%r14
-///      mov %r15d,%eax; syscall
+///      mov $NR,%eax; syscall                             (the pattern --rewrite-syscalls rewrites)
 ///      rdtsc; shl $32,%rdx; or %rdx,%rax; sub %r14,%rax
 ///      mov %rax,(%r13); add $8,%r13; dec %r12d; jnz 1b
 ///      mov $231,%eax; xor %edi,%edi; syscall              exit_group(0)
 /// ```
-const LOOP: [u8; 80] = [
-    0xbf, 0x02, 0x10, 0x00, 0x00, 0x31, 0xf6, //
-    0x41, 0xbc, 0x44, 0x33, 0x22, 0x11, 0x49, 0xbd, 0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, //
-    0x41, 0xbf, 0x88, 0x77, 0x66, 0x55, 0x0f, 0x31, 0x48, 0xc1, 0xe2, 0x20, 0x48, 0x09, 0xd0, 0x49, //
-    0x89, 0xc6, 0x44, 0x89, 0xf8, 0x0f, 0x05, 0x0f, 0x31, 0x48, 0xc1, 0xe2, 0x20, 0x48, 0x09, 0xd0, //
-    0x4c, 0x29, 0xf0, 0x49, 0x89, 0x45, 0x00, 0x49, 0x83, 0xc5, 0x08, 0x41, 0xff, 0xcc, 0x75, 0xd6, //
-    0xb8, 0xe7, 0x00, 0x00, 0x00, 0x31, 0xff, 0x0f, 0x05,
+const LOOP: [u8; 76] = [
+    0xbf, 0x02, 0x10, 0x00, 0x00, 0x31, 0xf6, 0x41, 0xbc, 0x44, 0x33, 0x22, 0x11, 0x49, 0xbd, 0x88, //
+    0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, 0x0f, 0x31, 0x48, 0xc1, 0xe2, 0x20, 0x48, 0x09, 0xd0, //
+    0x49, 0x89, 0xc6, 0xb8, 0x88, 0x77, 0x66, 0x55, 0x0f, 0x05, 0x0f, 0x31, 0x48, 0xc1, 0xe2, 0x20, //
+    0x48, 0x09, 0xd0, 0x4c, 0x29, 0xf0, 0x49, 0x89, 0x45, 0x00, 0x49, 0x83, 0xc5, 0x08, 0x41, 0xff, //
+    0xcc, 0x75, 0xd4, 0xb8, 0xe7, 0x00, 0x00, 0x00, 0x31, 0xff, 0x0f, 0x05,
 ];
 
 /// What is timed.
@@ -45,15 +44,21 @@ pub enum Mechanism {
     RingDelegated,
     /// getppid delegated through the doorbell (MMIO exit), no proxy.
     ExitDelegated,
+    /// getpid served by the LWK, the `syscall` site rewritten to jump to the stub (no trap).
+    RewrittenLocal,
+    /// getppid delegated through the ring, the site rewritten (no trap).
+    RewrittenDelegated,
 }
 
 impl Mechanism {
-    pub const ALL: [Mechanism; 5] = [
+    pub const ALL: [Mechanism; 7] = [
         Mechanism::Native,
         Mechanism::TrapOnly,
         Mechanism::RingLocal,
         Mechanism::RingDelegated,
         Mechanism::ExitDelegated,
+        Mechanism::RewrittenLocal,
+        Mechanism::RewrittenDelegated,
     ];
 
     pub fn name(self) -> &'static str {
@@ -63,6 +68,8 @@ impl Mechanism {
             Mechanism::RingLocal => "LWK-local getpid via ring",
             Mechanism::RingDelegated => "delegated getppid via ring",
             Mechanism::ExitDelegated => "delegated getppid via MMIO exit",
+            Mechanism::RewrittenLocal => "LWK-local getpid, rewritten site",
+            Mechanism::RewrittenDelegated => "delegated getppid, rewritten site",
         }
     }
 }
@@ -136,8 +143,12 @@ pub fn measure(mech: Mechanism, calls: u32, pin: bool) -> Result<Summary, LwkErr
     let mut code = LOOP;
     code[9..13].copy_from_slice(&calls.to_le_bytes());
     code[15..23].copy_from_slice(&buf.to_le_bytes());
-    code[0x19..0x1d].copy_from_slice(&nr.to_le_bytes());
+    code[0x24..0x28].copy_from_slice(&nr.to_le_bytes());
     mem.write(APP_BASE, &code);
+    if matches!(mech, Mechanism::RewrittenLocal | Mechanism::RewrittenDelegated) {
+        let mut thunks = crate::rewrite::Thunks::new(&mem);
+        crate::rewrite::rewrite(&mem, &mut thunks, APP_BASE, code.len() as u64);
+    }
     let mut cfg = Config::new("fc", &[]);
     cfg.quiet = true;
     cfg.policy = Policy::from_names("fc", BTreeSet::from(["getpid".to_string()]));

@@ -15,6 +15,7 @@ pub mod machine;
 pub mod memory;
 pub mod mm;
 pub mod proxy;
+pub mod rewrite;
 pub mod run;
 pub mod stack;
 pub mod stats;

@@ -153,6 +153,7 @@ pub fn drive(
         startup,
         doorbells: m.doorbells.load(Ordering::Relaxed),
         notes: kernel.notes(),
+        rewritten: 0,
     })
 }
 

@@ -29,6 +29,9 @@
 //!                   +------------------------+
 //!                   | program image (ELF)    |  non-PIE at its link address, PIE at APP_BASE
 //!  0x0000_0040_0000 +------------------------+  <- APP_BASE (the "application window")
+//!                   | syscall thunks         |  2 MiB, U: with --rewrite-syscalls, `mov $nr,%eax;
+//!                   |                        |   syscall` sites jump here instead of trapping
+//!  0x0000_0020_0000 +------------------------+  <- THUNK_BASE
 //!                   | unmapped (NULL guard)  |
 //!  0x0               +------------------------+
 //! ```
@@ -43,6 +46,8 @@ pub const SYS_BASE: u64 = LWK_BASE;
 pub const STUB_BASE: u64 = LWK_BASE + PAGE_2M;
 /// The doorbell: mapped in the guest, no memslot behind it, so a write exits to the VMM.
 pub const DOORBELL_BASE: u64 = LWK_BASE + 2 * PAGE_2M;
+/// The syscall thunks (within ±2 GiB of programs linked at 0x400000).
+pub const THUNK_BASE: u64 = 0x20_0000;
 /// Start of the application window.
 pub const APP_BASE: u64 = 0x40_0000;
 /// A 2 MiB page.
@@ -126,6 +131,7 @@ pub struct GuestMemory {
     /// Reserved PROT_NONE in the host so nothing else lands there.
     pub doorbell: Region,
     pub app: Region,
+    pub thunks: Region,
 }
 
 const PTE_P: u64 = 1;
@@ -144,6 +150,7 @@ impl GuestMemory {
         let stubs = Region::map(STUB_BASE, PAGE_2M, rw)?;
         let doorbell = Region::map(DOORBELL_BASE, PAGE_2M, libc::PROT_NONE)?;
         let app = Region::map(APP_BASE, app_size, rw)?;
+        let thunks = Region::map(THUNK_BASE, PAGE_2M, rw)?;
         // Transparent huge pages behind the guest's 2 MiB pages (best effort: THP may be off).
         let _ = sys::madvise(app.base, app.len as usize, libc::MADV_HUGEPAGE);
         let mem = GuestMemory {
@@ -151,6 +158,7 @@ impl GuestMemory {
             stubs,
             doorbell,
             app,
+            thunks,
         };
         mem.write_page_tables();
         Ok(mem)
@@ -167,6 +175,12 @@ impl GuestMemory {
         self.write_u64(s + PD_LWK, SYS_BASE | PTE_P | PTE_RW | PTE_PS);
         self.write_u64(s + PD_LWK + 8, STUB_BASE | PTE_P | PTE_RW | PTE_US | PTE_PS);
         self.write_u64(s + PD_LWK + 16, DOORBELL_BASE | PTE_P | PTE_RW | PTE_US | PTE_PS);
+        // The thunk page sits in the first GiB, just below the application window.
+        self.write_u64(s + PDPT_APP, (s + PD_APP) | table);
+        self.write_u64(
+            s + PD_APP + 8 * (THUNK_BASE >> 21),
+            THUNK_BASE | PTE_P | PTE_RW | PTE_US | PTE_PS,
+        );
         // The application window, 2 MiB pages, one PD per GiB.
         let mut addr = self.app.base;
         while addr < self.app.end() {
@@ -188,7 +202,10 @@ impl GuestMemory {
 
     /// True when `[addr, addr+len)` is mapped guest memory (any region).
     fn mapped(&self, addr: u64, len: u64) -> bool {
-        self.app.contains(addr, len) || self.sys.contains(addr, len) || self.stubs.contains(addr, len)
+        self.app.contains(addr, len)
+            || self.sys.contains(addr, len)
+            || self.stubs.contains(addr, len)
+            || self.thunks.contains(addr, len)
     }
 
     /// True when `[addr, addr+len)` lies inside the application window: the only memory a

@@ -47,6 +47,9 @@ pub struct Config {
     pub spin_budget: u32,
     /// Do not print refused-call reports to stderr (they are still in `Outcome::notes`).
     pub quiet: bool,
+    /// Rewrite `mov $nr,%eax; syscall` sites of the program to enter the stub without the trap
+    /// (see `rewrite.rs`).
+    pub rewrite_syscalls: bool,
 }
 
 impl Config {
@@ -73,6 +76,7 @@ impl Config {
             },
             spin_budget: 1_000,
             quiet: false,
+            rewrite_syscalls: false,
         }
     }
 }
@@ -163,6 +167,8 @@ pub struct Outcome {
     pub doorbells: u64,
     /// Refused calls.
     pub notes: Vec<String>,
+    /// Syscall sites rewritten to skip the trap (0 unless `rewrite_syscalls`).
+    pub rewritten: usize,
 }
 
 impl Outcome {
@@ -220,6 +226,15 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
         interp_image = Some(i);
     }
     let entry_rip = interp_image.as_ref().map_or(image.entry, |i| i.entry);
+    let mut rewritten = 0;
+    if cfg.rewrite_syscalls {
+        let mut thunks = crate::rewrite::Thunks::new(&mem);
+        for img in std::iter::once(&image).chain(interp_image.as_ref()) {
+            for &(a, l) in &img.exec {
+                rewritten += crate::rewrite::rewrite(&mem, &mut thunks, a, l);
+            }
+        }
+    }
     // SAFETY: these identity getters cannot fail.
     let (uid, euid, gid, egid) =
         unsafe { (libc::getuid(), libc::geteuid(), libc::getgid(), libc::getegid()) };
@@ -259,7 +274,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
         main: image,
         interp: interp_image,
     };
-    drive(
+    let mut o = drive(
         cfg,
         mem,
         kernel,
@@ -270,7 +285,9 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
         },
         symbols,
         t0,
-    )
+    )?;
+    o.rewritten = rewritten;
+    Ok(o)
 }
 
 /// Symbol tables for fault reports.
@@ -288,3 +305,51 @@ impl Symbols {
 }
 
 pub use crate::machine::drive;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fault_report_names_rip_address_and_symbol() {
+        let f = Fault {
+            vector: 14,
+            error_code: 4,
+            rip: 0x401000,
+            rsp: 0x1000,
+            addr: 0,
+            symbol: Some("main+0x4".into()),
+        };
+        let s = f.to_string();
+        assert!(
+            s.starts_with("page fault (#PF) at rip 0x401000 (main+0x4), read of address 0x0"),
+            "{s}"
+        );
+        assert!(s.contains("NULL-pointer"), "{s}");
+        let g = Fault {
+            vector: 13,
+            error_code: 0,
+            rip: 0x401000,
+            rsp: 0,
+            addr: 0,
+            symbol: None,
+        };
+        assert!(g
+            .to_string()
+            .starts_with("general protection fault (#GP) at rip 0x401000, error code 0x0"));
+    }
+
+    #[test]
+    fn exit_code_of_a_signal_is_128_plus() {
+        let o = Outcome {
+            status: ExitStatus::Signal(6),
+            stats: Stats::default(),
+            wall: Duration::ZERO,
+            startup: Duration::ZERO,
+            doorbells: 0,
+            notes: vec![],
+            rewritten: 0,
+        };
+        assert_eq!(o.code(), 134);
+    }
+}

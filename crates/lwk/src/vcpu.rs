@@ -113,7 +113,11 @@ pub fn create(
         base: entry.fs_base,
         ..data
     };
-    sregs.gs = data;
+    // GS base = this vCPU's stub: rewritten syscall sites find their stub with rdgsbase.
+    sregs.gs = kvm_segment {
+        base: stub::stub_addr(id),
+        ..data
+    };
     sregs.tr = kvm_segment {
         base: tss,
         limit: 103,

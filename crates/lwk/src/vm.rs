@@ -67,7 +67,7 @@ impl Vm {
             source,
         })?;
         drop(low);
-        let regions: [&Region; 3] = [&mem.sys, &mem.stubs, &mem.app];
+        let regions: [&Region; 4] = [&mem.sys, &mem.stubs, &mem.app, &mem.thunks];
         for (slot, r) in regions.iter().enumerate() {
             let region = kvm_userspace_memory_region {
                 slot: slot as u32,
@@ -84,5 +84,18 @@ impl Vm {
             })?;
         }
         Ok(Vm { kvm, vm })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kvm_errors_say_what_to_do() {
+        assert!(VmError::NoKvm.to_string().contains("/dev/kvm does not exist"));
+        assert!(VmError::Permission
+            .to_string()
+            .contains("add your user to the 'kvm' group"));
     }
 }

@@ -60,7 +60,12 @@ fn native(prog: &Path, args: &[&str]) -> Output {
 }
 
 fn lwk(prog: &Path, args: &[&str]) -> Output {
+    lwk_env(prog, args, &[])
+}
+
+fn lwk_env(prog: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(RUNNER)
+        .envs(env.iter().copied())
         .arg(prog)
         .args(args)
         .env("LWK_TEST_VAR", "v")
@@ -311,4 +316,40 @@ fn issue_5_openmp_matches_native() {
     let out = assert_same(&build_c_with("omp", &["-fopenmp"]), &[]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("hits 3 threads 3"));
     assert_same(&build_c_with("omp", &["-static", "-fopenmp"]), &[]);
+}
+
+// Milestone 4 helper: --rewrite-syscalls must not change any output.
+
+#[test]
+fn issue_5_rewritten_syscall_sites_match_native() {
+    require_kvm();
+    let bb = busybox();
+    let d = tmpdir("rewrite");
+    let f = d.join("data.txt");
+    std::fs::write(&f, "one\ntwo\nthree\n").unwrap_or_else(|e| panic!("{e}"));
+    let fs = f.to_str().unwrap_or_default();
+    let progs: Vec<(PathBuf, Vec<&str>)> = vec![
+        (bb.clone(), vec!["echo", "rewritten"]),
+        (bb.clone(), vec!["sha256sum", fs]),
+        (bb.clone(), vec!["ls", "/nonexistent"]),
+        (build_c("memory"), vec![]),
+        (build_c("timeerr"), vec!["x", "3"]),
+        (build_c_with("threads", &["-static", "-pthread"]), vec![]),
+    ];
+    for (p, args) in progs {
+        let n = native(&p, &args);
+        let l = lwk_env(&p, &args, &[("LWK_REWRITE", "1"), ("LWK_VERBOSE", "1")]);
+        let err = String::from_utf8_lossy(&l.stderr);
+        assert_eq!(
+            (n.status.code(), &n.stdout),
+            (l.status.code(), &l.stdout),
+            "{} {args:?}: {err}",
+            p.display()
+        );
+        assert!(
+            !err.contains(" 0 sites rewritten"),
+            "nothing was rewritten in {}: {err}",
+            p.display()
+        );
+    }
 }

@@ -28,6 +28,7 @@ fn main() {
     }
     let rest: Vec<&str> = args[1..].iter().map(String::as_str).collect();
     let mut cfg = multios_lwk::Config::new(program, &rest);
+    cfg.rewrite_syscalls = std::env::var_os("LWK_REWRITE").is_some();
     if std::env::var("LWK_BACKEND").is_ok_and(|b| b == "exit") {
         cfg.backend = multios_lwk::Backend::Exit;
     }
@@ -35,12 +36,13 @@ fn main() {
         Ok(o) => {
             if std::env::var_os("LWK_VERBOSE").is_some() {
                 eprintln!(
-                    "lwk: {:?}, wall {:?}, start-up {:?}, {} calls, {} doorbell exits",
+                    "lwk: {:?}, wall {:?}, start-up {:?}, {} calls, {} doorbell exits, {} sites rewritten",
                     o.status,
                     o.wall,
                     o.startup,
                     o.stats.calls(),
-                    o.doorbells
+                    o.doorbells,
+                    o.rewritten
                 );
             }
             std::process::exit(o.code());

@@ -232,12 +232,12 @@ impl Kernel {
             return err(EIO);
         };
         match a[0] {
-            ARCH_SET_FS | ARCH_SET_GS => {
-                if a[0] == ARCH_SET_FS {
-                    sregs.fs.base = a[1];
-                } else {
-                    sregs.gs.base = a[1];
-                }
+            ARCH_SET_GS => self.refuse(
+                SYS_arch_prctl as u64,
+                "ARCH_SET_GS: the LWK keeps each vCPU's stub address in GS",
+            ),
+            ARCH_SET_FS => {
+                sregs.fs.base = a[1];
                 Reply::Ret(if vcpu.set_sregs(&sregs).is_ok() {
                     0
                 } else {
@@ -248,14 +248,8 @@ impl Kernel {
                 if !self.mem.in_app(a[1], 8) {
                     return err(EFAULT);
                 }
-                self.mem.write_u64(
-                    a[1],
-                    if a[0] == ARCH_GET_FS {
-                        sregs.fs.base
-                    } else {
-                        sregs.gs.base
-                    },
-                );
+                self.mem
+                    .write_u64(a[1], if a[0] == ARCH_GET_FS { sregs.fs.base } else { 0 });
                 Reply::Ret(0)
             }
             _ => err(EINVAL),

@@ -1,0 +1,105 @@
+//! Optional (`--rewrite-syscalls`): avoiding this KVM's ≈ 3 µs `syscall` trap.
+//!
+//! On this KVM, `syscall` from guest ring 3 costs about as much as a VM exit before it even
+//! reaches the LSTAR stub. For the common compiled pattern `mov $nr,%eax; syscall` the 5-byte
+//! `mov` is replaced by `jmp thunk` to a per-site thunk in the thunk page, which does what the
+//! CPU would have done and enters the same stub directly:
+//!
+//! ```text
+//!  thunk:  mov $nr,%eax            ; the replaced instruction
+//!          lea site+7(%rip),%rcx   ; the return address `syscall` would have put in rcx
+//!          rdgsbase %r11           ; GS base = this vCPU's stub (set by the VMM)
+//!          jmp *%r11               ; the LSTAR stub; it returns with jmp *%rcx
+//! ```
+//!
+//! The original `syscall` stays at site+5, so a branch to it still works (through the trap).
+//! No stack is touched (the red zone is safe); r11 ends up holding the stub address instead of the
+//! flags, which no syscall wrapper reads. Sites are found by decoding the executable segments
+//! with a real x86 decoder (iced-x86), not by byte matching. Only code within ±2 GiB of the thunk
+//! page is rewritten: static and PIE main programs, not shared libraries mapped later.
+
+use crate::memory::GuestMemory;
+use iced_x86::{Code, Decoder, DecoderOptions, Mnemonic, Register};
+
+const THUNK_SIZE: u64 = 32;
+
+/// Thunk allocation in the thunk page.
+#[derive(Debug)]
+pub struct Thunks {
+    next: u64,
+    end: u64,
+}
+
+impl Thunks {
+    pub fn new(mem: &GuestMemory) -> Self {
+        Thunks {
+            next: mem.thunks.base,
+            end: mem.thunks.end(),
+        }
+    }
+}
+
+fn rel32(from_next_ip: u64, to: u64) -> Option<i32> {
+    i32::try_from(to as i64 - from_next_ip as i64).ok()
+}
+
+/// Rewrites the `mov $nr,%eax; syscall` sites in `[addr, addr+len)`; returns how many.
+pub fn rewrite(mem: &GuestMemory, thunks: &mut Thunks, addr: u64, len: u64) -> usize {
+    let mut code = vec![0u8; len as usize];
+    mem.read(addr, &mut code);
+    let mut sites = Vec::new();
+    let mut prev: Option<iced_x86::Instruction> = None;
+    for ins in Decoder::with_ip(64, &code, addr, DecoderOptions::NONE).iter() {
+        if ins.mnemonic() == Mnemonic::Syscall {
+            if let Some(p) = prev {
+                if p.code() == Code::Mov_r32_imm32
+                    && p.op0_register() == Register::EAX
+                    && p.len() == 5
+                    && p.next_ip() == ins.ip()
+                    && code[(p.ip() - addr) as usize] == 0xb8
+                {
+                    sites.push((p.ip(), p.immediate32()));
+                }
+            }
+        }
+        prev = Some(ins);
+    }
+    let mut n = 0;
+    for (site, nr) in sites {
+        let thunk = thunks.next;
+        if thunk + THUNK_SIZE > thunks.end {
+            break;
+        }
+        let (Some(to_thunk), Some(back)) = (rel32(site + 5, thunk), rel32(thunk + 12, site + 7)) else {
+            continue;
+        };
+        let mut t = Vec::with_capacity(THUNK_SIZE as usize);
+        t.push(0xb8); // mov $nr,%eax
+        t.extend_from_slice(&nr.to_le_bytes());
+        t.extend_from_slice(&[0x48, 0x8d, 0x0d]); // lea rel32(%rip),%rcx
+        t.extend_from_slice(&back.to_le_bytes());
+        t.extend_from_slice(&[0xf3, 0x49, 0x0f, 0xae, 0xcb]); // rdgsbase %r11
+        t.extend_from_slice(&[0x41, 0xff, 0xe3]); // jmp *%r11
+        t.resize(THUNK_SIZE as usize, 0xcc);
+        mem.write(thunk, &t);
+        let mut jmp = vec![0xe9];
+        jmp.extend_from_slice(&to_thunk.to_le_bytes());
+        mem.write(site, &jmp);
+        thunks.next += THUNK_SIZE;
+        n += 1;
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thunk_layout_offsets() {
+        // lea's rel32 is relative to the end of the lea, 12 bytes into the thunk.
+        assert_eq!(5 + 7, 12);
+        assert_eq!(rel32(0x400005, 0x200000), Some(-0x200005));
+        assert_eq!(rel32(0, 1 << 40), None);
+    }
+}
