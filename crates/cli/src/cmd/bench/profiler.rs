@@ -1,8 +1,8 @@
 //! `multios bench profiler` (issue #3): tracing overhead of `multios profile` vs `strace -c -f` vs
-//! `perf trace -s`, as wall-time ratios traced/untraced measured side by side in one run.
+//! `perf trace -s`, as wall-time (and CPU-time) ratios traced/untraced measured side by side in one run.
 
 use crate::output::{Format, Out, Table};
-use multios_profiler::bench::{self, BenchConfig};
+use multios_profiler::bench::{self, BenchConfig, Row};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -21,6 +21,42 @@ pub struct Args {
     /// Run only workload a (syscall-heavy) or b (compute-heavy)
     #[arg(long, value_parser = ["a", "b"])]
     only: Option<String>,
+}
+
+fn ratio(a: f64, b: f64) -> String {
+    if b > 0.0 {
+        format!("{:.3}", a / b)
+    } else {
+        String::new()
+    }
+}
+
+fn table(rows: &[Row]) -> Table {
+    let mut t = Table::new([
+        "workload",
+        "tool",
+        "untraced",
+        "traced",
+        "ratio",
+        "ratio w/o start-up",
+        "cpu ratio",
+        "added/call",
+    ]);
+    for r in rows {
+        t.row([
+            r.workload.clone(),
+            r.tool.clone(),
+            format!("{:.3} s", r.untraced_s),
+            format!("{:.3} s", r.traced_s),
+            format!("{:.3}", r.ratio),
+            r.startup_s
+                .map_or(String::new(), |st| ratio(r.traced_s - st, r.untraced_s)),
+            ratio(r.traced_cpu_s, r.untraced_cpu_s),
+            r.added_ns_per_call
+                .map_or(String::new(), |ns| format!("{ns:.0} ns")),
+        ]);
+    }
+    t
 }
 
 pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
@@ -50,29 +86,6 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
     });
     let _ = std::fs::remove_dir_all(&dir);
     let rows = rows?;
-    let mut t = Table::new([
-        "workload",
-        "tool",
-        "untraced",
-        "traced",
-        "ratio",
-        "ratio w/o start-up",
-        "added/call",
-    ]);
-    for r in &rows {
-        t.row([
-            r.workload.clone(),
-            r.tool.clone(),
-            format!("{:.3} s", r.untraced_s),
-            format!("{:.3} s", r.traced_s),
-            format!("{:.3}", r.ratio),
-            r.startup_s.map_or(String::new(), |st| {
-                format!("{:.3}", (r.traced_s - st) / r.untraced_s)
-            }),
-            r.added_ns_per_call
-                .map_or(String::new(), |ns| format!("{ns:.0} ns")),
-        ]);
-    }
     if show {
         println!(
             "{}",
@@ -82,31 +95,38 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
             ))
         );
     }
-    t.print(out);
-    if show {
-        let m = |w: &str| {
-            rows.iter()
-                .find(|r| r.workload.starts_with(w) && r.tool.starts_with("multios"))
-        };
-        if let (Some(a), Some(b)) = (m("(a)"), m("(b)")) {
-            println!(
-                "multios targets: added per call {:.0} ns (≤ 250), ratio (a) {:.3} (≤ 1.3), ratio (b) {:.3} (≤ 1.02)",
-                a.added_ns_per_call.unwrap_or_default(),
-                a.ratio,
-                b.ratio
-            );
-        }
-        if let Some(st) = rows.iter().find_map(|r| r.startup_s) {
-            println!(
-                "multios start-up (probe loading and bias calibration, fitted from the two sizes of (a)): {:.1} ms; \
-                 its added/call is the slope between the two sizes",
-                st * 1e3
-            );
-        }
-        println!("commands timed (stdout/stderr discarded):");
-        for r in &rows {
-            println!("  {}", r.command);
-        }
+    table(&rows).print(out);
+    if !show {
+        return Ok(std::process::ExitCode::SUCCESS);
+    }
+    let m = |w: &str| {
+        rows.iter()
+            .find(|r| r.workload.starts_with(w) && r.tool.starts_with("multios"))
+    };
+    if let Some(a) = m("(a)") {
+        println!(
+            "multios (a): added per call {:.0} ns (target ≤ 250), ratio {:.3} (target ≤ 1.3)",
+            a.added_ns_per_call.unwrap_or_default(),
+            a.ratio
+        );
+    }
+    if let Some(b) = m("(b)") {
+        println!(
+            "multios (b): ratio {:.3} (target ≤ 1.02), cpu ratio {}",
+            b.ratio,
+            ratio(b.traced_cpu_s, b.untraced_cpu_s)
+        );
+    }
+    if let Some(st) = rows.iter().find_map(|r| r.startup_s) {
+        println!(
+            "multios start-up (probe loading and bias calibration, fitted from the two sizes of (a)): {:.1} ms; \
+             its added/call is the slope between the two sizes",
+            st * 1e3
+        );
+    }
+    println!("commands timed (stdout/stderr discarded):");
+    for r in &rows {
+        println!("  {}", r.command);
     }
     Ok(std::process::ExitCode::SUCCESS)
 }
