@@ -170,3 +170,15 @@ pub fn kill_pid(pid: i32, sig: i32) -> io::Result<()> {
         Err(io::Error::last_os_error())
     }
 }
+
+/// CPU time consumed by the calling thread, in ns (CLOCK_THREAD_CPUTIME_ID): on a shared machine
+/// this is what a benchmark's own work cost, whatever else ran.
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant Linux provides.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
