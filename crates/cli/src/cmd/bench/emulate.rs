@@ -12,7 +12,7 @@ pub struct Args {
     #[arg(long, default_value_t = 5)]
     runs: usize,
     /// Size of the bzip2 input, MiB
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 8)]
     bzip2_mib: usize,
 }
 
