@@ -1,7 +1,10 @@
 /* FWQ as a stand-alone static program, so that the same code runs on Linux and in the LWK.
  * usage: fwq QUANTUM_TICKS SAMPLES OUTFILE
  * Calibrates its work chain against the TSC (fastest of 15 runs), repeats the quantum SAMPLES
- * times and writes "start_ticks duration_ticks" per sample to OUTFILE (first line: "# iters N"). */
+ * times and writes "start_ticks duration_ticks" per sample to OUTFILE (header lines start with '#').
+ * Under mpirun (OMPI_COMM_WORLD_RANK or PMI_RANK set) rank r writes OUTFILE.r instead. */
+#define _GNU_SOURCE
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,12 +52,20 @@ int main(int argc, char **argv) {
         t[2 * i] = a - begin;
         t[2 * i + 1] = b - a;
     }
-    FILE *f = fopen(argv[3], "w");
+    int cpu = sched_getcpu();
+    const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+    if (!rank) rank = getenv("PMI_RANK");
+    char path[4096];
+    if (rank)
+        snprintf(path, sizeof path, "%s.%s", argv[3], rank);
+    else
+        snprintf(path, sizeof path, "%s", argv[3]);
+    FILE *f = fopen(path, "w");
     if (!f) {
-        perror(argv[3]);
+        perror(path);
         return 1;
     }
-    fprintf(f, "# iters %llu sink %llu\n", (unsigned long long)iters, (unsigned long long)(sink & 1));
+    fprintf(f, "# iters %llu sink %llu\n# cpu %d\n", (unsigned long long)iters, (unsigned long long)(sink & 1), cpu);
     for (long i = 0; i < n; i++)
         fprintf(f, "%llu %llu\n", (unsigned long long)t[2 * i], (unsigned long long)t[2 * i + 1]);
     return fclose(f) == 0 ? 0 : 1;

@@ -83,7 +83,12 @@ pub fn read_output(path: &Path, clock: &Clock, quantum_ns: f64, cpu: usize) -> R
     let p = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| GuestError::Run(format!("{p}: {e}")))?;
     let mut samples = Vec::new();
+    let mut ran_on = None;
     for (i, line) in text.lines().enumerate() {
+        if let Some(c) = line.strip_prefix("# cpu ") {
+            ran_on = c.trim().parse::<usize>().ok();
+            continue;
+        }
         if line.starts_with('#') || line.trim().is_empty() {
             continue;
         }
@@ -114,6 +119,50 @@ pub fn read_output(path: &Path, clock: &Clock, quantum_ns: f64, cpu: usize) -> R
         elapsed_ns,
         samples,
         detours,
-        ran_on: None,
+        ran_on,
     })
+}
+
+/// Runs the program on `ranks` processes under Open MPI's `mpirun`, one per core
+/// (`--bind-to core`), and reads every rank's samples (the CPU each rank ran on is in `ran_on`).
+pub fn run_mpirun(
+    exe: &Path,
+    ranks: usize,
+    args: &[String],
+    clock: &Clock,
+    quantum_ns: f64,
+) -> Result<Vec<Series>, GuestError> {
+    let out = Command::new("mpirun")
+        .args([
+            "--allow-run-as-root",
+            "--bind-to",
+            "core",
+            "--map-by",
+            "core",
+            "-np",
+        ])
+        .arg(ranks.to_string())
+        .arg(exe)
+        .args(args)
+        .output()
+        .map_err(|e| GuestError::Run(format!("mpirun: {e} (install openmpi-bin)")))?;
+    if !out.status.success() {
+        return Err(GuestError::Run(format!(
+            "mpirun: {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let base = args.last().map(String::as_str).unwrap_or("");
+    (0..ranks)
+        .map(|r| {
+            let file = PathBuf::from(format!("{base}.{r}"));
+            let s = read_output(&file, clock, quantum_ns, r);
+            let _ = std::fs::remove_file(&file);
+            s.map(|mut s| {
+                s.cpu = s.ran_on.unwrap_or(r);
+                s
+            })
+        })
+        .collect()
 }

@@ -227,3 +227,18 @@ mod aggregate_tests {
         assert_eq!(ag[1].noise_pct_median, 50.0);
     }
 }
+
+/// Several ranks' series as one (e.g. FWQ on every rank under mpirun): all samples and detours,
+/// sorted by start time; the CPU is the lowest of them.
+pub fn merge(series: &[Series]) -> Option<Series> {
+    let first = series.first()?;
+    let mut m = first.clone();
+    m.cpu = series.iter().map(|s| s.cpu).min().unwrap_or(first.cpu);
+    m.samples = series.iter().flat_map(|s| s.samples.iter().copied()).collect();
+    m.samples.sort_by(|a, b| a.0.total_cmp(&b.0));
+    m.detours = series.iter().flat_map(|s| s.detours.iter().copied()).collect();
+    m.detours.sort_by(|a, b| a.0.total_cmp(&b.0));
+    m.elapsed_ns = series.iter().map(|s| s.elapsed_ns).fold(0.0, f64::max);
+    m.ran_on = None;
+    Some(m)
+}

@@ -267,3 +267,27 @@ fn issue_6_trace_file_with_a_bad_line_names_file_and_line() {
     assert!(msg.starts_with(&format!("{}:4:", path.display())), "{msg}");
     let _ = std::fs::remove_file(&path);
 }
+
+#[test]
+fn issue_6_fwq_on_every_rank_under_mpirun() {
+    let online = need_two_cpus();
+    let clock = Clock::calibrate(20);
+    let dir = std::env::temp_dir().join(format!("multios-noise-mpi-test-{}", std::process::id()));
+    let exe = multios_noise::guest::build(&dir).expect("gcc -static builds guest/fwq.c");
+    let args = multios_noise::guest::args(200_000.0, 50e6, &clock, &dir.join("fwq.out"));
+    let ranks = multios_noise::guest::run_mpirun(&exe, 2, &args, &clock, 200_000.0)
+        .expect("Open MPI's mpirun runs FWQ on 2 ranks (install openmpi-bin)");
+    assert_eq!(ranks.len(), 2);
+    let cpus_used: Vec<usize> = ranks.iter().map(|s| s.cpu).collect();
+    assert!(
+        cpus_used[0] != cpus_used[1] && cpus_used.iter().all(|c| online.contains(c)),
+        "{cpus_used:?}"
+    );
+    for s in &ranks {
+        assert_eq!(s.samples.len(), 250);
+    }
+    let merged = report::merge(&ranks).expect("two ranks");
+    assert_eq!(merged.samples.len(), 500);
+    assert!(merged.samples.windows(2).all(|w| w[0].0 <= w[1].0));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -72,8 +72,11 @@ struct MeasureArgs {
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Run the benchmark inside the LWK as a guest program
-    #[arg(long)]
+    #[arg(long, conflicts_with = "mpirun")]
     lwk: bool,
+    /// Run FWQ on N ranks under Open MPI's mpirun (one per core) and merge the results
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    mpirun: Option<u32>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -135,6 +138,11 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
 }
 
 fn measure(kind: Kind, a: MeasureArgs, out: &Out) -> super::Exit {
+    if a.mpirun.is_some() && kind != Kind::Fwq {
+        anyhow::bail!(
+            "--mpirun runs FWQ only (the program is guest/fwq.c): use 'multios noise fwq --mpirun N'"
+        );
+    }
     if a.lwk && kind != Kind::Fwq {
         anyhow::bail!(
             "--lwk runs FWQ only (the guest program is guest/fwq.c): use 'multios noise fwq --lwk'"
@@ -193,11 +201,22 @@ fn measure(kind: Kind, a: MeasureArgs, out: &Out) -> super::Exit {
     } else {
         None
     };
+    let mpi = match a.mpirun {
+        Some(n) => Some((n as usize, GuestDir::build()?)),
+        None => None,
+    };
     let mut outcomes: Vec<Outcome> = Vec::new();
     for round in 0..a.repeat {
         for case in &cases {
             if out.progress {
                 eprintln!("measuring: {} (run {}/{})", case.label, round + 1, a.repeat);
+            }
+            if let Some((n, g)) = &mpi {
+                let all = session::with_load(case, settle, |cpuset| {
+                    g.mpirun(*n, case, &settings, &clock, cpuset)
+                });
+                outcomes.extend(all.with_context(|| case.label.clone())?);
+                continue;
             }
             match &lwk {
                 Some(g) => {
@@ -289,6 +308,62 @@ fn measure(kind: Kind, a: MeasureArgs, out: &Out) -> super::Exit {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The FWQ program built in a temporary directory (removed on drop).
+struct GuestDir {
+    dir: PathBuf,
+    exe: PathBuf,
+}
+
+impl GuestDir {
+    fn build() -> anyhow::Result<GuestDir> {
+        let dir = std::env::temp_dir().join(format!("multios-noise-mpi-{}", std::process::id()));
+        let exe = multios_noise::guest::build(&dir)?;
+        Ok(GuestDir { dir, exe })
+    }
+
+    /// FWQ on `n` ranks under mpirun: one outcome per rank and one with all ranks merged.
+    fn mpirun(
+        &self,
+        n: usize,
+        case: &Case,
+        s: &Settings,
+        clock: &Clock,
+        cpuset: Option<String>,
+    ) -> anyhow::Result<Vec<Outcome>> {
+        let args = multios_noise::guest::args(s.quantum_ns, s.duration_ns, clock, &self.dir.join("fwq.out"));
+        let ranks = multios_noise::guest::run_mpirun(&self.exe, n, &args, clock, s.quantum_ns)?;
+        let mut v: Vec<Outcome> = ranks
+            .iter()
+            .enumerate()
+            .map(|(r, series)| Outcome {
+                case: Case {
+                    label: format!("{} · rank {r}", case.label),
+                    load: case.load.clone(),
+                },
+                series: vec![series.clone()],
+                cpuset_cpus: cpuset.clone(),
+            })
+            .collect();
+        if let Some(m) = report::merge(&ranks) {
+            v.push(Outcome {
+                case: Case {
+                    label: format!("{} · all {n} ranks", case.label),
+                    load: case.load.clone(),
+                },
+                series: vec![m],
+                cpuset_cpus: cpuset,
+            });
+        }
+        Ok(v)
+    }
+}
+
+impl Drop for GuestDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 /// The FWQ guest program, run natively and in the LWK on the measured CPU.
