@@ -11,8 +11,8 @@ use crate::ebpf::Probe;
 use crate::error::ProfilerError;
 use crate::sys;
 
-const BATCHES: usize = 21;
-const PER_BATCH: u64 = 1000;
+const BATCHES: usize = 201;
+const PER_BATCH: u64 = 100;
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
