@@ -151,8 +151,6 @@ impl GuestMemory {
         let doorbell = Region::map(DOORBELL_BASE, PAGE_2M, libc::PROT_NONE)?;
         let app = Region::map(APP_BASE, app_size, rw)?;
         let thunks = Region::map(THUNK_BASE, PAGE_2M, rw)?;
-        // Transparent huge pages behind the guest's 2 MiB pages (best effort: THP may be off).
-        let _ = sys::madvise(app.base, app.len as usize, libc::MADV_HUGEPAGE);
         let mem = GuestMemory {
             sys,
             stubs,
@@ -193,6 +191,13 @@ impl GuestMemory {
             );
             addr += PAGE_2M;
         }
+    }
+
+    /// Asks for transparent huge pages behind the guest's 2 MiB pages from now on (best effort).
+    /// Called after the program is loaded: a huge-page fault may compact memory synchronously
+    /// (milliseconds), which the few pages touched at load time need not pay.
+    pub fn enable_huge_pages(&self) {
+        let _ = sys::madvise(self.app.base, self.app.len as usize, libc::MADV_HUGEPAGE);
     }
 
     /// The guest's CR3.
@@ -298,6 +303,7 @@ mod tests {
 
     #[test]
     fn layout_constants_are_consistent() {
+        const { assert!(THUNK_BASE + PAGE_2M == APP_BASE && SYS_BASE + PAGE_2M == STUB_BASE) };
         assert_eq!(LWK_BASE % (1 << 30), 0);
         assert_eq!(APP_BASE % PAGE_2M, 0);
         const { assert!(sys_page::RING0_STACKS + sys_page::MAX_VCPUS * 0x1000 <= PAGE_2M) };

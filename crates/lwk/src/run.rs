@@ -262,6 +262,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
         random: random16(),
     };
     let rsp = stack::build(&mem, mem.app.end(), &spec);
+    mem.enable_huge_pages();
     let kernel = Arc::new(Kernel::new(
         mem.clone(),
         mm2,

@@ -1,6 +1,6 @@
 //! The KVM VM: /dev/kvm, the VM fd and the memslots (guest-physical == host-virtual).
 
-use crate::memory::{GuestMemory, Region};
+use crate::memory::GuestMemory;
 use crate::sys;
 use kvm_bindings::kvm_userspace_memory_region;
 use kvm_ioctls::{Kvm, VmFd};
@@ -67,17 +67,20 @@ impl Vm {
             source,
         })?;
         drop(low);
-        let regions: [&Region; 4] = [&mem.sys, &mem.stubs, &mem.app, &mem.thunks];
-        for (slot, r) in regions.iter().enumerate() {
+        // Two memslots over contiguous host ranges (each memslot update costs milliseconds on
+        // this KVM): the LWK's system and stub pages, and the thunk page plus the application window.
+        let slots = [(mem.sys.base, mem.stubs.end()), (mem.thunks.base, mem.app.end())];
+        debug_assert!(mem.sys.end() == mem.stubs.base && mem.thunks.end() == mem.app.base);
+        for (slot, (start, end)) in slots.into_iter().enumerate() {
             let region = kvm_userspace_memory_region {
                 slot: slot as u32,
                 flags: 0,
-                guest_phys_addr: r.base,
-                memory_size: r.len,
-                userspace_addr: r.base,
+                guest_phys_addr: start,
+                memory_size: end - start,
+                userspace_addr: start,
             };
-            // SAFETY: the host range is a live mapping owned by `mem`, which outlives the VM (the
-            // caller keeps it in an Arc next to the Vm and drops the Vm first).
+            // SAFETY: the host range is covered by live mappings owned by `mem`, which outlives the
+            // VM (the caller keeps it in an Arc next to the Vm and drops the Vm first).
             unsafe { vm.set_user_memory_region(region) }.map_err(|source| VmError::Kvm {
                 what: "KVM_SET_USER_MEMORY_REGION",
                 source,
