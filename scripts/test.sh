@@ -5,4 +5,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -q -- -D warnings
-cargo test --workspace --release 2>&1
+cargo test --workspace --release --no-fail-fast 2>&1
