@@ -12,6 +12,7 @@ pub mod cgroup;
 pub mod clock;
 pub mod cpus;
 pub mod figures;
+pub mod files;
 pub mod guest;
 pub mod load;
 pub mod measure;

@@ -111,3 +111,35 @@ pub fn compare_cases(load_cmd: &str, cpu: usize, online: &[usize]) -> Result<Vec
         ),
     ])
 }
+
+/// FWQ on `ranks` ranks under mpirun (the program `exe` from [`crate::guest::build`]): one outcome
+/// per rank and one with all ranks merged, labelled after `case`.
+pub fn mpirun_outcomes(
+    exe: &std::path::Path,
+    out_file: &std::path::Path,
+    ranks: usize,
+    case: &Case,
+    s: &Settings,
+    clock: &Clock,
+    cpuset_cpus: Option<String>,
+) -> Result<Vec<Outcome>, crate::guest::GuestError> {
+    let args = crate::guest::args(s.quantum_ns, s.duration_ns, clock, out_file);
+    let series = crate::guest::run_mpirun(exe, ranks, &args, clock, s.quantum_ns)?;
+    let outcome = |label: String, series: Series| Outcome {
+        case: Case {
+            label,
+            load: case.load.clone(),
+        },
+        series: vec![series],
+        cpuset_cpus: cpuset_cpus.clone(),
+    };
+    let mut v: Vec<Outcome> = series
+        .iter()
+        .enumerate()
+        .map(|(r, s)| outcome(format!("{} · rank {r}", case.label), s.clone()))
+        .collect();
+    if let Some(m) = crate::report::merge(&series) {
+        v.push(outcome(format!("{} · all {ranks} ranks", case.label), m));
+    }
+    Ok(v)
+}

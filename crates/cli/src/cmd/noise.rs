@@ -10,7 +10,7 @@ use multios_noise::scale::{self, Collective, Config, Engine};
 use multios_noise::session::{self, Case, Outcome};
 use multios_noise::{cpus, figures, sys, NoiseTrace};
 use multios_units::Duration;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
@@ -239,7 +239,10 @@ fn measure(kind: Kind, a: MeasureArgs, out: &Out) -> super::Exit {
     let reports: Vec<Report> = runs.iter().map(|(l, s)| report::report(l, s)).collect();
     let aggregates = report::aggregate(&reports);
     let files = match &a.out {
-        Some(dir) => write_measure_files(dir, kind, &runs, &reports, &clock)?,
+        Some(dir) => multios_noise::files::write(dir, kind, &runs, &reports, &clock)?
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect(),
         None => Vec::new(),
     };
     match out.format {
@@ -332,31 +335,10 @@ impl GuestDir {
         clock: &Clock,
         cpuset: Option<String>,
     ) -> anyhow::Result<Vec<Outcome>> {
-        let args = multios_noise::guest::args(s.quantum_ns, s.duration_ns, clock, &self.dir.join("fwq.out"));
-        let ranks = multios_noise::guest::run_mpirun(&self.exe, n, &args, clock, s.quantum_ns)?;
-        let mut v: Vec<Outcome> = ranks
-            .iter()
-            .enumerate()
-            .map(|(r, series)| Outcome {
-                case: Case {
-                    label: format!("{} · rank {r}", case.label),
-                    load: case.load.clone(),
-                },
-                series: vec![series.clone()],
-                cpuset_cpus: cpuset.clone(),
-            })
-            .collect();
-        if let Some(m) = report::merge(&ranks) {
-            v.push(Outcome {
-                case: Case {
-                    label: format!("{} · all {n} ranks", case.label),
-                    load: case.load.clone(),
-                },
-                series: vec![m],
-                cpuset_cpus: cpuset,
-            });
-        }
-        Ok(v)
+        let out_file = self.dir.join("fwq.out");
+        Ok(session::mpirun_outcomes(
+            &self.exe, &out_file, n, case, s, clock, cpuset,
+        )?)
     }
 }
 
@@ -532,73 +514,6 @@ fn aggregate_table(kind: Kind, ag: &[report::Aggregate]) -> Table {
 /// A duration in ns for humans ("512.0 ns", "16.38 µs").
 fn short(ns: f64) -> String {
     multios_units::format_secs(ns * 1e-9)
-}
-
-fn slug(s: &str) -> String {
-    let mut o: String = s
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    while o.contains("--") {
-        o = o.replace("--", "-");
-    }
-    o.trim_matches('-').to_string()
-}
-
-fn write_measure_files(
-    dir: &Path,
-    kind: Kind,
-    runs: &[(String, multios_noise::measure::Series)],
-    reports: &[Report],
-    clock: &Clock,
-) -> anyhow::Result<Vec<String>> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating --out {}", dir.display()))?;
-    let mut files = Vec::new();
-    let mut put = |name: String, text: String| -> anyhow::Result<()> {
-        let p = dir.join(name);
-        std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?;
-        files.push(p.display().to_string());
-        Ok(())
-    };
-    put("samples.csv".to_string(), report::samples_csv(runs))?;
-    put(
-        "report.json".to_string(),
-        serde_json::to_string_pretty(&serde_json::json!({"clock": clock, "reports": reports}))?,
-    )?;
-    // with --repeat, run k of a configuration gets "-runk"; the figure shows each one's first run
-    let mut seen: Vec<(String, usize)> = Vec::new();
-    let mut first_runs = Vec::new();
-    for (label, s) in runs {
-        let k = seen.iter().filter(|x| x.0 == *label && x.1 == s.cpu).count();
-        seen.push((label.clone(), s.cpu));
-        let suffix = if k > 0 {
-            format!("-run{}", k + 1)
-        } else {
-            String::new()
-        };
-        put(
-            format!("{}-cpu{}{suffix}.trace", slug(label), s.cpu),
-            report::trace_of(s).to_text(),
-        )?;
-        if k == 0 {
-            first_runs.push((label.clone(), s.clone()));
-        }
-    }
-    let name = match kind {
-        Kind::Fwq => "fwq",
-        Kind::Ftq => "ftq",
-        Kind::Selfish => "selfish",
-    };
-    let fig = figures::samples_over_time(&format!("{} samples over time", name.to_uppercase()), &first_runs);
-    let w = multios_plot::write(&fig, &dir.join(name)).context("writing the figure")?;
-    files.extend([w.png, w.svg, w.csv].iter().map(|p| p.display().to_string()));
-    Ok(files)
 }
 
 fn scale_cmd(a: ScaleArgs, out: &Out) -> super::Exit {
