@@ -183,11 +183,16 @@ fn barrier(replay: &Replay, phases: &[f64], cfg: &Config, cost: f64) -> f64 {
     let d = replay.detours();
     let log_n = (usize::BITS - n.leading_zeros()) as usize + 1;
     let use_candidates = cfg.engine == Engine::Auto && 2 * d * log_n * 4 < n;
+    let order = if use_candidates {
+        by_bound(replay, w)
+    } else {
+        Vec::new()
+    };
     let mut t = 0.0f64;
     for _ in 0..cfg.steps {
         let tau = replay.wrap(t);
         let worst = if use_candidates {
-            worst_by_candidates(replay, phases, tau, w)
+            worst_by_candidates(replay, &order, phases, tau, w)
         } else {
             let mut m = 0.0f64;
             for &o in phases {
@@ -204,19 +209,33 @@ fn barrier(replay: &Replay, phases: &[f64], cfg: &Config, cost: f64) -> f64 {
     t / (cfg.steps as f64 * (w + cost))
 }
 
-/// The largest delay over all ranks, from the two candidate ranks of each detour.
-fn worst_by_candidates(replay: &Replay, sorted: &[f64], tau: f64, w: f64) -> f64 {
+/// The detours with an upper bound of the delay any rank near them can get, largest first: the
+/// delay is largest at the detour's start (a rank there waits for all of it and then works).
+fn by_bound(replay: &Replay, w: f64) -> Vec<(f64, usize)> {
+    let mut v: Vec<(f64, usize)> = (0..replay.detours())
+        .map(|j| (replay.delay(replay.detour(j).0, w), j))
+        .collect();
+    v.sort_by(|a, b| b.0.total_cmp(&a.0));
+    v
+}
+
+/// The largest delay over all ranks, from the two candidate ranks of each detour, visiting the
+/// detours by decreasing bound and stopping when no remaining one can beat the worst found.
+fn worst_by_candidates(replay: &Replay, order: &[(f64, usize)], sorted: &[f64], tau: f64, w: f64) -> f64 {
     let len = replay.length;
     let d = replay.detours();
     let mut worst = 0.0f64;
-    let mut eval = |o: f64| {
+    let eval = |o: f64| {
         let mut p = o + tau;
         if p >= len {
             p -= len;
         }
-        worst = worst.max(replay.delay(p, w));
+        replay.delay(p, w)
     };
-    for j in 0..d {
+    for &(bound, j) in order {
+        if bound <= worst {
+            break;
+        }
         let (s, e) = replay.detour(j);
         let prev_end = if j == 0 {
             replay.detour(d - 1).1 - len
@@ -226,12 +245,12 @@ fn worst_by_candidates(replay: &Replay, sorted: &[f64], tau: f64, w: f64) -> f64
         // the gap [prev_end, s): its last rank in cyclic order
         if s > prev_end {
             if let Some((_, last)) = first_last(sorted, prev_end - tau, s - prev_end, len) {
-                eval(last);
+                worst = worst.max(eval(last));
             }
         }
         // the detour [s, e): its first rank
         if let Some((first, _)) = first_last(sorted, s - tau, e - s, len) {
-            eval(first);
+            worst = worst.max(eval(first));
         }
     }
     worst
@@ -355,7 +374,7 @@ mod tests {
                     let mut t = 0.0;
                     for _ in 0..50 {
                         let tau = r.wrap(t);
-                        let a = worst_by_candidates(&r, &ph, tau, work);
+                        let a = worst_by_candidates(&r, &by_bound(&r, work), &ph, tau, work);
                         let b = ph
                             .iter()
                             .map(|o| r.delay(r.wrap(o + tau), work))
