@@ -60,14 +60,18 @@ pub fn spin_accuracy(requested: &[f64], cpu: usize) -> Result<Vec<SpinCheck>, Em
     Ok(out)
 }
 
-/// Pass-through overhead of one mechanism on one workload.
+/// Pass-through overhead of one mechanism on one workload: CPU time (user + system of the program,
+/// robust to other processes on a shared machine) and wall time, medians of alternating runs.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Overhead {
     pub workload: String,
     pub mechanism: String,
-    pub native_median: f64,
-    pub emulated_median: f64,
-    pub overhead_pct: f64,
+    pub native_cpu: f64,
+    pub emulated_cpu: f64,
+    pub cpu_overhead_pct: f64,
+    pub native_wall: f64,
+    pub emulated_wall: f64,
+    pub wall_overhead_pct: f64,
     pub runs: usize,
 }
 
@@ -95,22 +99,27 @@ pub fn passthrough(
         wait: Default::default(),
         rewrite: true,
     };
-    let (mut nat, mut emu) = (Vec::new(), Vec::new());
+    let (mut nc, mut ec, mut nw, mut ew) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..runs {
-        let (e, t) = crate::run_native(argv, compute, &cfg.wait)?;
-        check_exit(workload, "natively", e)?;
-        nat.push(t);
+        let n = crate::run_native(argv, compute, &cfg.wait)?;
+        check_exit(workload, "natively", n.exit)?;
+        nc.push(n.cpu_secs);
+        nw.push(n.wall_secs);
         let r = crate::run(&cfg)?;
         check_exit(workload, m.name(), r.exit)?;
-        emu.push(r.wall_secs);
+        ec.push(r.cpu_secs);
+        ew.push(r.wall_secs);
     }
-    let (n, e) = (median(&mut nat), median(&mut emu));
+    let (nc, ec, nw, ew) = (median(&mut nc), median(&mut ec), median(&mut nw), median(&mut ew));
     Ok(Overhead {
         workload: workload.into(),
         mechanism: m.name().into(),
-        native_median: n,
-        emulated_median: e,
-        overhead_pct: 100.0 * (e / n - 1.0),
+        native_cpu: nc,
+        emulated_cpu: ec,
+        cpu_overhead_pct: 100.0 * (ec / nc - 1.0),
+        native_wall: nw,
+        emulated_wall: ew,
+        wall_overhead_pct: 100.0 * (ew / nw - 1.0),
         runs,
     })
 }

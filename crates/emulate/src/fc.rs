@@ -142,7 +142,7 @@ pub fn run(
             dir.join("scratch").display().to_string(),
         ];
         let exit = match m {
-            None => crate::run_native(&argv, compute, &Default::default())?.0,
+            None => crate::run_native(&argv, compute, &Default::default())?.exit,
             Some(mech) => {
                 let cfg = Config {
                     mechanism: mech,

@@ -49,14 +49,23 @@ pub fn is_static(p: &Path) -> bool {
     })
 }
 
+/// How a native run went.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct NativeRun {
+    pub exit: crate::Exit,
+    pub wall_secs: f64,
+    /// User + system CPU time of the program and the descendants it waited for.
+    pub cpu_secs: f64,
+}
+
 /// Runs `argv` natively, pinned to `compute`; returns how it ended and its wall time.
 pub fn run_native(
     argv: &[String],
     compute: &crate::CpuSet,
     wait: &crate::Wait,
-) -> Result<(crate::Exit, f64), EmulateError> {
+) -> Result<NativeRun, EmulateError> {
     let rt = wait.app_realtime;
-    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    use std::os::unix::process::CommandExt;
     let first = argv.first().ok_or(EmulateError::NoCommand)?;
     let path = resolve(first)?;
     let mut cmd = std::process::Command::new(path);
@@ -75,18 +84,21 @@ pub fn run_native(
         });
     }
     let t0 = std::time::Instant::now();
-    let st = cmd.status().map_err(|cause| EmulateError::Launch {
+    let child = cmd.spawn().map_err(|cause| EmulateError::Launch {
         cmd: first.clone(),
         stage: "starting it natively",
         cause,
     })?;
-    let secs = t0.elapsed().as_secs_f64();
-    let exit = match (st.code(), st.signal()) {
-        (Some(c), _) => crate::Exit::Code(c),
-        (None, Some(s)) => crate::Exit::Signal(s),
-        _ => crate::Exit::Code(-1),
-    };
-    Ok((exit, secs))
+    let (st, cpu_secs) =
+        crate::sys::wait_child(child.id() as libc::pid_t).map_err(|cause| EmulateError::Io {
+            what: "wait4".into(),
+            cause,
+        })?;
+    Ok(NativeRun {
+        exit: crate::Exit::from_wait_status(st),
+        wall_secs: t0.elapsed().as_secs_f64(),
+        cpu_secs,
+    })
 }
 
 #[cfg(test)]

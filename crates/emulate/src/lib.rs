@@ -28,7 +28,7 @@ pub use cost::{CostModel, Dist};
 pub use cpus::CpuSet;
 pub use delegation::Delegation;
 pub use error::EmulateError;
-pub use launch::run_native;
+pub use launch::{run_native, NativeRun};
 pub use proxy::Wait;
 pub use report::{Counts, Exit, Report, Summary};
 
@@ -147,7 +147,7 @@ pub fn run(cfg: &Config) -> Result<Report, EmulateError> {
     let forced_local = d.keep_local(cfg.mechanism.always_local());
     let cal = tsc::calibration();
     let samplers = Arc::new(cfg.cost.samplers(cal));
-    let (exit, wall_secs, counts, local, delivered) = match cfg.mechanism {
+    let (exit, wall_secs, cpu_secs, counts, local, delivered) = match cfg.mechanism {
         Mechanism::Proxy => {
             let o = proxy::run(
                 launch::cstring(&path)?,
@@ -158,12 +158,26 @@ pub fn run(cfg: &Config) -> Result<Report, EmulateError> {
                 &cfg.control,
                 cfg.wait,
             )?;
-            (o.exit, o.wall_secs, o.served.counts, None, o.served.delivered)
+            (
+                o.exit,
+                o.wall_secs,
+                o.cpu_secs,
+                o.served.counts,
+                None,
+                o.served.delivered,
+            )
         }
         Mechanism::Migrate | Mechanism::Shm => {
             let o = preload::run(&path, cfg, &d, cal)?;
             warnings.extend(o.warnings);
-            (o.exit, o.wall_secs, o.delegated, Some(o.local), o.delivered)
+            (
+                o.exit,
+                o.wall_secs,
+                o.cpu_secs,
+                o.delegated,
+                Some(o.local),
+                o.delivered,
+            )
         }
     };
     let mut syscalls = std::collections::BTreeMap::new();
@@ -192,6 +206,7 @@ pub fn run(cfg: &Config) -> Result<Report, EmulateError> {
         compute_cpus: cfg.compute.to_string(),
         control_cpus: cfg.control.to_string(),
         wall_secs,
+        cpu_secs,
         exit,
         delegated_total: counts.iter().sum(),
         local_total: local.map(|l| l.iter().sum()),

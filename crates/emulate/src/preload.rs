@@ -114,6 +114,7 @@ const STUB_LOCAL: &[&str] = &[
 pub struct Outcome {
     pub exit: Exit,
     pub wall_secs: f64,
+    pub cpu_secs: f64,
     pub delegated: Vec<u64>,
     pub local: Vec<u64>,
     pub delivered: Vec<u64>,
@@ -214,15 +215,21 @@ pub fn run(path: &Path, cfg: &Config, d: &Delegation, cal: Calibration) -> Resul
         });
     }
     let t0 = std::time::Instant::now();
-    let status = cmd.status().map_err(|cause| EmulateError::Launch {
+    let child = cmd.spawn().map_err(|cause| EmulateError::Launch {
         cmd: cfg.argv[0].clone(),
         stage: "starting it",
         cause,
     })?;
+    let (status, cpu_secs) =
+        crate::sys::wait_child(child.id() as libc::pid_t).map_err(|cause| EmulateError::Io {
+            what: "wait4".into(),
+            cause,
+        })?;
     let wall_secs = t0.elapsed().as_secs_f64();
     let mut o = Outcome {
-        exit: exit_of(status),
+        exit: Exit::from_wait_status(status),
         wall_secs,
+        cpu_secs,
         delegated: vec![0; multios_syscalls::MAX_NR],
         local: vec![0; multios_syscalls::MAX_NR],
         delivered: Vec::new(),
@@ -274,15 +281,6 @@ pub fn run(path: &Path, cfg: &Config, d: &Delegation, cal: Calibration) -> Resul
     Ok(o)
 }
 
-fn exit_of(s: std::process::ExitStatus) -> Exit {
-    use std::os::unix::process::ExitStatusExt;
-    match (s.code(), s.signal()) {
-        (Some(c), _) => Exit::Code(c),
-        (None, Some(sig)) => Exit::Signal(sig),
-        _ => Exit::Code(-1),
-    }
-}
-
 fn parse_stats(text: &str, o: &mut Outcome) {
     for line in text.lines() {
         let mut it = line.split(' ');
@@ -318,6 +316,7 @@ mod tests {
         let mut o = Outcome {
             exit: Exit::Code(0),
             wall_secs: 0.0,
+            cpu_secs: 0.0,
             delegated: vec![0; 512],
             local: vec![0; 512],
             delivered: vec![],

@@ -135,6 +135,7 @@ fn child_error(code: i32, cmd: &str) -> EmulateError {
 pub struct Outcome {
     pub exit: Exit,
     pub wall_secs: f64,
+    pub cpu_secs: f64,
     pub served: Served,
 }
 
@@ -191,7 +192,7 @@ pub fn run(
             supervise(l.as_raw_fd(), &s, cpu, i as u64, busy, rt)
         }));
     }
-    let status = sys::wait_child(pid).map_err(|e| EmulateError::Io {
+    let (status, cpu_secs) = sys::wait_child(pid).map_err(|e| EmulateError::Io {
         what: "waitpid".into(),
         cause: e,
     })?;
@@ -216,6 +217,7 @@ pub fn run(
     Ok(Outcome {
         exit: Exit::from_wait_status(status),
         wall_secs,
+        cpu_secs,
         served,
     })
 }

@@ -83,6 +83,9 @@ pub struct Report {
     pub compute_cpus: String,
     pub control_cpus: String,
     pub wall_secs: f64,
+    /// User + system CPU time of the program and the descendants it waited for (not of the
+    /// supervisors or delegate threads of the emulator).
+    pub cpu_secs: f64,
     pub exit: Exit,
     pub delegated_total: u64,
     /// `None` when local calls are not observed by this mechanism.

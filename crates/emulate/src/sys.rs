@@ -215,14 +215,19 @@ pub fn send_continue(fd: RawFd, id: u64) -> io::Result<()> {
     Ok(())
 }
 
-/// A blocking `waitpid` that retries on EINTR.
-pub fn wait_child(pid: libc::pid_t) -> io::Result<libc::c_int> {
+/// A blocking `wait4` that retries on EINTR: the wait status and the CPU time (user + system, in
+/// seconds) of the child and of the descendants it waited for.
+pub fn wait_child(pid: libc::pid_t) -> io::Result<(libc::c_int, f64)> {
     let mut status = 0;
     loop {
-        // SAFETY: `status` is a valid out-pointer.
-        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        // SAFETY: a zeroed rusage is valid; both out-pointers are valid.
+        let (r, ru) = unsafe {
+            let mut ru: libc::rusage = std::mem::zeroed();
+            (libc::wait4(pid, &mut status, 0, &mut ru), ru)
+        };
         if r == pid {
-            return Ok(status);
+            let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 * 1e-6;
+            return Ok((status, t(ru.ru_utime) + t(ru.ru_stime)));
         }
         let e = io::Error::last_os_error();
         if e.raw_os_error() != Some(libc::EINTR) {

@@ -116,7 +116,7 @@ pub fn run_synth(
         mixf.display().to_string(),
     ];
     let exit = match mech {
-        None => crate::run_native(&argv, compute, &wait)?.0,
+        None => crate::run_native(&argv, compute, &wait)?.exit,
         Some(m) => {
             let cfg = Config {
                 mechanism: m,

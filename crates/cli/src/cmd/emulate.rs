@@ -139,7 +139,8 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
         }
     }
     let compare = if args.compare {
-        let (exit, secs) = multios_emulate::run_native(&cfg.argv, &cfg.compute, &cfg.wait)?;
+        let native = multios_emulate::run_native(&cfg.argv, &cfg.compute, &cfg.wait)?;
+        let (exit, secs) = (native.exit, native.wall_secs);
         if exit != report.exit {
             eprintln!(
                 "warning: the native run ended with {exit}, the emulated one with {}",
