@@ -3,7 +3,7 @@
 
 mod common;
 use multios_emulate::validate::{run_synth, score, Mix, RoundTrip};
-use multios_emulate::{CpuSet, Delegation, Mechanism};
+use multios_emulate::{CpuSet, Mechanism};
 use std::collections::BTreeSet;
 
 #[test]
