@@ -58,7 +58,7 @@ pub struct Slot {
     pub rflags: u64,
     /// Guest `rsp` at the `syscall` (needed by clone).
     pub rsp: u64,
-    /// Requests served, counted by the host (for statistics and tests).
+    /// Reserved (0).
     pub served: u64,
     _pad: [u64; 3],
 }

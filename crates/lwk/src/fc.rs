@@ -121,6 +121,7 @@ pub fn tsc_per_ns(d: Duration) -> f64 {
 pub fn measure(mech: Mechanism, calls: u32, pin: bool) -> Result<Summary, LwkError> {
     let per_ns = tsc_per_ns(Duration::from_millis(20));
     if mech == Mechanism::Native {
+        let saved = crate::sys::affinity();
         if pin {
             let _ = crate::sys::pin_to_cpu(1);
         }
@@ -129,6 +130,9 @@ pub fn measure(mech: Mechanism, calls: u32, pin: bool) -> Result<Summary, LwkErr
             let c0 = rdtsc();
             crate::sys::raw_syscall(libc::SYS_getppid as u64, [0; 6]);
             v.push((rdtsc() - c0) as f64 / per_ns);
+        }
+        if let Some(a) = &saved {
+            crate::sys::set_affinity(a);
         }
         return Ok(Summary::of(v));
     }

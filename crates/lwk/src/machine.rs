@@ -117,6 +117,7 @@ pub fn drive(
         nslots: Arc::new(AtomicUsize::new(1)),
         waker: std::sync::OnceLock::new(),
     });
+    let saved_affinity = crate::sys::affinity();
     let proxy = match cfg.backend {
         Backend::Ring { proxy_cpu, vcpu_cpu } => {
             if let Some(c) = vcpu_cpu {
@@ -142,6 +143,9 @@ pub fn drive(
     }
     m.stop_all();
     drop(proxy);
+    if let Some(a) = &saved_affinity {
+        crate::sys::set_affinity(a);
+    }
     if let Some(e) = lock(&m.error).take() {
         return Err(e);
     }

@@ -61,7 +61,8 @@ pub fn raw_syscall(nr: u64, a: [u64; 6]) -> i64 {
     }
 }
 
-/// Moves file descriptor `fd` to the lowest free number ≥ `floor` (close-on-exec) and closes `fd`.
+/// Duplicates file descriptor `fd` to the lowest free number ≥ `floor` (close-on-exec); the caller
+/// closes `fd`.
 pub fn move_fd_high(fd: i32, floor: i32) -> io::Result<i32> {
     // SAFETY: F_DUPFD_CLOEXEC only creates a new descriptor; `fd` is owned by the caller.
     let high = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, floor) };
@@ -84,6 +85,21 @@ pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// The calling thread's CPU affinity, to restore it after pinning.
+pub fn affinity() -> Option<libc::cpu_set_t> {
+    // SAFETY: cpu_set_t is plain data and sched_getaffinity writes at most its size.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        (libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0).then_some(set)
+    }
+}
+
+/// Restores an affinity returned by [`affinity`].
+pub fn set_affinity(set: &libc::cpu_set_t) {
+    // SAFETY: `set` is a valid cpu_set_t of the size passed.
+    unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) };
 }
 
 /// Lets the calling thread run on every CPU again (threads inherit their creator's pinning).

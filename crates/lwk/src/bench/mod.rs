@@ -65,6 +65,17 @@ pub struct Sample {
     pub kernel_s: Option<f64>,
 }
 
+/// Runs `exe args…` natively, pinned to `cpu` (the CPU the LWK gives its vCPU).
+pub fn run_native(exe: &Path, args: &[&str], cpu: usize) -> Result<Sample, BenchError> {
+    let saved = crate::sys::affinity();
+    let _ = crate::sys::pin_to_cpu(cpu);
+    let r = run(&[], exe, args);
+    if let Some(a) = &saved {
+        crate::sys::set_affinity(a);
+    }
+    r
+}
+
 /// Runs `prefix… exe args…` and parses its `kernel_ns`.
 pub fn run(prefix: &[OsString], exe: &Path, args: &[&str]) -> Result<Sample, BenchError> {
     let mut cmd = match prefix.split_first() {

@@ -107,7 +107,8 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
             lwk: Vec::new(),
         };
         for _ in 0..reps {
-            row.native.push(bench::run(&[], exe, a)?);
+            // Natively on CPU 1, where `multios lwk run` puts its vCPU (the proxy is on CPU 0).
+            row.native.push(bench::run_native(exe, a, 1)?);
             row.lwk.push(bench::run(&lwk_prefix, exe, a)?);
         }
         profiles.push(multios_profile::load(&profile)?);
