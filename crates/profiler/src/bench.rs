@@ -173,6 +173,9 @@ fn time(argv: &[String]) -> Result<(f64, f64), BenchError> {
             source,
         })?;
     let s = t.elapsed().as_secs_f64();
+    // perf trace exits without waiting for its workload: as subreaper we inherit and reap it, so
+    // its CPU time is counted too.
+    crate::sys::reap_exited();
     let cpu = crate::sys::children_cpu_s() - cpu0;
     if !status.success() {
         return Err(BenchError::Failed { cmd, status });

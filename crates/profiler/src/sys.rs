@@ -182,3 +182,16 @@ pub fn children_cpu_s() -> f64 {
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
+
+/// Reaps every child that has already exited (orphans we inherited as subreaper); returns how many.
+pub fn reap_exited() -> usize {
+    let mut n = 0;
+    loop {
+        // SAFETY: waitpid with WNOHANG and no status pointer only reaps zombies.
+        let r = unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG | libc::__WALL) };
+        if r <= 0 {
+            return n;
+        }
+        n += 1;
+    }
+}

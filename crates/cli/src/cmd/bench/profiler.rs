@@ -51,7 +51,12 @@ fn table(rows: &[Row]) -> Table {
             format!("{:.3}", r.ratio),
             r.startup_s
                 .map_or(String::new(), |st| ratio(r.traced_s - st, r.untraced_s)),
-            ratio(r.traced_cpu_s, r.untraced_cpu_s),
+            // perf trace's workload escapes RUSAGE_CHILDREN accounting: its CPU time is not comparable.
+            if r.tool.starts_with("perf") {
+                "n/a".into()
+            } else {
+                ratio(r.traced_cpu_s, r.untraced_cpu_s)
+            },
             r.added_ns_per_call
                 .map_or(String::new(), |ns| format!("{ns:.0} ns")),
         ]);
