@@ -19,7 +19,7 @@ int main(int argc, char **argv) {
     printf("slept at least 2ms: %d\n", us >= 2000);
     struct timeval tv;
     gettimeofday(&tv, NULL);
-    printf("realtime plausible: %d\n", tv.tv_sec > 1600000000 && time(NULL) >= tv.tv_sec);
+    printf("realtime plausible: %d\n", tv.tv_sec > 1600000000 && time(NULL) + 1 >= tv.tv_sec); /* time() is tick-coarse */
     errno = 0;
     int fd = open("/nonexistent/x", O_RDONLY);
     printf("open: %d %s\n", fd, strerror(errno));
