@@ -12,8 +12,11 @@ fn require_kvm() {
     }
 }
 
+/// A fresh directory, unique per call (tests run in parallel and may build the same program).
 fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("multios-lwk-test-{}-{name}", std::process::id()));
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let k = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let d = std::env::temp_dir().join(format!("multios-lwk-test-{}-{k}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("creating {}: {e}", d.display()));
     d
