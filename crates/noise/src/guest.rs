@@ -120,6 +120,7 @@ pub fn read_output(path: &Path, clock: &Clock, quantum_ns: f64, cpu: usize) -> R
         samples,
         detours,
         ran_on,
+        usage: None,
     })
 }
 

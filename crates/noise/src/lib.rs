@@ -11,6 +11,7 @@
 pub mod cgroup;
 pub mod clock;
 pub mod cpus;
+pub mod cpustat;
 pub mod figures;
 pub mod files;
 pub mod guest;

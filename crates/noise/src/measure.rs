@@ -81,6 +81,8 @@ pub struct Series {
     pub detours: Vec<(f64, f64)>,
     /// The CPU the thread was on at the end (to confirm the pinning).
     pub ran_on: Option<usize>,
+    /// What else used the measured CPU meanwhile (from /proc/stat), when known.
+    pub usage: Option<crate::cpustat::Usage>,
 }
 
 impl Settings {
@@ -126,6 +128,7 @@ pub fn run_on(cpus: &[usize], s: &Settings, clock: &Clock) -> Result<Vec<Series>
 /// Runs the benchmark on the calling thread after pinning it to `cpu`.
 pub fn run_one(cpu: usize, s: &Settings, clock: &Clock) -> Result<Series, MeasureError> {
     sys::set_affinity(0, &[cpu]).map_err(|source| cpus::CpuError::Pin { cpu, source })?;
+    let before = crate::cpustat::snapshot(cpu);
     let mut out = match s.kind {
         Kind::Fwq => fwq(s, clock),
         Kind::Ftq => ftq(s, clock),
@@ -133,6 +136,8 @@ pub fn run_one(cpu: usize, s: &Settings, clock: &Clock) -> Result<Series, Measur
     }?;
     out.cpu = cpu;
     out.ran_on = sys::current_cpu();
+    let after = crate::cpustat::snapshot(cpu);
+    out.usage = before.zip(after).and_then(|(b, a)| crate::cpustat::usage(&b, &a));
     Ok(out)
 }
 
@@ -147,6 +152,7 @@ fn empty(kind: Kind, quantum_ns: f64) -> Series {
         samples: Vec::new(),
         detours: Vec::new(),
         ran_on: None,
+        usage: None,
     }
 }
 

@@ -29,6 +29,8 @@ pub struct Report {
     pub fundamental_hz: Option<f64>,
     /// Selfish: the shortest loop iteration (ns).
     pub min_iteration_ns: f64,
+    /// Other tasks' and the hypervisor's use of the measured CPU meanwhile, when known.
+    pub usage: Option<crate::cpustat::Usage>,
 }
 
 /// Summarises one series.
@@ -68,6 +70,7 @@ pub fn report(label: &str, s: &Series) -> Report {
         peaks,
         fundamental_hz,
         min_iteration_ns: s.min_iteration_ns,
+        usage: s.usage,
     }
 }
 
@@ -112,6 +115,7 @@ mod tests {
                 .collect(),
             detours: vec![(500.0, 100.0), (900.0, 3000.0)],
             ran_on: Some(0),
+            usage: None,
         }
     }
 
@@ -146,6 +150,9 @@ pub struct Aggregate {
     pub noise_pct_median: f64,
     pub noise_pct_min: f64,
     pub noise_pct_max: f64,
+    /// Medians over the runs of the other tasks' and the steal share of the measured CPU (%).
+    pub others_pct: Option<f64>,
+    pub steal_pct: Option<f64>,
 }
 
 /// Groups reports by (label, cpu) in first-seen order and takes medians over the runs.
@@ -161,6 +168,7 @@ pub fn aggregate(reports: &[Report]) -> Vec<Aggregate> {
         v.sort_by(f64::total_cmp);
         stats::quantile(&v, 0.5)
     };
+    let opt_med = |v: Vec<f64>| if v.is_empty() { None } else { Some(med(v)) };
     keys.into_iter()
         .map(|(label, cpu)| {
             let rs: Vec<&Report> = reports
@@ -181,6 +189,8 @@ pub fn aggregate(reports: &[Report]) -> Vec<Aggregate> {
                 noise_pct_median: med(noise.clone()),
                 noise_pct_min: noise.iter().copied().fold(f64::INFINITY, f64::min),
                 noise_pct_max: noise.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                others_pct: opt_med(rs.iter().filter_map(|r| r.usage.map(|u| u.others_pct)).collect()),
+                steal_pct: opt_med(rs.iter().filter_map(|r| r.usage.map(|u| u.steal_pct)).collect()),
                 label,
                 cpu,
             }
@@ -209,6 +219,7 @@ mod aggregate_tests {
             peaks: Vec::new(),
             fundamental_hz: None,
             min_iteration_ns: 0.0,
+            usage: None,
         };
         let rs = [
             mk("a", 1.0, 10.0),

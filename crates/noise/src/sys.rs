@@ -182,3 +182,14 @@ pub fn thread_cpu_ns() -> u64 {
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
+
+/// Clock ticks per second of /proc/stat (USER_HZ).
+pub fn user_hz() -> f64 {
+    // SAFETY: sysconf only reads a system constant.
+    let v = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if v > 0 {
+        v as f64
+    } else {
+        100.0
+    }
+}
