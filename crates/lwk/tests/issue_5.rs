@@ -243,6 +243,13 @@ fn issue_5_exit_backend_gives_the_same_output() {
     assert_eq!(l.status.code(), Some(0));
 }
 
+#[test]
+fn issue_5_static_c_sockets_and_epoll_match_native() {
+    require_kvm();
+    let out = assert_same(&build_c("sockets"), &[]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("recvmsg 13: [hello ][sockets]"));
+}
+
 // Milestone 2: dynamically linked programs through ld.so.
 
 #[test]

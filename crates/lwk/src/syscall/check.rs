@@ -117,6 +117,28 @@ pub fn check(
                     buf(mem, base, len, false)?;
                 }
             }
+            Arg::MsgHdr => {
+                // struct msghdr: name, namelen(u32), iov, iovlen, control, controllen, flags.
+                buf(mem, v, 56, false)?;
+                let f = |o: u64| mem.read_u64(v + o);
+                let mut namelen = [0u8; 4];
+                mem.read(v + 8, &mut namelen);
+                buf(mem, f(0), u32::from_le_bytes(namelen) as u64, true)?;
+                buf(mem, f(32), f(40), true)?;
+                let (iov, n) = (f(16), f(24));
+                if n > 1024 {
+                    return Err(-(libc::EINVAL as i64));
+                }
+                buf(mem, iov, n * 16, n == 0)?;
+                for k in 0..n {
+                    buf(
+                        mem,
+                        mem.read_u64(iov + 16 * k),
+                        mem.read_u64(iov + 16 * k + 8),
+                        false,
+                    )?;
+                }
+            }
             Arg::PollFds(ci) => {
                 let n = a[ci];
                 buf(mem, v, n.checked_mul(8).ok_or(EFAULT)?, n == 0)?;

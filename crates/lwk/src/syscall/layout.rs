@@ -6,22 +6,23 @@
 use libc::{
     SYS_accept, SYS_accept4, SYS_access, SYS_bind, SYS_chdir, SYS_chmod, SYS_chown, SYS_clock_getres,
     SYS_clock_gettime, SYS_clock_nanosleep, SYS_close, SYS_connect, SYS_copy_file_range, SYS_creat, SYS_dup,
-    SYS_dup2, SYS_dup3, SYS_eventfd2, SYS_faccessat, SYS_faccessat2, SYS_fadvise64, SYS_fallocate,
-    SYS_fchdir, SYS_fchmod, SYS_fchmodat, SYS_fchown, SYS_fchownat, SYS_fdatasync, SYS_fgetxattr,
-    SYS_flistxattr, SYS_flock, SYS_fsetxattr, SYS_fstat, SYS_fstatfs, SYS_fsync, SYS_ftruncate, SYS_futex,
-    SYS_getcpu, SYS_getcwd, SYS_getdents, SYS_getdents64, SYS_getegid, SYS_geteuid, SYS_getgid,
-    SYS_getgroups, SYS_getpeername, SYS_getpgid, SYS_getpgrp, SYS_getppid, SYS_getrandom, SYS_getresgid,
-    SYS_getresuid, SYS_getrlimit, SYS_getrusage, SYS_getsid, SYS_getsockname, SYS_getsockopt,
-    SYS_gettimeofday, SYS_getuid, SYS_getxattr, SYS_lchown, SYS_lgetxattr, SYS_link, SYS_linkat, SYS_listen,
-    SYS_listxattr, SYS_llistxattr, SYS_lseek, SYS_lsetxattr, SYS_lstat, SYS_memfd_create, SYS_mkdir,
-    SYS_mkdirat, SYS_nanosleep, SYS_newfstatat, SYS_open, SYS_openat, SYS_pipe, SYS_pipe2, SYS_poll,
-    SYS_ppoll, SYS_pread64, SYS_preadv, SYS_preadv2, SYS_prlimit64, SYS_pselect6, SYS_pwrite64, SYS_pwritev,
-    SYS_pwritev2, SYS_read, SYS_readlink, SYS_readlinkat, SYS_readv, SYS_recvfrom, SYS_rename, SYS_renameat,
-    SYS_renameat2, SYS_rmdir, SYS_sched_getaffinity, SYS_sched_yield, SYS_select, SYS_sendfile, SYS_sendto,
-    SYS_setrlimit, SYS_setsid, SYS_setsockopt, SYS_setxattr, SYS_shutdown, SYS_socket, SYS_socketpair,
-    SYS_stat, SYS_statfs, SYS_statx, SYS_symlink, SYS_symlinkat, SYS_sync, SYS_syncfs, SYS_sysinfo, SYS_time,
-    SYS_times, SYS_truncate, SYS_umask, SYS_uname, SYS_unlink, SYS_unlinkat, SYS_utimensat, SYS_write,
-    SYS_writev,
+    SYS_dup2, SYS_dup3, SYS_epoll_create1, SYS_epoll_ctl, SYS_epoll_pwait, SYS_epoll_wait, SYS_eventfd2,
+    SYS_faccessat, SYS_faccessat2, SYS_fadvise64, SYS_fallocate, SYS_fchdir, SYS_fchmod, SYS_fchmodat,
+    SYS_fchown, SYS_fchownat, SYS_fdatasync, SYS_fgetxattr, SYS_flistxattr, SYS_flock, SYS_fsetxattr,
+    SYS_fstat, SYS_fstatfs, SYS_fsync, SYS_ftruncate, SYS_futex, SYS_getcpu, SYS_getcwd, SYS_getdents,
+    SYS_getdents64, SYS_getegid, SYS_geteuid, SYS_getgid, SYS_getgroups, SYS_getpeername, SYS_getpgid,
+    SYS_getpgrp, SYS_getppid, SYS_getrandom, SYS_getresgid, SYS_getresuid, SYS_getrlimit, SYS_getrusage,
+    SYS_getsid, SYS_getsockname, SYS_getsockopt, SYS_gettimeofday, SYS_getuid, SYS_getxattr, SYS_lchown,
+    SYS_lgetxattr, SYS_link, SYS_linkat, SYS_listen, SYS_listxattr, SYS_llistxattr, SYS_lseek, SYS_lsetxattr,
+    SYS_lstat, SYS_memfd_create, SYS_mkdir, SYS_mkdirat, SYS_nanosleep, SYS_newfstatat, SYS_open, SYS_openat,
+    SYS_pipe, SYS_pipe2, SYS_poll, SYS_ppoll, SYS_pread64, SYS_preadv, SYS_preadv2, SYS_prlimit64,
+    SYS_pselect6, SYS_pwrite64, SYS_pwritev, SYS_pwritev2, SYS_read, SYS_readlink, SYS_readlinkat, SYS_readv,
+    SYS_recvfrom, SYS_recvmsg, SYS_rename, SYS_renameat, SYS_renameat2, SYS_rmdir, SYS_sched_getaffinity,
+    SYS_sched_yield, SYS_select, SYS_sendfile, SYS_sendmsg, SYS_sendto, SYS_setrlimit, SYS_setsid,
+    SYS_setsockopt, SYS_setxattr, SYS_shutdown, SYS_socket, SYS_socketpair, SYS_stat, SYS_statfs, SYS_statx,
+    SYS_symlink, SYS_symlinkat, SYS_sync, SYS_syncfs, SYS_sysinfo, SYS_time, SYS_timerfd_create,
+    SYS_timerfd_gettime, SYS_timerfd_settime, SYS_times, SYS_truncate, SYS_umask, SYS_uname, SYS_unlink,
+    SYS_unlinkat, SYS_utimensat, SYS_write, SYS_writev,
 };
 
 /// How long the memory behind a pointer argument is.
@@ -56,6 +57,8 @@ pub enum Arg {
     Iov(usize),
     /// A pollfd array with the count in argument i.
     PollFds(usize),
+    /// A struct msghdr (sendmsg/recvmsg): name, iovec array and control buffer are checked.
+    MsgHdr,
 }
 
 use self::Arg::*;
@@ -166,6 +169,14 @@ pub fn layout(nr: i64) -> Option<&'static [Arg]> {
         SYS_fsetxattr => &[Fd, Path, Buf(Arg(3)), Val, Val],
         SYS_listxattr | SYS_llistxattr => &[Path, OptBuf(Arg(2)), Val],
         SYS_flistxattr => &[Fd, OptBuf(Arg(2)), Val],
+        SYS_sendmsg | SYS_recvmsg => &[Fd, MsgHdr, Val],
+        SYS_epoll_create1 => &[Val],
+        SYS_epoll_ctl => &[Fd, Val, Fd, OptBuf(Fixed(12))],
+        SYS_epoll_wait => &[Fd, Buf(ArgTimes(2, 12)), Val, Val],
+        SYS_epoll_pwait => &[Fd, Buf(ArgTimes(2, 12)), Val, Val, OptBuf(Fixed(8)), Val],
+        SYS_timerfd_create => &[Val, Val],
+        SYS_timerfd_settime => &[Fd, Val, Buf(Fixed(32)), OptBuf(Fixed(32))],
+        SYS_timerfd_gettime => &[Fd, Buf(Fixed(32))],
         SYS_futex => return None, // served by `futex()` (layout depends on the operation)
         _ => return None,
     })
