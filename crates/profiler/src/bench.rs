@@ -360,3 +360,48 @@ fn run_b(cfg: &BenchConfig, rows: &mut Vec<Row>, progress: &mut dyn FnMut(&str))
     rows.extend(r?);
     Ok(())
 }
+
+/// One variant of the cost-floor measurement: the null system call's round trip with some probes.
+#[derive(Debug, Clone)]
+pub struct FloorRow {
+    pub what: &'static str,
+    /// Median over repetitions of the median 100-call batch mean, ns per call.
+    pub ns_per_call: f64,
+}
+
+/// Times the null system call (median of 201 batch means of 100 calls, median over `reps`) with no
+/// probes, with the cost-floor variants of the programs, and with the profiler's own probes for an
+/// untraced and a traced thread: what each piece of the probes adds per system call.
+pub fn floor(reps: usize) -> Result<Vec<FloorRow>, crate::ProfilerError> {
+    use crate::calibrate::untraced_null_ns as null_ns;
+    const WHAT: [&str; 6] = [
+        "no probes",
+        "empty programs on sys_enter/sys_exit",
+        "programs that read the clock (bpf_ktime_get_ns)",
+        "programs that look up task storage (a miss)",
+        "multios probes, untraced thread",
+        "multios probes, traced thread",
+    ];
+    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); WHAT.len()];
+    for _ in 0..reps.max(1) {
+        samples[0].push(null_ns());
+        for v in 0..3 {
+            let _probes = crate::ebpf::attach_floor(v)?;
+            samples[v + 1].push(null_ns());
+        }
+        let probe = crate::ebpf::Probe::load()?;
+        samples[4].push(null_ns());
+        let (tid, tgid) = (crate::sys::gettid(), std::process::id());
+        probe.seed(tid, tgid, false)?;
+        samples[5].push(null_ns());
+        probe.unseed(tid, tgid)?;
+    }
+    Ok(WHAT
+        .iter()
+        .zip(samples)
+        .map(|(what, v)| FloorRow {
+            what,
+            ns_per_call: median(v),
+        })
+        .collect())
+}

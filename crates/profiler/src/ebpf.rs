@@ -9,6 +9,50 @@ use libbpf_rs::{Link, Map, MapCore, MapFlags, Object, ObjectBuilder};
 use std::os::fd::AsRawFd;
 
 static BPF_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/profiler.bpf.o"));
+/// The cost-floor variants of floor.bpf.c: 0 empty, 1 clock reads, 2 task-storage miss.
+static FLOOR_OBJECTS: [&[u8]; 3] = [
+    include_bytes!(concat!(env!("OUT_DIR"), "/floor0.bpf.o")),
+    include_bytes!(concat!(env!("OUT_DIR"), "/floor1.bpf.o")),
+    include_bytes!(concat!(env!("OUT_DIR"), "/floor2.bpf.o")),
+];
+
+/// Programs loaded and attached for as long as this lives.
+pub struct Attached {
+    obj: Object,
+    _links: Vec<Link>,
+}
+
+/// Loads `bytes` and attaches every program in it.
+fn attach_object(bytes: &[u8]) -> Result<Attached, ProfilerError> {
+    // libbpf's own messages (feature probes, verifier logs) only on request.
+    if std::env::var_os("MULTIOS_BPF_DEBUG").is_none() {
+        libbpf_rs::set_print(None);
+    }
+    let open = ObjectBuilder::default()
+        .open_memory(bytes)
+        .map_err(|e| ebpf_err("opening the object", e))?;
+    let obj = open
+        .load()
+        .map_err(|e| ebpf_err("loading the programs (verifier or permissions)", e))?;
+    let mut links = Vec::new();
+    for prog in obj.progs_mut() {
+        let name = prog.name().to_string_lossy().into_owned();
+        links.push(
+            prog.attach()
+                .map_err(|e| ebpf_err(&format!("attaching {name}"), e))?,
+        );
+    }
+    Ok(Attached { obj, _links: links })
+}
+
+/// Attaches cost-floor variant `v` (0 empty programs, 1 clock reads, 2 task-storage miss).
+pub fn attach_floor(v: usize) -> Result<Attached, ProfilerError> {
+    let bytes = FLOOR_OBJECTS.get(v).ok_or_else(|| ProfilerError::Ebpf {
+        what: "floor variant".into(),
+        msg: format!("{v} does not exist (0..=2)"),
+    })?;
+    attach_object(bytes)
+}
 
 /// Must match `MAX_NR`, `HIST_BUCKETS` and the structs in profiler.bpf.c.
 const MAX_NR: u32 = 512;
@@ -18,8 +62,7 @@ const SC_STATS_WORDS: usize = 5 + HIST_BUCKETS;
 
 /// The loaded and attached probes.
 pub struct Probe {
-    obj: Object,
-    _links: Vec<Link>,
+    attached: Attached,
 }
 
 fn ebpf_err(what: &str, e: libbpf_rs::Error) -> ProfilerError {
@@ -49,29 +92,14 @@ fn words(bytes: &[u8]) -> impl Iterator<Item = u64> + '_ {
 impl Probe {
     /// Loads and attaches the programs. Nothing is traced until [`Probe::seed`].
     pub fn load() -> Result<Probe, ProfilerError> {
-        // libbpf's own messages (feature probes, verifier logs) only on request.
-        if std::env::var_os("MULTIOS_BPF_DEBUG").is_none() {
-            libbpf_rs::set_print(None);
-        }
-        let open = ObjectBuilder::default()
-            .open_memory(BPF_OBJECT)
-            .map_err(|e| ebpf_err("opening the object", e))?;
-        let obj = open
-            .load()
-            .map_err(|e| ebpf_err("loading the programs (verifier or permissions)", e))?;
-        let mut links = Vec::new();
-        for prog in obj.progs_mut() {
-            let name = prog.name().to_string_lossy().into_owned();
-            links.push(
-                prog.attach()
-                    .map_err(|e| ebpf_err(&format!("attaching {name}"), e))?,
-            );
-        }
-        Ok(Probe { obj, _links: links })
+        Ok(Probe {
+            attached: attach_object(BPF_OBJECT)?,
+        })
     }
 
     fn map(&self, name: &str) -> Result<Map<'_>, ProfilerError> {
-        self.obj
+        self.attached
+            .obj
             .maps()
             .find(|m| m.name() == name)
             .ok_or_else(|| ProfilerError::Ebpf {

@@ -10,7 +10,7 @@
 mod assemble;
 pub mod bench;
 pub mod calibrate;
-mod ebpf;
+pub mod ebpf;
 mod error;
 mod output_path;
 mod ptrace;
@@ -20,6 +20,7 @@ mod spawn;
 mod sys;
 
 pub use assemble::{assemble, RunFacts};
+pub use ebpf::{attach_floor, Attached, Probe};
 pub use error::ProfilerError;
 pub use output_path::{expand_output, rank_from_env};
 pub use raw::{Raw, RawCall, RawThread};

@@ -18,6 +18,10 @@ pub struct Args {
     /// Size of the bzip2 -9 input of workload (b), MB [default: 50]
     #[arg(long)]
     mb: Option<usize>,
+    /// Instead: time the null system call with the probes' pieces attached one by one (where the
+    /// per-call cost goes)
+    #[arg(long)]
+    floor: bool,
     /// Run only workload a (syscall-heavy) or b (compute-heavy)
     #[arg(long, value_parser = ["a", "b"])]
     only: Option<String>,
@@ -64,7 +68,33 @@ fn table(rows: &[Row]) -> Table {
     t
 }
 
+fn floor(reps: usize, out: &Out) -> crate::cmd::Exit {
+    let rows = bench::floor(reps)?;
+    let base = rows.first().map_or(0.0, |r| r.ns_per_call);
+    let mut t = Table::new(["probes attached", "ns per null call", "added"]);
+    for r in &rows {
+        t.row([
+            r.what.to_string(),
+            format!("{:.1}", r.ns_per_call),
+            format!("{:.1}", r.ns_per_call - base),
+        ]);
+    }
+    if out.format == Format::Table {
+        println!(
+            "{}",
+            out.bold(&format!(
+                "Cost floor of the probes: null system call, median of {reps} repetitions"
+            ))
+        );
+    }
+    t.print(out);
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
 pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
+    if args.floor {
+        return floor(args.reps.unwrap_or(5), out);
+    }
     let exe =
         std::env::current_exe().map_err(|e| anyhow::anyhow!("cannot find the multios executable: {e}"))?;
     let dir = std::env::temp_dir().join(format!("multios-bench-profiler-{}", std::process::id()));
