@@ -86,6 +86,23 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
         let text = std::fs::read_to_string(f)
             .map_err(|e| anyhow::anyhow!("reading --local {}: {e}", f.display()))?;
         let names = multios_syscalls::parse_list(&f.display().to_string(), &text)?;
+        let can_be_local: std::collections::BTreeSet<&str> = multios_lwk::syscall::policy::MANDATORY_LOCAL
+            .iter()
+            .chain(multios_lwk::syscall::policy::OPTIONAL_LOCAL)
+            .copied()
+            .collect();
+        let ignored: Vec<&str> = names
+            .iter()
+            .map(String::as_str)
+            .filter(|n| !can_be_local.contains(n))
+            .collect();
+        if !ignored.is_empty() {
+            eprintln!(
+                "multios lwk: --local {}: the LWK has no local implementation of {}; they stay delegated",
+                f.display(),
+                ignored.join(", ")
+            );
+        }
         cfg.policy = Policy::from_names(&f.display().to_string(), names);
     }
     let o = multios_lwk::run(&cfg).map_err(|e| anyhow::anyhow!("multios lwk: {e}"))?;
