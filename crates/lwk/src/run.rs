@@ -172,6 +172,35 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// The run as a multios profile: n(s) and g(s) per call with the local/delegated placement.
+    /// g(s) is the VMM's service time; the guest's trap and ring round trip are not in it.
+    pub fn profile(&self, command: Vec<String>, policy: &str) -> multios_profile::Profile {
+        let mut p = multios_profile::Profile::new(command, "multios-lwk", "high");
+        self.stats.fill(&mut p);
+        // The program's run: from the first KVM_RUN to its exit (VM start-up is in the notes).
+        p.wall_time_s = self.wall.saturating_sub(self.startup).as_secs_f64();
+        p.compute_time_s = (p.wall_time_s - p.syscall_time_s()).max(0.0);
+        p.exit = Some(match self.status {
+            ExitStatus::Code(c) => multios_profile::Exit {
+                code: Some(c),
+                signal: None,
+            },
+            ExitStatus::Signal(s) => multios_profile::Exit {
+                code: None,
+                signal: Some(s),
+            },
+        });
+        p.collection.notes.push(format!(
+            "LWK run, policy {policy}; g(s) is the VMM's service time per call; the guest's syscall trap and \
+             ring round trip (see `multios lwk fc`) are not included; VM start-up {:.3} ms; {} syscall sites \
+             rewritten",
+            self.startup.as_secs_f64() * 1e3,
+            self.rewritten
+        ));
+        p.collection.notes.extend(self.notes.iter().cloned());
+        p
+    }
+
     /// The shell-style exit code: the code, or 128 + signal.
     pub fn code(&self) -> i32 {
         match self.status {

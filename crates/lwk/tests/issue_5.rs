@@ -363,3 +363,31 @@ fn issue_5_rewritten_syscall_sites_match_native() {
         );
     }
 }
+
+// Milestone 4: the profile of an LWK run.
+
+#[test]
+fn issue_5_profile_has_local_and_delegated_placement() {
+    require_kvm();
+    let mut cfg = multios_lwk::Config::new("/bin/busybox", &["true"]);
+    cfg.quiet = true;
+    let o = multios_lwk::run(&cfg).unwrap_or_else(|e| panic!("LWK run of busybox true: {e}"));
+    assert_eq!(o.code(), 0);
+    let p = o.profile(vec!["busybox".into(), "true".into()], "mckernel");
+    let placement = |name: &str| {
+        p.syscall(name)
+            .and_then(|s| s.placement.clone())
+            .unwrap_or_else(|| panic!("{name} missing: {p:?}"))
+    };
+    assert_eq!(placement("exit_group").local_count, 1);
+    assert!(placement("brk").local_count >= 1 && placement("brk").delegated_count == 0);
+    let total: u64 = p.syscalls.iter().map(|s| s.count).sum();
+    assert_eq!(total, o.stats.calls());
+    assert!(p.wall_time_s > 0.0 && p.compute_time_s <= p.wall_time_s);
+    assert_eq!(p.collection.tool, "multios-lwk");
+    // The run restored the test thread's affinity: the profile sees every CPU.
+    assert_eq!(
+        p.machine.cores as usize,
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+}

@@ -3,7 +3,7 @@
 
 use crate::output::{Format, Out, Table};
 use multios_lwk::fc::{self, Mechanism};
-use multios_lwk::{Backend, Config, ExitStatus, Policy};
+use multios_lwk::{Backend, Config, Policy};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -107,28 +107,7 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
     }
     let o = multios_lwk::run(&cfg).map_err(|e| anyhow::anyhow!("multios lwk: {e}"))?;
     if let Some(path) = &a.profile {
-        let mut p = multios_profile::Profile::new(a.command.clone(), "multios-lwk", "high");
-        o.stats.fill(&mut p);
-        // The program's run: from the first KVM_RUN to its exit (VM start-up is in the notes).
-        p.wall_time_s = (o.wall - o.startup).as_secs_f64();
-        p.compute_time_s = (p.wall_time_s - p.syscall_time_s()).max(0.0);
-        p.exit = Some(match o.status {
-            ExitStatus::Code(c) => multios_profile::Exit {
-                code: Some(c),
-                signal: None,
-            },
-            ExitStatus::Signal(s) => multios_profile::Exit {
-                code: None,
-                signal: Some(s),
-            },
-        });
-        p.collection.notes.push(format!(
-            "LWK run, policy {}; g(s) is the VMM's service time per call; the guest's syscall trap and ring \
-             round trip (see `multios lwk fc`) are not included; VM start-up {:.3} ms",
-            cfg.policy.name,
-            o.startup.as_secs_f64() * 1e3
-        ));
-        p.collection.notes.extend(o.notes.iter().cloned());
+        let p = o.profile(a.command.clone(), &cfg.policy.name);
         multios_profile::save(&p, path)?;
     }
     if a.verbose || out.format == Format::Json {
