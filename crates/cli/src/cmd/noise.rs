@@ -284,7 +284,9 @@ fn measure(kind: Kind, a: MeasureArgs, out: &Out) -> super::Exit {
                     }
                 }
                 let def = match kind {
-                    Kind::Fwq => "noise % = Σ(t − t_min)/Σt",
+                    Kind::Fwq => {
+                        "noise % = Σ(t − t_min)/Σt; others % = CPU time of other tasks on the measured CPU"
+                    }
                     Kind::Ftq => "noise % = Σ(c_max − c)/(n·c_max), c = work units per slot",
                     Kind::Selfish => {
                         "samples are gaps > threshold × the shortest iteration; noise % = Σ detours / elapsed"
@@ -450,6 +452,8 @@ fn measure_table(kind: Kind, reports: &[Report]) -> Table {
         "max/min".to_string(),
         "noise %".to_string(),
         "detours".to_string(),
+        "others %".to_string(),
+        "steal %".to_string(),
     ]);
     let scale = if kind == Kind::Ftq { 1.0 } else { 1e-3 };
     for r in reports {
@@ -477,6 +481,8 @@ fn measure_table(kind: Kind, reports: &[Report]) -> Table {
             ratio,
             format!("{:.3}", r.noise_pct),
             r.detours.to_string(),
+            pct(r.usage.map(|u| u.others_pct)),
+            pct(r.usage.map(|u| u.steal_pct)),
         ]);
     }
     t
@@ -496,6 +502,8 @@ fn aggregate_table(kind: Kind, ag: &[report::Aggregate]) -> Table {
         format!("p99 {unit}"),
         "noise % (median)".to_string(),
         "noise % (min–max)".to_string(),
+        "others %".to_string(),
+        "steal %".to_string(),
     ]);
     for g in ag {
         t.row([
@@ -506,9 +514,16 @@ fn aggregate_table(kind: Kind, ag: &[report::Aggregate]) -> Table {
             format!("{:.2}", g.p99 * scale),
             format!("{:.3}", g.noise_pct_median),
             format!("{:.2}–{:.2}", g.noise_pct_min, g.noise_pct_max),
+            pct(g.others_pct),
+            pct(g.steal_pct),
         ]);
     }
     t
+}
+
+/// A percentage with one decimal, or "-" when not measured (guest programs).
+fn pct(v: Option<f64>) -> String {
+    v.map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".to_string())
 }
 
 /// A duration in ns for humans ("512.0 ns", "16.38 µs").
