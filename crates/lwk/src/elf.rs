@@ -66,7 +66,13 @@ fn parse_err(path: &Path, reason: impl ToString) -> ElfError {
 
 /// Loads `path`. A non-PIE program goes at its link address; a PIE program at `pie_base`, or, when
 /// `pie_base` is None, wherever `mm` finds room (how the interpreter is placed).
-pub fn load(path: &Path, mem: &GuestMemory, mm: &mut Mm, pie_base: Option<u64>) -> Result<Image, ElfError> {
+pub fn load(
+    path: &Path,
+    mem: &GuestMemory,
+    mm: &mut Mm,
+    pie_base: Option<u64>,
+    low: bool,
+) -> Result<Image, ElfError> {
     let bytes = std::fs::read(path).map_err(|source| ElfError::Read {
         path: path.to_path_buf(),
         source,
@@ -92,6 +98,10 @@ pub fn load(path: &Path, mem: &GuestMemory, mm: &mut Mm, pie_base: Option<u64>) 
         goblin::elf::header::ET_DYN => {
             let base = match pie_base {
                 Some(b) => b,
+                None if low => mm.mmap_low(span).map_err(|_| ElfError::NoRoom {
+                    path: path.to_path_buf(),
+                    len: span,
+                })?,
                 None => mm
                     .mmap(0, span, false, &mut Effects::default())
                     .map_err(|_| ElfError::NoRoom {

@@ -127,7 +127,7 @@ pub fn drive(
                 kernel.clone(),
                 m.nslots.clone(),
                 proxy_cpu,
-                Duration::from_millis(1),
+                cfg.proxy_idle_spin,
             ))
         }
         Backend::Exit => None,
@@ -157,7 +157,7 @@ pub fn drive(
         startup,
         doorbells: m.doorbells.load(Ordering::Relaxed),
         notes: kernel.notes(),
-        rewritten: 0,
+        rewritten: kernel.rewritten_at_run_time(),
     })
 }
 

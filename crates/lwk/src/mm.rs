@@ -85,6 +85,21 @@ impl RangeSet {
         !self.0.range(..b).any(|(_, &e)| e > a)
     }
 
+    /// The lowest free gap of `len` bytes inside `[lo, hi)`.
+    pub fn lowest_gap(&self, lo: u64, hi: u64, len: u64) -> Option<u64> {
+        let mut pos = lo;
+        for (&s, &e) in self.0.range(..hi) {
+            if e <= pos {
+                continue;
+            }
+            if s >= pos && s - pos >= len {
+                break;
+            }
+            pos = pos.max(e);
+        }
+        (pos.checked_add(len).is_some_and(|end| end <= hi)).then_some(pos)
+    }
+
     /// The highest free gap of `len` bytes inside `[lo, hi)`.
     pub fn highest_gap(&self, lo: u64, hi: u64, len: u64) -> Option<u64> {
         let mut top = hi;
@@ -201,6 +216,17 @@ impl Mm {
         let a = self
             .maps
             .highest_gap(self.mmap_lo, self.mmap_hi, len)
+            .ok_or(MmError::NoMemory)?;
+        self.maps.insert(a, a + len);
+        Ok(a)
+    }
+
+    /// mmap(NULL, len) placed bottom-up, close to the program (within rel32 reach of the thunks).
+    pub fn mmap_low(&mut self, len: u64) -> Result<u64, MmError> {
+        let len = page_up(len);
+        let a = self
+            .maps
+            .lowest_gap(self.mmap_lo, self.mmap_hi, len)
             .ok_or(MmError::NoMemory)?;
         self.maps.insert(a, a + len);
         Ok(a)
@@ -329,5 +355,12 @@ mod tests {
         s.remove(150, 350);
         assert!(s.is_free(150, 300));
         assert!(s.covers(100, 150));
+        let mut t = RangeSet::default();
+        t.insert(100, 200);
+        t.insert(250, 400);
+        assert_eq!(t.lowest_gap(100, 1000, 50), Some(200));
+        assert_eq!(t.lowest_gap(100, 1000, 51), Some(400));
+        assert_eq!(t.lowest_gap(0, 1000, 100), Some(0));
+        assert_eq!(t.lowest_gap(100, 450, 51), None);
     }
 }

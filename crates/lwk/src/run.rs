@@ -50,6 +50,10 @@ pub struct Config {
     /// Rewrite `mov $nr,%eax; syscall` sites of the program to enter the stub without the trap
     /// (see `rewrite.rs`).
     pub rewrite_syscalls: bool,
+    /// How long the proxy keeps polling after the last call before it parks. A call that comes
+    /// later rings the doorbell (≈ 20 µs) and unparks it; a polling proxy slows a computing guest
+    /// on this machine (its sibling CPU), hence the short default.
+    pub proxy_idle_spin: Duration,
 }
 
 impl Config {
@@ -77,6 +81,7 @@ impl Config {
             spin_budget: 1_000,
             quiet: false,
             rewrite_syscalls: false,
+            proxy_idle_spin: Duration::from_millis(1),
         }
     }
 }
@@ -242,22 +247,25 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     let exe = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
     let mem = Arc::new(GuestMemory::new(cfg.mem_size)?);
     let mut mm = Mm::new(mem.app.base, mem.app.end(), mem.app.base);
-    let image = elf::load(&path, &mem, &mut mm, Some(APP_BASE))?;
+    let image = elf::load(&path, &mem, &mut mm, Some(APP_BASE), false)?;
     let mut mm2 = Mm::new(mem.app.base, mem.app.end(), image.hi);
     mm2.reserve(image.lo, image.hi - image.lo);
     let mut interp_image = None;
     if let Some(interp) = &image.interp {
-        let i = elf::load(Path::new(interp), &mem, &mut mm2, None).map_err(|source| LwkError::Interp {
-            program: cfg.program.clone(),
-            interp: interp.clone(),
-            source,
-        })?;
+        let i =
+            elf::load(Path::new(interp), &mem, &mut mm2, None, cfg.rewrite_syscalls).map_err(|source| {
+                LwkError::Interp {
+                    program: cfg.program.clone(),
+                    interp: interp.clone(),
+                    source,
+                }
+            })?;
         interp_image = Some(i);
     }
     let entry_rip = interp_image.as_ref().map_or(image.entry, |i| i.entry);
     let mut rewritten = 0;
+    let mut thunks = crate::rewrite::Thunks::new(&mem);
     if cfg.rewrite_syscalls {
-        let mut thunks = crate::rewrite::Thunks::new(&mem);
         for img in std::iter::once(&image).chain(interp_image.as_ref()) {
             for &(a, l) in &img.exec {
                 rewritten += crate::rewrite::rewrite(&mem, &mut thunks, a, l);
@@ -292,14 +300,18 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     };
     let rsp = stack::build(&mem, mem.app.end(), &spec);
     mem.enable_huge_pages();
-    let kernel = Arc::new(Kernel::new(
+    let mut kernel = Kernel::new(
         mem.clone(),
         mm2,
         cfg.policy.clone(),
         exe.as_os_str().as_bytes().to_vec(),
         FD_FLOOR,
         cfg.quiet,
-    ));
+    );
+    if cfg.rewrite_syscalls {
+        kernel.set_thunks(thunks);
+    }
+    let kernel = Arc::new(kernel);
     let symbols = Symbols {
         main: image,
         interp: interp_image,
@@ -316,7 +328,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
         symbols,
         t0,
     )?;
-    o.rewritten = rewritten;
+    o.rewritten += rewritten;
     Ok(o)
 }
 

@@ -39,6 +39,10 @@ struct RunArgs {
     /// ≈ 3 µs syscall trap (static and PIE programs; see docs/LWK.md)
     #[arg(long)]
     rewrite_syscalls: bool,
+    /// Microseconds the proxy keeps polling after a call before it parks (later calls take the
+    /// doorbell exit, ≈ 20 µs; a polling proxy slows a computing guest on its sibling CPU)
+    #[arg(long, default_value_t = 1000)]
+    proxy_idle_us: u64,
     /// Print a summary of the run on stderr
     #[arg(long, short)]
     verbose: bool,
@@ -79,6 +83,7 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
     let mut cfg = Config::new(prog, &rest);
     cfg.mem_size = a.mem_mib << 20;
     cfg.rewrite_syscalls = a.rewrite_syscalls;
+    cfg.proxy_idle_spin = std::time::Duration::from_micros(a.proxy_idle_us);
     if a.backend == "exit" {
         cfg.backend = Backend::Exit;
     }

@@ -188,13 +188,19 @@ impl Kernel {
             return err(EINVAL);
         }
         let fixed = flags & (MAP_FIXED | MAP_FIXED_NOREPLACE) != 0;
+        let rewriting = lock(&self.thunks).is_some();
         let mut fx = Effects::default();
         let r = {
             let mut mm = lock(&self.mm);
             if flags & MAP_FIXED_NOREPLACE != 0 && !mm.maps.is_free(addr, addr.saturating_add(len)) {
                 return err(EEXIST);
             }
-            mm.mmap(addr, len, fixed, &mut fx)
+            if rewriting && !anon && !fixed {
+                // Files (libraries) go low, within rel32 reach of the thunk page.
+                mm.mmap_low(len)
+            } else {
+                mm.mmap(addr, len, fixed, &mut fx)
+            }
         };
         let addr = match r {
             Ok(v) => v,
@@ -219,6 +225,12 @@ impl Kernel {
                     break;
                 }
                 done += n as u64;
+            }
+            if prot & PROT_EXEC != 0 {
+                if let Some(t) = lock(&self.thunks).as_mut() {
+                    let n = crate::rewrite::rewrite(&self.mem, t, addr, done);
+                    self.rewritten.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+                }
             }
         }
         Reply::Ret(addr as i64)

@@ -92,6 +92,9 @@ pub struct Kernel {
     /// Indexed by vCPU id.
     pub(crate) threads: Mutex<Vec<ThreadInfo>>,
     pub(crate) live_threads: std::sync::atomic::AtomicUsize,
+    /// With --rewrite-syscalls: thunks for code mapped later (shared libraries), and the count.
+    pub(crate) thunks: Mutex<Option<crate::rewrite::Thunks>>,
+    pub(crate) rewritten: std::sync::atomic::AtomicUsize,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -127,6 +130,8 @@ impl Kernel {
                 alive: true,
             }]),
             live_threads: std::sync::atomic::AtomicUsize::new(1),
+            thunks: Mutex::new(None),
+            rewritten: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -153,6 +158,16 @@ impl Kernel {
             lock(&self.stats).record(nr, 0, 0, Served::Local);
         }
         reply
+    }
+
+    /// Rewrites syscall sites of executable file mappings made by the program from now on.
+    pub fn set_thunks(&mut self, thunks: crate::rewrite::Thunks) {
+        self.thunks = Mutex::new(Some(thunks));
+    }
+
+    /// Syscall sites rewritten in code mapped at run time.
+    pub fn rewritten_at_run_time(&self) -> usize {
+        self.rewritten.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Registers vCPU `id` as a new thread and returns its tid.
