@@ -1,6 +1,7 @@
 //! Issue #5, milestone 1: static programs run in the LWK with output and exit status identical
 //! to native. These tests need /dev/kvm and gcc: they FAIL (never skip) when either is missing.
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -393,4 +394,28 @@ fn issue_5_profile_has_local_and_delegated_placement() {
         p.machine.cores as usize,
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
+}
+
+#[test]
+fn issue_5_write_to_a_closed_pipe_ends_the_guest_with_sigpipe() {
+    require_kvm();
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    let run = |cmd: &mut Command| {
+        let mut child = cmd
+            .args(["yes"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawning: {e}"));
+        let mut buf = [0u8; 4];
+        let mut out = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+        out.read_exact(&mut buf)
+            .unwrap_or_else(|e| panic!("reading: {e}"));
+        drop(out);
+        child.wait().unwrap_or_else(|e| panic!("waiting: {e}"))
+    };
+    let n = run(Command::new(busybox()).arg0("yes"));
+    assert_eq!(n.signal(), Some(libc::SIGPIPE), "native yes: {n:?}");
+    let l = run(Command::new(RUNNER).arg(busybox()));
+    assert_eq!(l.code(), Some(128 + libc::SIGPIPE), "LWK yes: {l:?}");
 }

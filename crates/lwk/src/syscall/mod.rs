@@ -149,7 +149,19 @@ impl Kernel {
         } else if local {
             self.local(ctx, cpu, nr, a)
         } else {
-            self.delegate(nr, a)
+            let r = self.delegate(nr, a);
+            if r == Reply::Ret(-(libc::EPIPE as i64)) && self.sigpipe_kills(nr, &a) {
+                // Linux would kill the writer with SIGPIPE; the VMM ignores SIGPIPE itself, so
+                // the LWK ends the guest the same way (the vCPU thread repeats the call to stop).
+                match ctx {
+                    Ctx::Proxy => return Reply::NeedVcpu,
+                    Ctx::Vcpu(_) => {
+                        lock(&self.exit).get_or_insert(ExitStatus::Signal(libc::SIGPIPE));
+                        return Reply::Stop;
+                    }
+                }
+            }
+            r
         };
         if let Reply::Ret(r) = reply {
             let ns = t0.elapsed().as_nanos() as u64;
@@ -168,6 +180,31 @@ impl Kernel {
     /// Syscall sites rewritten in code mapped at run time.
     pub fn rewritten_at_run_time(&self) -> usize {
         self.rewritten.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// True when an EPIPE from `nr` means death by SIGPIPE (default disposition, not blocked).
+    fn sigpipe_kills(&self, nr: u64, a: &[u64; 6]) -> bool {
+        use libc::*;
+        let writes = [
+            SYS_write,
+            SYS_writev,
+            SYS_pwrite64,
+            SYS_pwritev,
+            SYS_pwritev2,
+            SYS_sendto,
+            SYS_sendmsg,
+            SYS_sendfile,
+        ];
+        let sig = SIGPIPE as usize;
+        let nosignal = match nr as i64 {
+            SYS_sendto => a[3] & MSG_NOSIGNAL as u64 != 0,
+            SYS_sendmsg => a[2] & MSG_NOSIGNAL as u64 != 0,
+            _ => false,
+        };
+        writes.contains(&(nr as i64))
+            && !nosignal
+            && lock(&self.sigactions)[sig].raw[0] == SIG_DFL as u64
+            && *lock(&self.sigmask) & (1 << (sig - 1)) == 0
     }
 
     /// Registers vCPU `id` as a new thread and returns its tid.
