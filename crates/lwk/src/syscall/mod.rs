@@ -183,6 +183,7 @@ impl Kernel {
     }
 
     /// True when an EPIPE from `nr` means death by SIGPIPE (default disposition, not blocked).
+    #[allow(non_upper_case_globals)] // libc names the SYS_ constants in lower case
     fn sigpipe_kills(&self, nr: u64, a: &[u64; 6]) -> bool {
         use libc::*;
         let writes = [
