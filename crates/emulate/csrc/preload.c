@@ -305,10 +305,6 @@ static double neg_ln(double u) {
 static void *delegate_main(void *p) {
     struct mbox *m = p;
     sched_setaffinity(0, sizeof multios_control_set, &multios_control_set);
-    if (realtime) {
-        struct sched_param sp = {.sched_priority = 50};
-        sched_setscheduler(0, SCHED_FIFO, &sp); /* not preempted by other processes mid-spin */
-    }
     uint64_t last = __rdtsc(), polls = 0;
     for (;;) {
         uint32_t s = __atomic_load_n(&m->state, __ATOMIC_ACQUIRE);
@@ -347,8 +343,22 @@ static void start_delegate(void) {
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 64 * 1024);
+    /* Start on the control CPUs with its own policy: inheriting a SCHED_FIFO program's policy and
+     * CPU would leave it unable to run next to the spinning thread that waits for it. */
+    pthread_attr_setaffinity_np(&attr, sizeof multios_control_set, &multios_control_set);
+    pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+    struct sched_param sp = {.sched_priority = realtime ? 50 : 0};
+    pthread_attr_setschedpolicy(&attr, realtime ? SCHED_FIFO : SCHED_OTHER);
+    pthread_attr_setschedparam(&attr, &sp);
     pthread_t t;
-    if (real_pthread_create(&t, &attr, delegate_main, m) == 0) {
+    int r = real_pthread_create(&t, &attr, delegate_main, m);
+    if (r == EPERM) { /* not allowed to use SCHED_FIFO: normal priority */
+        sp.sched_priority = 0;
+        pthread_attr_setschedpolicy(&attr, SCHED_OTHER);
+        pthread_attr_setschedparam(&attr, &sp);
+        r = real_pthread_create(&t, &attr, delegate_main, m);
+    }
+    if (r == 0) {
         multios_my_mbox = m;
         multios_my_gen = multios_fork_gen;
     }

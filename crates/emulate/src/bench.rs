@@ -69,6 +69,9 @@ pub struct Overhead {
     pub native_cpu: f64,
     pub emulated_cpu: f64,
     pub cpu_overhead_pct: f64,
+    /// From the fastest run of each side: interference from other processes only adds time, so
+    /// on a shared machine the minima are the steadier estimate of a fixed per-call cost.
+    pub cpu_overhead_min_pct: f64,
     pub native_wall: f64,
     pub emulated_wall: f64,
     pub wall_overhead_pct: f64,
@@ -110,6 +113,8 @@ pub fn passthrough(
         ec.push(r.cpu_secs);
         ew.push(r.wall_secs);
     }
+    let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+    let cpu_overhead_min_pct = 100.0 * (min(&ec) / min(&nc) - 1.0);
     let (nc, ec, nw, ew) = (median(&mut nc), median(&mut ec), median(&mut nw), median(&mut ew));
     Ok(Overhead {
         workload: workload.into(),
@@ -117,6 +122,7 @@ pub fn passthrough(
         native_cpu: nc,
         emulated_cpu: ec,
         cpu_overhead_pct: 100.0 * (ec / nc - 1.0),
+        cpu_overhead_min_pct,
         native_wall: nw,
         emulated_wall: ew,
         wall_overhead_pct: 100.0 * (ew / nw - 1.0),

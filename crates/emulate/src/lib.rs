@@ -2,10 +2,13 @@
 //! at a tunable forwarding cost f_c (each way), delivered by a calibrated TSC spin.
 //!
 //! Mechanisms (see `docs/EMULATOR.md`):
+//! - [`Mechanism::Shm`] — exception-less (FlexSC-like): `syscall` sites are rewritten into calls to a
+//!   trampoline (lazypoline/zpoline), delegated calls go through a cache-line mailbox to a delegate
+//!   thread pinned on a control CPU; lowest floor; dynamically linked programs only.
 //! - [`Mechanism::Proxy`] — seccomp user notification to supervisor threads on the control CPUs
 //!   (McKernel's proxy process); follows threads, fork and exec; works for static programs.
 //! - [`Mechanism::Migrate`] — the calling thread migrates to a control CPU for the call and back
-//!   (Intel mOS); injected with a preload library, so dynamically linked programs only.
+//!   (Intel mOS); same interception as `shm`, so dynamically linked programs only.
 
 pub mod bench;
 mod bpf;
@@ -120,7 +123,7 @@ impl Config {
         }
         let min = self.cost.min();
         let floor = self.mechanism.floor_secs();
-        if min > 0.0 && min < floor && !self.allow_below_floor {
+        if min > 0.0 && min < floor * (1.0 - 1e-9) && !self.allow_below_floor {
             return Err(EmulateError::BelowFloor {
                 mechanism: self.mechanism.name(),
                 requested: multios_units::Duration::from_secs(min).to_string(),
