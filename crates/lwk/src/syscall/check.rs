@@ -11,25 +11,41 @@ pub const EACCES: i64 = -(libc::EACCES as i64);
 /// The largest path read from the guest.
 const PATH_MAX: usize = 4096;
 
-/// Paths the guest may not open through the proxy: they would reach VMM memory or VMM fds.
-pub fn forbidden_path(path: &[u8], vmm_pid: i32) -> bool {
+/// Paths the guest may not open through the proxy: they would reach VMM memory or VMM fds. The
+/// name check catches the obvious spellings; [`opened_file_is_forbidden`] checks what an open
+/// really reached (symlinks, relative paths).
+pub fn forbidden_path(path: &[u8], _vmm_pid: i32) -> bool {
     let p = String::from_utf8_lossy(path);
-    let own = format!("/proc/{vmm_pid}/");
-    let rest = p
-        .strip_prefix("/proc/self/")
-        .or_else(|| p.strip_prefix("/proc/thread-self/"))
-        .or_else(|| p.strip_prefix(own.as_str()));
-    match rest {
-        Some(r) => {
-            let r = r.trim_start_matches('/');
-            r.starts_with("mem")
-                || r.starts_with("task")
-                || r.starts_with("fd")
-                || r.starts_with("map_files")
-                || r.starts_with("root")
-                || r.starts_with("cwd/../")
+    let Some(rest) = p.strip_prefix("/proc/").or_else(|| p.strip_prefix("/dev/fd/")) else {
+        return false;
+    };
+    if p.starts_with("/dev/fd/") {
+        return rest
+            .split('/')
+            .next()
+            .and_then(|n| n.parse::<i32>().ok())
+            .is_none_or(|fd| fd >= 1000);
+    }
+    // /proc/<self|thread-self|N>/…/{mem,fd,task,map_files,root,cwd}: any task's (the VMM's threads
+    // are tasks too, and their ids are not known to the guest's filter).
+    let mut parts = rest.split('/').filter(|c| !c.is_empty());
+    let Some(task) = parts.next() else { return false };
+    if !(task == "self" || task == "thread-self" || task.chars().all(|c| c.is_ascii_digit())) {
+        return false;
+    }
+    parts.any(|c| matches!(c, "mem" | "fd" | "task" | "map_files" | "root" | "cwd" | ".."))
+}
+
+/// After an open: true when the new file descriptor reaches something `forbidden_path` forbids
+/// (e.g. through a symlink to /proc/<vmm>/mem).
+pub fn opened_file_is_forbidden(fd: i64) -> bool {
+    match std::fs::read_link(format!("/proc/self/fd/{fd}")) {
+        Ok(target) => {
+            use std::os::unix::ffi::OsStrExt;
+            let t = target.as_os_str().as_bytes();
+            t.starts_with(b"/proc/") && forbidden_path(t, 0)
         }
-        None => p.contains("/proc/") && (p.ends_with("/mem") || p.contains("/mem/")),
+        Err(_) => false,
     }
 }
 
@@ -170,7 +186,22 @@ mod tests {
         ] {
             assert!(forbidden_path(p.as_bytes(), 77), "{p}");
         }
-        for p in ["/etc/passwd", "/proc/self/status", "/proc/cpuinfo", "memo.txt"] {
+        for p in [
+            "/proc/123/mem",
+            "/dev/fd/1000",
+            "/proc/self/../self/mem",
+            "/proc/1/task/2/mem",
+        ] {
+            assert!(forbidden_path(p.as_bytes(), 77), "{p}");
+        }
+        for p in [
+            "/etc/passwd",
+            "/proc/self/status",
+            "/proc/cpuinfo",
+            "memo.txt",
+            "/dev/fd/0",
+            "/proc/meminfo",
+        ] {
             assert!(!forbidden_path(p.as_bytes(), 77), "{p}");
         }
     }

@@ -3,7 +3,7 @@
 
 #![allow(non_upper_case_globals)] // libc names the SYS_ constants in lower case
 
-use super::check::{check, EFAULT};
+use super::check::{check, opened_file_is_forbidden, EFAULT};
 use super::layout::{self, Arg, Len};
 use super::{Kernel, Reply};
 use crate::sys;
@@ -29,7 +29,12 @@ impl Kernel {
         if let Err(e) = check(&self.mem, layout, &a, self.fd_floor, self.pid) {
             return Reply::Ret(e);
         }
-        Reply::Ret(sys::raw_syscall(nr, a))
+        let r = sys::raw_syscall(nr, a);
+        if r >= 0 && matches!(nr as i64, SYS_open | SYS_openat | SYS_creat) && opened_file_is_forbidden(r) {
+            sys::raw_syscall(SYS_close as u64, [r as u64, 0, 0, 0, 0, 0]);
+            return Reply::Ret(-(EACCES as i64));
+        }
+        Reply::Ret(r)
     }
 
     fn ioctl(&self, a: [u64; 6]) -> Reply {

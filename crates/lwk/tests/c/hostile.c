@@ -28,6 +28,15 @@ int main(void) {
     expect("write straddling the window", syscall(SYS_write, 1, 0x3ff000UL, 0x2000), EFAULT);
     expect("open with a VMM path pointer", syscall(SYS_openat, AT_FDCWD, 0x7e0000000000UL, O_RDONLY), EFAULT);
     expect("open /proc/self/mem", open("/proc/self/mem", O_RDWR), EACCES);
+    char link[64];
+    snprintf(link, sizeof link, "/tmp/multios-lwk-hostile-%d", (int)getpid());
+    unlink(link);
+    symlink("../proc/self/mem", link); /* relative: passes the name check, caught after the open */
+    expect("open /proc/self/mem through a symlink", open(link, O_RDWR), EACCES);
+    unlink(link);
+    char task[64];
+    snprintf(task, sizeof task, "/proc/%d/task/%d/mem", (int)getpid(), (int)getpid() + 1);
+    expect("open another VMM thread's mem", open(task, O_RDWR), EACCES);
     expect("close a VMM fd", close(1000), EBADF);
     expect("dup2 onto a VMM fd", dup2(1, 1001), EBADF);
     printf("survived, %d not refused\n", bad);
