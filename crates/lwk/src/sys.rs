@@ -52,7 +52,8 @@ pub fn madvise(addr: u64, len: usize, advice: i32) -> io::Result<()> {
 pub fn raw_syscall(nr: u64, a: [u64; 6]) -> i64 {
     // SAFETY: the delegation layer only calls this for system calls whose argument layout it knows
     // and whose pointers it has checked to lie inside the guest window (memory that this process
-    // owns and never holds Rust references into), so the kernel can only read or write guest memory.
+    // owns and never holds Rust references into) or point at copies it owns for the duration of
+    // the call (`check::Checked`), so the kernel can only touch guest memory or those copies.
     let r = unsafe { libc::syscall(nr as libc::c_long, a[0], a[1], a[2], a[3], a[4], a[5]) };
     if r == -1 {
         -(io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO) as i64)

@@ -99,6 +99,45 @@ fn path(mem: &GuestMemory, addr: u64, optional: bool, vmm_pid: i32) -> Result<()
     Ok(())
 }
 
+/// Arguments that passed the check, with indirect arrays (iovecs, msghdr) copied into VMM memory:
+/// the kernel reads the copies, so another guest thread cannot swap a checked pointer for a VMM
+/// address between the check and the call.
+#[derive(Debug, Default)]
+pub struct Checked {
+    pub args: [u64; 6],
+    iov: Vec<u64>,
+    msg: Option<Box<[u64; 7]>>,
+    /// The guest's msghdr, for results the kernel writes into the copy (recvmsg).
+    msg_guest: Option<u64>,
+}
+
+impl Checked {
+    /// Copies what the kernel wrote into the msghdr copy back to the guest's (recvmsg).
+    pub fn finish(&self, mem: &GuestMemory) {
+        if let (Some(m), Some(g)) = (&self.msg, self.msg_guest) {
+            let namelen = (m[1] as u32).to_le_bytes();
+            mem.write(g + 8, &namelen);
+            mem.write_u64(g + 40, m[5]);
+            mem.write(g + 48, &(m[6] as u32).to_le_bytes());
+        }
+    }
+}
+
+/// Reads and checks an iovec array of `n` entries at `v` into host memory.
+fn copy_iov(mem: &GuestMemory, v: u64, n: u64) -> Result<Vec<u64>, i64> {
+    if n > 1024 {
+        return Err(-(libc::EINVAL as i64));
+    }
+    buf(mem, v, n * 16, n == 0)?;
+    let mut out = Vec::with_capacity(2 * n as usize);
+    for k in 0..n {
+        let (base, len) = (mem.read_u64(v + 16 * k), mem.read_u64(v + 16 * k + 8));
+        buf(mem, base, len, false)?;
+        out.extend([base, len]);
+    }
+    Ok(out)
+}
+
 /// Checks the arguments `a` of a call with layout `layout`; Err holds the negative errno to return.
 pub fn check(
     mem: &GuestMemory,
@@ -106,7 +145,11 @@ pub fn check(
     a: &[u64; 6],
     fd_floor: i32,
     vmm_pid: i32,
-) -> Result<(), i64> {
+) -> Result<Checked, i64> {
+    let mut c = Checked {
+        args: *a,
+        ..Checked::default()
+    };
     for (i, arg) in layout.iter().enumerate() {
         let v = a[i];
         match *arg {
@@ -122,38 +165,30 @@ pub fn check(
             Arg::Path => path(mem, v, false, vmm_pid)?,
             Arg::OptPath => path(mem, v, true, vmm_pid)?,
             Arg::Iov(ci) => {
-                let n = a[ci];
-                if n > 1024 {
-                    return Err(-(libc::EINVAL as i64));
-                }
-                buf(mem, v, n * 16, false)?;
-                for k in 0..n {
-                    let base = mem.read_u64(v + 16 * k);
-                    let len = mem.read_u64(v + 16 * k + 8);
-                    buf(mem, base, len, false)?;
-                }
+                c.iov = copy_iov(mem, v, a[ci])?;
+                c.args[i] = if c.iov.is_empty() {
+                    v
+                } else {
+                    c.iov.as_ptr() as u64
+                };
             }
             Arg::MsgHdr => {
                 // struct msghdr: name, namelen(u32), iov, iovlen, control, controllen, flags.
                 buf(mem, v, 56, false)?;
-                let f = |o: u64| mem.read_u64(v + o);
-                let mut namelen = [0u8; 4];
-                mem.read(v + 8, &mut namelen);
-                buf(mem, f(0), u32::from_le_bytes(namelen) as u64, true)?;
-                buf(mem, f(32), f(40), true)?;
-                let (iov, n) = (f(16), f(24));
-                if n > 1024 {
-                    return Err(-(libc::EINVAL as i64));
+                let mut m = [0u64; 7];
+                for (k, w) in m.iter_mut().enumerate() {
+                    *w = mem.read_u64(v + 8 * k as u64);
                 }
-                buf(mem, iov, n * 16, n == 0)?;
-                for k in 0..n {
-                    buf(
-                        mem,
-                        mem.read_u64(iov + 16 * k),
-                        mem.read_u64(iov + 16 * k + 8),
-                        false,
-                    )?;
+                buf(mem, m[0], m[1] & 0xffff_ffff, true)?;
+                buf(mem, m[4], m[5], true)?;
+                c.iov = copy_iov(mem, m[2], m[3])?;
+                if !c.iov.is_empty() {
+                    m[2] = c.iov.as_ptr() as u64;
                 }
+                let boxed = Box::new(m);
+                c.args[i] = boxed.as_ptr() as u64;
+                c.msg = Some(boxed);
+                c.msg_guest = Some(v);
             }
             Arg::PollFds(ci) => {
                 let n = a[ci];
@@ -168,12 +203,36 @@ pub fn check(
             }
         }
     }
-    Ok(())
+    Ok(c)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn iovecs_are_checked_and_copied_out_of_the_guests_reach() {
+        use crate::memory::{GuestMemory, APP_BASE, PAGE_2M};
+        // The only unit test that maps guest memory (fixed addresses: one at a time).
+        let mem = GuestMemory::new(2 * PAGE_2M).unwrap_or_else(|e| panic!("{e}"));
+        let layout = [Arg::Fd, Arg::Iov(2), Arg::Val];
+        mem.write_u64(APP_BASE, APP_BASE + 0x100);
+        mem.write_u64(APP_BASE + 8, 10);
+        let c = check(&mem, &layout, &[1, APP_BASE, 1, 0, 0, 0], 1000, 1).unwrap_or_else(|e| panic!("{e}"));
+        assert_ne!(c.args[1], APP_BASE, "the kernel must read a VMM-owned copy");
+        // SAFETY: args[1] points at the copy owned by `c`, which is alive: two u64 per iovec.
+        let copy = unsafe { std::slice::from_raw_parts(c.args[1] as *const u64, 2) };
+        assert_eq!(copy, &[APP_BASE + 0x100, 10]);
+        mem.write_u64(APP_BASE, 0x7e00_0000_0000);
+        assert_eq!(
+            check(&mem, &layout, &[1, APP_BASE, 1, 0, 0, 0], 1000, 1).err(),
+            Some(EFAULT)
+        );
+        assert_eq!(
+            check(&mem, &layout, &[1000, APP_BASE, 1, 0, 0, 0], 1000, 1).err(),
+            Some(EBADF)
+        );
+    }
 
     #[test]
     fn proc_paths_that_reach_the_vmm_are_forbidden() {

@@ -26,10 +26,12 @@ impl Kernel {
                 }
             },
         };
-        if let Err(e) = check(&self.mem, layout, &a, self.fd_floor, self.pid) {
-            return Reply::Ret(e);
-        }
-        let r = sys::raw_syscall(nr, a);
+        let checked = match check(&self.mem, layout, &a, self.fd_floor, self.pid) {
+            Ok(c) => c,
+            Err(e) => return Reply::Ret(e),
+        };
+        let r = sys::raw_syscall(nr, checked.args);
+        checked.finish(&self.mem);
         if r >= 0 && matches!(nr as i64, SYS_open | SYS_openat | SYS_creat) && opened_file_is_forbidden(r) {
             sys::raw_syscall(SYS_close as u64, [r as u64, 0, 0, 0, 0, 0]);
             return Reply::Ret(-(EACCES as i64));
