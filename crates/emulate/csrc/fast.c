@@ -178,8 +178,15 @@ HIDDEN long multios_delegate(long nr, long a0, long a1, long a2, long a3, long a
     __atomic_store_n(&m->state, 1, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&m->sleeping, __ATOMIC_SEQ_CST))
         multios_xsys(SYS_futex, (long)&m->state, FUTEX_WAKE, 1, 0, 0, 0);
-    while (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) != 2)
-        ; /* no PAUSE: on Zen it costs tens of cycles per iteration, i.e. latency */
+    /* Spin for the reply (no PAUSE: on Zen it costs tens of cycles, i.e. latency); after
+     * multios_patience_ticks (a long blocking call), poll every 50 µs so the CPU is not held. */
+    uint64_t t0 = __rdtsc(), polls = 0;
+    while (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) != 2) {
+        if ((++polls & 1023) == 0 && __rdtsc() - t0 > multios_patience_ticks) {
+            struct { long s, ns; } ts = {0, 50000};
+            multios_xsys(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
+        }
+    }
     long r = m->nr;
     __atomic_store_n(&m->state, 0, __ATOMIC_RELEASE);
     return r;

@@ -52,6 +52,7 @@ HIDDEN volatile uint64_t multios_del_cnt[NR_MAX], multios_loc_cnt[NR_MAX], multi
 HIDDEN uint64_t multios_samples[MAX_SAMPLES];
 HIDDEN volatile uint64_t multios_nsamp;
 HIDDEN volatile uint64_t multios_fork_gen;
+HIDDEN uint64_t multios_patience_ticks = ~0ULL;
 __thread struct mbox *multios_my_mbox __attribute__((tls_model("initial-exec")));
 __thread uint64_t multios_my_gen __attribute__((tls_model("initial-exec")));
 
@@ -426,7 +427,10 @@ static int load_config(const char *file) {
             rewrite = line[8] == '1';
         else if (!strncmp(line, "realtime ", 9))
             realtime = line[9] == '1';
-        else if (!strncmp(line, "idle_ticks ", 11)) {
+        else if (!strncmp(line, "patience_ticks ", 15)) {
+            read_u64(line + 15, &v);
+            multios_patience_ticks = v;
+        } else if (!strncmp(line, "idle_ticks ", 11)) {
             read_u64(line + 11, &v);
             idle_ticks = v;
         } else if (!strncmp(line, "compute ", 8))

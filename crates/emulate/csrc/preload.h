@@ -41,6 +41,7 @@ extern HIDDEN volatile uint64_t multios_del_cnt[NR_MAX], multios_loc_cnt[NR_MAX]
 extern HIDDEN uint64_t multios_samples[MAX_SAMPLES];
 extern HIDDEN volatile uint64_t multios_nsamp;
 extern HIDDEN volatile uint64_t multios_fork_gen;
+extern HIDDEN uint64_t multios_patience_ticks;
 extern __thread struct mbox *multios_my_mbox __attribute__((tls_model("initial-exec")));
 extern __thread uint64_t multios_my_gen __attribute__((tls_model("initial-exec")));
 

@@ -28,6 +28,10 @@ pub const MIGRATE_LOCAL: &[&str] = &[
     "execveat",
 ];
 
+/// How long a thread spins for its delegate's reply before it polls every 50 µs instead (a long
+/// blocking call must not hold the compute CPU, least of all with a SCHED_FIFO program).
+const SHM_PATIENCE_SECS: f64 = 10e-3;
+
 /// How long an shm delegate thread spins for the next request before it sleeps on a futex.
 const SHM_IDLE_SECS: f64 = 200e-6;
 
@@ -138,10 +142,11 @@ fn config_text(cfg: &Config, d: &Delegation, cal: Calibration, stats: &Path) -> 
         "migrate"
     };
     let mut t = format!(
-        "mode {mode}\nrewrite {}\nrealtime {}\nidle_ticks {}\ncompute {}\ncontrol {}\nstats {}\nlocal",
+        "mode {mode}\nrewrite {}\nrealtime {}\nidle_ticks {}\npatience_ticks {}\ncompute {}\ncontrol {}\nstats {}\nlocal",
         u8::from(cfg.rewrite),
         u8::from(cfg.wait.realtime),
         cal.ticks(SHM_IDLE_SECS),
+        cal.ticks(SHM_PATIENCE_SECS),
         cpus(&cfg.compute),
         cpus(&cfg.control),
         stats.display()
