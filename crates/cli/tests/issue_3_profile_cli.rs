@@ -9,11 +9,27 @@ fn multios() -> Command {
     Command::new(env!("CARGO_BIN_EXE_multios"))
 }
 
-fn scratch(name: &str) -> PathBuf {
+/// A scratch directory, removed when the test is done.
+struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch(name: &str) -> Scratch {
     let d = std::env::temp_dir().join(format!("multios-cli-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("cannot create {}: {e}", d.display()));
-    d
+    Scratch(d)
 }
 
 fn require_root() {
@@ -154,7 +170,7 @@ fn issue_3_unprivileged_ebpf_is_refused_and_ptrace_works() {
             .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
             .arg(&exe)
             .args(args)
-            .current_dir(&dir)
+            .current_dir(&*dir)
             .output()
             .unwrap_or_else(|e| panic!("cannot run setpriv (Debian package util-linux): {e}"))
     };
