@@ -56,6 +56,8 @@ pub fn attach_floor(v: usize) -> Result<Attached, ProfilerError> {
 
 /// Must match `MAX_NR`, `HIST_BUCKETS` and the structs in profiler.bpf.c.
 const MAX_NR: u32 = 512;
+/// Must match `MAX_THREADS` in profiler.bpf.c.
+pub const MAX_THREADS: usize = 65536;
 const HIST_BUCKETS: usize = 40;
 const TASK_STATE_LEN: usize = 5 * 8;
 const SC_STATS_WORDS: usize = 5 + HIST_BUCKETS;

@@ -140,6 +140,12 @@ fn launch_ebpf(command: &[String]) -> Result<Profile, ProfilerError> {
     let end = raw.threads.iter().map(|t| t.end_ns).max().unwrap_or(start);
     let exit = exit_of(status);
     let mut notes = bias_notes(b, e);
+    if raw.threads.len() >= crate::ebpf::MAX_THREADS {
+        notes.push(format!(
+            "more than {} tasks exited: the per-thread table was full, so threads[] and C miss some of them",
+            crate::ebpf::MAX_THREADS
+        ));
+    }
     if let Some(sig) = interrupted {
         notes.push(format!(
             "interrupted by signal {sig}, which was forwarded to the target"
