@@ -294,3 +294,42 @@ fn issue_2_plots_write_png_svg_csv() {
         }
     }
 }
+
+/// The README's main job: live profile (eBPF as root) → projection → emulation → plots.
+#[test]
+fn issue_2_demo_runs_end_to_end() {
+    let dir = tmp("demo");
+    let (code, out, err) = multios(&[
+        "--json",
+        "demo",
+        "--out",
+        dir.to_str().unwrap_or_default(),
+        "--mib",
+        "4",
+        "--rounds",
+        "1",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
+    assert!(
+        v["profile"].as_str().is_some_and(|s| s.starts_with("live")),
+        "not profiled live: {}",
+        v["notes"]
+    );
+    assert_eq!(
+        v["emulation"].as_array().map(Vec::len),
+        Some(2),
+        "emulation missing: {}",
+        v["notes"]
+    );
+    assert!(v["projections"].as_array().is_some_and(|p| p.len() == 36));
+    assert_eq!(v["plots"].as_array().map(Vec::len), Some(5));
+    for f in ["profile.json", "projection.csv", "fig6-syscall-cdf.png"] {
+        assert!(dir.join(f).is_file(), "{f} missing");
+    }
+    let p = std::fs::read_to_string(dir.join("profile.json")).unwrap_or_default();
+    assert!(
+        p.contains("\"tool\": \"multios-ebpf\""),
+        "the demo should profile with eBPF as root"
+    );
+}
