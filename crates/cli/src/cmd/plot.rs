@@ -211,33 +211,7 @@ pub fn write_fig(fig: Fig, inp: &Inputs, dir: &Path) -> anyhow::Result<Vec<multi
         }
         Fig::Fig4 => {
             need(inp, "fig4")?;
-            let orders = [
-                ("(a) least frequent", Order::LeastFrequent),
-                ("(b) most frequent", Order::MostFrequent),
-                ("(c) random", Order::Random(inp.seed)),
-            ];
-            let mut panels = Vec::new();
-            for (title, order) in orders {
-                let pol = Policy::fraction(order, inp.fraction)?;
-                let series = inp
-                    .workloads
-                    .iter()
-                    .map(|(n, w)| {
-                        Ok(Series::line(
-                            n,
-                            sweep::curve(w, &pol, &base, &gammas(), |p, x| p.gamma = x)?,
-                        ))
-                    })
-                    .collect::<anyhow::Result<Vec<_>>>()?;
-                panels.push(LineChart {
-                    title: title.into(),
-                    x_label: "γ".into(),
-                    y_label: "S_r".into(),
-                    x_log: false,
-                    y_log: false,
-                    series,
-                });
-            }
+            let panels = order_panels(inp, &base, &gammas(), "γ", false, |p, x| p.gamma = x)?;
             out.push(multios_plot::write(
                 &Figure::Panels(Panels {
                     title: format!(
@@ -355,33 +329,7 @@ pub fn write_fig(fig: Fig, inp: &Inputs, dir: &Path) -> anyhow::Result<Vec<multi
         Fig::Fig9 => {
             need(inp, "fig9")?;
             let fcs = sweep::log_space(1e-9, 10.0, 61);
-            let orders = [
-                ("least frequent", Order::LeastFrequent),
-                ("most frequent", Order::MostFrequent),
-                ("random", Order::Random(inp.seed)),
-            ];
-            let mut panels = Vec::new();
-            for (title, order) in orders {
-                let pol = Policy::fraction(order, inp.fraction)?;
-                let series = inp
-                    .workloads
-                    .iter()
-                    .map(|(n, w)| {
-                        Ok(Series::line(
-                            n,
-                            sweep::curve(w, &pol, &base, &fcs, |p, x| p.fc = x)?,
-                        ))
-                    })
-                    .collect::<anyhow::Result<Vec<_>>>()?;
-                panels.push(LineChart {
-                    title: title.into(),
-                    x_label: "f_c (s)".into(),
-                    y_label: "S_r".into(),
-                    x_log: true,
-                    y_log: false,
-                    series,
-                });
-            }
+            let panels = order_panels(inp, &base, &fcs, "f_c (s)", true, |p, x| p.fc = x)?;
             out.push(multios_plot::write(
                 &Figure::Panels(Panels {
                     title: format!(
@@ -397,4 +345,40 @@ pub fn write_fig(fig: Fig, inp: &Inputs, dir: &Path) -> anyhow::Result<Vec<multi
         Fig::All => {}
     }
     Ok(out)
+}
+
+/// One panel per selection order of the forwarded fraction (the paper's Fig. 4 and 9: least frequent,
+/// most frequent, random), each with a curve of S_r over `xs` per workload.
+fn order_panels(
+    inp: &Inputs,
+    base: &Params,
+    xs: &[f64],
+    x_label: &str,
+    x_log: bool,
+    set: impl Fn(&mut Params, f64) + Copy,
+) -> anyhow::Result<Vec<LineChart>> {
+    let orders = [
+        ("(a) least frequent", Order::LeastFrequent),
+        ("(b) most frequent", Order::MostFrequent),
+        ("(c) random", Order::Random(inp.seed)),
+    ];
+    orders
+        .into_iter()
+        .map(|(title, order)| {
+            let pol = Policy::fraction(order, inp.fraction)?;
+            let series = inp
+                .workloads
+                .iter()
+                .map(|(n, w)| Ok(Series::line(n, sweep::curve(w, &pol, base, xs, set)?)))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            Ok(LineChart {
+                title: title.into(),
+                x_label: x_label.into(),
+                y_label: "S_r".into(),
+                x_log,
+                y_log: false,
+                series,
+            })
+        })
+        .collect()
 }

@@ -56,6 +56,13 @@ pub fn import(origin: &str, text: &str, opts: &ImportOptions) -> Result<Profile,
         ),
         Format::PerfTraceSummary => (perf::parse(origin, text)?, "perf trace -s", true),
     };
+    if syscalls.is_empty() {
+        return Err(ProfileError::Import {
+            path: origin.into(),
+            line: 1,
+            msg: format!("the {tool} summary has no syscall rows"),
+        });
+    }
     let wall = opts.wall_time_s.ok_or_else(|| ProfileError::Import {
         path: origin.into(),
         line: 0,
