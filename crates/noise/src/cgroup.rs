@@ -71,7 +71,7 @@ fn find_hierarchy() -> Result<(PathBuf, Version), CgroupError> {
 }
 
 impl Cpuset {
-    /// Creates `multios-noise-<pid>` restricted to `cpus` (e.g. "1").
+    /// Creates `multios-noise-<pid>-<n>` restricted to `cpus` (e.g. "1").
     pub fn create(cpus: &str) -> Result<Cpuset, CgroupError> {
         let (root, version) = find_hierarchy()?;
         if version == Version::V2 {
@@ -81,10 +81,11 @@ impl Cpuset {
                 write_file(&sub, "+cpuset")?;
             }
         }
-        let dir = root.join(format!("multios-noise-{}", std::process::id()));
-        if !dir.exists() {
-            fs::create_dir(&dir).map_err(io("cannot create", &dir))?;
-        }
+        // unique per creation: two loads of one process never share (or remove) a cgroup
+        static SERIAL: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = root.join(format!("multios-noise-{}-{n}", std::process::id()));
+        fs::create_dir(&dir).map_err(io("cannot create", &dir))?;
         // if the set-up fails, the directory is removed again below
         let procs_path = dir.join("cgroup.procs");
         let setup = || -> Result<fs::File, CgroupError> {

@@ -200,11 +200,14 @@ fn issue_6_cpuset_cgroup_is_created_and_removed() {
     load.stop().expect("stop");
     assert!(gone(pid));
     let dirs = std::fs::read_to_string("/proc/mounts").expect("mounts");
+    let prefix = format!("multios-noise-{}-", std::process::id());
     for line in dirs.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
         if f.len() > 2 && (f[2] == "cgroup" || f[2] == "cgroup2") {
-            let p = std::path::Path::new(f[1]).join(format!("multios-noise-{}", std::process::id()));
-            assert!(!p.exists(), "{} left behind", p.display());
+            for e in std::fs::read_dir(f[1]).expect("cgroup dir").flatten() {
+                let name = e.file_name().to_string_lossy().to_string();
+                assert!(!name.starts_with(&prefix), "{} left behind", e.path().display());
+            }
         }
     }
 }
