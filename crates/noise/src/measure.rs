@@ -29,6 +29,8 @@ pub enum MeasureError {
     },
     #[error("--duration must be longer than --quantum ({quantum_ns:.0} ns)")]
     TooShort { quantum_ns: f64 },
+    #[error("--duration / --quantum asks for {samples:.0} samples (at most {MAX_SAMPLES} are kept in memory): raise --quantum or shorten --duration")]
+    TooMany { samples: f64 },
     #[error(
         "--threshold must be above 1 (a detour is a gap longer than threshold × the shortest iteration)"
     )]
@@ -40,6 +42,9 @@ pub enum MeasureError {
     #[error("the measuring thread for CPU {0} panicked")]
     Thread(usize),
 }
+
+/// The most samples one FWQ or FTQ run keeps (16 bytes each).
+pub const MAX_SAMPLES: u64 = 20_000_000;
 
 /// Settings shared by the three benchmarks.
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -99,6 +104,10 @@ impl Settings {
             return Err(MeasureError::TooShort {
                 quantum_ns: self.quantum_ns,
             });
+        }
+        let samples = self.duration_ns / self.quantum_ns;
+        if self.kind != Kind::Selfish && samples > MAX_SAMPLES as f64 {
+            return Err(MeasureError::TooMany { samples });
         }
         if self.kind == Kind::Selfish && self.threshold <= 1.0 {
             return Err(MeasureError::Threshold);
@@ -165,7 +174,8 @@ fn fwq(s: &Settings, clock: &Clock) -> Result<Series, MeasureError> {
     let ipt = s.iters_per_tick.unwrap_or_else(work::iters_per_tick);
     let iters = ((s.quantum_ns * clock.ticks_per_ns * ipt).round() as u64).max(1);
     let end_ticks = clock.to_ticks(s.duration_ns);
-    let mut raw: Vec<(u64, u64)> = Vec::with_capacity((s.duration_ns / s.quantum_ns).min(5e7) as usize + 16);
+    let mut raw: Vec<(u64, u64)> =
+        Vec::with_capacity((s.duration_ns / s.quantum_ns).min(MAX_SAMPLES as f64) as usize + 16);
     let begin = sys::ticks();
     loop {
         let t0 = sys::ticks();
@@ -203,7 +213,7 @@ fn ftq(s: &Settings, clock: &Clock) -> Result<Series, MeasureError> {
     let unit_ns = unit_iters as f64 / ipt / clock.ticks_per_ns;
     let slot = clock.to_ticks(s.quantum_ns).max(1);
     let slots = (s.duration_ns / s.quantum_ns).floor().max(1.0) as u64;
-    let mut counts: Vec<u32> = Vec::with_capacity(slots.min(50_000_000) as usize);
+    let mut counts: Vec<u32> = Vec::with_capacity(slots.min(MAX_SAMPLES) as usize);
     let begin = sys::ticks();
     let mut slot_end = begin;
     for _ in 0..slots {
@@ -284,4 +294,44 @@ fn selfish(s: &Settings, clock: &Clock) -> Result<Series, MeasureError> {
         .map(|&(t, g)| (t, g - out.min_iteration_ns))
         .collect();
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_are_checked_against_the_clock() {
+        let clock = Clock {
+            ticks_per_ns: 2.0,
+            resolution_ns: 10.0,
+        };
+        let s = |kind, quantum_ns, duration_ns, threshold| Settings {
+            kind,
+            quantum_ns,
+            duration_ns,
+            threshold,
+            iters_per_tick: None,
+        };
+        assert!(s(Kind::Fwq, 1e6, 2e9, 10.0).validate(&clock).is_ok());
+        let e = s(Kind::Fwq, 5.0, 2e9, 10.0)
+            .validate(&clock)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("below the timer resolution (10.0 ns"), "{e}");
+        assert!(matches!(
+            s(Kind::Ftq, 20.0, 2e9, 10.0).validate(&clock),
+            Err(MeasureError::TooMany { .. })
+        ));
+        assert!(matches!(
+            s(Kind::Fwq, 1e6, 1e6, 10.0).validate(&clock),
+            Err(MeasureError::TooShort { .. })
+        ));
+        assert!(matches!(
+            s(Kind::Selfish, 0.0, 1e9, 1.0).validate(&clock),
+            Err(MeasureError::Threshold)
+        ));
+        assert!(s(Kind::Selfish, 0.0, 1e9, 4.0).validate(&clock).is_ok());
+    }
 }
