@@ -27,6 +27,9 @@ pub fn spin_accuracy(requested: &[f64], cpu: usize) -> Result<Vec<SpinCheck>, Em
         what: format!("pinning to CPU {cpu}"),
         cause,
     })?;
+    // Like the emulator's own spinners: SCHED_FIFO when allowed, so other processes do not
+    // stretch a spin (restored below).
+    let fifo = crate::sys::set_fifo(50);
     let cal = tsc::calibration();
     let mut out = Vec::new();
     for &r in requested {
@@ -55,6 +58,9 @@ pub fn spin_accuracy(requested: &[f64], cpu: usize) -> Result<Vec<SpinCheck>, Em
             error_pct: 100.0 * err / r,
             ok: err <= (0.02 * r).max(50e-9),
         });
+    }
+    if fifo {
+        crate::sys::set_other();
     }
     pin_current_thread(&CpuSet::available()).ok();
     Ok(out)

@@ -249,3 +249,10 @@ pub fn set_fifo(prio: i32) -> bool {
     // SAFETY: `param` is a valid sched_param; pid 0 is the calling thread.
     unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) == 0 }
 }
+
+/// Returns the calling thread to SCHED_OTHER.
+pub fn set_other() {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `param` is a valid sched_param; pid 0 is the calling thread.
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) };
+}
