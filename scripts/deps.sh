@@ -5,7 +5,8 @@ set -euo pipefail
 packages=(
   build-essential pkg-config clang llvm libelf-dev zlib1g-dev libseccomp-dev bpftool  # toolchain, eBPF
   fonts-dejavu-core                                                                   # plot text
-  bzip2 busybox-static strace linux-perf stress-ng hyperfine bc                        # real workloads, references
+  bzip2 busybox-static strace linux-perf stress-ng hyperfine bc perl                   # real workloads, references
+  openmpi-bin lammps                                                                   # MPI ranks, LAMMPS
 )
 missing=()
 for p in "${packages[@]}"; do
