@@ -32,6 +32,10 @@ pub struct Args {
     /// Number of compute + replay phases
     #[arg(long, default_value_t = 20)]
     phases: u64,
+    /// Runs per configuration (and of the native baseline); the run with the median time is used,
+    /// which discards one-off interference on a shared machine
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
     /// Replay this profile's mix of replayable calls instead of the built-in one
     #[arg(long)]
     profile: Option<PathBuf>,
@@ -61,8 +65,8 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
     if let Some(g) = args.gamma.iter().find(|g| !(**g >= 1.0 && g.is_finite())) {
         anyhow::bail!("--gamma {g}: emulation can only shrink the computation, so γ must be ≥ 1");
     }
-    if args.iters == 0 || args.phases == 0 {
-        anyhow::bail!("--iters and --phases must be at least 1");
+    if args.iters == 0 || args.phases == 0 || args.repeat == 0 {
+        anyhow::bail!("--iters, --phases and --repeat must be at least 1");
     }
     let (compute, control) = super::emulate::cpus(None, None)?;
     let mix = match &args.profile {
@@ -93,12 +97,15 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
     let synth = |m: Option<Mechanism>, iters: u64, d: &Delegation, fc: f64| {
         validate::run_synth(m, iters, args.phases, &mix, d, fc, &compute, &control, wait, &dir)
     };
-    // Native baseline: the median of three runs by total time.
-    let mut natives = (0..3)
-        .map(|_| synth(None, args.iters, &none, 0.0))
-        .collect::<Result<Vec<_>, _>>()?;
-    natives.sort_by(|a, b| a.total.total_cmp(&b.total));
-    let native = natives.swap_remove(1);
+    // Each measurement: the run with the median total time out of --repeat (at least 3 natively).
+    let median_run = |m: Option<Mechanism>, iters: u64, d: &Delegation, fc: f64, n: usize| {
+        let mut runs = (0..n)
+            .map(|_| synth(m, iters, d, fc))
+            .collect::<Result<Vec<_>, _>>()?;
+        runs.sort_by(|a, b| a.total.total_cmp(&b.total));
+        Ok::<_, multios_emulate::EmulateError>(runs.swap_remove(runs.len() / 2))
+    };
+    let native = median_run(None, args.iters, &none, 0.0, args.repeat.max(3))?;
     let rt = validate::mechanism_round_trip(args.mechanism, &compute, &control)?;
     eprintln!(
         "native: {} ({} compute, p = {:.3}); {} round trip at f_c = 0: min {} / median {} / mean {}",
@@ -121,7 +128,7 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
                 .collect();
             for fc in &args.fc {
                 let iters = ((args.iters as f64) / gamma).round() as u64;
-                let emu = synth(Some(args.mechanism), iters, d, fc.secs())?;
+                let emu = median_run(Some(args.mechanism), iters, d, fc.secs(), args.repeat)?;
                 let p = validate::score(&native, &emu, gamma, label, &delegated, fc.secs(), rt)?;
                 if out.progress {
                     eprintln!(
