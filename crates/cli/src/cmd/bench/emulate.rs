@@ -11,6 +11,9 @@ pub struct Args {
     /// Alternating native/emulated runs per pass-through workload (medians are compared)
     #[arg(long, default_value_t = 5)]
     runs: usize,
+    /// Skip the pass-through runs (the slow part: bzip2 and dd, natively and under each mechanism)
+    #[arg(long)]
+    no_passthrough: bool,
     /// Size of the bzip2 input, MiB
     #[arg(long, default_value_t = 8)]
     bzip2_mib: usize,
@@ -55,7 +58,7 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
     .map(String::from)
     .to_vec();
     let mut pass = Vec::new();
-    for m in &mechs {
+    for m in mechs.iter().filter(|_| !args.no_passthrough) {
         pass.push(bench::passthrough(
             &format!("bzip2 {} MiB", args.bzip2_mib),
             &bzip2,
