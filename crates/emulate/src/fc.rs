@@ -122,6 +122,17 @@ pub fn run(
     compute: &CpuSet,
     control: &CpuSet,
 ) -> Result<FcReport, EmulateError> {
+    run_at(mechanisms, trials, compute, control, 0.0)
+}
+
+/// As [`run`], with every delegated call charged `fc` each way (0 measures the mechanism alone).
+pub fn run_at(
+    mechanisms: &[Mechanism],
+    trials: usize,
+    compute: &CpuSet,
+    control: &CpuSet,
+    fc: f64,
+) -> Result<FcReport, EmulateError> {
     let bench = crate::embed::materialize("fcbench", "", BENCH, 0o755)?;
     let cal = tsc::calibration();
     let dir = std::env::temp_dir().join(format!("multios-fc-{}-{}", std::process::id(), tsc::now()));
@@ -147,7 +158,7 @@ pub fn run(
                 let cfg = Config {
                     mechanism: mech,
                     delegation: Delegation::all(),
-                    cost: CostModel::constant(0.0),
+                    cost: CostModel::constant(fc),
                     compute: compute.clone(),
                     control: control.clone(),
                     argv,

@@ -194,13 +194,25 @@ pub fn mechanism_round_trip(
     compute: &CpuSet,
     control: &CpuSet,
 ) -> Result<RoundTrip, EmulateError> {
-    let r = crate::fc::run(&[m], 1000, compute, control)?;
+    mechanism_round_trip_at(m, 0.0, 1000, compute, control)
+}
+
+/// The mechanism's own round trip when every call also pays `fc` each way: the Table 3 getppid
+/// time minus the native time minus 2·f_c. On a VM it grows with f_c (the waiting side sleeps longer).
+pub fn mechanism_round_trip_at(
+    m: Mechanism,
+    fc: f64,
+    trials: usize,
+    compute: &CpuSet,
+    control: &CpuSet,
+) -> Result<RoundTrip, EmulateError> {
+    let r = crate::fc::run_at(&[m], trials, compute, control, fc)?;
     let (Some(n), Some(e)) = (r.get("raw_getppid", "native"), r.get("raw_getppid", m.name())) else {
         return Err(EmulateError::Supervisor(
             "the fc benchmark returned no getppid numbers".into(),
         ));
     };
-    let base = n.median;
+    let base = n.median + 2.0 * fc;
     Ok(RoundTrip {
         min: (e.min - base).max(0.0),
         median: (e.median - base).max(0.0),
