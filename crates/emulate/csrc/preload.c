@@ -56,7 +56,7 @@ HIDDEN uint64_t multios_patience_ticks = ~0ULL;
 __thread struct mbox *multios_my_mbox __attribute__((tls_model("initial-exec")));
 __thread uint64_t multios_my_gen __attribute__((tls_model("initial-exec")));
 
-static int active, rewrite, rewrite_ok, realtime;
+static int active, rewrite, rewrite_ok, realtime, exit_group_delegated;
 static unsigned char stub_local[NR_MAX];
 static char stats_dir[512];
 static uint64_t dump_seq, idle_ticks, rewritten;
@@ -264,8 +264,15 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx) {
             return;
         }
     }
-    if (nr == SYS_exit_group)
+    if (nr == SYS_exit_group) {
+        /* Counted, then the statistics are written; the process ends without the f_c delay. */
+        if (exit_group_delegated)
+            multios_del_cnt[nr]++;
+        else
+            multios_loc_cnt[nr]++;
         dump_stats();
+        raw6(nr, g[REG_RDI], 0, 0, 0, 0, 0);
+    }
     if (!via_tramp && multios_kind[nr] != R_SIGSYS)
         try_rewrite((unsigned char *)ret - 2);
     if (multios_kind[nr] == R_DELEGATED) {
@@ -455,6 +462,8 @@ static int load_config(const char *file) {
             const char *p = read_u64(line + 2, &nr);
             p = read_u64(p, &kind);
             p = read_u64(p, &param);
+            if (nr == SYS_exit_group)
+                exit_group_delegated = 1;
             if (nr < NR_MAX) {
                 multios_kind[nr] = R_DELEGATED;
                 multios_costs[nr].kind = (int)kind;
