@@ -32,6 +32,15 @@ pub use cpus::CpuSet;
 pub use delegation::Delegation;
 pub use error::EmulateError;
 pub use launch::{run_native, NativeRun};
+
+/// The mechanism to use when none is asked for: `shm` (lowest floor) for a dynamically linked
+/// program, `proxy` for a statically linked one (the in-process mechanisms need the preload library).
+pub fn default_mechanism(cmd: &str) -> Mechanism {
+    match launch::resolve(cmd) {
+        Ok(p) if launch::is_static(&p) => Mechanism::Proxy,
+        _ => Mechanism::Shm,
+    }
+}
 pub use proxy::Wait;
 pub use report::{Counts, Exit, Report, Summary};
 

@@ -144,3 +144,13 @@ fn issue_4_thread_context_calls_stay_local_under_shm() {
         );
     }
 }
+
+#[test]
+fn issue_4_default_mechanism_is_shm_for_dynamic_and_proxy_for_static_programs() {
+    assert!(
+        std::path::Path::new("/bin/busybox").exists(),
+        "busybox-static is required (apt-get install busybox-static)"
+    );
+    assert_eq!(multios_emulate::default_mechanism("busybox"), Mechanism::Proxy);
+    assert_eq!(multios_emulate::default_mechanism("sh"), Mechanism::Shm);
+}

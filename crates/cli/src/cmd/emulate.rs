@@ -22,8 +22,9 @@ pub struct Args {
     pub fc_syscall: Vec<String>,
     /// shm (shared-memory mailbox to a delegate thread, FlexSC-like), proxy (seccomp user
     /// notification, McKernel-like) or migrate (thread migration, mOS-like)
-    #[arg(long, default_value = "proxy")]
-    pub mechanism: Mechanism,
+    /// (default: shm for a dynamically linked program, proxy for a static one)
+    #[arg(long)]
+    pub mechanism: Option<Mechanism>,
     /// CPUs the program runs on (default: the first available)
     #[arg(long, value_name = "LIST")]
     pub compute_cpus: Option<String>,
@@ -114,7 +115,9 @@ struct Json<'a> {
 pub fn run(args: Args, out: &Out) -> super::Exit {
     let (compute, control) = cpus(args.compute_cpus.as_deref(), args.control_cpus.as_deref())?;
     let cfg = Config {
-        mechanism: args.mechanism,
+        mechanism: args.mechanism.unwrap_or_else(|| {
+            multios_emulate::default_mechanism(args.command.first().map(String::as_str).unwrap_or(""))
+        }),
         delegation: delegation(&args.policy, args.profile.as_ref())?,
         cost: cost(&args.fc, &args.fc_syscall)?,
         compute,
