@@ -48,6 +48,9 @@ struct Task {
 
 /// What one traced run produced: raw per-call durations (uncorrected) go through `correct`.
 struct Tracer {
+    /// Syscall-stop mode (PTRACE_SYSCALL, two stops per call) for attaching, where no seccomp
+    /// filter can be installed; otherwise seccomp mode.
+    plain: bool,
     started: bool,
     correction: i64,
     calls: Vec<RawCall>,
@@ -59,6 +62,7 @@ struct Tracer {
 impl Tracer {
     fn new(started: bool, correction: i64) -> Tracer {
         Tracer {
+            plain: false,
             started,
             correction,
             calls: (0..MAX_NR as u32)
@@ -101,16 +105,31 @@ impl Tracer {
     /// Resumes `tid`: to its syscall-exit stop if a call is in flight, else to its next seccomp stop.
     fn resume(&self, tid: u32, sig: i32) {
         let pending = self.tasks.get(&tid).is_some_and(|t| t.entry.is_some());
-        let req = if pending { PTRACE_SYSCALL } else { PTRACE_CONT };
+        let req = if pending || self.plain {
+            PTRACE_SYSCALL
+        } else {
+            PTRACE_CONT
+        };
         // ESRCH: the task was killed meanwhile; its exit status follows.
         let _ = sys::ptrace(req, tid, sig as usize);
     }
 
     /// Traces until no traced task is left; returns the root's wait status.
     fn run(&mut self, root: u32) -> Result<i32, ProfilerError> {
-        let mut root_status = None;
         self.task(root, root, sys::monotonic_ns());
-        loop {
+        self.run_until(root, &|| false)?
+            .ok_or_else(|| pt_err("waitpid", std::io::Error::other("the target vanished unwaited")))
+    }
+
+    /// Traces until no traced task is left or `stop()` says so (checked after each event and after
+    /// every interrupted wait); returns the wait status of `root` if it ended.
+    fn run_until(&mut self, root: u32, stop: &dyn Fn() -> bool) -> Result<Option<i32>, ProfilerError> {
+        let mut root_status = None;
+        // Until every traced task is gone (other children of ours, if any, are not waited for).
+        while !self.tasks.is_empty() {
+            if stop() {
+                break;
+            }
             let (tid, status) = match sys::wait_any() {
                 Ok(x) => x,
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
@@ -170,6 +189,18 @@ impl Tracer {
                     }
                     self.resume(tid, 0);
                 }
+                0 if sig == (libc::SIGTRAP | 0x80) && self.plain => {
+                    match sys::ptrace_syscall_info(tid) {
+                        Ok(sys::SyscallStop::Entry { nr }) => {
+                            if let Some(t) = self.tasks.get_mut(&tid) {
+                                t.entry = Some((nr, now));
+                            }
+                        }
+                        Ok(sys::SyscallStop::Exit { ret }) => self.account(tid, now, Some(ret)),
+                        _ => {}
+                    }
+                    self.resume(tid, 0);
+                }
                 0 if sig == (libc::SIGTRAP | 0x80) => {
                     // The syscall-exit stop of the call entered at the last seccomp stop.
                     let ret = sys::ptrace_syscall_regs(tid).ok().map(|(_, r)| r);
@@ -184,7 +215,50 @@ impl Tracer {
                 _ => self.resume(tid, 0),          // exec event and others
             }
         }
-        root_status.ok_or_else(|| pt_err("waitpid", std::io::Error::other("the target vanished unwaited")))
+        Ok(root_status)
+    }
+
+    /// Lets every task still traced go: interrupt, and detach at its next stop. Gives up at
+    /// `give_up` (the caller keeps a [`sys::Waker`] running so that waits return).
+    fn detach_all(&mut self, now: u64, give_up: std::time::Instant) {
+        for &tid in self.tasks.keys() {
+            let _ = sys::ptrace(sys::PTRACE_INTERRUPT, tid, 0);
+        }
+        while !self.tasks.is_empty() && std::time::Instant::now() < give_up {
+            let (tid, status) = match sys::wait_any() {
+                Ok(x) => x,
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+                Err(_) => break,
+            };
+            let gone = libc::WIFEXITED(status) || libc::WIFSIGNALED(status);
+            let event = status >> 16;
+            if !gone && matches!(event, EVENT_FORK | EVENT_VFORK | EVENT_CLONE) {
+                // A task born now is traced too: wait for its first stop to let it go as well.
+                if let Ok(new) = sys::ptrace_eventmsg(tid) {
+                    let tgid = self.tasks.get(&tid).map_or(tid, |t| t.tgid);
+                    self.task(new as u32, tgid, now);
+                }
+            }
+            if !gone && libc::WIFSTOPPED(status) {
+                let sig = libc::WSTOPSIG(status);
+                let inject = if status >> 16 == 0 && sig != libc::SIGTRAP && sig != (libc::SIGTRAP | 0x80) {
+                    sig
+                } else {
+                    0
+                };
+                let _ = sys::ptrace(sys::PTRACE_DETACH, tid, inject as usize);
+            }
+            if let Some(t) = self.tasks.remove(&tid) {
+                self.done.push(RawThread {
+                    tid,
+                    tgid: t.tgid,
+                    start_ns: t.start_ns,
+                    end_ns: now,
+                    calls: t.calls,
+                    syscall_ns: t.syscall_ns,
+                });
+            }
+        }
     }
 }
 
@@ -209,6 +283,110 @@ fn seize(pid: u32) -> Result<(), ProfilerError> {
         | O_TRACESECCOMP
         | O_EXITKILL;
     sys::ptrace(PTRACE_SEIZE, pid, opts).map_err(|e| pt_err(&format!("PTRACE_SEIZE of {pid}"), e))
+}
+
+/// Seizes a running task for syscall-stop tracing (no EXITKILL: we detach at the end) and stops it.
+fn seize_running(tid: u32) -> std::io::Result<()> {
+    let opts = O_TRACESYSGOOD | O_TRACEFORK | O_TRACEVFORK | O_TRACECLONE | O_TRACEEXEC;
+    sys::ptrace(PTRACE_SEIZE, tid, opts)?;
+    sys::ptrace(sys::PTRACE_INTERRUPT, tid, 0)
+}
+
+/// `B` in syscall-stop mode: the median time between the entry and exit stops of a null call.
+fn plain_stop_bias_ns() -> Result<f64, ProfilerError> {
+    let mut child = Stopped::spawn_calibration_plain()?;
+    if let Err(e) = seize_running(child.pid) {
+        sys::kill_and_reap(child.pid);
+        return Err(pt_err("PTRACE_SEIZE of the calibration child", e));
+    }
+    child.go()?;
+    let mut t = Tracer::new(true, 0);
+    t.plain = true;
+    t.durations_of = Some((sys::NULL_SYSCALL as u64, Vec::new()));
+    t.run(child.pid)?;
+    let mut v = t.durations_of.map(|(_, v)| v).unwrap_or_default();
+    v.sort_unstable();
+    v.get(v.len() / 2).map(|&ns| ns as f64).ok_or_else(|| {
+        pt_err(
+            "calibration",
+            std::io::Error::other("no null system call was seen under ptrace"),
+        )
+    })
+}
+
+/// Attaches to the running process `pid` (all its threads, and what they create from now on) with
+/// syscall stops, for `duration` or until it exits or we are interrupted, then detaches.
+pub fn attach(pid: u32, duration: Option<std::time::Duration>) -> Result<Profile, ProfilerError> {
+    let command: Vec<String> = std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map_err(|_| ProfilerError::PidGone(pid))?
+        .split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    let e = calibrate::untraced_null_ns();
+    let b = plain_stop_bias_ns()?;
+    let mut tracer = Tracer::new(true, (e - b).round() as i64);
+    tracer.plain = true;
+    let start = sys::monotonic_ns();
+    let tids: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map_err(|_| ProfilerError::PidGone(pid))?
+        .filter_map(|d| d.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    for &tid in &tids {
+        match seize_running(tid) {
+            Ok(()) => {
+                tracer.task(tid, pid, start);
+            }
+            Err(err) if err.raw_os_error() == Some(libc::ESRCH) => {}
+            Err(err) if tid == pid => {
+                return Err(pt_err(
+                    &format!("attaching to {pid} (ptrace_scope or permissions?)"),
+                    err,
+                ))
+            }
+            Err(_) => {}
+        }
+    }
+    let fwd = sys::Forwarder::install_with_alarm();
+    let deadline = duration.map(|d| std::time::Instant::now() + d);
+    let waker = sys::Waker::start(std::time::Duration::from_millis(50));
+    let stop = || {
+        fwd.interrupted().is_some_and(|s| s != libc::SIGALRM)
+            || deadline.is_some_and(|d| std::time::Instant::now() >= d)
+    };
+    let root_status = tracer.run_until(pid, &stop);
+    let interrupted = fwd.interrupted().filter(|s| *s != libc::SIGALRM);
+    let end = sys::monotonic_ns();
+    tracer.detach_all(end, std::time::Instant::now() + std::time::Duration::from_secs(2));
+    drop(waker);
+    drop(fwd);
+    let root_status = root_status?;
+    let raw = Raw {
+        calls: tracer.calls.into_iter().filter(|c| c.count > 0).collect(),
+        threads: tracer.done,
+    };
+    let mut notes = vec![format!(
+        "per-call correction: ptrace syscall-stop cost B = {b:.0} ns subtracted (median over traced null system calls), kernel entry/exit cost E = {e:.0} ns added; stop costs vary widely, so per-call times are approximate"
+    )];
+    notes.push(format!(
+        "attached to running process {pid}; calls in flight at attach time are not counted"
+    ));
+    if let Some(sig) = interrupted {
+        notes.push(format!("stopped by signal {sig}"));
+    }
+    Ok(assemble(
+        &raw,
+        RunFacts {
+            command,
+            tool: "multios-ptrace".into(),
+            accuracy: "low".into(),
+            wall_ns: end.saturating_sub(start),
+            exit: root_status.map(crate::run::exit_of),
+            partial: root_status.is_none(),
+            bias_ns: Some(b),
+            notes,
+        },
+    ))
 }
 
 /// `B` for this backend: the median raw time between the seccomp stop and the exit stop of a null

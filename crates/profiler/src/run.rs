@@ -41,12 +41,7 @@ pub fn profile(opts: &Options) -> Result<Profile, ProfilerError> {
         (Backend::Ebpf, None) => launch_ebpf(&opts.command),
         (Backend::Ebpf, Some(pid)) => attach_ebpf(pid, opts.duration),
         (Backend::Ptrace, None) => crate::ptrace::launch(&opts.command),
-        (Backend::Ptrace, Some(_)) => Err(ProfilerError::Ptrace {
-            what: "-p with the ptrace backend".into(),
-            source: std::io::Error::other(
-                "attaching is only implemented for the eBPF backend: use '--backend ebpf'",
-            ),
-        }),
+        (Backend::Ptrace, Some(pid)) => crate::ptrace::attach(pid, opts.duration),
     }
 }
 

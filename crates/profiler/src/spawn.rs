@@ -16,6 +16,8 @@ pub enum PreExec {
     SeccompTrace,
     /// As SeccompTrace, then issue [`CALIBRATION_CALLS`] null system calls and exit instead of exec.
     CalibrateNull,
+    /// Issue [`CALIBRATION_CALLS`] null system calls and exit, without a filter (syscall-stop tracing).
+    CalibratePlain,
 }
 
 /// How many null system calls a [`PreExec::CalibrateNull`] child makes.
@@ -149,6 +151,11 @@ impl Stopped {
         Self::spawn(&["/proc/self/exe".to_string()], PreExec::CalibrateNull)
     }
 
+    /// A child that, once released, runs null system calls (no filter) and exits.
+    pub fn spawn_calibration_plain() -> Result<Stopped, ProfilerError> {
+        Self::spawn(&["/proc/self/exe".to_string()], PreExec::CalibratePlain)
+    }
+
     /// Lets the child exec; returns once the exec has succeeded, or the reason it failed.
     pub fn release(&mut self) -> Result<(), ProfilerError> {
         self.go()?;
@@ -233,7 +240,7 @@ unsafe fn child(
         }
         break;
     }
-    if pre != PreExec::None {
+    if pre == PreExec::SeccompTrace || pre == PreExec::CalibrateNull {
         // SAFETY: plain prctl/seccomp calls; `prog` points to a valid one-instruction filter.
         unsafe {
             libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
@@ -245,7 +252,7 @@ unsafe fn child(
             );
         }
     }
-    if pre == PreExec::CalibrateNull {
+    if pre == PreExec::CalibrateNull || pre == PreExec::CalibratePlain {
         for _ in 0..CALIBRATION_CALLS {
             crate::sys::null_syscall();
         }

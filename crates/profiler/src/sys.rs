@@ -50,7 +50,13 @@ static FORWARD_TO: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::
 static INTERRUPTED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
 extern "C" fn forward(sig: libc::c_int) {
-    INTERRUPTED.store(sig, std::sync::atomic::Ordering::SeqCst);
+    // A SIGALRM (a wake-up) never hides a real interruption.
+    if sig != libc::SIGALRM || INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+        INTERRUPTED.store(sig, std::sync::atomic::Ordering::SeqCst);
+    }
+    if sig == libc::SIGALRM {
+        return;
+    }
     let pid = FORWARD_TO.load(std::sync::atomic::Ordering::SeqCst);
     if pid > 0 {
         // SAFETY: kill is async-signal-safe; a stale pid at worst gets ESRCH.
@@ -66,10 +72,19 @@ pub struct Forwarder {
 
 impl Forwarder {
     pub fn install(pid: i32) -> Forwarder {
+        Self::install_for(pid, &[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])
+    }
+
+    /// As [`Forwarder::install`] with nothing to forward to, also catching SIGALRM (see [`Waker`]).
+    pub fn install_with_alarm() -> Forwarder {
+        Self::install_for(0, &[libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGALRM])
+    }
+
+    fn install_for(pid: i32, sigs: &[libc::c_int]) -> Forwarder {
         FORWARD_TO.store(pid, std::sync::atomic::Ordering::SeqCst);
         INTERRUPTED.store(0, std::sync::atomic::Ordering::SeqCst);
         let mut old = Vec::new();
-        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        for &sig in sigs {
             // SAFETY: sigaction structs are plain data; zeroed is a valid initial value.
             let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
             sa.sa_sigaction = forward as *const () as usize;
@@ -193,5 +208,76 @@ pub fn reap_exited() -> usize {
             return n;
         }
         n += 1;
+    }
+}
+
+pub const PTRACE_INTERRUPT: libc::c_uint = 0x4207;
+pub const PTRACE_DETACH: libc::c_uint = 17;
+const PTRACE_GET_SYSCALL_INFO: libc::c_uint = 0x420e;
+
+/// What a syscall stop is, from PTRACE_GET_SYSCALL_INFO (Linux 5.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyscallStop {
+    Entry { nr: u64 },
+    Exit { ret: i64 },
+    Other,
+}
+
+/// PTRACE_GET_SYSCALL_INFO at a syscall stop of `pid`.
+pub fn ptrace_syscall_info(pid: u32) -> std::io::Result<SyscallStop> {
+    // struct ptrace_syscall_info: op (u8) at 0, …, the entry's nr / the exit's rval at byte 24.
+    let mut buf = [0u64; 11];
+    // SAFETY: the kernel writes at most `size` (88) bytes to the valid buffer given.
+    let r = unsafe {
+        libc::ptrace(
+            PTRACE_GET_SYSCALL_INFO,
+            pid as libc::pid_t,
+            std::mem::size_of_val(&buf),
+            buf.as_mut_ptr(),
+        )
+    };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(match buf[0] & 0xff {
+        1 => SyscallStop::Entry { nr: buf[3] },
+        2 => SyscallStop::Exit { ret: buf[3] as i64 },
+        _ => SyscallStop::Other,
+    })
+}
+
+/// While alive, a helper thread sends SIGALRM every `every` to the thread that created it, so that
+/// its blocking waits return EINTR and it can look at a deadline. (A process-wide timer would wake
+/// whichever thread the kernel picks.)
+pub struct Waker {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Waker {
+    pub fn start(every: std::time::Duration) -> Waker {
+        let (pid, tid) = (std::process::id() as libc::c_long, gettid() as libc::c_long);
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::spawn(move || {
+            while !flag.load(std::sync::atomic::Ordering::SeqCst) {
+                std::thread::sleep(every);
+                // SAFETY: tgkill sends a signal to one thread of our own process.
+                unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, libc::SIGALRM) };
+            }
+        });
+        Waker {
+            stop,
+            handle: Some(handle),
+        }
+    }
+}
+
+impl Drop for Waker {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
     }
 }

@@ -61,3 +61,39 @@ int main(void) {
     assert!(p.collection.partial);
     assert_eq!(p.exit.as_ref().and_then(|e| e.signal), Some(libc::SIGTERM));
 }
+
+#[test]
+fn issue_3_ptrace_attach_and_detach() {
+    let _g = serial();
+    let mut child = std::process::Command::new("busybox")
+        .args([
+            "sh",
+            "-c",
+            "while true; do busybox true; busybox usleep 1000; done",
+        ])
+        .spawn()
+        .expect("start busybox");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let opts = multios_profiler::Options {
+        backend: Some(Backend::Ptrace),
+        attach: Some(child.id()),
+        duration: Some(std::time::Duration::from_millis(700)),
+        ..Default::default()
+    };
+    let p = multios_profiler::profile(&opts);
+    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
+    let still_running = child.try_wait().ok().flatten().is_none();
+    let _ = child.kill();
+    let _ = child.wait();
+    let p = p.expect("ptrace attach works");
+    assert!(still_running, "the target must survive the detach");
+    assert!(status.contains("TracerPid:\t0"), "detached at the end:\n{status}");
+    assert!(p.collection.partial && p.exit.is_none());
+    assert_eq!(p.collection.accuracy, "low");
+    assert!(
+        p.syscall("execve").is_some_and(|s| s.count >= 10),
+        "{:?}",
+        counts(&p)
+    );
+    assert!(p.wall_time_s >= 0.6 && p.wall_time_s < 5.0, "{}", p.wall_time_s);
+}
