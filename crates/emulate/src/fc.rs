@@ -122,7 +122,7 @@ pub fn run(
     compute: &CpuSet,
     control: &CpuSet,
 ) -> Result<FcReport, EmulateError> {
-    run_at(mechanisms, trials, compute, control, 0.0)
+    run_at(mechanisms, trials, compute, control, 0.0, Default::default())
 }
 
 /// As [`run`], with every delegated call charged `fc` each way (0 measures the mechanism alone).
@@ -132,6 +132,7 @@ pub fn run_at(
     compute: &CpuSet,
     control: &CpuSet,
     fc: f64,
+    wait: crate::Wait,
 ) -> Result<FcReport, EmulateError> {
     let bench = crate::embed::materialize("fcbench", "", BENCH, 0o755)?;
     let cal = tsc::calibration();
@@ -153,7 +154,7 @@ pub fn run_at(
             dir.join("scratch").display().to_string(),
         ];
         let exit = match m {
-            None => crate::run_native(&argv, compute, &Default::default())?.exit,
+            None => crate::run_native(&argv, compute, &wait)?.exit,
             Some(mech) => {
                 let cfg = Config {
                     mechanism: mech,
@@ -163,7 +164,7 @@ pub fn run_at(
                     control: control.clone(),
                     argv,
                     allow_below_floor: true,
-                    wait: Default::default(),
+                    wait,
                     rewrite: true,
                 };
                 crate::run(&cfg)?.exit

@@ -194,7 +194,7 @@ pub fn mechanism_round_trip(
     compute: &CpuSet,
     control: &CpuSet,
 ) -> Result<RoundTrip, EmulateError> {
-    mechanism_round_trip_at(m, 0.0, 1000, compute, control)
+    mechanism_round_trip_at(m, 0.0, 1000, compute, control, Default::default())
 }
 
 /// The mechanism's own round trip when every call also pays `fc` each way: the Table 3 getppid
@@ -205,8 +205,9 @@ pub fn mechanism_round_trip_at(
     trials: usize,
     compute: &CpuSet,
     control: &CpuSet,
+    wait: crate::Wait,
 ) -> Result<RoundTrip, EmulateError> {
-    let r = crate::fc::run_at(&[m], trials, compute, control, fc)?;
+    let r = crate::fc::run_at(&[m], trials, compute, control, fc, wait)?;
     let (Some(n), Some(e)) = (r.get("raw_getppid", "native"), r.get("raw_getppid", m.name())) else {
         return Err(EmulateError::Supervisor(
             "the fc benchmark returned no getppid numbers".into(),

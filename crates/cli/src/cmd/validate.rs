@@ -111,7 +111,7 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
         Ok::<_, multios_emulate::EmulateError>(runs.swap_remove(runs.len() / 2))
     };
     let native = median_run(None, args.iters, &none, 0.0, args.repeat.max(3))?;
-    let rt = validate::mechanism_round_trip(args.mechanism, &compute, &control)?;
+    let rt = validate::mechanism_round_trip_at(args.mechanism, 0.0, 1000, &compute, &control, wait)?;
     eprintln!(
         "native: {} ({} compute, p = {:.3}); {} round trip at f_c = 0: min {} / median {} / mean {}",
         format_secs(native.total),
@@ -129,7 +129,7 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
         let r = if args.rt_at_zero {
             rt
         } else {
-            validate::mechanism_round_trip_at(args.mechanism, fc.secs(), 300, &compute, &control)?
+            validate::mechanism_round_trip_at(args.mechanism, fc.secs(), 300, &compute, &control, wait)?
         };
         if !args.rt_at_zero {
             eprintln!(
