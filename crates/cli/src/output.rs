@@ -73,6 +73,15 @@ impl Out {
         }
     }
 
+    /// A duration for a table cell: with a unit for people (`6.300 µs`), exact seconds for CSV/JSON.
+    pub fn secs(&self, s: f64) -> String {
+        if self.format == Format::Table {
+            multios_units::format_secs(s)
+        } else {
+            format!("{s:e}")
+        }
+    }
+
     /// Prints `value` as pretty JSON.
     pub fn json<T: serde::Serialize>(&self, value: &T) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(value)?);

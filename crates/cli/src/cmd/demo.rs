@@ -88,7 +88,7 @@ pub fn run(a: Args, out: &Out) -> super::Exit {
             println!("note: {n}");
         }
         println!("{} {source}", out.bold("1. profile:"));
-        super::model::print_profile_summary(&profile, out)?;
+        super::profile::print_profile(&profile, out, Some(12))?;
         println!();
     }
     // 2. project

@@ -264,10 +264,10 @@ fn refined(a: RefinedArgs, out: &Out) -> super::Exit {
         t.row([
             b.name.clone(),
             b.n.to_string(),
-            fmt_t(out, b.g),
+            out.secs(b.g),
             u8::from(b.delegated).to_string(),
-            fmt_t(out, b.f),
-            fmt_t(out, b.t_d),
+            out.secs(b.f),
+            out.secs(b.t_d),
         ]);
     }
     t.print(out);
@@ -275,15 +275,6 @@ fn refined(a: RefinedArgs, out: &Out) -> super::Exit {
         println!("… {} more (use --top 0 for all)", rows.len() - n);
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Human time in tables, exact seconds in CSV/JSON.
-fn fmt_t(out: &Out, s: f64) -> String {
-    if out.format == Format::Table {
-        format_secs(s)
-    } else {
-        format!("{s:e}")
-    }
 }
 
 pub fn print_projection(pr: &model::Projection, policy: &str, out: &Out) {
@@ -321,53 +312,6 @@ pub fn print_projection(pr: &model::Projection, policy: &str, out: &Out) {
         pr.speedup,
         pr.naive
     );
-}
-
-/// A one-screen summary of a profile: totals and the top calls by g(s).
-pub fn print_profile_summary(p: &Profile, out: &Out) -> anyhow::Result<()> {
-    if out.format == Format::Json {
-        return out.json(p);
-    }
-    if out.format == Format::Table {
-        println!(
-            "{}: {}  (collected by {}, accuracy {})",
-            out.bold("profile"),
-            p.command.join(" "),
-            p.collection.tool,
-            p.collection.accuracy
-        );
-        println!(
-            "  wall = {}   C = {}   Σg = {}   p = {:.4}%   calls = {}",
-            format_secs(p.wall_time_s),
-            format_secs(p.compute_time_s),
-            format_secs(p.syscall_time_s()),
-            p.p() * 100.0,
-            p.syscall_count()
-        );
-    }
-    let mut t = Table::new(["syscall", "n(s)", "g(s)", "mean", "% wall"]);
-    for s in p.syscalls.iter().take(if out.format == Format::Table {
-        12
-    } else {
-        usize::MAX
-    }) {
-        t.row([
-            s.name.clone(),
-            s.count.to_string(),
-            fmt_t(out, s.total_s),
-            fmt_t(out, s.mean_s()),
-            format!(
-                "{:.3}",
-                if p.wall_time_s > 0.0 {
-                    100.0 * s.total_s / p.wall_time_s
-                } else {
-                    0.0
-                }
-            ),
-        ]);
-    }
-    t.print(out);
-    Ok(())
 }
 
 // ---------------------------------------------------------------- queue
@@ -437,8 +381,8 @@ fn queue(a: QueueArgs, out: &Out) -> super::Exit {
         r.servers.to_string(),
         format!("{:.4}", r.rho),
         format!("{:.4}", r.p_wait),
-        fmt_t(out, r.wait),
-        fmt_t(out, r.response),
+        out.secs(r.wait),
+        out.secs(r.response),
     ]);
     t.print(out);
     if let (Some(pr), Format::Table) = (&projection, out.format) {
@@ -646,7 +590,7 @@ fn advise(a: AdviseArgs, out: &Out) -> super::Exit {
         t.row([
             i.name.clone(),
             i.n.to_string(),
-            fmt_t(out, i.saving),
+            out.secs(i.saving),
             format!("{:.6}", i.speedup_after),
         ]);
     }

@@ -34,6 +34,6 @@ pub fn run(args: ImportArgs, out: &Out) -> crate::cmd::Exit {
     };
     let p = multios_profile::import::import(&args.input.display().to_string(), &text, &opts)?;
     multios_profile::save(&p, &args.output)?;
-    super::super::model::print_profile_summary(&p, out)?;
+    super::print_profile(&p, out, None)?;
     Ok(std::process::ExitCode::SUCCESS)
 }

@@ -1,10 +1,9 @@
 //! `multios profile [--backend ebpf|ptrace] [-o FILE] [-p PID] -- CMD…` (issue #3): trace a command's
 //! system calls, write the profile and print a table sorted by g(s).
 
-use crate::output::{Format, Out, Table};
+use crate::output::{Format, Out};
 use multios_profile::Profile;
 use multios_profiler::{Backend, Options};
-use multios_units::format_secs;
 use std::path::{Path, PathBuf};
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -67,7 +66,7 @@ pub fn run(args: RunArgs, out: &Out) -> crate::cmd::Exit {
         }
     }
     multios_profile::save(&profile, &path)?;
-    print_table(&profile, out)?;
+    super::print_profile(&profile, out, None)?;
     if let Some(dir) = &args.plot {
         plot_cdf(&profile, dir)?;
     }
@@ -80,72 +79,6 @@ pub fn run(args: RunArgs, out: &Out) -> crate::cmd::Exit {
         None => 0,
     };
     Ok(std::process::ExitCode::from(code.clamp(0, 255) as u8))
-}
-
-fn cell(out: &Out, s: f64) -> String {
-    if out.format == Format::Table {
-        format_secs(s)
-    } else {
-        format!("{s:e}")
-    }
-}
-
-fn print_table(p: &Profile, out: &Out) -> anyhow::Result<()> {
-    if out.format == Format::Json {
-        return out.json(p);
-    }
-    let g = p.syscall_time_s();
-    if out.format == Format::Table {
-        let exit = match &p.exit {
-            Some(e) if e.signal.is_some() => format!("killed by signal {}", e.signal.unwrap_or_default()),
-            Some(e) => format!("exit code {}", e.code.unwrap_or_default()),
-            None => "still running".into(),
-        };
-        println!(
-            "{}: {}  ({}, accuracy {}{}, {exit})",
-            out.bold("profile"),
-            p.command.join(" "),
-            p.collection.tool,
-            p.collection.accuracy,
-            if p.collection.partial { ", PARTIAL" } else { "" }
-        );
-        println!(
-            "  wall = {}   C = {}   Σg = {}   p = {:.4}%   calls = {}   threads = {}",
-            format_secs(p.wall_time_s),
-            format_secs(p.compute_time_s),
-            format_secs(g),
-            p.p() * 100.0,
-            p.syscall_count(),
-            p.threads.len()
-        );
-        if let Some(b) = p.collection.bias_ns_subtracted {
-            println!("  probe bias subtracted per call: {b:.0} ns");
-        }
-    }
-    let mut t = Table::new([
-        "syscall", "n(s)", "g(s)", "mean", "min", "max", "errors", "% wall",
-    ]);
-    for s in &p.syscalls {
-        t.row([
-            s.name.clone(),
-            s.count.to_string(),
-            cell(out, s.total_s),
-            cell(out, s.mean_s()),
-            cell(out, s.min_s.unwrap_or_default()),
-            cell(out, s.max_s.unwrap_or_default()),
-            s.errors.to_string(),
-            format!(
-                "{:.3}",
-                if p.wall_time_s > 0.0 {
-                    100.0 * s.total_s / p.wall_time_s
-                } else {
-                    0.0
-                }
-            ),
-        ]);
-    }
-    t.print(out);
-    Ok(())
 }
 
 /// Fig. 6/12: the fraction of distinct system calls invoked at most x times, log x.
