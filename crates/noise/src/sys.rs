@@ -183,6 +183,17 @@ pub fn thread_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// CPU time (user + system) of the calling process's waited-for children, in ns
+/// (`getrusage(RUSAGE_CHILDREN)`): the difference around a child's run is that child's CPU time.
+pub fn children_cpu_ns() -> u64 {
+    // SAFETY: an all-zero rusage is a valid value of this plain C struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid, writable rusage; RUSAGE_CHILDREN is a constant Linux provides.
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
 /// Clock ticks per second of /proc/stat (USER_HZ).
 pub fn user_hz() -> f64 {
     // SAFETY: sysconf only reads a system constant.

@@ -143,11 +143,6 @@ fn measure(kind: Kind, a: MeasureArgs, out: &Out) -> super::Exit {
             "--mpirun runs FWQ only (the program is guest/fwq.c): use 'multios noise fwq --mpirun N'"
         );
     }
-    if a.lwk && kind != Kind::Fwq {
-        anyhow::bail!(
-            "--lwk runs FWQ only (the guest program is guest/fwq.c): use 'multios noise fwq --lwk'"
-        );
-    }
     let cpus = cpus::parse_list(&a.cpus).context("--cpus")?;
     let online = cpus::online()?;
     cpus::check_online(&cpus, &online).context("--cpus")?;
@@ -197,7 +192,7 @@ fn measure(kind: Kind, a: MeasureArgs, out: &Out) -> super::Exit {
     };
     let settle = std::time::Duration::from_secs_f64(a.settle.secs());
     let lwk = if a.lwk {
-        Some(LwkGuest::prepare(&cpus, &online)?)
+        Some(LwkGuest::prepare(kind, &cpus, &online)?)
     } else {
         None
     };
@@ -350,33 +345,31 @@ impl Drop for GuestDir {
     }
 }
 
-/// The FWQ guest program, run natively and in the LWK on the measured CPU.
+/// The benchmark's guest program, run natively and in the LWK on each measured CPU in turn.
 struct LwkGuest {
+    kind: Kind,
     dir: PathBuf,
     exe: PathBuf,
-    cpu: usize,
-    proxy_cpu: Option<usize>,
+    cpus: Vec<usize>,
+    online: Vec<usize>,
 }
 
 impl LwkGuest {
-    fn prepare(cpus: &[usize], online: &[usize]) -> anyhow::Result<LwkGuest> {
-        let cpu = match cpus {
-            [c] => *c,
-            _ => anyhow::bail!("--lwk measures one CPU: pass a single --cpus"),
-        };
+    fn prepare(kind: Kind, cpus: &[usize], online: &[usize]) -> anyhow::Result<LwkGuest> {
         multios_lwk::check_kvm().context("--lwk needs KVM")?;
         let dir = std::env::temp_dir().join(format!("multios-noise-lwk-{}", std::process::id()));
-        let exe = multios_noise::guest::build(&dir)?;
-        let proxy_cpu = cpus::others(&[cpu], online).ok().and_then(|o| o.first().copied());
+        let exe = multios_noise::guest::build_for(&dir, kind)?;
         Ok(LwkGuest {
+            kind,
             dir,
             exe,
-            cpu,
-            proxy_cpu,
+            cpus: cpus.to_vec(),
+            online: online.to_vec(),
         })
     }
 
-    /// The same program on Linux (pinned to the CPU) and as an LWK guest (its vCPU on the CPU).
+    /// The same program on Linux (pinned to the CPU) and as an LWK guest (its vCPU on the CPU, the
+    /// proxy on another online CPU), for each measured CPU one after the other.
     fn run(
         &self,
         case: &Case,
@@ -384,24 +377,47 @@ impl LwkGuest {
         clock: &Clock,
         cpuset: Option<String>,
     ) -> anyhow::Result<Vec<Outcome>> {
-        use multios_noise::guest;
-        let out_file = self.dir.join("fwq.out");
-        let args = guest::args(s.quantum_ns, s.duration_ns, clock, &out_file);
-        let native = guest::run_native(&self.exe, self.cpu, &args, clock, s.quantum_ns)?;
-        let exe = self.exe.display().to_string();
-        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-        let mut cfg = multios_lwk::Config::new(&exe, &argv);
-        cfg.backend = multios_lwk::Backend::Ring {
-            proxy_cpu: self.proxy_cpu,
-            vcpu_cpu: Some(self.cpu),
-        };
-        cfg.quiet = true;
-        let o = multios_lwk::run(&cfg).map_err(|e| anyhow::anyhow!("FWQ in the LWK: {e}"))?;
-        if o.code() != 0 {
-            anyhow::bail!("FWQ in the LWK exited with {} ({})", o.code(), o.notes.join("; "));
+        use multios_noise::{cpustat, guest};
+        let out_file = self.dir.join("samples.out");
+        let args = guest::args_for(s, clock, &out_file);
+        let mut native = Vec::new();
+        let mut in_lwk = Vec::new();
+        for &cpu in &self.cpus {
+            native.push(guest::run_native_kind(
+                self.kind,
+                &self.exe,
+                cpu,
+                &args,
+                clock,
+                s.quantum_ns,
+            )?);
+            let exe = self.exe.display().to_string();
+            let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+            let mut cfg = multios_lwk::Config::new(&exe, &argv);
+            cfg.backend = multios_lwk::Backend::Ring {
+                proxy_cpu: cpus::others(&[cpu], &self.online)
+                    .ok()
+                    .and_then(|o| o.first().copied()),
+                vcpu_cpu: Some(cpu),
+            };
+            cfg.quiet = true;
+            let before = cpustat::snapshot(cpu);
+            let o = multios_lwk::run(&cfg)
+                .map_err(|e| anyhow::anyhow!("{kind:?} in the LWK: {e}", kind = self.kind))?;
+            let after = cpustat::snapshot(cpu);
+            if o.code() != 0 {
+                anyhow::bail!(
+                    "{:?} in the LWK exited with {} ({})",
+                    self.kind,
+                    o.code(),
+                    o.notes.join("; ")
+                );
+            }
+            let mut g = guest::read_series(self.kind, &out_file, clock, s.quantum_ns, cpu)?;
+            g.usage = before.zip(after).and_then(|(b, a)| cpustat::usage_guest(&b, &a));
+            let _ = std::fs::remove_file(&out_file);
+            in_lwk.push(g);
         }
-        let in_lwk = guest::read_output(&out_file, clock, s.quantum_ns, self.cpu)?;
-        let _ = std::fs::remove_file(&out_file);
         let label = |what: &str| Case {
             label: format!("{} · {what}", case.label),
             load: case.load.clone(),
@@ -409,12 +425,12 @@ impl LwkGuest {
         Ok(vec![
             Outcome {
                 case: label("Linux"),
-                series: vec![native],
+                series: native,
                 cpuset_cpus: cpuset.clone(),
             },
             Outcome {
                 case: label("LWK"),
-                series: vec![in_lwk],
+                series: in_lwk,
                 cpuset_cpus: cpuset,
             },
         ])

@@ -1,0 +1,71 @@
+/* FTQ as a stand-alone static program, so that the same code runs on Linux and in the LWK.
+ * usage: ftq QUANTUM_TICKS SLOTS OUTFILE
+ * Calibrates its work chain against the TSC (fastest of 15 runs), cuts time into SLOTS
+ * back-to-back slots of QUANTUM_TICKS on a fixed grid and counts the work units (about 1/500 of a
+ * slot, at least 32 chain steps each) completed in each; writes "start_ticks units" per slot to
+ * OUTFILE, after '#' header lines giving the unit's length in ticks, the elapsed ticks and the CPU. */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <x86intrin.h>
+
+static uint64_t spin(uint64_t iters) {
+    uint64_t x = 0x2545F4914F6CDD1DULL;
+    for (uint64_t i = 0; i < iters; i++) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        __asm__ volatile("" : "+r"(x));
+    }
+    return x;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 4) {
+        fprintf(stderr, "usage: %s QUANTUM_TICKS SLOTS OUTFILE\n", argv[0]);
+        return 2;
+    }
+    uint64_t quantum = strtoull(argv[1], NULL, 10);
+    long n = atol(argv[2]);
+    if (quantum == 0 || n <= 0) {
+        fprintf(stderr, "ftq: QUANTUM_TICKS and SLOTS must be positive\n");
+        return 2;
+    }
+    uint64_t best = UINT64_MAX, probe = 200000, sink = 0;
+    for (int r = 0; r < 15; r++) {
+        uint64_t a = __rdtsc();
+        sink += spin(probe);
+        uint64_t d = __rdtsc() - a;
+        if (d > 0 && d < best) best = d;
+    }
+    double iters_per_tick = (double)probe / (double)best;
+    uint64_t unit = (uint64_t)((double)quantum * iters_per_tick / 500.0 + 0.5);
+    if (unit < 32) unit = 32;
+    uint32_t *c = malloc(sizeof(uint32_t) * (size_t)n);
+    if (!c) {
+        fprintf(stderr, "ftq: out of memory for %ld slots\n", n);
+        return 1;
+    }
+    uint64_t begin = __rdtsc(), slot_end = begin;
+    for (long i = 0; i < n; i++) {
+        slot_end += quantum;
+        uint32_t k = 0;
+        while (__rdtsc() < slot_end) {
+            sink += spin(unit);
+            k++;
+        }
+        c[i] = k;
+    }
+    uint64_t elapsed = __rdtsc() - begin;
+    FILE *f = fopen(argv[3], "w");
+    if (!f) {
+        perror(argv[3]);
+        return 1;
+    }
+    fprintf(f, "# iters %llu sink %llu\n# unit_ticks %.6f\n# elapsed %llu\n# cpu %d\n", (unsigned long long)unit,
+            (unsigned long long)(sink & 1), (double)unit / iters_per_tick, (unsigned long long)elapsed,
+            sched_getcpu());
+    for (long i = 0; i < n; i++)
+        fprintf(f, "%llu %u\n", (unsigned long long)((uint64_t)i * quantum), c[i]);
+    return fclose(f) == 0 ? 0 : 1;
+}
