@@ -1,4 +1,4 @@
-//! Optional (`--rewrite-syscalls`): avoiding this KVM's ≈ 3 µs `syscall` trap.
+//! On by default (`--no-rewrite-syscalls` turns it off): avoiding this KVM's ≈ 3 µs `syscall` trap.
 //!
 //! On this KVM, `syscall` from guest ring 3 costs about as much as a VM exit before it even
 //! reaches the LSTAR stub. For the common compiled pattern `mov $nr,%eax; syscall` the 5-byte
@@ -15,13 +15,25 @@
 //! The original `syscall` stays at site+5, so a branch to it still works (through the trap).
 //! No stack is touched (the red zone is safe); r11 ends up holding the stub address instead of the
 //! flags, which no syscall wrapper reads. Sites are found by decoding the executable segments
-//! with a real x86 decoder (iced-x86), not by byte matching. Only code within ±2 GiB of the thunk
-//! page is rewritten: static and PIE main programs, not shared libraries mapped later.
+//! with a real x86 decoder (iced-x86), not by byte matching, so a `b8` byte inside another
+//! instruction is never taken for a `mov`. Only code within ±2 GiB of the thunk page is rewritten:
+//! the main program, ld.so, and executable file mappings made later (shared libraries, placed
+//! bottom-up near the program while rewriting is on). Code written at run time (JIT) is never
+//! rewritten: it traps as usual.
+//!
+//! Guards: the `mov` must be exactly `b8 imm32` with an immediate below [`MAX_NR`] (a real system
+//! call number: a data byte sequence that merely decodes as the pattern is far less likely to pass),
+//! and the `syscall` after it is kept, so a branch to it, with any `eax`, still works (through the
+//! trap). A branch into the 5 bytes of the `mov` would be a branch into the middle of an
+//! instruction, which compiled code does not do.
 
 use crate::memory::GuestMemory;
 use iced_x86::{Code, Decoder, DecoderOptions, Mnemonic, Register};
 
 const THUNK_SIZE: u64 = 32;
+
+/// Immediates at or above this are not system call numbers (x86-64 numbers are < 550): not rewritten.
+pub const MAX_NR: u32 = 1024;
 
 /// Thunk allocation in the thunk page.
 #[derive(Debug)]
@@ -57,6 +69,7 @@ pub fn rewrite(mem: &GuestMemory, thunks: &mut Thunks, addr: u64, len: u64) -> u
                     && p.len() == 5
                     && p.next_ip() == ins.ip()
                     && code[(p.ip() - addr) as usize] == 0xb8
+                    && p.immediate32() < MAX_NR
                 {
                     sites.push((p.ip(), p.immediate32()));
                 }

@@ -47,8 +47,8 @@ pub struct Config {
     pub spin_budget: u32,
     /// Do not print refused-call reports to stderr (they are still in `Outcome::notes`).
     pub quiet: bool,
-    /// Rewrite `mov $nr,%eax; syscall` sites of the program to enter the stub without the trap
-    /// (see `rewrite.rs`).
+    /// Rewrite `mov $nr,%eax; syscall` sites of the program and its libraries to enter the stub
+    /// without the trap (see `rewrite.rs`). On by default.
     pub rewrite_syscalls: bool,
     /// How long the proxy keeps polling after the last call before it parks. A call that comes
     /// later rings the doorbell (≈ 20 µs) and unparks it; a polling proxy slows a computing guest
@@ -80,7 +80,7 @@ impl Config {
             },
             spin_budget: 1_000,
             quiet: false,
-            rewrite_syscalls: false,
+            rewrite_syscalls: true,
             proxy_idle_spin: Duration::from_millis(1),
         }
     }

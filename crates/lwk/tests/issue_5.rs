@@ -329,10 +329,11 @@ fn issue_5_openmp_matches_native() {
     assert_same(&build_c_with("omp", &["-static", "-fopenmp"]), &[]);
 }
 
-// Milestone 4 helper: --rewrite-syscalls must not change any output.
+// Milestone 4 helper: rewriting the syscall sites (the default) must not change any output, and
+// the un-rewritten path (`--no-rewrite-syscalls`, every call through the `syscall` trap) must keep
+// working too.
 
-#[test]
-fn issue_5_rewritten_syscall_sites_match_native() {
+fn rewrite_cases(rewrite: bool) {
     require_kvm();
     let bb = busybox();
     let d = tmpdir("rewrite");
@@ -350,22 +351,43 @@ fn issue_5_rewritten_syscall_sites_match_native() {
         (PathBuf::from("/usr/bin/sha256sum"), vec![fs]),
         (build_c_with("threads", &["-pthread"]), vec![]),
     ];
+    let mut env = vec![("LWK_VERBOSE", "1")];
+    if !rewrite {
+        env.push(("LWK_NO_REWRITE", "1"));
+    }
+    let mut summaries = 0;
     for (p, args) in progs {
         let n = native(&p, &args);
-        let l = lwk_env(&p, &args, &[("LWK_REWRITE", "1"), ("LWK_VERBOSE", "1")]);
+        let l = lwk_env(&p, &args, &env);
         let err = String::from_utf8_lossy(&l.stderr);
         assert_eq!(
             (n.status.code(), &n.stdout),
             (l.status.code(), &l.stdout),
-            "{} {args:?}: {err}",
+            "{} {args:?} (rewrite {rewrite}): {err}",
             p.display()
         );
-        assert!(
-            !err.contains(" 0 sites rewritten"),
-            "nothing was rewritten in {}: {err}",
-            p.display()
-        );
+        // coreutils close stderr at exit (the VMM's too: one fd table), so their summary is lost.
+        if err.contains("sites rewritten") {
+            summaries += 1;
+            assert_eq!(
+                err.contains(" 0 sites rewritten"),
+                !rewrite,
+                "{} (rewrite {rewrite}): {err}",
+                p.display()
+            );
+        }
     }
+    assert!(summaries >= 7, "only {summaries} runs printed their summary");
+}
+
+#[test]
+fn issue_5_rewritten_syscall_sites_match_native() {
+    rewrite_cases(true);
+}
+
+#[test]
+fn issue_5_unrewritten_syscall_path_matches_native() {
+    rewrite_cases(false);
 }
 
 // Milestone 4: the profile of an LWK run.

@@ -35,9 +35,13 @@ struct RunArgs {
     /// How calls reach the VMM: ring (proxy thread, doorbell fallback) or exit (MMIO exit per call)
     #[arg(long, default_value = "ring", value_parser = ["ring", "exit"])]
     backend: String,
-    /// Rewrite the program's `mov $nr,%eax; syscall` sites to enter the LWK without this KVM's
-    /// ≈ 3 µs syscall trap (static and PIE programs; see docs/LWK.md)
+    /// Do not rewrite the `mov $nr,%eax; syscall` sites of the program and its libraries (by
+    /// default they jump to the LWK's stub instead of paying this KVM's ≈ 3 µs syscall trap;
+    /// see docs/LWK.md)
     #[arg(long)]
+    no_rewrite_syscalls: bool,
+    /// Accepted for compatibility: rewriting is the default
+    #[arg(long, hide = true, conflicts_with = "no_rewrite_syscalls")]
     rewrite_syscalls: bool,
     /// Microseconds the proxy keeps polling after a call before it parks (later calls take the
     /// doorbell exit, ≈ 20 µs; a polling proxy slows a computing guest on its sibling CPU)
@@ -82,7 +86,7 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
     let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
     let mut cfg = Config::new(prog, &rest);
     cfg.mem_size = a.mem_mib << 20;
-    cfg.rewrite_syscalls = a.rewrite_syscalls;
+    cfg.rewrite_syscalls = a.rewrite_syscalls || !a.no_rewrite_syscalls;
     cfg.proxy_idle_spin = std::time::Duration::from_micros(a.proxy_idle_us);
     if a.backend == "exit" {
         cfg.backend = Backend::Exit;

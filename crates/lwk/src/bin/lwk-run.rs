@@ -2,7 +2,8 @@
 //! (the user-facing command is `multios lwk run`). Exits with the guest's status; prints LWK
 //! errors (guest faults, missing /dev/kvm…) on stderr with exit status 125.
 //! `lwk-run --fc N` times N calls per mechanism (see `multios lwk fc`).
-//! `LWK_BACKEND=exit` selects the doorbell-only backend; `LWK_VERBOSE=1` prints a summary.
+//! `LWK_BACKEND=exit` selects the doorbell-only backend; `LWK_NO_REWRITE=1` turns off the
+//! rewriting of syscall sites (on by default); `LWK_VERBOSE=1` prints a summary.
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -28,7 +29,7 @@ fn main() {
     }
     let rest: Vec<&str> = args[1..].iter().map(String::as_str).collect();
     let mut cfg = multios_lwk::Config::new(program, &rest);
-    cfg.rewrite_syscalls = std::env::var_os("LWK_REWRITE").is_some();
+    cfg.rewrite_syscalls = std::env::var_os("LWK_NO_REWRITE").is_none();
     if std::env::var("LWK_BACKEND").is_ok_and(|b| b == "exit") {
         cfg.backend = multios_lwk::Backend::Exit;
     }

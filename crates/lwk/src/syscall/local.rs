@@ -244,10 +244,19 @@ impl Kernel {
             return err(EIO);
         };
         match a[0] {
-            ARCH_SET_GS => self.refuse(
+            ARCH_SET_GS if lock(&self.thunks).is_some() => self.refuse(
                 SYS_arch_prctl as u64,
-                "ARCH_SET_GS: the LWK keeps each vCPU's stub address in GS",
+                "ARCH_SET_GS: the LWK keeps each vCPU's stub address in GS for rewritten syscall \
+                 sites (run with --no-rewrite-syscalls to allow it)",
             ),
+            ARCH_SET_GS => {
+                sregs.gs.base = a[1];
+                Reply::Ret(if vcpu.set_sregs(&sregs).is_ok() {
+                    0
+                } else {
+                    -(EIO as i64)
+                })
+            }
             ARCH_SET_FS => {
                 sregs.fs.base = a[1];
                 Reply::Ret(if vcpu.set_sregs(&sregs).is_ok() {
@@ -257,11 +266,17 @@ impl Kernel {
                 })
             }
             ARCH_GET_FS | ARCH_GET_GS => {
+                // With rewriting, GS holds the stub address, not anything the program set.
+                let gs = if lock(&self.thunks).is_some() {
+                    0
+                } else {
+                    sregs.gs.base
+                };
                 if !self.mem.in_app(a[1], 8) {
                     return err(EFAULT);
                 }
                 self.mem
-                    .write_u64(a[1], if a[0] == ARCH_GET_FS { sregs.fs.base } else { 0 });
+                    .write_u64(a[1], if a[0] == ARCH_GET_FS { sregs.fs.base } else { gs });
                 Reply::Ret(0)
             }
             _ => err(EINVAL),
