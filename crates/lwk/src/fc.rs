@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 ///      mov $0x1002,%edi; xor %esi,%esi                     (arguments of arch_prctl(SET_FS, 0))
 ///      mov $N,%r12d; movabs $BUF,%r13
 ///  1:  rdtsc; shl $32,%rdx; or %rdx,%rax; mov %rax,%r14
-///      mov $NR,%eax; syscall                             (the pattern --rewrite-syscalls rewrites)
+///      mov $NR,%eax; syscall                             (the pattern the loader rewrites by default)
 ///      rdtsc; shl $32,%rdx; or %rdx,%rax; sub %r14,%rax
 ///      mov %rax,(%r13); add $8,%r13; dec %r12d; jnz 1b
 ///      mov $231,%eax; xor %edi,%edi; syscall              exit_group(0)

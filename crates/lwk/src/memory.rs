@@ -29,7 +29,7 @@
 //!                   +------------------------+
 //!                   | program image (ELF)    |  non-PIE at its link address, PIE at APP_BASE
 //!  0x0000_0040_0000 +------------------------+  <- APP_BASE (the "application window")
-//!                   | syscall thunks         |  2 MiB, U: with --rewrite-syscalls, `mov $nr,%eax;
+//!                   | syscall thunks         |  2 MiB, U: unless --no-rewrite-syscalls, `mov $nr,%eax;
 //!                   |                        |   syscall` sites jump here instead of trapping
 //!  0x0000_0020_0000 +------------------------+  <- THUNK_BASE
 //!                   | unmapped (NULL guard)  |

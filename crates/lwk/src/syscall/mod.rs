@@ -92,7 +92,7 @@ pub struct Kernel {
     /// Indexed by vCPU id.
     pub(crate) threads: Mutex<Vec<ThreadInfo>>,
     pub(crate) live_threads: std::sync::atomic::AtomicUsize,
-    /// With --rewrite-syscalls: thunks for code mapped later (shared libraries), and the count.
+    /// With rewriting on (the default): thunks for code mapped later (shared libraries), and the count.
     pub(crate) thunks: Mutex<Option<crate::rewrite::Thunks>>,
     pub(crate) rewritten: std::sync::atomic::AtomicUsize,
 }
