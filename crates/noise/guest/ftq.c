@@ -3,7 +3,8 @@
  * Calibrates its work chain against the TSC (fastest of 15 runs), cuts time into SLOTS
  * back-to-back slots of QUANTUM_TICKS on a fixed grid and counts the work units (about 1/500 of a
  * slot, at least 32 chain steps each) completed in each; writes "start_ticks units" per slot to
- * OUTFILE, after '#' header lines giving the unit's length in ticks, the elapsed ticks and the CPU. */
+ * OUTFILE, after '#' header lines giving the unit's length in ticks, the elapsed ticks and the CPU.
+ * Under mpirun (OMPI_COMM_WORLD_RANK or PMI_RANK set) rank r writes OUTFILE.r instead. */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stdint.h>
@@ -57,9 +58,16 @@ int main(int argc, char **argv) {
         c[i] = k;
     }
     uint64_t elapsed = __rdtsc() - begin;
-    FILE *f = fopen(argv[3], "w");
+    const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+    if (!rank) rank = getenv("PMI_RANK");
+    char path[4096];
+    if (rank)
+        snprintf(path, sizeof path, "%s.%s", argv[3], rank);
+    else
+        snprintf(path, sizeof path, "%s", argv[3]);
+    FILE *f = fopen(path, "w");
     if (!f) {
-        perror(argv[3]);
+        perror(path);
         return 1;
     }
     fprintf(f, "# iters %llu sink %llu\n# unit_ticks %.6f\n# elapsed %llu\n# cpu %d\n", (unsigned long long)unit,

@@ -4,7 +4,8 @@
  * Measures the shortest iteration of a tight TSC-reading loop in a 200 000-iteration warm-up, then
  * runs the loop for DURATION_TICKS and records every gap longer than THRESHOLD × that minimum;
  * writes "start_ticks gap_ticks" per gap to OUTFILE, after '#' header lines giving the shortest
- * iteration, the elapsed ticks and the CPU. At most MAX_GAPS gaps are kept. */
+ * iteration, the elapsed ticks and the CPU. At most MAX_GAPS gaps are kept.
+ * Under mpirun (OMPI_COMM_WORLD_RANK or PMI_RANK set) rank r writes OUTFILE.r instead. */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stdint.h>
@@ -53,9 +54,16 @@ int main(int argc, char **argv) {
         prev = now;
         if ((i & 0xfff) == 0 && now - begin >= duration) break;
     }
-    FILE *f = fopen(argv[3], "w");
+    const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+    if (!rank) rank = getenv("PMI_RANK");
+    char path[4096];
+    if (rank)
+        snprintf(path, sizeof path, "%s.%s", argv[3], rank);
+    else
+        snprintf(path, sizeof path, "%s", argv[3]);
+    FILE *f = fopen(path, "w");
     if (!f) {
-        perror(argv[3]);
+        perror(path);
         return 1;
     }
     fprintf(f, "# min_step %llu\n# elapsed %llu\n# cpu %d\n", (unsigned long long)min_step,

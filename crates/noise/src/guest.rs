@@ -235,9 +235,21 @@ pub fn read_series(
     Ok(s)
 }
 
-/// Runs the program on `ranks` processes under Open MPI's `mpirun`, one per core
+/// Runs the FWQ program on `ranks` processes under Open MPI's `mpirun`, one per core
 /// (`--bind-to core`), and reads every rank's samples (the CPU each rank ran on is in `ran_on`).
 pub fn run_mpirun(
+    exe: &Path,
+    ranks: usize,
+    args: &[String],
+    clock: &Clock,
+    quantum_ns: f64,
+) -> Result<Vec<Series>, GuestError> {
+    run_mpirun_kind(Kind::Fwq, exe, ranks, args, clock, quantum_ns)
+}
+
+/// As [`run_mpirun`], for the program of `kind`.
+pub fn run_mpirun_kind(
+    kind: Kind,
     exe: &Path,
     ranks: usize,
     args: &[String],
@@ -272,7 +284,7 @@ pub fn run_mpirun(
     (0..ranks)
         .map(|r| {
             let file = PathBuf::from(format!("{base}.{r}"));
-            let s = read_output(&file, clock, quantum_ns, r);
+            let s = read_series(kind, &file, clock, quantum_ns, r);
             let _ = std::fs::remove_file(&file);
             s.map(|mut s| {
                 s.cpu = s.ran_on.unwrap_or(r);

@@ -112,8 +112,8 @@ pub fn compare_cases(load_cmd: &str, cpu: usize, online: &[usize]) -> Result<Vec
     ])
 }
 
-/// FWQ on `ranks` ranks under mpirun (the program `exe` from [`crate::guest::build`]): one outcome
-/// per rank and one with all ranks merged, labelled after `case`.
+/// The benchmark on `ranks` ranks under mpirun (the program `exe` from [`crate::guest::build_for`]): one outcome
+/// per rank and, for FWQ, one with all ranks merged, labelled after `case`.
 pub fn mpirun_outcomes(
     exe: &std::path::Path,
     out_file: &std::path::Path,
@@ -123,8 +123,8 @@ pub fn mpirun_outcomes(
     clock: &Clock,
     cpuset_cpus: Option<String>,
 ) -> Result<Vec<Outcome>, crate::guest::GuestError> {
-    let args = crate::guest::args(s.quantum_ns, s.duration_ns, clock, out_file);
-    let series = crate::guest::run_mpirun(exe, ranks, &args, clock, s.quantum_ns)?;
+    let args = crate::guest::args_for(s, clock, out_file);
+    let series = crate::guest::run_mpirun_kind(s.kind, exe, ranks, &args, clock, s.quantum_ns)?;
     let outcome = |label: String, series: Series| Outcome {
         case: Case {
             label,
@@ -138,7 +138,9 @@ pub fn mpirun_outcomes(
         .enumerate()
         .map(|(r, s)| outcome(format!("{} · rank {r}", case.label), s.clone()))
         .collect();
-    if let Some(m) = crate::report::merge(&series) {
+    // merged FTQ slots or selfish gaps of several ranks would mix grids (spectrum) or elapsed times
+    // (noise %): only FWQ gets the merged row
+    if let Some(m) = crate::report::merge(&series).filter(|_| s.kind == crate::measure::Kind::Fwq) {
         v.push(outcome(format!("{} · all {ranks} ranks", case.label), m));
     }
     Ok(v)

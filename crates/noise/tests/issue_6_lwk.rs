@@ -1,6 +1,6 @@
 //! Issue #6: FTQ and the selfish-detour loop as static guest programs (guest/ftq.c,
-//! guest/selfish.c), natively and in the LWK (`multios noise ftq|selfish --lwk`). Need gcc with a
-//! static glibc and /dev/kvm: they fail loudly when either is missing.
+//! guest/selfish.c), natively, in the LWK (`multios noise ftq|selfish --lwk`) and under mpirun.
+//! Need gcc with a static glibc, /dev/kvm, 2 CPUs and openmpi-bin: they fail loudly otherwise.
 
 use multios_noise::clock::Clock;
 use multios_noise::measure::{Kind, Series, Settings};
@@ -124,4 +124,26 @@ fn issue_6_selfish_guest_program_runs_natively_and_in_the_lwk() {
     check_selfish(&native(Kind::Selfish, &exe, &s, &clock, &out));
     check_selfish(&in_lwk(Kind::Selfish, &exe, &s, &clock, &out));
     let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn issue_6_ftq_and_selfish_on_every_rank_under_mpirun() {
+    let clock = Clock::calibrate(20);
+    for kind in [Kind::Ftq, Kind::Selfish] {
+        let d = dir(&format!("mpi-{kind:?}-test"));
+        let exe = guest::build_for(&d, kind).expect("gcc -static builds the guest program");
+        let s = settings(kind);
+        let args = guest::args_for(&s, &clock, &d.join("samples.out"));
+        let ranks = guest::run_mpirun_kind(kind, &exe, 2, &args, &clock, s.quantum_ns)
+            .expect("Open MPI's mpirun runs the program on 2 ranks (install openmpi-bin)");
+        assert_eq!(ranks.len(), 2);
+        assert_ne!(ranks[0].cpu, ranks[1].cpu, "one rank per core");
+        for g in &ranks {
+            match kind {
+                Kind::Ftq => check_ftq(g),
+                _ => check_selfish(g),
+            }
+        }
+        let _ = std::fs::remove_dir_all(&d);
+    }
 }

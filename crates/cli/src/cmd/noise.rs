@@ -74,7 +74,7 @@ struct MeasureArgs {
     /// Run the benchmark inside the LWK as a guest program
     #[arg(long, conflicts_with = "mpirun")]
     lwk: bool,
-    /// Run FWQ on N ranks under Open MPI's mpirun (one per core) and merge the results
+    /// Run the benchmark on N ranks under Open MPI's mpirun (one per core) and merge the results
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     mpirun: Option<u32>,
 }
@@ -138,11 +138,6 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
 }
 
 fn measure(kind: Kind, a: MeasureArgs, out: &Out) -> super::Exit {
-    if a.mpirun.is_some() && kind != Kind::Fwq {
-        anyhow::bail!(
-            "--mpirun runs FWQ only (the program is guest/fwq.c): use 'multios noise fwq --mpirun N'"
-        );
-    }
     let cpus = cpus::parse_list(&a.cpus).context("--cpus")?;
     let online = cpus::online()?;
     cpus::check_online(&cpus, &online).context("--cpus")?;
@@ -197,7 +192,7 @@ fn measure(kind: Kind, a: MeasureArgs, out: &Out) -> super::Exit {
         None
     };
     let mpi = match a.mpirun {
-        Some(n) => Some((n as usize, GuestDir::build()?)),
+        Some(n) => Some((n as usize, GuestDir::build(kind)?)),
         None => None,
     };
     let mut outcomes: Vec<Outcome> = Vec::new();
@@ -317,13 +312,13 @@ struct GuestDir {
 }
 
 impl GuestDir {
-    fn build() -> anyhow::Result<GuestDir> {
+    fn build(kind: Kind) -> anyhow::Result<GuestDir> {
         let dir = std::env::temp_dir().join(format!("multios-noise-mpi-{}", std::process::id()));
-        let exe = multios_noise::guest::build(&dir)?;
+        let exe = multios_noise::guest::build_for(&dir, kind)?;
         Ok(GuestDir { dir, exe })
     }
 
-    /// FWQ on `n` ranks under mpirun: one outcome per rank and one with all ranks merged.
+    /// The benchmark on `n` ranks under mpirun: one outcome per rank (and for FWQ all ranks merged).
     fn mpirun(
         &self,
         n: usize,
@@ -332,7 +327,7 @@ impl GuestDir {
         clock: &Clock,
         cpuset: Option<String>,
     ) -> anyhow::Result<Vec<Outcome>> {
-        let out_file = self.dir.join("fwq.out");
+        let out_file = self.dir.join("samples.out");
         Ok(session::mpirun_outcomes(
             &self.exe, &out_file, n, case, s, clock, cpuset,
         )?)
