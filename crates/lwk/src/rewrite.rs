@@ -55,10 +55,21 @@ fn rel32(from_next_ip: u64, to: u64) -> Option<i32> {
     i32::try_from(to as i64 - from_next_ip as i64).ok()
 }
 
+/// Whether `code` holds the bytes of any rewritable site (`b8 imm32 0f 05`, imm < [`MAX_NR`]) at
+/// all: a cheap byte scan that lets the decoder skip code that cannot contain one.
+fn has_candidate(code: &[u8]) -> bool {
+    code.windows(7).any(|w| {
+        w[0] == 0xb8 && w[5] == 0x0f && w[6] == 0x05 && u32::from_le_bytes([w[1], w[2], w[3], w[4]]) < MAX_NR
+    })
+}
+
 /// Rewrites the `mov $nr,%eax; syscall` sites in `[addr, addr+len)`; returns how many.
 pub fn rewrite(mem: &GuestMemory, thunks: &mut Thunks, addr: u64, len: u64) -> usize {
     let mut code = vec![0u8; len as usize];
     mem.read(addr, &mut code);
+    if !has_candidate(&code) {
+        return 0; // most libraries (libm, libz…) make no system calls: skip decoding them
+    }
     let mut sites = Vec::new();
     let mut prev: Option<iced_x86::Instruction> = None;
     for ins in Decoder::with_ip(64, &code, addr, DecoderOptions::NONE).iter() {
@@ -114,5 +125,13 @@ mod tests {
         assert_eq!(5 + 7, 12);
         assert_eq!(rel32(0x400005, 0x200000), Some(-0x200005));
         assert_eq!(rel32(0, 1 << 40), None);
+    }
+
+    #[test]
+    fn candidate_scan_needs_a_small_immediate_before_syscall() {
+        assert!(has_candidate(&[0x90, 0xb8, 0x27, 0, 0, 0, 0x0f, 0x05]));
+        assert!(!has_candidate(&[0xb8, 0x27, 0, 0, 0x01, 0x0f, 0x05])); // imm ≥ MAX_NR
+        assert!(!has_candidate(&[0xb8, 0x27, 0, 0, 0, 0x90, 0x0f, 0x05])); // not adjacent
+        assert!(!has_candidate(&[0xb8, 0x27, 0, 0]));
     }
 }
