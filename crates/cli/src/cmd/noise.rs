@@ -71,10 +71,10 @@ struct MeasureArgs {
     /// Write samples.csv, report.json, one LogGOPSim trace per run and the figure into DIR
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
-    /// Run the benchmark inside the LWK as a guest program
+    /// Run the benchmark as a static program natively and inside the LWK (side by side), CPU by CPU
     #[arg(long, conflicts_with = "mpirun")]
     lwk: bool,
-    /// Run the benchmark on N ranks under Open MPI's mpirun (one per core) and merge the results
+    /// Run the benchmark on N ranks under Open MPI's mpirun (one per core), one row per rank
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     mpirun: Option<u32>,
 }
