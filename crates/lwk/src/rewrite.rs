@@ -55,39 +55,79 @@ fn rel32(from_next_ip: u64, to: u64) -> Option<i32> {
     i32::try_from(to as i64 - from_next_ip as i64).ok()
 }
 
-/// Whether `code` holds the bytes of any rewritable site (`b8 imm32 0f 05`, imm < [`MAX_NR`]) at
-/// all: a cheap byte scan that lets the decoder skip code that cannot contain one.
-fn has_candidate(code: &[u8]) -> bool {
-    code.windows(7).any(|w| {
-        w[0] == 0xb8 && w[5] == 0x0f && w[6] == 0x05 && u32::from_le_bytes([w[1], w[2], w[3], w[4]]) < MAX_NR
-    })
+/// Offsets of every rewritable byte pattern (`b8 imm32 0f 05`, imm < [`MAX_NR`]) in `code`: a cheap
+/// scan; only the code before these has to be decoded.
+fn candidates(code: &[u8]) -> Vec<usize> {
+    code.windows(7)
+        .enumerate()
+        .filter(|(_, w)| {
+            w[0] == 0xb8
+                && w[5] == 0x0f
+                && w[6] == 0x05
+                && u32::from_le_bytes([w[1], w[2], w[3], w[4]]) < MAX_NR
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// The sites (address, nr) in `code` (loaded at `addr`): `mov $nr,%eax` immediately followed by
+/// `syscall`, both found by decoding. Decoding starts only at known instruction boundaries: the
+/// start of `code`, the end of an earlier decoded stretch, or a function start from `starts`
+/// (sorted) — the nearest one before each candidate byte pattern, so code far from any system
+/// call is not decoded. With no `starts` this is a linear sweep from the start.
+fn find_sites(code: &[u8], addr: u64, starts: &[u64]) -> Vec<(u64, u32)> {
+    let mut sites = Vec::new();
+    let mut decoded_to = addr; // everything below was decoded (or skipped) up to a boundary
+    for off in candidates(code) {
+        let c = addr + off as u64;
+        if c < decoded_to {
+            continue; // already decoded past it
+        }
+        let func = starts.partition_point(|&s| s <= c);
+        let start = match func.checked_sub(1).map(|i| starts[i]) {
+            Some(f) if f > decoded_to => f,
+            _ => decoded_to,
+        };
+        let from = (start - addr) as usize;
+        let mut prev: Option<iced_x86::Instruction> = None;
+        let mut dec = Decoder::with_ip(64, &code[from..], start, DecoderOptions::NONE);
+        let mut ins = iced_x86::Instruction::default();
+        while dec.can_decode() {
+            dec.decode_out(&mut ins);
+            if ins.mnemonic() == Mnemonic::Syscall {
+                if let Some(p) = prev {
+                    if p.code() == Code::Mov_r32_imm32
+                        && p.op0_register() == Register::EAX
+                        && p.len() == 5
+                        && p.next_ip() == ins.ip()
+                        && code[(p.ip() - addr) as usize] == 0xb8
+                        && p.immediate32() < MAX_NR
+                    {
+                        sites.push((p.ip(), p.immediate32()));
+                    }
+                }
+            }
+            prev = Some(ins);
+            if ins.ip() >= c + 5 {
+                break; // past this candidate's `syscall` (or desynchronised from it)
+            }
+        }
+        decoded_to = ins.next_ip().max(decoded_to);
+    }
+    sites
 }
 
 /// Rewrites the `mov $nr,%eax; syscall` sites in `[addr, addr+len)`; returns how many.
 pub fn rewrite(mem: &GuestMemory, thunks: &mut Thunks, addr: u64, len: u64) -> usize {
+    rewrite_from(mem, thunks, addr, len, &[])
+}
+
+/// [`rewrite`], decoding from the nearest of the sorted function `starts` (symbols of the ELF
+/// file) before each candidate instead of from `addr`.
+pub fn rewrite_from(mem: &GuestMemory, thunks: &mut Thunks, addr: u64, len: u64, starts: &[u64]) -> usize {
     let mut code = vec![0u8; len as usize];
     mem.read(addr, &mut code);
-    if !has_candidate(&code) {
-        return 0; // most libraries (libm, libz…) make no system calls: skip decoding them
-    }
-    let mut sites = Vec::new();
-    let mut prev: Option<iced_x86::Instruction> = None;
-    for ins in Decoder::with_ip(64, &code, addr, DecoderOptions::NONE).iter() {
-        if ins.mnemonic() == Mnemonic::Syscall {
-            if let Some(p) = prev {
-                if p.code() == Code::Mov_r32_imm32
-                    && p.op0_register() == Register::EAX
-                    && p.len() == 5
-                    && p.next_ip() == ins.ip()
-                    && code[(p.ip() - addr) as usize] == 0xb8
-                    && p.immediate32() < MAX_NR
-                {
-                    sites.push((p.ip(), p.immediate32()));
-                }
-            }
-        }
-        prev = Some(ins);
-    }
+    let sites = find_sites(&code, addr, starts);
     let mut n = 0;
     for (site, nr) in sites {
         let thunk = thunks.next;
@@ -129,9 +169,28 @@ mod tests {
 
     #[test]
     fn candidate_scan_needs_a_small_immediate_before_syscall() {
-        assert!(has_candidate(&[0x90, 0xb8, 0x27, 0, 0, 0, 0x0f, 0x05]));
-        assert!(!has_candidate(&[0xb8, 0x27, 0, 0, 0x01, 0x0f, 0x05])); // imm ≥ MAX_NR
-        assert!(!has_candidate(&[0xb8, 0x27, 0, 0, 0, 0x90, 0x0f, 0x05])); // not adjacent
-        assert!(!has_candidate(&[0xb8, 0x27, 0, 0]));
+        assert_eq!(candidates(&[0x90, 0xb8, 0x27, 0, 0, 0, 0x0f, 0x05]), vec![1]);
+        assert!(candidates(&[0xb8, 0x27, 0, 0, 0x01, 0x0f, 0x05]).is_empty()); // imm ≥ MAX_NR
+        assert!(candidates(&[0xb8, 0x27, 0, 0, 0, 0x90, 0x0f, 0x05]).is_empty()); // not adjacent
+        assert!(candidates(&[0xb8, 0x27, 0, 0]).is_empty());
+    }
+
+    /// f: nop; mov $39,%eax; syscall; ret ; g: movabs $imm64 (its bytes hold b8 27 0 0 0 0f 05),
+    /// ret ; h: mov $60,%eax; syscall
+    fn sample() -> Vec<u8> {
+        let mut c = vec![0x90, 0xb8, 39, 0, 0, 0, 0x0f, 0x05, 0xc3];
+        c.extend_from_slice(&[0x48, 0xb8, 0xb8, 39, 0, 0, 0, 0x0f, 0x05, 0x90, 0xc3]);
+        c.extend_from_slice(&[0xb8, 60, 0, 0, 0, 0x0f, 0x05]);
+        c
+    }
+
+    #[test]
+    fn sites_are_decoded_not_byte_matched_with_or_without_function_starts() {
+        let a = 0x400000;
+        let want = vec![(a + 1, 39), (a + 20, 60)];
+        assert_eq!(find_sites(&sample(), a, &[]), want);
+        assert_eq!(find_sites(&sample(), a, &[a, a + 9, a + 20]), want);
+        // Only some function starts known (a stripped part): the rest is swept linearly.
+        assert_eq!(find_sites(&sample(), a, &[a + 9]), want);
     }
 }

@@ -267,8 +267,10 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     let mut thunks = crate::rewrite::Thunks::new(&mem);
     if cfg.rewrite_syscalls {
         for img in std::iter::once(&image).chain(interp_image.as_ref()) {
+            let mut starts: Vec<u64> = img.symbols.iter().map(|s| s.0).collect();
+            starts.sort_unstable();
             for &(a, l) in &img.exec {
-                rewritten += crate::rewrite::rewrite(&mem, &mut thunks, a, l);
+                rewritten += crate::rewrite::rewrite_from(&mem, &mut thunks, a, l, &starts);
             }
         }
     }
