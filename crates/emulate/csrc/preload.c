@@ -95,7 +95,7 @@ static char *put_u64(char *p, uint64_t v) {
     return p;
 }
 
-/* Writes this process's counts and samples to STATS_DIR/PID-SEQ.stats and resets them. */
+/* Writes this process's counts and samples to STATS_DIR/PID-SEQ-TSC.stats and resets them. */
 static void dump_stats(void) {
     if (!stats_dir[0])
         return;
@@ -107,6 +107,10 @@ static void dump_stats(void) {
     p = put_u64(p, (uint64_t)raw6(SYS_getpid, 0, 0, 0, 0, 0, 0));
     *p++ = '-';
     p = put_u64(p, dump_seq++);
+    /* An exec'd image keeps the pid and restarts dump_seq: the TSC keeps its file from
+     * overwriting the one the old image wrote just before the exec. */
+    *p++ = '-';
+    p = put_u64(p, __rdtsc());
     memcpy(p, ".stats", 7);
     int fd = (int)raw6(SYS_openat, AT_FDCWD, (long)path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644, 0, 0);
     if (fd < 0)
