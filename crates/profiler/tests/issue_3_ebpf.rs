@@ -170,21 +170,30 @@ fn issue_3_getppid_within_50ns_of_self_timing() {
     let dir = scratch("selftimed");
     let bin = compile_c(&dir, "selftimed", SELF_TIMED_C, &[]);
     for (which, name) in [("ppid", "getppid"), ("pid", "getpid")] {
-        let direct = median((0..5).map(|_| self_timed(s(&bin), which)).collect());
-        let traced = median(
-            (0..3)
-                .map(|_| {
-                    let p = profile(Backend::Ebpf, &[s(&bin), which]);
-                    let st = p.syscall(name).unwrap_or_else(|| panic!("no {name} in {p:?}"));
-                    assert_eq!(st.count, 1000 + 2001 * 100, "{name}");
-                    st.mean_s() * 1e9
-                })
-                .collect(),
+        // Pairs of runs, untraced then traced, back to back: the cost of a system call on this shared
+        // VM jumps between levels (≈ 190 and ≈ 250 ns for getppid, from one run to the next, with
+        // nothing of ours running), so each traced run is compared with the untraced run just before
+        // it, and the median of those differences is what must stay within 50 ns.
+        let (mut direct, mut traced, mut diff) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..7 {
+            let d = self_timed(s(&bin), which);
+            let p = profile(Backend::Ebpf, &[s(&bin), which]);
+            let st = p.syscall(name).unwrap_or_else(|| panic!("no {name} in {p:?}"));
+            assert_eq!(st.count, 1000 + 2001 * 100, "{name}");
+            let t = st.mean_s() * 1e9;
+            direct.push(d);
+            traced.push(t);
+            diff.push(t - d);
+        }
+        eprintln!(
+            "{name}: pairs (untraced, traced) ns/call: {:?}",
+            direct.iter().zip(&traced).collect::<Vec<_>>()
         );
-        eprintln!("{name}: self-timed untraced {direct:.1} ns/call, profiler g(s)/n(s) {traced:.1} ns");
+        let (direct, traced, diff) = (median(direct), median(traced), median(diff));
         assert!(
-            (traced - direct).abs() <= 50.0,
-            "{name}: profiler says {traced:.1} ns per call, the program itself measured {direct:.1} ns"
+            diff.abs() <= 50.0,
+            "{name}: profiler says {traced:.1} ns per call, the program itself measured {direct:.1} ns \
+             (median paired difference {diff:.1} ns)"
         );
     }
 }
