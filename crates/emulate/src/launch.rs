@@ -70,6 +70,29 @@ pub fn run_native(
     let path = resolve(first)?;
     let mut cmd = std::process::Command::new(path);
     cmd.arg0(first).args(&argv[1..]);
+    let (child, t0) = spawn_pinned(&mut cmd, compute, rt, first, "starting it natively")?;
+    let (st, cpu_secs) =
+        crate::sys::wait_child(child.id() as libc::pid_t).map_err(|cause| EmulateError::Io {
+            what: "wait4".into(),
+            cause,
+        })?;
+    Ok(NativeRun {
+        exit: crate::Exit::from_wait_status(st),
+        wall_secs: t0.elapsed().as_secs_f64(),
+        cpu_secs,
+    })
+}
+
+/// Spawns `cmd` pinned to `compute` (and SCHED_FIFO below the supervisors when `rt`), returning the
+/// child and the instant it was started; `name` and `stage` go into the error.
+pub(crate) fn spawn_pinned(
+    cmd: &mut std::process::Command,
+    compute: &crate::CpuSet,
+    rt: bool,
+    name: &str,
+    stage: &'static str,
+) -> Result<(std::process::Child, std::time::Instant), EmulateError> {
+    use std::os::unix::process::CommandExt;
     let mask = compute.to_libc();
     // SAFETY: the closure only calls sched_setaffinity (async-signal-safe) on a mask built before fork.
     unsafe {
@@ -85,20 +108,11 @@ pub fn run_native(
     }
     let t0 = std::time::Instant::now();
     let child = cmd.spawn().map_err(|cause| EmulateError::Launch {
-        cmd: first.clone(),
-        stage: "starting it natively",
+        cmd: name.to_string(),
+        stage,
         cause,
     })?;
-    let (st, cpu_secs) =
-        crate::sys::wait_child(child.id() as libc::pid_t).map_err(|cause| EmulateError::Io {
-            what: "wait4".into(),
-            cause,
-        })?;
-    Ok(NativeRun {
-        exit: crate::Exit::from_wait_status(st),
-        wall_secs: t0.elapsed().as_secs_f64(),
-        cpu_secs,
-    })
+    Ok((child, t0))
 }
 
 #[cfg(test)]

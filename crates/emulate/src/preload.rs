@@ -205,26 +205,13 @@ pub fn run(path: &Path, cfg: &Config, d: &Delegation, cal: Calibration) -> Resul
         .args(&cfg.argv[1..])
         .env("LD_PRELOAD", preload)
         .env("MULTIOS_EMU_CONFIG", &cfg_file);
-    let mask = cfg.compute.to_libc();
-    let rt = cfg.wait.app_realtime;
-    // SAFETY: the closure only calls sched_setaffinity (async-signal-safe) on a mask built before fork.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mask) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if rt {
-                crate::sys::set_fifo(crate::proxy::APP_PRIO);
-            }
-            Ok(())
-        });
-    }
-    let t0 = std::time::Instant::now();
-    let child = cmd.spawn().map_err(|cause| EmulateError::Launch {
-        cmd: cfg.argv[0].clone(),
-        stage: "starting it",
-        cause,
-    })?;
+    let (child, t0) = crate::launch::spawn_pinned(
+        &mut cmd,
+        &cfg.compute,
+        cfg.wait.app_realtime,
+        &cfg.argv[0],
+        "starting it",
+    )?;
     let (status, cpu_secs) =
         crate::sys::wait_child(child.id() as libc::pid_t).map_err(|cause| EmulateError::Io {
             what: "wait4".into(),
