@@ -3,10 +3,9 @@
 //! mechanism with every call delegated at f_c = 0, next to a cross-core cache-line round trip
 //! measured in the same run.
 
-use crate::cost::CostModel;
 use crate::cpus::{pin_current_thread, CpuSet};
 use crate::report::Summary;
-use crate::{tsc, Config, Delegation, EmulateError, Exit, Mechanism};
+use crate::{tsc, Delegation, EmulateError, Exit, Mechanism};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -153,23 +152,7 @@ pub fn run_at(
             out.display().to_string(),
             dir.join("scratch").display().to_string(),
         ];
-        let exit = match m {
-            None => crate::run_native(&argv, compute, &wait)?.exit,
-            Some(mech) => {
-                let cfg = Config {
-                    mechanism: mech,
-                    delegation: Delegation::all(),
-                    cost: CostModel::constant(fc),
-                    compute: compute.clone(),
-                    control: control.clone(),
-                    argv,
-                    allow_below_floor: true,
-                    wait,
-                    rewrite: true,
-                };
-                crate::run(&cfg)?.exit
-            }
-        };
+        let exit = crate::launch::run_at(m, &Delegation::all(), fc, compute, control, argv, wait)?;
         if exit != Exit::Code(0) {
             return Err(EmulateError::Supervisor(format!(
                 "the fc benchmark ended with {exit} under {name}"

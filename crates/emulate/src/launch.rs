@@ -83,6 +83,36 @@ pub fn run_native(
     })
 }
 
+/// Runs a benchmark program of ours natively (`mech` = None) or under `mech` with `delegation` at a
+/// constant one-way cost `fc` (below the mechanism's floor allowed: the benchmarks measure the floor).
+pub(crate) fn run_at(
+    mech: Option<crate::Mechanism>,
+    delegation: &crate::Delegation,
+    fc: f64,
+    compute: &crate::CpuSet,
+    control: &crate::CpuSet,
+    argv: Vec<String>,
+    wait: crate::Wait,
+) -> Result<crate::Exit, EmulateError> {
+    Ok(match mech {
+        None => run_native(&argv, compute, &wait)?.exit,
+        Some(mechanism) => {
+            let cfg = crate::Config {
+                mechanism,
+                delegation: delegation.clone(),
+                cost: crate::CostModel::constant(fc),
+                compute: compute.clone(),
+                control: control.clone(),
+                argv,
+                allow_below_floor: true,
+                wait,
+                rewrite: true,
+            };
+            crate::run(&cfg)?.exit
+        }
+    })
+}
+
 /// Spawns `cmd` pinned to `compute` (and SCHED_FIFO below the supervisors when `rt`), returning the
 /// child and the instant it was started; `name` and `stage` go into the error.
 pub(crate) fn spawn_pinned(

@@ -5,8 +5,7 @@
 //! The model's f_c is the requested f_c plus half the mechanism's own round trip, measured in the
 //! same run (min, median or mean: the paper's Fig. 13 sensitivity).
 
-use crate::cost::CostModel;
-use crate::{tsc, Config, CpuSet, Delegation, EmulateError, Exit, Mechanism};
+use crate::{tsc, CpuSet, Delegation, EmulateError, Exit, Mechanism};
 use multios_model::{Call, Params, Workload};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -115,23 +114,7 @@ pub fn run_synth(
         out.display().to_string(),
         mixf.display().to_string(),
     ];
-    let exit = match mech {
-        None => crate::run_native(&argv, compute, &wait)?.exit,
-        Some(m) => {
-            let cfg = Config {
-                mechanism: m,
-                delegation: delegation.clone(),
-                cost: CostModel::constant(fc),
-                compute: compute.clone(),
-                control: control.clone(),
-                argv,
-                allow_below_floor: true,
-                wait,
-                rewrite: true,
-            };
-            crate::run(&cfg)?.exit
-        }
-    };
+    let exit = crate::launch::run_at(mech, delegation, fc, compute, control, argv, wait)?;
     if exit != Exit::Code(0) {
         return Err(EmulateError::Supervisor(format!(
             "the synthetic benchmark ended with {exit}"
