@@ -201,6 +201,11 @@ impl Profile {
         }
     }
 
+    /// The profiled program's file name (the last component of `command[0]`), if there is a command.
+    pub fn program(&self) -> Option<&str> {
+        self.command.first().map(|c| c.rsplit('/').next().unwrap_or(c))
+    }
+
     /// Σ g(s).
     pub fn syscall_time_s(&self) -> f64 {
         self.syscalls.iter().map(|s| s.total_s).sum()

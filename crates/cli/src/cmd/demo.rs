@@ -136,11 +136,7 @@ pub fn run(a: Args, out: &Out) -> super::Exit {
         Vec::new()
     };
     // 4. plots
-    let label = profile
-        .command
-        .first()
-        .map(|c| c.rsplit('/').next().unwrap_or(c).to_string())
-        .unwrap_or_default();
+    let label = profile.program().unwrap_or_default().to_string();
     let inputs = super::plot::Inputs {
         workloads: vec![(label, w)],
         gamma: 2.0,

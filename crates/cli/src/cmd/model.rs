@@ -217,14 +217,11 @@ fn naive(a: NaiveArgs, out: &Out) -> super::Exit {
 }
 
 fn label_of(p: &Profile, path: &std::path::Path) -> String {
-    p.command
-        .first()
-        .map(|c| c.rsplit('/').next().unwrap_or(c).to_string())
-        .unwrap_or_else(|| {
-            path.file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default()
-        })
+    p.program().map(str::to_string).unwrap_or_else(|| {
+        path.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    })
 }
 
 // ---------------------------------------------------------------- refined

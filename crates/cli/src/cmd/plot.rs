@@ -68,9 +68,8 @@ pub fn run(a: Args, out: &Out) -> super::Exit {
     for path in &a.profile {
         let p = multios_profile::load(path)?;
         let label = p
-            .command
-            .first()
-            .map(|c| c.rsplit('/').next().unwrap_or(c).to_string())
+            .program()
+            .map(str::to_string)
             .unwrap_or_else(|| path.display().to_string());
         workloads.push((label, Workload::from_profile(&p)));
     }

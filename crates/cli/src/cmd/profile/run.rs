@@ -86,11 +86,7 @@ fn plot_cdf(p: &Profile, dir: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir)
         .map_err(|e| anyhow::anyhow!("cannot create plot directory {}: {e}", dir.display()))?;
     let w = multios_model::Workload::from_profile(p);
-    let name = p
-        .command
-        .first()
-        .map(|c| c.rsplit('/').next().unwrap_or(c).to_string())
-        .unwrap_or_default();
+    let name = p.program().unwrap_or_default();
     let fig = multios_plot::Figure::Line(multios_plot::LineChart {
         title: format!("System-call profile of {name}: CDF of invocation counts (Fig. 6)"),
         x_label: "invocations n(s)".into(),
