@@ -6,20 +6,7 @@
  * OUTFILE, after '#' header lines giving the unit's length in ticks, the elapsed ticks and the CPU.
  * Under mpirun (OMPI_COMM_WORLD_RANK or PMI_RANK set) rank r writes OUTFILE.r instead. */
 #define _GNU_SOURCE
-#include <sched.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <x86intrin.h>
-
-static uint64_t spin(uint64_t iters) {
-    uint64_t x = 0x2545F4914F6CDD1DULL;
-    for (uint64_t i = 0; i < iters; i++) {
-        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-        __asm__ volatile("" : "+r"(x));
-    }
-    return x;
-}
+#include "common.h"
 
 int main(int argc, char **argv) {
     if (argc != 4) {
@@ -32,15 +19,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "ftq: QUANTUM_TICKS and SLOTS must be positive\n");
         return 2;
     }
-    uint64_t best = UINT64_MAX, probe = 200000, sink = 0;
-    for (int r = 0; r < 15; r++) {
-        uint64_t a = __rdtsc();
-        sink += spin(probe);
-        uint64_t d = __rdtsc() - a;
-        if (d > 0 && d < best) best = d;
-    }
-    double iters_per_tick = (double)probe / (double)best;
-    uint64_t unit = (uint64_t)((double)quantum * iters_per_tick / 500.0 + 0.5);
+    uint64_t sink = 0;
+    double per_tick = iters_per_tick();
+    uint64_t unit = (uint64_t)((double)quantum * per_tick / 500.0 + 0.5);
     if (unit < 32) unit = 32;
     uint32_t *c = malloc(sizeof(uint32_t) * (size_t)n);
     if (!c) {
@@ -58,20 +39,10 @@ int main(int argc, char **argv) {
         c[i] = k;
     }
     uint64_t elapsed = __rdtsc() - begin;
-    const char *rank = getenv("OMPI_COMM_WORLD_RANK");
-    if (!rank) rank = getenv("PMI_RANK");
-    char path[4096];
-    if (rank)
-        snprintf(path, sizeof path, "%s.%s", argv[3], rank);
-    else
-        snprintf(path, sizeof path, "%s", argv[3]);
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        perror(path);
-        return 1;
-    }
+    FILE *f = open_output(argv[3]);
+    if (!f) return 1;
     fprintf(f, "# iters %llu sink %llu\n# unit_ticks %.6f\n# elapsed %llu\n# cpu %d\n", (unsigned long long)unit,
-            (unsigned long long)(sink & 1), (double)unit / iters_per_tick, (unsigned long long)elapsed,
+            (unsigned long long)(sink & 1), (double)unit / per_tick, (unsigned long long)elapsed,
             sched_getcpu());
     for (long i = 0; i < n; i++)
         fprintf(f, "%llu %u\n", (unsigned long long)((uint64_t)i * quantum), c[i]);

@@ -7,11 +7,7 @@
  * iteration, the elapsed ticks and the CPU. At most MAX_GAPS gaps are kept.
  * Under mpirun (OMPI_COMM_WORLD_RANK or PMI_RANK set) rank r writes OUTFILE.r instead. */
 #define _GNU_SOURCE
-#include <sched.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <x86intrin.h>
+#include "common.h"
 
 #define MAX_GAPS (1L << 20)
 
@@ -54,18 +50,8 @@ int main(int argc, char **argv) {
         prev = now;
         if ((i & 0xfff) == 0 && now - begin >= duration) break;
     }
-    const char *rank = getenv("OMPI_COMM_WORLD_RANK");
-    if (!rank) rank = getenv("PMI_RANK");
-    char path[4096];
-    if (rank)
-        snprintf(path, sizeof path, "%s.%s", argv[3], rank);
-    else
-        snprintf(path, sizeof path, "%s", argv[3]);
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        perror(path);
-        return 1;
-    }
+    FILE *f = open_output(argv[3]);
+    if (!f) return 1;
     fprintf(f, "# min_step %llu\n# elapsed %llu\n# cpu %d\n", (unsigned long long)min_step,
             (unsigned long long)(prev - begin), sched_getcpu());
     for (long i = 0; i < n; i++)

@@ -15,6 +15,8 @@ pub const FWQ_C: &str = include_str!("../guest/fwq.c");
 pub const FTQ_C: &str = include_str!("../guest/ftq.c");
 /// The selfish-detour program's source.
 pub const SELFISH_C: &str = include_str!("../guest/selfish.c");
+/// What the three programs share (work chain, its calibration, the rank-aware output file).
+const COMMON_H: &str = include_str!("../guest/common.h");
 
 /// An error building, running or reading the guest program.
 #[derive(Debug, thiserror::Error)]
@@ -51,6 +53,8 @@ pub fn build_for(dir: &Path, kind: Kind) -> Result<PathBuf, GuestError> {
     let src = dir.join(format!("{name}.c"));
     let exe = dir.join(format!("multios-noise-{name}"));
     std::fs::write(&src, source).map_err(|e| err(format!("{}: {e}", src.display())))?;
+    let header = dir.join("common.h");
+    std::fs::write(&header, COMMON_H).map_err(|e| err(format!("{}: {e}", header.display())))?;
     let out = Command::new("gcc")
         .args(["-O2", "-static", "-o"])
         .arg(&exe)
