@@ -18,15 +18,20 @@ pub fn ticks() -> u64 {
     }
 }
 
-/// CLOCK_MONOTONIC in nanoseconds.
-pub fn monotonic_ns() -> u64 {
+/// Reads clock `id` in nanoseconds; `id` must be a clock Linux always provides.
+fn clock_ns(id: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    // SAFETY: `ts` is a valid, writable timespec; callers pass constant clock ids Linux provides.
+    unsafe { libc::clock_gettime(id, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// CLOCK_MONOTONIC in nanoseconds.
+pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
 }
 
 fn cpu_set(cpus: &[usize]) -> io::Result<libc::cpu_set_t> {
@@ -174,13 +179,7 @@ pub fn kill_pid(pid: i32, sig: i32) -> io::Result<()> {
 /// CPU time consumed by the calling thread, in ns (CLOCK_THREAD_CPUTIME_ID): on a shared machine
 /// this is what a benchmark's own work cost, whatever else ran.
 pub fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant Linux provides.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
 /// CPU time (user + system) of the calling process's waited-for children, in ns
