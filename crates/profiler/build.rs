@@ -35,7 +35,7 @@ fn main() {
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let clang = std::env::var("CLANG").unwrap_or_else(|_| "clang".into());
     compile(&clang, "src/bpf/profiler.bpf.c", &out.join("profiler.bpf.o"), &[]);
-    for v in 0..3 {
+    for v in 0..4 {
         compile(
             &clang,
             "src/bpf/floor.bpf.c",

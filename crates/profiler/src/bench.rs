@@ -374,9 +374,10 @@ pub struct FloorRow {
 /// untraced and a traced thread: what each piece of the probes adds per system call.
 pub fn floor(reps: usize) -> Result<Vec<FloorRow>, crate::ProfilerError> {
     use crate::calibrate::untraced_null_ns as null_ns;
-    const WHAT: [&str; 6] = [
+    const WHAT: [&str; 7] = [
         "no probes",
         "empty programs on sys_enter/sys_exit",
+        "empty program on sys_exit only",
         "programs that read the clock (bpf_ktime_get_ns)",
         "programs that look up task storage (a miss)",
         "multios probes, untraced thread",
@@ -385,15 +386,15 @@ pub fn floor(reps: usize) -> Result<Vec<FloorRow>, crate::ProfilerError> {
     let mut samples: Vec<Vec<f64>> = vec![Vec::new(); WHAT.len()];
     for _ in 0..reps.max(1) {
         samples[0].push(null_ns());
-        for v in 0..3 {
+        for (row, v) in [(1, 0), (2, 3), (3, 1), (4, 2)] {
             let _probes = crate::ebpf::attach_floor(v)?;
-            samples[v + 1].push(null_ns());
+            samples[row].push(null_ns());
         }
         let probe = crate::ebpf::Probe::load()?;
-        samples[4].push(null_ns());
+        samples[5].push(null_ns());
         let (tid, tgid) = (crate::sys::gettid(), std::process::id());
         probe.seed(tid, tgid, false)?;
-        samples[5].push(null_ns());
+        samples[6].push(null_ns());
         probe.unseed(tid, tgid)?;
     }
     Ok(WHAT

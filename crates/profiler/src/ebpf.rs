@@ -10,10 +10,11 @@ use std::os::fd::AsRawFd;
 
 static BPF_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/profiler.bpf.o"));
 /// The cost-floor variants of floor.bpf.c: 0 empty, 1 clock reads, 2 task-storage miss.
-static FLOOR_OBJECTS: [&[u8]; 3] = [
+static FLOOR_OBJECTS: [&[u8]; 4] = [
     include_bytes!(concat!(env!("OUT_DIR"), "/floor0.bpf.o")),
     include_bytes!(concat!(env!("OUT_DIR"), "/floor1.bpf.o")),
     include_bytes!(concat!(env!("OUT_DIR"), "/floor2.bpf.o")),
+    include_bytes!(concat!(env!("OUT_DIR"), "/floor3.bpf.o")),
 ];
 
 /// Programs loaded and attached for as long as this lives.

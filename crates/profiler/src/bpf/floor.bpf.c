@@ -35,11 +35,13 @@ static inline __attribute__((always_inline)) int body(void)
 	return 0;
 }
 
+#if VARIANT < 3
 SEC("tp_btf/sys_enter")
 int floor_enter(__u64 *ctx)
 {
 	return body();
 }
+#endif
 
 SEC("tp_btf/sys_exit")
 int floor_exit(__u64 *ctx)
