@@ -159,10 +159,8 @@ pub fn measure(mech: Mechanism, calls: u32, pin: bool) -> Result<Summary, LwkErr
     if mech == Mechanism::ExitDelegated {
         cfg.backend = Backend::Exit;
     } else if !pin {
-        cfg.backend = Backend::Ring {
-            proxy_cpu: None,
-            vcpu_cpu: None,
-        };
+        cfg.backend = Backend::Ring { proxy_cpu: None };
+        cfg.cpus.clear();
     }
     let mm = Mm::new(mem.app.base, mem.app.end(), buf + 8 * calls as u64);
     let kernel = Arc::new(Kernel::new(

@@ -25,6 +25,7 @@ pub mod syscall;
 pub mod vcpu;
 pub mod vm;
 
-pub use run::{run, Backend, Config, Fault, LwkError, Outcome, FD_FLOOR};
+pub use run::{default_partition, run, Backend, Config, Fault, LwkError, Outcome, FD_FLOOR};
+pub use sys::affinity_list as available_cpus;
 pub use syscall::{ExitStatus, Policy};
 pub use vm::check_kvm;

@@ -119,19 +119,17 @@ pub fn drive(
     });
     let saved_affinity = crate::sys::affinity();
     let proxy = match cfg.backend {
-        Backend::Ring { proxy_cpu, vcpu_cpu } => {
-            if let Some(c) = vcpu_cpu {
-                let _ = crate::sys::pin_to_cpu(c);
-            }
-            Some(Proxy::start(
-                kernel.clone(),
-                m.nslots.clone(),
-                proxy_cpu,
-                cfg.proxy_idle_spin,
-            ))
-        }
+        Backend::Ring { proxy_cpu } => Some(Proxy::start(
+            kernel.clone(),
+            m.nslots.clone(),
+            proxy_cpu,
+            cfg.proxy_idle_spin,
+        )),
         Backend::Exit => None,
     };
+    if !cfg.cpus.is_empty() {
+        kernel.vcpu_started(0);
+    }
     if let Some(w) = proxy.as_ref().and_then(Proxy::waker) {
         let _ = m.waker.set(w);
     }
@@ -330,9 +328,9 @@ impl Machine {
         let handle = std::thread::Builder::new()
             .name(format!("lwk-vcpu{id}"))
             .spawn(move || {
+                m.kernel.vcpu_started(id as usize);
                 // SAFETY: pthread_self has no preconditions.
                 let _ = tx.send(unsafe { libc::pthread_self() });
-                let _ = crate::sys::unpin();
                 let end = m.vcpu_loop(id, &mut vcpu);
                 if end == End::Process {
                     m.exiting.store(true, Ordering::Release);

@@ -22,10 +22,7 @@ pub const FD_FLOOR: i32 = 1000;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
     /// Shared-memory ring served by a polling proxy thread (doorbell exit as fallback).
-    Ring {
-        proxy_cpu: Option<usize>,
-        vcpu_cpu: Option<usize>,
-    },
+    Ring { proxy_cpu: Option<usize> },
     /// Every call exits to the vCPU thread through the doorbell (MMIO exit); no proxy thread.
     Exit,
 }
@@ -54,11 +51,16 @@ pub struct Config {
     /// later rings the doorbell (≈ 20 µs) and unparks it; a polling proxy slows a computing guest
     /// on this machine (its sibling CPU), hence the short default.
     pub proxy_idle_spin: Duration,
+    /// The LWK partition's CPUs: vCPU k runs pinned on `cpus[k % len]`, and the guest's
+    /// sched_getaffinity reports the whole list. Empty: vCPUs are not pinned and the VMM's own
+    /// affinity is reported.
+    pub cpus: Vec<usize>,
 }
 
 impl Config {
     /// Runs `program` with `args` and the current environment, default settings.
     pub fn new(program: &str, args: &[&str]) -> Self {
+        let (proxy_cpu, cpus) = default_partition(&crate::sys::affinity_list());
         let mut argv = vec![OsString::from(program)];
         argv.extend(args.iter().map(OsString::from));
         Config {
@@ -74,15 +76,23 @@ impl Config {
                 .collect(),
             mem_size: 4 << 30,
             policy: Policy::mckernel(),
-            backend: Backend::Ring {
-                proxy_cpu: Some(0),
-                vcpu_cpu: Some(1),
-            },
+            backend: Backend::Ring { proxy_cpu },
+            cpus,
             spin_budget: 1_000,
             quiet: false,
             rewrite_syscalls: true,
             proxy_idle_spin: Duration::from_millis(1),
         }
+    }
+}
+
+/// The default split of `available` CPUs: the first serves Linux (the proxy), the rest are the
+/// LWK's; with a single CPU both share it.
+pub fn default_partition(available: &[usize]) -> (Option<usize>, Vec<usize>) {
+    match available {
+        [] => (None, Vec::new()),
+        [only] => (Some(*only), vec![*only]),
+        [first, rest @ ..] => (Some(*first), rest.to_vec()),
     }
 }
 
@@ -313,6 +323,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     if cfg.rewrite_syscalls {
         kernel.set_thunks(thunks);
     }
+    kernel.set_cpus(cfg.cpus.clone(), !cfg.cpus.is_empty());
     let kernel = Arc::new(kernel);
     let symbols = Symbols {
         main: image,

@@ -75,17 +75,50 @@ pub fn move_fd_high(fd: i32, floor: i32) -> io::Result<i32> {
 
 /// Pins the calling thread to `cpu` (best effort: errors are returned for the caller to report).
 pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
-    // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET only write inside it.
+    pin_thread(0, &[cpu])
+}
+
+/// Restricts thread `tid` (0: the calling thread) to `cpus`.
+pub fn pin_thread(tid: i32, cpus: &[usize]) -> io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET only write inside it (CPUs beyond
+    // CPU_SETSIZE are skipped), and sched_setaffinity reads exactly its size.
     let r = unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_ZERO(&mut set);
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+        for &c in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
+            libc::CPU_SET(c, &mut set);
+        }
+        libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set)
     };
     if r != 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// The CPUs the calling thread may run on, ascending.
+pub fn affinity_list() -> Vec<usize> {
+    affinity()
+        .map(|set| {
+            (0..libc::CPU_SETSIZE as usize)
+                // SAFETY: CPU_ISSET only reads inside `set`, and `c` < CPU_SETSIZE.
+                .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The kernel's CPU mask size in bytes (what sched_getaffinity returns; a caller's buffer must
+/// be at least this long).
+pub fn cpumask_size() -> usize {
+    let mut buf = [0u64; 128];
+    // SAFETY: the buffer is 1024 bytes long, as passed; the kernel writes at most that much.
+    let r = unsafe { libc::syscall(libc::SYS_sched_getaffinity, 0, 1024usize, buf.as_mut_ptr()) };
+    if r > 0 {
+        r as usize
+    } else {
+        8
+    }
 }
 
 /// The calling thread's CPU affinity, to restore it after pinning.

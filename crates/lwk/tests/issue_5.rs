@@ -441,3 +441,35 @@ fn issue_5_write_to_a_closed_pipe_ends_the_guest_with_sigpipe() {
     let l = run(Command::new(RUNNER).arg(busybox()));
     assert_eq!(l.code(), Some(128 + libc::SIGPIPE), "LWK yes: {l:?}");
 }
+
+/// The CPUs this test process may use (its affinity), the LWK's candidates.
+fn available_cpus() -> Vec<usize> {
+    multios_lwk::available_cpus()
+}
+
+#[test]
+fn issue_5_partition_cpus_are_what_the_guest_and_openmp_see() {
+    require_kvm();
+    let prog = build_c_with("partition", &["-fopenmp"]);
+    let cpus = available_cpus();
+    let list = |v: &[usize]| v.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
+    // All available CPUs in the partition: the guest sees what a native run sees.
+    let n = native(&prog, &[]);
+    let all = lwk_env(&prog, &[], &[("LWK_CPUS", &list(&cpus))]);
+    assert_eq!(
+        String::from_utf8_lossy(&n.stdout),
+        String::from_utf8_lossy(&all.stdout),
+        "LWK with every CPU vs native"
+    );
+    // One CPU: one OpenMP thread, pinning to it works, pinning outside is EINVAL.
+    let last = *cpus.last().expect("at least one CPU");
+    let one = lwk_env(&prog, &[], &[("LWK_CPUS", &last.to_string())]);
+    assert_eq!(
+        String::from_utf8_lossy(&one.stdout),
+        format!(
+            "cpus 1 first {last}\nomp threads 1\nset first 0\ngetcpu is first 1\nset outside -1 EINVAL\n"
+        ),
+        "stderr: {}",
+        String::from_utf8_lossy(&one.stderr)
+    );
+}

@@ -47,6 +47,14 @@ struct RunArgs {
     /// doorbell exit, ≈ 20 µs; a polling proxy slows a computing guest on its sibling CPU)
     #[arg(long, default_value_t = 1000)]
     proxy_idle_us: u64,
+    /// The LWK partition: CPUs for the guest's threads (vCPU k runs on the k-th, round robin;
+    /// the guest's sched_getaffinity reports them all, so OpenMP starts one thread per CPU).
+    /// Default: every available CPU but the first, which serves Linux (the proxy)
+    #[arg(long, value_name = "LIST")]
+    cpus: Option<String>,
+    /// The Linux CPU the proxy thread runs on (default: the first available CPU)
+    #[arg(long, value_name = "CPU")]
+    proxy_cpu: Option<usize>,
     /// Print a summary of the run on stderr
     #[arg(long, short)]
     verbose: bool,
@@ -88,6 +96,7 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
     cfg.mem_size = a.mem_mib << 20;
     cfg.rewrite_syscalls = a.rewrite_syscalls || !a.no_rewrite_syscalls;
     cfg.proxy_idle_spin = std::time::Duration::from_micros(a.proxy_idle_us);
+    set_partition(&mut cfg, a.cpus.as_deref(), a.proxy_cpu)?;
     if a.backend == "exit" {
         cfg.backend = Backend::Exit;
     }
@@ -132,6 +141,55 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
         eprintln!("{}", serde_json::to_string_pretty(&summary)?);
     }
     Ok(ExitCode::from(o.code().clamp(0, 255) as u8))
+}
+
+/// Applies `--cpus` and `--proxy-cpu`: CPUs must be available to this process; the proxy may
+/// share an LWK CPU, with a warning.
+fn set_partition(cfg: &mut Config, cpus: Option<&str>, proxy: Option<usize>) -> anyhow::Result<()> {
+    let available = multios_lwk::available_cpus();
+    let listed = multios_noise::cpus::format_list(&available);
+    let check = |flag: &str, c: usize| {
+        anyhow::ensure!(
+            available.contains(&c),
+            "{flag}: CPU {c} is not available to this process (available: {listed}); pick CPUs from that list"
+        );
+        Ok(())
+    };
+    let (default_proxy, default_cpus) = multios_lwk::default_partition(&available);
+    let lwk = match cpus {
+        Some(text) => {
+            let v =
+                multios_noise::cpus::parse_list(text).map_err(|e| anyhow::anyhow!("--cpus {text}: {e}"))?;
+            for &c in &v {
+                check("--cpus", c)?;
+            }
+            v
+        }
+        None => default_cpus,
+    };
+    let proxy = match proxy {
+        Some(c) => {
+            check("--proxy-cpu", c)?;
+            Some(c)
+        }
+        None if cpus.is_some() => available
+            .iter()
+            .copied()
+            .find(|c| !lwk.contains(c))
+            .or(default_proxy),
+        None => default_proxy,
+    };
+    if let Some(p) = proxy.filter(|p| lwk.contains(p)) {
+        eprintln!(
+            "multios lwk: warning: the proxy shares CPU {p} with the LWK (--cpus {}); delegated calls and the guest will compete for it",
+            multios_noise::cpus::format_list(&lwk)
+        );
+    }
+    cfg.cpus = lwk;
+    if let Backend::Ring { proxy_cpu } = &mut cfg.backend {
+        *proxy_cpu = proxy;
+    }
+    Ok(())
 }
 
 fn run_fc(a: FcArgs, out: &Out) -> super::Exit {

@@ -393,8 +393,8 @@ impl LwkGuest {
                 proxy_cpu: cpus::others(&[cpu], &self.online)
                     .ok()
                     .and_then(|o| o.first().copied()),
-                vcpu_cpu: Some(cpu),
             };
+            cfg.cpus = vec![cpu];
             cfg.quiet = true;
             let before = cpustat::snapshot(cpu);
             let o = multios_lwk::run(&cfg)

@@ -85,6 +85,9 @@ impl Kernel {
             SYS_getppid => Reply::Ret(sys::raw_syscall(nr, a)),
             SYS_getuid | SYS_geteuid | SYS_getgid | SYS_getegid => Reply::Ret(sys::raw_syscall(nr, a)),
             SYS_sched_yield => Reply::Ret(0),
+            SYS_sched_getaffinity => self.sched_getaffinity(cpu, a),
+            SYS_sched_setaffinity => self.sched_setaffinity(cpu, a),
+            SYS_getcpu => self.getcpu(cpu, a),
             SYS_uname => {
                 if !self.mem.in_app(a[0], 390) {
                     return err(EFAULT);

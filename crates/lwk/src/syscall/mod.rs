@@ -2,6 +2,7 @@
 //! proxy after their arguments have been checked against guest memory.
 
 pub mod check;
+mod cpus;
 mod delegate;
 pub mod layout;
 mod local;
@@ -45,12 +46,16 @@ pub struct CloneReq {
 }
 
 /// One guest thread (one vCPU).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct ThreadInfo {
     pub tid: i32,
     /// CLONE_CHILD_CLEARTID / set_tid_address: zeroed and futex-woken at exit.
     pub clear_child_tid: Option<u64>,
     pub alive: bool,
+    /// The Linux thread running this vCPU (0 until it has started).
+    pub host_tid: i32,
+    /// The CPUs the guest restricted this thread to with sched_setaffinity (None: the partition).
+    pub affinity: Option<Vec<usize>>,
 }
 
 /// Who is serving the call.
@@ -95,6 +100,10 @@ pub struct Kernel {
     /// With rewriting on (the default): thunks for code mapped later (shared libraries), and the count.
     pub(crate) thunks: Mutex<Option<crate::rewrite::Thunks>>,
     pub(crate) rewritten: std::sync::atomic::AtomicUsize,
+    /// The LWK partition: the CPUs sched_getaffinity reports, vCPU k pinned on `cpus[k % len]`
+    /// when `pin` is set.
+    pub(crate) cpus: Vec<usize>,
+    pub(crate) pin: bool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -128,10 +137,14 @@ impl Kernel {
                 tid: std::process::id() as i32,
                 clear_child_tid: None,
                 alive: true,
+                host_tid: 0,
+                affinity: None,
             }]),
             live_threads: std::sync::atomic::AtomicUsize::new(1),
             thunks: Mutex::new(None),
             rewritten: std::sync::atomic::AtomicUsize::new(0),
+            cpus: crate::sys::affinity_list(),
+            pin: false,
         }
     }
 
@@ -177,6 +190,15 @@ impl Kernel {
         self.thunks = Mutex::new(Some(thunks));
     }
 
+    /// Sets the LWK partition. With `pin`, vCPU k runs on `cpus[k % len]` (see
+    /// [`Kernel::home_cpu`]); an empty list keeps the VMM's own affinity.
+    pub fn set_cpus(&mut self, cpus: Vec<usize>, pin: bool) {
+        if !cpus.is_empty() {
+            self.cpus = cpus;
+        }
+        self.pin = pin;
+    }
+
     /// Syscall sites rewritten in code mapped at run time.
     pub fn rewritten_at_run_time(&self) -> usize {
         self.rewritten.load(std::sync::atomic::Ordering::Relaxed)
@@ -219,6 +241,8 @@ impl Kernel {
             tid,
             clear_child_tid,
             alive: true,
+            host_tid: 0,
+            affinity: None,
         };
         self.live_threads
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel);

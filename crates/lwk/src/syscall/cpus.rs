@@ -1,0 +1,139 @@
+//! The LWK partition's CPUs as the guest sees them: sched_getaffinity, sched_setaffinity, getcpu.
+//!
+//! The partition is the set of host CPUs given to the LWK (`multios lwk run --cpus`). Like
+//! McKernel, the LWK places its threads itself: vCPU k runs pinned on `cpus[k % len]` (its *home*
+//! CPU). A thread's affinity mask, as the guest reads it, is the whole partition — so an OpenMP
+//! runtime starts one thread per LWK CPU — until the guest narrows it; then the vCPU thread is
+//! pinned to the CPUs it asked for (within the partition). CPU numbers are the host's.
+//! Calls about another process (a pid that is not one of the guest's threads) are performed as
+//! they are, after their buffer has been checked.
+
+use super::{lock, Kernel, Reply};
+use crate::sys;
+
+fn err(e: i32) -> Reply {
+    Reply::Ret(-(e as i64))
+}
+
+impl Kernel {
+    /// vCPU `id`'s home CPU in the partition.
+    pub fn home_cpu(&self, id: usize) -> Option<usize> {
+        (!self.cpus.is_empty()).then(|| self.cpus[id % self.cpus.len()])
+    }
+
+    /// Records the Linux thread running vCPU `id` and pins it on its home CPU when pinning is on.
+    pub fn vcpu_started(&self, id: usize) {
+        if let Some(t) = lock(&self.threads).get_mut(id) {
+            t.host_tid = sys::gettid();
+        }
+        let placed = match self.home_cpu(id) {
+            Some(c) if self.pin => sys::pin_to_cpu(c),
+            _ => sys::unpin(),
+        };
+        if let Err(e) = placed {
+            lock(&self.notes).push(format!("pinning vCPU {id}: {e}"));
+        }
+    }
+
+    /// The vCPU whose thread `pid` names (0: the caller), or None for another process.
+    fn vcpu_of(&self, pid: i32, cpu: usize) -> Option<usize> {
+        if pid == 0 {
+            return Some(cpu);
+        }
+        lock(&self.threads).iter().position(|t| t.alive && t.tid == pid)
+    }
+
+    pub(super) fn sched_getaffinity(&self, cpu: usize, a: [u64; 6]) -> Reply {
+        let (pid, len, buf) = (a[0] as i32, a[1] as usize, a[2]);
+        let Some(id) = self.vcpu_of(pid, cpu) else {
+            return self.foreign(libc::SYS_sched_getaffinity, a, len.min(1 << 16));
+        };
+        let size = sys::cpumask_size();
+        if len < size || len % 8 != 0 {
+            return err(libc::EINVAL);
+        }
+        if !self.mem.in_app(buf, size as u64) {
+            return err(libc::EFAULT);
+        }
+        let cpus = lock(&self.threads)
+            .get(id)
+            .and_then(|t| t.affinity.clone())
+            .unwrap_or_else(|| self.cpus.clone());
+        let mut mask = vec![0u8; size];
+        for c in cpus.into_iter().filter(|&c| c < size * 8) {
+            mask[c / 8] |= 1 << (c % 8);
+        }
+        self.mem.write(buf, &mask);
+        Reply::Ret(size as i64)
+    }
+
+    pub(super) fn sched_setaffinity(&self, cpu: usize, a: [u64; 6]) -> Reply {
+        let (pid, len, buf) = (a[0] as i32, a[1] as usize, a[2]);
+        let Some(id) = self.vcpu_of(pid, cpu) else {
+            return self.foreign(libc::SYS_sched_setaffinity, a, len.min(1 << 16));
+        };
+        let len = len.min(1 << 16);
+        if !self.mem.in_app(buf, len as u64) {
+            return err(libc::EFAULT);
+        }
+        let mut bytes = vec![0u8; len];
+        self.mem.read(buf, &mut bytes);
+        let wanted: Vec<usize> = self
+            .cpus
+            .iter()
+            .copied()
+            .filter(|&c| bytes.get(c / 8).is_some_and(|b| b & (1 << (c % 8)) != 0))
+            .collect();
+        if wanted.is_empty() {
+            // Linux: no CPU of the mask is allowed.
+            return err(libc::EINVAL);
+        }
+        let host_tid = {
+            let mut t = lock(&self.threads);
+            let Some(t) = t.get_mut(id) else {
+                return err(libc::ESRCH);
+            };
+            t.affinity = (wanted != self.cpus).then(|| wanted.clone());
+            t.host_tid
+        };
+        if self.pin && host_tid != 0 {
+            let target = if wanted == self.cpus {
+                self.home_cpu(id).map_or(wanted, |c| vec![c])
+            } else {
+                wanted
+            };
+            if let Err(e) = sys::pin_thread(host_tid, &target) {
+                return Reply::Ret(-(e.raw_os_error().unwrap_or(libc::EINVAL) as i64));
+            }
+        }
+        Reply::Ret(0)
+    }
+
+    /// getcpu: the thread's home CPU, or the first CPU of the mask it asked for (the LWK does not
+    /// track where Linux last ran a vCPU with several allowed CPUs); node 0.
+    pub(super) fn getcpu(&self, cpu: usize, a: [u64; 6]) -> Reply {
+        let chosen = lock(&self.threads)
+            .get(cpu)
+            .and_then(|t| t.affinity.as_ref().and_then(|v| v.first().copied()))
+            .or_else(|| self.home_cpu(cpu))
+            .unwrap_or(0);
+        for (ptr, value) in [(a[0], chosen as u32), (a[1], 0u32)] {
+            if ptr == 0 {
+                continue;
+            }
+            if !self.mem.in_app(ptr, 4) {
+                return err(libc::EFAULT);
+            }
+            self.mem.write(ptr, &value.to_le_bytes());
+        }
+        Reply::Ret(0)
+    }
+
+    /// An affinity call about another process: performed as asked, its buffer checked first.
+    fn foreign(&self, nr: i64, a: [u64; 6], len: usize) -> Reply {
+        if !self.mem.in_app(a[2], len as u64) {
+            return err(libc::EFAULT);
+        }
+        Reply::Ret(sys::raw_syscall(nr as u64, a))
+    }
+}
