@@ -12,16 +12,22 @@
 //!  ----------                       ------------------------------------------------------
 //!  nr, args, rip, rflags := …
 //!  state := REQUEST  ─────────────▶ CAS state REQUEST → CLAIMED
-//!  spin while state ∉ {DONE, EXIT}   serve the call, ret := result
-//!       ◀─────────────────────────── state := DONE        (or EXIT: "ring the doorbell")
-//!  on EXIT or spin budget spent:
+//!  spin while state ∉ {DONE, EXIT…}  serve the call, ret := result
+//!       ◀─────────────────────────── state := DONE        (or EXIT: "ring the doorbell",
+//!                                                          or SIGNAL: "ret is ready, but a
+//!                                                          signal handler runs first")
+//!  on EXIT, SIGNAL or spin budget spent:
 //!    write DOORBELL (MMIO exit) ────▶ the vCPU thread serves the call itself, state := DONE
+//!                                     (SIGNAL: it completes the call in the vCPU's registers,
+//!                                     state := IDLE, and enters the guest's handler)
 //!  rax := ret, state := IDLE, jmp rcx
 //! ```
+//!
+//! Version 2 added `SIGNAL` (the stub rings the doorbell for every state ≥ `EXIT`).
 #![no_std]
 
 /// Version of this ABI; bump on any change of [`Slot`] or of the state values.
-pub const ABI_VERSION: u32 = 1;
+pub const ABI_VERSION: u32 = 2;
 
 /// Slot states.
 pub mod state {
@@ -35,6 +41,9 @@ pub mod state {
     pub const DONE: u32 = 3;
     /// The proxy cannot serve this call (it needs the vCPU): the guest must ring the doorbell.
     pub const EXIT: u32 = 4;
+    /// `ret` holds the result, and a signal is to be delivered on the way back: the guest must
+    /// ring the doorbell (the vCPU thread then completes the call and enters the handler).
+    pub const SIGNAL: u32 = 5;
 }
 
 /// One per vCPU: the request and its reply. Cache line 0 is written by the guest, line 1 mostly

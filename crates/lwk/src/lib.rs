@@ -9,8 +9,10 @@
 //! pointers need no translation. See docs/LWK.md.
 
 pub mod bench;
+pub mod deliver;
 pub mod elf;
 pub mod fc;
+pub mod hostsig;
 pub mod machine;
 pub mod memory;
 pub mod mm;

@@ -28,6 +28,7 @@ enum End {
 }
 
 struct VcpuThread {
+    id: u64,
     pthread: libc::pthread_t,
     done: Arc<AtomicBool>,
     handle: Option<JoinHandle<()>>,
@@ -50,6 +51,8 @@ pub struct Machine {
     nslots: Arc<AtomicUsize>,
     /// Unparks the proxy after a doorbell.
     waker: std::sync::OnceLock<proxy::Waker>,
+    /// The thread running vCPU 0 (the caller of `drive`), for kicks.
+    main_thread: std::sync::OnceLock<libc::pthread_t>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -116,7 +119,11 @@ pub fn drive(
         doorbells: AtomicU64::new(0),
         nslots: Arc::new(AtomicUsize::new(1)),
         waker: std::sync::OnceLock::new(),
+        main_thread: std::sync::OnceLock::new(),
     });
+    // SAFETY: pthread_self has no preconditions.
+    let _ = m.main_thread.set(unsafe { libc::pthread_self() });
+    let pump = m.start_signal_pump();
     let saved_affinity = crate::sys::affinity();
     let proxy = match cfg.backend {
         Backend::Ring { proxy_cpu } => Some(Proxy::start(
@@ -140,6 +147,10 @@ pub fn drive(
         m.wait_threads(None);
     }
     m.stop_all();
+    if let Some((fd, h)) = pump {
+        crate::hostsig::poke(fd);
+        let _ = h.join();
+    }
     drop(proxy);
     if let Some(a) = &saved_affinity {
         crate::sys::set_affinity(a);
@@ -197,7 +208,12 @@ impl Machine {
                         symbol: self.symbols.lookup(rip),
                     });
                 }
-                Err(e) if e.errno() == libc::EINTR || e.errno() == libc::EAGAIN => {}
+                Err(e) if e.errno() == libc::EINTR || e.errno() == libc::EAGAIN => {
+                    if crate::deliver::on_kick(&self.kernel, id, vcpu) {
+                        self.exiting.store(true, Ordering::Release);
+                        return End::Process;
+                    }
+                }
                 Err(e) => return self.fail(LwkError::Run(e)),
             }
         }
@@ -210,7 +226,7 @@ impl Machine {
     }
 
     /// Serves vCPU `id`'s slot after a doorbell exit; Some when the loop must end.
-    fn serve_doorbell(self: &Arc<Self>, id: u64, vcpu: &VcpuFd) -> Option<End> {
+    fn serve_doorbell(self: &Arc<Self>, id: u64, vcpu: &mut VcpuFd) -> Option<End> {
         let slot = stub::slot_addr(id);
         let st = proxy::state_of(&self.kernel, slot);
         let mut waited = 0u32;
@@ -230,6 +246,17 @@ impl Machine {
                     }
                 }
                 state::EXIT => st.store(state::CLAIMED, Ordering::Release),
+                state::SIGNAL => {
+                    // The proxy served the call; a signal handler runs before it returns.
+                    let ret = self
+                        .kernel
+                        .mem
+                        .read_u64(slot + multios_lwk_abi::offset::RET as u64)
+                        as i64;
+                    st.store(state::CLAIMED, Ordering::Release);
+                    return crate::deliver::complete_call(&self.kernel, id, vcpu, ret)
+                        .then_some(End::Process);
+                }
                 state::CLAIMED => {
                     // The proxy is serving it (maybe a blocking call): wait without burning the CPU.
                     if self.exiting.load(Ordering::Acquire) {
@@ -247,14 +274,24 @@ impl Machine {
                 _ => return None,
             }
             let (nr, a) = proxy::request(&self.kernel, slot);
+            if nr == libc::SYS_rt_sigreturn as u64 {
+                crate::deliver::settle(vcpu);
+            }
             let reply = self.kernel.serve(Ctx::Vcpu(vcpu), id as usize, nr, a);
             if self.exiting.load(Ordering::Acquire) && reply != Reply::Stop {
                 return Some(End::Kicked);
             }
             return match reply {
+                Reply::Ret(r) if self.kernel.deliverable(id as usize) => {
+                    crate::deliver::complete_call(&self.kernel, id, vcpu, r).then_some(End::Process)
+                }
                 Reply::Ret(r) => {
                     proxy::reply(&self.kernel, slot, r);
                     None
+                }
+                Reply::Resumed => {
+                    st.store(state::IDLE, Ordering::Release);
+                    crate::deliver::after_sigreturn(&self.kernel, id, vcpu).then_some(End::Process)
                 }
                 Reply::NeedVcpu => {
                     proxy::reply(&self.kernel, slot, crate::syscall::ENOSYS);
@@ -313,7 +350,9 @@ impl Machine {
                 return -(libc::EAGAIN as i64);
             }
         };
-        let tid = self.kernel.add_thread(id as usize, req.clear_child_tid);
+        let tid = self
+            .kernel
+            .add_thread(id as usize, parent_id as usize, req.clear_child_tid);
         if let Some(p) = req.parent_tid {
             self.mem.write(p, &(tid as u32).to_le_bytes());
         }
@@ -341,6 +380,7 @@ impl Machine {
         match (handle, rx.recv()) {
             (Ok(h), Ok(pthread)) => {
                 lock(&self.threads).push(VcpuThread {
+                    id,
                     pthread,
                     done,
                     handle: Some(h),
@@ -349,6 +389,61 @@ impl Machine {
             }
             _ => -(libc::EAGAIN as i64),
         }
+    }
+
+    /// Kicks vCPU `id`'s thread out of KVM_RUN.
+    fn kick_vcpu(&self, id: u64) {
+        if id == 0 {
+            if let Some(&t) = self.main_thread.get() {
+                if !self.exiting.load(Ordering::Acquire) {
+                    kick(t);
+                }
+            }
+            return;
+        }
+        if let Some(t) = lock(&self.threads)
+            .iter()
+            .find(|t| t.id == id && !t.done.load(Ordering::Acquire))
+        {
+            kick(t.pthread);
+        }
+    }
+
+    /// Starts the thread that turns signals caught for the guest (`hostsig`) into pending guest
+    /// signals and kicks a vCPU that can take them until one has (every 1 ms for 10 ms, then
+    /// every 10 ms: a vCPU in a long delegated call takes it on the way back).
+    fn start_signal_pump(self: &Arc<Self>) -> Option<(i32, JoinHandle<()>)> {
+        let fd = match crate::hostsig::open_event(crate::FD_FLOOR) {
+            Ok(fd) => fd,
+            Err(e) => {
+                lock(&self.kernel.notes).push(format!(
+                    "no signal pump (eventfd: {e}): signals sent to the VMM do not reach guest handlers"
+                ));
+                return None;
+            }
+        };
+        let m = self.clone();
+        let h = std::thread::Builder::new()
+            .name("lwk-signals".into())
+            .spawn(move || {
+                while crate::hostsig::wait_event(fd) && !m.exiting.load(Ordering::Acquire) {
+                    for (sig, code, pid, uid) in crate::hostsig::take() {
+                        let info = crate::syscall::signal::SigInfo { code, pid, uid };
+                        m.kernel.queue_signal(None, sig, info);
+                    }
+                    let mut kicks = 0u32;
+                    while let Some(id) = m.kernel.signal_target() {
+                        if m.exiting.load(Ordering::Acquire) {
+                            break;
+                        }
+                        m.kick_vcpu(id as u64);
+                        kicks += 1;
+                        std::thread::sleep(Duration::from_millis(if kicks < 10 { 1 } else { 10 }));
+                    }
+                }
+            })
+            .ok()?;
+        Some((fd, h))
     }
 
     fn kick_all(&self) {

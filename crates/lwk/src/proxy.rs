@@ -129,6 +129,11 @@ fn serve_loop(
             }
             let (nr, a) = request(kernel, slot);
             match kernel.serve(Ctx::Proxy, cpu, nr, a) {
+                Reply::Ret(r) if kernel.deliverable(cpu) => {
+                    // A signal handler runs before the call returns: the vCPU thread does it.
+                    kernel.mem.write_u64(slot + offset::RET as u64, r as u64);
+                    st.store(state::SIGNAL, Ordering::Release);
+                }
                 Reply::Ret(r) => reply(kernel, slot, r),
                 _ => st.store(state::EXIT, Ordering::Release),
             }

@@ -168,3 +168,21 @@ pub fn gettid() -> i32 {
     // SAFETY: gettid has no arguments and cannot fail.
     unsafe { libc::gettid() }
 }
+
+/// The real user id of the VMM (the sender's uid of a signal the guest sends itself).
+pub fn uid() -> u32 {
+    // SAFETY: getuid has no arguments and cannot fail.
+    unsafe { libc::getuid() }
+}
+
+/// Bytes of the XSAVE area for the features enabled in XCR0 (CPUID 0xD, sub-leaf 0, EBX): what a
+/// signal frame stores of the FPU/SSE/AVX state.
+pub fn xsave_size() -> usize {
+    let size = std::arch::x86_64::__cpuid_count(0xd, 0).ebx as usize;
+    if size >= 576 {
+        size
+    } else {
+        // Legacy area + XSAVE header: the minimum for any CPU with XSAVE.
+        576
+    }
+}

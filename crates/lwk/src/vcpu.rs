@@ -195,3 +195,11 @@ pub fn create(
     vcpu.set_regs(&regs).map_err(err("KVM_SET_REGS"))?;
     Ok(vcpu)
 }
+
+/// Loads an XSAVE image (from a signal frame) into the vCPU.
+pub fn set_xsave(vcpu: &VcpuFd, xsave: &kvm_bindings::kvm_xsave) -> Result<(), kvm_ioctls::Error> {
+    // SAFETY: `xsave` is a whole kvm_xsave (4096 bytes), obtained from KVM_GET_XSAVE on this vCPU
+    // with at most the first `sys::xsave_size()` bytes replaced; that size comes from CPUID for
+    // the XCR0 features this VMM sets, so the kernel reads nothing beyond the struct.
+    unsafe { vcpu.set_xsave(xsave) }
+}

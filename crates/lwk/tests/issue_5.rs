@@ -473,3 +473,59 @@ fn issue_5_partition_cpus_are_what_the_guest_and_openmp_see() {
         String::from_utf8_lossy(&one.stderr)
     );
 }
+
+#[test]
+fn issue_5_signal_handlers_run_in_the_guest_like_native() {
+    require_kvm();
+    // raise with SA_SIGINFO, blocked then unblocked, a timer interrupting a compute loop,
+    // siglongjmp, SIGPIPE caught, pthread_kill to a computing thread: dynamic and static.
+    let out = assert_same(&build_c_with("signals", &["-pthread"]), &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "raise: sig 10 code SI_TKILL fpu kept",
+        "blocked: delivered while blocked 0, pending 1, after unblock 10",
+        "timer: 1 alarms interrupted a compute loop",
+        "siglongjmp: back with 15, SIGTERM blocked after 0",
+        "sigpipe: write -1 EPIPE, handler 13",
+        "pthread_kill: worker interrupted 1",
+    ] {
+        assert!(text.contains(line), "missing {line:?} in\n{text}");
+    }
+    assert_same(&build_c_with("signals", &["-static", "-pthread"]), &[]);
+    let exit_backend = lwk_env(
+        &build_c_with("signals", &["-pthread"]),
+        &[],
+        &[("LWK_BACKEND", "exit")],
+    );
+    assert_eq!(exit_backend.stdout, out.stdout, "exit backend");
+}
+
+#[test]
+fn issue_5_signal_sent_to_the_vmm_reaches_the_guest_handler() {
+    use std::io::{BufRead, BufReader};
+    require_kvm();
+    let prog = build_c_with("signals", &["-pthread"]);
+    let mut child = Command::new(RUNNER)
+        .arg(&prog)
+        .arg("wait")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("starting lwk-run");
+    let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.expect("reading the guest's output");
+        let ready = line == "ready";
+        seen.push(line);
+        if ready {
+            break;
+        }
+    }
+    assert_eq!(seen.last().map(String::as_str), Some("ready"), "output: {seen:?}");
+    // SAFETY: kill with a valid pid and signal has no memory effects.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGHUP) }, 0);
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().expect("waiting for lwk-run");
+    assert!(status.success(), "status {status:?}, output {rest:?}");
+    assert_eq!(rest, ["outside: got 1"]);
+}

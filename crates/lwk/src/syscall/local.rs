@@ -16,11 +16,6 @@ fn err(e: i32) -> Reply {
     Reply::Ret(-(e as i64))
 }
 
-/// Signals whose default action is to ignore them.
-fn default_ignored(sig: u64) -> bool {
-    matches!(sig as i32, SIGCHLD | SIGURG | SIGWINCH | SIGCONT)
-}
-
 impl Kernel {
     pub(super) fn local(&self, ctx: Ctx<'_>, cpu: usize, nr: u64, a: [u64; 6]) -> Reply {
         match nr as i64 {
@@ -115,28 +110,12 @@ impl Kernel {
                 Ctx::Vcpu(_) => self.exit(cpu, nr as i64 == SYS_exit_group, a[0] as i32 & 0xff),
             },
             SYS_rt_sigaction => self.sigaction(a),
-            SYS_rt_sigprocmask => {
-                if a[3] != 8 {
-                    return err(EINVAL);
-                }
-                if (a[2] != 0 && !self.mem.in_app(a[2], 8)) || (a[1] != 0 && !self.mem.in_app(a[1], 8)) {
-                    return err(EFAULT);
-                }
-                let mut mask = lock(&self.sigmask);
-                if a[2] != 0 {
-                    self.mem.write_u64(a[2], *mask);
-                }
-                if a[1] != 0 {
-                    let set = self.mem.read_u64(a[1]);
-                    match a[0] as i32 {
-                        SIG_BLOCK => *mask |= set,
-                        SIG_UNBLOCK => *mask &= !set,
-                        SIG_SETMASK => *mask = set,
-                        _ => return err(EINVAL),
-                    }
-                }
-                Reply::Ret(0)
-            }
+            SYS_rt_sigprocmask => self.sigprocmask(cpu, a),
+            SYS_rt_sigpending => self.sigpending(cpu, a),
+            SYS_rt_sigsuspend | SYS_pause => match ctx {
+                Ctx::Proxy => Reply::NeedVcpu,
+                Ctx::Vcpu(_) => self.sigsuspend(cpu, nr, a),
+            },
             SYS_sigaltstack => {
                 if a[1] != 0 {
                     if !self.mem.in_app(a[1], 24) {
@@ -148,7 +127,7 @@ impl Kernel {
                 }
                 Reply::Ret(0)
             }
-            SYS_kill | SYS_tkill | SYS_tgkill => self.kill(ctx, nr, a),
+            SYS_kill | SYS_tkill | SYS_tgkill => self.kill(ctx, cpu, nr, a),
             SYS_prctl => match a[0] as i32 {
                 PR_SET_NAME | PR_GET_NAME => Reply::Ret(0),
                 _ => err(EINVAL),
@@ -161,7 +140,15 @@ impl Kernel {
                 nr,
                 "processes (fork/exec/wait) are outside the LWK's scope (one process per VM)",
             ),
-            SYS_rt_sigreturn => self.refuse(nr, "signal delivery to handlers is not implemented"),
+            SYS_rt_sigreturn => match ctx {
+                Ctx::Proxy => Reply::NeedVcpu,
+                Ctx::Vcpu(v) => {
+                    let rsp = self
+                        .mem
+                        .read_u64(crate::stub::slot_addr(cpu as u64) + multios_lwk_abi::offset::RSP as u64);
+                    self.sigreturn(cpu, v, rsp)
+                }
+            },
             _ => self.refuse(nr, "no local handler"),
         }
     }
@@ -286,31 +273,6 @@ impl Kernel {
         }
     }
 
-    fn sigaction(&self, a: [u64; 6]) -> Reply {
-        let sig = a[0];
-        if sig == 0 || sig > 64 || a[3] != 8 {
-            return err(EINVAL);
-        }
-        if (a[1] != 0 && !self.mem.in_app(a[1], 32)) || (a[2] != 0 && !self.mem.in_app(a[2], 32)) {
-            return err(EFAULT);
-        }
-        let mut acts = lock(&self.sigactions);
-        let slot = &mut acts[sig as usize];
-        if a[2] != 0 {
-            let mut b = [0u8; 32];
-            for (k, w) in slot.raw.iter().enumerate() {
-                b[8 * k..8 * k + 8].copy_from_slice(&w.to_le_bytes());
-            }
-            self.mem.write(a[2], &b);
-        }
-        if a[1] != 0 {
-            for k in 0..4 {
-                slot.raw[k] = self.mem.read_u64(a[1] + 8 * k as u64);
-            }
-        }
-        Reply::Ret(0)
-    }
-
     /// exit (one thread) or exit_group (the process).
     fn exit(&self, cpu: usize, group: bool, code: i32) -> Reply {
         let (ctid, last) = {
@@ -367,40 +329,5 @@ impl Kernel {
             child_tid: ptr(CLONE_CHILD_SETTID, ctid),
             clear_child_tid: ptr(CLONE_CHILD_CLEARTID, ctid),
         })
-    }
-
-    fn kill(&self, ctx: Ctx<'_>, nr: u64, a: [u64; 6]) -> Reply {
-        let (target, sig) = match nr as i64 {
-            SYS_kill => (a[0] as i32, a[1]),
-            SYS_tkill => (a[0] as i32, a[1]),
-            _ => (a[1] as i32, a[2]),
-        };
-        let to_self = target == self.pid || (nr as i64 == SYS_kill && target == 0) || self.is_own_tid(target);
-        if !to_self {
-            if target <= 0 {
-                return err(EPERM);
-            }
-            return Reply::Ret(sys::raw_syscall(nr, a));
-        }
-        if sig == 0 {
-            return Reply::Ret(0);
-        }
-        if sig > 64 {
-            return err(EINVAL);
-        }
-        let handler = lock(&self.sigactions)[sig as usize].raw[0];
-        if handler == SIG_IGN as u64 || (handler == SIG_DFL as u64 && default_ignored(sig)) {
-            return Reply::Ret(0);
-        }
-        if handler != SIG_DFL as u64 {
-            return self.refuse(nr, "delivering a signal to a guest handler is not implemented");
-        }
-        match ctx {
-            Ctx::Proxy => Reply::NeedVcpu,
-            Ctx::Vcpu(_) => {
-                lock(&self.exit).get_or_insert(ExitStatus::Signal(sig as i32));
-                Reply::Stop
-            }
-        }
     }
 }

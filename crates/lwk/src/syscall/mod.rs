@@ -7,6 +7,7 @@ mod delegate;
 pub mod layout;
 mod local;
 pub mod policy;
+pub mod signal;
 
 use crate::memory::GuestMemory;
 use crate::mm::Mm;
@@ -32,6 +33,9 @@ pub enum Reply {
     ThreadExit,
     /// Create a thread (only the vCPU thread can: it needs the parent's registers).
     Clone(CloneReq),
+    /// The vCPU's registers were set to where the guest continues (rt_sigreturn): no return
+    /// value; the slot goes back to IDLE.
+    Resumed,
 }
 
 /// A clone of a thread, decoded from clone or clone3.
@@ -56,6 +60,12 @@ pub struct ThreadInfo {
     pub host_tid: i32,
     /// The CPUs the guest restricted this thread to with sched_setaffinity (None: the partition).
     pub affinity: Option<Vec<usize>>,
+    /// Blocked signals (bit sig-1).
+    pub sigmask: u64,
+    /// Signals sent to this thread and not yet delivered.
+    pub pending: u64,
+    /// The mask to restore after the next handler (rt_sigsuspend's caller's mask).
+    pub saved_sigmask: Option<u64>,
 }
 
 /// Who is serving the call.
@@ -71,7 +81,7 @@ pub enum ExitStatus {
     Signal(i32),
 }
 
-/// A guest signal disposition (the LWK records them; it does not deliver signals yet).
+/// A guest signal disposition: the kernel's `struct sigaction` (handler, flags, restorer, mask).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SigAction {
     pub raw: [u64; 4],
@@ -87,7 +97,11 @@ pub struct Kernel {
     pub(crate) pid: i32,
     pub(crate) fd_floor: i32,
     pub(crate) sigactions: Mutex<[SigAction; 65]>,
-    pub(crate) sigmask: Mutex<u64>,
+    /// Signals sent to the process and not yet delivered (per-thread ones are in `threads`).
+    pub(crate) sig_pending: Mutex<u64>,
+    pub(crate) sig_info: Mutex<[signal::SigInfo; 65]>,
+    /// False when no signal is pending anywhere: the per-call check is then one load.
+    pub(crate) sig_hint: std::sync::atomic::AtomicBool,
     pub(crate) reported: Mutex<BTreeSet<u64>>,
     pub(crate) exit: Mutex<Option<ExitStatus>>,
     pub(crate) stats: Mutex<Stats>,
@@ -127,7 +141,9 @@ impl Kernel {
             pid: std::process::id() as i32,
             fd_floor,
             sigactions: Mutex::new([SigAction::default(); 65]),
-            sigmask: Mutex::new(0),
+            sig_pending: Mutex::new(0),
+            sig_info: Mutex::new([signal::SigInfo::default(); 65]),
+            sig_hint: std::sync::atomic::AtomicBool::new(false),
             reported: Mutex::new(BTreeSet::new()),
             exit: Mutex::new(None),
             stats: Mutex::new(Stats::default()),
@@ -139,6 +155,9 @@ impl Kernel {
                 alive: true,
                 host_tid: 0,
                 affinity: None,
+                sigmask: 0,
+                pending: 0,
+                saved_sigmask: None,
             }]),
             live_threads: std::sync::atomic::AtomicUsize::new(1),
             thunks: Mutex::new(None),
@@ -163,7 +182,10 @@ impl Kernel {
             self.local(ctx, cpu, nr, a)
         } else {
             let r = self.delegate(nr, a);
-            if r == Reply::Ret(-(libc::EPIPE as i64)) && self.sigpipe_kills(nr, &a) {
+            if r == Reply::Ret(-(libc::EPIPE as i64)) && self.sigpipe_caught(cpu, nr, &a) {
+                // Linux sends the writer SIGPIPE; it has a handler, which runs on the way back.
+                self.queue_signal(Some(cpu), libc::SIGPIPE as u64, self.kernel_info());
+            } else if r == Reply::Ret(-(libc::EPIPE as i64)) && self.sigpipe_kills(cpu, nr, &a) {
                 // Linux would kill the writer with SIGPIPE; the VMM ignores SIGPIPE itself, so
                 // the LWK ends the guest the same way (the vCPU thread repeats the call to stop).
                 match ctx {
@@ -179,7 +201,10 @@ impl Kernel {
         if let Reply::Ret(r) = reply {
             let ns = t0.elapsed().as_nanos() as u64;
             lock(&self.stats).record(nr, ns, r, if local { Served::Local } else { Served::Delegated });
-        } else if matches!(reply, Reply::Stop | Reply::ThreadExit | Reply::Clone(_)) {
+        } else if matches!(
+            reply,
+            Reply::Stop | Reply::ThreadExit | Reply::Clone(_) | Reply::Resumed
+        ) {
             lock(&self.stats).record(nr, 0, 0, Served::Local);
         }
         reply
@@ -204,9 +229,31 @@ impl Kernel {
         self.rewritten.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// siginfo of a signal the kernel (here: the LWK) raises.
+    fn kernel_info(&self) -> signal::SigInfo {
+        signal::SigInfo {
+            code: signal::SI_USER,
+            pid: self.pid,
+            uid: crate::sys::uid(),
+        }
+    }
+
+    /// True when an EPIPE from `nr` raises a SIGPIPE the guest catches.
+    fn sigpipe_caught(&self, cpu: usize, nr: u64, a: &[u64; 6]) -> bool {
+        let h = lock(&self.sigactions)[libc::SIGPIPE as usize].raw[0];
+        h != libc::SIG_DFL as u64 && h != libc::SIG_IGN as u64 && self.sigpipe_raised(cpu, nr, a)
+    }
+
     /// True when an EPIPE from `nr` means death by SIGPIPE (default disposition, not blocked).
+    fn sigpipe_kills(&self, cpu: usize, nr: u64, a: &[u64; 6]) -> bool {
+        lock(&self.sigactions)[libc::SIGPIPE as usize].raw[0] == libc::SIG_DFL as u64
+            && self.sigpipe_raised(cpu, nr, a)
+    }
+
+    /// True when an EPIPE from `nr` comes with SIGPIPE on Linux (a write-like call without
+    /// MSG_NOSIGNAL) and the calling thread does not block it.
     #[allow(non_upper_case_globals)] // libc names the SYS_ constants in lower case
-    fn sigpipe_kills(&self, nr: u64, a: &[u64; 6]) -> bool {
+    fn sigpipe_raised(&self, cpu: usize, nr: u64, a: &[u64; 6]) -> bool {
         use libc::*;
         let writes = [
             SYS_write,
@@ -224,16 +271,15 @@ impl Kernel {
             SYS_sendmsg => a[2] & MSG_NOSIGNAL as u64 != 0,
             _ => false,
         };
-        writes.contains(&(nr as i64))
-            && !nosignal
-            && lock(&self.sigactions)[sig].raw[0] == SIG_DFL as u64
-            && *lock(&self.sigmask) & (1 << (sig - 1)) == 0
+        writes.contains(&(nr as i64)) && !nosignal && self.sigmask_of(cpu) & (1 << (sig - 1)) == 0
     }
 
-    /// Registers vCPU `id` as a new thread and returns its tid.
-    pub fn add_thread(&self, id: usize, clear_child_tid: Option<u64>) -> i32 {
+    /// Registers vCPU `id`, created by vCPU `parent`, as a new thread (it inherits the parent's
+    /// signal mask) and returns its tid.
+    pub fn add_thread(&self, id: usize, parent: usize, clear_child_tid: Option<u64>) -> i32 {
         let tid = self.pid + id as i32;
         let mut t = lock(&self.threads);
+        let sigmask = t.get(parent).map_or(0, |p| p.sigmask);
         if t.len() <= id {
             t.resize(id + 1, ThreadInfo::default());
         }
@@ -243,6 +289,9 @@ impl Kernel {
             alive: true,
             host_tid: 0,
             affinity: None,
+            sigmask,
+            pending: 0,
+            saved_sigmask: None,
         };
         self.live_threads
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel);

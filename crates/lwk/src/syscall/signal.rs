@@ -1,0 +1,525 @@
+//! Signals in the LWK: dispositions, per-thread masks, pending sets, and delivery to the guest's
+//! handlers through a Linux-compatible signal frame.
+//!
+//! Where signals come from: the guest's own kill/tkill/tgkill (raise, abort, pthread_kill), an
+//! EPIPE from a write while SIGPIPE has a handler, and signals sent to the VMM process (alarm,
+//! timers, another process, Ctrl-C) for which the guest installed a handler (`hostsig.rs` catches
+//! them). Where they are delivered: on the vCPU's own thread, at the return of a system call or
+//! when the vCPU was kicked out of KVM_RUN in user code (`machine.rs`).
+//!
+//! The frame is the one Linux builds on x86-64 (`struct rt_sigframe`), so glibc's restorer, a
+//! handler that reads `ucontext_t`, and `siglongjmp` out of a handler all work:
+//!
+//! ```text
+//!   original rsp ──▶ ┌─────────────────────────────┐ high
+//!                    │ red zone (128 bytes)        │
+//!                    ├─────────────────────────────┤
+//!                    │ XSAVE area (64-aligned) +   │ fpstate: the vCPU's FPU/SSE/AVX state,
+//!                    │ FP_XSTATE_MAGIC2            │ restored by rt_sigreturn
+//!                    ├─────────────────────────────┤
+//!                    │ siginfo (128)               │ ◀── rsi
+//!                    │ ucontext (304): flags, link,│ ◀── rdx
+//!                    │   stack, sigcontext (all    │
+//!                    │   registers), sigmask       │
+//!   handler rsp ──▶  │ pretcode = sa_restorer      │ (rsp + 8) % 16 == 0, as after a call
+//!                    └─────────────────────────────┘ low
+//! ```
+//!
+//! Not done: alternate signal stacks (sigaltstack reports none), real-time signals queue at most
+//! one instance each (like the standard ones), synchronous faults (#PF, #UD…) end the guest with a
+//! fault report instead of raising SIGSEGV/SIGILL, and the FPU state is not reset for the handler.
+
+use super::{lock, Ctx, ExitStatus, Kernel, Reply};
+use kvm_bindings::kvm_regs;
+use kvm_ioctls::VcpuFd;
+
+/// sa_flags bits (asm-generic/signal.h, x86).
+const SA_RESTORER: u64 = 0x0400_0000;
+const SA_RESTART: u64 = 0x1000_0000;
+const SA_NODEFER: u64 = 0x4000_0000;
+const SA_RESETHAND: u64 = 0x8000_0000;
+
+/// siginfo codes.
+pub const SI_USER: i32 = 0;
+pub const SI_TKILL: i32 = -6;
+pub const SI_KERNEL: i32 = 0x80;
+
+/// Frame layout (bytes).
+const UC_OFF: u64 = 8;
+const MCONTEXT_OFF: u64 = UC_OFF + 40;
+const SIGMASK_OFF: u64 = MCONTEXT_OFF + 256;
+const INFO_OFF: u64 = SIGMASK_OFF + 8;
+const FRAME_SIZE: u64 = INFO_OFF + 128;
+/// Position in `struct sigcontext` of each kvm_regs field (in u64 words), in Linux's order:
+/// r8–r15, rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip, eflags, segments, err, trapno, oldmask,
+/// cr2, fpstate, reserved.
+const SC_RIP: u64 = 16;
+const SC_EFLAGS: u64 = 17;
+const SC_SEGS: u64 = 18;
+const SC_OLDMASK: u64 = 21;
+const SC_FPSTATE: u64 = 23;
+const UC_FLAGS: u64 = 0x1 | 0x2 | 0x4; // UC_FP_XSTATE | UC_SIGCONTEXT_SS | UC_STRICT_RESTORE_SS
+const FP_XSTATE_MAGIC1: u32 = 0x4650_5853;
+const FP_XSTATE_MAGIC2: u32 = 0x4650_5845;
+/// Flags a handler may change through its ucontext (Linux's FIX_EFLAGS).
+const FIX_EFLAGS: u64 = 0x40DD5;
+/// DF, TF and RF are cleared for the handler.
+const HANDLER_CLEARS: u64 = 0x400 | 0x100 | 0x10000;
+/// SIGKILL and SIGSTOP can be neither blocked nor caught.
+const UNBLOCKABLE: u64 = (1 << (libc::SIGKILL - 1)) | (1 << (libc::SIGSTOP - 1));
+
+/// Who sent a pending signal.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SigInfo {
+    pub code: i32,
+    pub pid: i32,
+    pub uid: u32,
+}
+
+fn bit(sig: u64) -> u64 {
+    1u64 << (sig - 1)
+}
+
+/// Signals whose default action is to ignore them (or to stop/continue, which one process in a
+/// VM cannot do meaningfully).
+pub fn default_ignored(sig: u64) -> bool {
+    matches!(
+        sig as i32,
+        libc::SIGCHLD
+            | libc::SIGURG
+            | libc::SIGWINCH
+            | libc::SIGCONT
+            | libc::SIGTSTP
+            | libc::SIGTTIN
+            | libc::SIGTTOU
+    )
+}
+
+/// The general registers in `struct sigcontext` order.
+fn sc_regs(r: &kvm_regs) -> [u64; 16] {
+    [
+        r.r8, r.r9, r.r10, r.r11, r.r12, r.r13, r.r14, r.r15, r.rdi, r.rsi, r.rbp, r.rbx, r.rdx, r.rax,
+        r.rcx, r.rsp,
+    ]
+}
+
+fn set_sc_regs(r: &mut kvm_regs, v: &[u64; 16]) {
+    [
+        r.r8, r.r9, r.r10, r.r11, r.r12, r.r13, r.r14, r.r15, r.rdi, r.rsi, r.rbp, r.rbx, r.rdx, r.rax,
+        r.rcx, r.rsp,
+    ] = *v;
+}
+
+/// What happened when the LWK looked for a signal to deliver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// Nothing deliverable (or only ignored signals).
+    None,
+    /// The vCPU's registers now enter a handler.
+    Entered,
+    /// A signal's default action ends the process.
+    Stop,
+}
+
+impl Kernel {
+    pub(super) fn sigaction(&self, a: [u64; 6]) -> Reply {
+        let sig = a[0];
+        if sig == 0 || sig > 64 || a[3] != 8 {
+            return Reply::Ret(-(libc::EINVAL as i64));
+        }
+        if a[1] != 0 && (sig == libc::SIGKILL as u64 || sig == libc::SIGSTOP as u64) {
+            return Reply::Ret(-(libc::EINVAL as i64));
+        }
+        if (a[1] != 0 && !self.mem.in_app(a[1], 32)) || (a[2] != 0 && !self.mem.in_app(a[2], 32)) {
+            return Reply::Ret(-(libc::EFAULT as i64));
+        }
+        let mut acts = lock(&self.sigactions);
+        let slot = &mut acts[sig as usize];
+        if a[2] != 0 {
+            let mut b = [0u8; 32];
+            for (k, w) in slot.raw.iter().enumerate() {
+                b[8 * k..8 * k + 8].copy_from_slice(&w.to_le_bytes());
+            }
+            self.mem.write(a[2], &b);
+        }
+        if a[1] != 0 {
+            for k in 0..4 {
+                slot.raw[k] = self.mem.read_u64(a[1] + 8 * k as u64);
+            }
+            // Signals sent to the VMM process reach the guest only when it has a handler.
+            crate::hostsig::follow(sig as i32, slot.raw[0], slot.raw[1] & SA_RESTART != 0);
+        }
+        Reply::Ret(0)
+    }
+
+    pub(super) fn sigprocmask(&self, cpu: usize, a: [u64; 6]) -> Reply {
+        if a[3] != 8 {
+            return Reply::Ret(-(libc::EINVAL as i64));
+        }
+        if (a[2] != 0 && !self.mem.in_app(a[2], 8)) || (a[1] != 0 && !self.mem.in_app(a[1], 8)) {
+            return Reply::Ret(-(libc::EFAULT as i64));
+        }
+        let mut threads = lock(&self.threads);
+        let Some(t) = threads.get_mut(cpu) else {
+            return Reply::Ret(-(libc::ESRCH as i64));
+        };
+        if a[2] != 0 {
+            self.mem.write_u64(a[2], t.sigmask);
+        }
+        if a[1] != 0 {
+            let set = self.mem.read_u64(a[1]);
+            t.sigmask = match a[0] as i32 {
+                libc::SIG_BLOCK => t.sigmask | set,
+                libc::SIG_UNBLOCK => t.sigmask & !set,
+                libc::SIG_SETMASK => set,
+                _ => return Reply::Ret(-(libc::EINVAL as i64)),
+            } & !UNBLOCKABLE;
+        }
+        Reply::Ret(0)
+    }
+
+    /// rt_sigpending: the pending signals of the thread and the process.
+    pub(super) fn sigpending(&self, cpu: usize, a: [u64; 6]) -> Reply {
+        if a[1] != 8 {
+            return Reply::Ret(-(libc::EINVAL as i64));
+        }
+        if !self.mem.in_app(a[0], 8) {
+            return Reply::Ret(-(libc::EFAULT as i64));
+        }
+        let process = *lock(&self.sig_pending);
+        let own = lock(&self.threads).get(cpu).map_or(0, |t| t.pending);
+        self.mem.write_u64(a[0], own | process);
+        Reply::Ret(0)
+    }
+
+    /// rt_sigsuspend and pause, on the vCPU thread: (with the mask given) wait until a signal is
+    /// deliverable, then return EINTR; the handler runs on the way back and the caller's mask is
+    /// restored after it.
+    pub(super) fn sigsuspend(&self, cpu: usize, nr: u64, a: [u64; 6]) -> Reply {
+        if nr == libc::SYS_rt_sigsuspend as u64 {
+            if a[1] != 8 {
+                return Reply::Ret(-(libc::EINVAL as i64));
+            }
+            if !self.mem.in_app(a[0], 8) {
+                return Reply::Ret(-(libc::EFAULT as i64));
+            }
+            let mask = self.mem.read_u64(a[0]) & !UNBLOCKABLE;
+            if let Some(t) = lock(&self.threads).get_mut(cpu) {
+                t.saved_sigmask = Some(t.sigmask);
+                t.sigmask = mask;
+            }
+        }
+        while !self.deliverable(cpu) && lock(&self.exit).is_none() {
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+        Reply::Ret(-(libc::EINTR as i64))
+    }
+
+    /// The calling thread's blocked signals.
+    pub(crate) fn sigmask_of(&self, cpu: usize) -> u64 {
+        lock(&self.threads).get(cpu).map_or(0, |t| t.sigmask)
+    }
+
+    /// kill, tkill, tgkill.
+    pub(super) fn kill(&self, ctx: Ctx<'_>, cpu: usize, nr: u64, a: [u64; 6]) -> Reply {
+        let (target, sig) = match nr as i64 {
+            libc::SYS_kill | libc::SYS_tkill => (a[0] as i32, a[1]),
+            _ => (a[1] as i32, a[2]),
+        };
+        let process = nr as i64 == libc::SYS_kill;
+        let to_self = if process {
+            target == self.pid || target == 0
+        } else {
+            (nr as i64 == libc::SYS_tkill || a[0] as i32 == self.pid) && self.is_own_tid(target)
+        };
+        if !to_self {
+            if target <= 0 && process {
+                return Reply::Ret(-(libc::EPERM as i64));
+            }
+            return Reply::Ret(crate::sys::raw_syscall(nr, a));
+        }
+        if sig == 0 {
+            return Reply::Ret(0);
+        }
+        if sig > 64 {
+            return Reply::Ret(-(libc::EINVAL as i64));
+        }
+        if sig == libc::SIGKILL as u64 {
+            // Not catchable: the process ends at once.
+            return match ctx {
+                Ctx::Proxy => Reply::NeedVcpu,
+                Ctx::Vcpu(_) => {
+                    lock(&self.exit).get_or_insert(ExitStatus::Signal(sig as i32));
+                    Reply::Stop
+                }
+            };
+        }
+        let info = SigInfo {
+            code: if process { SI_USER } else { SI_TKILL },
+            pid: self.pid,
+            uid: crate::sys::uid(),
+        };
+        let thread = if process {
+            None
+        } else {
+            lock(&self.threads)
+                .iter()
+                .position(|t| t.alive && t.tid == target)
+        };
+        self.queue_signal(thread.or((!process).then_some(cpu)), sig, info);
+        if !self.deliverable(cpu) {
+            // Another thread must take it: the signal pump kicks it.
+            crate::hostsig::nudge();
+        }
+        Reply::Ret(0)
+    }
+
+    /// Makes `sig` pending for vCPU `thread`, or for the process when None.
+    pub fn queue_signal(&self, thread: Option<usize>, sig: u64, info: SigInfo) {
+        if sig == 0 || sig > 64 {
+            return;
+        }
+        lock(&self.sig_info)[sig as usize] = info;
+        match thread {
+            Some(id) => {
+                if let Some(t) = lock(&self.threads).get_mut(id) {
+                    t.pending |= bit(sig);
+                }
+            }
+            None => *lock(&self.sig_pending) |= bit(sig),
+        }
+        // After the pending bit: take_signal clears the hint only under the locks, when it sees
+        // nothing pending, so a signal queued concurrently keeps it set.
+        self.sig_hint.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// True when vCPU `cpu` has a pending signal it does not block.
+    pub fn deliverable(&self, cpu: usize) -> bool {
+        if !self.sig_hint.load(std::sync::atomic::Ordering::Acquire) {
+            return false;
+        }
+        let process = *lock(&self.sig_pending);
+        lock(&self.threads)
+            .get(cpu)
+            .is_some_and(|t| t.alive && (t.pending | process) & !t.sigmask != 0)
+    }
+
+    /// The vCPU that should take a process-directed signal now: the first live thread that does
+    /// not block one of the pending signals.
+    pub fn signal_target(&self) -> Option<usize> {
+        let process = *lock(&self.sig_pending);
+        lock(&self.threads)
+            .iter()
+            .position(|t| t.alive && (t.pending | process) & !t.sigmask != 0)
+    }
+
+    /// Dequeues the lowest unblocked pending signal of vCPU `cpu` (thread-directed first).
+    fn take_signal(&self, cpu: usize) -> Option<(u64, SigInfo)> {
+        let mut threads = lock(&self.threads);
+        let t = threads.get_mut(cpu)?;
+        let mut process = lock(&self.sig_pending);
+        let (set, own) = if t.pending & !t.sigmask != 0 {
+            (t.pending & !t.sigmask, true)
+        } else if *process & !t.sigmask != 0 {
+            (*process & !t.sigmask, false)
+        } else {
+            return None;
+        };
+        let sig = set.trailing_zeros() as u64 + 1;
+        if own {
+            t.pending &= !bit(sig);
+        } else {
+            *process &= !bit(sig);
+        }
+        if *process == 0 && t.pending == 0 {
+            let others = threads.iter().any(|o| o.pending != 0);
+            if !others {
+                self.sig_hint.store(false, std::sync::atomic::Ordering::Release);
+            }
+        }
+        Some((sig, lock(&self.sig_info)[sig as usize]))
+    }
+
+    /// Delivers the next deliverable signal of vCPU `cpu`, whose user-mode registers are `regs`
+    /// (a system call already completed in them): pushes a signal frame and points the vCPU at the
+    /// handler, ends the process for a fatal default action, or drops ignored signals.
+    pub fn deliver(&self, cpu: usize, vcpu: &VcpuFd, regs: &kvm_regs) -> Delivery {
+        while let Some((sig, info)) = self.take_signal(cpu) {
+            let act = lock(&self.sigactions)[sig as usize];
+            let handler = act.raw[0];
+            if handler == libc::SIG_IGN as u64 || (handler == libc::SIG_DFL as u64 && default_ignored(sig)) {
+                continue;
+            }
+            if handler == libc::SIG_DFL as u64 {
+                lock(&self.exit).get_or_insert(ExitStatus::Signal(sig as i32));
+                return Delivery::Stop;
+            }
+            return match self.push_frame(cpu, vcpu, regs, sig, info, act.raw) {
+                Ok(()) => Delivery::Entered,
+                Err(why) => {
+                    self.note(format!(
+                        "signal {sig}: cannot enter the guest's handler ({why}); the process ends with SIGSEGV"
+                    ));
+                    lock(&self.exit).get_or_insert(ExitStatus::Signal(libc::SIGSEGV));
+                    Delivery::Stop
+                }
+            };
+        }
+        Delivery::None
+    }
+
+    fn note(&self, msg: String) {
+        if !self.quiet {
+            eprintln!("multios lwk: {msg}");
+        }
+        lock(&self.notes).push(msg);
+    }
+
+    fn push_frame(
+        &self,
+        cpu: usize,
+        vcpu: &VcpuFd,
+        regs: &kvm_regs,
+        sig: u64,
+        info: SigInfo,
+        act: [u64; 4],
+    ) -> Result<(), String> {
+        let [handler, flags, restorer, mask] = act;
+        if flags & SA_RESTORER == 0 || restorer == 0 {
+            return Err("the handler has no SA_RESTORER (glibc and musl always set one)".into());
+        }
+        let xsave = vcpu.get_xsave().map_err(|e| format!("KVM_GET_XSAVE: {e}"))?;
+        let xbytes: Vec<u8> = xsave.region.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let xlen = crate::sys::xsave_size().min(xbytes.len());
+        let mut fp = xbytes[..xlen].to_vec();
+        // The software-reserved bytes of the FXSAVE area tell sigreturn (and glibc) the layout.
+        fp[464..468].copy_from_slice(&FP_XSTATE_MAGIC1.to_le_bytes());
+        fp[468..472].copy_from_slice(&(xlen as u32 + 4).to_le_bytes());
+        fp[472..480].copy_from_slice(&crate::sys::xcr0().to_le_bytes());
+        fp[480..484].copy_from_slice(&(xlen as u32).to_le_bytes());
+        fp.extend_from_slice(&FP_XSTATE_MAGIC2.to_le_bytes());
+
+        let fp_addr = (regs.rsp.wrapping_sub(128).wrapping_sub(fp.len() as u64)) & !63;
+        let frame = ((fp_addr.wrapping_sub(FRAME_SIZE)) & !15).wrapping_sub(8);
+        if !self.mem.in_app(frame, regs.rsp.wrapping_sub(frame)) {
+            return Err(format!(
+                "the stack at {:#x} has no room for a signal frame",
+                regs.rsp
+            ));
+        }
+        let oldmask = {
+            let mut t = lock(&self.threads);
+            let t = t.get_mut(cpu);
+            t.map_or(0, |t| t.saved_sigmask.take().unwrap_or(t.sigmask))
+        };
+        let mut f = vec![0u8; FRAME_SIZE as usize];
+        let put = |f: &mut Vec<u8>, off: u64, v: u64| {
+            f[off as usize..off as usize + 8].copy_from_slice(&v.to_le_bytes())
+        };
+        put(&mut f, 0, restorer);
+        put(&mut f, UC_OFF, UC_FLAGS);
+        put(&mut f, UC_OFF + 16, 0); // uc_stack.ss_sp
+        put(&mut f, UC_OFF + 24, libc::SS_DISABLE as u64);
+        for (k, v) in sc_regs(regs).iter().enumerate() {
+            put(&mut f, MCONTEXT_OFF + 8 * k as u64, *v);
+        }
+        put(&mut f, MCONTEXT_OFF + 8 * SC_RIP, regs.rip);
+        put(&mut f, MCONTEXT_OFF + 8 * SC_EFLAGS, regs.rflags);
+        // cs, gs, fs, ss as four u16.
+        let segs = u64::from(crate::stub::sel::USER_CS) | (u64::from(crate::stub::sel::USER_DS) << 48);
+        put(&mut f, MCONTEXT_OFF + 8 * SC_SEGS, segs);
+        put(&mut f, MCONTEXT_OFF + 8 * SC_OLDMASK, oldmask);
+        put(&mut f, MCONTEXT_OFF + 8 * SC_FPSTATE, fp_addr);
+        put(&mut f, SIGMASK_OFF, oldmask);
+        f[INFO_OFF as usize..][..4].copy_from_slice(&(sig as i32).to_le_bytes());
+        f[INFO_OFF as usize + 8..][..4].copy_from_slice(&info.code.to_le_bytes());
+        f[INFO_OFF as usize + 16..][..4].copy_from_slice(&info.pid.to_le_bytes());
+        f[INFO_OFF as usize + 20..][..4].copy_from_slice(&info.uid.to_le_bytes());
+        self.mem.write(fp_addr, &fp);
+        self.mem.write(frame, &f);
+
+        let mut new = *regs;
+        new.rip = handler;
+        new.rsp = frame;
+        new.rdi = sig;
+        new.rsi = frame + INFO_OFF;
+        new.rdx = frame + UC_OFF;
+        new.rax = 0;
+        new.rflags &= !HANDLER_CLEARS;
+        vcpu.set_regs(&new).map_err(|e| format!("KVM_SET_REGS: {e}"))?;
+
+        let mut block = oldmask | mask;
+        if flags & SA_NODEFER == 0 {
+            block |= bit(sig);
+        }
+        if let Some(t) = lock(&self.threads).get_mut(cpu) {
+            t.sigmask = block & !UNBLOCKABLE;
+        }
+        if flags & SA_RESETHAND != 0 {
+            lock(&self.sigactions)[sig as usize].raw = [libc::SIG_DFL as u64, 0, 0, 0];
+            crate::hostsig::follow(sig as i32, libc::SIG_DFL as u64, false);
+        }
+        Ok(())
+    }
+
+    /// rt_sigreturn from vCPU `cpu`: `rsp` at the call points at the ucontext of the frame (the
+    /// handler's `ret` popped the restorer's address). Restores the registers, the FPU state and
+    /// the signal mask.
+    pub(super) fn sigreturn(&self, cpu: usize, vcpu: &VcpuFd, rsp: u64) -> Reply {
+        let uc = rsp;
+        if !self.mem.in_app(uc, FRAME_SIZE - UC_OFF) {
+            return self.bad_sigreturn(format!("its frame at {uc:#x} is outside guest memory"));
+        }
+        let Ok(mut regs) = vcpu.get_regs() else {
+            return self.bad_sigreturn("KVM_GET_REGS failed".into());
+        };
+        let mc = uc + (MCONTEXT_OFF - UC_OFF);
+        let word = |k: u64| self.mem.read_u64(mc + 8 * k);
+        let mut gpr = [0u64; 16];
+        for (k, v) in gpr.iter_mut().enumerate() {
+            *v = word(k as u64);
+        }
+        set_sc_regs(&mut regs, &gpr);
+        regs.rip = word(SC_RIP);
+        regs.rflags = (regs.rflags & !FIX_EFLAGS) | (word(SC_EFLAGS) & FIX_EFLAGS);
+        let fp = word(SC_FPSTATE);
+        if fp != 0 {
+            if let Err(why) = self.restore_fpu(vcpu, fp) {
+                return self.bad_sigreturn(why);
+            }
+        }
+        let mask = self.mem.read_u64(uc + (SIGMASK_OFF - UC_OFF));
+        if let Some(t) = lock(&self.threads).get_mut(cpu) {
+            t.sigmask = mask & !UNBLOCKABLE;
+        }
+        match vcpu.set_regs(&regs) {
+            Ok(()) => Reply::Resumed,
+            Err(e) => self.bad_sigreturn(format!("KVM_SET_REGS: {e}")),
+        }
+    }
+
+    fn restore_fpu(&self, vcpu: &VcpuFd, fp: u64) -> Result<(), String> {
+        let xlen = crate::sys::xsave_size().min(4096);
+        if !self.mem.in_app(fp, xlen as u64 + 4) {
+            return Err(format!("its FPU state at {fp:#x} is outside guest memory"));
+        }
+        let mut bytes = vec![0u8; xlen];
+        self.mem.read(fp, &mut bytes);
+        if bytes[464..468] != FP_XSTATE_MAGIC1.to_le_bytes() {
+            return Err("its FPU state lacks FP_XSTATE_MAGIC1".into());
+        }
+        let mut xsave = vcpu.get_xsave().map_err(|e| format!("KVM_GET_XSAVE: {e}"))?;
+        for (k, w) in xsave.region.iter_mut().enumerate().take(xlen / 4) {
+            *w = u32::from_le_bytes([bytes[4 * k], bytes[4 * k + 1], bytes[4 * k + 2], bytes[4 * k + 3]]);
+        }
+        crate::vcpu::set_xsave(vcpu, &xsave).map_err(|e| format!("KVM_SET_XSAVE: {e}"))
+    }
+
+    fn bad_sigreturn(&self, why: String) -> Reply {
+        self.note(format!(
+            "rt_sigreturn: {why}; the process ends with SIGSEGV, as on Linux"
+        ));
+        lock(&self.exit).get_or_insert(ExitStatus::Signal(libc::SIGSEGV));
+        Reply::Stop
+    }
+}
