@@ -107,28 +107,23 @@ fn issue_3_profile_passes_exit_code_and_explains_errors() {
     assert!(err.contains("process 3999999 does not exist"), "{err}");
 }
 
-#[test]
-fn issue_3_mpirun_writes_one_profile_per_rank() {
+/// Runs `multios profile -o prof.%r.json -- busybox true` at two ranks under `launcher` and
+/// merges the two profiles.
+fn profile_two_ranks(launcher: &[&str], package: &str, tag: &str) {
     require_root();
-    let dir = scratch("mpi");
+    let dir = scratch(tag);
     let pattern = dir.join("prof.%r.json");
-    let st = Command::new("mpirun")
-        .args([
-            "--allow-run-as-root",
-            "--oversubscribe",
-            "-n",
-            "2",
-            env!("CARGO_BIN_EXE_multios"),
-            "profile",
-            "-o",
-        ])
+    let st = Command::new(launcher[0])
+        .args(&launcher[1..])
+        .args(["-n", "2", env!("CARGO_BIN_EXE_multios"), "profile", "-o"])
         .arg(&pattern)
         .args(["--", "busybox", "true"])
         .output()
-        .unwrap_or_else(|e| panic!("cannot run mpirun (Debian package openmpi-bin): {e}"));
+        .unwrap_or_else(|e| panic!("cannot run {} (Debian package {package}): {e}", launcher[0]));
     assert!(
         st.status.success(),
-        "mpirun: {}",
+        "{}: {}",
+        launcher[0],
         String::from_utf8_lossy(&st.stderr)
     );
     let files: Vec<PathBuf> = (0..2).map(|r| dir.join(format!("prof.{r}.json"))).collect();
@@ -148,6 +143,22 @@ fn issue_3_mpirun_writes_one_profile_per_rank() {
     let ranks: Vec<u32> = p.ranks.iter().map(|r| r.rank).collect();
     assert_eq!(ranks, vec![0, 1]);
     assert_eq!(p.syscall("execve").map(|s| s.count), Some(2));
+}
+
+#[test]
+fn issue_3_mpirun_writes_one_profile_per_rank() {
+    // Open MPI: the rank comes from OMPI_COMM_WORLD_RANK.
+    profile_two_ranks(
+        &["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe"],
+        "openmpi-bin",
+        "mpi",
+    );
+}
+
+#[test]
+fn issue_3_mpich_writes_one_profile_per_rank() {
+    // MPICH (Hydra): the rank comes from PMI_RANK.
+    profile_two_ranks(&["mpiexec.mpich"], "mpich", "mpich");
 }
 
 /// A copy of the multios binary that an unprivileged user can execute.

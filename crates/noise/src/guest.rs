@@ -260,7 +260,13 @@ pub fn run_mpirun_kind(
     clock: &Clock,
     quantum_ns: f64,
 ) -> Result<Vec<Series>, GuestError> {
-    let out = Command::new("mpirun")
+    // The options are Open MPI's: prefer its own launcher when MPICH is installed beside it.
+    let launcher = if Path::new("/usr/bin/mpirun.openmpi").exists() {
+        "/usr/bin/mpirun.openmpi"
+    } else {
+        "mpirun"
+    };
+    let out = Command::new(launcher)
         .args([
             "--allow-run-as-root",
             "--bind-to",
