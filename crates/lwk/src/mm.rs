@@ -116,6 +116,15 @@ impl RangeSet {
         (top >= lo.saturating_add(len)).then(|| top - len)
     }
 
+    /// The parts of the set inside `[a, b)`.
+    pub fn intersections(&self, a: u64, b: u64) -> Vec<(u64, u64)> {
+        self.0
+            .range(..b)
+            .filter(|(_, &e)| e > a)
+            .map(|(&s, &e)| (s.max(a), e.min(b)))
+            .collect()
+    }
+
     pub fn len(&self) -> usize {
         self.0.len()
     }

@@ -76,7 +76,13 @@ impl Config {
                 .collect(),
             mem_size: 4 << 30,
             policy: Policy::mckernel(),
-            backend: Backend::Ring { proxy_cpu },
+            // A proxy sharing the only CPU would steal the guest's time while it polls: without a
+            // CPU of its own, every call exits to the vCPU's thread instead (see docs/LWK.md).
+            backend: if proxy_cpu.is_some_and(|p| cpus.contains(&p)) {
+                Backend::Exit
+            } else {
+                Backend::Ring { proxy_cpu }
+            },
             cpus,
             spin_budget: 1_000,
             quiet: false,

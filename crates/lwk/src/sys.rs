@@ -47,6 +47,51 @@ pub fn madvise(addr: u64, len: usize, advice: i32) -> io::Result<()> {
     Ok(())
 }
 
+/// Maps `len` bytes of file `fd` from `off`, shared, over `[addr, addr+len)` of the guest window
+/// (MAP_FIXED replaces the anonymous memory there; KVM's MMU notifiers make the guest see the
+/// file's pages).
+pub fn map_file_shared(addr: u64, len: u64, writable: bool, fd: i32, off: u64) -> io::Result<()> {
+    let prot = libc::PROT_READ | if writable { libc::PROT_WRITE } else { 0 };
+    // SAFETY: callers pass a page-aligned range inside the guest window, memory owned by the VMM
+    // that no Rust reference points into; MAP_FIXED only replaces those pages.
+    let p = unsafe {
+        libc::mmap(
+            addr as *mut libc::c_void,
+            len as usize,
+            prot,
+            libc::MAP_SHARED | libc::MAP_FIXED,
+            fd,
+            off as libc::off_t,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Puts fresh private anonymous memory (huge pages allowed) back over `[addr, addr+len)` of the
+/// guest window, after a shared file mapping there ends.
+pub fn map_anonymous(addr: u64, len: u64) -> io::Result<()> {
+    // SAFETY: as in `map_file_shared`: a range of the guest window, owned by the VMM, no Rust
+    // references into it; MAP_FIXED only replaces those pages.
+    let p = unsafe {
+        libc::mmap(
+            addr as *mut libc::c_void,
+            len as usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    let _ = madvise(addr, len as usize, libc::MADV_HUGEPAGE);
+    Ok(())
+}
+
 /// Performs system call `nr` with `args` on behalf of the guest; returns the Linux convention
 /// (negative errno on failure). Pointer arguments must have been checked by `syscall::check`.
 pub fn raw_syscall(nr: u64, a: [u64; 6]) -> i64 {

@@ -529,3 +529,18 @@ fn issue_5_signal_sent_to_the_vmm_reaches_the_guest_handler() {
     assert!(status.success(), "status {status:?}, output {rest:?}");
     assert_eq!(rest, ["outside: got 1"]);
 }
+
+#[test]
+fn issue_5_shared_file_mappings_match_native() {
+    require_kvm();
+    // Stores through MAP_SHARED reach the file, two mappings share pages, a pwrite is seen
+    // through an older mapping, and munmap gives anonymous memory back.
+    let prog = build_c("shmap");
+    let dir = tmpdir("shmap");
+    let file = dir.join("shmap.dat");
+    let f = file.to_str().expect("utf-8 temp path");
+    let out = assert_same(&prog, &[f]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("b sees a: written through mapping a"), "{text}");
+    assert!(text.contains("a sees pwrite: written with pwrite"), "{text}");
+}

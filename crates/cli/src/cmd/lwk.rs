@@ -32,9 +32,10 @@ struct RunArgs {
     /// Guest memory for the application, in MiB (multiple of 2)
     #[arg(long, default_value_t = 4096)]
     mem_mib: u64,
-    /// How calls reach the VMM: ring (proxy thread, doorbell fallback) or exit (MMIO exit per call)
-    #[arg(long, default_value = "ring", value_parser = ["ring", "exit"])]
-    backend: String,
+    /// How calls reach the VMM: ring (proxy thread, doorbell fallback) or exit (MMIO exit per
+    /// call). Default: ring, or exit when the proxy would share a CPU with the LWK
+    #[arg(long, value_parser = ["ring", "exit"])]
+    backend: Option<String>,
     /// Do not rewrite the `mov $nr,%eax; syscall` sites of the program and its libraries (by
     /// default they jump to the LWK's stub instead of paying this KVM's ≈ 3 µs syscall trap;
     /// see docs/LWK.md)
@@ -96,10 +97,20 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
     cfg.mem_size = a.mem_mib << 20;
     cfg.rewrite_syscalls = a.rewrite_syscalls || !a.no_rewrite_syscalls;
     cfg.proxy_idle_spin = std::time::Duration::from_micros(a.proxy_idle_us);
-    set_partition(&mut cfg, a.cpus.as_deref(), a.proxy_cpu)?;
-    if a.backend == "exit" {
-        cfg.backend = Backend::Exit;
-    }
+    let shared = set_partition(&mut cfg, a.cpus.as_deref(), a.proxy_cpu)?;
+    cfg.backend = match (a.backend.as_deref(), shared) {
+        (Some("exit"), _) => Backend::Exit,
+        (Some(_), _) => cfg.backend,
+        (None, Some(cpu)) => {
+            eprintln!(
+                "multios lwk: the proxy would share CPU {cpu} with the LWK: using the exit backend (every call \
+                 exits to the vCPU's thread; no proxy polling on the guest's CPU). Give the proxy a CPU of its \
+                 own (e.g. mpirun --bind-to none, or --map-by core:PE=2), or pass --backend ring"
+            );
+            Backend::Exit
+        }
+        (None, None) => cfg.backend,
+    };
     if let Some(f) = &a.local {
         let text = std::fs::read_to_string(f)
             .map_err(|e| anyhow::anyhow!("reading --local {}: {e}", f.display()))?;
@@ -143,9 +154,13 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
     Ok(ExitCode::from(o.code().clamp(0, 255) as u8))
 }
 
-/// Applies `--cpus` and `--proxy-cpu`: CPUs must be available to this process; the proxy may
-/// share an LWK CPU, with a warning.
-fn set_partition(cfg: &mut Config, cpus: Option<&str>, proxy: Option<usize>) -> anyhow::Result<()> {
+/// Applies `--cpus` and `--proxy-cpu`: CPUs must be available to this process. Returns the proxy's
+/// CPU when it is also an LWK CPU (the caller then prefers the exit backend).
+fn set_partition(
+    cfg: &mut Config,
+    cpus: Option<&str>,
+    proxy: Option<usize>,
+) -> anyhow::Result<Option<usize>> {
     let available = multios_lwk::available_cpus();
     let listed = multios_noise::cpus::format_list(&available);
     let check = |flag: &str, c: usize| {
@@ -179,17 +194,26 @@ fn set_partition(cfg: &mut Config, cpus: Option<&str>, proxy: Option<usize>) -> 
             .or(default_proxy),
         None => default_proxy,
     };
+    let mut lwk = lwk;
+    let mut shared = None;
     if let Some(p) = proxy.filter(|p| lwk.contains(p)) {
-        eprintln!(
-            "multios lwk: warning: the proxy shares CPU {p} with the LWK (--cpus {}); delegated calls and the guest will compete for it",
-            multios_noise::cpus::format_list(&lwk)
-        );
+        if lwk.len() == 1 {
+            shared = Some(p);
+        } else {
+            // The proxy's CPU goes last: vCPU 0 (the main thread) gets a CPU of its own.
+            lwk.retain(|&c| c != p);
+            lwk.push(p);
+            eprintln!(
+                "multios lwk: note: CPU {p} serves both the proxy and vCPU {} (--cpus {}); threads placed there \
+                 compete with the proxy's polling",
+                lwk.len() - 1,
+                multios_noise::cpus::format_list(&lwk)
+            );
+        }
     }
     cfg.cpus = lwk;
-    if let Backend::Ring { proxy_cpu } = &mut cfg.backend {
-        *proxy_cpu = proxy;
-    }
-    Ok(())
+    cfg.backend = Backend::Ring { proxy_cpu: proxy };
+    Ok(shared)
 }
 
 fn run_fc(a: FcArgs, out: &Out) -> super::Exit {

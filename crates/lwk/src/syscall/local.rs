@@ -27,6 +27,9 @@ impl Kernel {
             }
             SYS_mmap => self.mmap(a),
             SYS_munmap => {
+                if let Err(e) = self.unshare(a[0], a[1]) {
+                    return Reply::Ret(e);
+                }
                 let mut fx = Effects::default();
                 let r = lock(&self.mm).munmap(a[0], a[1], &mut fx);
                 self.apply(fx);
@@ -37,23 +40,29 @@ impl Kernel {
                 if a[3] & MREMAP_FIXED as u64 != 0 {
                     return self.refuse(nr, "mremap with MREMAP_FIXED");
                 }
+                if self.overlaps_shared(a[0], a[1]) {
+                    return self.refuse(nr, "mremap of a MAP_SHARED file mapping");
+                }
                 let r = lock(&self.mm).mremap(a[0], a[1], a[2], a[3] & MREMAP_MAYMOVE as u64 != 0, &mut fx);
                 self.apply(fx);
                 Reply::Ret(r.map_or_else(MmError::errno, |v| v as i64))
             }
-            SYS_mprotect | SYS_msync | SYS_mlock | SYS_munlock => {
-                Reply::Ret(if lock(&self.mm).in_window(a[0], a[1]) {
-                    0
-                } else {
-                    -(ENOMEM as i64)
-                })
-            }
+            SYS_msync => self.msync(a),
+            SYS_mprotect | SYS_mlock | SYS_munlock => Reply::Ret(if lock(&self.mm).in_window(a[0], a[1]) {
+                0
+            } else {
+                -(ENOMEM as i64)
+            }),
             SYS_mlockall | SYS_munlockall => Reply::Ret(0),
             SYS_madvise => {
                 if !lock(&self.mm).in_window(a[0], a[1]) {
                     return err(ENOMEM);
                 }
                 if a[2] as i32 == MADV_DONTNEED {
+                    if self.overlaps_shared(a[0], a[1]) {
+                        // The host's own madvise has Linux's meaning for file pages.
+                        return Reply::Ret(sys::raw_syscall(nr, a));
+                    }
                     self.mem.zero(a[0], a[1]);
                 }
                 Reply::Ret(0)
@@ -168,9 +177,7 @@ impl Kernel {
     fn mmap(&self, a: [u64; 6]) -> Reply {
         let (addr, len, prot, flags, fd, off) = (a[0], a[1], a[2] as i32, a[3] as i32, a[4] as i32, a[5]);
         let anon = flags & MAP_ANONYMOUS != 0;
-        if !anon && flags & MAP_SHARED != 0 && prot & PROT_WRITE != 0 {
-            return self.refuse(SYS_mmap as u64, "writable MAP_SHARED file mappings");
-        }
+        let shared = !anon && flags & MAP_SHARED != 0;
         if !anon && (fd < 0 || fd >= self.fd_floor) {
             return err(EBADF);
         }
@@ -185,7 +192,7 @@ impl Kernel {
             if flags & MAP_FIXED_NOREPLACE != 0 && !mm.maps.is_free(addr, addr.saturating_add(len)) {
                 return err(EEXIST);
             }
-            if rewriting && !anon && !fixed {
+            if rewriting && !anon && !shared && !fixed {
                 // Files (libraries) go low, within rel32 reach of the thunk page.
                 mm.mmap_low(len)
             } else {
@@ -196,7 +203,19 @@ impl Kernel {
             Ok(v) => v,
             Err(e) => return Reply::Ret(e.errno()),
         };
+        if let Err(e) = self.unshare(addr, len) {
+            return Reply::Ret(e);
+        }
         self.apply(fx);
+        if shared {
+            let r = self.map_shared(addr, len, prot, fd, off);
+            if !matches!(r, Reply::Ret(v) if v >= 0) {
+                let mut fx = Effects::default();
+                lock(&self.mm).munmap(addr, len, &mut fx).ok();
+                self.apply(fx);
+            }
+            return r;
+        }
         if !anon {
             // A private copy of the file: pread into the (zeroed) range, the tail stays zero.
             let mut done = 0u64;

@@ -7,6 +7,7 @@ mod delegate;
 pub mod layout;
 mod local;
 pub mod policy;
+mod shared;
 pub mod signal;
 
 use crate::memory::GuestMemory;
@@ -91,6 +92,8 @@ pub struct SigAction {
 pub struct Kernel {
     pub mem: Arc<GuestMemory>,
     pub(crate) mm: Mutex<Mm>,
+    /// Ranges of the window that are shared file mappings (`shared.rs`).
+    pub(crate) shared: Mutex<crate::mm::RangeSet>,
     pub(crate) policy: Policy,
     /// The program's absolute path, the answer to readlink("/proc/self/exe").
     pub(crate) exe: Vec<u8>,
@@ -136,6 +139,7 @@ impl Kernel {
         Kernel {
             mem,
             mm: Mutex::new(mm),
+            shared: Mutex::new(crate::mm::RangeSet::default()),
             policy,
             exe,
             pid: std::process::id() as i32,

@@ -1,0 +1,64 @@
+//! Issue #5 through the CLI with a real HPC code: LAMMPS (Debian's lammps, linked with Open MPI)
+//! runs as MPI ranks inside the LWK, one VM per rank, and prints the same thermodynamics as
+//! natively. Needs /dev/kvm, lammps and openmpi-bin; fails loudly without them.
+
+use std::process::{Command, Output};
+
+/// A Lennard-Jones melt: 4000 atoms, 100 steps, thermo every 50.
+const MELT: &str = "units lj\natom_style atomic\nlattice fcc 0.8442\nregion box block 0 10 0 10 0 10\n\
+create_box 1 box\ncreate_atoms 1 box\nmass 1 1.0\nvelocity all create 3.0 87287 loop geom\n\
+pair_style lj/cut 2.5\npair_coeff 1 1 1.0 1.0 2.5\nneighbor 0.3 bin\nneigh_modify every 20 delay 0 check no\n\
+fix 1 all nve\nthermo 50\nrun 100\n";
+
+fn thermo(o: &Output) -> Vec<String> {
+    let text = String::from_utf8_lossy(&o.stdout);
+    let mut rows: Vec<String> = text
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("Step"))
+        .take_while(|l| !l.starts_with("Loop time"))
+        .map(str::to_string)
+        .collect();
+    rows.retain(|l| !l.trim().is_empty());
+    rows
+}
+
+fn mpirun(ranks: &str, lwk: bool, input: &std::path::Path) -> Output {
+    let mut c = Command::new("mpirun.openmpi");
+    c.args(["--allow-run-as-root", "--oversubscribe", "-n", ranks]);
+    if lwk {
+        c.args([env!("CARGO_BIN_EXE_multios"), "lwk", "run", "--"]);
+    }
+    c.arg("lmp").arg("-in").arg(input).args(["-log", "none"]);
+    c.output()
+        .unwrap_or_else(|e| panic!("cannot run mpirun.openmpi (Debian packages openmpi-bin, lammps): {e}"))
+}
+
+#[test]
+fn issue_5_lammps_mpi_ranks_run_in_the_lwk() {
+    assert!(
+        std::path::Path::new("/dev/kvm").exists(),
+        "/dev/kvm is missing: the LWK tests need KVM"
+    );
+    let dir = std::env::temp_dir().join(format!("multios-lwk-lammps-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let input = dir.join("melt.in");
+    std::fs::write(&input, MELT).expect("write the LAMMPS input");
+    for ranks in ["1", "2"] {
+        let native = mpirun(ranks, false, &input);
+        let lwk = mpirun(ranks, true, &input);
+        assert!(
+            native.status.success(),
+            "native lmp: {}",
+            String::from_utf8_lossy(&native.stderr)
+        );
+        assert!(
+            lwk.status.success(),
+            "lmp in the LWK at {ranks} ranks: {}",
+            String::from_utf8_lossy(&lwk.stderr)
+        );
+        let (n, l) = (thermo(&native), thermo(&lwk));
+        assert!(n.len() >= 3, "no thermo output natively: {n:?}");
+        assert_eq!(n, l, "thermodynamics differ at {ranks} ranks");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
