@@ -233,15 +233,7 @@ impl Machine {
         loop {
             match st.load(Ordering::Acquire) {
                 state::REQUEST => {
-                    if st
-                        .compare_exchange(
-                            state::REQUEST,
-                            state::CLAIMED,
-                            Ordering::AcqRel,
-                            Ordering::Acquire,
-                        )
-                        .is_err()
-                    {
+                    if !proxy::claim(st) {
                         continue;
                     }
                 }

@@ -20,6 +20,17 @@ pub fn state_of(kernel: &Kernel, slot: u64) -> &AtomicU32 {
     unsafe { &*p }
 }
 
+/// Takes a posted request (REQUEST → CLAIMED); false when another host thread took it first.
+pub fn claim(st: &AtomicU32) -> bool {
+    st.compare_exchange(
+        state::REQUEST,
+        state::CLAIMED,
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    )
+    .is_ok()
+}
+
 /// Reads the request of a claimed slot.
 pub fn request(kernel: &Kernel, slot: u64) -> (u64, [u64; 6]) {
     let nr = kernel.mem.read_u64(slot + offset::NR as u64);
@@ -113,18 +124,7 @@ fn serve_loop(
         for cpu in 0..nslots.load(Ordering::Acquire) {
             let slot = crate::stub::slot_addr(cpu as u64);
             let st = state_of(kernel, slot);
-            if st.load(Ordering::Acquire) != state::REQUEST {
-                continue;
-            }
-            if st
-                .compare_exchange(
-                    state::REQUEST,
-                    state::CLAIMED,
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                )
-                .is_err()
-            {
+            if st.load(Ordering::Acquire) != state::REQUEST || !claim(st) {
                 continue;
             }
             let (nr, a) = request(kernel, slot);

@@ -77,6 +77,20 @@ impl Tracer {
         }
     }
 
+    /// Moves task `tid`, which ended at `now`, to the finished threads.
+    fn finish(&mut self, tid: u32, now: u64) {
+        if let Some(t) = self.tasks.remove(&tid) {
+            self.done.push(RawThread {
+                tid,
+                tgid: t.tgid,
+                start_ns: t.start_ns,
+                end_ns: now,
+                calls: t.calls,
+                syscall_ns: t.syscall_ns,
+            });
+        }
+    }
+
     fn account(&mut self, tid: u32, now: u64, ret: Option<i64>) {
         let Some(t) = self.tasks.get_mut(&tid) else { return };
         let Some((nr, t0)) = t.entry.take() else { return };
@@ -139,16 +153,7 @@ impl Tracer {
             let now = sys::monotonic_ns();
             if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
                 self.account(tid, now, None); // exit/exit_group, or a call cut short by a kill
-                if let Some(t) = self.tasks.remove(&tid) {
-                    self.done.push(RawThread {
-                        tid,
-                        tgid: t.tgid,
-                        start_ns: t.start_ns,
-                        end_ns: now,
-                        calls: t.calls,
-                        syscall_ns: t.syscall_ns,
-                    });
-                }
+                self.finish(tid, now);
                 if tid == root {
                     root_status = Some(status);
                 }
@@ -248,16 +253,7 @@ impl Tracer {
                 };
                 let _ = sys::ptrace(sys::PTRACE_DETACH, tid, inject as usize);
             }
-            if let Some(t) = self.tasks.remove(&tid) {
-                self.done.push(RawThread {
-                    tid,
-                    tgid: t.tgid,
-                    start_ns: t.start_ns,
-                    end_ns: now,
-                    calls: t.calls,
-                    syscall_ns: t.syscall_ns,
-                });
-            }
+            self.finish(tid, now);
         }
     }
 }
@@ -368,12 +364,7 @@ pub fn attach(pid: u32, duration: Option<std::time::Duration>) -> Result<Profile
     let mut notes = vec![format!(
         "per-call correction: ptrace syscall-stop cost B = {b:.0} ns subtracted (median over traced null system calls), kernel entry/exit cost E = {e:.0} ns added; stop costs vary widely, so per-call times are approximate"
     )];
-    notes.push(format!(
-        "attached to running process {pid}; calls in flight at attach time are not counted"
-    ));
-    if let Some(sig) = interrupted {
-        notes.push(format!("stopped by signal {sig}"));
-    }
+    notes.extend(crate::run::attach_notes(pid, interrupted));
     Ok(assemble(
         &raw,
         RunFacts {

@@ -240,12 +240,7 @@ fn attach_ebpf(pid: u32, duration: Option<Duration>) -> Result<Profile, Profiler
         t.start_ns = start;
     }
     let mut notes = bias_notes(b, e);
-    notes.push(format!(
-        "attached to running process {pid}; calls in flight at attach time are not counted"
-    ));
-    if let Some(sig) = interrupted {
-        notes.push(format!("stopped by signal {sig}"));
-    }
+    notes.extend(attach_notes(pid, interrupted));
     Ok(assemble(
         &raw,
         RunFacts {
@@ -259,4 +254,15 @@ fn attach_ebpf(pid: u32, duration: Option<Duration>) -> Result<Profile, Profiler
             notes,
         },
     ))
+}
+
+/// The notes of a profile taken by attaching to running process `pid`.
+pub(crate) fn attach_notes(pid: u32, interrupted: Option<i32>) -> Vec<String> {
+    let mut notes = vec![format!(
+        "attached to running process {pid}; calls in flight at attach time are not counted"
+    )];
+    if let Some(sig) = interrupted {
+        notes.push(format!("stopped by signal {sig}"));
+    }
+    notes
 }
