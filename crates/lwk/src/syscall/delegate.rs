@@ -16,6 +16,14 @@ impl Kernel {
             SYS_fcntl => return self.fcntl(a),
             SYS_futex => return self.futex(a),
             SYS_close_range => return Reply::Ret(-(EINVAL as i64)),
+            SYS_process_vm_readv | SYS_process_vm_writev => {
+                // Toward the VMM itself (any of its threads) these would read or write VMM memory.
+                let pid = a[0] as i32;
+                if pid <= 0 || pid == self.pid || std::path::Path::new(&format!("/proc/self/task/{pid}")).exists() {
+                    return Reply::Ret(-(EPERM as i64));
+                }
+                layout::PROCESS_VM
+            }
             n => match layout::layout(n) {
                 Some(l) => l,
                 None => {

@@ -16,15 +16,15 @@ use libc::{
     SYS_gettimeofday, SYS_getuid, SYS_getxattr, SYS_lchown, SYS_lgetxattr, SYS_link, SYS_linkat, SYS_listen,
     SYS_listxattr, SYS_llistxattr, SYS_lseek, SYS_lsetxattr, SYS_lstat, SYS_memfd_create, SYS_mkdir,
     SYS_mkdirat, SYS_nanosleep, SYS_newfstatat, SYS_open, SYS_openat, SYS_pipe, SYS_pipe2, SYS_poll,
-    SYS_ppoll, SYS_pread64, SYS_preadv, SYS_preadv2, SYS_prlimit64, SYS_process_vm_readv,
-    SYS_process_vm_writev, SYS_pselect6, SYS_pwrite64, SYS_pwritev, SYS_pwritev2, SYS_read, SYS_readlink,
-    SYS_readlinkat, SYS_readv, SYS_recvfrom, SYS_recvmsg, SYS_rename, SYS_renameat, SYS_renameat2, SYS_rmdir,
-    SYS_sched_getaffinity, SYS_sched_yield, SYS_select, SYS_sendfile, SYS_sendmsg, SYS_sendto, SYS_setitimer,
-    SYS_setrlimit, SYS_setsid, SYS_setsockopt, SYS_setxattr, SYS_shutdown, SYS_socket, SYS_socketpair,
-    SYS_stat, SYS_statfs, SYS_statx, SYS_symlink, SYS_symlinkat, SYS_sync, SYS_syncfs, SYS_sysinfo, SYS_time,
-    SYS_timer_create, SYS_timer_delete, SYS_timer_getoverrun, SYS_timer_gettime, SYS_timer_settime,
-    SYS_timerfd_create, SYS_timerfd_gettime, SYS_timerfd_settime, SYS_times, SYS_truncate, SYS_umask,
-    SYS_uname, SYS_unlink, SYS_unlinkat, SYS_utimensat, SYS_write, SYS_writev,
+    SYS_ppoll, SYS_pread64, SYS_preadv, SYS_preadv2, SYS_prlimit64, SYS_pselect6, SYS_pwrite64, SYS_pwritev,
+    SYS_pwritev2, SYS_read, SYS_readlink, SYS_readlinkat, SYS_readv, SYS_recvfrom, SYS_recvmsg, SYS_rename,
+    SYS_renameat, SYS_renameat2, SYS_rmdir, SYS_sched_getaffinity, SYS_sched_yield, SYS_select, SYS_sendfile,
+    SYS_sendmsg, SYS_sendto, SYS_setitimer, SYS_setrlimit, SYS_setsid, SYS_setsockopt, SYS_setxattr,
+    SYS_shutdown, SYS_socket, SYS_socketpair, SYS_stat, SYS_statfs, SYS_statx, SYS_symlink, SYS_symlinkat,
+    SYS_sync, SYS_syncfs, SYS_sysinfo, SYS_time, SYS_timer_create, SYS_timer_delete, SYS_timer_getoverrun,
+    SYS_timer_gettime, SYS_timer_settime, SYS_timerfd_create, SYS_timerfd_gettime, SYS_timerfd_settime,
+    SYS_times, SYS_truncate, SYS_umask, SYS_uname, SYS_unlink, SYS_unlinkat, SYS_utimensat, SYS_write,
+    SYS_writev,
 };
 
 /// How long the memory behind a pointer argument is.
@@ -67,6 +67,11 @@ pub enum Arg {
 
 use self::Arg::*;
 use self::Len::*;
+
+/// process_vm_readv/writev toward *another* process (`delegate.rs` refuses the VMM itself): the
+/// local iovecs are checked; the remote ones name the other process's memory (another LWK rank's
+/// guest addresses are its VMM's addresses), so only their array must lie in the window.
+pub const PROCESS_VM: &[Arg] = &[Val, Iov(2), Val, Buf(ArgTimes(4, 16)), Val, Val];
 
 /// The layout of delegated call `nr`, or None when the proxy does not know it.
 pub fn layout(nr: i64) -> Option<&'static [Arg]> {
@@ -144,9 +149,6 @@ pub fn layout(nr: i64) -> Option<&'static [Arg]> {
         SYS_times => &[OptBuf(Fixed(32))],
         // Timers signal the VMM process, which passes the signal on to a guest handler.
         SYS_alarm => &[Val],
-        // The remote iovecs name another process's memory (another LWK rank's guest addresses are
-        // its VMM's addresses): only the array itself must lie in the window.
-        SYS_process_vm_readv | SYS_process_vm_writev => &[Val, Iov(2), Val, Buf(ArgTimes(4, 16)), Val, Val],
         SYS_get_mempolicy => &[OptBuf(Fixed(4)), OptBuf(Bits(2)), Val, Val, Val],
         SYS_setitimer => &[Val, OptBuf(Fixed(32)), OptBuf(Fixed(32))],
         SYS_getitimer => &[Val, Buf(Fixed(32))],

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 static int bad = 0;
@@ -37,6 +38,20 @@ int main(void) {
     char task[64];
     snprintf(task, sizeof task, "/proc/%d/task/%d/mem", (int)getpid(), (int)getpid() + 1);
     expect("open another VMM thread's mem", open(task, O_RDWR), EACCES);
+    /* process_vm_writev into the VMM itself (its pid, or the tid of another VMM thread). */
+    char byte = 0;
+    struct iovec local = {&byte, 1}, remote = {(void *)0x555555560000UL, 1};
+    expect("process_vm_writev into the VMM", syscall(SYS_process_vm_writev, getpid(), &local, 1, &remote, 1, 0), EPERM);
+    /* The VMM's other threads (proxy, signal pump...) have tids just above its pid: none may be
+     * written, and at least one must exist and be refused with EPERM. */
+    int written = 0, eperm = 0;
+    for (int t = getpid() + 1; t <= getpid() + 64; t++) {
+        long r = syscall(SYS_process_vm_writev, t, &local, 1, &remote, 1, 0);
+        written += r >= 0;
+        eperm += r == -1 && errno == EPERM;
+    }
+    printf("process_vm_writev into VMM threads: %s\n", written == 0 && eperm > 0 ? "refused" : "NOT REFUSED");
+    bad += !(written == 0 && eperm > 0);
     expect("close a VMM fd", close(1000), EBADF);
     expect("dup2 onto a VMM fd", dup2(1, 1001), EBADF);
     printf("survived, %d not refused\n", bad);
