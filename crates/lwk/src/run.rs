@@ -256,37 +256,56 @@ fn hwcap() -> u64 {
     std::arch::x86_64::__cpuid(1).edx as u64
 }
 
-/// Runs the program of `cfg` to completion.
-pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
-    let t0 = Instant::now();
-    let path = resolve(&cfg.program)?;
-    let exe = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
-    let mem = Arc::new(GuestMemory::new(cfg.mem_size)?);
+/// A program loaded into guest memory, ready to start.
+pub(crate) struct Loaded {
+    pub image: Image,
+    pub interp: Option<Image>,
+    /// Where the first instruction runs (the interpreter's entry for a dynamic program).
+    pub entry: u64,
+    /// The initial stack pointer (argc, argv, envp, auxv).
+    pub rsp: u64,
+    /// The memory manager, with the images reserved.
+    pub mm: Mm,
+    /// With rewriting: the thunks handed out so far.
+    pub thunks: Option<crate::rewrite::Thunks>,
+    pub rewritten: usize,
+}
+
+/// Loads the ELF program at `path` (named `name` in messages and AT_EXECFN) and its interpreter
+/// into the (empty) application window of `mem`, rewrites syscall sites when asked, and builds the
+/// initial stack with `argv`, `envp` and the auxiliary vector. Used at start-up and by execve.
+pub(crate) fn load_program(
+    mem: &GuestMemory,
+    path: &Path,
+    name: &str,
+    argv: Vec<Vec<u8>>,
+    envp: Vec<Vec<u8>>,
+    rewrite: bool,
+) -> Result<Loaded, LwkError> {
     let mut mm = Mm::new(mem.app.base, mem.app.end(), mem.app.base);
-    let image = elf::load(&path, &mem, &mut mm, Some(APP_BASE), false)?;
+    let image = elf::load(path, mem, &mut mm, Some(APP_BASE), false)?;
     let mut mm2 = Mm::new(mem.app.base, mem.app.end(), image.hi);
     mm2.reserve(image.lo, image.hi - image.lo);
     let mut interp_image = None;
     if let Some(interp) = &image.interp {
-        let i =
-            elf::load(Path::new(interp), &mem, &mut mm2, None, cfg.rewrite_syscalls).map_err(|source| {
-                LwkError::Interp {
-                    program: cfg.program.clone(),
-                    interp: interp.clone(),
-                    source,
-                }
-            })?;
+        let i = elf::load(Path::new(interp), mem, &mut mm2, None, rewrite).map_err(|source| {
+            LwkError::Interp {
+                program: name.to_string(),
+                interp: interp.clone(),
+                source,
+            }
+        })?;
         interp_image = Some(i);
     }
-    let entry_rip = interp_image.as_ref().map_or(image.entry, |i| i.entry);
+    let entry = interp_image.as_ref().map_or(image.entry, |i| i.entry);
     let mut rewritten = 0;
-    let mut thunks = crate::rewrite::Thunks::new(&mem);
-    if cfg.rewrite_syscalls {
+    let mut thunks = crate::rewrite::Thunks::new(mem);
+    if rewrite {
         for img in std::iter::once(&image).chain(interp_image.as_ref()) {
             let mut starts: Vec<u64> = img.symbols.iter().map(|s| s.0).collect();
             starts.sort_unstable();
             for &(a, l) in &img.exec {
-                rewritten += crate::rewrite::rewrite_from(&mem, &mut thunks, a, l, &starts);
+                rewritten += crate::rewrite::rewrite_from(mem, &mut thunks, a, l, &starts);
             }
         }
     }
@@ -294,9 +313,9 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     let (uid, euid, gid, egid) =
         unsafe { (libc::getuid(), libc::geteuid(), libc::getgid(), libc::getegid()) };
     let spec = StackSpec {
-        argv: cfg.argv.iter().map(|a| a.as_bytes().to_vec()).collect(),
-        envp: cfg.env.iter().map(|e| e.as_bytes().to_vec()).collect(),
-        execfn: cfg.program.as_bytes().to_vec(),
+        argv,
+        envp,
+        execfn: name.as_bytes().to_vec(),
         auxv: vec![
             (stack::AT_PHDR, image.phdr),
             (stack::AT_PHENT, image.phent),
@@ -316,24 +335,50 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
         ],
         random: random16(),
     };
-    let rsp = stack::build(&mem, mem.app.end(), &spec);
+    let rsp = stack::build(mem, mem.app.end(), &spec);
+    Ok(Loaded {
+        image,
+        interp: interp_image,
+        entry,
+        rsp,
+        mm: mm2,
+        thunks: rewrite.then_some(thunks),
+        rewritten,
+    })
+}
+
+/// Runs the program of `cfg` to completion.
+pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
+    let t0 = Instant::now();
+    let path = resolve(&cfg.program)?;
+    let exe = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+    let mem = Arc::new(GuestMemory::new(cfg.mem_size)?);
+    let loaded = load_program(
+        &mem,
+        &path,
+        &cfg.program,
+        cfg.argv.iter().map(|a| a.as_bytes().to_vec()).collect(),
+        cfg.env.iter().map(|e| e.as_bytes().to_vec()).collect(),
+        cfg.rewrite_syscalls,
+    )?;
+    let (entry_rip, rsp, rewritten) = (loaded.entry, loaded.rsp, loaded.rewritten);
     mem.enable_huge_pages();
     let mut kernel = Kernel::new(
         mem.clone(),
-        mm2,
+        loaded.mm,
         cfg.policy.clone(),
         exe.as_os_str().as_bytes().to_vec(),
         FD_FLOOR,
         cfg.quiet,
     );
-    if cfg.rewrite_syscalls {
+    if let Some(thunks) = loaded.thunks {
         kernel.set_thunks(thunks);
     }
     kernel.set_cpus(cfg.cpus.clone(), !cfg.cpus.is_empty());
     let kernel = Arc::new(kernel);
     let symbols = Symbols {
-        main: image,
-        interp: interp_image,
+        main: loaded.image,
+        interp: loaded.interp,
     };
     let mut o = drive(
         cfg,
