@@ -22,16 +22,33 @@ fn main() {
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     println!("cargo:rerun-if-changed=csrc/preload.h");
-    let fast = out.join("fast.o");
-    compile(&cc, &["-c", "-fPIC", "-mgeneral-regs-only"], &fast, "csrc/fast.c");
+    println!("cargo:rerun-if-changed=csrc/x86len.h");
+    let obj = |name: &str, flags: &[&str]| {
+        let o = out.join(format!("{name}.o"));
+        let mut f = vec!["-c", "-fPIC"];
+        f.extend_from_slice(flags);
+        compile(&cc, &f, &o, &format!("csrc/{name}.c"));
+        o.to_str().expect("OUT_DIR is UTF-8").to_string()
+    };
+    // fast.c runs between a program's `syscall` site and the kernel: no vector registers.
+    let fast = obj("fast", &["-mgeneral-regs-only"]);
+    let x86len = obj("x86len", &[]);
+    let rewrite = obj("rewrite", &[]);
     let so = out.join("libmultios_preload.so");
-    let fast = fast.to_str().expect("OUT_DIR is UTF-8").to_string();
     compile(
         &cc,
-        &["-shared", "-fPIC", "-fno-delete-null-pointer-checks", &fast],
+        &[
+            "-shared",
+            "-fPIC",
+            "-fno-delete-null-pointer-checks",
+            &fast,
+            &x86len,
+            &rewrite,
+        ],
         &so,
         "csrc/preload.c",
     );
+    compile(&cc, &[&x86len], &out.join("multios-x86len"), "csrc/x86len_dump.c");
     compile(&cc, &[], &out.join("multios-fcbench"), "csrc/fcbench.c");
     compile(&cc, &[], &out.join("multios-synth"), "csrc/synth.c");
 }

@@ -8,6 +8,11 @@
 #include <x86intrin.h>
 
 HIDDEN uint64_t multios_slots[NSTUBS];
+HIDDEN uint64_t multios_xsave_size = 4096;
+/* The trampoline's ring of return addresses for clone/fork/vfork without a new stack (fast.c asm). */
+HIDDEN __thread struct {
+    uint64_t depth, slot[8];
+} multios_vf __attribute__((tls_model("initial-exec")));
 
 /* The SUD-exempt range [multios_exempt_begin, multios_exempt_end): every `syscall` in it goes to
  * the kernel even while the thread's SUD selector blocks.
@@ -49,6 +54,7 @@ __asm__(".text\n"
         "  movzbl (%r11,%rax), %r11d\n"
         "  testl %r11d, %r11d\n"
         "  jnz 2f\n"
+        "1:\n"
         "  leaq multios_loc_cnt(%rip), %r11\n"
         "  lock incq (%r11,%rax,8)\n"
         "3:\n"
@@ -56,8 +62,21 @@ __asm__(".text\n"
         "  leaq 128(%rsp), %rsp\n"
         "  ret\n"
         "2:\n"
+        "  cmpl $1, %r11d\n"
+        "  je 5f\n"
         "  cmpl $2, %r11d\n"
         "  je 4f\n"
+        "  cmpl $3, %r11d\n"
+        "  je 6f\n"
+        "  cmpl $4, %r11d\n"
+        "  je 7f\n"
+        "  cmpl $5, %r11d\n"
+        "  je 8f\n"
+        "  testb $4, %dl\n"                  /* R_EXECCHK: PROT_EXEC asked for? */
+        "  jnz 8f\n"
+        "  andl $0x7f, %r11d\n"
+        "  jz 1b\n"
+        "5:\n"
         "  pushq %rbx\n"
         "  pushq %rdi\n"
         "  pushq %rsi\n"
@@ -87,10 +106,157 @@ __asm__(".text\n"
         "  popq %rbx\n"
         "  leaq 128(%rsp), %rsp\n"
         "  ret\n"
+        /* rt_sigreturn: the restorer was entered by the handler's `ret` with rsp just above the
+         * signal frame; `call` pushed 8 bytes more. Drop them (the call never returns). */
+        "6:\n"
+        "  leaq multios_loc_cnt(%rip), %r11\n"
+        "  lock incq (%r11,%rax,8)\n"
+        "  leaq 136(%rsp), %rsp\n"
+        "  syscall\n"
+        "  ud2\n"
+        /* clone, clone3, fork, vfork. With a new stack (clone: rsi; clone3: stack + stack_size), the
+         * return address is also written just below the child's stack top and the child starts 8
+         * bytes lower: both parent and child then `ret` to the site. */
+        "7:\n"
+        "  leaq multios_loc_cnt(%rip), %r11\n"
+        "  lock incq (%r11,%rax,8)\n"
+        "  leaq 128(%rsp), %rsp\n"           /* [rsp] = return address */
+        "  cmpl $435, %eax\n"
+        "  je 71f\n"
+        "  cmpl $56, %eax\n"
+        "  jne 72f\n"
+        "  testq %rsi, %rsi\n"
+        "  jz 72f\n"
+        "  movq (%rsp), %r11\n"
+        "  movq %r11, -8(%rsi)\n"
+        "  subq $8, %rsi\n"
+        "  syscall\n"
+        "  addq $8, %rsi\n"
+        "  ret\n"
+        "71:\n"                              /* clone3(args, size): stack at 40, stack_size at 48 */
+        "  cmpq $64, %rsi\n"
+        "  jb 72f\n"
+        "  movq 40(%rdi), %r11\n"
+        "  testq %r11, %r11\n"
+        "  jz 72f\n"
+        "  cmpq $8, 48(%rdi)\n"
+        "  jb 72f\n"
+        "  addq 48(%rdi), %r11\n"
+        "  movq (%rsp), %rcx\n"
+        "  movq %rcx, -8(%r11)\n"
+        "  subq $8, 48(%rdi)\n"
+        "  syscall\n"
+        "  testq %rax, %rax\n"
+        "  jz 73f\n"
+        "  addq $8, 48(%rdi)\n"              /* the parent restores the caller's struct */
+        "73:\n"
+        "  ret\n"
+        /* No new stack (fork, vfork, clone/clone3 without a stack): a vfork child shares the stack
+         * and overwrites it, so the return address waits in a per-thread ring (TLS: shared with a
+         * vfork child, copied into a fork child); the child does not pop it, the parent does. The
+         * ring survives a signal handler that forks in between. */
+        "72:\n"
+        "  movq multios_vf@gottpoff(%rip), %r11\n"
+        "  addq %fs:0, %r11\n"
+        "  movq (%r11), %rcx\n"
+        "  incq %rcx\n"
+        "  movq %rcx, (%r11)\n"
+        "  andl $7, %ecx\n"
+        "  popq 8(%r11,%rcx,8)\n"
+        "  syscall\n"
+        "  movq multios_vf@gottpoff(%rip), %r11\n"
+        "  addq %fs:0, %r11\n"
+        "  movq (%r11), %rcx\n"
+        "  andl $7, %ecx\n"
+        "  movq 8(%r11,%rcx,8), %rcx\n"
+        "  testq %rax, %rax\n"
+        "  jz 74f\n"
+        "  decq (%r11)\n"
+        "74:\n"
+        "  jmp *%rcx\n"
+        /* Slow path: every register and the extended state (xsave) saved, then multios_slow. */
+        "8:\n"
+        "  pushq %rbp\n"
+        "  movq %rsp, %rbp\n"
+        "  pushq %rax\n"                     /* -8 */
+        "  pushq %rdi\n"                     /* -16 */
+        "  pushq %rsi\n"                     /* -24 */
+        "  pushq %rdx\n"                     /* -32 */
+        "  pushq %r10\n"                     /* -40 */
+        "  pushq %r8\n"                      /* -48 */
+        "  pushq %r9\n"                      /* -56 */
+        "  pushq %rbx\n"                     /* -64 */
+        "  subq multios_xsave_size(%rip), %rsp\n"
+        "  andq $-64, %rsp\n"
+        "  xorl %ecx, %ecx\n"                /* the xsave header must start zeroed */
+        "  movq %rcx, 512(%rsp)\n"
+        "  movq %rcx, 520(%rsp)\n"
+        "  movq %rcx, 528(%rsp)\n"
+        "  movq %rcx, 536(%rsp)\n"
+        "  movq %rcx, 544(%rsp)\n"
+        "  movq %rcx, 552(%rsp)\n"
+        "  movq %rcx, 560(%rsp)\n"
+        "  movq %rcx, 568(%rsp)\n"
+        "  movl $-1, %eax\n"
+        "  movl $-1, %edx\n"
+        "  xsave64 (%rsp)\n"
+        "  movq %rsp, %rbx\n"
+        "  subq $16, %rsp\n"
+        "  movq -56(%rbp), %r11\n"
+        "  movq %r11, (%rsp)\n"              /* a5 */
+        "  movq -48(%rbp), %r9\n"            /* a4 */
+        "  movq -40(%rbp), %r8\n"            /* a3 */
+        "  movq -32(%rbp), %rcx\n"           /* a2 */
+        "  movq -24(%rbp), %rdx\n"           /* a1 */
+        "  movq -16(%rbp), %rsi\n"           /* a0 */
+        "  movq -8(%rbp), %rdi\n"            /* nr */
+        "  call multios_slow\n"
+        "  movq %rax, -8(%rbp)\n"
+        "  movl $-1, %eax\n"
+        "  movl $-1, %edx\n"
+        "  xrstor64 (%rbx)\n"
+        "  leaq -64(%rbp), %rsp\n"
+        "  popq %rbx\n"
+        "  popq %r9\n"
+        "  popq %r8\n"
+        "  popq %r10\n"
+        "  popq %rdx\n"
+        "  popq %rsi\n"
+        "  popq %rdi\n"
+        "  popq %rax\n"
+        "  popq %rbp\n"
+        "  leaq 128(%rsp), %rsp\n"
+        "  ret\n"
         "4:\n"                               /* SIGSYS path: return address travels in r11 */
         "  leaq 128(%rsp), %rsp\n"
         "  popq %r11\n"
         "  jmp multios_fallback\n"
+        /* multios_spawn(stack top, fn, arg): a bare thread (no libc thread structure, the creator's
+         * TLS pointer) running fn(arg) on the given stack; returns the new tid or -errno. Used for
+         * shm delegate threads, so that creating them makes no call through a rewritten site. */
+        ".globl multios_spawn\n.hidden multios_spawn\n"
+        "multios_spawn:\n"
+        "  movq %rdx, -8(%rdi)\n"
+        "  movq %rsi, -16(%rdi)\n"
+        "  leaq -16(%rdi), %rsi\n"
+        "  movl $0x50f00, %edi\n"           /* CLONE_VM|FS|FILES|SIGHAND|THREAD|SYSVSEM */
+        "  xorl %edx, %edx\n"
+        "  xorl %r10d, %r10d\n"
+        "  xorl %r8d, %r8d\n"
+        "  movl $56, %eax\n"
+        "  syscall\n"
+        "  testq %rax, %rax\n"
+        "  jnz 1f\n"
+        "  popq %rax\n"
+        "  popq %rdi\n"
+        "  xorl %ebp, %ebp\n"
+        "  call *%rax\n"
+        "  movl $60, %eax\n"
+        "  xorl %edi, %edi\n"
+        "  syscall\n"
+        "  hlt\n"
+        "1:\n"
+        "  ret\n"
         ".balign 16\n"
         ".globl multios_stubs\n.hidden multios_stubs\n"
         "multios_stubs:\n"
@@ -112,22 +278,23 @@ __asm__(".text\n"
 
 static __thread uint64_t rng_state __attribute__((tls_model("initial-exec")));
 
-static uint64_t rng_next(void) {
-    uint64_t x = rng_state ? rng_state : (__rdtsc() | 1);
+static uint64_t rng_next(uint64_t *state) {
+    uint64_t x = *state ? *state : (__rdtsc() | 1);
     x ^= x >> 12;
     x ^= x << 25;
     x ^= x >> 27;
-    rng_state = x;
+    *state = x;
     return x * 0x2545F4914F6CDD1DULL;
 }
 
-HIDDEN uint64_t multios_draw(long nr) {
+/* rng: the caller's generator state (a delegate thread has no TLS of its own). */
+HIDDEN uint64_t multios_draw(long nr, uint64_t *rng) {
     struct cost *c = &multios_costs[nr];
     switch (c->kind) {
     case K_EXP: /* 4096 quantiles of the unit exponential, 16.16 fixed point */
-        return (c->param * (uint64_t)multios_expq[rng_next() & 4095]) >> 16;
+        return (c->param * (uint64_t)multios_expq[rng_next(rng) & 4095]) >> 16;
     case K_SAMPLES:
-        return c->nsamples ? c->samples[rng_next() % c->nsamples] : 0;
+        return c->nsamples ? c->samples[rng_next(rng) % c->nsamples] : 0;
     default:
         return c->param;
     }
@@ -151,23 +318,28 @@ HIDDEN void multios_record(uint64_t t) {
         multios_samples[i] = t;
 }
 
+/* Set while this thread waits for its delegate (shm). */
+static __thread int busy __attribute__((tls_model("initial-exec")));
+
 /* Serves one delegated call from the program's thread. */
 HIDDEN long multios_delegate(long nr, long a0, long a1, long a2, long a3, long a4, long a5) {
     __atomic_fetch_add(&multios_del_cnt[nr], 1, __ATOMIC_RELAXED);
     if (multios_mode == MODE_MIGRATE) {
         multios_xsys(SYS_sched_setaffinity, 0, sizeof multios_control_set, (long)&multios_control_set, 0, 0, 0);
-        multios_record(multios_spin(multios_draw(nr)));
+        multios_record(multios_spin(multios_draw(nr, &rng_state)));
         long r = multios_xsys(nr, a0, a1, a2, a3, a4, a5);
-        multios_record(multios_spin(multios_draw(nr)));
+        multios_record(multios_spin(multios_draw(nr, &rng_state)));
         multios_xsys(SYS_sched_setaffinity, 0, sizeof multios_compute_set, (long)&multios_compute_set, 0, 0, 0);
         return r;
     }
     struct mbox *m = multios_my_mbox;
-    if (!m || multios_my_gen != multios_fork_gen) {
-        /* A thread without a delegate (made by a raw clone): the call runs here, uncharged. */
+    if (!m || multios_my_gen != multios_fork_gen || busy) {
+        /* A thread without a delegate (made by a raw clone), or a signal handler that interrupted
+         * this thread's own delegated call (the mailbox is in use): the call runs here, uncharged. */
         __atomic_fetch_add(&multios_nodelegate, 1, __ATOMIC_RELAXED);
         return multios_xsys(nr, a0, a1, a2, a3, a4, a5);
     }
+    busy = 1;
     m->nr = nr;
     m->a[0] = a0;
     m->a[1] = a1;
@@ -189,5 +361,6 @@ HIDDEN long multios_delegate(long nr, long a0, long a1, long a2, long a3, long a
     }
     long r = m->nr;
     __atomic_store_n(&m->state, 0, __ATOMIC_RELEASE);
+    busy = 0;
     return r;
 }

@@ -57,6 +57,10 @@ __thread struct mbox *multios_my_mbox __attribute__((tls_model("initial-exec")))
 __thread uint64_t multios_my_gen __attribute__((tls_model("initial-exec")));
 
 static int active, rewrite, rewrite_ok, realtime, exit_group_delegated;
+/* Eager mode (config `intercept eager`): every site rewritten at start-up; sud_on = 0 when that
+ * succeeded for every 0f 05 pair in the process (then SUD is never turned on). */
+static int want_eager, eager, sud_on = 1;
+static struct rw_stats rw_start, rw_late;
 static unsigned char stub_local[NR_MAX];
 static char stats_dir[512];
 static uint64_t dump_seq, idle_ticks, rewritten;
@@ -142,7 +146,9 @@ static void dump_stats(void) {
             LINE('L', (uint64_t)i, multios_loc_cnt[i]);
         multios_del_cnt[i] = multios_loc_cnt[i] = 0;
     }
-    LINE('R', rewritten, (uint64_t)rewrite_ok);
+    LINE('R', rewritten + rw_start.rewritten + rw_late.rewritten, (uint64_t)rewrite_ok);
+    LINE('E', (uint64_t)eager, (uint64_t)!sud_on);
+    LINE('U', rw_start.unsure, rw_late.unsure);
     LINE('N', multios_nodelegate, 0);
     multios_nodelegate = 0;
     uint64_t ns = multios_nsamp < MAX_SAMPLES ? multios_nsamp : MAX_SAMPLES;
@@ -257,11 +263,12 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx) {
         g[REG_RDI] = (greg_t)&suspend_mask;
     }
     if (stub_local[nr]) {
+        char *stub = stub_for(ret);
+        if (stub)
+            multios_loc_cnt[nr]++; /* before the dump: a successful execve is counted too */
         if (nr == SYS_execve || nr == SYS_execveat)
             dump_stats(); /* the counts so far; the new image starts its own */
-        char *stub = stub_for(ret);
         if (stub) {
-            multios_loc_cnt[nr]++;
             g[REG_RAX] = nr;
             g[REG_RIP] = (greg_t)stub;
             selector = SEL_BLOCK;
@@ -314,17 +321,17 @@ static double neg_ln(double u) {
 
 /* ---- shm delegate threads ---- */
 
-static void *delegate_main(void *p) {
+/* A bare thread (multios_spawn): no libc, no TLS of its own, all signals blocked. */
+static void delegate_main(void *p) {
     struct mbox *m = p;
-    sched_setaffinity(0, sizeof multios_control_set, &multios_control_set);
     uint64_t last = __rdtsc(), polls = 0;
     for (;;) {
         uint32_t s = __atomic_load_n(&m->state, __ATOMIC_ACQUIRE);
         if (s == 1) {
             long nr = m->nr;
-            multios_record(multios_spin(multios_draw(nr)));
+            multios_record(multios_spin(multios_draw(nr, &m->rng)));
             long ret = raw6(nr, m->a[0], m->a[1], m->a[2], m->a[3], m->a[4], m->a[5]);
-            multios_record(multios_spin(multios_draw(nr)));
+            multios_record(multios_spin(multios_draw(nr, &m->rng)));
             m->nr = ret;
             __atomic_store_n(&m->state, 2, __ATOMIC_RELEASE);
             last = __rdtsc();
@@ -340,41 +347,38 @@ static void *delegate_main(void *p) {
             _mm_pause();
         }
     }
-    return NULL;
 }
 
-/* Gives the calling thread its own delegate thread (shm). */
+#define DELEGATE_STACK (64 * 1024)
+
+/* Gives the calling thread its own delegate thread (shm). Only raw system calls: creating it is
+ * the library's business, not the program's (none of it is counted, in either interception). */
 static void start_delegate(void) {
     if (multios_mode != MODE_SHM)
         return;
-    struct mbox *m = aligned_alloc(64, sizeof *m);
-    if (!m)
+    char *base = (char *)raw6(SYS_mmap, 0, 4096 + DELEGATE_STACK, PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if ((unsigned long)base >= -4095UL)
         return;
-    memset(m, 0, sizeof *m);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 64 * 1024);
-    /* Start on the control CPUs with its own policy: inheriting a SCHED_FIFO program's policy and
-     * CPU would leave it unable to run next to the spinning thread that waits for it. */
-    pthread_attr_setaffinity_np(&attr, sizeof multios_control_set, &multios_control_set);
-    pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+    struct mbox *m = (struct mbox *)base; /* zero-filled, 64-byte aligned */
+    uint64_t all = ~0ULL, old = 0;
+    raw6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, (long)&old, 8, 0, 0); /* inherited: all blocked */
+    long tid = multios_spawn(base + 4096 + DELEGATE_STACK, delegate_main, m);
+    raw6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0);
+    if (tid <= 0) {
+        raw6(SYS_munmap, (long)base, 4096 + DELEGATE_STACK, 0, 0, 0, 0);
+        return;
+    }
+    /* To the control CPUs with its own policy: inheriting a SCHED_FIFO program's policy and CPU
+     * would leave it unable to run next to the spinning thread that waits for it. */
+    raw6(SYS_sched_setaffinity, tid, sizeof multios_control_set, (long)&multios_control_set, 0, 0, 0);
     struct sched_param sp = {.sched_priority = realtime ? 50 : 0};
-    pthread_attr_setschedpolicy(&attr, realtime ? SCHED_FIFO : SCHED_OTHER);
-    pthread_attr_setschedparam(&attr, &sp);
-    pthread_t t;
-    int r = real_pthread_create(&t, &attr, delegate_main, m);
-    if (r == EPERM) { /* not allowed to use SCHED_FIFO: normal priority */
+    if (raw6(SYS_sched_setscheduler, tid, realtime ? SCHED_FIFO : SCHED_OTHER, (long)&sp, 0, 0, 0) != 0) {
         sp.sched_priority = 0;
-        pthread_attr_setschedpolicy(&attr, SCHED_OTHER);
-        pthread_attr_setschedparam(&attr, &sp);
-        r = real_pthread_create(&t, &attr, delegate_main, m);
+        raw6(SYS_sched_setscheduler, tid, SCHED_OTHER, (long)&sp, 0, 0, 0);
     }
-    if (r == 0) {
-        multios_my_mbox = m;
-        multios_my_gen = multios_fork_gen;
-    }
-    pthread_attr_destroy(&attr);
+    multios_my_mbox = m;
+    multios_my_gen = multios_fork_gen;
 }
 
 /* ---- configuration ---- */
@@ -436,6 +440,8 @@ static int load_config(const char *file) {
             multios_mode = !strcmp(line + 5, "shm") ? MODE_SHM : MODE_MIGRATE;
         else if (!strncmp(line, "rewrite ", 8))
             rewrite = line[8] == '1';
+        else if (!strncmp(line, "intercept ", 10))
+            want_eager = !strcmp(line + 10, "eager");
         else if (!strncmp(line, "realtime ", 9))
             realtime = line[9] == '1';
         else if (!strncmp(line, "patience_ticks ", 15)) {
@@ -499,7 +505,8 @@ static void *thread_start(void *p) {
     free(p);
     if (active) {
         start_delegate();
-        enable_sud();
+        if (sud_on)
+            enable_sud();
     }
     return s.fn(s.arg);
 }
@@ -527,15 +534,19 @@ static void after_fork_child(void) {
     multios_fork_gen++;
     if (active) {
         start_delegate();
-        enable_sud();
+        if (sud_on)
+            enable_sud();
     }
 }
 
 /* Maps the page at address 0 that rewritten sites call into (`call *%rax` lands at address nr).
- * zpoline fills [0, 512) with 1-byte NOPs; here it is "eb 4f" repeated: from an even address that is
- * `jmp +0x4f`, from an odd one the same jump behind a REX prefix (0x4f, ignored by jmp), so any entry
- * reaches 512 in at most seven jumps instead of up to 512 NOPs; [512, 596) is a NOP sled that catches
- * every landing point, then `movabs $multios_tramp, %r11; jmp *%r11`. Needs CAP_SYS_RAWIO (root) or vm.mmap_min_addr = 0. */
+ * zpoline fills [0, 512) with 1-byte NOPs; here it is "eb 40" repeated: from an even address that is
+ * `jmp +0x40`, from an odd one the same jump behind a REX prefix (0x40, ignored by jmp), so any entry
+ * reaches 512 in at most eight jumps instead of up to 512 NOPs; [512, 596) is a NOP sled that catches
+ * every landing point (at most 578), then `movabs $multios_tramp, %r11; jmp *%r11`. The REX byte
+ * must be 0x40: entering at 511 executes it with the sled's first 0x90, and a REX.B prefix (as 0x4f
+ * was) turns that NOP into `xchg %r8, %rax` (getuid, nr 102, landed there and ran nr = r8).
+ * Needs CAP_SYS_RAWIO (root) or vm.mmap_min_addr = 0. */
 #define SLED_END 596
 static int map_trampoline(void) {
     unsigned char *z = (unsigned char *)raw6(SYS_mmap, 0, 4096, PROT_READ | PROT_WRITE,
@@ -545,7 +556,7 @@ static int map_trampoline(void) {
     __asm__("" : "+r"(z)); /* address 0 is a valid page here; keep the compiler from assuming otherwise */
     volatile unsigned char *v = z;
     for (int i = 0; i < 4096; i++)
-        v[i] = i < 512 ? (i % 2 ? 0x4f : 0xeb) : i < SLED_END ? 0x90 : 0xcc;
+        v[i] = i < 512 ? (i % 2 ? 0x40 : 0xeb) : i < SLED_END ? 0x90 : 0xcc;
     uint64_t target = (uint64_t)multios_tramp;
     v[SLED_END] = 0x49; /* movabs $target, %r11 */
     v[SLED_END + 1] = 0xbb;
@@ -557,6 +568,51 @@ static int map_trampoline(void) {
     return raw6(SYS_mprotect, 0, 4096, PROT_READ | PROT_EXEC, 0, 0, 0) == 0;
 }
 
+/* The trampoline's slow path (SUD off), with the program's registers and extended state saved:
+ * calls that need ordinary C around them. */
+HIDDEN long multios_slow(long nr, long a0, long a1, long a2, long a3, long a4, long a5) {
+    if (nr == SYS_execve || nr == SYS_execveat) {
+        multios_loc_cnt[nr]++;
+        dump_stats(); /* the counts so far; the new image starts its own */
+        return raw6(nr, a0, a1, a2, a3, a4, a5);
+    }
+    if (nr == SYS_exit_group) {
+        if (exit_group_delegated)
+            multios_del_cnt[nr]++;
+        else
+            multios_loc_cnt[nr]++;
+        dump_stats();
+        return raw6(nr, a0, 0, 0, 0, 0, 0);
+    }
+    /* mmap, mprotect, pkey_mprotect with PROT_EXEC: new code to rewrite once the call succeeded. */
+    long r;
+    if ((multios_kind[nr] & 0x7f) == R_DELEGATED) {
+        r = multios_delegate(nr, a0, a1, a2, a3, a4, a5);
+    } else {
+        __atomic_fetch_add(&multios_loc_cnt[nr], 1, __ATOMIC_RELAXED);
+        r = raw6(nr, a0, a1, a2, a3, a4, a5);
+    }
+    uint64_t lo = nr == SYS_mmap ? (uint64_t)r : (uint64_t)a0;
+    if ((nr == SYS_mmap && (unsigned long)r < -4095UL) || (nr != SYS_mmap && r == 0)) {
+        while (__atomic_exchange_n(&rewrite_lock, 1, __ATOMIC_ACQUIRE))
+            _mm_pause();
+        multios_rewrite_range(lo, lo + (uint64_t)a1, &rw_late);
+        __atomic_store_n(&rewrite_lock, 0, __ATOMIC_RELEASE);
+    }
+    return r;
+}
+
+/* Eager mode needs xsave (the slow path saves the extended state with it); sets its area size. */
+static int xsave_ready(void) {
+    unsigned a, b, c, d;
+    __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(1), "c"(0));
+    if (!(c & (1u << 27))) /* OSXSAVE */
+        return 0;
+    __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0xd), "c"(0));
+    multios_xsave_size = ((uint64_t)b + 63) / 64 * 64 + 64;
+    return b >= 576;
+}
+
 __attribute__((constructor)) static void multios_preload_init(void) {
     const char *cfg = getenv("MULTIOS_EMU_CONFIG");
     real_pthread_create = dlsym(RTLD_NEXT, "pthread_create");
@@ -564,17 +620,46 @@ __attribute__((constructor)) static void multios_preload_init(void) {
         return;
     for (int i = 0; i < 4096; i++)
         multios_expq[i] = (uint32_t)(neg_ln((i + 0.5) / 4096.0) * 65536.0 + 0.5);
-    for (int nr = 0; nr < NR_MAX; nr++)
-        if (stub_local[nr])
-            multios_kind[nr] = R_SIGSYS;
-    multios_kind[SYS_rt_sigreturn] = multios_kind[SYS_rt_sigprocmask] = multios_kind[SYS_exit_group] = R_SIGSYS;
-    multios_kind[SYS_rt_sigaction] = multios_kind[SYS_rt_sigsuspend] = R_SIGSYS;
-    if (install(SIGSYS, on_sigsys, SA_NODEFER) != 0)
-        return;
     if (rewrite)
         rewrite_ok = map_trampoline();
+    if (want_eager && rewrite_ok && xsave_ready()) {
+        /* Eager: rewrite every site now; SUD stays off unless some 0f 05 pair could not be
+         * classified (then the lazy machinery below serves those sites, with SUD on). */
+        eager = 1;
+        multios_rewrite_range(0, ~0ULL, &rw_start);
+        sud_on = rw_start.unsure != 0;
+    }
+    if (sud_on) {
+        for (int nr = 0; nr < NR_MAX; nr++)
+            if (stub_local[nr])
+                multios_kind[nr] = R_SIGSYS;
+        multios_kind[SYS_rt_sigreturn] = multios_kind[SYS_rt_sigprocmask] = multios_kind[SYS_exit_group] = R_SIGSYS;
+        multios_kind[SYS_rt_sigaction] = multios_kind[SYS_rt_sigsuspend] = R_SIGSYS;
+        if (install(SIGSYS, on_sigsys, SA_NODEFER) != 0)
+            return;
+    } else {
+        /* SUD off: the calls the SIGSYS handler served arrive through the trampoline. Signal
+         * masks and handlers need nothing special any more (no SIGSYS to keep unblocked). */
+        multios_kind[SYS_rt_sigreturn] = R_SIGRETURN;
+        multios_kind[SYS_clone] = multios_kind[SYS_clone3] = multios_kind[SYS_fork] = multios_kind[SYS_vfork] = R_CLONE;
+        multios_kind[SYS_execve] = multios_kind[SYS_execveat] = multios_kind[SYS_exit_group] = R_SLOW;
+        multios_kind[SYS_mmap] |= R_EXECCHK;
+        multios_kind[SYS_mprotect] |= R_EXECCHK;
+        multios_kind[SYS_pkey_mprotect] |= R_EXECCHK;
+    }
+    if (getenv("MULTIOS_EMU_DEBUG")) {
+        char b[200], *p = b;
+        memcpy(p, "multios preload: eager ", 23); p += 23; p = put_u64(p, (uint64_t)eager);
+        memcpy(p, " rewrite_ok ", 12); p += 12; p = put_u64(p, (uint64_t)rewrite_ok);
+        memcpy(p, " sud_on ", 8); p += 8; p = put_u64(p, (uint64_t)sud_on);
+        memcpy(p, " rewritten ", 11); p += 11; p = put_u64(p, rw_start.rewritten);
+        memcpy(p, " unsure ", 8); p += 8; p = put_u64(p, rw_start.unsure);
+        *p++ = '\n';
+        raw6(SYS_write, 2, (long)b, p - b, 0, 0, 0);
+    }
     pthread_atfork(NULL, NULL, after_fork_child);
     active = 1;
     start_delegate();
-    enable_sud();
+    if (sud_on)
+        enable_sud();
 }

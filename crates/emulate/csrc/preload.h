@@ -13,8 +13,18 @@
 
 enum mode { MODE_MIGRATE = 0, MODE_SHM = 1 };
 enum kind { K_CONST = 0, K_EXP = 1, K_SAMPLES = 2 };
-/* multios_kind[nr]: 0 local (fast path), 1 delegated, 2 handled by the SIGSYS path. */
-enum route { R_LOCAL = 0, R_DELEGATED = 1, R_SIGSYS = 2 };
+/* multios_kind[nr]: how the trampoline routes a call. 0 local (fast path), 1 delegated, 2 handled by
+ * the SIGSYS path (SUD on); with SUD off: 3 rt_sigreturn (run at the signal frame), 4 clone, clone3,
+ * fork, vfork (the child must not return through the parent's stack), 5 the slow path (full register
+ * state saved, then multios_slow in ordinary C: execve, execveat, exit_group); R_EXECCHK added to
+ * 0 or 1 (mmap, mprotect, pkey_mprotect): the slow path when the protection has PROT_EXEC. */
+enum route { R_LOCAL = 0, R_DELEGATED = 1, R_SIGSYS = 2, R_SIGRETURN = 3, R_CLONE = 4, R_SLOW = 5, R_EXECCHK = 0x80 };
+
+/* What the eager rewriter (rewrite.c) did. */
+struct rw_stats {
+    uint64_t rewritten; /* `syscall` instructions rewritten into `call *%rax` */
+    uint64_t unsure;    /* 0f 05 pairs that could not be classified safely, left alone */
+};
 
 struct cost {
     int kind;
@@ -30,6 +40,7 @@ struct mbox {
     long nr; /* the request's number; the reply's result */
     long a[6];
     char pad[64]; /* the request and the reply share one cache line; nothing else does */
+    uint64_t rng; /* the delegate's random generator (exponential f_c) */
 };
 
 extern HIDDEN int multios_mode;
@@ -45,10 +56,17 @@ extern HIDDEN uint64_t multios_patience_ticks;
 extern __thread struct mbox *multios_my_mbox __attribute__((tls_model("initial-exec")));
 extern __thread uint64_t multios_my_gen __attribute__((tls_model("initial-exec")));
 
+/* rewrite.c */
+HIDDEN void multios_rewrite_range(uint64_t lo, uint64_t hi, struct rw_stats *st);
+/* preload.c: the trampoline's slow path */
+HIDDEN long multios_slow(long nr, long a0, long a1, long a2, long a3, long a4, long a5);
+extern HIDDEN uint64_t multios_xsave_size;
+
 /* fast.c */
 HIDDEN long multios_xsys(long nr, long a, long b, long c, long d, long e, long f);
 HIDDEN long multios_delegate(long nr, long a0, long a1, long a2, long a3, long a4, long a5);
-HIDDEN uint64_t multios_draw(long nr);
+HIDDEN uint64_t multios_draw(long nr, uint64_t *rng);
+HIDDEN long multios_spawn(void *stack_top, void (*fn)(void *), void *arg);
 HIDDEN uint64_t multios_spin(uint64_t ticks);
 HIDDEN void multios_record(uint64_t t);
 extern HIDDEN char multios_exempt_begin[], multios_exempt_end[], multios_restorer[], multios_sigreturn_syscall[],

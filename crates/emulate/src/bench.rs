@@ -82,13 +82,29 @@ pub struct Overhead {
     pub emulated_wall: f64,
     pub wall_overhead_pct: f64,
     pub runs: usize,
+    /// shm/migrate: how the emulated runs above intercepted (eager, SUD off, unless it fell back).
+    pub interception: Option<String>,
+    /// shm/migrate: the same workload under the lazy interception (SUD on), run in the same
+    /// alternation (native, eager, lazy): the before/after of the SUD-off mode, side by side.
+    pub lazy: Option<LazySide>,
+}
+
+/// The lazy-interception side of a pass-through measurement.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct LazySide {
+    pub emulated_cpu: f64,
+    pub cpu_overhead_pct: f64,
+    pub cpu_overhead_min_pct: f64,
+    pub emulated_wall: f64,
+    pub wall_overhead_pct: f64,
 }
 
 fn median(v: &mut [f64]) -> f64 {
     Summary::of(v).map(|s| s.median).unwrap_or(f64::NAN)
 }
 
-/// Runs `argv` natively and under `m` with policy none, alternating, `runs` times each.
+/// Runs `argv` natively and under `m` with policy none, alternating, `runs` times each; for shm
+/// and migrate both interceptions (eager, then lazy) in the same alternation.
 pub fn passthrough(
     workload: &str,
     argv: &[String],
@@ -108,20 +124,41 @@ pub fn passthrough(
         wait: Default::default(),
         rewrite: true,
     };
+    let in_process = m != Mechanism::Proxy;
     let (mut nc, mut ec, mut nw, mut ew) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut lc, mut lw) = (Vec::new(), Vec::new());
+    let mut interception = None;
     for _ in 0..runs {
         let n = crate::run_native(argv, compute, &cfg.wait)?;
         check_exit(workload, "natively", n.exit)?;
         nc.push(n.cpu_secs);
         nw.push(n.wall_secs);
-        let r = crate::run(&cfg)?;
+        let r = crate::run_with(&cfg, crate::Interception::Eager)?;
         check_exit(workload, m.name(), r.exit)?;
         ec.push(r.cpu_secs);
         ew.push(r.wall_secs);
+        interception = r.interception;
+        if in_process {
+            let r = crate::run_with(&cfg, crate::Interception::Lazy)?;
+            check_exit(workload, m.name(), r.exit)?;
+            lc.push(r.cpu_secs);
+            lw.push(r.wall_secs);
+        }
     }
     let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
     let cpu_overhead_min_pct = 100.0 * (min(&ec) / min(&nc) - 1.0);
+    let lazy_min_pct = 100.0 * (min(&lc) / min(&nc) - 1.0);
     let (nc, ec, nw, ew) = (median(&mut nc), median(&mut ec), median(&mut nw), median(&mut ew));
+    let lazy = in_process.then(|| {
+        let (lc, lw) = (median(&mut lc), median(&mut lw));
+        LazySide {
+            emulated_cpu: lc,
+            cpu_overhead_pct: 100.0 * (lc / nc - 1.0),
+            cpu_overhead_min_pct: lazy_min_pct,
+            emulated_wall: lw,
+            wall_overhead_pct: 100.0 * (lw / nw - 1.0),
+        }
+    });
     Ok(Overhead {
         workload: workload.into(),
         mechanism: m.name().into(),
@@ -133,6 +170,8 @@ pub fn passthrough(
         emulated_wall: ew,
         wall_overhead_pct: 100.0 * (ew / nw - 1.0),
         runs,
+        interception,
+        lazy,
     })
 }
 

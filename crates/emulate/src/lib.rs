@@ -103,6 +103,55 @@ impl std::str::FromStr for Mechanism {
     }
 }
 
+/// How `shm` and `migrate` find the program's system calls (docs/EMULATOR.md, "Pass-through cost").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Interception {
+    /// zpoline-style: every `syscall` instruction of every executable mapping is rewritten at
+    /// start-up (found with an x86 decoder) and in code mapped later (mmap/mprotect with
+    /// PROT_EXEC); Syscall User Dispatch stays off, so local calls pay only the trampoline. Falls
+    /// back to `Lazy` (with a warning) when the trampoline page at address 0 cannot be mapped, and
+    /// keeps SUD on when some 0f 05 bytes cannot be classified safely.
+    Eager,
+    /// lazypoline-style: Syscall User Dispatch stays on in every thread; a site is rewritten when
+    /// its first call traps.
+    Lazy,
+}
+
+impl Interception {
+    /// The environment variable that chooses the interception of [`run`] (`eager` or `lazy`).
+    pub const ENV: &'static str = "MULTIOS_EMU_INTERCEPT";
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Interception::Eager => "eager",
+            Interception::Lazy => "lazy",
+        }
+    }
+
+    /// `MULTIOS_EMU_INTERCEPT` if set (eager or lazy), else `Eager`.
+    pub fn from_env() -> Result<Self, EmulateError> {
+        match std::env::var(Self::ENV) {
+            Ok(v) => v.parse().map_err(EmulateError::Supervisor),
+            Err(_) => Ok(Interception::Eager),
+        }
+    }
+}
+
+impl std::str::FromStr for Interception {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "eager" => Ok(Interception::Eager),
+            "lazy" => Ok(Interception::Lazy),
+            _ => Err(format!(
+                "unknown interception '{s}' (from --interception or {}): use eager or lazy",
+                Interception::ENV
+            )),
+        }
+    }
+}
+
 /// One emulated run.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -151,14 +200,21 @@ impl Config {
     }
 }
 
-/// Runs the program under emulation and reports what happened.
+/// Runs the program under emulation and reports what happened; `shm` and `migrate` intercept as
+/// [`Interception::from_env`] says (eager unless `MULTIOS_EMU_INTERCEPT=lazy`).
 pub fn run(cfg: &Config) -> Result<Report, EmulateError> {
+    run_with(cfg, Interception::from_env()?)
+}
+
+/// [`run`] with the interception of `shm` and `migrate` given (ignored by `proxy`).
+pub fn run_with(cfg: &Config, interception: Interception) -> Result<Report, EmulateError> {
     let mut warnings = cfg.check()?;
     let path = launch::resolve(&cfg.argv[0])?;
     let mut d = cfg.delegation.clone();
     let forced_local = d.keep_local(cfg.mechanism.always_local());
     let cal = tsc::calibration();
     let samplers = Arc::new(cfg.cost.samplers(cal));
+    let mut interception_used = None;
     let (exit, wall_secs, cpu_secs, counts, local, delivered) = match cfg.mechanism {
         Mechanism::Proxy => {
             let o = proxy::run(
@@ -180,8 +236,9 @@ pub fn run(cfg: &Config) -> Result<Report, EmulateError> {
             )
         }
         Mechanism::Migrate | Mechanism::Shm => {
-            let o = preload::run(&path, cfg, &d, cal)?;
+            let o = preload::run(&path, cfg, &d, cal, interception)?;
             warnings.extend(o.warnings);
+            interception_used = Some(o.interception);
             (
                 o.exit,
                 o.wall_secs,
@@ -225,6 +282,7 @@ pub fn run(cfg: &Config) -> Result<Report, EmulateError> {
         syscalls,
         delivered_fc: Summary::of(&mut secs),
         forced_local,
+        interception: interception_used,
         warnings,
     })
 }

@@ -95,5 +95,8 @@ pub struct Report {
     pub delivered_fc: Option<Summary>,
     /// Calls the policy delegated but the mechanism keeps local to preserve their semantics.
     pub forced_local: Vec<String>,
+    /// shm/migrate: how calls were intercepted — "eager, SUD off", "eager, SUD on" (some 0f 05
+    /// bytes could not be classified), "lazy" (or "lazy (fallback)" when eager was asked for).
+    pub interception: Option<String>,
     pub warnings: Vec<String>,
 }

@@ -58,6 +58,11 @@ pub struct Args {
     /// raises SIGSYS, ≈ 2 µs each)
     #[arg(long)]
     pub no_rewrite: bool,
+    /// shm/migrate: eager (rewrite every `syscall` at start-up, Syscall User Dispatch off: the
+    /// lowest pass-through cost) or lazy (SUD on, sites rewritten at their first call). Default:
+    /// MULTIOS_EMU_INTERCEPT, else eager (lazy when address 0 cannot be mapped)
+    #[arg(long, value_name = "eager|lazy")]
+    pub interception: Option<multios_emulate::Interception>,
     /// Write the report (table, --json or --csv) to FILE instead of stderr (table) / stdout (JSON, CSV)
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
@@ -135,7 +140,11 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
     for w in cfg.check()? {
         eprintln!("warning: {w}");
     }
-    let report = multios_emulate::run(&cfg)?;
+    let interception = match args.interception {
+        Some(i) => i,
+        None => multios_emulate::Interception::from_env()?,
+    };
+    let report = multios_emulate::run_with(&cfg, interception)?;
     for w in &report.warnings {
         if !w.contains("overlap") {
             eprintln!("warning: {w}");
@@ -201,6 +210,9 @@ fn table_text(r: &Report, cmp: Option<&predict::Comparison>, out: &Out) -> Strin
         r.compute_cpus,
         r.control_cpus
     );
+    if let Some(i) = &r.interception {
+        let _ = writeln!(s, "interception: {i}");
+    }
     let local = r
         .local_total
         .map(|l| l.to_string())
