@@ -134,9 +134,7 @@ pub fn drive(
         )),
         Backend::Exit => None,
     };
-    if !cfg.cpus.is_empty() {
-        kernel.vcpu_started(0);
-    }
+    kernel.vcpu_started(0);
     if let Some(w) = proxy.as_ref().and_then(Proxy::waker) {
         let _ = m.waker.set(w);
     }
@@ -205,7 +203,7 @@ impl Machine {
                     return self.fail(LwkError::Stopped {
                         what,
                         rip,
-                        symbol: self.symbols.lookup(rip),
+                        symbol: self.symbol(rip),
                     });
                 }
                 Err(e) if e.errno() == libc::EINTR || e.errno() == libc::EAGAIN => {
@@ -217,6 +215,13 @@ impl Machine {
                 Err(e) => return self.fail(LwkError::Run(e)),
             }
         }
+    }
+
+    /// The symbol at `rip` in the first program's tables (none once the guest has exec'd).
+    fn symbol(&self, rip: u64) -> Option<String> {
+        (self.kernel.execs() == 0)
+            .then(|| self.symbols.lookup(rip))
+            .flatten()
     }
 
     fn fail(&self, e: LwkError) -> End {
@@ -266,7 +271,8 @@ impl Machine {
                 _ => return None,
             }
             let (nr, a) = proxy::request(&self.kernel, slot);
-            if nr == libc::SYS_rt_sigreturn as u64 {
+            if [libc::SYS_rt_sigreturn, libc::SYS_execve, libc::SYS_execveat].contains(&(nr as i64)) {
+                // These set the vCPU's registers: complete the doorbell's MMIO exit first.
                 crate::deliver::settle(vcpu);
             }
             let reply = self.kernel.serve(Ctx::Vcpu(vcpu), id as usize, nr, a);
@@ -497,7 +503,7 @@ impl Machine {
             rip,
             rsp: f(5),
             addr: sregs.cr2,
-            symbol: self.symbols.lookup(rip),
+            symbol: self.symbol(rip),
         })
     }
 }

@@ -231,3 +231,35 @@ pub fn xsave_size() -> usize {
         576
     }
 }
+
+/// True when this process may execute `path` (access(2) with X_OK).
+pub fn may_execute(path: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: `c` is a valid NUL-terminated path; access only reads it.
+    unsafe { libc::access(c.as_ptr(), libc::X_OK) == 0 }
+}
+
+/// Closes this process's close-on-exec descriptors below `fd_floor` (the guest's: an execve in the
+/// LWK does what the kernel would do on a real one; the VMM's own fds, at or above the floor, stay).
+pub fn close_on_exec(fd_floor: i32) {
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return;
+    };
+    let fds: Vec<i32> = dir
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|&fd| fd < fd_floor)
+        .collect();
+    for fd in fds {
+        // SAFETY: F_GETFD and close take plain integers; these fds are the guest's, which no Rust
+        // object of the VMM owns (the VMM's fds are all at or above the floor).
+        unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFD);
+            if flags >= 0 && flags & libc::FD_CLOEXEC != 0 {
+                libc::close(fd);
+            }
+        }
+    }
+}

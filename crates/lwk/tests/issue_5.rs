@@ -544,3 +544,27 @@ fn issue_5_shared_file_mappings_match_native() {
     assert!(text.contains("b sees a: written through mapping a"), "{text}");
     assert!(text.contains("a sees pwrite: written with pwrite"), "{text}");
 }
+
+#[test]
+fn issue_5_execve_replaces_the_program_like_native() {
+    require_kvm();
+    // Three generations through /proc/self/exe (close-on-exec fds closed, handlers reset, the
+    // environment passed), ENOENT for a missing program, then execvp of /bin/echo.
+    let out = assert_same(&build_c_with("execs", &[]), &["3"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("generation 3 of 3: USR1 default, fd 9 closed"), "{text}");
+    assert!(text.contains("missing program: No such file or directory"), "{text}");
+    assert!(text.ends_with("echo ran after 3 execs\n"), "{text}");
+    assert_same(&build_c("execs"), &["2"]);
+    // A #! script, by execv from a program and as the program itself; wrappers that exec.
+    let dir = tmpdir("exec-script");
+    let script = dir.join("s.sh");
+    std::fs::write(&script, "#!/bin/sh\necho \"script args: $*\"\n").expect("write the script");
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    let s = script.to_str().expect("utf-8 temp path");
+    let out = assert_same(&build_c_with("execs", &[]), &["script", s]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "script args: from a script\n");
+    assert_same(&script, &["a", "b"]);
+    assert_same(Path::new("/usr/bin/env"), &["X=1", "printenv", "X"]);
+    assert_same(Path::new("/usr/bin/nice"), &["-n", "3", "/usr/bin/nice"]);
+}

@@ -21,13 +21,16 @@ impl Kernel {
         (!self.cpus.is_empty()).then(|| self.cpus[id % self.cpus.len()])
     }
 
-    /// Records the Linux thread running vCPU `id` and pins it on its home CPU when pinning is on.
+    /// Records the Linux thread running vCPU `id` and pins it on its home CPU when pinning is on
+    /// (otherwise new vCPU threads may run anywhere).
     pub fn vcpu_started(&self, id: usize) {
         if let Some(t) = lock(&self.threads).get_mut(id) {
             t.host_tid = sys::gettid();
         }
         let placed = match self.home_cpu(id) {
             Some(c) if self.pin => sys::pin_to_cpu(c),
+            // vCPU 0 runs on the caller's thread: its affinity is the caller's business.
+            _ if id == 0 => Ok(()),
             _ => sys::unpin(),
         };
         if let Err(e) = placed {
@@ -127,6 +130,23 @@ impl Kernel {
             self.mem.write(ptr, &value.to_le_bytes());
         }
         Reply::Ret(0)
+    }
+
+    /// getpriority/setpriority: a nice value is per thread on Linux, so for the guest's own
+    /// threads the call is made about the Linux thread running that vCPU (not the proxy that
+    /// serves it); other targets (process groups, users, other processes) are passed on as is.
+    pub(super) fn priority(&self, cpu: usize, nr: u64, a: [u64; 6]) -> Reply {
+        let mut a = a;
+        if a[0] as i32 == libc::PRIO_PROCESS as i32 {
+            if let Some(id) = self.vcpu_of(a[1] as i32, cpu) {
+                let host = lock(&self.threads).get(id).map_or(0, |t| t.host_tid);
+                if host == 0 {
+                    return err(libc::ESRCH);
+                }
+                a[1] = host as u64;
+            }
+        }
+        Reply::Ret(sys::raw_syscall(nr, a))
     }
 
     /// An affinity call about another process: performed as asked, its buffer checked first.

@@ -92,6 +92,7 @@ impl Kernel {
             SYS_sched_getaffinity => self.sched_getaffinity(cpu, a),
             SYS_sched_setaffinity => self.sched_setaffinity(cpu, a),
             SYS_getcpu => self.getcpu(cpu, a),
+            SYS_getpriority | SYS_setpriority => self.priority(cpu, nr, a),
             SYS_uname => {
                 if !self.mem.in_app(a[0], 390) {
                     return err(EFAULT);
@@ -105,11 +106,12 @@ impl Kernel {
                     (a[2], a[3])
                 };
                 if self.is_proc_self_exe(nr, &a) {
-                    let n = self.exe.len().min(len as usize);
+                    let exe = lock(&self.exe).clone();
+                    let n = exe.len().min(len as usize);
                     if !self.mem.in_app(buf, n as u64) {
                         return err(EFAULT);
                     }
-                    self.mem.write(buf, &self.exe[..n]);
+                    self.mem.write(buf, &exe[..n]);
                     return Reply::Ret(n as i64);
                 }
                 self.delegate(nr, a)
@@ -145,9 +147,10 @@ impl Kernel {
                 Ctx::Proxy => Reply::NeedVcpu,
                 Ctx::Vcpu(_) => self.clone_thread(nr, a),
             },
-            SYS_fork | SYS_vfork | SYS_execve | SYS_execveat | SYS_wait4 => self.refuse(
+            SYS_execve | SYS_execveat => self.execve(ctx, cpu, nr, a),
+            SYS_fork | SYS_vfork | SYS_wait4 => self.refuse(
                 nr,
-                "processes (fork/exec/wait) are outside the LWK's scope (one process per VM)",
+                "new processes (fork/vfork/wait) are outside the LWK's scope (one process per VM; execve works)",
             ),
             SYS_rt_sigreturn => match ctx {
                 Ctx::Proxy => Reply::NeedVcpu,

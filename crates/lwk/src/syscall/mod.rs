@@ -4,6 +4,7 @@
 pub mod check;
 mod cpus;
 mod delegate;
+pub(crate) mod exec;
 pub mod layout;
 mod local;
 pub mod policy;
@@ -96,7 +97,9 @@ pub struct Kernel {
     pub(crate) shared: Mutex<crate::mm::RangeSet>,
     pub(crate) policy: Policy,
     /// The program's absolute path, the answer to readlink("/proc/self/exe").
-    pub(crate) exe: Vec<u8>,
+    pub(crate) exe: Mutex<Vec<u8>>,
+    /// execve calls so far.
+    pub(crate) execs: std::sync::atomic::AtomicUsize,
     pub(crate) pid: i32,
     pub(crate) fd_floor: i32,
     pub(crate) sigactions: Mutex<[SigAction; 65]>,
@@ -141,7 +144,8 @@ impl Kernel {
             mm: Mutex::new(mm),
             shared: Mutex::new(crate::mm::RangeSet::default()),
             policy,
-            exe,
+            exe: Mutex::new(exe),
+            execs: std::sync::atomic::AtomicUsize::new(0),
             pid: std::process::id() as i32,
             fd_floor,
             sigactions: Mutex::new([SigAction::default(); 65]),

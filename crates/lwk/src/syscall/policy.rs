@@ -27,6 +27,8 @@ pub const MANDATORY_LOCAL: &[&str] = &[
     "sched_getaffinity",
     "sched_setaffinity",
     "getcpu",
+    "getpriority",
+    "setpriority",
     "exit",
     "exit_group",
     "rt_sigaction",

@@ -1,0 +1,259 @@
+//! execve/execveat in the LWK: the same process (pid, open files, cwd, signal mask and pending
+//! signals) continues with a new program in the same VM. Checks that can fail (path, permission,
+//! format) come first; after the point of no return the old image is dropped (shared mappings
+//! unmapped, the window zeroed), the new one is loaded like at start-up (`run::load_program`),
+//! handled signals go back to their default action, close-on-exec descriptors are closed, and the
+//! calling vCPU restarts at the new entry point. `#!` scripts run their interpreter (one level).
+//! A guest with several threads gets ENOSYS with a report (Linux would kill the other threads).
+
+use super::{lock, Ctx, ExitStatus, Kernel, Reply};
+use crate::sys;
+use kvm_bindings::{kvm_fpu, kvm_regs};
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// Linux's limits on one argument string and on all of them (MAX_ARG_STRLEN, a 2 MiB budget).
+const MAX_ARG: usize = 128 << 10;
+const MAX_TOTAL: usize = 2 << 20;
+
+fn errno(e: i32) -> Reply {
+    Reply::Ret(-(e as i64))
+}
+
+impl Kernel {
+    /// Reads a NULL-terminated array of string pointers (argv or envp; NULL itself is empty).
+    fn read_strings(&self, array: u64, total: &mut usize) -> Result<Vec<Vec<u8>>, i32> {
+        let mut out = Vec::new();
+        if array == 0 {
+            return Ok(out);
+        }
+        for k in 0u64.. {
+            let slot = array.checked_add(8 * k).ok_or(libc::EFAULT)?;
+            if !self.mem.in_app(slot, 8) {
+                return Err(libc::EFAULT);
+            }
+            let p = self.mem.read_u64(slot);
+            if p == 0 {
+                break;
+            }
+            let s = self.mem.read_cstr(p, MAX_ARG).ok_or(libc::EFAULT)?;
+            *total += s.len() + 1 + 8;
+            if *total > MAX_TOTAL {
+                return Err(libc::E2BIG);
+            }
+            out.push(s);
+        }
+        Ok(out)
+    }
+
+    pub(super) fn execve(&self, ctx: Ctx<'_>, cpu: usize, nr: u64, a: [u64; 6]) -> Reply {
+        let Ctx::Vcpu(vcpu) = ctx else {
+            return Reply::NeedVcpu;
+        };
+        let (path_ptr, argv_ptr, envp_ptr) = if nr == libc::SYS_execveat as u64 {
+            if a[0] as i32 != libc::AT_FDCWD || a[4] != 0 {
+                return self.refuse(
+                    nr,
+                    "execveat with a directory fd or flags (only AT_FDCWD, no flags)",
+                );
+            }
+            (a[1], a[2], a[3])
+        } else {
+            (a[0], a[1], a[2])
+        };
+        if self.live_threads.load(std::sync::atomic::Ordering::Acquire) > 1 {
+            return self.refuse(nr, "execve from a guest with several threads");
+        }
+        let Some(path) = self.mem.read_cstr(path_ptr, 4096) else {
+            return errno(libc::EFAULT);
+        };
+        let mut total = 0;
+        let (mut argv, envp) = match (
+            self.read_strings(argv_ptr, &mut total),
+            self.read_strings(envp_ptr, &mut total),
+        ) {
+            (Ok(v), Ok(e)) => (v, e),
+            (Err(e), _) | (_, Err(e)) => return errno(e),
+        };
+        // /proc/self/exe is the VMM's binary on the host: the guest means its own program.
+        let mut prog = if path == b"/proc/self/exe" {
+            PathBuf::from(OsStr::from_bytes(&lock(&self.exe)))
+        } else {
+            PathBuf::from(OsStr::from_bytes(&path))
+        };
+        if let Err(e) = executable(&prog) {
+            return errno(e);
+        }
+        // `#!interpreter [arg]`: run the interpreter on the script.
+        match script_interpreter(&prog) {
+            Ok(Some((interp, arg))) => {
+                let mut v = vec![interp.clone()];
+                v.extend(arg);
+                v.push(path.clone());
+                v.extend(argv.into_iter().skip(1));
+                argv = v;
+                prog = PathBuf::from(OsStr::from_bytes(&interp));
+                if let Err(e) = executable(&prog) {
+                    return errno(e);
+                }
+            }
+            Ok(None) => {}
+            Err(e) => return errno(e),
+        }
+        if !is_elf(&prog) {
+            return errno(libc::ENOEXEC);
+        }
+
+        // The point of no return: the old image goes.
+        let window = (self.mem.app.base, self.mem.app.len);
+        if let Err(e) = self.unshare(window.0, window.1) {
+            return Reply::Ret(e);
+        }
+        self.mem.zero(window.0, window.1);
+        let rewrite = lock(&self.thunks).is_some();
+        let name = String::from_utf8_lossy(&path).into_owned();
+        let loaded = match crate::run::load_program(&self.mem, &prog, &name, argv, envp, rewrite) {
+            Ok(l) => l,
+            Err(e) => return self.exec_failed(format!("loading {}: {e}", prog.display())),
+        };
+        *lock(&self.mm) = loaded.mm;
+        if let Some(t) = loaded.thunks {
+            *lock(&self.thunks) = Some(t);
+        }
+        self.rewritten
+            .fetch_add(loaded.rewritten, std::sync::atomic::Ordering::Relaxed);
+        let exe = std::fs::canonicalize(&prog).unwrap_or(prog);
+        *lock(&self.exe) = exe.as_os_str().as_bytes().to_vec();
+        self.execs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.reset_handlers();
+        sys::close_on_exec(self.fd_floor);
+        if let Some(t) = lock(&self.threads).get_mut(cpu) {
+            t.clear_child_tid = None;
+            t.saved_sigmask = None;
+        }
+
+        let regs = kvm_regs {
+            rip: loaded.entry,
+            rsp: loaded.rsp,
+            rflags: 0x202,
+            ..Default::default()
+        };
+        let fpu = kvm_fpu {
+            fcw: 0x37f,
+            mxcsr: 0x1f80,
+            ..Default::default()
+        };
+        let sregs = vcpu.get_sregs().map(|mut s| {
+            s.fs.base = 0;
+            s
+        });
+        match (
+            vcpu.set_regs(&regs),
+            vcpu.set_fpu(&fpu),
+            sregs.map(|s| vcpu.set_sregs(&s)),
+        ) {
+            (Ok(()), Ok(()), Ok(Ok(()))) => Reply::Resumed,
+            _ => self.exec_failed("setting the vCPU's registers for the new program".into()),
+        }
+    }
+
+    /// Handled signals go back to SIG_DFL on exec; ignored ones stay ignored.
+    fn reset_handlers(&self) {
+        let mut acts = lock(&self.sigactions);
+        for (sig, act) in acts.iter_mut().enumerate().skip(1) {
+            let h = act.raw[0];
+            if h != libc::SIG_DFL as u64 && h != libc::SIG_IGN as u64 {
+                act.raw = [libc::SIG_DFL as u64, 0, 0, 0];
+                crate::hostsig::follow(sig as i32, libc::SIG_DFL as u64, false);
+            }
+        }
+    }
+
+    /// After the point of no return Linux kills the process with SIGSEGV.
+    fn exec_failed(&self, why: String) -> Reply {
+        let msg = format!("execve: {why}; the process ends with SIGSEGV, as on Linux");
+        if !self.quiet {
+            eprintln!("multios lwk: {msg}");
+        }
+        lock(&self.notes).push(msg);
+        lock(&self.exit).get_or_insert(ExitStatus::Signal(libc::SIGSEGV));
+        Reply::Stop
+    }
+
+    /// How many times the guest has exec'd (its first program's symbols are stale after one).
+    pub fn execs(&self) -> usize {
+        self.execs.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// The errno execve gives for `path` before reading it: ENOENT, EACCES (not executable, or a
+/// directory).
+fn executable(path: &Path) -> Result<(), i32> {
+    let meta = std::fs::metadata(path).map_err(|e| e.raw_os_error().unwrap_or(libc::ENOENT))?;
+    if meta.is_dir() {
+        return Err(libc::EACCES);
+    }
+    if !sys::may_execute(path) {
+        return Err(libc::EACCES);
+    }
+    Ok(())
+}
+
+fn head(path: &Path, n: usize) -> Result<Vec<u8>, i32> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).map_err(|e| e.raw_os_error().unwrap_or(libc::EACCES))?;
+    let mut b = vec![0u8; n];
+    let got = f
+        .read(&mut b)
+        .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+    b.truncate(got);
+    Ok(b)
+}
+
+fn is_elf(path: &Path) -> bool {
+    head(path, 4).is_ok_and(|h| h == b"\x7fELF")
+}
+
+/// The interpreter (and its one optional argument) of a `#!` script.
+pub(crate) fn script_interpreter(path: &Path) -> Result<Option<(Vec<u8>, Option<Vec<u8>>)>, i32> {
+    let h = head(path, 256)?;
+    if !h.starts_with(b"#!") {
+        return Ok(None);
+    }
+    let line = h[2..].split(|&c| c == b'\n').next().unwrap_or(&[]);
+    let line: Vec<u8> = line.to_vec();
+    let trimmed = String::from_utf8_lossy(&line);
+    let mut parts = trimmed.trim().splitn(2, [' ', '\t']);
+    let interp = parts.next().filter(|s| !s.is_empty()).ok_or(libc::ENOEXEC)?;
+    let arg = parts
+        .next()
+        .map(|s| s.trim().as_bytes().to_vec())
+        .filter(|a| !a.is_empty());
+    Ok(Some((interp.as_bytes().to_vec(), arg)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shebang_lines_give_the_interpreter_and_one_argument() {
+        let dir = std::env::temp_dir().join(format!("multios-exec-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let s = dir.join("s");
+        std::fs::write(&s, "#!/bin/sh -e\necho hi\n").expect("write");
+        assert_eq!(
+            script_interpreter(&s),
+            Ok(Some((b"/bin/sh".to_vec(), Some(b"-e".to_vec()))))
+        );
+        std::fs::write(&s, "#! /usr/bin/env  python3 \n").expect("write");
+        assert_eq!(
+            script_interpreter(&s),
+            Ok(Some((b"/usr/bin/env".to_vec(), Some(b"python3".to_vec()))))
+        );
+        std::fs::write(&s, "\x7fELF").expect("write");
+        assert_eq!(script_interpreter(&s), Ok(None));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
