@@ -215,8 +215,11 @@ fn is_elf(path: &Path) -> bool {
     head(path, 4).is_ok_and(|h| h == b"\x7fELF")
 }
 
+/// A `#!` line: the interpreter and its one optional argument.
+pub(crate) type Shebang = (Vec<u8>, Option<Vec<u8>>);
+
 /// The interpreter (and its one optional argument) of a `#!` script.
-pub(crate) fn script_interpreter(path: &Path) -> Result<Option<(Vec<u8>, Option<Vec<u8>>)>, i32> {
+pub(crate) fn script_interpreter(path: &Path) -> Result<Option<Shebang>, i32> {
     let h = head(path, 256)?;
     if !h.starts_with(b"#!") {
         return Ok(None);
