@@ -60,6 +60,7 @@ static int active, rewrite, rewrite_ok, realtime, exit_group_delegated;
 /* Eager mode (config `intercept eager`): every site rewritten at start-up; sud_on = 0 when that
  * succeeded for every 0f 05 pair in the process (then SUD is never turned on). */
 static int want_eager, eager, sud_on = 1;
+static int any_delegated; /* the policy delegates something: shm threads need a delegate */
 static struct rw_stats rw_start, rw_late;
 static unsigned char stub_local[NR_MAX];
 static char stats_dir[512];
@@ -354,7 +355,10 @@ static void delegate_main(void *p) {
 /* Gives the calling thread its own delegate thread (shm). Only raw system calls: creating it is
  * the library's business, not the program's (none of it is counted, in either interception). */
 static void start_delegate(void) {
-    if (multios_mode != MODE_SHM)
+    /* No delegate when nothing is delegated: a second thread sharing the file table makes the
+     * kernel take a reference and the file-position lock on every read and write (fdget_pos),
+     * ≈ 50 ns a call here, which a policy-none run must not pay. */
+    if (multios_mode != MODE_SHM || !any_delegated)
         return;
     char *base = (char *)raw6(SYS_mmap, 0, 4096 + DELEGATE_STACK, PROT_READ | PROT_WRITE,
                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -474,6 +478,7 @@ static int load_config(const char *file) {
             p = read_u64(p, &param);
             if (nr == SYS_exit_group)
                 exit_group_delegated = 1;
+            any_delegated = 1;
             if (nr < NR_MAX) {
                 multios_kind[nr] = R_DELEGATED;
                 multios_costs[nr].kind = (int)kind;
