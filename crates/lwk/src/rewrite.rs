@@ -13,6 +13,12 @@
 //! ```
 //!
 //! The original `syscall` stays at site+5, so a branch to it still works (through the trap).
+//!
+//! glibc's `read` enters with `xor %eax,%eax; syscall; cmp $-4096,%rax` (nr 0 needs no `mov`):
+//! 4 bytes are too few for a `jmp rel32`, so the 10 bytes of the three instructions are replaced,
+//! and the thunk does the `xor`, enters the stub with rcx pointing at its own copy of the `cmp`,
+//! and jumps back after it (`xor`, `lea cont(%rip),%rcx`, `rdgsbase`, `jmp *%r11`; cont: `cmp`,
+//! `jmp site+10`); the 5 bytes after the `jmp` become `int3`, so a branch into them traps loudly.
 //! No stack is touched (the red zone is safe); r11 ends up holding the stub address instead of the
 //! flags, which no syscall wrapper reads. Sites are found by decoding the executable segments
 //! with a real x86 decoder (iced-x86), not by byte matching, so a `b8` byte inside another
@@ -55,19 +61,38 @@ fn rel32(from_next_ip: u64, to: u64) -> Option<i32> {
     i32::try_from(to as i64 - from_next_ip as i64).ok()
 }
 
-/// Offsets of every rewritable byte pattern (`b8 imm32 0f 05`, imm < [`MAX_NR`]) in `code`: a cheap
-/// scan; only the code before these has to be decoded.
+/// `cmp $-4096,%rax`: what glibc's wrappers do right after `syscall`.
+const CMP_RAX_M4096: [u8; 6] = [0x48, 0x3d, 0x00, 0xf0, 0xff, 0xff];
+
+/// Offsets of every rewritable byte pattern (`b8 imm32 0f 05` with imm < [`MAX_NR`], or
+/// `31/33 c0 0f 05` followed by `cmp $-4096,%rax`) in `code`: a cheap scan; only the code before
+/// these has to be decoded.
 fn candidates(code: &[u8]) -> Vec<usize> {
-    code.windows(7)
-        .enumerate()
-        .filter(|(_, w)| {
-            w[0] == 0xb8
+    (0..code.len())
+        .filter(|&i| {
+            let w = &code[i..];
+            (w.len() >= 7
+                && w[0] == 0xb8
                 && w[5] == 0x0f
                 && w[6] == 0x05
-                && u32::from_le_bytes([w[1], w[2], w[3], w[4]]) < MAX_NR
+                && u32::from_le_bytes([w[1], w[2], w[3], w[4]]) < MAX_NR)
+                || (w.len() >= 10
+                    && (w[0] == 0x31 || w[0] == 0x33)
+                    && w[1] == 0xc0
+                    && w[2] == 0x0f
+                    && w[3] == 0x05
+                    && w[4..10] == CMP_RAX_M4096)
         })
-        .map(|(i, _)| i)
         .collect()
+}
+
+/// A rewritable site.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Site {
+    /// `mov $nr,%eax; syscall` at this address.
+    Mov(u64, u32),
+    /// `xor %eax,%eax; syscall; cmp $-4096,%rax` at this address (the first byte of the `xor`).
+    XorCmp(u64, u8),
 }
 
 /// The sites (address, nr) in `code` (loaded at `addr`): `mov $nr,%eax` immediately followed by
@@ -75,7 +100,7 @@ fn candidates(code: &[u8]) -> Vec<usize> {
 /// start of `code`, the end of an earlier decoded stretch, or a function start from `starts`
 /// (sorted) — the nearest one before each candidate byte pattern, so code far from any system
 /// call is not decoded. With no `starts` this is a linear sweep from the start.
-fn find_sites(code: &[u8], addr: u64, starts: &[u64]) -> Vec<(u64, u32)> {
+fn find_sites(code: &[u8], addr: u64, starts: &[u64]) -> Vec<Site> {
     let mut sites = Vec::new();
     let mut decoded_to = addr; // everything below was decoded (or skipped) up to a boundary
     for off in candidates(code) {
@@ -90,10 +115,18 @@ fn find_sites(code: &[u8], addr: u64, starts: &[u64]) -> Vec<(u64, u32)> {
         };
         let from = (start - addr) as usize;
         let mut prev: Option<iced_x86::Instruction> = None;
+        let mut xor_syscall: Option<u64> = None;
         let mut dec = Decoder::with_ip(64, &code[from..], start, DecoderOptions::NONE);
         let mut ins = iced_x86::Instruction::default();
         while dec.can_decode() {
             dec.decode_out(&mut ins);
+            if let Some(x) = xor_syscall.take() {
+                // The instruction after `xor; syscall` must be the exact `cmp` the thunk copies.
+                let at = (ins.ip() - addr) as usize;
+                if ins.len() == 6 && code.get(at..at + 6) == Some(&CMP_RAX_M4096[..]) {
+                    sites.push(Site::XorCmp(x, code[(x - addr) as usize]));
+                }
+            }
             if ins.mnemonic() == Mnemonic::Syscall {
                 if let Some(p) = prev {
                     if p.code() == Code::Mov_r32_imm32
@@ -103,18 +136,66 @@ fn find_sites(code: &[u8], addr: u64, starts: &[u64]) -> Vec<(u64, u32)> {
                         && code[(p.ip() - addr) as usize] == 0xb8
                         && p.immediate32() < MAX_NR
                     {
-                        sites.push((p.ip(), p.immediate32()));
+                        sites.push(Site::Mov(p.ip(), p.immediate32()));
+                    }
+                    if matches!(p.code(), Code::Xor_rm32_r32 | Code::Xor_r32_rm32)
+                        && p.op0_register() == Register::EAX
+                        && p.op1_register() == Register::EAX
+                        && p.len() == 2
+                        && p.next_ip() == ins.ip()
+                    {
+                        xor_syscall = Some(p.ip());
                     }
                 }
             }
             prev = Some(ins);
-            if ins.ip() >= c + 5 {
+            if ins.ip() >= c + 10
+                || (ins.ip() >= c + 5 && xor_syscall.is_none() && code[(c - addr) as usize] == 0xb8)
+            {
                 break; // past this candidate's `syscall` (or desynchronised from it)
             }
         }
         decoded_to = ins.next_ip().max(decoded_to);
     }
     sites
+}
+
+/// The thunk for `site` placed at `thunk`, and the bytes to write at the site (None when either
+/// jump is out of rel32 reach).
+fn thunk_for(site: Site, thunk: u64) -> Option<(Vec<u8>, u64, Vec<u8>)> {
+    let mut t = Vec::with_capacity(THUNK_SIZE as usize);
+    let (at, patch) = match site {
+        Site::Mov(at, nr) => {
+            let back = rel32(thunk + 12, at + 7)?;
+            t.push(0xb8); // mov $nr,%eax
+            t.extend_from_slice(&nr.to_le_bytes());
+            t.extend_from_slice(&[0x48, 0x8d, 0x0d]); // lea rel32(%rip),%rcx: the return address
+            t.extend_from_slice(&back.to_le_bytes());
+            t.extend_from_slice(&[0xf3, 0x49, 0x0f, 0xae, 0xcb]); // rdgsbase %r11
+            t.extend_from_slice(&[0x41, 0xff, 0xe3]); // jmp *%r11
+            let mut jmp = vec![0xe9];
+            jmp.extend_from_slice(&rel32(at + 5, thunk)?.to_le_bytes());
+            (at, jmp)
+        }
+        Site::XorCmp(at, op) => {
+            // 0: xor; 2: lea cont(%rip),%rcx (ends at 9); 9: rdgsbase; 14: jmp *%r11;
+            // 17 (cont): cmp $-4096,%rax; 23: jmp site+10.
+            t.extend_from_slice(&[op, 0xc0]);
+            t.extend_from_slice(&[0x48, 0x8d, 0x0d]);
+            t.extend_from_slice(&8i32.to_le_bytes());
+            t.extend_from_slice(&[0xf3, 0x49, 0x0f, 0xae, 0xcb]);
+            t.extend_from_slice(&[0x41, 0xff, 0xe3]);
+            t.extend_from_slice(&CMP_RAX_M4096);
+            t.push(0xe9);
+            t.extend_from_slice(&rel32(thunk + 28, at + 10)?.to_le_bytes());
+            let mut jmp = vec![0xe9];
+            jmp.extend_from_slice(&rel32(at + 5, thunk)?.to_le_bytes());
+            jmp.extend_from_slice(&[0xcc; 5]);
+            (at, jmp)
+        }
+    };
+    t.resize(THUNK_SIZE as usize, 0xcc);
+    Some((t, at, patch))
 }
 
 /// Rewrites the `mov $nr,%eax; syscall` sites in `[addr, addr+len)`; returns how many.
@@ -129,26 +210,16 @@ pub fn rewrite_from(mem: &GuestMemory, thunks: &mut Thunks, addr: u64, len: u64,
     mem.read(addr, &mut code);
     let sites = find_sites(&code, addr, starts);
     let mut n = 0;
-    for (site, nr) in sites {
+    for site in sites {
         let thunk = thunks.next;
         if thunk + THUNK_SIZE > thunks.end {
             break;
         }
-        let (Some(to_thunk), Some(back)) = (rel32(site + 5, thunk), rel32(thunk + 12, site + 7)) else {
+        let Some((t, at, patch)) = thunk_for(site, thunk) else {
             continue;
         };
-        let mut t = Vec::with_capacity(THUNK_SIZE as usize);
-        t.push(0xb8); // mov $nr,%eax
-        t.extend_from_slice(&nr.to_le_bytes());
-        t.extend_from_slice(&[0x48, 0x8d, 0x0d]); // lea rel32(%rip),%rcx
-        t.extend_from_slice(&back.to_le_bytes());
-        t.extend_from_slice(&[0xf3, 0x49, 0x0f, 0xae, 0xcb]); // rdgsbase %r11
-        t.extend_from_slice(&[0x41, 0xff, 0xe3]); // jmp *%r11
-        t.resize(THUNK_SIZE as usize, 0xcc);
         mem.write(thunk, &t);
-        let mut jmp = vec![0xe9];
-        jmp.extend_from_slice(&to_thunk.to_le_bytes());
-        mem.write(site, &jmp);
+        mem.write(at, &patch);
         thunks.next += THUNK_SIZE;
         n += 1;
     }
@@ -158,6 +229,28 @@ pub fn rewrite_from(mem: &GuestMemory, thunks: &mut Thunks, addr: u64, len: u64,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn glibc_read_pattern_is_found_and_its_thunk_returns_after_the_cmp() {
+        // nop; xor %eax,%eax; syscall; cmp $-4096,%rax; ja +0; ret
+        let mut c = vec![0x90, 0x31, 0xc0, 0x0f, 0x05];
+        c.extend_from_slice(&CMP_RAX_M4096);
+        c.extend_from_slice(&[0x77, 0x00, 0xc3]);
+        let a = 0x400000;
+        assert_eq!(candidates(&c), vec![1]);
+        assert_eq!(find_sites(&c, a, &[]), vec![Site::XorCmp(a + 1, 0x31)]);
+        // Without the cmp after it the pattern is left alone (the thunk could not resume).
+        assert!(find_sites(&[0x90, 0x31, 0xc0, 0x0f, 0x05, 0xc3, 0, 0, 0, 0, 0], a, &[]).is_empty());
+        let thunk = 0x200000;
+        let (t, at, patch) = thunk_for(Site::XorCmp(a + 1, 0x31), thunk).expect("in reach");
+        assert_eq!(at, a + 1);
+        assert_eq!(patch.len(), 10);
+        // lea's target (end of lea at +9, displacement 8) is the copied cmp at +17.
+        assert_eq!(9 + i32::from_le_bytes([t[5], t[6], t[7], t[8]]), 17);
+        assert_eq!(&t[17..23], &CMP_RAX_M4096);
+        let back = i32::from_le_bytes([t[24], t[25], t[26], t[27]]) as i64;
+        assert_eq!((thunk as i64 + 28 + back) as u64, a + 11);
+    }
 
     #[test]
     fn thunk_layout_offsets() {
@@ -187,7 +280,7 @@ mod tests {
     #[test]
     fn sites_are_decoded_not_byte_matched_with_or_without_function_starts() {
         let a = 0x400000;
-        let want = vec![(a + 1, 39), (a + 20, 60)];
+        let want = vec![Site::Mov(a + 1, 39), Site::Mov(a + 20, 60)];
         assert_eq!(find_sites(&sample(), a, &[]), want);
         assert_eq!(find_sites(&sample(), a, &[a, a + 9, a + 20]), want);
         // Only some function starts known (a stripped part): the rest is swept linearly.
