@@ -62,3 +62,44 @@ fn issue_5_lammps_mpi_ranks_run_in_the_lwk() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn issue_5_lwk_validate_reports_model_and_measurement_side_by_side() {
+    assert!(
+        std::path::Path::new("/dev/kvm").exists(),
+        "/dev/kvm is missing: the LWK tests need KVM"
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_multios"))
+        .args([
+            "lwk",
+            "validate",
+            "--intensity",
+            "1",
+            "--phases",
+            "20",
+            "--repeat",
+            "1",
+            "--json",
+        ])
+        .output()
+        .expect("run multios lwk validate");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
+    let point = &v["points"][0];
+    for key in [
+        "p",
+        "native_s",
+        "lwk_s",
+        "measured",
+        "naive",
+        "refined",
+        "accuracy_refined",
+    ] {
+        assert!(
+            point[key].as_f64().is_some_and(f64::is_finite),
+            "{key} in {point}"
+        );
+    }
+    assert!(v["gamma"].as_f64().is_some_and(|g| g > 0.0), "{v}");
+    assert!(v["fc_s"].as_f64().is_some_and(|f| f >= 0.0), "{v}");
+}

@@ -19,6 +19,9 @@ enum Which {
     Run(RunArgs),
     /// Measure the round trip of LWK-local and delegated system calls (ring vs MMIO exit vs native)
     Fc(FcArgs),
+    /// The refined model against the real LWK: the synthetic benchmark (paper §4.1) natively and
+    /// in the LWK at several call intensities, model inputs measured apart
+    Validate(super::lwk_validate::Args),
 }
 
 #[derive(clap::Args, Debug)]
@@ -83,6 +86,7 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
     match args.which {
         Which::Run(a) => run_program(a, out),
         Which::Fc(a) => run_fc(a, out),
+        Which::Validate(a) => super::lwk_validate::run(a, out),
     }
 }
 

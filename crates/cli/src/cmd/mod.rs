@@ -5,6 +5,7 @@ pub mod demo;
 pub mod emulate;
 pub mod fc;
 pub mod lwk;
+pub mod lwk_validate;
 pub mod model;
 pub mod noise;
 pub mod plot;
