@@ -547,8 +547,9 @@ static void after_fork_child(void) {
 /* Maps the page at address 0 that rewritten sites call into (`call *%rax` lands at address nr).
  * zpoline fills [0, 512) with 1-byte NOPs; here it is "eb 40" repeated: from an even address that is
  * `jmp +0x40`, from an odd one the same jump behind a REX prefix (0x40, ignored by jmp), so any entry
- * reaches 512 in at most eight jumps instead of up to 512 NOPs; [512, 596) is a NOP sled that catches
- * every landing point (at most 578), then `movabs $multios_tramp, %r11; jmp *%r11`. The REX byte
+ * reaches 512 in at most eight jumps instead of up to 512 NOPs. Every landing point is even (x + 66,
+ * y + 67), at most 578: [512, 596) holds `eb d` at even addresses, one jump to 596 (entry 511 reads
+ * it behind its REX byte), where `movabs $multios_tramp, %r11; jmp *%r11` follows. The REX byte
  * must be 0x40: entering at 511 executes it with the sled's first 0x90, and a REX.B prefix (as 0x4f
  * was) turns that NOP into `xchg %r8, %rax` (getuid, nr 102, landed there and ran nr = r8).
  * Needs CAP_SYS_RAWIO (root) or vm.mmap_min_addr = 0. */
@@ -561,7 +562,7 @@ static int map_trampoline(void) {
     __asm__("" : "+r"(z)); /* address 0 is a valid page here; keep the compiler from assuming otherwise */
     volatile unsigned char *v = z;
     for (int i = 0; i < 4096; i++)
-        v[i] = i < 512 ? (i % 2 ? 0x40 : 0xeb) : i < SLED_END ? 0x90 : 0xcc;
+        v[i] = i < 512 ? (i % 2 ? 0x40 : 0xeb) : i < SLED_END ? (i % 2 ? (unsigned char)(SLED_END - (i + 1)) : 0xeb) : 0xcc;
     uint64_t target = (uint64_t)multios_tramp;
     v[SLED_END] = 0x49; /* movabs $target, %r11 */
     v[SLED_END + 1] = 0xbb;

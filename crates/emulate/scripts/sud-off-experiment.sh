@@ -2,7 +2,8 @@
 # One-off experiment behind docs/EMULATOR.md "Pass-through cost": what the shm pass-through costs a
 # getppid loop (libc syscall()) with the preload library as built (SUD on), without the `lock` on
 # the local-call counter, and with SUD turned off in the SIGSYS handler once the loop's site is
-# rewritten (so later calls go through the trampoline with SUD off). Policy none, 10 alternated runs,
+# rewritten (so later calls go through the trampoline with SUD off) — the experiment that motivated
+# the eager interception (now the default; this script builds the lazy one). Policy none, 10 alternated runs,
 # each the best of 7 loops of 1 M calls; prints every run sorted per variant.
 # Usage (from the repository root, as root: the trampoline page is at address 0):
 #   sh crates/emulate/scripts/sud-off-experiment.sh
@@ -29,12 +30,14 @@ int main(void) {
 }
 C
 cc -O2 -o loop loop.c
-cp "$src"/preload.h .
-build() { # $1 name, $2 fast.c sed, $3 preload.c sed
+cp "$src"/preload.h "$src"/x86len.h .
+cc -O2 -c -fPIC -o x86len.o "$src/x86len.c"
+cc -O2 -c -fPIC -I. -o rewrite.o "$src/rewrite.c"
+build() { # $1 name, $2 fast.c sed, $3 preload.c sed (the lazy interception: no `intercept` line)
     sed "$2" "$src/fast.c" > fast-$1.c
     sed "$3" "$src/preload.c" > preload-$1.c
     cc -O2 -c -fPIC -mgeneral-regs-only -o fast-$1.o fast-$1.c
-    cc -O2 -shared -fPIC -fno-delete-null-pointer-checks -o pre-$1.so fast-$1.o preload-$1.c
+    cc -O2 -shared -fPIC -fno-delete-null-pointer-checks -o pre-$1.so fast-$1.o x86len.o rewrite.o preload-$1.c
 }
 off='s|^    if (multios_kind\[nr\] == R_DELEGATED) {|    raw6(SYS_prctl, PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_OFF, 0, 0, 0, 0);\n&|'
 build as-built 's/^//' 's/^//'
