@@ -112,6 +112,16 @@ pub fn open_event(fd_floor: i32) -> io::Result<i32> {
     }
 }
 
+/// In a forked child: stop using the parent's eventfd (its pump would read the child's events);
+/// the next [`open_event`] makes the child's own.
+pub fn forget_event() {
+    let fd = EVENT_FD.swap(-1, Ordering::AcqRel);
+    if fd >= 0 {
+        // SAFETY: the child's copy of the descriptor is closed; the parent keeps its own.
+        unsafe { libc::close(fd) };
+    }
+}
+
 /// Blocks until the catcher or [`poke`] writes the eventfd; returns false on an error.
 pub fn wait_event(fd: i32) -> bool {
     let mut v = 0u64;

@@ -16,6 +16,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+mod fork;
+
 /// Why a vCPU loop ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum End {
@@ -34,9 +36,13 @@ struct VcpuThread {
     handle: Option<JoinHandle<()>>,
 }
 
+/// The signal pump: its eventfd and thread.
+type SignalPump = (i32, JoinHandle<()>);
+
 /// Everything the vCPU threads share.
 pub struct Machine {
-    vm: Vm,
+    /// Replaced in a forked child (a KVM VM belongs to the process that created it).
+    vm: Mutex<Vm>,
     mem: Arc<GuestMemory>,
     kernel: Arc<Kernel>,
     cpuid: CpuId,
@@ -50,7 +56,13 @@ pub struct Machine {
     /// Number of vCPU slots the proxy polls.
     nslots: Arc<AtomicUsize>,
     /// Unparks the proxy after a doorbell.
-    waker: std::sync::OnceLock<proxy::Waker>,
+    waker: Mutex<Option<proxy::Waker>>,
+    /// The proxy's CPU and idle spin (None: exit backend), to start one in a forked child.
+    proxy_cfg: Option<(Option<usize>, Duration)>,
+    /// A forked child's own proxy and signal pump (the parent's threads do not exist there).
+    child_threads: Mutex<(Option<Proxy>, Option<SignalPump>)>,
+    /// True in a forked child: it exits when its guest does, without returning.
+    forked: AtomicBool,
     /// The thread running vCPU 0 (the caller of `drive`), for kicks.
     main_thread: std::sync::OnceLock<libc::pthread_t>,
 }
@@ -106,7 +118,7 @@ pub fn drive(
     };
     let mut vcpu = vcpu::create(&vm.vm, &mem, &cpuid, 0, entry, budget, crate::FD_FLOOR)?;
     let m = Arc::new(Machine {
-        vm,
+        vm: Mutex::new(vm),
         mem,
         kernel: kernel.clone(),
         cpuid,
@@ -118,7 +130,13 @@ pub fn drive(
         error: Mutex::new(None),
         doorbells: AtomicU64::new(0),
         nslots: Arc::new(AtomicUsize::new(1)),
-        waker: std::sync::OnceLock::new(),
+        waker: Mutex::new(None),
+        proxy_cfg: match cfg.backend {
+            Backend::Ring { proxy_cpu } => Some((proxy_cpu, cfg.proxy_idle_spin)),
+            Backend::Exit => None,
+        },
+        child_threads: Mutex::new((None, None)),
+        forked: AtomicBool::new(false),
         main_thread: std::sync::OnceLock::new(),
     });
     // SAFETY: pthread_self has no preconditions.
@@ -135,14 +153,15 @@ pub fn drive(
         Backend::Exit => None,
     };
     kernel.vcpu_started(0);
-    if let Some(w) = proxy.as_ref().and_then(Proxy::waker) {
-        let _ = m.waker.set(w);
-    }
+    *lock(&m.waker) = proxy.as_ref().and_then(Proxy::waker);
     let startup = t0.elapsed();
     let end = m.vcpu_loop(0, &mut vcpu);
     if end == End::Thread {
         // The main thread exited alone: the process lives until its last thread is gone.
         m.wait_threads(None);
+    }
+    if m.forked.load(Ordering::Acquire) {
+        m.exit_forked_child(); // never returns: the parent's proxy and pump do not exist here
     }
     m.stop_all();
     if let Some((fd, h)) = pump {
@@ -185,7 +204,7 @@ impl Machine {
                         });
                     }
                     self.doorbells.fetch_add(1, Ordering::Relaxed);
-                    if let Some(w) = self.waker.get() {
+                    if let Some(w) = lock(&self.waker).as_ref() {
                         w.wake();
                     }
                     match self.serve_doorbell(id, vcpu) {
@@ -300,6 +319,7 @@ impl Machine {
                     proxy::reply(&self.kernel, slot, r);
                     None
                 }
+                Reply::Fork(req) => self.fork_process(id, vcpu, req),
                 Reply::ThreadExit => Some(End::Thread),
                 Reply::Stop => Some(End::Process),
             };
@@ -334,7 +354,7 @@ impl Machine {
             regs: Some(regs),
         };
         let mut vcpu = match vcpu::create(
-            &self.vm.vm,
+            &lock(&self.vm).vm,
             &self.mem,
             &self.cpuid,
             id,
@@ -410,7 +430,7 @@ impl Machine {
     /// Starts the thread that turns signals caught for the guest (`hostsig`) into pending guest
     /// signals and kicks a vCPU that can take them until one has (every 1 ms for 10 ms, then
     /// every 10 ms: a vCPU in a long delegated call takes it on the way back).
-    fn start_signal_pump(self: &Arc<Self>) -> Option<(i32, JoinHandle<()>)> {
+    fn start_signal_pump(self: &Arc<Self>) -> Option<SignalPump> {
         let fd = match crate::hostsig::open_event(crate::FD_FLOOR) {
             Ok(fd) => fd,
             Err(e) => {

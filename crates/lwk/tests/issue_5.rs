@@ -219,13 +219,14 @@ fn issue_5_guest_fault_is_reported_with_rip_address_and_symbol() {
 #[test]
 fn issue_5_unsupported_syscall_is_named_with_its_milestone() {
     require_kvm();
-    // Natively fork works; in the LWK it must fail cleanly with a report naming the call.
-    let l = lwk(&build_c("forks"), &[]);
+    // A call without a known argument layout fails cleanly with a report naming it and the
+    // file that would cover it.
+    let l = lwk(&build_c("unsupported"), &[]);
     let err = String::from_utf8_lossy(&l.stderr);
-    assert_eq!(String::from_utf8_lossy(&l.stdout), "fork returned -1\n");
+    assert_eq!(String::from_utf8_lossy(&l.stdout), "io_uring_setup: ENOSYS\n");
     assert_eq!(l.status.code(), Some(0));
     assert!(
-        err.contains("system call clone (nr 56)") && err.contains("CLONE_THREAD"),
+        err.contains("system call io_uring_setup (nr 425)") && err.contains("layout.rs"),
         "{err}"
     );
 }
@@ -552,8 +553,14 @@ fn issue_5_execve_replaces_the_program_like_native() {
     // environment passed), ENOENT for a missing program, then execvp of /bin/echo.
     let out = assert_same(&build_c_with("execs", &[]), &["3"]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("generation 3 of 3: USR1 default, fd 9 closed"), "{text}");
-    assert!(text.contains("missing program: No such file or directory"), "{text}");
+    assert!(
+        text.contains("generation 3 of 3: USR1 default, fd 9 closed"),
+        "{text}"
+    );
+    assert!(
+        text.contains("missing program: No such file or directory"),
+        "{text}"
+    );
     assert!(text.ends_with("echo ran after 3 execs\n"), "{text}");
     assert_same(&build_c("execs"), &["2"]);
     // A #! script, by execv from a program and as the program itself; wrappers that exec.
@@ -563,8 +570,41 @@ fn issue_5_execve_replaces_the_program_like_native() {
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
     let s = script.to_str().expect("utf-8 temp path");
     let out = assert_same(&build_c_with("execs", &[]), &["script", s]);
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "script args: from a script\n");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "script args: from a script\n"
+    );
     assert_same(&script, &["a", "b"]);
     assert_same(Path::new("/usr/bin/env"), &["X=1", "printenv", "X"]);
     assert_same(Path::new("/usr/bin/nice"), &["-n", "3", "/usr/bin/nice"]);
+}
+
+#[test]
+fn issue_5_fork_wait_and_pipelines_run_like_native() {
+    require_kvm();
+    // fork (copy-on-write: the parent does not see the child's store), exit codes, fork + exec, a
+    // child killed by a signal, system() (posix_spawn's clone(CLONE_VM|CLONE_VFORK)), popen.
+    let out = assert_same(&build_c_with("forks", &[]), &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("parent: child exited 1 with 3, my value still 1"),
+        "{text}"
+    );
+    assert!(text.contains("killed child: signalled 1 by 15"), "{text}");
+    assert!(text.contains("popen: THROUGH A PIPE"), "{text}");
+    assert_same(&build_c("forks"), &[]);
+    // A shell with a pipeline, command substitution and a loop of external commands.
+    let sh = "echo a; echo b | tr a-z A-Z; x=$(echo sub); echo $x; for i in 1 2; do /bin/echo $i; done";
+    let out = assert_same(Path::new("/bin/sh"), &["-c", sh]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "a\nB\nsub\n1\n2\n");
+    // make: recipes through posix_spawn and sh, setresuid on the way.
+    let dir = tmpdir("make");
+    std::fs::write(
+        dir.join("Makefile"),
+        "all: a b\n\techo done\na:\n\techo a > a.txt\nb:\n\tprintf 'x\\ny\\n' | wc -l\n",
+    )
+    .expect("write the Makefile");
+    let d = dir.to_str().expect("utf-8 temp path");
+    let out = assert_same(Path::new("/usr/bin/make"), &["-s", "-B", "-C", d]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "2\ndone\n");
 }

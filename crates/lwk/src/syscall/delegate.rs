@@ -19,7 +19,7 @@ impl Kernel {
             SYS_process_vm_readv | SYS_process_vm_writev => {
                 // Toward the VMM itself (any of its threads) these would read or write VMM memory.
                 let pid = a[0] as i32;
-                if pid <= 0 || pid == self.pid || std::path::Path::new(&format!("/proc/self/task/{pid}")).exists() {
+                if pid <= 0 || pid == self.pid() || std::path::Path::new(&format!("/proc/self/task/{pid}")).exists() {
                     return Reply::Ret(-(EPERM as i64));
                 }
                 layout::PROCESS_VM
@@ -34,7 +34,7 @@ impl Kernel {
                 }
             },
         };
-        let checked = match check(&self.mem, layout, &a, self.fd_floor, self.pid) {
+        let checked = match check(&self.mem, layout, &a, self.fd_floor, self.pid()) {
             Ok(c) => c,
             Err(e) => return Reply::Ret(e),
         };
@@ -92,7 +92,7 @@ impl Kernel {
             | F_GET_SEALS => &[Arg::Fd, Arg::Val, Arg::Val],
             _ => return Reply::Ret(-(EINVAL as i64)),
         };
-        if let Err(e) = check(&self.mem, arg, &a, self.fd_floor, self.pid) {
+        if let Err(e) = check(&self.mem, arg, &a, self.fd_floor, self.pid()) {
             return Reply::Ret(e);
         }
         Reply::Ret(sys::raw_syscall(SYS_fcntl as u64, a))
@@ -117,7 +117,7 @@ impl Kernel {
             ],
             _ => return self.refuse(SYS_futex as u64, "this futex operation"),
         };
-        if let Err(e) = check(&self.mem, layout, &a, self.fd_floor, self.pid) {
+        if let Err(e) = check(&self.mem, layout, &a, self.fd_floor, self.pid()) {
             return Reply::Ret(e);
         }
         Reply::Ret(sys::raw_syscall(SYS_futex as u64, a))

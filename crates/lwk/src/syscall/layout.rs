@@ -23,8 +23,8 @@ use libc::{
     SYS_shutdown, SYS_socket, SYS_socketpair, SYS_stat, SYS_statfs, SYS_statx, SYS_symlink, SYS_symlinkat,
     SYS_sync, SYS_syncfs, SYS_sysinfo, SYS_time, SYS_timer_create, SYS_timer_delete, SYS_timer_getoverrun,
     SYS_timer_gettime, SYS_timer_settime, SYS_timerfd_create, SYS_timerfd_gettime, SYS_timerfd_settime,
-    SYS_times, SYS_truncate, SYS_umask, SYS_uname, SYS_unlink, SYS_unlinkat, SYS_utimensat, SYS_write,
-    SYS_writev,
+    SYS_times, SYS_truncate, SYS_umask, SYS_uname, SYS_unlink, SYS_unlinkat, SYS_utimensat, SYS_wait4,
+    SYS_waitid, SYS_write, SYS_writev,
 };
 
 /// How long the memory behind a pointer argument is.
@@ -149,6 +149,8 @@ pub fn layout(nr: i64) -> Option<&'static [Arg]> {
         SYS_times => &[OptBuf(Fixed(32))],
         // Timers signal the VMM process, which passes the signal on to a guest handler.
         SYS_alarm => &[Val],
+        SYS_wait4 => &[Val, OptBuf(Fixed(4)), Val, OptBuf(Fixed(144))],
+        SYS_waitid => &[Val, Val, OptBuf(Fixed(128)), Val, OptBuf(Fixed(144))],
         SYS_get_mempolicy => &[OptBuf(Fixed(4)), OptBuf(Bits(2)), Val, Val, Val],
         SYS_setitimer => &[Val, OptBuf(Fixed(32)), OptBuf(Fixed(32))],
         SYS_getitimer => &[Val, Buf(Fixed(32))],

@@ -76,7 +76,7 @@ impl Kernel {
                 Reply::Ret(0)
             }
             SYS_arch_prctl => self.arch_prctl(ctx, a),
-            SYS_getpid => Reply::Ret(self.pid as i64),
+            SYS_getpid => Reply::Ret(self.pid() as i64),
             SYS_gettid => Reply::Ret(self.tid(cpu) as i64),
             SYS_set_tid_address => {
                 if let Some(t) = lock(&self.threads).get_mut(cpu) {
@@ -93,6 +93,24 @@ impl Kernel {
             SYS_sched_setaffinity => self.sched_setaffinity(cpu, a),
             SYS_getcpu => self.getcpu(cpu, a),
             SYS_getpriority | SYS_setpriority => self.priority(cpu, nr, a),
+            // Credentials are per thread in the kernel: glibc's wrappers change every VMM thread's
+            // (proxy and vCPUs alike), as they would every thread of the guest.
+            SYS_setuid | SYS_setgid | SYS_setreuid | SYS_setregid | SYS_setresuid | SYS_setresgid => {
+                Reply::Ret(sys::set_ids(nr, a))
+            }
+            SYS_setgroups => {
+                let n = a[0] as usize;
+                if n > 65536 || (n > 0 && !self.mem.in_app(a[1], 4 * n as u64)) {
+                    return err(if n > 65536 { EINVAL } else { EFAULT });
+                }
+                let mut groups = vec![0u32; n];
+                for (k, g) in groups.iter_mut().enumerate() {
+                    let mut b = [0u8; 4];
+                    self.mem.read(a[1] + 4 * k as u64, &mut b);
+                    *g = u32::from_le_bytes(b);
+                }
+                Reply::Ret(sys::set_groups(&groups))
+            }
             SYS_uname => {
                 if !self.mem.in_app(a[0], 390) {
                     return err(EFAULT);
@@ -148,10 +166,18 @@ impl Kernel {
                 Ctx::Vcpu(_) => self.clone_thread(nr, a),
             },
             SYS_execve | SYS_execveat => self.execve(ctx, cpu, nr, a),
-            SYS_fork | SYS_vfork | SYS_wait4 => self.refuse(
-                nr,
-                "new processes (fork/vfork/wait) are outside the LWK's scope (one process per VM; execve works)",
-            ),
+            SYS_fork | SYS_vfork => match ctx {
+                Ctx::Proxy => Reply::NeedVcpu,
+                Ctx::Vcpu(_) => Reply::Fork(super::CloneReq {
+                    stack: 0,
+                    tls: None,
+                    parent_tid: None,
+                    child_tid: None,
+                    clear_child_tid: None,
+                }),
+            },
+            // The children are real processes (forked VMMs): waiting for them is Linux's business.
+            SYS_wait4 | SYS_waitid => self.delegate(nr, a),
             SYS_rt_sigreturn => match ctx {
                 Ctx::Proxy => Reply::NeedVcpu,
                 Ctx::Vcpu(v) => {
@@ -336,20 +362,32 @@ impl Kernel {
         } else {
             (a[0], a[1], a[2], a[3], a[4])
         };
-        let need = (CLONE_VM | CLONE_THREAD | CLONE_SIGHAND) as u64;
-        if flags & need != need {
-            return self.refuse(nr, "processes (fork/clone without CLONE_THREAD) are outside the LWK's scope (one process per VM)");
-        }
-        if stack == 0 || !self.mem.in_app(stack - 8, 8) {
-            return err(EINVAL);
-        }
         let ptr = |flag: i32, p: u64| (flags & flag as u64 != 0 && self.mem.in_app(p, 4)).then_some(p);
-        Reply::Clone(super::CloneReq {
+        let req = super::CloneReq {
             stack,
             tls: (flags & CLONE_SETTLS as u64 != 0).then_some(tls),
             parent_tid: ptr(CLONE_PARENT_SETTID, ptid),
             child_tid: ptr(CLONE_CHILD_SETTID, ctid),
             clear_child_tid: ptr(CLONE_CHILD_CLEARTID, ctid),
-        })
+        };
+        if stack != 0 && !self.mem.in_app(stack - 8, 8) {
+            return err(EINVAL);
+        }
+        if flags & CLONE_THREAD as u64 == 0 {
+            // A new process: a forked VMM. CLONE_VM with CLONE_VFORK (posix_spawn) is served as a
+            // fork — the child gets a copy of the memory, which it only uses until it execs.
+            if flags & CLONE_VM as u64 != 0 && flags & CLONE_VFORK as u64 == 0 {
+                return self.refuse(
+                    nr,
+                    "clone of a process sharing memory (CLONE_VM without CLONE_THREAD or CLONE_VFORK)",
+                );
+            }
+            return Reply::Fork(req);
+        }
+        let need = (CLONE_VM | CLONE_THREAD | CLONE_SIGHAND) as u64;
+        if flags & need != need || stack == 0 {
+            return err(EINVAL);
+        }
+        Reply::Clone(req)
     }
 }

@@ -35,6 +35,8 @@ pub enum Reply {
     ThreadExit,
     /// Create a thread (only the vCPU thread can: it needs the parent's registers).
     Clone(CloneReq),
+    /// Create a process: fork the VMM (only the vCPU thread can). `stack` 0 keeps the stack.
+    Fork(CloneReq),
     /// The vCPU's registers were set to where the guest continues (rt_sigreturn): no return
     /// value; the slot goes back to IDLE.
     Resumed,
@@ -100,7 +102,8 @@ pub struct Kernel {
     pub(crate) exe: Mutex<Vec<u8>>,
     /// execve calls so far.
     pub(crate) execs: std::sync::atomic::AtomicUsize,
-    pub(crate) pid: i32,
+    /// The guest's pid: the VMM's (a forked child's after fork).
+    pub(crate) pid: std::sync::atomic::AtomicI32,
     pub(crate) fd_floor: i32,
     pub(crate) sigactions: Mutex<[SigAction; 65]>,
     /// Signals sent to the process and not yet delivered (per-thread ones are in `threads`).
@@ -146,7 +149,7 @@ impl Kernel {
             policy,
             exe: Mutex::new(exe),
             execs: std::sync::atomic::AtomicUsize::new(0),
-            pid: std::process::id() as i32,
+            pid: std::sync::atomic::AtomicI32::new(std::process::id() as i32),
             fd_floor,
             sigactions: Mutex::new([SigAction::default(); 65]),
             sig_pending: Mutex::new(0),
@@ -241,7 +244,7 @@ impl Kernel {
     fn kernel_info(&self) -> signal::SigInfo {
         signal::SigInfo {
             code: signal::SI_USER,
-            pid: self.pid,
+            pid: self.pid(),
             uid: crate::sys::uid(),
         }
     }
@@ -285,7 +288,7 @@ impl Kernel {
     /// Registers vCPU `id`, created by vCPU `parent`, as a new thread (it inherits the parent's
     /// signal mask) and returns its tid.
     pub fn add_thread(&self, id: usize, parent: usize, clear_child_tid: Option<u64>) -> i32 {
-        let tid = self.pid + id as i32;
+        let tid = self.pid() + id as i32;
         let mut t = lock(&self.threads);
         let sigmask = t.get(parent).map_or(0, |p| p.sigmask);
         if t.len() <= id {
@@ -306,9 +309,35 @@ impl Kernel {
         tid
     }
 
+    /// The guest's pid.
+    pub fn pid(&self) -> i32 {
+        self.pid.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// In a forked child: the guest is now process `pid` with one thread, vCPU 0, run by the
+    /// calling host thread (its clear-child-tid address as clone asked).
+    pub fn become_child(&self, pid: i32, clear_child_tid: Option<u64>) {
+        self.pid.store(pid, std::sync::atomic::Ordering::Relaxed);
+        let mut threads = lock(&self.threads);
+        let mask = threads.first().map_or(0, |t| t.sigmask);
+        threads.clear();
+        threads.push(ThreadInfo {
+            tid: pid,
+            clear_child_tid,
+            alive: true,
+            host_tid: crate::sys::gettid(),
+            affinity: None,
+            sigmask: mask,
+            pending: 0,
+            saved_sigmask: None,
+        });
+        self.live_threads.store(1, std::sync::atomic::Ordering::Release);
+        *lock(&self.sig_pending) = 0;
+    }
+
     /// The tid of vCPU `cpu`'s thread.
     pub fn tid(&self, cpu: usize) -> i32 {
-        lock(&self.threads).get(cpu).map_or(self.pid, |t| t.tid)
+        lock(&self.threads).get(cpu).map_or(self.pid(), |t| t.tid)
     }
 
     /// True when `tid` is one of this process's threads.
@@ -381,6 +410,7 @@ fn may_block(nr: u64, a: &[u64; 6]) -> bool {
             SYS_nanosleep,
             SYS_clock_nanosleep,
             SYS_wait4,
+            SYS_waitid,
             SYS_pause,
             SYS_flock,
         ]

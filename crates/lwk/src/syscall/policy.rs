@@ -29,6 +29,13 @@ pub const MANDATORY_LOCAL: &[&str] = &[
     "getcpu",
     "getpriority",
     "setpriority",
+    "setuid",
+    "setgid",
+    "setreuid",
+    "setregid",
+    "setresuid",
+    "setresgid",
+    "setgroups",
     "exit",
     "exit_group",
     "rt_sigaction",
@@ -48,6 +55,7 @@ pub const MANDATORY_LOCAL: &[&str] = &[
     "execve",
     "execveat",
     "wait4",
+    "waitid",
     "prctl",
 ];
 

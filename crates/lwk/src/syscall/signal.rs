@@ -228,9 +228,9 @@ impl Kernel {
         };
         let process = nr as i64 == libc::SYS_kill;
         let to_self = if process {
-            target == self.pid || target == 0
+            target == self.pid() || target == 0
         } else {
-            (nr as i64 == libc::SYS_tkill || a[0] as i32 == self.pid) && self.is_own_tid(target)
+            (nr as i64 == libc::SYS_tkill || a[0] as i32 == self.pid()) && self.is_own_tid(target)
         };
         if !to_self {
             if target <= 0 && process {
@@ -256,7 +256,7 @@ impl Kernel {
         }
         let info = SigInfo {
             code: if process { SI_USER } else { SI_TKILL },
-            pid: self.pid,
+            pid: self.pid(),
             uid: crate::sys::uid(),
         };
         let thread = if process {

@@ -1,0 +1,148 @@
+//! fork, vfork and clone of a new process: the VMM process forks.
+//!
+//! Guest memory is the VMM's own private anonymous memory (guest-physical == host-virtual), so
+//! `fork(2)` of the VMM gives the child a copy-on-write copy of the whole guest — page tables,
+//! stubs and thunks included — and shares its MAP_SHARED file mappings, exactly the memory
+//! semantics of fork. What the child cannot inherit is KVM: a VM belongs to the process that
+//! created it. So the child makes a new VM over the same addresses and a new vCPU 0 with the
+//! parent's registers at the call (rax = 0, FPU/SSE/AVX state from XSAVE), starts its own proxy
+//! and signal pump, and goes on. The parent gets the child's pid; the child is a real Linux
+//! process, so wait4/waitid are delegated, and it exits with its guest's status (or dies by the
+//! same signal). vfork and posix_spawn's clone(CLONE_VM|CLONE_VFORK) are served as fork: the
+//! child works on a copy it only uses until it execs.
+//!
+//! Limits: only a single-threaded guest may fork (ENOSYS with a report otherwise); the parent does
+//! not wait for a vfork child to exec; another VMM thread holding a lock at the instant of the
+//! fork (the signal pump queuing a signal) would leave it locked in the child.
+
+use super::{lock, End, Machine};
+use crate::proxy::{self, Proxy};
+use crate::stub;
+use crate::syscall::{CloneReq, ExitStatus};
+use crate::vcpu::{self, Entry};
+use crate::vm::Vm;
+use kvm_ioctls::VcpuFd;
+use multios_lwk_abi::{offset, state};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+impl Machine {
+    /// Serves a process-creating call of vCPU `id` (after a doorbell exit).
+    pub(super) fn fork_process(self: &Arc<Self>, id: u64, vcpu: &mut VcpuFd, req: CloneReq) -> Option<End> {
+        let slot = stub::slot_addr(id);
+        if id != 0 || self.kernel.live_threads.load(Ordering::Acquire) > 1 {
+            let r = self.kernel.refuse(
+                libc::SYS_fork as u64,
+                "fork from a guest with several threads (only single-threaded guests may fork)",
+            );
+            if let crate::syscall::Reply::Ret(r) = r {
+                proxy::reply(&self.kernel, slot, r);
+            }
+            return None;
+        }
+        crate::deliver::settle(vcpu);
+        let (Ok(mut regs), Ok(sregs), Ok(xsave)) = (vcpu.get_regs(), vcpu.get_sregs(), vcpu.get_xsave())
+        else {
+            proxy::reply(&self.kernel, slot, -(libc::EIO as i64));
+            return None;
+        };
+        let field = |o: usize| self.mem.read_u64(slot + o as u64);
+        let (rip, rflags, rsp) = (field(offset::RIP), field(offset::RFLAGS), field(offset::RSP));
+        match crate::sys::fork() {
+            Err(e) => {
+                proxy::reply(
+                    &self.kernel,
+                    slot,
+                    -(e.raw_os_error().unwrap_or(libc::EAGAIN) as i64),
+                );
+                None
+            }
+            Ok(pid) if pid > 0 => {
+                if let Some(p) = req.parent_tid {
+                    self.mem.write(p, &(pid as u32).to_le_bytes());
+                }
+                proxy::reply(&self.kernel, slot, pid as i64);
+                None
+            }
+            Ok(_) => {
+                // The child: this thread is all that is left of the VMM.
+                regs.rip = rip;
+                regs.rcx = rip;
+                regs.r11 = rflags;
+                regs.rflags = rflags | 0x2;
+                regs.rax = 0;
+                regs.rsp = if req.stack != 0 { req.stack } else { rsp };
+                let entry = Entry {
+                    rip,
+                    rsp: regs.rsp,
+                    fs_base: req.tls.unwrap_or(sregs.fs.base),
+                    rax: 0,
+                    regs: Some(regs),
+                };
+                if let Err(why) = self.become_child(vcpu, entry, &xsave, &req) {
+                    eprintln!("multios lwk: forked child: {why}");
+                    crate::sys::exit_now(127);
+                }
+                proxy::state_of(&self.kernel, slot).store(state::IDLE, Ordering::Release);
+                None
+            }
+        }
+    }
+
+    fn become_child(
+        self: &Arc<Self>,
+        vcpu: &mut VcpuFd,
+        entry: Entry,
+        xsave: &kvm_bindings::kvm_xsave,
+        req: &CloneReq,
+    ) -> Result<(), String> {
+        self.forked.store(true, Ordering::Release);
+        let pid = std::process::id() as i32;
+        self.kernel.become_child(pid, req.clear_child_tid);
+        if let Some(p) = req.child_tid {
+            self.mem.write(p, &(pid as u32).to_le_bytes());
+        }
+        lock(&self.threads).clear();
+        self.nslots.store(1, Ordering::Release);
+        self.next_id.store(1, Ordering::Release);
+        let vm = Vm::new(&self.mem, crate::FD_FLOOR).map_err(|e| format!("a new VM: {e}"))?;
+        let fresh = vcpu::create(
+            &vm.vm,
+            &self.mem,
+            &self.cpuid,
+            0,
+            entry,
+            self.budget,
+            crate::FD_FLOOR,
+        )
+        .map_err(|e| format!("a new vCPU: {e}"))?;
+        crate::vcpu::set_xsave(&fresh, xsave).map_err(|e| format!("KVM_SET_XSAVE: {e}"))?;
+        *vcpu = fresh;
+        *lock(&self.vm) = vm;
+        crate::hostsig::forget_event();
+        let pump = self.start_signal_pump();
+        let proxy = self
+            .proxy_cfg
+            .map(|(cpu, idle)| Proxy::start(self.kernel.clone(), self.nslots.clone(), cpu, idle));
+        *lock(&self.waker) = proxy.as_ref().and_then(Proxy::waker);
+        // A child of a child: the previous generation's proxy and pump do not exist here, so
+        // their handles must not be dropped (that would join threads that never end).
+        let parents = std::mem::replace(&mut *lock(&self.child_threads), (proxy, pump));
+        std::mem::forget(parents);
+        Ok(())
+    }
+
+    /// The end of a forked child: its guest is done; exit with its status, or die by its signal,
+    /// without unwinding into the parent's frames (their threads do not exist here).
+    pub(super) fn exit_forked_child(&self) -> ! {
+        self.stop_all();
+        if let Some(e) = lock(&self.error).take() {
+            eprintln!("multios lwk: {e}");
+            crate::sys::die_by_signal(libc::SIGSEGV);
+        }
+        match self.kernel.exit_status().unwrap_or(ExitStatus::Code(0)) {
+            ExitStatus::Code(c) => crate::sys::exit_now(c),
+            ExitStatus::Signal(s) => crate::sys::die_by_signal(s),
+        }
+    }
+}
