@@ -334,3 +334,13 @@ pub fn set_groups(groups: &[u32]) -> i64 {
         -(io::Error::last_os_error().raw_os_error().unwrap_or(libc::EPERM) as i64)
     }
 }
+
+/// True when `fd` is a file of procfs (or when fstatfs fails: the caller then checks the hard way).
+pub fn is_procfs(fd: i32) -> bool {
+    const PROC_SUPER_MAGIC: i64 = 0x9fa0;
+    // SAFETY: statfs is plain data written by the kernel; fstatfs only reads `fd`.
+    unsafe {
+        let mut st: libc::statfs = std::mem::zeroed();
+        libc::fstatfs(fd, &mut st) != 0 || st.f_type as i64 == PROC_SUPER_MAGIC
+    }
+}

@@ -2,21 +2,21 @@
 //! the measured time", made systematic). The synthetic benchmark of paper §4.1 (the emulator's
 //! `synth.c`: Monte Carlo π phases alternating with a system-call mix, everything timed in-process
 //! with rdtsc) runs natively and in the LWK at several call intensities. Every model input is
-//! measured apart from the runs it predicts:
+//! measured apart from the runs it predicts, like the paper's Table 3 microbenchmarks:
 //!
-//! - γ from the same benchmark with no system calls (native compute time / LWK compute time);
-//! - 2·f_c = the delegated round trip through a rewritten site minus the native round trip
-//!   (`lwk fc`'s getppid), so a delegated call costs g(s) + 2·f_c;
-//! - g'(s) of an LWK-local call = its native time with the native round trip replaced by the LWK's
-//!   local round trip (`lwk fc`'s getpid): the same work, a different way in;
+//! - γ from the benchmark with no system calls (native compute time / LWK compute time);
+//! - per system call, its cost in the LWK t'(s) from the benchmark with no computation (calls
+//!   only): a delegated call's 2·f_c(s) = t'(s) − its native per-call time, an LWK-local call's
+//!   g'(s) = n(s)·t'(s);
 //! - C, n(s), g(s) from the native run at the same intensity.
 //!
-//! The measured speedup T_native / T_LWK is set beside the naïve S_n(p, γ) and the refined S_r;
+//! What the points then test is the model's composition: that compute phases and system calls
+//! add up (no proxy wake-ups after long compute phases, no cache interference…). The measured
+//! speedup T_native / T_LWK is set beside the naïve S_n(p, γ) and the refined S_r;
 //! accuracy = 100 − |S_model − S_measured| / S_measured · 100, summarised as 100 − MAPE.
 
 use crate::output::{Format, Out, Table};
 use multios_lwk::bench::{self, median, Program};
-use multios_lwk::fc::{self, Mechanism};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::ExitCode;
@@ -41,7 +41,7 @@ const MIX: [(&str, u64); 9] = [
     ("munmap", 10),
 ];
 
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, Clone)]
 pub struct Args {
     /// Call intensities: multiples of the per-phase mix (read 20, write 20, lseek 20, fstat 10,
     /// uname 10, openat+close 10, mmap+munmap 10)
@@ -167,20 +167,32 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         .copied()
         .unwrap_or(0);
 
-    // Model inputs, measured apart from the runs they predict.
-    let rt = |m| fc::measure(m, 20_000, true).map(|s| s.median_ns * 1e-9);
-    let (rt_native, rt_local, rt_deleg) = (
-        rt(Mechanism::Native)?,
-        rt(Mechanism::RewrittenLocal)?,
-        rt(Mechanism::RewrittenDelegated)?,
-    );
-    let fc = ((rt_deleg - rt_native) / 2.0).max(0.0);
+    // Model inputs, measured apart from the runs they predict: γ without calls, t'(s) without
+    // computation (at the largest intensity asked, for enough calls per sample).
     let (mut gn, mut gl) = (Vec::new(), Vec::new());
+    let (mut cn, mut cl) = (Vec::new(), Vec::new());
+    let kmax = a.intensity.iter().copied().fold(1.0, f64::max);
+    let calls_only = Args {
+        iters: 0,
+        ..a.clone()
+    };
     for _ in 0..a.repeat {
         gn.push(run_once(&exe, &dir, 0.0, &a, false, cpu, hz)?.compute);
         gl.push(run_once(&exe, &dir, 0.0, &a, true, cpu, hz)?.compute);
+        cn.push(run_once(&exe, &dir, kmax, &calls_only, false, cpu, hz)?);
+        cl.push(run_once(&exe, &dir, kmax, &calls_only, true, cpu, hz)?);
     }
     let gamma = median(&gn) / median(&gl);
+    let per_call = |runs: &[Synth]| -> BTreeMap<String, f64> {
+        let mut m: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+        for r in runs {
+            for (name, &(n, g)) in &r.calls {
+                m.entry(name.clone()).or_default().push(g / n.max(1) as f64);
+            }
+        }
+        m.into_iter().map(|(k, v)| (k, median(&v))).collect()
+    };
+    let (t_native, t_lwk) = (per_call(&cn), per_call(&cl));
     let policy = multios_lwk::Policy::mckernel();
 
     let mut points = Vec::new();
@@ -206,17 +218,22 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
                 })
                 .collect(),
         };
-        let mut params = multios_model::Params::new(gamma, fc);
+        let mut params = multios_model::Params::new(gamma, 0.0);
         let mut delegated = BTreeSet::new();
         for c in &w.calls {
+            let (Some(&lwk_t), Some(&nat_t)) = (t_lwk.get(&c.name), t_native.get(&c.name)) else {
+                continue;
+            };
             let local = multios_syscalls::by_name(&c.name).is_some_and(|nr| policy.is_local(nr.into()));
             if local {
-                let per_call = (c.g / c.n.max(1) as f64 - rt_native + rt_local).max(0.0);
                 params
                     .g_prime
-                    .insert(c.name.clone(), multios_model::GPrime::PerCall(per_call));
+                    .insert(c.name.clone(), multios_model::GPrime::PerCall(lwk_t));
             } else {
                 delegated.insert(c.name.clone());
+                params
+                    .fc_per_syscall
+                    .insert(c.name.clone(), ((lwk_t - nat_t) / 2.0).max(0.0));
             }
         }
         let proj = multios_model::refined(&w, &delegated, &params)?;
@@ -265,21 +282,28 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
     match out.format {
         Format::Json => out.json(&serde_json::json!({
             "gamma": gamma,
-            "fc_s": fc,
-            "round_trips_s": {"native": rt_native, "lwk_local": rt_local, "lwk_delegated": rt_deleg},
+            "per_call_native_s": t_native,
+            "per_call_lwk_s": t_lwk,
             "points": points,
             "accuracy_naive": acc_naive,
             "accuracy_refined": acc_refined,
         }))?,
         Format::Csv => print!("{}", t.to_csv()),
         Format::Table => {
+            let costs: Vec<String> = t_lwk
+                .iter()
+                .map(|(n, t)| {
+                    format!(
+                        "{n} {}/{}",
+                        out.secs(t_native.get(n).copied().unwrap_or(0.0)),
+                        out.secs(*t)
+                    )
+                })
+                .collect();
             println!(
-                "Model inputs (measured apart): γ = {gamma:.3} (synth without calls), f_c = {} (half of \
-                 delegated {} − native {}), LWK-local entry {}",
-                out.secs(fc),
-                out.secs(rt_deleg),
-                out.secs(rt_native),
-                out.secs(rt_local)
+                "Model inputs (measured apart): γ = {gamma:.3} (synth without calls); per-call time native/LWK \
+                 (synth without computation): {}",
+                costs.join(", ")
             );
             print!("{}", t.render(out));
             println!(

@@ -39,6 +39,11 @@ pub fn forbidden_path(path: &[u8], _vmm_pid: i32) -> bool {
 /// After an open: true when the new file descriptor reaches something `forbidden_path` forbids
 /// (e.g. through a symlink to /proc/<vmm>/mem).
 pub fn opened_file_is_forbidden(fd: i64) -> bool {
+    // Only procfs files can be forbidden: a cheap fstatfs spares the readlink (≈ 4 µs here) for
+    // every other open.
+    if !crate::sys::is_procfs(fd as i32) {
+        return false;
+    }
     match std::fs::read_link(format!("/proc/self/fd/{fd}")) {
         Ok(target) => {
             use std::os::unix::ffi::OsStrExt;
