@@ -32,10 +32,8 @@ fn in_lwk(kind: Kind, exe: &Path, s: &Settings, clock: &Clock, out: &Path) -> Se
     let exe_s = exe.display().to_string();
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut cfg = multios_lwk::Config::new(&exe_s, &argv);
-    cfg.backend = multios_lwk::Backend::Ring {
-        proxy_cpu: Some(1),
-        vcpu_cpu: Some(0),
-    };
+    cfg.backend = multios_lwk::Backend::Ring { proxy_cpu: Some(1) };
+    cfg.cpus = vec![0];
     cfg.quiet = true;
     let _one = LWK.lock().unwrap_or_else(|e| e.into_inner());
     let before = cpustat::snapshot(0);
