@@ -292,7 +292,7 @@ pub fn run(
     } else {
         "lazy (fallback)".into()
     };
-    if icpt == Interception::Eager && files > 0 && eager_files < files {
+    if icpt == Interception::Eager && cfg.rewrite && files > 0 && eager_files < files {
         o.warnings.push(format!(
             "eager rewriting was not possible in {} of {files} program images (it needs the trampoline page at \
              address 0 and xsave): they ran in the lazy mode, with Syscall User Dispatch on",
