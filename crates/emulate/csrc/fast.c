@@ -9,6 +9,7 @@
 
 HIDDEN uint64_t multios_slots[NSTUBS];
 HIDDEN uint64_t multios_xsave_size = 4096;
+__thread char multios_sud_thread __attribute__((tls_model("initial-exec")));
 /* The trampoline's ring of return addresses for clone/fork/vfork without a new stack (fast.c asm). */
 HIDDEN __thread struct {
     uint64_t depth, slot[8];
@@ -66,6 +67,14 @@ __asm__(".text\n"
         "  leaq 136(%rsp), %rsp\n"
         "  jmp *%rcx\n"
         "2:\n"
+        "  testl $0x40, %r11d\n"            /* R_VIA_SIGSYS: SUD on in this thread? */
+        "  jz 21f\n"
+        "  movq multios_sud_thread@gottpoff(%rip), %rcx\n"
+        "  cmpb $0, %fs:(%rcx)\n"
+        "  jne 4f\n"
+        "  andl $0x3f, %r11d\n"
+        "  jz 1b\n"
+        "21:\n"
         "  cmpl $1, %r11d\n"
         "  je 5f\n"
         "  cmpl $2, %r11d\n"
@@ -235,9 +244,10 @@ __asm__(".text\n"
         "  movq 128(%rsp), %rcx\n"
         "  leaq 136(%rsp), %rsp\n"
         "  jmp *%rcx\n"
-        "4:\n"                               /* SIGSYS path: return address travels in r11 */
+        /* SIGSYS path: the return address stays at [rsp], where the handler finds it (not in a
+         * register: `syscall` itself overwrites rcx and r11 before SUD traps). */
+        "4:\n"
         "  leaq 128(%rsp), %rsp\n"
-        "  popq %r11\n"
         "  jmp multios_fallback\n"
         /* multios_spawn(stack top, fn, arg): a bare thread (no libc thread structure, the creator's
          * TLS pointer) running fn(arg) on the given stack; returns the new tid or -errno. Used for
@@ -276,7 +286,7 @@ __asm__(".text\n"
         ".globl multios_exempt_end\n.hidden multios_exempt_end\n"
         "multios_exempt_end:\n"
         "  nop\n"
-        /* Outside the exempt range: traps to the SIGSYS handler, which finds the site in r11. */
+        /* Outside the exempt range: traps to the SIGSYS handler, which finds the site's return address at [rsp]. */
         ".globl multios_fallback\n.hidden multios_fallback\n"
         "multios_fallback:\n"
         "  syscall\n"

@@ -162,6 +162,7 @@ static void dump_stats(void) {
 
 static void enable_sud(void) {
     selector = SEL_BLOCK;
+    multios_sud_thread = 1;
     raw6(SYS_prctl, PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, (long)multios_exempt_begin,
          (long)(multios_exempt_end - multios_exempt_begin), (long)&selector, 0);
 }
@@ -198,9 +199,15 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx) {
     greg_t *g = uc->uc_mcontext.gregs;
     selector = SEL_ALLOW;
     long nr = si->si_syscall;
-    /* From the trampoline's SIGSYS route, the site's return address is in r11. */
+    /* From the trampoline's SIGSYS route, the site's return address is at [rsp] (it was in r11
+     * once, which the `syscall` instruction overwrites with rflags before SUD traps: every call
+     * through a rewritten site of a SIGSYS-routed number then returned to the `call` itself). */
     int via_tramp = (char *)g[REG_RIP] == multios_fallback_end;
-    uint64_t ret = via_tramp ? (uint64_t)g[REG_R11] : (uint64_t)g[REG_RIP];
+    uint64_t ret = (uint64_t)g[REG_RIP];
+    if (via_tramp) {
+        ret = *(uint64_t *)g[REG_RSP];
+        g[REG_RSP] += 8;
+    }
     g[REG_RIP] = (greg_t)ret;
     if (nr < 0 || nr >= NR_MAX) {
         g[REG_RAX] = raw6(nr, g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]);
@@ -285,7 +292,7 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx) {
         dump_stats();
         raw6(nr, g[REG_RDI], 0, 0, 0, 0, 0);
     }
-    if (!via_tramp && multios_kind[nr] != R_SIGSYS)
+    if (!via_tramp && !(multios_kind[nr] & R_VIA_SIGSYS))
         try_rewrite((unsigned char *)ret - 2);
     if (multios_kind[nr] == R_DELEGATED) {
         g[REG_RAX] = multios_delegate(nr, g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]);
@@ -592,7 +599,7 @@ HIDDEN long multios_slow(long nr, long a0, long a1, long a2, long a3, long a4, l
     }
     /* mmap, mprotect, pkey_mprotect with PROT_EXEC: new code to rewrite once the call succeeded. */
     long r;
-    if ((multios_kind[nr] & 0x7f) == R_DELEGATED) {
+    if ((multios_kind[nr] & 0x3f) == R_DELEGATED) {
         r = multios_delegate(nr, a0, a1, a2, a3, a4, a5);
     } else {
         __atomic_fetch_add(&multios_loc_cnt[nr], 1, __ATOMIC_RELAXED);
@@ -635,20 +642,24 @@ __attribute__((constructor)) static void multios_preload_init(void) {
         multios_rewrite_range(0, ~0ULL, &rw_start);
         sud_on = rw_start.unsure != 0;
     }
+    /* The calls the SIGSYS handler serves when SUD is on; with SUD off (or in a thread without
+     * it) they take these routes through the trampoline. Signal masks and handlers need nothing
+     * special without SUD (no SIGSYS to keep unblocked). */
+    multios_kind[SYS_rt_sigreturn] = R_SIGRETURN;
+    multios_kind[SYS_clone] = multios_kind[SYS_clone3] = multios_kind[SYS_fork] = multios_kind[SYS_vfork] = R_CLONE;
+    multios_kind[SYS_execve] = multios_kind[SYS_execveat] = multios_kind[SYS_exit_group] = R_SLOW;
     if (sud_on) {
         for (int nr = 0; nr < NR_MAX; nr++)
             if (stub_local[nr])
-                multios_kind[nr] = R_SIGSYS;
-        multios_kind[SYS_rt_sigreturn] = multios_kind[SYS_rt_sigprocmask] = multios_kind[SYS_exit_group] = R_SIGSYS;
-        multios_kind[SYS_rt_sigaction] = multios_kind[SYS_rt_sigsuspend] = R_SIGSYS;
+                multios_kind[nr] |= R_VIA_SIGSYS;
+        multios_kind[SYS_rt_sigreturn] |= R_VIA_SIGSYS;
+        multios_kind[SYS_rt_sigprocmask] |= R_VIA_SIGSYS;
+        multios_kind[SYS_exit_group] |= R_VIA_SIGSYS;
+        multios_kind[SYS_rt_sigaction] |= R_VIA_SIGSYS;
+        multios_kind[SYS_rt_sigsuspend] |= R_VIA_SIGSYS;
         if (install(SIGSYS, on_sigsys, SA_NODEFER) != 0)
             return;
     } else {
-        /* SUD off: the calls the SIGSYS handler served arrive through the trampoline. Signal
-         * masks and handlers need nothing special any more (no SIGSYS to keep unblocked). */
-        multios_kind[SYS_rt_sigreturn] = R_SIGRETURN;
-        multios_kind[SYS_clone] = multios_kind[SYS_clone3] = multios_kind[SYS_fork] = multios_kind[SYS_vfork] = R_CLONE;
-        multios_kind[SYS_execve] = multios_kind[SYS_execveat] = multios_kind[SYS_exit_group] = R_SLOW;
         multios_kind[SYS_mmap] |= R_EXECCHK;
         multios_kind[SYS_mprotect] |= R_EXECCHK;
         multios_kind[SYS_pkey_mprotect] |= R_EXECCHK;

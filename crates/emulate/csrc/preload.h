@@ -18,7 +18,19 @@ enum kind { K_CONST = 0, K_EXP = 1, K_SAMPLES = 2 };
  * fork, vfork (the child must not return through the parent's stack), 5 the slow path (full register
  * state saved, then multios_slow in ordinary C: execve, execveat, exit_group); R_EXECCHK added to
  * 0 or 1 (mmap, mprotect, pkey_mprotect): the slow path when the protection has PROT_EXEC. */
-enum route { R_LOCAL = 0, R_DELEGATED = 1, R_SIGSYS = 2, R_SIGRETURN = 3, R_CLONE = 4, R_SLOW = 5, R_EXECCHK = 0x80 };
+enum route {
+    R_LOCAL = 0,
+    R_DELEGATED = 1,
+    R_SIGSYS = 2,
+    R_SIGRETURN = 3,
+    R_CLONE = 4,
+    R_SLOW = 5,
+    /* SUD on (lazy, or eager with unsure bytes): added to one of the routes above. A thread that
+     * turned SUD on (multios_sud_thread) takes the SIGSYS path; one that has not — a new thread
+     * before the pthread_create wrapper enables it, a thread made by a raw clone — takes the route. */
+    R_VIA_SIGSYS = 0x40,
+    R_EXECCHK = 0x80,
+};
 
 /* What the eager rewriter (rewrite.c) did. */
 struct rw_stats {
@@ -55,6 +67,8 @@ extern HIDDEN volatile uint64_t multios_fork_gen;
 extern HIDDEN uint64_t multios_patience_ticks;
 extern __thread struct mbox *multios_my_mbox __attribute__((tls_model("initial-exec")));
 extern __thread uint64_t multios_my_gen __attribute__((tls_model("initial-exec")));
+/* 1 once this thread turned Syscall User Dispatch on (copied into fork children, which keep it). */
+extern __thread char multios_sud_thread __attribute__((tls_model("initial-exec")));
 
 /* rewrite.c */
 HIDDEN void multios_rewrite_range(uint64_t lo, uint64_t hi, struct rw_stats *st);

@@ -401,3 +401,39 @@ fn issue_4_sud_off_rewrites_code_loaded_by_dlopen() {
     }
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// Bytes 0f 05 behind an invalid opcode (06) in `.text` and in no function of `.eh_frame`: the
+/// rewriter cannot classify them, so Syscall User Dispatch must stay on (the lazy machinery then
+/// serves every call of a SIGSYS-routed number through the already rewritten sites).
+const UNSURE_BLOB: &str = r#"
+__asm__(".text\n.globl multios_test_blob\nmultios_test_blob:\n.byte 0x06, 0x06, 0x0f, 0x05, 0xc3\n");
+"#;
+
+#[test]
+fn issue_4_eager_keeps_sud_on_for_bytes_it_cannot_classify() {
+    let dir = common::tmpdir("sudoff-unsure");
+    for (name, src, flags) in [("signals", SIGNALS, &[][..]), ("procs", PROCS, &["-pthread"][..])] {
+        let prog = cc(&dir, name, &format!("{src}\n{UNSURE_BLOB}"), flags);
+        let p = prog.to_str().unwrap_or_default();
+        for m in [Mechanism::Shm, Mechanism::Migrate] {
+            for d in [Delegation::none(), Delegation::all()] {
+                let label = d.label.clone();
+                let r = run(m, d, &[p], Interception::Eager);
+                assert_eq!(
+                    r.exit,
+                    Exit::Code(0),
+                    "{name} under {} {label}: {:?}",
+                    m.name(),
+                    r.warnings
+                );
+                assert_eq!(r.interception.as_deref(), Some("eager, SUD on"), "{name}");
+                assert!(
+                    r.warnings.iter().any(|w| w.contains("could not be classified")),
+                    "{name}: {:?}",
+                    r.warnings
+                );
+            }
+        }
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
