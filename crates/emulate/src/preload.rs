@@ -283,9 +283,11 @@ pub fn run(
                 .into(),
         );
     }
-    o.interception = if icpt == Interception::Lazy {
+    o.interception = if files == 0 {
+        "unknown (no statistics)".into()
+    } else if icpt == Interception::Lazy {
         "lazy".into()
-    } else if files > 0 && sud_off_files == files {
+    } else if sud_off_files == files {
         "eager, SUD off".into()
     } else if eager_files > 0 {
         "eager, SUD on".into()
