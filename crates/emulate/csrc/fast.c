@@ -292,7 +292,11 @@ __asm__(".text\n"
         "  syscall\n"
         ".globl multios_fallback_end\n.hidden multios_fallback_end\n"
         "multios_fallback_end:\n"
-        "  hlt\n");
+        /* Reached only when the call did not trap: this thread has no SUD after all (a fork or
+         * vfork child before its atfork handler turns it on; SUD is not inherited). The call ran
+         * natively, which is right for the signal-state calls routed here: back to the site. */
+        "  popq %rcx\n"
+        "  jmp *%rcx\n");
 
 static __thread uint64_t rng_state __attribute__((tls_model("initial-exec")));
 

@@ -648,18 +648,18 @@ __attribute__((constructor)) static void multios_preload_init(void) {
     multios_kind[SYS_rt_sigreturn] = R_SIGRETURN;
     multios_kind[SYS_clone] = multios_kind[SYS_clone3] = multios_kind[SYS_fork] = multios_kind[SYS_vfork] = R_CLONE;
     multios_kind[SYS_execve] = multios_kind[SYS_execveat] = multios_kind[SYS_exit_group] = R_SLOW;
+    /* These routes run their `syscall` inside the exempt range, so they serve a rewritten site
+     * whether SUD is on or not. With SUD on, the signal-state calls still need the SIGSYS handler
+     * (SIGSYS must stay unblocked, the mask is the one sigreturn restores). */
     if (sud_on) {
-        for (int nr = 0; nr < NR_MAX; nr++)
-            if (stub_local[nr])
-                multios_kind[nr] |= R_VIA_SIGSYS;
-        multios_kind[SYS_rt_sigreturn] |= R_VIA_SIGSYS;
         multios_kind[SYS_rt_sigprocmask] |= R_VIA_SIGSYS;
-        multios_kind[SYS_exit_group] |= R_VIA_SIGSYS;
         multios_kind[SYS_rt_sigaction] |= R_VIA_SIGSYS;
         multios_kind[SYS_rt_sigsuspend] |= R_VIA_SIGSYS;
+        multios_kind[SYS_sigaltstack] |= R_VIA_SIGSYS;
         if (install(SIGSYS, on_sigsys, SA_NODEFER) != 0)
             return;
-    } else {
+    }
+    if (eager) {
         multios_kind[SYS_mmap] |= R_EXECCHK;
         multios_kind[SYS_mprotect] |= R_EXECCHK;
         multios_kind[SYS_pkey_mprotect] |= R_EXECCHK;

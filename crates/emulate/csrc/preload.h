@@ -25,9 +25,10 @@ enum route {
     R_SIGRETURN = 3,
     R_CLONE = 4,
     R_SLOW = 5,
-    /* SUD on (lazy, or eager with unsure bytes): added to one of the routes above. A thread that
-     * turned SUD on (multios_sud_thread) takes the SIGSYS path; one that has not — a new thread
-     * before the pthread_create wrapper enables it, a thread made by a raw clone — takes the route. */
+    /* SUD on (lazy, or eager with unsure bytes): added to the signal-state calls (rt_sigprocmask,
+     * rt_sigaction, rt_sigsuspend, sigaltstack). A thread that turned SUD on (multios_sud_thread)
+     * takes the SIGSYS path; one that has not — a new thread before the pthread_create wrapper
+     * enables it, a thread made by a raw clone — runs the call directly. */
     R_VIA_SIGSYS = 0x40,
     R_EXECCHK = 0x80,
 };

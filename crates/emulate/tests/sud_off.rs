@@ -437,3 +437,30 @@ fn issue_4_eager_keeps_sud_on_for_bytes_it_cannot_classify() {
     }
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// The same programs under the lazy interception (SUD on from the start, sites rewritten at their
+/// first call): fork and vfork children run without SUD until their atfork handler, threads
+/// before the pthread_create wrapper; calls through rewritten sites must work in all of them.
+#[test]
+fn issue_4_lazy_interception_runs_the_same_programs() {
+    let dir = common::tmpdir("lazy-procs");
+    for (name, src, flags) in [("signals", SIGNALS, &[][..]), ("procs", PROCS, &["-pthread"][..])] {
+        let prog = cc(&dir, name, src, flags);
+        let p = prog.to_str().unwrap_or_default();
+        for m in [Mechanism::Shm, Mechanism::Migrate] {
+            for d in [Delegation::none(), Delegation::all()] {
+                let label = d.label.clone();
+                let r = run(m, d, &[p], Interception::Lazy);
+                assert_eq!(
+                    r.exit,
+                    Exit::Code(0),
+                    "{name} under {} {label} (lazy): {:?}",
+                    m.name(),
+                    r.warnings
+                );
+                assert_eq!(r.interception.as_deref(), Some("lazy"));
+            }
+        }
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
