@@ -62,7 +62,8 @@ __asm__(".text\n"
         "  syscall\n"
         /* Back to the site with an indirect jump, not `ret`: the kernel's return path (RSB filling,
          * SRSO "safe RET" here) leaves the return predictor empty, and a mispredicted `ret` cost
-         * ≈ 40–60 ns per call. rcx then holds the address after the site, as after a real syscall. */
+         * 15–65 ns per call (scripts/trampoline-cost.sh). rcx then holds the address after the site,
+         * as after a real syscall. */
         "  movq 128(%rsp), %rcx\n"
         "  leaq 136(%rsp), %rsp\n"
         "  jmp *%rcx\n"
