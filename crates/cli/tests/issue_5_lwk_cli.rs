@@ -102,7 +102,9 @@ fn issue_5_lwk_validate_reports_model_and_measurement_side_by_side() {
     }
     assert!(v["gamma"].as_f64().is_some_and(|g| g > 0.0), "{v}");
     assert!(
-        v["per_call_lwk_s"]["write"].as_f64().is_some_and(|t| t > 0.0),
+        v["inputs"][0]["per_call_lwk_s"]["write"]
+            .as_f64()
+            .is_some_and(|t| t > 0.0),
         "the LWK's per-call cost of write is an input: {v}"
     );
 }

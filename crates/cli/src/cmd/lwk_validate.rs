@@ -6,7 +6,8 @@
 //!
 //! - γ from the benchmark with no system calls (native compute time / LWK compute time);
 //! - per system call, its cost in the LWK t'(s) from the benchmark with no computation (calls
-//!   only): a delegated call's 2·f_c(s) = t'(s) − its native per-call time, an LWK-local call's
+//!   only, the same mix, alternated with the point's own runs because this VM's call costs drift):
+//!   a delegated call's 2·f_c(s) = t'(s) − its native per-call time, an LWK-local call's
 //!   g'(s) = n(s)·t'(s);
 //! - C, n(s), g(s) from the native run at the same intensity.
 //!
@@ -51,10 +52,10 @@ pub struct Args {
     #[arg(long, default_value_t = 20_000)]
     iters: u64,
     /// Phases per run
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 400)]
     phases: u64,
     /// Alternating native/LWK runs per point (medians are compared)
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 5)]
     repeat: usize,
 }
 
@@ -167,22 +168,17 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         .copied()
         .unwrap_or(0);
 
-    // Model inputs, measured apart from the runs they predict: γ without calls, t'(s) without
-    // computation (at the largest intensity asked, for enough calls per sample).
+    // γ from runs without calls.
     let (mut gn, mut gl) = (Vec::new(), Vec::new());
-    let (mut cn, mut cl) = (Vec::new(), Vec::new());
-    let kmax = a.intensity.iter().copied().fold(1.0, f64::max);
+    for _ in 0..a.repeat {
+        gn.push(run_once(&exe, &dir, 0.0, &a, false, cpu, hz)?.compute);
+        gl.push(run_once(&exe, &dir, 0.0, &a, true, cpu, hz)?.compute);
+    }
+    let gamma = median(&gn) / median(&gl);
     let calls_only = Args {
         iters: 0,
         ..a.clone()
     };
-    for _ in 0..a.repeat {
-        gn.push(run_once(&exe, &dir, 0.0, &a, false, cpu, hz)?.compute);
-        gl.push(run_once(&exe, &dir, 0.0, &a, true, cpu, hz)?.compute);
-        cn.push(run_once(&exe, &dir, kmax, &calls_only, false, cpu, hz)?);
-        cl.push(run_once(&exe, &dir, kmax, &calls_only, true, cpu, hz)?);
-    }
-    let gamma = median(&gn) / median(&gl);
     let per_call = |runs: &[Synth]| -> BTreeMap<String, f64> {
         let mut m: BTreeMap<String, Vec<f64>> = BTreeMap::new();
         for r in runs {
@@ -192,7 +188,7 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         }
         m.into_iter().map(|(k, v)| (k, median(&v))).collect()
     };
-    let (t_native, t_lwk) = (per_call(&cn), per_call(&cl));
+    let mut inputs = Vec::new();
     let policy = multios_lwk::Policy::mckernel();
 
     let mut points = Vec::new();
@@ -200,12 +196,18 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         if out.progress {
             eprintln!("measuring: intensity {k} ({} alternating runs each)", a.repeat);
         }
-        let (mut nat, mut lwk) = (Vec::new(), Vec::new());
+        // The per-call costs come from runs without computation, alternated with the measured
+        // runs: this VM's system-call costs drift by tens of per cent within minutes, so inputs
+        // measured once up front would carry that drift into the comparison.
+        let (mut nat, mut lwk, mut cn, mut cl) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for _ in 0..a.repeat {
             nat.push(run_once(&exe, &dir, k, &a, false, cpu, hz)?);
             lwk.push(run_once(&exe, &dir, k, &a, true, cpu, hz)?);
+            cn.push(run_once(&exe, &dir, k, &calls_only, false, cpu, hz)?);
+            cl.push(run_once(&exe, &dir, k, &calls_only, true, cpu, hz)?);
         }
         let (nat, lwk) = (median_run(nat), median_run(lwk));
+        let (t_native, t_lwk) = (per_call(&cn), per_call(&cl));
         let w = multios_model::Workload {
             c: nat.compute,
             calls: nat
@@ -250,6 +252,9 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             accuracy_refined: accuracy(proj.speedup, measured),
         };
         points.push(point);
+        inputs.push(
+            serde_json::json!({"intensity": k, "per_call_native_s": t_native, "per_call_lwk_s": t_lwk}),
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 
@@ -282,28 +287,16 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
     match out.format {
         Format::Json => out.json(&serde_json::json!({
             "gamma": gamma,
-            "per_call_native_s": t_native,
-            "per_call_lwk_s": t_lwk,
+            "inputs": inputs,
             "points": points,
             "accuracy_naive": acc_naive,
             "accuracy_refined": acc_refined,
         }))?,
         Format::Csv => print!("{}", t.to_csv()),
         Format::Table => {
-            let costs: Vec<String> = t_lwk
-                .iter()
-                .map(|(n, t)| {
-                    format!(
-                        "{n} {}/{}",
-                        out.secs(t_native.get(n).copied().unwrap_or(0.0)),
-                        out.secs(*t)
-                    )
-                })
-                .collect();
             println!(
-                "Model inputs (measured apart): γ = {gamma:.3} (synth without calls); per-call time native/LWK \
-                 (synth without computation): {}",
-                costs.join(", ")
+                "Model inputs (measured apart): γ = {gamma:.3} (synth without calls); per-call costs natively \
+                 and in the LWK from synth without computation, alternated with each point's runs (--json lists them)"
             );
             print!("{}", t.render(out));
             println!(
