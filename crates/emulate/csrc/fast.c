@@ -58,12 +58,42 @@ __asm__(".text\n"
         "1:\n"
         "  leaq multios_loc_cnt(%rip), %r11\n"
         "  lock incq (%r11,%rax,8)\n"
+        "  cmpb $0, multios_timing(%rip)\n"   /* `multios profile --backend inproc` */
+        "  jne 90f\n"
         "3:\n"
         "  syscall\n"
         /* Back to the site with an indirect jump, not `ret`: the kernel's return path (RSB filling,
          * SRSO "safe RET" here) leaves the return predictor empty, and a mispredicted `ret` cost
          * 15–65 ns per call (scripts/trampoline-cost.sh). rcx then holds the address after the site,
          * as after a real syscall. */
+        "  movq 128(%rsp), %rcx\n"
+        "  leaq 136(%rsp), %rsp\n"
+        "  jmp *%rcx\n"
+        /* Timed local call: TSC before and after the `syscall`, the difference added to
+         * multios_loc_ticks[nr]. rdtsc writes edx:eax, so nr and rdx (an argument) wait on the stack:
+         * [rsp] t0, [rsp+8] nr while the call runs. */
+        "90:\n"
+        "  pushq %rax\n"
+        "  pushq %rdx\n"
+        "  rdtsc\n"
+        "  shlq $32, %rdx\n"
+        "  orq %rdx, %rax\n"
+        "  popq %rdx\n"
+        "  pushq %rax\n"
+        "  movq 8(%rsp), %rax\n"
+        "  syscall\n"
+        "  pushq %rax\n"                   /* [rsp] result, [rsp+8] t0, [rsp+16] nr */
+        "  pushq %rdx\n"
+        "  rdtsc\n"
+        "  shlq $32, %rdx\n"
+        "  orq %rdx, %rax\n"
+        "  subq 16(%rsp), %rax\n"
+        "  movq 24(%rsp), %rcx\n"
+        "  leaq multios_loc_ticks(%rip), %r11\n"
+        "  lock addq %rax, (%r11,%rcx,8)\n"
+        "  popq %rdx\n"
+        "  popq %rax\n"
+        "  addq $16, %rsp\n"
         "  movq 128(%rsp), %rcx\n"
         "  leaq 136(%rsp), %rsp\n"
         "  jmp *%rcx\n"

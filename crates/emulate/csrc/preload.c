@@ -49,6 +49,8 @@ HIDDEN struct cost multios_costs[NR_MAX];
 HIDDEN uint32_t multios_expq[4096];
 HIDDEN cpu_set_t multios_compute_set, multios_control_set;
 HIDDEN volatile uint64_t multios_del_cnt[NR_MAX], multios_loc_cnt[NR_MAX], multios_nodelegate;
+HIDDEN volatile uint64_t multios_loc_ticks[NR_MAX];
+HIDDEN uint8_t multios_timing;
 HIDDEN uint64_t multios_samples[MAX_SAMPLES];
 HIDDEN volatile uint64_t multios_nsamp;
 HIDDEN volatile uint64_t multios_fork_gen;
@@ -145,7 +147,9 @@ static void dump_stats(void) {
             LINE('D', (uint64_t)i, multios_del_cnt[i]);
         if (multios_loc_cnt[i])
             LINE('L', (uint64_t)i, multios_loc_cnt[i]);
-        multios_del_cnt[i] = multios_loc_cnt[i] = 0;
+        if (multios_loc_ticks[i])
+            LINE('T', (uint64_t)i, multios_loc_ticks[i]);
+        multios_del_cnt[i] = multios_loc_cnt[i] = multios_loc_ticks[i] = 0;
     }
     LINE('R', rewritten + rw_start.rewritten + rw_late.rewritten, (uint64_t)rewrite_ok);
     LINE('E', (uint64_t)eager, (uint64_t)!sud_on);
@@ -455,6 +459,8 @@ static int load_config(const char *file) {
             want_eager = !strcmp(line + 10, "eager");
         else if (!strncmp(line, "realtime ", 9))
             realtime = line[9] == '1';
+        else if (!strncmp(line, "timing ", 7))
+            multios_timing = line[7] == '1';
         else if (!strncmp(line, "patience_ticks ", 15)) {
             read_u64(line + 15, &v);
             multios_patience_ticks = v;
@@ -539,7 +545,7 @@ int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *)
 
 static void after_fork_child(void) {
     for (int i = 0; i < NR_MAX; i++)
-        multios_del_cnt[i] = multios_loc_cnt[i] = 0;
+        multios_del_cnt[i] = multios_loc_cnt[i] = multios_loc_ticks[i] = 0;
     multios_nsamp = 0;
     multios_nodelegate = 0;
     dump_seq = 0;

@@ -62,6 +62,9 @@ extern HIDDEN struct cost multios_costs[NR_MAX];
 extern HIDDEN uint32_t multios_expq[4096];
 extern HIDDEN cpu_set_t multios_compute_set, multios_control_set;
 extern HIDDEN volatile uint64_t multios_del_cnt[NR_MAX], multios_loc_cnt[NR_MAX], multios_nodelegate;
+/* Profiling (config `timing 1`): TSC ticks spent in each local call made through the trampoline. */
+extern HIDDEN volatile uint64_t multios_loc_ticks[NR_MAX];
+extern HIDDEN uint8_t multios_timing;
 extern HIDDEN uint64_t multios_samples[MAX_SAMPLES];
 extern HIDDEN volatile uint64_t multios_nsamp;
 extern HIDDEN volatile uint64_t multios_fork_gen;

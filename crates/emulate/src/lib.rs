@@ -208,6 +208,19 @@ pub fn run(cfg: &Config) -> Result<Report, EmulateError> {
 
 /// [`run`] with the interception of `shm` and `migrate` given (ignored by `proxy`).
 pub fn run_with(cfg: &Config, interception: Interception) -> Result<Report, EmulateError> {
+    run_inner(cfg, interception, false)
+}
+
+/// Runs `cfg` (mechanism `shm` or `migrate`, eager interception) with the trampoline timing every
+/// local call: each syscall's `Counts::local_secs` is the time its local calls spent between the
+/// TSC reads around the `syscall` instruction. With policy `none` this is an in-process system
+/// call profiler (`multios profile --backend inproc`). Calls the library routes elsewhere
+/// (clone, fork, execve, exit, rt_sigreturn, and calls before its constructor) are not timed.
+pub fn profile_run(cfg: &Config) -> Result<Report, EmulateError> {
+    run_inner(cfg, Interception::Eager, true)
+}
+
+fn run_inner(cfg: &Config, interception: Interception, timing: bool) -> Result<Report, EmulateError> {
     let mut warnings = cfg.check()?;
     let path = launch::resolve(&cfg.argv[0])?;
     let mut d = cfg.delegation.clone();
@@ -215,6 +228,7 @@ pub fn run_with(cfg: &Config, interception: Interception) -> Result<Report, Emul
     let cal = tsc::calibration();
     let samplers = Arc::new(cfg.cost.samplers(cal));
     let mut interception_used = None;
+    let mut local_ticks: Option<Vec<u64>> = None;
     let (exit, wall_secs, cpu_secs, counts, local, delivered) = match cfg.mechanism {
         Mechanism::Proxy => {
             let o = proxy::run(
@@ -236,9 +250,12 @@ pub fn run_with(cfg: &Config, interception: Interception) -> Result<Report, Emul
             )
         }
         Mechanism::Migrate | Mechanism::Shm => {
-            let o = preload::run(&path, cfg, &d, cal, interception)?;
+            let o = preload::run(&path, cfg, &d, cal, interception, timing)?;
             warnings.extend(o.warnings);
             interception_used = Some(o.interception);
+            if timing {
+                local_ticks = Some(o.local_ticks);
+            }
             (
                 o.exit,
                 o.wall_secs,
@@ -263,6 +280,9 @@ pub fn run_with(cfg: &Config, interception: Interception) -> Result<Report, Emul
             Counts {
                 delegated: n,
                 local: l,
+                local_secs: local_ticks
+                    .as_ref()
+                    .map(|t| cal.secs(t.get(nr).copied().unwrap_or(0))),
             },
         );
     }

@@ -121,6 +121,8 @@ pub struct Outcome {
     pub cpu_secs: f64,
     pub delegated: Vec<u64>,
     pub local: Vec<u64>,
+    /// TSC ticks spent in the local calls made through the trampoline (only with timing).
+    pub local_ticks: Vec<u64>,
     pub delivered: Vec<u64>,
     /// What the library did: see [`crate::Report::interception`].
     pub interception: String,
@@ -136,7 +138,14 @@ fn library_path() -> Result<PathBuf, EmulateError> {
     crate::embed::materialize("preload", ".so", LIBRARY, 0o644)
 }
 
-fn config_text(cfg: &Config, d: &Delegation, cal: Calibration, stats: &Path, icpt: Interception) -> String {
+fn config_text(
+    cfg: &Config,
+    d: &Delegation,
+    cal: Calibration,
+    stats: &Path,
+    icpt: Interception,
+    timing: bool,
+) -> String {
     let cpus = |s: &crate::CpuSet| s.0.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(" ");
     let mode = if cfg.mechanism == crate::Mechanism::Shm {
         "shm"
@@ -144,8 +153,9 @@ fn config_text(cfg: &Config, d: &Delegation, cal: Calibration, stats: &Path, icp
         "migrate"
     };
     let mut t = format!(
-        "mode {mode}\nintercept {}\nrewrite {}\nrealtime {}\nidle_ticks {}\npatience_ticks {}\ncompute {}\ncontrol {}\nstats {}\nlocal",
+        "mode {mode}\nintercept {}\ntiming {}\nrewrite {}\nrealtime {}\nidle_ticks {}\npatience_ticks {}\ncompute {}\ncontrol {}\nstats {}\nlocal",
         icpt.name(),
+        u8::from(timing),
         u8::from(cfg.rewrite),
         u8::from(cfg.wait.realtime),
         cal.ticks(SHM_IDLE_SECS),
@@ -179,12 +189,15 @@ fn config_text(cfg: &Config, d: &Delegation, cal: Calibration, stats: &Path, icp
     t
 }
 
+/// With `timing`, the trampoline also measures every local call it makes (TSC before and after
+/// the `syscall`): `Outcome::local_ticks` (`multios profile --backend inproc`).
 pub fn run(
     path: &Path,
     cfg: &Config,
     d: &Delegation,
     cal: Calibration,
     icpt: Interception,
+    timing: bool,
 ) -> Result<Outcome, EmulateError> {
     if launch::is_static(path) {
         return Err(EmulateError::Static {
@@ -202,7 +215,7 @@ pub fn run(
     std::fs::create_dir_all(&stats).map_err(io(format!("creating {}", stats.display())))?;
     let cfg_file = run_dir.join("config");
     let mut f = std::fs::File::create(&cfg_file).map_err(io(format!("creating {}", cfg_file.display())))?;
-    f.write_all(config_text(cfg, d, cal, &stats, icpt).as_bytes())
+    f.write_all(config_text(cfg, d, cal, &stats, icpt, timing).as_bytes())
         .map_err(io(format!("writing {}", cfg_file.display())))?;
     drop(f);
     let preload = match std::env::var("LD_PRELOAD") {
@@ -233,6 +246,7 @@ pub fn run(
         cpu_secs,
         delegated: vec![0; multios_syscalls::MAX_NR],
         local: vec![0; multios_syscalls::MAX_NR],
+        local_ticks: vec![0; multios_syscalls::MAX_NR],
         delivered: Vec::new(),
         interception: String::new(),
         warnings: Vec::new(),
@@ -334,12 +348,12 @@ fn parse_stats(text: &str, o: &mut Outcome) {
             it.next(),
         );
         match (kind, a) {
-            (Some("D"), Some(nr)) | (Some("L"), Some(nr)) => {
+            (Some("D"), Some(nr)) | (Some("L"), Some(nr)) | (Some("T"), Some(nr)) => {
                 let n = b.and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-                let table = if kind == Some("D") {
-                    &mut o.delegated
-                } else {
-                    &mut o.local
+                let table = match kind {
+                    Some("D") => &mut o.delegated,
+                    Some("L") => &mut o.local,
+                    _ => &mut o.local_ticks,
                 };
                 if let Some(slot) = table.get_mut(nr as usize) {
                     *slot += n;
@@ -363,6 +377,7 @@ mod tests {
             cpu_secs: 0.0,
             delegated: vec![0; 512],
             local: vec![0; 512],
+            local_ticks: vec![0; 512],
             delivered: vec![],
             interception: String::new(),
             warnings: vec![],

@@ -66,11 +66,14 @@ impl std::fmt::Display for Exit {
 }
 
 /// Counts of one system call.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
 pub struct Counts {
     pub delegated: u64,
     /// `None` when the mechanism does not see local calls (`proxy`: the kernel lets them through).
     pub local: Option<u64>,
+    /// Time spent in the local calls, seconds: only from [`crate::profile_run`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local_secs: Option<f64>,
 }
 
 /// The result of one emulated run.
