@@ -201,3 +201,43 @@ fn issue_3_unprivileged_ebpf_is_refused_and_ptrace_works() {
         ("multios-ptrace", "low")
     );
 }
+
+#[test]
+fn issue_3_inproc_backend_counts_and_times_without_kernel_tracing() {
+    require_root(); // the trampoline page at address 0 needs CAP_SYS_RAWIO (and eBPF for the comparison)
+    let dir = scratch("inproc");
+    let dd = ["dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=20000"];
+    let profile_with = |backend: &str, file: &str| {
+        let out = dir.join(file);
+        let st = multios()
+            .args(["profile", "--backend", backend, "-o"])
+            .arg(&out)
+            .arg("--")
+            .args(dd)
+            .output()
+            .expect("run multios profile");
+        assert!(
+            st.status.success(),
+            "{backend}: {}",
+            String::from_utf8_lossy(&st.stderr)
+        );
+        multios_profile::load(&out).expect("the profile loads")
+    };
+    let inproc = profile_with("inproc", "inproc.json");
+    let ebpf = profile_with("ebpf", "ebpf.json");
+    assert_eq!(inproc.collection.tool, "multios-inproc");
+    let n = |p: &multios_profile::Profile, s: &str| p.syscall(s).map_or(0, |c| c.count);
+    // dd's own calls all come after the library's constructor; only the dynamic loader's few
+    // earlier calls (e.g. reading libc's ELF header) are missing from the in-process count.
+    for s in ["read", "write"] {
+        let (i, e) = (n(&inproc, s), n(&ebpf, s));
+        assert!(i >= 20_000 && e >= i && e - i <= 5, "{s}: inproc {i}, eBPF {e}");
+    }
+    let read = inproc.syscall("read").expect("read");
+    let per_call = read.total_s / read.count as f64;
+    assert!(
+        (30e-9..20e-6).contains(&per_call),
+        "g(read)/n = {per_call} s: timed by the trampoline"
+    );
+    assert!(inproc.compute_time_s > 0.0 && inproc.compute_time_s < inproc.wall_time_s);
+}

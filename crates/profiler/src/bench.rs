@@ -10,6 +10,8 @@ use std::time::Instant;
 pub enum Tool {
     Untraced,
     Multios,
+    /// `multios profile --backend inproc` (the emulator's preload library, no kernel tracing).
+    Inproc,
     Strace,
     Perf,
 }
@@ -19,6 +21,7 @@ impl Tool {
         match self {
             Tool::Untraced => "untraced",
             Tool::Multios => "multios (eBPF)",
+            Tool::Inproc => "multios (inproc)",
             Tool::Strace => "strace -c -f",
             Tool::Perf => "perf trace -s",
         }
@@ -123,6 +126,15 @@ fn wrap(tool: Tool, cfg: &BenchConfig, target: &[String]) -> Vec<String> {
             "profile".into(),
             "-o".into(),
             out("multios.json"),
+            "--".into(),
+        ],
+        Tool::Inproc => vec![
+            cfg.multios.display().to_string(),
+            "profile".into(),
+            "--backend".into(),
+            "inproc".into(),
+            "-o".into(),
+            out("inproc.json"),
             "--".into(),
         ],
         Tool::Strace => vec![
@@ -273,14 +285,11 @@ fn dd(calls: u64) -> Vec<String> {
         .collect()
 }
 
-/// For multios, replaces the per-call cost of workload (a) by the slope between its two sizes and
-/// records the intercept as the start-up cost.
-fn fit_multios_slope(rows: &mut [Row], n_big: u64, n_small: u64) {
+/// For a multios backend, replaces the per-call cost of workload (a) by the slope between its two
+/// sizes and records the intercept as the start-up cost.
+fn fit_multios_slope(rows: &mut [Row], tool: Tool, n_big: u64, n_small: u64) {
     let added = |r: &Row| r.traced_s - r.untraced_s;
-    let pick = |rows: &[Row], n: u64| {
-        rows.iter()
-            .position(|r| r.calls == n && r.tool == Tool::Multios.label())
-    };
+    let pick = |rows: &[Row], n: u64| rows.iter().position(|r| r.calls == n && r.tool == tool.label());
     let (Some(big), Some(small)) = (pick(rows, n_big), pick(rows, n_small)) else {
         return;
     };
@@ -318,7 +327,7 @@ fn run_a(cfg: &BenchConfig, rows: &mut Vec<Row>, progress: &mut dyn FnMut(&str))
         &a,
         &dd(cfg.calls),
         cfg.calls,
-        &[Tool::Multios],
+        &[Tool::Multios, Tool::Inproc],
         true,
         progress,
     )?);
@@ -328,11 +337,12 @@ fn run_a(cfg: &BenchConfig, rows: &mut Vec<Row>, progress: &mut dyn FnMut(&str))
         &a_ref,
         &dd(cfg.reference_calls),
         cfg.reference_calls,
-        &[Tool::Multios, Tool::Strace, Tool::Perf],
+        &[Tool::Multios, Tool::Inproc, Tool::Strace, Tool::Perf],
         true,
         progress,
     )?);
-    fit_multios_slope(rows, cfg.calls, cfg.reference_calls);
+    fit_multios_slope(rows, Tool::Multios, cfg.calls, cfg.reference_calls);
+    fit_multios_slope(rows, Tool::Inproc, cfg.calls, cfg.reference_calls);
     Ok(())
 }
 
@@ -352,7 +362,7 @@ fn run_b(cfg: &BenchConfig, rows: &mut Vec<Row>, progress: &mut dyn FnMut(&str))
         &b,
         &target,
         0,
-        &[Tool::Multios, Tool::Strace, Tool::Perf],
+        &[Tool::Multios, Tool::Inproc, Tool::Strace, Tool::Perf],
         false,
         progress,
     );

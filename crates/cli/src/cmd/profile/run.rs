@@ -1,4 +1,4 @@
-//! `multios profile [--backend ebpf|ptrace] [-o FILE] [-p PID] -- CMD…` (issue #3): trace a command's
+//! `multios profile [--backend ebpf|ptrace|inproc] [-o FILE] [-p PID] -- CMD…` (issue #3): trace a command's
 //! system calls, write the profile and print a table sorted by g(s).
 
 use crate::output::{Format, Out};
@@ -12,6 +12,9 @@ pub enum BackendArg {
     Ebpf,
     /// seccomp-assisted ptrace, no privileges needed; accuracy low
     Ptrace,
+    /// in-process: the emulator's preload library times each call at its rewritten site (dynamic
+    /// programs; tens of ns per call); n(s) and g(s) only, no per-call distribution
+    Inproc,
 }
 
 #[derive(clap::Args, Debug)]
@@ -41,10 +44,16 @@ pub fn run(args: RunArgs, out: &Out) -> crate::cmd::Exit {
     if args.command.is_empty() && args.pid.is_none() {
         anyhow::bail!("nothing to profile: give a command after '--' (multios profile -- ls -l) or a process with -p PID");
     }
+    if matches!(args.backend, Some(BackendArg::Inproc)) && args.pid.is_some() {
+        anyhow::bail!(
+            "--backend inproc starts the command itself: it cannot attach to -p PID (use ebpf or ptrace)"
+        );
+    }
     let opts = Options {
-        backend: args.backend.map(|b| match b {
-            BackendArg::Ebpf => Backend::Ebpf,
-            BackendArg::Ptrace => Backend::Ptrace,
+        backend: args.backend.and_then(|b| match b {
+            BackendArg::Ebpf => Some(Backend::Ebpf),
+            BackendArg::Ptrace => Some(Backend::Ptrace),
+            BackendArg::Inproc => None,
         }),
         command: args.command.clone(),
         attach: args.pid,
@@ -58,7 +67,11 @@ pub fn run(args: RunArgs, out: &Out) -> crate::cmd::Exit {
         rank,
         std::process::id(),
     ));
-    let mut profile = multios_profiler::profile(&opts)?;
+    let mut profile = if matches!(args.backend, Some(BackendArg::Inproc)) {
+        super::inproc::profile(&args.command)?
+    } else {
+        multios_profiler::profile(&opts)?
+    };
     if let Some(r) = rank {
         profile.collection.notes.push(format!("MPI rank {r}"));
         for t in &mut profile.threads {
