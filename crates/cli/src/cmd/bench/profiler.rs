@@ -134,28 +134,27 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
     if !show {
         return Ok(std::process::ExitCode::SUCCESS);
     }
-    let m = |w: &str| {
-        rows.iter()
-            .find(|r| r.workload.starts_with(w) && r.tool.starts_with("multios"))
-    };
-    if let Some(a) = m("(a)") {
-        println!(
-            "multios (a): added per call {:.0} ns (target ≤ 250), ratio {:.3} (target ≤ 1.3)",
-            a.added_ns_per_call.unwrap_or_default(),
-            a.ratio
-        );
-    }
-    if let Some(b) = m("(b)") {
-        println!(
-            "multios (b): ratio {:.3} (target ≤ 1.02), cpu ratio {}",
-            b.ratio,
-            ratio(b.traced_cpu_s, b.untraced_cpu_s)
-        );
+    for tool in ["multios (eBPF)", "multios (inproc)"] {
+        let m = |w: &str| rows.iter().find(|r| r.workload.starts_with(w) && r.tool == tool);
+        if let Some(a) = m("(a)") {
+            println!(
+                "{tool} (a): added per call {:.0} ns (target ≤ 250), ratio {:.3} (target ≤ 1.3)",
+                a.added_ns_per_call.unwrap_or_default(),
+                a.ratio
+            );
+        }
+        if let Some(b) = m("(b)") {
+            println!(
+                "{tool} (b): ratio {:.3} (target ≤ 1.02), cpu ratio {}",
+                b.ratio,
+                ratio(b.traced_cpu_s, b.untraced_cpu_s)
+            );
+        }
     }
     if let Some(st) = rows.iter().find_map(|r| r.startup_s) {
         println!(
-            "multios start-up (probe loading and bias calibration, fitted from the two sizes of (a)): {:.1} ms; \
-             its added/call is the slope between the two sizes",
+            "multios (eBPF) start-up (probe loading and bias calibration, fitted from the two sizes of (a)): \
+             {:.1} ms; each backend's added/call is the slope between the two sizes",
             st * 1e3
         );
     }
