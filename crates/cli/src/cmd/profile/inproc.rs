@@ -12,6 +12,13 @@
 use multios_profile::{Exit, Profile, SyscallStats};
 
 pub fn profile(command: &[String]) -> anyhow::Result<Profile> {
+    let prog = command.first().map(String::as_str).unwrap_or_default();
+    if multios_emulate::default_mechanism(prog) == multios_emulate::Mechanism::Proxy {
+        anyhow::bail!(
+            "multios profile --backend inproc: '{prog}' is statically linked; the in-process \
+             backend injects a preload library, so it needs a dynamically linked program: use --backend ebpf"
+        );
+    }
     let available = multios_emulate::CpuSet::available();
     let cfg = multios_emulate::Config {
         mechanism: multios_emulate::Mechanism::Shm,
