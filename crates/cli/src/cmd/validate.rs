@@ -157,7 +157,14 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
                 let rt = if args.rt_at_zero {
                     rt_fc
                 } else {
-                    validate::mechanism_round_trip_at(args.mechanism, fc.secs(), 300, &compute, &control, wait)?
+                    validate::mechanism_round_trip_at(
+                        args.mechanism,
+                        fc.secs(),
+                        300,
+                        &compute,
+                        &control,
+                        wait,
+                    )?
                 };
                 let emu = median_run(Some(args.mechanism), iters, d, fc.secs(), args.repeat)?;
                 let p = validate::score(&native, &emu, gamma, label, &delegated, fc.secs(), rt)?;
