@@ -16,7 +16,7 @@ use crate::stub;
 use crate::syscall::signal::Delivery;
 use crate::syscall::Kernel;
 use kvm_ioctls::VcpuFd;
-use multios_lwk_abi::{offset, state, STUB_PAGE};
+use multios_lwk_abi::{state, STUB_PAGE};
 use std::sync::atomic::Ordering;
 
 /// Completes the I/O exit the vCPU is in, without running guest code.
@@ -31,18 +31,11 @@ pub fn settle(vcpu: &mut VcpuFd) {
 pub fn complete_call(kernel: &Kernel, id: u64, vcpu: &mut VcpuFd, ret: i64) -> bool {
     let slot = stub::slot_addr(id);
     settle(vcpu);
-    let Ok(mut regs) = vcpu.get_regs() else {
+    let Ok(regs) = vcpu.get_regs() else {
         proxy::reply(kernel, slot, ret);
         return false;
     };
-    let field = |o: usize| kernel.mem.read_u64(slot + o as u64);
-    let (rip, rflags, rsp) = (field(offset::RIP), field(offset::RFLAGS), field(offset::RSP));
-    regs.rax = ret as u64;
-    regs.rip = rip;
-    regs.rcx = rip;
-    regs.r11 = rflags;
-    regs.rflags = rflags | 0x2;
-    regs.rsp = rsp;
+    let regs = proxy::returned(kernel, slot, regs, ret, 0);
     proxy::state_of(kernel, slot).store(state::IDLE, Ordering::Release);
     match kernel.deliver(id as usize, vcpu, &regs) {
         Delivery::Entered => false,

@@ -332,23 +332,16 @@ impl Machine {
         if id >= sys_page::MAX_VCPUS {
             return -(libc::EAGAIN as i64);
         }
-        let (Ok(mut regs), Ok(sregs)) = (parent.get_regs(), parent.get_sregs()) else {
+        let (Ok(regs), Ok(sregs)) = (parent.get_regs(), parent.get_sregs()) else {
             return -(libc::EIO as i64);
         };
-        let slot = stub::slot_addr(parent_id);
-        let ret_rip = self.mem.read_u64(slot + multios_lwk_abi::offset::RIP as u64);
-        let rflags = self.mem.read_u64(slot + multios_lwk_abi::offset::RFLAGS as u64);
-        // The child continues after the parent's syscall with the parent's registers, rax = 0.
-        regs.rip = ret_rip;
-        regs.rcx = ret_rip;
-        regs.r11 = rflags;
-        regs.rflags = rflags;
-        regs.rax = 0;
-        regs.rsp = req.stack;
+        // The child continues after the parent's syscall with the parent's registers, rax = 0,
+        // on its own stack.
+        let regs = proxy::returned(&self.kernel, stub::slot_addr(parent_id), regs, 0, req.stack);
         let fs_base = req.tls.unwrap_or(sregs.fs.base);
         let entry = Entry {
-            rip: ret_rip,
-            rsp: req.stack,
+            rip: regs.rip,
+            rsp: regs.rsp,
             fs_base,
             rax: 0,
             regs: Some(regs),

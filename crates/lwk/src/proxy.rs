@@ -5,6 +5,7 @@
 //! thread serves that call itself and unparks the proxy for the calls that follow.
 
 use crate::syscall::{Ctx, Kernel, Reply};
+use kvm_bindings::kvm_regs;
 use multios_lwk_abi::{offset, state};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -29,6 +30,22 @@ pub fn claim(st: &AtomicU32) -> bool {
         Ordering::Acquire,
     )
     .is_ok()
+}
+
+/// The registers of a thread whose call in `slot` returns `ret`, from `regs` (its registers at
+/// the doorbell): what the stub does on its way back — rax = result, rcx/rip = return address,
+/// r11/rflags = the saved flags — done by the host. A nonzero `stack` replaces the stack pointer
+/// (a clone's new stack); 0 keeps the caller's.
+pub fn returned(kernel: &Kernel, slot: u64, mut regs: kvm_regs, ret: i64, stack: u64) -> kvm_regs {
+    let field = |o: usize| kernel.mem.read_u64(slot + o as u64);
+    let (rip, rflags) = (field(offset::RIP), field(offset::RFLAGS));
+    regs.rax = ret as u64;
+    regs.rip = rip;
+    regs.rcx = rip;
+    regs.r11 = rflags;
+    regs.rflags = rflags | 0x2;
+    regs.rsp = if stack != 0 { stack } else { field(offset::RSP) };
+    regs
 }
 
 /// Reads the request of a claimed slot.

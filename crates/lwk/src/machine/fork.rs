@@ -22,7 +22,7 @@ use crate::syscall::{CloneReq, ExitStatus};
 use crate::vcpu::{self, Entry};
 use crate::vm::Vm;
 use kvm_ioctls::VcpuFd;
-use multios_lwk_abi::{offset, state};
+use multios_lwk_abi::state;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -41,13 +41,10 @@ impl Machine {
             return None;
         }
         crate::deliver::settle(vcpu);
-        let (Ok(mut regs), Ok(sregs), Ok(xsave)) = (vcpu.get_regs(), vcpu.get_sregs(), vcpu.get_xsave())
-        else {
+        let (Ok(regs), Ok(sregs), Ok(xsave)) = (vcpu.get_regs(), vcpu.get_sregs(), vcpu.get_xsave()) else {
             proxy::reply(&self.kernel, slot, -(libc::EIO as i64));
             return None;
         };
-        let field = |o: usize| self.mem.read_u64(slot + o as u64);
-        let (rip, rflags, rsp) = (field(offset::RIP), field(offset::RFLAGS), field(offset::RSP));
         match crate::sys::fork() {
             Err(e) => {
                 proxy::reply(
@@ -66,14 +63,9 @@ impl Machine {
             }
             Ok(_) => {
                 // The child: this thread is all that is left of the VMM.
-                regs.rip = rip;
-                regs.rcx = rip;
-                regs.r11 = rflags;
-                regs.rflags = rflags | 0x2;
-                regs.rax = 0;
-                regs.rsp = if req.stack != 0 { req.stack } else { rsp };
+                let regs = proxy::returned(&self.kernel, slot, regs, 0, req.stack);
                 let entry = Entry {
-                    rip,
+                    rip: regs.rip,
                     rsp: regs.rsp,
                     fs_base: req.tls.unwrap_or(sregs.fs.base),
                     rax: 0,
