@@ -353,13 +353,10 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     let mut path = resolve(&cfg.program)?;
     let mut argv: Vec<Vec<u8>> = cfg.argv.iter().map(|a| a.as_bytes().to_vec()).collect();
     // A `#!` script runs its interpreter on it, as execve does.
-    if let Ok(Some((interp, arg))) = crate::syscall::exec::script_interpreter(&path) {
-        let mut v = vec![interp.clone()];
-        v.extend(arg);
-        v.push(path.as_os_str().as_bytes().to_vec());
-        v.extend(argv.into_iter().skip(1));
-        argv = v;
-        path = PathBuf::from(std::ffi::OsStr::from_bytes(&interp));
+    if let Ok(Some(shebang)) = crate::syscall::exec::script_interpreter(&path) {
+        let interp = PathBuf::from(std::ffi::OsStr::from_bytes(&shebang.0));
+        argv = crate::syscall::exec::script_argv(shebang, path.as_os_str().as_bytes().to_vec(), argv);
+        path = interp;
     }
     let exe = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
     let mem = Arc::new(GuestMemory::new(cfg.mem_size)?);

@@ -6,7 +6,7 @@
 //! calling vCPU restarts at the new entry point. `#!` scripts run their interpreter (one level).
 //! A guest with several threads gets ENOSYS with a report (Linux would kill the other threads).
 
-use super::{lock, Ctx, ExitStatus, Kernel, Reply};
+use super::{lock, Ctx, Kernel, Reply};
 use crate::sys;
 use kvm_bindings::{kvm_fpu, kvm_regs};
 use std::ffi::OsStr;
@@ -87,12 +87,9 @@ impl Kernel {
         }
         // `#!interpreter [arg]`: run the interpreter on the script.
         match script_interpreter(&prog) {
-            Ok(Some((interp, arg))) => {
-                let mut v = vec![interp.clone()];
-                v.extend(arg);
-                v.push(path.clone());
-                v.extend(argv.into_iter().skip(1));
-                argv = v;
+            Ok(Some(shebang)) => {
+                let interp = shebang.0.clone();
+                argv = script_argv(shebang, path.clone(), argv);
                 prog = PathBuf::from(OsStr::from_bytes(&interp));
                 if let Err(e) = executable(&prog) {
                     return errno(e);
@@ -172,12 +169,7 @@ impl Kernel {
 
     /// After the point of no return Linux kills the process with SIGSEGV.
     fn exec_failed(&self, why: String) -> Reply {
-        let msg = format!("execve: {why}; the process ends with SIGSEGV, as on Linux");
-        if !self.quiet {
-            eprintln!("multios lwk: {msg}");
-        }
-        lock(&self.notes).push(msg);
-        lock(&self.exit).get_or_insert(ExitStatus::Signal(libc::SIGSEGV));
+        self.end_with_sigsegv(format!("execve: {why}"));
         Reply::Stop
     }
 
@@ -217,6 +209,17 @@ fn is_elf(path: &Path) -> bool {
 
 /// A `#!` line: the interpreter and its one optional argument.
 pub(crate) type Shebang = (Vec<u8>, Option<Vec<u8>>);
+
+/// The argv that runs a script through its `#!` interpreter: interpreter, its argument, the
+/// script's path, then the script's own arguments (argv[1..]).
+pub(crate) fn script_argv(shebang: Shebang, script: Vec<u8>, argv: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    let (interp, arg) = shebang;
+    let mut v = vec![interp];
+    v.extend(arg);
+    v.push(script);
+    v.extend(argv.into_iter().skip(1));
+    v
+}
 
 /// The interpreter (and its one optional argument) of a `#!` script.
 pub(crate) fn script_interpreter(path: &Path) -> Result<Option<Shebang>, i32> {

@@ -358,16 +358,27 @@ impl Kernel {
         lock(&self.notes).clone()
     }
 
+    /// Reports `msg`: on stderr (unless quiet) and in the run's notes.
+    pub(crate) fn note(&self, msg: String) {
+        if !self.quiet {
+            eprintln!("multios lwk: {msg}");
+        }
+        lock(&self.notes).push(msg);
+    }
+
+    /// Ends the guest with SIGSEGV, as Linux does when it cannot go on; `why` is reported.
+    pub(crate) fn end_with_sigsegv(&self, why: String) {
+        self.note(format!("{why}; the process ends with SIGSEGV, as on Linux"));
+        lock(&self.exit).get_or_insert(ExitStatus::Signal(libc::SIGSEGV));
+    }
+
     /// Refuses `nr` with ENOSYS, reporting it once with what would cover it.
     pub(crate) fn refuse(&self, nr: u64, why: &str) -> Reply {
         if lock(&self.reported).insert(nr) {
             let name = multios_syscalls::by_number(nr as u32).unwrap_or("?");
-            let msg =
-                format!("system call {name} (nr {nr}) is not supported by the LWK: {why}; returning ENOSYS");
-            if !self.quiet {
-                eprintln!("multios lwk: {msg}");
-            }
-            lock(&self.notes).push(msg);
+            self.note(format!(
+                "system call {name} (nr {nr}) is not supported by the LWK: {why}; returning ENOSYS"
+            ));
         }
         Reply::Ret(ENOSYS)
     }

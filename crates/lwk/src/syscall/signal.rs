@@ -357,22 +357,12 @@ impl Kernel {
             return match self.push_frame(cpu, vcpu, regs, sig, info, act.raw) {
                 Ok(()) => Delivery::Entered,
                 Err(why) => {
-                    self.note(format!(
-                        "signal {sig}: cannot enter the guest's handler ({why}); the process ends with SIGSEGV"
-                    ));
-                    lock(&self.exit).get_or_insert(ExitStatus::Signal(libc::SIGSEGV));
+                    self.end_with_sigsegv(format!("signal {sig}: cannot enter the guest's handler ({why})"));
                     Delivery::Stop
                 }
             };
         }
         Delivery::None
-    }
-
-    fn note(&self, msg: String) {
-        if !self.quiet {
-            eprintln!("multios lwk: {msg}");
-        }
-        lock(&self.notes).push(msg);
     }
 
     fn push_frame(
@@ -516,10 +506,7 @@ impl Kernel {
     }
 
     fn bad_sigreturn(&self, why: String) -> Reply {
-        self.note(format!(
-            "rt_sigreturn: {why}; the process ends with SIGSEGV, as on Linux"
-        ));
-        lock(&self.exit).get_or_insert(ExitStatus::Signal(libc::SIGSEGV));
+        self.end_with_sigsegv(format!("rt_sigreturn: {why}"));
         Reply::Stop
     }
 }
