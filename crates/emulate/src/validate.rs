@@ -124,7 +124,8 @@ pub fn run_synth(
     Ok(parse(&text))
 }
 
-fn parse(text: &str) -> SynthRun {
+/// Reads the synthetic benchmark's output (`compute TICKS`, `NAME COUNT TICKS`…), ticks to seconds.
+pub fn parse(text: &str) -> SynthRun {
     let cal = tsc::calibration();
     let mut r = SynthRun {
         compute: 0.0,

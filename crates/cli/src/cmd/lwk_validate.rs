@@ -17,6 +17,7 @@
 //! accuracy = 100 − |S_model − S_measured| / S_measured · 100, summarised as 100 − MAPE.
 
 use crate::output::{Format, Out, Table};
+use multios_emulate::validate::{self, SynthRun};
 use multios_lwk::bench::{self, median, Program};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -59,19 +60,6 @@ pub struct Args {
     repeat: usize,
 }
 
-/// One run's in-process measurements, in seconds.
-#[derive(Debug, Clone, Default, serde::Serialize)]
-struct Synth {
-    compute: f64,
-    calls: BTreeMap<String, (u64, f64)>,
-}
-
-impl Synth {
-    fn total(&self) -> f64 {
-        self.compute + self.calls.values().map(|c| c.1).sum::<f64>()
-    }
-}
-
 #[derive(Debug, serde::Serialize)]
 struct Point {
     intensity: f64,
@@ -85,34 +73,8 @@ struct Point {
     accuracy_refined: f64,
 }
 
-fn parse(text: &str, hz: f64) -> Synth {
-    let mut s = Synth::default();
-    for l in text.lines() {
-        match l.split_whitespace().collect::<Vec<_>>().as_slice() {
-            ["compute", t] => s.compute = t.parse::<f64>().unwrap_or(0.0) / hz,
-            ["pi", _] => {}
-            [name, n, t] => {
-                s.calls.insert(
-                    name.to_string(),
-                    (n.parse().unwrap_or(0), t.parse::<f64>().unwrap_or(0.0) / hz),
-                );
-            }
-            _ => {}
-        }
-    }
-    s
-}
-
 /// Runs synth once, natively pinned to `cpu` or in the LWK, and reads what it measured.
-fn run_once(
-    exe: &Path,
-    dir: &Path,
-    k: f64,
-    a: &Args,
-    lwk: bool,
-    cpu: usize,
-    hz: f64,
-) -> anyhow::Result<Synth> {
+fn run_once(exe: &Path, dir: &Path, k: f64, a: &Args, lwk: bool, cpu: usize) -> anyhow::Result<SynthRun> {
     let mix = dir.join(format!("mix-{k}"));
     let text: String = MIX
         .iter()
@@ -138,17 +100,18 @@ fn run_once(
     }
     let text = std::fs::read_to_string(&out)
         .map_err(|e| anyhow::anyhow!("reading {} (synth's output): {e}", out.display()))?;
-    Ok(parse(&text, hz))
+    Ok(validate::parse(&text))
 }
 
 /// The run with the median total time.
-fn median_run(mut v: Vec<Synth>) -> Synth {
-    v.sort_by(|x, y| x.total().total_cmp(&y.total()));
+fn median_run(mut v: Vec<SynthRun>) -> SynthRun {
+    v.sort_by(|x, y| x.total.total_cmp(&y.total));
     v.swap_remove(v.len() / 2)
 }
 
-fn accuracy(model: f64, measured: f64) -> f64 {
-    100.0 - ((model - measured) / measured).abs() * 100.0
+/// 100 − the absolute percentage error of one prediction.
+fn accuracy(model: f64, measured: f64) -> anyhow::Result<f64> {
+    Ok(multios_model::accuracy(&[(model, measured)])?)
 }
 
 pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
@@ -160,30 +123,26 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
     );
     let dir = std::env::temp_dir().join(format!("multios-lwk-validate-{}", std::process::id()));
     let exe = bench::build(&dir, SYNTH)?;
-    let hz = multios_emulate::tsc::calibration().hz;
     // The CPU the LWK's vCPU 0 runs on: the native runs use the same one.
-    let cpu = multios_lwk::Config::new("synth", &[])
-        .cpus
-        .first()
-        .copied()
-        .unwrap_or(0);
+    let (_, lwk_cpus) = multios_lwk::default_partition(&multios_lwk::available_cpus());
+    let cpu = lwk_cpus.first().copied().unwrap_or(0);
 
     // γ from runs without calls.
     let (mut gn, mut gl) = (Vec::new(), Vec::new());
     for _ in 0..a.repeat {
-        gn.push(run_once(&exe, &dir, 0.0, &a, false, cpu, hz)?.compute);
-        gl.push(run_once(&exe, &dir, 0.0, &a, true, cpu, hz)?.compute);
+        gn.push(run_once(&exe, &dir, 0.0, &a, false, cpu)?.compute);
+        gl.push(run_once(&exe, &dir, 0.0, &a, true, cpu)?.compute);
     }
     let gamma = median(&gn) / median(&gl);
     let calls_only = Args {
         iters: 0,
         ..a.clone()
     };
-    let per_call = |runs: &[Synth]| -> BTreeMap<String, f64> {
+    let per_call = |runs: &[SynthRun]| -> BTreeMap<String, f64> {
         let mut m: BTreeMap<String, Vec<f64>> = BTreeMap::new();
         for r in runs {
-            for (name, &(n, g)) in &r.calls {
-                m.entry(name.clone()).or_default().push(g / n.max(1) as f64);
+            for c in &r.calls {
+                m.entry(c.name.clone()).or_default().push(c.g / c.n.max(1) as f64);
             }
         }
         m.into_iter().map(|(k, v)| (k, median(&v))).collect()
@@ -201,25 +160,14 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         // measured once up front would carry that drift into the comparison.
         let (mut nat, mut lwk, mut cn, mut cl) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for _ in 0..a.repeat {
-            nat.push(run_once(&exe, &dir, k, &a, false, cpu, hz)?);
-            lwk.push(run_once(&exe, &dir, k, &a, true, cpu, hz)?);
-            cn.push(run_once(&exe, &dir, k, &calls_only, false, cpu, hz)?);
-            cl.push(run_once(&exe, &dir, k, &calls_only, true, cpu, hz)?);
+            nat.push(run_once(&exe, &dir, k, &a, false, cpu)?);
+            lwk.push(run_once(&exe, &dir, k, &a, true, cpu)?);
+            cn.push(run_once(&exe, &dir, k, &calls_only, false, cpu)?);
+            cl.push(run_once(&exe, &dir, k, &calls_only, true, cpu)?);
         }
         let (nat, lwk) = (median_run(nat), median_run(lwk));
         let (t_native, t_lwk) = (per_call(&cn), per_call(&cl));
-        let w = multios_model::Workload {
-            c: nat.compute,
-            calls: nat
-                .calls
-                .iter()
-                .map(|(name, &(n, g))| multios_model::Call {
-                    name: name.clone(),
-                    n,
-                    g,
-                })
-                .collect(),
-        };
+        let w = nat.workload();
         let mut params = multios_model::Params::new(gamma, 0.0);
         let mut delegated = BTreeSet::new();
         for c in &w.calls {
@@ -239,17 +187,17 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             }
         }
         let proj = multios_model::refined(&w, &delegated, &params)?;
-        let measured = nat.total() / lwk.total();
+        let measured = nat.total / lwk.total;
         let point = Point {
             intensity: k,
             p: proj.p,
-            native_s: nat.total(),
-            lwk_s: lwk.total(),
+            native_s: nat.total,
+            lwk_s: lwk.total,
             measured,
             naive: proj.naive,
             refined: proj.speedup,
-            accuracy_naive: accuracy(proj.naive, measured),
-            accuracy_refined: accuracy(proj.speedup, measured),
+            accuracy_naive: accuracy(proj.naive, measured)?,
+            accuracy_refined: accuracy(proj.speedup, measured)?,
         };
         points.push(point);
         inputs.push(
@@ -258,8 +206,12 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
     }
     let _ = std::fs::remove_dir_all(&dir);
 
-    let mean = |f: fn(&Point) -> f64| points.iter().map(f).sum::<f64>() / points.len().max(1) as f64;
-    let (acc_naive, acc_refined) = (mean(|p| p.accuracy_naive), mean(|p| p.accuracy_refined));
+    // 100 − MAPE over the points.
+    let over_points = |f: fn(&Point) -> f64| -> anyhow::Result<f64> {
+        let pairs: Vec<(f64, f64)> = points.iter().map(|p| (f(p), p.measured)).collect();
+        Ok(multios_model::accuracy(&pairs)?)
+    };
+    let (acc_naive, acc_refined) = (over_points(|p| p.naive)?, over_points(|p| p.refined)?);
     let mut t = Table::new([
         "intensity",
         "p",
