@@ -290,24 +290,12 @@ fn seize_running(tid: u32) -> std::io::Result<()> {
 
 /// `B` in syscall-stop mode: the median time between the entry and exit stops of a null call.
 fn plain_stop_bias_ns() -> Result<f64, ProfilerError> {
-    let mut child = Stopped::spawn_calibration_plain()?;
+    let child = Stopped::spawn_calibration_plain()?;
     if let Err(e) = seize_running(child.pid) {
         sys::kill_and_reap(child.pid);
         return Err(pt_err("PTRACE_SEIZE of the calibration child", e));
     }
-    child.go()?;
-    let mut t = Tracer::new(true, 0);
-    t.plain = true;
-    t.durations_of = Some((sys::NULL_SYSCALL as u64, Vec::new()));
-    t.run(child.pid)?;
-    let mut v = t.durations_of.map(|(_, v)| v).unwrap_or_default();
-    v.sort_unstable();
-    v.get(v.len() / 2).map(|&ns| ns as f64).ok_or_else(|| {
-        pt_err(
-            "calibration",
-            std::io::Error::other("no null system call was seen under ptrace"),
-        )
-    })
+    median_null_call_ns(child, true)
 }
 
 /// Attaches to the running process `pid` (all its threads, and what they create from now on) with
@@ -383,13 +371,20 @@ pub fn attach(pid: u32, duration: Option<std::time::Duration>) -> Result<Profile
 /// `B` for this backend: the median raw time between the seccomp stop and the exit stop of a null
 /// system call, measured on a forked child that runs 2000 of them under the same tracer.
 fn stop_bias_ns() -> Result<f64, ProfilerError> {
-    let mut child = Stopped::spawn_calibration()?;
+    let child = Stopped::spawn_calibration()?;
     if let Err(e) = seize(child.pid) {
         sys::kill_and_reap(child.pid);
         return Err(e);
     }
+    median_null_call_ns(child, false)
+}
+
+/// Releases the seized calibration child and returns the median raw duration the tracer saw for
+/// its null system calls (in syscall-stop mode when `plain`, else seccomp stops).
+fn median_null_call_ns(mut child: Stopped, plain: bool) -> Result<f64, ProfilerError> {
     child.go()?;
     let mut t = Tracer::new(true, 0);
+    t.plain = plain;
     t.durations_of = Some((sys::NULL_SYSCALL as u64, Vec::new()));
     t.run(child.pid)?;
     let mut v = t.durations_of.map(|(_, v)| v).unwrap_or_default();
