@@ -83,12 +83,12 @@ impl Mechanism {
 
     /// System calls the mechanism always keeps local, because delegating them would change their
     /// meaning (they act on the calling thread or on the signal frame of the interception itself).
-    pub fn always_local(self) -> &'static [&'static str] {
+    pub fn always_local(self) -> Vec<&'static str> {
         match self {
             // CONTINUE runs every call in its own thread: nothing has to stay local.
-            Mechanism::Proxy => &[],
-            Mechanism::Migrate => preload::MIGRATE_LOCAL,
-            Mechanism::Shm => preload::SHM_LOCAL,
+            Mechanism::Proxy => Vec::new(),
+            Mechanism::Migrate => preload::MIGRATE_LOCAL.to_vec(),
+            Mechanism::Shm => [preload::MIGRATE_LOCAL, preload::SHM_ONLY_LOCAL].concat(),
         }
     }
 }
@@ -224,7 +224,7 @@ fn run_inner(cfg: &Config, interception: Interception, timing: bool) -> Result<R
     let mut warnings = cfg.check()?;
     let path = launch::resolve(&cfg.argv[0])?;
     let mut d = cfg.delegation.clone();
-    let forced_local = d.keep_local(cfg.mechanism.always_local());
+    let forced_local = d.keep_local(&cfg.mechanism.always_local());
     let cal = tsc::calibration();
     let samplers = Arc::new(cfg.cost.samplers(cal));
     let mut interception_used = None;

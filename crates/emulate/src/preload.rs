@@ -38,18 +38,8 @@ const SHM_IDLE_SECS: f64 = 200e-6;
 /// Calls the `shm` delegate thread cannot make for the program because they act on the calling
 /// thread (its identity, signal state, scheduling, credentials or memory policy) or would block the
 /// delegate on behalf of other threads of the process (futex): kept local in addition to
-/// [`MIGRATE_LOCAL`].
-pub const SHM_LOCAL: &[&str] = &[
-    "rt_sigreturn",
-    "rt_sigprocmask",
-    "rt_sigsuspend",
-    "sigaltstack",
-    "clone",
-    "clone3",
-    "fork",
-    "vfork",
-    "execve",
-    "execveat",
+/// [`MIGRATE_LOCAL`] (see [`crate::Mechanism::always_local`]).
+pub const SHM_ONLY_LOCAL: &[&str] = &[
     "exit",
     "exit_group",
     "gettid",
