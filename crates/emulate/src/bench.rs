@@ -7,6 +7,7 @@
 use crate::cost::CostModel;
 use crate::cpus::{pin_current_thread, CpuSet};
 use crate::report::Summary;
+use crate::stats::{paired, paired_diff, Paired};
 use crate::{tsc, Config, Delegation, EmulateError, Exit, Mechanism};
 use std::time::Instant;
 
@@ -67,25 +68,28 @@ pub fn spin_accuracy(requested: &[f64], cpu: usize) -> Result<Vec<SpinCheck>, Em
 }
 
 /// Pass-through overhead of one mechanism on one workload: CPU time (user + system of the program,
-/// robust to other processes on a shared machine) and wall time, medians of alternating runs.
+/// robust to other processes on a shared machine) and wall time, compared run by run
+/// ([`crate::stats::paired`]).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Overhead {
     pub workload: String,
     pub mechanism: String,
+    /// Medians of each side (seconds), for scale.
     pub native_cpu: f64,
     pub emulated_cpu: f64,
-    pub cpu_overhead_pct: f64,
-    /// From the fastest run of each side: interference from other processes only adds time, so
-    /// on a shared machine the minima are the steadier estimate of a fixed per-call cost.
-    pub cpu_overhead_min_pct: f64,
     pub native_wall: f64,
     pub emulated_wall: f64,
-    pub wall_overhead_pct: f64,
-    pub runs: usize,
+    pub cpu: Paired,
+    pub wall: Paired,
+    /// The CPU-time comparison as differences (seconds) instead of ratios.
+    pub cpu_diff: Paired,
+    /// System calls the program made in the last emulated run (shm/migrate count them; `None`
+    /// under proxy, which lets them run in the kernel unseen).
+    pub calls: Option<u64>,
     /// shm/migrate: how the emulated runs above intercepted (eager, SUD off, unless it fell back).
     pub interception: Option<String>,
-    /// shm/migrate: the same workload under the lazy interception (SUD on), run in the same
-    /// alternation (native, eager, lazy): the before/after of the SUD-off mode, side by side.
+    /// shm/migrate with `lazy`: the same workload under the lazy interception (SUD on), in the
+    /// same alternation: the before/after of the SUD-off mode, side by side.
     pub lazy: Option<LazySide>,
 }
 
@@ -93,18 +97,43 @@ pub struct Overhead {
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct LazySide {
     pub emulated_cpu: f64,
-    pub cpu_overhead_pct: f64,
-    pub cpu_overhead_min_pct: f64,
-    pub emulated_wall: f64,
-    pub wall_overhead_pct: f64,
+    pub cpu: Paired,
+    pub wall: Paired,
 }
 
 fn median(v: &mut [f64]) -> f64 {
     Summary::of(v).map(|s| s.median).unwrap_or(f64::NAN)
 }
 
-/// Runs `argv` natively and under `m` with policy none, alternating, `runs` times each; for shm
-/// and migrate both interceptions (eager, then lazy) in the same alternation.
+/// One run's CPU and wall time.
+struct Times {
+    cpu: Vec<f64>,
+    wall: Vec<f64>,
+}
+
+impl Times {
+    fn new() -> Times {
+        Times {
+            cpu: Vec::new(),
+            wall: Vec::new(),
+        }
+    }
+    fn push(&mut self, cpu: f64, wall: f64) {
+        self.cpu.push(cpu);
+        self.wall.push(wall);
+    }
+    fn against(&self, native: &Times) -> Result<(Paired, Paired), EmulateError> {
+        let cmp = |b: &[f64], e: &[f64]| {
+            paired(b, e)
+                .ok_or_else(|| EmulateError::Supervisor("pass-through: no complete pair of runs".into()))
+        };
+        Ok((cmp(&native.cpu, &self.cpu)?, cmp(&native.wall, &self.wall)?))
+    }
+}
+
+/// Runs `argv` natively and under `m` with policy none, `runs` times each, alternating in ABBA
+/// order (odd rounds start with the emulated run, so neither side always runs on a cache the other
+/// warmed); with `lazy`, shm and migrate also run under the lazy interception in each round.
 pub fn passthrough(
     workload: &str,
     argv: &[String],
@@ -112,6 +141,7 @@ pub fn passthrough(
     compute: &CpuSet,
     control: &CpuSet,
     runs: usize,
+    lazy: bool,
 ) -> Result<Overhead, EmulateError> {
     let cfg = Config {
         mechanism: m,
@@ -124,54 +154,95 @@ pub fn passthrough(
         wait: Default::default(),
         rewrite: true,
     };
-    let in_process = m != Mechanism::Proxy;
-    let (mut nc, mut ec, mut nw, mut ew) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let (mut lc, mut lw) = (Vec::new(), Vec::new());
+    let lazy = lazy && m != Mechanism::Proxy;
+    let (mut nat, mut eag, mut laz) = (Times::new(), Times::new(), Times::new());
     let mut interception = None;
-    for _ in 0..runs {
-        let n = crate::run_native(argv, compute, &cfg.wait)?;
-        check_exit(workload, "natively", n.exit)?;
-        nc.push(n.cpu_secs);
-        nw.push(n.wall_secs);
+    let mut calls = None;
+    for round in 0..runs {
+        let native = |t: &mut Times| -> Result<(), EmulateError> {
+            let n = crate::run_native(argv, compute, &cfg.wait)?;
+            check_exit(workload, "natively", n.exit)?;
+            t.push(n.cpu_secs, n.wall_secs);
+            Ok(())
+        };
+        if round % 2 == 0 {
+            native(&mut nat)?;
+        }
         let r = crate::run_with(&cfg, crate::Interception::Eager)?;
         check_exit(workload, m.name(), r.exit)?;
-        ec.push(r.cpu_secs);
-        ew.push(r.wall_secs);
+        eag.push(r.cpu_secs, r.wall_secs);
         interception = r.interception;
-        if in_process {
+        calls = r.local_total.map(|l| l + r.delegated_total);
+        if lazy {
             let r = crate::run_with(&cfg, crate::Interception::Lazy)?;
             check_exit(workload, m.name(), r.exit)?;
-            lc.push(r.cpu_secs);
-            lw.push(r.wall_secs);
+            laz.push(r.cpu_secs, r.wall_secs);
+        }
+        if round % 2 == 1 {
+            native(&mut nat)?;
         }
     }
-    let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
-    let cpu_overhead_min_pct = 100.0 * (min(&ec) / min(&nc) - 1.0);
-    let lazy_min_pct = 100.0 * (min(&lc) / min(&nc) - 1.0);
-    let (nc, ec, nw, ew) = (median(&mut nc), median(&mut ec), median(&mut nw), median(&mut ew));
-    let lazy = in_process.then(|| {
-        let (lc, lw) = (median(&mut lc), median(&mut lw));
-        LazySide {
-            emulated_cpu: lc,
-            cpu_overhead_pct: 100.0 * (lc / nc - 1.0),
-            cpu_overhead_min_pct: lazy_min_pct,
-            emulated_wall: lw,
-            wall_overhead_pct: 100.0 * (lw / nw - 1.0),
-        }
-    });
+    let (cpu, wall) = eag.against(&nat)?;
+    let cpu_diff = paired_diff(&nat.cpu, &eag.cpu)
+        .ok_or_else(|| EmulateError::Supervisor("pass-through: no complete pair of runs".into()))?;
+    let lazy = if lazy {
+        let (lc, lw) = laz.against(&nat)?;
+        Some(LazySide {
+            emulated_cpu: median(&mut laz.cpu),
+            cpu: lc,
+            wall: lw,
+        })
+    } else {
+        None
+    };
     Ok(Overhead {
         workload: workload.into(),
         mechanism: m.name().into(),
-        native_cpu: nc,
-        emulated_cpu: ec,
-        cpu_overhead_pct: 100.0 * (ec / nc - 1.0),
-        cpu_overhead_min_pct,
-        native_wall: nw,
-        emulated_wall: ew,
-        wall_overhead_pct: 100.0 * (ew / nw - 1.0),
-        runs,
+        native_cpu: median(&mut nat.cpu),
+        emulated_cpu: median(&mut eag.cpu),
+        native_wall: median(&mut nat.wall),
+        emulated_wall: median(&mut eag.wall),
+        cpu,
+        wall,
+        cpu_diff,
+        calls,
         interception,
         lazy,
+    })
+}
+
+/// The fixed (start-up) CPU cost of a mechanism's interception on one program, which a long run's
+/// pass-through overhead is made of besides a few ns per call: the program on a tiny input, many
+/// pairs, compared as differences (seconds). A start-up of a few ms is resolved to ≈ 0.1 ms here,
+/// where a ±2 % run-to-run spread hides it in a 2 s run.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FixedCost {
+    pub workload: String,
+    pub mechanism: String,
+    /// Median native CPU time of the short run (seconds).
+    pub native_cpu: f64,
+    /// emulated − native CPU time (seconds).
+    pub cpu: Paired,
+    /// System calls of one short run (see [`Overhead::calls`]).
+    pub calls: Option<u64>,
+}
+
+/// Measures [`FixedCost`]: `argv` natively and under `m` with policy none, ABBA, `runs` pairs.
+pub fn fixed_cost(
+    workload: &str,
+    argv: &[String],
+    m: Mechanism,
+    compute: &CpuSet,
+    control: &CpuSet,
+    runs: usize,
+) -> Result<FixedCost, EmulateError> {
+    let o = passthrough(workload, argv, m, compute, control, runs, false)?;
+    Ok(FixedCost {
+        workload: workload.into(),
+        mechanism: m.name().into(),
+        native_cpu: o.native_cpu,
+        cpu: o.cpu_diff,
+        calls: o.calls,
     })
 }
 

@@ -173,6 +173,37 @@ pub struct RoundTrip {
     pub mean: f64,
 }
 
+impl RoundTrip {
+    /// Combines measurements taken at different moments (each next to one run): the smallest
+    /// minimum, the median of the medians and the mean of the means (equal trial counts, so the
+    /// mean of the means is the mean of all trials). `None` when there are none.
+    pub fn combine(v: &[RoundTrip]) -> Option<RoundTrip> {
+        if v.is_empty() {
+            return None;
+        }
+        let mut medians: Vec<f64> = v.iter().map(|r| r.median).collect();
+        medians.sort_by(f64::total_cmp);
+        let mid = medians.len() / 2;
+        let median = if medians.len() % 2 == 1 {
+            medians[mid]
+        } else {
+            (medians[mid - 1] + medians[mid]) / 2.0
+        };
+        Some(RoundTrip {
+            min: v.iter().map(|r| r.min).fold(f64::INFINITY, f64::min),
+            median,
+            mean: v.iter().map(|r| r.mean).sum::<f64>() / v.len() as f64,
+        })
+    }
+}
+
+/// The run with the median total time (the upper middle one of an even count); `runs` must not be
+/// empty.
+pub fn median_of(mut runs: Vec<SynthRun>) -> SynthRun {
+    runs.sort_by(|a, b| a.total.total_cmp(&b.total));
+    runs.swap_remove(runs.len() / 2)
+}
+
 pub fn mechanism_round_trip(
     m: Mechanism,
     compute: &CpuSet,
@@ -243,6 +274,16 @@ mod tests {
         let r = parse("compute 1000\nread 10 100\nwrite 5 50\npi 3.14\n");
         assert_eq!(r.calls.len(), 2);
         assert!(r.total > r.compute);
+    }
+
+    #[test]
+    fn round_trips_combine_min_of_mins_median_of_medians_mean_of_means() {
+        let r = |min, median, mean| RoundTrip { min, median, mean };
+        let c = RoundTrip::combine(&[r(1.0, 5.0, 6.0), r(2.0, 3.0, 4.0), r(0.5, 9.0, 11.0)]).expect("three");
+        assert_eq!((c.min, c.median, c.mean), (0.5, 5.0, 7.0));
+        let c = RoundTrip::combine(&[r(1.0, 2.0, 3.0), r(1.0, 4.0, 5.0)]).expect("two");
+        assert_eq!(c.median, 3.0);
+        assert!(RoundTrip::combine(&[]).is_none());
     }
 
     #[test]

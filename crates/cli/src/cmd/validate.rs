@@ -12,6 +12,9 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// Getppid trials of the mechanism's round trip measured right before each run of a configuration.
+const RT_TRIALS_PER_RUN: usize = 200;
+
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Mechanism delivering the delegated calls
@@ -103,14 +106,11 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
         validate::run_synth(m, iters, args.phases, &mix, d, fc, &compute, &control, wait, &dir)
     };
     // Each measurement: the run with the median total time out of --repeat (at least 3 natively).
-    let median_run = |m: Option<Mechanism>, iters: u64, d: &Delegation, fc: f64, n: usize| {
-        let mut runs = (0..n)
-            .map(|_| synth(m, iters, d, fc))
-            .collect::<Result<Vec<_>, _>>()?;
-        runs.sort_by(|a, b| a.total.total_cmp(&b.total));
-        Ok::<_, multios_emulate::EmulateError>(runs.swap_remove(runs.len() / 2))
-    };
-    let native = median_run(None, args.iters, &none, 0.0, args.repeat.max(3))?;
+    let native = validate::median_of(
+        (0..args.repeat.max(3))
+            .map(|_| synth(None, args.iters, &none, 0.0))
+            .collect::<Result<Vec<_>, _>>()?,
+    );
     let rt = validate::mechanism_round_trip_at(args.mechanism, 0.0, 1000, &compute, &control, wait)?;
     eprintln!(
         "native: {} ({} compute, p = {:.3}); {} round trip at f_c = 0: min {} / median {} / mean {}",
@@ -154,19 +154,25 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
                 let iters = ((args.iters as f64) / gamma).round() as u64;
                 // The round trip next to this configuration's runs: on this VM it moves by up to
                 // 30 % within minutes, so the value measured at the start of the sweep goes stale.
-                let rt = if args.rt_at_zero {
-                    rt_fc
-                } else {
-                    validate::mechanism_round_trip_at(
-                        args.mechanism,
-                        fc.secs(),
-                        300,
-                        &compute,
-                        &control,
-                        wait,
-                    )?
-                };
-                let emu = median_run(Some(args.mechanism), iters, d, fc.secs(), args.repeat)?;
+                // It is measured right before each of the runs and the measurements are combined,
+                // so the model's input covers the same minutes as the runs it predicts.
+                let mut bracket = Vec::new();
+                let mut runs = Vec::new();
+                for _ in 0..args.repeat {
+                    if !args.rt_at_zero {
+                        bracket.push(validate::mechanism_round_trip_at(
+                            args.mechanism,
+                            fc.secs(),
+                            RT_TRIALS_PER_RUN,
+                            &compute,
+                            &control,
+                            wait,
+                        )?);
+                    }
+                    runs.push(synth(Some(args.mechanism), iters, d, fc.secs())?);
+                }
+                let rt = validate::RoundTrip::combine(&bracket).unwrap_or(rt_fc);
+                let emu = validate::median_of(runs);
                 let p = validate::score(&native, &emu, gamma, label, &delegated, fc.secs(), rt)?;
                 if out.progress {
                     eprintln!(
