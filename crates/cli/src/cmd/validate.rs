@@ -43,6 +43,10 @@ pub struct Args {
     /// measuring it at each f_c
     #[arg(long)]
     rt_at_zero: bool,
+    /// Measure the native baseline once before the sweep instead of next to each configuration's
+    /// runs (alternating native and emulated runs)
+    #[arg(long)]
+    baseline_once: bool,
     /// Replay this profile's mix of replayable calls instead of the built-in one
     #[arg(long)]
     profile: Option<PathBuf>,
@@ -156,9 +160,16 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
                 // 30 % within minutes, so the value measured at the start of the sweep goes stale.
                 // It is measured right before each of the runs and the measurements are combined,
                 // so the model's input covers the same minutes as the runs it predicts.
+                // Likewise the native baseline (the measured speedup's numerator and the model's
+                // C and g(s)): the machine's speed drifts by a few per cent over a sweep, so each
+                // emulated run is preceded by a native one unless --baseline-once.
                 let mut bracket = Vec::new();
                 let mut runs = Vec::new();
+                let mut natives = Vec::new();
                 for _ in 0..args.repeat {
+                    if !args.baseline_once {
+                        natives.push(synth(None, args.iters, &none, 0.0)?);
+                    }
                     if !args.rt_at_zero {
                         bracket.push(validate::mechanism_round_trip_at(
                             args.mechanism,
@@ -173,7 +184,12 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
                 }
                 let rt = validate::RoundTrip::combine(&bracket).unwrap_or(rt_fc);
                 let emu = validate::median_of(runs);
-                let p = validate::score(&native, &emu, gamma, label, &delegated, fc.secs(), rt)?;
+                let base = if natives.is_empty() {
+                    native.clone()
+                } else {
+                    validate::median_of(natives)
+                };
+                let p = validate::score(&base, &emu, gamma, label, &delegated, fc.secs(), rt)?;
                 if out.progress {
                     eprintln!(
                         "γ {gamma} {label} f_c {fc}: measured {:.3}, refined {:.3}",
