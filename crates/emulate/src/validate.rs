@@ -163,6 +163,13 @@ pub struct Point {
     pub refined_mean: f64,
     /// 100 − |refined_median − measured| / measured · 100.
     pub accuracy: f64,
+    /// What the point was computed from: the native and emulated runs' total and compute times
+    /// (seconds) and the mechanism's round trip measured next to them.
+    pub native_s: f64,
+    pub native_compute_s: f64,
+    pub emulated_s: f64,
+    pub emulated_compute_s: f64,
+    pub round_trip: RoundTrip,
 }
 
 /// The mechanism's own round trip (seconds), measured with the Table 3 raw getppid at f_c = 0.
@@ -262,6 +269,11 @@ pub fn score(
         refined_median,
         refined_mean: pred(rt.mean)?,
         accuracy: 100.0 - 100.0 * (refined_median - measured).abs() / measured,
+        native_s: native.total,
+        native_compute_s: native.compute,
+        emulated_s: emulated.total,
+        emulated_compute_s: emulated.compute,
+        round_trip: rt,
     })
 }
 
