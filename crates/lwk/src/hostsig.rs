@@ -46,10 +46,10 @@ extern "C" fn catcher(sig: libc::c_int, info: *mut libc::siginfo_t, _uc: *mut li
     if s == 0 || s > 64 {
         return;
     }
-    if !info.is_null() {
-        // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler; si_pid/si_uid are
-        // read as the kill-style union member, which every sender fills (0 otherwise).
-        let (code, pid, uid) = unsafe { ((*info).si_code, (*info).si_pid(), (*info).si_uid()) };
+    // SAFETY: the kernel passes an SA_SIGINFO handler a valid siginfo (or null), alive for the
+    // whole handler.
+    if let Some(info) = unsafe { info.as_ref() } {
+        let (code, pid, uid) = crate::sys::siginfo_sender(info);
         CODE[s].store(code, Ordering::Relaxed);
         FROM_PID[s].store(pid, Ordering::Relaxed);
         FROM_UID[s].store(uid, Ordering::Relaxed);
@@ -57,9 +57,7 @@ extern "C" fn catcher(sig: libc::c_int, info: *mut libc::siginfo_t, _uc: *mut li
     PENDING.fetch_or(1 << (s - 1), Ordering::AcqRel);
     let fd = EVENT_FD.load(Ordering::Acquire);
     if fd >= 0 {
-        let one = 1u64;
-        // SAFETY: write(2) is async-signal-safe; `one` is 8 valid bytes, as an eventfd needs.
-        unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
+        crate::sys::eventfd_add(fd);
     }
 }
 
@@ -71,21 +69,10 @@ pub fn follow(sig: i32, handler: u64, restart: bool) {
     let action = if handler == libc::SIG_DFL as u64 || handler == libc::SIG_IGN as u64 {
         handler as libc::sighandler_t
     } else {
+        // Only touches atomics and writes an eventfd: async-signal-safe.
         catcher as *const () as libc::sighandler_t
     };
-    let mut flags = libc::SA_SIGINFO;
-    if restart {
-        flags |= libc::SA_RESTART;
-    }
-    // SAFETY: sigaction is plain data; `catcher` only touches atomics and calls write(2), which is
-    // async-signal-safe; `sig` is a catchable signal (checked above).
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = action;
-        sa.sa_flags = flags;
-        libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(sig, &sa, std::ptr::null_mut());
-    }
+    crate::sys::set_signal_action(sig, action, if restart { libc::SA_RESTART } else { 0 });
 }
 
 /// Creates the eventfd the catcher writes (above the guest's fds) and returns it.
@@ -94,19 +81,15 @@ pub fn open_event(fd_floor: i32) -> io::Result<i32> {
     if old >= 0 {
         return Ok(old);
     }
-    // SAFETY: eventfd creates a new descriptor; no pointers are involved.
-    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let high = crate::sys::move_fd_high(fd, fd_floor)?;
-    // SAFETY: `fd` was created above and is not used elsewhere.
-    unsafe { libc::close(fd) };
+    let fd = crate::sys::eventfd()?;
+    let high = crate::sys::move_fd_high(fd, fd_floor);
+    crate::sys::close(fd);
+    let high = high?;
     match EVENT_FD.compare_exchange(-1, high, Ordering::AcqRel, Ordering::Acquire) {
         Ok(_) => Ok(high),
         Err(other) => {
-            // SAFETY: `high` was created above and lost the race; nobody else has it.
-            unsafe { libc::close(high) };
+            // Lost the race to another machine of this process: use its eventfd.
+            crate::sys::close(high);
             Ok(other)
         }
     }
@@ -117,24 +100,19 @@ pub fn open_event(fd_floor: i32) -> io::Result<i32> {
 pub fn forget_event() {
     let fd = EVENT_FD.swap(-1, Ordering::AcqRel);
     if fd >= 0 {
-        // SAFETY: the child's copy of the descriptor is closed; the parent keeps its own.
-        unsafe { libc::close(fd) };
+        // The child's copy of the descriptor; the parent keeps its own.
+        crate::sys::close(fd);
     }
 }
 
 /// Blocks until the catcher or [`poke`] writes the eventfd; returns false on an error.
 pub fn wait_event(fd: i32) -> bool {
-    let mut v = 0u64;
-    // SAFETY: reads 8 bytes into `v`, as an eventfd read requires.
-    let r = unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
-    r == 8 || io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+    crate::sys::eventfd_wait(fd)
 }
 
 /// Wakes the pump (to stop it).
 pub fn poke(fd: i32) {
-    let one = 1u64;
-    // SAFETY: writes 8 valid bytes to an eventfd.
-    unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
+    crate::sys::eventfd_add(fd);
 }
 
 /// Wakes the pump so that it kicks a vCPU for a signal the guest sent to another thread.

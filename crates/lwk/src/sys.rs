@@ -118,6 +118,58 @@ pub fn move_fd_high(fd: i32, floor: i32) -> io::Result<i32> {
     Ok(high)
 }
 
+/// Creates an eventfd (close-on-exec).
+pub fn eventfd() -> io::Result<i32> {
+    // SAFETY: eventfd creates a new descriptor; no pointers are involved.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fd)
+}
+
+/// Closes a descriptor the caller owns and nobody else uses.
+pub fn close(fd: i32) {
+    // SAFETY: closing a descriptor touches no memory; the caller owns `fd`.
+    unsafe { libc::close(fd) };
+}
+
+/// Adds 1 to eventfd `fd`. Async-signal-safe (one write(2)), so signal handlers may call it.
+pub fn eventfd_add(fd: i32) {
+    let one = 1u64;
+    // SAFETY: writes 8 valid bytes from a live local, as an eventfd requires.
+    unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
+}
+
+/// Blocks until eventfd `fd` is non-zero and resets it; false on an error other than EINTR.
+pub fn eventfd_wait(fd: i32) -> bool {
+    let mut v = 0u64;
+    // SAFETY: reads 8 bytes into a live local, as an eventfd read requires.
+    let r = unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
+    r == 8 || io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+}
+
+/// Sets the disposition of host signal `sig`: `action` is SIG_DFL, SIG_IGN or an SA_SIGINFO
+/// handler, with an empty mask and `flags` (SA_SIGINFO is added).
+pub fn set_signal_action(sig: i32, action: libc::sighandler_t, flags: i32) {
+    // SAFETY: sigaction reads a fully initialised struct; the caller passes a catchable signal
+    // and, for a handler, one that is async-signal-safe.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = action;
+        sa.sa_flags = flags | libc::SA_SIGINFO;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(sig, &sa, std::ptr::null_mut());
+    }
+}
+
+/// The si_code, sender pid and sender uid of a signal handed to an SA_SIGINFO handler.
+pub fn siginfo_sender(info: &libc::siginfo_t) -> (i32, i32, u32) {
+    // SAFETY: si_pid/si_uid read the kill-style member of the siginfo union, which every sender
+    // fills (0 otherwise); `info` is a valid reference.
+    unsafe { (info.si_code, info.si_pid(), info.si_uid()) }
+}
+
 /// Pins the calling thread to `cpu` (best effort: errors are returned for the caller to report).
 pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
     pin_thread(0, &[cpu])
