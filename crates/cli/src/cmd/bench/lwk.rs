@@ -106,10 +106,16 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
             native: Vec::new(),
             lwk: Vec::new(),
         };
-        for _ in 0..reps {
-            // Natively on CPU 1, where `multios lwk run` puts its vCPU (the proxy is on CPU 0).
-            row.native.push(bench::run_native(exe, a, 1)?);
+        for i in 0..reps {
+            // Natively on CPU 1, where `multios lwk run` puts its vCPU (the proxy is on CPU 0);
+            // ABBA order, so neither side always runs right after the other.
+            if i % 2 == 0 {
+                row.native.push(bench::run_native(exe, a, 1)?);
+            }
             row.lwk.push(bench::run(&lwk_prefix, exe, a)?);
+            if i % 2 == 1 {
+                row.native.push(bench::run_native(exe, a, 1)?);
+            }
         }
         profiles.push(multios_profile::load(&profile)?);
         rows.push(row);
@@ -119,12 +125,30 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
         |v: &[Sample], f: fn(&Sample) -> Option<f64>| median(&v.iter().filter_map(f).collect::<Vec<_>>());
     let gamma_of = |r: &Row| med(&r.native, |s| s.kernel_s) / med(&r.lwk, |s| s.kernel_s);
     let gamma_compute = gamma_of(&rows[1]);
+    // γ pair by pair: the median of nativeᵢ / LWKᵢ with its 95 % order-statistic interval
+    // (multios_emulate::stats), which a drift of the shared machine does not bias.
+    let paired_gamma = |r: &Row| {
+        let loops = |v: &[Sample]| {
+            v.iter()
+                .map(|s| s.kernel_s.unwrap_or(f64::NAN))
+                .collect::<Vec<_>>()
+        };
+        multios_emulate::stats::paired(&loops(&r.lwk), &loops(&r.native))
+            .filter(|p| p.median.is_finite())
+            .map(|p| {
+                (
+                    1.0 + p.median / 100.0,
+                    p.ci.map(|(lo, hi)| (1.0 + lo / 100.0, 1.0 + hi / 100.0)),
+                )
+            })
+    };
     let mut pt = Table::new([
         "program",
         "runs",
         "native_loop_s",
         "lwk_loop_s",
         "gamma",
+        "gamma_paired",
         "native_wall_s",
         "lwk_wall_s",
         "projected_gamma_compute_s",
@@ -143,6 +167,11 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
             fmt(med(&r.native, |s| s.kernel_s), 4),
             fmt(med(&r.lwk, |s| s.kernel_s), 4),
             fmt(g, 3),
+            match paired_gamma(r) {
+                Some((m, Some((lo, hi)))) => format!("{m:.3} [{lo:.3}, {hi:.3}]"),
+                Some((m, None)) => format!("{m:.3}"),
+                None => "-".into(),
+            },
             fmt(native_wall, 4),
             fmt(lwk_wall, 4),
             projected.map_or("-".into(), |t| fmt(t, 4)),
@@ -154,6 +183,11 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
             "round_trips": fc_json,
             "programs": rows,
             "gamma_compute": gamma_compute,
+            "gamma_paired": rows.iter().map(|r| serde_json::json!({
+                "program": r.name,
+                "median": paired_gamma(r).map(|g| g.0),
+                "ci95": paired_gamma(r).and_then(|g| g.1),
+            })).collect::<Vec<_>>(),
         }))?,
         Format::Csv => print!("{}{}", fct.to_csv(), pt.to_csv()),
         Format::Table => {
@@ -166,7 +200,7 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
             println!(
                 "{}",
                 out.bold(
-                    "Programs, native vs LWK, alternating runs (medians; gamma = native loop / LWK loop)"
+                    "Programs, native vs LWK, runs alternated ABBA (medians; gamma = native loop / LWK loop; gamma_paired = median of the per-pair ratios [95 % interval])"
                 )
             );
             print!("{}", pt.render(out));
