@@ -8,6 +8,9 @@
 //!   frame saves the interrupted registers. A vCPU kicked inside its stub keeps the signal pending
 //!   until the call returns.
 //!
+//! * a CPU exception in the guest's own code (the ring-0 reporter halted): the signal the exception
+//!   raises natively enters the guest's handler, with the faulting registers in the frame.
+//!
 //! Registers are changed only after any pending MMIO completion has been flushed with an
 //! `immediate_exit` KVM_RUN (the KVM API's rule for changing state after an I/O exit).
 
@@ -76,4 +79,103 @@ pub fn on_kick(kernel: &Kernel, id: u64, vcpu: &mut VcpuFd) -> bool {
         return false; // inside a system call: delivered on its way back
     }
     kernel.deliver(id as usize, vcpu, &regs) == Delivery::Stop
+}
+
+/// Exception vectors (Intel SDM vol. 3, table 6-1).
+mod vector {
+    pub const DE: u64 = 0;
+    pub const DB: u64 = 1;
+    pub const BP: u64 = 3;
+    pub const OF: u64 = 4;
+    pub const BR: u64 = 5;
+    pub const UD: u64 = 6;
+    pub const GP: u64 = 13;
+    pub const PF: u64 = 14;
+    pub const MF: u64 = 16;
+    pub const AC: u64 = 17;
+    pub const XM: u64 = 19;
+}
+
+/// The signal, si_code and si_addr Linux raises for exception `vector` (error code `error`, CR2
+/// `cr2`) at `rip` in user mode (arch/x86/kernel/traps.c, fault.c); `None` for vectors a user
+/// program cannot cause.
+pub fn signal_of(vector: u64, error: u64, rip: u64, cr2: u64) -> Option<(u64, i32, u64)> {
+    use crate::syscall::signal::SI_KERNEL;
+    let (sig, code, addr) = match vector {
+        vector::DE => (libc::SIGFPE, 1 /* FPE_INTDIV */, rip),
+        vector::DB => (libc::SIGTRAP, 4 /* TRAP_TRACE */, rip),
+        vector::BP => (libc::SIGTRAP, SI_KERNEL, 0),
+        vector::OF | vector::BR | vector::GP => (libc::SIGSEGV, SI_KERNEL, 0),
+        vector::UD => (libc::SIGILL, 2 /* ILL_ILLOPN */, rip),
+        // Bit 0 of the error code: the page was present (a protection fault).
+        vector::PF => (libc::SIGSEGV, if error & 1 == 0 { 1 } else { 2 }, cr2),
+        vector::MF | vector::XM => (libc::SIGFPE, 7 /* FPE_FLTINV */, rip),
+        vector::AC => (libc::SIGBUS, 1 /* BUS_ADRALN */, 0),
+        _ => return None,
+    };
+    Some((sig as u64, code, addr))
+}
+
+/// vCPU `id` halted in an exception reporter: if the exception came from ring 3 and the guest
+/// handles the signal it raises, enters that handler back in ring 3 and returns true; false
+/// leaves the vCPU as it is for the fault report.
+pub fn on_fault(kernel: &Kernel, id: u64, vcpu: &mut VcpuFd) -> bool {
+    let (Ok(regs), Ok(sregs)) = (vcpu.get_regs(), vcpu.get_sregs()) else {
+        return false;
+    };
+    // The reporter pushed [vector, error code] over the CPU's [rip, cs, rflags, rsp, ss].
+    let word = |k: u64| kernel.mem.read_u64(regs.rsp + 8 * k);
+    let (vector, error, rip, cs, rflags, rsp) = (word(0), word(1), word(2), word(3), word(4), word(5));
+    if cs & 3 != 3 {
+        return false;
+    }
+    let Some((sig, code, addr)) = signal_of(vector, error, rip, sregs.cr2) else {
+        return false;
+    };
+    let mut user = regs;
+    user.rip = rip;
+    user.rsp = rsp;
+    user.rflags = rflags;
+    let info = crate::syscall::signal::SigInfo {
+        code,
+        trap: Some(crate::syscall::signal::Trap {
+            vector,
+            error,
+            addr,
+            cr2: if vector == vector::PF { sregs.cr2 } else { 0 },
+        }),
+        ..Default::default()
+    };
+    if crate::vcpu::back_to_ring3(vcpu).is_err() {
+        return false;
+    }
+    match kernel.deliver_fault(id as usize, vcpu, &user, sig, info) {
+        Delivery::Entered => true,
+        _ => {
+            // Not delivered: back to the reporter's state, so the fault report reads its frame.
+            let _ = vcpu.set_sregs(&sregs);
+            let _ = vcpu.set_regs(&regs);
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exceptions_raise_the_signals_linux_raises() {
+        // A user read of an unmapped page: SEGV_MAPERR at CR2; a write to a present page:
+        // SEGV_ACCERR.
+        assert_eq!(signal_of(vector::PF, 4, 0x400000, 0x8), Some((11, 1, 0x8)));
+        assert_eq!(signal_of(vector::PF, 7, 0x400000, 0x1000), Some((11, 2, 0x1000)));
+        assert_eq!(signal_of(vector::GP, 0, 0x400000, 0), Some((11, 0x80, 0)));
+        assert_eq!(signal_of(vector::DE, 0, 0x400123, 0), Some((8, 1, 0x400123)));
+        assert_eq!(signal_of(vector::UD, 0, 0x400123, 0), Some((4, 2, 0x400123)));
+        assert_eq!(signal_of(vector::BP, 0, 0x400123, 0), Some((5, 0x80, 0)));
+        // A double fault or NMI is never the program's: no signal, the fault report.
+        assert_eq!(signal_of(8, 0, 0, 0), None);
+        assert_eq!(signal_of(2, 0, 0, 0), None);
+    }
 }

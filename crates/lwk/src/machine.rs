@@ -216,7 +216,11 @@ impl Machine {
                         Some(e) => return e,
                     }
                 }
-                Ok(Exit::Fault) => return self.fail(self.fault(vcpu)),
+                Ok(Exit::Fault) => {
+                    if !crate::deliver::on_fault(&self.kernel, id, vcpu) {
+                        return self.fail(self.fault(vcpu));
+                    }
+                }
                 Ok(Exit::Other(what)) => {
                     let rip = vcpu.get_regs().map(|r| r.rip).unwrap_or(0);
                     return self.fail(LwkError::Stopped {
@@ -439,7 +443,12 @@ impl Machine {
             .spawn(move || {
                 while crate::hostsig::wait_event(fd) && !m.exiting.load(Ordering::Acquire) {
                     for (sig, code, pid, uid) in crate::hostsig::take() {
-                        let info = crate::syscall::signal::SigInfo { code, pid, uid };
+                        let info = crate::syscall::signal::SigInfo {
+                            code,
+                            pid,
+                            uid,
+                            trap: None,
+                        };
                         m.kernel.queue_signal(None, sig, info);
                     }
                     let mut kicks = 0u32;

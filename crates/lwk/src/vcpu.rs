@@ -85,26 +85,7 @@ pub fn create(
     let tss = stub::write_tss(mem, id);
 
     let mut sregs = vcpu.get_sregs().map_err(err("KVM_GET_SREGS"))?;
-    let code = kvm_segment {
-        base: 0,
-        limit: 0xffff_ffff,
-        selector: sel::USER_CS,
-        type_: 0xb,
-        present: 1,
-        dpl: 3,
-        db: 0,
-        s: 1,
-        l: 1,
-        g: 1,
-        ..Default::default()
-    };
-    let data = kvm_segment {
-        selector: sel::USER_DS,
-        type_: 0x3,
-        l: 0,
-        db: 1,
-        ..code
-    };
+    let (code, data) = (user_code(), user_data());
     sregs.cs = code;
     sregs.ds = data;
     sregs.es = data;
@@ -202,4 +183,41 @@ pub fn set_xsave(vcpu: &VcpuFd, xsave: &kvm_bindings::kvm_xsave) -> Result<(), k
     // with at most the first `sys::xsave_size()` bytes replaced; that size comes from CPUID for
     // the XCR0 features this VMM sets, so the kernel reads nothing beyond the struct.
     unsafe { vcpu.set_xsave(xsave) }
+}
+
+/// The guest's ring-3 code segment (64-bit, DPL 3).
+fn user_code() -> kvm_segment {
+    kvm_segment {
+        base: 0,
+        limit: 0xffff_ffff,
+        selector: sel::USER_CS,
+        type_: 0xb,
+        present: 1,
+        dpl: 3,
+        db: 0,
+        s: 1,
+        l: 1,
+        g: 1,
+        ..Default::default()
+    }
+}
+
+/// The guest's ring-3 data segment (DPL 3).
+fn user_data() -> kvm_segment {
+    kvm_segment {
+        selector: sel::USER_DS,
+        type_: 0x3,
+        l: 0,
+        db: 1,
+        ..user_code()
+    }
+}
+
+/// Puts a vCPU that stopped in a ring-0 exception reporter back in ring 3 (CS and SS as at start;
+/// the caller sets the registers it resumes with). FS and GS keep their bases.
+pub fn back_to_ring3(vcpu: &VcpuFd) -> Result<(), kvm_ioctls::Error> {
+    let mut sregs = vcpu.get_sregs()?;
+    sregs.cs = user_code();
+    sregs.ss = user_data();
+    vcpu.set_sregs(&sregs)
 }

@@ -502,6 +502,29 @@ fn issue_5_signal_handlers_run_in_the_guest_like_native() {
 }
 
 #[test]
+fn issue_5_cpu_exceptions_reach_the_guest_handlers_like_native() {
+    require_kvm();
+    // #PF (read, write), #GP, #DE, #UD, #BP as SIGSEGV/SIGFPE/SIGILL/SIGTRAP with Linux's si_code,
+    // si_addr, trapno and err; a handler that moves rip on and returns. -no-pie: the addresses it
+    // prints are then the same natively (ASLR) and in the LWK.
+    let out = assert_same(&build_c_with("traps", &["-no-pie"]), &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "SIGSEGV code 1 addr 0x8 trapno 14 err 4",
+        "SIGSEGV code 1 addr 0x10 trapno 14 err 6",
+        "SIGSEGV code 128 addr 0 trapno 13 err 0",
+        "SIGTRAP code 128 addr 0 trapno 3 err 0",
+        "returned past ud2 2 times",
+    ] {
+        assert!(text.contains(line), "missing {line:?} in\n{text}");
+    }
+    let stat = build_c_with("traps", &["-static"]);
+    let out = assert_same(&stat, &[]);
+    let exit_backend = lwk_env(&stat, &[], &[("LWK_BACKEND", "exit")]);
+    assert_eq!(exit_backend.stdout, out.stdout, "exit backend");
+}
+
+#[test]
 fn issue_5_signal_sent_to_the_vmm_reaches_the_guest_handler() {
     use std::io::{BufRead, BufReader};
     require_kvm();

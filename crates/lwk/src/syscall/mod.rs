@@ -246,6 +246,7 @@ impl Kernel {
             code: signal::SI_USER,
             pid: self.pid(),
             uid: crate::sys::uid(),
+            trap: None,
         }
     }
 

@@ -26,8 +26,10 @@
 //! ```
 //!
 //! Not done: alternate signal stacks (sigaltstack reports none), real-time signals queue at most
-//! one instance each (like the standard ones), synchronous faults (#PF, #UD…) end the guest with a
-//! fault report instead of raising SIGSEGV/SIGILL, and the FPU state is not reset for the handler.
+//! one instance each (like the standard ones), and the FPU state is not reset for the handler.
+//! CPU exceptions of the guest's code (#PF, #GP, #DE, #UD, #BP, #XM, #AC) are raised as SIGSEGV,
+//! SIGFPE, SIGILL, SIGTRAP or SIGBUS when the guest handles that signal (`deliver.rs`); otherwise
+//! the guest ends with a fault report, as it dies of the signal natively.
 
 use super::{lock, Ctx, ExitStatus, Kernel, Reply};
 use kvm_bindings::kvm_regs;
@@ -56,7 +58,10 @@ const FRAME_SIZE: u64 = INFO_OFF + 128;
 const SC_RIP: u64 = 16;
 const SC_EFLAGS: u64 = 17;
 const SC_SEGS: u64 = 18;
+const SC_ERR: u64 = 19;
+const SC_TRAPNO: u64 = 20;
 const SC_OLDMASK: u64 = 21;
+const SC_CR2: u64 = 22;
 const SC_FPSTATE: u64 = 23;
 const UC_FLAGS: u64 = 0x1 | 0x2 | 0x4; // UC_FP_XSTATE | UC_SIGCONTEXT_SS | UC_STRICT_RESTORE_SS
 const FP_XSTATE_MAGIC1: u32 = 0x4650_5853;
@@ -68,12 +73,24 @@ const HANDLER_CLEARS: u64 = 0x400 | 0x100 | 0x10000;
 /// SIGKILL and SIGSTOP can be neither blocked nor caught.
 const UNBLOCKABLE: u64 = (1 << (libc::SIGKILL - 1)) | (1 << (libc::SIGSTOP - 1));
 
-/// Who sent a pending signal.
+/// Who sent a pending signal, or the CPU exception that raised it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SigInfo {
     pub code: i32,
     pub pid: i32,
     pub uid: u32,
+    pub trap: Option<Trap>,
+}
+
+/// A CPU exception raised as a signal: what the frame's siginfo (si_addr) and sigcontext
+/// (trapno, err, cr2) carry, as Linux fills them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Trap {
+    pub vector: u64,
+    pub error: u64,
+    /// si_addr: the faulting address (#PF), the instruction (#DE, #UD, #XM), 0 otherwise.
+    pub addr: u64,
+    pub cr2: u64,
 }
 
 fn bit(sig: u64) -> u64 {
@@ -258,6 +275,7 @@ impl Kernel {
             code: if process { SI_USER } else { SI_TKILL },
             pid: self.pid(),
             uid: crate::sys::uid(),
+            trap: None,
         };
         let thread = if process {
             None
@@ -365,6 +383,34 @@ impl Kernel {
         Delivery::None
     }
 
+    /// A CPU exception in vCPU `cpu`'s own code, raised as `sig`: enters the guest's handler with
+    /// `regs` (the faulting context) saved in the frame. Like Linux's forced fault signals, a
+    /// blocked, ignored or default-action signal is not deliverable: the caller then ends the
+    /// process with its fault report.
+    pub fn deliver_fault(
+        &self,
+        cpu: usize,
+        vcpu: &VcpuFd,
+        regs: &kvm_regs,
+        sig: u64,
+        info: SigInfo,
+    ) -> Delivery {
+        let act = lock(&self.sigactions)[sig as usize];
+        let handler = act.raw[0];
+        let blocked = lock(&self.threads)
+            .get(cpu)
+            .is_some_and(|t| t.sigmask & bit(sig) != 0);
+        if blocked || handler == libc::SIG_IGN as u64 || handler == libc::SIG_DFL as u64 {
+            return Delivery::None;
+        }
+        match self.push_frame(cpu, vcpu, regs, sig, info, act.raw) {
+            Ok(()) => Delivery::Entered,
+            // No room for a frame (an overflowed stack, without an alternate one): the fault
+            // report says where the guest died.
+            Err(_) => Delivery::None,
+        }
+    }
+
     fn push_frame(
         &self,
         cpu: usize,
@@ -423,8 +469,18 @@ impl Kernel {
         put(&mut f, SIGMASK_OFF, oldmask);
         f[INFO_OFF as usize..][..4].copy_from_slice(&(sig as i32).to_le_bytes());
         f[INFO_OFF as usize + 8..][..4].copy_from_slice(&info.code.to_le_bytes());
-        f[INFO_OFF as usize + 16..][..4].copy_from_slice(&info.pid.to_le_bytes());
-        f[INFO_OFF as usize + 20..][..4].copy_from_slice(&info.uid.to_le_bytes());
+        match info.trap {
+            Some(t) => {
+                put(&mut f, INFO_OFF + 16, t.addr);
+                put(&mut f, MCONTEXT_OFF + 8 * SC_ERR, t.error);
+                put(&mut f, MCONTEXT_OFF + 8 * SC_TRAPNO, t.vector);
+                put(&mut f, MCONTEXT_OFF + 8 * SC_CR2, t.cr2);
+            }
+            None => {
+                f[INFO_OFF as usize + 16..][..4].copy_from_slice(&info.pid.to_le_bytes());
+                f[INFO_OFF as usize + 20..][..4].copy_from_slice(&info.uid.to_le_bytes());
+            }
+        }
         self.mem.write(fp_addr, &fp);
         self.mem.write(frame, &f);
 
