@@ -525,6 +525,27 @@ fn issue_5_cpu_exceptions_reach_the_guest_handlers_like_native() {
 }
 
 #[test]
+fn issue_5_alternate_signal_stacks_work_like_native() {
+    require_kvm();
+    // sigaltstack values and errors, SA_ONSTACK handlers for a raised signal and a page fault,
+    // SS_AUTODISARM, a new thread without one: dynamic and static.
+    let out = assert_same(&build_c_with("altstack", &["-pthread"]), &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "too small: -1 Cannot allocate memory",
+        "bad flags: -1 Invalid argument",
+        "SA_ONSTACK handler on the alternate stack: 1, disarmed inside 0",
+        "plain handler on the alternate stack: 0",
+        "SIGSEGV handler on the alternate stack: 1",
+        "autodisarm: on the alternate stack 1, disarmed inside 1, re-armed after 1",
+        "new thread: disabled 1",
+    ] {
+        assert!(text.contains(line), "missing {line:?} in\n{text}");
+    }
+    assert_same(&build_c_with("altstack", &["-static", "-pthread"]), &[]);
+}
+
+#[test]
 fn issue_5_signal_sent_to_the_vmm_reaches_the_guest_handler() {
     use std::io::{BufRead, BufReader};
     require_kvm();

@@ -128,6 +128,7 @@ impl Kernel {
         if let Some(t) = lock(&self.threads).get_mut(cpu) {
             t.clear_child_tid = None;
             t.saved_sigmask = None;
+            t.altstack = None;
         }
 
         let regs = kvm_regs {

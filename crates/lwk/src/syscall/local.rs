@@ -145,17 +145,7 @@ impl Kernel {
                 Ctx::Proxy => Reply::NeedVcpu,
                 Ctx::Vcpu(_) => self.sigsuspend(cpu, nr, a),
             },
-            SYS_sigaltstack => {
-                if a[1] != 0 {
-                    if !self.mem.in_app(a[1], 24) {
-                        return err(EFAULT);
-                    }
-                    let mut ss = [0u8; 24];
-                    ss[8..12].copy_from_slice(&(SS_DISABLE as u32).to_le_bytes());
-                    self.mem.write(a[1], &ss);
-                }
-                Reply::Ret(0)
-            }
+            SYS_sigaltstack => self.sigaltstack(cpu, a),
             SYS_kill | SYS_tkill | SYS_tgkill => self.kill(ctx, cpu, nr, a),
             SYS_prctl => match a[0] as i32 {
                 PR_SET_NAME | PR_GET_NAME => Reply::Ret(0),

@@ -70,6 +70,8 @@ pub struct ThreadInfo {
     pub pending: u64,
     /// The mask to restore after the next handler (rt_sigsuspend's caller's mask).
     pub saved_sigmask: Option<u64>,
+    /// The alternate signal stack (sigaltstack), for handlers installed with SA_ONSTACK.
+    pub altstack: Option<signal::AltStack>,
 }
 
 /// Who is serving the call.
@@ -169,6 +171,7 @@ impl Kernel {
                 sigmask: 0,
                 pending: 0,
                 saved_sigmask: None,
+                altstack: None,
             }]),
             live_threads: std::sync::atomic::AtomicUsize::new(1),
             thunks: Mutex::new(None),
@@ -304,6 +307,8 @@ impl Kernel {
             sigmask,
             pending: 0,
             saved_sigmask: None,
+            // A new thread starts without one (Linux clears it for CLONE_VM clones).
+            altstack: None,
         };
         self.live_threads
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
@@ -321,6 +326,8 @@ impl Kernel {
         self.pid.store(pid, std::sync::atomic::Ordering::Relaxed);
         let mut threads = lock(&self.threads);
         let mask = threads.first().map_or(0, |t| t.sigmask);
+        // fork keeps the calling thread's alternate stack (the child's copy of memory has it).
+        let altstack = threads.first().and_then(|t| t.altstack);
         threads.clear();
         threads.push(ThreadInfo {
             tid: pid,
@@ -331,6 +338,7 @@ impl Kernel {
             sigmask: mask,
             pending: 0,
             saved_sigmask: None,
+            altstack,
         });
         self.live_threads.store(1, std::sync::atomic::Ordering::Release);
         *lock(&self.sig_pending) = 0;

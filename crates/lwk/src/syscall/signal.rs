@@ -25,7 +25,10 @@
 //!                    └─────────────────────────────┘ low
 //! ```
 //!
-//! Not done: alternate signal stacks (sigaltstack reports none), real-time signals queue at most
+//! Handlers installed with SA_ONSTACK run on the thread's alternate stack (sigaltstack), whose
+//! settings the frame's uc_stack carries and rt_sigreturn restores.
+//!
+//! Not done: real-time signals queue at most
 //! one instance each (like the standard ones), and the FPU state is not reset for the handler.
 //! CPU exceptions of the guest's code (#PF, #GP, #DE, #UD, #BP, #XM, #AC) are raised as SIGSEGV,
 //! SIGFPE, SIGILL, SIGTRAP or SIGBUS when the guest handles that signal (`deliver.rs`); otherwise
@@ -36,6 +39,7 @@ use kvm_bindings::kvm_regs;
 use kvm_ioctls::VcpuFd;
 
 /// sa_flags bits (asm-generic/signal.h, x86).
+const SA_ONSTACK: u64 = 0x0800_0000;
 const SA_RESTORER: u64 = 0x0400_0000;
 const SA_RESTART: u64 = 0x1000_0000;
 const SA_NODEFER: u64 = 0x4000_0000;
@@ -72,6 +76,67 @@ const FIX_EFLAGS: u64 = 0x40DD5;
 const HANDLER_CLEARS: u64 = 0x400 | 0x100 | 0x10000;
 /// SIGKILL and SIGSTOP can be neither blocked nor caught.
 const UNBLOCKABLE: u64 = (1 << (libc::SIGKILL - 1)) | (1 << (libc::SIGSTOP - 1));
+
+/// A thread's alternate signal stack (`stack_t`: ss_sp at 0, ss_flags at 8, ss_size at 16).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AltStack {
+    pub sp: u64,
+    pub size: u64,
+    /// SS_AUTODISARM: disarmed while a handler runs on it, re-armed by its rt_sigreturn.
+    pub autodisarm: bool,
+}
+
+const SS_ONSTACK: u32 = 1;
+const SS_DISABLE: u32 = 2;
+const SS_AUTODISARM: u32 = 1 << 31;
+/// The smallest alternate stack Linux accepts (MINSIGSTKSZ on x86-64).
+const MIN_ALTSTACK: u64 = 2048;
+
+impl AltStack {
+    fn contains(&self, sp: u64) -> bool {
+        sp > self.sp && sp - self.sp <= self.size
+    }
+
+    /// The `stack_t` describing `alt` as seen from stack pointer `sp` (uc_stack, sigaltstack's
+    /// old value).
+    fn stack_t(alt: Option<AltStack>, sp: Option<u64>) -> [u8; 24] {
+        let mut ss = [0u8; 24];
+        let (base, size, flags) = match alt {
+            None => (0, 0, SS_DISABLE),
+            Some(a) => {
+                let on = sp.is_some_and(|sp| a.contains(sp));
+                let flags = if on { SS_ONSTACK } else { 0 } | if a.autodisarm { SS_AUTODISARM } else { 0 };
+                (a.sp, a.size, flags)
+            }
+        };
+        ss[0..8].copy_from_slice(&base.to_le_bytes());
+        ss[8..12].copy_from_slice(&flags.to_le_bytes());
+        ss[16..24].copy_from_slice(&size.to_le_bytes());
+        ss
+    }
+
+    /// Reads a `stack_t` the guest passed: `Ok(None)` disables, `Err` is the errno.
+    fn parse(ss: &[u8; 24]) -> Result<Option<AltStack>, i32> {
+        let u64_at = |o: usize| u64::from_le_bytes(ss[o..o + 8].try_into().unwrap_or([0; 8]));
+        let flags = u32::from_le_bytes(ss[8..12].try_into().unwrap_or([0; 4]));
+        // SS_ONSTACK is accepted and means nothing, as in Linux.
+        match flags & !SS_AUTODISARM {
+            SS_DISABLE => Ok(None),
+            0 | SS_ONSTACK => {
+                let size = u64_at(16);
+                if size < MIN_ALTSTACK {
+                    return Err(libc::ENOMEM);
+                }
+                Ok(Some(AltStack {
+                    sp: u64_at(0),
+                    size,
+                    autodisarm: flags & SS_AUTODISARM != 0,
+                }))
+            }
+            _ => Err(libc::EINVAL),
+        }
+    }
+}
 
 /// Who sent a pending signal, or the CPU exception that raised it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -435,13 +500,18 @@ impl Kernel {
         fp[480..484].copy_from_slice(&(xlen as u32).to_le_bytes());
         fp.extend_from_slice(&FP_XSTATE_MAGIC2.to_le_bytes());
 
-        let fp_addr = (regs.rsp.wrapping_sub(128).wrapping_sub(fp.len() as u64)) & !63;
+        // SA_ONSTACK with an armed alternate stack the thread is not already on: the frame goes
+        // at its top (no red zone there); otherwise below the interrupted stack's red zone.
+        let alt = lock(&self.threads).get(cpu).and_then(|t| t.altstack);
+        let switch = alt.filter(|a| flags & SA_ONSTACK != 0 && !a.contains(regs.rsp));
+        let top = match switch {
+            Some(a) => a.sp.wrapping_add(a.size),
+            None => regs.rsp.wrapping_sub(128),
+        };
+        let fp_addr = (top.wrapping_sub(fp.len() as u64)) & !63;
         let frame = ((fp_addr.wrapping_sub(FRAME_SIZE)) & !15).wrapping_sub(8);
-        if !self.mem.in_app(frame, regs.rsp.wrapping_sub(frame)) {
-            return Err(format!(
-                "the stack at {:#x} has no room for a signal frame",
-                regs.rsp
-            ));
+        if !self.mem.in_app(frame, top.wrapping_sub(frame)) {
+            return Err(format!("the stack at {:#x} has no room for a signal frame", top));
         }
         let oldmask = {
             let mut t = lock(&self.threads);
@@ -454,8 +524,10 @@ impl Kernel {
         };
         put(&mut f, 0, restorer);
         put(&mut f, UC_OFF, UC_FLAGS);
-        put(&mut f, UC_OFF + 16, 0); // uc_stack.ss_sp
-        put(&mut f, UC_OFF + 24, libc::SS_DISABLE as u64);
+        // uc_stack: the alternate stack as it was, which rt_sigreturn restores (re-arming an
+        // SS_AUTODISARM one).
+        let uc_stack = AltStack::stack_t(alt, Some(regs.rsp));
+        f[(UC_OFF + 16) as usize..(UC_OFF + 40) as usize].copy_from_slice(&uc_stack);
         for (k, v) in sc_regs(regs).iter().enumerate() {
             put(&mut f, MCONTEXT_OFF + 8 * k as u64, *v);
         }
@@ -500,12 +572,47 @@ impl Kernel {
         }
         if let Some(t) = lock(&self.threads).get_mut(cpu) {
             t.sigmask = block & !UNBLOCKABLE;
+            if switch.is_some_and(|a| a.autodisarm) {
+                t.altstack = None;
+            }
         }
         if flags & SA_RESETHAND != 0 {
             lock(&self.sigactions)[sig as usize].raw = [libc::SIG_DFL as u64, 0, 0, 0];
             crate::hostsig::follow(sig as i32, libc::SIG_DFL as u64, false);
         }
         Ok(())
+    }
+
+    /// sigaltstack(ss, old_ss) for vCPU `cpu`'s thread. The old value's SS_ONSTACK is not
+    /// reported, and changing the stack while running on it is not refused (EPERM natively): the
+    /// proxy serving the call does not see the thread's stack pointer.
+    pub(super) fn sigaltstack(&self, cpu: usize, a: [u64; 6]) -> Reply {
+        let (new, old) = (a[0], a[1]);
+        for p in [new, old] {
+            if p != 0 && !self.mem.in_app(p, 24) {
+                return Reply::Ret(-(libc::EFAULT as i64));
+            }
+        }
+        let current = lock(&self.threads).get(cpu).and_then(|t| t.altstack);
+        let parsed = if new != 0 {
+            let mut ss = [0u8; 24];
+            self.mem.read(new, &mut ss);
+            match AltStack::parse(&ss) {
+                Ok(alt) => Some(alt),
+                Err(e) => return Reply::Ret(-(e as i64)),
+            }
+        } else {
+            None
+        };
+        if old != 0 {
+            self.mem.write(old, &AltStack::stack_t(current, None));
+        }
+        if let Some(alt) = parsed {
+            if let Some(t) = lock(&self.threads).get_mut(cpu) {
+                t.altstack = alt;
+            }
+        }
+        Reply::Ret(0)
     }
 
     /// rt_sigreturn from vCPU `cpu`: `rsp` at the call points at the ucontext of the frame (the
@@ -535,8 +642,14 @@ impl Kernel {
             }
         }
         let mask = self.mem.read_u64(uc + (SIGMASK_OFF - UC_OFF));
+        let mut ss = [0u8; 24];
+        self.mem.read(uc + 16, &mut ss);
         if let Some(t) = lock(&self.threads).get_mut(cpu) {
             t.sigmask = mask & !UNBLOCKABLE;
+            // Like Linux's restore_altstack: a bad uc_stack is ignored.
+            if let Ok(alt) = AltStack::parse(&ss) {
+                t.altstack = alt;
+            }
         }
         match vcpu.set_regs(&regs) {
             Ok(()) => Reply::Resumed,
@@ -564,5 +677,41 @@ impl Kernel {
     fn bad_sigreturn(&self, why: String) -> Reply {
         self.end_with_sigsegv(format!("rt_sigreturn: {why}"));
         Reply::Stop
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stack_t(sp: u64, flags: u32, size: u64) -> [u8; 24] {
+        let mut ss = [0u8; 24];
+        ss[0..8].copy_from_slice(&sp.to_le_bytes());
+        ss[8..12].copy_from_slice(&flags.to_le_bytes());
+        ss[16..24].copy_from_slice(&size.to_le_bytes());
+        ss
+    }
+
+    #[test]
+    fn sigaltstack_values_round_trip_and_bad_ones_get_linux_errors() {
+        let a = AltStack::parse(&stack_t(0x1000, SS_AUTODISARM, 8192)).expect("valid");
+        assert_eq!(
+            a,
+            Some(AltStack {
+                sp: 0x1000,
+                size: 8192,
+                autodisarm: true
+            })
+        );
+        // Reported as it was set; SS_ONSTACK when the stack pointer is inside.
+        assert_eq!(AltStack::stack_t(a, None), stack_t(0x1000, SS_AUTODISARM, 8192));
+        assert_eq!(
+            AltStack::stack_t(a, Some(0x2000)),
+            stack_t(0x1000, SS_AUTODISARM | SS_ONSTACK, 8192)
+        );
+        assert_eq!(AltStack::stack_t(None, None), stack_t(0, SS_DISABLE, 0));
+        assert_eq!(AltStack::parse(&stack_t(0, SS_DISABLE, 0)), Ok(None));
+        assert_eq!(AltStack::parse(&stack_t(0x1000, 0, 100)), Err(libc::ENOMEM));
+        assert_eq!(AltStack::parse(&stack_t(0x1000, 5, 8192)), Err(libc::EINVAL));
     }
 }
