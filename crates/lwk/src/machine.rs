@@ -27,6 +27,8 @@ enum End {
     Thread,
     /// Another vCPU ended the process.
     Kicked,
+    /// This thread forked and is now the child's vCPU 0 (its loop goes on).
+    Forked,
 }
 
 struct VcpuThread {
@@ -64,7 +66,8 @@ pub struct Machine {
     /// True in a forked child: it exits when its guest does, without returning.
     forked: AtomicBool,
     /// The thread running vCPU 0 (the caller of `drive`), for kicks.
-    main_thread: std::sync::OnceLock<libc::pthread_t>,
+    /// The host thread running vCPU 0 (pthread_t; in a forked child, the thread that forked).
+    main_thread: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -137,10 +140,9 @@ pub fn drive(
         },
         child_threads: Mutex::new((None, None)),
         forked: AtomicBool::new(false),
-        main_thread: std::sync::OnceLock::new(),
+        // SAFETY: pthread_self has no preconditions.
+        main_thread: AtomicU64::new(unsafe { libc::pthread_self() } as u64),
     });
-    // SAFETY: pthread_self has no preconditions.
-    let _ = m.main_thread.set(unsafe { libc::pthread_self() });
     let pump = m.start_signal_pump();
     let saved_affinity = crate::sys::affinity();
     let proxy = match cfg.backend {
@@ -156,13 +158,7 @@ pub fn drive(
     *lock(&m.waker) = proxy.as_ref().and_then(Proxy::waker);
     let startup = t0.elapsed();
     let end = m.vcpu_loop(0, &mut vcpu);
-    if end == End::Thread {
-        // The main thread exited alone: the process lives until its last thread is gone.
-        m.wait_threads(None);
-    }
-    if m.forked.load(Ordering::Acquire) {
-        m.exit_forked_child(); // never returns: the parent's proxy and pump do not exist here
-    }
+    m.main_loop_ended(end);
     m.stop_all();
     if let Some((fd, h)) = pump {
         crate::hostsig::poke(fd);
@@ -188,8 +184,25 @@ pub fn drive(
 }
 
 impl Machine {
+    /// After vCPU 0's loop: the process lives until its last thread is gone; a forked child then
+    /// exits here (never returning: the parent's proxy and pump do not exist in it).
+    fn main_loop_ended(&self, end: End) {
+        if end == End::Thread {
+            self.wait_threads(None);
+        }
+        if self.forked.load(Ordering::Acquire) {
+            self.exit_forked_child();
+        }
+    }
+
+    /// True on the host thread running vCPU 0.
+    fn on_main_thread(&self) -> bool {
+        // SAFETY: pthread_self has no preconditions.
+        self.main_thread.load(Ordering::Acquire) == unsafe { libc::pthread_self() } as u64
+    }
+
     /// Runs vCPU `id` until its thread or the process ends.
-    fn vcpu_loop(self: &Arc<Self>, id: u64, vcpu: &mut VcpuFd) -> End {
+    fn vcpu_loop(self: &Arc<Self>, mut id: u64, vcpu: &mut VcpuFd) -> End {
         loop {
             if self.exiting.load(Ordering::Acquire) {
                 return End::Kicked;
@@ -213,6 +226,7 @@ impl Machine {
                             self.exiting.store(true, Ordering::Release);
                             return End::Process;
                         }
+                        Some(End::Forked) => id = 0,
                         Some(e) => return e,
                     }
                 }
@@ -386,6 +400,10 @@ impl Machine {
                 // SAFETY: pthread_self has no preconditions.
                 let _ = tx.send(unsafe { libc::pthread_self() });
                 let end = m.vcpu_loop(id, &mut vcpu);
+                if m.on_main_thread() {
+                    // This thread forked: it is the child's vCPU 0 and the child ends here.
+                    m.main_loop_ended(end);
+                }
                 if end == End::Process {
                     m.exiting.store(true, Ordering::Release);
                     m.kick_all();
@@ -409,10 +427,8 @@ impl Machine {
     /// Kicks vCPU `id`'s thread out of KVM_RUN.
     fn kick_vcpu(&self, id: u64) {
         if id == 0 {
-            if let Some(&t) = self.main_thread.get() {
-                if !self.exiting.load(Ordering::Acquire) {
-                    kick(t);
-                }
+            if !self.exiting.load(Ordering::Acquire) {
+                kick(self.main_thread.load(Ordering::Acquire) as libc::pthread_t);
             }
             return;
         }

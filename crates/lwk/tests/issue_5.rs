@@ -546,6 +546,27 @@ fn issue_5_alternate_signal_stacks_work_like_native() {
 }
 
 #[test]
+fn issue_5_fork_from_a_multithreaded_guest_like_native() {
+    require_kvm();
+    // fork from the main thread and from a worker while other threads are parked, a child that
+    // starts its own thread, the forking thread's TLS in its child, system() from a worker.
+    for flags in [&["-pthread"][..], &["-static", "-pthread"][..]] {
+        let out = assert_same(&build_c_with("threadfork", flags), &[]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        for line in [
+            "main's child: value 102",
+            "main: child exited 1 with 3, my value still 1",
+            "worker's child: tls 42, pid == tid 1",
+            "worker: child exited 1 with 7",
+            "worker: system returned 0",
+            "main: workers joined, tls 10",
+        ] {
+            assert!(text.contains(line), "missing {line:?} in\n{text}");
+        }
+    }
+}
+
+#[test]
 fn issue_5_signal_sent_to_the_vmm_reaches_the_guest_handler() {
     use std::io::{BufRead, BufReader};
     require_kvm();

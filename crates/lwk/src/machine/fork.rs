@@ -11,9 +11,14 @@
 //! same signal). vfork and posix_spawn's clone(CLONE_VM|CLONE_VFORK) are served as fork: the
 //! child works on a copy it only uses until it execs.
 //!
-//! Limits: only a single-threaded guest may fork (ENOSYS with a report otherwise); the parent does
-//! not wait for a vfork child to exec; another VMM thread holding a lock at the instant of the
-//! fork (the signal pump queuing a signal) would leave it locked in the child.
+//! Any guest thread may fork, as in Linux: the child is a copy of that thread alone (its registers,
+//! TLS, signal mask and alternate stack), which becomes the child's vCPU 0; the host thread that
+//! served the call goes on as the child's only VMM thread besides its new proxy and pump.
+//!
+//! Limits: the parent does not wait for a vfork child to exec; another VMM thread holding a lock
+//! at the instant of the fork (the signal pump queuing a signal, another vCPU's thread in the
+//! middle of an LWK-local call such as mmap) would leave it locked in the child — the same hazard
+//! as a multi-threaded program's own locks across fork.
 
 use super::{lock, End, Machine};
 use crate::proxy::{self, Proxy};
@@ -30,16 +35,6 @@ impl Machine {
     /// Serves a process-creating call of vCPU `id` (after a doorbell exit).
     pub(super) fn fork_process(self: &Arc<Self>, id: u64, vcpu: &mut VcpuFd, req: CloneReq) -> Option<End> {
         let slot = stub::slot_addr(id);
-        if id != 0 || self.kernel.live_threads.load(Ordering::Acquire) > 1 {
-            let r = self.kernel.refuse(
-                libc::SYS_fork as u64,
-                "fork from a guest with several threads (only single-threaded guests may fork)",
-            );
-            if let crate::syscall::Reply::Ret(r) = r {
-                proxy::reply(&self.kernel, slot, r);
-            }
-            return None;
-        }
         crate::deliver::settle(vcpu);
         let (Ok(regs), Ok(sregs), Ok(xsave)) = (vcpu.get_regs(), vcpu.get_sregs(), vcpu.get_xsave()) else {
             proxy::reply(&self.kernel, slot, -(libc::EIO as i64));
@@ -71,18 +66,20 @@ impl Machine {
                     rax: 0,
                     regs: Some(regs),
                 };
-                if let Err(why) = self.become_child(vcpu, entry, &xsave, &req) {
+                if let Err(why) = self.become_child(id, vcpu, entry, &xsave, &req) {
                     eprintln!("multios lwk: forked child: {why}");
                     crate::sys::exit_now(127);
                 }
                 proxy::state_of(&self.kernel, slot).store(state::IDLE, Ordering::Release);
-                None
+                // The caller's loop goes on as the child's vCPU 0.
+                Some(End::Forked)
             }
         }
     }
 
     fn become_child(
         self: &Arc<Self>,
+        id: u64,
         vcpu: &mut VcpuFd,
         entry: Entry,
         xsave: &kvm_bindings::kvm_xsave,
@@ -90,7 +87,10 @@ impl Machine {
     ) -> Result<(), String> {
         self.forked.store(true, Ordering::Release);
         let pid = std::process::id() as i32;
-        self.kernel.become_child(pid, req.clear_child_tid);
+        self.kernel.become_child(pid, req.clear_child_tid, id as usize);
+        // SAFETY: pthread_self has no preconditions.
+        self.main_thread
+            .store(unsafe { libc::pthread_self() } as u64, Ordering::Release);
         if let Some(p) = req.child_tid {
             self.mem.write(p, &(pid as u32).to_le_bytes());
         }

@@ -320,14 +320,15 @@ impl Kernel {
         self.pid.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// In a forked child: the guest is now process `pid` with one thread, vCPU 0, run by the
-    /// calling host thread (its clear-child-tid address as clone asked).
-    pub fn become_child(&self, pid: i32, clear_child_tid: Option<u64>) {
+    /// In a forked child: the guest is now process `pid` with one thread, vCPU 0 — a copy of
+    /// thread `from`, which called fork — run by the calling host thread (its clear-child-tid
+    /// address as clone asked).
+    pub fn become_child(&self, pid: i32, clear_child_tid: Option<u64>, from: usize) {
         self.pid.store(pid, std::sync::atomic::Ordering::Relaxed);
         let mut threads = lock(&self.threads);
-        let mask = threads.first().map_or(0, |t| t.sigmask);
+        let mask = threads.get(from).map_or(0, |t| t.sigmask);
         // fork keeps the calling thread's alternate stack (the child's copy of memory has it).
-        let altstack = threads.first().and_then(|t| t.altstack);
+        let altstack = threads.get(from).and_then(|t| t.altstack);
         threads.clear();
         threads.push(ThreadInfo {
             tid: pid,
