@@ -567,6 +567,27 @@ fn issue_5_fork_from_a_multithreaded_guest_like_native() {
 }
 
 #[test]
+fn issue_5_sysv_shared_memory_like_native() {
+    require_kvm();
+    // Two attachments of one segment (one read-only), a forked child's stores seen by the parent,
+    // IPC_STAT counts, shmdt errors, EFAULT for a bad IPC_STAT buffer, IPC_RMID.
+    for flags in [&[][..], &["-static"][..]] {
+        let out = assert_same(&build_c_with("sysvshm", flags), &[]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        for line in [
+            "after two: size 10000, attached 2",
+            "the child's stores: X Y",
+            "last byte: Z",
+            "shmdt: 0 0 again -1 Invalid argument",
+            "after shmdt: size 10000, attached 0",
+            "IPC_STAT to a bad pointer: -1 Bad address",
+        ] {
+            assert!(text.contains(line), "missing {line:?} in\n{text}");
+        }
+    }
+}
+
+#[test]
 fn issue_5_signal_sent_to_the_vmm_reaches_the_guest_handler() {
     use std::io::{BufRead, BufReader};
     require_kvm();

@@ -20,11 +20,11 @@ use libc::{
     SYS_pwritev2, SYS_read, SYS_readlink, SYS_readlinkat, SYS_readv, SYS_recvfrom, SYS_recvmsg, SYS_rename,
     SYS_renameat, SYS_renameat2, SYS_rmdir, SYS_sched_getaffinity, SYS_sched_yield, SYS_select, SYS_sendfile,
     SYS_sendmsg, SYS_sendto, SYS_setitimer, SYS_setrlimit, SYS_setsid, SYS_setsockopt, SYS_setxattr,
-    SYS_shutdown, SYS_socket, SYS_socketpair, SYS_stat, SYS_statfs, SYS_statx, SYS_symlink, SYS_symlinkat,
-    SYS_sync, SYS_syncfs, SYS_sysinfo, SYS_time, SYS_timer_create, SYS_timer_delete, SYS_timer_getoverrun,
-    SYS_timer_gettime, SYS_timer_settime, SYS_timerfd_create, SYS_timerfd_gettime, SYS_timerfd_settime,
-    SYS_times, SYS_truncate, SYS_umask, SYS_uname, SYS_unlink, SYS_unlinkat, SYS_utimensat, SYS_wait4,
-    SYS_waitid, SYS_write, SYS_writev,
+    SYS_shmctl, SYS_shmget, SYS_shutdown, SYS_socket, SYS_socketpair, SYS_stat, SYS_statfs, SYS_statx,
+    SYS_symlink, SYS_symlinkat, SYS_sync, SYS_syncfs, SYS_sysinfo, SYS_time, SYS_timer_create,
+    SYS_timer_delete, SYS_timer_getoverrun, SYS_timer_gettime, SYS_timer_settime, SYS_timerfd_create,
+    SYS_timerfd_gettime, SYS_timerfd_settime, SYS_times, SYS_truncate, SYS_umask, SYS_uname, SYS_unlink,
+    SYS_unlinkat, SYS_utimensat, SYS_wait4, SYS_waitid, SYS_write, SYS_writev,
 };
 
 /// How long the memory behind a pointer argument is.
@@ -171,6 +171,10 @@ pub fn layout(nr: i64) -> Option<&'static [Arg]> {
         SYS_getresuid | SYS_getresgid => &[Buf(Fixed(4)), Buf(Fixed(4)), Buf(Fixed(4))],
         SYS_sched_getaffinity => &[Val, Val, Buf(Arg(1))],
         SYS_getcpu => &[OptBuf(Fixed(4)), OptBuf(Fixed(4)), Val],
+        // SysV shared memory: the segments live in the host; shmat/shmdt are local (shared.rs).
+        SYS_shmget => &[Val, Val, Val],
+        // The largest of shmid_ds (112 bytes), shminfo and shm_info.
+        SYS_shmctl => &[Val, Val, OptBuf(Fixed(112))],
         SYS_eventfd2 => &[Val, Val],
         SYS_memfd_create => &[Path, Val],
         SYS_socket => &[Val, Val, Val],

@@ -26,6 +26,8 @@ impl Kernel {
                 Reply::Ret(r as i64)
             }
             SYS_mmap => self.mmap(a),
+            SYS_shmat => self.shmat(a),
+            SYS_shmdt => self.shmdt(a[0]),
             SYS_munmap => {
                 if let Err(e) = self.unshare(a[0], a[1]) {
                     return Reply::Ret(e);
@@ -182,7 +184,7 @@ impl Kernel {
     }
 
     /// Zeroes and copies guest memory as a memory call requires.
-    fn apply(&self, fx: Effects) {
+    pub(super) fn apply(&self, fx: Effects) {
         if let Some((from, to, len)) = fx.copy {
             let mut buf = vec![0u8; len as usize];
             self.mem.read(from, &mut buf);

@@ -99,6 +99,8 @@ pub struct Kernel {
     pub(crate) mm: Mutex<Mm>,
     /// Ranges of the window that are shared file mappings (`shared.rs`).
     pub(crate) shared: Mutex<crate::mm::RangeSet>,
+    /// SysV shared-memory attachments: address → length (shmdt's argument is only the address).
+    pub(crate) shm: Mutex<std::collections::BTreeMap<u64, u64>>,
     pub(crate) policy: Policy,
     /// The program's absolute path, the answer to readlink("/proc/self/exe").
     pub(crate) exe: Mutex<Vec<u8>>,
@@ -148,6 +150,7 @@ impl Kernel {
             mem,
             mm: Mutex::new(mm),
             shared: Mutex::new(crate::mm::RangeSet::default()),
+            shm: Mutex::new(std::collections::BTreeMap::new()),
             policy,
             exe: Mutex::new(exe),
             execs: std::sync::atomic::AtomicUsize::new(0),

@@ -13,6 +13,8 @@ pub const MANDATORY_LOCAL: &[&str] = &[
     "madvise",
     "mremap",
     "msync",
+    "shmat",
+    "shmdt",
     "mincore",
     "mlock",
     "munlock",

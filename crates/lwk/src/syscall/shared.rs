@@ -5,6 +5,11 @@
 //! mapping ends (munmap, a MAP_FIXED mapping over it), private anonymous memory is put back.
 //! Private file mappings stay copies (`local.rs`), which is what MAP_PRIVATE means until the file
 //! changes underneath.
+//!
+//! SysV shared memory the same way: shmget and shmctl are delegated (the segments live in the
+//! host), and shmat takes a range from the memory manager and has the VMM attach the segment over
+//! it (SHM_REMAP), so the guest uses the segment's pages themselves; shmdt (or munmap) puts private
+//! anonymous memory back, which detaches it in the host.
 
 use super::{lock, Kernel, Reply};
 use crate::mm::PAGE;
@@ -30,6 +35,8 @@ impl Kernel {
             sys::map_anonymous(s, e - s).map_err(|e| -(e.raw_os_error().unwrap_or(libc::ENOMEM) as i64))?;
         }
         shared.remove(addr, end);
+        // SysV attachments inside the range are gone with it (munmap detaches, as in Linux).
+        lock(&self.shm).retain(|&a, _| !(addr..end).contains(&a));
         Ok(())
     }
 
@@ -44,6 +51,66 @@ impl Kernel {
             }
             Err(e) => Reply::Ret(-(e.raw_os_error().unwrap_or(libc::EINVAL) as i64)),
         }
+    }
+
+    /// shmat(shmid, addr, shmflg): the segment attached at `addr` (SHM_RND rounds it down) or
+    /// where the memory manager has room.
+    pub(super) fn shmat(&self, a: [u64; 6]) -> Reply {
+        let (id, want, flg) = (a[0], a[1], a[2] as i32);
+        let mut ds = [0u8; 112];
+        let r = sys::raw_syscall(
+            libc::SYS_shmctl as u64,
+            [id, libc::IPC_STAT as u64, ds.as_mut_ptr() as u64, 0, 0, 0],
+        );
+        if r < 0 {
+            return Reply::Ret(r);
+        }
+        // struct shmid_ds: shm_perm (48 bytes), then size_t shm_segsz.
+        let size = u64::from_le_bytes(ds[48..56].try_into().unwrap_or([0; 8]));
+        let len = size.div_ceil(PAGE) * PAGE;
+        let addr = if flg & libc::SHM_RND != 0 {
+            want & !(PAGE - 1)
+        } else {
+            want
+        };
+        if !addr.is_multiple_of(PAGE) {
+            return Reply::Ret(-(libc::EINVAL as i64));
+        }
+        let mut fx = crate::mm::Effects::default();
+        let got = lock(&self.mm).mmap(addr, len, addr != 0, &mut fx);
+        let addr = match got {
+            Ok(v) => v,
+            Err(e) => return Reply::Ret(e.errno()),
+        };
+        if let Err(e) = self.unshare(addr, len) {
+            return Reply::Ret(e);
+        }
+        self.apply(fx);
+        let host_flags = (flg & (libc::SHM_RDONLY | libc::SHM_EXEC)) | libc::SHM_REMAP;
+        let r = sys::raw_syscall(libc::SYS_shmat as u64, [id, addr, host_flags as u64, 0, 0, 0]);
+        if r < 0 {
+            let mut fx = crate::mm::Effects::default();
+            lock(&self.mm).munmap(addr, len, &mut fx).ok();
+            self.apply(fx);
+            return Reply::Ret(r);
+        }
+        lock(&self.shared).insert(addr, addr + len);
+        lock(&self.shm).insert(addr, len);
+        Reply::Ret(addr as i64)
+    }
+
+    /// shmdt(addr): `addr` must be where shmat attached a segment.
+    pub(super) fn shmdt(&self, addr: u64) -> Reply {
+        let Some(len) = lock(&self.shm).remove(&addr) else {
+            return Reply::Ret(-(libc::EINVAL as i64));
+        };
+        if let Err(e) = self.unshare(addr, len) {
+            return Reply::Ret(e);
+        }
+        let mut fx = crate::mm::Effects::default();
+        let r = lock(&self.mm).munmap(addr, len, &mut fx);
+        self.apply(fx);
+        Reply::Ret(r.map_or_else(crate::mm::MmError::errno, |_| 0))
     }
 
     /// msync: real for shared file mappings (the range is the same host memory), a no-op check
