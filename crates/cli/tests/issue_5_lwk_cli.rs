@@ -108,3 +108,34 @@ fn issue_5_lwk_validate_reports_model_and_measurement_side_by_side() {
         "the LWK's per-call cost of write is an input: {v}"
     );
 }
+
+#[test]
+fn issue_5_hpcc_runs_in_the_lwk_and_bench_hpcc_reports_every_kernel() {
+    assert!(
+        std::path::Path::new("/dev/kvm").exists(),
+        "/dev/kvm is missing: the LWK tests need KVM"
+    );
+    // One pair of HPC Challenge runs (Debian's hpcc, Open MPI), natively and in the LWK: both must
+    // pass hpcc's own checks (Success=1, else the bench fails) and report every kernel.
+    let o = Command::new(env!("CARGO_BIN_EXE_multios"))
+        .args(["bench", "hpcc", "--runs", "1", "--n", "1000", "--json"])
+        .output()
+        .expect("run multios bench hpcc");
+    assert!(
+        o.status.success(),
+        "multios bench hpcc (needs Debian packages hpcc, openmpi-bin): {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
+    let rows = v.as_array().expect("one row per kernel");
+    assert_eq!(rows.len(), 6, "{v}");
+    for r in rows {
+        for side in ["native", "lwk"] {
+            assert!(
+                r[side][0].as_f64().is_some_and(|x| x > 0.0),
+                "{side} {} in {r}",
+                r["metric"]
+            );
+        }
+    }
+}

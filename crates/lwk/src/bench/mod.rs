@@ -2,6 +2,8 @@
 //! run natively and in the LWK side by side. Each reports its own kernel-loop time
 //! (`kernel_ns N`), so γ compares the loops, not process start-up.
 
+pub mod hpcc;
+
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;

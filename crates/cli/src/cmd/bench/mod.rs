@@ -2,6 +2,7 @@
 //! print ratios (this machine is a noisy shared VM: medians and ratios, not single times).
 
 mod emulate;
+mod hpcc;
 mod lwk;
 mod noise;
 mod profiler;
@@ -22,6 +23,8 @@ enum Which {
     Emulate(emulate::Args),
     /// LWK delegation round trip, start-up, γ on compute- and TLB-bound programs (issue #5)
     Lwk(lwk::Args),
+    /// HPC Challenge natively and in the LWK: γ per kernel (HPL, DGEMM, STREAM, RandomAccess, FFT, PTRANS) (issue #5)
+    Hpcc(hpcc::Args),
     /// Noise scale simulation throughput (issue #6)
     Noise(noise::Args),
 }
@@ -31,6 +34,7 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
         Which::Profiler(a) => profiler::run(a, out),
         Which::Emulate(a) => emulate::run(a, out),
         Which::Lwk(a) => lwk::run(a, out),
+        Which::Hpcc(a) => hpcc::run(a, out),
         Which::Noise(a) => noise::run(a, out),
     }
 }
