@@ -94,7 +94,9 @@ impl Machine {
         if let Some(p) = req.child_tid {
             self.mem.write(p, &(pid as u32).to_le_bytes());
         }
-        lock(&self.threads).clear();
+        // The parent's other vCPU threads do not exist here: forget their handles without
+        // touching them (dropping a JoinHandle would detach a thread of another process).
+        std::mem::forget(std::mem::take(&mut *lock(&self.threads)));
         self.nslots.store(1, Ordering::Release);
         self.next_id.store(1, Ordering::Release);
         let vm = Vm::new(&self.mem, crate::FD_FLOOR).map_err(|e| format!("a new VM: {e}"))?;
