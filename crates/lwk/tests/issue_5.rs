@@ -536,6 +536,7 @@ fn issue_5_alternate_signal_stacks_work_like_native() {
         "bad flags: -1 Invalid argument",
         "SA_ONSTACK handler on the alternate stack: 1, disarmed inside 0",
         "plain handler on the alternate stack: 0",
+        "on the alternate stack: SS_ONSTACK 1, a change refused with EPERM 1",
         "SIGSEGV handler on the alternate stack: 1",
         "autodisarm: on the alternate stack 1, disarmed inside 1, re-armed after 1",
         "new thread: disabled 1",

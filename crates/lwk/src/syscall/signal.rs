@@ -583,9 +583,9 @@ impl Kernel {
         Ok(())
     }
 
-    /// sigaltstack(ss, old_ss) for vCPU `cpu`'s thread. The old value's SS_ONSTACK is not
-    /// reported, and changing the stack while running on it is not refused (EPERM natively): the
-    /// proxy serving the call does not see the thread's stack pointer.
+    /// sigaltstack(ss, old_ss) for vCPU `cpu`'s thread, judged from the stack pointer at the call
+    /// (the stub saved it in the vCPU's slot): SS_ONSTACK in the old value, EPERM for a change
+    /// while running on the alternate stack.
     pub(super) fn sigaltstack(&self, cpu: usize, a: [u64; 6]) -> Reply {
         let (new, old) = (a[0], a[1]);
         for p in [new, old] {
@@ -593,7 +593,13 @@ impl Kernel {
                 return Reply::Ret(-(libc::EFAULT as i64));
             }
         }
+        let sp = self
+            .mem
+            .read_u64(crate::stub::slot_addr(cpu as u64) + multios_lwk_abi::offset::RSP as u64);
         let current = lock(&self.threads).get(cpu).and_then(|t| t.altstack);
+        if new != 0 && current.is_some_and(|c| c.contains(sp)) {
+            return Reply::Ret(-(libc::EPERM as i64));
+        }
         let parsed = if new != 0 {
             let mut ss = [0u8; 24];
             self.mem.read(new, &mut ss);
@@ -605,7 +611,7 @@ impl Kernel {
             None
         };
         if old != 0 {
-            self.mem.write(old, &AltStack::stack_t(current, None));
+            self.mem.write(old, &AltStack::stack_t(current, Some(sp)));
         }
         if let Some(alt) = parsed {
             if let Some(t) = lock(&self.threads).get_mut(cpu) {

@@ -1,7 +1,7 @@
 /* Alternate signal stacks: sigaltstack's values and errors, SA_ONSTACK handlers (for a raised
  * signal and for a page fault) running on the alternate stack, a handler without SA_ONSTACK not,
- * SS_AUTODISARM disarming during the handler and re-arming after it, a new thread without one.
- * (SS_ONSTACK in a query is masked out: the LWK does not report it.) Output must match native. */
+ * SS_AUTODISARM disarming during the handler and re-arming after it, SS_ONSTACK and EPERM while
+ * running on it, a new thread without one. Output must match native. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -32,6 +32,17 @@ static void record(int sig) {
     stack_t cur;
     sigaltstack(0, &cur);
     disarmed_inside = (cur.ss_flags & SS_DISABLE) != 0;
+}
+
+static volatile int onstack_flag, change_refused;
+static void probe(int sig) {
+    (void)sig;
+    stack_t cur, again;
+    sigaltstack(0, &cur);
+    onstack_flag = (cur.ss_flags & SS_ONSTACK) != 0;
+    again = cur;
+    again.ss_flags = 0;
+    change_refused = sigaltstack(&again, 0) == -1 && errno == EPERM;
 }
 
 static void segv(int sig) {
@@ -74,11 +85,15 @@ int main(void) {
     ss.ss_flags = 0;
     printf("set: %d\n", sigaltstack(&ss, 0));
     sigaltstack(0, &old);
-    printf("query: sp ok %d size %zu flags %d\n", old.ss_sp == alt, old.ss_size, old.ss_flags & ~SS_ONSTACK);
+    printf("query: sp ok %d size %zu flags %d\n", old.ss_sp == alt, old.ss_size, old.ss_flags);
 
     on(SIGUSR1, record, SA_ONSTACK);
     raise(SIGUSR1);
     printf("SA_ONSTACK handler on the alternate stack: %d, disarmed inside %d\n", on_alt, disarmed_inside);
+    on(SIGURG, probe, SA_ONSTACK);
+    raise(SIGURG);
+    printf("on the alternate stack: SS_ONSTACK %d, a change refused with EPERM %d\n", onstack_flag,
+           change_refused);
     on(SIGUSR2, record, 0);
     raise(SIGUSR2);
     printf("plain handler on the alternate stack: %d\n", on_alt);
