@@ -589,6 +589,22 @@ fn issue_5_sysv_shared_memory_like_native() {
 }
 
 #[test]
+fn issue_5_handlers_start_with_a_reset_fpu_like_native() {
+    require_kvm();
+    // The interrupted code's MXCSR (FTZ|DAZ) and x87 precision: reset for the handler, back after.
+    let out = assert_same(&build_c_with("fpuhandler", &[]), &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("handler: MXCSR 0x1f80, x87 control 0x37f"),
+        "{text}"
+    );
+    assert!(
+        text.contains("after: MXCSR FTZ|DAZ kept 1, x87 control 0x27f, value kept 1"),
+        "{text}"
+    );
+}
+
+#[test]
 fn issue_5_signal_sent_to_the_vmm_reaches_the_guest_handler() {
     use std::io::{BufRead, BufReader};
     require_kvm();

@@ -28,8 +28,9 @@
 //! Handlers installed with SA_ONSTACK run on the thread's alternate stack (sigaltstack), whose
 //! settings the frame's uc_stack carries and rt_sigreturn restores.
 //!
-//! Not done: real-time signals queue at most
-//! one instance each (like the standard ones), and the FPU state is not reset for the handler.
+//! The handler starts with the FPU in its initial state, as on Linux.
+//!
+//! Not done: real-time signals queue at most one instance each (like the standard ones).
 //! CPU exceptions of the guest's code (#PF, #GP, #DE, #UD, #BP, #XM, #AC) are raised as SIGSEGV,
 //! SIGFPE, SIGILL, SIGTRAP or SIGBUS when the guest handles that signal (`deliver.rs`); otherwise
 //! the guest ends with a fault report, as it dies of the signal natively.
@@ -136,6 +137,24 @@ impl AltStack {
             _ => Err(libc::EINVAL),
         }
     }
+}
+
+/// `xsave` with every component in its initial state: x87 control word 0x37f, MXCSR 0x1f80, all
+/// registers zero, XSTATE_BV = 0 (XRSTOR then loads the init values of every component).
+fn initial_fpu(xsave: &kvm_bindings::kvm_xsave) -> kvm_bindings::kvm_xsave {
+    let mut x = kvm_bindings::kvm_xsave {
+        region: xsave.region,
+        ..Default::default()
+    };
+    let mxcsr_mask = x.region[7]; // bytes 28..32: what the CPU supports, kept as it is
+                                  // The legacy area (512 bytes) and the XSAVE header (64) are the first 144 words.
+    for w in x.region.iter_mut().take(144) {
+        *w = 0;
+    }
+    x.region[0] = 0x037f; // FCW (low half of the first word); FSW = 0
+    x.region[6] = 0x1f80; // MXCSR at byte 24
+    x.region[7] = mxcsr_mask;
+    x
 }
 
 /// Who sent a pending signal, or the CPU exception that raised it.
@@ -556,6 +575,9 @@ impl Kernel {
         self.mem.write(fp_addr, &fp);
         self.mem.write(frame, &f);
 
+        // The handler starts with the FPU in its initial state, as on Linux (fpu__clear_user_states):
+        // the interrupted code's state is in the frame, for rt_sigreturn.
+        crate::vcpu::set_xsave(vcpu, &initial_fpu(&xsave)).map_err(|e| format!("KVM_SET_XSAVE: {e}"))?;
         let mut new = *regs;
         new.rip = handler;
         new.rsp = frame;
