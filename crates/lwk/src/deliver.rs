@@ -96,20 +96,47 @@ mod vector {
     pub const XM: u64 = 19;
 }
 
+/// The si_code of a floating-point exception from the unmasked exception flags `status & !masks`
+/// (x87: FSW and FCW; SSE: MXCSR's flags and its masks shifted down by 7), in the order Linux
+/// checks them: invalid, divide by zero, overflow, underflow or denormal, precision.
+pub fn fpe_code(unmasked: u64) -> i32 {
+    if unmasked & 0x01 != 0 {
+        7 // FPE_FLTINV
+    } else if unmasked & 0x04 != 0 {
+        3 // FPE_FLTDIV
+    } else if unmasked & 0x08 != 0 {
+        4 // FPE_FLTOVF
+    } else if unmasked & 0x12 != 0 {
+        5 // FPE_FLTUND
+    } else if unmasked & 0x20 != 0 {
+        6 // FPE_FLTRES
+    } else {
+        0
+    }
+}
+
 /// The signal, si_code and si_addr Linux raises for exception `vector` (error code `error`, CR2
 /// `cr2`) at `rip` in user mode (arch/x86/kernel/traps.c, fault.c); `None` for vectors a user
-/// program cannot cause.
-pub fn signal_of(vector: u64, error: u64, rip: u64, cr2: u64) -> Option<(u64, i32, u64)> {
+/// program cannot cause. `fpu` gives the unmasked floating-point exception flags (see
+/// [`fpe_code`]) of the x87 (#MF) or SSE (#XM) unit.
+pub fn signal_of(
+    vector: u64,
+    error: u64,
+    rip: u64,
+    cr2: u64,
+    fpu: impl Fn(bool) -> u64,
+) -> Option<(u64, i32, u64)> {
     use crate::syscall::signal::SI_KERNEL;
     let (sig, code, addr) = match vector {
         vector::DE => (libc::SIGFPE, 1 /* FPE_INTDIV */, rip),
-        vector::DB => (libc::SIGTRAP, 4 /* TRAP_TRACE */, rip),
+        vector::DB => (libc::SIGTRAP, 2 /* TRAP_TRACE */, rip),
         vector::BP => (libc::SIGTRAP, SI_KERNEL, 0),
         vector::OF | vector::BR | vector::GP => (libc::SIGSEGV, SI_KERNEL, 0),
         vector::UD => (libc::SIGILL, 2 /* ILL_ILLOPN */, rip),
         // Bit 0 of the error code: the page was present (a protection fault).
         vector::PF => (libc::SIGSEGV, if error & 1 == 0 { 1 } else { 2 }, cr2),
-        vector::MF | vector::XM => (libc::SIGFPE, 7 /* FPE_FLTINV */, rip),
+        vector::MF => (libc::SIGFPE, fpe_code(fpu(false)), rip),
+        vector::XM => (libc::SIGFPE, fpe_code(fpu(true)), rip),
         vector::AC => (libc::SIGBUS, 1 /* BUS_ADRALN */, 0),
         _ => return None,
     };
@@ -129,7 +156,18 @@ pub fn on_fault(kernel: &Kernel, id: u64, vcpu: &mut VcpuFd) -> bool {
     if cs & 3 != 3 {
         return false;
     }
-    let Some((sig, code, addr)) = signal_of(vector, error, rip, sregs.cr2) else {
+    // The legacy XSAVE area: FCW at byte 0, FSW at 2, MXCSR at 24.
+    let fpu = |sse: bool| {
+        let Ok(x) = vcpu.get_xsave() else { return 0 };
+        if sse {
+            let mxcsr = u64::from(x.region[6]);
+            mxcsr & 0x3f & !(mxcsr >> 7)
+        } else {
+            let (fcw, fsw) = (u64::from(x.region[0] & 0xffff), u64::from(x.region[0] >> 16));
+            fsw & 0x3f & !fcw
+        }
+    };
+    let Some((sig, code, addr)) = signal_of(vector, error, rip, sregs.cr2, fpu) else {
         return false;
     };
     let mut user = regs;
@@ -168,14 +206,25 @@ mod tests {
     fn exceptions_raise_the_signals_linux_raises() {
         // A user read of an unmapped page: SEGV_MAPERR at CR2; a write to a present page:
         // SEGV_ACCERR.
-        assert_eq!(signal_of(vector::PF, 4, 0x400000, 0x8), Some((11, 1, 0x8)));
-        assert_eq!(signal_of(vector::PF, 7, 0x400000, 0x1000), Some((11, 2, 0x1000)));
-        assert_eq!(signal_of(vector::GP, 0, 0x400000, 0), Some((11, 0x80, 0)));
-        assert_eq!(signal_of(vector::DE, 0, 0x400123, 0), Some((8, 1, 0x400123)));
-        assert_eq!(signal_of(vector::UD, 0, 0x400123, 0), Some((4, 2, 0x400123)));
-        assert_eq!(signal_of(vector::BP, 0, 0x400123, 0), Some((5, 0x80, 0)));
+        let no = |_| 0;
+        assert_eq!(signal_of(vector::PF, 4, 0x400000, 0x8, no), Some((11, 1, 0x8)));
+        assert_eq!(
+            signal_of(vector::PF, 7, 0x400000, 0x1000, no),
+            Some((11, 2, 0x1000))
+        );
+        assert_eq!(signal_of(vector::GP, 0, 0x400000, 0, no), Some((11, 0x80, 0)));
+        assert_eq!(signal_of(vector::DE, 0, 0x400123, 0, no), Some((8, 1, 0x400123)));
+        assert_eq!(signal_of(vector::UD, 0, 0x400123, 0, no), Some((4, 2, 0x400123)));
+        assert_eq!(signal_of(vector::BP, 0, 0x400123, 0, no), Some((5, 0x80, 0)));
+        // An SSE divide by zero with ZM unmasked: FPE_FLTDIV; invalid wins over the others.
+        assert_eq!(
+            signal_of(vector::XM, 0, 0x400123, 0, |_| 0x04),
+            Some((8, 3, 0x400123))
+        );
+        assert_eq!(fpe_code(0x04 | 0x01), 7);
+        assert_eq!(fpe_code(0x02), 5);
         // A double fault or NMI is never the program's: no signal, the fault report.
-        assert_eq!(signal_of(8, 0, 0, 0), None);
-        assert_eq!(signal_of(2, 0, 0, 0), None);
+        assert_eq!(signal_of(8, 0, 0, 0, no), None);
+        assert_eq!(signal_of(2, 0, 0, 0, no), None);
     }
 }

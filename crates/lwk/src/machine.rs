@@ -65,8 +65,8 @@ pub struct Machine {
     child_threads: Mutex<(Option<Proxy>, Option<SignalPump>)>,
     /// True in a forked child: it exits when its guest does, without returning.
     forked: AtomicBool,
-    /// The thread running vCPU 0 (the caller of `drive`), for kicks.
-    /// The host thread running vCPU 0 (pthread_t; in a forked child, the thread that forked).
+    /// The host thread running vCPU 0, for kicks (pthread_t: the caller of `drive`, or in a forked
+    /// child the thread that forked).
     main_thread: AtomicU64,
 }
 

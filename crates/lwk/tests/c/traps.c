@@ -3,6 +3,7 @@
  * and the sigcontext and leaves with siglongjmp; then a handler that moves rip past the faulting
  * instruction and returns. The output must match native. */
 #define _GNU_SOURCE
+#include <fenv.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
@@ -77,6 +78,18 @@ int main(void) {
     /* Twice in a row: the handler's mask was restored by siglongjmp(…, 1). */
     if (sigsetjmp(env, 1) == 0)
         __asm__ volatile("ud2");
+
+    /* Floating-point traps enabled, as scientific codes do to catch NaNs and infinities: SSE
+     * divide by zero and invalid give SIGFPE with FPE_FLTDIV and FPE_FLTINV. */
+    volatile double zero = 0.0, one = 1.0;
+    feenableexcept(FE_DIVBYZERO | FE_INVALID);
+    if (sigsetjmp(env, 1) == 0)
+        printf("quotient %f\n", one / zero);
+    feenableexcept(FE_DIVBYZERO | FE_INVALID);
+    if (sigsetjmp(env, 1) == 0)
+        printf("quotient %f\n", zero / zero);
+    fedisableexcept(FE_ALL_EXCEPT);
+    feclearexcept(FE_ALL_EXCEPT);
 
     on(SIGILL, skip);
     __asm__ volatile("ud2");
