@@ -30,10 +30,11 @@
 //!
 //! The handler starts with the FPU in its initial state, as on Linux.
 //!
-//! Not done: real-time signals queue at most one instance each (like the standard ones).
 //! CPU exceptions of the guest's code (#PF, #GP, #DE, #UD, #BP, #XM, #AC) are raised as SIGSEGV,
 //! SIGFPE, SIGILL, SIGTRAP or SIGBUS when the guest handles that signal (`deliver.rs`); otherwise
 //! the guest ends with a fault report, as it dies of the signal natively.
+//!
+//! Not done: real-time signals queue at most one instance each (like the standard ones).
 
 use super::{lock, Ctx, ExitStatus, Kernel, Reply};
 use kvm_bindings::kvm_regs;
@@ -146,8 +147,9 @@ fn initial_fpu(xsave: &kvm_bindings::kvm_xsave) -> kvm_bindings::kvm_xsave {
         region: xsave.region,
         ..Default::default()
     };
-    let mxcsr_mask = x.region[7]; // bytes 28..32: what the CPU supports, kept as it is
-                                  // The legacy area (512 bytes) and the XSAVE header (64) are the first 144 words.
+    // MXCSR_MASK (bytes 28..32) says what the CPU supports: kept as it is.
+    let mxcsr_mask = x.region[7];
+    // The legacy area (512 bytes) and the XSAVE header (64) are the first 144 words.
     for w in x.region.iter_mut().take(144) {
         *w = 0;
     }
