@@ -150,12 +150,11 @@ pub fn on_fault(kernel: &Kernel, id: u64, vcpu: &mut VcpuFd) -> bool {
     let (Ok(regs), Ok(sregs)) = (vcpu.get_regs(), vcpu.get_sregs()) else {
         return false;
     };
-    // The reporter pushed [vector, error code] over the CPU's [rip, cs, rflags, rsp, ss].
-    let word = |k: u64| kernel.mem.read_u64(regs.rsp + 8 * k);
-    let (vector, error, rip, cs, rflags, rsp) = (word(0), word(1), word(2), word(3), word(4), word(5));
-    if cs & 3 != 3 {
+    let frame = stub::ExceptionFrame::read(&kernel.mem, regs.rsp);
+    if !frame.from_user() {
         return false;
     }
+    let (vector, error, rip) = (frame.vector, frame.error, frame.rip);
     // The legacy XSAVE area: FCW at byte 0, FSW at 2, MXCSR at 24.
     let fpu = |sse: bool| {
         let Ok(x) = vcpu.get_xsave() else { return 0 };
@@ -172,8 +171,8 @@ pub fn on_fault(kernel: &Kernel, id: u64, vcpu: &mut VcpuFd) -> bool {
     };
     let mut user = regs;
     user.rip = rip;
-    user.rsp = rsp;
-    user.rflags = rflags;
+    user.rsp = frame.rsp;
+    user.rflags = frame.rflags;
     let info = crate::syscall::signal::SigInfo {
         code,
         trap: Some(crate::syscall::signal::Trap {

@@ -532,16 +532,14 @@ impl Machine {
             (Ok(r), Ok(s)) => (r, s),
             (Err(e), _) | (_, Err(e)) => return LwkError::Run(e),
         };
-        // The reporter pushed [vector, error code] over the CPU's [rip, cs, rflags, rsp, ss].
-        let f = |k: u64| self.mem.read_u64(regs.rsp + 8 * k);
-        let rip = f(2);
+        let f = stub::ExceptionFrame::read(&self.mem, regs.rsp);
         LwkError::GuestFault(Fault {
-            vector: f(0),
-            error_code: f(1),
-            rip,
-            rsp: f(5),
+            vector: f.vector,
+            error_code: f.error,
+            rip: f.rip,
+            rsp: f.rsp,
             addr: sregs.cr2,
-            symbol: self.symbol(rip),
+            symbol: self.symbol(f.rip),
         })
     }
 }

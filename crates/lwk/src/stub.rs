@@ -139,6 +139,39 @@ fn tss_descriptor(base: u64) -> (u64, u64) {
     (lo, base >> 32)
 }
 
+/// What an exception reporter left on its ring-0 stack: the vector and error code it pushed over
+/// the frame the CPU pushed.
+#[derive(Debug, Clone, Copy)]
+pub struct ExceptionFrame {
+    pub vector: u64,
+    pub error: u64,
+    pub rip: u64,
+    pub cs: u64,
+    pub rflags: u64,
+    pub rsp: u64,
+}
+
+impl ExceptionFrame {
+    /// Reads the frame at `rsp`, the stack pointer of a vCPU halted in a reporter:
+    /// `[vector, error, rip, cs, rflags, rsp, ss]`.
+    pub fn read(mem: &GuestMemory, rsp: u64) -> ExceptionFrame {
+        let word = |k: u64| mem.read_u64(rsp + 8 * k);
+        ExceptionFrame {
+            vector: word(0),
+            error: word(1),
+            rip: word(2),
+            cs: word(3),
+            rflags: word(4),
+            rsp: word(5),
+        }
+    }
+
+    /// True when the exception interrupted ring-3 code.
+    pub fn from_user(&self) -> bool {
+        self.cs & 3 == 3
+    }
+}
+
 /// The exception's name, for fault reports.
 pub fn exception_name(v: u64) -> &'static str {
     match v {
