@@ -32,10 +32,7 @@ impl Kernel {
                 if let Err(e) = self.unshare(a[0], a[1]) {
                     return Reply::Ret(e);
                 }
-                let mut fx = Effects::default();
-                let r = lock(&self.mm).munmap(a[0], a[1], &mut fx);
-                self.apply(fx);
-                Reply::Ret(r.map_or_else(MmError::errno, |_| 0))
+                Reply::Ret(self.release(a[0], a[1]).map_or_else(MmError::errno, |_| 0))
             }
             SYS_mremap => {
                 let mut fx = Effects::default();
@@ -183,6 +180,15 @@ impl Kernel {
         }
     }
 
+    /// Gives `[addr, addr+len)` back to the memory manager (munmap, or undoing a mapping whose
+    /// second half failed) and applies what that requires.
+    pub(super) fn release(&self, addr: u64, len: u64) -> Result<(), MmError> {
+        let mut fx = Effects::default();
+        let r = lock(&self.mm).munmap(addr, len, &mut fx);
+        self.apply(fx);
+        r
+    }
+
     /// Zeroes and copies guest memory as a memory call requires.
     pub(super) fn apply(&self, fx: Effects) {
         if let Some((from, to, len)) = fx.copy {
@@ -231,9 +237,7 @@ impl Kernel {
         if shared {
             let r = self.map_shared(addr, len, prot, fd, off);
             if !matches!(r, Reply::Ret(v) if v >= 0) {
-                let mut fx = Effects::default();
-                lock(&self.mm).munmap(addr, len, &mut fx).ok();
-                self.apply(fx);
+                self.release(addr, len).ok();
             }
             return r;
         }
@@ -246,9 +250,7 @@ impl Kernel {
                     [fd as u64, addr + done, len - done, off + done, 0, 0],
                 );
                 if n < 0 {
-                    let mut fx = Effects::default();
-                    lock(&self.mm).munmap(addr, len, &mut fx).ok();
-                    self.apply(fx);
+                    self.release(addr, len).ok();
                     return Reply::Ret(n);
                 }
                 if n == 0 {

@@ -89,9 +89,7 @@ impl Kernel {
         let host_flags = (flg & (libc::SHM_RDONLY | libc::SHM_EXEC)) | libc::SHM_REMAP;
         let r = sys::raw_syscall(libc::SYS_shmat as u64, [id, addr, host_flags as u64, 0, 0, 0]);
         if r < 0 {
-            let mut fx = crate::mm::Effects::default();
-            lock(&self.mm).munmap(addr, len, &mut fx).ok();
-            self.apply(fx);
+            self.release(addr, len).ok();
             return Reply::Ret(r);
         }
         lock(&self.shared).insert(addr, addr + len);
@@ -107,10 +105,10 @@ impl Kernel {
         if let Err(e) = self.unshare(addr, len) {
             return Reply::Ret(e);
         }
-        let mut fx = crate::mm::Effects::default();
-        let r = lock(&self.mm).munmap(addr, len, &mut fx);
-        self.apply(fx);
-        Reply::Ret(r.map_or_else(crate::mm::MmError::errno, |_| 0))
+        Reply::Ret(
+            self.release(addr, len)
+                .map_or_else(crate::mm::MmError::errno, |_| 0),
+        )
     }
 
     /// msync: real for shared file mappings (the range is the same host memory), a no-op check
