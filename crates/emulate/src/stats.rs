@@ -29,6 +29,15 @@ pub struct Paired {
     pub fastest: f64,
 }
 
+impl Paired {
+    /// A comparison made by [`paired`] (percent) as ratios emulatedᵢ / baseᵢ: the median and the
+    /// interval's ends, each 1 + percent / 100.
+    pub fn ratio(&self) -> (f64, Option<(f64, f64)>) {
+        let r = |pct: f64| 1.0 + pct / 100.0;
+        (r(self.median), self.ci.map(|(lo, hi)| (r(lo), r(hi))))
+    }
+}
+
 /// P(B ≤ k) for B ~ Binomial(n, ½).
 fn binom_half_cdf(n: usize, k: usize) -> f64 {
     let mut c = 1.0f64; // C(n, 0)
@@ -57,7 +66,8 @@ pub fn median_ci_rank(n: usize, level: f64) -> Option<(usize, f64)> {
     best
 }
 
-fn median_sorted(s: &[f64]) -> f64 {
+/// The median of a sorted, non-empty slice (the mean of the two middle values for an even count).
+pub(crate) fn median_sorted(s: &[f64]) -> f64 {
     let m = s.len() / 2;
     if s.len() % 2 == 1 {
         s[m]
@@ -119,6 +129,11 @@ mod tests {
         let emu: Vec<f64> = base.iter().map(|b| b * 1.01).collect();
         let p = paired(&base, &emu).expect("equal lengths");
         assert!((p.median - 1.0).abs() < 1e-9);
+        let (m, ci) = p.ratio();
+        assert!(
+            (m - 1.01).abs() < 1e-12
+                && ci.is_some_and(|(lo, hi)| (lo - 1.01).abs() < 1e-12 && (hi - 1.01).abs() < 1e-12)
+        );
         let (lo, hi) = p.ci.expect("≥ 6 pairs");
         assert!((lo - 1.0).abs() < 1e-9 && (hi - 1.0).abs() < 1e-9);
         assert!(paired(&base, &emu[1..]).is_none());

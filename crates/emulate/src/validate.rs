@@ -190,15 +190,9 @@ impl RoundTrip {
         }
         let mut medians: Vec<f64> = v.iter().map(|r| r.median).collect();
         medians.sort_by(f64::total_cmp);
-        let mid = medians.len() / 2;
-        let median = if medians.len() % 2 == 1 {
-            medians[mid]
-        } else {
-            (medians[mid - 1] + medians[mid]) / 2.0
-        };
         Some(RoundTrip {
             min: v.iter().map(|r| r.min).fold(f64::INFINITY, f64::min),
-            median,
+            median: crate::stats::median_sorted(&medians),
             mean: v.iter().map(|r| r.mean).sum::<f64>() / v.len() as f64,
         })
     }

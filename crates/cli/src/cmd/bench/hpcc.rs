@@ -2,7 +2,7 @@
 //! γ per kernel (LWK rate / native rate) pair by pair with a 95 % order-statistic interval.
 
 use crate::output::{Format, Out, Table};
-use multios_lwk::bench::hpcc;
+use multios_lwk::bench::{hpcc, median};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -70,14 +70,12 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
     for (key, label) in hpcc::METRICS {
         let (n, l) = (series(&native, key), series(&guest, key));
         // Rates: γ = LWK / native, i.e. the paired ratio of the LWK side over the native one.
-        let p = multios_emulate::stats::paired(&n, &l);
+        let (gamma_median, gamma_ci95) =
+            multios_emulate::stats::paired(&n, &l).map_or((f64::NAN, None), |p| p.ratio());
         rows.push(Row {
             metric: label.to_string(),
-            gamma_median: p.as_ref().map_or(f64::NAN, |p| 1.0 + p.median / 100.0),
-            gamma_ci95: p
-                .as_ref()
-                .and_then(|p| p.ci)
-                .map(|(lo, hi)| (1.0 + lo / 100.0, 1.0 + hi / 100.0)),
+            gamma_median,
+            gamma_ci95,
             native: n,
             lwk: l,
         });
@@ -86,15 +84,6 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
         out.json(&rows)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let med = |v: &[f64]| {
-        let mut v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-        v.sort_by(f64::total_cmp);
-        if v.is_empty() {
-            f64::NAN
-        } else {
-            v[v.len() / 2]
-        }
-    };
     let mut t = Table::new([
         "kernel",
         "pairs",
@@ -106,8 +95,8 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
         t.row([
             r.metric.clone(),
             r.native.len().to_string(),
-            format!("{:.4}", med(&r.native)),
-            format!("{:.4}", med(&r.lwk)),
+            format!("{:.4}", median(&r.native)),
+            format!("{:.4}", median(&r.lwk)),
             match r.gamma_ci95 {
                 Some((lo, hi)) => format!("{:.3} [{lo:.3}, {hi:.3}]", r.gamma_median),
                 None => format!("{:.3}", r.gamma_median),

@@ -128,21 +128,19 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
     let gamma_compute = gamma_of(&rows[1]);
     // γ pair by pair: the median of nativeᵢ / LWKᵢ with its 95 % order-statistic interval
     // (multios_emulate::stats), which a drift of the shared machine does not bias.
-    let paired_gamma = |r: &Row| {
-        let loops = |v: &[Sample]| {
-            v.iter()
-                .map(|s| s.kernel_s.unwrap_or(f64::NAN))
-                .collect::<Vec<_>>()
-        };
-        multios_emulate::stats::paired(&loops(&r.lwk), &loops(&r.native))
-            .filter(|p| p.median.is_finite())
-            .map(|p| {
-                (
-                    1.0 + p.median / 100.0,
-                    p.ci.map(|(lo, hi)| (1.0 + lo / 100.0, 1.0 + hi / 100.0)),
-                )
-            })
+    let loops = |v: &[Sample]| {
+        v.iter()
+            .map(|s| s.kernel_s.unwrap_or(f64::NAN))
+            .collect::<Vec<_>>()
     };
+    let paired_gamma: Vec<_> = rows
+        .iter()
+        .map(|r| {
+            multios_emulate::stats::paired(&loops(&r.lwk), &loops(&r.native))
+                .filter(|p| p.median.is_finite())
+                .map(|p| p.ratio())
+        })
+        .collect();
     let mut pt = Table::new([
         "program",
         "runs",
@@ -155,7 +153,7 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
         "projected_gamma_compute_s",
         "projected_own_gamma_s",
     ]);
-    for (r, p) in rows.iter().zip(&profiles) {
+    for ((r, p), pg) in rows.iter().zip(&profiles).zip(&paired_gamma) {
         let native_wall = med(&r.native, |s| Some(s.wall_s));
         let lwk_wall = med(&r.lwk, |s| Some(s.wall_s));
         let fc = ring_delegated_ns * 0.5e-9;
@@ -168,7 +166,7 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
             fmt(med(&r.native, |s| s.kernel_s), 4),
             fmt(med(&r.lwk, |s| s.kernel_s), 4),
             fmt(g, 3),
-            match paired_gamma(r) {
+            match pg {
                 Some((m, Some((lo, hi)))) => format!("{m:.3} [{lo:.3}, {hi:.3}]"),
                 Some((m, None)) => format!("{m:.3}"),
                 None => "-".into(),
@@ -184,10 +182,10 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
             "round_trips": fc_json,
             "programs": rows,
             "gamma_compute": gamma_compute,
-            "gamma_paired": rows.iter().map(|r| serde_json::json!({
+            "gamma_paired": rows.iter().zip(&paired_gamma).map(|(r, g)| serde_json::json!({
                 "program": r.name,
-                "median": paired_gamma(r).map(|g| g.0),
-                "ci95": paired_gamma(r).and_then(|g| g.1),
+                "median": g.map(|g| g.0),
+                "ci95": g.and_then(|g| g.1),
             })).collect::<Vec<_>>(),
         }))?,
         Format::Csv => print!("{}{}", fct.to_csv(), pt.to_csv()),
