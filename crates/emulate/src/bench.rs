@@ -122,12 +122,14 @@ impl Times {
         self.cpu.push(cpu);
         self.wall.push(wall);
     }
-    fn against(&self, native: &Times) -> Result<(Paired, Paired), EmulateError> {
-        let cmp = |b: &[f64], e: &[f64]| {
-            paired(b, e)
-                .ok_or_else(|| EmulateError::Supervisor("pass-through: no complete pair of runs".into()))
-        };
-        Ok((cmp(&native.cpu, &self.cpu)?, cmp(&native.wall, &self.wall)?))
+    /// CPU time and wall time as paired ratios, and CPU time as paired differences.
+    fn against(&self, native: &Times) -> Result<(Paired, Paired, Paired), EmulateError> {
+        let none = || EmulateError::Supervisor("pass-through: no complete pair of runs".into());
+        Ok((
+            paired(&native.cpu, &self.cpu).ok_or_else(none)?,
+            paired(&native.wall, &self.wall).ok_or_else(none)?,
+            paired_diff(&native.cpu, &self.cpu).ok_or_else(none)?,
+        ))
     }
 }
 
@@ -182,11 +184,9 @@ pub fn passthrough(
             native(&mut nat)?;
         }
     }
-    let (cpu, wall) = eag.against(&nat)?;
-    let cpu_diff = paired_diff(&nat.cpu, &eag.cpu)
-        .ok_or_else(|| EmulateError::Supervisor("pass-through: no complete pair of runs".into()))?;
+    let (cpu, wall, cpu_diff) = eag.against(&nat)?;
     let lazy = if lazy {
-        let (lc, lw) = laz.against(&nat)?;
+        let (lc, lw, _) = laz.against(&nat)?;
         Some(LazySide {
             emulated_cpu: median(&mut laz.cpu),
             cpu: lc,

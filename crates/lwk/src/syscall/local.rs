@@ -169,12 +169,7 @@ impl Kernel {
             SYS_wait4 | SYS_waitid => self.delegate(nr, a),
             SYS_rt_sigreturn => match ctx {
                 Ctx::Proxy => Reply::NeedVcpu,
-                Ctx::Vcpu(v) => {
-                    let rsp = self
-                        .mem
-                        .read_u64(crate::stub::slot_addr(cpu as u64) + multios_lwk_abi::offset::RSP as u64);
-                    self.sigreturn(cpu, v, rsp)
-                }
+                Ctx::Vcpu(v) => self.sigreturn(cpu, v, self.caller_rsp(cpu)),
             },
             _ => self.refuse(nr, "no local handler"),
         }

@@ -348,6 +348,13 @@ impl Kernel {
         *lock(&self.sig_pending) = 0;
     }
 
+    /// The stack pointer of vCPU `cpu`'s thread at its current system call (its stub saved it in
+    /// the slot).
+    pub(crate) fn caller_rsp(&self, cpu: usize) -> u64 {
+        self.mem
+            .read_u64(crate::stub::slot_addr(cpu as u64) + multios_lwk_abi::offset::RSP as u64)
+    }
+
     /// The tid of vCPU `cpu`'s thread.
     pub fn tid(&self, cpu: usize) -> i32 {
         lock(&self.threads).get(cpu).map_or(self.pid(), |t| t.tid)

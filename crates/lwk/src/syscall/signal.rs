@@ -617,9 +617,7 @@ impl Kernel {
                 return Reply::Ret(-(libc::EFAULT as i64));
             }
         }
-        let sp = self
-            .mem
-            .read_u64(crate::stub::slot_addr(cpu as u64) + multios_lwk_abi::offset::RSP as u64);
+        let sp = self.caller_rsp(cpu);
         let current = lock(&self.threads).get(cpu).and_then(|t| t.altstack);
         if new != 0 && current.is_some_and(|c| c.contains(sp)) {
             return Reply::Ret(-(libc::EPERM as i64));
