@@ -164,6 +164,18 @@ static void dump_stats(void) {
     raw6(SYS_close, fd, 0, 0, 0, 0, 0);
 }
 
+/* exit_group from either interception: counted (delegated or local, as the policy says), the
+ * statistics written, and the process ends without the f_c delay. */
+__attribute__((noreturn)) static void exit_group_now(long code) {
+    if (exit_group_delegated)
+        multios_del_cnt[SYS_exit_group]++;
+    else
+        multios_loc_cnt[SYS_exit_group]++;
+    dump_stats();
+    for (;;)
+        raw6(SYS_exit_group, code, 0, 0, 0, 0, 0);
+}
+
 static void enable_sud(void) {
     selector = SEL_BLOCK;
     multios_sud_thread = 1;
@@ -287,15 +299,8 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx) {
             return;
         }
     }
-    if (nr == SYS_exit_group) {
-        /* Counted, then the statistics are written; the process ends without the f_c delay. */
-        if (exit_group_delegated)
-            multios_del_cnt[nr]++;
-        else
-            multios_loc_cnt[nr]++;
-        dump_stats();
-        raw6(nr, g[REG_RDI], 0, 0, 0, 0, 0);
-    }
+    if (nr == SYS_exit_group)
+        exit_group_now(g[REG_RDI]);
     if (!via_tramp && !(multios_kind[nr] & R_VIA_SIGSYS))
         try_rewrite((unsigned char *)ret - 2);
     if (multios_kind[nr] == R_DELEGATED) {
@@ -595,14 +600,8 @@ HIDDEN long multios_slow(long nr, long a0, long a1, long a2, long a3, long a4, l
         dump_stats(); /* the counts so far; the new image starts its own */
         return raw6(nr, a0, a1, a2, a3, a4, a5);
     }
-    if (nr == SYS_exit_group) {
-        if (exit_group_delegated)
-            multios_del_cnt[nr]++;
-        else
-            multios_loc_cnt[nr]++;
-        dump_stats();
-        return raw6(nr, a0, 0, 0, 0, 0, 0);
-    }
+    if (nr == SYS_exit_group)
+        exit_group_now(a0);
     /* mmap, mprotect, pkey_mprotect with PROT_EXEC: new code to rewrite once the call succeeded. */
     long r;
     if ((multios_kind[nr] & 0x3f) == R_DELEGATED) {
