@@ -66,8 +66,14 @@ pub mod sel {
     pub const TSS: u16 = 0x28;
 }
 
+/// The version of `multios_lwk_abi` that [`LSTAR_STUB`] was assembled against: the stub's
+/// displacements and state immediates are only right for that layout (a test decodes them).
+pub const STUB_ABI_VERSION: u32 = 2;
+
 /// Writes the stub for vCPU `i` with a zeroed slot.
 pub fn write_stub(mem: &GuestMemory, i: u64, spin_budget: u32) {
+    // A new ABI needs a reassembled stub: refuse to build rather than install a stale one.
+    const { assert!(STUB_ABI_VERSION == multios_lwk_abi::ABI_VERSION) };
     let mut page = vec![0u8; STUB_PAGE];
     page[..LSTAR_STUB.len()].copy_from_slice(&LSTAR_STUB);
     page[SLOT_OFFSET + multios_lwk_abi::offset::SPIN_BUDGET..][..4]
@@ -220,6 +226,156 @@ mod tests {
         assert_eq!(&LSTAR_STUB[0x79..0x7e], &[0x83, 0xf8, 0x04, 0x73, 0x06]);
         assert_eq!(multios_lwk_abi::state::EXIT, 4);
         const { assert!(multios_lwk_abi::state::SIGNAL > multios_lwk_abi::state::EXIT) };
+    }
+
+    /// What one stub instruction does to memory: the slot field or doorbell it addresses
+    /// RIP-relatively, with the access width, and the immediate it compares or stores.
+    #[derive(Debug, PartialEq)]
+    enum Access {
+        Slot { field: &'static str, bytes: usize },
+        Doorbell,
+    }
+
+    /// The slot field at `off` from the slot's start, with its width (from the ABI crate).
+    fn slot_field(off: i64) -> Option<(&'static str, usize)> {
+        use multios_lwk_abi::offset::*;
+        let fields: [(&str, usize, usize); 8] = [
+            ("state", STATE, 4),
+            ("spin_budget", SPIN_BUDGET, 4),
+            ("nr", NR, 8),
+            ("args", ARGS, 48),
+            ("ret", RET, 8),
+            ("rip", RIP, 8),
+            ("rflags", RFLAGS, 8),
+            ("rsp", RSP, 8),
+        ];
+        fields
+            .iter()
+            .find(|(_, o, len)| off >= *o as i64 && off < (*o + len) as i64)
+            .map(|(n, o, len)| {
+                // args[k] is one u64 of the array; every other field is accessed whole.
+                let w = if *n == "args" { 8 } else { *len };
+                assert_eq!((off - *o as i64) % w as i64, 0, "{n} at {off} is misaligned");
+                (*n, w)
+            })
+    }
+
+    /// Decodes the stub and returns, in order, every memory access it makes.
+    fn accesses() -> Vec<(u64, Access)> {
+        use iced_x86::{Decoder, DecoderOptions, OpKind};
+        let mut d = Decoder::with_ip(64, &LSTAR_STUB, 0, DecoderOptions::NONE);
+        let mut out = Vec::new();
+        while d.can_decode() {
+            let ins = d.decode();
+            assert!(!ins.is_invalid(), "undecodable byte at {:#x}", ins.ip());
+            if !(0..ins.op_count()).any(|k| ins.op_kind(k) == OpKind::Memory) {
+                continue;
+            }
+            assert!(
+                ins.is_ip_rel_memory_operand(),
+                "{:?} at {:#x} is not RIP-relative",
+                ins.mnemonic(),
+                ins.ip()
+            );
+            let target = ins.ip_rel_memory_address() as i64;
+            let access = if target == (DOORBELL_BASE - STUB_BASE) as i64 {
+                Access::Doorbell
+            } else {
+                let off = target - SLOT_OFFSET as i64;
+                let (field, bytes) = slot_field(off).unwrap_or_else(|| {
+                    panic!("{:?} at {:#x} addresses {target:#x}", ins.mnemonic(), ins.ip())
+                });
+                let width = match ins.memory_size() {
+                    iced_x86::MemorySize::UInt32 | iced_x86::MemorySize::Int32 => 4,
+                    iced_x86::MemorySize::UInt64 | iced_x86::MemorySize::Int64 => 8,
+                    other => panic!("{other:?} access at {:#x}", ins.ip()),
+                };
+                assert_eq!(
+                    width,
+                    bytes,
+                    "{:?} at {:#x}: width of {field}",
+                    ins.mnemonic(),
+                    ins.ip()
+                );
+                Access::Slot { field, bytes }
+            };
+            out.push((ins.ip(), access));
+        }
+        out
+    }
+
+    #[test]
+    fn every_stub_memory_operand_matches_the_abi_offsets() {
+        let got: Vec<&str> = accesses()
+            .iter()
+            .map(|(_, a)| match a {
+                Access::Slot { field, .. } => *field,
+                Access::Doorbell => "doorbell",
+            })
+            .collect();
+        let want = [
+            "nr",
+            "args",
+            "args",
+            "args",
+            "args",
+            "args",
+            "args",
+            "rip",
+            "rflags",
+            "rsp", // save
+            "state",
+            "spin_budget",
+            "state",
+            "doorbell", // post, spin, ring
+            "ret",
+            "state",
+            "rip",
+            "rflags", // return
+        ];
+        assert_eq!(got, want);
+        // The six argument stores go to args[0..6] in the System V syscall register order.
+        let args: Vec<i64> = {
+            use iced_x86::{Decoder, DecoderOptions};
+            Decoder::with_ip(64, &LSTAR_STUB, 0, DecoderOptions::NONE)
+                .into_iter()
+                .filter(|i| i.is_ip_rel_memory_operand())
+                .map(|i| {
+                    i.ip_rel_memory_address() as i64 - (SLOT_OFFSET + multios_lwk_abi::offset::ARGS) as i64
+                })
+                .filter(|o| (0..48).contains(o))
+                .collect()
+        };
+        assert_eq!(args, [0, 8, 16, 24, 32, 40]);
+    }
+
+    #[test]
+    fn stub_state_immediates_are_the_abi_states() {
+        use iced_x86::{Decoder, DecoderOptions, Mnemonic, OpKind};
+        use multios_lwk_abi::state;
+        let imms: Vec<(Mnemonic, u64)> = Decoder::with_ip(64, &LSTAR_STUB, 0, DecoderOptions::NONE)
+            .into_iter()
+            .filter(|i| {
+                let touches_state = !i.is_ip_rel_memory_operand()
+                    || i.ip_rel_memory_address() == (SLOT_OFFSET + multios_lwk_abi::offset::STATE) as u64;
+                touches_state
+                    && (0..i.op_count()).any(|k| {
+                        i.op_kind(k) == OpKind::Immediate32 || i.op_kind(k) == OpKind::Immediate8to32
+                    })
+                    && matches!(i.mnemonic(), Mnemonic::Mov | Mnemonic::Cmp)
+                    && i.ip() >= 0x18
+            })
+            .map(|i| (i.mnemonic(), i.immediate(1)))
+            .collect();
+        assert_eq!(
+            imms,
+            [
+                (Mnemonic::Mov, state::REQUEST as u64),
+                (Mnemonic::Cmp, state::DONE as u64),
+                (Mnemonic::Cmp, state::EXIT as u64),
+                (Mnemonic::Mov, state::IDLE as u64),
+            ]
+        );
     }
 
     #[test]
