@@ -63,7 +63,7 @@ pub fn spin_accuracy(requested: &[f64], cpu: usize) -> Result<Vec<SpinCheck>, Em
     if fifo {
         crate::sys::set_other();
     }
-    pin_current_thread(&CpuSet::available()).ok();
+    pin_current_thread(&CpuSet::allowed()).ok();
     Ok(out)
 }
 

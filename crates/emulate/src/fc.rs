@@ -92,7 +92,7 @@ pub fn pingpong(a: usize, b: usize, trials: usize) -> Result<Summary, EmulateErr
             what: format!("pinning to CPU {b}"),
             cause,
         })?;
-    pin_current_thread(&CpuSet::available()).ok();
+    pin_current_thread(&CpuSet::allowed()).ok();
     Summary::of(&mut v).ok_or_else(|| EmulateError::Supervisor("no ping-pong samples".into()))
 }
 
@@ -165,11 +165,15 @@ pub fn run_at(
         cells.extend(parse(&text, name, cal));
     }
     std::fs::remove_dir_all(&dir).ok();
-    let cacheline = pingpong(compute.first(), control.first(), trials.max(10_000))?;
+    let cacheline = pingpong(
+        compute.first().unwrap_or(0),
+        control.first().unwrap_or(0),
+        trials.max(10_000),
+    )?;
     Ok(FcReport {
         trials,
-        compute_cpu: compute.first(),
-        control_cpu: control.first(),
+        compute_cpu: compute.first().unwrap_or(0),
+        control_cpu: control.first().unwrap_or(0),
         cells,
         cacheline,
     })

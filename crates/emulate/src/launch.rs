@@ -123,13 +123,15 @@ pub(crate) fn spawn_pinned(
     stage: &'static str,
 ) -> Result<(std::process::Child, std::time::Instant), EmulateError> {
     use std::os::unix::process::CommandExt;
-    let mask = compute.to_libc();
+    let mask = compute.to_libc().map_err(|cause| EmulateError::Launch {
+        cmd: name.to_string(),
+        stage,
+        cause,
+    })?;
     // SAFETY: the closure only calls sched_setaffinity (async-signal-safe) on a mask built before fork.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mask) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
+            multios_host::cpus::pin_thread_to_mask(0, &mask)?;
             if rt {
                 crate::sys::set_fifo(crate::proxy::APP_PRIO);
             }

@@ -72,19 +72,18 @@ fn prepare(
         envp_ptrs,
         _env: env,
         prog,
-        compute: compute.to_libc(),
+        compute: compute.to_libc().map_err(|cause| EmulateError::Io {
+            what: format!("compute CPUs {compute}"),
+            cause,
+        })?,
         app_realtime,
     })
 }
 
 /// Runs the child side after `fork`. Never returns.
 fn child(p: &Prepared, sock: RawFd, err_w: RawFd) -> ! {
-    // SAFETY: `compute` is a valid cpu_set_t of the size passed.
-    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &p.compute) } != 0 {
-        die(
-            err_w,
-            std::io::Error::last_os_error().raw_os_error().unwrap_or(0) | 0x1_0000,
-        );
+    if let Err(e) = multios_host::cpus::pin_thread_to_mask(0, &p.compute) {
+        die(err_w, e.raw_os_error().unwrap_or(0) | 0x1_0000);
     }
     if p.app_realtime {
         sys::set_fifo(APP_PRIO);

@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 
 #[test]
 fn issue_4_synthetic_benchmark_replays_the_mix_under_every_mechanism() {
-    let avail = CpuSet::available();
-    let (compute, control) = CpuSet::default_split(&avail);
+    let avail = CpuSet::allowed();
+    let (compute, control) = multios_emulate::cpus::default_split(&avail);
     let dir = common::tmpdir("synth");
     let mix = Mix::default_mix();
     let d = common::named("mckernel");

@@ -101,19 +101,11 @@ impl Summary {
     }
 }
 
-fn rdtsc() -> u64 {
-    // SAFETY: rdtsc only reads the time-stamp counter.
-    unsafe { std::arch::x86_64::_rdtsc() }
-}
+use multios_host::tsc::now as rdtsc;
 
-/// TSC ticks per ns, measured against the monotonic clock over `d`.
+/// TSC ticks per ns, measured against the monotonic clock over `d` (three windows of `d` / 3).
 pub fn tsc_per_ns(d: Duration) -> f64 {
-    let (t0, c0) = (Instant::now(), rdtsc());
-    while t0.elapsed() < d {
-        std::hint::spin_loop();
-    }
-    let (t1, c1) = (Instant::now(), rdtsc());
-    (c1 - c0) as f64 / (t1 - t0).as_nanos() as f64
+    multios_host::tsc::calibrate(d / 3).ticks_per_ns()
 }
 
 /// Times `calls` system calls through `mech`, pinned like `multios lwk run` (vCPU on CPU 1,

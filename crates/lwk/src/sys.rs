@@ -175,34 +175,14 @@ pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
     pin_thread(0, &[cpu])
 }
 
-/// Restricts thread `tid` (0: the calling thread) to `cpus`.
+/// Restricts thread `tid` (0: the calling thread) to `cpus` (CPU sets: `multios-host`).
 pub fn pin_thread(tid: i32, cpus: &[usize]) -> io::Result<()> {
-    // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET only write inside it (CPUs beyond
-    // CPU_SETSIZE are skipped), and sched_setaffinity reads exactly its size.
-    let r = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_ZERO(&mut set);
-        for &c in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
-            libc::CPU_SET(c, &mut set);
-        }
-        libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set)
-    };
-    if r != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    multios_host::cpus::pin_thread(tid, &cpus.iter().copied().collect())
 }
 
 /// The CPUs the calling thread may run on, ascending.
 pub fn affinity_list() -> Vec<usize> {
-    affinity()
-        .map(|set| {
-            (0..libc::CPU_SETSIZE as usize)
-                // SAFETY: CPU_ISSET only reads inside `set`, and `c` < CPU_SETSIZE.
-                .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-                .collect()
-        })
-        .unwrap_or_default()
+    multios_host::CpuSet::allowed().to_vec()
 }
 
 /// The kernel's CPU mask size in bytes (what sched_getaffinity returns; a caller's buffer must
@@ -220,33 +200,17 @@ pub fn cpumask_size() -> usize {
 
 /// The calling thread's CPU affinity, to restore it after pinning.
 pub fn affinity() -> Option<libc::cpu_set_t> {
-    // SAFETY: cpu_set_t is plain data and sched_getaffinity writes at most its size.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        (libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0).then_some(set)
-    }
+    multios_host::cpus::current_mask().ok()
 }
 
 /// Restores an affinity returned by [`affinity`].
 pub fn set_affinity(set: &libc::cpu_set_t) {
-    // SAFETY: `set` is a valid cpu_set_t of the size passed.
-    unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) };
+    let _ = multios_host::cpus::pin_thread_to_mask(0, set);
 }
 
 /// Lets the calling thread run on every CPU again (threads inherit their creator's pinning).
 pub fn unpin() -> io::Result<()> {
-    // SAFETY: cpu_set_t is plain data; CPU_SET only writes inside it.
-    let r = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for c in 0..libc::CPU_SETSIZE as usize {
-            libc::CPU_SET(c, &mut set);
-        }
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
-    };
-    if r != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    multios_host::cpus::unpin_current_thread()
 }
 
 /// The value of XCR0 on this CPU (the user-visible XSAVE features).

@@ -1,6 +1,5 @@
 //! The time base: the time-stamp counter calibrated to nanoseconds, and its measured resolution.
 
-use crate::sys;
 use serde::Serialize;
 
 /// Time-stamp counter ticks per nanosecond and the smallest step the timer shows.
@@ -12,32 +11,13 @@ pub struct Clock {
 }
 
 impl Clock {
-    /// Calibrates against CLOCK_MONOTONIC over `window_ms` and measures the resolution.
+    /// Calibrates against CLOCK_MONOTONIC (three windows of `window_ms` / 3, see
+    /// `multios_host::tsc`) and measures the resolution.
     pub fn calibrate(window_ms: u64) -> Clock {
-        let (m0, t0) = (sys::monotonic_ns(), sys::ticks());
-        let target = m0 + window_ms.max(1) * 1_000_000;
-        let mut m1 = m0;
-        while m1 < target {
-            m1 = sys::monotonic_ns();
-        }
-        let t1 = sys::ticks();
-        let ticks_per_ns = (t1.wrapping_sub(t0)) as f64 / (m1 - m0) as f64;
+        let window = std::time::Duration::from_micros(window_ms.max(1) * 1000 / 3);
+        let ticks_per_ns = multios_host::tsc::calibrate(window).ticks_per_ns();
         let ticks_per_ns = if ticks_per_ns > 0.0 { ticks_per_ns } else { 1.0 };
-        let mut min_step = u64::MAX;
-        let mut prev = sys::ticks();
-        for _ in 0..100_000 {
-            let now = sys::ticks();
-            let d = now.wrapping_sub(prev);
-            if d > 0 && d < min_step {
-                min_step = d;
-            }
-            prev = now;
-        }
-        let resolution_ns = if min_step == u64::MAX {
-            1.0
-        } else {
-            min_step as f64 / ticks_per_ns
-        };
+        let resolution_ns = multios_host::tsc::min_step(100_000).map_or(1.0, |t| t as f64 / ticks_per_ns);
         Clock {
             ticks_per_ns,
             resolution_ns,

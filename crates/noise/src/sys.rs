@@ -4,69 +4,13 @@
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Reads the time-stamp counter (x86_64) or, elsewhere, the monotonic clock in ns.
-#[inline(always)]
-pub fn ticks() -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // SAFETY: RDTSC has no memory effects; every x86_64 CPU implements it.
-        unsafe { core::arch::x86_64::_rdtsc() }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        monotonic_ns()
-    }
-}
-
-/// Reads clock `id` in nanoseconds; `id` must be a clock Linux always provides.
-fn clock_ns(id: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; callers pass constant clock ids Linux provides.
-    unsafe { libc::clock_gettime(id, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// CLOCK_MONOTONIC in nanoseconds.
-pub fn monotonic_ns() -> u64 {
-    clock_ns(libc::CLOCK_MONOTONIC)
-}
-
-fn cpu_set(cpus: &[usize]) -> io::Result<libc::cpu_set_t> {
-    // SAFETY: cpu_set_t is a plain bit array; all-zero is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for &c in cpus {
-        if c >= libc::CPU_SETSIZE as usize {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("CPU {c} is beyond CPU_SETSIZE"),
-            ));
-        }
-        // SAFETY: `c` < CPU_SETSIZE was checked above, so the bit is inside `set`.
-        unsafe { libc::CPU_SET(c, &mut set) };
-    }
-    Ok(set)
-}
+pub use multios_host::cpus::current_cpu;
+pub use multios_host::time::{monotonic_ns, thread_cpu_ns};
+pub use multios_host::tsc::now as ticks;
 
 /// Pins the thread or process `pid` (0 = the calling thread) to `cpus`.
 pub fn set_affinity(pid: i32, cpus: &[usize]) -> io::Result<()> {
-    let set = cpu_set(cpus)?;
-    // SAFETY: `set` is a valid cpu_set_t and the size passed is its size.
-    let r = unsafe { libc::sched_setaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-/// The CPU the calling thread runs on now.
-pub fn current_cpu() -> Option<usize> {
-    // SAFETY: sched_getcpu has no arguments and no memory effects.
-    let c = unsafe { libc::sched_getcpu() };
-    usize::try_from(c).ok()
+    multios_host::cpus::pin_thread(pid, &cpus.iter().copied().collect())
 }
 
 /// Sends `sig` to the whole process group `pgid`; a group that is already gone is not an error.
@@ -139,17 +83,15 @@ pub fn pre_exec_place(
     cgroup_procs_fd: Option<i32>,
 ) -> io::Result<()> {
     use std::os::unix::process::CommandExt;
-    let set = cpus.map(cpu_set).transpose()?;
+    let set = cpus
+        .map(|c| c.iter().copied().collect::<multios_host::CpuSet>().to_libc())
+        .transpose()?;
     let hook = move || -> io::Result<()> {
         if let Some(fd) = cgroup_procs_fd {
             write_fd(fd, b"0")?;
         }
         if let Some(set) = &set {
-            // SAFETY: `set` is a valid cpu_set_t and the size passed is its size.
-            let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) };
-            if r != 0 {
-                return Err(io::Error::last_os_error());
-            }
+            multios_host::cpus::pin_thread_to_mask(0, set)?;
         }
         Ok(())
     };
@@ -174,12 +116,6 @@ pub fn kill_pid(pid: i32, sig: i32) -> io::Result<()> {
     } else {
         Err(io::Error::last_os_error())
     }
-}
-
-/// CPU time consumed by the calling thread, in ns (CLOCK_THREAD_CPUTIME_ID): on a shared machine
-/// this is what a benchmark's own work cost, whatever else ran.
-pub fn thread_cpu_ns() -> u64 {
-    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
 /// CPU time (user + system) of the calling process's waited-for children, in ns

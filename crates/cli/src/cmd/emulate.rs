@@ -97,14 +97,14 @@ pub fn cost(fc: &str, overrides: &[String]) -> anyhow::Result<CostModel> {
 }
 
 pub fn cpus(compute: Option<&str>, control: Option<&str>) -> anyhow::Result<(CpuSet, CpuSet)> {
-    let avail = CpuSet::available();
-    let (dc, dl) = CpuSet::default_split(&avail);
+    let avail = CpuSet::allowed();
+    let (dc, dl) = multios_emulate::cpus::default_split(&avail);
     let compute = match compute {
-        Some(s) => CpuSet::parse("--compute-cpus", s, &avail)?,
+        Some(s) => multios_emulate::cpus::parse_flag("--compute-cpus", s, &avail)?,
         None => dc,
     };
     let control = match control {
-        Some(s) => CpuSet::parse("--control-cpus", s, &avail)?,
+        Some(s) => multios_emulate::cpus::parse_flag("--control-cpus", s, &avail)?,
         None => dl,
     };
     Ok((compute, control))

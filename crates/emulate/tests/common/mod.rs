@@ -4,8 +4,8 @@
 use multios_emulate::{Config, CostModel, CpuSet, Delegation, Mechanism, Report};
 
 pub fn config(m: Mechanism, d: Delegation, fc: f64, argv: &[&str]) -> Config {
-    let avail = CpuSet::available();
-    let (compute, control) = CpuSet::default_split(&avail);
+    let avail = CpuSet::allowed();
+    let (compute, control) = multios_emulate::cpus::default_split(&avail);
     Config {
         mechanism: m,
         delegation: d,

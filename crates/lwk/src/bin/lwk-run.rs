@@ -3,8 +3,8 @@
 //! errors (guest faults, missing /dev/kvm…) on stderr with exit status 125.
 //! `lwk-run --fc N` times N calls per mechanism (see `multios lwk fc`).
 //! `LWK_BACKEND=exit` selects the doorbell-only backend; `LWK_NO_REWRITE=1` turns off the
-//! rewriting of syscall sites (on by default); `LWK_CPUS=1,2` sets the LWK partition (CPU numbers,
-//! comma-separated); `LWK_VERBOSE=1` prints a summary.
+//! rewriting of syscall sites (on by default); `LWK_CPUS=1,2` sets the LWK partition (a CPU list,
+//! e.g. 1-2); `LWK_VERBOSE=1` prints a summary.
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -32,10 +32,10 @@ fn main() {
     let mut cfg = multios_lwk::Config::new(program, &rest);
     cfg.rewrite_syscalls = std::env::var_os("LWK_NO_REWRITE").is_none();
     if let Ok(list) = std::env::var("LWK_CPUS") {
-        match list.split(',').map(str::parse).collect::<Result<Vec<usize>, _>>() {
-            Ok(cpus) => cfg.cpus = cpus,
+        match multios_host::CpuSet::parse(&list) {
+            Ok(cpus) => cfg.cpus = cpus.to_vec(),
             Err(e) => {
-                eprintln!("lwk-run: LWK_CPUS={list}: {e}; expected CPU numbers separated by commas");
+                eprintln!("lwk-run: LWK_CPUS={e}");
                 std::process::exit(2);
             }
         }

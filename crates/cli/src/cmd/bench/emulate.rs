@@ -41,7 +41,7 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
     let mechs: Vec<Mechanism> = Mechanism::ALL.into_iter().filter(|m| m.available()).collect();
     let spin = bench::spin_accuracy(
         &[0.5e-6, 1e-6, 2e-6, 5e-6, 10e-6, 100e-6, 1e-3, 10e-3],
-        compute.first(),
+        compute.first().unwrap_or(0),
     )?;
     let fcr = fc::run(&mechs, 1000, &compute, &control)?;
 

@@ -19,7 +19,7 @@ pub fn profile(command: &[String]) -> anyhow::Result<Profile> {
              backend injects a preload library, so it needs a dynamically linked program: use --backend ebpf"
         );
     }
-    let available = multios_emulate::CpuSet::available();
+    let available = multios_emulate::CpuSet::allowed();
     let cfg = multios_emulate::Config {
         mechanism: multios_emulate::Mechanism::Shm,
         delegation: multios_emulate::Delegation::none(),

@@ -1,0 +1,15 @@
+//! The host toolkit shared by every part of multios: one owner for each small thing the
+//! profiler, the emulator, the LWK and the noise tools all need.
+//!
+//! - [`cpus`]: CPU lists (`0`, `0-3,6`) parsed and formatted, the online and allowed CPUs, pinning;
+//! - [`tsc`]: the time-stamp counter, its calibration against `CLOCK_MONOTONIC`, busy-waits;
+//! - [`time`]: monotonic and CPU-time clocks in nanoseconds.
+//!
+//! Every `unsafe` block and raw system call of the crate lives in [`sys`].
+
+pub mod cpus;
+mod sys;
+pub mod time;
+pub mod tsc;
+
+pub use cpus::{CpuListError, CpuSet};

@@ -1,0 +1,78 @@
+//! The raw system interfaces of the host toolkit; every `unsafe` block of the crate is here.
+
+use std::io;
+
+/// A `cpu_set_t` with the given CPUs; CPUs at or beyond CPU_SETSIZE are an error.
+pub fn cpu_set<'a>(cpus: impl IntoIterator<Item = &'a usize>) -> io::Result<libc::cpu_set_t> {
+    // SAFETY: cpu_set_t is a plain bit array; all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in cpus {
+        if c >= libc::CPU_SETSIZE as usize {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("CPU {c} is beyond CPU_SETSIZE ({})", libc::CPU_SETSIZE),
+            ));
+        }
+        // SAFETY: `c` < CPU_SETSIZE was checked above, so the bit lies inside `set`.
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    Ok(set)
+}
+
+/// The CPUs set in `set`, ascending.
+pub fn cpus_of(set: &libc::cpu_set_t) -> Vec<usize> {
+    (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: CPU_ISSET only reads inside `set`, and `c` < CPU_SETSIZE.
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, set) })
+        .collect()
+}
+
+/// sched_getaffinity of thread `tid` (0: the calling thread).
+pub fn get_affinity(tid: i32) -> io::Result<libc::cpu_set_t> {
+    // SAFETY: cpu_set_t is plain data and sched_getaffinity writes at most the size passed.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
+            Ok(set)
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+}
+
+/// sched_setaffinity of thread `tid` (0: the calling thread). Async-signal-safe (one system
+/// call, no allocation): usable between fork and exec.
+pub fn set_affinity(tid: i32, set: &libc::cpu_set_t) -> io::Result<()> {
+    // SAFETY: `set` is a valid cpu_set_t and the size passed is its size.
+    let r = unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), set) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The CPU the calling thread runs on now.
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: sched_getcpu takes no arguments and touches no memory of ours.
+    let c = unsafe { libc::sched_getcpu() };
+    usize::try_from(c).ok()
+}
+
+/// Reads clock `id` in nanoseconds; `id` must be a clock Linux always provides.
+pub fn clock_ns(id: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; callers pass constant clock ids Linux provides.
+    unsafe { libc::clock_gettime(id, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Reads the time-stamp counter.
+#[inline(always)]
+pub fn rdtsc() -> u64 {
+    // SAFETY: RDTSC has no memory effects and every x86_64 CPU implements it.
+    unsafe { core::arch::x86_64::_rdtsc() }
+}
