@@ -103,6 +103,12 @@ pub fn fd_path(fd: i32) -> Option<String> {
     String::from_utf8(sys::readlink_at(p.dir, &format!("self/fd/{fd}")).ok()?).ok()
 }
 
+/// True when `fd` is the VMM's own procfs directory (the same inode), reached again through a
+/// `fd/N` link.
+pub fn is_vmm_dir(fd: i32) -> bool {
+    init().is_ok_and(|p| sys::fd_file_id(fd).ok() == sys::fd_file_id(p.dir).ok())
+}
+
 /// True when `pid` is this process or one of its threads (a host tid).
 pub fn is_own(pid: i32) -> bool {
     init().map_or(pid == std::process::id() as i32, |p| p.is_own(pid))
@@ -236,18 +242,18 @@ pub fn classify(comps: &[&str], facts: &impl Facts) -> Verdict {
     }
 }
 
-/// Removes the entries named by a number ≥ `floor` from `n` bytes of getdents/getdents64 records
-/// in `buf` (both start with ino, off, reclen: u64, u64, u16, and the name at byte 18); returns
-/// the new length.
-pub fn hide_high_fds(buf: &mut [u8], floor: i32) -> usize {
+/// Removes the entries named by a number ≥ `floor` from the getdents/getdents64 records in `buf`
+/// (both start with ino, off, reclen: u64, u64, u16; the name is at byte `name_at`: 18 for
+/// getdents, 19 for getdents64, after d_type); returns the new length.
+pub fn hide_high_fds(buf: &mut [u8], name_at: usize, floor: i32) -> usize {
     let mut rd = 0;
     let mut wr = 0;
-    while rd + 19 <= buf.len() {
+    while rd + name_at < buf.len() {
         let reclen = u16::from_le_bytes([buf[rd + 16], buf[rd + 17]]) as usize;
-        if reclen < 19 || rd + reclen > buf.len() {
+        if reclen <= name_at || rd + reclen > buf.len() {
             break;
         }
-        let name = &buf[rd + 18..rd + reclen];
+        let name = &buf[rd + name_at..rd + reclen];
         let name = &name[..name.iter().position(|&c| c == 0).unwrap_or(name.len())];
         let hidden = std::str::from_utf8(name)
             .ok()
@@ -324,15 +330,35 @@ mod tests {
     fn high_fds_are_hidden_from_listings() {
         let mut buf = Vec::new();
         for name in ["1", "1000", "2", "1001"] {
-            let reclen = (18 + name.len() + 1).div_ceil(8) * 8;
+            let reclen = (19 + name.len() + 1).div_ceil(8) * 8;
             let mut rec = vec![0u8; reclen];
             rec[16..18].copy_from_slice(&(reclen as u16).to_le_bytes());
-            rec[18..18 + name.len()].copy_from_slice(name.as_bytes());
+            rec[18] = libc::DT_LNK;
+            rec[19..19 + name.len()].copy_from_slice(name.as_bytes());
             buf.extend(rec);
         }
-        let n = hide_high_fds(&mut buf, 1000);
+        let n = hide_high_fds(&mut buf, 19, 1000);
         assert_eq!(n, 48);
-        assert_eq!(&buf[18..19], b"1");
-        assert_eq!(&buf[24 + 18..24 + 19], b"2");
+        assert_eq!(&buf[19..20], b"1");
+        assert_eq!(&buf[24 + 19..24 + 20], b"2");
+    }
+}
+
+#[cfg(test)]
+mod live {
+    use super::*;
+
+    #[test]
+    fn this_process_fd_directory_and_mem_are_recognised() {
+        let fd = sys::open_at(libc::AT_FDCWD, "/proc/self/fd", libc::O_RDONLY | libc::O_DIRECTORY).unwrap_or(-1);
+        let p = init().map(|p| inner_path(p, fd));
+        assert_eq!(classify_fd(fd), Verdict::FdDir, "{p:?}");
+        sys::close(fd);
+        let fd = sys::open_at(libc::AT_FDCWD, "/proc/self/mem", libc::O_RDONLY).unwrap_or(-1);
+        assert_eq!(classify_fd(fd), Verdict::Refuse);
+        sys::close(fd);
+        let fd = sys::open_at(libc::AT_FDCWD, "/proc/self/status", libc::O_RDONLY).unwrap_or(-1);
+        assert_eq!(classify_fd(fd), Verdict::Allow);
+        sys::close(fd);
     }
 }

@@ -487,20 +487,6 @@ pub fn fs_type(fd: i32) -> io::Result<i64> {
     }
 }
 
-/// True when descriptors `a` and `b` of this process refer to the same open file description
-/// (kcmp KCMP_FILE); false when they do not or kcmp is unavailable.
-pub fn same_file(a: i32, b: i32) -> Option<bool> {
-    const KCMP_FILE: u64 = 0;
-    let pid = std::process::id() as u64;
-    let r = raw_syscall(libc::SYS_kcmp as u64, [pid, pid, KCMP_FILE, a as u64, b as u64, 0]);
-    match r {
-        0 => Some(true),
-        1..=3 => Some(false),
-        _ if r == -(libc::EBADF as i64) => Some(false),
-        _ => None,
-    }
-}
-
 /// A memfd holding `data`, sealed against writes and resizing; the descriptor is the lowest free
 /// one (the guest's range), close-on-exec when `cloexec`.
 pub fn memfd_with(name: &str, data: &[u8], cloexec: bool) -> io::Result<i32> {
@@ -549,5 +535,14 @@ pub fn fd_file_id(fd: i32) -> io::Result<(u64, u64)> {
             return Err(io::Error::last_os_error());
         }
         Ok((st.st_dev, st.st_ino))
+    }
+}
+
+/// True when `fd` is a directory.
+pub fn is_directory(fd: i32) -> bool {
+    // SAFETY: stat is plain data that fstat fills.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        libc::fstat(fd, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFDIR
     }
 }

@@ -11,6 +11,7 @@ use crate::{fds, sys};
 use libc::*;
 
 const ANON_INODE_FS_MAGIC: i64 = 0x0904_1934;
+const PROC_SUPER_MAGIC: i64 = 0x9fa0;
 
 fn close(fd: i64) {
     sys::close(fd as i32);
@@ -28,7 +29,8 @@ impl Kernel {
             | SYS_timerfd_create | SYS_memfd_create => self.limit_fd(r),
             SYS_pipe | SYS_pipe2 => self.limit_pair(a[0], r),
             SYS_socketpair => self.limit_pair(a[3], r),
-            SYS_getdents | SYS_getdents64 if r > 0 => self.listed(a[0] as i32, a[1], r),
+            SYS_getdents if r > 0 => self.listed(a[0] as i32, a[1], r, 18),
+            SYS_getdents64 if r > 0 => self.listed(a[0] as i32, a[1], r, 19),
             _ => r,
         }
     }
@@ -84,28 +86,38 @@ impl Kernel {
         }
     }
 
-    /// getdents/getdents64 that returned `n` bytes at `buf` from `fd`: a VMM's fd directory
-    /// lists only the guest's fds.
-    fn listed(&self, fd: i32, buf: u64, n: i64) -> i64 {
-        if sys::fs_type(fd).ok() != Some(0x9fa0) || procfs::classify_fd(fd) != Verdict::FdDir {
+    /// getdents/getdents64 that returned `n` bytes at `buf` from `fd` (names at byte `name_at` of
+    /// each record): a VMM's fd directory lists only the guest's fds.
+    fn listed(&self, fd: i32, buf: u64, n: i64, name_at: usize) -> i64 {
+        if sys::fs_type(fd).ok() != Some(PROC_SUPER_MAGIC) || procfs::classify_fd(fd) != Verdict::FdDir {
             return n;
         }
         let mut b = vec![0u8; n as usize];
         self.mem.read(buf, &mut b);
-        let kept = procfs::hide_high_fds(&mut b, self.fd_floor);
+        let kept = procfs::hide_high_fds(&mut b, name_at, self.fd_floor);
         self.mem.write(buf, &b[..kept]);
         kept as i64
     }
 }
 
-/// True when `fd` is one of the VMM's own open files (/dev/kvm, the VM, a vCPU, its eventfd),
-/// reached again through a `fd/N` link of any procfs mount.
+/// True when `fd` is one of the VMM's own files (/dev/kvm, the VM, a vCPU, its eventfd, its
+/// procfs directory), opened again through a `fd/N` link of any procfs mount. An open through such
+/// a link makes a new open file description, so the file is recognised by its inode (dev, ino);
+/// the VM, vCPU and eventfd fds share the one anonymous inode, so any anonymous-inode file
+/// reopened this way is refused, a guest's own eventfd included.
 fn is_vmm_file(fd: i32) -> bool {
-    let anon = sys::fs_type(fd).ok() == Some(ANON_INODE_FS_MAGIC);
+    let fs = sys::fs_type(fd).ok();
+    if fs == Some(PROC_SUPER_MAGIC) {
+        return sys::is_directory(fd) && procfs::is_vmm_dir(fd);
+    }
+    let anon = fs == Some(ANON_INODE_FS_MAGIC);
     let kvm_dev = sys::char_device(fd) == Some(libc::makedev(10, 232));
     if !anon && !kvm_dev {
         return false;
     }
+    let Ok(id) = sys::fd_file_id(fd) else {
+        return true;
+    };
     let floor = fds::floor();
-    (floor..floor + fds::RESERVED as i32).any(|v| sys::same_file(fd, v).unwrap_or(true))
+    (floor..floor + fds::RESERVED as i32).any(|v| sys::fd_file_id(v).is_ok_and(|x| x == id))
 }

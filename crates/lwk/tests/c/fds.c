@@ -1,0 +1,79 @@
+/* Issue #16 item 7: closefrom, close_range, /proc/self/fd, /proc/self/{cwd,root}/… and opening as
+ * many files as the soft RLIMIT_NOFILE allows, as natively. argv[1]: a directory holding "f". */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC 4
+#endif
+
+static int readable(const char *path) {
+    char buf[16] = {0};
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return 0;
+    int ok = read(fd, buf, sizeof buf) == 5 && memcmp(buf, "hello", 5) == 0;
+    close(fd);
+    return ok;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) return 2;
+    struct rlimit rl;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    rl.rlim_cur = 1024;
+    printf("setrlimit soft 1024: %d\n", setrlimit(RLIMIT_NOFILE, &rl));
+    getrlimit(RLIMIT_NOFILE, &rl);
+    printf("soft %lu, hard above soft: %d\n", (unsigned long)rl.rlim_cur, rl.rlim_max >= rl.rlim_cur);
+
+    int a = open("/dev/null", O_RDONLY), b = dup(a);
+    closefrom(3);
+    printf("closefrom(3): %s\n", fcntl(a, F_GETFD) < 0 && fcntl(b, F_GETFD) < 0 ? "closed" : "OPEN");
+    a = open("/dev/null", O_RDONLY);
+    printf("close_range cloexec: %d, ", close_range(3, ~0U, CLOSE_RANGE_CLOEXEC));
+    printf("flag %s\n", fcntl(a, F_GETFD) == FD_CLOEXEC ? "set" : "NOT SET");
+    printf("close_range: %d, fd %s\n", close_range(3, ~0U, 0), fcntl(a, F_GETFD) < 0 ? "closed" : "OPEN");
+    printf("close_range bad flags: %d errno %d\n", close_range(3, 10, 0x80), errno);
+
+    /* /proc/self/fd lists 0, 1, 2 and the directory itself. */
+    DIR *d = opendir("/proc/self/fd");
+    printf("/proc/self/fd:");
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (e->d_name[0] != '.') printf(" %s", e->d_name);
+    printf("\n");
+    if (d) closedir(d);
+
+    char path[4096];
+    snprintf(path, sizeof path, "%s/f", argv[1]);
+    int f = open(path, O_RDONLY);
+    char via[64];
+    snprintf(via, sizeof via, "/proc/self/fd/%d", f);
+    printf("%s: %s\n", "reopen through /proc/self/fd/N", readable(via) ? "ok" : "FAILED");
+    close(f);
+    if (chdir(argv[1]) != 0) return 3;
+    printf("/proc/self/cwd/f: %s\n", readable("/proc/self/cwd/f") ? "ok" : "FAILED");
+    snprintf(path, sizeof path, "/proc/self/root%s/f", argv[1]);
+    printf("/proc/self/root/…/f: %s\n", readable(path) ? "ok" : "FAILED");
+
+    int n = 0, last = -1;
+    for (;;) {
+        int fd = open("/dev/null", O_RDONLY);
+        if (fd < 0) break;
+        n++;
+        last = fd;
+    }
+    int e = errno;
+    printf("opened %d files, the last fd %d, then %s\n", n, last, e == EMFILE ? "EMFILE" : strerror(e));
+    int p[2];
+    printf("pipe at the limit: %d %s\n", pipe(p), errno == EMFILE ? "EMFILE" : "?");
+    printf("dup2 to the soft limit: %d %s\n", dup2(0, 1024), errno == EBADF ? "EBADF" : "?");
+    closefrom(3);
+    printf("after closefrom: open gives %d\n", open("/dev/null", O_RDONLY));
+    return 0;
+}
