@@ -65,7 +65,14 @@ impl Kernel {
     /// After an open that returned `fd` (with open flags `flags`): refused when it reached a VMM's
     /// memory or fds, replaced by the synthesized text for the guest's own maps.
     fn opened(&self, fd: i64, flags: u64) -> i64 {
-        match procfs::classify_fd(fd as i32) {
+        // One fstatfs decides for most opens: only procfs files need a closer look.
+        let fs = sys::fs_type(fd as i32).ok();
+        let verdict = match fs {
+            Some(PROC_SUPER_MAGIC) => procfs::classify_fd(fd as i32),
+            Some(_) => Verdict::Allow,
+            None => Verdict::Refuse,
+        };
+        match verdict {
             Verdict::Refuse => {
                 close(fd);
                 -(EACCES as i64)
@@ -78,7 +85,7 @@ impl Kernel {
                     Err(e) => -(e.raw_os_error().unwrap_or(ENOMEM) as i64),
                 }
             }
-            Verdict::Allow | Verdict::FdDir if is_vmm_file(fd as i32) => {
+            Verdict::Allow | Verdict::FdDir if is_vmm_file(fd as i32, fs) => {
                 close(fd);
                 -(EACCES as i64)
             }
@@ -105,8 +112,7 @@ impl Kernel {
 /// a link makes a new open file description, so the file is recognised by its inode (dev, ino);
 /// the VM, vCPU and eventfd fds share the one anonymous inode, so any anonymous-inode file
 /// reopened this way is refused, a guest's own eventfd included.
-fn is_vmm_file(fd: i32) -> bool {
-    let fs = sys::fs_type(fd).ok();
+fn is_vmm_file(fd: i32, fs: Option<i64>) -> bool {
     if fs == Some(PROC_SUPER_MAGIC) {
         return sys::is_directory(fd) && procfs::is_vmm_dir(fd);
     }

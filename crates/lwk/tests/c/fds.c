@@ -36,10 +36,15 @@ int main(int argc, char **argv) {
     closefrom(3);
     printf("closefrom(3): %s\n", fcntl(a, F_GETFD) < 0 && fcntl(b, F_GETFD) < 0 ? "closed" : "OPEN");
     a = open("/dev/null", O_RDONLY);
-    printf("close_range cloexec: %d, ", close_range(3, ~0U, CLOSE_RANGE_CLOEXEC));
-    printf("flag %s\n", fcntl(a, F_GETFD) == FD_CLOEXEC ? "set" : "NOT SET");
-    printf("close_range: %d, fd %s\n", close_range(3, ~0U, 0), fcntl(a, F_GETFD) < 0 ? "closed" : "OPEN");
-    printf("close_range bad flags: %d errno %d\n", close_range(3, 10, 0x80), errno);
+    /* (one call per statement: printf's arguments are evaluated in no fixed order) */
+    int r = close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+    printf("close_range cloexec: %d, flag %s\n", r, fcntl(a, F_GETFD) == FD_CLOEXEC ? "set" : "NOT SET");
+    r = close_range(3, ~0U, 0);
+    printf("close_range: %d, fd %s\n", r, fcntl(a, F_GETFD) < 0 ? "closed" : "OPEN");
+    r = close_range(3, 10, 0x80);
+    printf("close_range bad flags: %d %s\n", r, errno == EINVAL ? "EINVAL" : strerror(errno));
+    r = close_range(10, 3, 0);
+    printf("close_range first > last: %d %s\n", r, errno == EINVAL ? "EINVAL" : strerror(errno));
 
     /* /proc/self/fd lists 0, 1, 2 and the directory itself. */
     DIR *d = opendir("/proc/self/fd");
@@ -71,8 +76,15 @@ int main(int argc, char **argv) {
     int e = errno;
     printf("opened %d files, the last fd %d, then %s\n", n, last, e == EMFILE ? "EMFILE" : strerror(e));
     int p[2];
-    printf("pipe at the limit: %d %s\n", pipe(p), errno == EMFILE ? "EMFILE" : "?");
-    printf("dup2 to the soft limit: %d %s\n", dup2(0, 1024), errno == EBADF ? "EBADF" : "?");
+    r = pipe(p);
+    printf("pipe at the limit: %d %s\n", r, errno == EMFILE ? "EMFILE" : strerror(errno));
+    close(1023);
+    r = pipe(p);
+    printf("pipe with one fd free: %d %s\n", r, errno == EMFILE ? "EMFILE" : strerror(errno));
+    r = dup2(0, 1024);
+    printf("dup2 to the soft limit: %d %s\n", r, errno == EBADF ? "EBADF" : strerror(errno));
+    r = fcntl(0, F_DUPFD, 1024);
+    printf("F_DUPFD from the soft limit: %d %s\n", r, errno == EINVAL ? "EINVAL" : strerror(errno));
     closefrom(3);
     printf("after closefrom: open gives %d\n", open("/dev/null", O_RDONLY));
     return 0;
