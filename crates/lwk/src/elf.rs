@@ -174,10 +174,14 @@ pub fn load(
         segments: loads
             .iter()
             .map(|p| {
-                let prot = [(ph::PF_R, libc::PROT_READ), (ph::PF_W, libc::PROT_WRITE), (ph::PF_X, libc::PROT_EXEC)]
-                    .iter()
-                    .filter(|(f, _)| p.p_flags & f != 0)
-                    .fold(0, |a, (_, b)| a | b);
+                let prot = [
+                    (ph::PF_R, libc::PROT_READ),
+                    (ph::PF_W, libc::PROT_WRITE),
+                    (ph::PF_X, libc::PROT_EXEC),
+                ]
+                .iter()
+                .filter(|(f, _)| p.p_flags & f != 0)
+                .fold(0, |a, (_, b)| a | b);
                 let start = (p.p_vaddr + bias) / PAGE * PAGE;
                 let end = (p.p_vaddr + bias + p.p_memsz).div_ceil(PAGE) * PAGE;
                 (start, end, p.p_offset / PAGE * PAGE, prot)

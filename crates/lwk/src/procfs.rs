@@ -44,7 +44,8 @@ pub fn init() -> Result<&'static Proc, String> {
 }
 
 fn open() -> Result<Proc, ProcError> {
-    let low = sys::open_at(libc::AT_FDCWD, "/proc", libc::O_RDONLY | libc::O_DIRECTORY).map_err(ProcError::Open)?;
+    let low =
+        sys::open_at(libc::AT_FDCWD, "/proc", libc::O_RDONLY | libc::O_DIRECTORY).map_err(ProcError::Open)?;
     let high = sys::move_fd_high(low, crate::fds::floor());
     sys::close(low);
     let dir = high.map_err(ProcError::Open)?;
@@ -311,7 +312,15 @@ mod tests {
         assert_eq!(v(&format!("{me}/maps")), Verdict::OwnMaps);
         assert_eq!(v(&format!("{me}/task/{me}/maps")), Verdict::OwnMaps);
         assert_eq!(v("self/fd"), Verdict::FdDir);
-        for p in ["", "cpuinfo", "sys/kernel/pid_max", "self/status", "self/fd/3", "55/mem", "77/status"] {
+        for p in [
+            "",
+            "cpuinfo",
+            "sys/kernel/pid_max",
+            "self/status",
+            "self/fd/3",
+            "55/mem",
+            "77/status",
+        ] {
             assert_eq!(v(p), Verdict::Allow, "{p}");
         }
     }
@@ -350,7 +359,12 @@ mod live {
 
     #[test]
     fn this_process_fd_directory_and_mem_are_recognised() {
-        let fd = sys::open_at(libc::AT_FDCWD, "/proc/self/fd", libc::O_RDONLY | libc::O_DIRECTORY).unwrap_or(-1);
+        let fd = sys::open_at(
+            libc::AT_FDCWD,
+            "/proc/self/fd",
+            libc::O_RDONLY | libc::O_DIRECTORY,
+        )
+        .unwrap_or(-1);
         let p = init().map(|p| inner_path(p, fd));
         assert_eq!(classify_fd(fd), Verdict::FdDir, "{p:?}");
         sys::close(fd);

@@ -71,12 +71,31 @@ impl Vmas {
                 let (end, vma) = match self.at(pos) {
                     Some((vs, v)) => {
                         let end = v.end.min(e);
-                        let offset = if v.name.is_empty() { 0 } else { v.offset + (pos - vs) };
-                        (end, Vma { end, prot, offset, ..v.clone() })
+                        let offset = if v.name.is_empty() {
+                            0
+                        } else {
+                            v.offset + (pos - vs)
+                        };
+                        (
+                            end,
+                            Vma {
+                                end,
+                                prot,
+                                offset,
+                                ..v.clone()
+                            },
+                        )
                     }
                     None => {
                         let end = self.0.range(pos..e).next().map_or(e, |(&n, _)| n);
-                        (end, Vma { end, prot, ..Vma::default() })
+                        (
+                            end,
+                            Vma {
+                                end,
+                                prot,
+                                ..Vma::default()
+                            },
+                        )
                     }
                 };
                 parts.push((pos, vma));
@@ -104,15 +123,34 @@ impl Vmas {
                 match self.at(pos) {
                     Some((vs, v)) => {
                         let end = v.end.min(e);
-                        let offset = if v.name.is_empty() { 0 } else { v.offset + (pos - vs) };
-                        pieces.push((pos, Vma { end, offset, ..v.clone() }));
+                        let offset = if v.name.is_empty() {
+                            0
+                        } else {
+                            v.offset + (pos - vs)
+                        };
+                        pieces.push((
+                            pos,
+                            Vma {
+                                end,
+                                offset,
+                                ..v.clone()
+                            },
+                        ));
                         pos = end;
                     }
                     None => {
                         let end = self.0.range(pos..e).next().map_or(e, |(&n, _)| n);
                         let name = if pos >= stack.0 { "[stack]" } else { "" };
                         let prot = libc::PROT_READ | libc::PROT_WRITE;
-                        pieces.push((pos, Vma { end, prot, name: name.into(), ..Vma::default() }));
+                        pieces.push((
+                            pos,
+                            Vma {
+                                end,
+                                prot,
+                                name: name.into(),
+                                ..Vma::default()
+                            },
+                        ));
                         pos = end;
                     }
                 }
@@ -120,7 +158,15 @@ impl Vmas {
         }
         if heap_end > mm.brk_start {
             let prot = libc::PROT_READ | libc::PROT_WRITE;
-            pieces.push((mm.brk_start, Vma { end: heap_end, prot, name: "[heap]".into(), ..Vma::default() }));
+            pieces.push((
+                mm.brk_start,
+                Vma {
+                    end: heap_end,
+                    prot,
+                    name: "[heap]".into(),
+                    ..Vma::default()
+                },
+            ));
         }
         pieces.sort_by_key(|p| p.0);
         // Adjacent anonymous ranges with the same attributes are one area, as in Linux.
@@ -128,7 +174,12 @@ impl Vmas {
         for (s, v) in pieces {
             if let Some((_, last)) = merged.last_mut() {
                 let anon = v.ino == 0 && last.ino == 0;
-                if anon && last.end == s && last.prot == v.prot && last.shared == v.shared && last.name == v.name {
+                if anon
+                    && last.end == s
+                    && last.prot == v.prot
+                    && last.shared == v.shared
+                    && last.name == v.name
+                {
                     last.end = v.end;
                     continue;
                 }
@@ -175,11 +226,27 @@ mod tests {
         let mut v = Vmas::default();
         v.insert(
             0x40_0000,
-            Vma { end: 0x40_1000, prot: libc::PROT_READ, offset: 0, dev: libc::makedev(0xfe, 0), ino: 7, name: "/bin/x".into(), ..Vma::default() },
+            Vma {
+                end: 0x40_1000,
+                prot: libc::PROT_READ,
+                offset: 0,
+                dev: libc::makedev(0xfe, 0),
+                ino: 7,
+                name: "/bin/x".into(),
+                ..Vma::default()
+            },
         );
         v.insert(
             0x40_1000,
-            Vma { end: 0x40_2000, prot: libc::PROT_READ | libc::PROT_EXEC, offset: 0x1000, dev: libc::makedev(0xfe, 0), ino: 7, name: "/bin/x".into(), ..Vma::default() },
+            Vma {
+                end: 0x40_2000,
+                prot: libc::PROT_READ | libc::PROT_EXEC,
+                offset: 0x1000,
+                dev: libc::makedev(0xfe, 0),
+                ino: 7,
+                name: "/bin/x".into(),
+                ..Vma::default()
+            },
         );
         let text = v.render(&mm);
         let lines: Vec<&str> = text.lines().collect();
@@ -188,11 +255,16 @@ mod tests {
             "00400000-00401000 r--p 00000000 fe:00 7                                  /bin/x"
         );
         assert_eq!(&lines[1][..31], "00401000-00402000 r-xp 00001000");
-        assert!(lines[2].starts_with("00402000-00405000 rw-p 00000000 00:00 0 ") && lines[2].ends_with("[heap]"));
+        assert!(
+            lines[2].starts_with("00402000-00405000 rw-p 00000000 00:00 0 ") && lines[2].ends_with("[heap]")
+        );
         assert!(lines[3].ends_with(" [stack]"), "{text}");
         assert_eq!(lines.len(), 4, "{text}");
         v.remove(0x40_0800, 0x40_1800);
-        assert_eq!(v.at(0x40_1800).map(|(s, x)| (s, x.offset)), Some((0x40_1800, 0x1800)));
+        assert_eq!(
+            v.at(0x40_1800).map(|(s, x)| (s, x.offset)),
+            Some((0x40_1800, 0x1800))
+        );
         assert!(v.at(0x40_0900).is_none());
     }
 }

@@ -72,8 +72,12 @@ impl Drop for ProcMount {
 
 /// Builds tests/c/NAME.c with gcc `flags` into `dir`.
 fn build_c(name: &str, flags: &[&str], dir: &TempDir) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c").join(format!("{name}.c"));
-    let out = dir.path().join(format!("{name}{}", flags.concat().replace('-', "_")));
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/c")
+        .join(format!("{name}.c"));
+    let out = dir
+        .path()
+        .join(format!("{name}{}", flags.concat().replace('-', "_")));
     let o = Command::new("gcc")
         .args(flags)
         .args(["-O1", "-g", "-o"])
@@ -81,7 +85,12 @@ fn build_c(name: &str, flags: &[&str], dir: &TempDir) -> PathBuf {
         .arg(&src)
         .output()
         .unwrap_or_else(|e| panic!("running gcc (apt-get install gcc libc6-dev): {e}"));
-    assert!(o.status.success(), "gcc {}: {}", src.display(), String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "gcc {}: {}",
+        src.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
     out
 }
 
@@ -143,7 +152,11 @@ fn issue_16_forked_child_cannot_reach_the_parent_vmm_with_process_vm() {
             "{flags:?}\n{}",
             show(&out)
         );
-        assert!(s.contains("in-window read of the parent's guest memory: ok"), "{}", show(&out));
+        assert!(
+            s.contains("in-window read of the parent's guest memory: ok"),
+            "{}",
+            show(&out)
+        );
         assert!(s.contains("parent maps: refused"), "{}", show(&out));
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     }
@@ -177,7 +190,10 @@ fn check_guest_maps(text: &str, prog: &Path, dynamic: bool) {
             u64::from_str_radix(a, 16).unwrap_or_else(|e| panic!("{l:?}: {e}")),
             u64::from_str_radix(b, 16).unwrap_or_else(|e| panic!("{l:?}: {e}")),
         );
-        assert!(a < b && a >= window.0 && b <= window.1, "outside the window: {l:?}");
+        assert!(
+            a < b && a >= window.0 && b <= window.1,
+            "outside the window: {l:?}"
+        );
         assert!(f[1].len() == 4 && f[2].len() == 8 && f[3].contains(':'), "{l:?}");
         if f.len() > 5 {
             // The name starts at column 74, as Linux prints it.
@@ -245,6 +261,9 @@ fn issue_16_closefrom_proc_self_fd_and_1021_files_like_native() {
             show(&l)
         );
         let s = String::from_utf8_lossy(&l.stdout);
-        assert!(s.contains("opened 1021 files, the last fd 1023, then EMFILE"), "{s}");
+        assert!(
+            s.contains("opened 1021 files, the last fd 1023, then EMFILE"),
+            "{s}"
+        );
     }
 }

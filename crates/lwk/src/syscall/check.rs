@@ -145,12 +145,7 @@ fn copy_iov(mem: &GuestMemory, v: u64, n: u64) -> Result<Vec<u64>, i64> {
 }
 
 /// Checks the arguments `a` of a call with layout `layout`; Err holds the negative errno to return.
-pub fn check(
-    mem: &GuestMemory,
-    layout: &[Arg],
-    a: &[u64; 6],
-    fd_floor: i32,
-) -> Result<Checked, i64> {
+pub fn check(mem: &GuestMemory, layout: &[Arg], a: &[u64; 6], fd_floor: i32) -> Result<Checked, i64> {
     let mut c = Checked {
         args: *a,
         ..Checked::default()

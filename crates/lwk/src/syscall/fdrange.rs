@@ -27,7 +27,14 @@ impl Kernel {
         }
         Reply::Ret(sys::raw_syscall(
             libc::SYS_close_range as u64,
-            [first as u64, last.min(top) as u64, flags & CLOSE_RANGE_CLOEXEC, 0, 0, 0],
+            [
+                first as u64,
+                last.min(top) as u64,
+                flags & CLOSE_RANGE_CLOEXEC,
+                0,
+                0,
+                0,
+            ],
         ))
     }
 

@@ -28,7 +28,18 @@ impl Kernel {
             let (dev, ino) = file_id(&path);
             for &(start, end, offset, prot) in &img.segments {
                 let name = path.to_string_lossy().into_owned();
-                v.insert(start, Vma { end, prot, shared: false, offset, dev, ino, name });
+                v.insert(
+                    start,
+                    Vma {
+                        end,
+                        prot,
+                        shared: false,
+                        offset,
+                        dev,
+                        ino,
+                        name,
+                    },
+                );
             }
         }
     }
@@ -45,7 +56,18 @@ impl Kernel {
             None => (0, 0, String::new()),
         };
         let offset = if fd.is_some() { off } else { 0 };
-        lock(&self.vmas).insert(addr, Vma { end, prot, shared, offset, dev, ino, name });
+        lock(&self.vmas).insert(
+            addr,
+            Vma {
+                end,
+                prot,
+                shared,
+                offset,
+                dev,
+                ino,
+                name,
+            },
+        );
     }
 
     /// Forgets `[addr, addr+len)` (munmap).
@@ -65,13 +87,23 @@ impl Kernel {
     pub(super) fn note_remap(&self, old: u64, old_len: u64, new: u64, new_len: u64) {
         let mut v = lock(&self.vmas);
         let first = v.at(old).map(|(s, x)| {
-            let offset = if x.name.is_empty() { 0 } else { x.offset + (old - s) };
+            let offset = if x.name.is_empty() {
+                0
+            } else {
+                x.offset + (old - s)
+            };
             Vma { offset, ..x.clone() }
         });
         let page = crate::mm::PAGE;
         v.remove(old, old + old_len.div_ceil(page) * page);
         if let Some(x) = first {
-            v.insert(new, Vma { end: new + new_len.div_ceil(page) * page, ..x });
+            v.insert(
+                new,
+                Vma {
+                    end: new + new_len.div_ceil(page) * page,
+                    ..x
+                },
+            );
         }
     }
 }

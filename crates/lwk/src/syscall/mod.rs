@@ -4,8 +4,8 @@
 pub mod check;
 mod cpus;
 mod delegate;
-mod fdrange;
 pub(crate) mod exec;
+mod fdrange;
 pub mod layout;
 mod local;
 mod maps;
