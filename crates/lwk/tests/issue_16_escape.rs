@@ -43,30 +43,36 @@ impl Drop for TempDir {
     }
 }
 
-/// A procfs mounted at a temporary directory, unmounted and removed when dropped.
-struct ProcMount(TempDir);
+/// A procfs mounted at a temporary directory, unmounted and removed when dropped (the directory
+/// only if the unmount worked: never a recursive removal through a mounted procfs).
+struct ProcMount(PathBuf);
 
 impl ProcMount {
     fn new() -> Self {
-        let d = TempDir::new("proc2");
-        let o = Command::new("mount")
-            .args(["-t", "proc", "proc"])
-            .arg(d.path())
-            .output()
-            .unwrap_or_else(|e| panic!("running mount: {e}"));
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let k = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let d = std::env::temp_dir().join(format!("multios-issue16-{}-{k}-proc2", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("creating {}: {e}", d.display()));
+        let m = ProcMount(d);
+        let o = run(Command::new("mount").args(["-t", "proc", "proc"]).arg(&m.0));
         assert!(
             o.status.success(),
             "mount -t proc proc {} (the test needs root): {}",
-            d.arg(),
+            m.0.display(),
             String::from_utf8_lossy(&o.stderr)
         );
-        ProcMount(d)
+        m
+    }
+
+    fn arg(&self) -> &str {
+        self.0.to_str().unwrap_or_default()
     }
 }
 
 impl Drop for ProcMount {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(self.0.path()).status();
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        let _ = std::fs::remove_dir(&self.0);
     }
 }
 
@@ -168,7 +174,7 @@ fn issue_16_second_procfs_mount_does_not_reach_vmm_memory_or_fds() {
     let dir = TempDir::new("procmount");
     let prog = build_c("procmount", &["-static"], &dir);
     let mount = ProcMount::new();
-    let out = lwk(&prog, &[mount.0.arg()]);
+    let out = lwk(&prog, &[mount.arg()]);
     let s = String::from_utf8_lossy(&out.stdout);
     assert!(
         s.contains("survived, 0 not refused") && !s.contains("NOT REFUSED") && !s.contains("FAILED"),
