@@ -110,6 +110,18 @@ pub fn is_vmm_dir(fd: i32) -> bool {
     init().is_ok_and(|p| sys::fd_file_id(fd).ok() == sys::fd_file_id(p.dir).ok())
 }
 
+/// Opens again, with `flags` exactly, the file this process's descriptor `fd` refers to (through
+/// the VMM's procfs: `self/fd/N`); Linux's return convention.
+pub fn reopen(fd: i32, flags: i32) -> i64 {
+    let Ok(p) = init() else {
+        return -(libc::EACCES as i64);
+    };
+    match std::ffi::CString::new(format!("self/fd/{fd}")) {
+        Ok(c) => sys::openat_raw(p.dir, &c, flags, 0),
+        Err(_) => -(libc::EINVAL as i64),
+    }
+}
+
 /// True when `pid` is this process or one of its threads (a host tid).
 pub fn is_own(pid: i32) -> bool {
     init().map_or(pid == std::process::id() as i32, |p| p.is_own(pid))

@@ -546,3 +546,23 @@ pub fn is_directory(fd: i32) -> bool {
         libc::fstat(fd, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFDIR
     }
 }
+
+/// openat(dir, path, flags, mode) exactly as given; Linux's return convention.
+pub fn openat_raw(dir: i32, path: &std::ffi::CStr, flags: i32, mode: u32) -> i64 {
+    // SAFETY: `path` is a valid NUL-terminated string owned by the caller; openat only reads it.
+    let fd = unsafe { libc::openat(dir, path.as_ptr(), flags, mode) };
+    if fd < 0 {
+        -(io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO) as i64)
+    } else {
+        fd as i64
+    }
+}
+
+/// True when `fd` (an O_PATH|O_NOFOLLOW descriptor) is a symbolic link.
+pub fn is_symlink(fd: i32) -> bool {
+    // SAFETY: stat is plain data that fstat fills.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        libc::fstat(fd, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFLNK
+    }
+}

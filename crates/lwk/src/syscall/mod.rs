@@ -9,6 +9,7 @@ mod fdrange;
 pub mod layout;
 mod local;
 mod maps;
+mod open;
 mod opened;
 pub mod policy;
 mod shared;

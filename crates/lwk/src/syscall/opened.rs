@@ -1,5 +1,5 @@
-//! What a delegated call that yields file descriptors gave the guest: opens checked by what they
-//! reached (`procfs::classify_fd`), the guest's own maps answered from the LWK's view, VMM fds
+//! What a delegated call that yields file descriptors gave the guest: opens judged by what they
+//! reached (`procfs::classify_fd`; the opens themselves are in `open.rs`), the guest's own maps answered from the LWK's view, VMM fds
 //! hidden from fd-directory listings, and fds at or above the guest's RLIMIT_NOFILE refused
 //! with EMFILE as Linux would (the VMM itself runs with a higher limit, see `fds.rs`).
 
@@ -22,9 +22,6 @@ impl Kernel {
     /// host result `r` ≥ 0.
     pub(super) fn after_delegated(&self, nr: u64, a: &[u64; 6], r: i64) -> i64 {
         match nr as i64 {
-            SYS_open => self.opened(r, a[1]),
-            SYS_openat => self.opened(r, a[2]),
-            SYS_creat => self.opened(r, 0),
             SYS_dup | SYS_socket | SYS_accept | SYS_accept4 | SYS_eventfd2 | SYS_epoll_create1
             | SYS_timerfd_create | SYS_memfd_create => self.limit_fd(r),
             SYS_pipe | SYS_pipe2 => self.limit_pair(a[0], r),
@@ -64,32 +61,39 @@ impl Kernel {
 
     /// After an open that returned `fd` (with open flags `flags`): refused when it reached a VMM's
     /// memory or fds, replaced by the synthesized text for the guest's own maps.
-    fn opened(&self, fd: i64, flags: u64) -> i64 {
+    pub(super) fn opened(&self, fd: i64, flags: u64) -> i64 {
+        match self.judge(fd as i32, flags) {
+            Some(r) => {
+                close(fd);
+                r
+            }
+            None => self.limit_fd(fd),
+        }
+    }
+
+    /// What the guest gets instead of open file `fd` (None: `fd` itself is fine): EACCES when it
+    /// reaches a VMM's memory or fds, a memfd with the guest's own maps for a maps file.
+    pub(super) fn judge(&self, fd: i32, flags: u64) -> Option<i64> {
         // One fstatfs decides for most opens: only procfs files need a closer look.
-        let fs = sys::fs_type(fd as i32).ok();
+        let fs = sys::fs_type(fd).ok();
         let verdict = match fs {
-            Some(PROC_SUPER_MAGIC) => procfs::classify_fd(fd as i32),
+            Some(PROC_SUPER_MAGIC) => procfs::classify_fd(fd),
             Some(_) => Verdict::Allow,
             None => Verdict::Refuse,
         };
         match verdict {
-            Verdict::Refuse => {
-                close(fd);
-                -(EACCES as i64)
-            }
+            Verdict::Refuse => Some(-(EACCES as i64)),
             Verdict::OwnMaps => {
-                close(fd);
                 let text = self.maps_text();
-                match sys::memfd_with("maps", text.as_bytes(), flags & O_CLOEXEC as u64 != 0) {
-                    Ok(m) => self.limit_fd(m as i64),
-                    Err(e) => -(e.raw_os_error().unwrap_or(ENOMEM) as i64),
-                }
+                Some(
+                    match sys::memfd_with("maps", text.as_bytes(), flags & O_CLOEXEC as u64 != 0) {
+                        Ok(m) => self.limit_fd(m as i64),
+                        Err(e) => -(e.raw_os_error().unwrap_or(ENOMEM) as i64),
+                    },
+                )
             }
-            Verdict::Allow | Verdict::FdDir if is_vmm_file(fd as i32, fs) => {
-                close(fd);
-                -(EACCES as i64)
-            }
-            Verdict::Allow | Verdict::FdDir => self.limit_fd(fd),
+            Verdict::Allow | Verdict::FdDir if is_vmm_file(fd, fs) => Some(-(EACCES as i64)),
+            Verdict::Allow | Verdict::FdDir => None,
         }
     }
 
