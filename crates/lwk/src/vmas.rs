@@ -29,10 +29,12 @@ pub struct Vmas(BTreeMap<u64, Vma>);
 impl Vmas {
     /// Forgets `[a, b)`, splitting entries that straddle it.
     pub fn remove(&mut self, a: u64, b: u64) {
+        // Entries are disjoint, so their ends grow with their starts: walk down from `b`.
         let hits: Vec<(u64, Vma)> = self
             .0
             .range(..b)
-            .filter(|(_, v)| v.end > a)
+            .rev()
+            .take_while(|(_, v)| v.end > a)
             .map(|(&s, v)| (s, v.clone()))
             .collect();
         for (s, v) in hits {
