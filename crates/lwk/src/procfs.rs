@@ -80,8 +80,17 @@ pub trait Facts {
 }
 
 impl Facts for Proc {
+    /// A VMM is recognised by its executable (this VMM's binary: every VMM of the run) or, for a
+    /// VMM built from another binary of multios (`multios lwk run` beside the test runner), by the
+    /// LWK's system page mapped at LWK_BASE.
     fn is_vmm(&self, pid: i32) -> bool {
-        sys::file_id_at(self.dir, &format!("{pid}/exe")).map_or(true, |id| id == self.exe)
+        let same_exe = sys::file_id_at(self.dir, &format!("{pid}/exe")).map_or(true, |id| id == self.exe);
+        same_exe || {
+            let lwk = format!("{:x}-", crate::memory::LWK_BASE);
+            sys::read_at(self.dir, &format!("{pid}/maps")).map_or(true, |m| {
+                String::from_utf8_lossy(&m).lines().any(|l| l.starts_with(&lwk))
+            })
+        }
     }
 
     fn is_own(&self, pid: i32) -> bool {
@@ -236,10 +245,7 @@ pub fn classify(comps: &[&str], facts: &impl Facts) -> Verdict {
         }
         rest = &rest[2..];
     }
-    if pid != own && !facts.is_vmm(pid) {
-        return Verdict::Allow;
-    }
-    match rest {
+    let verdict = match rest {
         [] => Verdict::Allow,
         ["mem" | "map_files" | "pagemap" | "auxv" | "syscall" | "smaps" | "smaps_rollup" | "numa_maps", ..] => {
             Verdict::Refuse
@@ -252,6 +258,13 @@ pub fn classify(comps: &[&str], facts: &impl Facts) -> Verdict {
             _ => Verdict::Refuse,
         },
         _ => Verdict::Allow,
+    };
+    // Whether another process is a VMM is asked only when it matters (it reads its exe, maybe
+    // its maps): other processes' files are theirs, as natively.
+    if verdict == Verdict::Allow || pid == own || facts.is_vmm(pid) {
+        verdict
+    } else {
+        Verdict::Allow
     }
 }
 
