@@ -44,6 +44,11 @@ pub struct Image {
     pub exec: Vec<(u64, u64)>,
     /// Function symbols (address, size, name), for fault reports.
     pub symbols: Vec<(u64, u64, String)>,
+    /// The file it was loaded from.
+    pub path: std::path::PathBuf,
+    /// PT_LOAD segments in guest memory, for /proc/self/maps: (start, end, file offset, PROT_*),
+    /// page-aligned.
+    pub segments: Vec<(u64, u64, u64, i32)>,
 }
 
 impl Image {
@@ -165,5 +170,22 @@ pub fn load(
         interp: elf.interpreter.map(str::to_string),
         exec,
         symbols,
+        path: path.to_path_buf(),
+        segments: loads
+            .iter()
+            .map(|p| {
+                let prot = [
+                    (ph::PF_R, libc::PROT_READ),
+                    (ph::PF_W, libc::PROT_WRITE),
+                    (ph::PF_X, libc::PROT_EXEC),
+                ]
+                .iter()
+                .filter(|(f, _)| p.p_flags & f != 0)
+                .fold(0, |a, (_, b)| a | b);
+                let start = (p.p_vaddr + bias) / PAGE * PAGE;
+                let end = (p.p_vaddr + bias + p.p_memsz).div_ceil(PAGE) * PAGE;
+                (start, end, p.p_offset / PAGE * PAGE, prot)
+            })
+            .collect(),
     })
 }

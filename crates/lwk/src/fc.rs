@@ -160,7 +160,7 @@ pub fn measure(mech: Mechanism, calls: u32, pin: bool) -> Result<Summary, LwkErr
         mm,
         cfg.policy.clone(),
         b"fc".to_vec(),
-        crate::FD_FLOOR,
+        crate::fds::floor(),
         true,
     ));
     let entry = Entry {

@@ -105,7 +105,7 @@ pub fn drive(
     t0: Instant,
 ) -> Result<Outcome, LwkError> {
     install_kick_handler();
-    let vm = Vm::new(&mem, crate::FD_FLOOR)?;
+    let vm = Vm::new(&mem, crate::fds::floor())?;
     stub::write_tables(&mem);
     let cpuid = vm
         .kvm
@@ -119,7 +119,7 @@ pub fn drive(
     } else {
         cfg.spin_budget.max(1)
     };
-    let mut vcpu = vcpu::create(&vm.vm, &mem, &cpuid, 0, entry, budget, crate::FD_FLOOR)?;
+    let mut vcpu = vcpu::create(&vm.vm, &mem, &cpuid, 0, entry, budget, crate::fds::floor())?;
     let m = Arc::new(Machine {
         vm: Mutex::new(vm),
         mem,
@@ -371,7 +371,7 @@ impl Machine {
             id,
             entry,
             self.budget,
-            crate::FD_FLOOR,
+            crate::fds::floor(),
         ) {
             Ok(v) => v,
             Err(e) => {
@@ -444,7 +444,7 @@ impl Machine {
     /// signals and kicks a vCPU that can take them until one has (every 1 ms for 10 ms, then
     /// every 10 ms: a vCPU in a long delegated call takes it on the way back).
     fn start_signal_pump(self: &Arc<Self>) -> Option<SignalPump> {
-        let fd = match crate::hostsig::open_event(crate::FD_FLOOR) {
+        let fd = match crate::hostsig::open_event(crate::fds::floor()) {
             Ok(fd) => fd,
             Err(e) => {
                 lock(&self.kernel.notes).push(format!(

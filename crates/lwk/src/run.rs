@@ -15,9 +15,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The VMM's own fds are moved at or above this number, out of the guest's way.
-pub const FD_FLOOR: i32 = 1000;
-
 /// How system calls reach the VMM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
@@ -375,13 +372,14 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
         loaded.mm,
         cfg.policy.clone(),
         exe.as_os_str().as_bytes().to_vec(),
-        FD_FLOOR,
+        crate::fds::floor(),
         cfg.quiet,
     );
     if let Some(thunks) = loaded.thunks {
         kernel.set_thunks(thunks);
     }
     kernel.set_cpus(cfg.cpus.clone(), !cfg.cpus.is_empty());
+    kernel.note_images(&loaded.image, loaded.interp.as_ref());
     let kernel = Arc::new(kernel);
     let symbols = Symbols {
         main: loaded.image,

@@ -99,7 +99,7 @@ impl Machine {
         std::mem::forget(std::mem::take(&mut *lock(&self.threads)));
         self.nslots.store(1, Ordering::Release);
         self.next_id.store(1, Ordering::Release);
-        let vm = Vm::new(&self.mem, crate::FD_FLOOR).map_err(|e| format!("a new VM: {e}"))?;
+        let vm = Vm::new(&self.mem, crate::fds::floor()).map_err(|e| format!("a new VM: {e}"))?;
         let fresh = vcpu::create(
             &vm.vm,
             &self.mem,
@@ -107,7 +107,7 @@ impl Machine {
             0,
             entry,
             self.budget,
-            crate::FD_FLOOR,
+            crate::fds::floor(),
         )
         .map_err(|e| format!("a new vCPU: {e}"))?;
         crate::vcpu::set_xsave(&fresh, xsave).map_err(|e| format!("KVM_SET_XSAVE: {e}"))?;

@@ -11,46 +11,34 @@ pub const EACCES: i64 = -(libc::EACCES as i64);
 /// The largest path read from the guest.
 const PATH_MAX: usize = 4096;
 
-/// Paths the guest may not open through the proxy: they would reach VMM memory or VMM fds. The
-/// name check catches the obvious spellings; [`opened_file_is_forbidden`] checks what an open
-/// really reached (symlinks, relative paths).
-pub fn forbidden_path(path: &[u8], _vmm_pid: i32) -> bool {
+/// Paths the guest may not name: the obvious spellings of a VMM's memory and fds, refused before
+/// any call. Only a first net: what an open really reached (symbolic links, relative paths, a
+/// second procfs mount) is decided from the opened file by `procfs::classify_fd`, which also
+/// covers every other process of the run.
+pub fn forbidden_path(path: &[u8], floor: i32) -> bool {
     let p = String::from_utf8_lossy(path);
-    let Some(rest) = p.strip_prefix("/proc/").or_else(|| p.strip_prefix("/dev/fd/")) else {
+    let high = |n: &str| n.parse::<i64>().map_or(true, |fd| fd < 0 || fd >= floor as i64);
+    if let Some(rest) = p.strip_prefix("/dev/fd/") {
+        return rest.split('/').find(|c| !c.is_empty()).is_some_and(high);
+    }
+    let Some(rest) = p.strip_prefix("/proc/") else {
         return false;
     };
-    if p.starts_with("/dev/fd/") {
-        return rest
-            .split('/')
-            .next()
-            .and_then(|n| n.parse::<i32>().ok())
-            .is_none_or(|fd| fd >= 1000);
-    }
-    // /proc/<self|thread-self|N>/…/{mem,fd,task,map_files,root,cwd}: any task's (the VMM's threads
-    // are tasks too, and their ids are not known to the guest's filter).
-    let mut parts = rest.split('/').filter(|c| !c.is_empty());
-    let Some(task) = parts.next() else { return false };
-    if !(task == "self" || task == "thread-self" || task.chars().all(|c| c.is_ascii_digit())) {
+    let comps: Vec<&str> = rest.split('/').filter(|c| !c.is_empty() && *c != ".").collect();
+    let Some(first) = comps.first() else {
+        return false;
+    };
+    if !(*first == "self" || *first == "thread-self" || first.parse::<u32>().is_ok()) {
         return false;
     }
-    parts.any(|c| matches!(c, "mem" | "fd" | "task" | "map_files" | "root" | "cwd" | ".."))
-}
-
-/// After an open: true when the new file descriptor reaches something `forbidden_path` forbids
-/// (e.g. through a symlink to /proc/<vmm>/mem).
-pub fn opened_file_is_forbidden(fd: i64) -> bool {
-    // Only procfs files can be forbidden: a cheap fstatfs spares the readlink (≈ 4 µs here) for
-    // every other open.
-    if !crate::sys::is_procfs(fd as i32) {
-        return false;
+    let mut entry = &comps[1..];
+    if entry.len() >= 2 && entry[0] == "task" {
+        entry = &entry[2..];
     }
-    match std::fs::read_link(format!("/proc/self/fd/{fd}")) {
-        Ok(target) => {
-            use std::os::unix::ffi::OsStrExt;
-            let t = target.as_os_str().as_bytes();
-            t.starts_with(b"/proc/") && forbidden_path(t, 0)
-        }
-        Err(_) => false,
+    match entry {
+        ["mem" | "map_files" | "pagemap" | "auxv" | "syscall", ..] => true,
+        ["fd" | "fdinfo", n, ..] => high(n),
+        _ => false,
     }
 }
 
@@ -94,12 +82,12 @@ fn buf(mem: &GuestMemory, addr: u64, len: u64, optional: bool) -> Result<(), i64
     }
 }
 
-fn path(mem: &GuestMemory, addr: u64, optional: bool, vmm_pid: i32) -> Result<(), i64> {
+fn path(mem: &GuestMemory, addr: u64, optional: bool, fd_floor: i32) -> Result<(), i64> {
     if addr == 0 && optional {
         return Ok(());
     }
     let p = mem.read_cstr(addr, PATH_MAX).ok_or(EFAULT)?;
-    if forbidden_path(&p, vmm_pid) {
+    if forbidden_path(&p, fd_floor) {
         return Err(EACCES);
     }
     Ok(())
@@ -129,6 +117,18 @@ impl Checked {
     }
 }
 
+/// Reads an iovec array of `n` entries at `v` into host memory without bounding its entries
+/// (process_vm's remote iovecs, which name another address space).
+pub fn copy_iov_unchecked(mem: &GuestMemory, v: u64, n: u64) -> Result<Vec<u64>, i64> {
+    if n > 1024 {
+        return Err(-(libc::EINVAL as i64));
+    }
+    buf(mem, v, n * 16, n == 0)?;
+    Ok((0..n)
+        .flat_map(|k| [mem.read_u64(v + 16 * k), mem.read_u64(v + 16 * k + 8)])
+        .collect())
+}
+
 /// Reads and checks an iovec array of `n` entries at `v` into host memory.
 fn copy_iov(mem: &GuestMemory, v: u64, n: u64) -> Result<Vec<u64>, i64> {
     if n > 1024 {
@@ -145,13 +145,7 @@ fn copy_iov(mem: &GuestMemory, v: u64, n: u64) -> Result<Vec<u64>, i64> {
 }
 
 /// Checks the arguments `a` of a call with layout `layout`; Err holds the negative errno to return.
-pub fn check(
-    mem: &GuestMemory,
-    layout: &[Arg],
-    a: &[u64; 6],
-    fd_floor: i32,
-    vmm_pid: i32,
-) -> Result<Checked, i64> {
+pub fn check(mem: &GuestMemory, layout: &[Arg], a: &[u64; 6], fd_floor: i32) -> Result<Checked, i64> {
     let mut c = Checked {
         args: *a,
         ..Checked::default()
@@ -168,8 +162,8 @@ pub fn check(
             }
             Arg::Buf(l) => buf(mem, v, length(mem, a, l)?, false)?,
             Arg::OptBuf(l) => buf(mem, v, length(mem, a, l)?, true)?,
-            Arg::Path => path(mem, v, false, vmm_pid)?,
-            Arg::OptPath => path(mem, v, true, vmm_pid)?,
+            Arg::Path => path(mem, v, false, fd_floor)?,
+            Arg::OptPath => path(mem, v, true, fd_floor)?,
             Arg::Iov(ci) => {
                 c.iov = copy_iov(mem, v, a[ci])?;
                 c.args[i] = if c.iov.is_empty() {
@@ -224,18 +218,18 @@ mod tests {
         let layout = [Arg::Fd, Arg::Iov(2), Arg::Val];
         mem.write_u64(APP_BASE, APP_BASE + 0x100);
         mem.write_u64(APP_BASE + 8, 10);
-        let c = check(&mem, &layout, &[1, APP_BASE, 1, 0, 0, 0], 1000, 1).unwrap_or_else(|e| panic!("{e}"));
+        let c = check(&mem, &layout, &[1, APP_BASE, 1, 0, 0, 0], 1000).unwrap_or_else(|e| panic!("{e}"));
         assert_ne!(c.args[1], APP_BASE, "the kernel must read a VMM-owned copy");
         // SAFETY: args[1] points at the copy owned by `c`, which is alive: two u64 per iovec.
         let copy = unsafe { std::slice::from_raw_parts(c.args[1] as *const u64, 2) };
         assert_eq!(copy, &[APP_BASE + 0x100, 10]);
         mem.write_u64(APP_BASE, 0x7e00_0000_0000);
         assert_eq!(
-            check(&mem, &layout, &[1, APP_BASE, 1, 0, 0, 0], 1000, 1).err(),
+            check(&mem, &layout, &[1, APP_BASE, 1, 0, 0, 0], 1000).err(),
             Some(EFAULT)
         );
         assert_eq!(
-            check(&mem, &layout, &[1000, APP_BASE, 1, 0, 0, 0], 1000, 1).err(),
+            check(&mem, &layout, &[1000, APP_BASE, 1, 0, 0, 0], 1000).err(),
             Some(EBADF)
         );
     }
@@ -248,16 +242,12 @@ mod tests {
             "/proc/thread-self/mem",
             "/proc/77/mem",
             "/proc/77/task/1/mem",
-        ] {
-            assert!(forbidden_path(p.as_bytes(), 77), "{p}");
-        }
-        for p in [
-            "/proc/123/mem",
+            "/proc/123/map_files/",
             "/dev/fd/1000",
-            "/proc/self/../self/mem",
             "/proc/1/task/2/mem",
+            "/proc/self/fdinfo/1001",
         ] {
-            assert!(forbidden_path(p.as_bytes(), 77), "{p}");
+            assert!(forbidden_path(p.as_bytes(), 1000), "{p}");
         }
         for p in [
             "/etc/passwd",
@@ -266,8 +256,13 @@ mod tests {
             "memo.txt",
             "/dev/fd/0",
             "/proc/meminfo",
+            "/proc/self/fd",
+            "/proc/self/fd/3",
+            "/proc/self/root/etc/mem",
+            "/proc/self/cwd/x",
+            "/proc/self/task",
         ] {
-            assert!(!forbidden_path(p.as_bytes(), 77), "{p}");
+            assert!(!forbidden_path(p.as_bytes(), 1000), "{p}");
         }
     }
 }

@@ -3,7 +3,7 @@
 
 #![allow(non_upper_case_globals)] // libc names the SYS_ constants in lower case
 
-use super::check::{check, opened_file_is_forbidden, EFAULT};
+use super::check::{check, EFAULT};
 use super::layout::{self, Arg, Len};
 use super::{Kernel, Reply};
 use crate::sys;
@@ -15,14 +15,14 @@ impl Kernel {
             SYS_ioctl => return self.ioctl(a),
             SYS_fcntl => return self.fcntl(a),
             SYS_futex => return self.futex(a),
-            SYS_close_range => return Reply::Ret(-(EINVAL as i64)),
-            SYS_process_vm_readv | SYS_process_vm_writev => {
-                // Toward the VMM itself (any of its threads) these would read or write VMM memory.
-                let pid = a[0] as i32;
-                if pid <= 0 || pid == self.pid() || std::path::Path::new(&format!("/proc/self/task/{pid}")).exists() {
-                    return Reply::Ret(-(EPERM as i64));
-                }
-                layout::PROCESS_VM
+            SYS_close_range => return self.close_range(a),
+            SYS_process_vm_readv | SYS_process_vm_writev => return self.process_vm(nr, a),
+            SYS_getrlimit | SYS_setrlimit if a[0] == RLIMIT_NOFILE as u64 => return self.nofile(nr, a),
+            SYS_prlimit64 if a[1] == RLIMIT_NOFILE as u64 && (a[0] == 0 || self.is_self(a[0] as i32)) => {
+                return self.nofile(nr, a)
+            }
+            SYS_dup2 | SYS_dup3 if !crate::fds::guest_may_hold(a[1] as i32 as i64) => {
+                return Reply::Ret(-(EBADF as i64))
             }
             n => match layout::layout(n) {
                 Some(l) => l,
@@ -34,17 +34,25 @@ impl Kernel {
                 }
             },
         };
-        let checked = match check(&self.mem, layout, &a, self.fd_floor, self.pid()) {
+        let checked = match check(&self.mem, layout, &a, self.fd_floor) {
             Ok(c) => c,
             Err(e) => return Reply::Ret(e),
         };
+        match nr as i64 {
+            SYS_open => return Reply::Ret(self.open_judged(AT_FDCWD, a[0], a[1] as i32, a[2] as u32)),
+            SYS_openat => return Reply::Ret(self.open_judged(a[0] as i32, a[1], a[2] as i32, a[3] as u32)),
+            SYS_creat => {
+                let flags = O_CREAT | O_WRONLY | O_TRUNC;
+                return Reply::Ret(self.open_judged(AT_FDCWD, a[0], flags, a[1] as u32));
+            }
+            _ => {}
+        }
         let r = sys::raw_syscall(nr, checked.args);
         checked.finish(&self.mem);
-        if r >= 0 && matches!(nr as i64, SYS_open | SYS_openat | SYS_creat) && opened_file_is_forbidden(r) {
-            sys::raw_syscall(SYS_close as u64, [r as u64, 0, 0, 0, 0, 0]);
-            return Reply::Ret(-(EACCES as i64));
+        if r < 0 {
+            return Reply::Ret(r);
         }
-        Reply::Ret(r)
+        Reply::Ret(self.after_delegated(nr, &a, r))
     }
 
     fn ioctl(&self, a: [u64; 6]) -> Reply {
@@ -80,10 +88,11 @@ impl Kernel {
         }
         let arg: &[Arg] = match a[1] as i32 {
             F_DUPFD | F_DUPFD_CLOEXEC => {
-                if a[2] as i64 >= self.fd_floor as i64 {
+                if !crate::fds::guest_may_hold(a[2] as i64) {
                     return Reply::Ret(-(EINVAL as i64));
                 }
-                &[Arg::Fd, Arg::Val, Arg::Val]
+                let r = sys::raw_syscall(SYS_fcntl as u64, a);
+                return Reply::Ret(if r >= 0 { self.limit_fd(r) } else { r });
             }
             F_GETLK | F_SETLK | F_SETLKW | F_OFD_GETLK | F_OFD_SETLK | F_OFD_SETLKW => {
                 &[Arg::Fd, Arg::Val, Arg::Buf(Len::Fixed(32))]
@@ -92,7 +101,7 @@ impl Kernel {
             | F_GET_SEALS => &[Arg::Fd, Arg::Val, Arg::Val],
             _ => return Reply::Ret(-(EINVAL as i64)),
         };
-        if let Err(e) = check(&self.mem, arg, &a, self.fd_floor, self.pid()) {
+        if let Err(e) = check(&self.mem, arg, &a, self.fd_floor) {
             return Reply::Ret(e);
         }
         Reply::Ret(sys::raw_syscall(SYS_fcntl as u64, a))
@@ -117,9 +126,58 @@ impl Kernel {
             ],
             _ => return self.refuse(SYS_futex as u64, "this futex operation"),
         };
-        if let Err(e) = check(&self.mem, layout, &a, self.fd_floor, self.pid()) {
+        if let Err(e) = check(&self.mem, layout, &a, self.fd_floor) {
             return Reply::Ret(e);
         }
         Reply::Ret(sys::raw_syscall(SYS_futex as u64, a))
+    }
+}
+
+impl Kernel {
+    /// True when `pid` is this guest process or one of its threads (the VMM's pid or a tid).
+    pub(super) fn is_self(&self, pid: i32) -> bool {
+        pid == self.pid() || crate::procfs::is_own(pid)
+    }
+
+    /// process_vm_readv/writev. The local iovecs are checked and copied like any iovec array; the
+    /// remote array is copied too (the kernel reads the copy, so it cannot be swapped after the
+    /// check). Toward a VMM — this one, or any other process whose executable is the VMM's: an
+    /// ancestor, sibling or child of a guest fork, another LWK rank — every remote range must lie
+    /// in that VMM's guest window (from its maps): its guest's memory, which the guest could reach
+    /// natively (MPI's single-copy transfers between ranks rely on it), never the VMM's own. Other
+    /// processes are the kernel's business, as natively.
+    fn process_vm(&self, nr: u64, a: [u64; 6]) -> Reply {
+        let pid = a[0] as i32;
+        if pid <= 0 {
+            return Reply::Ret(-(ESRCH as i64));
+        }
+        let mut c = match check(&self.mem, layout::PROCESS_VM_LOCAL, &a, self.fd_floor) {
+            Ok(c) => c,
+            Err(e) => return Reply::Ret(e),
+        };
+        let remote = match super::check::copy_iov_unchecked(&self.mem, a[3], a[4]) {
+            Ok(v) => v,
+            Err(e) => return Reply::Ret(e),
+        };
+        let own = self.is_self(pid);
+        if own || crate::procfs::is_vmm(pid) {
+            let window = if own {
+                Some((self.mem.app.base, self.mem.app.end()))
+            } else {
+                crate::procfs::vmm_window(pid)
+            };
+            let inside = |(lo, hi): (u64, u64)| {
+                remote
+                    .chunks(2)
+                    .all(|v| v[1] == 0 || (v[0] >= lo && v[0].checked_add(v[1]).is_some_and(|e| e <= hi)))
+            };
+            if !window.is_some_and(inside) {
+                return Reply::Ret(-(EPERM as i64));
+            }
+        }
+        if !remote.is_empty() {
+            c.args[3] = remote.as_ptr() as u64;
+        }
+        Reply::Ret(sys::raw_syscall(nr, c.args))
     }
 }

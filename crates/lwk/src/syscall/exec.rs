@@ -115,6 +115,7 @@ impl Kernel {
             Err(e) => return self.exec_failed(format!("loading {}: {e}", prog.display())),
         };
         *lock(&self.mm) = loaded.mm;
+        self.note_images(&loaded.image, loaded.interp.as_ref());
         if let Some(t) = loaded.thunks {
             *lock(&self.thunks) = Some(t);
         }

@@ -68,10 +68,9 @@ pub enum Arg {
 use self::Arg::*;
 use self::Len::*;
 
-/// process_vm_readv/writev toward *another* process (`delegate.rs` refuses the VMM itself): the
-/// local iovecs are checked; the remote ones name the other process's memory (another LWK rank's
-/// guest addresses are its VMM's addresses), so only their array must lie in the window.
-pub const PROCESS_VM: &[Arg] = &[Val, Iov(2), Val, Buf(ArgTimes(4, 16)), Val, Val];
+/// process_vm_readv/writev: the local iovecs are checked and copied here; the remote iovec array
+/// is copied, and bounded toward VMMs, by `delegate.rs` (`Kernel::process_vm`).
+pub const PROCESS_VM_LOCAL: &[Arg] = &[Val, Iov(2), Val, Val, Val, Val];
 
 /// The layout of delegated call `nr`, or None when the proxy does not know it.
 pub fn layout(nr: i64) -> Option<&'static [Arg]> {

@@ -44,9 +44,16 @@ impl Kernel {
                 }
                 let r = lock(&self.mm).mremap(a[0], a[1], a[2], a[3] & MREMAP_MAYMOVE as u64 != 0, &mut fx);
                 self.apply(fx);
+                if let Ok(new) = r {
+                    self.note_remap(a[0], a[1], new, a[2]);
+                }
                 Reply::Ret(r.map_or_else(MmError::errno, |v| v as i64))
             }
             SYS_msync => self.msync(a),
+            SYS_mprotect if lock(&self.mm).in_window(a[0], a[1]) => {
+                self.note_protect(a[0], a[1], a[2] as i32);
+                Reply::Ret(0)
+            }
             SYS_mprotect | SYS_mlock | SYS_munlock => Reply::Ret(if lock(&self.mm).in_window(a[0], a[1]) {
                 0
             } else {
@@ -181,6 +188,9 @@ impl Kernel {
         let mut fx = Effects::default();
         let r = lock(&self.mm).munmap(addr, len, &mut fx);
         self.apply(fx);
+        if r.is_ok() {
+            self.note_unmap(addr, len);
+        }
         r
     }
 
@@ -233,6 +243,8 @@ impl Kernel {
             let r = self.map_shared(addr, len, prot, fd, off);
             if !matches!(r, Reply::Ret(v) if v >= 0) {
                 self.release(addr, len).ok();
+            } else {
+                self.note_map(addr, len, prot, true, Some(fd), off);
             }
             return r;
         }
@@ -260,6 +272,8 @@ impl Kernel {
                 }
             }
         }
+        let file = (!anon).then_some(fd);
+        self.note_map(addr, len, prot, flags & MAP_SHARED != 0, file, off);
         Reply::Ret(addr as i64)
     }
 

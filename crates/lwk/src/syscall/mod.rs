@@ -5,8 +5,12 @@ pub mod check;
 mod cpus;
 mod delegate;
 pub(crate) mod exec;
+mod fdrange;
 pub mod layout;
 mod local;
+mod maps;
+mod open;
+mod opened;
 pub mod policy;
 mod shared;
 pub mod signal;
@@ -97,6 +101,8 @@ pub struct SigAction {
 pub struct Kernel {
     pub mem: Arc<GuestMemory>,
     pub(crate) mm: Mutex<Mm>,
+    /// What the ranges of the window hold, for the guest's /proc/self/maps (lock after `mm`).
+    pub(crate) vmas: Mutex<crate::vmas::Vmas>,
     /// Ranges of the window that are shared file mappings (`shared.rs`).
     pub(crate) shared: Mutex<crate::mm::RangeSet>,
     /// SysV shared-memory attachments: address → length (shmdt's argument is only the address).
@@ -146,9 +152,13 @@ impl Kernel {
         fd_floor: i32,
         quiet: bool,
     ) -> Self {
+        // The VMM's procfs directory, opened before the guest runs (a failure is reported when a
+        // procfs file is opened: every one is then refused).
+        let _ = crate::procfs::init();
         Kernel {
             mem,
             mm: Mutex::new(mm),
+            vmas: Mutex::new(crate::vmas::Vmas::default()),
             shared: Mutex::new(crate::mm::RangeSet::default()),
             shm: Mutex::new(std::collections::BTreeMap::new()),
             policy,

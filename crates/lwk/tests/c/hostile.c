@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -52,8 +53,11 @@ int main(void) {
     }
     printf("process_vm_writev into VMM threads: %s\n", written == 0 && eperm > 0 ? "refused" : "NOT REFUSED");
     bad += !(written == 0 && eperm > 0);
-    expect("close a VMM fd", close(1000), EBADF);
-    expect("dup2 onto a VMM fd", dup2(1, 1001), EBADF);
+    /* The VMM's fds start at the guest's hard RLIMIT_NOFILE. */
+    struct rlimit rl;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    expect("close a VMM fd", close((int)rl.rlim_max), EBADF);
+    expect("dup2 onto a VMM fd", dup2(1, (int)rl.rlim_max + 1), EBADF);
     printf("survived, %d not refused\n", bad);
     return bad;
 }

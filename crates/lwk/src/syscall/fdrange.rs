@@ -1,0 +1,67 @@
+//! The guest's side of the fd space (`fds.rs`): close_range clamped below the VMM's fds, and
+//! RLIMIT_NOFILE as the guest sees and sets it.
+
+use super::{Kernel, Reply};
+use crate::{fds, sys};
+
+const CLOSE_RANGE_UNSHARE: u64 = 2;
+const CLOSE_RANGE_CLOEXEC: u64 = 4;
+
+fn err(e: i32) -> Reply {
+    Reply::Ret(-(e as i64))
+}
+
+impl Kernel {
+    /// close_range(first, last, flags), clamped below the VMM's fds. CLOSE_RANGE_CLOEXEC is
+    /// honoured. CLOSE_RANGE_UNSHARE is not passed on: the VMM's threads (proxy, vCPUs) must keep
+    /// sharing one fd table, so the range is closed for the whole guest process — what the flag
+    /// gives a single-threaded caller, the usual one (closefrom before exec).
+    pub(super) fn close_range(&self, a: [u64; 6]) -> Reply {
+        let (first, last, flags) = (a[0] as u32, a[1] as u32, a[2]);
+        if flags & !(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC) != 0 || first > last {
+            return err(libc::EINVAL);
+        }
+        let top = (self.fd_floor - 1) as u32;
+        if first > top {
+            return Reply::Ret(0);
+        }
+        Reply::Ret(sys::raw_syscall(
+            libc::SYS_close_range as u64,
+            [
+                first as u64,
+                last.min(top) as u64,
+                flags & CLOSE_RANGE_CLOEXEC,
+                0,
+                0,
+                0,
+            ],
+        ))
+    }
+
+    /// getrlimit/setrlimit/prlimit64 of RLIMIT_NOFILE for the guest itself: the guest's limit,
+    /// kept by the LWK (`fds.rs`).
+    pub(super) fn nofile(&self, nr: u64, a: [u64; 6]) -> Reply {
+        let (new, old) = match nr as i64 {
+            libc::SYS_getrlimit => (0, a[1]),
+            libc::SYS_setrlimit => (a[1], 0),
+            _ => (a[2], a[3]),
+        };
+        for p in [new, old] {
+            if p != 0 && !self.mem.in_app(p, 16) {
+                return err(libc::EFAULT);
+            }
+        }
+        let (soft, hard) = fds::guest_limit();
+        if new != 0 {
+            let (s, h) = (self.mem.read_u64(new), self.mem.read_u64(new + 8));
+            if let Err(e) = fds::set_guest_limit(s, h) {
+                return err(e);
+            }
+        }
+        if old != 0 {
+            self.mem.write_u64(old, soft);
+            self.mem.write_u64(old + 8, hard);
+        }
+        Reply::Ret(0)
+    }
+}

@@ -1,0 +1,104 @@
+//! open/openat/creat without a window for another guest thread: a file is judged *before* the
+//! guest can use it.
+//!
+//! Opening first and judging after (closing a forbidden fd) leaves the fd in the fd table the
+//! guest's threads share for as long as the judgement takes (tens of µs for a procfs file), and
+//! another guest thread, served by its own vCPU thread meanwhile, could pwrite through it. So the
+//! path is first opened with O_PATH (no read, no write), that fd moved into the VMM's range (out
+//! of the guest's reach; its low number is free again) and judged; only an allowed file is then
+//! opened for real, by reopening *that* file through the VMM's procfs (`self/fd/N`), so a path
+//! swapped meanwhile (a symlink replaced) changes nothing. The real fd gets the lowest free
+//! number, as natively. A new file (O_CREAT|O_EXCL, O_TMPFILE, or O_CREAT on a missing name,
+//! created with O_EXCL) cannot be a procfs file or a VMM file and is opened directly.
+
+#![allow(non_upper_case_globals)] // libc names the SYS_ constants in lower case
+
+use super::check::EFAULT;
+use super::Kernel;
+use crate::{fds, procfs, sys};
+use libc::*;
+
+/// How many times an O_CREAT open retries when its name keeps appearing and disappearing.
+const RETRIES: usize = 4;
+
+impl Kernel {
+    /// openat(dirfd, path, flags, mode) for the guest (`path` a checked guest pointer).
+    pub(super) fn open_judged(&self, dirfd: i32, path: u64, flags: i32, mode: u32) -> i64 {
+        // One copy of the name: the guest cannot change it between the steps.
+        let Some(name) = self.mem.read_cstr(path, 4096) else {
+            return EFAULT;
+        };
+        let Ok(name) = std::ffi::CString::new(name) else {
+            return EFAULT;
+        };
+        let creates = flags & O_TMPFILE == O_TMPFILE || flags & (O_CREAT | O_EXCL) == O_CREAT | O_EXCL;
+        if creates {
+            return self.fresh(sys::openat_raw(dirfd, &name, flags, mode));
+        }
+        for _ in 0..RETRIES {
+            let p = sys::openat_raw(
+                dirfd,
+                &name,
+                O_PATH | O_CLOEXEC | (flags & (O_NOFOLLOW | O_DIRECTORY)),
+                0,
+            );
+            if p == -(ENOENT as i64) && flags & O_CREAT != 0 {
+                let r = sys::openat_raw(dirfd, &name, flags | O_EXCL, mode);
+                if r == -(EEXIST as i64) {
+                    continue; // created (or made a dangling symlink) meanwhile: look again
+                }
+                return self.fresh(r);
+            }
+            if p < 0 {
+                return p;
+            }
+            return self.reopen(p as i32, flags);
+        }
+        // A name that keeps changing, or O_CREAT through a dangling symbolic link (which creates
+        // its target): open as asked and judge after.
+        let r = sys::openat_raw(dirfd, &name, flags, mode);
+        if r < 0 {
+            r
+        } else {
+            self.opened(r, flags as u64)
+        }
+    }
+
+    /// A newly created file: only the guest's fd limit applies.
+    fn fresh(&self, r: i64) -> i64 {
+        if r < 0 {
+            r
+        } else {
+            self.limit_fd(r)
+        }
+    }
+
+    /// Judges O_PATH fd `low` and, when allowed, opens its file for real with the guest's `flags`.
+    fn reopen(&self, low: i32, flags: i32) -> i64 {
+        let high = sys::move_fd_high(low, fds::floor());
+        sys::close(low);
+        let p = match high {
+            Ok(p) => p,
+            Err(e) => return -(e.raw_os_error().unwrap_or(EMFILE) as i64),
+        };
+        let r = match self.judge(p, flags as u64) {
+            Some(r) => r,
+            None if flags & O_PATH != 0 => {
+                // The guest asked for an O_PATH fd: this one, at the lowest free number.
+                let cmd = if flags & O_CLOEXEC != 0 {
+                    F_DUPFD_CLOEXEC
+                } else {
+                    F_DUPFD
+                };
+                self.fresh(sys::raw_syscall(
+                    SYS_fcntl as u64,
+                    [p as u64, cmd as u64, 0, 0, 0, 0],
+                ))
+            }
+            None if flags & O_NOFOLLOW != 0 && sys::is_symlink(p) => -(ELOOP as i64),
+            None => self.fresh(procfs::reopen(p, flags & !(O_CREAT | O_EXCL | O_NOFOLLOW))),
+        };
+        sys::close(p);
+        r
+    }
+}

@@ -1,0 +1,133 @@
+//! What a delegated call that yields file descriptors gave the guest: opens judged by what they
+//! reached (`procfs::classify_fd`; the opens themselves are in `open.rs`), the guest's own maps answered from the LWK's view, VMM fds
+//! hidden from fd-directory listings, and fds at or above the guest's RLIMIT_NOFILE refused
+//! with EMFILE as Linux would (the VMM itself runs with a higher limit, see `fds.rs`).
+
+#![allow(non_upper_case_globals)] // libc names the SYS_ constants in lower case
+
+use super::Kernel;
+use crate::procfs::{self, Verdict};
+use crate::{fds, sys};
+use libc::*;
+
+const ANON_INODE_FS_MAGIC: i64 = 0x0904_1934;
+const PROC_SUPER_MAGIC: i64 = 0x9fa0;
+
+fn close(fd: i64) {
+    sys::close(fd as i32);
+}
+
+impl Kernel {
+    /// The result a successful delegated call `nr` (arguments `a`) returns to the guest, given its
+    /// host result `r` ≥ 0.
+    pub(super) fn after_delegated(&self, nr: u64, a: &[u64; 6], r: i64) -> i64 {
+        match nr as i64 {
+            SYS_dup | SYS_socket | SYS_accept | SYS_accept4 | SYS_eventfd2 | SYS_epoll_create1
+            | SYS_timerfd_create | SYS_memfd_create => self.limit_fd(r),
+            SYS_pipe | SYS_pipe2 => self.limit_pair(a[0], r),
+            SYS_socketpair => self.limit_pair(a[3], r),
+            SYS_getdents if r > 0 => self.listed(a[0] as i32, a[1], r, 18),
+            SYS_getdents64 if r > 0 => self.listed(a[0] as i32, a[1], r, 19),
+            _ => r,
+        }
+    }
+
+    /// An fd for the guest: closed and EMFILE when it is at or above the guest's soft limit.
+    pub(super) fn limit_fd(&self, fd: i64) -> i64 {
+        if fds::guest_may_hold(fd) {
+            fd
+        } else {
+            close(fd);
+            -(EMFILE as i64)
+        }
+    }
+
+    /// pipe/pipe2/socketpair: both fds (an int[2] in the window, checked before the call).
+    fn limit_pair(&self, at: u64, r: i64) -> i64 {
+        let mut b = [0u8; 8];
+        self.mem.read(at, &mut b);
+        let (x, y) = (
+            i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64,
+            i32::from_le_bytes([b[4], b[5], b[6], b[7]]) as i64,
+        );
+        if fds::guest_may_hold(x) && fds::guest_may_hold(y) {
+            r
+        } else {
+            close(x);
+            close(y);
+            -(EMFILE as i64)
+        }
+    }
+
+    /// After an open that returned `fd` (with open flags `flags`): refused when it reached a VMM's
+    /// memory or fds, replaced by the synthesized text for the guest's own maps.
+    pub(super) fn opened(&self, fd: i64, flags: u64) -> i64 {
+        match self.judge(fd as i32, flags) {
+            Some(r) => {
+                close(fd);
+                r
+            }
+            None => self.limit_fd(fd),
+        }
+    }
+
+    /// What the guest gets instead of open file `fd` (None: `fd` itself is fine): EACCES when it
+    /// reaches a VMM's memory or fds, a memfd with the guest's own maps for a maps file.
+    pub(super) fn judge(&self, fd: i32, flags: u64) -> Option<i64> {
+        // One fstatfs decides for most opens: only procfs files need a closer look.
+        let fs = sys::fs_type(fd).ok();
+        let verdict = match fs {
+            Some(PROC_SUPER_MAGIC) => procfs::classify_fd(fd),
+            Some(_) => Verdict::Allow,
+            None => Verdict::Refuse,
+        };
+        match verdict {
+            Verdict::Refuse => Some(-(EACCES as i64)),
+            Verdict::OwnMaps => {
+                let text = self.maps_text();
+                Some(
+                    match sys::memfd_with("maps", text.as_bytes(), flags & O_CLOEXEC as u64 != 0) {
+                        Ok(m) => self.limit_fd(m as i64),
+                        Err(e) => -(e.raw_os_error().unwrap_or(ENOMEM) as i64),
+                    },
+                )
+            }
+            Verdict::Allow | Verdict::FdDir if is_vmm_file(fd, fs) => Some(-(EACCES as i64)),
+            Verdict::Allow | Verdict::FdDir => None,
+        }
+    }
+
+    /// getdents/getdents64 that returned `n` bytes at `buf` from `fd` (names at byte `name_at` of
+    /// each record): a VMM's fd directory lists only the guest's fds.
+    fn listed(&self, fd: i32, buf: u64, n: i64, name_at: usize) -> i64 {
+        if sys::fs_type(fd).ok() != Some(PROC_SUPER_MAGIC) || procfs::classify_fd(fd) != Verdict::FdDir {
+            return n;
+        }
+        let mut b = vec![0u8; n as usize];
+        self.mem.read(buf, &mut b);
+        let kept = procfs::hide_high_fds(&mut b, name_at, self.fd_floor);
+        self.mem.write(buf, &b[..kept]);
+        kept as i64
+    }
+}
+
+/// True when `fd` is one of the VMM's own files (/dev/kvm, the VM, a vCPU, its eventfd, its
+/// procfs directory), opened again through a `fd/N` link of any procfs mount. An open through such
+/// a link makes a new open file description, so the file is recognised by its inode (dev, ino);
+/// the VM, vCPU and eventfd fds share the one anonymous inode, so any anonymous-inode file
+/// reopened this way is refused, a guest's own eventfd included.
+fn is_vmm_file(fd: i32, fs: Option<i64>) -> bool {
+    if fs == Some(PROC_SUPER_MAGIC) {
+        return sys::is_directory(fd) && procfs::is_vmm_dir(fd);
+    }
+    let anon = fs == Some(ANON_INODE_FS_MAGIC);
+    let kvm_dev = sys::char_device(fd) == Some(libc::makedev(10, 232));
+    if !anon && !kvm_dev {
+        return false;
+    }
+    let Ok(id) = sys::fd_file_id(fd) else {
+        return true;
+    };
+    let floor = fds::floor();
+    (floor..floor + fds::RESERVED as i32).any(|v| sys::fd_file_id(v).is_ok_and(|x| x == id))
+}

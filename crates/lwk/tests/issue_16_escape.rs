@@ -1,0 +1,275 @@
+//! Issue #16, items 1, 2, 3 and 7: what the guest sees of /proc and of the fd space, and that no
+//! path leads from the guest to a VMM's memory or fds (forked relatives included, a second procfs
+//! mount included). These tests need /dev/kvm, gcc and root (for the procfs mount): they FAIL
+//! (never skip) when one is missing.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const RUNNER: &str = env!("CARGO_BIN_EXE_lwk-run");
+
+fn require_kvm() {
+    if let Err(e) = multios_lwk::check_kvm() {
+        panic!("issue #16 tests need KVM and it is not usable here: {e}");
+    }
+}
+
+/// A fresh directory, removed (recursively) when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> Self {
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let k = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let d = std::env::temp_dir().join(format!("multios-issue16-{}-{k}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("creating {}: {e}", d.display()));
+        TempDir(d)
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+
+    fn arg(&self) -> &str {
+        self.0.to_str().unwrap_or_default()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A procfs mounted at a temporary directory, unmounted and removed when dropped (the directory
+/// only if the unmount worked: never a recursive removal through a mounted procfs).
+struct ProcMount(PathBuf);
+
+impl ProcMount {
+    fn new() -> Self {
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let k = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let d = std::env::temp_dir().join(format!("multios-issue16-{}-{k}-proc2", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("creating {}: {e}", d.display()));
+        let m = ProcMount(d);
+        let o = run(Command::new("mount").args(["-t", "proc", "proc"]).arg(&m.0));
+        assert!(
+            o.status.success(),
+            "mount -t proc proc {} (the test needs root): {}",
+            m.0.display(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        m
+    }
+
+    fn arg(&self) -> &str {
+        self.0.to_str().unwrap_or_default()
+    }
+}
+
+impl Drop for ProcMount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// Builds tests/c/NAME.c with gcc `flags` into `dir`.
+fn build_c(name: &str, flags: &[&str], dir: &TempDir) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/c")
+        .join(format!("{name}.c"));
+    let out = dir
+        .path()
+        .join(format!("{name}{}", flags.concat().replace('-', "_")));
+    let o = Command::new("gcc")
+        .args(flags)
+        .args(["-O1", "-g", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .output()
+        .unwrap_or_else(|e| panic!("running gcc (apt-get install gcc libc6-dev): {e}"));
+    assert!(
+        o.status.success(),
+        "gcc {}: {}",
+        src.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out
+}
+
+fn run(cmd: &mut Command) -> Output {
+    cmd.output().unwrap_or_else(|e| panic!("running {cmd:?}: {e}"))
+}
+
+fn lwk(prog: &Path, args: &[&str]) -> Output {
+    run(Command::new(RUNNER).arg(prog).args(args))
+}
+
+fn show(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// The start of the first mapping naming `what` in `maps`.
+fn first_mapping(maps: &str, what: &str) -> Option<u64> {
+    let l = maps.lines().find(|l| l.contains(what))?;
+    u64::from_str_radix(l.split('-').next()?, 16).ok()
+}
+
+#[test]
+fn issue_16_forked_child_cannot_reach_the_parent_vmm_with_process_vm() {
+    require_kvm();
+    let dir = TempDir::new("escape");
+    for flags in [&["-static"][..], &[][..]] {
+        let prog = build_c("vmmescape", flags, &dir);
+        let mut child = Command::new(RUNNER)
+            .arg(&prog)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("running {RUNNER}: {e}"));
+        // The VMM's own addresses, as an attacker that could read its maps would aim.
+        // (read until the runner's image is mapped: the process may not have finished its exec)
+        let mut maps = String::new();
+        for _ in 0..1000 {
+            maps = std::fs::read_to_string(format!("/proc/{}/maps", child.id())).unwrap_or_default();
+            if maps.contains("lwk-run") {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let elf = first_mapping(&maps, "lwk-run").unwrap_or_else(|| panic!("no lwk-run in\n{maps}"));
+        let stack = first_mapping(&maps, "[stack]").unwrap_or_else(|| panic!("no [stack] in\n{maps}"));
+        if let Some(mut stdin) = child.stdin.take() {
+            let _ = writeln!(stdin, "{elf:x} {stack:x}");
+        }
+        let out = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+        let s = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            s.contains("survived, 0 not refused") && !s.contains("NOT REFUSED"),
+            "{flags:?}\n{}",
+            show(&out)
+        );
+        assert!(
+            s.contains("in-window read of the parent's guest memory: ok"),
+            "{}",
+            show(&out)
+        );
+        assert!(s.contains("parent maps: refused"), "{}", show(&out));
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    }
+}
+
+#[test]
+fn issue_16_second_procfs_mount_does_not_reach_vmm_memory_or_fds() {
+    require_kvm();
+    let dir = TempDir::new("procmount");
+    let prog = build_c("procmount", &["-static"], &dir);
+    let mount = ProcMount::new();
+    let out = lwk(&prog, &[mount.arg()]);
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        s.contains("survived, 0 not refused") && !s.contains("NOT REFUSED") && !s.contains("FAILED"),
+        "{}",
+        show(&out)
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+}
+
+/// Checks a /proc/self/maps text of a guest running `prog`.
+fn check_guest_maps(text: &str, prog: &Path, dynamic: bool) {
+    let window = (0x40_0000u64, 0x7e00_0000_0000u64);
+    let mut names = Vec::new();
+    for l in text.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        assert!(f.len() >= 5, "short line {l:?} in\n{text}");
+        let (a, b) = f[0].split_once('-').unwrap_or_else(|| panic!("{l:?}"));
+        let (a, b) = (
+            u64::from_str_radix(a, 16).unwrap_or_else(|e| panic!("{l:?}: {e}")),
+            u64::from_str_radix(b, 16).unwrap_or_else(|e| panic!("{l:?}: {e}")),
+        );
+        assert!(
+            a < b && a >= window.0 && b <= window.1,
+            "outside the window: {l:?}"
+        );
+        assert!(f[1].len() == 4 && f[2].len() == 8 && f[3].contains(':'), "{l:?}");
+        if f.len() > 5 {
+            // The name starts at column 74, as Linux prints it.
+            assert_eq!(l.find(f[5]), Some(73), "{l:?}");
+            names.push(f[5].to_string());
+        }
+    }
+    for bad in ["lwk-run", "kvm"] {
+        assert!(!text.contains(bad), "{bad} in the guest's maps:\n{text}");
+    }
+    let exe = std::fs::canonicalize(prog).unwrap_or_else(|e| panic!("{e}"));
+    let exe = exe.to_string_lossy();
+    assert!(names.iter().any(|n| n == &*exe), "{exe} not named in\n{text}");
+    assert!(names.iter().any(|n| n == "[stack]"), "no [stack] in\n{text}");
+    assert!(
+        text.lines().any(|l| l.contains(" r-xp ") && l.ends_with(&*exe)),
+        "no executable line of {exe} in\n{text}"
+    );
+    if dynamic {
+        assert!(text.contains("libc.so.6"), "libc not named in\n{text}");
+    }
+}
+
+#[test]
+fn issue_16_guest_proc_self_maps_shows_its_own_address_space() {
+    require_kvm();
+    let dir = TempDir::new("maps");
+    for (flags, dynamic) in [(&["-static"][..], false), (&[][..], true)] {
+        let prog = build_c("maps", flags, &dir);
+        let native = run(&mut Command::new(&prog));
+        let n = String::from_utf8_lossy(&native.stdout);
+        assert!(n.contains("[stack]") && n.contains("---\n"), "native: {n}");
+        let out = lwk(&prog, &[]);
+        let s = String::from_utf8_lossy(&out.stdout);
+        let (maps, rest) = s.split_once("---\n").unwrap_or_else(|| panic!("{}", show(&out)));
+        check_guest_maps(maps, &prog, dynamic);
+        assert!(!rest.contains("DIFFERENT"), "{}", show(&out));
+        // The anonymous mapping whose middle page was made read-only shows as three areas.
+        let anon = rest
+            .lines()
+            .find_map(|l| l.strip_prefix("anon 0x"))
+            .and_then(|a| u64::from_str_radix(a, 16).ok())
+            .unwrap_or_else(|| panic!("{}", show(&out)));
+        let line = |a: u64| maps.lines().find(|l| l.starts_with(&format!("{a:08x}-")));
+        assert!(line(anon + 4096).is_some_and(|l| l.contains(" r--p ")), "{maps}");
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    }
+}
+
+#[test]
+fn issue_16_closefrom_proc_self_fd_and_1021_files_like_native() {
+    require_kvm();
+    let dir = TempDir::new("fds");
+    let data = TempDir::new("fds-data");
+    std::fs::write(data.path().join("f"), "hello").unwrap_or_else(|e| panic!("{e}"));
+    for flags in [&["-static"][..], &[][..]] {
+        let prog = build_c("fds", flags, &dir);
+        let native = run(Command::new(&prog).arg(data.arg()));
+        let l = lwk(&prog, &[data.arg()]);
+        assert_eq!(
+            (native.status.code(), String::from_utf8_lossy(&native.stdout)),
+            (l.status.code(), String::from_utf8_lossy(&l.stdout)),
+            "native and LWK differ\n--- native\n{}\n--- LWK\n{}",
+            show(&native),
+            show(&l)
+        );
+        let s = String::from_utf8_lossy(&l.stdout);
+        assert!(
+            s.contains("opened 1021 files, the last fd 1023, then EMFILE"),
+            "{s}"
+        );
+    }
+}
