@@ -317,7 +317,9 @@ impl Machine {
                 return Some(End::Kicked);
             }
             return match reply {
-                Reply::Ret(r) if self.kernel.deliverable(id as usize) => {
+                Reply::Ret(r)
+                    if self.kernel.deliverable(id as usize) || crate::syscall::signal::is_restart(r) =>
+                {
                     crate::deliver::complete_call(&self.kernel, id, vcpu, r).then_some(End::Process)
                 }
                 Reply::Ret(r) => {
@@ -424,8 +426,14 @@ impl Machine {
         }
     }
 
-    /// Kicks vCPU `id`'s thread out of KVM_RUN.
+    /// Kicks vCPU `id`'s thread out of KVM_RUN, and the host thread performing its delegated
+    /// call (the proxy or its own thread) out of that call.
     fn kick_vcpu(&self, id: u64) {
+        if let Some(t) = self.kernel.serving_thread(id as usize) {
+            if !self.exiting.load(Ordering::Acquire) {
+                kick(t as libc::pthread_t);
+            }
+        }
         if id == 0 {
             if !self.exiting.load(Ordering::Acquire) {
                 kick(self.main_thread.load(Ordering::Acquire) as libc::pthread_t);

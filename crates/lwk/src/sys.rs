@@ -260,6 +260,12 @@ pub fn xcr0() -> u64 {
     ((hi as u64) << 32) | lo as u64
 }
 
+/// The calling thread's pthread_t, as a number (for pthread_kill by another thread).
+pub fn pthread_self() -> u64 {
+    // SAFETY: pthread_self has no preconditions.
+    unsafe { libc::pthread_self() as u64 }
+}
+
 /// The calling thread's id.
 pub fn gettid() -> i32 {
     // SAFETY: gettid has no arguments and cannot fail.

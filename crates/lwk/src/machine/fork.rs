@@ -88,6 +88,10 @@ impl Machine {
         self.forked.store(true, Ordering::Release);
         let pid = std::process::id() as i32;
         self.kernel.become_child(pid, req.clear_child_tid, id as usize);
+        // Host threads of the parent that were serving calls do not exist here: never kick them.
+        for s in self.kernel.serving.iter() {
+            s.store(0, Ordering::Release);
+        }
         // SAFETY: pthread_self has no preconditions.
         self.main_thread
             .store(unsafe { libc::pthread_self() } as u64, Ordering::Release);
