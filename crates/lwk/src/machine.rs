@@ -105,6 +105,8 @@ pub fn drive(
     t0: Instant,
 ) -> Result<Outcome, LwkError> {
     install_kick_handler();
+    crate::hostsig::catch_sent_faults();
+    kernel.adopt_host_dispositions();
     let vm = Vm::new(&mem, crate::FD_FLOOR)?;
     stub::write_tables(&mem);
     let cpuid = vm

@@ -166,7 +166,7 @@ impl Kernel {
                 }),
             },
             // The children are real processes (forked VMMs): waiting for them is Linux's business.
-            SYS_wait4 | SYS_waitid => self.delegate(nr, a),
+            SYS_wait4 | SYS_waitid => self.delegate_interruptibly(cpu, nr, a),
             SYS_rt_sigreturn => match ctx {
                 Ctx::Proxy => Reply::NeedVcpu,
                 Ctx::Vcpu(v) => self.sigreturn(cpu, v, self.caller_rsp(cpu)),

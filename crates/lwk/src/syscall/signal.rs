@@ -317,6 +317,23 @@ impl Kernel {
         Reply::Ret(0)
     }
 
+    /// At start-up: the guest inherits the signals the VMM was started with ignored (as a program
+    /// does across exec), and the VMM catches those whose default action ends the guest
+    /// (`hostsig.rs`), so that the guest's mask applies and the run ends by them in order.
+    pub fn adopt_host_dispositions(&self) {
+        let mut acts = lock(&self.sigactions);
+        for (sig, act) in acts.iter_mut().enumerate().skip(1) {
+            if act.raw[0] != libc::SIG_DFL as u64 {
+                continue;
+            }
+            if crate::hostsig::inherited_ignore(sig as i32) {
+                act.raw[0] = libc::SIG_IGN as u64;
+            } else {
+                crate::hostsig::follow(sig as i32, libc::SIG_DFL as u64, false);
+            }
+        }
+    }
+
     pub(super) fn sigprocmask(&self, cpu: usize, a: [u64; 6]) -> Reply {
         if a[3] != 8 {
             return Reply::Ret(-(libc::EINVAL as i64));
