@@ -266,8 +266,9 @@ fn interrupted_code(nr: u64) -> Reply {
 /// Turns an internal restart result in `regs.rax` into what the guest sees after call `nr`: with
 /// a handler (its sa_flags) EINTR, or the call again for ERESTARTSYS under SA_RESTART (and for
 /// ERESTARTNOINTR); without one, the call again. "Again" is Linux's way: rax = the call number and
-/// rip back over the 2-byte `syscall` (kept in place at rewritten sites too), so the guest issues
-/// it anew with its argument registers, which the stub does not touch.
+/// rip back over the 2-byte `syscall` (or to the start of a rewritten site's thunk:
+/// `rewrite::restart_at`), so the guest issues it anew with its argument registers, which the
+/// stub does not touch.
 fn after_interrupt(regs: &mut kvm_regs, nr: u64, handler_flags: Option<u64>) {
     let r = regs.rax as i64;
     if !is_restart(r) {
@@ -279,7 +280,7 @@ fn after_interrupt(regs: &mut kvm_regs, nr: u64, handler_flags: Option<u64>) {
     };
     if again {
         regs.rax = nr;
-        regs.rip = regs.rip.wrapping_sub(2);
+        regs.rip = crate::rewrite::restart_at(regs.rip);
         regs.rcx = regs.rip;
     } else {
         regs.rax = -(libc::EINTR as i64) as u64;
