@@ -147,13 +147,13 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(mode, "term")) {
         handle(SIGCHLD, on_chld, 0);
-        handle(SIGTERM, on_term, 0);
         sigset_t waitmask = block_chld();
         child = fork();
         if (child == 0) {
             nap(20000);
             _exit(0);
         }
+        handle(SIGTERM, on_term, 0);
         printf("ready\n");
         for (;;) pselect(0, NULL, NULL, NULL, NULL, &waitmask);
     }
