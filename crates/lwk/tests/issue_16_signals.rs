@@ -2,7 +2,8 @@
 //! Item 4: a SIGSEGV/SIGBUS sent by another process reaches the guest (its handler, or death by
 //! that signal) instead of being swallowed. Item 6: a blocking delegated call is interrupted by a
 //! signal the guest takes under the mask the call installs (`make -j2` hung in pselect6), EINTR or
-//! a restart as SA_RESTART says, and SIGTERM ends a run stuck in such a call. Every run has a
+//! a restart as SA_RESTART says, and SIGTERM ends a run stuck in such a call; rt_sigtimedwait
+//! takes blocked signals (it was ENOSYS). Every run has a
 //! deadline: a regression fails instead of hanging. Needs /dev/kvm, gcc and make.
 
 use std::io::{BufRead, BufReader, Read};
@@ -312,4 +313,19 @@ fn issue_16_sigterm_ends_a_run_waiting_in_pselect() {
         Some("terminated, child reaped 1, killed by 15"),
         "{err}"
     );
+}
+
+#[test]
+fn issue_16_sigtimedwait_takes_blocked_signals_like_native() {
+    require_kvm();
+    let dir = TempDir::new("sigwait");
+    let prog = build_c(&dir, "interrupts", &[]);
+    let (status, native, _) = run(Command::new(&prog).arg("sigwait"), "native sigwait");
+    assert!(status.success());
+    assert_eq!(native.len(), 3, "{native:?}");
+    for env in [&[][..], &[("LWK_BACKEND", "exit")][..]] {
+        let (status, lines, err) = run(&mut lwk_cmd(&prog, &["sigwait"], env), "sigwait");
+        assert!(status.success(), "{env:?}: {status:?} {lines:?} {err}");
+        assert_eq!(lines, native, "{env:?}: {err}");
+    }
 }

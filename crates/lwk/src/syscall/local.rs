@@ -144,6 +144,10 @@ impl Kernel {
                 Ctx::Proxy => Reply::NeedVcpu,
                 Ctx::Vcpu(_) => self.sigsuspend(cpu, nr, a),
             },
+            SYS_rt_sigtimedwait => match ctx {
+                Ctx::Proxy => Reply::NeedVcpu,
+                Ctx::Vcpu(_) => self.sigtimedwait(cpu, a),
+            },
             SYS_sigaltstack => self.sigaltstack(cpu, a),
             SYS_kill | SYS_tkill | SYS_tgkill => self.kill(ctx, cpu, nr, a),
             SYS_prctl => match a[0] as i32 {

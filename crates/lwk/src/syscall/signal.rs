@@ -496,13 +496,20 @@ impl Kernel {
 
     /// Dequeues the lowest unblocked pending signal of vCPU `cpu` (thread-directed first).
     fn take_signal(&self, cpu: usize) -> Option<(u64, SigInfo)> {
+        self.take_signal_in(cpu, None)
+    }
+
+    /// Dequeues the lowest pending signal of vCPU `cpu` in `wanted` (None: those it does not
+    /// block), thread-directed first.
+    fn take_signal_in(&self, cpu: usize, wanted: Option<u64>) -> Option<(u64, SigInfo)> {
         let mut threads = lock(&self.threads);
         let t = threads.get_mut(cpu)?;
+        let allowed = wanted.unwrap_or(!t.sigmask);
         let mut process = lock(&self.sig_pending);
-        let (set, own) = if t.pending & !t.sigmask != 0 {
-            (t.pending & !t.sigmask, true)
-        } else if *process & !t.sigmask != 0 {
-            (*process & !t.sigmask, false)
+        let (set, own) = if t.pending & allowed != 0 {
+            (t.pending & allowed, true)
+        } else if *process & allowed != 0 {
+            (*process & allowed, false)
         } else {
             return None;
         };
@@ -519,6 +526,53 @@ impl Kernel {
             }
         }
         Some((sig, lock(&self.sig_info)[sig as usize]))
+    }
+
+    /// rt_sigtimedwait(set, info, timeout, 8), on the vCPU thread: takes a pending signal of `set`
+    /// (blocked ones included, the usual case) and returns its number with its siginfo; EAGAIN
+    /// when the timeout passes first, EINTR when a handled signal outside `set` arrives.
+    pub(super) fn sigtimedwait(&self, cpu: usize, a: [u64; 6]) -> Reply {
+        if a[3] != 8 {
+            return Reply::Ret(-(libc::EINVAL as i64));
+        }
+        if !self.mem.in_app(a[0], 8) || (a[1] != 0 && !self.mem.in_app(a[1], 128)) {
+            return Reply::Ret(-(libc::EFAULT as i64));
+        }
+        let deadline = if a[2] != 0 {
+            if !self.mem.in_app(a[2], 16) {
+                return Reply::Ret(-(libc::EFAULT as i64));
+            }
+            let (sec, nsec) = (self.mem.read_u64(a[2]) as i64, self.mem.read_u64(a[2] + 8) as i64);
+            if sec < 0 || !(0..1_000_000_000).contains(&nsec) {
+                return Reply::Ret(-(libc::EINVAL as i64));
+            }
+            let d = std::time::Duration::new(sec as u64, nsec as u32);
+            Some(std::time::Instant::now().checked_add(d))
+        } else {
+            None
+        };
+        let set = self.mem.read_u64(a[0]) & !UNBLOCKABLE;
+        loop {
+            if let Some((sig, info)) = self.take_signal_in(cpu, Some(set)) {
+                if a[1] != 0 {
+                    let mut si = [0u8; 128];
+                    si[0..4].copy_from_slice(&(sig as i32).to_le_bytes());
+                    si[8..12].copy_from_slice(&info.code.to_le_bytes());
+                    si[16..20].copy_from_slice(&info.pid.to_le_bytes());
+                    si[20..24].copy_from_slice(&info.uid.to_le_bytes());
+                    self.mem.write(a[1], &si);
+                }
+                return Reply::Ret(sig as i64);
+            }
+            if self.deliverable(cpu) || lock(&self.exit).is_some() {
+                return Reply::Ret(-(libc::EINTR as i64));
+            }
+            // A timeout too large for an Instant never passes.
+            if deadline.is_some_and(|d| d.is_some_and(|d| std::time::Instant::now() >= d)) {
+                return Reply::Ret(-(libc::EAGAIN as i64));
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
     }
 
     /// Delivers the next deliverable signal of vCPU `cpu`, whose user-mode registers are `regs`

@@ -6,7 +6,9 @@
  *   fault         print "ready", then wait for a SIGSEGV sent by another process (handler)
  *   wait          print "ready", then sleep up to 10 s (a signal sent from outside should end it)
  *   term          block SIGCHLD, fork a sleeping child, print "ready" and wait in pselect; the
- *                 SIGTERM handler kills and reaps the child and exits 3 */
+ *                 SIGTERM handler kills and reaps the child and exits 3
+ *   sigwait       sigtimedwait for a blocked SIGALRM (timer), sigwaitinfo for a blocked SIGUSR1
+ *                 sent to itself, and a sigtimedwait that times out */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
@@ -157,6 +159,29 @@ int main(int argc, char **argv) {
         printf("ready\n");
         for (;;) pselect(0, NULL, NULL, NULL, NULL, &waitmask);
     }
-    fprintf(stderr, "usage: interrupts pselect N | read | fault | wait | term\n");
+    if (!strcmp(mode, "sigwait")) {
+        sigset_t s, usr2;
+        sigemptyset(&s);
+        sigaddset(&s, SIGALRM);
+        sigaddset(&s, SIGUSR1);
+        sigprocmask(SIG_BLOCK, &s, NULL);
+        struct itimerval it = {{0, 0}, {0, 50000}};
+        setitimer(ITIMER_REAL, &it, NULL);
+        siginfo_t si;
+        struct timespec ts = {10, 0};
+        int r = sigtimedwait(&s, &si, &ts);
+        printf("sigtimedwait: signal %d (SIGALRM %d), si_code %d\n", r, SIGALRM, si.si_code);
+        kill(getpid(), SIGUSR1);
+        r = sigwaitinfo(&s, &si);
+        printf("sigwaitinfo: signal %d (SIGUSR1 %d), from myself %d\n", r, SIGUSR1, si.si_pid == getpid());
+        sigemptyset(&usr2);
+        sigaddset(&usr2, SIGUSR2);
+        sigprocmask(SIG_BLOCK, &usr2, NULL);
+        struct timespec short_ts = {0, 50000000};
+        r = sigtimedwait(&usr2, &si, &short_ts);
+        printf("timeout: %d (%s)\n", r, strerror(errno));
+        return 0;
+    }
+    fprintf(stderr, "usage: interrupts pselect N | read | fault | wait | term | sigwait\n");
     return 2;
 }
