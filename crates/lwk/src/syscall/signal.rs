@@ -989,6 +989,40 @@ mod tests {
     }
 
     #[test]
+    fn interrupted_calls_return_eintr_or_run_again_as_linux_decides() {
+        let at = |rax: i64| kvm_regs {
+            rax: rax as u64,
+            rip: 0x40_1002,
+            ..Default::default()
+        };
+        let eintr = -(libc::EINTR as i64) as u64;
+        // A handler without SA_RESTART: EINTR; with it, ERESTARTSYS runs the call again (rax = its
+        // number, rip on the `syscall`), ERESTARTNOHAND still gives EINTR.
+        let mut r = at(ERESTARTSYS);
+        after_interrupt(&mut r, 0, Some(0));
+        assert_eq!((r.rax, r.rip), (eintr, 0x40_1002));
+        let mut r = at(ERESTARTSYS);
+        after_interrupt(&mut r, 0, Some(SA_RESTART));
+        assert_eq!((r.rax, r.rip), (0, 0x40_1000));
+        let mut r = at(ERESTARTNOHAND);
+        after_interrupt(&mut r, 270, Some(SA_RESTART));
+        assert_eq!(r.rax, eintr);
+        // No handler: the call again, whatever the code; a real result is left alone.
+        let mut r = at(ERESTARTNOHAND);
+        after_interrupt(&mut r, 270, None);
+        assert_eq!((r.rax, r.rip), (270, 0x40_1000));
+        let mut r = at(-4);
+        after_interrupt(&mut r, 0, None);
+        assert_eq!((r.rax, r.rip), (-4i64 as u64, 0x40_1002));
+        // A return into a rewritten site's thunk goes back to the thunk's start.
+        assert_eq!(
+            crate::rewrite::restart_at(0x20_0000 + 3 * 32 + 17),
+            0x20_0000 + 3 * 32
+        );
+        assert!(!is_restart(-(libc::EINTR as i64)) && is_restart(ERESTARTNOINTR));
+    }
+
+    #[test]
     fn sigaltstack_values_round_trip_and_bad_ones_get_linux_errors() {
         let a = AltStack::parse(&stack_t(0x1000, SS_AUTODISARM, 8192)).expect("valid");
         assert_eq!(
