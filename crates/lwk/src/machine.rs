@@ -38,6 +38,10 @@ struct VcpuThread {
     handle: Option<JoinHandle<()>>,
 }
 
+/// How long a deliverable signal whose default action ends the guest may wait for delivery
+/// before the signal pump ends the VMM by it (a safety net: kicks deliver it in milliseconds).
+const FATAL_GRACE: Duration = Duration::from_secs(10);
+
 /// The signal pump: its eventfd and thread.
 type SignalPump = (i32, JoinHandle<()>);
 
@@ -478,6 +482,7 @@ impl Machine {
                         m.kernel.queue_signal(None, sig, info);
                     }
                     let mut kicks = 0u32;
+                    let since = Instant::now();
                     while let Some(id) = m.kernel.signal_target() {
                         if m.exiting.load(Ordering::Acquire) {
                             break;
@@ -485,6 +490,16 @@ impl Machine {
                         m.kick_vcpu(id as u64);
                         kicks += 1;
                         std::thread::sleep(Duration::from_millis(if kicks < 10 { 1 } else { 10 }));
+                        if since.elapsed() > FATAL_GRACE {
+                            if let Some(sig) = m.kernel.fatal_pending() {
+                                // The guest should have died of it long ago: whatever holds it
+                                // up, the VMM dies of it now, as it would have without the LWK.
+                                eprintln!(
+                                    "multios lwk: signal {sig} not delivered within {FATAL_GRACE:?}; ending the run by it"
+                                );
+                                crate::sys::die_by_signal(sig);
+                            }
+                        }
                     }
                 }
             })

@@ -195,6 +195,11 @@ fn bit(sig: u64) -> u64 {
     1u64 << (sig - 1)
 }
 
+/// The signal numbers in `set` (bit sig-1), ascending.
+fn signals_in(set: u64) -> impl Iterator<Item = u64> {
+    (1..=64u64).filter(move |&s| set & bit(s) != 0)
+}
+
 /// Signals whose default action is to ignore them (or to stop/continue, which one process in a
 /// VM cannot do meaningfully).
 pub fn default_ignored(sig: u64) -> bool {
@@ -483,6 +488,21 @@ impl Kernel {
         lock(&self.threads)
             .get(cpu)
             .is_some_and(|t| t.alive && (t.pending | process) & !t.sigmask != 0)
+    }
+
+    /// A pending signal that a live thread does not block and whose action is the default one
+    /// that ends the process (the signal pump's safety net, see `machine.rs`).
+    pub fn fatal_pending(&self) -> Option<i32> {
+        let acts: Vec<u64> = lock(&self.sigactions).iter().map(|a| a.raw[0]).collect();
+        let process = *lock(&self.sig_pending);
+        let threads = lock(&self.threads);
+        let deliverable = threads
+            .iter()
+            .filter(|t| t.alive)
+            .fold(0, |all, t| all | ((t.pending | process) & !t.sigmask));
+        signals_in(deliverable)
+            .find(|&sig| acts[sig as usize] == libc::SIG_DFL as u64 && !default_ignored(sig))
+            .map(|sig| sig as i32)
     }
 
     /// The vCPU that should take a process-directed signal now: the first live thread that does
