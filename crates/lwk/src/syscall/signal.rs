@@ -725,8 +725,14 @@ impl Kernel {
         let blocking = masked || super::may_block(nr, &a);
         let r = loop {
             if blocking && self.deliverable(cpu) {
-                // Pending already (e.g. SIGCHLD that pselect6's mask unblocks): Linux returns at once.
-                break interrupted_code(nr);
+                // Pending already. A signal the call's own mask unblocks (make's SIGCHLD before
+                // pselect6) ends it at once, as on Linux; otherwise the signal came before the
+                // call, where Linux would have run the handler first: run it, then the call.
+                break if masked {
+                    interrupted_code(nr)
+                } else {
+                    Reply::Ret(ERESTARTNOINTR)
+                };
             }
             let r = self.delegate(nr, args);
             if r != Reply::Ret(-(libc::EINTR as i64)) {
