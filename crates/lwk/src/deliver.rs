@@ -30,26 +30,39 @@ pub fn settle(vcpu: &mut VcpuFd) {
 }
 
 /// Completes vCPU `id`'s system call with result `ret` in its registers (the slot goes back to
-/// IDLE) and enters a signal handler if one is deliverable. Returns true when the process ends.
+/// IDLE) and enters a signal handler if one is deliverable. A `ret` that is an internal restart
+/// result (a signal interrupted the call) becomes EINTR or the call again (`syscall/signal.rs`).
+/// Returns true when the process ends.
 pub fn complete_call(kernel: &Kernel, id: u64, vcpu: &mut VcpuFd, ret: i64) -> bool {
     let slot = stub::slot_addr(id);
     settle(vcpu);
     let Ok(regs) = vcpu.get_regs() else {
-        proxy::reply(kernel, slot, ret);
+        proxy::reply(kernel, slot, restart_fallback(ret));
         return false;
     };
-    let regs = proxy::returned(kernel, slot, regs, ret, 0);
+    let (nr, _) = proxy::request(kernel, slot);
+    let mut regs = proxy::returned(kernel, slot, regs, ret, 0);
     proxy::state_of(kernel, slot).store(state::IDLE, Ordering::Release);
-    match kernel.deliver(id as usize, vcpu, &regs) {
+    match kernel.deliver(id as usize, vcpu, &regs, Some(nr)) {
         Delivery::Entered => false,
         Delivery::Stop => true,
         Delivery::None => {
+            kernel.returned_without_handler(id as usize, &mut regs, nr);
             if vcpu.set_regs(&regs).is_err() {
                 // Fall back to the stub's own return path.
-                proxy::reply(kernel, slot, ret);
+                proxy::reply(kernel, slot, restart_fallback(ret));
             }
             false
         }
+    }
+}
+
+/// What the stub returns when the registers cannot be set: never an internal restart result.
+fn restart_fallback(ret: i64) -> i64 {
+    if crate::syscall::signal::is_restart(ret) {
+        -(libc::EINTR as i64)
+    } else {
+        ret
     }
 }
 
@@ -60,7 +73,7 @@ pub fn after_sigreturn(kernel: &Kernel, id: u64, vcpu: &mut VcpuFd) -> bool {
         return false;
     }
     match vcpu.get_regs() {
-        Ok(regs) => kernel.deliver(id as usize, vcpu, &regs) == Delivery::Stop,
+        Ok(regs) => kernel.deliver(id as usize, vcpu, &regs, None) == Delivery::Stop,
         Err(_) => false,
     }
 }
@@ -78,7 +91,7 @@ pub fn on_kick(kernel: &Kernel, id: u64, vcpu: &mut VcpuFd) -> bool {
     if (stub..stub + STUB_PAGE as u64).contains(&regs.rip) {
         return false; // inside a system call: delivered on its way back
     }
-    kernel.deliver(id as usize, vcpu, &regs) == Delivery::Stop
+    kernel.deliver(id as usize, vcpu, &regs, None) == Delivery::Stop
 }
 
 /// Exception vectors (Intel SDM vol. 3, table 6-1).

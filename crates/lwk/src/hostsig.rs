@@ -1,13 +1,21 @@
-//! Signals sent to the VMM process on behalf of the guest: when the guest installs a handler for
-//! a signal, the VMM catches that signal too (with the guest's SA_RESTART choice, so a delegated
-//! call it interrupts behaves as the guest asked); the catcher only records it and writes an
-//! eventfd. The machine's signal pump (`machine.rs`) then queues it for the guest and kicks a vCPU.
-//! When the guest goes back to SIG_DFL or SIG_IGN, so does the VMM.
+//! Signals sent to the VMM process on behalf of the guest. The VMM catches every signal the guest
+//! handles, and every signal whose default action would end the guest (so that the LWK applies the
+//! guest's mask and disposition, interrupts a blocking delegated call, and the run ends by that
+//! signal with its profile written); the catcher only records it and writes an eventfd. The
+//! machine's signal pump (`machine.rs`) then queues it for the guest and kicks the vCPU, or the
+//! host thread serving its call. Signals the guest ignores — explicitly, or by default (SIGCHLD,
+//! SIGWINCH, SIGURG) — are ignored (or left to their default) by the VMM too, and the stop signals
+//! keep their default action, which stops the VMM as it would stop the program. The catcher is
+//! installed with SA_RESTART: whether a guest call is interrupted is the LWK's decision
+//! (`syscall/signal.rs`), never a side effect of where the host signal landed.
 //!
-//! Never followed: SIGKILL/SIGSTOP (impossible), SIGUSR2 (kicks vCPU threads out of KVM_RUN), and
-//! the synchronous faults SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP (the VMM's own; guest faults
-//! are exceptions the VMM reports), SIGPIPE (the VMM ignores it; the LWK raises the guest's SIGPIPE
-//! from EPIPE itself).
+//! The synchronous faults SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGTRAP are the VMM's own when the
+//! kernel raises them (si_code > 0: a fault of the VMM, handled as before it was caught — by the
+//! previous handler, Rust's stack-overflow report, or the default action); when another process
+//! sends one (kill, tgkill, sigqueue: si_code ≤ 0) it is the guest's, like any other signal.
+//!
+//! Never caught: SIGKILL/SIGSTOP (impossible), SIGUSR2 (kicks VMM threads), SIGPIPE (the VMM
+//! ignores it; the LWK raises the guest's SIGPIPE from EPIPE itself), and 32/33 (glibc's).
 
 use std::io;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
@@ -62,17 +70,82 @@ extern "C" fn catcher(sig: libc::c_int, info: *mut libc::siginfo_t, _uc: *mut li
 }
 
 /// Makes the VMM follow the guest's disposition `handler` for `sig` (see the module comment).
-pub fn follow(sig: i32, handler: u64, restart: bool) {
+/// (`_restart`, the guest's SA_RESTART, is applied by the LWK when it interrupts a call.)
+pub fn follow(sig: i32, handler: u64, _restart: bool) {
     if !followable(sig) {
         return;
     }
-    let action = if handler == libc::SIG_DFL as u64 || handler == libc::SIG_IGN as u64 {
-        handler as libc::sighandler_t
-    } else {
-        // Only touches atomics and writes an eventfd: async-signal-safe.
-        catcher as *const () as libc::sighandler_t
-    };
-    crate::sys::set_signal_action(sig, action, if restart { libc::SA_RESTART } else { 0 });
+    let dfl = handler == libc::SIG_DFL as u64;
+    let action =
+        if handler == libc::SIG_IGN as u64 || dfl && crate::syscall::signal::default_ignored(sig as u64) {
+            handler as libc::sighandler_t
+        } else {
+            // Only touches atomics and writes an eventfd: async-signal-safe.
+            catcher as *const () as libc::sighandler_t
+        };
+    crate::sys::set_signal_action(sig, action, libc::SA_RESTART);
+}
+
+/// The signals the VMM raises itself as synchronous faults.
+const FAULTS: [i32; 5] = [
+    libc::SIGSEGV,
+    libc::SIGBUS,
+    libc::SIGILL,
+    libc::SIGFPE,
+    libc::SIGTRAP,
+];
+
+/// The handlers the fault signals had before [`catch_sent_faults`] (index: position in FAULTS).
+static PREVIOUS: std::sync::OnceLock<[libc::sigaction; 5]> = std::sync::OnceLock::new();
+
+/// The catcher of the fault signals: sent by another process, the guest's; raised by the kernel,
+/// a fault of the VMM itself, handed to what handled it before.
+extern "C" fn fault_catcher(sig: libc::c_int, info: *mut libc::siginfo_t, uc: *mut libc::c_void) {
+    // SAFETY: the kernel passes an SA_SIGINFO handler a valid siginfo (or null), alive for the
+    // whole handler.
+    let code = unsafe { info.as_ref() }.map(|i| i.si_code);
+    if code.is_some_and(|c| c <= 0) {
+        // SI_USER, SI_QUEUE, SI_TKILL…: another process sent it.
+        catcher(sig, info, uc);
+        return;
+    }
+    let previous = FAULTS
+        .iter()
+        .position(|&f| f == sig)
+        .and_then(|k| PREVIOUS.get().map(|p| p[k]));
+    match previous {
+        Some(old) if old.sa_sigaction != libc::SIG_DFL && old.sa_sigaction != libc::SIG_IGN => {
+            crate::sys::call_signal_handler(&old, sig, info, uc)
+        }
+        // Back to the default action: the faulting instruction runs again and the VMM dies of it.
+        _ => crate::sys::set_signal_action(sig, libc::SIG_DFL, 0),
+    }
+}
+
+/// Catches SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGTRAP so that those sent by another process reach
+/// the guest (its handler, or its default action: the run ends by that signal); the VMM's own
+/// faults keep their previous handling. Idempotent.
+pub fn catch_sent_faults() {
+    if PREVIOUS.get().is_some() {
+        return;
+    }
+    let old = FAULTS.map(crate::sys::signal_action);
+    if PREVIOUS.set(old).is_ok() {
+        for sig in FAULTS {
+            // SA_ONSTACK: a stack overflow of a VMM thread still reaches Rust's report.
+            crate::sys::set_signal_action(
+                sig,
+                fault_catcher as *const () as libc::sighandler_t,
+                libc::SA_RESTART | libc::SA_ONSTACK,
+            );
+        }
+    }
+}
+
+/// True when the VMM inherited SIG_IGN for `sig` (a program started with it ignored — nohup, a
+/// background job of a non-interactive shell — keeps it ignored across exec).
+pub fn inherited_ignore(sig: i32) -> bool {
+    followable(sig) && crate::sys::signal_action(sig).sa_sigaction == libc::SIG_IGN
 }
 
 /// Creates the eventfd the catcher writes (above the guest's fds) and returns it.
@@ -86,7 +159,13 @@ pub fn open_event(fd_floor: i32) -> io::Result<i32> {
     crate::sys::close(fd);
     let high = high?;
     match EVENT_FD.compare_exchange(-1, high, Ordering::AcqRel, Ordering::Acquire) {
-        Ok(_) => Ok(high),
+        Ok(_) => {
+            if PENDING.load(Ordering::Acquire) != 0 {
+                // Caught before there was an eventfd to write: the pump takes them first thing.
+                poke(high);
+            }
+            Ok(high)
+        }
         Err(other) => {
             // Lost the race to another machine of this process: use its eventfd.
             crate::sys::close(high);

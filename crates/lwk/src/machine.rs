@@ -38,6 +38,10 @@ struct VcpuThread {
     handle: Option<JoinHandle<()>>,
 }
 
+/// How long a deliverable signal whose default action ends the guest may wait for delivery
+/// before the signal pump ends the VMM by it (a safety net: kicks deliver it in milliseconds).
+const FATAL_GRACE: Duration = Duration::from_secs(10);
+
 /// The signal pump: its eventfd and thread.
 type SignalPump = (i32, JoinHandle<()>);
 
@@ -105,6 +109,8 @@ pub fn drive(
     t0: Instant,
 ) -> Result<Outcome, LwkError> {
     install_kick_handler();
+    crate::hostsig::catch_sent_faults();
+    kernel.adopt_host_dispositions();
     let vm = Vm::new(&mem, crate::fds::floor())?;
     stub::write_tables(&mem);
     let cpuid = vm
@@ -317,7 +323,9 @@ impl Machine {
                 return Some(End::Kicked);
             }
             return match reply {
-                Reply::Ret(r) if self.kernel.deliverable(id as usize) => {
+                Reply::Ret(r)
+                    if self.kernel.deliverable(id as usize) || crate::syscall::signal::is_restart(r) =>
+                {
                     crate::deliver::complete_call(&self.kernel, id, vcpu, r).then_some(End::Process)
                 }
                 Reply::Ret(r) => {
@@ -424,8 +432,14 @@ impl Machine {
         }
     }
 
-    /// Kicks vCPU `id`'s thread out of KVM_RUN.
+    /// Kicks vCPU `id`'s thread out of KVM_RUN, and the host thread performing its delegated
+    /// call (the proxy or its own thread) out of that call.
     fn kick_vcpu(&self, id: u64) {
+        if let Some(t) = self.kernel.serving_thread(id as usize) {
+            if !self.exiting.load(Ordering::Acquire) {
+                kick(t as libc::pthread_t);
+            }
+        }
         if id == 0 {
             if !self.exiting.load(Ordering::Acquire) {
                 kick(self.main_thread.load(Ordering::Acquire) as libc::pthread_t);
@@ -468,6 +482,7 @@ impl Machine {
                         m.kernel.queue_signal(None, sig, info);
                     }
                     let mut kicks = 0u32;
+                    let since = Instant::now();
                     while let Some(id) = m.kernel.signal_target() {
                         if m.exiting.load(Ordering::Acquire) {
                             break;
@@ -475,6 +490,16 @@ impl Machine {
                         m.kick_vcpu(id as u64);
                         kicks += 1;
                         std::thread::sleep(Duration::from_millis(if kicks < 10 { 1 } else { 10 }));
+                        if since.elapsed() > FATAL_GRACE {
+                            if let Some(sig) = m.kernel.fatal_pending() {
+                                // The guest should have died of it long ago: whatever holds it
+                                // up, the VMM dies of it now, as it would have without the LWK.
+                                eprintln!(
+                                    "multios lwk: signal {sig} not delivered within {FATAL_GRACE:?}; ending the run by it"
+                                );
+                                crate::sys::die_by_signal(sig);
+                            }
+                        }
                     }
                 }
             })

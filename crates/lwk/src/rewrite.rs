@@ -57,6 +57,19 @@ impl Thunks {
     }
 }
 
+/// Where the guest issues again the system call whose return address is `rip` (Linux's restart
+/// after a signal): the 2-byte `syscall` before it — kept in place at rewritten `mov` sites — or,
+/// for a return into a thunk (the `xor %eax,%eax` sites, which come back to the thunk's copy of
+/// the `cmp`), the start of that thunk, which sets eax and enters the stub again.
+pub fn restart_at(rip: u64) -> u64 {
+    let base = crate::memory::THUNK_BASE;
+    if (base..base + 0x20_0000).contains(&rip) {
+        base + (rip - base) / THUNK_SIZE * THUNK_SIZE
+    } else {
+        rip.wrapping_sub(2)
+    }
+}
+
 fn rel32(from_next_ip: u64, to: u64) -> Option<i32> {
     i32::try_from(to as i64 - from_next_ip as i64).ok()
 }

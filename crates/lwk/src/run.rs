@@ -198,6 +198,8 @@ impl Outcome {
         // The program's run: from the first KVM_RUN to its exit (VM start-up is in the notes).
         p.wall_time_s = self.wall.saturating_sub(self.startup).as_secs_f64();
         p.compute_time_s = (p.wall_time_s - p.syscall_time_s()).max(0.0);
+        // Like the other profilers: a run that a signal ended (Ctrl-C, kill) is partial.
+        p.collection.partial = matches!(self.status, ExitStatus::Signal(_));
         p.exit = Some(match self.status {
             ExitStatus::Code(c) => multios_profile::Exit {
                 code: Some(c),
@@ -219,6 +221,18 @@ impl Outcome {
         p
     }
 
+    /// For a front end that has done its work (printed, written the profile): when the guest
+    /// died of a signal whose default action dumps core (SIGSEGV, SIGBUS, SIGABRT…), the VMM dies
+    /// of it too, so the shell sees the signal and the core-dump flag as natively. Returns for
+    /// the other endings; exit with [`Outcome::code`] then (128 + signal, like time(1)).
+    pub fn die_if_core_signal(&self) {
+        if let ExitStatus::Signal(s) = self.status {
+            if dumps_core(s) {
+                crate::sys::die_by_signal(s);
+            }
+        }
+    }
+
     /// The shell-style exit code: the code, or 128 + signal.
     pub fn code(&self) -> i32 {
         match self.status {
@@ -226,6 +240,23 @@ impl Outcome {
             ExitStatus::Signal(s) => 128 + s,
         }
     }
+}
+
+/// True for the signals whose default action dumps core (signal(7)).
+pub fn dumps_core(sig: i32) -> bool {
+    [
+        libc::SIGQUIT,
+        libc::SIGILL,
+        libc::SIGTRAP,
+        libc::SIGABRT,
+        libc::SIGBUS,
+        libc::SIGFPE,
+        libc::SIGSEGV,
+        libc::SIGSYS,
+        libc::SIGXCPU,
+        libc::SIGXFSZ,
+    ]
+    .contains(&sig)
 }
 
 /// Finds `program` like execvp.

@@ -163,6 +163,38 @@ pub fn set_signal_action(sig: i32, action: libc::sighandler_t, flags: i32) {
     }
 }
 
+/// The current disposition of host signal `sig`.
+pub fn signal_action(sig: i32) -> libc::sigaction {
+    // SAFETY: sigaction with a null new action only writes the old one into a zeroed struct of
+    // the right type.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(sig, std::ptr::null(), &mut old);
+        old
+    }
+}
+
+/// Calls the handler of disposition `old` (not SIG_DFL/SIG_IGN) from a signal handler, as the
+/// kernel would have: with (sig, info, context) for SA_SIGINFO handlers, (sig) otherwise.
+pub fn call_signal_handler(
+    old: &libc::sigaction,
+    sig: libc::c_int,
+    info: *mut libc::siginfo_t,
+    uc: *mut libc::c_void,
+) {
+    if old.sa_flags & libc::SA_SIGINFO != 0 {
+        // SAFETY: `old` was read with sigaction and is an installed SA_SIGINFO handler, so its
+        // address is a function of this type; the arguments are those the kernel passed us.
+        let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+            unsafe { std::mem::transmute(old.sa_sigaction) };
+        f(sig, info, uc);
+    } else {
+        // SAFETY: as above, for a plain handler taking the signal number.
+        let f: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(old.sa_sigaction) };
+        f(sig);
+    }
+}
+
 /// The si_code, sender pid and sender uid of a signal handed to an SA_SIGINFO handler.
 pub fn siginfo_sender(info: &libc::siginfo_t) -> (i32, i32, u32) {
     // SAFETY: si_pid/si_uid read the kill-style member of the siginfo union, which every sender
@@ -222,6 +254,12 @@ pub fn xcr0() -> u64 {
         std::arch::asm!("xgetbv", in("ecx") 0u32, out("eax") lo, out("edx") hi, options(nomem, nostack))
     };
     ((hi as u64) << 32) | lo as u64
+}
+
+/// The calling thread's pthread_t, as a number (for pthread_kill by another thread).
+pub fn pthread_self() -> u64 {
+    // SAFETY: pthread_self has no preconditions.
+    unsafe { libc::pthread_self() as u64 }
 }
 
 /// The calling thread's id.

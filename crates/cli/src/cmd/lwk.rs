@@ -138,8 +138,13 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
         }
         cfg.policy = Policy::from_names(&f.display().to_string(), names);
     }
+    if let Some(path) = &a.profile {
+        // Before the program runs, not after: a run must not be lost to a bad path.
+        check_writable(path)?;
+    }
     let o = multios_lwk::run(&cfg).map_err(|e| anyhow::anyhow!("multios lwk: {e}"))?;
     if let Some(path) = &a.profile {
+        // A run that a signal ended (Ctrl-C, kill) still gets its profile, marked partial.
         let p = o.profile(a.command.clone(), &cfg.policy.name);
         multios_profile::save(&p, path)?;
     }
@@ -155,7 +160,39 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
         });
         eprintln!("{}", serde_json::to_string_pretty(&summary)?);
     }
+    o.die_if_core_signal();
     Ok(ExitCode::from(o.code().clamp(0, 255) as u8))
+}
+
+/// Fails with a message naming `path` when the profile could not be written there. Leaves an
+/// existing file as it is, and no file behind when there was none.
+fn check_writable(path: &std::path::Path) -> anyhow::Result<()> {
+    let fail = |e: std::io::Error| {
+        anyhow::anyhow!(
+            "--profile {}: cannot write the profile there ({e}); pick a writable file path",
+            path.display()
+        )
+    };
+    if path.is_dir() {
+        anyhow::bail!(
+            "--profile {}: is a directory; name the profile file to write",
+            path.display()
+        );
+    }
+    if path.exists() {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(fail)?;
+    } else {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(fail)?;
+        std::fs::remove_file(path).map_err(fail)?;
+    }
+    Ok(())
 }
 
 /// Applies `--cpus` and `--proxy-cpu`: CPUs must be available to this process. Returns the proxy's

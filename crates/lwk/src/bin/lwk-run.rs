@@ -56,6 +56,7 @@ fn main() {
                     o.rewritten
                 );
             }
+            o.die_if_core_signal();
             std::process::exit(o.code());
         }
         Err(e) => {

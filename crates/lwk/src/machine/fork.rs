@@ -15,10 +15,11 @@
 //! TLS, signal mask and alternate stack), which becomes the child's vCPU 0; the host thread that
 //! served the call goes on as the child's only VMM thread besides its new proxy and pump.
 //!
-//! Limits: the parent does not wait for a vfork child to exec; another VMM thread holding a lock
-//! at the instant of the fork (the signal pump queuing a signal, another vCPU's thread in the
-//! middle of an LWK-local call such as mmap) would leave it locked in the child — the same hazard
-//! as a multi-threaded program's own locks across fork.
+//! Limits: the parent does not wait for a vfork child to exec. The busiest LWK locks (threads,
+//! pending signals, statistics) are held across the fork, so no other VMM thread holds them at
+//! that instant; another lock held then (another vCPU's thread in the middle of an LWK-local call
+//! such as mmap) would stay locked in the child — the same hazard as a multi-threaded program's
+//! own locks across fork.
 
 use super::{lock, End, Machine};
 use crate::proxy::{self, Proxy};
@@ -40,7 +41,18 @@ impl Machine {
             proxy::reply(&self.kernel, slot, -(libc::EIO as i64));
             return None;
         };
-        match crate::sys::fork() {
+        // The LWK's busiest locks, taken in the order the LWK nests them and held across fork(2):
+        // another VMM thread holding one at that instant would leave it locked forever in the
+        // child (seen: the statistics' lock, taken by every call of the other vCPUs).
+        let held = (
+            lock(&self.kernel.threads),
+            lock(&self.kernel.sig_pending),
+            lock(&self.kernel.sig_info),
+            lock(&self.kernel.stats),
+        );
+        let forked = crate::sys::fork();
+        drop(held);
+        match forked {
             Err(e) => {
                 proxy::reply(
                     &self.kernel,
@@ -88,6 +100,10 @@ impl Machine {
         self.forked.store(true, Ordering::Release);
         let pid = std::process::id() as i32;
         self.kernel.become_child(pid, req.clear_child_tid, id as usize);
+        // Host threads of the parent that were serving calls do not exist here: never kick them.
+        for s in self.kernel.serving.iter() {
+            s.store(0, Ordering::Release);
+        }
         // SAFETY: pthread_self has no preconditions.
         self.main_thread
             .store(unsafe { libc::pthread_self() } as u64, Ordering::Release);

@@ -151,6 +151,10 @@ impl Kernel {
                 Ctx::Proxy => Reply::NeedVcpu,
                 Ctx::Vcpu(_) => self.sigsuspend(cpu, nr, a),
             },
+            SYS_rt_sigtimedwait => match ctx {
+                Ctx::Proxy => Reply::NeedVcpu,
+                Ctx::Vcpu(_) => self.sigtimedwait(cpu, a),
+            },
             SYS_sigaltstack => self.sigaltstack(cpu, a),
             SYS_kill | SYS_tkill | SYS_tgkill => self.kill(ctx, cpu, nr, a),
             SYS_prctl => match a[0] as i32 {
@@ -173,7 +177,7 @@ impl Kernel {
                 }),
             },
             // The children are real processes (forked VMMs): waiting for them is Linux's business.
-            SYS_wait4 | SYS_waitid => self.delegate(nr, a),
+            SYS_wait4 | SYS_waitid => self.delegate_interruptibly(cpu, nr, a),
             SYS_rt_sigreturn => match ctx {
                 Ctx::Proxy => Reply::NeedVcpu,
                 Ctx::Vcpu(v) => self.sigreturn(cpu, v, self.caller_rsp(cpu)),

@@ -137,6 +137,9 @@ pub struct Kernel {
     /// when `pin` is set.
     pub(crate) cpus: Vec<usize>,
     pub(crate) pin: bool,
+    /// Per vCPU: the host thread (pthread_t) performing its delegated call, 0 when none; the
+    /// signal pump kicks it to interrupt a blocking call (`signal.rs`).
+    pub(crate) serving: Box<[std::sync::atomic::AtomicU64]>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -191,6 +194,9 @@ impl Kernel {
             rewritten: std::sync::atomic::AtomicUsize::new(0),
             cpus: crate::sys::affinity_list(),
             pin: false,
+            serving: (0..crate::memory::sys_page::MAX_VCPUS)
+                .map(|_| std::sync::atomic::AtomicU64::new(0))
+                .collect(),
         }
     }
 
@@ -208,7 +214,8 @@ impl Kernel {
         } else if local {
             self.local(ctx, cpu, nr, a)
         } else {
-            let r = self.delegate(nr, a);
+            // Interrupted by a signal the guest takes, or restarted as Linux would (`signal.rs`).
+            let r = self.delegate_interruptibly(cpu, nr, a);
             if r == Reply::Ret(-(libc::EPIPE as i64)) && self.sigpipe_caught(cpu, nr, &a) {
                 // Linux sends the writer SIGPIPE; it has a handler, which runs on the way back.
                 self.queue_signal(Some(cpu), libc::SIGPIPE as u64, self.kernel_info());

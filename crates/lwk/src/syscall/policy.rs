@@ -45,6 +45,7 @@ pub const MANDATORY_LOCAL: &[&str] = &[
     "rt_sigreturn",
     "rt_sigpending",
     "rt_sigsuspend",
+    "rt_sigtimedwait",
     "pause",
     "sigaltstack",
     "kill",

@@ -47,6 +47,18 @@ const SA_RESTART: u64 = 0x1000_0000;
 const SA_NODEFER: u64 = 0x4000_0000;
 const SA_RESETHAND: u64 = 0x8000_0000;
 
+/// Linux's internal results of a call a signal interrupted (include/linux/errno.h): they never
+/// reach the guest. At delivery a handler turns them into EINTR — or, for ERESTARTSYS under
+/// SA_RESTART, into the call again; without a handler the call is made again.
+pub const ERESTARTSYS: i64 = -512;
+pub const ERESTARTNOINTR: i64 = -513;
+pub const ERESTARTNOHAND: i64 = -514;
+
+/// True for an internal restart result (see [`ERESTARTSYS`]).
+pub fn is_restart(r: i64) -> bool {
+    (ERESTARTNOHAND..=ERESTARTSYS).contains(&r)
+}
+
 /// siginfo codes.
 pub const SI_USER: i32 = 0;
 pub const SI_TKILL: i32 = -6;
@@ -183,6 +195,11 @@ fn bit(sig: u64) -> u64 {
     1u64 << (sig - 1)
 }
 
+/// The signal numbers in `set` (bit sig-1), ascending.
+fn signals_in(set: u64) -> impl Iterator<Item = u64> {
+    (1..=64u64).filter(move |&s| set & bit(s) != 0)
+}
+
 /// Signals whose default action is to ignore them (or to stop/continue, which one process in a
 /// VM cannot do meaningfully).
 pub fn default_ignored(sig: u64) -> bool {
@@ -224,6 +241,57 @@ pub enum Delivery {
     Stop,
 }
 
+/// The internal result of call `nr` interrupted by a signal: ERESTARTNOHAND for the calls Linux
+/// never restarts after a handler (sleeps, waits for events or signals; signal(7)), ERESTARTSYS
+/// (restarted under SA_RESTART) for the others.
+#[allow(non_upper_case_globals)] // libc names the SYS_ constants in lower case
+fn interrupted_code(nr: u64) -> Reply {
+    use libc::*;
+    let never_restarted = [
+        SYS_select,
+        SYS_pselect6,
+        SYS_poll,
+        SYS_ppoll,
+        SYS_epoll_wait,
+        SYS_epoll_pwait,
+        441, // epoll_pwait2
+        SYS_nanosleep,
+        SYS_clock_nanosleep,
+        SYS_pause,
+        SYS_rt_sigsuspend,
+        SYS_rt_sigtimedwait,
+    ];
+    Reply::Ret(if never_restarted.contains(&(nr as i64)) {
+        ERESTARTNOHAND
+    } else {
+        ERESTARTSYS
+    })
+}
+
+/// Turns an internal restart result in `regs.rax` into what the guest sees after call `nr`: with
+/// a handler (its sa_flags) EINTR, or the call again for ERESTARTSYS under SA_RESTART (and for
+/// ERESTARTNOINTR); without one, the call again. "Again" is Linux's way: rax = the call number and
+/// rip back over the 2-byte `syscall` (or to the start of a rewritten site's thunk:
+/// `rewrite::restart_at`), so the guest issues it anew with its argument registers, which the
+/// stub does not touch.
+fn after_interrupt(regs: &mut kvm_regs, nr: u64, handler_flags: Option<u64>) {
+    let r = regs.rax as i64;
+    if !is_restart(r) {
+        return;
+    }
+    let again = match handler_flags {
+        None => true,
+        Some(flags) => r == ERESTARTNOINTR || (r == ERESTARTSYS && flags & SA_RESTART != 0),
+    };
+    if again {
+        regs.rax = nr;
+        regs.rip = crate::rewrite::restart_at(regs.rip);
+        regs.rcx = regs.rip;
+    } else {
+        regs.rax = -(libc::EINTR as i64) as u64;
+    }
+}
+
 impl Kernel {
     pub(super) fn sigaction(&self, a: [u64; 6]) -> Reply {
         let sig = a[0];
@@ -253,6 +321,23 @@ impl Kernel {
             crate::hostsig::follow(sig as i32, slot.raw[0], slot.raw[1] & SA_RESTART != 0);
         }
         Reply::Ret(0)
+    }
+
+    /// At start-up: the guest inherits the signals the VMM was started with ignored (as a program
+    /// does across exec), and the VMM catches those whose default action ends the guest
+    /// (`hostsig.rs`), so that the guest's mask applies and the run ends by them in order.
+    pub fn adopt_host_dispositions(&self) {
+        let mut acts = lock(&self.sigactions);
+        for (sig, act) in acts.iter_mut().enumerate().skip(1) {
+            if act.raw[0] != libc::SIG_DFL as u64 {
+                continue;
+            }
+            if crate::hostsig::inherited_ignore(sig as i32) {
+                act.raw[0] = libc::SIG_IGN as u64;
+            } else {
+                crate::hostsig::follow(sig as i32, libc::SIG_DFL as u64, false);
+            }
+        }
     }
 
     pub(super) fn sigprocmask(&self, cpu: usize, a: [u64; 6]) -> Reply {
@@ -306,16 +391,13 @@ impl Kernel {
             if !self.mem.in_app(a[0], 8) {
                 return Reply::Ret(-(libc::EFAULT as i64));
             }
-            let mask = self.mem.read_u64(a[0]) & !UNBLOCKABLE;
-            if let Some(t) = lock(&self.threads).get_mut(cpu) {
-                t.saved_sigmask = Some(t.sigmask);
-                t.sigmask = mask;
-            }
+            self.install_call_mask(cpu, self.mem.read_u64(a[0]));
         }
         while !self.deliverable(cpu) && lock(&self.exit).is_none() {
             std::thread::sleep(std::time::Duration::from_micros(200));
         }
-        Reply::Ret(-(libc::EINTR as i64))
+        // EINTR after a handler; restarted (with the mask again) when the signal is ignored.
+        Reply::Ret(ERESTARTNOHAND)
     }
 
     /// The calling thread's blocked signals.
@@ -408,6 +490,21 @@ impl Kernel {
             .is_some_and(|t| t.alive && (t.pending | process) & !t.sigmask != 0)
     }
 
+    /// A pending signal that a live thread does not block and whose action is the default one
+    /// that ends the process (the signal pump's safety net, see `machine.rs`).
+    pub fn fatal_pending(&self) -> Option<i32> {
+        let acts: Vec<u64> = lock(&self.sigactions).iter().map(|a| a.raw[0]).collect();
+        let process = *lock(&self.sig_pending);
+        let threads = lock(&self.threads);
+        let deliverable = threads
+            .iter()
+            .filter(|t| t.alive)
+            .fold(0, |all, t| all | ((t.pending | process) & !t.sigmask));
+        signals_in(deliverable)
+            .find(|&sig| acts[sig as usize] == libc::SIG_DFL as u64 && !default_ignored(sig))
+            .map(|sig| sig as i32)
+    }
+
     /// The vCPU that should take a process-directed signal now: the first live thread that does
     /// not block one of the pending signals.
     pub fn signal_target(&self) -> Option<usize> {
@@ -419,13 +516,20 @@ impl Kernel {
 
     /// Dequeues the lowest unblocked pending signal of vCPU `cpu` (thread-directed first).
     fn take_signal(&self, cpu: usize) -> Option<(u64, SigInfo)> {
+        self.take_signal_in(cpu, None)
+    }
+
+    /// Dequeues the lowest pending signal of vCPU `cpu` in `wanted` (None: those it does not
+    /// block), thread-directed first.
+    fn take_signal_in(&self, cpu: usize, wanted: Option<u64>) -> Option<(u64, SigInfo)> {
         let mut threads = lock(&self.threads);
         let t = threads.get_mut(cpu)?;
+        let allowed = wanted.unwrap_or(!t.sigmask);
         let mut process = lock(&self.sig_pending);
-        let (set, own) = if t.pending & !t.sigmask != 0 {
-            (t.pending & !t.sigmask, true)
-        } else if *process & !t.sigmask != 0 {
-            (*process & !t.sigmask, false)
+        let (set, own) = if t.pending & allowed != 0 {
+            (t.pending & allowed, true)
+        } else if *process & allowed != 0 {
+            (*process & allowed, false)
         } else {
             return None;
         };
@@ -444,10 +548,60 @@ impl Kernel {
         Some((sig, lock(&self.sig_info)[sig as usize]))
     }
 
+    /// rt_sigtimedwait(set, info, timeout, 8), on the vCPU thread: takes a pending signal of `set`
+    /// (blocked ones included, the usual case) and returns its number with its siginfo; EAGAIN
+    /// when the timeout passes first, EINTR when a handled signal outside `set` arrives.
+    pub(super) fn sigtimedwait(&self, cpu: usize, a: [u64; 6]) -> Reply {
+        if a[3] != 8 {
+            return Reply::Ret(-(libc::EINVAL as i64));
+        }
+        if !self.mem.in_app(a[0], 8) || (a[1] != 0 && !self.mem.in_app(a[1], 128)) {
+            return Reply::Ret(-(libc::EFAULT as i64));
+        }
+        let deadline = if a[2] != 0 {
+            if !self.mem.in_app(a[2], 16) {
+                return Reply::Ret(-(libc::EFAULT as i64));
+            }
+            let (sec, nsec) = (self.mem.read_u64(a[2]) as i64, self.mem.read_u64(a[2] + 8) as i64);
+            if sec < 0 || !(0..1_000_000_000).contains(&nsec) {
+                return Reply::Ret(-(libc::EINVAL as i64));
+            }
+            let d = std::time::Duration::new(sec as u64, nsec as u32);
+            Some(std::time::Instant::now().checked_add(d))
+        } else {
+            None
+        };
+        let set = self.mem.read_u64(a[0]) & !UNBLOCKABLE;
+        loop {
+            if let Some((sig, info)) = self.take_signal_in(cpu, Some(set)) {
+                if a[1] != 0 {
+                    let mut si = [0u8; 128];
+                    si[0..4].copy_from_slice(&(sig as i32).to_le_bytes());
+                    si[8..12].copy_from_slice(&info.code.to_le_bytes());
+                    si[16..20].copy_from_slice(&info.pid.to_le_bytes());
+                    si[20..24].copy_from_slice(&info.uid.to_le_bytes());
+                    self.mem.write(a[1], &si);
+                }
+                return Reply::Ret(sig as i64);
+            }
+            if self.deliverable(cpu) || lock(&self.exit).is_some() {
+                return Reply::Ret(-(libc::EINTR as i64));
+            }
+            // A timeout too large for an Instant never passes.
+            if deadline.is_some_and(|d| d.is_some_and(|d| std::time::Instant::now() >= d)) {
+                return Reply::Ret(-(libc::EAGAIN as i64));
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+    }
+
     /// Delivers the next deliverable signal of vCPU `cpu`, whose user-mode registers are `regs`
     /// (a system call already completed in them): pushes a signal frame and points the vCPU at the
-    /// handler, ends the process for a fatal default action, or drops ignored signals.
-    pub fn deliver(&self, cpu: usize, vcpu: &VcpuFd, regs: &kvm_regs) -> Delivery {
+    /// handler, ends the process for a fatal default action, or drops ignored signals. `call` is
+    /// the number of the system call whose result is in `regs.rax` (None when the guest was
+    /// interrupted in its own code): an internal restart result there becomes EINTR or the call
+    /// again, as the handler's SA_RESTART says.
+    pub fn deliver(&self, cpu: usize, vcpu: &VcpuFd, regs: &kvm_regs, call: Option<u64>) -> Delivery {
         while let Some((sig, info)) = self.take_signal(cpu) {
             let act = lock(&self.sigactions)[sig as usize];
             let handler = act.raw[0];
@@ -458,7 +612,11 @@ impl Kernel {
                 lock(&self.exit).get_or_insert(ExitStatus::Signal(sig as i32));
                 return Delivery::Stop;
             }
-            return match self.push_frame(cpu, vcpu, regs, sig, info, act.raw) {
+            let mut regs = *regs;
+            if let Some(nr) = call {
+                after_interrupt(&mut regs, nr, Some(act.raw[1]));
+            }
+            return match self.push_frame(cpu, vcpu, &regs, sig, info, act.raw) {
                 Ok(()) => Delivery::Entered,
                 Err(why) => {
                     self.end_with_sigsegv(format!("signal {sig}: cannot enter the guest's handler ({why})"));
@@ -467,6 +625,142 @@ impl Kernel {
             };
         }
         Delivery::None
+    }
+
+    /// A system call of vCPU `cpu` returns (`regs.rax` its result) without entering a handler:
+    /// an internal restart result makes the guest issue call `nr` again, and a mask the call
+    /// installed (rt_sigsuspend, pselect6…) is taken back, as Linux does.
+    pub fn returned_without_handler(&self, cpu: usize, regs: &mut kvm_regs, nr: u64) {
+        after_interrupt(regs, nr, None);
+        self.restore_call_mask(cpu);
+    }
+
+    /// Puts back the mask a call replaced for its duration (none: nothing to do).
+    fn restore_call_mask(&self, cpu: usize) {
+        if let Some(t) = lock(&self.threads).get_mut(cpu) {
+            if let Some(m) = t.saved_sigmask.take() {
+                t.sigmask = m;
+            }
+        }
+    }
+
+    /// Installs `mask` as vCPU `cpu`'s mask for the duration of a call (rt_sigsuspend, pselect6,
+    /// ppoll, epoll_pwait); the handler's frame, or the call's return, restores the old one.
+    fn install_call_mask(&self, cpu: usize, mask: u64) {
+        if let Some(t) = lock(&self.threads).get_mut(cpu) {
+            if t.saved_sigmask.is_none() {
+                t.saved_sigmask = Some(t.sigmask);
+            }
+            t.sigmask = mask & !UNBLOCKABLE;
+        }
+    }
+
+    /// The signal mask delegated call `nr` installs while it waits (pselect6, ppoll, epoll_pwait,
+    /// epoll_pwait2), and its arguments without it: the LWK applies the guest's mask itself, and
+    /// the host call runs under the serving thread's own mask, which lets the VMM's kick through.
+    /// `Err` is the errno Linux returns for a bad mask argument.
+    #[allow(non_upper_case_globals)] // libc names the SYS_ constants in lower case
+    fn call_mask(&self, nr: u64, a: &[u64; 6]) -> Result<Option<(u64, [u64; 6])>, i64> {
+        use libc::*;
+        const SYS_EPOLL_PWAIT2: i64 = 441;
+        let (ptr_arg, size) = match nr as i64 {
+            SYS_pselect6 => {
+                // The sixth argument points at { const sigset_t *ss; size_t ss_len; }.
+                if a[5] == 0 {
+                    return Ok(None);
+                }
+                if !self.mem.in_app(a[5], 16) {
+                    return Err(-(EFAULT as i64));
+                }
+                let (ss, len) = (self.mem.read_u64(a[5]), self.mem.read_u64(a[5] + 8));
+                if ss == 0 {
+                    return Ok(None);
+                }
+                let mut b = *a;
+                b[5] = 0;
+                return self.read_mask(ss, len).map(|m| Some((m, b)));
+            }
+            SYS_ppoll => (3, a[4]),
+            SYS_epoll_pwait | SYS_EPOLL_PWAIT2 => (4, a[5]),
+            _ => return Ok(None),
+        };
+        if a[ptr_arg] == 0 {
+            return Ok(None);
+        }
+        let mut b = *a;
+        b[ptr_arg] = 0;
+        self.read_mask(a[ptr_arg], size).map(|m| Some((m, b)))
+    }
+
+    fn read_mask(&self, ptr: u64, size: u64) -> Result<u64, i64> {
+        if size != 8 {
+            return Err(-(libc::EINVAL as i64));
+        }
+        if !self.mem.in_app(ptr, 8) {
+            return Err(-(libc::EFAULT as i64));
+        }
+        Ok(self.mem.read_u64(ptr))
+    }
+
+    /// Performs delegated call `nr` for vCPU `cpu` so that a signal can interrupt it, as on
+    /// Linux: the serving host thread is registered for the signal pump's kicks (SIGUSR2, which
+    /// makes a blocking host call return EINTR), and a mask the call installs (pselect6, ppoll,
+    /// epoll_pwait) becomes the thread's mask meanwhile. When the call is interrupted and the
+    /// thread has a deliverable signal, the result is Linux's internal restart code (EINTR or the
+    /// call again, decided at delivery); when nothing is deliverable (a kick meant for another
+    /// call, or a signal the guest blocks) the call goes on, as Linux would not have stopped it.
+    pub(super) fn delegate_interruptibly(&self, cpu: usize, nr: u64, a: [u64; 6]) -> Reply {
+        let (masked, args) = match self.call_mask(nr, &a) {
+            Ok(Some((mask, args))) => {
+                self.install_call_mask(cpu, mask);
+                (true, args)
+            }
+            Ok(None) => (false, a),
+            Err(e) => return Reply::Ret(e),
+        };
+        let slot = self.serving.get(cpu);
+        if let Some(s) = slot {
+            s.store(crate::sys::pthread_self(), std::sync::atomic::Ordering::Release);
+        }
+        let blocking = masked || super::may_block(nr, &a);
+        let r = loop {
+            if blocking && self.deliverable(cpu) {
+                // Pending already. A signal the call's own mask unblocks (make's SIGCHLD before
+                // pselect6) ends it at once, as on Linux; otherwise the signal came before the
+                // call, where Linux would have run the handler first: run it, then the call.
+                break if masked {
+                    interrupted_code(nr)
+                } else {
+                    Reply::Ret(ERESTARTNOINTR)
+                };
+            }
+            let r = self.delegate(nr, args);
+            if r != Reply::Ret(-(libc::EINTR as i64)) {
+                break r;
+            }
+            if self.deliverable(cpu) {
+                break interrupted_code(nr);
+            }
+            if lock(&self.exit).is_some() {
+                break r;
+            }
+        };
+        if let Some(s) = slot {
+            s.store(0, std::sync::atomic::Ordering::Release);
+        }
+        if masked && !matches!(r, Reply::Ret(v) if is_restart(v)) {
+            // Completed: the caller's mask is back before anything is delivered.
+            self.restore_call_mask(cpu);
+        }
+        r
+    }
+
+    /// The host thread performing vCPU `cpu`'s delegated call right now, if any.
+    pub fn serving_thread(&self, cpu: usize) -> Option<u64> {
+        self.serving
+            .get(cpu)
+            .map(|s| s.load(std::sync::atomic::Ordering::Acquire))
+            .filter(|&t| t != 0)
     }
 
     /// A CPU exception in vCPU `cpu`'s own code, raised as `sig`: enters the guest's handler with
@@ -718,6 +1012,40 @@ mod tests {
         ss[8..12].copy_from_slice(&flags.to_le_bytes());
         ss[16..24].copy_from_slice(&size.to_le_bytes());
         ss
+    }
+
+    #[test]
+    fn interrupted_calls_return_eintr_or_run_again_as_linux_decides() {
+        let at = |rax: i64| kvm_regs {
+            rax: rax as u64,
+            rip: 0x40_1002,
+            ..Default::default()
+        };
+        let eintr = -(libc::EINTR as i64) as u64;
+        // A handler without SA_RESTART: EINTR; with it, ERESTARTSYS runs the call again (rax = its
+        // number, rip on the `syscall`), ERESTARTNOHAND still gives EINTR.
+        let mut r = at(ERESTARTSYS);
+        after_interrupt(&mut r, 0, Some(0));
+        assert_eq!((r.rax, r.rip), (eintr, 0x40_1002));
+        let mut r = at(ERESTARTSYS);
+        after_interrupt(&mut r, 0, Some(SA_RESTART));
+        assert_eq!((r.rax, r.rip), (0, 0x40_1000));
+        let mut r = at(ERESTARTNOHAND);
+        after_interrupt(&mut r, 270, Some(SA_RESTART));
+        assert_eq!(r.rax, eintr);
+        // No handler: the call again, whatever the code; a real result is left alone.
+        let mut r = at(ERESTARTNOHAND);
+        after_interrupt(&mut r, 270, None);
+        assert_eq!((r.rax, r.rip), (270, 0x40_1000));
+        let mut r = at(-4);
+        after_interrupt(&mut r, 0, None);
+        assert_eq!((r.rax, r.rip), (-4i64 as u64, 0x40_1002));
+        // A return into a rewritten site's thunk goes back to the thunk's start.
+        assert_eq!(
+            crate::rewrite::restart_at(0x20_0000 + 3 * 32 + 17),
+            0x20_0000 + 3 * 32
+        );
+        assert!(!is_restart(-(libc::EINTR as i64)) && is_restart(ERESTARTNOINTR));
     }
 
     #[test]
