@@ -286,6 +286,17 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx) {
         suspend_mask = *(uint64_t *)g[REG_RDI] & ~(1ULL << (SIGSYS - 1));
         g[REG_RDI] = (greg_t)&suspend_mask;
     }
+    if (nr == SYS_clone || nr == SYS_clone3 || nr == SYS_fork || nr == SYS_vfork) {
+        /* Resume at the trampoline (inside the exempt range) as if the site had been rewritten:
+         * its clone route gives the child its `solo` flag (struct vf in preload.h), which a
+         * local stub cannot. The return address goes where `call *%rax` would have put it. */
+        g[REG_RSP] -= 8;
+        *(uint64_t *)g[REG_RSP] = ret;
+        g[REG_RAX] = nr;
+        g[REG_RIP] = (greg_t)multios_tramp;
+        selector = SEL_BLOCK;
+        return;
+    }
     if (stub_local[nr]) {
         char *stub = stub_for(ret);
         if (stub)
@@ -399,6 +410,7 @@ static void start_delegate(void) {
     }
     multios_my_mbox = m;
     multios_my_gen = multios_fork_gen;
+    multios_vf.solo = 0; /* this process has its own delegate now */
 }
 
 /* ---- configuration ---- */
