@@ -474,14 +474,24 @@ HIDDEN long multios_delegate(long nr, long a0, long a1, long a2, long a3, long a
     __atomic_store_n(&m->state, 1, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&m->sleeping, __ATOMIC_SEQ_CST))
         multios_xsys(SYS_futex, (long)&m->state, FUTEX_WAKE, 1, 0, 0, 0);
-    /* Spin for the reply (no PAUSE: on Zen it costs tens of cycles, i.e. latency); after
-     * multios_patience_ticks (a long blocking call), poll every 50 µs so the CPU is not held. */
-    uint64_t t0 = __rdtsc(), polls = 0;
+    /* Spin for the reply (no PAUSE: on Zen it costs tens of cycles, i.e. latency) while the
+     * delegate spins f_c or makes a short call. Once the delegate has been inside the call for
+     * multios_patience_ticks, the call is taken to block (a read from an empty pipe, a terminal, a
+     * socket): the caller sleeps on `state` until the delegate's reply wakes it, so the compute CPU
+     * goes to whatever else is runnable there — in a pipeline, the very process that will unblock
+     * the call (a spinning reader used to hold the CPU its writer needed, issue #16). */
+    uint64_t polls = 0;
     while (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) != 2) {
-        if ((++polls & 1023) == 0 && __rdtsc() - t0 > multios_patience_ticks) {
-            struct { long s, ns; } ts = {0, 50000};
-            multios_xsys(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
-        }
+        if ((++polls & 255) != 0)
+            continue;
+        uint64_t c0 = m->call_t0;
+        if (!c0 || __rdtsc() - c0 <= multios_patience_ticks)
+            continue;
+        /* Dekker with the delegate: waiting = 1, then state; it stores state = 2, then reads waiting. */
+        __atomic_store_n(&m->waiting, 1, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&m->state, __ATOMIC_SEQ_CST) == 1)
+            multios_xsys(SYS_futex, (long)&m->state, FUTEX_WAIT, 1, 0, 0, 0);
+        __atomic_store_n(&m->waiting, 0, __ATOMIC_SEQ_CST);
     }
     long r = m->nr;
     __atomic_store_n(&m->state, 0, __ATOMIC_RELEASE);

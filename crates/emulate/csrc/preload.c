@@ -358,21 +358,29 @@ static void delegate_main(void *p) {
         if (s == 1) {
             long nr = m->nr;
             multios_record(multios_spin(multios_draw(nr, &m->rng)));
+            __atomic_store_n(&m->call_t0, __rdtsc(), __ATOMIC_RELAXED); /* the caller's clock for "blocked" */
             long ret = raw6(nr, m->a[0], m->a[1], m->a[2], m->a[3], m->a[4], m->a[5]);
+            __atomic_store_n(&m->call_t0, 0, __ATOMIC_RELAXED);
             multios_record(multios_spin(multios_draw(nr, &m->rng)));
             m->nr = ret;
-            __atomic_store_n(&m->state, 2, __ATOMIC_RELEASE);
+            __atomic_store_n(&m->state, 2, __ATOMIC_SEQ_CST);
+            if (__atomic_load_n(&m->waiting, __ATOMIC_SEQ_CST)) /* the caller slept: a blocking call */
+                raw6(SYS_futex, (long)&m->state, FUTEX_WAKE, 1, 0, 0, 0);
             last = __rdtsc();
         } else if (++polls % 64 != 0) {
             _mm_pause(); /* check the idle deadline every 64 polls only */
-        } else if (__rdtsc() - last > idle_ticks) {
+        } else if (__rdtsc() - last <= idle_ticks) {
+            /* Still within the idle spin: let the other delegates on this control CPU run (those of
+             * the other threads and processes of a pipeline). SCHED_FIFO does not time-slice, so a
+             * spinning delegate used to keep another one from serving its request for its whole
+             * idle spin; with nobody else runnable sched_yield returns at once. */
+            raw6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+        } else {
             __atomic_store_n(&m->sleeping, 1, __ATOMIC_SEQ_CST);
             if (__atomic_load_n(&m->state, __ATOMIC_SEQ_CST) == 0)
                 raw6(SYS_futex, (long)&m->state, FUTEX_WAIT, 0, 0, 0, 0);
             __atomic_store_n(&m->sleeping, 0, __ATOMIC_SEQ_CST);
             last = __rdtsc();
-        } else {
-            _mm_pause();
         }
     }
 }

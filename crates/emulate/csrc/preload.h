@@ -52,7 +52,10 @@ struct mbox {
     volatile uint32_t sleeping;
     long nr; /* the request's number; the reply's result */
     long a[6];
-    char pad[64]; /* the request and the reply share one cache line; nothing else does */
+    /* Second cache line (the request and the reply share the first; nothing else does): */
+    volatile uint64_t call_t0; /* TSC when the delegate entered the call, 0 outside it */
+    volatile uint32_t waiting; /* the caller sleeps on `state` (a call that blocks) */
+    char pad[52];
     uint64_t rng; /* the delegate's random generator (exponential f_c) */
 };
 
