@@ -75,8 +75,11 @@ fn wait_bounded(child: &mut Child, secs: u64) -> std::process::ExitStatus {
 
 fn alive(pid: u32) -> bool {
     // A zombie is dead for this purpose (its parent has not reaped it yet).
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|s| s.rsplit(')').next().is_some_and(|r| !r.trim_start().starts_with('Z')))
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit(')')
+            .next()
+            .is_some_and(|r| !r.trim_start().starts_with('Z'))
+    })
 }
 
 fn kill(pid: u32, sig: &str) {
@@ -165,7 +168,16 @@ fn issue_16_emulate_forwards_sigint_and_sigterm_and_writes_a_partial_report() {
             let r = report.to_str().expect("UTF-8 temp dir");
             interrupt(
                 &[
-                    "emulate", "--policy", "all", "--fc", "20us", "--mechanism", mech, "--json", "--report", r,
+                    "emulate",
+                    "--policy",
+                    "all",
+                    "--fc",
+                    "20us",
+                    "--mechanism",
+                    mech,
+                    "--json",
+                    "--report",
+                    r,
                 ],
                 sig,
                 code,
@@ -198,7 +210,16 @@ fn issue_16_sigkilled_emulate_takes_its_program_along_and_its_run_dir_is_swept()
     let dir = TempDir::new("emulate-sigkill");
     let pidfile = dir.0.join("pid");
     let mut child = multios()
-        .args(["emulate", "--policy", "all", "--fc", "20us", "--mechanism", "shm", "--"])
+        .args([
+            "emulate",
+            "--policy",
+            "all",
+            "--fc",
+            "20us",
+            "--mechanism",
+            "shm",
+            "--",
+        ])
         .args(sleeper(&pidfile))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -212,7 +233,10 @@ fn issue_16_sigkilled_emulate_takes_its_program_along_and_its_run_dir_is_swept()
         wait_for(10, || !alive(target)),
         "the program (pid {target}) outlived the SIGKILLed multios"
     );
-    assert!(!run_dirs_of(mpid).is_empty(), "a SIGKILLed multios cannot clean up");
+    assert!(
+        !run_dirs_of(mpid).is_empty(),
+        "a SIGKILLed multios cannot clean up"
+    );
     let o = run(&["emulate", "--policy", "none", "--mechanism", "shm", "--", "true"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
@@ -229,16 +253,41 @@ fn issue_16_unwritable_outputs_are_refused_before_the_program_runs() {
     let touch = format!("touch {}", marker.display());
     let missing = dir.0.join("no-such-dir").join("r.json");
     let m = missing.to_str().expect("UTF-8 temp dir");
-    let o = run(&["emulate", "--policy", "none", "--report", m, "--", "sh", "-c", &touch]);
+    let o = run(&[
+        "emulate", "--policy", "none", "--report", m, "--", "sh", "-c", &touch,
+    ]);
     assert!(!o.status.success());
-    assert!(stderr(&o).contains(m) && stderr(&o).contains("does not exist"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(m) && stderr(&o).contains("does not exist"),
+        "{}",
+        stderr(&o)
+    );
     let d = dir.0.to_str().expect("UTF-8 temp dir");
-    let o = run(&["emulate", "--policy", "none", "--report", d, "--", "sh", "-c", &touch]);
+    let o = run(&[
+        "emulate", "--policy", "none", "--report", d, "--", "sh", "-c", &touch,
+    ]);
     assert!(stderr(&o).contains("is a directory"), "{}", stderr(&o));
-    let o = run(&["profile", "--backend", "inproc", "-o", m, "--", "sh", "-c", &touch]);
+    let o = run(&[
+        "profile",
+        "--backend",
+        "inproc",
+        "-o",
+        m,
+        "--",
+        "sh",
+        "-c",
+        &touch,
+    ]);
     assert!(!o.status.success());
-    assert!(stderr(&o).contains(m) && stderr(&o).contains("does not exist"), "{}", stderr(&o));
-    assert!(!marker.exists(), "the program ran although its output could not be written");
+    assert!(
+        stderr(&o).contains(m) && stderr(&o).contains("does not exist"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        !marker.exists(),
+        "the program ran although its output could not be written"
+    );
 }
 
 #[test]
@@ -257,7 +306,17 @@ fn issue_16_fc_is_optional_with_policy_none_and_never_negative() {
             stderr(&o)
         );
     }
-    let o = run(&["emulate", "--policy", "all", "--fc", "1us", "--fc-syscall", "write=-2us", "--", "true"]);
+    let o = run(&[
+        "emulate",
+        "--policy",
+        "all",
+        "--fc",
+        "1us",
+        "--fc-syscall",
+        "write=-2us",
+        "--",
+        "true",
+    ]);
     assert!(stderr(&o).contains("negative"), "{}", stderr(&o));
 }
 

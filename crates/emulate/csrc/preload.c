@@ -369,11 +369,13 @@ static void delegate_main(void *p) {
             last = __rdtsc();
         } else if (++polls % 64 != 0) {
             _mm_pause(); /* check the idle deadline every 64 polls only */
+        } else if (__rdtsc() - last <= idle_ticks / 10) {
+            _mm_pause(); /* requests in quick succession: no system call between them */
         } else if (__rdtsc() - last <= idle_ticks) {
-            /* Still within the idle spin: let the other delegates on this control CPU run (those of
-             * the other threads and processes of a pipeline). SCHED_FIFO does not time-slice, so a
-             * spinning delegate used to keep another one from serving its request for its whole
-             * idle spin; with nobody else runnable sched_yield returns at once. */
+            /* Idle for a while (20 µs of the 200): let the other delegates on this control CPU run
+             * (those of the other threads and processes of a pipeline). SCHED_FIFO does not
+             * time-slice, so a spinning delegate used to keep another one from serving its request
+             * for its whole idle spin; with nobody else runnable sched_yield returns at once. */
             raw6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
         } else {
             __atomic_store_n(&m->sleeping, 1, __ATOMIC_SEQ_CST);

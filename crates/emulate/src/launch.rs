@@ -39,7 +39,10 @@ pub fn check_writable(path: &Path, flag: &str) -> Result<(), EmulateError> {
         fix,
     };
     if path.is_dir() {
-        return Err(err("it is a directory".into(), "name a file, e.g. DIR/report.json"));
+        return Err(err(
+            "it is a directory".into(),
+            "name a file, e.g. DIR/report.json",
+        ));
     }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
@@ -222,7 +225,11 @@ mod tests {
         let p = plain.display().to_string();
         assert!(msg(&p).contains("not executable"), "{}", msg(&p));
         std::fs::remove_file(&plain).ok();
-        assert!(msg("/no/such/prog").contains("does not exist"), "{}", msg("/no/such/prog"));
+        assert!(
+            msg("/no/such/prog").contains("does not exist"),
+            "{}",
+            msg("/no/such/prog")
+        );
     }
 
     #[test]
@@ -235,7 +242,9 @@ mod tests {
         };
         assert!(msg("/no/such/dir/r.json").contains("does not exist"));
         assert!(msg("/tmp").contains("is a directory"));
-        assert!(msg("/proc/multios-issue16.json").contains("--report /proc/multios-issue16.json: cannot write"));
+        assert!(
+            msg("/proc/multios-issue16.json").contains("--report /proc/multios-issue16.json: cannot write")
+        );
         assert!(check_writable(Path::new("/tmp/multios-issue16-new.json"), "--report").is_ok());
         assert!(!Path::new("/tmp/multios-issue16-new.json").exists());
     }

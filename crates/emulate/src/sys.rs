@@ -260,8 +260,10 @@ pub fn set_other() {
 /// The programs that SIGINT, SIGTERM and SIGHUP sent to multios are forwarded to (issue #16): one
 /// slot per run in progress (tests run several at once), each with the signal it received.
 const SLOTS: usize = 32;
-static TARGETS: [std::sync::atomic::AtomicI32; SLOTS] = [const { std::sync::atomic::AtomicI32::new(0) }; SLOTS];
-static CAUGHT: [std::sync::atomic::AtomicI32; SLOTS] = [const { std::sync::atomic::AtomicI32::new(0) }; SLOTS];
+static TARGETS: [std::sync::atomic::AtomicI32; SLOTS] =
+    [const { std::sync::atomic::AtomicI32::new(0) }; SLOTS];
+static CAUGHT: [std::sync::atomic::AtomicI32; SLOTS] =
+    [const { std::sync::atomic::AtomicI32::new(0) }; SLOTS];
 static HANDLERS: std::sync::Once = std::sync::Once::new();
 /// The signals forwarded to a running program.
 pub const FORWARDED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];

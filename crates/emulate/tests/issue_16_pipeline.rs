@@ -29,7 +29,8 @@ fn issue_16_a_blocked_delegated_call_lets_its_caller_sleep() {
     let out = dir.join("out");
     let c = std::ffi::CString::new(fifo.to_str().expect("UTF-8 temp dir")).expect("no NUL");
     // SAFETY: mkfifo on a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", fifo.display());
+    let made = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
+    assert_eq!(made, 0, "mkfifo {}", fifo.display());
     let script = format!(
         "echo $$ > {}; exec cat {} > {}",
         pidfile.display(),
@@ -61,7 +62,11 @@ fn issue_16_a_blocked_delegated_call_lets_its_caller_sleep() {
     while in_a_row < 5 && Instant::now() < end {
         let b = blocked_in(pid);
         seen.push(b);
-        in_a_row = if b == Some(libc::SYS_futex as u64) { in_a_row + 1 } else { 0 };
+        in_a_row = if b == Some(libc::SYS_futex as u64) {
+            in_a_row + 1
+        } else {
+            0
+        };
         std::thread::sleep(Duration::from_millis(50));
     }
     // Unblock cat whatever happened, so the run ends.
