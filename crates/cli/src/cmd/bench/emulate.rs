@@ -117,7 +117,12 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
     let pipe_argv = vec![
         "sh".to_string(),
         "-c".to_string(),
-        format!("cat {} | gzip -1 | sha256sum", input.display()),
+        // (its output to a file: stdout carries the bench's own report)
+        format!(
+            "cat {} | gzip -1 | sha256sum > {}",
+            input.display(),
+            dir.join("sum").display()
+        ),
     ];
     let mut pipeline = Vec::new();
     for m in mechs.iter().filter(|_| args.pipeline_runs > 0) {
