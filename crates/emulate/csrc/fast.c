@@ -485,7 +485,8 @@ HIDDEN long multios_delegate(long nr, long a0, long a1, long a2, long a3, long a
         if ((++polls & 255) != 0)
             continue;
         uint64_t c0 = m->call_t0;
-        if (!c0 || __rdtsc() - c0 <= multios_patience_ticks)
+        /* Signed: the delegate read its TSC on another CPU, which may be a little ahead. */
+        if (!c0 || (int64_t)(__rdtsc() - c0) <= (int64_t)multios_patience_ticks)
             continue;
         /* Dekker with the delegate: waiting = 1, then state; it stores state = 2, then reads waiting. */
         __atomic_store_n(&m->waiting, 1, __ATOMIC_SEQ_CST);

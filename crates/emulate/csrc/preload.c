@@ -54,7 +54,7 @@ HIDDEN uint8_t multios_timing;
 HIDDEN uint64_t multios_samples[MAX_SAMPLES];
 HIDDEN volatile uint64_t multios_nsamp;
 HIDDEN volatile uint64_t multios_fork_gen;
-HIDDEN uint64_t multios_patience_ticks = ~0ULL;
+HIDDEN uint64_t multios_patience_ticks = INT64_MAX; /* compared signed (fast.c): never, until configured */
 __thread struct mbox *multios_my_mbox __attribute__((tls_model("initial-exec")));
 __thread uint64_t multios_my_gen __attribute__((tls_model("initial-exec")));
 
