@@ -369,10 +369,10 @@ static void delegate_main(void *p) {
             last = __rdtsc();
         } else if (++polls % 64 != 0) {
             _mm_pause(); /* check the idle deadline every 64 polls only */
-        } else if (__rdtsc() - last <= idle_ticks / 10) {
+        } else if (__rdtsc() - last <= idle_ticks / 100) {
             _mm_pause(); /* requests in quick succession: no system call between them */
         } else if (__rdtsc() - last <= idle_ticks) {
-            /* Idle for a while (20 µs of the 200): let the other delegates on this control CPU run
+            /* Idle for a while (2 µs of the 200): let the other delegates on this control CPU run
              * (those of the other threads and processes of a pipeline). SCHED_FIFO does not
              * time-slice, so a spinning delegate used to keep another one from serving its request
              * for its whole idle spin; with nobody else runnable sched_yield returns at once. */
