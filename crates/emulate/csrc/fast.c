@@ -10,10 +10,8 @@
 HIDDEN uint64_t multios_slots[NSTUBS];
 HIDDEN uint64_t multios_xsave_size = 4096;
 __thread char multios_sud_thread __attribute__((tls_model("initial-exec")));
-/* The trampoline's ring of return addresses for clone/fork/vfork without a new stack (fast.c asm). */
-HIDDEN __thread struct {
-    uint64_t depth, slot[8];
-} multios_vf __attribute__((tls_model("initial-exec")));
+/* The trampoline's per-thread state around clone/fork/vfork (see preload.h and the asm below). */
+HIDDEN __thread struct vf multios_vf __attribute__((tls_model("initial-exec")));
 
 /* The SUD-exempt range [multios_exempt_begin, multios_exempt_end): every `syscall` in it goes to
  * the kernel even while the thread's SUD selector blocks.
@@ -175,8 +173,27 @@ __asm__(".text\n"
         "  movq (%rsp), %r11\n"
         "  movq %r11, -8(%rsi)\n"
         "  subq $8, %rsi\n"
+        /* The parent keeps its own `solo` on its stack (the child, on its own stack, may
+         * overwrite the TLS copy they share): [rsp] solo, [rsp+8] return address. */
+        "  movq multios_vf@gottpoff(%rip), %r11\n"
+        "  addq %fs:0, %r11\n"
+        "  pushq 136(%r11)\n"
         "  syscall\n"
         "  addq $8, %rsi\n"
+        "  testq %rax, %rax\n"
+        "  jz 79f\n"
+        "  movq multios_vf@gottpoff(%rip), %r11\n"
+        "  addq %fs:0, %r11\n"
+        "  popq 136(%r11)\n"                 /* the parent (or a failed call): solo as it was */
+        "  popq %rcx\n"
+        "  jmp *%rcx\n"
+        "79:\n"                              /* the child, on its stack: [rsp] = return address */
+        "  testl $0x10000, %edi\n"          /* CLONE_THREAD: a thread, not a process */
+        "  jnz 80f\n"
+        "  movq multios_vf@gottpoff(%rip), %r11\n"
+        "  addq %fs:0, %r11\n"
+        "  movq $1, 136(%r11)\n"             /* a new process: solo until exec or a delegate */
+        "80:\n"
         "  popq %rcx\n"
         "  jmp *%rcx\n"
         "71:\n"                              /* clone3(args, size): stack at 40, stack_size at 48 */
@@ -191,17 +208,32 @@ __asm__(".text\n"
         "  movq (%rsp), %rcx\n"
         "  movq %rcx, -8(%r11)\n"
         "  subq $8, 48(%rdi)\n"
+        "  movq multios_vf@gottpoff(%rip), %r11\n"
+        "  addq %fs:0, %r11\n"
+        "  pushq 136(%r11)\n"                /* as for clone: [rsp] solo, [rsp+8] return address */
         "  syscall\n"
         "  testq %rax, %rax\n"
         "  jz 73f\n"
         "  addq $8, 48(%rdi)\n"              /* the parent restores the caller's struct */
-        "73:\n"
+        "  movq multios_vf@gottpoff(%rip), %r11\n"
+        "  addq %fs:0, %r11\n"
+        "  popq 136(%r11)\n"
+        "  popq %rcx\n"
+        "  jmp *%rcx\n"
+        "73:\n"                              /* the child: flags (offset 0) in the struct it shares or copied */
+        "  testl $0x10000, (%rdi)\n"
+        "  jnz 80b\n"
+        "  movq multios_vf@gottpoff(%rip), %r11\n"
+        "  addq %fs:0, %r11\n"
+        "  movq $1, 136(%r11)\n"
         "  popq %rcx\n"
         "  jmp *%rcx\n"
         /* No new stack (fork, vfork, clone/clone3 without a stack): a vfork child shares the stack
          * and overwrites it, so the return address waits in a per-thread ring (TLS: shared with a
          * vfork child, copied into a fork child); the child does not pop it, the parent does. The
-         * ring survives a signal handler that forks in between. */
+         * ring survives a signal handler that forks in between. Next to each return address, `info`:
+         * bit 0 the caller's `solo`, bit 1 "the child is a process" (not CLONE_THREAD); the child
+         * sets `solo` from it, the parent restores its own. */
         "72:\n"
         "  movq multios_vf@gottpoff(%rip), %r11\n"
         "  addq %fs:0, %r11\n"
@@ -210,16 +242,46 @@ __asm__(".text\n"
         "  movq %rcx, (%r11)\n"
         "  andl $7, %ecx\n"
         "  popq 8(%r11,%rcx,8)\n"
+        "  pushq 136(%r11)\n"                /* info = solo (where the return address was) */
+        "  popq 72(%r11,%rcx,8)\n"
+        "  cmpl $56, %eax\n"                 /* clone: flags in rdi */
+        "  jne 76f\n"
+        "  testl $0x10000, %edi\n"
+        "  jnz 77f\n"
+        "  jmp 78f\n"
+        "76:\n"
+        "  cmpl $435, %eax\n"                /* clone3: flags at offset 0 of the struct */
+        "  jne 78f\n"
+        "  cmpq $8, %rsi\n"
+        "  jb 78f\n"
+        "  testl $0x10000, (%rdi)\n"
+        "  jnz 77f\n"
+        "78:\n"
+        "  orq $2, 72(%r11,%rcx,8)\n"        /* fork, vfork, clone(3) of a process */
+        "77:\n"
         "  syscall\n"
         "  movq multios_vf@gottpoff(%rip), %r11\n"
         "  addq %fs:0, %r11\n"
         "  movq (%r11), %rcx\n"
         "  andl $7, %ecx\n"
-        "  movq 8(%r11,%rcx,8), %rcx\n"
+        "  pushq 8(%r11,%rcx,8)\n"           /* the return address, where it was before the pop */
         "  testq %rax, %rax\n"
         "  jz 74f\n"
-        "  decq (%r11)\n"
-        "74:\n"
+        "  decq (%r11)\n"                    /* the parent (or a failed call) */
+        "  movq 72(%r11,%rcx,8), %rcx\n"
+        "  andl $1, %ecx\n"
+        "  movq %rcx, 136(%r11)\n"           /* solo as it was */
+        "  popq %rcx\n"
+        "  jmp *%rcx\n"
+        "74:\n"                              /* the child */
+        "  movq 72(%r11,%rcx,8), %rcx\n"
+        "  testl $2, %ecx\n"
+        "  jz 75f\n"
+        "  movl $1, %ecx\n"                  /* a new process: solo */
+        "75:\n"
+        "  andl $1, %ecx\n"
+        "  movq %rcx, 136(%r11)\n"
+        "  popq %rcx\n"
         "  jmp *%rcx\n"
         /* Slow path: every register and the extended state (xsave) saved, then multios_slow. */
         "8:\n"
@@ -385,6 +447,15 @@ HIDDEN long multios_delegate(long nr, long a0, long a1, long a2, long a3, long a
         multios_xsys(SYS_sched_setaffinity, 0, sizeof multios_compute_set, (long)&multios_compute_set, 0, 0, 0);
         return r;
     }
+    if (multios_vf.solo) {
+        /* A new process still sharing (vfork, posix_spawn) or holding a copy of (fork before its
+         * atfork handler) its parent's mailbox: the delegate behind it serves the parent, so this
+         * process makes the call itself, the f_c delivered in place (see struct vf). */
+        multios_record(multios_spin(multios_draw(nr, &rng_state)));
+        long r = multios_xsys(nr, a0, a1, a2, a3, a4, a5);
+        multios_record(multios_spin(multios_draw(nr, &rng_state)));
+        return r;
+    }
     struct mbox *m = multios_my_mbox;
     if (!m || multios_my_gen != multios_fork_gen || busy) {
         /* A thread without a delegate (made by a raw clone), or a signal handler that interrupted
@@ -403,14 +474,25 @@ HIDDEN long multios_delegate(long nr, long a0, long a1, long a2, long a3, long a
     __atomic_store_n(&m->state, 1, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&m->sleeping, __ATOMIC_SEQ_CST))
         multios_xsys(SYS_futex, (long)&m->state, FUTEX_WAKE, 1, 0, 0, 0);
-    /* Spin for the reply (no PAUSE: on Zen it costs tens of cycles, i.e. latency); after
-     * multios_patience_ticks (a long blocking call), poll every 50 µs so the CPU is not held. */
-    uint64_t t0 = __rdtsc(), polls = 0;
+    /* Spin for the reply (no PAUSE: on Zen it costs tens of cycles, i.e. latency) while the
+     * delegate spins f_c or makes a short call. Once the delegate has been inside the call for
+     * multios_patience_ticks, the call is taken to block (a read from an empty pipe, a terminal, a
+     * socket): the caller sleeps on `state` until the delegate's reply wakes it, so the compute CPU
+     * goes to whatever else is runnable there — in a pipeline, the very process that will unblock
+     * the call (a spinning reader used to hold the CPU its writer needed, issue #16). */
+    uint64_t polls = 0;
     while (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) != 2) {
-        if ((++polls & 1023) == 0 && __rdtsc() - t0 > multios_patience_ticks) {
-            struct { long s, ns; } ts = {0, 50000};
-            multios_xsys(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
-        }
+        if ((++polls & 255) != 0)
+            continue;
+        uint64_t c0 = m->call_t0;
+        /* Signed: the delegate read its TSC on another CPU, which may be a little ahead. */
+        if (!c0 || (int64_t)(__rdtsc() - c0) <= (int64_t)multios_patience_ticks)
+            continue;
+        /* Dekker with the delegate: waiting = 1, then state; it stores state = 2, then reads waiting. */
+        __atomic_store_n(&m->waiting, 1, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&m->state, __ATOMIC_SEQ_CST) == 1)
+            multios_xsys(SYS_futex, (long)&m->state, FUTEX_WAIT, 1, 0, 0, 0);
+        __atomic_store_n(&m->waiting, 0, __ATOMIC_SEQ_CST);
     }
     long r = m->nr;
     __atomic_store_n(&m->state, 0, __ATOMIC_RELEASE);

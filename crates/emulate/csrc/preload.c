@@ -54,7 +54,7 @@ HIDDEN uint8_t multios_timing;
 HIDDEN uint64_t multios_samples[MAX_SAMPLES];
 HIDDEN volatile uint64_t multios_nsamp;
 HIDDEN volatile uint64_t multios_fork_gen;
-HIDDEN uint64_t multios_patience_ticks = ~0ULL;
+HIDDEN uint64_t multios_patience_ticks = INT64_MAX; /* compared signed (fast.c): never, until configured */
 __thread struct mbox *multios_my_mbox __attribute__((tls_model("initial-exec")));
 __thread uint64_t multios_my_gen __attribute__((tls_model("initial-exec")));
 
@@ -286,6 +286,17 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx) {
         suspend_mask = *(uint64_t *)g[REG_RDI] & ~(1ULL << (SIGSYS - 1));
         g[REG_RDI] = (greg_t)&suspend_mask;
     }
+    if (nr == SYS_clone || nr == SYS_clone3 || nr == SYS_fork || nr == SYS_vfork) {
+        /* Resume at the trampoline (inside the exempt range) as if the site had been rewritten:
+         * its clone route gives the child its `solo` flag (struct vf in preload.h), which a
+         * local stub cannot. The return address goes where `call *%rax` would have put it. */
+        g[REG_RSP] -= 8;
+        *(uint64_t *)g[REG_RSP] = ret;
+        g[REG_RAX] = nr;
+        g[REG_RIP] = (greg_t)multios_tramp;
+        selector = SEL_BLOCK;
+        return;
+    }
     if (stub_local[nr]) {
         char *stub = stub_for(ret);
         if (stub)
@@ -347,21 +358,31 @@ static void delegate_main(void *p) {
         if (s == 1) {
             long nr = m->nr;
             multios_record(multios_spin(multios_draw(nr, &m->rng)));
+            __atomic_store_n(&m->call_t0, __rdtsc(), __ATOMIC_RELAXED); /* the caller's clock for "blocked" */
             long ret = raw6(nr, m->a[0], m->a[1], m->a[2], m->a[3], m->a[4], m->a[5]);
+            __atomic_store_n(&m->call_t0, 0, __ATOMIC_RELAXED);
             multios_record(multios_spin(multios_draw(nr, &m->rng)));
             m->nr = ret;
-            __atomic_store_n(&m->state, 2, __ATOMIC_RELEASE);
+            __atomic_store_n(&m->state, 2, __ATOMIC_SEQ_CST);
+            if (__atomic_load_n(&m->waiting, __ATOMIC_SEQ_CST)) /* the caller slept: a blocking call */
+                raw6(SYS_futex, (long)&m->state, FUTEX_WAKE, 1, 0, 0, 0);
             last = __rdtsc();
         } else if (++polls % 64 != 0) {
             _mm_pause(); /* check the idle deadline every 64 polls only */
-        } else if (__rdtsc() - last > idle_ticks) {
+        } else if (__rdtsc() - last <= idle_ticks / 100) {
+            _mm_pause(); /* requests in quick succession: no system call between them */
+        } else if (__rdtsc() - last <= idle_ticks) {
+            /* Idle for a while (2 µs of the 200): let the other delegates on this control CPU run
+             * (those of the other threads and processes of a pipeline). SCHED_FIFO does not
+             * time-slice, so a spinning delegate used to keep another one from serving its request
+             * for its whole idle spin; with nobody else runnable sched_yield returns at once. */
+            raw6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+        } else {
             __atomic_store_n(&m->sleeping, 1, __ATOMIC_SEQ_CST);
             if (__atomic_load_n(&m->state, __ATOMIC_SEQ_CST) == 0)
                 raw6(SYS_futex, (long)&m->state, FUTEX_WAIT, 0, 0, 0, 0);
             __atomic_store_n(&m->sleeping, 0, __ATOMIC_SEQ_CST);
             last = __rdtsc();
-        } else {
-            _mm_pause();
         }
     }
 }
@@ -399,6 +420,7 @@ static void start_delegate(void) {
     }
     multios_my_mbox = m;
     multios_my_gen = multios_fork_gen;
+    multios_vf.solo = 0; /* this process has its own delegate now */
 }
 
 /* ---- configuration ---- */

@@ -52,7 +52,10 @@ struct mbox {
     volatile uint32_t sleeping;
     long nr; /* the request's number; the reply's result */
     long a[6];
-    char pad[64]; /* the request and the reply share one cache line; nothing else does */
+    /* Second cache line (the request and the reply share the first; nothing else does): */
+    volatile uint64_t call_t0; /* TSC when the delegate entered the call, 0 outside it */
+    volatile uint32_t waiting; /* the caller sleeps on `state` (a call that blocks) */
+    char pad[52];
     uint64_t rng; /* the delegate's random generator (exponential f_c) */
 };
 
@@ -73,6 +76,23 @@ extern __thread struct mbox *multios_my_mbox __attribute__((tls_model("initial-e
 extern __thread uint64_t multios_my_gen __attribute__((tls_model("initial-exec")));
 /* 1 once this thread turned Syscall User Dispatch on (copied into fork children, which keep it). */
 extern __thread char multios_sud_thread __attribute__((tls_model("initial-exec")));
+/* The trampoline's state around clone, clone3, fork and vfork (the asm in fast.c uses these offsets).
+ * - depth, slot: a ring of return addresses for calls without a new stack (a vfork child shares
+ *   the stack and overwrites it; the child jumps to its slot, the parent pops it);
+ * - info: per slot, bit 0 the caller's `solo`, bit 1 "the child is a process" (not CLONE_THREAD);
+ * - solo (offset 136): this task is a process whose memory may be shared with the process that
+ *   owns the mailbox and delegate thread in its TLS — a vfork or posix_spawn child (CLONE_VM
+ *   without CLONE_THREAD, sharing even the TLS with its suspended parent), or a fork child before
+ *   its atfork handler gave it a delegate. Its delegated calls must not go to that delegate, which
+ *   runs in the parent and would act on the parent's descriptor table, signal state and
+ *   credentials: it makes them itself (shm), with the f_c spins delivered in place. The child
+ *   sets it right after the clone; the parent restores its own value; a new delegate clears it. */
+struct vf {
+    uint64_t depth, slot[8], info[8], solo;
+};
+extern __thread struct vf multios_vf __attribute__((tls_model("initial-exec")));
+_Static_assert(__builtin_offsetof(struct vf, info) == 72 && __builtin_offsetof(struct vf, solo) == 136,
+               "offsets used by the trampoline (fast.c)");
 
 /* rewrite.c */
 HIDDEN void multios_rewrite_range(uint64_t lo, uint64_t hi, struct rw_stats *st);

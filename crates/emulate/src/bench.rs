@@ -2,7 +2,8 @@
 //! - delivered f_c vs requested, 0.5 µs … 10 ms, timed with CLOCK_MONOTONIC (independent of the TSC
 //!   calibration being checked);
 //! - the forwarding floor of each mechanism next to the cache-line round trip;
-//! - pass-through overhead (policy none) on bzip2 and on a 2 M-syscall workload.
+//! - pass-through overhead (policy none) on bzip2 and on a 2 M-syscall workload;
+//! - a process pipeline with every call delegated at f_c = 0 (issue #16).
 
 use crate::cost::CostModel;
 use crate::cpus::{pin_current_thread, CpuSet};
@@ -145,9 +146,56 @@ pub fn passthrough(
     runs: usize,
     lazy: bool,
 ) -> Result<Overhead, EmulateError> {
+    side_by_side(
+        workload,
+        argv,
+        m,
+        Delegation::none(),
+        compute,
+        control,
+        runs,
+        lazy,
+    )
+}
+
+/// A process pipeline (e.g. `sh -c 'cat F | gzip | sha256sum'`) natively and under `m` with every
+/// call delegated at f_c = 0, `runs` pairs in ABBA order: what the mechanism costs a pipeline of
+/// processes sharing the compute and control CPUs (issue #16: `tar czf` ran 6–8× native under shm,
+/// its processes' waiting threads and delegates starving each other).
+pub fn pipeline(
+    workload: &str,
+    argv: &[String],
+    m: Mechanism,
+    compute: &CpuSet,
+    control: &CpuSet,
+    runs: usize,
+) -> Result<Overhead, EmulateError> {
+    side_by_side(
+        workload,
+        argv,
+        m,
+        Delegation::all(),
+        compute,
+        control,
+        runs,
+        false,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn side_by_side(
+    workload: &str,
+    argv: &[String],
+    m: Mechanism,
+    delegation: Delegation,
+    compute: &CpuSet,
+    control: &CpuSet,
+    runs: usize,
+    lazy: bool,
+) -> Result<Overhead, EmulateError> {
     let cfg = Config {
         mechanism: m,
-        delegation: Delegation::none(),
+        delegation,
         cost: CostModel::constant(0.0),
         compute: compute.clone(),
         control: control.clone(),

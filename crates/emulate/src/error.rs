@@ -13,6 +13,19 @@ pub enum EmulateError {
     NoCommand,
     #[error("command '{0}' not found in PATH")]
     NotFound(String),
+    #[error("'{0}' is a directory, not a program: give the program to run after --")]
+    IsDirectory(String),
+    #[error("'{0}' is not executable: make it so (chmod +x) or run it through its interpreter")]
+    NotExecutable(String),
+    #[error("'{0}' does not exist")]
+    NoSuchFile(String),
+    #[error("{flag} {path}: cannot write there ({why}); {fix}")]
+    NotWritable {
+        flag: String,
+        path: String,
+        why: String,
+        fix: &'static str,
+    },
     #[error("argument or environment string '{0}' contains a NUL byte")]
     Nul(String),
     #[error(

@@ -11,19 +11,67 @@ pub fn resolve(cmd: &str) -> Result<PathBuf, EmulateError> {
         p.metadata()
             .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
     };
+    // Why a path that is not an executable file cannot be run.
+    let why = |p: &Path| match p.metadata() {
+        Ok(m) if m.is_dir() => EmulateError::IsDirectory(p.display().to_string()),
+        Ok(_) => EmulateError::NotExecutable(p.display().to_string()),
+        Err(_) => EmulateError::NoSuchFile(p.display().to_string()),
+    };
     if cmd.contains('/') {
         let p = PathBuf::from(cmd);
-        return if is_exec(&p) {
-            Ok(p)
-        } else {
-            Err(EmulateError::NotFound(cmd.to_string()))
-        };
+        return if is_exec(&p) { Ok(p) } else { Err(why(&p)) };
     }
     let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
     std::env::split_paths(&path)
         .map(|d| d.join(cmd))
         .find(|p| is_exec(p))
         .ok_or_else(|| EmulateError::NotFound(cmd.to_string()))
+}
+
+/// Checks, before anything runs, that `path` (given with `flag`, e.g. `--report`) can be written:
+/// its directory exists and is writable, and it is not a directory itself. Leaves an existing file
+/// untouched and creates no file.
+pub fn check_writable(path: &Path, flag: &str) -> Result<(), EmulateError> {
+    let err = |why: String, fix: &'static str| EmulateError::NotWritable {
+        flag: flag.to_string(),
+        path: path.display().to_string(),
+        why,
+        fix,
+    };
+    if path.is_dir() {
+        return Err(err(
+            "it is a directory".into(),
+            "name a file, e.g. DIR/report.json",
+        ));
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        return Err(err(
+            format!("directory {} does not exist", dir.display()),
+            "create it first or choose another path",
+        ));
+    }
+    let fix = "choose a path you may write, or fix the permissions";
+    if path.exists() {
+        return std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map(drop)
+            .map_err(|e| err(e.to_string(), fix));
+    }
+    // A new file: probe the directory with a uniquely named file, removed at once.
+    let probe = dir.join(format!(".multios-write-check-{}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .map(drop)
+        .map_err(|e| err(format!("directory {}: {e}", dir.display()), fix))?;
+    std::fs::remove_file(&probe).ok();
+    Ok(())
 }
 
 pub fn cstring(p: &Path) -> Result<CString, EmulateError> {
@@ -56,6 +104,8 @@ pub struct NativeRun {
     pub wall_secs: f64,
     /// User + system CPU time of the program and the descendants it waited for.
     pub cpu_secs: f64,
+    /// The signal (SIGINT, SIGTERM, SIGHUP) multios received and forwarded to the program.
+    pub interrupted: Option<i32>,
 }
 
 /// Runs `argv` natively, pinned to `compute`; returns how it ended and its wall time.
@@ -71,6 +121,7 @@ pub fn run_native(
     let mut cmd = std::process::Command::new(path);
     cmd.arg0(first).args(&argv[1..]);
     let (child, t0) = spawn_pinned(&mut cmd, compute, rt, first, "starting it natively")?;
+    let fwd = crate::sys::Forward::to(child.id() as libc::pid_t);
     let (st, cpu_secs) =
         crate::sys::wait_child(child.id() as libc::pid_t).map_err(|cause| EmulateError::Io {
             what: "wait4".into(),
@@ -80,6 +131,7 @@ pub fn run_native(
         exit: crate::Exit::from_wait_status(st),
         wall_secs: t0.elapsed().as_secs_f64(),
         cpu_secs,
+        interrupted: fwd.caught(),
     })
 }
 
@@ -128,9 +180,13 @@ pub(crate) fn spawn_pinned(
         stage,
         cause,
     })?;
-    // SAFETY: the closure only calls sched_setaffinity (async-signal-safe) on a mask built before fork.
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: the closure only calls prctl, getppid and sched_setaffinity (async-signal-safe) on
+    // values computed before fork.
     unsafe {
         cmd.pre_exec(move || {
+            crate::sys::die_with_parent(parent)?;
             multios_host::cpus::pin_thread_to_mask(0, &mask)?;
             if rt {
                 crate::sys::set_fifo(crate::proxy::APP_PRIO);
@@ -159,6 +215,40 @@ mod tests {
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert_eq!(e, "command 'no-such-program-xyz' not found in PATH");
+    }
+
+    #[test]
+    fn issue_16_directories_and_non_executables_are_named_as_such() {
+        let msg = |c: &str| resolve(c).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(msg("/tmp").contains("is a directory"), "{}", msg("/tmp"));
+        let plain = std::env::temp_dir().join(format!("multios-issue16-plain-{}", std::process::id()));
+        std::fs::write(&plain, "data").ok();
+        std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o644)).ok();
+        let p = plain.display().to_string();
+        assert!(msg(&p).contains("not executable"), "{}", msg(&p));
+        std::fs::remove_file(&plain).ok();
+        assert!(
+            msg("/no/such/prog").contains("does not exist"),
+            "{}",
+            msg("/no/such/prog")
+        );
+    }
+
+    #[test]
+    fn issue_16_unwritable_output_paths_are_refused_before_running() {
+        let msg = |p: &str| {
+            check_writable(Path::new(p), "--report")
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
+        assert!(msg("/no/such/dir/r.json").contains("does not exist"));
+        assert!(msg("/tmp").contains("is a directory"));
+        assert!(
+            msg("/proc/multios-issue16.json").contains("--report /proc/multios-issue16.json: cannot write")
+        );
+        assert!(check_writable(Path::new("/tmp/multios-issue16-new.json"), "--report").is_ok());
+        assert!(!Path::new("/tmp/multios-issue16-new.json").exists());
     }
 
     #[test]

@@ -32,7 +32,7 @@ pub use cost::{CostModel, Dist};
 pub use cpus::CpuSet;
 pub use delegation::Delegation;
 pub use error::EmulateError;
-pub use launch::{run_native, NativeRun};
+pub use launch::{check_writable, run_native, NativeRun};
 
 /// The mechanism to use when none is asked for: `shm` (lowest floor) for a dynamically linked
 /// program, `proxy` for a statically linked one (the in-process mechanisms need the preload library).
@@ -230,6 +230,7 @@ fn run_inner(cfg: &Config, interception: Interception, timing: bool) -> Result<R
     let samplers = Arc::new(cfg.cost.samplers(cal));
     let mut interception_used = None;
     let mut local_ticks: Option<Vec<u64>> = None;
+    let interrupted;
     let (exit, wall_secs, cpu_secs, counts, local, delivered) = match cfg.mechanism {
         Mechanism::Proxy => {
             let o = proxy::run(
@@ -241,6 +242,7 @@ fn run_inner(cfg: &Config, interception: Interception, timing: bool) -> Result<R
                 &cfg.control,
                 cfg.wait,
             )?;
+            interrupted = o.interrupted;
             (
                 o.exit,
                 o.wall_secs,
@@ -254,6 +256,7 @@ fn run_inner(cfg: &Config, interception: Interception, timing: bool) -> Result<R
             let o = preload::run(&path, cfg, &d, cal, interception, timing)?;
             warnings.extend(o.warnings);
             interception_used = Some(o.interception);
+            interrupted = o.interrupted;
             if timing {
                 local_ticks = Some(o.local_ticks);
             }
@@ -288,7 +291,16 @@ fn run_inner(cfg: &Config, interception: Interception, timing: bool) -> Result<R
         );
     }
     let mut secs: Vec<f64> = delivered.iter().map(|t| cal.secs(*t)).collect();
+    if let Some(sig) = interrupted {
+        warnings.push(format!(
+            "interrupted by signal {sig} ({}), which was forwarded to the program: this report is partial \
+             (processes killed by the signal wrote no statistics)",
+            signal_name(sig)
+        ));
+    }
     Ok(Report {
+        interrupted,
+        partial: interrupted.is_some() || matches!(exit, Exit::Signal(_)),
         command: cfg.argv.clone(),
         mechanism: cfg.mechanism.name().into(),
         policy: cfg.delegation.label.clone(),
@@ -306,6 +318,17 @@ fn run_inner(cfg: &Config, interception: Interception, timing: bool) -> Result<R
         interception: interception_used,
         warnings,
     })
+}
+
+/// SIGINT, SIGTERM, SIGHUP by name (the signals multios forwards), else the number.
+pub fn signal_name(sig: i32) -> String {
+    match sig {
+        libc::SIGINT => "SIGINT".into(),
+        libc::SIGTERM => "SIGTERM".into(),
+        libc::SIGHUP => "SIGHUP".into(),
+        libc::SIGKILL => "SIGKILL".into(),
+        _ => format!("signal {sig}"),
+    }
 }
 
 fn fc_label(c: &CostModel) -> String {

@@ -28,9 +28,12 @@ pub const MIGRATE_LOCAL: &[&str] = &[
     "execveat",
 ];
 
-/// How long a thread spins for its delegate's reply before it polls every 50 µs instead (a long
-/// blocking call must not hold the compute CPU, least of all with a SCHED_FIFO program).
-const SHM_PATIENCE_SECS: f64 = 10e-3;
+/// How long an shm delegate may be inside a call before its caller stops spinning and sleeps until
+/// the reply wakes it: such a call is taken to block (an empty pipe, a terminal, a socket), and the
+/// compute CPU must go to whatever else runs there — in a pipeline, the process that will unblock it
+/// (issue #16: a reader spinning 10 ms at a time made `tar czf` 6× slower). Longer than the
+/// non-blocking calls of a program (a 64 KiB read from the page cache takes ≈ 10 µs here).
+const SHM_PATIENCE_SECS: f64 = 30e-6;
 
 /// How long an shm delegate thread spins for the next request before it sleeps on a futex.
 const SHM_IDLE_SECS: f64 = 200e-6;
@@ -117,6 +120,8 @@ pub struct Outcome {
     /// What the library did: see [`crate::Report::interception`].
     pub interception: String,
     pub warnings: Vec<String>,
+    /// The signal multios received and forwarded to the program (the report is then partial).
+    pub interrupted: Option<i32>,
 }
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> EmulateError {
@@ -196,14 +201,15 @@ pub fn run(
         });
     }
     let lib = library_path()?;
-    let run_dir = std::env::temp_dir().join(format!(
-        "multios-emulate-{}-{}",
+    remove_stale_run_dirs();
+    let run_dir = RunDir(std::env::temp_dir().join(format!(
+        "{RUN_DIR_PREFIX}{}-{}",
         std::process::id(),
         crate::tsc::now()
-    ));
-    let stats = run_dir.join("stats");
+    )));
+    let stats = run_dir.0.join("stats");
     std::fs::create_dir_all(&stats).map_err(io(format!("creating {}", stats.display())))?;
-    let cfg_file = run_dir.join("config");
+    let cfg_file = run_dir.0.join("config");
     let mut f = std::fs::File::create(&cfg_file).map_err(io(format!("creating {}", cfg_file.display())))?;
     f.write_all(config_text(cfg, d, cal, &stats, icpt, timing).as_bytes())
         .map_err(io(format!("writing {}", cfg_file.display())))?;
@@ -224,13 +230,17 @@ pub fn run(
         &cfg.argv[0],
         "starting it",
     )?;
-    let (status, cpu_secs) =
-        crate::sys::wait_child(child.id() as libc::pid_t).map_err(|cause| EmulateError::Io {
-            what: "wait4".into(),
-            cause,
-        })?;
+    let fwd = crate::sys::Forward::to(child.id() as libc::pid_t);
+    let waited = crate::sys::wait_child(child.id() as libc::pid_t);
+    let interrupted = fwd.caught();
+    drop(fwd);
+    let (status, cpu_secs) = waited.map_err(|cause| EmulateError::Io {
+        what: "wait4".into(),
+        cause,
+    })?;
     let wall_secs = t0.elapsed().as_secs_f64();
     let mut o = Outcome {
+        interrupted,
         exit: Exit::from_wait_status(status),
         wall_secs,
         cpu_secs,
@@ -325,8 +335,46 @@ pub fn run(
         ));
     }
     let _ = rewritten;
-    std::fs::remove_dir_all(&run_dir).ok();
     Ok(o)
+}
+
+/// A run's directory (config and statistics): `$TMPDIR/multios-emulate-PID-TSC`.
+const RUN_DIR_PREFIX: &str = "multios-emulate-";
+
+/// Removes the run directory when the run ends, whichever way.
+struct RunDir(PathBuf);
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        std::fs::remove_dir_all(&self.0).ok();
+    }
+}
+
+/// Removes the run directories left by multios processes that no longer exist (killed with
+/// SIGKILL before they could clean up; their programs died with them, see
+/// `sys::die_with_parent`). Only names of the exact form PID-TSC holding a `config` file.
+fn remove_stale_run_dirs() {
+    let Ok(dir) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for e in dir.flatten() {
+        let name = e.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(RUN_DIR_PREFIX)) else {
+            continue;
+        };
+        let Some((pid, tsc)) = rest.split_once('-') else {
+            continue;
+        };
+        let (Ok(pid), true) = (
+            pid.parse::<libc::pid_t>(),
+            !tsc.is_empty() && tsc.bytes().all(|b| b.is_ascii_digit()),
+        ) else {
+            continue;
+        };
+        if pid > 0 && !crate::sys::process_exists(pid) && e.path().join("config").exists() {
+            std::fs::remove_dir_all(e.path()).ok();
+        }
+    }
 }
 
 fn parse_stats(text: &str, o: &mut Outcome) {
@@ -371,6 +419,7 @@ mod tests {
             delivered: vec![],
             interception: String::new(),
             warnings: vec![],
+            interrupted: None,
         };
         parse_stats("D 1 3\nL 0 2\nS 100\nS 200\n", &mut o);
         parse_stats("D 1 1\n", &mut o);

@@ -35,6 +35,8 @@ struct Prepared {
     prog: Vec<libc::sock_filter>,
     compute: libc::cpu_set_t,
     app_realtime: bool,
+    /// multios's pid: the child dies with it (`sys::die_with_parent`).
+    parent: libc::pid_t,
 }
 
 fn prepare(
@@ -77,11 +79,16 @@ fn prepare(
             cause,
         })?,
         app_realtime,
+        // SAFETY: getpid has no preconditions.
+        parent: unsafe { libc::getpid() },
     })
 }
 
 /// Runs the child side after `fork`. Never returns.
 fn child(p: &Prepared, sock: RawFd, err_w: RawFd) -> ! {
+    if let Err(e) = sys::die_with_parent(p.parent) {
+        die(err_w, e.raw_os_error().unwrap_or(0) | 0x5_0000);
+    }
     if let Err(e) = multios_host::cpus::pin_thread_to_mask(0, &p.compute) {
         die(err_w, e.raw_os_error().unwrap_or(0) | 0x1_0000);
     }
@@ -130,6 +137,7 @@ fn child_error(code: i32, cmd: &str) -> EmulateError {
         1 => "pinning it to the compute CPUs",
         2 => "installing the seccomp filter",
         3 => "handing the seccomp listener to the supervisor",
+        5 => "tying its life to multios (PR_SET_PDEATHSIG)",
         _ => "executing it",
     };
     EmulateError::Launch {
@@ -145,6 +153,8 @@ pub struct Outcome {
     pub wall_secs: f64,
     pub cpu_secs: f64,
     pub served: Served,
+    /// The signal multios received and forwarded to the program (the report is then partial).
+    pub interrupted: Option<i32>,
 }
 
 /// Runs `argv` (program already resolved to `path`) under the proxy mechanism.
@@ -176,6 +186,7 @@ pub fn run(
     }
     drop(sock_child);
     drop(err_w);
+    let fwd = sys::Forward::to(pid);
     if p.prog.is_empty() {
         // Nothing delegated, no filter: no listener and no supervisor.
         let (status, cpu_secs) = sys::wait_child(pid).map_err(|e| EmulateError::Io {
@@ -194,6 +205,7 @@ pub fn run(
                 counts: vec![0; multios_syscalls::MAX_NR],
                 delivered: Vec::new(),
             },
+            interrupted: fwd.caught(),
         });
     }
     let listener = match sys::recv_fd(sock_parent.as_raw_fd()) {
@@ -247,6 +259,7 @@ pub fn run(
         wall_secs,
         cpu_secs,
         served,
+        interrupted: fwd.caught(),
     })
 }
 

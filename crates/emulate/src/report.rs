@@ -102,4 +102,10 @@ pub struct Report {
     /// bytes could not be classified), "lazy" (or "lazy (fallback)" when eager was asked for).
     pub interception: Option<String>,
     pub warnings: Vec<String>,
+    /// The signal (SIGINT, SIGTERM, SIGHUP) multios received while the program ran: it was
+    /// forwarded to the program, which was waited for; the report is then partial.
+    pub interrupted: Option<i32>,
+    /// The counts may miss calls: multios was interrupted, or processes were killed by a signal
+    /// before they could write their statistics.
+    pub partial: bool,
 }

@@ -256,3 +256,103 @@ pub fn set_other() {
     // SAFETY: `param` is a valid sched_param; pid 0 is the calling thread.
     unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) };
 }
+
+/// The programs that SIGINT, SIGTERM and SIGHUP sent to multios are forwarded to (issue #16): one
+/// slot per run in progress (tests run several at once), each with the signal it received.
+const SLOTS: usize = 32;
+static TARGETS: [std::sync::atomic::AtomicI32; SLOTS] =
+    [const { std::sync::atomic::AtomicI32::new(0) }; SLOTS];
+static CAUGHT: [std::sync::atomic::AtomicI32; SLOTS] =
+    [const { std::sync::atomic::AtomicI32::new(0) }; SLOTS];
+static HANDLERS: std::sync::Once = std::sync::Once::new();
+/// The signals forwarded to a running program.
+pub const FORWARDED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+extern "C" fn forward(sig: libc::c_int) {
+    use std::sync::atomic::Ordering::SeqCst;
+    let mut any = false;
+    for (t, c) in TARGETS.iter().zip(CAUGHT.iter()) {
+        let pid = t.load(SeqCst);
+        if pid > 0 {
+            c.store(sig, SeqCst);
+            // SAFETY: kill is async-signal-safe; a pid already reaped at worst gets ESRCH.
+            unsafe { libc::kill(pid, sig) };
+            any = true;
+        }
+    }
+    if !any {
+        // No program running: what the signal would have done without us (end multios).
+        // SAFETY: signal and raise are async-signal-safe; SIG_DFL is a valid disposition.
+        unsafe {
+            libc::signal(sig, libc::SIG_DFL);
+            libc::raise(sig);
+        }
+    }
+}
+
+/// While alive, [`FORWARDED`] signals sent to multios are forwarded to `pid` and recorded, so the
+/// caller can wait for the program and still report (partially) what it did.
+pub struct Forward {
+    slot: Option<usize>,
+}
+
+impl Forward {
+    pub fn to(pid: libc::pid_t) -> Forward {
+        use std::sync::atomic::Ordering::SeqCst;
+        HANDLERS.call_once(|| {
+            for sig in FORWARDED {
+                // SAFETY: a zeroed sigaction is valid plain data; the handler only touches atomics
+                // and calls async-signal-safe functions. No SA_RESTART: waits see EINTR and retry.
+                unsafe {
+                    let mut sa: libc::sigaction = std::mem::zeroed();
+                    sa.sa_sigaction = forward as *const () as usize;
+                    libc::sigaction(sig, &sa, std::ptr::null_mut());
+                }
+            }
+        });
+        // Reserved (-1, which the handler skips), cleared, then armed.
+        let slot = (0..SLOTS).find(|&i| TARGETS[i].compare_exchange(0, -1, SeqCst, SeqCst).is_ok());
+        if let Some(i) = slot {
+            CAUGHT[i].store(0, SeqCst);
+            TARGETS[i].store(pid, SeqCst);
+        }
+        Forward { slot }
+    }
+
+    /// The signal forwarded since [`Forward::to`], if any (the last one).
+    pub fn caught(&self) -> Option<i32> {
+        let s = CAUGHT[self.slot?].load(std::sync::atomic::Ordering::SeqCst);
+        (s != 0).then_some(s)
+    }
+}
+
+impl Drop for Forward {
+    fn drop(&mut self) {
+        if let Some(i) = self.slot {
+            TARGETS[i].store(0, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+}
+
+/// In a child before exec: SIGKILL it when the multios thread that started it ends (multios
+/// killed with SIGKILL included), and if that already happened (the parent is no longer
+/// `parent`), end now. Async-signal-safe.
+pub fn die_with_parent(parent: libc::pid_t) -> io::Result<()> {
+    // SAFETY: prctl with integer arguments.
+    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: getppid has no preconditions.
+    if unsafe { libc::getppid() } != parent {
+        // SAFETY: _exit ends the child at once.
+        unsafe { libc::_exit(127) };
+    }
+    Ok(())
+}
+
+/// Whether process `pid` exists (kill with signal 0; EPERM means it exists).
+pub fn process_exists(pid: libc::pid_t) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}

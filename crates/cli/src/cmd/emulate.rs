@@ -14,11 +14,12 @@ pub struct Args {
     /// random:F[:SEED] (the last three need --profile)
     #[arg(long)]
     pub policy: String,
-    /// One-way forwarding cost f_c (paid there and back): DURATION (10us), exp:MEAN or samples:FILE
-    #[arg(long)]
-    pub fc: String,
+    /// One-way forwarding cost f_c (paid there and back): DURATION (10us), exp:MEAN or samples:FILE.
+    /// Required unless the policy delegates nothing (--policy none)
+    #[arg(long, allow_hyphen_values = true)]
+    pub fc: Option<String>,
     /// Per-syscall f_c, NAME=COST (repeatable), e.g. --fc-syscall write=50us
-    #[arg(long, value_name = "NAME=COST")]
+    #[arg(long, value_name = "NAME=COST", allow_hyphen_values = true)]
     pub fc_syscall: Vec<String>,
     /// shm (shared-memory mailbox to a delegate thread, FlexSC-like), proxy (seccomp user
     /// notification, McKernel-like) or migrate (thread migration, mOS-like)
@@ -117,14 +118,32 @@ struct Json<'a> {
     compare: Option<predict::Comparison>,
 }
 
+/// The --fc text: as given, or 0ns when the policy delegates nothing (f_c is then never paid).
+fn fc_text<'a>(fc: Option<&'a str>, policy: &str, d: &Delegation) -> anyhow::Result<&'a str> {
+    match fc {
+        Some(f) => Ok(f),
+        None if d.count() == 0 => Ok("0ns"),
+        None => anyhow::bail!(
+            "--policy '{policy}' delegates {} system calls: give their one-way forwarding cost with --fc \
+             (e.g. --fc 10us; --fc 0ns measures the mechanism alone)",
+            d.count()
+        ),
+    }
+}
+
 pub fn run(args: Args, out: &Out) -> super::Exit {
     let (compute, control) = cpus(args.compute_cpus.as_deref(), args.control_cpus.as_deref())?;
+    let d = delegation(&args.policy, args.profile.as_ref())?;
+    let fc = fc_text(args.fc.as_deref(), &args.policy, &d)?;
+    if let Some(f) = &args.report {
+        multios_emulate::check_writable(f, "--report")?;
+    }
     let cfg = Config {
         mechanism: args.mechanism.unwrap_or_else(|| {
             multios_emulate::default_mechanism(args.command.first().map(String::as_str).unwrap_or(""))
         }),
-        delegation: delegation(&args.policy, args.profile.as_ref())?,
-        cost: cost(&args.fc, &args.fc_syscall)?,
+        delegation: d,
+        cost: cost(fc, &args.fc_syscall)?,
         compute,
         control,
         argv: args.command.clone(),
@@ -150,7 +169,7 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
             eprintln!("warning: {w}");
         }
     }
-    let compare = if args.compare {
+    let compare = if args.compare && report.interrupted.is_none() {
         let native = multios_emulate::run_native(&cfg.argv, &cfg.compute, &cfg.wait)?;
         let (exit, secs) = (native.exit, native.wall_secs);
         if exit != report.exit {
@@ -179,7 +198,13 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
         (None, Format::Table) => eprint!("{text}"),
         (None, _) => print!("{text}"),
     }
-    Ok(ExitCode::from(report.exit.shell_code().clamp(0, 255) as u8))
+    // Interrupted: the shell's code for the signal (130 for SIGINT, 143 for SIGTERM), whatever the
+    // program made of the forwarded signal; else the program's own status.
+    let code = match report.interrupted {
+        Some(sig) => 128 + sig,
+        None => report.exit.shell_code(),
+    };
+    Ok(ExitCode::from(code.clamp(0, 255) as u8))
 }
 
 fn per_syscall(r: &Report) -> Table {
@@ -218,6 +243,14 @@ fn table_text(r: &Report, cmp: Option<&predict::Comparison>, out: &Out) -> Strin
         .map(|l| l.to_string())
         .unwrap_or_else(|| "not observed by this mechanism".into());
     let _ = writeln!(s, "wall time {}, {}", format_secs(r.wall_secs), r.exit);
+    if let Some(sig) = r.interrupted {
+        let _ = writeln!(
+            s,
+            "{}: interrupted by {} (forwarded to the program, which was waited for)",
+            out.bold("PARTIAL"),
+            multios_emulate::signal_name(sig)
+        );
+    }
     let _ = writeln!(s, "delegated calls {}, local calls {local}", r.delegated_total);
     if let Some(d) = &r.delivered_fc {
         let _ = writeln!(

@@ -26,6 +26,10 @@ pub struct Args {
     /// Size of the bzip2 input, MiB
     #[arg(long, default_value_t = 8)]
     bzip2_mib: usize,
+    /// Native/emulated pairs of the pipeline `cat | gzip | sha256sum` (policy all, f_c 0) per
+    /// mechanism (0: skip)
+    #[arg(long, default_value_t = 5)]
+    pipeline_runs: usize,
 }
 
 #[derive(serde::Serialize)]
@@ -34,6 +38,7 @@ struct Json {
     fc: fc::FcReport,
     passthrough: Vec<bench::Overhead>,
     startup: Vec<bench::FixedCost>,
+    pipeline: Vec<bench::Overhead>,
 }
 
 pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
@@ -107,6 +112,29 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
             args.lazy,
         )?);
     }
+    // A pipeline of three processes on the input above, every call delegated at f_c = 0.
+    let pipe_name = format!("cat | gzip | sha256sum, {} MiB", args.bzip2_mib);
+    let pipe_argv = vec![
+        "sh".to_string(),
+        "-c".to_string(),
+        // (its output to a file: stdout carries the bench's own report)
+        format!(
+            "cat {} | gzip -1 | sha256sum > {}",
+            input.display(),
+            dir.join("sum").display()
+        ),
+    ];
+    let mut pipeline = Vec::new();
+    for m in mechs.iter().filter(|_| args.pipeline_runs > 0) {
+        pipeline.push(bench::pipeline(
+            &pipe_name,
+            &pipe_argv,
+            *m,
+            &compute,
+            &control,
+            args.pipeline_runs,
+        )?);
+    }
     std::fs::remove_dir_all(&dir).ok();
 
     if out.format == Format::Json {
@@ -115,6 +143,7 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
             fc: fcr,
             passthrough: pass,
             startup,
+            pipeline,
         })?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -249,6 +278,32 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
             ),
             "≤ 0.5 % (upper CI ends)".into(),
             yes(share(upper) <= 0.5),
+        ]);
+    }
+    for o in &pipeline {
+        t.row([
+            format!(
+                "pipeline {} ({}, policy all, f_c 0), wall time",
+                o.workload, o.mechanism
+            ),
+            format!(
+                "{:.2}× median of {} paired ratios ({} vs {} medians); CPU {:.2}×",
+                o.wall.ratio().0,
+                o.wall.pairs,
+                format_secs(o.emulated_wall),
+                format_secs(o.native_wall),
+                o.cpu.ratio().0,
+            ),
+            if o.mechanism == "shm" {
+                "≤ 1.5×".into()
+            } else {
+                "none (reference)".into()
+            },
+            if o.mechanism == "shm" {
+                yes(o.wall.ratio().0 <= 1.5)
+            } else {
+                String::new()
+            },
         ]);
     }
     t.print(out);

@@ -11,7 +11,10 @@
 
 use multios_profile::{Exit, Profile, SyscallStats};
 
-pub fn profile(command: &[String]) -> anyhow::Result<Profile> {
+/// Profiles `command`; `output` (where the profile will be written) is checked first, so that a
+/// path that cannot be written is reported before the program runs.
+pub fn profile(command: &[String], output: &std::path::Path) -> anyhow::Result<Profile> {
+    multios_emulate::check_writable(output, "-o")?;
     let prog = command.first().map(String::as_str).unwrap_or_default();
     if multios_emulate::default_mechanism(prog) == multios_emulate::Mechanism::Proxy {
         anyhow::bail!(
@@ -45,7 +48,10 @@ pub fn profile(command: &[String]) -> anyhow::Result<Profile> {
             signal: Some(s),
         },
     });
-    p.collection.partial = matches!(r.exit, multios_emulate::Exit::Signal(_));
+    // SIGINT/SIGTERM/SIGHUP to multios were forwarded to the program and it was waited for
+    // (issue #16): the profile holds what the processes that wrote statistics saw.
+    // (The note saying so comes with the report's warnings, below.)
+    p.collection.partial = r.partial;
     let mut untimed = Vec::new();
     for (name, c) in &r.syscalls {
         let (Some(n), Some(nr)) = (c.local, multios_syscalls::by_name(name)) else {

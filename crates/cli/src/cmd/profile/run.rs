@@ -68,7 +68,7 @@ pub fn run(args: RunArgs, out: &Out) -> crate::cmd::Exit {
         std::process::id(),
     ));
     let mut profile = if matches!(args.backend, Some(BackendArg::Inproc)) {
-        super::inproc::profile(&args.command)?
+        super::inproc::profile(&args.command, &path)?
     } else {
         multios_profiler::profile(&opts)?
     };
