@@ -211,9 +211,9 @@ impl Profile {
         self.syscalls.iter().map(|s| s.total_s).sum()
     }
 
-    /// Σ n(s).
+    /// Σ n(s), saturating at `u64::MAX` (a profile that passed validation never gets there).
     pub fn syscall_count(&self) -> u64 {
-        self.syscalls.iter().map(|s| s.count).sum()
+        self.syscalls.iter().fold(0u64, |a, s| a.saturating_add(s.count))
     }
 
     /// p = Σg / (C + Σg): the share of time spent in system calls.

@@ -16,5 +16,5 @@ pub use format::{
     Collection, Exit, Machine, Placement, Profile, RankSummary, SyscallStats, ThreadStats, SCHEMA_VERSION,
 };
 pub use hist::Log2Histogram;
-pub use load::{from_json_str, load, save};
+pub use load::{check_writable, from_json_str, load, read_bounded, save, MAX_PROFILE_BYTES};
 pub use merge::merge;

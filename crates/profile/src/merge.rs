@@ -31,7 +31,7 @@ pub fn merge(parts: Vec<(u32, String, Profile)>) -> Result<Profile, ProfileError
         out.collection.partial |= p.collection.partial;
         out.ranks.push(RankSummary {
             rank,
-            source,
+            source: source.clone(),
             wall_time_s: p.wall_time_s,
             compute_time_s: p.compute_time_s,
             syscall_time_s: p.syscall_time_s(),
@@ -46,12 +46,22 @@ pub fn merge(parts: Vec<(u32, String, Profile)>) -> Result<Profile, ProfileError
             match out.syscalls.iter_mut().find(|o| o.name == s.name) {
                 None => out.syscalls.push(s),
                 Some(o) => {
-                    o.count += s.count;
+                    let overflow = |field: &str| {
+                        ProfileError::Merge(format!(
+                            "rank {rank} ({source}): the merged '{}' {field} exceeds 2^64 - 1: a count in \
+                             the input profiles is corrupt",
+                            s.name
+                        ))
+                    };
+                    o.count = o.count.checked_add(s.count).ok_or_else(|| overflow("count"))?;
+                    o.errors = o.errors.checked_add(s.errors).ok_or_else(|| overflow("errors"))?;
                     o.total_s += s.total_s;
-                    o.errors += s.errors;
                     o.min_s = combine(o.min_s, s.min_s, f64::min);
                     o.max_s = combine(o.max_s, s.max_s, f64::max);
-                    o.hist_log2_ns.merge(&s.hist_log2_ns);
+                    o.hist_log2_ns = o
+                        .hist_log2_ns
+                        .checked_merge(&s.hist_log2_ns)
+                        .ok_or_else(|| overflow("hist_log2_ns"))?;
                     o.median_s = None;
                 }
             }
