@@ -114,6 +114,8 @@ impl Stopped {
 
         let (go_r, go_w) = pipe()?;
         let (err_r, err_w) = pipe()?;
+        // SAFETY: getpid has no arguments and no memory effects.
+        let parent = unsafe { libc::getpid() };
         // SAFETY: the child below only calls async-signal-safe functions (read, prctl, syscall,
         // execve, write, _exit) on data prepared before the fork.
         let pid = unsafe { libc::fork() };
@@ -128,6 +130,7 @@ impl Stopped {
                 child(
                     go_r.as_raw_fd(),
                     err_w.as_raw_fd(),
+                    parent,
                     pre,
                     &prog,
                     &c_path,
@@ -210,6 +213,7 @@ impl Stopped {
 unsafe fn child(
     go: i32,
     err: i32,
+    parent: libc::pid_t,
     pre: PreExec,
     prog: &libc::sock_fprog,
     path: &CString,
@@ -224,6 +228,16 @@ unsafe fn child(
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
         libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+    }
+    // The target dies with the profiler (also a SIGKILLed one, which cannot clean up): the eBPF backend
+    // does not trace it, so nothing else would stop it. The death signal survives execve; if the profiler
+    // is already gone, exit now.
+    // SAFETY: prctl with integer arguments and getppid are async-signal-safe; _exit never returns.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+        if libc::getppid() != parent {
+            libc::_exit(126);
+        }
     }
     let mut b = 0u8;
     loop {

@@ -125,6 +125,20 @@ struct ScaleArgs {
 }
 
 pub fn run(args: Args, out: &Out) -> super::Exit {
+    let result = dispatch(args, out);
+    // Ctrl-C or SIGTERM: the load and its cgroup are already gone (their guards ran on the way out); exit
+    // as a shell expects of a process that a signal ended, 128 + the signal.
+    if let Some(sig) = sys::interrupt_signal() {
+        eprintln!(
+            "multios noise: interrupted by {}; the in-situ load and its cgroup were removed",
+            sys::signal_name(sig)
+        );
+        return Ok(std::process::ExitCode::from((128 + sig).clamp(0, 255) as u8));
+    }
+    result
+}
+
+fn dispatch(args: Args, out: &Out) -> super::Exit {
     match args.sub {
         Sub::Fwq(a) => measure(Kind::Fwq, a, out),
         Sub::Ftq(a) => measure(Kind::Ftq, a, out),
