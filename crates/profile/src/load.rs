@@ -178,6 +178,16 @@ fn check_time(origin: &str, field: String, v: f64) -> Result<(), ProfileError> {
 
 /// Checks the invariants the models rely on.
 pub(crate) fn validate(origin: &str, p: &Profile) -> Result<(), ProfileError> {
+    if p.schema_version < 2 && p.collection.coverage.is_some() {
+        return Err(invalid(
+            origin,
+            "collection.coverage".into(),
+            format!(
+                "first written by schema_version 2, but the file says {}: set \"schema_version\": 2",
+                p.schema_version
+            ),
+        ));
+    }
     check_time(origin, "wall_time_s".into(), p.wall_time_s)?;
     check_time(origin, "compute_time_s".into(), p.compute_time_s)?;
     let mut seen = std::collections::HashSet::new();
@@ -309,10 +319,10 @@ mod tests {
     fn newer_schema_is_refused_by_name() {
         let text = serde_json::to_string(&sample())
             .unwrap_or_default()
-            .replace("\"schema_version\":1", "\"schema_version\":7");
+            .replace("\"schema_version\":2", "\"schema_version\":7");
         assert_eq!(
             err(&text),
-            "p.json: schema_version 7 is newer than this multios reads (up to 1): upgrade multios"
+            "p.json: schema_version 7 is newer than this multios reads (up to 2): upgrade multios"
         );
     }
 
@@ -406,5 +416,29 @@ mod tests {
         assert!(!f.exists(), "the probe file must be removed");
         assert!(check_writable(&dir).is_err());
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn issue_16_coverage_round_trips_and_version_1_reads_without_it() {
+        let mut p = sample();
+        p.collection.coverage = Some(crate::Coverage::partial(
+            &["calls before the preload library's constructor"],
+            &["syscalls[].errors", "threads"],
+        ));
+        let text = serde_json::to_string(&p).unwrap_or_default();
+        assert!(text.contains("\"coverage\":{\"complete\":false"), "{text}");
+        assert_eq!(from_json_str("p.json", &text).ok().as_ref(), Some(&p));
+        // a version-1 file (no coverage) still reads, as coverage unknown
+        let v1 = serde_json::to_string(&sample())
+            .unwrap_or_default()
+            .replace("\"schema_version\":2", "\"schema_version\":1");
+        let back = from_json_str("v1.json", &v1).ok();
+        assert_eq!(
+            back.map(|p| (p.schema_version, p.collection.coverage)),
+            Some((1, None))
+        );
+        // but a version-1 file cannot carry the version-2 field
+        let bad = text.replace("\"schema_version\":2", "\"schema_version\":1");
+        assert!(err(&bad).contains("collection.coverage"), "{}", err(&bad));
     }
 }
