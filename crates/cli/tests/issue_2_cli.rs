@@ -20,10 +20,12 @@ fn root() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn tmp(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("multios-test-{}-{name}", std::process::id()));
-    let _ = std::fs::create_dir_all(&d);
-    d
+#[path = "../../../testsupport/scratch.rs"]
+mod scratch;
+
+/// A scratch directory, removed at the end of the test.
+fn tmp(name: &str) -> scratch::Scratch {
+    scratch::Scratch::new("multios-test", name)
 }
 
 fn err_line(args: &[&str]) -> String {

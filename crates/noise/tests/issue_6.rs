@@ -8,6 +8,9 @@ use multios_noise::measure::{self, Kind, MeasureError, Settings};
 use multios_noise::report;
 use std::time::Duration;
 
+#[path = "../../../testsupport/scratch.rs"]
+mod scratch;
+
 fn settings(kind: Kind, quantum_ns: f64, duration_ns: f64) -> Settings {
     Settings {
         kind,
@@ -227,7 +230,7 @@ fn issue_6_a_load_that_fails_at_once_is_reported() {
 #[test]
 fn issue_6_fwq_guest_program_builds_and_runs_natively() {
     let clock = Clock::calibrate(20);
-    let dir = std::env::temp_dir().join(format!("multios-noise-test-{}", std::process::id()));
+    let dir = scratch::Scratch::new("multios-noise-test", "fwq");
     let exe = multios_noise::guest::build(&dir).expect("gcc -static builds guest/fwq.c");
     let out = dir.join("fwq.out");
     let args = multios_noise::guest::args(200_000.0, 100e6, &clock, &out);
@@ -238,14 +241,13 @@ fn issue_6_fwq_guest_program_builds_and_runs_natively() {
         min > 200_000.0 / 3.0 && min < 600_000.0,
         "fastest quantum {min} ns for a 200 µs target"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn issue_6_fwq_runs_as_an_lwk_guest() {
     multios_lwk::check_kvm().expect("this test needs /dev/kvm (the LWK runs FWQ as a KVM guest)");
     let clock = Clock::calibrate(20);
-    let dir = std::env::temp_dir().join(format!("multios-noise-lwk-test-{}", std::process::id()));
+    let dir = scratch::Scratch::new("multios-noise-lwk-test", "fwq");
     let exe = multios_noise::guest::build(&dir).expect("gcc -static builds guest/fwq.c");
     let out = dir.join("fwq.out");
     let args = multios_noise::guest::args(200_000.0, 100e6, &clock, &out);
@@ -263,24 +265,23 @@ fn issue_6_fwq_runs_as_an_lwk_guest() {
         min > 200_000.0 / 3.0 && min < 600_000.0,
         "fastest quantum {min} ns in the guest"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn issue_6_trace_file_with_a_bad_line_names_file_and_line() {
-    let path = std::env::temp_dir().join(format!("multios-noise-bad-{}.trace", std::process::id()));
+    let dir = scratch::Scratch::new("multios-noise-test", "trace");
+    let path = dir.join("bad.trace");
     std::fs::write(&path, "# length_ns 1000000\n10 5\n20 7\nthirty 5\n").expect("write trace");
     let e = multios_noise::NoiseTrace::load(&path).expect_err("bad line 4");
     let msg = e.to_string();
     assert!(msg.starts_with(&format!("{}:4:", path.display())), "{msg}");
-    let _ = std::fs::remove_file(&path);
 }
 
 #[test]
 fn issue_6_fwq_on_every_rank_under_mpirun() {
     let online = need_two_cpus();
     let clock = Clock::calibrate(20);
-    let dir = std::env::temp_dir().join(format!("multios-noise-mpi-test-{}", std::process::id()));
+    let dir = scratch::Scratch::new("multios-noise-mpi-test", "fwq");
     let exe = multios_noise::guest::build(&dir).expect("gcc -static builds guest/fwq.c");
     let args = multios_noise::guest::args(200_000.0, 50e6, &clock, &dir.join("fwq.out"));
     let ranks = multios_noise::guest::run_mpirun(&exe, 2, &args, &clock, 200_000.0)
@@ -297,5 +298,4 @@ fn issue_6_fwq_on_every_rank_under_mpirun() {
     let merged = report::merge(&ranks).expect("two ranks");
     assert_eq!(merged.samples.len(), 500);
     assert!(merged.samples.windows(2).all(|w| w[0].0 <= w[1].0));
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -17,8 +17,12 @@ fn settings(kind: Kind) -> Settings {
     }
 }
 
+/// Removed when the test ends (issue #16).
+#[path = "../../../testsupport/scratch.rs"]
+mod scratch;
+
 fn dir(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("multios-noise-{name}-{}", std::process::id()))
+    scratch::until_test_ends("multios-noise", name)
 }
 
 /// One LWK at a time per process: its guest memory sits at fixed host addresses

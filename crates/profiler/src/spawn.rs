@@ -128,8 +128,7 @@ impl Stopped {
                 libc::close(go_w.as_raw_fd());
                 libc::close(err_r.as_raw_fd());
                 child(
-                    go_r.as_raw_fd(),
-                    err_w.as_raw_fd(),
+                    (go_r.as_raw_fd(), err_w.as_raw_fd()),
                     parent,
                     pre,
                     &prog,
@@ -210,9 +209,9 @@ impl Stopped {
 ///
 /// # Safety
 /// Must only be called in the child of a fork, with pointers valid in its copy of memory.
+/// `pipes` are (the go pipe's read end, the exec-error pipe's write end); `parent` is the profiler's pid.
 unsafe fn child(
-    go: i32,
-    err: i32,
+    (go, err): (i32, i32),
     parent: libc::pid_t,
     pre: PreExec,
     prog: &libc::sock_fprog,
