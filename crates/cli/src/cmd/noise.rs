@@ -355,7 +355,7 @@ impl Drop for GuestDir {
 }
 
 /// The benchmark's guest program, run natively and in the LWK on each measured CPU in turn.
-struct LwkGuest {
+pub(crate) struct LwkGuest {
     kind: Kind,
     dir: PathBuf,
     exe: PathBuf,
@@ -364,7 +364,7 @@ struct LwkGuest {
 }
 
 impl LwkGuest {
-    fn prepare(kind: Kind, cpus: &[usize], online: &[usize]) -> anyhow::Result<LwkGuest> {
+    pub(crate) fn prepare(kind: Kind, cpus: &[usize], online: &[usize]) -> anyhow::Result<LwkGuest> {
         multios_lwk::check_kvm().context("--lwk needs KVM")?;
         let dir = std::env::temp_dir().join(format!("multios-noise-lwk-{}", std::process::id()));
         let exe = multios_noise::guest::build_for(&dir, kind)?;
@@ -379,7 +379,7 @@ impl LwkGuest {
 
     /// The same program on Linux (pinned to the CPU) and as an LWK guest (its vCPU on the CPU, the
     /// proxy on another online CPU), for each measured CPU one after the other.
-    fn run(
+    pub(crate) fn run(
         &self,
         case: &Case,
         s: &Settings,
