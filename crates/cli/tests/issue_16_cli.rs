@@ -392,3 +392,33 @@ fn issue_16_a_sigkilled_ebpf_profiler_takes_its_target_along() {
         || pids_with(&marker).is_empty(),
     );
 }
+
+#[test]
+fn issue_16_scratch_directories_are_removed_when_the_test_ends() {
+    // a helper's directory lives as long as the test's thread, whether it passes or panics
+    let kept = std::thread::spawn(|| {
+        let d = scratch::until_test_ends("multios-test", "held");
+        let _ = std::fs::write(d.join("f"), "x");
+        assert!(d.join("f").exists());
+        d
+    })
+    .join()
+    .unwrap_or_else(|_| std::path::PathBuf::from("/"));
+    assert!(!kept.exists(), "{} left behind", kept.display());
+    let panicked = std::thread::spawn(|| {
+        let d = scratch::Scratch::new("multios-test", "panicking");
+        let _ = std::fs::write(d.join("f"), "x");
+        let path = d.path().to_path_buf();
+        std::panic::panic_any(path);
+    })
+    .join()
+    .err()
+    .and_then(|e| e.downcast::<std::path::PathBuf>().ok())
+    .map(|p| *p)
+    .unwrap_or_else(|| std::path::PathBuf::from("/"));
+    assert!(
+        !panicked.exists(),
+        "{} left behind after a panic",
+        panicked.display()
+    );
+}
