@@ -3,6 +3,8 @@
 # Tests that need root, KVM or eBPF run for real and fail loudly where the facility is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# On a fresh machine, install what the tests need (compilers, eBPF tools, workloads, MPI), as demo.sh does.
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then bash scripts/deps.sh; fi
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -q -- -D warnings
 cargo test --workspace --release --no-fail-fast 2>&1

@@ -44,8 +44,9 @@ enum Command {
     Bench(cmd::bench::Args),
 }
 
-/// Help and version go to stdout as usual; a usage error is printed as its one-line message (which names
-/// the argument and, for values, what is wrong with them), followed by a pointer to `--help`.
+/// Help and version go to stdout as usual; a usage error is printed on one line: clap's message with what
+/// it lists on the following lines (the missing arguments' names, "a similar subcommand exists: …"), without
+/// the usage block, followed by a pointer to `--help`.
 fn parse_error(e: clap::Error) -> std::process::ExitCode {
     use clap::error::ErrorKind;
     if matches!(
@@ -57,13 +58,55 @@ fn parse_error(e: clap::Error) -> std::process::ExitCode {
         let _ = e.print();
         return std::process::ExitCode::SUCCESS;
     }
-    let text = e.render().to_string();
-    let first = text
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("error: invalid arguments");
-    eprintln!("{first} (see --help)");
+    eprintln!("{} (see --help)", one_line(&e.render().to_string()));
     std::process::ExitCode::from(2)
+}
+
+/// clap's rendered error folded into one line: the lines before `Usage:` and `For more information`; a line
+/// that ends in ':' is followed by its list (the missing arguments) separated by ", ", other paragraphs by "; ".
+fn one_line(text: &str) -> String {
+    let mut line = String::new();
+    let (mut list, mut blank) = (false, false);
+    for l in text.lines().map(str::trim) {
+        if l.starts_with("Usage:") || l.starts_with("For more information") {
+            break;
+        }
+        if l.is_empty() {
+            (list, blank) = (false, true);
+            continue;
+        }
+        if line.ends_with(':') {
+            line.push(' ');
+            list = true;
+        } else if list && !blank {
+            line.push_str(", ");
+        } else if !line.is_empty() {
+            line.push_str("; ");
+        }
+        blank = false;
+        line.push_str(l);
+    }
+    if line.is_empty() {
+        line.push_str("error: invalid arguments");
+    }
+    line
+}
+
+/// An error and its causes on one line, "outer: cause: …", leaving out a cause whose text the line already
+/// holds (an error whose message includes its `source`, as ours do, would otherwise print it twice).
+pub(crate) fn error_chain(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
 }
 
 fn main() -> std::process::ExitCode {
@@ -87,7 +130,7 @@ fn main() -> std::process::ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("{}: {e:#}", out.paint_error("error"));
+            eprintln!("{}: {}", out.paint_error("error"), error_chain(&e));
             std::process::ExitCode::from(2)
         }
     }

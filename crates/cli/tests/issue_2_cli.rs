@@ -20,10 +20,12 @@ fn root() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn tmp(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("multios-test-{}-{name}", std::process::id()));
-    let _ = std::fs::create_dir_all(&d);
-    d
+#[path = "../../../testsupport/scratch.rs"]
+mod scratch;
+
+/// A scratch directory, removed at the end of the test.
+fn tmp(name: &str) -> scratch::Scratch {
+    scratch::Scratch::new("multios-test", name)
 }
 
 fn err_line(args: &[&str]) -> String {
@@ -114,7 +116,7 @@ fn issue_2_profile_errors_name_file_line_field() {
     let newer = dir.join("newer.json");
     let _ = std::fs::write(
         &newer,
-        good.replacen("\"schema_version\": 1", "\"schema_version\": 2", 1),
+        good.replacen("\"schema_version\": 1", "\"schema_version\": 3", 1),
     );
     let e = err_line(&[
         "model",
@@ -123,7 +125,7 @@ fn issue_2_profile_errors_name_file_line_field() {
         newer.to_str().unwrap_or_default(),
     ]);
     assert!(
-        e.contains("newer.json: schema_version 2 is newer than this multios reads (up to 1)"),
+        e.contains("newer.json: schema_version 3 is newer than this multios reads (up to 2)"),
         "{e}"
     );
     let bad = dir.join("bad.json");

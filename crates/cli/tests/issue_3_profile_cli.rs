@@ -9,27 +9,13 @@ fn multios() -> Command {
     Command::new(env!("CARGO_BIN_EXE_multios"))
 }
 
+#[path = "../../../testsupport/scratch.rs"]
+mod scratch;
+use scratch::Scratch;
+
 /// A scratch directory, removed when the test is done.
-struct Scratch(PathBuf);
-
-impl std::ops::Deref for Scratch {
-    type Target = std::path::Path;
-    fn deref(&self) -> &std::path::Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn scratch(name: &str) -> Scratch {
-    let d = std::env::temp_dir().join(format!("multios-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("cannot create {}: {e}", d.display()));
-    Scratch(d)
+    Scratch::new("multios-cli", name)
 }
 
 fn require_root() {

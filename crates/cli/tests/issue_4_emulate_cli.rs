@@ -5,6 +5,9 @@
 
 use std::process::Command;
 
+#[path = "../../../testsupport/scratch.rs"]
+mod scratch;
+
 fn multios(args: &[&str]) -> serde_json::Value {
     let o = Command::new(env!("CARGO_BIN_EXE_multios"))
         .args(args)
@@ -20,7 +23,7 @@ fn multios(args: &[&str]) -> serde_json::Value {
 
 #[test]
 fn issue_4_validate_scores_every_configuration_with_its_own_round_trip() {
-    let out = std::env::temp_dir().join(format!("multios-issue4-validate-{}", std::process::id()));
+    let out = scratch::Scratch::new("multios-issue4", "validate");
     let v = multios(&[
         "validate",
         "--json",
@@ -50,7 +53,6 @@ fn issue_4_validate_scores_every_configuration_with_its_own_round_trip() {
     }
     assert!(v["accuracy_median"].as_f64().is_some_and(f64::is_finite), "{v}");
     assert!(out.join("validate-speedup.png").exists());
-    let _ = std::fs::remove_dir_all(&out);
 }
 
 #[test]

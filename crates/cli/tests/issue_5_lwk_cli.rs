@@ -10,6 +10,9 @@ create_box 1 box\ncreate_atoms 1 box\nmass 1 1.0\nvelocity all create 3.0 87287 
 pair_style lj/cut 2.5\npair_coeff 1 1 1.0 1.0 2.5\nneighbor 0.3 bin\nneigh_modify every 20 delay 0 check no\n\
 fix 1 all nve\nthermo 50\nrun 100\n";
 
+#[path = "../../../testsupport/scratch.rs"]
+mod scratch;
+
 fn thermo(o: &Output) -> Vec<String> {
     let text = String::from_utf8_lossy(&o.stdout);
     let mut rows: Vec<String> = text
@@ -39,8 +42,7 @@ fn issue_5_lammps_mpi_ranks_run_in_the_lwk() {
         std::path::Path::new("/dev/kvm").exists(),
         "/dev/kvm is missing: the LWK tests need KVM"
     );
-    let dir = std::env::temp_dir().join(format!("multios-lwk-lammps-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let dir = scratch::Scratch::new("multios-lwk", "lammps");
     let input = dir.join("melt.in");
     std::fs::write(&input, MELT).expect("write the LAMMPS input");
     for ranks in ["1", "2"] {
@@ -60,7 +62,6 @@ fn issue_5_lammps_mpi_ranks_run_in_the_lwk() {
         assert!(n.len() >= 3, "no thermo output natively: {n:?}");
         assert_eq!(n, l, "thermodynamics differ at {ranks} ranks");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

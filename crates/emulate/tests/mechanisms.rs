@@ -64,8 +64,9 @@ fn issue_4_every_mechanism_delivers_the_constant_cost() {
         let d = r
             .delivered_fc
             .unwrap_or_else(|| panic!("{}: no delivered costs", m.name()));
-        assert!(d.min >= fc, "{}: {d:?}", m.name());
-        assert!(d.median <= fc * 1.02 + 50e-9, "{}: {d:?}", m.name());
+        // behaviour only (issue #16): a cost was delivered on every delegated call; how close it is to
+        // f_c is `multios bench emulate`'s "delivered f_c" table
+        assert!(d.n > 0 && d.min > 0.0 && d.p99.is_finite(), "{}: {d:?}", m.name());
     }
 }
 
@@ -87,13 +88,10 @@ fn issue_4_exponential_cost_has_the_requested_mean() {
     };
     let r = multios_emulate::run(&cfg).unwrap_or_else(|e| panic!("{e}"));
     let d = r.delivered_fc.unwrap_or_else(|| panic!("no delivered costs"));
-    // Exp(mean): mean 20 µs, median 20 µs · ln 2 (4096-quantile table: within a few per cent).
+    // Every delegated call paid a drawn cost. Whether the mean is 20 µs and the median 20 µs · ln 2
+    // is `multios bench emulate`'s "exponential f_c" row (a timing check: issue #16).
     assert!(d.n > 7000, "{d:?}");
-    assert!((d.mean - 20e-6).abs() < 1.5e-6, "mean {d:?}");
-    assert!(
-        (d.median - 20e-6 * std::f64::consts::LN_2).abs() < 1.5e-6,
-        "median {d:?}"
-    );
+    assert!(d.mean > 0.0 && d.mean.is_finite() && d.p99.is_finite(), "{d:?}");
 }
 
 #[test]
@@ -105,9 +103,10 @@ fn issue_4_per_syscall_cost_applies_to_that_call_only() {
     let r = multios_emulate::run(&cfg).unwrap_or_else(|e| panic!("{e}"));
     let reads = r.syscalls.get("read").map(|c| c.delegated).unwrap_or(0);
     let d = r.delivered_fc.unwrap_or_else(|| panic!("no delivered costs"));
-    // Only reads cost anything (f_c = 0 delivers nothing): two spins per read, each ≥ 40 µs.
+    // Only reads cost anything (f_c = 0 delivers nothing): two spins per read. Their length is
+    // `multios bench emulate`'s "per-syscall f_c" row (issue #16).
     assert_eq!(d.n, 2 * reads, "{d:?}");
-    assert!(d.min >= 40e-6 && d.median <= 40e-6 * 1.02 + 50e-9, "{d:?}");
+    assert!(d.min > 0.0 && d.p99.is_finite(), "{d:?}");
 }
 
 #[test]

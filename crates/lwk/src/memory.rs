@@ -86,7 +86,7 @@ pub enum MemoryError {
         source: std::io::Error,
     },
     #[error(
-        "application memory of {0} bytes is not a multiple of 2 MiB between 2 MiB and 64 GiB (use --mem)"
+        "application memory of {} MiB is not an even number of MiB from 2 to 65536 (set --mem-mib)", .0 >> 20
     )]
     BadSize(u64),
 }

@@ -18,7 +18,7 @@ fn page_up(x: u64) -> u64 {
 /// Errors of memory calls, as the errno the guest sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum MmError {
-    #[error("out of guest memory (ENOMEM): raise --mem")]
+    #[error("out of guest memory (ENOMEM): raise --mem-mib")]
     NoMemory,
     #[error("invalid argument (EINVAL)")]
     Invalid,

@@ -13,14 +13,13 @@ fn require_kvm() {
     }
 }
 
+#[path = "../../../testsupport/scratch.rs"]
+mod scratch;
+
 /// A fresh directory, unique per call (tests run in parallel and may build the same program).
+/// Removed when the test ends (issue #16).
 fn tmpdir(name: &str) -> PathBuf {
-    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let k = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let d = std::env::temp_dir().join(format!("multios-lwk-test-{}-{k}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("creating {}: {e}", d.display()));
-    d
+    scratch::until_test_ends("multios-lwk-test", name)
 }
 
 /// Builds tests/c/NAME.c with `gcc -static` into a temporary directory.

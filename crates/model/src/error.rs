@@ -34,6 +34,13 @@ pub enum ModelError {
     Unreachable { measured: f64, why: String },
     #[error("no (predicted, measured) pairs given")]
     NoPairs,
+    #[error(
+        "the workload is empty: C = 0 and every g(s) = 0, so there is no time to speed up; give a compute \
+         time (--compute) or a profile of a run that took time"
+    )]
+    EmptyWorkload,
+    #[error("{what} exceeds 2^64 - 1 calls: the counts n(s) given are corrupt or mistyped")]
+    CountOverflow { what: String },
 }
 
 pub(crate) fn check_gamma(g: f64) -> Result<(), ModelError> {

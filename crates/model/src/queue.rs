@@ -111,8 +111,11 @@ impl QueueParams {
             .calls
             .iter()
             .filter(|c| delegated.contains(&c.name))
-            .fold((0u64, 0.0), |(n, g), c| (n + c.n, g + c.g));
-        let total = w.total_calls();
+            .try_fold((0u64, 0.0), |(n, g), c| Some((n.checked_add(c.n)?, g + c.g)))
+            .ok_or_else(|| ModelError::CountOverflow {
+                what: "Σ n(s) over the delegated calls".into(),
+            })?;
+        let total = w.total_calls()?;
         if dn == 0 || dg <= 0.0 {
             return Err(ModelError::Positive {
                 what: "time of delegated calls (μ = Σn/Σg)".into(),

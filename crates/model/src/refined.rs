@@ -140,7 +140,10 @@ pub fn refined(
             let q = params.wait_per_call * call.n as f64;
             forwarding += f;
             queueing += q;
-            delegated_calls += call.n;
+            delegated_calls =
+                u64::checked_add(delegated_calls, call.n).ok_or_else(|| ModelError::CountOverflow {
+                    what: "Σ n(s) over the delegated calls".into(),
+                })?;
             let t = call.g + f + q;
             t_remote += t;
             (f, t)
@@ -158,8 +161,14 @@ pub fn refined(
             t_d: t,
         });
     }
+    let total_calls = w.total_calls()?;
     let t_nd = w.t_nd();
+    check_time("t_nd = C + Σg", t_nd)?;
+    if t_nd <= 0.0 {
+        return Err(ModelError::EmptyWorkload);
+    }
     let t_d = w.c / params.gamma + t_remote + t_local;
+    check_time("t_d", t_d)?;
     let speedup = if t_d > 0.0 { t_nd / t_d } else { f64::INFINITY };
     let p = w.p();
     Ok(Projection {
@@ -177,7 +186,7 @@ pub fn refined(
         speedup,
         naive: crate::naive(p, params.gamma)?,
         delegated_calls,
-        total_calls: w.total_calls(),
+        total_calls,
         delegated_syscalls: breakdown.iter().filter(|b| b.delegated).count(),
         distinct_syscalls: breakdown.len(),
         breakdown,

@@ -55,7 +55,13 @@ impl Workload {
         }
     }
 
-    pub fn total_calls(&self) -> u64 {
-        self.calls.iter().map(|c| c.n).sum()
+    /// Σ n(s); an error when the counts add up past `u64::MAX`.
+    pub fn total_calls(&self) -> Result<u64, crate::ModelError> {
+        self.calls
+            .iter()
+            .try_fold(0u64, |a, c| a.checked_add(c.n))
+            .ok_or_else(|| crate::ModelError::CountOverflow {
+                what: "Σ n(s) over all system calls".into(),
+            })
     }
 }

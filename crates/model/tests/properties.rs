@@ -109,3 +109,39 @@ proptest! {
         prop_assert!(w(c + 1) <= w(c) * (1.0 + 1e-12));
     }
 }
+
+proptest! {
+    #[test]
+    fn issue_16_counts_past_u64_are_refused_not_wrapped(a in (u64::MAX / 2 + 1)..=u64::MAX, b in (u64::MAX / 2 + 1)..=u64::MAX, fc in 0.0f64..1e-3, mask in 0u8..4) {
+        let w = Workload {
+            c: 1.0,
+            calls: vec![
+                Call { name: "read".into(), n: a, g: 1.0 },
+                Call { name: "write".into(), n: b, g: 1.0 },
+            ],
+        };
+        let d: BTreeSet<String> = ["read", "write"].iter().enumerate().filter(|(i, _)| mask & (1 << i) != 0).map(|(_, n)| n.to_string()).collect();
+        let r = model::refined(&w, &d, &Params::new(2.0, fc));
+        prop_assert!(matches!(r, Err(model::ModelError::CountOverflow { .. })), "{:?}", r.map(|p| p.total_calls));
+        let q = QueueParams::from_workload(&w, &all(&w), &[], 1.0, 1);
+        prop_assert!(matches!(q, Err(model::ModelError::CountOverflow { .. })), "{:?}", q.map(|q| q.lambdas));
+    }
+
+    #[test]
+    fn issue_16_zero_workload_is_refused(n in proptest::collection::vec(0u64..1000, 0..NAMES.len()), gamma in 0.1f64..50.0, fc in 0.0f64..1e-3) {
+        let w = Workload {
+            c: 0.0,
+            calls: n.iter().enumerate().map(|(i, &n)| Call { name: NAMES[i].into(), n, g: 0.0 }).collect(),
+        };
+        let r = model::refined(&w, &all(&w), &Params::new(gamma, fc));
+        prop_assert!(matches!(r, Err(model::ModelError::EmptyWorkload)), "{:?}", r.map(|p| p.speedup));
+        let msg = model::ModelError::EmptyWorkload.to_string();
+        prop_assert!(msg.contains("--compute"));
+    }
+
+    #[test]
+    fn issue_16_accepted_workloads_give_a_finite_speedup(w in workload(), gamma in 0.1f64..50.0, fc in 0.0f64..1e-3) {
+        let s = model::refined(&w, &all(&w), &Params::new(gamma, fc)).map(|p| p.speedup);
+        prop_assert!(s.as_ref().is_ok_and(|s| s.is_finite() && *s > 0.0), "{:?}", s);
+    }
+}

@@ -70,6 +70,37 @@ fn find_hierarchy() -> Result<(PathBuf, Version), CgroupError> {
     v1.map(|d| (d, Version::V1)).ok_or(CgroupError::NoCpuset)
 }
 
+/// Removes the `multios-noise-<pid>-<n>` cgroups of processes that no longer run (a SIGKILLed tool cannot
+/// remove its own), killing what is still inside them.
+fn remove_stale(root: &Path) {
+    let Ok(dir) = fs::read_dir(root) else {
+        return;
+    };
+    for entry in dir.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("multios-noise-"))
+            .and_then(|n| n.split('-').next())
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() as i32 && !crate::sys::pid_alive(pid) {
+            let stale = Cpuset {
+                dir: entry.path(),
+                version: Version::V1,
+                procs: match fs::File::open(entry.path().join("cgroup.procs")) {
+                    Ok(f) => f,
+                    Err(_) => continue,
+                },
+            };
+            // dropping `stale` removes it, warning if it cannot
+            drop(stale);
+        }
+    }
+}
+
 impl Cpuset {
     /// Creates `multios-noise-<pid>-<n>` restricted to `cpus` (e.g. "1").
     pub fn create(cpus: &str) -> Result<Cpuset, CgroupError> {
@@ -81,6 +112,7 @@ impl Cpuset {
                 write_file(&sub, "+cpuset")?;
             }
         }
+        remove_stale(&root);
         // unique per creation: two loads of one process never share (or remove) a cgroup
         static SERIAL: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -64,7 +64,8 @@ pub enum LoadError {
 pub struct Load {
     child: Child,
     pub spec: LoadSpec,
-    stderr_path: std::path::PathBuf,
+    /// The load's stderr: a file already unlinked, so nothing is left behind even after SIGKILL.
+    stderr: std::fs::File,
     stopped: bool,
     // declared last: dropped after the child is reaped
     cpuset: Option<Cpuset>,
@@ -83,14 +84,20 @@ impl Load {
             Isolation::Cpuset => Some(Cpuset::create(&cpus::format_list(&spec.cpus))?),
             _ => None,
         };
-        let stderr_path = std::env::temp_dir().join(format!("multios-noise-load-{}.err", std::process::id()));
         let spawn_err = |source| LoadError::Spawn {
             command: spec.command.clone(),
             source,
         };
-        let err_file = std::fs::File::create(&stderr_path).map_err(spawn_err)?;
+        remove_stale_stderr_files();
+        let stderr = anonymous_file().map_err(spawn_err)?;
+        let err_file = stderr.try_clone().map_err(spawn_err)?;
+        // The process-group leader is a shell that runs the command in a child shell and, on SIGTERM (the
+        // death signal it gets when this process dies, even by SIGKILL), kills the whole group: the death
+        // signal itself reaches only the leader, not what the command forks.
         let mut cmd = Command::new("sh");
         cmd.arg("-c")
+            .arg(r#"trap 'kill -KILL 0' TERM; sh -c "$1" & wait $!"#)
+            .arg("multios-load")
             .arg(&spec.command)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -102,14 +109,14 @@ impl Load {
         let mut load = Load {
             child,
             spec: spec.clone(),
-            stderr_path,
+            stderr,
             stopped: false,
             cpuset,
         };
         let until = Instant::now() + settle;
         while Instant::now() < until {
             if let Ok(Some(status)) = load.child.try_wait() {
-                let text = std::fs::read_to_string(&load.stderr_path).unwrap_or_default();
+                let text = read_all(&load.stderr);
                 let text = text.trim();
                 let stderr = if text.is_empty() {
                     String::new()
@@ -163,7 +170,51 @@ impl Load {
         // the group may outlive its leader: always finish it off
         let _ = sys::kill_group(pgid, libc::SIGKILL);
         let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.stderr_path);
+    }
+}
+
+/// A temporary file for the load's stderr, unlinked as soon as it is open.
+fn anonymous_file() -> std::io::Result<std::fs::File> {
+    static SERIAL: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!("multios-noise-load-{}-{n}.err", std::process::id()));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)?;
+    std::fs::remove_file(&path)?;
+    Ok(file)
+}
+
+/// The first 64 KiB of an (unlinked) file, read from its start whatever its offset.
+fn read_all(file: &std::fs::File) -> String {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; 64 << 10];
+    let n = file.read_at(&mut buf, 0).unwrap_or(0);
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+/// Removes the stderr files `multios-noise-load-<pid>[-n].err` that earlier versions left in the temporary
+/// directory when they were killed, for pids that no longer run.
+fn remove_stale_stderr_files() {
+    let Ok(dir) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in dir.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("multios-noise-load-"))
+            .and_then(|n| n.strip_suffix(".err"))
+            .and_then(|n| n.split('-').next())
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if !sys::pid_alive(pid) {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
 

@@ -1,8 +1,8 @@
 //! The few raw system interfaces the noise benchmarks need: the time-stamp counter, CPU affinity,
-//! process-group signals and a SIGINT flag. Every `unsafe` block of the crate lives here.
+//! process-group signals and a SIGINT/SIGTERM flag. Every `unsafe` block of the crate lives here.
 
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicI32, Ordering};
 
 pub use multios_host::cpus::current_cpu;
 pub use multios_host::time::{monotonic_ns, thread_cpu_ns};
@@ -34,33 +34,62 @@ pub fn kill_group(pgid: i32, sig: i32) -> io::Result<()> {
     }
 }
 
-/// Set by the SIGINT handler installed with [`catch_interrupt`].
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// The signal (SIGINT or SIGTERM) that arrived after [`catch_interrupt`], 0 before.
+static INTERRUPTED: AtomicI32 = AtomicI32::new(0);
 
-extern "C" fn on_sigint(_sig: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
+extern "C" fn on_interrupt(sig: libc::c_int) {
+    INTERRUPTED.store(sig, Ordering::SeqCst);
 }
 
-/// Installs a SIGINT handler that only sets a flag, so measurement loops stop and the guards of
-/// the in-situ load and the cpuset cgroup clean up on Ctrl-C.
+/// Installs a SIGINT and SIGTERM handler that only records the signal, so measurement loops stop and the
+/// guards of the in-situ load and the cpuset cgroup clean up on Ctrl-C or `kill`; the caller then exits
+/// 128 + the signal (see [`interrupt_signal`]).
 pub fn catch_interrupt() -> io::Result<()> {
     // SAFETY: sigaction is all plain data; zeroed is a valid starting value.
     let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
-    sa.sa_sigaction = on_sigint as *const () as libc::sighandler_t;
+    sa.sa_sigaction = on_interrupt as *const () as libc::sighandler_t;
     // SAFETY: `sa.sa_mask` is a valid sigset_t inside `sa`.
     unsafe { libc::sigemptyset(&mut sa.sa_mask) };
-    // SAFETY: the handler only stores to an atomic (async-signal-safe); `sa` is valid.
-    let r = unsafe { libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut()) };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic (async-signal-safe); `sa` is valid.
+        let r = unsafe { libc::sigaction(sig, &sa, std::ptr::null_mut()) };
+        if r != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// True once SIGINT or SIGTERM arrived (after [`catch_interrupt`]).
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::Relaxed) != 0
+}
+
+/// The signal that interrupted the run (SIGINT or SIGTERM), if one did.
+pub fn interrupt_signal() -> Option<i32> {
+    match INTERRUPTED.load(Ordering::SeqCst) {
+        0 => None,
+        sig => Some(sig),
     }
 }
 
-/// True once SIGINT arrived (after [`catch_interrupt`]).
-pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::Relaxed)
+/// "SIGINT", "SIGTERM" or "signal N".
+pub fn signal_name(sig: i32) -> String {
+    match sig {
+        libc::SIGINT => "SIGINT".into(),
+        libc::SIGTERM => "SIGTERM".into(),
+        _ => format!("signal {sig}"),
+    }
+}
+
+/// Whether process `pid` exists (kill with signal 0; EPERM still means it exists).
+pub fn pid_alive(pid: i32) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: kill(2) with signal 0 only checks for the process; no memory is touched.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 /// Writes `bytes` to an already-open file descriptor with a single write(2): usable between
@@ -75,8 +104,10 @@ pub fn write_fd(fd: i32, bytes: &[u8]) -> io::Result<()> {
     }
 }
 
-/// Adds a hook to `cmd` that runs in the child between fork and exec: it pins the child to `cpus`
-/// (inherited by all its descendants) and, with `cgroup_procs_fd`, moves it into that cgroup.
+/// Adds a hook to `cmd` that runs in the child between fork and exec: it asks for SIGTERM when the parent
+/// dies (so a SIGKILLed tool, which cannot clean up, does not leave the load running: the load's shell
+/// traps it and kills its process group, see `load.rs`), pins the child to
+/// `cpus` (inherited by all its descendants) and, with `cgroup_procs_fd`, moves it into that cgroup.
 pub fn pre_exec_place(
     cmd: &mut std::process::Command,
     cpus: Option<&[usize]>,
@@ -86,7 +117,19 @@ pub fn pre_exec_place(
     let set = cpus
         .map(|c| c.iter().copied().collect::<multios_host::CpuSet>().to_libc())
         .transpose()?;
+    // SAFETY: getpid has no arguments and no memory effects.
+    let parent = unsafe { libc::getpid() };
     let hook = move || -> io::Result<()> {
+        // SAFETY: prctl with integer arguments and getppid touch no memory.
+        unsafe {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // the parent died before the prctl: do not start an orphan
+            if libc::getppid() != parent {
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+        }
         if let Some(fd) = cgroup_procs_fd {
             write_fd(fd, b"0")?;
         }
@@ -95,8 +138,9 @@ pub fn pre_exec_place(
         }
         Ok(())
     };
-    // SAFETY: the hook only issues write(2) and sched_setaffinity(2), both async-signal-safe, and
-    // allocates nothing, so it is sound to run between fork and exec.
+    // SAFETY: the hook only issues prctl(2), getppid(2), write(2) and sched_setaffinity(2), all
+    // async-signal-safe, and allocates nothing, so it is sound to run between fork and
+    // exec.
     unsafe { cmd.pre_exec(hook) };
     Ok(())
 }

@@ -8,6 +8,9 @@ use multios_noise::measure::{self, Kind, MeasureError, Settings};
 use multios_noise::report;
 use std::time::Duration;
 
+#[path = "../../../testsupport/scratch.rs"]
+mod scratch;
+
 fn settings(kind: Kind, quantum_ns: f64, duration_ns: f64) -> Settings {
     Settings {
         kind,
@@ -27,26 +30,25 @@ fn issue_6_fwq_runs_on_cpu0_for_real() {
     assert_eq!(runs.len(), 1);
     let r = &runs[0];
     assert_eq!(r.ran_on, Some(0), "the thread must stay pinned to CPU 0");
-    // FWQ repeats its quantum until the duration has passed, however much of the CPU it gets: on
-    // this shared VM another user's SCHED_FIFO thread can hold CPU 0 for most of a second
-    assert!(r.elapsed_ns >= 300e6, "{} ns", r.elapsed_ns);
+    // Behaviour only (issue #16): it measured something. How long it ran, how many quanta fitted and
+    // how close the quantum is to its target are timings: `multios bench noise --quanta`.
     assert!(
-        r.samples.len() >= 2 && r.samples.len() <= 1500,
-        "{} samples of 200 µs in 300 ms",
-        r.samples.len()
+        r.elapsed_ns > 0.0 && r.elapsed_ns.is_finite(),
+        "{} ns",
+        r.elapsed_ns
     );
+    assert!(!r.samples.is_empty());
     let usage = r.usage.expect("/proc/stat is readable");
     assert!((0.0..=100.0).contains(&usage.others_pct), "{usage:?}");
     let rep = report::report("idle", r);
     let sum = rep.summary.expect("samples");
-    // the calibrated quantum is within a factor of 3 of the target on its fastest repetition
-    assert!(sum.min > 200_000.0 / 3.0 && sum.min < 200_000.0 * 3.0, "{sum:?}");
+    assert!(sum.min > 0.0, "{sum:?}");
     assert!(
         sum.min <= sum.median && sum.median <= sum.max && sum.noise_pct >= 0.0,
         "{sum:?}"
     );
     let trace = report::trace_of(r);
-    assert!(trace.length_ns >= 300e6 * 0.9, "{}", trace.length_ns);
+    assert!(trace.length_ns > 0.0, "{}", trace.length_ns);
 }
 
 #[test]
@@ -57,7 +59,7 @@ fn issue_6_ftq_and_selfish_run_for_real() {
     assert!(ftq[0].samples.iter().any(|x| x.1 > 0.0));
     let sd = measure::run_on(&[0], &settings(Kind::Selfish, 0.0, 200e6), &clock).expect("selfish");
     assert!(
-        sd[0].min_iteration_ns > 0.0 && sd[0].min_iteration_ns < 10_000.0,
+        sd[0].min_iteration_ns > 0.0 && sd[0].min_iteration_ns.is_finite(),
         "{}",
         sd[0].min_iteration_ns
     );
@@ -227,25 +229,21 @@ fn issue_6_a_load_that_fails_at_once_is_reported() {
 #[test]
 fn issue_6_fwq_guest_program_builds_and_runs_natively() {
     let clock = Clock::calibrate(20);
-    let dir = std::env::temp_dir().join(format!("multios-noise-test-{}", std::process::id()));
+    let dir = scratch::Scratch::new("multios-noise-test", "fwq");
     let exe = multios_noise::guest::build(&dir).expect("gcc -static builds guest/fwq.c");
     let out = dir.join("fwq.out");
     let args = multios_noise::guest::args(200_000.0, 100e6, &clock, &out);
     let s = multios_noise::guest::run_native(&exe, 0, &args, &clock, 200_000.0).expect("runs on CPU 0");
     assert_eq!(s.samples.len(), 500);
-    let min = s.samples.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
-    assert!(
-        min > 200_000.0 / 3.0 && min < 600_000.0,
-        "fastest quantum {min} ns for a 200 µs target"
-    );
-    let _ = std::fs::remove_dir_all(&dir);
+    // the quantum's length against its target is `multios bench noise --quanta`'s (issue #16)
+    assert!(s.samples.iter().all(|x| x.1 > 0.0 && x.1.is_finite()));
 }
 
 #[test]
 fn issue_6_fwq_runs_as_an_lwk_guest() {
     multios_lwk::check_kvm().expect("this test needs /dev/kvm (the LWK runs FWQ as a KVM guest)");
     let clock = Clock::calibrate(20);
-    let dir = std::env::temp_dir().join(format!("multios-noise-lwk-test-{}", std::process::id()));
+    let dir = scratch::Scratch::new("multios-noise-lwk-test", "fwq");
     let exe = multios_noise::guest::build(&dir).expect("gcc -static builds guest/fwq.c");
     let out = dir.join("fwq.out");
     let args = multios_noise::guest::args(200_000.0, 100e6, &clock, &out);
@@ -258,29 +256,24 @@ fn issue_6_fwq_runs_as_an_lwk_guest() {
     let s =
         multios_noise::guest::read_output(&out, &clock, 200_000.0, 1).expect("samples written by the guest");
     assert_eq!(s.samples.len(), 500);
-    let min = s.samples.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
-    assert!(
-        min > 200_000.0 / 3.0 && min < 600_000.0,
-        "fastest quantum {min} ns in the guest"
-    );
-    let _ = std::fs::remove_dir_all(&dir);
+    assert!(s.samples.iter().all(|x| x.1 > 0.0 && x.1.is_finite()));
 }
 
 #[test]
 fn issue_6_trace_file_with_a_bad_line_names_file_and_line() {
-    let path = std::env::temp_dir().join(format!("multios-noise-bad-{}.trace", std::process::id()));
+    let dir = scratch::Scratch::new("multios-noise-test", "trace");
+    let path = dir.join("bad.trace");
     std::fs::write(&path, "# length_ns 1000000\n10 5\n20 7\nthirty 5\n").expect("write trace");
     let e = multios_noise::NoiseTrace::load(&path).expect_err("bad line 4");
     let msg = e.to_string();
     assert!(msg.starts_with(&format!("{}:4:", path.display())), "{msg}");
-    let _ = std::fs::remove_file(&path);
 }
 
 #[test]
 fn issue_6_fwq_on_every_rank_under_mpirun() {
     let online = need_two_cpus();
     let clock = Clock::calibrate(20);
-    let dir = std::env::temp_dir().join(format!("multios-noise-mpi-test-{}", std::process::id()));
+    let dir = scratch::Scratch::new("multios-noise-mpi-test", "fwq");
     let exe = multios_noise::guest::build(&dir).expect("gcc -static builds guest/fwq.c");
     let args = multios_noise::guest::args(200_000.0, 50e6, &clock, &dir.join("fwq.out"));
     let ranks = multios_noise::guest::run_mpirun(&exe, 2, &args, &clock, 200_000.0)
@@ -297,5 +290,4 @@ fn issue_6_fwq_on_every_rank_under_mpirun() {
     let merged = report::merge(&ranks).expect("two ranks");
     assert_eq!(merged.samples.len(), 500);
     assert!(merged.samples.windows(2).all(|w| w[0].0 <= w[1].0));
-    let _ = std::fs::remove_dir_all(&dir);
 }

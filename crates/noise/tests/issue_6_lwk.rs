@@ -17,8 +17,12 @@ fn settings(kind: Kind) -> Settings {
     }
 }
 
+/// Removed when the test ends (issue #16).
+#[path = "../../../testsupport/scratch.rs"]
+mod scratch;
+
 fn dir(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("multios-noise-{name}-{}", std::process::id()))
+    scratch::until_test_ends("multios-noise", name)
 }
 
 /// One LWK at a time per process: its guest memory sits at fixed host addresses
@@ -60,18 +64,17 @@ fn native(kind: Kind, exe: &Path, s: &Settings, clock: &Clock, out: &Path) -> Se
 fn check_ftq(g: &Series) {
     assert_eq!(g.kind, Kind::Ftq);
     assert_eq!(g.samples.len(), 200, "one sample per 1 ms slot of 200 ms");
+    // behaviour only (issue #16); the unit's length, the units per slot and the elapsed time against
+    // their targets are `multios bench noise --quanta`'s
     assert!(
-        g.unit_ns > 0.0 && g.unit_ns < 20_000.0,
+        g.unit_ns > 0.0 && g.unit_ns.is_finite(),
         "work unit {} ns",
         g.unit_ns
     );
     let max = g.samples.iter().map(|x| x.1).fold(0.0, f64::max);
+    assert!(max > 0.0, "no work unit completed in any slot");
     assert!(
-        (100.0..2000.0).contains(&max),
-        "at most {max} units per slot (target ≈ 500)"
-    );
-    assert!(
-        g.elapsed_ns >= 199e6 && g.elapsed_ns < 400e6,
+        g.elapsed_ns > 0.0 && g.elapsed_ns.is_finite(),
         "elapsed {} ns",
         g.elapsed_ns
     );
@@ -84,12 +87,12 @@ fn check_ftq(g: &Series) {
 fn check_selfish(g: &Series) {
     assert_eq!(g.kind, Kind::Selfish);
     assert!(
-        g.min_iteration_ns > 0.0 && g.min_iteration_ns < 1000.0,
+        g.min_iteration_ns > 0.0 && g.min_iteration_ns.is_finite(),
         "shortest iteration {} ns",
         g.min_iteration_ns
     );
     assert!(
-        g.elapsed_ns >= 199e6 && g.elapsed_ns < 400e6,
+        g.elapsed_ns > 0.0 && g.elapsed_ns.is_finite(),
         "elapsed {} ns",
         g.elapsed_ns
     );

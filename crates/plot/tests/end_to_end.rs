@@ -6,11 +6,12 @@ use std::path::{Path, PathBuf};
 
 use multios_plot::{write, Figure, Heatmap, LineChart, Panels, Series, Style};
 
-/// A fresh directory under the target's temp dir, named after the test.
+#[path = "../../../testsupport/scratch.rs"]
+mod scratch;
+
+/// A path that does not exist yet, inside a directory removed when the test ends (issue #16).
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("multios-plot-e2e-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+    scratch::until_test_ends("multios-plot-e2e", name).join("out")
 }
 
 /// Decodes the PNG and returns (width, height, number of distinct colours).

@@ -2,10 +2,12 @@
 //! install, and still leave the SVG (whose text the viewer renders) and the CSV.
 //! This is its own test binary because the font is registered once per process.
 
+#[path = "../../../testsupport/scratch.rs"]
+mod scratch;
+
 #[test]
 fn missing_font_names_the_package_and_still_writes_svg_and_csv() {
-    let dir = std::env::temp_dir().join(format!("multios-plot-nofont-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = scratch::Scratch::new("multios-plot-nofont", "fig");
     // Only this path is tried when the variable is set.
     std::env::set_var(multios_plot::FONT_ENV, dir.join("no-such-font.ttf"));
     let fig = multios_plot::Figure::Line(multios_plot::LineChart {
@@ -22,5 +24,4 @@ fn missing_font_names_the_package_and_still_writes_svg_and_csv() {
     assert!(svg.contains("no font here"));
     let csv = std::fs::read_to_string(dir.join("fig.csv")).expect("the CSV is written without a font");
     assert_eq!(csv, "series,x,y\ns,1,1\ns,2,3\n");
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -3,10 +3,18 @@ use std::path::PathBuf;
 /// Everything that can be wrong with a profile file.
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileError {
-    #[error("cannot read profile {path}: {source}")]
+    #[error("cannot read {path}: {source}")]
     Read { path: PathBuf, source: std::io::Error },
     #[error("cannot write profile {path}: {source}")]
     Write { path: PathBuf, source: std::io::Error },
+    #[error(
+        "cannot write profile {path}: {source}; choose another file with -o (checked before the command starts)"
+    )]
+    Unwritable { path: PathBuf, source: std::io::Error },
+    #[error(
+        "profile {path} is larger than {max_mib} MiB (or an endless device or pipe): give a profile file written by multios"
+    )]
+    TooLarge { path: PathBuf, max_mib: u64 },
     #[error("{path}:{line}:{column}: field '{field}': {msg}")]
     Malformed {
         path: String,

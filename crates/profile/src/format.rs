@@ -4,8 +4,9 @@
 use crate::hist::Log2Histogram;
 use serde::{Deserialize, Serialize};
 
-/// The version this build writes and the newest it reads.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The version this build writes and the newest it reads. Version 2 added `collection.coverage`; a
+/// version-1 file reads as one without it (coverage unknown).
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// A system-call profile of one program run (or of several ranks, merged).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -69,6 +70,65 @@ pub struct Collection {
     pub source: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// What the collecting backend saw of the run (schema 2); absent when unknown (version-1 files,
+    /// imports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<Coverage>,
+}
+
+/// How much of the run a backend saw: whether every system call of every task was counted, what it
+/// misses, and which columns it does not fill (so that a 0 there is not read as a measurement).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Coverage {
+    /// True when every system call of every traced task, from its exec (or fork) to its exit, was counted.
+    pub complete: bool,
+    /// What the backend does not see, e.g. "calls before the preload library's constructor".
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub misses: Vec<String>,
+    /// Profile fields the backend leaves empty or zero, e.g. `syscalls[].errors`, `threads`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_recorded: Vec<String>,
+}
+
+impl Coverage {
+    /// Every call seen, every field filled.
+    pub fn complete() -> Self {
+        Coverage {
+            complete: true,
+            ..Coverage::default()
+        }
+    }
+
+    /// Incomplete: the backend misses `misses` and leaves `not_recorded` empty.
+    pub fn partial(misses: &[&str], not_recorded: &[&str]) -> Self {
+        Coverage {
+            complete: misses.is_empty(),
+            misses: misses.iter().map(|s| s.to_string()).collect(),
+            not_recorded: not_recorded.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    /// Whether the field `name` (e.g. "syscalls[].errors", "threads") is recorded.
+    pub fn records(&self, name: &str) -> bool {
+        !self.not_recorded.iter().any(|n| n == name)
+    }
+
+    /// One line for people: "complete", or "incomplete: misses …; not recorded: …".
+    pub fn summary(&self) -> String {
+        let mut s = if self.complete {
+            "complete".to_string()
+        } else {
+            "INCOMPLETE".to_string()
+        };
+        if !self.misses.is_empty() {
+            s.push_str(&format!("; misses {}", self.misses.join(", ")));
+        }
+        if !self.not_recorded.is_empty() {
+            s.push_str(&format!("; not recorded: {}", self.not_recorded.join(", ")));
+        }
+        s
+    }
 }
 
 /// How the profiled program ended.
@@ -211,9 +271,9 @@ impl Profile {
         self.syscalls.iter().map(|s| s.total_s).sum()
     }
 
-    /// Σ n(s).
+    /// Σ n(s), saturating at `u64::MAX` (a profile that passed validation never gets there).
     pub fn syscall_count(&self) -> u64 {
-        self.syscalls.iter().map(|s| s.count).sum()
+        self.syscalls.iter().fold(0u64, |a, s| a.saturating_add(s.count))
     }
 
     /// p = Σg / (C + Σg): the share of time spent in system calls.

@@ -24,7 +24,7 @@ impl Log2Histogram {
         if self.0.len() <= bucket {
             self.0.resize(bucket + 1, 0);
         }
-        self.0[bucket] += count;
+        self.0[bucket] = self.0[bucket].saturating_add(count);
     }
 
     pub fn merge(&mut self, other: &Log2Histogram) {
@@ -35,8 +35,24 @@ impl Log2Histogram {
         }
     }
 
+    /// The number of calls in the histogram (saturating at `u64::MAX`; see [`Self::checked_total`]).
     pub fn total(&self) -> u64 {
-        self.0.iter().sum()
+        self.checked_total().unwrap_or(u64::MAX)
+    }
+
+    /// The number of calls in the histogram, `None` when the buckets add up past `u64::MAX`.
+    pub fn checked_total(&self) -> Option<u64> {
+        self.0.iter().try_fold(0u64, |a, &c| a.checked_add(c))
+    }
+
+    /// The bucket-wise sum of two histograms, `None` when a bucket would exceed `u64::MAX`.
+    pub fn checked_merge(&self, other: &Log2Histogram) -> Option<Log2Histogram> {
+        let len = self.0.len().max(other.0.len());
+        let at = |h: &Log2Histogram, k: usize| h.0.get(k).copied().unwrap_or(0);
+        (0..len)
+            .map(|k| at(self, k).checked_add(at(other, k)))
+            .collect::<Option<Vec<u64>>>()
+            .map(Log2Histogram)
     }
 
     /// The `q`-quantile (0..=1) estimated as the geometric middle of the bucket that holds it, in ns.

@@ -13,8 +13,9 @@ mod merge;
 
 pub use error::ProfileError;
 pub use format::{
-    Collection, Exit, Machine, Placement, Profile, RankSummary, SyscallStats, ThreadStats, SCHEMA_VERSION,
+    Collection, Coverage, Exit, Machine, Placement, Profile, RankSummary, SyscallStats, ThreadStats,
+    SCHEMA_VERSION,
 };
 pub use hist::Log2Histogram;
-pub use load::{from_json_str, load, save};
+pub use load::{check_writable, from_json_str, load, read_bounded, save, MAX_PROFILE_BYTES};
 pub use merge::merge;

@@ -4,13 +4,82 @@ use crate::error::ProfileError;
 use crate::format::{Profile, SCHEMA_VERSION};
 use std::path::Path;
 
-/// Reads and validates the profile at `path`.
+/// The largest profile file read: far above any real profile (a merged profile of thousands of ranks is a
+/// few MiB), small enough that a mistaken `--profile /dev/zero` or a huge file stops at once.
+pub const MAX_PROFILE_BYTES: u64 = 64 << 20;
+
+/// Reads and validates the profile at `path` (at most [`MAX_PROFILE_BYTES`]; a pipe or device is read up to
+/// that bound).
 pub fn load(path: &Path) -> Result<Profile, ProfileError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
+    let text = read_bounded(path)?;
+    from_json_str(&path.display().to_string(), &text)
+}
+
+/// Reads the text file at `path` (a profile, or a `strace -c` summary to import), refusing more than
+/// [`MAX_PROFILE_BYTES`] with an error naming the file instead of growing without bound.
+pub fn read_bounded(path: &Path) -> Result<String, ProfileError> {
+    use std::io::Read;
+    let read_err = |source| ProfileError::Read {
         path: path.to_path_buf(),
         source,
-    })?;
-    from_json_str(&path.display().to_string(), &text)
+    };
+    let too_large = || ProfileError::TooLarge {
+        path: path.to_path_buf(),
+        max_mib: MAX_PROFILE_BYTES >> 20,
+    };
+    let file = std::fs::File::open(path).map_err(read_err)?;
+    let meta = file.metadata().map_err(read_err)?;
+    if meta.is_dir() {
+        return Err(read_err(std::io::Error::new(
+            std::io::ErrorKind::IsADirectory,
+            "it is a directory, give a profile file",
+        )));
+    }
+    if meta.is_file() && meta.len() > MAX_PROFILE_BYTES {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_PROFILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read_err)?;
+    if bytes.len() as u64 > MAX_PROFILE_BYTES {
+        return Err(too_large());
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        read_err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to()),
+        ))
+    })
+}
+
+/// Checks, before a run, that a profile can be written at `path` (the directory exists and is writable, the
+/// path is not a directory), so that a long run does not end with an unwritable output. Leaves an existing
+/// file as it is and removes the probe file it creates.
+pub fn check_writable(path: &Path) -> Result<(), ProfileError> {
+    let err = |source| ProfileError::Unwritable {
+        path: path.to_path_buf(),
+        source,
+    };
+    if path.is_dir() {
+        return Err(err(std::io::Error::new(
+            std::io::ErrorKind::IsADirectory,
+            "it is a directory",
+        )));
+    }
+    if path.exists() {
+        return std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map(drop)
+            .map_err(err);
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(err)?;
+    std::fs::remove_file(path).map_err(err)
 }
 
 /// Writes `profile` as pretty JSON to `path`.
@@ -109,11 +178,33 @@ fn check_time(origin: &str, field: String, v: f64) -> Result<(), ProfileError> {
 
 /// Checks the invariants the models rely on.
 pub(crate) fn validate(origin: &str, p: &Profile) -> Result<(), ProfileError> {
+    if p.schema_version < 2 && p.collection.coverage.is_some() {
+        return Err(invalid(
+            origin,
+            "collection.coverage".into(),
+            format!(
+                "first written by schema_version 2, but the file says {}: set \"schema_version\": 2",
+                p.schema_version
+            ),
+        ));
+    }
     check_time(origin, "wall_time_s".into(), p.wall_time_s)?;
     check_time(origin, "compute_time_s".into(), p.compute_time_s)?;
     let mut seen = std::collections::HashSet::new();
+    let mut calls = 0u64;
     for (i, s) in p.syscalls.iter().enumerate() {
         let f = |name: &str| format!("syscalls[{i}].{name}");
+        calls = calls.checked_add(s.count).ok_or_else(|| {
+            invalid(
+                origin,
+                f("count"),
+                format!(
+                    "{}: the counts of all system calls add up past 2^64 - 1 (the largest count a profile \
+                     can hold): the file is corrupt",
+                    s.count
+                ),
+            )
+        })?;
         match multios_syscalls::by_name(&s.name) {
             None => {
                 return Err(invalid(
@@ -156,7 +247,13 @@ pub(crate) fn validate(origin: &str, p: &Profile) -> Result<(), ProfileError> {
                 format!("{} errors but only {} calls", s.errors, s.count),
             ));
         }
-        let h = s.hist_log2_ns.total();
+        let h = s.hist_log2_ns.checked_total().ok_or_else(|| {
+            invalid(
+                origin,
+                f("hist_log2_ns"),
+                "the buckets add up past 2^64 - 1: the file is corrupt",
+            )
+        })?;
         if h != 0 && h != s.count {
             return Err(invalid(
                 origin,
@@ -165,7 +262,18 @@ pub(crate) fn validate(origin: &str, p: &Profile) -> Result<(), ProfileError> {
             ));
         }
     }
+    let mut thread_calls = 0u64;
     for (i, t) in p.threads.iter().enumerate() {
+        thread_calls = thread_calls.checked_add(t.syscalls).ok_or_else(|| {
+            invalid(
+                origin,
+                format!("threads[{i}].syscalls"),
+                format!(
+                    "{}: the threads' calls add up past 2^64 - 1: the file is corrupt",
+                    t.syscalls
+                ),
+            )
+        })?;
         check_time(origin, format!("threads[{i}].lifetime_s"), t.lifetime_s)?;
         check_time(origin, format!("threads[{i}].syscall_time_s"), t.syscall_time_s)?;
     }
@@ -211,10 +319,10 @@ mod tests {
     fn newer_schema_is_refused_by_name() {
         let text = serde_json::to_string(&sample())
             .unwrap_or_default()
-            .replace("\"schema_version\":1", "\"schema_version\":7");
+            .replace("\"schema_version\":2", "\"schema_version\":7");
         assert_eq!(
             err(&text),
-            "p.json: schema_version 7 is newer than this multios reads (up to 1): upgrade multios"
+            "p.json: schema_version 7 is newer than this multios reads (up to 2): upgrade multios"
         );
     }
 
@@ -247,5 +355,90 @@ mod tests {
             "{}",
             err(&text)
         );
+    }
+
+    #[test]
+    fn issue_16_counts_that_add_up_past_u64_are_refused() {
+        let mut p = sample();
+        p.syscalls[0].count = u64::MAX - 1;
+        p.syscalls.push(SyscallStats {
+            name: "write".into(),
+            nr: 1,
+            count: 65,
+            total_s: 0.1,
+            ..Default::default()
+        });
+        let text = serde_json::to_string(&p).unwrap_or_default();
+        let e = err(&text);
+        assert!(
+            e.contains("field 'syscalls[1].count'") && e.contains("2^64"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn issue_16_histogram_past_u64_is_refused() {
+        let mut p = sample();
+        p.syscalls[0].count = 10;
+        p.syscalls[0].hist_log2_ns = crate::Log2Histogram(vec![u64::MAX, 11]);
+        let e = err(&serde_json::to_string(&p).unwrap_or_default());
+        assert!(e.contains("field 'syscalls[0].hist_log2_ns'"), "{e}");
+    }
+
+    #[test]
+    fn issue_16_endless_input_is_refused_by_name() {
+        let e = load(Path::new("/dev/zero"))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("/dev/zero") && e.contains("MiB"), "{e}");
+        let e = load(Path::new("/"))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("directory"), "{e}");
+    }
+
+    #[test]
+    fn issue_16_check_writable_names_the_path_and_leaves_nothing() {
+        let e = check_writable(Path::new("/nonexistent-dir-multios/p.json"))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            e.contains("/nonexistent-dir-multios/p.json") && e.contains("-o"),
+            "{e}"
+        );
+        let dir = std::env::temp_dir().join(format!("multios-test-{}-writable", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let f = dir.join("p.json");
+        assert!(check_writable(&f).is_ok());
+        assert!(!f.exists(), "the probe file must be removed");
+        assert!(check_writable(&dir).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn issue_16_coverage_round_trips_and_version_1_reads_without_it() {
+        let mut p = sample();
+        p.collection.coverage = Some(crate::Coverage::partial(
+            &["calls before the preload library's constructor"],
+            &["syscalls[].errors", "threads"],
+        ));
+        let text = serde_json::to_string(&p).unwrap_or_default();
+        assert!(text.contains("\"coverage\":{\"complete\":false"), "{text}");
+        assert_eq!(from_json_str("p.json", &text).ok().as_ref(), Some(&p));
+        // a version-1 file (no coverage) still reads, as coverage unknown
+        let v1 = serde_json::to_string(&sample())
+            .unwrap_or_default()
+            .replace("\"schema_version\":2", "\"schema_version\":1");
+        let back = from_json_str("v1.json", &v1).ok();
+        assert_eq!(
+            back.map(|p| (p.schema_version, p.collection.coverage)),
+            Some((1, None))
+        );
+        // but a version-1 file cannot carry the version-2 field
+        let bad = text.replace("\"schema_version\":2", "\"schema_version\":1");
+        assert!(err(&bad).contains("collection.coverage"), "{}", err(&bad));
     }
 }

@@ -1,7 +1,7 @@
 //! Merging per-rank profiles into one, keeping per-rank detail.
 
 use crate::error::ProfileError;
-use crate::format::{Profile, RankSummary};
+use crate::format::{Coverage, Profile, RankSummary};
 
 /// Merges `(rank, source, profile)` triples. Syscall counts and times add up; C adds up; the wall time
 /// is the longest rank's; min/max combine; a merged median is re-estimated from the merged histogram.
@@ -19,6 +19,27 @@ pub fn merge(parts: Vec<(u32, String, Profile)>) -> Result<Profile, ProfileError
     out.collection
         .notes
         .push(format!("merged from {} rank profiles", parts.len()));
+    // complete only if every rank's is; unknown if any rank's is
+    let mut coverage = Some(Coverage::complete());
+    for (_, _, p) in &parts {
+        coverage = match (coverage, &p.collection.coverage) {
+            (Some(mut all), Some(c)) => {
+                all.complete &= c.complete;
+                for m in &c.misses {
+                    if !all.misses.contains(m) {
+                        all.misses.push(m.clone());
+                    }
+                }
+                for n in &c.not_recorded {
+                    if !all.not_recorded.contains(n) {
+                        all.not_recorded.push(n.clone());
+                    }
+                }
+                Some(all)
+            }
+            _ => None,
+        };
+    }
     for (rank, source, p) in parts {
         if p.command != out.command {
             out.collection.notes.push(format!(
@@ -31,7 +52,7 @@ pub fn merge(parts: Vec<(u32, String, Profile)>) -> Result<Profile, ProfileError
         out.collection.partial |= p.collection.partial;
         out.ranks.push(RankSummary {
             rank,
-            source,
+            source: source.clone(),
             wall_time_s: p.wall_time_s,
             compute_time_s: p.compute_time_s,
             syscall_time_s: p.syscall_time_s(),
@@ -46,12 +67,22 @@ pub fn merge(parts: Vec<(u32, String, Profile)>) -> Result<Profile, ProfileError
             match out.syscalls.iter_mut().find(|o| o.name == s.name) {
                 None => out.syscalls.push(s),
                 Some(o) => {
-                    o.count += s.count;
+                    let overflow = |field: &str| {
+                        ProfileError::Merge(format!(
+                            "rank {rank} ({source}): the merged '{}' {field} exceeds 2^64 - 1: a count in \
+                             the input profiles is corrupt",
+                            s.name
+                        ))
+                    };
+                    o.count = o.count.checked_add(s.count).ok_or_else(|| overflow("count"))?;
+                    o.errors = o.errors.checked_add(s.errors).ok_or_else(|| overflow("errors"))?;
                     o.total_s += s.total_s;
-                    o.errors += s.errors;
                     o.min_s = combine(o.min_s, s.min_s, f64::min);
                     o.max_s = combine(o.max_s, s.max_s, f64::max);
-                    o.hist_log2_ns.merge(&s.hist_log2_ns);
+                    o.hist_log2_ns = o
+                        .hist_log2_ns
+                        .checked_merge(&s.hist_log2_ns)
+                        .ok_or_else(|| overflow("hist_log2_ns"))?;
                     o.median_s = None;
                 }
             }
@@ -62,6 +93,7 @@ pub fn merge(parts: Vec<(u32, String, Profile)>) -> Result<Profile, ProfileError
             s.median_s = s.hist_log2_ns.quantile_ns(0.5).map(|ns| ns * 1e-9);
         }
     }
+    out.collection.coverage = coverage;
     out.ranks.sort_by_key(|r| r.rank);
     out.sort();
     Ok(out)

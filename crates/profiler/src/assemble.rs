@@ -15,6 +15,8 @@ pub struct RunFacts {
     pub partial: bool,
     pub bias_ns: Option<f64>,
     pub notes: Vec<String>,
+    /// What the backend did not see of the run (empty: every call of every traced task was counted).
+    pub misses: Vec<String>,
 }
 
 fn secs(ns: u64) -> f64 {
@@ -28,6 +30,11 @@ pub fn assemble(raw: &Raw, facts: RunFacts) -> Profile {
     p.collection.bias_ns_subtracted = facts.bias_ns;
     p.collection.partial = facts.partial;
     p.collection.notes = facts.notes;
+    p.collection.coverage = Some(multios_profile::Coverage {
+        complete: facts.misses.is_empty(),
+        misses: facts.misses,
+        not_recorded: Vec::new(),
+    });
     p.exit = facts.exit;
     p.wall_time_s = secs(facts.wall_ns);
     let mut unknown = 0u64;

@@ -109,6 +109,10 @@ pub enum BenchError {
     },
     #[error("cannot write {path}: {source}")]
     Write { path: PathBuf, source: std::io::Error },
+    #[error("'{cmd}' printed '{out}', not a number of ns per call")]
+    Output { cmd: String, out: String },
+    #[error(transparent)]
+    Profile(#[from] crate::ProfilerError),
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -415,4 +419,129 @@ pub fn floor(reps: usize) -> Result<Vec<FloorRow>, crate::ProfilerError> {
             ns_per_call: median(v),
         })
         .collect())
+}
+
+/// A program that times its own null system calls (getppid, or getpid with the argument `pid`): the
+/// median of 2001 batch means of 100 calls, in ns, after 1000 warm-up calls.
+pub const SELF_TIMED_C: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1e9 + t.tv_nsec; }
+static int cmp(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return (x > y) - (x < y); }
+int main(int argc, char **argv) {
+    long nr = argc > 1 && argv[1][0] == 'p' && argv[1][1] == 'i' ? SYS_getpid : SYS_getppid;
+    for (long i = 0; i < 1000; i++) syscall(nr);
+    enum { B = 2001, N = 100 };
+    static double m[B];
+    for (int b = 0; b < B; b++) {
+        double t0 = now();
+        for (long i = 0; i < N; i++) syscall(nr);
+        m[b] = (now() - t0) / N;
+    }
+    qsort(m, B, sizeof m[0], cmp);
+    printf("%.1f\n", m[B / 2]);
+    return 0;
+}
+"#;
+
+/// The calls [`SELF_TIMED_C`] makes of its null system call.
+pub const SELF_TIMED_CALLS: u64 = 1000 + 2001 * 100;
+
+/// The eBPF profiler's per-call time of a null system call against the program's own timing of it.
+#[derive(Debug, Clone)]
+pub struct AccuracyRow {
+    pub syscall: &'static str,
+    pub pairs: usize,
+    /// Medians over the pairs, ns per call.
+    pub self_timed_ns: f64,
+    pub profiled_ns: f64,
+    /// Median of the paired differences profiled − self-timed (each traced run against the untraced run
+    /// beside it: the cost of a system call on a shared VM jumps between levels from run to run).
+    pub paired_diff_ns: f64,
+    /// Whether every profile counted exactly [`SELF_TIMED_CALLS`] calls.
+    pub counts_right: bool,
+}
+
+/// Builds [`SELF_TIMED_C`] in `dir` and runs it `pairs` times untraced and under the eBPF profiler, in
+/// ABBA order, for getppid and getpid (was the test `issue_3_getppid_within_50ns_of_self_timing`).
+pub fn self_timing(dir: &Path, pairs: usize) -> Result<Vec<AccuracyRow>, BenchError> {
+    std::fs::create_dir_all(dir).map_err(|source| BenchError::Write {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let src = dir.join("selftimed.c");
+    std::fs::write(&src, SELF_TIMED_C).map_err(|source| BenchError::Write {
+        path: src.clone(),
+        source,
+    })?;
+    let bin = dir.join("selftimed");
+    let cc = format!("gcc -O2 -o {} {}", bin.display(), src.display());
+    let st = Command::new("gcc")
+        .args(["-O2", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .map_err(|source| BenchError::Spawn {
+            cmd: cc.clone(),
+            package: "gcc".into(),
+            source,
+        })?;
+    if !st.success() {
+        return Err(BenchError::Failed { cmd: cc, status: st });
+    }
+    let b = bin.display().to_string();
+    let direct = |which: &str| -> Result<f64, BenchError> {
+        let cmd = format!("{b} {which}");
+        let out = Command::new(&bin)
+            .arg(which)
+            .output()
+            .map_err(|source| BenchError::Spawn {
+                cmd: cmd.clone(),
+                package: "gcc".into(),
+                source,
+            })?;
+        let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        text.parse().map_err(|_| BenchError::Output { cmd, out: text })
+    };
+    let traced = |which: &str, name: &str| -> Result<(f64, bool), BenchError> {
+        let p = crate::profile(&crate::Options {
+            backend: Some(crate::Backend::Ebpf),
+            command: vec![b.clone(), which.to_string()],
+            ..crate::Options::default()
+        })?;
+        let st = p.syscall(name);
+        Ok((
+            st.map_or(f64::NAN, |s| s.mean_s() * 1e9),
+            st.is_some_and(|s| s.count == SELF_TIMED_CALLS),
+        ))
+    };
+    let mut rows = Vec::new();
+    for (which, name) in [("ppid", "getppid"), ("pid", "getpid")] {
+        let (mut d, mut t, mut diff, mut counts_right) = (Vec::new(), Vec::new(), Vec::new(), true);
+        for i in 0..pairs.max(1) {
+            let (x, (y, ok)) = if i % 2 == 0 {
+                let x = direct(which)?;
+                (x, traced(which, name)?)
+            } else {
+                let y = traced(which, name)?;
+                (direct(which)?, y)
+            };
+            counts_right &= ok;
+            d.push(x);
+            t.push(y);
+            diff.push(y - x);
+        }
+        rows.push(AccuracyRow {
+            syscall: name,
+            pairs: pairs.max(1),
+            self_timed_ns: median(d),
+            profiled_ns: median(t),
+            paired_diff_ns: median(diff),
+            counts_right,
+        });
+    }
+    Ok(rows)
 }

@@ -362,6 +362,7 @@ pub fn attach(pid: u32, duration: Option<std::time::Duration>) -> Result<Profile
             wall_ns: end.saturating_sub(start),
             exit: root_status.map(crate::run::exit_of),
             partial: root_status.is_none(),
+            misses: crate::run::attach_misses(root_status.is_none()),
             bias_ns: Some(b),
             notes,
         },
@@ -445,6 +446,7 @@ pub fn launch(command: &[String]) -> Result<Profile, ProfilerError> {
             partial,
             bias_ns: Some(b),
             notes,
+            misses: Vec::new(),
         },
     ))
 }

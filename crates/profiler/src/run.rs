@@ -135,7 +135,12 @@ fn launch_ebpf(command: &[String]) -> Result<Profile, ProfilerError> {
     let end = raw.threads.iter().map(|t| t.end_ns).max().unwrap_or(start);
     let exit = exit_of(status);
     let mut notes = bias_notes(b, e);
+    let mut misses = Vec::new();
     if raw.threads.len() >= crate::ebpf::MAX_THREADS {
+        misses.push(format!(
+            "threads[] entries and their share of C beyond {} exited tasks",
+            crate::ebpf::MAX_THREADS
+        ));
         notes.push(format!(
             "more than {} tasks exited: the per-thread table was full, so threads[] and C miss some of them",
             crate::ebpf::MAX_THREADS
@@ -158,6 +163,7 @@ fn launch_ebpf(command: &[String]) -> Result<Profile, ProfilerError> {
             partial,
             bias_ns: Some(b),
             notes,
+            misses,
         },
     ))
 }
@@ -252,8 +258,19 @@ fn attach_ebpf(pid: u32, duration: Option<Duration>) -> Result<Profile, Profiler
             partial: !exited,
             bias_ns: Some(b),
             notes,
+            misses: attach_misses(!exited),
         },
     ))
+}
+
+/// What a profile taken by attaching misses: the calls before the attach and, when the process was still
+/// running at the end (`running`), those after.
+pub(crate) fn attach_misses(running: bool) -> Vec<String> {
+    let mut m = vec!["calls the process made before multios attached (-p)".to_string()];
+    if running {
+        m.push("calls after tracing stopped (--duration or a signal)".into());
+    }
+    m
 }
 
 /// The notes of a profile taken by attaching to running process `pid`.

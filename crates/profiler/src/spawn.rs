@@ -114,6 +114,8 @@ impl Stopped {
 
         let (go_r, go_w) = pipe()?;
         let (err_r, err_w) = pipe()?;
+        // SAFETY: getpid has no arguments and no memory effects.
+        let parent = unsafe { libc::getpid() };
         // SAFETY: the child below only calls async-signal-safe functions (read, prctl, syscall,
         // execve, write, _exit) on data prepared before the fork.
         let pid = unsafe { libc::fork() };
@@ -126,8 +128,8 @@ impl Stopped {
                 libc::close(go_w.as_raw_fd());
                 libc::close(err_r.as_raw_fd());
                 child(
-                    go_r.as_raw_fd(),
-                    err_w.as_raw_fd(),
+                    (go_r.as_raw_fd(), err_w.as_raw_fd()),
+                    parent,
                     pre,
                     &prog,
                     &c_path,
@@ -207,9 +209,10 @@ impl Stopped {
 ///
 /// # Safety
 /// Must only be called in the child of a fork, with pointers valid in its copy of memory.
+/// `pipes` are (the go pipe's read end, the exec-error pipe's write end); `parent` is the profiler's pid.
 unsafe fn child(
-    go: i32,
-    err: i32,
+    (go, err): (i32, i32),
+    parent: libc::pid_t,
     pre: PreExec,
     prog: &libc::sock_fprog,
     path: &CString,
@@ -224,6 +227,16 @@ unsafe fn child(
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
         libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+    }
+    // The target dies with the profiler (also a SIGKILLed one, which cannot clean up): the eBPF backend
+    // does not trace it, so nothing else would stop it. The death signal survives execve; if the profiler
+    // is already gone, exit now.
+    // SAFETY: prctl with integer arguments and getppid are async-signal-safe; _exit never returns.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+        if libc::getppid() != parent {
+            libc::_exit(126);
+        }
     }
     let mut b = 0u8;
     loop {

@@ -28,32 +28,6 @@ int main(void) {
 }
 "#;
 
-const SELF_TIMED_C: &str = r#"
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
-#include <unistd.h>
-#include <sys/syscall.h>
-static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1e9 + t.tv_nsec; }
-static int cmp(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return (x > y) - (x < y); }
-int main(int argc, char **argv) {
-    long nr = argc > 1 && argv[1][0] == 'p' && argv[1][1] == 'i' ? SYS_getpid : SYS_getppid;
-    for (long i = 0; i < 1000; i++) syscall(nr);
-    /* median of 2001 batch means of 100 calls: short batches, so that preemption on a busy machine
-       spoils few of them */
-    enum { B = 2001, N = 100 };
-    static double m[B];
-    for (int b = 0; b < B; b++) {
-        double t0 = now();
-        for (long i = 0; i < N; i++) syscall(nr);
-        m[b] = (now() - t0) / N;
-    }
-    qsort(m, B, sizeof m[0], cmp);
-    printf("%.1f\n", m[B / 2]);
-    return 0;
-}
-"#;
-
 #[test]
 fn issue_3_counts_match_strace_bzip2() {
     let _g = serial();
@@ -70,9 +44,10 @@ fn issue_3_counts_match_strace_bzip2() {
     assert_eq!(ours.syscall("exit_group").map(|s| s.count), Some(1));
     assert_eq!(ours.exit.as_ref().and_then(|e| e.code), Some(0));
     assert!(!ours.collection.partial);
+    // C > 0 (how compute-bound bzip2 is, C/wall, is a ratio of times: `multios bench profiler`'s (b))
     assert!(
-        ours.wall_time_s > 0.0 && ours.compute_time_s > 0.5 * ours.wall_time_s,
-        "bzip2 is compute-bound: {ours:?}"
+        ours.wall_time_s > 0.0 && ours.compute_time_s > 0.0 && ours.compute_time_s <= ours.wall_time_s,
+        "{ours:?}"
     );
     assert!(ours.collection.bias_ns_subtracted.is_some_and(|b| b > 0.0));
     // The profile is valid by the format's own rules.
@@ -158,49 +133,22 @@ fn self_timed(bin: &str, which: &str) -> f64 {
         .expect("the timing program prints ns per call")
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
+/// Behaviour only (issue #16): every call of the self-timing program is counted and gets a positive,
+/// finite time. How close that time is to the program's own timing (within 50 ns) is a timing check:
+/// `multios bench profiler --accuracy`.
 #[test]
-fn issue_3_getppid_within_50ns_of_self_timing() {
+fn issue_3_getppid_counted_and_timed() {
     let _g = serial();
     require_root();
     let dir = scratch("selftimed");
-    let bin = compile_c(&dir, "selftimed", SELF_TIMED_C, &[]);
+    let bin = compile_c(&dir, "selftimed", multios_profiler::bench::SELF_TIMED_C, &[]);
     for (which, name) in [("ppid", "getppid"), ("pid", "getpid")] {
-        // Pairs of runs, untraced and traced, back to back: the cost of a system call on this shared
-        // VM jumps between levels (≈ 165–200 and ≈ 240–280 ns, from one run to the next, with
-        // nothing of ours running), so each traced run is compared with the untraced run beside it,
-        // and the median of those differences is what must stay within 50 ns. 15 pairs in ABBA
-        // order: with 7 in a fixed order, one stretch of level jumps moved the median by 57 ns.
-        let (mut direct, mut traced, mut diff) = (Vec::new(), Vec::new(), Vec::new());
-        for i in 0..15 {
-            let (d, p) = if i % 2 == 0 {
-                let d = self_timed(s(&bin), which);
-                (d, profile(Backend::Ebpf, &[s(&bin), which]))
-            } else {
-                let p = profile(Backend::Ebpf, &[s(&bin), which]);
-                (self_timed(s(&bin), which), p)
-            };
-            let st = p.syscall(name).unwrap_or_else(|| panic!("no {name} in {p:?}"));
-            assert_eq!(st.count, 1000 + 2001 * 100, "{name}");
-            let t = st.mean_s() * 1e9;
-            direct.push(d);
-            traced.push(t);
-            diff.push(t - d);
-        }
-        eprintln!(
-            "{name}: pairs (untraced, traced) ns/call: {:?}",
-            direct.iter().zip(&traced).collect::<Vec<_>>()
-        );
-        let (direct, traced, diff) = (median(direct), median(traced), median(diff));
-        assert!(
-            diff.abs() <= 50.0,
-            "{name}: profiler says {traced:.1} ns per call, the program itself measured {direct:.1} ns \
-             (median paired difference {diff:.1} ns)"
-        );
+        let p = profile(Backend::Ebpf, &[s(&bin), which]);
+        let st = p.syscall(name).unwrap_or_else(|| panic!("no {name} in {p:?}"));
+        assert_eq!(st.count, multios_profiler::bench::SELF_TIMED_CALLS, "{name}");
+        let t = st.mean_s();
+        assert!(t > 0.0 && t.is_finite(), "{name}: {t}");
+        assert!(self_timed(s(&bin), which) > 0.0);
     }
 }
 
@@ -246,7 +194,11 @@ fn issue_3_attach_to_running_process() {
         "{:?}",
         counts(&p)
     );
-    assert!(p.wall_time_s >= 0.6 && p.wall_time_s < 5.0, "{}", p.wall_time_s);
+    assert!(
+        p.wall_time_s > 0.0 && p.wall_time_s.is_finite(),
+        "{}",
+        p.wall_time_s
+    );
 }
 
 #[test]
@@ -290,7 +242,6 @@ fn issue_3_ctrl_c_is_forwarded_and_profile_kept() {
         Some(libc::SIGINT),
         "SIGINT reached the target"
     );
-    assert!(p.wall_time_s < 4.0, "the target stopped early: {}", p.wall_time_s);
     assert!(p.syscall("clock_nanosleep").is_some_and(|s| s.count == 1));
 }
 

@@ -95,5 +95,9 @@ fn issue_3_ptrace_attach_and_detach() {
         "{:?}",
         counts(&p)
     );
-    assert!(p.wall_time_s >= 0.6 && p.wall_time_s < 5.0, "{}", p.wall_time_s);
+    assert!(
+        p.wall_time_s > 0.0 && p.wall_time_s.is_finite(),
+        "{}",
+        p.wall_time_s
+    );
 }

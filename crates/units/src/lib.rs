@@ -25,6 +25,25 @@ pub enum UnitError {
     NotFinite(String),
     #[error("clock rate in '{0}' must be positive, e.g. 1500cycles@2.2GHz")]
     BadClock(String),
+    #[error(
+        "duration '{0}' is longer than the longest multios accepts, one year (31622400s): a per-call cost is \
+         ns to ms, a run seconds to days"
+    )]
+    TooLong(String),
+}
+
+/// The longest duration [`Duration::parse`] accepts: 366 days, in seconds. Longer values are typing
+/// mistakes (`--fc 1e99s`), and every duration then fits a `u64` of nanoseconds and a `std::time::Duration`.
+pub const MAX_SECS: f64 = 366.0 * 86400.0;
+
+fn bounded(input: &str, secs: f64) -> Result<Duration, UnitError> {
+    if !secs.is_finite() {
+        return Err(UnitError::NotFinite(input.to_string()));
+    }
+    if secs > MAX_SECS {
+        return Err(UnitError::TooLong(input.trim().to_string()));
+    }
+    Ok(Duration(secs))
 }
 
 /// A non-negative duration, stored as seconds.
@@ -99,11 +118,7 @@ impl Duration {
                 });
             }
         };
-        let secs = value * scale;
-        if !secs.is_finite() {
-            return Err(UnitError::NotFinite(input.to_string()));
-        }
-        Ok(Duration(secs))
+        bounded(input, value * scale)
     }
 }
 
@@ -136,7 +151,7 @@ fn parse_cycles(input: &str, cycles: &str, clock: &str) -> Result<Duration, Unit
     if hz <= 0.0 || !hz.is_finite() {
         return Err(UnitError::BadClock(input.to_string()));
     }
-    Ok(Duration(n / hz))
+    bounded(input, n / hz)
 }
 
 impl FromStr for Duration {
@@ -224,7 +239,29 @@ mod tests {
         assert_eq!(Duration::from_nanos(150.0).to_string(), "150.0 ns");
     }
 
+    #[test]
+    fn issue_16_refuses_durations_longer_than_a_year() {
+        for input in ["1e99s", "1e300min", "400000000s", "1e30cycles@1GHz"] {
+            let e = Duration::parse(input).err();
+            assert!(matches!(e, Some(UnitError::TooLong(_))), "{input}: {e:?}");
+            let msg = e.map(|e| e.to_string()).unwrap_or_default();
+            assert!(msg.contains(input) && msg.contains("one year"), "{msg}");
+        }
+        assert!(Duration::parse("366d").is_err());
+        assert!((ns("365min") - 365.0 * 60e9).abs() < 1.0);
+        assert!(Duration::parse("31622400s").is_ok());
+    }
+
     proptest::proptest! {
+        #[test]
+        fn issue_16_every_accepted_duration_fits_u64_nanoseconds(v in 0f64..1e40, unit in 0usize..5) {
+            let u = ["ns", "us", "ms", "s", "min"][unit];
+            if let Ok(d) = Duration::parse(&format!("{v}{u}")) {
+                proptest::prop_assert!(d.secs() <= MAX_SECS);
+                proptest::prop_assert!(d.nanos() < u64::MAX as f64);
+            }
+        }
+
         #[test]
         fn display_round_trips_within_rounding(x in 1e-9f64..1e3) {
             let d = Duration::from_secs(x);

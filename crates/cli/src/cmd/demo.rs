@@ -70,7 +70,8 @@ pub fn run(a: Args, out: &Out) -> super::Exit {
             Ok(p) => (p, format!("live: multios profile -- {}", argv.join(" ")), true),
             Err(e) => {
                 notes.push(format!(
-                    "live profiling skipped ({e:#}); using the bundled strace profile"
+                    "live profiling skipped ({}); using the bundled strace profile",
+                    crate::error_chain(&e)
                 ));
                 let p = multios_profile::from_json_str("bundled examples/bzip2/profile.json", BUNDLED)?;
                 (
@@ -125,9 +126,10 @@ pub fn run(a: Args, out: &Out) -> super::Exit {
         ) {
             Ok(rows) => rows,
             Err(e) => {
-                notes.push(format!("emulation skipped: {e:#}"));
+                let e = crate::error_chain(&e);
+                notes.push(format!("emulation skipped: {e}"));
                 if table {
-                    println!("note: emulation skipped: {e:#}\n");
+                    println!("note: emulation skipped: {e}\n");
                 }
                 Vec::new()
             }

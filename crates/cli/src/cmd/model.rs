@@ -514,8 +514,7 @@ fn fit(a: FitArgs, out: &Out) -> super::Exit {
         }
     }
     if let Some(path) = &a.pairs {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let text = multios_profile::read_bounded(path)?;
         let mut pairs = Vec::new();
         for (i, line) in text.lines().enumerate() {
             let cols: Vec<&str> = line.split(',').map(str::trim).collect();

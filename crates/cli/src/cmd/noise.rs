@@ -125,6 +125,20 @@ struct ScaleArgs {
 }
 
 pub fn run(args: Args, out: &Out) -> super::Exit {
+    let result = dispatch(args, out);
+    // Ctrl-C or SIGTERM: the load and its cgroup are already gone (their guards ran on the way out); exit
+    // as a shell expects of a process that a signal ended, 128 + the signal.
+    if let Some(sig) = sys::interrupt_signal() {
+        eprintln!(
+            "multios noise: interrupted by {}; the in-situ load and its cgroup were removed",
+            sys::signal_name(sig)
+        );
+        return Ok(std::process::ExitCode::from((128 + sig).clamp(0, 255) as u8));
+    }
+    result
+}
+
+fn dispatch(args: Args, out: &Out) -> super::Exit {
     match args.sub {
         Sub::Fwq(a) => measure(Kind::Fwq, a, out),
         Sub::Ftq(a) => measure(Kind::Ftq, a, out),
@@ -341,7 +355,7 @@ impl Drop for GuestDir {
 }
 
 /// The benchmark's guest program, run natively and in the LWK on each measured CPU in turn.
-struct LwkGuest {
+pub(crate) struct LwkGuest {
     kind: Kind,
     dir: PathBuf,
     exe: PathBuf,
@@ -350,7 +364,7 @@ struct LwkGuest {
 }
 
 impl LwkGuest {
-    fn prepare(kind: Kind, cpus: &[usize], online: &[usize]) -> anyhow::Result<LwkGuest> {
+    pub(crate) fn prepare(kind: Kind, cpus: &[usize], online: &[usize]) -> anyhow::Result<LwkGuest> {
         multios_lwk::check_kvm().context("--lwk needs KVM")?;
         let dir = std::env::temp_dir().join(format!("multios-noise-lwk-{}", std::process::id()));
         let exe = multios_noise::guest::build_for(&dir, kind)?;
@@ -365,7 +379,7 @@ impl LwkGuest {
 
     /// The same program on Linux (pinned to the CPU) and as an LWK guest (its vCPU on the CPU, the
     /// proxy on another online CPU), for each measured CPU one after the other.
-    fn run(
+    pub(crate) fn run(
         &self,
         case: &Case,
         s: &Settings,

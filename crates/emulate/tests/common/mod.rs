@@ -3,6 +3,9 @@
 
 use multios_emulate::{Config, CostModel, CpuSet, Delegation, Mechanism, Report};
 
+#[path = "../../../../testsupport/scratch.rs"]
+mod scratch;
+
 pub fn config(m: Mechanism, d: Delegation, fc: f64, argv: &[&str]) -> Config {
     let avail = CpuSet::allowed();
     let (compute, control) = multios_emulate::cpus::default_split(&avail);
@@ -31,8 +34,7 @@ pub fn named(name: &str) -> Delegation {
     Delegation::from_fn(name, |n| set.is_delegated(n))
 }
 
+/// A fresh directory, removed when the test ends (issue #16).
 pub fn tmpdir(tag: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("multios-emulate-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("creating {}: {e}", d.display()));
-    d
+    scratch::until_test_ends("multios-emulate", tag)
 }

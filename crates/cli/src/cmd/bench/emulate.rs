@@ -35,6 +35,7 @@ pub struct Args {
 #[derive(serde::Serialize)]
 struct Json {
     spin: Vec<bench::SpinCheck>,
+    delivery: Vec<Delivery>,
     fc: fc::FcReport,
     passthrough: Vec<bench::Overhead>,
     startup: Vec<bench::FixedCost>,
@@ -49,6 +50,7 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
         compute.first().unwrap_or(0),
     )?;
     let fcr = fc::run(&mechs, 1000, &compute, &control)?;
+    let delivery = delivery_checks(&mechs, &compute, &control)?;
 
     let dir = std::env::temp_dir().join(format!("multios-bench-emulate-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
@@ -140,6 +142,7 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
     if out.format == Format::Json {
         out.json(&Json {
             spin,
+            delivery,
             fc: fcr,
             passthrough: pass,
             startup,
@@ -158,6 +161,14 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
             ),
             "within 2 % or 50 ns".into(),
             yes(s.ok),
+        ]);
+    }
+    for d in &delivery {
+        t.row([
+            d.check.clone(),
+            d.measured.clone(),
+            d.target.to_string(),
+            yes(d.ok),
         ]);
     }
     let cl = fcr.cacheline.median;
@@ -308,6 +319,110 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
     }
     t.print(out);
     Ok(ExitCode::SUCCESS)
+}
+
+/// One check of the cost a mechanism delivers on real delegated calls (these were timing assertions of
+/// crates/emulate/tests until issue #16).
+#[derive(serde::Serialize)]
+struct Delivery {
+    check: String,
+    measured: String,
+    target: &'static str,
+    ok: bool,
+}
+
+/// The delivered cost through each mechanism: a constant f_c (30 µs; the policy mckernel on `sh`), an
+/// exponential one (mean 20 µs, `dd` of 2000 bytes under shm, every call delegated) and a per-call
+/// override (read = 40 µs, f_c = 0 otherwise).
+fn delivery_checks(
+    mechs: &[Mechanism],
+    compute: &multios_emulate::CpuSet,
+    control: &multios_emulate::CpuSet,
+) -> anyhow::Result<Vec<Delivery>> {
+    use multios_emulate::{CostModel, Delegation, Dist};
+    let config =
+        |m: Mechanism, delegation: Delegation, cost: CostModel, argv: &[&str]| multios_emulate::Config {
+            mechanism: m,
+            delegation,
+            cost,
+            compute: compute.clone(),
+            control: control.clone(),
+            argv: argv.iter().map(|s| s.to_string()).collect(),
+            allow_below_floor: true,
+            wait: Default::default(),
+            rewrite: true,
+        };
+    let delivered = |cfg: &multios_emulate::Config| -> anyhow::Result<multios_emulate::Summary> {
+        let r = multios_emulate::run(cfg)?;
+        r.delivered_fc
+            .ok_or_else(|| anyhow::anyhow!("{}: no delivered costs", cfg.mechanism.name()))
+    };
+    let mckernel = multios_syscalls::NamedSet::parse("mckernel")?;
+    let close = |d: &multios_emulate::Summary, fc: f64| d.min >= fc && d.median <= fc * 1.02 + 50e-9;
+    let mut rows = Vec::new();
+    let fc = 30e-6;
+    for &m in mechs {
+        let d = delivered(&config(
+            m,
+            Delegation::from_fn("mckernel", |n| mckernel.is_delegated(n)),
+            CostModel::constant(fc),
+            &["sh", "-c", "echo x > /dev/null"],
+        ))?;
+        rows.push(Delivery {
+            check: format!(
+                "{} delivers a constant f_c of 30 µs (sh, policy mckernel)",
+                m.name()
+            ),
+            measured: format!(
+                "min {}, median {} ({} spins)",
+                format_secs(d.min),
+                format_secs(d.median),
+                d.n
+            ),
+            target: "min ≥ f_c, median ≤ f_c + 2 % + 50 ns",
+            ok: close(&d, fc),
+        });
+    }
+    let dd = [
+        "dd",
+        "if=/dev/zero",
+        "of=/dev/null",
+        "bs=1",
+        "count=2000",
+        "status=none",
+    ];
+    let mut exp = config(Mechanism::Shm, Delegation::all(), CostModel::constant(0.0), &dd);
+    exp.cost.default = Dist::Exponential { mean: 20e-6 };
+    let d = delivered(&exp)?;
+    let want_median = 20e-6 * std::f64::consts::LN_2;
+    rows.push(Delivery {
+        check: "shm delivers an exponential f_c of mean 20 µs (dd, every call)".into(),
+        measured: format!(
+            "mean {} (×{:.3}), median {} (×{:.3} of 20 µs · ln 2), {} spins",
+            format_secs(d.mean),
+            d.mean / 20e-6,
+            format_secs(d.median),
+            d.median / want_median,
+            d.n
+        ),
+        target: "mean and median within 1.5 µs",
+        ok: (d.mean - 20e-6).abs() < 1.5e-6 && (d.median - want_median).abs() < 1.5e-6,
+    });
+    let mut per = config(Mechanism::Shm, Delegation::all(), CostModel::constant(0.0), &dd);
+    per.cost.add_override("read=40us")?;
+    let d = delivered(&per)?;
+    rows.push(Delivery {
+        check: "shm delivers a per-call f_c, read = 40 µs (dd, f_c = 0 otherwise)".into(),
+        measured: format!(
+            "min {}, median {} ({} spins)",
+            format_secs(d.min),
+            format_secs(d.median),
+            d.n
+        ),
+        target: "min ≥ 40 µs, median ≤ 40 µs + 2 % + 50 ns",
+        ok: close(&d, 40e-6),
+    });
+    Ok(rows)
 }
 
 fn signed_secs(x: f64) -> String {

@@ -22,6 +22,10 @@ pub struct Args {
     /// per-call cost goes)
     #[arg(long)]
     floor: bool,
+    /// Instead: the eBPF backend's time per null call (getppid, getpid) against the program's own
+    /// timing of it, in PAIRS paired runs (target: median paired difference within 50 ns)
+    #[arg(long, value_name = "PAIRS", num_args = 0..=1, default_missing_value = "15")]
+    accuracy: Option<usize>,
     /// Run only workload a (syscall-heavy) or b (compute-heavy)
     #[arg(long, value_parser = ["a", "b"])]
     only: Option<String>,
@@ -91,9 +95,65 @@ fn floor(reps: usize, out: &Out) -> crate::cmd::Exit {
     Ok(std::process::ExitCode::SUCCESS)
 }
 
+/// `--accuracy`: per-call times against self-timing (issue #16 moved this check out of the tests).
+fn accuracy(pairs: usize, out: &Out) -> crate::cmd::Exit {
+    let dir = std::env::temp_dir().join(format!("multios-bench-accuracy-{}", std::process::id()));
+    let rows = bench::self_timing(&dir, pairs);
+    let _ = std::fs::remove_dir_all(&dir);
+    let rows = rows?;
+    if out.format == Format::Json {
+        let v: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "syscall": r.syscall,
+                    "pairs": r.pairs,
+                    "self_timed_ns": r.self_timed_ns,
+                    "profiled_ns": r.profiled_ns,
+                    "paired_diff_ns": r.paired_diff_ns,
+                    "within_50ns": r.paired_diff_ns.abs() <= 50.0,
+                    "counts_right": r.counts_right,
+                })
+            })
+            .collect();
+        out.json(&v)?;
+        return Ok(std::process::ExitCode::SUCCESS);
+    }
+    let mut t = Table::new([
+        "syscall",
+        "pairs",
+        "self-timed ns",
+        "profiled ns",
+        "median paired difference",
+        "within 50 ns",
+        "counts right",
+    ]);
+    for r in &rows {
+        t.row([
+            r.syscall.to_string(),
+            r.pairs.to_string(),
+            format!("{:.1}", r.self_timed_ns),
+            format!("{:.1}", r.profiled_ns),
+            format!("{:+.1} ns", r.paired_diff_ns),
+            if r.paired_diff_ns.abs() <= 50.0 {
+                "yes"
+            } else {
+                "no"
+            }
+            .into(),
+            if r.counts_right { "yes" } else { "no" }.into(),
+        ]);
+    }
+    t.print(out);
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
 pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
     if args.floor {
         return floor(args.reps.unwrap_or(5), out);
+    }
+    if let Some(pairs) = args.accuracy {
+        return accuracy(pairs, out);
     }
     let exe =
         std::env::current_exe().map_err(|e| anyhow::anyhow!("cannot find the multios executable: {e}"))?;

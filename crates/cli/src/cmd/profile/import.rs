@@ -22,8 +22,7 @@ pub struct ImportArgs {
 }
 
 pub fn run(args: ImportArgs, out: &Out) -> crate::cmd::Exit {
-    let text = std::fs::read_to_string(&args.input)
-        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", args.input.display()))?;
+    let text = multios_profile::read_bounded(&args.input)?;
     let opts = multios_profile::import::ImportOptions {
         command: args
             .command

@@ -86,5 +86,10 @@ pub fn profile(command: &[String], output: &std::path::Path) -> anyhow::Result<P
         ));
     }
     p.collection.notes.extend(r.warnings.iter().cloned());
+    let misses = ["calls before the preload library's constructor (the dynamic loader's start-up)"];
+    p.collection.coverage = Some(multios_profile::Coverage::partial(
+        &misses,
+        &["syscalls[].errors", "syscalls[].min_s/median_s/max_s", "threads"],
+    ));
     Ok(p)
 }

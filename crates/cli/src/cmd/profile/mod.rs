@@ -41,6 +41,8 @@ pub fn print_profile(p: &Profile, out: &Out, limit: Option<usize>) -> anyhow::Re
         return out.json(p);
     }
     let g = p.syscall_time_s();
+    // a column the backend does not fill shows "-", not a measured-looking 0
+    let records = |field: &str| p.collection.coverage.as_ref().is_none_or(|c| c.records(field));
     if out.format == Format::Table {
         let exit = match &p.exit {
             Some(e) if e.signal.is_some() => format!("killed by signal {}", e.signal.unwrap_or_default()),
@@ -62,11 +64,22 @@ pub fn print_profile(p: &Profile, out: &Out, limit: Option<usize>) -> anyhow::Re
             format_secs(g),
             p.p() * 100.0,
             p.syscall_count(),
-            p.threads.len()
+            if records("threads") {
+                p.threads.len().to_string()
+            } else {
+                "not recorded".into()
+            }
         );
         if let Some(b) = p.collection.bias_ns_subtracted {
             println!("  probe bias subtracted per call: {b:.0} ns");
         }
+        println!(
+            "  coverage: {}",
+            p.collection.coverage.as_ref().map_or_else(
+                || "not recorded (schema 1 file or import)".to_string(),
+                |c| c.summary()
+            )
+        );
     }
     let mut t = Table::new([
         "syscall", "n(s)", "g(s)", "mean", "min", "max", "errors", "% wall",
@@ -83,7 +96,11 @@ pub fn print_profile(p: &Profile, out: &Out, limit: Option<usize>) -> anyhow::Re
             out.secs(s.mean_s()),
             s.min_s.map_or("-".into(), |v| out.secs(v)),
             s.max_s.map_or("-".into(), |v| out.secs(v)),
-            s.errors.to_string(),
+            if records("syscalls[].errors") {
+                s.errors.to_string()
+            } else {
+                "-".into()
+            },
             format!(
                 "{:.3}",
                 if p.wall_time_s > 0.0 {

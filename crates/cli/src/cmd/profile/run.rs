@@ -67,6 +67,7 @@ pub fn run(args: RunArgs, out: &Out) -> crate::cmd::Exit {
         rank,
         std::process::id(),
     ));
+    multios_profile::check_writable(&path)?;
     let mut profile = if matches!(args.backend, Some(BackendArg::Inproc)) {
         super::inproc::profile(&args.command, &path)?
     } else {
