@@ -28,50 +28,15 @@ pub fn resolve(cmd: &str) -> Result<PathBuf, EmulateError> {
         .ok_or_else(|| EmulateError::NotFound(cmd.to_string()))
 }
 
-/// Checks, before anything runs, that `path` (given with `flag`, e.g. `--report`) can be written:
-/// its directory exists and is writable, and it is not a directory itself. Leaves an existing file
-/// untouched and creates no file.
+/// Checks, before anything runs, that `path` (given with `flag`, e.g. `--report`) can be written
+/// (`multios_host::output::check_writable`).
 pub fn check_writable(path: &Path, flag: &str) -> Result<(), EmulateError> {
-    let err = |why: String, fix: &'static str| EmulateError::NotWritable {
+    multios_host::output::check_writable(path).map_err(|e| EmulateError::NotWritable {
         flag: flag.to_string(),
-        path: path.display().to_string(),
-        why,
-        fix,
-    };
-    if path.is_dir() {
-        return Err(err(
-            "it is a directory".into(),
-            "name a file, e.g. DIR/report.json",
-        ));
-    }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    if !dir.is_dir() {
-        return Err(err(
-            format!("directory {} does not exist", dir.display()),
-            "create it first or choose another path",
-        ));
-    }
-    let fix = "choose a path you may write, or fix the permissions";
-    if path.exists() {
-        return std::fs::OpenOptions::new()
-            .append(true)
-            .open(path)
-            .map(drop)
-            .map_err(|e| err(e.to_string(), fix));
-    }
-    // A new file: probe the directory with a uniquely named file, removed at once.
-    let probe = dir.join(format!(".multios-write-check-{}", std::process::id()));
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)
-        .map(drop)
-        .map_err(|e| err(format!("directory {}: {e}", dir.display()), fix))?;
-    std::fs::remove_file(&probe).ok();
-    Ok(())
+        path: e.path,
+        why: e.why,
+        fix: e.fix,
+    })
 }
 
 pub fn cstring(p: &Path) -> Result<CString, EmulateError> {

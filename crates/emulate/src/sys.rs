@@ -338,16 +338,13 @@ impl Drop for Forward {
 /// killed with SIGKILL included), and if that already happened (the parent is no longer
 /// `parent`), end now. Async-signal-safe.
 pub fn die_with_parent(parent: libc::pid_t) -> io::Result<()> {
-    // SAFETY: prctl with integer arguments.
-    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) } != 0 {
-        return Err(io::Error::last_os_error());
+    match multios_host::process::die_with_parent(parent, libc::SIGKILL) {
+        Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {
+            // SAFETY: _exit ends the child at once.
+            unsafe { libc::_exit(127) }
+        }
+        r => r,
     }
-    // SAFETY: getppid has no preconditions.
-    if unsafe { libc::getppid() } != parent {
-        // SAFETY: _exit ends the child at once.
-        unsafe { libc::_exit(127) };
-    }
-    Ok(())
 }
 
 /// Whether process `pid` exists (kill with signal 0; EPERM means it exists).

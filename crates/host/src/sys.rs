@@ -76,3 +76,16 @@ pub fn rdtsc() -> u64 {
     // SAFETY: RDTSC has no memory effects and every x86_64 CPU implements it.
     unsafe { core::arch::x86_64::_rdtsc() }
 }
+
+/// PR_SET_PDEATHSIG(`sig`), then ESRCH if the parent is no longer `parent`. Async-signal-safe.
+pub fn die_with_parent(parent: libc::pid_t, sig: i32) -> std::io::Result<()> {
+    // SAFETY: prctl with integer arguments touches no memory.
+    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, sig as libc::c_ulong, 0, 0, 0) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: getppid has no preconditions.
+    if unsafe { libc::getppid() } != parent {
+        return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+    }
+    Ok(())
+}

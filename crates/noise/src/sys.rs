@@ -120,16 +120,8 @@ pub fn pre_exec_place(
     // SAFETY: getpid has no arguments and no memory effects.
     let parent = unsafe { libc::getpid() };
     let hook = move || -> io::Result<()> {
-        // SAFETY: prctl with integer arguments and getppid touch no memory.
-        unsafe {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong, 0, 0, 0) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // the parent died before the prctl: do not start an orphan
-            if libc::getppid() != parent {
-                return Err(io::Error::from_raw_os_error(libc::ESRCH));
-            }
-        }
+        // The parent died before the prctl: ESRCH, so no orphan starts.
+        multios_host::process::die_with_parent(parent, libc::SIGTERM)?;
         if let Some(fd) = cgroup_procs_fd {
             write_fd(fd, b"0")?;
         }

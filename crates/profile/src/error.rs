@@ -8,9 +8,9 @@ pub enum ProfileError {
     #[error("cannot write profile {path}: {source}")]
     Write { path: PathBuf, source: std::io::Error },
     #[error(
-        "cannot write profile {path}: {source}; choose another file with -o (checked before the command starts)"
+        "cannot write profile {path}: {why}; choose another file with -o (checked before the command starts)"
     )]
-    Unwritable { path: PathBuf, source: std::io::Error },
+    Unwritable { path: PathBuf, why: String },
     #[error(
         "profile {path} is larger than {max_mib} MiB (or an endless device or pipe): give a profile file written by multios"
     )]

@@ -53,33 +53,14 @@ pub fn read_bounded(path: &Path) -> Result<String, ProfileError> {
     })
 }
 
-/// Checks, before a run, that a profile can be written at `path` (the directory exists and is writable, the
-/// path is not a directory), so that a long run does not end with an unwritable output. Leaves an existing
-/// file as it is and removes the probe file it creates.
+/// Checks, before a run, that a profile can be written at `path`
+/// (`multios_host::output::check_writable`), so that a long run does not end with an unwritable
+/// output.
 pub fn check_writable(path: &Path) -> Result<(), ProfileError> {
-    let err = |source| ProfileError::Unwritable {
+    multios_host::output::check_writable(path).map_err(|e| ProfileError::Unwritable {
         path: path.to_path_buf(),
-        source,
-    };
-    if path.is_dir() {
-        return Err(err(std::io::Error::new(
-            std::io::ErrorKind::IsADirectory,
-            "it is a directory",
-        )));
-    }
-    if path.exists() {
-        return std::fs::OpenOptions::new()
-            .write(true)
-            .open(path)
-            .map(drop)
-            .map_err(err);
-    }
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(err)?;
-    std::fs::remove_file(path).map_err(err)
+        why: e.why,
+    })
 }
 
 /// Writes `profile` as pretty JSON to `path`.

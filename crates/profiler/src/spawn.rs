@@ -231,11 +231,10 @@ unsafe fn child(
     // The target dies with the profiler (also a SIGKILLed one, which cannot clean up): the eBPF backend
     // does not trace it, so nothing else would stop it. The death signal survives execve; if the profiler
     // is already gone, exit now.
-    // SAFETY: prctl with integer arguments and getppid are async-signal-safe; _exit never returns.
-    unsafe {
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
-        if libc::getppid() != parent {
-            libc::_exit(126);
+    if let Err(e) = multios_host::process::die_with_parent(parent, libc::SIGKILL) {
+        if e.raw_os_error() == Some(libc::ESRCH) {
+            // SAFETY: _exit never returns and is async-signal-safe.
+            unsafe { libc::_exit(126) };
         }
     }
     let mut b = 0u8;

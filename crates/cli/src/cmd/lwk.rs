@@ -164,35 +164,9 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
     Ok(ExitCode::from(o.code().clamp(0, 255) as u8))
 }
 
-/// Fails with a message naming `path` when the profile could not be written there. Leaves an
-/// existing file as it is, and no file behind when there was none.
+/// Fails with a message naming `path` when the profile could not be written there.
 fn check_writable(path: &std::path::Path) -> anyhow::Result<()> {
-    let fail = |e: std::io::Error| {
-        anyhow::anyhow!(
-            "--profile {}: cannot write the profile there ({e}); pick a writable file path",
-            path.display()
-        )
-    };
-    if path.is_dir() {
-        anyhow::bail!(
-            "--profile {}: is a directory; name the profile file to write",
-            path.display()
-        );
-    }
-    if path.exists() {
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(path)
-            .map_err(fail)?;
-    } else {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .map_err(fail)?;
-        std::fs::remove_file(path).map_err(fail)?;
-    }
-    Ok(())
+    multios_host::output::check_writable(path).map_err(|e| anyhow::anyhow!("--profile {e}"))
 }
 
 /// Applies `--cpus` and `--proxy-cpu`: CPUs must be available to this process. Returns the proxy's
