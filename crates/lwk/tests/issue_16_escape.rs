@@ -15,33 +15,9 @@ fn require_kvm() {
     }
 }
 
-/// A fresh directory, removed (recursively) when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> Self {
-        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let k = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let d = std::env::temp_dir().join(format!("multios-issue16-{}-{k}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("creating {}: {e}", d.display()));
-        TempDir(d)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-
-    fn arg(&self) -> &str {
-        self.0.to_str().unwrap_or_default()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+#[path = "../../../testsupport/scratch.rs"]
+mod scratch;
+use scratch::Scratch;
 
 /// A procfs mounted at a temporary directory, unmounted and removed when dropped (the directory
 /// only if the unmount worked: never a recursive removal through a mounted procfs).
@@ -77,7 +53,7 @@ impl Drop for ProcMount {
 }
 
 /// Builds tests/c/NAME.c with gcc `flags` into `dir`.
-fn build_c(name: &str, flags: &[&str], dir: &TempDir) -> PathBuf {
+fn build_c(name: &str, flags: &[&str], dir: &Scratch) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/c")
         .join(format!("{name}.c"));
@@ -126,7 +102,7 @@ fn first_mapping(maps: &str, what: &str) -> Option<u64> {
 #[test]
 fn issue_16_forked_child_cannot_reach_the_parent_vmm_with_process_vm() {
     require_kvm();
-    let dir = TempDir::new("escape");
+    let dir = Scratch::new("multios-issue16", "escape");
     for flags in [&["-static"][..], &[][..]] {
         let prog = build_c("vmmescape", flags, &dir);
         let mut child = Command::new(RUNNER)
@@ -171,7 +147,7 @@ fn issue_16_forked_child_cannot_reach_the_parent_vmm_with_process_vm() {
 #[test]
 fn issue_16_second_procfs_mount_does_not_reach_vmm_memory_or_fds() {
     require_kvm();
-    let dir = TempDir::new("procmount");
+    let dir = Scratch::new("multios-issue16", "procmount");
     let prog = build_c("procmount", &["-static"], &dir);
     let mount = ProcMount::new();
     let out = lwk(&prog, &[mount.arg()]);
@@ -226,7 +202,7 @@ fn check_guest_maps(text: &str, prog: &Path, dynamic: bool) {
 #[test]
 fn issue_16_guest_proc_self_maps_shows_its_own_address_space() {
     require_kvm();
-    let dir = TempDir::new("maps");
+    let dir = Scratch::new("multios-issue16", "maps");
     for (flags, dynamic) in [(&["-static"][..], false), (&[][..], true)] {
         let prog = build_c("maps", flags, &dir);
         let native = run(&mut Command::new(&prog));
@@ -252,13 +228,13 @@ fn issue_16_guest_proc_self_maps_shows_its_own_address_space() {
 #[test]
 fn issue_16_closefrom_proc_self_fd_and_1021_files_like_native() {
     require_kvm();
-    let dir = TempDir::new("fds");
-    let data = TempDir::new("fds-data");
+    let dir = Scratch::new("multios-issue16", "fds");
+    let data = Scratch::new("multios-issue16", "fds-data");
     std::fs::write(data.path().join("f"), "hello").unwrap_or_else(|e| panic!("{e}"));
     for flags in [&["-static"][..], &[][..]] {
         let prog = build_c("fds", flags, &dir);
-        let native = run(Command::new(&prog).arg(data.arg()));
-        let l = lwk(&prog, &[data.arg()]);
+        let native = run(Command::new(&prog).arg(data.to_str().unwrap_or_default()));
+        let l = lwk(&prog, &[data.to_str().unwrap_or_default()]);
         assert_eq!(
             (native.status.code(), String::from_utf8_lossy(&native.stdout)),
             (l.status.code(), String::from_utf8_lossy(&l.stdout)),

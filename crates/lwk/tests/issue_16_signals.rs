@@ -23,32 +23,16 @@ fn require_kvm() {
     }
 }
 
-/// A temporary directory removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> Self {
-        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let k = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let d = std::env::temp_dir().join(format!("multios-issue16-{}-{k}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("creating {}: {e}", d.display()));
-        TempDir(d)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+#[path = "../../../testsupport/scratch.rs"]
+mod scratch;
+use scratch::Scratch;
 
 /// Builds tests/c/NAME.c (dynamic, or static with `-static` in `flags`) into `dir`.
-fn build_c(dir: &TempDir, name: &str, flags: &[&str]) -> PathBuf {
+fn build_c(dir: &Scratch, name: &str, flags: &[&str]) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/c")
         .join(format!("{name}.c"));
-    let out = dir.0.join(format!("{name}{}", flags.concat()));
+    let out = dir.path().join(format!("{name}{}", flags.concat()));
     let o = Command::new("gcc")
         .args(flags)
         .args(["-O1", "-g", "-o"])
@@ -181,7 +165,7 @@ fn run(cmd: &mut Command, what: &str) -> (ExitStatus, Vec<String>, String) {
 #[test]
 fn issue_16_sigsegv_sent_by_another_process_reaches_the_guest_handler() {
     require_kvm();
-    let dir = TempDir::new("fault");
+    let dir = Scratch::new("multios-issue16", "fault");
     let prog = build_c(&dir, "interrupts", &[]);
     let mut r = Run::start(&mut lwk_cmd(&prog, &["fault"], &[]));
     r.expect_line("ready");
@@ -198,7 +182,7 @@ fn issue_16_sigsegv_sent_by_another_process_reaches_the_guest_handler() {
 #[test]
 fn issue_16_sigsegv_and_sigbus_sent_without_a_handler_kill_like_native() {
     require_kvm();
-    let dir = TempDir::new("fault-dfl");
+    let dir = Scratch::new("multios-issue16", "fault-dfl");
     let prog = build_c(&dir, "interrupts", &[]);
     for sig in [libc::SIGSEGV, libc::SIGBUS] {
         for lwk in [false, true] {
@@ -226,13 +210,13 @@ fn issue_16_sigsegv_and_sigbus_sent_without_a_handler_kill_like_native() {
 #[test]
 fn issue_16_make_j2_and_j4_finish_like_native() {
     require_kvm();
-    let dir = TempDir::new("make");
+    let dir = Scratch::new("multios-issue16", "make");
     std::fs::write(
-        dir.0.join("Makefile"),
+        dir.path().join("Makefile"),
         "all: t1 t2 t3 t4\nt1 t2 t3 t4:\n\t@sleep 0.1; echo $@\n",
     )
     .expect("write the Makefile");
-    let d = dir.0.to_str().expect("utf-8 temp path");
+    let d = dir.path().to_str().expect("utf-8 temp path");
     for j in ["-j1", "-j2", "-j4"] {
         let (status, mut lines, err) = run(
             &mut lwk_cmd(Path::new("/usr/bin/make"), &[j, "-s", "-B", "-C", d], &[]),
@@ -247,7 +231,7 @@ fn issue_16_make_j2_and_j4_finish_like_native() {
 #[test]
 fn issue_16_pselect_with_sigchld_unblocked_reaps_every_child() {
     require_kvm();
-    let dir = TempDir::new("pselect");
+    let dir = Scratch::new("multios-issue16", "pselect");
     let want = "pselect: reaped 4 children, exit codes sum 10, woken by SIGCHLD 1, SIGCHLD still blocked 1";
     for flags in [&[][..], &["-static"][..]] {
         let prog = build_c(&dir, "interrupts", flags);
@@ -276,7 +260,7 @@ fn issue_16_shell_pipeline_with_a_sleep_finishes() {
 #[test]
 fn issue_16_blocking_read_gets_eintr_or_restarts_as_sa_restart_says() {
     require_kvm();
-    let dir = TempDir::new("read");
+    let dir = Scratch::new("multios-issue16", "read");
     let want = [
         "without SA_RESTART: read -1 (Interrupted system call), handler ran 1, then read 1 'x'",
         "with SA_RESTART: read 1 'x', handler ran 1",
@@ -301,7 +285,7 @@ fn issue_16_blocking_read_gets_eintr_or_restarts_as_sa_restart_says() {
 #[test]
 fn issue_16_sigterm_ends_a_run_waiting_in_pselect() {
     require_kvm();
-    let dir = TempDir::new("term");
+    let dir = Scratch::new("multios-issue16", "term");
     let prog = build_c(&dir, "interrupts", &[]);
     let mut r = Run::start(&mut lwk_cmd(&prog, &["term"], &[]));
     r.expect_line("ready");
@@ -318,7 +302,7 @@ fn issue_16_sigterm_ends_a_run_waiting_in_pselect() {
 #[test]
 fn issue_16_sigtimedwait_takes_blocked_signals_like_native() {
     require_kvm();
-    let dir = TempDir::new("sigwait");
+    let dir = Scratch::new("multios-issue16", "sigwait");
     let prog = build_c(&dir, "interrupts", &[]);
     let (status, native, _) = run(Command::new(&prog).arg("sigwait"), "native sigwait");
     assert!(status.success());
