@@ -103,6 +103,9 @@ fn issue_16_lwk_memory_errors_name_mem_mib_in_mib() {
     let e = error_of(&["lwk", "run", "--mem-mib", "3", "--", "/bin/true"]);
     assert!(e.contains("3 MiB") && e.contains("--mem-mib"), "{e}");
     assert!(!e.contains("bytes") && !e.contains("use --mem)"), "{e}");
+    // 2^46 MiB shifted into bytes wrapped to a small size before; now refused by the parser.
+    let e = error_of(&["lwk", "run", "--mem-mib", "70368744177664", "--", "/bin/true"]);
+    assert!(e.contains("--mem-mib") && e.contains("2..=65532"), "{e}");
 }
 
 #[test]

@@ -86,7 +86,7 @@ pub enum MemoryError {
         source: std::io::Error,
     },
     #[error(
-        "application memory of {} MiB is not an even number of MiB from 2 to 65536 (set --mem-mib)", .0 >> 20
+        "application memory of {} MiB is not an even number of MiB from 2 to 65532 (set --mem-mib)", .0 >> 20
     )]
     BadSize(u64),
 }

@@ -194,6 +194,8 @@ impl Outcome {
     /// g(s) is the VMM's service time; the guest's trap and ring round trip are not in it.
     pub fn profile(&self, command: Vec<String>, policy: &str) -> multios_profile::Profile {
         let mut p = multios_profile::Profile::new(command, "multios-lwk", "high");
+        // The LWK is the guest's kernel: it sees every call from the first instruction on.
+        p.collection.coverage = Some(multios_profile::Coverage::complete());
         self.stats.fill(&mut p);
         // The program's run: from the first KVM_RUN to its exit (VM start-up is in the notes).
         p.wall_time_s = self.wall.saturating_sub(self.startup).as_secs_f64();

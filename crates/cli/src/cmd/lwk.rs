@@ -32,8 +32,8 @@ struct RunArgs {
     /// Calls to serve locally: a file with one name a line (default: McKernel's local set)
     #[arg(long, value_name = "FILE")]
     local: Option<PathBuf>,
-    /// Guest memory for the application, in MiB (multiple of 2)
-    #[arg(long, default_value_t = 4096)]
+    /// Guest memory for the application, in MiB (multiple of 2, at most 65532)
+    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(2..=65532))]
     mem_mib: u64,
     /// How calls reach the VMM: ring (proxy thread, doorbell fallback) or exit (MMIO exit per
     /// call). Default: ring, or exit when the proxy would share a CPU with the LWK
