@@ -13,6 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+#[path = "../../../testsupport/signals.rs"]
+mod signals;
+
 fn multios() -> Command {
     Command::new(env!("CARGO_BIN_EXE_multios"))
 }
@@ -161,6 +164,7 @@ fn interrupt(args: &[&str], sig: &str, code: i32, dir: &Path) -> Output {
 
 #[test]
 fn issue_16_emulate_forwards_sigint_and_sigterm_and_writes_a_partial_report() {
+    signals::interrupts_not_ignored();
     let dir = TempDir::new("emulate-signal");
     for mech in ["shm", "proxy", "migrate"] {
         for (sig, code, signo) in [("-INT", 130, 2), ("-TERM", 143, 15)] {
@@ -195,6 +199,7 @@ fn issue_16_emulate_forwards_sigint_and_sigterm_and_writes_a_partial_report() {
 
 #[test]
 fn issue_16_profile_inproc_forwards_sigint_and_writes_a_partial_profile() {
+    signals::interrupts_not_ignored();
     let dir = TempDir::new("inproc-signal");
     let prof = dir.0.join("prof.json");
     let p = prof.to_str().expect("UTF-8 temp dir");

@@ -9,6 +9,9 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+#[path = "../../../testsupport/signals.rs"]
+mod signals;
+
 const MULTIOS: &str = env!("CARGO_BIN_EXE_multios");
 const DEADLINE: Duration = Duration::from_secs(60);
 const SIGINT: i32 = 2;
@@ -124,6 +127,7 @@ fn interrupted_run(dir: &TempDir, sig: i32) -> (Option<i32>, String) {
 
 #[test]
 fn issue_16_lwk_run_writes_a_partial_profile_on_sigterm_and_sigint() {
+    signals::interrupts_not_ignored();
     require_kvm();
     for (sig, code) in [(SIGTERM, 143), (SIGINT, 130)] {
         let dir = TempDir::new(&format!("sig{sig}"));

@@ -6,6 +6,9 @@ mod common;
 use common::*;
 use multios_profiler::{Backend, Options, ProfilerError};
 
+#[path = "../../../testsupport/signals.rs"]
+mod signals;
+
 const THREADS_C: &str = r#"
 #include <pthread.h>
 #include <stdio.h>
@@ -226,6 +229,7 @@ fn issue_3_clear_errors() {
 
 #[test]
 fn issue_3_ctrl_c_is_forwarded_and_profile_kept() {
+    signals::interrupts_not_ignored();
     let _g = serial();
     require_root();
     let pid = std::process::id() as i32;
