@@ -5,25 +5,26 @@ use crate::tsc::Calibration;
 use multios_units::Duration;
 use std::collections::BTreeMap;
 
-/// An error in a cost specification.
+/// An error in a cost specification. `flag` is where the cost was typed: `--fc`, or `COST` inside
+/// a `--fc-syscall NAME=COST`.
 #[derive(Debug, thiserror::Error)]
 pub enum CostError {
-    #[error("--fc '{input}': {cause}")]
+    #[error("{flag} '{input}': {cause}")]
     Unit {
+        flag: &'static str,
         input: String,
         cause: multios_units::UnitError,
     },
-    #[error("--fc '{0}': unknown distribution; use DURATION, exp:DURATION or samples:FILE")]
-    UnknownKind(String),
-    #[error("--fc samples file '{file}': {why}")]
-    Samples { file: String, why: String },
-    #[error("--fc-syscall '{0}': expected NAME=COST, e.g. write=20us")]
-    BadOverride(String),
-    #[error("--fc-syscall '{input}': {cause}")]
-    Syscall {
-        input: String,
-        cause: multios_syscalls::UnknownSyscall,
+    #[error("{flag} '{input}': unknown distribution; use DURATION, exp:DURATION or samples:FILE")]
+    UnknownKind { flag: &'static str, input: String },
+    #[error("{flag} samples file '{file}': {why}")]
+    Samples {
+        flag: &'static str,
+        file: String,
+        why: String,
     },
+    #[error("--fc-syscall {0}")]
+    Override(#[from] multios_syscalls::PerCallError),
 }
 
 /// One distribution of the one-way forwarding cost.
@@ -41,8 +42,14 @@ pub enum Dist {
 impl Dist {
     /// Parses `10us`, `exp:10us` or `samples:FILE` (FILE: one duration with unit per line, `#` comments).
     pub fn parse(input: &str) -> Result<Self, CostError> {
+        Self::parse_as("--fc", input)
+    }
+
+    /// [`Dist::parse`], with errors naming `flag` as where the cost was typed.
+    pub fn parse_as(flag: &'static str, input: &str) -> Result<Self, CostError> {
         let unit = |s: &str| {
             Duration::parse(s).map_err(|cause| CostError::Unit {
+                flag,
                 input: input.to_string(),
                 cause,
             })
@@ -53,18 +60,22 @@ impl Dist {
             });
         }
         if let Some(file) = input.strip_prefix("samples:") {
-            return Self::from_samples_file(file);
+            return Self::from_samples_file(flag, file);
         }
         if input.contains(':') {
-            return Err(CostError::UnknownKind(input.to_string()));
+            return Err(CostError::UnknownKind {
+                flag,
+                input: input.to_string(),
+            });
         }
         Ok(Dist::Constant {
             secs: unit(input)?.secs(),
         })
     }
 
-    fn from_samples_file(file: &str) -> Result<Self, CostError> {
+    fn from_samples_file(flag: &'static str, file: &str) -> Result<Self, CostError> {
         let bad = |why: String| CostError::Samples {
+            flag,
             file: file.to_string(),
             why,
         };
@@ -137,21 +148,10 @@ impl CostModel {
         }
     }
 
-    /// Adds an override `NAME=COST` (COST as in [`Dist::parse`]).
+    /// Adds an override `NAME=COST` (COST as in [`Dist::parse`]); NAME must be a system call.
     pub fn add_override(&mut self, spec: &str) -> Result<(), CostError> {
-        let (name, cost) = spec
-            .split_once('=')
-            .ok_or_else(|| CostError::BadOverride(spec.to_string()))?;
-        let name = name.trim();
-        if multios_syscalls::by_name(name).is_none() {
-            let source = multios_syscalls::UnknownSyscall::new(name);
-            return Err(CostError::Syscall {
-                input: spec.to_string(),
-                cause: source,
-            });
-        }
-        self.per_syscall
-            .insert(name.to_string(), Dist::parse(cost.trim())?);
+        let (name, cost) = multios_syscalls::parse_per_call(spec, |v| Dist::parse_as("COST", v))?;
+        self.per_syscall.insert(name.to_string(), cost);
         Ok(())
     }
 
@@ -289,6 +289,13 @@ mod tests {
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(e.contains("did you mean 'write'"), "{e}");
+        let e = m
+            .add_override("write=-2us")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.starts_with("--fc-syscall 'write=-2us': COST '-2us'") && e.contains("negative"), "{e}");
+        assert!(m.add_override("read=exp:3us").is_ok());
     }
 
     #[test]

@@ -93,8 +93,9 @@ pub struct ParamArgs {
     /// b(s): all, none, mckernel, mos, mktrace, list:FILE, least:F, most:F, random:F[:SEED]
     #[arg(long, default_value = "all")]
     pub policy: Policy,
-    /// Per-syscall f_c, NAME=DURATION (repeatable), e.g. write=40us
-    #[arg(long, value_name = "NAME=DUR")]
+    /// Per-syscall f_c, NAME=DURATION (repeatable), e.g. write=40us (`emulate` spells it
+    /// --fc-syscall; both spellings work on both commands)
+    #[arg(long, visible_alias = "fc-syscall", value_name = "NAME=DUR")]
     pub fc_for: Vec<String>,
     /// Per-syscall g' (LWK implementation time): NAME=DURATION per call, or NAME=xFACTOR of g (repeatable)
     #[arg(long, value_name = "NAME=DUR|xF")]
@@ -109,16 +110,13 @@ impl ParamArgs {
         let mut p = Params::new(self.gamma, self.fc.secs());
         p.wait_per_call = self.wait.secs();
         for spec in &self.fc_for {
-            let (name, d) = split_named("--fc-for", spec)?;
-            p.fc_per_syscall.insert(
-                name,
-                Duration::parse(d)
-                    .with_context(|| format!("--fc-for '{spec}'"))?
-                    .secs(),
-            );
+            let (name, d) =
+                multios_syscalls::per_call_duration(spec).map_err(|e| anyhow::anyhow!("--fc-for {e}"))?;
+            p.fc_per_syscall.insert(name.to_string(), d.secs());
         }
         for spec in &self.g_prime {
-            let (name, v) = split_named("--g-prime", spec)?;
+            let (name, v) =
+                multios_syscalls::split_per_call(spec).map_err(|e| anyhow::anyhow!("--g-prime {e}"))?;
             let g = match v.strip_prefix('x') {
                 Some(f) => GPrime::Factor(
                     f.parse()
@@ -130,20 +128,10 @@ impl ParamArgs {
                         .secs(),
                 ),
             };
-            p.g_prime.insert(name, g);
+            p.g_prime.insert(name.to_string(), g);
         }
         Ok(p)
     }
-}
-
-fn split_named<'a>(flag: &str, spec: &'a str) -> anyhow::Result<(String, &'a str)> {
-    let Some((name, v)) = spec.split_once('=') else {
-        anyhow::bail!("{flag} '{spec}': expected NAME=VALUE, e.g. write=40us");
-    };
-    if multios_syscalls::by_name(name).is_none() {
-        anyhow::bail!("{flag} '{spec}': {}", multios_syscalls::UnknownSyscall::new(name));
-    }
-    Ok((name.to_string(), v))
 }
 
 fn parse_list(flag: &str, s: &str) -> anyhow::Result<Vec<f64>> {
