@@ -8,7 +8,7 @@
 //! but the architecture and the number, so the kernel's constant-action cache (Linux ≥ 5.11) allows
 //! it without running the filter at all.
 
-use crate::delegation::Delegation;
+use crate::Delegation;
 
 const LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
 const JEQ_K: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;

@@ -14,7 +14,6 @@ pub mod bench;
 mod bpf;
 pub mod cost;
 pub mod cpus;
-pub mod delegation;
 mod embed;
 mod error;
 pub mod fc;
@@ -30,7 +29,8 @@ pub mod validate;
 
 pub use cost::{CostModel, Dist};
 pub use cpus::CpuSet;
-pub use delegation::Delegation;
+/// The one resolved policy table (`multios_model::Policy::resolve` makes it).
+pub use multios_model::Delegation;
 pub use error::EmulateError;
 pub use launch::{check_writable, run_native, NativeRun};
 

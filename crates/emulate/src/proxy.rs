@@ -6,7 +6,7 @@
 
 use crate::cost::{Rng, Sampler};
 use crate::cpus::{pin_current_thread, CpuSet};
-use crate::delegation::Delegation;
+use crate::Delegation;
 use crate::report::Exit;
 use crate::sys;
 use crate::tsc;

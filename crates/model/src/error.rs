@@ -19,6 +19,8 @@ pub enum ModelError {
     Set(#[from] multios_syscalls::SetError),
     #[error("cannot read policy list {path}: {msg}")]
     ListFile { path: String, msg: String },
+    #[error("policy '{0}' picks its calls from a profile: add --profile FILE (a profile of the program)")]
+    NeedsProfile(String),
     #[error("unknown policy '{0}': use all, none, mckernel, mos, mktrace, list:FILE, least:F, most:F or random:F[:SEED]")]
     Policy(String),
     #[error(

@@ -7,6 +7,7 @@
 //! All times are seconds (`f64`).
 
 mod advise;
+mod delegation;
 mod error;
 mod fit;
 mod naive;
@@ -18,6 +19,7 @@ pub mod sweep;
 mod workload;
 
 pub use advise::{advise, Advice, AdviceItem};
+pub use delegation::Delegation;
 pub use error::ModelError;
 pub use fit::{accuracy, fit_gamma_naive, fit_gamma_refined, median};
 pub use naive::naive;

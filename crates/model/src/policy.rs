@@ -7,9 +7,14 @@
 //! - `least:F`, `most:F`, `random:F[:SEED]`: the paper's Fig. 4 selections — forward the fraction F of
 //!   the *distinct* system calls of the profile, chosen by least-frequent, most-frequent or random
 //!   (seeded, default seed 0) order.
+//!
+//! [`Policy::resolve`] turns a policy (and, for the fraction policies, a profile) into the one
+//! resolved table, [`Delegation`], that the model, the emulator and the LWK read.
 
+use crate::delegation::Delegation;
 use crate::error::ModelError;
 use crate::workload::Workload;
+use multios_profile::Profile;
 use multios_syscalls::NamedSet;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -116,28 +121,65 @@ impl Policy {
         }
     }
 
-    /// The set of delegated names (b(s) = 1) among the calls of `w`.
-    pub fn delegated(&self, w: &Workload) -> BTreeSet<String> {
-        match self {
-            Policy::Fraction { order, fraction } => {
-                let mut calls: Vec<(&str, u64)> = w.calls.iter().map(|c| (c.name.as_str(), c.n)).collect();
-                // Name order first, so ties and the random shuffle are reproducible.
-                calls.sort_by(|a, b| a.0.cmp(b.0));
-                match order {
-                    Order::LeastFrequent => calls.sort_by_key(|c| c.1),
-                    Order::MostFrequent => calls.sort_by_key(|c| std::cmp::Reverse(c.1)),
-                    Order::Random(seed) => calls.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(*seed)),
-                }
-                let k = (fraction * calls.len() as f64).round() as usize;
-                calls.into_iter().take(k).map(|c| c.0.to_string()).collect()
-            }
-            _ => w
-                .calls
-                .iter()
-                .filter(|c| self.is_delegated(&c.name).unwrap_or(true))
-                .map(|c| c.name.clone())
-                .collect(),
+    /// True for the fraction policies, which rank the calls of a profile.
+    pub fn needs_profile(&self) -> bool {
+        matches!(self, Policy::Fraction { .. })
+    }
+
+    /// The one resolver: b(s) for every system call number. A fraction policy picks from the calls of
+    /// `profile` (and delegates nothing else); without a profile it is an error that says so.
+    pub fn resolve(&self, profile: Option<&Profile>) -> Result<Delegation, ModelError> {
+        match (self.needs_profile(), profile) {
+            (false, _) => Ok(self.table(None)),
+            (true, Some(p)) => Ok(self.table(Some(&Workload::from_profile(p)))),
+            (true, None) => Err(ModelError::NeedsProfile(self.label())),
         }
+    }
+
+    /// [`Policy::resolve`] with the calls of a workload in place of a profile's.
+    pub fn resolve_workload(&self, w: &Workload) -> Delegation {
+        self.table(Some(w))
+    }
+
+    /// The set of delegated names (b(s) = 1) among the calls of `w`: the resolved table read by name
+    /// (a name that is not a system call follows the policy's own sense).
+    pub fn delegated(&self, w: &Workload) -> BTreeSet<String> {
+        let picked = self.picked(w);
+        w.calls
+            .iter()
+            .filter(|c| self.b(picked.as_ref(), &c.name))
+            .map(|c| c.name.clone())
+            .collect()
+    }
+
+    fn table(&self, w: Option<&Workload>) -> Delegation {
+        let picked = w.and_then(|w| self.picked(w));
+        Delegation::from_fn(self.label(), |n| self.b(picked.as_ref(), n))
+    }
+
+    /// b(s): the policy's own sense, or membership in what a fraction policy picked.
+    fn b(&self, picked: Option<&BTreeSet<String>>, name: &str) -> bool {
+        match self.is_delegated(name) {
+            Some(b) => b,
+            None => picked.is_some_and(|p| p.contains(name)),
+        }
+    }
+
+    /// The calls a fraction policy forwards among those of `w` (`None` for the other policies).
+    fn picked(&self, w: &Workload) -> Option<BTreeSet<String>> {
+        let Policy::Fraction { order, fraction } = self else {
+            return None;
+        };
+        let mut calls: Vec<(&str, u64)> = w.calls.iter().map(|c| (c.name.as_str(), c.n)).collect();
+        // Name order first, so ties and the random shuffle are reproducible.
+        calls.sort_by(|a, b| a.0.cmp(b.0));
+        match order {
+            Order::LeastFrequent => calls.sort_by_key(|c| c.1),
+            Order::MostFrequent => calls.sort_by_key(|c| std::cmp::Reverse(c.1)),
+            Order::Random(seed) => calls.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(*seed)),
+        }
+        let k = (fraction * calls.len() as f64).round() as usize;
+        Some(calls.into_iter().take(k).map(|c| c.0.to_string()).collect())
     }
 }
 
@@ -225,6 +267,31 @@ mod tests {
             .unwrap_or_default();
         assert_eq!(r1, r2);
         assert_eq!(r1.len(), 3);
+    }
+
+    #[test]
+    fn resolve_needs_a_profile_only_for_fractions() {
+        let e = Policy::parse("least:0.5")
+            .and_then(|p| p.resolve(None))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("add --profile FILE"), "{e}");
+        let d = Policy::parse("mckernel").and_then(|p| p.resolve(None)).ok();
+        assert_eq!(d.as_ref().map(|d| d.label.as_str()), Some("mckernel"));
+        assert!(d.as_ref().is_some_and(|d| d.is_delegated_name("write") && !d.is_delegated_name("mmap")));
+        let mut prof = Profile::new(vec!["t".into()], "test", "exact");
+        for (name, count) in [("read", 1000), ("write", 3), ("close", 7)] {
+            prof.syscalls.push(multios_profile::SyscallStats {
+                name: name.into(),
+                nr: multios_syscalls::by_name(name).unwrap_or(0),
+                count,
+                ..Default::default()
+            });
+        }
+        let least = Policy::parse("least:0.67").and_then(|p| p.resolve(Some(&prof))).ok();
+        let names: Vec<&str> = least.iter().flat_map(|d| d.delegated_names()).collect();
+        assert_eq!(names, vec!["write", "close"]);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use crate::output::{Format, Out, Table};
 use anyhow::Context;
 use multios_emulate::{predict, Config, CostModel, CpuSet, Delegation, Dist, Mechanism, Report};
-use multios_model::{Policy, Workload};
+use multios_model::Policy;
 use multios_units::format_secs;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -18,8 +18,9 @@ pub struct Args {
     /// Required unless the policy delegates nothing (--policy none)
     #[arg(long, allow_hyphen_values = true)]
     pub fc: Option<String>,
-    /// Per-syscall f_c, NAME=COST (repeatable), e.g. --fc-syscall write=50us
-    #[arg(long, value_name = "NAME=COST", allow_hyphen_values = true)]
+    /// Per-syscall f_c, NAME=COST (repeatable), e.g. --fc-syscall write=50us (`model` spells it
+    /// --fc-for; both spellings work on both commands)
+    #[arg(long, visible_alias = "fc-for", value_name = "NAME=COST", allow_hyphen_values = true)]
     pub fc_syscall: Vec<String>,
     /// shm (shared-memory mailbox to a delegate thread, FlexSC-like), proxy (seccomp user
     /// notification, McKernel-like) or migrate (thread migration, mOS-like)
@@ -32,8 +33,8 @@ pub struct Args {
     /// CPUs serving delegated calls (default: the last available)
     #[arg(long, value_name = "LIST")]
     pub control_cpus: Option<String>,
-    /// Profile for fraction policies (least:/most:/random:)
-    #[arg(long)]
+    /// Profile for fraction policies (least:/most:/random:); `lwk run` spells it --policy-profile
+    #[arg(long, visible_alias = "policy-profile")]
     pub profile: Option<PathBuf>,
     /// Also run natively and compare the measured speedup with the naïve and refined predictions
     #[arg(long)]
@@ -72,18 +73,15 @@ pub struct Args {
     pub command: Vec<String>,
 }
 
-/// Resolves a policy text (and, for fraction policies, a profile) into b(s).
+/// Resolves a policy text (and, for fraction policies, a profile) into b(s): a thin wrapper over
+/// [`Policy::resolve`], the one resolver.
 pub fn delegation(policy: &str, profile: Option<&PathBuf>) -> anyhow::Result<Delegation> {
     let p = Policy::parse(policy).with_context(|| format!("--policy '{policy}'"))?;
-    let label = p.label();
-    if p.is_delegated("read").is_some() {
-        return Ok(Delegation::from_fn(label, |n| p.is_delegated(n).unwrap_or(false)));
-    }
-    let path = profile
-        .with_context(|| format!("--policy '{policy}' picks calls from a profile: add --profile FILE"))?;
-    let prof = multios_profile::load(path)?;
-    let set = p.delegated(&Workload::from_profile(&prof));
-    Ok(Delegation::from_fn(label, |n| set.contains(n)))
+    let prof = match profile {
+        Some(path) if p.needs_profile() => Some(multios_profile::load(path)?),
+        _ => None,
+    };
+    Ok(p.resolve(prof.as_ref())?)
 }
 
 pub fn cost(fc: &str, overrides: &[String]) -> anyhow::Result<CostModel> {
