@@ -5,7 +5,7 @@ use crate::elf::Image;
 use crate::memory::{GuestMemory, APP_BASE};
 use crate::mm::Mm;
 use crate::run::{drive, Backend, Config, LwkError, Symbols};
-use crate::syscall::{Kernel, Policy};
+use crate::syscall::{Kernel, LocalSet};
 use crate::vcpu::Entry;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -147,7 +147,7 @@ pub fn measure(mech: Mechanism, calls: u32, pin: bool) -> Result<Summary, LwkErr
     }
     let mut cfg = Config::new("fc", &[]);
     cfg.quiet = true;
-    cfg.policy = Policy::from_names("fc", BTreeSet::from(["getpid".to_string()]));
+    cfg.policy = LocalSet::from_names("fc", BTreeSet::from(["getpid".to_string()]));
     if mech == Mechanism::ExitDelegated {
         cfg.backend = Backend::Exit;
     } else if !pin {

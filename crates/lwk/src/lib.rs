@@ -33,5 +33,5 @@ pub mod vmas;
 pub use fds::floor as fd_floor;
 pub use run::{default_partition, run, Backend, Config, Fault, LwkError, Outcome};
 pub use sys::affinity_list as available_cpus;
-pub use syscall::{ExitStatus, Policy};
+pub use syscall::{ExitStatus, LocalSet, Policy};
 pub use vm::check_kvm;

@@ -6,7 +6,7 @@ use crate::mm::Mm;
 use crate::stack::{self, StackSpec};
 use crate::stats::Stats;
 use crate::stub;
-use crate::syscall::{ExitStatus, Kernel, Policy};
+use crate::syscall::{ExitStatus, Kernel, LocalSet};
 use crate::vcpu::{Entry, VcpuError};
 use crate::vm::VmError;
 use std::ffi::OsString;
@@ -35,7 +35,7 @@ pub struct Config {
     pub env: Vec<OsString>,
     /// Size of the application window in bytes (multiple of 2 MiB).
     pub mem_size: u64,
-    pub policy: Policy,
+    pub policy: LocalSet,
     pub backend: Backend,
     /// Stub spin iterations before the doorbell (one `pause` is ≈ 40 ns here: 1000 ≈ 40 µs).
     pub spin_budget: u32,
@@ -72,7 +72,7 @@ impl Config {
                 })
                 .collect(),
             mem_size: 4 << 30,
-            policy: Policy::mckernel(),
+            policy: LocalSet::mckernel(),
             // A proxy sharing the only CPU would steal the guest's time while it polls: without a
             // CPU of its own, every call exits to the vCPU's thread instead (see docs/LWK.md).
             backend: if proxy_cpu.is_some_and(|p| cpus.contains(&p)) {

@@ -2,8 +2,10 @@
 //! delegation round trip.
 
 use crate::output::{Format, Out, Table};
+use anyhow::Context;
 use multios_lwk::fc::{self, Mechanism};
-use multios_lwk::{Backend, Config, Policy};
+use multios_lwk::syscall::policy::Overrides;
+use multios_lwk::{Backend, Config, LocalSet};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -29,7 +31,18 @@ struct RunArgs {
     /// Write the run's profile (local vs delegated counts and times) to FILE
     #[arg(long, value_name = "FILE")]
     profile: Option<PathBuf>,
-    /// Calls to serve locally: a file with one name a line (default: McKernel's local set)
+    /// Which calls are delegated, in `emulate --policy`'s language: all, none, mckernel, mos,
+    /// mktrace, list:FILE, least:F, most:F, random:F[:SEED] (the last three need --policy-profile).
+    /// The LWK still serves the calls it must and delegates those it cannot serve (a note says
+    /// which). Default: mckernel
+    #[arg(long, conflicts_with = "local")]
+    policy: Option<String>,
+    /// The profile a fraction policy (least:/most:/random:) ranks the calls of (`emulate` calls it
+    /// --profile; here --profile is the profile this run writes)
+    #[arg(long, value_name = "FILE", requires = "policy")]
+    policy_profile: Option<PathBuf>,
+    /// The inverse form of --policy: a file naming the calls to serve locally, one a line; every
+    /// other call is delegated (default: McKernel's local set)
     #[arg(long, value_name = "FILE")]
     local: Option<PathBuf>,
     /// Guest memory for the application, in MiB (multiple of 2, at most 65532)
@@ -136,7 +149,11 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
                 ignored.join(", ")
             );
         }
-        cfg.policy = Policy::from_names(&f.display().to_string(), names);
+        cfg.policy = LocalSet::from_names(&f.display().to_string(), names);
+    }
+    if let Some(text) = &a.policy {
+        cfg.policy = local_set(text, a.policy_profile.as_ref())?;
+        note_overrides(text, cfg.policy.overrides());
     }
     if let Some(path) = &a.profile {
         // Before the program runs, not after: a run must not be lost to a bad path.
@@ -145,7 +162,7 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
     let o = multios_lwk::run(&cfg).map_err(|e| anyhow::anyhow!("multios lwk: {e}"))?;
     if let Some(path) = &a.profile {
         // A run that a signal ended (Ctrl-C, kill) still gets its profile, marked partial.
-        let p = o.profile(a.command.clone(), &cfg.policy.name);
+        let p = o.profile(a.command.clone(), cfg.policy.label());
         multios_profile::save(&p, path)?;
     }
     if a.verbose || out.format == Format::Json {
@@ -157,11 +174,51 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
             "doorbell_exits": o.doorbells,
             "rewritten_sites": o.rewritten,
             "refused": o.notes,
+            "policy": {
+                "label": cfg.policy.label(),
+                "overrides": cfg.policy.overrides(),
+            },
         });
         eprintln!("{}", serde_json::to_string_pretty(&summary)?);
     }
     o.die_if_core_signal();
     Ok(ExitCode::from(o.code().clamp(0, 255) as u8))
+}
+
+/// `--policy TEXT` (with `--policy-profile FILE` for the fraction policies) resolved by the one
+/// resolver, then intersected with what the LWK can serve.
+fn local_set(text: &str, profile: Option<&PathBuf>) -> anyhow::Result<LocalSet> {
+    let p = multios_model::Policy::parse(text).with_context(|| format!("--policy '{text}'"))?;
+    let prof = match profile {
+        Some(path) if p.needs_profile() => Some(multios_profile::load(path)?),
+        Some(_) => None,
+        None if p.needs_profile() => anyhow::bail!(
+            "--policy '{text}' picks its calls from a profile: add --policy-profile FILE (a profile of the \
+             program, e.g. from multios profile)"
+        ),
+        None => None,
+    };
+    Ok(LocalSet::from_delegation(&p.resolve(prof.as_ref())?))
+}
+
+/// Says once on stderr where the LWK overrode the policy (the full lists are in `--json`).
+fn note_overrides(text: &str, o: &Overrides) {
+    let list = |v: &[&str]| match v.len() {
+        0..=12 => v.join(", "),
+        n => format!("{}, … and {} more (--json lists them)", v[..8].join(", "), n - 8),
+    };
+    if !o.kept_local.is_empty() {
+        eprintln!(
+            "multios lwk: note: --policy {text} delegates {}, which the LWK must serve itself: they stay local",
+            list(&o.kept_local)
+        );
+    }
+    if !o.delegated.is_empty() {
+        eprintln!(
+            "multios lwk: note: --policy {text} keeps local {}, which the LWK cannot serve: they are delegated",
+            list(&o.delegated)
+        );
+    }
 }
 
 /// Fails with a message naming `path` when the profile could not be written there.

@@ -19,7 +19,7 @@ use crate::memory::GuestMemory;
 use crate::mm::Mm;
 use crate::stats::{Served, Stats};
 use kvm_ioctls::VcpuFd;
-pub use policy::Policy;
+pub use policy::{LocalSet, Policy};
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
@@ -107,7 +107,7 @@ pub struct Kernel {
     pub(crate) shared: Mutex<crate::mm::RangeSet>,
     /// SysV shared-memory attachments: address → length (shmdt's argument is only the address).
     pub(crate) shm: Mutex<std::collections::BTreeMap<u64, u64>>,
-    pub(crate) policy: Policy,
+    pub(crate) policy: LocalSet,
     /// The program's absolute path, the answer to readlink("/proc/self/exe").
     pub(crate) exe: Mutex<Vec<u8>>,
     /// execve calls so far.
@@ -150,7 +150,7 @@ impl Kernel {
     pub fn new(
         mem: Arc<GuestMemory>,
         mm: Mm,
-        policy: Policy,
+        policy: LocalSet,
         exe: Vec<u8>,
         fd_floor: i32,
         quiet: bool,

@@ -1,6 +1,11 @@
 //! Which system calls the LWK serves itself ("local") and which it delegates to Linux.
+//!
+//! The policy is the one language of `emulate --policy` ([`multios_model::Policy`]) resolved to the one
+//! table ([`Delegation`]); the LWK's local set is what it can serve (MANDATORY_LOCAL ∪ OPTIONAL_LOCAL)
+//! ∩ what the table keeps local, ∪ MANDATORY_LOCAL.
 
-use multios_syscalls::{by_name, by_number, NamedSet};
+use multios_model::{Delegation, Policy as PolicyText, Workload};
+use multios_syscalls::{by_number, names, NamedSet};
 use std::collections::BTreeSet;
 
 /// Calls the LWK must serve itself whatever the policy says: delegating them would change the
@@ -26,6 +31,9 @@ pub const MANDATORY_LOCAL: &[&str] = &[
     "get_robust_list",
     "rseq",
     "gettid",
+    // The guest's pid is the LWK's answer (the VMM's, a forked child's after fork); the proxy has
+    // no argument layout for it, so a delegated getpid would be refused with ENOSYS.
+    "getpid",
     "sched_getaffinity",
     "sched_setaffinity",
     "getcpu",
@@ -62,9 +70,9 @@ pub const MANDATORY_LOCAL: &[&str] = &[
     "prctl",
 ];
 
-/// Calls the LWK can serve either way; local when the policy lists them.
+/// Calls the LWK can serve either way (each has a delegation layout); local when the policy keeps
+/// them local.
 pub const OPTIONAL_LOCAL: &[&str] = &[
-    "getpid",
     "getppid",
     "getuid",
     "geteuid",
@@ -75,71 +83,163 @@ pub const OPTIONAL_LOCAL: &[&str] = &[
     "readlink",
 ];
 
-/// The local/delegated split.
-#[derive(Debug, Clone)]
-pub struct Policy {
-    local: [bool; multios_syscalls::MAX_NR],
-    pub name: String,
+/// Where the asked table and what the LWK can do disagree (the LWK's choice wins).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Overrides {
+    /// Calls the table delegates that the LWK must serve itself: kept local.
+    pub kept_local: Vec<&'static str>,
+    /// Calls the table keeps local that the LWK has no implementation of: delegated.
+    pub delegated: Vec<&'static str>,
 }
 
-impl Policy {
-    /// McKernel-like: every call McKernel serves locally that this LWK can serve locally.
-    pub fn mckernel() -> Self {
-        Self::from_names(
-            "mckernel",
-            NamedSet::McKernel
-                .listed()
-                .into_iter()
-                .map(String::from)
-                .collect(),
-        )
+impl Overrides {
+    pub fn is_empty(&self) -> bool {
+        self.kept_local.is_empty() && self.delegated.is_empty()
     }
+}
 
-    /// The calls in `names` are local (where possible); the mandatory ones always are.
-    pub fn from_names(name: &str, names: BTreeSet<String>) -> Self {
-        let mut local = [false; multios_syscalls::MAX_NR];
-        for n in MANDATORY_LOCAL
-            .iter()
-            .copied()
-            .chain(OPTIONAL_LOCAL.iter().copied().filter(|n| names.contains(*n)))
-        {
-            if let Some(nr) = by_name(n) {
-                local[nr as usize] = true;
+/// The LWK's local/delegated split, derived from a resolved [`Delegation`].
+#[derive(Debug, Clone)]
+pub struct LocalSet {
+    /// The effective table: delegated = not served by the LWK (numbers without a name included).
+    table: Delegation,
+    overrides: Overrides,
+}
+
+/// The name `cli/cmd/lwk_validate.rs` still uses (it moves to the experiments crate, issue #17).
+pub type Policy = LocalSet;
+
+impl LocalSet {
+    /// The LWK's split for the table `asked` (see the module documentation).
+    pub fn from_delegation(asked: &Delegation) -> Self {
+        let mandatory = |n: &str| MANDATORY_LOCAL.contains(&n);
+        let servable = |n: &str| mandatory(n) || OPTIONAL_LOCAL.contains(&n);
+        let local = |n: &str| mandatory(n) || (servable(n) && !asked.is_delegated_name(n));
+        let mut overrides = Overrides::default();
+        for (nr, n) in names() {
+            if mandatory(n) && asked.is_delegated(nr) {
+                overrides.kept_local.push(n);
+            } else if !servable(n) && !asked.is_delegated(nr) {
+                overrides.delegated.push(n);
             }
         }
-        Policy {
-            local,
-            name: name.to_string(),
+        LocalSet {
+            table: Delegation::from_numbers(asked.label.clone(), |nr| !by_number(nr).is_some_and(local)),
+            overrides,
         }
+    }
+
+    /// McKernel-like (the default): every call McKernel serves locally that this LWK can serve locally.
+    pub fn mckernel() -> Self {
+        Self::from_delegation(&PolicyText::Named(NamedSet::McKernel).resolve_workload(&Workload::default()))
+    }
+
+    /// The inverse form (`lwk run --local FILE`): the calls in `names` are local (where possible), every
+    /// other call is delegated; the mandatory ones are always local.
+    pub fn from_names(name: &str, names: BTreeSet<String>) -> Self {
+        Self::from_delegation(&Delegation::from_fn(name, |n| !names.contains(n)))
     }
 
     pub fn is_local(&self, nr: u64) -> bool {
-        self.local.get(nr as usize).copied().unwrap_or(false)
+        u32::try_from(nr)
+            .is_ok_and(|nr| (nr as usize) < multios_syscalls::MAX_NR && !self.table.is_delegated(nr))
     }
 
     /// Names of the local calls.
     pub fn local_names(&self) -> Vec<&'static str> {
-        (0..multios_syscalls::MAX_NR as u32)
-            .filter(|&n| self.local[n as usize])
-            .filter_map(by_number)
+        names()
+            .filter(|&(nr, _)| self.is_local(nr.into()))
+            .map(|(_, n)| n)
             .collect()
+    }
+
+    /// The policy's label, as typed (`mckernel`, `least:0.5`, the `--local` file).
+    pub fn label(&self) -> &str {
+        &self.table.label
+    }
+
+    /// The effective table (delegated = not served by the LWK).
+    pub fn table(&self) -> &Delegation {
+        &self.table
+    }
+
+    /// What the LWK changed in the asked table.
+    pub fn overrides(&self) -> &Overrides {
+        &self.overrides
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use multios_syscalls::by_name;
+
+    fn nr(n: &str) -> u64 {
+        by_name(n).map(u64::from).unwrap_or(u64::MAX)
+    }
 
     #[test]
     fn mandatory_calls_stay_local_and_optional_follow_the_list() {
-        let p = Policy::from_names("none", BTreeSet::new());
-        assert!(p.is_local(by_name("mmap").map(u64::from).unwrap_or(0)));
-        assert!(!p.is_local(by_name("getpid").map(u64::from).unwrap_or(0)));
-        let m = Policy::mckernel();
-        assert!(m.is_local(by_name("getpid").map(u64::from).unwrap_or(0)));
-        assert!(!m.is_local(by_name("write").map(u64::from).unwrap_or(0)));
+        let p = LocalSet::from_names("none", BTreeSet::new());
+        assert!(p.is_local(nr("mmap")) && p.is_local(nr("getpid")));
+        assert!(!p.is_local(nr("getppid")));
+        let m = LocalSet::mckernel();
+        assert!(m.is_local(nr("getppid")));
+        assert!(!m.is_local(nr("write")));
         for n in MANDATORY_LOCAL.iter().chain(OPTIONAL_LOCAL) {
             assert!(by_name(n).is_some(), "{n}");
         }
+        // An optional call can be delegated: the proxy knows its arguments.
+        for n in OPTIONAL_LOCAL {
+            let nr = by_name(n).map(i64::from).unwrap_or(-1);
+            assert!(
+                crate::syscall::layout::layout(nr).is_some(),
+                "{n} has no delegation layout"
+            );
+            assert!(!MANDATORY_LOCAL.contains(n), "{n} is in both lists");
+        }
+    }
+
+    #[test]
+    fn mckernel_default_is_the_old_split() {
+        // Before issue #17: MANDATORY_LOCAL ∪ (OPTIONAL_LOCAL ∩ McKernel's local list).
+        let listed = NamedSet::McKernel.listed();
+        let mut old: Vec<&str> = MANDATORY_LOCAL
+            .iter()
+            .chain(OPTIONAL_LOCAL.iter().filter(|n| listed.contains(*n)))
+            .copied()
+            .collect();
+        old.sort_by_key(|n| by_name(n));
+        assert_eq!(LocalSet::mckernel().local_names(), old);
+        assert_eq!(LocalSet::mckernel().label(), "mckernel");
+    }
+
+    #[test]
+    fn the_split_is_servable_and_asked_or_mandatory() {
+        for text in ["all", "none", "mckernel", "mos", "mktrace"] {
+            let asked = PolicyText::parse(text)
+                .map(|p| p.resolve_workload(&Workload::default()))
+                .unwrap_or_else(|_| Delegation::none());
+            let s = LocalSet::from_delegation(&asked);
+            for (n, name) in names() {
+                let servable = MANDATORY_LOCAL.contains(&name) || OPTIONAL_LOCAL.contains(&name);
+                let want = MANDATORY_LOCAL.contains(&name) || (servable && !asked.is_delegated(n));
+                assert_eq!(s.is_local(n.into()), want, "{text} {name}");
+            }
+            // Numbers without a name and past the table are delegated (Linux answers ENOSYS).
+            assert!(!s.is_local(335) && !s.is_local(100_000) && !s.is_local(u64::MAX));
+        }
+    }
+
+    #[test]
+    fn overrides_name_each_disagreement() {
+        let all = LocalSet::from_delegation(&Delegation::all());
+        assert!(all.overrides().kept_local.contains(&"mmap"));
+        assert!(all.overrides().delegated.is_empty());
+        let none = LocalSet::from_delegation(&Delegation::none());
+        assert!(none.overrides().kept_local.is_empty());
+        assert!(none.overrides().delegated.contains(&"write"));
+        assert!(!none.overrides().delegated.contains(&"getppid"));
+        assert!(none.is_local(nr("getppid")));
     }
 }
