@@ -294,7 +294,10 @@ mod tests {
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();
-        assert!(e.starts_with("--fc-syscall 'write=-2us': COST '-2us'") && e.contains("negative"), "{e}");
+        assert!(
+            e.starts_with("--fc-syscall 'write=-2us': COST '-2us'") && e.contains("negative"),
+            "{e}"
+        );
         assert!(m.add_override("read=exp:3us").is_ok());
     }
 

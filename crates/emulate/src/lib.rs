@@ -29,10 +29,10 @@ pub mod validate;
 
 pub use cost::{CostModel, Dist};
 pub use cpus::CpuSet;
-/// The one resolved policy table (`multios_model::Policy::resolve` makes it).
-pub use multios_model::Delegation;
 pub use error::EmulateError;
 pub use launch::{check_writable, run_native, NativeRun};
+/// The one resolved policy table (`multios_model::Policy::resolve` makes it).
+pub use multios_model::Delegation;
 
 /// The mechanism to use when none is asked for: `shm` (lowest floor) for a dynamically linked
 /// program, `proxy` for a statically linked one (the in-process mechanisms need the preload library).

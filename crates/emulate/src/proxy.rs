@@ -6,10 +6,10 @@
 
 use crate::cost::{Rng, Sampler};
 use crate::cpus::{pin_current_thread, CpuSet};
-use crate::Delegation;
 use crate::report::Exit;
 use crate::sys;
 use crate::tsc;
+use crate::Delegation;
 use crate::EmulateError;
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};

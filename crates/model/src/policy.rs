@@ -279,7 +279,9 @@ mod tests {
         assert!(e.contains("add --profile FILE"), "{e}");
         let d = Policy::parse("mckernel").and_then(|p| p.resolve(None)).ok();
         assert_eq!(d.as_ref().map(|d| d.label.as_str()), Some("mckernel"));
-        assert!(d.as_ref().is_some_and(|d| d.is_delegated_name("write") && !d.is_delegated_name("mmap")));
+        assert!(d
+            .as_ref()
+            .is_some_and(|d| d.is_delegated_name("write") && !d.is_delegated_name("mmap")));
         let mut prof = Profile::new(vec!["t".into()], "test", "exact");
         for (name, count) in [("read", 1000), ("write", 3), ("close", 7)] {
             prof.syscalls.push(multios_profile::SyscallStats {
@@ -289,7 +291,9 @@ mod tests {
                 ..Default::default()
             });
         }
-        let least = Policy::parse("least:0.67").and_then(|p| p.resolve(Some(&prof))).ok();
+        let least = Policy::parse("least:0.67")
+            .and_then(|p| p.resolve(Some(&prof)))
+            .ok();
         let names: Vec<&str> = least.iter().flat_map(|d| d.delegated_names()).collect();
         assert_eq!(names, vec!["write", "close"]);
     }

@@ -20,7 +20,12 @@ pub struct Args {
     pub fc: Option<String>,
     /// Per-syscall f_c, NAME=COST (repeatable), e.g. --fc-syscall write=50us (`model` spells it
     /// --fc-for; both spellings work on both commands)
-    #[arg(long, visible_alias = "fc-for", value_name = "NAME=COST", allow_hyphen_values = true)]
+    #[arg(
+        long,
+        visible_alias = "fc-for",
+        value_name = "NAME=COST",
+        allow_hyphen_values = true
+    )]
     pub fc_syscall: Vec<String>,
     /// shm (shared-memory mailbox to a delegate thread, FlexSC-like), proxy (seccomp user
     /// notification, McKernel-like) or migrate (thread migration, mOS-like)
