@@ -46,8 +46,8 @@ impl Machine {
         // child (seen: the statistics' lock, taken by every call of the other vCPUs).
         let held = (
             lock(&self.kernel.threads),
-            lock(&self.kernel.sig_pending),
-            lock(&self.kernel.sig_info),
+            lock(&self.kernel.signals.pending),
+            lock(&self.kernel.signals.info),
             lock(&self.kernel.stats),
         );
         let forked = crate::sys::fork();
@@ -101,7 +101,7 @@ impl Machine {
         let pid = std::process::id() as i32;
         self.kernel.become_child(pid, req.clear_child_tid, id as usize);
         // Host threads of the parent that were serving calls do not exist here: never kick them.
-        for s in self.kernel.serving.iter() {
+        for s in self.kernel.signals.serving.iter() {
             s.store(0, Ordering::Release);
         }
         // SAFETY: pthread_self has no preconditions.

@@ -128,8 +128,8 @@ impl Kernel {
         sys::close_on_exec(self.fd_floor);
         if let Some(t) = lock(&self.threads).get_mut(cpu) {
             t.clear_child_tid = None;
-            t.saved_sigmask = None;
-            t.altstack = None;
+            t.sig.saved_mask = None;
+            t.sig.altstack = None;
         }
 
         let regs = kvm_regs {
@@ -159,7 +159,7 @@ impl Kernel {
 
     /// Handled signals go back to SIG_DFL on exec; ignored ones stay ignored.
     fn reset_handlers(&self) {
-        let mut acts = lock(&self.sigactions);
+        let mut acts = lock(&self.signals.actions);
         for (sig, act) in acts.iter_mut().enumerate().skip(1) {
             let h = act.raw[0];
             if h != libc::SIG_DFL as u64 && h != libc::SIG_IGN as u64 {

@@ -68,14 +68,8 @@ pub struct ThreadInfo {
     pub host_tid: i32,
     /// The CPUs the guest restricted this thread to with sched_setaffinity (None: the partition).
     pub affinity: Option<Vec<usize>>,
-    /// Blocked signals (bit sig-1).
-    pub sigmask: u64,
-    /// Signals sent to this thread and not yet delivered.
-    pub pending: u64,
-    /// The mask to restore after the next handler (rt_sigsuspend's caller's mask).
-    pub saved_sigmask: Option<u64>,
-    /// The alternate signal stack (sigaltstack), for handlers installed with SA_ONSTACK.
-    pub altstack: Option<signal::AltStack>,
+    /// The thread's signal state (mask, pending set, alternate stack), guarded by `threads`.
+    pub sig: signal::ThreadSignals,
 }
 
 /// Who is serving the call.
@@ -89,12 +83,6 @@ pub enum Ctx<'a> {
 pub enum ExitStatus {
     Code(i32),
     Signal(i32),
-}
-
-/// A guest signal disposition: the kernel's `struct sigaction` (handler, flags, restorer, mask).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SigAction {
-    pub raw: [u64; 4],
 }
 
 /// The LWK state of the one guest process.
@@ -115,12 +103,9 @@ pub struct Kernel {
     /// The guest's pid: the VMM's (a forked child's after fork).
     pub(crate) pid: std::sync::atomic::AtomicI32,
     pub(crate) fd_floor: i32,
-    pub(crate) sigactions: Mutex<[SigAction; 65]>,
-    /// Signals sent to the process and not yet delivered (per-thread ones are in `threads`).
-    pub(crate) sig_pending: Mutex<u64>,
-    pub(crate) sig_info: Mutex<[signal::SigInfo; 65]>,
-    /// False when no signal is pending anywhere: the per-call check is then one load.
-    pub(crate) sig_hint: std::sync::atomic::AtomicBool,
+    /// The process's signal state: dispositions, the process-directed pending set, senders, the
+    /// host threads serving calls (per-thread masks and pending sets are in `threads`).
+    pub(crate) signals: signal::Signals,
     pub(crate) reported: Mutex<BTreeSet<u64>>,
     pub(crate) exit: Mutex<Option<ExitStatus>>,
     pub(crate) stats: Mutex<Stats>,
@@ -137,9 +122,6 @@ pub struct Kernel {
     /// when `pin` is set.
     pub(crate) cpus: Vec<usize>,
     pub(crate) pin: bool,
-    /// Per vCPU: the host thread (pthread_t) performing its delegated call, 0 when none; the
-    /// signal pump kicks it to interrupt a blocking call (`signal.rs`).
-    pub(crate) serving: Box<[std::sync::atomic::AtomicU64]>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -169,10 +151,7 @@ impl Kernel {
             execs: std::sync::atomic::AtomicUsize::new(0),
             pid: std::sync::atomic::AtomicI32::new(std::process::id() as i32),
             fd_floor,
-            sigactions: Mutex::new([SigAction::default(); 65]),
-            sig_pending: Mutex::new(0),
-            sig_info: Mutex::new([signal::SigInfo::default(); 65]),
-            sig_hint: std::sync::atomic::AtomicBool::new(false),
+            signals: signal::Signals::new(crate::memory::sys_page::MAX_VCPUS as usize),
             reported: Mutex::new(BTreeSet::new()),
             exit: Mutex::new(None),
             stats: Mutex::new(Stats::default()),
@@ -184,19 +163,13 @@ impl Kernel {
                 alive: true,
                 host_tid: 0,
                 affinity: None,
-                sigmask: 0,
-                pending: 0,
-                saved_sigmask: None,
-                altstack: None,
+                sig: signal::ThreadSignals::default(),
             }]),
             live_threads: std::sync::atomic::AtomicUsize::new(1),
             thunks: Mutex::new(None),
             rewritten: std::sync::atomic::AtomicUsize::new(0),
             cpus: crate::sys::affinity_list(),
             pin: false,
-            serving: (0..crate::memory::sys_page::MAX_VCPUS)
-                .map(|_| std::sync::atomic::AtomicU64::new(0))
-                .collect(),
         }
     }
 
@@ -275,13 +248,13 @@ impl Kernel {
 
     /// True when an EPIPE from `nr` raises a SIGPIPE the guest catches.
     fn sigpipe_caught(&self, cpu: usize, nr: u64, a: &[u64; 6]) -> bool {
-        let h = lock(&self.sigactions)[libc::SIGPIPE as usize].raw[0];
+        let h = lock(&self.signals.actions)[libc::SIGPIPE as usize].raw[0];
         h != libc::SIG_DFL as u64 && h != libc::SIG_IGN as u64 && self.sigpipe_raised(cpu, nr, a)
     }
 
     /// True when an EPIPE from `nr` means death by SIGPIPE (default disposition, not blocked).
     fn sigpipe_kills(&self, cpu: usize, nr: u64, a: &[u64; 6]) -> bool {
-        lock(&self.sigactions)[libc::SIGPIPE as usize].raw[0] == libc::SIG_DFL as u64
+        lock(&self.signals.actions)[libc::SIGPIPE as usize].raw[0] == libc::SIG_DFL as u64
             && self.sigpipe_raised(cpu, nr, a)
     }
 
@@ -314,7 +287,7 @@ impl Kernel {
     pub fn add_thread(&self, id: usize, parent: usize, clear_child_tid: Option<u64>) -> i32 {
         let tid = self.pid() + id as i32;
         let mut t = lock(&self.threads);
-        let sigmask = t.get(parent).map_or(0, |p| p.sigmask);
+        let mask = t.get(parent).map_or(0, |p| p.sig.mask);
         if t.len() <= id {
             t.resize(id + 1, ThreadInfo::default());
         }
@@ -324,11 +297,12 @@ impl Kernel {
             alive: true,
             host_tid: 0,
             affinity: None,
-            sigmask,
-            pending: 0,
-            saved_sigmask: None,
-            // A new thread starts without one (Linux clears it for CLONE_VM clones).
-            altstack: None,
+            // A new thread starts without an alternate stack (Linux clears it for CLONE_VM
+            // clones) and nothing pending.
+            sig: signal::ThreadSignals {
+                mask,
+                ..Default::default()
+            },
         };
         self.live_threads
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
@@ -346,9 +320,9 @@ impl Kernel {
     pub fn become_child(&self, pid: i32, clear_child_tid: Option<u64>, from: usize) {
         self.pid.store(pid, std::sync::atomic::Ordering::Relaxed);
         let mut threads = lock(&self.threads);
-        let mask = threads.get(from).map_or(0, |t| t.sigmask);
+        let mask = threads.get(from).map_or(0, |t| t.sig.mask);
         // fork keeps the calling thread's alternate stack (the child's copy of memory has it).
-        let altstack = threads.get(from).and_then(|t| t.altstack);
+        let altstack = threads.get(from).and_then(|t| t.sig.altstack);
         threads.clear();
         threads.push(ThreadInfo {
             tid: pid,
@@ -356,13 +330,14 @@ impl Kernel {
             alive: true,
             host_tid: crate::sys::gettid(),
             affinity: None,
-            sigmask: mask,
-            pending: 0,
-            saved_sigmask: None,
-            altstack,
+            sig: signal::ThreadSignals {
+                mask,
+                altstack,
+                ..Default::default()
+            },
         });
         self.live_threads.store(1, std::sync::atomic::Ordering::Release);
-        *lock(&self.sig_pending) = 0;
+        *lock(&self.signals.pending) = 0;
     }
 
     /// The stack pointer of vCPU `cpu`'s thread at its current system call (its stub saved it in

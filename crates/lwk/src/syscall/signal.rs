@@ -39,6 +39,60 @@
 use super::{lock, Ctx, ExitStatus, Kernel, Reply};
 use kvm_bindings::kvm_regs;
 use kvm_ioctls::VcpuFd;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Mutex;
+
+/// A guest signal disposition: the kernel's `struct sigaction` (handler, flags, restorer, mask).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SigAction {
+    pub raw: [u64; 4],
+}
+
+/// The signal state of the guest process (the per-thread part is [`ThreadSignals`], kept in the
+/// kernel's thread table under its lock).
+///
+/// Lock order, as every path nests them (and as the VMM's fork holds them): the kernel's `threads`
+/// lock, then `pending`, then `info`. `actions` is never held while taking another of these.
+pub struct Signals {
+    /// Dispositions, indexed by signal number (0 unused).
+    pub(crate) actions: Mutex<[SigAction; 65]>,
+    /// Signals sent to the process and not yet delivered (bit sig-1); per-thread ones are in
+    /// [`ThreadSignals::pending`].
+    pub(crate) pending: Mutex<u64>,
+    /// Who sent the last instance of each signal (or the CPU exception that raised it).
+    pub(crate) info: Mutex<[SigInfo; 65]>,
+    /// False when no signal is pending anywhere: the per-call check is then one load.
+    pub(crate) hint: AtomicBool,
+    /// Per vCPU: the host thread (pthread_t) performing its delegated call, 0 when none; the
+    /// signal pump kicks it to interrupt a blocking call.
+    pub(crate) serving: Box<[AtomicU64]>,
+}
+
+impl Signals {
+    /// Every disposition SIG_DFL, nothing pending, `vcpus` serving entries.
+    pub fn new(vcpus: usize) -> Self {
+        Signals {
+            actions: Mutex::new([SigAction::default(); 65]),
+            pending: Mutex::new(0),
+            info: Mutex::new([SigInfo::default(); 65]),
+            hint: AtomicBool::new(false),
+            serving: (0..vcpus).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+}
+
+/// One thread's signal state.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ThreadSignals {
+    /// Blocked signals (bit sig-1).
+    pub mask: u64,
+    /// Signals sent to this thread and not yet delivered.
+    pub pending: u64,
+    /// The mask to restore after the next handler (rt_sigsuspend's caller's mask).
+    pub saved_mask: Option<u64>,
+    /// The alternate signal stack (sigaltstack), for handlers installed with SA_ONSTACK.
+    pub altstack: Option<AltStack>,
+}
 
 /// sa_flags bits (asm-generic/signal.h, x86).
 const SA_ONSTACK: u64 = 0x0800_0000;
@@ -304,7 +358,7 @@ impl Kernel {
         if (a[1] != 0 && !self.mem.in_app(a[1], 32)) || (a[2] != 0 && !self.mem.in_app(a[2], 32)) {
             return Reply::Ret(-(libc::EFAULT as i64));
         }
-        let mut acts = lock(&self.sigactions);
+        let mut acts = lock(&self.signals.actions);
         let slot = &mut acts[sig as usize];
         if a[2] != 0 {
             let mut b = [0u8; 32];
@@ -327,7 +381,7 @@ impl Kernel {
     /// does across exec), and the VMM catches those whose default action ends the guest
     /// (`hostsig.rs`), so that the guest's mask applies and the run ends by them in order.
     pub fn adopt_host_dispositions(&self) {
-        let mut acts = lock(&self.sigactions);
+        let mut acts = lock(&self.signals.actions);
         for (sig, act) in acts.iter_mut().enumerate().skip(1) {
             if act.raw[0] != libc::SIG_DFL as u64 {
                 continue;
@@ -352,13 +406,13 @@ impl Kernel {
             return Reply::Ret(-(libc::ESRCH as i64));
         };
         if a[2] != 0 {
-            self.mem.write_u64(a[2], t.sigmask);
+            self.mem.write_u64(a[2], t.sig.mask);
         }
         if a[1] != 0 {
             let set = self.mem.read_u64(a[1]);
-            t.sigmask = match a[0] as i32 {
-                libc::SIG_BLOCK => t.sigmask | set,
-                libc::SIG_UNBLOCK => t.sigmask & !set,
+            t.sig.mask = match a[0] as i32 {
+                libc::SIG_BLOCK => t.sig.mask | set,
+                libc::SIG_UNBLOCK => t.sig.mask & !set,
                 libc::SIG_SETMASK => set,
                 _ => return Reply::Ret(-(libc::EINVAL as i64)),
             } & !UNBLOCKABLE;
@@ -374,8 +428,8 @@ impl Kernel {
         if !self.mem.in_app(a[0], 8) {
             return Reply::Ret(-(libc::EFAULT as i64));
         }
-        let process = *lock(&self.sig_pending);
-        let own = lock(&self.threads).get(cpu).map_or(0, |t| t.pending);
+        let process = *lock(&self.signals.pending);
+        let own = lock(&self.threads).get(cpu).map_or(0, |t| t.sig.pending);
         self.mem.write_u64(a[0], own | process);
         Reply::Ret(0)
     }
@@ -402,7 +456,7 @@ impl Kernel {
 
     /// The calling thread's blocked signals.
     pub(crate) fn sigmask_of(&self, cpu: usize) -> u64 {
-        lock(&self.threads).get(cpu).map_or(0, |t| t.sigmask)
+        lock(&self.threads).get(cpu).map_or(0, |t| t.sig.mask)
     }
 
     /// kill, tkill, tgkill.
@@ -465,41 +519,43 @@ impl Kernel {
         if sig == 0 || sig > 64 {
             return;
         }
-        lock(&self.sig_info)[sig as usize] = info;
+        lock(&self.signals.info)[sig as usize] = info;
         match thread {
             Some(id) => {
                 if let Some(t) = lock(&self.threads).get_mut(id) {
-                    t.pending |= bit(sig);
+                    t.sig.pending |= bit(sig);
                 }
             }
-            None => *lock(&self.sig_pending) |= bit(sig),
+            None => *lock(&self.signals.pending) |= bit(sig),
         }
         // After the pending bit: take_signal clears the hint only under the locks, when it sees
         // nothing pending, so a signal queued concurrently keeps it set.
-        self.sig_hint.store(true, std::sync::atomic::Ordering::Release);
+        self.signals
+            .hint
+            .store(true, std::sync::atomic::Ordering::Release);
     }
 
     /// True when vCPU `cpu` has a pending signal it does not block.
     pub fn deliverable(&self, cpu: usize) -> bool {
-        if !self.sig_hint.load(std::sync::atomic::Ordering::Acquire) {
+        if !self.signals.hint.load(std::sync::atomic::Ordering::Acquire) {
             return false;
         }
-        let process = *lock(&self.sig_pending);
+        let process = *lock(&self.signals.pending);
         lock(&self.threads)
             .get(cpu)
-            .is_some_and(|t| t.alive && (t.pending | process) & !t.sigmask != 0)
+            .is_some_and(|t| t.alive && (t.sig.pending | process) & !t.sig.mask != 0)
     }
 
     /// A pending signal that a live thread does not block and whose action is the default one
     /// that ends the process (the signal pump's safety net, see `machine.rs`).
     pub fn fatal_pending(&self) -> Option<i32> {
-        let acts: Vec<u64> = lock(&self.sigactions).iter().map(|a| a.raw[0]).collect();
-        let process = *lock(&self.sig_pending);
+        let acts: Vec<u64> = lock(&self.signals.actions).iter().map(|a| a.raw[0]).collect();
+        let process = *lock(&self.signals.pending);
         let threads = lock(&self.threads);
         let deliverable = threads
             .iter()
             .filter(|t| t.alive)
-            .fold(0, |all, t| all | ((t.pending | process) & !t.sigmask));
+            .fold(0, |all, t| all | ((t.sig.pending | process) & !t.sig.mask));
         signals_in(deliverable)
             .find(|&sig| acts[sig as usize] == libc::SIG_DFL as u64 && !default_ignored(sig))
             .map(|sig| sig as i32)
@@ -508,10 +564,10 @@ impl Kernel {
     /// The vCPU that should take a process-directed signal now: the first live thread that does
     /// not block one of the pending signals.
     pub fn signal_target(&self) -> Option<usize> {
-        let process = *lock(&self.sig_pending);
+        let process = *lock(&self.signals.pending);
         lock(&self.threads)
             .iter()
-            .position(|t| t.alive && (t.pending | process) & !t.sigmask != 0)
+            .position(|t| t.alive && (t.sig.pending | process) & !t.sig.mask != 0)
     }
 
     /// Dequeues the lowest unblocked pending signal of vCPU `cpu` (thread-directed first).
@@ -524,10 +580,10 @@ impl Kernel {
     fn take_signal_in(&self, cpu: usize, wanted: Option<u64>) -> Option<(u64, SigInfo)> {
         let mut threads = lock(&self.threads);
         let t = threads.get_mut(cpu)?;
-        let allowed = wanted.unwrap_or(!t.sigmask);
-        let mut process = lock(&self.sig_pending);
-        let (set, own) = if t.pending & allowed != 0 {
-            (t.pending & allowed, true)
+        let allowed = wanted.unwrap_or(!t.sig.mask);
+        let mut process = lock(&self.signals.pending);
+        let (set, own) = if t.sig.pending & allowed != 0 {
+            (t.sig.pending & allowed, true)
         } else if *process & allowed != 0 {
             (*process & allowed, false)
         } else {
@@ -535,17 +591,19 @@ impl Kernel {
         };
         let sig = set.trailing_zeros() as u64 + 1;
         if own {
-            t.pending &= !bit(sig);
+            t.sig.pending &= !bit(sig);
         } else {
             *process &= !bit(sig);
         }
-        if *process == 0 && t.pending == 0 {
-            let others = threads.iter().any(|o| o.pending != 0);
+        if *process == 0 && t.sig.pending == 0 {
+            let others = threads.iter().any(|o| o.sig.pending != 0);
             if !others {
-                self.sig_hint.store(false, std::sync::atomic::Ordering::Release);
+                self.signals
+                    .hint
+                    .store(false, std::sync::atomic::Ordering::Release);
             }
         }
-        Some((sig, lock(&self.sig_info)[sig as usize]))
+        Some((sig, lock(&self.signals.info)[sig as usize]))
     }
 
     /// rt_sigtimedwait(set, info, timeout, 8), on the vCPU thread: takes a pending signal of `set`
@@ -603,7 +661,7 @@ impl Kernel {
     /// again, as the handler's SA_RESTART says.
     pub fn deliver(&self, cpu: usize, vcpu: &VcpuFd, regs: &kvm_regs, call: Option<u64>) -> Delivery {
         while let Some((sig, info)) = self.take_signal(cpu) {
-            let act = lock(&self.sigactions)[sig as usize];
+            let act = lock(&self.signals.actions)[sig as usize];
             let handler = act.raw[0];
             if handler == libc::SIG_IGN as u64 || (handler == libc::SIG_DFL as u64 && default_ignored(sig)) {
                 continue;
@@ -638,8 +696,8 @@ impl Kernel {
     /// Puts back the mask a call replaced for its duration (none: nothing to do).
     fn restore_call_mask(&self, cpu: usize) {
         if let Some(t) = lock(&self.threads).get_mut(cpu) {
-            if let Some(m) = t.saved_sigmask.take() {
-                t.sigmask = m;
+            if let Some(m) = t.sig.saved_mask.take() {
+                t.sig.mask = m;
             }
         }
     }
@@ -648,10 +706,10 @@ impl Kernel {
     /// ppoll, epoll_pwait); the handler's frame, or the call's return, restores the old one.
     fn install_call_mask(&self, cpu: usize, mask: u64) {
         if let Some(t) = lock(&self.threads).get_mut(cpu) {
-            if t.saved_sigmask.is_none() {
-                t.saved_sigmask = Some(t.sigmask);
+            if t.sig.saved_mask.is_none() {
+                t.sig.saved_mask = Some(t.sig.mask);
             }
-            t.sigmask = mask & !UNBLOCKABLE;
+            t.sig.mask = mask & !UNBLOCKABLE;
         }
     }
 
@@ -718,7 +776,7 @@ impl Kernel {
             Ok(None) => (false, a),
             Err(e) => return Reply::Ret(e),
         };
-        let slot = self.serving.get(cpu);
+        let slot = self.signals.serving.get(cpu);
         if let Some(s) = slot {
             s.store(crate::sys::pthread_self(), std::sync::atomic::Ordering::Release);
         }
@@ -757,7 +815,8 @@ impl Kernel {
 
     /// The host thread performing vCPU `cpu`'s delegated call right now, if any.
     pub fn serving_thread(&self, cpu: usize) -> Option<u64> {
-        self.serving
+        self.signals
+            .serving
             .get(cpu)
             .map(|s| s.load(std::sync::atomic::Ordering::Acquire))
             .filter(|&t| t != 0)
@@ -775,11 +834,11 @@ impl Kernel {
         sig: u64,
         info: SigInfo,
     ) -> Delivery {
-        let act = lock(&self.sigactions)[sig as usize];
+        let act = lock(&self.signals.actions)[sig as usize];
         let handler = act.raw[0];
         let blocked = lock(&self.threads)
             .get(cpu)
-            .is_some_and(|t| t.sigmask & bit(sig) != 0);
+            .is_some_and(|t| t.sig.mask & bit(sig) != 0);
         if blocked || handler == libc::SIG_IGN as u64 || handler == libc::SIG_DFL as u64 {
             return Delivery::None;
         }
@@ -817,7 +876,7 @@ impl Kernel {
 
         // SA_ONSTACK with an armed alternate stack the thread is not already on: the frame goes
         // at its top (no red zone there); otherwise below the interrupted stack's red zone.
-        let alt = lock(&self.threads).get(cpu).and_then(|t| t.altstack);
+        let alt = lock(&self.threads).get(cpu).and_then(|t| t.sig.altstack);
         let switch = alt.filter(|a| flags & SA_ONSTACK != 0 && !a.contains(regs.rsp));
         let top = match switch {
             Some(a) => a.sp.wrapping_add(a.size),
@@ -831,7 +890,7 @@ impl Kernel {
         let oldmask = {
             let mut t = lock(&self.threads);
             let t = t.get_mut(cpu);
-            t.map_or(0, |t| t.saved_sigmask.take().unwrap_or(t.sigmask))
+            t.map_or(0, |t| t.sig.saved_mask.take().unwrap_or(t.sig.mask))
         };
         let mut f = vec![0u8; FRAME_SIZE as usize];
         let put = |f: &mut Vec<u8>, off: u64, v: u64| {
@@ -889,13 +948,13 @@ impl Kernel {
             block |= bit(sig);
         }
         if let Some(t) = lock(&self.threads).get_mut(cpu) {
-            t.sigmask = block & !UNBLOCKABLE;
+            t.sig.mask = block & !UNBLOCKABLE;
             if switch.is_some_and(|a| a.autodisarm) {
-                t.altstack = None;
+                t.sig.altstack = None;
             }
         }
         if flags & SA_RESETHAND != 0 {
-            lock(&self.sigactions)[sig as usize].raw = [libc::SIG_DFL as u64, 0, 0, 0];
+            lock(&self.signals.actions)[sig as usize].raw = [libc::SIG_DFL as u64, 0, 0, 0];
             crate::hostsig::follow(sig as i32, libc::SIG_DFL as u64, false);
         }
         Ok(())
@@ -912,7 +971,7 @@ impl Kernel {
             }
         }
         let sp = self.caller_rsp(cpu);
-        let current = lock(&self.threads).get(cpu).and_then(|t| t.altstack);
+        let current = lock(&self.threads).get(cpu).and_then(|t| t.sig.altstack);
         if new != 0 && current.is_some_and(|c| c.contains(sp)) {
             return Reply::Ret(-(libc::EPERM as i64));
         }
@@ -931,7 +990,7 @@ impl Kernel {
         }
         if let Some(alt) = parsed {
             if let Some(t) = lock(&self.threads).get_mut(cpu) {
-                t.altstack = alt;
+                t.sig.altstack = alt;
             }
         }
         Reply::Ret(0)
@@ -967,10 +1026,10 @@ impl Kernel {
         let mut ss = [0u8; 24];
         self.mem.read(uc + 16, &mut ss);
         if let Some(t) = lock(&self.threads).get_mut(cpu) {
-            t.sigmask = mask & !UNBLOCKABLE;
+            t.sig.mask = mask & !UNBLOCKABLE;
             // Like Linux's restore_altstack: a bad uc_stack is ignored.
             if let Ok(alt) = AltStack::parse(&ss) {
-                t.altstack = alt;
+                t.sig.altstack = alt;
             }
         }
         match vcpu.set_regs(&regs) {
