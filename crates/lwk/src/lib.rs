@@ -9,11 +9,9 @@
 //! pointers need no translation. See docs/LWK.md.
 
 pub mod bench;
-pub mod deliver;
 pub mod elf;
 pub mod fc;
 pub mod fds;
-pub mod hostsig;
 pub mod machine;
 pub mod memory;
 pub mod mm;
@@ -21,6 +19,7 @@ pub mod procfs;
 pub mod proxy;
 pub mod rewrite;
 pub mod run;
+pub mod signal;
 pub mod stack;
 pub mod stats;
 pub mod stub;

@@ -109,7 +109,7 @@ pub fn drive(
     t0: Instant,
 ) -> Result<Outcome, LwkError> {
     install_kick_handler();
-    crate::hostsig::catch_sent_faults();
+    crate::signal::host::catch_sent_faults();
     kernel.adopt_host_dispositions();
     let vm = Vm::new(&mem, crate::fds::floor())?;
     stub::write_tables(&mem);
@@ -167,7 +167,7 @@ pub fn drive(
     m.main_loop_ended(end);
     m.stop_all();
     if let Some((fd, h)) = pump {
-        crate::hostsig::poke(fd);
+        crate::signal::host::poke(fd);
         let _ = h.join();
     }
     drop(proxy);
@@ -237,7 +237,7 @@ impl Machine {
                     }
                 }
                 Ok(Exit::Fault) => {
-                    if !crate::deliver::on_fault(&self.kernel, id, vcpu) {
+                    if !crate::signal::deliver::on_fault(&self.kernel, id, vcpu) {
                         return self.fail(self.fault(vcpu));
                     }
                 }
@@ -250,7 +250,7 @@ impl Machine {
                     });
                 }
                 Err(e) if e.errno() == libc::EINTR || e.errno() == libc::EAGAIN => {
-                    if crate::deliver::on_kick(&self.kernel, id, vcpu) {
+                    if crate::signal::deliver::on_kick(&self.kernel, id, vcpu) {
                         self.exiting.store(true, Ordering::Release);
                         return End::Process;
                     }
@@ -294,7 +294,7 @@ impl Machine {
                         .read_u64(slot + multios_lwk_abi::offset::RET as u64)
                         as i64;
                     st.store(state::CLAIMED, Ordering::Release);
-                    return crate::deliver::complete_call(&self.kernel, id, vcpu, ret)
+                    return crate::signal::deliver::complete_call(&self.kernel, id, vcpu, ret)
                         .then_some(End::Process);
                 }
                 state::CLAIMED => {
@@ -316,17 +316,15 @@ impl Machine {
             let (nr, a) = proxy::request(&self.kernel, slot);
             if [libc::SYS_rt_sigreturn, libc::SYS_execve, libc::SYS_execveat].contains(&(nr as i64)) {
                 // These set the vCPU's registers: complete the doorbell's MMIO exit first.
-                crate::deliver::settle(vcpu);
+                crate::signal::deliver::settle(vcpu);
             }
             let reply = self.kernel.serve(Ctx::Vcpu(vcpu), id as usize, nr, a);
             if self.exiting.load(Ordering::Acquire) && reply != Reply::Stop {
                 return Some(End::Kicked);
             }
             return match reply {
-                Reply::Ret(r)
-                    if self.kernel.deliverable(id as usize) || crate::syscall::signal::is_restart(r) =>
-                {
-                    crate::deliver::complete_call(&self.kernel, id, vcpu, r).then_some(End::Process)
+                Reply::Ret(r) if self.kernel.deliverable(id as usize) || crate::signal::is_restart(r) => {
+                    crate::signal::deliver::complete_call(&self.kernel, id, vcpu, r).then_some(End::Process)
                 }
                 Reply::Ret(r) => {
                     proxy::reply(&self.kernel, slot, r);
@@ -334,7 +332,7 @@ impl Machine {
                 }
                 Reply::Resumed => {
                     st.store(state::IDLE, Ordering::Release);
-                    crate::deliver::after_sigreturn(&self.kernel, id, vcpu).then_some(End::Process)
+                    crate::signal::deliver::after_sigreturn(&self.kernel, id, vcpu).then_some(End::Process)
                 }
                 Reply::NeedVcpu => {
                     proxy::reply(&self.kernel, slot, crate::syscall::ENOSYS);
@@ -458,7 +456,7 @@ impl Machine {
     /// signals and kicks a vCPU that can take them until one has (every 1 ms for 10 ms, then
     /// every 10 ms: a vCPU in a long delegated call takes it on the way back).
     fn start_signal_pump(self: &Arc<Self>) -> Option<SignalPump> {
-        let fd = match crate::hostsig::open_event(crate::fds::floor()) {
+        let fd = match crate::signal::host::open_event(crate::fds::floor()) {
             Ok(fd) => fd,
             Err(e) => {
                 lock(&self.kernel.notes).push(format!(
@@ -471,9 +469,9 @@ impl Machine {
         let h = std::thread::Builder::new()
             .name("lwk-signals".into())
             .spawn(move || {
-                while crate::hostsig::wait_event(fd) && !m.exiting.load(Ordering::Acquire) {
-                    for (sig, code, pid, uid) in crate::hostsig::take() {
-                        let info = crate::syscall::signal::SigInfo {
+                while crate::signal::host::wait_event(fd) && !m.exiting.load(Ordering::Acquire) {
+                    for (sig, code, pid, uid) in crate::signal::host::take() {
+                        let info = crate::signal::SigInfo {
                             code,
                             pid,
                             uid,

@@ -146,7 +146,7 @@ fn serve_loop(
             }
             let (nr, a) = request(kernel, slot);
             match kernel.serve(Ctx::Proxy, cpu, nr, a) {
-                Reply::Ret(r) if kernel.deliverable(cpu) || crate::syscall::signal::is_restart(r) => {
+                Reply::Ret(r) if kernel.deliverable(cpu) || crate::signal::is_restart(r) => {
                     // A signal handler runs before the call returns, or a signal interrupted it
                     // (EINTR or the call again): the vCPU thread does it.
                     kernel.mem.write_u64(slot + offset::RET as u64, r as u64);

@@ -36,7 +36,7 @@ impl Machine {
     /// Serves a process-creating call of vCPU `id` (after a doorbell exit).
     pub(super) fn fork_process(self: &Arc<Self>, id: u64, vcpu: &mut VcpuFd, req: CloneReq) -> Option<End> {
         let slot = stub::slot_addr(id);
-        crate::deliver::settle(vcpu);
+        crate::signal::deliver::settle(vcpu);
         let (Ok(regs), Ok(sregs), Ok(xsave)) = (vcpu.get_regs(), vcpu.get_sregs(), vcpu.get_xsave()) else {
             proxy::reply(&self.kernel, slot, -(libc::EIO as i64));
             return None;
@@ -129,7 +129,7 @@ impl Machine {
         crate::vcpu::set_xsave(&fresh, xsave).map_err(|e| format!("KVM_SET_XSAVE: {e}"))?;
         *vcpu = fresh;
         *lock(&self.vm) = vm;
-        crate::hostsig::forget_event();
+        crate::signal::host::forget_event();
         let pump = self.start_signal_pump();
         let proxy = self
             .proxy_cfg

@@ -164,7 +164,7 @@ impl Kernel {
             let h = act.raw[0];
             if h != libc::SIG_DFL as u64 && h != libc::SIG_IGN as u64 {
                 act.raw = [libc::SIG_DFL as u64, 0, 0, 0];
-                crate::hostsig::follow(sig as i32, libc::SIG_DFL as u64, false);
+                crate::signal::host::follow(sig as i32, libc::SIG_DFL as u64, false);
             }
         }
     }

@@ -6,6 +6,7 @@ mod cpus;
 mod delegate;
 pub(crate) mod exec;
 mod fdrange;
+mod interrupt;
 pub mod layout;
 mod local;
 mod maps;
@@ -69,7 +70,7 @@ pub struct ThreadInfo {
     /// The CPUs the guest restricted this thread to with sched_setaffinity (None: the partition).
     pub affinity: Option<Vec<usize>>,
     /// The thread's signal state (mask, pending set, alternate stack), guarded by `threads`.
-    pub sig: signal::ThreadSignals,
+    pub sig: crate::signal::ThreadSignals,
 }
 
 /// Who is serving the call.
@@ -105,7 +106,7 @@ pub struct Kernel {
     pub(crate) fd_floor: i32,
     /// The process's signal state: dispositions, the process-directed pending set, senders, the
     /// host threads serving calls (per-thread masks and pending sets are in `threads`).
-    pub(crate) signals: signal::Signals,
+    pub(crate) signals: crate::signal::Signals,
     pub(crate) reported: Mutex<BTreeSet<u64>>,
     pub(crate) exit: Mutex<Option<ExitStatus>>,
     pub(crate) stats: Mutex<Stats>,
@@ -124,7 +125,7 @@ pub struct Kernel {
     pub(crate) pin: bool,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -151,7 +152,7 @@ impl Kernel {
             execs: std::sync::atomic::AtomicUsize::new(0),
             pid: std::sync::atomic::AtomicI32::new(std::process::id() as i32),
             fd_floor,
-            signals: signal::Signals::new(crate::memory::sys_page::MAX_VCPUS as usize),
+            signals: crate::signal::Signals::new(crate::memory::sys_page::MAX_VCPUS as usize),
             reported: Mutex::new(BTreeSet::new()),
             exit: Mutex::new(None),
             stats: Mutex::new(Stats::default()),
@@ -163,7 +164,7 @@ impl Kernel {
                 alive: true,
                 host_tid: 0,
                 affinity: None,
-                sig: signal::ThreadSignals::default(),
+                sig: crate::signal::ThreadSignals::default(),
             }]),
             live_threads: std::sync::atomic::AtomicUsize::new(1),
             thunks: Mutex::new(None),
@@ -237,9 +238,9 @@ impl Kernel {
     }
 
     /// siginfo of a signal the kernel (here: the LWK) raises.
-    fn kernel_info(&self) -> signal::SigInfo {
-        signal::SigInfo {
-            code: signal::SI_USER,
+    fn kernel_info(&self) -> crate::signal::SigInfo {
+        crate::signal::SigInfo {
+            code: crate::signal::SI_USER,
             pid: self.pid(),
             uid: crate::sys::uid(),
             trap: None,
@@ -299,7 +300,7 @@ impl Kernel {
             affinity: None,
             // A new thread starts without an alternate stack (Linux clears it for CLONE_VM
             // clones) and nothing pending.
-            sig: signal::ThreadSignals {
+            sig: crate::signal::ThreadSignals {
                 mask,
                 ..Default::default()
             },
@@ -330,7 +331,7 @@ impl Kernel {
             alive: true,
             host_tid: crate::sys::gettid(),
             affinity: None,
-            sig: signal::ThreadSignals {
+            sig: crate::signal::ThreadSignals {
                 mask,
                 altstack,
                 ..Default::default()

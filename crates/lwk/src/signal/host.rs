@@ -76,13 +76,12 @@ pub fn follow(sig: i32, handler: u64, _restart: bool) {
         return;
     }
     let dfl = handler == libc::SIG_DFL as u64;
-    let action =
-        if handler == libc::SIG_IGN as u64 || dfl && crate::syscall::signal::default_ignored(sig as u64) {
-            handler as libc::sighandler_t
-        } else {
-            // Only touches atomics and writes an eventfd: async-signal-safe.
-            catcher as *const () as libc::sighandler_t
-        };
+    let action = if handler == libc::SIG_IGN as u64 || dfl && crate::signal::default_ignored(sig as u64) {
+        handler as libc::sighandler_t
+    } else {
+        // Only touches atomics and writes an eventfd: async-signal-safe.
+        catcher as *const () as libc::sighandler_t
+    };
     crate::sys::set_signal_action(sig, action, libc::SA_RESTART);
 }
 
