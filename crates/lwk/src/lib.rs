@@ -20,6 +20,7 @@ pub mod proxy;
 pub mod rewrite;
 pub mod run;
 pub mod signal;
+pub mod slot;
 pub mod stack;
 pub mod stats;
 pub mod stub;

@@ -4,6 +4,7 @@
 use crate::memory::{sys_page, GuestMemory, DOORBELL_BASE};
 use crate::proxy::{self, Proxy};
 use crate::run::{Backend, Config, Fault, LwkError, Outcome, Symbols};
+use crate::slot;
 use crate::stub;
 use crate::syscall::{CloneReq, Ctx, ExitStatus, Kernel, Reply};
 use crate::vcpu::{self, Entry};
@@ -276,12 +277,12 @@ impl Machine {
     /// Serves vCPU `id`'s slot after a doorbell exit; Some when the loop must end.
     fn serve_doorbell(self: &Arc<Self>, id: u64, vcpu: &mut VcpuFd) -> Option<End> {
         let slot = stub::slot_addr(id);
-        let st = proxy::state_of(&self.kernel, slot);
+        let st = slot::state_of(&self.kernel.mem, slot);
         let mut waited = 0u32;
         loop {
             match st.load(Ordering::Acquire) {
                 state::REQUEST => {
-                    if !proxy::claim(st) {
+                    if !slot::claim(st) {
                         continue;
                     }
                 }
@@ -313,7 +314,7 @@ impl Machine {
                 }
                 _ => return None,
             }
-            let (nr, a) = proxy::request(&self.kernel, slot);
+            let (nr, a) = slot::request(&self.kernel.mem, slot);
             if [libc::SYS_rt_sigreturn, libc::SYS_execve, libc::SYS_execveat].contains(&(nr as i64)) {
                 // These set the vCPU's registers: complete the doorbell's MMIO exit first.
                 crate::signal::deliver::settle(vcpu);
@@ -327,7 +328,7 @@ impl Machine {
                     crate::signal::deliver::complete_call(&self.kernel, id, vcpu, r).then_some(End::Process)
                 }
                 Reply::Ret(r) => {
-                    proxy::reply(&self.kernel, slot, r);
+                    slot::reply(&self.kernel.mem, slot, r);
                     None
                 }
                 Reply::Resumed => {
@@ -335,12 +336,12 @@ impl Machine {
                     crate::signal::deliver::after_sigreturn(&self.kernel, id, vcpu).then_some(End::Process)
                 }
                 Reply::NeedVcpu => {
-                    proxy::reply(&self.kernel, slot, crate::syscall::ENOSYS);
+                    slot::reply(&self.kernel.mem, slot, crate::syscall::ENOSYS);
                     None
                 }
                 Reply::Clone(req) => {
                     let r = self.spawn(id, vcpu, req);
-                    proxy::reply(&self.kernel, slot, r);
+                    slot::reply(&self.kernel.mem, slot, r);
                     None
                 }
                 Reply::Fork(req) => self.fork_process(id, vcpu, req),
@@ -361,7 +362,7 @@ impl Machine {
         };
         // The child continues after the parent's syscall with the parent's registers, rax = 0,
         // on its own stack.
-        let regs = proxy::returned(&self.kernel, stub::slot_addr(parent_id), regs, 0, req.stack);
+        let regs = slot::returned(&self.kernel.mem, stub::slot_addr(parent_id), regs, 0, req.stack);
         let fs_base = req.tls.unwrap_or(sregs.fs.base);
         let entry = Entry {
             rip: regs.rip,

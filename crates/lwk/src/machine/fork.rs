@@ -22,7 +22,8 @@
 //! own locks across fork.
 
 use super::{lock, End, Machine};
-use crate::proxy::{self, Proxy};
+use crate::proxy::Proxy;
+use crate::slot;
 use crate::stub;
 use crate::syscall::{CloneReq, ExitStatus};
 use crate::vcpu::{self, Entry};
@@ -38,7 +39,7 @@ impl Machine {
         let slot = stub::slot_addr(id);
         crate::signal::deliver::settle(vcpu);
         let (Ok(regs), Ok(sregs), Ok(xsave)) = (vcpu.get_regs(), vcpu.get_sregs(), vcpu.get_xsave()) else {
-            proxy::reply(&self.kernel, slot, -(libc::EIO as i64));
+            slot::reply(&self.kernel.mem, slot, -(libc::EIO as i64));
             return None;
         };
         // The LWK's busiest locks, taken in the order the LWK nests them and held across fork(2):
@@ -54,8 +55,8 @@ impl Machine {
         drop(held);
         match forked {
             Err(e) => {
-                proxy::reply(
-                    &self.kernel,
+                slot::reply(
+                    &self.kernel.mem,
                     slot,
                     -(e.raw_os_error().unwrap_or(libc::EAGAIN) as i64),
                 );
@@ -65,12 +66,12 @@ impl Machine {
                 if let Some(p) = req.parent_tid {
                     self.mem.write(p, &(pid as u32).to_le_bytes());
                 }
-                proxy::reply(&self.kernel, slot, pid as i64);
+                slot::reply(&self.kernel.mem, slot, pid as i64);
                 None
             }
             Ok(_) => {
                 // The child: this thread is all that is left of the VMM.
-                let regs = proxy::returned(&self.kernel, slot, regs, 0, req.stack);
+                let regs = slot::returned(&self.kernel.mem, slot, regs, 0, req.stack);
                 let entry = Entry {
                     rip: regs.rip,
                     rsp: regs.rsp,
@@ -82,7 +83,7 @@ impl Machine {
                     eprintln!("multios lwk: forked child: {why}");
                     crate::sys::exit_now(127);
                 }
-                proxy::state_of(&self.kernel, slot).store(state::IDLE, Ordering::Release);
+                slot::state_of(&self.kernel.mem, slot).store(state::IDLE, Ordering::Release);
                 // The caller's loop goes on as the child's vCPU 0.
                 Some(End::Forked)
             }

@@ -17,7 +17,7 @@
 use super::{
     bit, default_ignored, is_restart, Delivery, SigInfo, Trap, ERESTARTNOINTR, ERESTARTSYS, SA_RESTART,
 };
-use crate::proxy;
+use crate::slot;
 use crate::stub;
 use crate::syscall::{lock, ExitStatus, Kernel};
 use kvm_bindings::kvm_regs;
@@ -40,12 +40,12 @@ pub fn complete_call(kernel: &Kernel, id: u64, vcpu: &mut VcpuFd, ret: i64) -> b
     let slot = stub::slot_addr(id);
     settle(vcpu);
     let Ok(regs) = vcpu.get_regs() else {
-        proxy::reply(kernel, slot, restart_fallback(ret));
+        slot::reply(&kernel.mem, slot, restart_fallback(ret));
         return false;
     };
-    let (nr, _) = proxy::request(kernel, slot);
-    let mut regs = proxy::returned(kernel, slot, regs, ret, 0);
-    proxy::state_of(kernel, slot).store(state::IDLE, Ordering::Release);
+    let (nr, _) = slot::request(&kernel.mem, slot);
+    let mut regs = slot::returned(&kernel.mem, slot, regs, ret, 0);
+    slot::state_of(&kernel.mem, slot).store(state::IDLE, Ordering::Release);
     match kernel.deliver(id as usize, vcpu, &regs, Some(nr)) {
         Delivery::Entered => false,
         Delivery::Stop => true,
@@ -53,7 +53,7 @@ pub fn complete_call(kernel: &Kernel, id: u64, vcpu: &mut VcpuFd, ret: i64) -> b
             kernel.returned_without_handler(id as usize, &mut regs, nr);
             if vcpu.set_regs(&regs).is_err() {
                 // Fall back to the stub's own return path.
-                proxy::reply(kernel, slot, restart_fallback(ret));
+                slot::reply(&kernel.mem, slot, restart_fallback(ret));
             }
             false
         }
