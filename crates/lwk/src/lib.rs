@@ -9,19 +9,20 @@
 //! pointers need no translation. See docs/LWK.md.
 
 pub mod bench;
-pub mod elf;
+pub mod config;
 pub mod fc;
 pub mod fds;
+pub mod loader;
 pub mod machine;
 pub mod memory;
 pub mod mm;
+pub mod outcome;
 pub mod procfs;
 pub mod proxy;
 pub mod rewrite;
 pub mod run;
 pub mod signal;
 pub mod slot;
-pub mod stack;
 pub mod stats;
 pub mod stub;
 pub mod sys;
@@ -30,8 +31,10 @@ pub mod vcpu;
 pub mod vm;
 pub mod vmas;
 
+pub use config::{default_partition, Backend, Config};
 pub use fds::floor as fd_floor;
-pub use run::{default_partition, run, Backend, Config, Fault, LwkError, Outcome};
+pub use outcome::{Fault, LwkError, Outcome};
+pub use run::run;
 pub use sys::affinity_list as available_cpus;
 pub use syscall::{ExitStatus, Policy};
 pub use vm::check_kvm;

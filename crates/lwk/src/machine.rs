@@ -1,9 +1,11 @@
 //! The running machine: the VM, its vCPU threads (one per guest thread), the proxy, and how they
 //! stop together. A guest clone() of a thread becomes a new vCPU with the parent's registers.
 
+use crate::config::{Backend, Config};
+use crate::loader::Symbols;
 use crate::memory::{sys_page, GuestMemory, DOORBELL_BASE};
+use crate::outcome::{Fault, LwkError, Outcome};
 use crate::proxy::{self, Proxy};
-use crate::run::{Backend, Config, Fault, LwkError, Outcome, Symbols};
 use crate::slot;
 use crate::stub;
 use crate::syscall::{CloneReq, Ctx, ExitStatus, Kernel, Reply};

@@ -2,7 +2,7 @@
 //! answering its /proc/self/maps from it.
 
 use super::{lock, Kernel};
-use crate::elf::Image;
+use crate::loader::elf::Image;
 use crate::vmas::Vma;
 
 /// (st_dev, st_ino) of a path.
