@@ -2,13 +2,14 @@
 //! N system calls with rdtsc, the VMM turns cycles into ns and reports min/median/p99.
 
 use crate::config::{Backend, Config};
+use crate::kernel::Kernel;
 use crate::loader::elf::Image;
 use crate::loader::Symbols;
 use crate::machine::drive;
 use crate::memory::{GuestMemory, APP_BASE};
 use crate::mm::Mm;
 use crate::outcome::LwkError;
-use crate::syscall::{Kernel, Policy};
+use crate::syscall::Policy;
 use crate::vcpu::Entry;
 use std::collections::BTreeSet;
 use std::sync::Arc;

@@ -12,6 +12,7 @@ pub mod bench;
 pub mod config;
 pub mod fc;
 pub mod fds;
+pub mod kernel;
 pub mod loader;
 pub mod machine;
 pub mod memory;
@@ -33,8 +34,9 @@ pub mod vmas;
 
 pub use config::{default_partition, Backend, Config};
 pub use fds::floor as fd_floor;
+pub use kernel::ExitStatus;
 pub use outcome::{Fault, LwkError, Outcome};
 pub use run::run;
 pub use sys::affinity_list as available_cpus;
-pub use syscall::{ExitStatus, Policy};
+pub use syscall::Policy;
 pub use vm::check_kvm;

@@ -2,13 +2,13 @@
 //! stop together. A guest clone() of a thread becomes a new vCPU with the parent's registers.
 
 use crate::config::{Backend, Config};
+use crate::kernel::{CloneReq, Ctx, ExitStatus, Kernel, Reply};
 use crate::loader::Symbols;
 use crate::memory::{sys_page, GuestMemory, DOORBELL_BASE};
 use crate::outcome::{Fault, LwkError, Outcome};
 use crate::proxy::{self, Proxy};
 use crate::slot;
 use crate::stub;
-use crate::syscall::{CloneReq, Ctx, ExitStatus, Kernel, Reply};
 use crate::vcpu::{self, Entry};
 use crate::vm::{Vm, VmError};
 use kvm_bindings::CpuId;

@@ -1,11 +1,11 @@
 //! How a run ends: its [`Outcome`] (status, statistics, timings, notes), or the [`LwkError`] that
 //! stopped it, a guest [`Fault`] among them.
 
+use crate::kernel::ExitStatus;
 use crate::loader::LoadError;
 use crate::memory::{MemoryError, APP_BASE};
 use crate::stats::Stats;
 use crate::stub;
-use crate::syscall::ExitStatus;
 use crate::vcpu::VcpuError;
 use crate::vm::VmError;
 use std::time::Duration;

@@ -4,8 +4,8 @@
 //! is not lost: the stub's spin budget runs out, it rings the doorbell (an MMIO exit), the vCPU
 //! thread serves that call itself and unparks the proxy for the calls that follow.
 
+use crate::kernel::{Ctx, Kernel, Reply};
 use crate::slot::{claim, reply, request, state_of};
-use crate::syscall::{Ctx, Kernel, Reply};
 use multios_lwk_abi::{offset, state};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;

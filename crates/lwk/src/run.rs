@@ -2,11 +2,11 @@
 //! drive the vCPUs (`machine`) to the end.
 
 use crate::config::Config;
+use crate::kernel::Kernel;
 use crate::loader::{self, Symbols};
 use crate::machine::drive;
 use crate::memory::GuestMemory;
 use crate::outcome::{LwkError, Outcome};
-use crate::syscall::Kernel;
 use crate::vcpu::Entry;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;

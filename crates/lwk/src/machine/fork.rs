@@ -22,10 +22,10 @@
 //! own locks across fork.
 
 use super::{lock, End, Machine};
+use crate::kernel::{CloneReq, ExitStatus};
 use crate::proxy::Proxy;
 use crate::slot;
 use crate::stub;
-use crate::syscall::{CloneReq, ExitStatus};
 use crate::vcpu::{self, Entry};
 use crate::vm::Vm;
 use kvm_ioctls::VcpuFd;

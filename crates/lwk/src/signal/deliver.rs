@@ -17,9 +17,9 @@
 use super::{
     bit, default_ignored, is_restart, Delivery, SigInfo, Trap, ERESTARTNOINTR, ERESTARTSYS, SA_RESTART,
 };
+use crate::kernel::{lock, ExitStatus, Kernel};
 use crate::slot;
 use crate::stub;
-use crate::syscall::{lock, ExitStatus, Kernel};
 use kvm_bindings::kvm_regs;
 use kvm_ioctls::VcpuFd;
 use multios_lwk_abi::{state, STUB_PAGE};

@@ -3,7 +3,7 @@
 //! duration (rt_sigsuspend, pselect6, ppoll, epoll_pwait).
 
 use super::{bit, default_ignored, signals_in, SigInfo, UNBLOCKABLE};
-use crate::syscall::{lock, Kernel};
+use crate::kernel::{lock, Kernel};
 
 impl Kernel {
     /// At start-up: the guest inherits the signals the VMM was started with ignored (as a program

@@ -23,7 +23,7 @@
 //! The handler starts with the FPU in its initial state, as on Linux.
 
 use super::{bit, AltStack, SigInfo, SA_NODEFER, SA_ONSTACK, SA_RESETHAND, SA_RESTORER, UNBLOCKABLE};
-use crate::syscall::{lock, Kernel, Reply};
+use crate::kernel::{lock, Kernel, Reply};
 use kvm_bindings::kvm_regs;
 use kvm_ioctls::VcpuFd;
 

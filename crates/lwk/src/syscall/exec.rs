@@ -6,7 +6,7 @@
 //! calling vCPU restarts at the new entry point. `#!` scripts run their interpreter (one level).
 //! A guest with several threads gets ENOSYS with a report (Linux would kill the other threads).
 
-use super::{lock, Ctx, Kernel, Reply};
+use crate::kernel::{lock, Ctx, Kernel, Reply};
 use crate::loader::script;
 use crate::sys;
 use kvm_bindings::{kvm_fpu, kvm_regs};

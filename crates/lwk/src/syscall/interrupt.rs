@@ -2,7 +2,7 @@
 //! the signal pump's kicks, a mask the call installs is applied by the LWK, and an interrupted
 //! call ends with Linux's internal restart codes (EINTR or the call again, decided at delivery).
 
-use super::{lock, Kernel, Reply};
+use crate::kernel::{lock, Kernel, Reply};
 use crate::signal::{is_restart, ERESTARTNOHAND, ERESTARTNOINTR, ERESTARTSYS};
 
 /// The internal result of call `nr` interrupted by a signal: ERESTARTNOHAND for the calls Linux

@@ -2,7 +2,8 @@
 
 #![allow(non_upper_case_globals)] // libc names the SYS_ constants in lower case
 
-use super::{lock, Ctx, ExitStatus, Kernel, Reply, ENOSYS};
+use super::ENOSYS;
+use crate::kernel::{lock, Ctx, ExitStatus, Kernel, Reply};
 use crate::mm::{Effects, MmError};
 use crate::sys;
 use libc::*;
@@ -168,7 +169,7 @@ impl Kernel {
             SYS_execve | SYS_execveat => self.execve(ctx, cpu, nr, a),
             SYS_fork | SYS_vfork => match ctx {
                 Ctx::Proxy => Reply::NeedVcpu,
-                Ctx::Vcpu(_) => Reply::Fork(super::CloneReq {
+                Ctx::Vcpu(_) => Reply::Fork(crate::kernel::CloneReq {
                     stack: 0,
                     tls: None,
                     parent_tid: None,
@@ -370,7 +371,7 @@ impl Kernel {
             (a[0], a[1], a[2], a[3], a[4])
         };
         let ptr = |flag: i32, p: u64| (flags & flag as u64 != 0 && self.mem.in_app(p, 4)).then_some(p);
-        let req = super::CloneReq {
+        let req = crate::kernel::CloneReq {
             stack,
             tls: (flags & CLONE_SETTLS as u64 != 0).then_some(tls),
             parent_tid: ptr(CLONE_PARENT_SETTID, ptid),

@@ -1,7 +1,7 @@
 //! Keeping the guest's view of its address space (`vmas.rs`) in step with its memory calls, and
 //! answering its /proc/self/maps from it.
 
-use super::{lock, Kernel};
+use crate::kernel::{lock, Kernel};
 use crate::loader::elf::Image;
 use crate::vmas::Vma;
 

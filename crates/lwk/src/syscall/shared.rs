@@ -11,7 +11,7 @@
 //! it (SHM_REMAP), so the guest uses the segment's pages themselves; shmdt (or munmap) puts private
 //! anonymous memory back, which detaches it in the host.
 
-use super::{lock, Kernel, Reply};
+use crate::kernel::{lock, Kernel, Reply};
 use crate::mm::PAGE;
 use crate::sys;
 

@@ -2,7 +2,7 @@
 //! sigtimedwait and sigaltstack — argument checks and guest memory here, the signal state and its
 //! rules in `crate::signal` (rt_sigreturn is in `signal/frame.rs`, with the frame it reads).
 
-use super::{lock, Ctx, ExitStatus, Kernel, Reply};
+use crate::kernel::{lock, Ctx, ExitStatus, Kernel, Reply};
 use crate::signal::{AltStack, SigInfo, ERESTARTNOHAND, SA_RESTART, SI_TKILL, SI_USER, UNBLOCKABLE};
 
 impl Kernel {
