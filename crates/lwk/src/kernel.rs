@@ -9,6 +9,7 @@ use crate::stats::Stats;
 use crate::syscall::policy::Policy;
 use kvm_ioctls::VcpuFd;
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicI32, AtomicUsize};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The answer to one request.
@@ -70,43 +71,62 @@ pub enum ExitStatus {
     Signal(i32),
 }
 
-/// The LWK state of the one guest process.
-pub struct Kernel {
-    pub mem: Arc<GuestMemory>,
+/// The guest's address space: the window's allocator and what its ranges hold.
+pub struct AddressSpace {
+    /// The application window's allocator (brk, mmap, munmap…).
     pub(crate) mm: Mutex<Mm>,
     /// What the ranges of the window hold, for the guest's /proc/self/maps (lock after `mm`).
     pub(crate) vmas: Mutex<crate::vmas::Vmas>,
-    /// Ranges of the window that are shared file mappings (`shared.rs`).
+    /// Ranges of the window that are shared file mappings (`syscall/shared.rs`).
     pub(crate) shared: Mutex<crate::mm::RangeSet>,
-    /// SysV shared-memory attachments: address → length (shmdt's argument is only the address).
+    /// SysV shared-memory attachments: address → length (shmdt's argument is only the address;
+    /// lock after `shared`).
     pub(crate) shm: Mutex<std::collections::BTreeMap<u64, u64>>,
-    pub(crate) policy: Policy,
+}
+
+/// The program the guest runs now (execve replaces it).
+pub struct Program {
     /// The program's absolute path, the answer to readlink("/proc/self/exe").
     pub(crate) exe: Mutex<Vec<u8>>,
     /// execve calls so far.
-    pub(crate) execs: std::sync::atomic::AtomicUsize,
+    pub(crate) execs: AtomicUsize,
+    /// With rewriting on (the default): thunks for code mapped later (shared libraries), and the count.
+    pub(crate) thunks: Mutex<Option<crate::rewrite::Thunks>>,
+    pub(crate) rewritten: AtomicUsize,
+}
+
+/// The LWK state of the one guest process.
+///
+/// Lock order — the nesting the code does, and the order the VMM's fork holds the busiest locks
+/// in (`machine/fork.rs`): `threads`, then `signals.pending`, then `signals.info`, then `stats`;
+/// `space.mm` before `space.vmas`; `space.shared` before `space.shm`. Every other lock is taken
+/// alone, released before the next one is taken.
+pub struct Kernel {
+    pub mem: Arc<GuestMemory>,
+    pub(crate) space: AddressSpace,
+    pub(crate) program: Program,
+    pub(crate) policy: Policy,
     /// The guest's pid: the VMM's (a forked child's after fork).
-    pub(crate) pid: std::sync::atomic::AtomicI32,
+    pub(crate) pid: AtomicI32,
+    /// The lowest of the VMM's own descriptors (`fds.rs`): the guest's stay below it.
     pub(crate) fd_floor: i32,
+    /// The guest's threads, indexed by vCPU id, each with its signal state.
+    pub(crate) threads: Mutex<Vec<ThreadInfo>>,
+    pub(crate) live_threads: AtomicUsize,
     /// The process's signal state: dispositions, the process-directed pending set, senders, the
     /// host threads serving calls (per-thread masks and pending sets are in `threads`).
     pub(crate) signals: crate::signal::Signals,
-    pub(crate) reported: Mutex<BTreeSet<u64>>,
-    pub(crate) exit: Mutex<Option<ExitStatus>>,
-    pub(crate) stats: Mutex<Stats>,
-    /// Reports of refused calls, kept for the caller (also printed to stderr once each).
-    pub(crate) notes: Mutex<Vec<String>>,
-    pub(crate) quiet: bool,
-    /// Indexed by vCPU id.
-    pub(crate) threads: Mutex<Vec<ThreadInfo>>,
-    pub(crate) live_threads: std::sync::atomic::AtomicUsize,
-    /// With rewriting on (the default): thunks for code mapped later (shared libraries), and the count.
-    pub(crate) thunks: Mutex<Option<crate::rewrite::Thunks>>,
-    pub(crate) rewritten: std::sync::atomic::AtomicUsize,
     /// The LWK partition: the CPUs sched_getaffinity reports, vCPU k pinned on `cpus[k % len]`
     /// when `pin` is set.
     pub(crate) cpus: Vec<usize>,
     pub(crate) pin: bool,
+    pub(crate) exit: Mutex<Option<ExitStatus>>,
+    pub(crate) stats: Mutex<Stats>,
+    /// Calls already reported as refused (each is reported once).
+    pub(crate) reported: Mutex<BTreeSet<u64>>,
+    /// Reports of refused calls, kept for the caller (also printed to stderr once each).
+    pub(crate) notes: Mutex<Vec<String>>,
+    pub(crate) quiet: bool,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -127,14 +147,20 @@ impl Kernel {
         let _ = crate::procfs::init();
         Kernel {
             mem,
-            mm: Mutex::new(mm),
-            vmas: Mutex::new(crate::vmas::Vmas::default()),
-            shared: Mutex::new(crate::mm::RangeSet::default()),
-            shm: Mutex::new(std::collections::BTreeMap::new()),
+            space: AddressSpace {
+                mm: Mutex::new(mm),
+                vmas: Mutex::new(crate::vmas::Vmas::default()),
+                shared: Mutex::new(crate::mm::RangeSet::default()),
+                shm: Mutex::new(std::collections::BTreeMap::new()),
+            },
+            program: Program {
+                exe: Mutex::new(exe),
+                execs: AtomicUsize::new(0),
+                thunks: Mutex::new(None),
+                rewritten: AtomicUsize::new(0),
+            },
             policy,
-            exe: Mutex::new(exe),
-            execs: std::sync::atomic::AtomicUsize::new(0),
-            pid: std::sync::atomic::AtomicI32::new(std::process::id() as i32),
+            pid: AtomicI32::new(std::process::id() as i32),
             fd_floor,
             signals: crate::signal::Signals::new(crate::memory::sys_page::MAX_VCPUS as usize),
             reported: Mutex::new(BTreeSet::new()),
@@ -150,9 +176,7 @@ impl Kernel {
                 affinity: None,
                 sig: crate::signal::ThreadSignals::default(),
             }]),
-            live_threads: std::sync::atomic::AtomicUsize::new(1),
-            thunks: Mutex::new(None),
-            rewritten: std::sync::atomic::AtomicUsize::new(0),
+            live_threads: AtomicUsize::new(1),
             cpus: crate::sys::affinity_list(),
             pin: false,
         }
@@ -160,7 +184,7 @@ impl Kernel {
 
     /// Rewrites syscall sites of executable file mappings made by the program from now on.
     pub fn set_thunks(&mut self, thunks: crate::rewrite::Thunks) {
-        self.thunks = Mutex::new(Some(thunks));
+        self.program.thunks = Mutex::new(Some(thunks));
     }
 
     /// Sets the LWK partition. With `pin`, vCPU k runs on `cpus[k % len]` (see
@@ -174,7 +198,7 @@ impl Kernel {
 
     /// Syscall sites rewritten in code mapped at run time.
     pub fn rewritten_at_run_time(&self) -> usize {
-        self.rewritten.load(std::sync::atomic::Ordering::Relaxed)
+        self.program.rewritten.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Registers vCPU `id`, created by vCPU `parent`, as a new thread (it inherits the parent's

@@ -79,7 +79,7 @@ impl Kernel {
         };
         // /proc/self/exe is the VMM's binary on the host: the guest means its own program.
         let mut prog = if path == b"/proc/self/exe" {
-            PathBuf::from(OsStr::from_bytes(&lock(&self.exe)))
+            PathBuf::from(OsStr::from_bytes(&lock(&self.program.exe)))
         } else {
             PathBuf::from(OsStr::from_bytes(&path))
         };
@@ -109,22 +109,25 @@ impl Kernel {
             return Reply::Ret(e);
         }
         self.mem.zero(window.0, window.1);
-        let rewrite = lock(&self.thunks).is_some();
+        let rewrite = lock(&self.program.thunks).is_some();
         let name = String::from_utf8_lossy(&path).into_owned();
         let loaded = match crate::loader::load_program(&self.mem, &prog, &name, argv, envp, rewrite) {
             Ok(l) => l,
             Err(e) => return self.exec_failed(format!("loading {}: {e}", prog.display())),
         };
-        *lock(&self.mm) = loaded.mm;
+        *lock(&self.space.mm) = loaded.mm;
         self.note_images(&loaded.image, loaded.interp.as_ref());
         if let Some(t) = loaded.thunks {
-            *lock(&self.thunks) = Some(t);
+            *lock(&self.program.thunks) = Some(t);
         }
-        self.rewritten
+        self.program
+            .rewritten
             .fetch_add(loaded.rewritten, std::sync::atomic::Ordering::Relaxed);
         let exe = std::fs::canonicalize(&prog).unwrap_or(prog);
-        *lock(&self.exe) = exe.as_os_str().as_bytes().to_vec();
-        self.execs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        *lock(&self.program.exe) = exe.as_os_str().as_bytes().to_vec();
+        self.program
+            .execs
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.reset_handlers();
         sys::close_on_exec(self.fd_floor);
         if let Some(t) = lock(&self.threads).get_mut(cpu) {
@@ -178,7 +181,7 @@ impl Kernel {
 
     /// How many times the guest has exec'd (its first program's symbols are stale after one).
     pub fn execs(&self) -> usize {
-        self.execs.load(std::sync::atomic::Ordering::Relaxed)
+        self.program.execs.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 

@@ -22,7 +22,7 @@ impl Kernel {
         match nr as i64 {
             SYS_brk => {
                 let mut fx = Effects::default();
-                let r = lock(&self.mm).brk(a[0], &mut fx);
+                let r = lock(&self.space.mm).brk(a[0], &mut fx);
                 self.apply(fx);
                 Reply::Ret(r as i64)
             }
@@ -43,7 +43,8 @@ impl Kernel {
                 if self.overlaps_shared(a[0], a[1]) {
                     return self.refuse(nr, "mremap of a MAP_SHARED file mapping");
                 }
-                let r = lock(&self.mm).mremap(a[0], a[1], a[2], a[3] & MREMAP_MAYMOVE as u64 != 0, &mut fx);
+                let r =
+                    lock(&self.space.mm).mremap(a[0], a[1], a[2], a[3] & MREMAP_MAYMOVE as u64 != 0, &mut fx);
                 self.apply(fx);
                 if let Ok(new) = r {
                     self.note_remap(a[0], a[1], new, a[2]);
@@ -51,18 +52,20 @@ impl Kernel {
                 Reply::Ret(r.map_or_else(MmError::errno, |v| v as i64))
             }
             SYS_msync => self.msync(a),
-            SYS_mprotect if lock(&self.mm).in_window(a[0], a[1]) => {
+            SYS_mprotect if lock(&self.space.mm).in_window(a[0], a[1]) => {
                 self.note_protect(a[0], a[1], a[2] as i32);
                 Reply::Ret(0)
             }
-            SYS_mprotect | SYS_mlock | SYS_munlock => Reply::Ret(if lock(&self.mm).in_window(a[0], a[1]) {
-                0
-            } else {
-                -(ENOMEM as i64)
-            }),
+            SYS_mprotect | SYS_mlock | SYS_munlock => {
+                Reply::Ret(if lock(&self.space.mm).in_window(a[0], a[1]) {
+                    0
+                } else {
+                    -(ENOMEM as i64)
+                })
+            }
             SYS_mlockall | SYS_munlockall => Reply::Ret(0),
             SYS_madvise => {
-                if !lock(&self.mm).in_window(a[0], a[1]) {
+                if !lock(&self.space.mm).in_window(a[0], a[1]) {
                     return err(ENOMEM);
                 }
                 if a[2] as i32 == MADV_DONTNEED {
@@ -131,7 +134,7 @@ impl Kernel {
                     (a[2], a[3])
                 };
                 if self.is_proc_self_exe(nr, &a) {
-                    let exe = lock(&self.exe).clone();
+                    let exe = lock(&self.program.exe).clone();
                     let n = exe.len().min(len as usize);
                     if !self.mem.in_app(buf, n as u64) {
                         return err(EFAULT);
@@ -191,7 +194,7 @@ impl Kernel {
     /// second half failed) and applies what that requires.
     pub(super) fn release(&self, addr: u64, len: u64) -> Result<(), MmError> {
         let mut fx = Effects::default();
-        let r = lock(&self.mm).munmap(addr, len, &mut fx);
+        let r = lock(&self.space.mm).munmap(addr, len, &mut fx);
         self.apply(fx);
         if r.is_ok() {
             self.note_unmap(addr, len);
@@ -222,10 +225,10 @@ impl Kernel {
             return err(EINVAL);
         }
         let fixed = flags & (MAP_FIXED | MAP_FIXED_NOREPLACE) != 0;
-        let rewriting = lock(&self.thunks).is_some();
+        let rewriting = lock(&self.program.thunks).is_some();
         let mut fx = Effects::default();
         let r = {
-            let mut mm = lock(&self.mm);
+            let mut mm = lock(&self.space.mm);
             if flags & MAP_FIXED_NOREPLACE != 0 && !mm.maps.is_free(addr, addr.saturating_add(len)) {
                 return err(EEXIST);
             }
@@ -271,9 +274,11 @@ impl Kernel {
                 done += n as u64;
             }
             if prot & PROT_EXEC != 0 {
-                if let Some(t) = lock(&self.thunks).as_mut() {
+                if let Some(t) = lock(&self.program.thunks).as_mut() {
                     let n = crate::rewrite::rewrite(&self.mem, t, addr, done);
-                    self.rewritten.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+                    self.program
+                        .rewritten
+                        .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
                 }
             }
         }
@@ -290,7 +295,7 @@ impl Kernel {
             return err(EIO);
         };
         match a[0] {
-            ARCH_SET_GS if lock(&self.thunks).is_some() => self.refuse(
+            ARCH_SET_GS if lock(&self.program.thunks).is_some() => self.refuse(
                 SYS_arch_prctl as u64,
                 "ARCH_SET_GS: the LWK keeps each vCPU's stub address in GS for rewritten syscall \
                  sites (run with --no-rewrite-syscalls to allow it)",
@@ -313,7 +318,7 @@ impl Kernel {
             }
             ARCH_GET_FS | ARCH_GET_GS => {
                 // With rewriting, GS holds the stub address, not anything the program set.
-                let gs = if lock(&self.thunks).is_some() {
+                let gs = if lock(&self.program.thunks).is_some() {
                     0
                 } else {
                     sregs.gs.base
