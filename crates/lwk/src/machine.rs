@@ -86,14 +86,8 @@ extern "C" fn on_kick(_: libc::c_int) {}
 /// Installs the no-op SIGUSR2 handler used to kick vCPU threads out of KVM_RUN (no SA_RESTART,
 /// so blocking calls return EINTR too).
 fn install_kick_handler() {
-    // SAFETY: a zeroed sigaction with a valid handler and an empty mask is a valid argument; the
-    // handler does nothing, so it is async-signal-safe.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_kick as *const () as usize;
-        libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(libc::SIGUSR2, &sa, std::ptr::null_mut());
-    }
+    // The handler does nothing, so it is async-signal-safe.
+    crate::sys::set_plain_handler(libc::SIGUSR2, on_kick);
 }
 
 fn kick(t: libc::pthread_t) {
@@ -149,8 +143,7 @@ pub fn drive(
         },
         child_threads: Mutex::new((None, None)),
         forked: AtomicBool::new(false),
-        // SAFETY: pthread_self has no preconditions.
-        main_thread: AtomicU64::new(unsafe { libc::pthread_self() } as u64),
+        main_thread: AtomicU64::new(crate::sys::pthread_self()),
     });
     let pump = m.start_signal_pump();
     let saved_affinity = crate::sys::affinity();
@@ -206,8 +199,7 @@ impl Machine {
 
     /// True on the host thread running vCPU 0.
     fn on_main_thread(&self) -> bool {
-        // SAFETY: pthread_self has no preconditions.
-        self.main_thread.load(Ordering::Acquire) == unsafe { libc::pthread_self() } as u64
+        self.main_thread.load(Ordering::Acquire) == crate::sys::pthread_self()
     }
 
     /// Runs vCPU `id` until its thread or the process ends.
@@ -406,8 +398,7 @@ impl Machine {
             .name(format!("lwk-vcpu{id}"))
             .spawn(move || {
                 m.kernel.vcpu_started(id as usize);
-                // SAFETY: pthread_self has no preconditions.
-                let _ = tx.send(unsafe { libc::pthread_self() });
+                let _ = tx.send(crate::sys::pthread_self() as libc::pthread_t);
                 let end = m.vcpu_loop(id, &mut vcpu);
                 if m.on_main_thread() {
                     // This thread forked: it is the child's vCPU 0 and the child ends here.

@@ -106,9 +106,7 @@ pub(crate) fn load_program(
             }
         }
     }
-    // SAFETY: these identity getters cannot fail.
-    let (uid, euid, gid, egid) =
-        unsafe { (libc::getuid(), libc::geteuid(), libc::getgid(), libc::getegid()) };
+    let (uid, euid, gid, egid) = crate::sys::credentials();
     let spec = StackSpec {
         argv,
         envp,

@@ -105,9 +105,8 @@ impl Machine {
         for s in self.kernel.signals.serving.iter() {
             s.store(0, Ordering::Release);
         }
-        // SAFETY: pthread_self has no preconditions.
         self.main_thread
-            .store(unsafe { libc::pthread_self() } as u64, Ordering::Release);
+            .store(crate::sys::pthread_self(), Ordering::Release);
         if let Some(p) = req.child_tid {
             self.mem.write(p, &(pid as u32).to_le_bytes());
         }
@@ -127,7 +126,7 @@ impl Machine {
             crate::fds::floor(),
         )
         .map_err(|e| format!("a new vCPU: {e}"))?;
-        crate::vcpu::set_xsave(&fresh, xsave).map_err(|e| format!("KVM_SET_XSAVE: {e}"))?;
+        crate::sys::kvm::set_xsave(&fresh, xsave).map_err(|e| format!("KVM_SET_XSAVE: {e}"))?;
         *vcpu = fresh;
         *lock(&self.vm) = vm;
         crate::signal::host::forget_event();

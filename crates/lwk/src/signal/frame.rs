@@ -172,7 +172,7 @@ impl Kernel {
 
         // The handler starts with the FPU in its initial state, as on Linux (fpu__clear_user_states):
         // the interrupted code's state is in the frame, for rt_sigreturn.
-        crate::vcpu::set_xsave(vcpu, &initial_fpu(&xsave)).map_err(|e| format!("KVM_SET_XSAVE: {e}"))?;
+        crate::sys::kvm::set_xsave(vcpu, &initial_fpu(&xsave)).map_err(|e| format!("KVM_SET_XSAVE: {e}"))?;
         let mut new = *regs;
         new.rip = handler;
         new.rsp = frame;
@@ -214,7 +214,7 @@ impl Kernel {
         for (k, w) in xsave.region.iter_mut().enumerate().take(xlen / 4) {
             *w = u32::from_le_bytes([bytes[4 * k], bytes[4 * k + 1], bytes[4 * k + 2], bytes[4 * k + 3]]);
         }
-        crate::vcpu::set_xsave(vcpu, &xsave).map_err(|e| format!("KVM_SET_XSAVE: {e}"))
+        crate::sys::kvm::set_xsave(vcpu, &xsave).map_err(|e| format!("KVM_SET_XSAVE: {e}"))
     }
 
     /// rt_sigreturn from vCPU `cpu`: `rsp` at the call points at the ucontext of the frame (the
