@@ -446,7 +446,7 @@ impl Machine {
         }
     }
 
-    /// Starts the thread that turns signals caught for the guest (`hostsig`) into pending guest
+    /// Starts the thread that turns signals caught for the guest (`signal::host`) into pending guest
     /// signals and kicks a vCPU that can take them until one has (every 1 ms for 10 ms, then
     /// every 10 ms: a vCPU in a long delegated call takes it on the way back).
     fn start_signal_pump(self: &Arc<Self>) -> Option<SignalPump> {

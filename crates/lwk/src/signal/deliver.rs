@@ -34,7 +34,7 @@ pub fn settle(vcpu: &mut VcpuFd) {
 
 /// Completes vCPU `id`'s system call with result `ret` in its registers (the slot goes back to
 /// IDLE) and enters a signal handler if one is deliverable. A `ret` that is an internal restart
-/// result (a signal interrupted the call) becomes EINTR or the call again (`syscall/signal.rs`).
+/// result (a signal interrupted the call) becomes EINTR or the call again (`after_interrupt` below).
 /// Returns true when the process ends.
 pub fn complete_call(kernel: &Kernel, id: u64, vcpu: &mut VcpuFd, ret: i64) -> bool {
     let slot = stub::slot_addr(id);

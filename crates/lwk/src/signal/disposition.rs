@@ -8,7 +8,7 @@ use crate::kernel::{lock, Kernel};
 impl Kernel {
     /// At start-up: the guest inherits the signals the VMM was started with ignored (as a program
     /// does across exec), and the VMM catches those whose default action ends the guest
-    /// (`hostsig.rs`), so that the guest's mask applies and the run ends by them in order.
+    /// (`signal/host.rs`), so that the guest's mask applies and the run ends by them in order.
     pub fn adopt_host_dispositions(&self) {
         let mut acts = lock(&self.signals.actions);
         for (sig, act) in acts.iter_mut().enumerate().skip(1) {

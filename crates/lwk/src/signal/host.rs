@@ -7,7 +7,7 @@
 //! SIGWINCH, SIGURG) — are ignored (or left to their default) by the VMM too, and the stop signals
 //! keep their default action, which stops the VMM as it would stop the program. The catcher is
 //! installed with SA_RESTART: whether a guest call is interrupted is the LWK's decision
-//! (`syscall/signal.rs`), never a side effect of where the host signal landed.
+//! (`syscall/interrupt.rs`), never a side effect of where the host signal landed.
 //!
 //! The synchronous faults SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGTRAP are the VMM's own when the
 //! kernel raises them (si_code > 0: a fault of the VMM, handled as before it was caught — by the

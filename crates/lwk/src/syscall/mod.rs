@@ -38,7 +38,7 @@ impl Kernel {
         } else if local {
             self.local(ctx, cpu, nr, a)
         } else {
-            // Interrupted by a signal the guest takes, or restarted as Linux would (`signal.rs`).
+            // Interrupted by a signal the guest takes, or restarted as Linux would (`interrupt.rs`).
             let r = self.delegate_interruptibly(cpu, nr, a);
             if r == Reply::Ret(-(libc::EPIPE as i64)) && self.sigpipe_caught(cpu, nr, &a) {
                 // Linux sends the writer SIGPIPE; it has a handler, which runs on the way back.
