@@ -23,6 +23,18 @@ impl Kernel {
         }
     }
 
+    /// Handled signals go back to SIG_DFL on exec; ignored ones stay ignored.
+    pub(crate) fn reset_handlers(&self) {
+        let mut acts = lock(&self.signals.actions);
+        for (sig, act) in acts.iter_mut().enumerate().skip(1) {
+            let h = act.raw[0];
+            if h != libc::SIG_DFL as u64 && h != libc::SIG_IGN as u64 {
+                act.raw = [libc::SIG_DFL as u64, 0, 0, 0];
+                crate::signal::host::follow(sig as i32, libc::SIG_DFL as u64, false);
+            }
+        }
+    }
+
     /// The calling thread's blocked signals.
     pub(crate) fn sigmask_of(&self, cpu: usize) -> u64 {
         lock(&self.threads).get(cpu).map_or(0, |t| t.sig.mask)

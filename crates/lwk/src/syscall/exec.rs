@@ -161,18 +161,6 @@ impl Kernel {
         }
     }
 
-    /// Handled signals go back to SIG_DFL on exec; ignored ones stay ignored.
-    fn reset_handlers(&self) {
-        let mut acts = lock(&self.signals.actions);
-        for (sig, act) in acts.iter_mut().enumerate().skip(1) {
-            let h = act.raw[0];
-            if h != libc::SIG_DFL as u64 && h != libc::SIG_IGN as u64 {
-                act.raw = [libc::SIG_DFL as u64, 0, 0, 0];
-                crate::signal::host::follow(sig as i32, libc::SIG_DFL as u64, false);
-            }
-        }
-    }
-
     /// After the point of no return Linux kills the process with SIGSEGV.
     fn exec_failed(&self, why: String) -> Reply {
         self.end_with_sigsegv(format!("execve: {why}"));
