@@ -1,11 +1,15 @@
 //! Measuring the delegation round trip (f_c) from inside the guest: a tiny guest program times
 //! N system calls with rdtsc, the VMM turns cycles into ns and reports min/median/p99.
 
-use crate::elf::Image;
+use crate::config::{Backend, Config};
+use crate::kernel::Kernel;
+use crate::loader::elf::Image;
+use crate::loader::Symbols;
+use crate::machine::drive;
 use crate::memory::{GuestMemory, APP_BASE};
 use crate::mm::Mm;
-use crate::run::{drive, Backend, Config, LwkError, Symbols};
-use crate::syscall::{Kernel, LocalSet};
+use crate::outcome::LwkError;
+use crate::syscall::LocalSet;
 use crate::vcpu::Entry;
 use std::collections::BTreeSet;
 use std::sync::Arc;

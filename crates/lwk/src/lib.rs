@@ -9,19 +9,21 @@
 //! pointers need no translation. See docs/LWK.md.
 
 pub mod bench;
-pub mod deliver;
-pub mod elf;
+pub mod config;
 pub mod fc;
 pub mod fds;
-pub mod hostsig;
+pub mod kernel;
+pub mod loader;
 pub mod machine;
 pub mod memory;
 pub mod mm;
+pub mod outcome;
 pub mod procfs;
 pub mod proxy;
 pub mod rewrite;
 pub mod run;
-pub mod stack;
+pub mod signal;
+pub mod slot;
 pub mod stats;
 pub mod stub;
 pub mod sys;
@@ -30,8 +32,11 @@ pub mod vcpu;
 pub mod vm;
 pub mod vmas;
 
+pub use config::{default_partition, Backend, Config};
 pub use fds::floor as fd_floor;
-pub use run::{default_partition, run, Backend, Config, Fault, LwkError, Outcome};
+pub use kernel::ExitStatus;
+pub use outcome::{Fault, LwkError, Outcome};
+pub use run::run;
 pub use sys::affinity_list as available_cpus;
-pub use syscall::{ExitStatus, LocalSet, Policy};
+pub use syscall::{LocalSet, Policy};
 pub use vm::check_kvm;

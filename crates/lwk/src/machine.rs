@@ -1,11 +1,14 @@
 //! The running machine: the VM, its vCPU threads (one per guest thread), the proxy, and how they
 //! stop together. A guest clone() of a thread becomes a new vCPU with the parent's registers.
 
+use crate::config::{Backend, Config};
+use crate::kernel::{CloneReq, Ctx, ExitStatus, Kernel, Reply};
+use crate::loader::Symbols;
 use crate::memory::{sys_page, GuestMemory, DOORBELL_BASE};
+use crate::outcome::{Fault, LwkError, Outcome};
 use crate::proxy::{self, Proxy};
-use crate::run::{Backend, Config, Fault, LwkError, Outcome, Symbols};
+use crate::slot;
 use crate::stub;
-use crate::syscall::{CloneReq, Ctx, ExitStatus, Kernel, Reply};
 use crate::vcpu::{self, Entry};
 use crate::vm::{Vm, VmError};
 use kvm_bindings::CpuId;
@@ -83,14 +86,8 @@ extern "C" fn on_kick(_: libc::c_int) {}
 /// Installs the no-op SIGUSR2 handler used to kick vCPU threads out of KVM_RUN (no SA_RESTART,
 /// so blocking calls return EINTR too).
 fn install_kick_handler() {
-    // SAFETY: a zeroed sigaction with a valid handler and an empty mask is a valid argument; the
-    // handler does nothing, so it is async-signal-safe.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_kick as *const () as usize;
-        libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(libc::SIGUSR2, &sa, std::ptr::null_mut());
-    }
+    // The handler does nothing, so it is async-signal-safe.
+    crate::sys::set_plain_handler(libc::SIGUSR2, on_kick);
 }
 
 fn kick(t: libc::pthread_t) {
@@ -109,7 +106,7 @@ pub fn drive(
     t0: Instant,
 ) -> Result<Outcome, LwkError> {
     install_kick_handler();
-    crate::hostsig::catch_sent_faults();
+    crate::signal::host::catch_sent_faults();
     kernel.adopt_host_dispositions();
     let vm = Vm::new(&mem, crate::fds::floor())?;
     stub::write_tables(&mem);
@@ -146,8 +143,7 @@ pub fn drive(
         },
         child_threads: Mutex::new((None, None)),
         forked: AtomicBool::new(false),
-        // SAFETY: pthread_self has no preconditions.
-        main_thread: AtomicU64::new(unsafe { libc::pthread_self() } as u64),
+        main_thread: AtomicU64::new(crate::sys::pthread_self()),
     });
     let pump = m.start_signal_pump();
     let saved_affinity = crate::sys::affinity();
@@ -167,7 +163,7 @@ pub fn drive(
     m.main_loop_ended(end);
     m.stop_all();
     if let Some((fd, h)) = pump {
-        crate::hostsig::poke(fd);
+        crate::signal::host::poke(fd);
         let _ = h.join();
     }
     drop(proxy);
@@ -203,8 +199,7 @@ impl Machine {
 
     /// True on the host thread running vCPU 0.
     fn on_main_thread(&self) -> bool {
-        // SAFETY: pthread_self has no preconditions.
-        self.main_thread.load(Ordering::Acquire) == unsafe { libc::pthread_self() } as u64
+        self.main_thread.load(Ordering::Acquire) == crate::sys::pthread_self()
     }
 
     /// Runs vCPU `id` until its thread or the process ends.
@@ -237,7 +232,7 @@ impl Machine {
                     }
                 }
                 Ok(Exit::Fault) => {
-                    if !crate::deliver::on_fault(&self.kernel, id, vcpu) {
+                    if !crate::signal::deliver::on_fault(&self.kernel, id, vcpu) {
                         return self.fail(self.fault(vcpu));
                     }
                 }
@@ -250,7 +245,7 @@ impl Machine {
                     });
                 }
                 Err(e) if e.errno() == libc::EINTR || e.errno() == libc::EAGAIN => {
-                    if crate::deliver::on_kick(&self.kernel, id, vcpu) {
+                    if crate::signal::deliver::on_kick(&self.kernel, id, vcpu) {
                         self.exiting.store(true, Ordering::Release);
                         return End::Process;
                     }
@@ -276,12 +271,12 @@ impl Machine {
     /// Serves vCPU `id`'s slot after a doorbell exit; Some when the loop must end.
     fn serve_doorbell(self: &Arc<Self>, id: u64, vcpu: &mut VcpuFd) -> Option<End> {
         let slot = stub::slot_addr(id);
-        let st = proxy::state_of(&self.kernel, slot);
+        let st = slot::state_of(&self.kernel.mem, slot);
         let mut waited = 0u32;
         loop {
             match st.load(Ordering::Acquire) {
                 state::REQUEST => {
-                    if !proxy::claim(st) {
+                    if !slot::claim(st) {
                         continue;
                     }
                 }
@@ -294,7 +289,7 @@ impl Machine {
                         .read_u64(slot + multios_lwk_abi::offset::RET as u64)
                         as i64;
                     st.store(state::CLAIMED, Ordering::Release);
-                    return crate::deliver::complete_call(&self.kernel, id, vcpu, ret)
+                    return crate::signal::deliver::complete_call(&self.kernel, id, vcpu, ret)
                         .then_some(End::Process);
                 }
                 state::CLAIMED => {
@@ -313,36 +308,34 @@ impl Machine {
                 }
                 _ => return None,
             }
-            let (nr, a) = proxy::request(&self.kernel, slot);
+            let (nr, a) = slot::request(&self.kernel.mem, slot);
             if [libc::SYS_rt_sigreturn, libc::SYS_execve, libc::SYS_execveat].contains(&(nr as i64)) {
                 // These set the vCPU's registers: complete the doorbell's MMIO exit first.
-                crate::deliver::settle(vcpu);
+                crate::signal::deliver::settle(vcpu);
             }
             let reply = self.kernel.serve(Ctx::Vcpu(vcpu), id as usize, nr, a);
             if self.exiting.load(Ordering::Acquire) && reply != Reply::Stop {
                 return Some(End::Kicked);
             }
             return match reply {
-                Reply::Ret(r)
-                    if self.kernel.deliverable(id as usize) || crate::syscall::signal::is_restart(r) =>
-                {
-                    crate::deliver::complete_call(&self.kernel, id, vcpu, r).then_some(End::Process)
+                Reply::Ret(r) if self.kernel.deliverable(id as usize) || crate::signal::is_restart(r) => {
+                    crate::signal::deliver::complete_call(&self.kernel, id, vcpu, r).then_some(End::Process)
                 }
                 Reply::Ret(r) => {
-                    proxy::reply(&self.kernel, slot, r);
+                    slot::reply(&self.kernel.mem, slot, r);
                     None
                 }
                 Reply::Resumed => {
                     st.store(state::IDLE, Ordering::Release);
-                    crate::deliver::after_sigreturn(&self.kernel, id, vcpu).then_some(End::Process)
+                    crate::signal::deliver::after_sigreturn(&self.kernel, id, vcpu).then_some(End::Process)
                 }
                 Reply::NeedVcpu => {
-                    proxy::reply(&self.kernel, slot, crate::syscall::ENOSYS);
+                    slot::reply(&self.kernel.mem, slot, crate::syscall::ENOSYS);
                     None
                 }
                 Reply::Clone(req) => {
                     let r = self.spawn(id, vcpu, req);
-                    proxy::reply(&self.kernel, slot, r);
+                    slot::reply(&self.kernel.mem, slot, r);
                     None
                 }
                 Reply::Fork(req) => self.fork_process(id, vcpu, req),
@@ -363,7 +356,7 @@ impl Machine {
         };
         // The child continues after the parent's syscall with the parent's registers, rax = 0,
         // on its own stack.
-        let regs = proxy::returned(&self.kernel, stub::slot_addr(parent_id), regs, 0, req.stack);
+        let regs = slot::returned(&self.kernel.mem, stub::slot_addr(parent_id), regs, 0, req.stack);
         let fs_base = req.tls.unwrap_or(sregs.fs.base);
         let entry = Entry {
             rip: regs.rip,
@@ -405,8 +398,7 @@ impl Machine {
             .name(format!("lwk-vcpu{id}"))
             .spawn(move || {
                 m.kernel.vcpu_started(id as usize);
-                // SAFETY: pthread_self has no preconditions.
-                let _ = tx.send(unsafe { libc::pthread_self() });
+                let _ = tx.send(crate::sys::pthread_self() as libc::pthread_t);
                 let end = m.vcpu_loop(id, &mut vcpu);
                 if m.on_main_thread() {
                     // This thread forked: it is the child's vCPU 0 and the child ends here.
@@ -454,11 +446,11 @@ impl Machine {
         }
     }
 
-    /// Starts the thread that turns signals caught for the guest (`hostsig`) into pending guest
+    /// Starts the thread that turns signals caught for the guest (`signal::host`) into pending guest
     /// signals and kicks a vCPU that can take them until one has (every 1 ms for 10 ms, then
     /// every 10 ms: a vCPU in a long delegated call takes it on the way back).
     fn start_signal_pump(self: &Arc<Self>) -> Option<SignalPump> {
-        let fd = match crate::hostsig::open_event(crate::fds::floor()) {
+        let fd = match crate::signal::host::open_event(crate::fds::floor()) {
             Ok(fd) => fd,
             Err(e) => {
                 lock(&self.kernel.notes).push(format!(
@@ -471,9 +463,9 @@ impl Machine {
         let h = std::thread::Builder::new()
             .name("lwk-signals".into())
             .spawn(move || {
-                while crate::hostsig::wait_event(fd) && !m.exiting.load(Ordering::Acquire) {
-                    for (sig, code, pid, uid) in crate::hostsig::take() {
-                        let info = crate::syscall::signal::SigInfo {
+                while crate::signal::host::wait_event(fd) && !m.exiting.load(Ordering::Acquire) {
+                    for (sig, code, pid, uid) in crate::signal::host::take() {
+                        let info = crate::signal::SigInfo {
                             code,
                             pid,
                             uid,

@@ -4,65 +4,13 @@
 //! is not lost: the stub's spin budget runs out, it rings the doorbell (an MMIO exit), the vCPU
 //! thread serves that call itself and unparks the proxy for the calls that follow.
 
-use crate::syscall::{Ctx, Kernel, Reply};
-use kvm_bindings::kvm_regs;
+use crate::kernel::{Ctx, Kernel, Reply};
+use crate::slot::{claim, reply, request, state_of};
 use multios_lwk_abi::{offset, state};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-/// The shared state word of a slot.
-pub fn state_of(kernel: &Kernel, slot: u64) -> &AtomicU32 {
-    let p = kernel.mem.ptr(slot + offset::STATE as u64, 4) as *const AtomicU32;
-    // SAFETY: the slot lies in the stub region, mapped for the whole life of `kernel.mem` (which
-    // outlives every borrow of `kernel`), 4-byte aligned (Slot is 64-aligned, state at 0), and is
-    // only ever accessed atomically by the host.
-    unsafe { &*p }
-}
-
-/// Takes a posted request (REQUEST → CLAIMED); false when another host thread took it first.
-pub fn claim(st: &AtomicU32) -> bool {
-    st.compare_exchange(
-        state::REQUEST,
-        state::CLAIMED,
-        Ordering::AcqRel,
-        Ordering::Acquire,
-    )
-    .is_ok()
-}
-
-/// The registers of a thread whose call in `slot` returns `ret`, from `regs` (its registers at
-/// the doorbell): what the stub does on its way back — rax = result, rcx/rip = return address,
-/// r11/rflags = the saved flags — done by the host. A nonzero `stack` replaces the stack pointer
-/// (a clone's new stack); 0 keeps the caller's.
-pub fn returned(kernel: &Kernel, slot: u64, mut regs: kvm_regs, ret: i64, stack: u64) -> kvm_regs {
-    let field = |o: usize| kernel.mem.read_u64(slot + o as u64);
-    let (rip, rflags) = (field(offset::RIP), field(offset::RFLAGS));
-    regs.rax = ret as u64;
-    regs.rip = rip;
-    regs.rcx = rip;
-    regs.r11 = rflags;
-    regs.rflags = rflags | 0x2;
-    regs.rsp = if stack != 0 { stack } else { field(offset::RSP) };
-    regs
-}
-
-/// Reads the request of a claimed slot.
-pub fn request(kernel: &Kernel, slot: u64) -> (u64, [u64; 6]) {
-    let nr = kernel.mem.read_u64(slot + offset::NR as u64);
-    let mut a = [0u64; 6];
-    for (i, v) in a.iter_mut().enumerate() {
-        *v = kernel.mem.read_u64(slot + (offset::ARGS + 8 * i) as u64);
-    }
-    (nr, a)
-}
-
-/// Publishes a result.
-pub fn reply(kernel: &Kernel, slot: u64, ret: i64) {
-    kernel.mem.write_u64(slot + offset::RET as u64, ret as u64);
-    state_of(kernel, slot).store(state::DONE, Ordering::Release);
-}
 
 /// The longest an idle proxy stays parked without being unparked (a safety net).
 const PARK_LIMIT: Duration = Duration::from_millis(20);
@@ -140,19 +88,19 @@ fn serve_loop(
         let mut served = false;
         for cpu in 0..nslots.load(Ordering::Acquire) {
             let slot = crate::stub::slot_addr(cpu as u64);
-            let st = state_of(kernel, slot);
+            let st = state_of(&kernel.mem, slot);
             if st.load(Ordering::Acquire) != state::REQUEST || !claim(st) {
                 continue;
             }
-            let (nr, a) = request(kernel, slot);
+            let (nr, a) = request(&kernel.mem, slot);
             match kernel.serve(Ctx::Proxy, cpu, nr, a) {
-                Reply::Ret(r) if kernel.deliverable(cpu) || crate::syscall::signal::is_restart(r) => {
+                Reply::Ret(r) if kernel.deliverable(cpu) || crate::signal::is_restart(r) => {
                     // A signal handler runs before the call returns, or a signal interrupted it
                     // (EINTR or the call again): the vCPU thread does it.
                     kernel.mem.write_u64(slot + offset::RET as u64, r as u64);
                     st.store(state::SIGNAL, Ordering::Release);
                 }
-                Reply::Ret(r) => reply(kernel, slot, r),
+                Reply::Ret(r) => reply(&kernel.mem, slot, r),
                 _ => st.store(state::EXIT, Ordering::Release),
             }
             served = true;

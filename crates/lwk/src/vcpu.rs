@@ -69,14 +69,13 @@ pub fn create(
     let low = vm
         .create_vcpu(id)
         .map_err(|source| VcpuError::Create { id, source })?;
+    // `high` is a fresh duplicate of a vCPU fd of this VM that nothing else owns; the new VcpuFd
+    // takes ownership and `low` (and its fd) is dropped right after.
     let high = {
         use std::os::fd::AsRawFd;
-        sys::move_fd_high(low.as_raw_fd(), fd_floor).map_err(VcpuError::Fd)?
+        sys::dup_high(low.as_raw_fd(), fd_floor).map_err(VcpuError::Fd)?
     };
-    // SAFETY: `high` is a fresh duplicate of a vCPU fd of this VM that nothing else owns; the new
-    // VcpuFd takes ownership and `low` (and its fd) is dropped right after.
-    let vcpu =
-        unsafe { vm.create_vcpu_from_rawfd(high) }.map_err(|source| VcpuError::Create { id, source })?;
+    let vcpu = sys::kvm::vcpu_from(vm, high).map_err(|source| VcpuError::Create { id, source })?;
     drop(low);
     let err = |what| move |source| VcpuError::Setup { id, what, source };
 
@@ -175,14 +174,6 @@ pub fn create(
     });
     vcpu.set_regs(&regs).map_err(err("KVM_SET_REGS"))?;
     Ok(vcpu)
-}
-
-/// Loads an XSAVE image (from a signal frame) into the vCPU.
-pub fn set_xsave(vcpu: &VcpuFd, xsave: &kvm_bindings::kvm_xsave) -> Result<(), kvm_ioctls::Error> {
-    // SAFETY: `xsave` is a whole kvm_xsave (4096 bytes), obtained from KVM_GET_XSAVE on this vCPU
-    // with at most the first `sys::xsave_size()` bytes replaced; that size comes from CPUID for
-    // the XCR0 features this VMM sets, so the kernel reads nothing beyond the struct.
-    unsafe { vcpu.set_xsave(xsave) }
 }
 
 /// The guest's ring-3 code segment (64-bit, DPL 3).

@@ -4,7 +4,7 @@ use crate::memory::GuestMemory;
 use crate::sys;
 use kvm_bindings::kvm_userspace_memory_region;
 use kvm_ioctls::{Kvm, VmFd};
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::AsRawFd;
 
 /// Errors opening KVM or creating the VM.
 #[derive(Debug, thiserror::Error)]
@@ -44,11 +44,10 @@ fn open_kvm(fd_floor: i32) -> Result<Kvm, VmError> {
         libc::EACCES | libc::EPERM => VmError::Permission,
         n => VmError::Open(std::io::Error::from_raw_os_error(n)),
     })?;
-    let high = sys::move_fd_high(fd, fd_floor).map_err(VmError::Fd)?;
-    // SAFETY: `fd` was just opened by us and is owned by nobody else; it is replaced by `high`.
-    unsafe { libc::close(fd) };
-    // SAFETY: `high` is a /dev/kvm fd that we own exclusively; Kvm takes ownership.
-    Ok(unsafe { Kvm::from_raw_fd(high) })
+    let high = sys::dup_high(fd, fd_floor).map_err(VmError::Fd)?;
+    // `fd` was just opened by us and is owned by nobody else; it is replaced by `high`.
+    sys::close(fd);
+    Ok(sys::kvm::kvm_from(high))
 }
 
 impl Vm {
@@ -59,10 +58,10 @@ impl Vm {
             what: "KVM_CREATE_VM",
             source,
         })?;
-        let high = sys::move_fd_high(low.as_raw_fd(), fd_floor).map_err(VmError::Fd)?;
-        // SAFETY: `high` duplicates the VM fd just created; the new VmFd owns it, the old one is
-        // dropped (closing the low fd).
-        let vm = unsafe { kvm.create_vmfd_from_rawfd(high) }.map_err(|source| VmError::Kvm {
+        // `high` duplicates the VM fd just created; the new VmFd owns it, the old one is dropped
+        // (closing the low fd).
+        let high = sys::dup_high(low.as_raw_fd(), fd_floor).map_err(VmError::Fd)?;
+        let vm = sys::kvm::vm_from(&kvm, high).map_err(|source| VmError::Kvm {
             what: "KVM_CREATE_VM",
             source,
         })?;

@@ -1,10 +1,23 @@
-//! `lwk-run PROG ARGS…`: the smallest front end of the library, used by the integration tests
-//! (the user-facing command is `multios lwk run`). Exits with the guest's status; prints LWK
-//! errors (guest faults, missing /dev/kvm…) on stderr with exit status 125.
-//! `lwk-run --fc N` times N calls per mechanism (see `multios lwk fc`).
+//! `lwk-run PROG ARGS…`: the smallest front end of the library, kept for the lwk crate's own
+//! integration tests (`crates/lwk/tests/*`); the user-facing command is `multios lwk run`.
+//!
+//! Why a second binary instead of `multios lwk run`:
+//!
+//! * Cargo gives a crate's integration tests only that crate's own binaries
+//!   (`env!("CARGO_BIN_EXE_lwk-run")`); running `multios` would make the lwk crate's tests depend
+//!   on the CLI crate, which itself depends on lwk.
+//! * The tests need a process per run, not a call of [`multios_lwk::run`] inside the test binary:
+//!   they send signals to the VMM process, check that a guest killed by a core-dumping signal
+//!   kills the VMM the same way (`Outcome::die_if_core_signal`) and that the exit status is the
+//!   guest's, and two runs in one process would collide (guest-physical == host-virtual, so every
+//!   run maps its window at the same addresses; the test harness runs tests in parallel).
+//!
+//! It exits with the guest's status; LWK errors (guest faults, missing /dev/kvm…) go to stderr
+//! with exit status 125. Settings come from the environment, so a test needs no argument parser:
 //! `LWK_BACKEND=exit` selects the doorbell-only backend; `LWK_NO_REWRITE=1` turns off the
 //! rewriting of syscall sites (on by default); `LWK_CPUS=1,2` sets the LWK partition (a CPU list,
-//! e.g. 1-2); `LWK_VERBOSE=1` prints a summary.
+//! e.g. 1-2); `LWK_VERBOSE=1` prints a summary. `lwk-run --fc N` times N calls per mechanism
+//! (the same measurement as `multios lwk fc`, without the CLI).
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -22,9 +22,10 @@
 //! own locks across fork.
 
 use super::{lock, End, Machine};
-use crate::proxy::{self, Proxy};
+use crate::kernel::{CloneReq, ExitStatus};
+use crate::proxy::Proxy;
+use crate::slot;
 use crate::stub;
-use crate::syscall::{CloneReq, ExitStatus};
 use crate::vcpu::{self, Entry};
 use crate::vm::Vm;
 use kvm_ioctls::VcpuFd;
@@ -36,9 +37,9 @@ impl Machine {
     /// Serves a process-creating call of vCPU `id` (after a doorbell exit).
     pub(super) fn fork_process(self: &Arc<Self>, id: u64, vcpu: &mut VcpuFd, req: CloneReq) -> Option<End> {
         let slot = stub::slot_addr(id);
-        crate::deliver::settle(vcpu);
+        crate::signal::deliver::settle(vcpu);
         let (Ok(regs), Ok(sregs), Ok(xsave)) = (vcpu.get_regs(), vcpu.get_sregs(), vcpu.get_xsave()) else {
-            proxy::reply(&self.kernel, slot, -(libc::EIO as i64));
+            slot::reply(&self.kernel.mem, slot, -(libc::EIO as i64));
             return None;
         };
         // The LWK's busiest locks, taken in the order the LWK nests them and held across fork(2):
@@ -46,16 +47,16 @@ impl Machine {
         // child (seen: the statistics' lock, taken by every call of the other vCPUs).
         let held = (
             lock(&self.kernel.threads),
-            lock(&self.kernel.sig_pending),
-            lock(&self.kernel.sig_info),
+            lock(&self.kernel.signals.pending),
+            lock(&self.kernel.signals.info),
             lock(&self.kernel.stats),
         );
         let forked = crate::sys::fork();
         drop(held);
         match forked {
             Err(e) => {
-                proxy::reply(
-                    &self.kernel,
+                slot::reply(
+                    &self.kernel.mem,
                     slot,
                     -(e.raw_os_error().unwrap_or(libc::EAGAIN) as i64),
                 );
@@ -65,12 +66,12 @@ impl Machine {
                 if let Some(p) = req.parent_tid {
                     self.mem.write(p, &(pid as u32).to_le_bytes());
                 }
-                proxy::reply(&self.kernel, slot, pid as i64);
+                slot::reply(&self.kernel.mem, slot, pid as i64);
                 None
             }
             Ok(_) => {
                 // The child: this thread is all that is left of the VMM.
-                let regs = proxy::returned(&self.kernel, slot, regs, 0, req.stack);
+                let regs = slot::returned(&self.kernel.mem, slot, regs, 0, req.stack);
                 let entry = Entry {
                     rip: regs.rip,
                     rsp: regs.rsp,
@@ -82,7 +83,7 @@ impl Machine {
                     eprintln!("multios lwk: forked child: {why}");
                     crate::sys::exit_now(127);
                 }
-                proxy::state_of(&self.kernel, slot).store(state::IDLE, Ordering::Release);
+                slot::state_of(&self.kernel.mem, slot).store(state::IDLE, Ordering::Release);
                 // The caller's loop goes on as the child's vCPU 0.
                 Some(End::Forked)
             }
@@ -101,12 +102,11 @@ impl Machine {
         let pid = std::process::id() as i32;
         self.kernel.become_child(pid, req.clear_child_tid, id as usize);
         // Host threads of the parent that were serving calls do not exist here: never kick them.
-        for s in self.kernel.serving.iter() {
+        for s in self.kernel.signals.serving.iter() {
             s.store(0, Ordering::Release);
         }
-        // SAFETY: pthread_self has no preconditions.
         self.main_thread
-            .store(unsafe { libc::pthread_self() } as u64, Ordering::Release);
+            .store(crate::sys::pthread_self(), Ordering::Release);
         if let Some(p) = req.child_tid {
             self.mem.write(p, &(pid as u32).to_le_bytes());
         }
@@ -126,10 +126,10 @@ impl Machine {
             crate::fds::floor(),
         )
         .map_err(|e| format!("a new vCPU: {e}"))?;
-        crate::vcpu::set_xsave(&fresh, xsave).map_err(|e| format!("KVM_SET_XSAVE: {e}"))?;
+        crate::sys::kvm::set_xsave(&fresh, xsave).map_err(|e| format!("KVM_SET_XSAVE: {e}"))?;
         *vcpu = fresh;
         *lock(&self.vm) = vm;
-        crate::hostsig::forget_event();
+        crate::signal::host::forget_event();
         let pump = self.start_signal_pump();
         let proxy = self
             .proxy_cfg

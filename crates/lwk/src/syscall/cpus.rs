@@ -8,7 +8,7 @@
 //! Calls about another process (a pid that is not one of the guest's threads) are performed as
 //! they are, after their buffer has been checked.
 
-use super::{lock, Kernel, Reply};
+use crate::kernel::{lock, Kernel, Reply};
 use crate::sys;
 
 fn err(e: i32) -> Reply {

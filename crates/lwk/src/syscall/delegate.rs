@@ -5,7 +5,7 @@
 
 use super::check::{check, EFAULT};
 use super::layout::{self, Arg, Len};
-use super::{Kernel, Reply};
+use crate::kernel::{Kernel, Reply};
 use crate::sys;
 use libc::*;
 
@@ -69,7 +69,9 @@ impl Kernel {
             Some(None) => {}
             None => {
                 // Unknown request: refuse like Linux does for a non-terminal, reported once.
-                if super::lock(&self.reported).insert(0x1_0000_0000 | (a[1] & 0xffff_ffff)) && !self.quiet {
+                if crate::kernel::lock(&self.reported).insert(0x1_0000_0000 | (a[1] & 0xffff_ffff))
+                    && !self.quiet
+                {
                     eprintln!(
                         "multios lwk: ioctl request {:#x} has no known layout: returning ENOTTY",
                         a[1]

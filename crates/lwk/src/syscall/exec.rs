@@ -1,12 +1,13 @@
 //! execve/execveat in the LWK: the same process (pid, open files, cwd, signal mask and pending
 //! signals) continues with a new program in the same VM. Checks that can fail (path, permission,
 //! format) come first; after the point of no return the old image is dropped (shared mappings
-//! unmapped, the window zeroed), the new one is loaded like at start-up (`run::load_program`),
+//! unmapped, the window zeroed), the new one is loaded like at start-up (`loader::load_program`),
 //! handled signals go back to their default action, close-on-exec descriptors are closed, and the
 //! calling vCPU restarts at the new entry point. `#!` scripts run their interpreter (one level).
 //! A guest with several threads gets ENOSYS with a report (Linux would kill the other threads).
 
-use super::{lock, Ctx, Kernel, Reply};
+use crate::kernel::{lock, Ctx, Kernel, Reply};
+use crate::loader::script;
 use crate::sys;
 use kvm_bindings::{kvm_fpu, kvm_regs};
 use std::ffi::OsStr;
@@ -78,7 +79,7 @@ impl Kernel {
         };
         // /proc/self/exe is the VMM's binary on the host: the guest means its own program.
         let mut prog = if path == b"/proc/self/exe" {
-            PathBuf::from(OsStr::from_bytes(&lock(&self.exe)))
+            PathBuf::from(OsStr::from_bytes(&lock(&self.program.exe)))
         } else {
             PathBuf::from(OsStr::from_bytes(&path))
         };
@@ -86,10 +87,10 @@ impl Kernel {
             return errno(e);
         }
         // `#!interpreter [arg]`: run the interpreter on the script.
-        match script_interpreter(&prog) {
+        match script::interpreter(&prog) {
             Ok(Some(shebang)) => {
                 let interp = shebang.0.clone();
-                argv = script_argv(shebang, path.clone(), argv);
+                argv = script::argv(shebang, path.clone(), argv);
                 prog = PathBuf::from(OsStr::from_bytes(&interp));
                 if let Err(e) = executable(&prog) {
                     return errno(e);
@@ -98,7 +99,7 @@ impl Kernel {
             Ok(None) => {}
             Err(e) => return errno(e),
         }
-        if !is_elf(&prog) {
+        if !script::is_elf(&prog) {
             return errno(libc::ENOEXEC);
         }
 
@@ -108,28 +109,31 @@ impl Kernel {
             return Reply::Ret(e);
         }
         self.mem.zero(window.0, window.1);
-        let rewrite = lock(&self.thunks).is_some();
+        let rewrite = lock(&self.program.thunks).is_some();
         let name = String::from_utf8_lossy(&path).into_owned();
-        let loaded = match crate::run::load_program(&self.mem, &prog, &name, argv, envp, rewrite) {
+        let loaded = match crate::loader::load_program(&self.mem, &prog, &name, argv, envp, rewrite) {
             Ok(l) => l,
             Err(e) => return self.exec_failed(format!("loading {}: {e}", prog.display())),
         };
-        *lock(&self.mm) = loaded.mm;
+        *lock(&self.space.mm) = loaded.mm;
         self.note_images(&loaded.image, loaded.interp.as_ref());
         if let Some(t) = loaded.thunks {
-            *lock(&self.thunks) = Some(t);
+            *lock(&self.program.thunks) = Some(t);
         }
-        self.rewritten
+        self.program
+            .rewritten
             .fetch_add(loaded.rewritten, std::sync::atomic::Ordering::Relaxed);
         let exe = std::fs::canonicalize(&prog).unwrap_or(prog);
-        *lock(&self.exe) = exe.as_os_str().as_bytes().to_vec();
-        self.execs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        *lock(&self.program.exe) = exe.as_os_str().as_bytes().to_vec();
+        self.program
+            .execs
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.reset_handlers();
         sys::close_on_exec(self.fd_floor);
         if let Some(t) = lock(&self.threads).get_mut(cpu) {
             t.clear_child_tid = None;
-            t.saved_sigmask = None;
-            t.altstack = None;
+            t.sig.saved_mask = None;
+            t.sig.altstack = None;
         }
 
         let regs = kvm_regs {
@@ -157,18 +161,6 @@ impl Kernel {
         }
     }
 
-    /// Handled signals go back to SIG_DFL on exec; ignored ones stay ignored.
-    fn reset_handlers(&self) {
-        let mut acts = lock(&self.sigactions);
-        for (sig, act) in acts.iter_mut().enumerate().skip(1) {
-            let h = act.raw[0];
-            if h != libc::SIG_DFL as u64 && h != libc::SIG_IGN as u64 {
-                act.raw = [libc::SIG_DFL as u64, 0, 0, 0];
-                crate::hostsig::follow(sig as i32, libc::SIG_DFL as u64, false);
-            }
-        }
-    }
-
     /// After the point of no return Linux kills the process with SIGSEGV.
     fn exec_failed(&self, why: String) -> Reply {
         self.end_with_sigsegv(format!("execve: {why}"));
@@ -177,7 +169,7 @@ impl Kernel {
 
     /// How many times the guest has exec'd (its first program's symbols are stale after one).
     pub fn execs(&self) -> usize {
-        self.execs.load(std::sync::atomic::Ordering::Relaxed)
+        self.program.execs.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -192,76 +184,4 @@ fn executable(path: &Path) -> Result<(), i32> {
         return Err(libc::EACCES);
     }
     Ok(())
-}
-
-fn head(path: &Path, n: usize) -> Result<Vec<u8>, i32> {
-    use std::io::Read;
-    let mut f = std::fs::File::open(path).map_err(|e| e.raw_os_error().unwrap_or(libc::EACCES))?;
-    let mut b = vec![0u8; n];
-    let got = f
-        .read(&mut b)
-        .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
-    b.truncate(got);
-    Ok(b)
-}
-
-fn is_elf(path: &Path) -> bool {
-    head(path, 4).is_ok_and(|h| h == b"\x7fELF")
-}
-
-/// A `#!` line: the interpreter and its one optional argument.
-pub(crate) type Shebang = (Vec<u8>, Option<Vec<u8>>);
-
-/// The argv that runs a script through its `#!` interpreter: interpreter, its argument, the
-/// script's path, then the script's own arguments (argv[1..]).
-pub(crate) fn script_argv(shebang: Shebang, script: Vec<u8>, argv: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
-    let (interp, arg) = shebang;
-    let mut v = vec![interp];
-    v.extend(arg);
-    v.push(script);
-    v.extend(argv.into_iter().skip(1));
-    v
-}
-
-/// The interpreter (and its one optional argument) of a `#!` script.
-pub(crate) fn script_interpreter(path: &Path) -> Result<Option<Shebang>, i32> {
-    let h = head(path, 256)?;
-    if !h.starts_with(b"#!") {
-        return Ok(None);
-    }
-    let line = h[2..].split(|&c| c == b'\n').next().unwrap_or(&[]);
-    let line: Vec<u8> = line.to_vec();
-    let trimmed = String::from_utf8_lossy(&line);
-    let mut parts = trimmed.trim().splitn(2, [' ', '\t']);
-    let interp = parts.next().filter(|s| !s.is_empty()).ok_or(libc::ENOEXEC)?;
-    let arg = parts
-        .next()
-        .map(|s| s.trim().as_bytes().to_vec())
-        .filter(|a| !a.is_empty());
-    Ok(Some((interp.as_bytes().to_vec(), arg)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn shebang_lines_give_the_interpreter_and_one_argument() {
-        let dir = std::env::temp_dir().join(format!("multios-exec-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let s = dir.join("s");
-        std::fs::write(&s, "#!/bin/sh -e\necho hi\n").expect("write");
-        assert_eq!(
-            script_interpreter(&s),
-            Ok(Some((b"/bin/sh".to_vec(), Some(b"-e".to_vec()))))
-        );
-        std::fs::write(&s, "#! /usr/bin/env  python3 \n").expect("write");
-        assert_eq!(
-            script_interpreter(&s),
-            Ok(Some((b"/usr/bin/env".to_vec(), Some(b"python3".to_vec()))))
-        );
-        std::fs::write(&s, "\x7fELF").expect("write");
-        assert_eq!(script_interpreter(&s), Ok(None));
-        let _ = std::fs::remove_dir_all(&dir);
-    }
 }

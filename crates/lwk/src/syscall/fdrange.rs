@@ -1,7 +1,7 @@
 //! The guest's side of the fd space (`fds.rs`): close_range clamped below the VMM's fds, and
 //! RLIMIT_NOFILE as the guest sees and sets it.
 
-use super::{Kernel, Reply};
+use crate::kernel::{Kernel, Reply};
 use crate::{fds, sys};
 
 const CLOSE_RANGE_UNSHARE: u64 = 2;

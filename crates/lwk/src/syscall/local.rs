@@ -2,7 +2,8 @@
 
 #![allow(non_upper_case_globals)] // libc names the SYS_ constants in lower case
 
-use super::{lock, Ctx, ExitStatus, Kernel, Reply, ENOSYS};
+use super::ENOSYS;
+use crate::kernel::{lock, Ctx, ExitStatus, Kernel, Reply};
 use crate::mm::{Effects, MmError};
 use crate::sys;
 use libc::*;
@@ -21,7 +22,7 @@ impl Kernel {
         match nr as i64 {
             SYS_brk => {
                 let mut fx = Effects::default();
-                let r = lock(&self.mm).brk(a[0], &mut fx);
+                let r = lock(&self.space.mm).brk(a[0], &mut fx);
                 self.apply(fx);
                 Reply::Ret(r as i64)
             }
@@ -42,7 +43,8 @@ impl Kernel {
                 if self.overlaps_shared(a[0], a[1]) {
                     return self.refuse(nr, "mremap of a MAP_SHARED file mapping");
                 }
-                let r = lock(&self.mm).mremap(a[0], a[1], a[2], a[3] & MREMAP_MAYMOVE as u64 != 0, &mut fx);
+                let r =
+                    lock(&self.space.mm).mremap(a[0], a[1], a[2], a[3] & MREMAP_MAYMOVE as u64 != 0, &mut fx);
                 self.apply(fx);
                 if let Ok(new) = r {
                     self.note_remap(a[0], a[1], new, a[2]);
@@ -50,18 +52,20 @@ impl Kernel {
                 Reply::Ret(r.map_or_else(MmError::errno, |v| v as i64))
             }
             SYS_msync => self.msync(a),
-            SYS_mprotect if lock(&self.mm).in_window(a[0], a[1]) => {
+            SYS_mprotect if lock(&self.space.mm).in_window(a[0], a[1]) => {
                 self.note_protect(a[0], a[1], a[2] as i32);
                 Reply::Ret(0)
             }
-            SYS_mprotect | SYS_mlock | SYS_munlock => Reply::Ret(if lock(&self.mm).in_window(a[0], a[1]) {
-                0
-            } else {
-                -(ENOMEM as i64)
-            }),
+            SYS_mprotect | SYS_mlock | SYS_munlock => {
+                Reply::Ret(if lock(&self.space.mm).in_window(a[0], a[1]) {
+                    0
+                } else {
+                    -(ENOMEM as i64)
+                })
+            }
             SYS_mlockall | SYS_munlockall => Reply::Ret(0),
             SYS_madvise => {
-                if !lock(&self.mm).in_window(a[0], a[1]) {
+                if !lock(&self.space.mm).in_window(a[0], a[1]) {
                     return err(ENOMEM);
                 }
                 if a[2] as i32 == MADV_DONTNEED {
@@ -130,7 +134,7 @@ impl Kernel {
                     (a[2], a[3])
                 };
                 if self.is_proc_self_exe(nr, &a) {
-                    let exe = lock(&self.exe).clone();
+                    let exe = lock(&self.program.exe).clone();
                     let n = exe.len().min(len as usize);
                     if !self.mem.in_app(buf, n as u64) {
                         return err(EFAULT);
@@ -168,7 +172,7 @@ impl Kernel {
             SYS_execve | SYS_execveat => self.execve(ctx, cpu, nr, a),
             SYS_fork | SYS_vfork => match ctx {
                 Ctx::Proxy => Reply::NeedVcpu,
-                Ctx::Vcpu(_) => Reply::Fork(super::CloneReq {
+                Ctx::Vcpu(_) => Reply::Fork(crate::kernel::CloneReq {
                     stack: 0,
                     tls: None,
                     parent_tid: None,
@@ -190,7 +194,7 @@ impl Kernel {
     /// second half failed) and applies what that requires.
     pub(super) fn release(&self, addr: u64, len: u64) -> Result<(), MmError> {
         let mut fx = Effects::default();
-        let r = lock(&self.mm).munmap(addr, len, &mut fx);
+        let r = lock(&self.space.mm).munmap(addr, len, &mut fx);
         self.apply(fx);
         if r.is_ok() {
             self.note_unmap(addr, len);
@@ -221,10 +225,10 @@ impl Kernel {
             return err(EINVAL);
         }
         let fixed = flags & (MAP_FIXED | MAP_FIXED_NOREPLACE) != 0;
-        let rewriting = lock(&self.thunks).is_some();
+        let rewriting = lock(&self.program.thunks).is_some();
         let mut fx = Effects::default();
         let r = {
-            let mut mm = lock(&self.mm);
+            let mut mm = lock(&self.space.mm);
             if flags & MAP_FIXED_NOREPLACE != 0 && !mm.maps.is_free(addr, addr.saturating_add(len)) {
                 return err(EEXIST);
             }
@@ -270,9 +274,11 @@ impl Kernel {
                 done += n as u64;
             }
             if prot & PROT_EXEC != 0 {
-                if let Some(t) = lock(&self.thunks).as_mut() {
+                if let Some(t) = lock(&self.program.thunks).as_mut() {
                     let n = crate::rewrite::rewrite(&self.mem, t, addr, done);
-                    self.rewritten.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+                    self.program
+                        .rewritten
+                        .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
                 }
             }
         }
@@ -289,7 +295,7 @@ impl Kernel {
             return err(EIO);
         };
         match a[0] {
-            ARCH_SET_GS if lock(&self.thunks).is_some() => self.refuse(
+            ARCH_SET_GS if lock(&self.program.thunks).is_some() => self.refuse(
                 SYS_arch_prctl as u64,
                 "ARCH_SET_GS: the LWK keeps each vCPU's stub address in GS for rewritten syscall \
                  sites (run with --no-rewrite-syscalls to allow it)",
@@ -312,7 +318,7 @@ impl Kernel {
             }
             ARCH_GET_FS | ARCH_GET_GS => {
                 // With rewriting, GS holds the stub address, not anything the program set.
-                let gs = if lock(&self.thunks).is_some() {
+                let gs = if lock(&self.program.thunks).is_some() {
                     0
                 } else {
                     sregs.gs.base
@@ -370,7 +376,7 @@ impl Kernel {
             (a[0], a[1], a[2], a[3], a[4])
         };
         let ptr = |flag: i32, p: u64| (flags & flag as u64 != 0 && self.mem.in_app(p, 4)).then_some(p);
-        let req = super::CloneReq {
+        let req = crate::kernel::CloneReq {
             stack,
             tls: (flags & CLONE_SETTLS as u64 != 0).then_some(tls),
             parent_tid: ptr(CLONE_PARENT_SETTID, ptid),

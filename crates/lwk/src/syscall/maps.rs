@@ -1,8 +1,8 @@
 //! Keeping the guest's view of its address space (`vmas.rs`) in step with its memory calls, and
 //! answering its /proc/self/maps from it.
 
-use super::{lock, Kernel};
-use crate::elf::Image;
+use crate::kernel::{lock, Kernel};
+use crate::loader::elf::Image;
 use crate::vmas::Vma;
 
 /// (st_dev, st_ino) of a path.
@@ -14,14 +14,14 @@ fn file_id(path: &std::path::Path) -> (u64, u64) {
 impl Kernel {
     /// The text of the guest's /proc/self/maps.
     pub(crate) fn maps_text(&self) -> String {
-        let mm = lock(&self.mm);
-        let text = lock(&self.vmas).render(&mm);
+        let mm = lock(&self.space.mm);
+        let text = lock(&self.space.vmas).render(&mm);
         text
     }
 
     /// Starts the view over with a freshly loaded program and its interpreter (start-up, execve).
     pub(crate) fn note_images(&self, main: &Image, interp: Option<&Image>) {
-        let mut v = lock(&self.vmas);
+        let mut v = lock(&self.space.vmas);
         v.clear();
         for img in std::iter::once(main).chain(interp) {
             let path = std::fs::canonicalize(&img.path).unwrap_or_else(|_| img.path.clone());
@@ -56,7 +56,7 @@ impl Kernel {
             None => (0, 0, String::new()),
         };
         let offset = if fd.is_some() { off } else { 0 };
-        lock(&self.vmas).insert(
+        lock(&self.space.vmas).insert(
             addr,
             Vma {
                 end,
@@ -73,19 +73,19 @@ impl Kernel {
     /// Forgets `[addr, addr+len)` (munmap).
     pub(super) fn note_unmap(&self, addr: u64, len: u64) {
         let end = addr.saturating_add(len.div_ceil(crate::mm::PAGE) * crate::mm::PAGE);
-        lock(&self.vmas).remove(addr, end);
+        lock(&self.space.vmas).remove(addr, end);
     }
 
     /// mprotect of `[addr, addr+len)`.
     pub(super) fn note_protect(&self, addr: u64, len: u64, prot: i32) {
         let end = addr.saturating_add(len.div_ceil(crate::mm::PAGE) * crate::mm::PAGE);
-        let mm = lock(&self.mm);
-        lock(&self.vmas).protect(addr, end, prot, &mm);
+        let mm = lock(&self.space.mm);
+        lock(&self.space.vmas).protect(addr, end, prot, &mm);
     }
 
     /// mremap that moved `[old, old+old_len)` to `new` with `new_len` bytes.
     pub(super) fn note_remap(&self, old: u64, old_len: u64, new: u64, new_len: u64) {
-        let mut v = lock(&self.vmas);
+        let mut v = lock(&self.space.vmas);
         let first = v.at(old).map(|(s, x)| {
             let offset = if x.name.is_empty() {
                 0

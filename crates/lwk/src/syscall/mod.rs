@@ -6,6 +6,7 @@ mod cpus;
 mod delegate;
 pub(crate) mod exec;
 mod fdrange;
+mod interrupt;
 pub mod layout;
 mod local;
 mod maps;
@@ -15,191 +16,14 @@ pub mod policy;
 mod shared;
 pub mod signal;
 
-use crate::memory::GuestMemory;
-use crate::mm::Mm;
-use crate::stats::{Served, Stats};
-use kvm_ioctls::VcpuFd;
+use crate::kernel::{lock, Ctx, ExitStatus, Kernel, Reply};
+use crate::stats::Served;
 pub use policy::{LocalSet, Policy};
-use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 pub const ENOSYS: i64 = -(libc::ENOSYS as i64);
 
-/// The answer to one request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reply {
-    /// Return this value in rax.
-    Ret(i64),
-    /// Only the vCPU thread can serve this call (it needs the vCPU): ring the doorbell.
-    NeedVcpu,
-    /// The process is gone (exit_group, fatal signal, last thread's exit): stop every vCPU.
-    Stop,
-    /// This thread exited: stop its vCPU only.
-    ThreadExit,
-    /// Create a thread (only the vCPU thread can: it needs the parent's registers).
-    Clone(CloneReq),
-    /// Create a process: fork the VMM (only the vCPU thread can). `stack` 0 keeps the stack.
-    Fork(CloneReq),
-    /// The vCPU's registers were set to where the guest continues (rt_sigreturn): no return
-    /// value; the slot goes back to IDLE.
-    Resumed,
-}
-
-/// A clone of a thread, decoded from clone or clone3.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CloneReq {
-    /// The child's stack pointer.
-    pub stack: u64,
-    pub tls: Option<u64>,
-    pub parent_tid: Option<u64>,
-    pub child_tid: Option<u64>,
-    pub clear_child_tid: Option<u64>,
-}
-
-/// One guest thread (one vCPU).
-#[derive(Debug, Clone, Default)]
-pub struct ThreadInfo {
-    pub tid: i32,
-    /// CLONE_CHILD_CLEARTID / set_tid_address: zeroed and futex-woken at exit.
-    pub clear_child_tid: Option<u64>,
-    pub alive: bool,
-    /// The Linux thread running this vCPU (0 until it has started).
-    pub host_tid: i32,
-    /// The CPUs the guest restricted this thread to with sched_setaffinity (None: the partition).
-    pub affinity: Option<Vec<usize>>,
-    /// Blocked signals (bit sig-1).
-    pub sigmask: u64,
-    /// Signals sent to this thread and not yet delivered.
-    pub pending: u64,
-    /// The mask to restore after the next handler (rt_sigsuspend's caller's mask).
-    pub saved_sigmask: Option<u64>,
-    /// The alternate signal stack (sigaltstack), for handlers installed with SA_ONSTACK.
-    pub altstack: Option<signal::AltStack>,
-}
-
-/// Who is serving the call.
-pub enum Ctx<'a> {
-    Proxy,
-    Vcpu(&'a VcpuFd),
-}
-
-/// How the guest process ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExitStatus {
-    Code(i32),
-    Signal(i32),
-}
-
-/// A guest signal disposition: the kernel's `struct sigaction` (handler, flags, restorer, mask).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SigAction {
-    pub raw: [u64; 4],
-}
-
-/// The LWK state of the one guest process.
-pub struct Kernel {
-    pub mem: Arc<GuestMemory>,
-    pub(crate) mm: Mutex<Mm>,
-    /// What the ranges of the window hold, for the guest's /proc/self/maps (lock after `mm`).
-    pub(crate) vmas: Mutex<crate::vmas::Vmas>,
-    /// Ranges of the window that are shared file mappings (`shared.rs`).
-    pub(crate) shared: Mutex<crate::mm::RangeSet>,
-    /// SysV shared-memory attachments: address → length (shmdt's argument is only the address).
-    pub(crate) shm: Mutex<std::collections::BTreeMap<u64, u64>>,
-    pub(crate) policy: LocalSet,
-    /// The program's absolute path, the answer to readlink("/proc/self/exe").
-    pub(crate) exe: Mutex<Vec<u8>>,
-    /// execve calls so far.
-    pub(crate) execs: std::sync::atomic::AtomicUsize,
-    /// The guest's pid: the VMM's (a forked child's after fork).
-    pub(crate) pid: std::sync::atomic::AtomicI32,
-    pub(crate) fd_floor: i32,
-    pub(crate) sigactions: Mutex<[SigAction; 65]>,
-    /// Signals sent to the process and not yet delivered (per-thread ones are in `threads`).
-    pub(crate) sig_pending: Mutex<u64>,
-    pub(crate) sig_info: Mutex<[signal::SigInfo; 65]>,
-    /// False when no signal is pending anywhere: the per-call check is then one load.
-    pub(crate) sig_hint: std::sync::atomic::AtomicBool,
-    pub(crate) reported: Mutex<BTreeSet<u64>>,
-    pub(crate) exit: Mutex<Option<ExitStatus>>,
-    pub(crate) stats: Mutex<Stats>,
-    /// Reports of refused calls, kept for the caller (also printed to stderr once each).
-    pub(crate) notes: Mutex<Vec<String>>,
-    pub(crate) quiet: bool,
-    /// Indexed by vCPU id.
-    pub(crate) threads: Mutex<Vec<ThreadInfo>>,
-    pub(crate) live_threads: std::sync::atomic::AtomicUsize,
-    /// With rewriting on (the default): thunks for code mapped later (shared libraries), and the count.
-    pub(crate) thunks: Mutex<Option<crate::rewrite::Thunks>>,
-    pub(crate) rewritten: std::sync::atomic::AtomicUsize,
-    /// The LWK partition: the CPUs sched_getaffinity reports, vCPU k pinned on `cpus[k % len]`
-    /// when `pin` is set.
-    pub(crate) cpus: Vec<usize>,
-    pub(crate) pin: bool,
-    /// Per vCPU: the host thread (pthread_t) performing its delegated call, 0 when none; the
-    /// signal pump kicks it to interrupt a blocking call (`signal.rs`).
-    pub(crate) serving: Box<[std::sync::atomic::AtomicU64]>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 impl Kernel {
-    pub fn new(
-        mem: Arc<GuestMemory>,
-        mm: Mm,
-        policy: LocalSet,
-        exe: Vec<u8>,
-        fd_floor: i32,
-        quiet: bool,
-    ) -> Self {
-        // The VMM's procfs directory, opened before the guest runs (a failure is reported when a
-        // procfs file is opened: every one is then refused).
-        let _ = crate::procfs::init();
-        Kernel {
-            mem,
-            mm: Mutex::new(mm),
-            vmas: Mutex::new(crate::vmas::Vmas::default()),
-            shared: Mutex::new(crate::mm::RangeSet::default()),
-            shm: Mutex::new(std::collections::BTreeMap::new()),
-            policy,
-            exe: Mutex::new(exe),
-            execs: std::sync::atomic::AtomicUsize::new(0),
-            pid: std::sync::atomic::AtomicI32::new(std::process::id() as i32),
-            fd_floor,
-            sigactions: Mutex::new([SigAction::default(); 65]),
-            sig_pending: Mutex::new(0),
-            sig_info: Mutex::new([signal::SigInfo::default(); 65]),
-            sig_hint: std::sync::atomic::AtomicBool::new(false),
-            reported: Mutex::new(BTreeSet::new()),
-            exit: Mutex::new(None),
-            stats: Mutex::new(Stats::default()),
-            notes: Mutex::new(Vec::new()),
-            quiet,
-            threads: Mutex::new(vec![ThreadInfo {
-                tid: std::process::id() as i32,
-                clear_child_tid: None,
-                alive: true,
-                host_tid: 0,
-                affinity: None,
-                sigmask: 0,
-                pending: 0,
-                saved_sigmask: None,
-                altstack: None,
-            }]),
-            live_threads: std::sync::atomic::AtomicUsize::new(1),
-            thunks: Mutex::new(None),
-            rewritten: std::sync::atomic::AtomicUsize::new(0),
-            cpus: crate::sys::affinity_list(),
-            pin: false,
-            serving: (0..crate::memory::sys_page::MAX_VCPUS)
-                .map(|_| std::sync::atomic::AtomicU64::new(0))
-                .collect(),
-        }
-    }
-
     /// Serves system call `nr` with arguments `a`.
     pub fn serve(&self, ctx: Ctx<'_>, cpu: usize, nr: u64, a: [u64; 6]) -> Reply {
         let t0 = Instant::now();
@@ -214,7 +38,7 @@ impl Kernel {
         } else if local {
             self.local(ctx, cpu, nr, a)
         } else {
-            // Interrupted by a signal the guest takes, or restarted as Linux would (`signal.rs`).
+            // Interrupted by a signal the guest takes, or restarted as Linux would (`interrupt.rs`).
             let r = self.delegate_interruptibly(cpu, nr, a);
             if r == Reply::Ret(-(libc::EPIPE as i64)) && self.sigpipe_caught(cpu, nr, &a) {
                 // Linux sends the writer SIGPIPE; it has a handler, which runs on the way back.
@@ -244,29 +68,10 @@ impl Kernel {
         reply
     }
 
-    /// Rewrites syscall sites of executable file mappings made by the program from now on.
-    pub fn set_thunks(&mut self, thunks: crate::rewrite::Thunks) {
-        self.thunks = Mutex::new(Some(thunks));
-    }
-
-    /// Sets the LWK partition. With `pin`, vCPU k runs on `cpus[k % len]` (see
-    /// [`Kernel::home_cpu`]); an empty list keeps the VMM's own affinity.
-    pub fn set_cpus(&mut self, cpus: Vec<usize>, pin: bool) {
-        if !cpus.is_empty() {
-            self.cpus = cpus;
-        }
-        self.pin = pin;
-    }
-
-    /// Syscall sites rewritten in code mapped at run time.
-    pub fn rewritten_at_run_time(&self) -> usize {
-        self.rewritten.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
     /// siginfo of a signal the kernel (here: the LWK) raises.
-    fn kernel_info(&self) -> signal::SigInfo {
-        signal::SigInfo {
-            code: signal::SI_USER,
+    fn kernel_info(&self) -> crate::signal::SigInfo {
+        crate::signal::SigInfo {
+            code: crate::signal::SI_USER,
             pid: self.pid(),
             uid: crate::sys::uid(),
             trap: None,
@@ -275,13 +80,13 @@ impl Kernel {
 
     /// True when an EPIPE from `nr` raises a SIGPIPE the guest catches.
     fn sigpipe_caught(&self, cpu: usize, nr: u64, a: &[u64; 6]) -> bool {
-        let h = lock(&self.sigactions)[libc::SIGPIPE as usize].raw[0];
+        let h = lock(&self.signals.actions)[libc::SIGPIPE as usize].raw[0];
         h != libc::SIG_DFL as u64 && h != libc::SIG_IGN as u64 && self.sigpipe_raised(cpu, nr, a)
     }
 
     /// True when an EPIPE from `nr` means death by SIGPIPE (default disposition, not blocked).
     fn sigpipe_kills(&self, cpu: usize, nr: u64, a: &[u64; 6]) -> bool {
-        lock(&self.sigactions)[libc::SIGPIPE as usize].raw[0] == libc::SIG_DFL as u64
+        lock(&self.signals.actions)[libc::SIGPIPE as usize].raw[0] == libc::SIG_DFL as u64
             && self.sigpipe_raised(cpu, nr, a)
     }
 
@@ -307,106 +112,6 @@ impl Kernel {
             _ => false,
         };
         writes.contains(&(nr as i64)) && !nosignal && self.sigmask_of(cpu) & (1 << (sig - 1)) == 0
-    }
-
-    /// Registers vCPU `id`, created by vCPU `parent`, as a new thread (it inherits the parent's
-    /// signal mask) and returns its tid.
-    pub fn add_thread(&self, id: usize, parent: usize, clear_child_tid: Option<u64>) -> i32 {
-        let tid = self.pid() + id as i32;
-        let mut t = lock(&self.threads);
-        let sigmask = t.get(parent).map_or(0, |p| p.sigmask);
-        if t.len() <= id {
-            t.resize(id + 1, ThreadInfo::default());
-        }
-        t[id] = ThreadInfo {
-            tid,
-            clear_child_tid,
-            alive: true,
-            host_tid: 0,
-            affinity: None,
-            sigmask,
-            pending: 0,
-            saved_sigmask: None,
-            // A new thread starts without one (Linux clears it for CLONE_VM clones).
-            altstack: None,
-        };
-        self.live_threads
-            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-        tid
-    }
-
-    /// The guest's pid.
-    pub fn pid(&self) -> i32 {
-        self.pid.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// In a forked child: the guest is now process `pid` with one thread, vCPU 0 — a copy of
-    /// thread `from`, which called fork — run by the calling host thread (its clear-child-tid
-    /// address as clone asked).
-    pub fn become_child(&self, pid: i32, clear_child_tid: Option<u64>, from: usize) {
-        self.pid.store(pid, std::sync::atomic::Ordering::Relaxed);
-        let mut threads = lock(&self.threads);
-        let mask = threads.get(from).map_or(0, |t| t.sigmask);
-        // fork keeps the calling thread's alternate stack (the child's copy of memory has it).
-        let altstack = threads.get(from).and_then(|t| t.altstack);
-        threads.clear();
-        threads.push(ThreadInfo {
-            tid: pid,
-            clear_child_tid,
-            alive: true,
-            host_tid: crate::sys::gettid(),
-            affinity: None,
-            sigmask: mask,
-            pending: 0,
-            saved_sigmask: None,
-            altstack,
-        });
-        self.live_threads.store(1, std::sync::atomic::Ordering::Release);
-        *lock(&self.sig_pending) = 0;
-    }
-
-    /// The stack pointer of vCPU `cpu`'s thread at its current system call (its stub saved it in
-    /// the slot).
-    pub(crate) fn caller_rsp(&self, cpu: usize) -> u64 {
-        self.mem
-            .read_u64(crate::stub::slot_addr(cpu as u64) + multios_lwk_abi::offset::RSP as u64)
-    }
-
-    /// The tid of vCPU `cpu`'s thread.
-    pub fn tid(&self, cpu: usize) -> i32 {
-        lock(&self.threads).get(cpu).map_or(self.pid(), |t| t.tid)
-    }
-
-    /// True when `tid` is one of this process's threads.
-    pub fn is_own_tid(&self, tid: i32) -> bool {
-        lock(&self.threads).iter().any(|t| t.alive && t.tid == tid)
-    }
-
-    /// The exit status, once the process is gone.
-    pub fn exit_status(&self) -> Option<ExitStatus> {
-        *lock(&self.exit)
-    }
-
-    pub fn stats(&self) -> Stats {
-        lock(&self.stats).clone()
-    }
-
-    pub fn notes(&self) -> Vec<String> {
-        lock(&self.notes).clone()
-    }
-
-    /// Reports `msg`: on stderr (unless quiet) and in the run's notes.
-    pub(crate) fn note(&self, msg: String) {
-        if !self.quiet {
-            eprintln!("multios lwk: {msg}");
-        }
-        lock(&self.notes).push(msg);
-    }
-
-    /// Ends the guest with SIGSEGV, as Linux does when it cannot go on; `why` is reported.
-    pub(crate) fn end_with_sigsegv(&self, why: String) {
-        self.note(format!("{why}; the process ends with SIGSEGV, as on Linux"));
-        lock(&self.exit).get_or_insert(ExitStatus::Signal(libc::SIGSEGV));
     }
 
     /// Refuses `nr` with ENOSYS, reporting it once with what would cover it.

@@ -14,7 +14,7 @@
 #![allow(non_upper_case_globals)] // libc names the SYS_ constants in lower case
 
 use super::check::EFAULT;
-use super::Kernel;
+use crate::kernel::Kernel;
 use crate::{fds, procfs, sys};
 use libc::*;
 

@@ -5,7 +5,7 @@
 
 #![allow(non_upper_case_globals)] // libc names the SYS_ constants in lower case
 
-use super::Kernel;
+use crate::kernel::Kernel;
 use crate::procfs::{self, Verdict};
 use crate::{fds, sys};
 use libc::*;

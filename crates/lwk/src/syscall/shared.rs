@@ -11,14 +11,14 @@
 //! it (SHM_REMAP), so the guest uses the segment's pages themselves; shmdt (or munmap) puts private
 //! anonymous memory back, which detaches it in the host.
 
-use super::{lock, Kernel, Reply};
+use crate::kernel::{lock, Kernel, Reply};
 use crate::mm::PAGE;
 use crate::sys;
 
 impl Kernel {
     /// True when `[addr, addr+len)` overlaps a shared file mapping.
     pub(super) fn overlaps_shared(&self, addr: u64, len: u64) -> bool {
-        !lock(&self.shared)
+        !lock(&self.space.shared)
             .intersections(addr, addr.saturating_add(len))
             .is_empty()
     }
@@ -30,13 +30,13 @@ impl Kernel {
             return Err(-(libc::EINVAL as i64));
         }
         let end = addr.saturating_add(len.div_ceil(PAGE) * PAGE);
-        let mut shared = lock(&self.shared);
+        let mut shared = lock(&self.space.shared);
         for (s, e) in shared.intersections(addr, end) {
             sys::map_anonymous(s, e - s).map_err(|e| -(e.raw_os_error().unwrap_or(libc::ENOMEM) as i64))?;
         }
         shared.remove(addr, end);
         // SysV attachments inside the range are gone with it (munmap detaches, as in Linux).
-        lock(&self.shm).retain(|&a, _| !(addr..end).contains(&a));
+        lock(&self.space.shm).retain(|&a, _| !(addr..end).contains(&a));
         Ok(())
     }
 
@@ -46,7 +46,7 @@ impl Kernel {
         let len = len.div_ceil(PAGE) * PAGE;
         match sys::map_file_shared(addr, len, prot & libc::PROT_WRITE != 0, fd, off) {
             Ok(()) => {
-                lock(&self.shared).insert(addr, addr + len);
+                lock(&self.space.shared).insert(addr, addr + len);
                 Reply::Ret(addr as i64)
             }
             Err(e) => Reply::Ret(-(e.raw_os_error().unwrap_or(libc::EINVAL) as i64)),
@@ -77,7 +77,7 @@ impl Kernel {
             return Reply::Ret(-(libc::EINVAL as i64));
         }
         let mut fx = crate::mm::Effects::default();
-        let got = lock(&self.mm).mmap(addr, len, addr != 0, &mut fx);
+        let got = lock(&self.space.mm).mmap(addr, len, addr != 0, &mut fx);
         let addr = match got {
             Ok(v) => v,
             Err(e) => return Reply::Ret(e.errno()),
@@ -92,14 +92,14 @@ impl Kernel {
             self.release(addr, len).ok();
             return Reply::Ret(r);
         }
-        lock(&self.shared).insert(addr, addr + len);
-        lock(&self.shm).insert(addr, len);
+        lock(&self.space.shared).insert(addr, addr + len);
+        lock(&self.space.shm).insert(addr, len);
         Reply::Ret(addr as i64)
     }
 
     /// shmdt(addr): `addr` must be where shmat attached a segment.
     pub(super) fn shmdt(&self, addr: u64) -> Reply {
-        let Some(len) = lock(&self.shm).remove(&addr) else {
+        let Some(len) = lock(&self.space.shm).remove(&addr) else {
             return Reply::Ret(-(libc::EINVAL as i64));
         };
         if let Err(e) = self.unshare(addr, len) {
@@ -114,7 +114,7 @@ impl Kernel {
     /// msync: real for shared file mappings (the range is the same host memory), a no-op check
     /// for the LWK's anonymous and private memory.
     pub(super) fn msync(&self, a: [u64; 6]) -> Reply {
-        if !lock(&self.mm).in_window(a[0], a[1]) {
+        if !lock(&self.space.mm).in_window(a[0], a[1]) {
             return Reply::Ret(-(libc::ENOMEM as i64));
         }
         if self.overlaps_shared(a[0], a[1]) {

@@ -7,7 +7,7 @@
 //! SIGWINCH, SIGURG) — are ignored (or left to their default) by the VMM too, and the stop signals
 //! keep their default action, which stops the VMM as it would stop the program. The catcher is
 //! installed with SA_RESTART: whether a guest call is interrupted is the LWK's decision
-//! (`syscall/signal.rs`), never a side effect of where the host signal landed.
+//! (`syscall/interrupt.rs`), never a side effect of where the host signal landed.
 //!
 //! The synchronous faults SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGTRAP are the VMM's own when the
 //! kernel raises them (si_code > 0: a fault of the VMM, handled as before it was caught — by the
@@ -76,13 +76,12 @@ pub fn follow(sig: i32, handler: u64, _restart: bool) {
         return;
     }
     let dfl = handler == libc::SIG_DFL as u64;
-    let action =
-        if handler == libc::SIG_IGN as u64 || dfl && crate::syscall::signal::default_ignored(sig as u64) {
-            handler as libc::sighandler_t
-        } else {
-            // Only touches atomics and writes an eventfd: async-signal-safe.
-            catcher as *const () as libc::sighandler_t
-        };
+    let action = if handler == libc::SIG_IGN as u64 || dfl && crate::signal::default_ignored(sig as u64) {
+        handler as libc::sighandler_t
+    } else {
+        // Only touches atomics and writes an eventfd: async-signal-safe.
+        catcher as *const () as libc::sighandler_t
+    };
     crate::sys::set_signal_action(sig, action, libc::SA_RESTART);
 }
 

@@ -1,5 +1,5 @@
-//! Entering the guest's signal handlers from a vCPU thread (the signal state and the frame are in
-//! `syscall/signal.rs`). Two moments are clean for it:
+//! Entering the guest's signal handlers from a vCPU thread (the state is in `signal/mod.rs`, the
+//! frame in `signal/frame.rs`). Three moments are clean for it:
 //!
 //! * the return of a system call the vCPU thread completes itself (after a doorbell exit; the
 //!   proxy hands such calls over with the slot state SIGNAL): the call's result is put in the
@@ -14,10 +14,13 @@
 //! Registers are changed only after any pending MMIO completion has been flushed with an
 //! `immediate_exit` KVM_RUN (the KVM API's rule for changing state after an I/O exit).
 
-use crate::proxy;
+use super::{
+    bit, default_ignored, is_restart, Delivery, SigInfo, Trap, ERESTARTNOINTR, ERESTARTSYS, SA_RESTART,
+};
+use crate::kernel::{lock, ExitStatus, Kernel};
+use crate::slot;
 use crate::stub;
-use crate::syscall::signal::Delivery;
-use crate::syscall::Kernel;
+use kvm_bindings::kvm_regs;
 use kvm_ioctls::VcpuFd;
 use multios_lwk_abi::{state, STUB_PAGE};
 use std::sync::atomic::Ordering;
@@ -31,18 +34,18 @@ pub fn settle(vcpu: &mut VcpuFd) {
 
 /// Completes vCPU `id`'s system call with result `ret` in its registers (the slot goes back to
 /// IDLE) and enters a signal handler if one is deliverable. A `ret` that is an internal restart
-/// result (a signal interrupted the call) becomes EINTR or the call again (`syscall/signal.rs`).
+/// result (a signal interrupted the call) becomes EINTR or the call again (`after_interrupt` below).
 /// Returns true when the process ends.
 pub fn complete_call(kernel: &Kernel, id: u64, vcpu: &mut VcpuFd, ret: i64) -> bool {
     let slot = stub::slot_addr(id);
     settle(vcpu);
     let Ok(regs) = vcpu.get_regs() else {
-        proxy::reply(kernel, slot, restart_fallback(ret));
+        slot::reply(&kernel.mem, slot, restart_fallback(ret));
         return false;
     };
-    let (nr, _) = proxy::request(kernel, slot);
-    let mut regs = proxy::returned(kernel, slot, regs, ret, 0);
-    proxy::state_of(kernel, slot).store(state::IDLE, Ordering::Release);
+    let (nr, _) = slot::request(&kernel.mem, slot);
+    let mut regs = slot::returned(&kernel.mem, slot, regs, ret, 0);
+    slot::state_of(&kernel.mem, slot).store(state::IDLE, Ordering::Release);
     match kernel.deliver(id as usize, vcpu, &regs, Some(nr)) {
         Delivery::Entered => false,
         Delivery::Stop => true,
@@ -50,7 +53,7 @@ pub fn complete_call(kernel: &Kernel, id: u64, vcpu: &mut VcpuFd, ret: i64) -> b
             kernel.returned_without_handler(id as usize, &mut regs, nr);
             if vcpu.set_regs(&regs).is_err() {
                 // Fall back to the stub's own return path.
-                proxy::reply(kernel, slot, restart_fallback(ret));
+                slot::reply(&kernel.mem, slot, restart_fallback(ret));
             }
             false
         }
@@ -59,7 +62,7 @@ pub fn complete_call(kernel: &Kernel, id: u64, vcpu: &mut VcpuFd, ret: i64) -> b
 
 /// What the stub returns when the registers cannot be set: never an internal restart result.
 fn restart_fallback(ret: i64) -> i64 {
-    if crate::syscall::signal::is_restart(ret) {
+    if is_restart(ret) {
         -(libc::EINTR as i64)
     } else {
         ret
@@ -139,7 +142,7 @@ pub fn signal_of(
     cr2: u64,
     fpu: impl Fn(bool) -> u64,
 ) -> Option<(u64, i32, u64)> {
-    use crate::syscall::signal::SI_KERNEL;
+    use super::SI_KERNEL;
     let (sig, code, addr) = match vector {
         vector::DE => (libc::SIGFPE, 1 /* FPE_INTDIV */, rip),
         vector::DB => (libc::SIGTRAP, 2 /* TRAP_TRACE */, rip),
@@ -186,9 +189,9 @@ pub fn on_fault(kernel: &Kernel, id: u64, vcpu: &mut VcpuFd) -> bool {
     user.rip = rip;
     user.rsp = frame.rsp;
     user.rflags = frame.rflags;
-    let info = crate::syscall::signal::SigInfo {
+    let info = SigInfo {
         code,
-        trap: Some(crate::syscall::signal::Trap {
+        trap: Some(Trap {
             vector,
             error,
             addr,
@@ -210,9 +213,104 @@ pub fn on_fault(kernel: &Kernel, id: u64, vcpu: &mut VcpuFd) -> bool {
     }
 }
 
+/// Turns an internal restart result in `regs.rax` into what the guest sees after call `nr`: with
+/// a handler (its sa_flags) EINTR, or the call again for ERESTARTSYS under SA_RESTART (and for
+/// ERESTARTNOINTR); without one, the call again. "Again" is Linux's way: rax = the call number and
+/// rip back over the 2-byte `syscall` (or to the start of a rewritten site's thunk:
+/// `rewrite::restart_at`), so the guest issues it anew with its argument registers, which the
+/// stub does not touch.
+fn after_interrupt(regs: &mut kvm_regs, nr: u64, handler_flags: Option<u64>) {
+    let r = regs.rax as i64;
+    if !is_restart(r) {
+        return;
+    }
+    let again = match handler_flags {
+        None => true,
+        Some(flags) => r == ERESTARTNOINTR || (r == ERESTARTSYS && flags & SA_RESTART != 0),
+    };
+    if again {
+        regs.rax = nr;
+        regs.rip = crate::rewrite::restart_at(regs.rip);
+        regs.rcx = regs.rip;
+    } else {
+        regs.rax = -(libc::EINTR as i64) as u64;
+    }
+}
+
+impl Kernel {
+    /// Delivers the next deliverable signal of vCPU `cpu`, whose user-mode registers are `regs`
+    /// (a system call already completed in them): pushes a signal frame and points the vCPU at the
+    /// handler, ends the process for a fatal default action, or drops ignored signals. `call` is
+    /// the number of the system call whose result is in `regs.rax` (None when the guest was
+    /// interrupted in its own code): an internal restart result there becomes EINTR or the call
+    /// again, as the handler's SA_RESTART says.
+    pub fn deliver(&self, cpu: usize, vcpu: &VcpuFd, regs: &kvm_regs, call: Option<u64>) -> Delivery {
+        while let Some((sig, info)) = self.take_signal(cpu) {
+            let act = lock(&self.signals.actions)[sig as usize];
+            let handler = act.raw[0];
+            if handler == libc::SIG_IGN as u64 || (handler == libc::SIG_DFL as u64 && default_ignored(sig)) {
+                continue;
+            }
+            if handler == libc::SIG_DFL as u64 {
+                lock(&self.exit).get_or_insert(ExitStatus::Signal(sig as i32));
+                return Delivery::Stop;
+            }
+            let mut regs = *regs;
+            if let Some(nr) = call {
+                after_interrupt(&mut regs, nr, Some(act.raw[1]));
+            }
+            return match self.push_frame(cpu, vcpu, &regs, sig, info, act.raw) {
+                Ok(()) => Delivery::Entered,
+                Err(why) => {
+                    self.end_with_sigsegv(format!("signal {sig}: cannot enter the guest's handler ({why})"));
+                    Delivery::Stop
+                }
+            };
+        }
+        Delivery::None
+    }
+
+    /// A system call of vCPU `cpu` returns (`regs.rax` its result) without entering a handler:
+    /// an internal restart result makes the guest issue call `nr` again, and a mask the call
+    /// installed (rt_sigsuspend, pselect6…) is taken back, as Linux does.
+    pub fn returned_without_handler(&self, cpu: usize, regs: &mut kvm_regs, nr: u64) {
+        after_interrupt(regs, nr, None);
+        self.restore_call_mask(cpu);
+    }
+
+    /// A CPU exception in vCPU `cpu`'s own code, raised as `sig`: enters the guest's handler with
+    /// `regs` (the faulting context) saved in the frame. Like Linux's forced fault signals, a
+    /// blocked, ignored or default-action signal is not deliverable: the caller then ends the
+    /// process with its fault report.
+    pub fn deliver_fault(
+        &self,
+        cpu: usize,
+        vcpu: &VcpuFd,
+        regs: &kvm_regs,
+        sig: u64,
+        info: SigInfo,
+    ) -> Delivery {
+        let act = lock(&self.signals.actions)[sig as usize];
+        let handler = act.raw[0];
+        let blocked = lock(&self.threads)
+            .get(cpu)
+            .is_some_and(|t| t.sig.mask & bit(sig) != 0);
+        if blocked || handler == libc::SIG_IGN as u64 || handler == libc::SIG_DFL as u64 {
+            return Delivery::None;
+        }
+        match self.push_frame(cpu, vcpu, regs, sig, info, act.raw) {
+            Ok(()) => Delivery::Entered,
+            // No room for a frame (an overflowed stack, without an alternate one): the fault
+            // report says where the guest died.
+            Err(_) => Delivery::None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::signal::ERESTARTNOHAND;
 
     #[test]
     fn exceptions_raise_the_signals_linux_raises() {
@@ -238,5 +336,39 @@ mod tests {
         // A double fault or NMI is never the program's: no signal, the fault report.
         assert_eq!(signal_of(8, 0, 0, 0, no), None);
         assert_eq!(signal_of(2, 0, 0, 0, no), None);
+    }
+
+    #[test]
+    fn interrupted_calls_return_eintr_or_run_again_as_linux_decides() {
+        let at = |rax: i64| kvm_regs {
+            rax: rax as u64,
+            rip: 0x40_1002,
+            ..Default::default()
+        };
+        let eintr = -(libc::EINTR as i64) as u64;
+        // A handler without SA_RESTART: EINTR; with it, ERESTARTSYS runs the call again (rax = its
+        // number, rip on the `syscall`), ERESTARTNOHAND still gives EINTR.
+        let mut r = at(ERESTARTSYS);
+        after_interrupt(&mut r, 0, Some(0));
+        assert_eq!((r.rax, r.rip), (eintr, 0x40_1002));
+        let mut r = at(ERESTARTSYS);
+        after_interrupt(&mut r, 0, Some(SA_RESTART));
+        assert_eq!((r.rax, r.rip), (0, 0x40_1000));
+        let mut r = at(ERESTARTNOHAND);
+        after_interrupt(&mut r, 270, Some(SA_RESTART));
+        assert_eq!(r.rax, eintr);
+        // No handler: the call again, whatever the code; a real result is left alone.
+        let mut r = at(ERESTARTNOHAND);
+        after_interrupt(&mut r, 270, None);
+        assert_eq!((r.rax, r.rip), (270, 0x40_1000));
+        let mut r = at(-4);
+        after_interrupt(&mut r, 0, None);
+        assert_eq!((r.rax, r.rip), (-4i64 as u64, 0x40_1002));
+        // A return into a rewritten site's thunk goes back to the thunk's start.
+        assert_eq!(
+            crate::rewrite::restart_at(0x20_0000 + 3 * 32 + 17),
+            0x20_0000 + 3 * 32
+        );
+        assert!(!is_restart(-(libc::EINTR as i64)) && is_restart(ERESTARTNOINTR));
     }
 }

@@ -1,0 +1,89 @@
+//! What to run and how: [`Config`], the system-call [`Backend`], and the default CPU partition.
+
+use crate::syscall::LocalSet;
+use std::ffi::OsString;
+use std::time::Duration;
+
+/// How system calls reach the VMM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// Shared-memory ring served by a polling proxy thread (doorbell exit as fallback).
+    Ring { proxy_cpu: Option<usize> },
+    /// Every call exits to the vCPU thread through the doorbell (MMIO exit); no proxy thread.
+    Exit,
+}
+
+/// What to run and how.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The program as the user named it (searched in PATH when it has no '/').
+    pub program: String,
+    /// argv, including argv[0].
+    pub argv: Vec<OsString>,
+    /// The environment (`NAME=value`).
+    pub env: Vec<OsString>,
+    /// Size of the application window in bytes (multiple of 2 MiB).
+    pub mem_size: u64,
+    pub policy: LocalSet,
+    pub backend: Backend,
+    /// Stub spin iterations before the doorbell (one `pause` is ≈ 40 ns here: 1000 ≈ 40 µs).
+    pub spin_budget: u32,
+    /// Do not print refused-call reports to stderr (they are still in `Outcome::notes`).
+    pub quiet: bool,
+    /// Rewrite `mov $nr,%eax; syscall` sites of the program and its libraries to enter the stub
+    /// without the trap (see `rewrite.rs`). On by default.
+    pub rewrite_syscalls: bool,
+    /// How long the proxy keeps polling after the last call before it parks. A call that comes
+    /// later rings the doorbell (≈ 20 µs) and unparks it; a polling proxy slows a computing guest
+    /// on this machine (its sibling CPU), hence the short default.
+    pub proxy_idle_spin: Duration,
+    /// The LWK partition's CPUs: vCPU k runs pinned on `cpus[k % len]`, and the guest's
+    /// sched_getaffinity reports the whole list. Empty: vCPUs are not pinned and the VMM's own
+    /// affinity is reported.
+    pub cpus: Vec<usize>,
+}
+
+impl Config {
+    /// Runs `program` with `args` and the current environment, default settings.
+    pub fn new(program: &str, args: &[&str]) -> Self {
+        let (proxy_cpu, cpus) = default_partition(&crate::sys::affinity_list());
+        let mut argv = vec![OsString::from(program)];
+        argv.extend(args.iter().map(OsString::from));
+        Config {
+            program: program.to_string(),
+            argv,
+            env: std::env::vars_os()
+                .map(|(k, v)| {
+                    let mut s = k;
+                    s.push("=");
+                    s.push(v);
+                    s
+                })
+                .collect(),
+            mem_size: 4 << 30,
+            policy: LocalSet::mckernel(),
+            // A proxy sharing the only CPU would steal the guest's time while it polls: without a
+            // CPU of its own, every call exits to the vCPU's thread instead (see docs/LWK.md).
+            backend: if proxy_cpu.is_some_and(|p| cpus.contains(&p)) {
+                Backend::Exit
+            } else {
+                Backend::Ring { proxy_cpu }
+            },
+            cpus,
+            spin_budget: 1_000,
+            quiet: false,
+            rewrite_syscalls: true,
+            proxy_idle_spin: Duration::from_millis(1),
+        }
+    }
+}
+
+/// The default split of `available` CPUs: the first serves Linux (the proxy), the rest are the
+/// LWK's; with a single CPU both share it.
+pub fn default_partition(available: &[usize]) -> (Option<usize>, Vec<usize>) {
+    match available {
+        [] => (None, Vec::new()),
+        [only] => (Some(*only), vec![*only]),
+        [first, rest @ ..] => (Some(*first), rest.to_vec()),
+    }
+}

@@ -1,0 +1,157 @@
+//! The program loader, used by the first start (`run.rs`) and by execve (`syscall/exec.rs`): finds
+//! the program, loads its ELF image and interpreter into the application window ([`elf`]), rewrites
+//! syscall sites when asked, and builds the initial stack with argv, envp and the auxiliary vector
+//! ([`stack`]); `#!` scripts run their interpreter ([`script`]).
+
+pub mod elf;
+pub mod script;
+pub mod stack;
+
+use crate::memory::{GuestMemory, APP_BASE};
+use crate::mm::Mm;
+use elf::{ElfError, Image};
+use stack::StackSpec;
+use std::path::{Path, PathBuf};
+
+/// Errors while finding and loading a program.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error(transparent)]
+    Elf(#[from] ElfError),
+    #[error("program '{0}' not found (looked in PATH)")]
+    NotFound(String),
+    #[error("interpreter '{interp}' of '{program}': {source}")]
+    Interp {
+        program: String,
+        interp: String,
+        source: ElfError,
+    },
+}
+
+/// Finds `program` like execvp.
+pub fn resolve(program: &str) -> Result<PathBuf, LoadError> {
+    if program.contains('/') {
+        return Ok(PathBuf::from(program));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+        .ok_or_else(|| LoadError::NotFound(program.to_string()))
+}
+
+fn random16() -> [u8; 16] {
+    let mut b = [0u8; 16];
+    let _ = crate::sys::raw_syscall(
+        libc::SYS_getrandom as u64,
+        [b.as_mut_ptr() as u64, 16, 0, 0, 0, 0],
+    );
+    b
+}
+
+fn hwcap() -> u64 {
+    std::arch::x86_64::__cpuid(1).edx as u64
+}
+
+/// A program loaded into guest memory, ready to start.
+pub(crate) struct Loaded {
+    pub image: Image,
+    pub interp: Option<Image>,
+    /// Where the first instruction runs (the interpreter's entry for a dynamic program).
+    pub entry: u64,
+    /// The initial stack pointer (argc, argv, envp, auxv).
+    pub rsp: u64,
+    /// The memory manager, with the images reserved.
+    pub mm: Mm,
+    /// With rewriting: the thunks handed out so far.
+    pub thunks: Option<crate::rewrite::Thunks>,
+    pub rewritten: usize,
+}
+
+/// Loads the ELF program at `path` (named `name` in messages and AT_EXECFN) and its interpreter
+/// into the (empty) application window of `mem`, rewrites syscall sites when asked, and builds the
+/// initial stack with `argv`, `envp` and the auxiliary vector. Used at start-up and by execve.
+pub(crate) fn load_program(
+    mem: &GuestMemory,
+    path: &Path,
+    name: &str,
+    argv: Vec<Vec<u8>>,
+    envp: Vec<Vec<u8>>,
+    rewrite: bool,
+) -> Result<Loaded, LoadError> {
+    let mut mm = Mm::new(mem.app.base, mem.app.end(), mem.app.base);
+    let image = elf::load(path, mem, &mut mm, Some(APP_BASE), false)?;
+    let mut mm2 = Mm::new(mem.app.base, mem.app.end(), image.hi);
+    mm2.reserve(image.lo, image.hi - image.lo);
+    let mut interp_image = None;
+    if let Some(interp) = &image.interp {
+        let i = elf::load(Path::new(interp), mem, &mut mm2, None, rewrite).map_err(|source| {
+            LoadError::Interp {
+                program: name.to_string(),
+                interp: interp.clone(),
+                source,
+            }
+        })?;
+        interp_image = Some(i);
+    }
+    let entry = interp_image.as_ref().map_or(image.entry, |i| i.entry);
+    let mut rewritten = 0;
+    let mut thunks = crate::rewrite::Thunks::new(mem);
+    if rewrite {
+        for img in std::iter::once(&image).chain(interp_image.as_ref()) {
+            let mut starts: Vec<u64> = img.symbols.iter().map(|s| s.0).collect();
+            starts.sort_unstable();
+            for &(a, l) in &img.exec {
+                rewritten += crate::rewrite::rewrite_from(mem, &mut thunks, a, l, &starts);
+            }
+        }
+    }
+    let (uid, euid, gid, egid) = crate::sys::credentials();
+    let spec = StackSpec {
+        argv,
+        envp,
+        execfn: name.as_bytes().to_vec(),
+        auxv: vec![
+            (stack::AT_PHDR, image.phdr),
+            (stack::AT_PHENT, image.phent),
+            (stack::AT_PHNUM, image.phnum),
+            (stack::AT_PAGESZ, 4096),
+            (stack::AT_BASE, interp_image.as_ref().map_or(0, |i| i.bias)),
+            (stack::AT_FLAGS, 0),
+            (stack::AT_ENTRY, image.entry),
+            (stack::AT_UID, uid as u64),
+            (stack::AT_EUID, euid as u64),
+            (stack::AT_GID, gid as u64),
+            (stack::AT_EGID, egid as u64),
+            (stack::AT_SECURE, 0),
+            (stack::AT_HWCAP, hwcap()),
+            (stack::AT_HWCAP2, 2), // HWCAP2_FSGSBASE: CR4.FSGSBASE is on
+            (stack::AT_CLKTCK, 100),
+        ],
+        random: random16(),
+    };
+    let rsp = stack::build(mem, mem.app.end(), &spec);
+    Ok(Loaded {
+        image,
+        interp: interp_image,
+        entry,
+        rsp,
+        mm: mm2,
+        thunks: rewrite.then_some(thunks),
+        rewritten,
+    })
+}
+
+/// Symbol tables for fault reports.
+pub struct Symbols {
+    pub main: Image,
+    pub interp: Option<Image>,
+}
+
+impl Symbols {
+    pub fn lookup(&self, addr: u64) -> Option<String> {
+        self.main
+            .symbolize(addr)
+            .or_else(|| self.interp.as_ref().and_then(|i| i.symbolize(addr)))
+    }
+}

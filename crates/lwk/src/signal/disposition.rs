@@ -1,0 +1,163 @@
+//! Dispositions, masks and pending sets: the VMM's side of sigaction, queueing a signal for a
+//! thread or the process, what a thread can take now, and the masks a call installs for its
+//! duration (rt_sigsuspend, pselect6, ppoll, epoll_pwait).
+
+use super::{bit, default_ignored, signals_in, SigInfo, UNBLOCKABLE};
+use crate::kernel::{lock, Kernel};
+
+impl Kernel {
+    /// At start-up: the guest inherits the signals the VMM was started with ignored (as a program
+    /// does across exec), and the VMM catches those whose default action ends the guest
+    /// (`signal/host.rs`), so that the guest's mask applies and the run ends by them in order.
+    pub fn adopt_host_dispositions(&self) {
+        let mut acts = lock(&self.signals.actions);
+        for (sig, act) in acts.iter_mut().enumerate().skip(1) {
+            if act.raw[0] != libc::SIG_DFL as u64 {
+                continue;
+            }
+            if crate::signal::host::inherited_ignore(sig as i32) {
+                act.raw[0] = libc::SIG_IGN as u64;
+            } else {
+                crate::signal::host::follow(sig as i32, libc::SIG_DFL as u64, false);
+            }
+        }
+    }
+
+    /// Handled signals go back to SIG_DFL on exec; ignored ones stay ignored.
+    pub(crate) fn reset_handlers(&self) {
+        let mut acts = lock(&self.signals.actions);
+        for (sig, act) in acts.iter_mut().enumerate().skip(1) {
+            let h = act.raw[0];
+            if h != libc::SIG_DFL as u64 && h != libc::SIG_IGN as u64 {
+                act.raw = [libc::SIG_DFL as u64, 0, 0, 0];
+                crate::signal::host::follow(sig as i32, libc::SIG_DFL as u64, false);
+            }
+        }
+    }
+
+    /// The calling thread's blocked signals.
+    pub(crate) fn sigmask_of(&self, cpu: usize) -> u64 {
+        lock(&self.threads).get(cpu).map_or(0, |t| t.sig.mask)
+    }
+
+    /// Makes `sig` pending for vCPU `thread`, or for the process when None.
+    pub fn queue_signal(&self, thread: Option<usize>, sig: u64, info: SigInfo) {
+        if sig == 0 || sig > 64 {
+            return;
+        }
+        lock(&self.signals.info)[sig as usize] = info;
+        match thread {
+            Some(id) => {
+                if let Some(t) = lock(&self.threads).get_mut(id) {
+                    t.sig.pending |= bit(sig);
+                }
+            }
+            None => *lock(&self.signals.pending) |= bit(sig),
+        }
+        // After the pending bit: take_signal clears the hint only under the locks, when it sees
+        // nothing pending, so a signal queued concurrently keeps it set.
+        self.signals
+            .hint
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// True when vCPU `cpu` has a pending signal it does not block.
+    pub fn deliverable(&self, cpu: usize) -> bool {
+        if !self.signals.hint.load(std::sync::atomic::Ordering::Acquire) {
+            return false;
+        }
+        let process = *lock(&self.signals.pending);
+        lock(&self.threads)
+            .get(cpu)
+            .is_some_and(|t| t.alive && (t.sig.pending | process) & !t.sig.mask != 0)
+    }
+
+    /// A pending signal that a live thread does not block and whose action is the default one
+    /// that ends the process (the signal pump's safety net, see `machine.rs`).
+    pub fn fatal_pending(&self) -> Option<i32> {
+        let acts: Vec<u64> = lock(&self.signals.actions).iter().map(|a| a.raw[0]).collect();
+        let process = *lock(&self.signals.pending);
+        let threads = lock(&self.threads);
+        let deliverable = threads
+            .iter()
+            .filter(|t| t.alive)
+            .fold(0, |all, t| all | ((t.sig.pending | process) & !t.sig.mask));
+        signals_in(deliverable)
+            .find(|&sig| acts[sig as usize] == libc::SIG_DFL as u64 && !default_ignored(sig))
+            .map(|sig| sig as i32)
+    }
+
+    /// The vCPU that should take a process-directed signal now: the first live thread that does
+    /// not block one of the pending signals.
+    pub fn signal_target(&self) -> Option<usize> {
+        let process = *lock(&self.signals.pending);
+        lock(&self.threads)
+            .iter()
+            .position(|t| t.alive && (t.sig.pending | process) & !t.sig.mask != 0)
+    }
+
+    /// Dequeues the lowest unblocked pending signal of vCPU `cpu` (thread-directed first).
+    pub(crate) fn take_signal(&self, cpu: usize) -> Option<(u64, SigInfo)> {
+        self.take_signal_in(cpu, None)
+    }
+
+    /// Dequeues the lowest pending signal of vCPU `cpu` in `wanted` (None: those it does not
+    /// block), thread-directed first.
+    pub(crate) fn take_signal_in(&self, cpu: usize, wanted: Option<u64>) -> Option<(u64, SigInfo)> {
+        let mut threads = lock(&self.threads);
+        let t = threads.get_mut(cpu)?;
+        let allowed = wanted.unwrap_or(!t.sig.mask);
+        let mut process = lock(&self.signals.pending);
+        let (set, own) = if t.sig.pending & allowed != 0 {
+            (t.sig.pending & allowed, true)
+        } else if *process & allowed != 0 {
+            (*process & allowed, false)
+        } else {
+            return None;
+        };
+        let sig = set.trailing_zeros() as u64 + 1;
+        if own {
+            t.sig.pending &= !bit(sig);
+        } else {
+            *process &= !bit(sig);
+        }
+        if *process == 0 && t.sig.pending == 0 {
+            let others = threads.iter().any(|o| o.sig.pending != 0);
+            if !others {
+                self.signals
+                    .hint
+                    .store(false, std::sync::atomic::Ordering::Release);
+            }
+        }
+        Some((sig, lock(&self.signals.info)[sig as usize]))
+    }
+
+    /// Puts back the mask a call replaced for its duration (none: nothing to do).
+    pub(crate) fn restore_call_mask(&self, cpu: usize) {
+        if let Some(t) = lock(&self.threads).get_mut(cpu) {
+            if let Some(m) = t.sig.saved_mask.take() {
+                t.sig.mask = m;
+            }
+        }
+    }
+
+    /// Installs `mask` as vCPU `cpu`'s mask for the duration of a call (rt_sigsuspend, pselect6,
+    /// ppoll, epoll_pwait); the handler's frame, or the call's return, restores the old one.
+    pub(crate) fn install_call_mask(&self, cpu: usize, mask: u64) {
+        if let Some(t) = lock(&self.threads).get_mut(cpu) {
+            if t.sig.saved_mask.is_none() {
+                t.sig.saved_mask = Some(t.sig.mask);
+            }
+            t.sig.mask = mask & !UNBLOCKABLE;
+        }
+    }
+
+    /// The host thread performing vCPU `cpu`'s delegated call right now, if any.
+    pub fn serving_thread(&self, cpu: usize) -> Option<u64> {
+        self.signals
+            .serving
+            .get(cpu)
+            .map(|s| s.load(std::sync::atomic::Ordering::Acquire))
+            .filter(|&t| t != 0)
+    }
+}

@@ -1,0 +1,64 @@
+//! The slot protocol seen from the host: the helpers the proxy thread and the vCPU threads both use
+//! on a vCPU's ring slot ([`multios_lwk_abi::Slot`], posted by the LSTAR stub): read the state word,
+//! claim a request, read it, publish the result, and the registers a call returns with when the
+//! host completes it instead of the stub.
+//!
+//! The states and their meaning are `multios_lwk_abi::state`'s; a host thread that wins [`claim`]
+//! owns the request until it publishes a result ([`reply`]) or hands the call on.
+
+use crate::memory::GuestMemory;
+use kvm_bindings::kvm_regs;
+use multios_lwk_abi::{offset, state};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// The shared state word of a slot.
+pub fn state_of(mem: &GuestMemory, slot: u64) -> &AtomicU32 {
+    let p = mem.ptr(slot + offset::STATE as u64, 4) as *const AtomicU32;
+    // SAFETY: the slot lies in the stub region, mapped for the whole life of `mem` (the returned
+    // reference borrows it), 4-byte aligned (Slot is 64-aligned, state at 0), and is
+    // only ever accessed atomically by the host.
+    unsafe { &*p }
+}
+
+/// Takes a posted request (REQUEST → CLAIMED); false when another host thread took it first.
+pub fn claim(st: &AtomicU32) -> bool {
+    st.compare_exchange(
+        state::REQUEST,
+        state::CLAIMED,
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    )
+    .is_ok()
+}
+
+/// The registers of a thread whose call in `slot` returns `ret`, from `regs` (its registers at
+/// the doorbell): what the stub does on its way back — rax = result, rcx/rip = return address,
+/// r11/rflags = the saved flags — done by the host. A nonzero `stack` replaces the stack pointer
+/// (a clone's new stack); 0 keeps the caller's.
+pub fn returned(mem: &GuestMemory, slot: u64, mut regs: kvm_regs, ret: i64, stack: u64) -> kvm_regs {
+    let field = |o: usize| mem.read_u64(slot + o as u64);
+    let (rip, rflags) = (field(offset::RIP), field(offset::RFLAGS));
+    regs.rax = ret as u64;
+    regs.rip = rip;
+    regs.rcx = rip;
+    regs.r11 = rflags;
+    regs.rflags = rflags | 0x2;
+    regs.rsp = if stack != 0 { stack } else { field(offset::RSP) };
+    regs
+}
+
+/// Reads the request of a claimed slot.
+pub fn request(mem: &GuestMemory, slot: u64) -> (u64, [u64; 6]) {
+    let nr = mem.read_u64(slot + offset::NR as u64);
+    let mut a = [0u64; 6];
+    for (i, v) in a.iter_mut().enumerate() {
+        *v = mem.read_u64(slot + (offset::ARGS + 8 * i) as u64);
+    }
+    (nr, a)
+}
+
+/// Publishes a result.
+pub fn reply(mem: &GuestMemory, slot: u64, ret: i64) {
+    mem.write_u64(slot + offset::RET as u64, ret as u64);
+    state_of(mem, slot).store(state::DONE, Ordering::Release);
+}

@@ -1,0 +1,132 @@
+//! Descriptors the VMM owns: its fd range above the guest's, eventfds, the descriptor limit.
+
+use super::file::c_path;
+use std::io;
+
+/// Duplicates file descriptor `fd` to the lowest free number ≥ `floor` (close-on-exec); the caller
+/// closes `fd`.
+pub fn move_fd_high(fd: i32, floor: i32) -> io::Result<i32> {
+    // SAFETY: F_DUPFD_CLOEXEC only creates a new descriptor; `fd` is owned by the caller.
+    let high = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, floor) };
+    if high < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(high)
+}
+
+/// Creates an eventfd (close-on-exec).
+pub fn eventfd() -> io::Result<i32> {
+    // SAFETY: eventfd creates a new descriptor; no pointers are involved.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fd)
+}
+
+/// Closes a descriptor the caller owns and nobody else uses.
+pub fn close(fd: i32) {
+    // SAFETY: closing a descriptor touches no memory; the caller owns `fd`.
+    unsafe { libc::close(fd) };
+}
+
+/// Adds 1 to eventfd `fd`. Async-signal-safe (one write(2)), so signal handlers may call it.
+pub fn eventfd_add(fd: i32) {
+    let one = 1u64;
+    // SAFETY: writes 8 valid bytes from a live local, as an eventfd requires.
+    unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
+}
+
+/// Blocks until eventfd `fd` is non-zero and resets it; false on an error other than EINTR.
+pub fn eventfd_wait(fd: i32) -> bool {
+    let mut v = 0u64;
+    // SAFETY: reads 8 bytes into a live local, as an eventfd read requires.
+    let r = unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
+    r == 8 || io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+}
+
+/// Closes this process's close-on-exec descriptors below `fd_floor` (the guest's: an execve in the
+/// LWK does what the kernel would do on a real one; the VMM's own fds, at or above the floor, stay).
+pub fn close_on_exec(fd_floor: i32) {
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return;
+    };
+    let fds: Vec<i32> = dir
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|&fd| fd < fd_floor)
+        .collect();
+    for fd in fds {
+        // SAFETY: F_GETFD and close take plain integers; these fds are the guest's, which no Rust
+        // object of the VMM owns (the VMM's fds are all at or above the floor).
+        unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFD);
+            if flags >= 0 && flags & libc::FD_CLOEXEC != 0 {
+                libc::close(fd);
+            }
+        }
+    }
+}
+
+/// RLIMIT_NOFILE of this process (soft, hard); RLIM_INFINITY reads as u64::MAX.
+pub fn nofile_limit() -> (u64, u64) {
+    // SAFETY: rlimit is plain data that getrlimit fills.
+    unsafe {
+        let mut r: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
+            return (1024, 1024);
+        }
+        (r.rlim_cur, r.rlim_max)
+    }
+}
+
+/// Sets RLIMIT_NOFILE of this process.
+pub fn set_nofile_limit(soft: u64, hard: u64) -> io::Result<()> {
+    let r = libc::rlimit {
+        rlim_cur: soft,
+        rlim_max: hard,
+    };
+    // SAFETY: setrlimit reads the struct passed.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &r) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// A memfd holding `data`, sealed against writes and resizing; the descriptor is the lowest free
+/// one (the guest's range), close-on-exec when `cloexec`.
+pub fn memfd_with(name: &str, data: &[u8], cloexec: bool) -> io::Result<i32> {
+    let c = c_path(name)?;
+    let flags = libc::MFD_ALLOW_SEALING | if cloexec { libc::MFD_CLOEXEC } else { 0 };
+    // SAFETY: `c` is NUL-terminated; memfd_create only reads it.
+    let fd = unsafe { libc::memfd_create(c.as_ptr(), flags) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut done = 0;
+    while done < data.len() {
+        // SAFETY: the pointer and length describe the rest of `data`, which write only reads.
+        let n = unsafe { libc::write(fd, data[done..].as_ptr().cast(), data.len() - done) };
+        if n <= 0 {
+            let e = io::Error::last_os_error();
+            close(fd);
+            return Err(e);
+        }
+        done += n as usize;
+    }
+    let seals = libc::F_SEAL_WRITE | libc::F_SEAL_GROW | libc::F_SEAL_SHRINK | libc::F_SEAL_SEAL;
+    // SAFETY: fcntl and lseek take plain integers on a descriptor this function owns.
+    unsafe {
+        libc::fcntl(fd, libc::F_ADD_SEALS, seals);
+        libc::lseek(fd, 0, libc::SEEK_SET);
+    }
+    Ok(fd)
+}
+
+/// Duplicates `fd` to the lowest free number ≥ `floor` (close-on-exec), as [`move_fd_high`], and
+/// returns the duplicate as an owned descriptor; the caller still closes `fd`.
+pub fn dup_high(fd: i32, floor: i32) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    let high = move_fd_high(fd, floor)?;
+    // SAFETY: F_DUPFD_CLOEXEC just created `high`; nothing else knows or owns it.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(high) })
+}

@@ -1,0 +1,138 @@
+//! Files by path or descriptor: opening under a directory fd, reading, identity, type.
+
+use std::io;
+
+/// True when this process may execute `path` (access(2) with X_OK).
+pub fn may_execute(path: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: `c` is a valid NUL-terminated path; access only reads it.
+    unsafe { libc::access(c.as_ptr(), libc::X_OK) == 0 }
+}
+
+/// True when `fd` is a file of procfs (or when fstatfs fails: the caller then checks the hard way).
+pub fn is_procfs(fd: i32) -> bool {
+    const PROC_SUPER_MAGIC: i64 = 0x9fa0;
+    // SAFETY: statfs is plain data written by the kernel; fstatfs only reads `fd`.
+    unsafe {
+        let mut st: libc::statfs = std::mem::zeroed();
+        libc::fstatfs(fd, &mut st) != 0 || st.f_type as i64 == PROC_SUPER_MAGIC
+    }
+}
+
+pub(super) fn c_path(path: &str) -> io::Result<std::ffi::CString> {
+    std::ffi::CString::new(path).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+/// openat(dir, path, flags | O_CLOEXEC); the caller owns the new descriptor.
+pub fn open_at(dir: i32, path: &str, flags: i32) -> io::Result<i32> {
+    let c = c_path(path)?;
+    // SAFETY: `c` is a valid NUL-terminated path that openat only reads.
+    let fd = unsafe { libc::openat(dir, c.as_ptr(), flags | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fd)
+}
+
+/// The whole content of the (small, procfs) file `path` relative to directory fd `dir`.
+pub fn read_at(dir: i32, path: &str) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::fd::FromRawFd;
+    let fd = open_at(dir, path, libc::O_RDONLY)?;
+    // SAFETY: `fd` was just opened and is owned by nobody else: the File takes it over and closes it.
+    let mut f = unsafe { std::fs::File::from_raw_fd(fd) };
+    let mut out = Vec::new();
+    f.read_to_end(&mut out)?;
+    Ok(out)
+}
+
+/// The target of symbolic link `path` relative to directory fd `dir`.
+pub fn readlink_at(dir: i32, path: &str) -> io::Result<Vec<u8>> {
+    let c = c_path(path)?;
+    let mut buf = vec![0u8; 4096];
+    // SAFETY: the buffer is valid for its length, which is passed; `c` is NUL-terminated.
+    let n = unsafe { libc::readlinkat(dir, c.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    buf.truncate(n as usize);
+    Ok(buf)
+}
+
+/// (st_dev, st_ino) of `path` relative to directory fd `dir`, following symbolic links.
+pub fn file_id_at(dir: i32, path: &str) -> io::Result<(u64, u64)> {
+    let c = c_path(path)?;
+    // SAFETY: stat is plain data that fstatat fills; `c` is NUL-terminated.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstatat(dir, c.as_ptr(), &mut st, 0) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok((st.st_dev, st.st_ino))
+    }
+}
+
+/// The filesystem magic of `fd` (statfs f_type).
+pub fn fs_type(fd: i32) -> io::Result<i64> {
+    // SAFETY: statfs is plain data written by the kernel; fstatfs only reads `fd`.
+    unsafe {
+        let mut st: libc::statfs = std::mem::zeroed();
+        if libc::fstatfs(fd, &mut st) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(st.f_type as i64)
+    }
+}
+
+/// The device number of `fd` when it is a character device.
+pub fn char_device(fd: i32) -> Option<u64> {
+    // SAFETY: stat is plain data that fstat fills.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        (libc::fstat(fd, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFCHR).then_some(st.st_rdev)
+    }
+}
+
+/// (st_dev, st_ino) of descriptor `fd`.
+pub fn fd_file_id(fd: i32) -> io::Result<(u64, u64)> {
+    // SAFETY: stat is plain data that fstat fills.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd, &mut st) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok((st.st_dev, st.st_ino))
+    }
+}
+
+/// True when `fd` is a directory.
+pub fn is_directory(fd: i32) -> bool {
+    // SAFETY: stat is plain data that fstat fills.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        libc::fstat(fd, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFDIR
+    }
+}
+
+/// openat(dir, path, flags, mode) exactly as given; Linux's return convention.
+pub fn openat_raw(dir: i32, path: &std::ffi::CStr, flags: i32, mode: u32) -> i64 {
+    // SAFETY: `path` is a valid NUL-terminated string owned by the caller; openat only reads it.
+    let fd = unsafe { libc::openat(dir, path.as_ptr(), flags, mode) };
+    if fd < 0 {
+        -(io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO) as i64)
+    } else {
+        fd as i64
+    }
+}
+
+/// True when `fd` (an O_PATH|O_NOFOLLOW descriptor) is a symbolic link.
+pub fn is_symlink(fd: i32) -> bool {
+    // SAFETY: stat is plain data that fstat fills.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        libc::fstat(fd, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFLNK
+    }
+}

@@ -1,0 +1,32 @@
+//! KVM objects made from descriptors the VMM moved into its own fd range: kvm-ioctls takes a raw
+//! descriptor there (an `unsafe` contract: the new object must be its sole owner), so these take
+//! an [`OwnedFd`], which carries that ownership.
+
+use kvm_ioctls::{Kvm, VcpuFd, VmFd};
+use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
+
+/// The KVM system object over `fd`, an open /dev/kvm descriptor.
+pub fn kvm_from(fd: OwnedFd) -> Kvm {
+    // SAFETY: `fd` is owned (OwnedFd) and handed over: Kvm becomes its only owner.
+    unsafe { Kvm::from_raw_fd(fd.into_raw_fd()) }
+}
+
+/// The VM object over `fd`, a descriptor of a VM that `kvm` created (a duplicate, say).
+pub fn vm_from(kvm: &Kvm, fd: OwnedFd) -> Result<VmFd, kvm_ioctls::Error> {
+    // SAFETY: `fd` is owned (OwnedFd) and handed over: the VmFd becomes its only owner.
+    unsafe { kvm.create_vmfd_from_rawfd(fd.into_raw_fd()) }
+}
+
+/// The vCPU object over `fd`, a descriptor of a vCPU of `vm` (a duplicate, say).
+pub fn vcpu_from(vm: &VmFd, fd: OwnedFd) -> Result<VcpuFd, kvm_ioctls::Error> {
+    // SAFETY: `fd` is owned (OwnedFd) and handed over: the VcpuFd becomes its only owner.
+    unsafe { vm.create_vcpu_from_rawfd(fd.into_raw_fd()) }
+}
+
+/// Loads an XSAVE image (from a signal frame) into the vCPU.
+pub fn set_xsave(vcpu: &VcpuFd, xsave: &kvm_bindings::kvm_xsave) -> Result<(), kvm_ioctls::Error> {
+    // SAFETY: `xsave` is a whole kvm_xsave (4096 bytes), obtained from KVM_GET_XSAVE on this vCPU
+    // with at most the first `xsave_size()` bytes replaced; that size comes from CPUID for
+    // the XCR0 features this VMM sets, so the kernel reads nothing beyond the struct.
+    unsafe { vcpu.set_xsave(xsave) }
+}

@@ -1,0 +1,93 @@
+//! Memory mappings of the VMM (the guest window is VMM memory: guest-physical == host-virtual).
+
+use std::io;
+
+/// Maps `len` bytes of fresh anonymous memory at exactly `addr` (never replacing a mapping), so
+/// that guest-physical == host-virtual. `prot` is a `PROT_*` mask.
+pub fn map_fixed(addr: u64, len: usize, prot: i32) -> io::Result<()> {
+    // SAFETY: MAP_FIXED_NOREPLACE never unmaps anything: it fails if the range is in use, so no
+    // existing Rust object can be invalidated; the result is checked.
+    let p = unsafe {
+        libc::mmap(
+            addr as *mut libc::c_void,
+            len,
+            prot,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED_NOREPLACE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    if p as u64 != addr {
+        // Old kernels ignore the flag and treat it as a hint: undo and report the range as busy.
+        // SAFETY: `p` is the mapping just created by this call and nothing refers to it.
+        unsafe { libc::munmap(p, len) };
+        return Err(io::Error::from_raw_os_error(libc::EEXIST));
+    }
+    Ok(())
+}
+
+/// Unmaps a range this module mapped.
+pub fn unmap(addr: u64, len: usize) {
+    // SAFETY: only called by `memory::Region::drop` on the region it created; after the VM is
+    // gone nothing (host or guest) refers to it.
+    unsafe { libc::munmap(addr as *mut libc::c_void, len) };
+}
+
+/// `madvise(addr, len, advice)` on guest memory (DONTNEED drops pages: they read back as zero).
+pub fn madvise(addr: u64, len: usize, advice: i32) -> io::Result<()> {
+    // SAFETY: callers pass ranges inside the guest window, which is anonymous memory owned by
+    // the VMM that no Rust reference points into (guest memory is accessed through raw copies).
+    let r = unsafe { libc::madvise(addr as *mut libc::c_void, len, advice) };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Maps `len` bytes of file `fd` from `off`, shared, over `[addr, addr+len)` of the guest window
+/// (MAP_FIXED replaces the anonymous memory there; KVM's MMU notifiers make the guest see the
+/// file's pages).
+pub fn map_file_shared(addr: u64, len: u64, writable: bool, fd: i32, off: u64) -> io::Result<()> {
+    let prot = libc::PROT_READ | if writable { libc::PROT_WRITE } else { 0 };
+    // SAFETY: callers pass a page-aligned range inside the guest window, memory owned by the VMM
+    // that no Rust reference points into; MAP_FIXED only replaces those pages.
+    let p = unsafe {
+        libc::mmap(
+            addr as *mut libc::c_void,
+            len as usize,
+            prot,
+            libc::MAP_SHARED | libc::MAP_FIXED,
+            fd,
+            off as libc::off_t,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Puts fresh private anonymous memory (huge pages allowed) back over `[addr, addr+len)` of the
+/// guest window, after a shared file mapping there ends.
+pub fn map_anonymous(addr: u64, len: u64) -> io::Result<()> {
+    // SAFETY: as in `map_file_shared`: a range of the guest window, owned by the VMM, no Rust
+    // references into it; MAP_FIXED only replaces those pages.
+    let p = unsafe {
+        libc::mmap(
+            addr as *mut libc::c_void,
+            len as usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    let _ = madvise(addr, len as usize, libc::MADV_HUGEPAGE);
+    Ok(())
+}

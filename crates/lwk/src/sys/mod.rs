@@ -1,0 +1,19 @@
+//! The few raw host calls the VMM needs, each wrapped once with its safety argument, one file per
+//! concern; every function is re-exported here, so callers write `crate::sys::name`.
+
+mod cpu;
+mod fd;
+mod file;
+pub mod kvm;
+mod mem;
+mod process;
+mod signal;
+mod thread;
+
+pub use cpu::*;
+pub use fd::*;
+pub use file::*;
+pub use mem::*;
+pub use process::*;
+pub use signal::*;
+pub use thread::*;

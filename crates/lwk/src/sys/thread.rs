@@ -1,0 +1,58 @@
+//! Threads and their CPU affinity.
+
+use std::io;
+
+/// Pins the calling thread to `cpu` (best effort: errors are returned for the caller to report).
+pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
+    pin_thread(0, &[cpu])
+}
+
+/// Restricts thread `tid` (0: the calling thread) to `cpus` (CPU sets: `multios-host`).
+pub fn pin_thread(tid: i32, cpus: &[usize]) -> io::Result<()> {
+    multios_host::cpus::pin_thread(tid, &cpus.iter().copied().collect())
+}
+
+/// The CPUs the calling thread may run on, ascending.
+pub fn affinity_list() -> Vec<usize> {
+    multios_host::CpuSet::allowed().to_vec()
+}
+
+/// The kernel's CPU mask size in bytes (what sched_getaffinity returns; a caller's buffer must
+/// be at least this long).
+pub fn cpumask_size() -> usize {
+    let mut buf = [0u64; 128];
+    // SAFETY: the buffer is 1024 bytes long, as passed; the kernel writes at most that much.
+    let r = unsafe { libc::syscall(libc::SYS_sched_getaffinity, 0, 1024usize, buf.as_mut_ptr()) };
+    if r > 0 {
+        r as usize
+    } else {
+        8
+    }
+}
+
+/// The calling thread's CPU affinity, to restore it after pinning.
+pub fn affinity() -> Option<libc::cpu_set_t> {
+    multios_host::cpus::current_mask().ok()
+}
+
+/// Restores an affinity returned by [`affinity`].
+pub fn set_affinity(set: &libc::cpu_set_t) {
+    let _ = multios_host::cpus::pin_thread_to_mask(0, set);
+}
+
+/// Lets the calling thread run on every CPU again (threads inherit their creator's pinning).
+pub fn unpin() -> io::Result<()> {
+    multios_host::cpus::unpin_current_thread()
+}
+
+/// The calling thread's pthread_t, as a number (for pthread_kill by another thread).
+pub fn pthread_self() -> u64 {
+    // SAFETY: pthread_self has no preconditions.
+    unsafe { libc::pthread_self() as u64 }
+}
+
+/// The calling thread's id.
+pub fn gettid() -> i32 {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::gettid() }
+}
