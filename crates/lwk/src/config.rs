@@ -1,6 +1,6 @@
 //! What to run and how: [`Config`], the system-call [`Backend`], and the default CPU partition.
 
-use crate::syscall::LocalSet;
+use crate::policy::LocalSet;
 use std::ffi::OsString;
 use std::time::Duration;
 

@@ -9,7 +9,7 @@ use crate::machine::drive;
 use crate::memory::{GuestMemory, APP_BASE};
 use crate::mm::Mm;
 use crate::outcome::LwkError;
-use crate::syscall::LocalSet;
+use crate::policy::LocalSet;
 use crate::vcpu::Entry;
 use std::collections::BTreeSet;
 use std::sync::Arc;

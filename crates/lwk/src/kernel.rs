@@ -5,8 +5,8 @@
 
 use crate::memory::GuestMemory;
 use crate::mm::Mm;
+use crate::policy::LocalSet;
 use crate::stats::Stats;
-use crate::syscall::policy::LocalSet;
 use kvm_ioctls::VcpuFd;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicI32, AtomicUsize};

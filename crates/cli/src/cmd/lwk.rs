@@ -4,7 +4,7 @@
 use crate::output::{Format, Out, Table};
 use anyhow::Context;
 use multios_lwk::fc::{self, Mechanism};
-use multios_lwk::syscall::policy::Overrides;
+use multios_lwk::policy::Overrides;
 use multios_lwk::{Backend, Config, LocalSet};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -132,9 +132,9 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
         let text = std::fs::read_to_string(f)
             .map_err(|e| anyhow::anyhow!("reading --local {}: {e}", f.display()))?;
         let names = multios_syscalls::parse_list(&f.display().to_string(), &text)?;
-        let can_be_local: std::collections::BTreeSet<&str> = multios_lwk::syscall::policy::MANDATORY_LOCAL
+        let can_be_local: std::collections::BTreeSet<&str> = multios_lwk::policy::MANDATORY_LOCAL
             .iter()
-            .chain(multios_lwk::syscall::policy::OPTIONAL_LOCAL)
+            .chain(multios_lwk::policy::OPTIONAL_LOCAL)
             .copied()
             .collect();
         let ignored: Vec<&str> = names

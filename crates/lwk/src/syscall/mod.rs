@@ -12,13 +12,11 @@ mod local;
 mod maps;
 mod open;
 mod opened;
-pub mod policy;
 mod shared;
 pub mod signal;
 
 use crate::kernel::{lock, Ctx, ExitStatus, Kernel, Reply};
 use crate::stats::Served;
-pub use policy::{LocalSet, Policy};
 use std::time::Instant;
 
 pub const ENOSYS: i64 = -(libc::ENOSYS as i64);
