@@ -114,7 +114,7 @@ pub struct Config {
     pub costs: [Cost; NR_MAX],
 }
 
-/// The struct has no padding, so its bytes are all initialized (see [`Config::as_bytes`]).
+/// The struct has no padding: [`Config::encode`] writes its fields back to back.
 const _: () = assert!(
     size_of::<Config>()
         == 4 * 4 + 8 + 4 * 4 + 8 * 2 + 8 * CPU_WORDS * 2 + PATH_MAX + NR_MAX * 2 + size_of::<Cost>() * NR_MAX
@@ -145,10 +145,30 @@ impl Config {
         }
     }
 
-    fn as_bytes(&self) -> &[u8] {
-        // SAFETY: `Config` is `repr(C)` with integer fields only and no padding (asserted above),
-        // so all of its `size_of::<Config>()` bytes are initialized; the slice borrows `self`.
-        unsafe { core::slice::from_raw_parts((self as *const Config).cast::<u8>(), size_of::<Config>()) }
+    /// Appends the struct's bytes, field by field in declaration order (no padding, see the
+    /// assertion above), so that each lands at its `offset_of!`.
+    fn encode(&self, out: &mut Vec<u8>) {
+        for w in [self.magic, self.version, self.size, self.mode] {
+            out.extend_from_slice(&w.to_ne_bytes());
+        }
+        out.extend_from_slice(&self.total.to_ne_bytes());
+        for w in [self.intercept, self.timing, self.rewrite, self.realtime] {
+            out.extend_from_slice(&w.to_ne_bytes());
+        }
+        let words = [self.idle_ticks, self.patience_ticks].into_iter();
+        for w in words.chain(self.compute).chain(self.control) {
+            out.extend_from_slice(&w.to_ne_bytes());
+        }
+        out.extend_from_slice(&self.stats_dir);
+        out.extend_from_slice(&self.local_stub);
+        out.extend_from_slice(&self.delegated);
+        for c in &self.costs {
+            out.extend_from_slice(&c.kind.to_ne_bytes());
+            out.extend_from_slice(&c.reserved.to_ne_bytes());
+            for w in [c.param, c.samples, c.nsamples] {
+                out.extend_from_slice(&w.to_ne_bytes());
+            }
+        }
     }
 }
 
@@ -307,7 +327,8 @@ impl Block {
         let mut c = *self.config;
         c.total = (size_of::<Config>() + 8 * self.samples.len()) as u64;
         let mut out = Vec::with_capacity(c.total as usize);
-        out.extend_from_slice(c.as_bytes());
+        c.encode(&mut out);
+        debug_assert_eq!(out.len(), size_of::<Config>());
         for s in &self.samples {
             out.extend_from_slice(&s.to_ne_bytes());
         }
@@ -362,6 +383,44 @@ mod tests {
         assert_eq!(offset_of!(Config, version), 4);
         assert_eq!(offset_of!(Config, size), 8);
         assert_eq!(size_of::<Config>() % 8, 0);
+    }
+
+    #[test]
+    fn every_field_is_encoded_at_its_offset() {
+        let mut b = Block::new();
+        let c = b.config_mut();
+        (c.mode, c.intercept, c.timing, c.rewrite, c.realtime) = (1, 1, 1, 1, 1);
+        (c.idle_ticks, c.patience_ticks) = (11, 12);
+        b.set_cpus(Cpus::Compute, [3]).expect("CPU 3");
+        b.set_cpus(Cpus::Control, [64]).expect("CPU 64");
+        b.set_stats_dir(b"/s").expect("short path");
+        b.run_at_local_stub(5).expect("nr 5");
+        b.delegate(511, Delegated::Exponential(99)).expect("nr 511");
+        let bytes = b.to_bytes();
+        assert_eq!(bytes.len(), size_of::<Config>());
+        let u32_at = |at: usize| u32::from_ne_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
+        assert_eq!(u32_at(offset_of!(Config, magic)), MAGIC);
+        assert_eq!(u32_at(offset_of!(Config, version)), VERSION);
+        assert_eq!(u32_at(offset_of!(Config, size)) as usize, size_of::<Config>());
+        for at in [
+            offset_of!(Config, mode),
+            offset_of!(Config, intercept),
+            offset_of!(Config, timing),
+            offset_of!(Config, rewrite),
+            offset_of!(Config, realtime),
+        ] {
+            assert_eq!(u32_at(at), 1, "field at {at}");
+        }
+        assert_eq!(u64_at(&bytes, offset_of!(Config, idle_ticks)), 11);
+        assert_eq!(u64_at(&bytes, offset_of!(Config, patience_ticks)), 12);
+        assert_eq!(u64_at(&bytes, offset_of!(Config, compute)), 1 << 3);
+        assert_eq!(u64_at(&bytes, offset_of!(Config, control) + 8), 1);
+        assert_eq!(&bytes[offset_of!(Config, stats_dir)..][..3], b"/s\0");
+        assert_eq!(bytes[offset_of!(Config, local_stub) + 5], 1);
+        assert_eq!(bytes[offset_of!(Config, delegated) + 511], 1);
+        let cost = offset_of!(Config, costs) + 511 * size_of::<Cost>();
+        assert_eq!(u32_at(cost + offset_of!(Cost, kind)), cost_kind::EXPONENTIAL);
+        assert_eq!(u64_at(&bytes, cost + offset_of!(Cost, param)), 99);
     }
 
     #[test]
