@@ -27,7 +27,7 @@ const MAX_SAMPLES: usize = 4_000_000;
 
 /// Everything the child needs, prepared before `fork` (the child must not allocate).
 struct Prepared {
-    image: sys::ExecImage,
+    image: multios_host::process::ExecImage,
     prog: Vec<libc::sock_filter>,
     compute: libc::cpu_set_t,
     app_realtime: bool,
@@ -60,7 +60,7 @@ fn prepare(
         crate::bpf::filter(d, libc::SECCOMP_RET_USER_NOTIF, sys::exempt_ip())
     };
     Ok(Prepared {
-        image: sys::ExecImage::new(path, argv, env),
+        image: multios_host::process::ExecImage::new(path, argv, env),
         prog,
         compute: compute.to_libc().map_err(|cause| EmulateError::Io {
             what: format!("compute CPUs {compute}"),
@@ -92,7 +92,7 @@ fn child(p: &Prepared, sock: RawFd, err_w: RawFd) -> ! {
         }
         sys::exempt_close(fd); // our copy of the listener
     }
-    let r = p.image.exec_exempt();
+    let r = sys::exec_exempt(&p.image);
     die(err_w, (-r) as i32 | 0x4_0000)
 }
 
@@ -373,7 +373,7 @@ fn socketpair() -> Result<(OwnedFd, OwnedFd), EmulateError> {
 }
 
 fn pipe() -> Result<(OwnedFd, OwnedFd), EmulateError> {
-    sys::pipe_cloexec().map_err(|cause| EmulateError::Io {
+    multios_host::process::pipe_cloexec().map_err(|cause| EmulateError::Io {
         what: "pipe2".into(),
         cause,
     })

@@ -2,7 +2,6 @@
 //! mechanism's child does through it, fork and exec, seccomp filter installation and the
 //! user-notification ioctls, children pinned before exec. Every other module is safe code.
 
-use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
@@ -382,44 +381,17 @@ pub fn exempt_exit(code: i32) -> ! {
     unsafe { libc::_exit(code) }
 }
 
-/// A program with its arguments and environment as execve takes them, built before `fork` (the
-/// child must not allocate): NUL-terminated arrays of pointers into strings this value owns.
-pub struct ExecImage {
-    path: CString,
-    _argv: Vec<CString>,
-    argv_ptrs: Vec<*const libc::c_char>,
-    _env: Vec<CString>,
-    envp_ptrs: Vec<*const libc::c_char>,
-}
-
-impl ExecImage {
-    pub fn new(path: CString, argv: Vec<CString>, env: Vec<CString>) -> ExecImage {
-        let ptrs = |v: &[CString]| {
-            let mut p: Vec<_> = v.iter().map(|a| a.as_ptr()).collect();
-            p.push(std::ptr::null());
-            p
-        };
-        ExecImage {
-            argv_ptrs: ptrs(&argv),
-            envp_ptrs: ptrs(&env),
-            path,
-            _argv: argv,
-            _env: env,
-        }
-    }
-
-    /// execve from the exempt site; returns only when it failed, with the negative errno.
-    pub fn exec_exempt(&self) -> i64 {
-        // SAFETY: the path is a C string and both arrays are NULL-terminated arrays of pointers
-        // to C strings, all owned by `self` (their heap buffers do not move with it).
-        unsafe {
-            exempt_syscall3(
-                libc::SYS_execve,
-                self.path.as_ptr() as u64,
-                self.argv_ptrs.as_ptr() as u64,
-                self.envp_ptrs.as_ptr() as u64,
-            )
-        }
+/// execve of `image` from the exempt site; returns only when it failed, with the negative errno.
+pub fn exec_exempt(image: &multios_host::process::ExecImage) -> i64 {
+    // SAFETY: `image` owns its path (a C string) and both NULL-terminated arrays of C strings,
+    // which live as long as the borrow.
+    unsafe {
+        exempt_syscall3(
+            libc::SYS_execve,
+            image.path_ptr() as u64,
+            image.argv_ptr() as u64,
+            image.envp_ptr() as u64,
+        )
     }
 }
 
@@ -477,13 +449,3 @@ pub fn pin_before_exec(
     }
 }
 
-/// A close-on-exec pipe: (read end, write end).
-pub fn pipe_cloexec() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: `fds` is a valid out-array of two ints.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: both fds were just created and are owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}

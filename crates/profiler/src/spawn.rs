@@ -71,7 +71,7 @@ fn cstring(s: &OsStr, what: &str) -> Result<CString, ProfilerError> {
 }
 
 fn pipe() -> Result<(OwnedFd, OwnedFd), ProfilerError> {
-    crate::sys::pipe_cloexec().map_err(|e| ProfilerError::os("pipe2", e))
+    multios_host::process::pipe_cloexec().map_err(|e| ProfilerError::os("pipe2", e))
 }
 
 impl Stopped {
@@ -93,7 +93,7 @@ impl Stopped {
                     .map_err(|_| ProfilerError::os("environment", std::io::Error::other("NUL byte")))
             })
             .collect::<Result<_, _>>()?;
-        let image = crate::sys::ExecImage::new(c_path, argv, envp);
+        let image = multios_host::process::ExecImage::new(c_path, argv, envp);
         let (go_r, go_w) = pipe()?;
         let (err_r, err_w) = pipe()?;
         let parent = std::process::id() as libc::pid_t;

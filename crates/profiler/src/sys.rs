@@ -2,7 +2,7 @@
 //! that waits to exec the target (it may only make raw, async-signal-safe calls).
 
 use crate::spawn::PreExec;
-use std::ffi::CString;
+use multios_host::process::ExecImage;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// A system call number that no x86_64 kernel implements (the 335–423 gap): the "null" call used
@@ -277,33 +277,6 @@ impl Drop for Waker {
     }
 }
 
-/// A program with its arguments and environment as execve takes them, built before `fork` (the
-/// child must not allocate): NULL-terminated arrays of pointers into strings this value owns.
-pub struct ExecImage {
-    path: CString,
-    _argv: Vec<CString>,
-    argv_p: Vec<*const libc::c_char>,
-    _envp: Vec<CString>,
-    envp_p: Vec<*const libc::c_char>,
-}
-
-impl ExecImage {
-    pub fn new(path: CString, argv: Vec<CString>, envp: Vec<CString>) -> ExecImage {
-        let ptrs = |v: &[CString]| {
-            let mut p: Vec<*const libc::c_char> = v.iter().map(|a| a.as_ptr()).collect();
-            p.push(std::ptr::null());
-            p
-        };
-        ExecImage {
-            argv_p: ptrs(&argv),
-            envp_p: ptrs(&envp),
-            path,
-            _argv: argv,
-            _envp: envp,
-        }
-    }
-}
-
 /// Forks the stopped child of [`crate::spawn::Stopped`]: it closes `go[1]` and `err[0]`, waits
 /// for a byte on `go[0]`, does what `pre` says and execs `image` (or writes execve's errno to
 /// `err[1]`); `parent` is the profiler's pid, whose death kills it. Returns the child's pid; the
@@ -406,26 +379,12 @@ unsafe fn stopped_child(
         // SAFETY: _exit is always safe to call.
         unsafe { libc::_exit(0) };
     }
-    // SAFETY: path is a C string, argv and envp NULL-terminated arrays of C strings, all prepared
-    // before the fork (`ExecImage`).
-    unsafe { libc::execve(image.path.as_ptr(), image.argv_p.as_ptr(), image.envp_p.as_ptr()) };
-    // SAFETY: errno is thread-local; write sends 4 bytes from a local; _exit never returns.
+    let e = image.execve().to_ne_bytes();
+    // SAFETY: write sends 4 bytes from a local; _exit never returns.
     unsafe {
-        let e = (*libc::__errno_location()).to_ne_bytes();
         libc::write(err, e.as_ptr().cast(), 4);
         libc::_exit(127)
     }
-}
-
-/// A close-on-exec pipe: (read end, write end).
-pub fn pipe_cloexec() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0i32; 2];
-    // SAFETY: `fds` is a writable array of two ints, as pipe2 requires.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors were just created and are owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// Whether the profiler runs as root (effective uid 0).
