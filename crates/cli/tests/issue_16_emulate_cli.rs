@@ -194,7 +194,12 @@ fn issue_16_profile_inproc_forwards_sigint_and_writes_a_partial_profile() {
     let dir = scratch_dir("inproc-signal");
     let prof = dir.join("prof.json");
     let p = prof.to_str().expect("UTF-8 temp dir");
-    interrupt(&["profile", "--backend", "inproc", "-o", p], "-INT", 130, dir.path());
+    interrupt(
+        &["profile", "--backend", "inproc", "-o", p],
+        "-INT",
+        130,
+        dir.path(),
+    );
     let text = std::fs::read_to_string(&prof).unwrap_or_else(|e| panic!("no profile {p}: {e}"));
     let v: serde_json::Value = serde_json::from_str(&text).expect("JSON profile");
     assert_eq!(v["collection"]["partial"], true, "{v}");

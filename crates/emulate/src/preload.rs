@@ -417,7 +417,8 @@ mod tests {
     /// Runs /bin/true under the preload library with `block` as its configuration; returns the
     /// exit, stderr and what `refused` makes of it.
     fn run_with_block(name: &str, block: &[u8]) -> (Exit, String, Option<EmulateError>) {
-        let dir = RunDir(std::env::temp_dir().join(format!("multios-preload-test-{name}-{}", std::process::id())));
+        let dir =
+            RunDir(std::env::temp_dir().join(format!("multios-preload-test-{name}-{}", std::process::id())));
         std::fs::create_dir_all(dir.0.join("stats")).expect("creating the test directory");
         let file = dir.0.join("config");
         std::fs::write(&file, block).expect("writing the block");
@@ -453,11 +454,20 @@ mod tests {
         let other = multios_preload_abi::VERSION + 1;
         b[4..8].copy_from_slice(&other.to_ne_bytes());
         let (exit, stderr, refusal) = run_with_block("version", &b);
-        assert_eq!(exit, Exit::Code(multios_preload_abi::REJECT_EXIT), "stderr: {stderr}");
+        assert_eq!(
+            exit,
+            Exit::Code(multios_preload_abi::REJECT_EXIT),
+            "stderr: {stderr}"
+        );
         assert!(stderr.contains(&format!("version {other}")), "stderr: {stderr}");
-        let e = refusal.expect("refused() turns the exit into an error").to_string();
+        let e = refusal
+            .expect("refused() turns the exit into an error")
+            .to_string();
         assert!(
-            e.contains(&format!("version {other}, this library expects {}", multios_preload_abi::VERSION)),
+            e.contains(&format!(
+                "version {other}, this library expects {}",
+                multios_preload_abi::VERSION
+            )),
             "{e}"
         );
     }

@@ -370,7 +370,14 @@ pub fn exempt_close(fd: RawFd) {
 /// Writes `bytes` to `fd` from the exempt site; returns the raw result (bytes written or -errno).
 pub fn exempt_write(fd: RawFd, bytes: &[u8]) -> i64 {
     // SAFETY: the kernel reads `bytes.len()` bytes from a live slice.
-    unsafe { exempt_syscall3(libc::SYS_write, fd as u64, bytes.as_ptr() as u64, bytes.len() as u64) }
+    unsafe {
+        exempt_syscall3(
+            libc::SYS_write,
+            fd as u64,
+            bytes.as_ptr() as u64,
+            bytes.len() as u64,
+        )
+    }
 }
 
 /// Ends the process with `code` from the exempt site.
@@ -448,4 +455,3 @@ pub fn pin_before_exec(
         });
     }
 }
-

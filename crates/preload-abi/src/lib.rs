@@ -339,7 +339,12 @@ impl Block {
 /// Checks a block's magic, version and size the way the C library does; `what` names it in the
 /// error (a path, say).
 pub fn check_header(bytes: &[u8], what: &str) -> Result<(), BlockError> {
-    let word = |at: usize| bytes.get(at..at + 4).and_then(|b| b.try_into().ok()).map(u32::from_ne_bytes);
+    let word = |at: usize| {
+        bytes
+            .get(at..at + 4)
+            .and_then(|b| b.try_into().ok())
+            .map(u32::from_ne_bytes)
+    };
     let (Some(magic), Some(version), Some(size)) = (word(0), word(4), word(8)) else {
         return Err(BlockError::Short {
             what: what.into(),
@@ -436,10 +441,22 @@ mod tests {
         let cost = |nr: usize| offset_of!(Config, costs) + nr * size_of::<Cost>();
         assert_eq!(u64_at(&bytes, cost(1) + offset_of!(Cost, param)), 7);
         let at = u64_at(&bytes, cost(3) + offset_of!(Cost, samples)) as usize;
-        assert_eq!((u64_at(&bytes, at), u64_at(&bytes, cost(3) + offset_of!(Cost, nsamples))), (40, 1));
+        assert_eq!(
+            (
+                u64_at(&bytes, at),
+                u64_at(&bytes, cost(3) + offset_of!(Cost, nsamples))
+            ),
+            (40, 1)
+        );
         let at = u64_at(&bytes, cost(0) + offset_of!(Cost, samples)) as usize;
         assert_eq!(u64_at(&bytes, at + 16), 30);
-        assert_eq!((bytes[offset_of!(Config, delegated) + 1], bytes[offset_of!(Config, delegated) + 2]), (1, 0));
+        assert_eq!(
+            (
+                bytes[offset_of!(Config, delegated) + 1],
+                bytes[offset_of!(Config, delegated) + 2]
+            ),
+            (1, 0)
+        );
     }
 
     #[test]
@@ -448,13 +465,19 @@ mod tests {
         b.set_cpus(Cpus::Control, [0, 65, 1023]).expect("in range");
         assert_eq!(b.config().control[1], 2);
         assert_eq!(b.config().control[15], 1 << 63);
-        assert_eq!(b.set_cpus(Cpus::Compute, [1024]), Err(BlockError::Cpu { cpu: 1024 }));
+        assert_eq!(
+            b.set_cpus(Cpus::Compute, [1024]),
+            Err(BlockError::Cpu { cpu: 1024 })
+        );
         assert!(b.set_stats_dir(&[b'a'; PATH_MAX]).is_err());
         assert!(b.set_stats_dir(b"a\0b").is_err());
         b.set_stats_dir(b"/tmp/x").expect("short path");
         assert_eq!(&b.config().stats_dir[..7], b"/tmp/x\0");
         assert_eq!(b.run_at_local_stub(NR_MAX), Err(BlockError::Nr { nr: NR_MAX }));
-        assert_eq!(b.delegate(NR_MAX, Delegated::Constant(1)), Err(BlockError::Nr { nr: NR_MAX }));
+        assert_eq!(
+            b.delegate(NR_MAX, Delegated::Constant(1)),
+            Err(BlockError::Nr { nr: NR_MAX })
+        );
     }
 
     #[test]
@@ -469,7 +492,13 @@ mod tests {
         assert!(matches!(check_header(&b, "f"), Err(BlockError::Magic { .. })));
         let mut b = good;
         b[8..12].copy_from_slice(&8u32.to_ne_bytes());
-        assert!(matches!(check_header(&b, "f"), Err(BlockError::Size { found: 8, .. })));
-        assert!(matches!(check_header(&[0; 4], "f"), Err(BlockError::Short { .. })));
+        assert!(matches!(
+            check_header(&b, "f"),
+            Err(BlockError::Size { found: 8, .. })
+        ));
+        assert!(matches!(
+            check_header(&[0; 4], "f"),
+            Err(BlockError::Short { .. })
+        ));
     }
 }

@@ -82,9 +82,16 @@ fn from_c() -> BTreeMap<String, String> {
         .arg(dir.join("tests/layout.c"))
         .status()
         .unwrap_or_else(|e| panic!("running the C compiler '{cc}': {e} (install gcc or set CC)"));
-    assert!(status.success(), "compiling tests/layout.c against the header failed");
+    assert!(
+        status.success(),
+        "compiling tests/layout.c against the header failed"
+    );
     let out = Command::new(&exe).output().expect("running the layout program");
-    assert!(out.status.success(), "the layout program failed: {:?}", out.status);
+    assert!(
+        out.status.success(),
+        "the layout program failed: {:?}",
+        out.status
+    );
     String::from_utf8(out.stdout)
         .expect("the layout program prints ASCII")
         .lines()
@@ -99,9 +106,17 @@ fn from_c() -> BTreeMap<String, String> {
 fn issue_17_c_header_matches_the_rust_layout() {
     let (rust, c) = (expected(), from_c());
     for (k, v) in &rust {
-        assert_eq!(c.get(k), Some(v), "{k}: the C header says {:?}, the Rust crate {v:?}", c.get(k));
+        assert_eq!(
+            c.get(k),
+            Some(v),
+            "{k}: the C header says {:?}, the Rust crate {v:?}",
+            c.get(k)
+        );
     }
     for k in c.keys() {
-        assert!(rust.contains_key(k), "{k}: printed by tests/layout.c but not checked on the Rust side");
+        assert!(
+            rust.contains_key(k),
+            "{k}: printed by tests/layout.c but not checked on the Rust side"
+        );
     }
 }

@@ -63,7 +63,9 @@ fn bias_notes(b: f64, e: f64) -> Vec<String> {
 /// when the run was interrupted or the target was killed by a signal.
 pub(crate) fn note_interruption(interrupted: Option<i32>, exit: &Exit, notes: &mut Vec<String>) -> bool {
     if let Some(sig) = interrupted {
-        notes.push(format!("interrupted by signal {sig}, which was forwarded to the target"));
+        notes.push(format!(
+            "interrupted by signal {sig}, which was forwarded to the target"
+        ));
     }
     interrupted.is_some() || exit.signal.is_some()
 }
