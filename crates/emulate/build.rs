@@ -1,13 +1,21 @@
-//! Builds, with the system C compiler, the preload library of the `migrate` mechanism
-//! (csrc/preload.c) and the Table 3 microbenchmark run by `multios fc` (csrc/fcbench.c).
+//! Builds, with the system C compiler, the preload library of the `shm` and `migrate` mechanisms
+//! (csrc/preload.c, which reads its configuration block through the C header of
+//! crates/preload-abi) and the Table 3 microbenchmark run by `multios fc` (csrc/fcbench.c).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// The directory of `multios_preload_abi.h`, exported by the multios-preload-abi crate.
+fn abi_include() -> String {
+    std::env::var("DEP_MULTIOS_PRELOAD_ABI_INCLUDE")
+        .expect("multios-preload-abi's build script exports its include directory")
+}
 
 fn compile(cc: &str, flags: &[&str], out: &Path, src: &str) {
     println!("cargo:rerun-if-changed={src}");
     let status = Command::new(cc)
         .args(["-O2", "-Wall", "-Wextra", "-Werror"])
+        .arg(format!("-I{}", abi_include()))
         .args(flags)
         .arg("-o")
         .arg(out)

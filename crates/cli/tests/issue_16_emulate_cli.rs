@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+#[path = "../../../testsupport/scratch.rs"]
+mod scratch;
 #[path = "../../../testsupport/signals.rs"]
 mod signals;
 
@@ -20,20 +22,9 @@ fn multios() -> Command {
     Command::new(env!("CARGO_BIN_EXE_multios"))
 }
 
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let d = std::env::temp_dir().join(format!("multios-issue16-{tag}-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("creating {}: {e}", d.display()));
-        TempDir(d)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// The test's scratch directory (the shared guard of testsupport/scratch.rs).
+fn scratch_dir(tag: &str) -> scratch::Scratch {
+    scratch::Scratch::new("multios-issue16", tag)
 }
 
 fn run(args: &[&str]) -> Output {
@@ -165,10 +156,10 @@ fn interrupt(args: &[&str], sig: &str, code: i32, dir: &Path) -> Output {
 #[test]
 fn issue_16_emulate_forwards_sigint_and_sigterm_and_writes_a_partial_report() {
     signals::interrupts_not_ignored();
-    let dir = TempDir::new("emulate-signal");
+    let dir = scratch_dir("emulate-signal");
     for mech in ["shm", "proxy", "migrate"] {
         for (sig, code, signo) in [("-INT", 130, 2), ("-TERM", 143, 15)] {
-            let report = dir.0.join(format!("report-{mech}{sig}.json"));
+            let report = dir.join(format!("report-{mech}{sig}.json"));
             let r = report.to_str().expect("UTF-8 temp dir");
             interrupt(
                 &[
@@ -185,7 +176,7 @@ fn issue_16_emulate_forwards_sigint_and_sigterm_and_writes_a_partial_report() {
                 ],
                 sig,
                 code,
-                &dir.0,
+                dir.path(),
             );
             let text = std::fs::read_to_string(&report)
                 .unwrap_or_else(|e| panic!("{mech} {sig}: no report {}: {e}", report.display()));
@@ -200,10 +191,15 @@ fn issue_16_emulate_forwards_sigint_and_sigterm_and_writes_a_partial_report() {
 #[test]
 fn issue_16_profile_inproc_forwards_sigint_and_writes_a_partial_profile() {
     signals::interrupts_not_ignored();
-    let dir = TempDir::new("inproc-signal");
-    let prof = dir.0.join("prof.json");
+    let dir = scratch_dir("inproc-signal");
+    let prof = dir.join("prof.json");
     let p = prof.to_str().expect("UTF-8 temp dir");
-    interrupt(&["profile", "--backend", "inproc", "-o", p], "-INT", 130, &dir.0);
+    interrupt(
+        &["profile", "--backend", "inproc", "-o", p],
+        "-INT",
+        130,
+        dir.path(),
+    );
     let text = std::fs::read_to_string(&prof).unwrap_or_else(|e| panic!("no profile {p}: {e}"));
     let v: serde_json::Value = serde_json::from_str(&text).expect("JSON profile");
     assert_eq!(v["collection"]["partial"], true, "{v}");
@@ -212,8 +208,8 @@ fn issue_16_profile_inproc_forwards_sigint_and_writes_a_partial_profile() {
 
 #[test]
 fn issue_16_sigkilled_emulate_takes_its_program_along_and_its_run_dir_is_swept() {
-    let dir = TempDir::new("emulate-sigkill");
-    let pidfile = dir.0.join("pid");
+    let dir = scratch_dir("emulate-sigkill");
+    let pidfile = dir.join("pid");
     let mut child = multios()
         .args([
             "emulate",
@@ -253,10 +249,10 @@ fn issue_16_sigkilled_emulate_takes_its_program_along_and_its_run_dir_is_swept()
 
 #[test]
 fn issue_16_unwritable_outputs_are_refused_before_the_program_runs() {
-    let dir = TempDir::new("unwritable");
-    let marker = dir.0.join("ran");
+    let dir = scratch_dir("unwritable");
+    let marker = dir.join("ran");
     let touch = format!("touch {}", marker.display());
-    let missing = dir.0.join("no-such-dir").join("r.json");
+    let missing = dir.join("no-such-dir").join("r.json");
     let m = missing.to_str().expect("UTF-8 temp dir");
     let o = run(&[
         "emulate", "--policy", "none", "--report", m, "--", "sh", "-c", &touch,
@@ -267,7 +263,7 @@ fn issue_16_unwritable_outputs_are_refused_before_the_program_runs() {
         "{}",
         stderr(&o)
     );
-    let d = dir.0.to_str().expect("UTF-8 temp dir");
+    let d = dir.to_str().expect("UTF-8 temp dir");
     let o = run(&[
         "emulate", "--policy", "none", "--report", d, "--", "sh", "-c", &touch,
     ]);

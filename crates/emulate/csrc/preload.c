@@ -1,7 +1,8 @@
 /* multios preload library: the `shm` and `migrate` mechanisms of `multios emulate`
  * (docs/EMULATOR.md). Loaded with LD_PRELOAD into a dynamically linked program.
  *
- * Interception (both mechanisms): the constructor reads the file named by MULTIOS_EMU_CONFIG,
+ * Interception (both mechanisms): the constructor maps the configuration block (crates/preload-abi)
+ * in the file named by MULTIOS_EMU_CONFIG,
  * installs a SIGSYS handler and turns on Syscall User Dispatch (SUD) in the thread, so a system call
  * made outside this library's exempt range raises SIGSYS. The handler serves the call and, like
  * lazypoline, rewrites the 2-byte `syscall` at the site into `call *%rax` (ff d0): the next call
@@ -30,6 +31,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -59,7 +61,7 @@ __thread struct mbox *multios_my_mbox __attribute__((tls_model("initial-exec")))
 __thread uint64_t multios_my_gen __attribute__((tls_model("initial-exec")));
 
 static int active, rewrite, rewrite_ok, realtime, exit_group_delegated;
-/* Eager mode (config `intercept eager`): every site rewritten at start-up; sud_on = 0 when that
+/* Eager mode (the configuration's `intercept`): every site rewritten at start-up; sud_on = 0 when that
  * succeeded for every 0f 05 pair in the process (then SUD is never turned on). */
 static int want_eager, eager, sud_on = 1;
 static int any_delegated; /* the policy delegates something: shm threads need a delegate */
@@ -423,118 +425,114 @@ static void start_delegate(void) {
     multios_vf.solo = 0; /* this process has its own delegate now */
 }
 
-/* ---- configuration ---- */
+/* ---- configuration (the block of crates/preload-abi, mapped from MULTIOS_EMU_CONFIG) ---- */
 
-static const char *skip_ws(const char *p) {
-    while (*p == ' ' || *p == '\t')
-        p++;
-    return p;
+_Static_assert(sizeof(cpu_set_t) == sizeof(((struct multios_preload_config *)0)->compute),
+               "a configuration CPU mask is a cpu_set_t");
+_Static_assert(sizeof stats_dir == MULTIOS_PRELOAD_PATH_MAX, "the statistics directory fits");
+
+static char *put_str(char *p, const char *s) {
+    size_t n = strlen(s);
+    memcpy(p, s, n);
+    return p + n;
 }
 
-static const char *read_u64(const char *p, uint64_t *out) {
-    uint64_t v = 0;
-    p = skip_ws(p);
-    while (*p >= '0' && *p <= '9')
-        v = v * 10 + (uint64_t)(*p++ - '0');
-    *out = v;
-    return p;
-}
-
-static void read_cpus(const char *p, cpu_set_t *set) {
-    CPU_ZERO(set);
-    for (;;) {
-        uint64_t c;
-        const char *q = read_u64(p, &c);
-        if (q == skip_ws(p))
-            break;
-        CPU_SET((int)c, set);
-        p = q;
+/* Refuses the block at `file` (`what` is FOUND where this library expects EXPECTED): says why on
+ * stderr and in FILE.rejected, which multios reads to name the mismatch, and ends the process
+ * with MULTIOS_PRELOAD_REJECT_EXIT before the program runs. */
+__attribute__((noreturn)) static void reject(const char *file, const char *what, uint64_t found, uint64_t expected) {
+    char why[160], *w = why;
+    w = put_str(w, what);
+    *w++ = ' ';
+    w = put_u64(w, found);
+    w = put_str(w, ", this library expects ");
+    w = put_u64(w, expected);
+    char msg[sizeof why + 700], *p = msg;
+    p = put_str(p, "multios preload: refusing the configuration block ");
+    size_t fl = strnlen(file, 500);
+    memcpy(p, file, fl);
+    p += fl;
+    p = put_str(p, ": ");
+    memcpy(p, why, (size_t)(w - why));
+    p += w - why;
+    p = put_str(p, " (multios and its preload library come from different builds)\n");
+    raw6(SYS_write, 2, (long)msg, p - msg, 0, 0, 0);
+    char path[sizeof msg], *q = path;
+    memcpy(q, file, fl);
+    q = put_str(q + fl, MULTIOS_PRELOAD_REJECTED_SUFFIX);
+    *q = 0;
+    int fd = (int)raw6(SYS_openat, AT_FDCWD, (long)path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644, 0, 0);
+    if (fd >= 0) {
+        *w++ = '\n';
+        raw6(SYS_write, fd, (long)why, w - why, 0, 0, 0);
+        raw6(SYS_close, fd, 0, 0, 0, 0, 0);
     }
+    for (;;)
+        raw6(SYS_exit_group, MULTIOS_PRELOAD_REJECT_EXIT, 0, 0, 0, 0, 0);
 }
 
-/* Config lines: `mode shm|migrate`, `rewrite 0|1`, `realtime 0|1` (SCHED_FIFO delegates), `idle_ticks N` (shm delegate spin before sleeping), `compute C...`, `control C...`,
- * `stats DIR`, `local NR...` (run at local stubs), `d NR KIND PARAM [N S1..SN]` (delegated; KIND 0
- * constant ticks, 1 exponential mean ticks, 2 samples). */
+/* Maps the block (kept mapped: the cost samples are read in place) and applies it; -1 when the
+ * file cannot be read (the library then stays inactive), the process ends when the block is not
+ * one this library understands. */
 static int load_config(const char *file) {
     int fd = open(file, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
-    size_t cap = 1 << 16, len = 0;
-    char *text = malloc(cap + 1);
-    for (;;) {
-        if (len == cap) {
-            cap *= 2;
-            text = realloc(text, cap + 1);
-        }
-        ssize_t r = read(fd, text + len, cap - len);
-        if (r <= 0)
-            break;
-        len += (size_t)r;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return -1;
     }
+    uint64_t len = (uint64_t)st.st_size;
+    if (len < 12) {
+        close(fd);
+        reject(file, "file size", len, sizeof(struct multios_preload_config));
+    }
+    const unsigned char *base = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
-    text[len] = 0;
-    for (char *line = text; line && *line;) {
-        char *nl = strchr(line, '\n');
-        if (nl)
-            *nl = 0;
-        uint64_t v;
-        if (!strncmp(line, "mode ", 5))
-            multios_mode = !strcmp(line + 5, "shm") ? MODE_SHM : MODE_MIGRATE;
-        else if (!strncmp(line, "rewrite ", 8))
-            rewrite = line[8] == '1';
-        else if (!strncmp(line, "intercept ", 10))
-            want_eager = !strcmp(line + 10, "eager");
-        else if (!strncmp(line, "realtime ", 9))
-            realtime = line[9] == '1';
-        else if (!strncmp(line, "timing ", 7))
-            multios_timing = line[7] == '1';
-        else if (!strncmp(line, "patience_ticks ", 15)) {
-            read_u64(line + 15, &v);
-            multios_patience_ticks = v;
-        } else if (!strncmp(line, "idle_ticks ", 11)) {
-            read_u64(line + 11, &v);
-            idle_ticks = v;
-        } else if (!strncmp(line, "compute ", 8))
-            read_cpus(line + 8, &multios_compute_set);
-        else if (!strncmp(line, "control ", 8))
-            read_cpus(line + 8, &multios_control_set);
-        else if (!strncmp(line, "stats ", 6))
-            strncpy(stats_dir, line + 6, sizeof stats_dir - 1);
-        else if (!strncmp(line, "local ", 6)) {
-            const char *p = line + 6;
-            for (;;) {
-                uint64_t nr;
-                const char *q = read_u64(p, &nr);
-                if (q == skip_ws(p))
-                    break;
-                if (nr < NR_MAX)
-                    stub_local[nr] = 1;
-                p = q;
-            }
-        } else if (!strncmp(line, "d ", 2)) {
-            uint64_t nr, kind, param, n;
-            const char *p = read_u64(line + 2, &nr);
-            p = read_u64(p, &kind);
-            p = read_u64(p, &param);
-            if (nr == SYS_exit_group)
-                exit_group_delegated = 1;
-            any_delegated = 1;
-            if (nr < NR_MAX) {
-                multios_kind[nr] = R_DELEGATED;
-                multios_costs[nr].kind = (int)kind;
-                multios_costs[nr].param = param;
-                if (kind == K_SAMPLES) {
-                    p = read_u64(p, &n);
-                    multios_costs[nr].samples = malloc(sizeof(uint64_t) * (n ? n : 1));
-                    multios_costs[nr].nsamples = n;
-                    for (uint64_t i = 0; i < n; i++)
-                        p = read_u64(p, &multios_costs[nr].samples[i]);
-                }
-            }
+    if (base == MAP_FAILED)
+        return -1;
+    const struct multios_preload_config *c = (const void *)base;
+    if (c->magic != MULTIOS_PRELOAD_MAGIC)
+        reject(file, "magic", c->magic, MULTIOS_PRELOAD_MAGIC);
+    if (c->version != MULTIOS_PRELOAD_VERSION)
+        reject(file, "version", c->version, MULTIOS_PRELOAD_VERSION);
+    if (c->size != sizeof *c)
+        reject(file, "header size", c->size, sizeof *c);
+    if (len < sizeof *c)
+        reject(file, "file size", len, sizeof *c);
+    if (c->total > len || c->total < sizeof *c)
+        reject(file, "block size", c->total, len);
+    multios_mode = c->mode == MULTIOS_PRELOAD_MODE_SHM ? MODE_SHM : MODE_MIGRATE;
+    want_eager = c->intercept == MULTIOS_PRELOAD_INTERCEPT_EAGER;
+    rewrite = c->rewrite != 0;
+    realtime = c->realtime != 0;
+    multios_timing = c->timing != 0;
+    multios_patience_ticks = c->patience_ticks;
+    idle_ticks = c->idle_ticks;
+    memcpy(&multios_compute_set, c->compute, sizeof c->compute);
+    memcpy(&multios_control_set, c->control, sizeof c->control);
+    memcpy(stats_dir, c->stats_dir, sizeof stats_dir);
+    stats_dir[sizeof stats_dir - 1] = 0;
+    for (int nr = 0; nr < NR_MAX; nr++) {
+        stub_local[nr] = c->local_stub[nr] != 0;
+        if (!c->delegated[nr])
+            continue;
+        const struct multios_preload_cost *k = &c->costs[nr];
+        if (nr == SYS_exit_group)
+            exit_group_delegated = 1;
+        any_delegated = 1;
+        multios_kind[nr] = R_DELEGATED;
+        multios_costs[nr].kind = (int)k->kind;
+        multios_costs[nr].param = k->param;
+        if (k->kind == K_SAMPLES) {
+            if (k->samples % 8 || k->samples < sizeof *c || k->samples > c->total ||
+                k->nsamples > (c->total - k->samples) / 8)
+                reject(file, "end of the cost samples of a delegated call", k->samples + 8 * k->nsamples, c->total);
+            multios_costs[nr].samples = (const uint64_t *)(base + k->samples);
+            multios_costs[nr].nsamples = k->nsamples;
         }
-        line = nl ? nl + 1 : NULL;
     }
-    free(text);
     return 0;
 }
 

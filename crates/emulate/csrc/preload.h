@@ -4,15 +4,20 @@
 #ifndef MULTIOS_PRELOAD_H
 #define MULTIOS_PRELOAD_H
 #define _GNU_SOURCE
+#include "multios_preload_abi.h" /* crates/preload-abi: the configuration block */
 #include <sched.h>
 #include <stdint.h>
 
-#define NR_MAX 512
+#define NR_MAX MULTIOS_PRELOAD_NR_MAX
 #define MAX_SAMPLES (1u << 20)
 #define HIDDEN __attribute__((visibility("hidden")))
 
 enum mode { MODE_MIGRATE = 0, MODE_SHM = 1 };
-enum kind { K_CONST = 0, K_EXP = 1, K_SAMPLES = 2 };
+enum kind {
+    K_CONST = MULTIOS_PRELOAD_COST_CONSTANT,
+    K_EXP = MULTIOS_PRELOAD_COST_EXPONENTIAL,
+    K_SAMPLES = MULTIOS_PRELOAD_COST_SAMPLES,
+};
 /* multios_kind[nr]: how the trampoline routes a call. 0 local (fast path), 1 delegated, 2 handled by
  * the SIGSYS path (SUD on); with SUD off: 3 rt_sigreturn (run at the signal frame), 4 clone, clone3,
  * fork, vfork (the child must not return through the parent's stack), 5 the slow path (full register
@@ -42,7 +47,7 @@ struct rw_stats {
 struct cost {
     int kind;
     uint64_t param; /* ticks (const) or mean ticks (exp) */
-    uint64_t *samples;
+    const uint64_t *samples; /* in the mapped configuration block */
     uint64_t nsamples;
 };
 
@@ -65,7 +70,7 @@ extern HIDDEN struct cost multios_costs[NR_MAX];
 extern HIDDEN uint32_t multios_expq[4096];
 extern HIDDEN cpu_set_t multios_compute_set, multios_control_set;
 extern HIDDEN volatile uint64_t multios_del_cnt[NR_MAX], multios_loc_cnt[NR_MAX], multios_nodelegate;
-/* Profiling (config `timing 1`): TSC ticks spent in each local call made through the trampoline. */
+/* Profiling (the configuration's `timing`): TSC ticks spent in each local call made through the trampoline. */
 extern HIDDEN volatile uint64_t multios_loc_ticks[NR_MAX];
 extern HIDDEN uint8_t multios_timing;
 extern HIDDEN uint64_t multios_samples[MAX_SAMPLES];

@@ -10,8 +10,7 @@ pub fn materialize(stem: &str, ext: &str, bytes: &[u8], mode: u32) -> Result<Pat
     let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
     });
-    // SAFETY: getuid has no preconditions.
-    let dir = std::env::temp_dir().join(format!("multios-{}", unsafe { libc::getuid() }));
+    let dir = std::env::temp_dir().join(format!("multios-{}", crate::sys::uid()));
     std::fs::create_dir_all(&dir).map_err(io(format!("creating {}", dir.display())))?;
     let path = dir.join(format!("{stem}-{hash:016x}{ext}"));
     if !path.exists() {

@@ -56,4 +56,15 @@ pub enum EmulateError {
     NotBuilt(&'static str),
     #[error("preload library: {0}")]
     Preload(String),
+    #[error("preload library configuration: {0}")]
+    PreloadBlock(#[from] multios_preload_abi::BlockError),
+    #[error(
+        "the preload library refused its configuration block {file}: {reason}; multios writes version \
+         {version}, so multios and the library come from different builds: rebuild multios"
+    )]
+    PreloadRefused {
+        file: String,
+        reason: String,
+        version: u32,
+    },
 }

@@ -139,26 +139,13 @@ pub(crate) fn spawn_pinned(
     name: &str,
     stage: &'static str,
 ) -> Result<(std::process::Child, std::time::Instant), EmulateError> {
-    use std::os::unix::process::CommandExt;
     let mask = compute.to_libc().map_err(|cause| EmulateError::Launch {
         cmd: name.to_string(),
         stage,
         cause,
     })?;
-    // SAFETY: getpid has no preconditions.
-    let parent = unsafe { libc::getpid() };
-    // SAFETY: the closure only calls prctl, getppid and sched_setaffinity (async-signal-safe) on
-    // values computed before fork.
-    unsafe {
-        cmd.pre_exec(move || {
-            crate::sys::die_with_parent(parent)?;
-            multios_host::cpus::pin_thread_to_mask(0, &mask)?;
-            if rt {
-                crate::sys::set_fifo(crate::proxy::APP_PRIO);
-            }
-            Ok(())
-        });
-    }
+    let parent = std::process::id() as libc::pid_t;
+    crate::sys::pin_before_exec(cmd, parent, mask, rt.then_some(crate::proxy::APP_PRIO));
     let t0 = std::time::Instant::now();
     let child = cmd.spawn().map_err(|cause| EmulateError::Launch {
         cmd: name.to_string(),

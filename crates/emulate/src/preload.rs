@@ -7,7 +7,6 @@ use crate::cost::Dist;
 use crate::report::Exit;
 use crate::tsc::Calibration;
 use crate::{launch, Config, Delegation, EmulateError, Interception};
-use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 
@@ -96,17 +95,9 @@ pub const SHM_ONLY_LOCAL: &[&str] = &[
     "brk",
 ];
 
-/// Calls that go through the local stubs (a subset of [`MIGRATE_LOCAL`]).
-const STUB_LOCAL: &[&str] = &[
-    "rt_sigsuspend",
-    "sigaltstack",
-    "clone",
-    "clone3",
-    "fork",
-    "vfork",
-    "execve",
-    "execveat",
-];
+/// Calls that go through the local stubs: [`MIGRATE_LOCAL`] but the first two (rt_sigreturn and
+/// rt_sigprocmask, handled on the signal frame).
+const STUB_LOCAL: &[&str] = MIGRATE_LOCAL.split_at(2).1;
 
 pub struct Outcome {
     pub exit: Exit,
@@ -133,55 +124,69 @@ fn library_path() -> Result<PathBuf, EmulateError> {
     crate::embed::materialize("preload", ".so", LIBRARY, 0o644)
 }
 
-fn config_text(
+/// The configuration block for the preload library (crates/preload-abi).
+fn config_block(
     cfg: &Config,
     d: &Delegation,
     cal: Calibration,
     stats: &Path,
     icpt: Interception,
     timing: bool,
-) -> String {
-    let cpus = |s: &crate::CpuSet| s.0.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(" ");
-    let mode = if cfg.mechanism == crate::Mechanism::Shm {
-        "shm"
+) -> Result<Vec<u8>, EmulateError> {
+    use multios_preload_abi::{intercept, mode, Block, Cpus, Delegated};
+    use std::os::unix::ffi::OsStrExt;
+    let mut b = Block::new();
+    let c = b.config_mut();
+    c.mode = if cfg.mechanism == crate::Mechanism::Shm {
+        mode::SHM
     } else {
-        "migrate"
+        mode::MIGRATE
     };
-    let mut t = format!(
-        "mode {mode}\nintercept {}\ntiming {}\nrewrite {}\nrealtime {}\nidle_ticks {}\npatience_ticks {}\ncompute {}\ncontrol {}\nstats {}\nlocal",
-        icpt.name(),
-        u8::from(timing),
-        u8::from(cfg.rewrite),
-        u8::from(cfg.wait.realtime),
-        cal.ticks(SHM_IDLE_SECS),
-        cal.ticks(SHM_PATIENCE_SECS),
-        cpus(&cfg.compute),
-        cpus(&cfg.control),
-        stats.display()
-    );
+    c.intercept = match icpt {
+        Interception::Eager => intercept::EAGER,
+        Interception::Lazy => intercept::LAZY,
+    };
+    c.timing = u32::from(timing);
+    c.rewrite = u32::from(cfg.rewrite);
+    c.realtime = u32::from(cfg.wait.realtime);
+    c.idle_ticks = cal.ticks(SHM_IDLE_SECS);
+    c.patience_ticks = cal.ticks(SHM_PATIENCE_SECS);
+    b.set_cpus(Cpus::Compute, cfg.compute.0.iter().copied())?;
+    b.set_cpus(Cpus::Control, cfg.control.0.iter().copied())?;
+    b.set_stats_dir(stats.as_os_str().as_bytes())?;
     for n in STUB_LOCAL {
         if let Some(nr) = multios_syscalls::by_name(n) {
-            t.push_str(&format!(" {nr}"));
+            b.run_at_local_stub(nr as usize)?;
         }
     }
-    t.push('\n');
     for nr in 0..multios_syscalls::MAX_NR as u32 {
         if !d.is_delegated(nr) {
             continue;
         }
-        match cfg.cost.for_nr(nr) {
-            Dist::Constant { secs } => t.push_str(&format!("d {nr} 0 {}\n", cal.ticks(*secs))),
-            Dist::Exponential { mean } => t.push_str(&format!("d {nr} 1 {}\n", cal.ticks(*mean))),
-            Dist::Samples { secs } => {
-                t.push_str(&format!("d {nr} 2 0 {}", secs.len()));
-                for s in secs {
-                    t.push_str(&format!(" {}", cal.ticks(*s)));
-                }
-                t.push('\n');
-            }
-        }
+        let cost = match cfg.cost.for_nr(nr) {
+            Dist::Constant { secs } => Delegated::Constant(cal.ticks(*secs)),
+            Dist::Exponential { mean } => Delegated::Exponential(cal.ticks(*mean)),
+            Dist::Samples { secs } => Delegated::Samples(secs.iter().map(|s| cal.ticks(*s)).collect()),
+        };
+        b.delegate(nr as usize, cost)?;
     }
-    t
+    Ok(b.to_bytes())
+}
+
+/// The preload library refused the block at `cfg_file` when the program ended with
+/// [`multios_preload_abi::REJECT_EXIT`] and the library left its reason next to the block.
+fn refused(cfg_file: &Path, exit: &Exit) -> Option<EmulateError> {
+    if *exit != Exit::Code(multios_preload_abi::REJECT_EXIT) {
+        return None;
+    }
+    let mut why = cfg_file.as_os_str().to_owned();
+    why.push(multios_preload_abi::REJECTED_SUFFIX);
+    let reason = std::fs::read_to_string(why).ok()?;
+    Some(EmulateError::PreloadRefused {
+        file: cfg_file.display().to_string(),
+        reason: reason.trim().to_string(),
+        version: multios_preload_abi::VERSION,
+    })
 }
 
 /// With `timing`, the trampoline also measures every local call it makes (TSC before and after
@@ -210,10 +215,8 @@ pub fn run(
     let stats = run_dir.0.join("stats");
     std::fs::create_dir_all(&stats).map_err(io(format!("creating {}", stats.display())))?;
     let cfg_file = run_dir.0.join("config");
-    let mut f = std::fs::File::create(&cfg_file).map_err(io(format!("creating {}", cfg_file.display())))?;
-    f.write_all(config_text(cfg, d, cal, &stats, icpt, timing).as_bytes())
-        .map_err(io(format!("writing {}", cfg_file.display())))?;
-    drop(f);
+    let block = config_block(cfg, d, cal, &stats, icpt, timing)?;
+    std::fs::write(&cfg_file, block).map_err(io(format!("writing {}", cfg_file.display())))?;
     let preload = match std::env::var("LD_PRELOAD") {
         Ok(old) if !old.is_empty() => format!("{}:{old}", lib.display()),
         _ => lib.display().to_string(),
@@ -239,9 +242,13 @@ pub fn run(
         cause,
     })?;
     let wall_secs = t0.elapsed().as_secs_f64();
+    let exit = Exit::from_wait_status(status);
+    if let Some(e) = refused(&cfg_file, &exit) {
+        return Err(e);
+    }
     let mut o = Outcome {
         interrupted,
-        exit: Exit::from_wait_status(status),
+        exit,
         wall_secs,
         cpu_secs,
         delegated: vec![0; multios_syscalls::MAX_NR],
@@ -406,6 +413,84 @@ fn parse_stats(text: &str, o: &mut Outcome) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Runs /bin/true under the preload library with `block` as its configuration; returns the
+    /// exit, stderr and what `refused` makes of it.
+    fn run_with_block(name: &str, block: &[u8]) -> (Exit, String, Option<EmulateError>) {
+        let dir =
+            RunDir(std::env::temp_dir().join(format!("multios-preload-test-{name}-{}", std::process::id())));
+        std::fs::create_dir_all(dir.0.join("stats")).expect("creating the test directory");
+        let file = dir.0.join("config");
+        std::fs::write(&file, block).expect("writing the block");
+        let out = std::process::Command::new("/bin/true")
+            .env("LD_PRELOAD", library_path().expect("the preload library"))
+            .env("MULTIOS_EMU_CONFIG", &file)
+            .output()
+            .expect("running /bin/true");
+        let exit = match out.status.code() {
+            Some(c) => Exit::Code(c),
+            None => Exit::Signal(-1),
+        };
+        let refusal = refused(&file, &exit);
+        (exit, String::from_utf8_lossy(&out.stderr).into_owned(), refusal)
+    }
+
+    fn block(stats: &str) -> Vec<u8> {
+        let mut b = multios_preload_abi::Block::new();
+        b.set_stats_dir(stats.as_bytes()).expect("a short path");
+        b.to_bytes()
+    }
+
+    #[test]
+    fn issue_17_the_library_accepts_a_block_of_its_version() {
+        let (exit, stderr, refusal) = run_with_block("ok", &block("/nonexistent"));
+        assert_eq!(exit, Exit::Code(0), "stderr: {stderr}");
+        assert!(refusal.is_none());
+    }
+
+    #[test]
+    fn issue_17_the_library_refuses_another_version_and_multios_names_it() {
+        let mut b = block("/nonexistent");
+        let other = multios_preload_abi::VERSION + 1;
+        b[4..8].copy_from_slice(&other.to_ne_bytes());
+        let (exit, stderr, refusal) = run_with_block("version", &b);
+        assert_eq!(
+            exit,
+            Exit::Code(multios_preload_abi::REJECT_EXIT),
+            "stderr: {stderr}"
+        );
+        assert!(stderr.contains(&format!("version {other}")), "stderr: {stderr}");
+        let e = refusal
+            .expect("refused() turns the exit into an error")
+            .to_string();
+        assert!(
+            e.contains(&format!(
+                "version {other}, this library expects {}",
+                multios_preload_abi::VERSION
+            )),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn issue_17_the_library_refuses_a_wrong_magic_or_size() {
+        let mut b = block("/nonexistent");
+        b[0] ^= 0xff;
+        let (exit, stderr, _) = run_with_block("magic", &b);
+        assert_eq!(exit, Exit::Code(multios_preload_abi::REJECT_EXIT));
+        assert!(stderr.contains("magic"), "stderr: {stderr}");
+        let b = block("/nonexistent");
+        let (exit, stderr, _) = run_with_block("short", &b[..b.len() / 2]);
+        assert_eq!(exit, Exit::Code(multios_preload_abi::REJECT_EXIT));
+        assert!(stderr.contains("file size"), "stderr: {stderr}");
+    }
+
+    #[test]
+    fn the_local_stubs_serve_all_but_the_signal_frame_calls() {
+        assert_eq!(&MIGRATE_LOCAL[..2], ["rt_sigreturn", "rt_sigprocmask"]);
+        assert_eq!(STUB_LOCAL.first(), Some(&"rt_sigsuspend"));
+        assert_eq!(STUB_LOCAL.len(), MIGRATE_LOCAL.len() - 2);
+    }
 
     #[test]
     fn stats_lines_accumulate() {

@@ -12,7 +12,7 @@ use crate::tsc;
 use crate::Delegation;
 use crate::EmulateError;
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
 /// What the supervisors measured.
@@ -27,11 +27,7 @@ const MAX_SAMPLES: usize = 4_000_000;
 
 /// Everything the child needs, prepared before `fork` (the child must not allocate).
 struct Prepared {
-    path: CString,
-    _argv: Vec<CString>,
-    argv_ptrs: Vec<*const libc::c_char>,
-    envp_ptrs: Vec<*const libc::c_char>,
-    _env: Vec<CString>,
+    image: multios_host::process::ExecImage,
     prog: Vec<libc::sock_filter>,
     compute: libc::cpu_set_t,
     app_realtime: bool,
@@ -56,10 +52,6 @@ fn prepare(
             CString::new(kv).ok()
         })
         .collect();
-    let mut argv_ptrs: Vec<_> = argv.iter().map(|a| a.as_ptr()).collect();
-    argv_ptrs.push(std::ptr::null());
-    let mut envp_ptrs: Vec<_> = env.iter().map(|a| a.as_ptr()).collect();
-    envp_ptrs.push(std::ptr::null());
     // Nothing delegated: no filter at all (even an always-allow filter puts every call on the
     // kernel's slow syscall-entry path, ≈ 40 ns here: docs/EMULATOR.md "Pass-through cost").
     let prog = if d.count() == 0 {
@@ -68,19 +60,14 @@ fn prepare(
         crate::bpf::filter(d, libc::SECCOMP_RET_USER_NOTIF, sys::exempt_ip())
     };
     Ok(Prepared {
-        path,
-        _argv: argv,
-        argv_ptrs,
-        envp_ptrs,
-        _env: env,
+        image: multios_host::process::ExecImage::new(path, argv, env),
         prog,
         compute: compute.to_libc().map_err(|cause| EmulateError::Io {
             what: format!("compute CPUs {compute}"),
             cause,
         })?,
         app_realtime,
-        // SAFETY: getpid has no preconditions.
-        parent: unsafe { libc::getpid() },
+        parent: std::process::id() as libc::pid_t,
     })
 }
 
@@ -103,31 +90,16 @@ fn child(p: &Prepared, sock: RawFd, err_w: RawFd) -> ! {
         if let Err(e) = sys::send_fd_exempt(sock, fd) {
             die(err_w, e.raw_os_error().unwrap_or(0) | 0x3_0000);
         }
-        // SAFETY: closes our copy of the listener (a plain fd close).
-        unsafe { sys::exempt_syscall3(libc::SYS_close, fd as u64, 0, 0) };
+        sys::exempt_close(fd); // our copy of the listener
     }
-    // SAFETY: execs with NUL-terminated argv/envp built before fork.
-    let r = unsafe {
-        sys::exempt_syscall3(
-            libc::SYS_execve,
-            p.path.as_ptr() as u64,
-            p.argv_ptrs.as_ptr() as u64,
-            p.envp_ptrs.as_ptr() as u64,
-        )
-    };
+    let r = sys::exec_exempt(&p.image);
     die(err_w, (-r) as i32 | 0x4_0000)
 }
 
 /// Reports `code` on the error pipe and exits, from the exempt site (the child has the filter).
 fn die(err_w: RawFd, code: i32) -> ! {
-    let bytes = code.to_ne_bytes();
-    // SAFETY: writes 4 bytes from a live array, then exits.
-    unsafe {
-        sys::exempt_syscall3(libc::SYS_write, err_w as u64, bytes.as_ptr() as u64, 4);
-        sys::exempt_syscall3(libc::SYS_exit_group, 127, 0, 0);
-    }
-    // SAFETY: exit_group does not return.
-    unsafe { libc::_exit(127) }
+    sys::exempt_write(err_w, &code.to_ne_bytes());
+    sys::exempt_exit(127)
 }
 
 /// Decodes what the child reported before exec.
@@ -173,17 +145,14 @@ pub fn run(
     let (err_r, err_w) = pipe()?;
     tsc::calibration();
     let t0 = std::time::Instant::now();
-    // SAFETY: the child only makes raw system calls on memory prepared before the fork.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(EmulateError::Io {
+    // The child only makes raw system calls (the exempt-site wrappers of `sys`) on memory
+    // prepared before the fork.
+    let pid = sys::fork_child(|| child(&p, sock_child.as_raw_fd(), err_w.as_raw_fd())).map_err(|cause| {
+        EmulateError::Io {
             what: "fork".into(),
-            cause: std::io::Error::last_os_error(),
-        });
-    }
-    if pid == 0 {
-        child(&p, sock_child.as_raw_fd(), err_w.as_raw_fd());
-    }
+            cause,
+        }
+    })?;
     drop(sock_child);
     drop(err_w);
     let fwd = sys::Forward::to(pid);
@@ -265,8 +234,8 @@ pub fn run(
 
 fn read_child_error(err_r: &OwnedFd, cmd: &str) -> Option<EmulateError> {
     let mut b = [0u8; 4];
-    // SAFETY: reads at most 4 bytes into a live array; the write end is closed, so this cannot block.
-    let n = unsafe { libc::read(err_r.as_raw_fd(), b.as_mut_ptr().cast(), 4) };
+    // The write end is closed, so this cannot block.
+    let n = sys::read(err_r.as_fd(), &mut b).ok()?;
     (n == 4).then(|| child_error(i32::from_ne_bytes(b), cmd))
 }
 
@@ -395,36 +364,17 @@ fn supervise(
 }
 
 fn socketpair() -> Result<(OwnedFd, OwnedFd), EmulateError> {
-    let mut fds = [0; 2];
-    // SAFETY: `fds` is a valid out-array of two ints.
-    let r = unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
-            0,
-            fds.as_mut_ptr(),
-        )
-    };
-    if r != 0 {
-        return Err(EmulateError::Io {
-            what: "socketpair".into(),
-            cause: std::io::Error::last_os_error(),
-        });
-    }
-    // SAFETY: both fds were just created and are owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    // A close-on-exec AF_UNIX stream pair.
+    let (a, b) = std::os::unix::net::UnixStream::pair().map_err(|cause| EmulateError::Io {
+        what: "socketpair".into(),
+        cause,
+    })?;
+    Ok((a.into(), b.into()))
 }
 
 fn pipe() -> Result<(OwnedFd, OwnedFd), EmulateError> {
-    let mut fds = [0; 2];
-    // SAFETY: `fds` is a valid out-array of two ints.
-    let r = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
-    if r != 0 {
-        return Err(EmulateError::Io {
-            what: "pipe2".into(),
-            cause: std::io::Error::last_os_error(),
-        });
-    }
-    // SAFETY: both fds were just created and are owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    multios_host::process::pipe_cloexec().map_err(|cause| EmulateError::Io {
+        what: "pipe2".into(),
+        cause,
+    })
 }

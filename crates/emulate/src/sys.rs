@@ -1,8 +1,9 @@
-//! The raw system-call layer of the `proxy` mechanism: the exempt `syscall` site, seccomp filter
-//! installation and the user-notification ioctls. Every other module is safe code.
+//! The raw system-call layer of the emulator: the exempt `syscall` site and what the `proxy`
+//! mechanism's child does through it, fork and exec, seccomp filter installation and the
+//! user-notification ioctls, children pinned before exec. Every other module is safe code.
 
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 // A `syscall` instruction at a known address: the seccomp filter lets calls from here through, so
 // the launcher can send the listener and exec after the filter is installed without being trapped.
@@ -36,7 +37,7 @@ pub fn exempt_ip() -> u64 {
 ///
 /// # Safety
 /// The caller must pass arguments valid for system call `nr`.
-pub unsafe fn exempt_syscall3(nr: i64, a1: u64, a2: u64, a3: u64) -> i64 {
+unsafe fn exempt_syscall3(nr: i64, a1: u64, a2: u64, a3: u64) -> i64 {
     // SAFETY: forwarded to the caller's contract.
     unsafe { multios_exempt_syscall3(nr, a1, a2, a3) }
 }
@@ -352,4 +353,105 @@ pub fn process_exists(pid: libc::pid_t) -> bool {
     // SAFETY: signal 0 only checks that the process exists.
     let r = unsafe { libc::kill(pid, 0) };
     r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// The real user id of multios.
+pub fn uid() -> u32 {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    unsafe { libc::getuid() }
+}
+
+/// Closes `fd` from the exempt site (in a child under the seccomp filter).
+pub fn exempt_close(fd: RawFd) {
+    // SAFETY: close takes no pointer; the caller gives up `fd`.
+    unsafe { exempt_syscall3(libc::SYS_close, fd as u64, 0, 0) };
+}
+
+/// Writes `bytes` to `fd` from the exempt site; returns the raw result (bytes written or -errno).
+pub fn exempt_write(fd: RawFd, bytes: &[u8]) -> i64 {
+    // SAFETY: the kernel reads `bytes.len()` bytes from a live slice.
+    unsafe {
+        exempt_syscall3(
+            libc::SYS_write,
+            fd as u64,
+            bytes.as_ptr() as u64,
+            bytes.len() as u64,
+        )
+    }
+}
+
+/// Ends the process with `code` from the exempt site.
+pub fn exempt_exit(code: i32) -> ! {
+    // SAFETY: exit_group takes no pointer and does not return.
+    unsafe { exempt_syscall3(libc::SYS_exit_group, code as u64, 0, 0) };
+    // SAFETY: not reached (exit_group does not return); _exit ends the process at once.
+    unsafe { libc::_exit(code) }
+}
+
+/// execve of `image` from the exempt site; returns only when it failed, with the negative errno.
+pub fn exec_exempt(image: &multios_host::process::ExecImage) -> i64 {
+    // SAFETY: `image` owns its path (a C string) and both NULL-terminated arrays of C strings,
+    // which live as long as the borrow.
+    unsafe {
+        exempt_syscall3(
+            libc::SYS_execve,
+            image.path_ptr() as u64,
+            image.argv_ptr() as u64,
+            image.envp_ptr() as u64,
+        )
+    }
+}
+
+/// Forks; the child runs `child`, which should not return (it is ended with status 127 if it
+/// does); the parent gets the child's pid.
+///
+/// `child` runs in a copy of a possibly multi-threaded process: it must only make
+/// async-signal-safe calls on memory prepared before the fork (no allocation, no locks), as the
+/// proxy launcher's child does (the raw calls of this module).
+pub fn fork_child(child: impl FnOnce()) -> io::Result<libc::pid_t> {
+    // SAFETY: the child only runs `child`, whose contract is above, and never returns into the
+    // parent's code.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if pid == 0 {
+        child();
+        // SAFETY: _exit ends the child at once, async-signal-safe.
+        unsafe { libc::_exit(127) }
+    }
+    Ok(pid)
+}
+
+/// Reads at most `buf.len()` bytes from `fd`.
+pub fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: the kernel writes at most `buf.len()` bytes into the live, writable `buf`.
+    let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(n as usize)
+}
+
+/// Makes `cmd`'s child, before it execs, die with multios (see [`die_with_parent`]; `parent` is
+/// multios's pid), pin itself to `mask` and, with `fifo`, run SCHED_FIFO at that priority.
+pub fn pin_before_exec(
+    cmd: &mut std::process::Command,
+    parent: libc::pid_t,
+    mask: libc::cpu_set_t,
+    fifo: Option<i32>,
+) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure only calls prctl, getppid, sched_setaffinity and sched_setscheduler
+    // (async-signal-safe) on values computed before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            die_with_parent(parent)?;
+            multios_host::cpus::pin_thread_to_mask(0, &mask)?;
+            if let Some(prio) = fifo {
+                set_fifo(prio);
+            }
+            Ok(())
+        });
+    }
 }

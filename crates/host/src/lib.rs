@@ -4,7 +4,7 @@
 //! - [`cpus`]: CPU lists (`0`, `0-3,6`) parsed and formatted, the online and allowed CPUs, pinning;
 //! - [`tsc`]: the time-stamp counter, its calibration against `CLOCK_MONOTONIC`, busy-waits;
 //! - [`time`]: monotonic and CPU-time clocks in nanoseconds;
-//! - [`process`]: children that die with multios;
+//! - [`process`]: children that die with multios, programs prepared for exec, close-on-exec pipes;
 //! - [`output`]: output files checked before a run.
 //!
 //! Every `unsafe` block and raw system call of the crate lives in [`sys`].

@@ -1,6 +1,7 @@
 //! The raw system interfaces of the host toolkit; every `unsafe` block of the crate is here.
 
 use std::io;
+use std::os::fd::{FromRawFd, OwnedFd};
 
 /// A `cpu_set_t` with the given CPUs; CPUs at or beyond CPU_SETSIZE are an error.
 pub fn cpu_set<'a>(cpus: impl IntoIterator<Item = &'a usize>) -> io::Result<libc::cpu_set_t> {
@@ -88,4 +89,23 @@ pub fn die_with_parent(parent: libc::pid_t, sig: i32) -> std::io::Result<()> {
         return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
     }
     Ok(())
+}
+
+/// execve of `image`; returns its errno (it returns only on failure). Async-signal-safe.
+pub fn execve(image: &crate::process::ExecImage) -> i32 {
+    // SAFETY: `image` owns its path (a C string) and both NULL-terminated arrays of C strings,
+    // which live as long as the borrow.
+    unsafe { libc::execve(image.path_ptr(), image.argv_ptr(), image.envp_ptr()) };
+    io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+/// A close-on-exec pipe: (read end, write end).
+pub fn pipe_cloexec() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0i32; 2];
+    // SAFETY: `fds` is a writable array of two ints, as pipe2 requires.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }

@@ -429,12 +429,7 @@ pub fn launch(command: &[String]) -> Result<Profile, ProfilerError> {
     let mut notes = vec![format!(
         "per-call correction: ptrace stop cost B = {b:.0} ns subtracted (median over traced null system calls), kernel entry/exit cost E = {e:.0} ns added; stop costs vary widely, so per-call times are approximate"
     )];
-    if let Some(sig) = interrupted {
-        notes.push(format!(
-            "interrupted by signal {sig}, which was forwarded to the target"
-        ));
-    }
-    let partial = interrupted.is_some() || exit.signal.is_some();
+    let partial = crate::run::note_interruption(interrupted, &exit, &mut notes);
     Ok(assemble(
         &raw,
         RunFacts {

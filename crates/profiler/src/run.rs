@@ -32,8 +32,7 @@ pub struct Options {
 
 /// Profiles according to `opts`.
 pub fn profile(opts: &Options) -> Result<Profile, ProfilerError> {
-    // SAFETY: geteuid has no arguments and cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = sys::is_root();
     let backend = opts
         .backend
         .unwrap_or(if root { Backend::Ebpf } else { Backend::Ptrace });
@@ -60,6 +59,17 @@ fn bias_notes(b: f64, e: f64) -> Vec<String> {
     )]
 }
 
+/// Notes the signal multios received and forwarded to the target, if any; the profile is partial
+/// when the run was interrupted or the target was killed by a signal.
+pub(crate) fn note_interruption(interrupted: Option<i32>, exit: &Exit, notes: &mut Vec<String>) -> bool {
+    if let Some(sig) = interrupted {
+        notes.push(format!(
+            "interrupted by signal {sig}, which was forwarded to the target"
+        ));
+    }
+    interrupted.is_some() || exit.signal.is_some()
+}
+
 /// How a waited-for process ended.
 pub(crate) fn exit_of(status: i32) -> Exit {
     if libc::WIFSIGNALED(status) {
@@ -80,19 +90,14 @@ pub(crate) fn exit_of(status: i32) -> Exit {
 fn wait_tree(root: u32) -> Result<i32, ProfilerError> {
     let mut root_status = None;
     loop {
-        let mut status = 0;
-        // SAFETY: waitpid writes the status into a valid local.
-        let r = unsafe { libc::waitpid(-1, &mut status, libc::__WALL) };
-        if r < 0 {
-            let e = std::io::Error::last_os_error();
-            match e.raw_os_error() {
+        match sys::wait_any() {
+            Ok((pid, status)) if pid == root => root_status = Some(status),
+            Ok(_) => {}
+            Err(e) => match e.raw_os_error() {
                 Some(libc::EINTR) => continue,
                 Some(libc::ECHILD) => break,
                 _ => return Err(ProfilerError::os("waitpid", e)),
-            }
-        }
-        if r as u32 == root {
-            root_status = Some(status);
+            },
         }
     }
     root_status
@@ -106,19 +111,14 @@ fn launch_ebpf(command: &[String]) -> Result<Profile, ProfilerError> {
     let (probe, b, e) = match prepared {
         Ok(x) => x,
         Err(err) => {
-            // SAFETY: kills and reaps our own stopped child.
-            unsafe {
-                libc::kill(child.pid as i32, libc::SIGKILL);
-                libc::waitpid(child.pid as i32, std::ptr::null_mut(), 0);
-            }
+            sys::kill_and_reap(child.pid);
             return Err(err);
         }
     };
     sys::become_subreaper();
     let fwd = sys::Forwarder::install(child.pid as i32);
     if let Err(e) = child.release() {
-        // SAFETY: reaps the child that failed to exec.
-        unsafe { libc::waitpid(child.pid as i32, std::ptr::null_mut(), 0) };
+        sys::reap(child.pid); // it failed to exec
         return Err(e);
     }
     let status = wait_tree(child.pid)?;
@@ -146,12 +146,7 @@ fn launch_ebpf(command: &[String]) -> Result<Profile, ProfilerError> {
             crate::ebpf::MAX_THREADS
         ));
     }
-    if let Some(sig) = interrupted {
-        notes.push(format!(
-            "interrupted by signal {sig}, which was forwarded to the target"
-        ));
-    }
-    let partial = interrupted.is_some() || exit.signal.is_some();
+    let partial = note_interruption(interrupted, &exit, &mut notes);
     Ok(assemble(
         &raw,
         RunFacts {
@@ -213,13 +208,7 @@ fn attach_ebpf(pid: u32, duration: Option<Duration>) -> Result<Profile, Profiler
             break;
         }
         let ms = left.map_or(200, |l| l.as_millis().clamp(1, 200) as i32);
-        let mut pfd = libc::pollfd {
-            fd: std::os::fd::AsRawFd::as_raw_fd(&pidfd),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: polls one valid pollfd.
-        if unsafe { libc::poll(&mut pfd, 1, ms) } > 0 {
+        if sys::poll_readable(std::os::fd::AsFd::as_fd(&pidfd), ms) {
             exited = true;
             break;
         }

@@ -1,6 +1,9 @@
-//! The raw system calls the profiler needs that neither std nor nix wraps.
+//! The raw system calls the profiler needs that neither std nor nix wraps, and the forked child
+//! that waits to exec the target (it may only make raw, async-signal-safe calls).
 
-use std::os::fd::{FromRawFd, OwnedFd};
+use crate::spawn::PreExec;
+use multios_host::process::ExecImage;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// A system call number that no x86_64 kernel implements (the 335–423 gap): the "null" call used
 /// to calibrate, it does nothing but enter and leave the kernel.
@@ -272,4 +275,137 @@ impl Drop for Waker {
             let _ = h.join();
         }
     }
+}
+
+/// Forks the stopped child of [`crate::spawn::Stopped`]: it closes `go[1]` and `err[0]`, waits
+/// for a byte on `go[0]`, does what `pre` says and execs `image` (or writes execve's errno to
+/// `err[1]`); `parent` is the profiler's pid, whose death kills it. Returns the child's pid; the
+/// caller closes its copies of `go[0]` and `err[1]`.
+pub fn fork_stopped(
+    image: &ExecImage,
+    pre: PreExec,
+    parent: libc::pid_t,
+    go: [&OwnedFd; 2],
+    err: [&OwnedFd; 2],
+) -> std::io::Result<u32> {
+    let filter = [libc::sock_filter {
+        code: (libc::BPF_RET | libc::BPF_K) as u16,
+        jt: 0,
+        jf: 0,
+        k: libc::SECCOMP_RET_TRACE,
+    }];
+    let prog = libc::sock_fprog {
+        len: 1,
+        filter: filter.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: the child below only calls async-signal-safe functions (close, read, prctl, syscall,
+    // execve, write, _exit) on data prepared before the fork.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if pid == 0 {
+        // SAFETY: we are the child of that fork; every pointer refers to memory the fork copied.
+        unsafe {
+            libc::close(go[1].as_raw_fd());
+            libc::close(err[0].as_raw_fd());
+            stopped_child((go[0].as_raw_fd(), err[1].as_raw_fd()), parent, pre, &prog, image)
+        }
+    }
+    Ok(pid as u32)
+}
+
+/// The forked child: wait for the go byte, optionally install the seccomp filter, exec.
+///
+/// # Safety
+/// Must only be called in the child of a fork, with pointers valid in its copy of memory.
+/// `pipes` are (the go pipe's read end, the exec-error pipe's write end); `parent` is the profiler's pid.
+unsafe fn stopped_child(
+    (go, err): (i32, i32),
+    parent: libc::pid_t,
+    pre: PreExec,
+    prog: &libc::sock_fprog,
+    image: &ExecImage,
+) -> ! {
+    // Like std::process::Command: default SIGPIPE (Rust programs ignore it) and no blocked signals,
+    // so the target starts as it would from a shell (shells and make look at inherited dispositions).
+    // SAFETY: signal and sigprocmask with valid arguments are async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+    }
+    // The target dies with the profiler (also a SIGKILLed one, which cannot clean up): the eBPF backend
+    // does not trace it, so nothing else would stop it. The death signal survives execve; if the profiler
+    // is already gone, exit now.
+    if let Err(e) = multios_host::process::die_with_parent(parent, libc::SIGKILL) {
+        if e.raw_os_error() == Some(libc::ESRCH) {
+            // SAFETY: _exit never returns and is async-signal-safe.
+            unsafe { libc::_exit(126) };
+        }
+    }
+    let mut b = 0u8;
+    loop {
+        // SAFETY: reads one byte into a local.
+        let n = unsafe { libc::read(go, (&mut b as *mut u8).cast(), 1) };
+        // SAFETY: errno is thread-local and readable.
+        if n < 0 && unsafe { *libc::__errno_location() } == libc::EINTR {
+            continue;
+        }
+        if n != 1 {
+            // The tracer went away without releasing us.
+            // SAFETY: _exit is always safe to call.
+            unsafe { libc::_exit(126) };
+        }
+        break;
+    }
+    if pre == PreExec::SeccompTrace || pre == PreExec::CalibrateNull {
+        // SAFETY: plain prctl/seccomp calls; `prog` points to a valid one-instruction filter.
+        unsafe {
+            libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+            libc::syscall(
+                libc::SYS_seccomp,
+                libc::SECCOMP_SET_MODE_FILTER,
+                0,
+                prog as *const libc::sock_fprog,
+            );
+        }
+    }
+    if pre == PreExec::CalibrateNull || pre == PreExec::CalibratePlain {
+        for _ in 0..crate::spawn::CALIBRATION_CALLS {
+            null_syscall();
+        }
+        // SAFETY: _exit is always safe to call.
+        unsafe { libc::_exit(0) };
+    }
+    let e = image.execve().to_ne_bytes();
+    // SAFETY: write sends 4 bytes from a local; _exit never returns.
+    unsafe {
+        libc::write(err, e.as_ptr().cast(), 4);
+        libc::_exit(127)
+    }
+}
+
+/// Whether the profiler runs as root (effective uid 0).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no arguments and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Reaps our child `pid` (blocking until it has exited).
+pub fn reap(pid: u32) {
+    // SAFETY: waitpid with no status pointer only reaps our own child.
+    unsafe { libc::waitpid(pid as libc::pid_t, std::ptr::null_mut(), 0) };
+}
+
+/// Waits at most `ms` milliseconds for `fd` to become readable (a pidfd: its process exited).
+pub fn poll_readable(fd: std::os::fd::BorrowedFd<'_>, ms: i32) -> bool {
+    let mut pfd = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: polls one valid pollfd.
+    unsafe { libc::poll(&mut pfd, 1, ms) > 0 }
 }
