@@ -1,0 +1,33 @@
+//! Asynchronous Abstract Machines (seed 004, Maier et al., ROSS'19) as a Rust library.
+//!
+//! - [`machine`]: a [`Machine`] owns pinned CPUs and schedules its tasks (local FIFO ready
+//!   queues, optional work stealing, interface queues when nothing else is ready);
+//! - [`task`]: stackless tasks (Rust futures), their join handles, their size;
+//! - [`oneshot`], [`signal`]: the future of a task and the counting signal, free of lost wake-ups;
+//! - [`interface`]: served objects, client queues, machine calls in three variants, the
+//!   [`interface!`] macro;
+//! - [`ims`]: spin-then-futex sleeping and the wake-up protocol;
+//! - [`os`]: the OS machine, serving system calls as machine calls;
+//! - [`bench`]: the microbenchmarks of the paper's Table 1 and their baselines.
+//!
+//! Every raw system call and most `unsafe` live in `sys`; the rest is in the two synchronization
+//! primitives whose cells need it (`oneshot`, `task`). See `crates/aam/README.md`.
+
+pub mod bench;
+mod block;
+pub mod ims;
+pub mod interface;
+pub mod machine;
+pub mod oneshot;
+pub mod os;
+pub mod signal;
+mod sys;
+pub mod task;
+
+pub use block::block_on;
+pub use interface::{Call, CallError, ConnectOptions, Endpoint, ServeOptions, Service};
+pub use machine::{
+    Machine, MachineBuilder, MachineError, MachineHandle, MachineSignal, MachineStats, PanicReport,
+};
+pub use signal::CountingSignal;
+pub use task::{task_size_of, JoinHandle, TaskError};

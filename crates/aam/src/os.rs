@@ -1,0 +1,1 @@
+//! The OS machine.
