@@ -30,4 +30,4 @@ pub use machine::{
     Machine, MachineBuilder, MachineError, MachineHandle, MachineSignal, MachineStats, PanicReport,
 };
 pub use signal::CountingSignal;
-pub use task::{task_size_of, JoinHandle, TaskError};
+pub use task::{task_size_of, yield_now, JoinHandle, TaskError};

@@ -188,3 +188,24 @@ impl<T> Future for JoinHandle<T> {
         }
     }
 }
+
+/// Lets the other ready tasks of the machine run once, then continues (round robin).
+pub fn yield_now() -> YieldNow {
+    YieldNow(false)
+}
+
+/// The future of [`yield_now`].
+pub struct YieldNow(bool);
+
+impl Future for YieldNow {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            return Poll::Ready(());
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
