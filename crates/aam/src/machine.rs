@@ -293,7 +293,7 @@ impl MachineHandle {
         F::Output: Send + 'static,
     {
         let (tx, rx) = oneshot::channel();
-        let task = Task::new(name, self.0.clone(), async move { tx.send(fut.await) });
+        let task = Task::new(name, self.0.clone(), completion(fut, tx));
         self.0.schedule(task);
         JoinHandle {
             rx,
@@ -325,6 +325,29 @@ impl MachineHandle {
             panics: lock(&self.0.panics).len() as u64,
         }
     }
+}
+
+/// The future a spawned task runs: the user's future, then its result handed to the join handle.
+fn completion<F>(fut: F, tx: oneshot::Sender<F::Output>) -> impl Future<Output = ()> + Send + 'static
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    async move { tx.send(fut.await) }
+}
+
+/// Bytes a task spawned with `fut` occupies while queued: one allocation holding the reference
+/// counts, the task header and the future (the user's future plus the result sender). No stack.
+pub fn spawned_task_bytes<F>(fut: F) -> usize
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    fn bytes_of<W>(_: &W) -> usize {
+        crate::task::task_size_of::<W>()
+    }
+    let (tx, _rx) = oneshot::channel();
+    bytes_of(&completion(fut, tx))
 }
 
 /// How to start a machine.
