@@ -37,35 +37,96 @@ pub enum CallError {
     Panicked { machine: String, call: String },
 }
 
+/// A request as it waits in a client's queue: the client's arguments, turned into a task by
+/// the server when it takes the request (so the task is allocated, run and freed on the
+/// server's core, and the served object's reference count never leaves it).
+type Thunk<S> = Box<dyn FnOnce(&Arc<CallQueue<S>>, &Arc<Shared>) -> TaskRef + Send>;
+
+/// Keeps a value on its own cache lines (the client writes requests, the server writes its
+/// polling flag and in-flight count: they must not share a line).
+#[repr(align(128))]
+struct Padded<T>(T);
+
 /// One client's request queue on a server machine.
-pub(crate) struct CallQueue {
-    requests: Injector<TaskRef>,
-    receiver_polling: AtomicBool,
-    in_flight: AtomicUsize,
+pub(crate) struct CallQueue<S> {
+    requests: Injector<Thunk<S>>,
+    receiver_polling: Padded<AtomicBool>,
+    in_flight: Padded<AtomicUsize>,
     limit: usize,
+    object: Arc<S>,
 }
 
-impl CallQueue {
-    pub(crate) fn set_polling(&self, on: bool) {
-        self.receiver_polling.store(on, Ordering::SeqCst);
+/// A client queue as the server machine sees it, whatever the served type.
+pub(crate) trait Served: Send + Sync {
+    fn set_polling(&self, on: bool);
+    /// Takes up to `max` requests as tasks of `machine`: the first is returned, the rest go to
+    /// `local`; also returns how many were taken.
+    fn take_batch(
+        &self,
+        machine: &Arc<Shared>,
+        local: &Worker<TaskRef>,
+        max: usize,
+    ) -> (Option<TaskRef>, usize);
+    fn has_takeable(&self) -> bool;
+    /// The server stopped: drop every queued request (their futures resolve to `Stopped`).
+    fn close(&self);
+}
+
+struct Queue<S>(Arc<CallQueue<S>>);
+
+impl<S> CallQueue<S> {
+    fn limited(&self) -> bool {
+        self.limit != usize::MAX
     }
 
     fn reserve(&self) -> bool {
+        if !self.limited() {
+            return true;
+        }
         self.in_flight
+            .0
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
                 (n < self.limit).then_some(n + 1)
             })
             .is_ok()
     }
 
-    /// Takes up to `max` requests: the first is returned, the rest go to `local`.
-    pub(crate) fn take_batch(&self, local: &Worker<TaskRef>, max: usize) -> (Option<TaskRef>, usize) {
+    fn release(&self) {
+        if self.limited() {
+            self.in_flight.0.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    fn drain(&self) {
+        loop {
+            match self.requests.steal() {
+                Steal::Success(t) => drop(t),
+                Steal::Retry => continue,
+                Steal::Empty => break,
+            }
+        }
+    }
+}
+
+impl<S: Send + Sync + 'static> Served for Queue<S> {
+    fn set_polling(&self, on: bool) {
+        self.0.receiver_polling.0.store(on, Ordering::SeqCst);
+    }
+
+    fn take_batch(
+        &self,
+        machine: &Arc<Shared>,
+        local: &Worker<TaskRef>,
+        max: usize,
+    ) -> (Option<TaskRef>, usize) {
+        let q = &self.0;
         let mut first = None;
         let mut taken = 0;
-        while taken < max && !self.requests.is_empty() && self.reserve() {
-            match self.requests.steal() {
-                Steal::Success(t) => {
+        while taken < max && !q.requests.is_empty() && q.reserve() {
+            match q.requests.steal() {
+                Steal::Success(thunk) => {
                     taken += 1;
+                    let t = thunk(q, machine);
                     if first.is_none() {
                         first = Some(t);
                     } else {
@@ -73,8 +134,8 @@ impl CallQueue {
                     }
                 }
                 Steal::Empty | Steal::Retry => {
-                    self.in_flight.fetch_sub(1, Ordering::AcqRel);
-                    if self.requests.is_empty() {
+                    q.release();
+                    if q.requests.is_empty() {
                         break;
                     }
                 }
@@ -83,29 +144,23 @@ impl CallQueue {
         (first, taken)
     }
 
-    pub(crate) fn has_takeable(&self) -> bool {
-        !self.requests.is_empty() && self.in_flight.load(Ordering::Acquire) < self.limit
+    fn has_takeable(&self) -> bool {
+        let q = &self.0;
+        !q.requests.is_empty() && (!q.limited() || q.in_flight.0.load(Ordering::Acquire) < q.limit)
     }
 
-    /// The server stopped: drop every queued request (their futures resolve to `Stopped`).
-    pub(crate) fn close(&self) {
-        loop {
-            match self.requests.steal() {
-                Steal::Success(t) => t.cancel(),
-                Steal::Retry => continue,
-                Steal::Empty => break,
-            }
-        }
+    fn close(&self) {
+        self.0.drain();
     }
 }
 
-/// Releases a client's in-flight slot when a call's task ends (also by panic or drop). Created
-/// when the task first runs, so a request dropped unrun releases nothing.
-struct InFlight(Arc<CallQueue>);
+/// Releases a client's in-flight slot when a call's task ends (also by panic or cancellation).
+/// Only for queues with a limit: unlimited queues keep no count.
+struct InFlight<S>(Arc<CallQueue<S>>);
 
-impl Drop for InFlight {
+impl<S> Drop for InFlight<S> {
     fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+        self.0.release();
     }
 }
 
@@ -169,13 +224,13 @@ impl<S: Send + Sync + 'static> Service<S> {
         };
         let queue = Arc::new(CallQueue {
             requests: Injector::new(),
-            receiver_polling: AtomicBool::new(false),
-            in_flight: AtomicUsize::new(0),
+            receiver_polling: Padded(AtomicBool::new(false)),
+            in_flight: Padded(AtomicUsize::new(0)),
             limit,
-        });
-        self.machine.register(queue.clone());
-        Endpoint {
             object: self.object.clone(),
+        });
+        self.machine.register(Arc::new(Queue(queue.clone())));
+        Endpoint {
             machine: self.machine.clone(),
             queue,
         }
@@ -188,9 +243,8 @@ impl<S: Send + Sync + 'static> Service<S> {
 
 /// A client's connection to a served object.
 pub struct Endpoint<S> {
-    object: Arc<S>,
     machine: Arc<Shared>,
-    queue: Arc<CallQueue>,
+    queue: Arc<CallQueue<S>>,
 }
 
 impl<S: Send + Sync + 'static> Endpoint<S> {
@@ -199,7 +253,7 @@ impl<S: Send + Sync + 'static> Endpoint<S> {
     pub fn call<T, F, Fut>(&self, name: &'static str, f: F) -> Call<T>
     where
         T: Send + 'static,
-        F: FnOnce(Arc<S>) -> Fut,
+        F: FnOnce(Arc<S>) -> Fut + Send + 'static,
         Fut: Future<Output = T> + Send + 'static,
     {
         let (tx, rx) = oneshot::channel();
@@ -212,26 +266,29 @@ impl<S: Send + Sync + 'static> Endpoint<S> {
             drop(tx);
             return call;
         }
-        let fut = f(self.object.clone());
-        let queue = self.queue.clone();
-        let task = Task::new(name, self.machine.clone(), async move {
-            let _slot = InFlight(queue);
-            tx.send(fut.await);
+        let thunk: Thunk<S> = Box::new(move |q: &Arc<CallQueue<S>>, machine: &Arc<Shared>| {
+            let fut = f(q.object.clone());
+            let slot = q.limited().then(|| InFlight(q.clone()));
+            let task: TaskRef = Task::new(name, machine.clone(), async move {
+                let _slot = slot;
+                tx.send(fut.await);
+            });
+            task
         });
-        self.queue.requests.push(task);
+        self.queue.requests.push(thunk);
         fence(Ordering::SeqCst);
-        if !self.queue.receiver_polling.load(Ordering::SeqCst) {
+        if !self.queue.receiver_polling.0.load(Ordering::SeqCst) {
             self.machine.ims();
         }
         if self.machine.stopped.load(Ordering::SeqCst) {
-            self.queue.close();
+            self.queue.drain();
         }
         call
     }
 
     /// Whether the server polls this queue now (no IMS needed to reach it).
     pub fn receiver_polling(&self) -> bool {
-        self.queue.receiver_polling.load(Ordering::SeqCst)
+        self.queue.receiver_polling.0.load(Ordering::SeqCst)
     }
 
     pub fn server(&self) -> MachineHandle {

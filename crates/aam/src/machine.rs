@@ -10,7 +10,7 @@
 //! futex (see [`crate::ims`]).
 
 use crate::ims::Parker;
-use crate::interface::CallQueue;
+use crate::interface::Served;
 use crate::oneshot;
 use crate::task::{JoinHandle, Task, TaskRef};
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
@@ -122,7 +122,7 @@ pub(crate) struct Shared {
     spin_ticks: u64,
     stealing: bool,
     batch: usize,
-    pub(crate) served: Mutex<Vec<Arc<CallQueue>>>,
+    pub(crate) served: Mutex<Vec<Arc<dyn Served>>>,
     served_version: AtomicUsize,
     /// Guards `pollers` and the flags of the served queues together.
     idle: Mutex<()>,
@@ -206,7 +206,7 @@ impl Shared {
     }
 
     /// Registers a client's interface queue; the queue's polling flag starts as the machine's.
-    pub(crate) fn register(&self, q: Arc<CallQueue>) {
+    pub(crate) fn register(&self, q: Arc<dyn Served>) {
         {
             let _g = lock(&self.idle);
             q.set_polling(self.pollers.load(Ordering::SeqCst) > 0);
@@ -554,7 +554,7 @@ fn steal_injector(ctx: &WorkerCtx) -> Option<TaskRef> {
 
 struct Cursor {
     tick: u32,
-    queues: Vec<Arc<CallQueue>>,
+    queues: Vec<Arc<dyn Served>>,
     version: usize,
     next_queue: usize,
 }
@@ -601,7 +601,7 @@ fn next_task(ctx: &WorkerCtx, cur: &mut Cursor) -> Option<TaskRef> {
     let n = cur.queues.len();
     for i in 0..n {
         let k = (cur.next_queue + i) % n;
-        let (first, taken) = cur.queues[k].take_batch(&ctx.local, shared.batch);
+        let (first, taken) = cur.queues[k].take_batch(shared, &ctx.local, shared.batch);
         if let Some(t) = first {
             cur.next_queue = (k + 1) % n;
             shared.counters.batches.fetch_add(1, Ordering::Relaxed);
