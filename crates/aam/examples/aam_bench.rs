@@ -18,7 +18,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "client CPU {}, server CPU {}, {} samples, no-op task {} bytes",
         cfg.client_cpu, cfg.server_cpu, cfg.iterations, report.noop_task_bytes
     );
-    println!("{:<34} {:>9} {:>9} {:>9} {:>9}", "operation", "median", "mean", "sd", "p99");
+    println!(
+        "{:<34} {:>9} {:>9} {:>9} {:>9}",
+        "operation", "median", "mean", "sd", "p99"
+    );
     for r in &report.results {
         let s = &r.ns;
         println!(

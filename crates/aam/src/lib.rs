@@ -27,7 +27,8 @@ pub mod task;
 pub use block::block_on;
 pub use interface::{Call, CallError, ConnectOptions, Endpoint, ServeOptions, Service};
 pub use machine::{
-    spawned_task_bytes, Machine, MachineBuilder, MachineError, MachineHandle, MachineSignal, MachineStats, PanicReport,
+    spawned_task_bytes, Machine, MachineBuilder, MachineError, MachineHandle, MachineSignal, MachineStats,
+    PanicReport,
 };
 pub use signal::CountingSignal;
 pub use task::{task_size_of, yield_now, JoinHandle, TaskError};

@@ -328,12 +328,12 @@ impl MachineHandle {
 }
 
 /// The future a spawned task runs: the user's future, then its result handed to the join handle.
-fn completion<F>(fut: F, tx: oneshot::Sender<F::Output>) -> impl Future<Output = ()> + Send + 'static
+async fn completion<F>(fut: F, tx: oneshot::Sender<F::Output>)
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    async move { tx.send(fut.await) }
+    tx.send(fut.await)
 }
 
 /// Bytes a task spawned with `fut` occupies while queued: one allocation holding the reference
@@ -429,11 +429,7 @@ impl MachineBuilder {
         if let Some(set) = &self.cpus {
             for &cpu in &set.0 {
                 if !online.contains(cpu) {
-                    return Err(MachineError::NotOnline {
-                        machine,
-                        cpu,
-                        online,
-                    });
+                    return Err(MachineError::NotOnline { machine, cpu, online });
                 }
                 if !allowed.contains(cpu) {
                     return Err(MachineError::NotAllowed {
@@ -518,11 +514,7 @@ impl MachineBuilder {
                     if failed {
                         return;
                     }
-                    let ctx = Rc::new(WorkerCtx {
-                        shared,
-                        local,
-                        index,
-                    });
+                    let ctx = Rc::new(WorkerCtx { shared, local, index });
                     CURRENT.with(|c| *c.borrow_mut() = Some(ctx.clone()));
                     worker_loop(&ctx);
                     CURRENT.with(|c| *c.borrow_mut() = None);
@@ -570,8 +562,9 @@ impl Cursor {
 }
 
 fn next_task(ctx: &WorkerCtx, cur: &mut Cursor) -> Option<TaskRef> {
-    cur.tick = cur.tick.wrapping_add(1);
-    if cur.tick % 61 == 0 {
+    // Every 61st pick looks at the inject queue first, so remote wake-ups are not starved.
+    cur.tick = if cur.tick == 0 { 60 } else { cur.tick - 1 };
+    if cur.tick == 0 {
         if let Some(t) = steal_injector(ctx) {
             return Some(t);
         }
@@ -653,9 +646,7 @@ fn worker_loop(ctx: &WorkerCtx) {
         let start = tsc::now();
         loop {
             std::hint::spin_loop();
-            if shared.signals_pending.load(Ordering::Relaxed)
-                || shared.stopped.load(Ordering::Relaxed)
-            {
+            if shared.signals_pending.load(Ordering::Relaxed) || shared.stopped.load(Ordering::Relaxed) {
                 continue 'serve;
             }
             if let Some(t) = next_task(ctx, &mut cur) {
@@ -669,10 +660,7 @@ fn worker_loop(ctx: &WorkerCtx) {
         }
         sleep(ctx, &mut cur);
     }
-    shared
-        .counters
-        .tasks_run
-        .fetch_add(run & 1023, Ordering::Relaxed);
+    shared.counters.tasks_run.fetch_add(run & 1023, Ordering::Relaxed);
     while let Some(t) = ctx.local.pop() {
         t.cancel();
     }
@@ -745,7 +733,6 @@ impl Drop for Machine {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -769,6 +756,9 @@ mod tests {
     fn too_many_cores_names_the_usable_cpus() {
         let e = MachineBuilder::new("big").cores(100_000).build().err();
         let msg = e.map(|e| e.to_string()).unwrap_or_default();
-        assert!(msg.contains("asked for 100000 cores") && msg.contains("big"), "{msg}");
+        assert!(
+            msg.contains("asked for 100000 cores") && msg.contains("big"),
+            "{msg}"
+        );
     }
 }

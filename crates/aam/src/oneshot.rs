@@ -85,11 +85,7 @@ fn finish<T>(slot: &Slot<T>, bits: u8) {
 impl<T> Drop for Sender<T> {
     fn drop(&mut self) {
         if let Some(slot) = self.0.take() {
-            let why = if std::thread::panicking() {
-                PANICKED
-            } else {
-                0
-            };
+            let why = if std::thread::panicking() { PANICKED } else { 0 };
             finish(&slot, DONE | CLOSED | why);
         }
     }

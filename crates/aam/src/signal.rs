@@ -41,8 +41,7 @@ impl CountingSignal {
             .count
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| c.checked_sub(1));
         if prev == Ok(1) {
-            let waiters =
-                std::mem::take(&mut *self.0.waiters.lock().unwrap_or_else(PoisonError::into_inner));
+            let waiters = std::mem::take(&mut *self.0.waiters.lock().unwrap_or_else(PoisonError::into_inner));
             for w in waiters {
                 w.wake();
             }

@@ -100,14 +100,7 @@ pub fn fsync(fd: i32) -> io::Result<()> {
 
 pub fn accept(fd: i32) -> io::Result<i32> {
     // SAFETY: null address and length pointers ask accept4 not to report the peer.
-    let s = unsafe {
-        libc::accept4(
-            fd,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            libc::SOCK_CLOEXEC,
-        )
-    };
+    let s = unsafe { libc::accept4(fd, std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_CLOEXEC) };
     check(s as isize).map(|s| s as i32)
 }
 

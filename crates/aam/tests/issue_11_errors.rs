@@ -9,7 +9,10 @@ use multios_host::CpuSet;
 #[test]
 fn issue_11_more_cores_than_usable_is_an_error_naming_the_cpus() {
     let usable = CpuSet::allowed();
-    let e = MachineBuilder::new("greedy").cores(usable.len() + 1).build().err();
+    let e = MachineBuilder::new("greedy")
+        .cores(usable.len() + 1)
+        .build()
+        .err();
     let Some(MachineError::TooManyCores { asked, cpus, .. }) = &e else {
         panic!("expected TooManyCores, got {:?}", e.map(|e| e.to_string()));
     };
@@ -20,7 +23,10 @@ fn issue_11_more_cores_than_usable_is_an_error_naming_the_cpus() {
 
 #[test]
 fn issue_11_a_cpu_that_does_not_exist_or_is_not_allowed_is_named() {
-    let e = MachineBuilder::new("far").cpus(CpuSet([4000].into())).build().err();
+    let e = MachineBuilder::new("far")
+        .cpus(CpuSet([4000].into()))
+        .build()
+        .err();
     let msg = e.map(|e| e.to_string()).unwrap_or_default();
     assert!(msg.contains("CPU 4000") && msg.contains("far"), "{msg}");
 
@@ -40,10 +46,7 @@ fn issue_11_a_cpu_that_does_not_exist_or_is_not_allowed_is_named() {
             .map(|e| e.to_string())
     });
     let msg = t.join().ok().flatten().unwrap_or_default();
-    assert!(
-        msg.contains(&format!("may not run on CPU {other}")),
-        "{msg}"
-    );
+    assert!(msg.contains(&format!("may not run on CPU {other}")), "{msg}");
 }
 
 struct Echo;
@@ -52,11 +55,7 @@ impl Echo {
     async fn echo(&self, v: u64) -> u64 {
         v
     }
-    async fn block(
-        &self,
-        started: std::sync::mpsc::Sender<()>,
-        gate: std::sync::mpsc::Receiver<()>,
-    ) -> u64 {
+    async fn block(&self, started: std::sync::mpsc::Sender<()>, gate: std::sync::mpsc::Receiver<()>) -> u64 {
         let _ = started.send(());
         let _ = gate.recv();
         0
@@ -65,17 +64,23 @@ impl Echo {
 
 #[test]
 fn issue_11_a_call_to_a_stopped_machine_returns_an_error() {
-    let server = MachineBuilder::new("server").build().unwrap_or_else(|e| panic!("{e}"));
+    let server = MachineBuilder::new("server")
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
     let service = server.serve(Echo, ServeOptions::default());
     let ep = service.connect(ConnectOptions::default());
-    assert_eq!(ep.call("Echo::echo", |s| async move { s.echo(7).await }).wait(), Ok(7));
+    assert_eq!(
+        ep.call("Echo::echo", |s| async move { s.echo(7).await }).wait(),
+        Ok(7)
+    );
 
     // Queued behind a call that holds the only worker, then the machine stops.
     let (gate_tx, gate_rx) = std::sync::mpsc::channel();
     let (started_tx, started_rx) = std::sync::mpsc::channel();
-    let blocker = ep.call("Echo::block", |s| async move {
-        s.block(started_tx, gate_rx).await
-    });
+    let blocker = ep.call(
+        "Echo::block",
+        |s| async move { s.block(started_tx, gate_rx).await },
+    );
     let queued = ep.call("Echo::echo", |s| async move { s.echo(8).await });
     let _ = started_rx.recv();
     let handle = server.handle();
@@ -86,9 +91,7 @@ fn issue_11_a_call_to_a_stopped_machine_returns_an_error() {
     let _ = gate_tx.send(());
     let _ = stopper.join();
     assert_eq!(blocker.wait(), Ok(0));
-    assert!(
-        matches!(queued.wait(), Err(CallError::Stopped { ref machine, .. }) if machine == "server")
-    );
+    assert!(matches!(queued.wait(), Err(CallError::Stopped { ref machine, .. }) if machine == "server"));
     let after = ep.call("Echo::echo", |s| async move { s.echo(9).await }).wait();
     let Err(e) = after else {
         panic!("a call to a stopped machine succeeded")
@@ -98,7 +101,9 @@ fn issue_11_a_call_to_a_stopped_machine_returns_an_error() {
 
 #[test]
 fn issue_11_a_panicking_task_is_reported_and_the_machine_keeps_serving() {
-    let m = MachineBuilder::new("fragile").build().unwrap_or_else(|e| panic!("{e}"));
+    let m = MachineBuilder::new("fragile")
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
     let bad = m.spawn("boom", async {
         if std::hint::black_box(true) {
             panic!("task exploded");
@@ -128,6 +133,9 @@ fn issue_11_a_panicking_task_is_reported_and_the_machine_keeps_serving() {
         })
         .wait();
     assert!(matches!(r, Err(CallError::Panicked { .. })), "{r:?}");
-    assert_eq!(ep.call("Echo::echo", |s| async move { s.echo(3).await }).wait(), Ok(3));
+    assert_eq!(
+        ep.call("Echo::echo", |s| async move { s.echo(3).await }).wait(),
+        Ok(3)
+    );
     assert_eq!(m.panics().len(), 2);
 }

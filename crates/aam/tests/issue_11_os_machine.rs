@@ -15,8 +15,7 @@ fn scratch(name: &str) -> std::path::PathBuf {
 #[test]
 fn issue_11_os_machine_does_real_file_io_for_an_application_machine() {
     let cpus = multios_host::CpuSet::allowed().to_vec();
-    let os = OsMachine::start(cpus[0], 2, Duration::from_micros(20), 16)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let os = OsMachine::start(cpus[0], 2, Duration::from_micros(20), 16).unwrap_or_else(|e| panic!("{e}"));
     let app = MachineBuilder::new("app")
         .cpus(multios_host::CpuSet([*cpus.last().unwrap_or(&0)].into()))
         .build()
@@ -56,8 +55,7 @@ fn issue_11_os_machine_does_real_file_io_for_an_application_machine() {
 #[test]
 fn issue_11_os_machine_accepts_receives_and_sends_on_loopback() {
     let cpus = multios_host::CpuSet::allowed().to_vec();
-    let os = OsMachine::start(cpus[0], 2, Duration::from_micros(20), 16)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let os = OsMachine::start(cpus[0], 2, Duration::from_micros(20), 16).unwrap_or_else(|e| panic!("{e}"));
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
     let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
     let lfd = listener.as_raw_fd();

@@ -3,8 +3,8 @@
 //! server's in-flight limit.
 
 use multios_aam::{
-    block_on, oneshot, yield_now, CallError, ConnectOptions, CountingSignal, MachineBuilder,
-    MachineHandle, ServeOptions,
+    block_on, oneshot, yield_now, CallError, ConnectOptions, CountingSignal, MachineBuilder, MachineHandle,
+    ServeOptions,
 };
 use multios_host::CpuSet;
 use rand::{Rng, SeedableRng};
@@ -27,7 +27,10 @@ fn watchdog(progress: &AtomicU64, done: impl Fn() -> bool, what: &str) {
         let now = progress.load(Ordering::SeqCst);
         still = if now == last { still + 1 } else { 0 };
         last = now;
-        assert!(still < 300, "{what}: no progress for 60 s at {now}: a lost wake-up");
+        assert!(
+            still < 300,
+            "{what}: no progress for 60 s at {now}: a lost wake-up"
+        );
     }
 }
 
@@ -65,7 +68,7 @@ fn issue_11_futures_and_signals_under_contention() {
                     }
                     let got = rx.await.unwrap_or(0);
                     t.fetch_add(got, Ordering::SeqCst);
-                    let _ = hh.spawn("signal", async move { s.signal() });
+                    drop(hh.spawn("signal", async move { s.signal() }));
                 }));
                 senders.push((tx, v, true));
             } else {
@@ -88,12 +91,12 @@ fn issue_11_futures_and_signals_under_contention() {
                 thread_side.push((tx, v));
             }
         }
-        let _ = hh.spawn("senders", async move {
+        drop(hh.spawn("senders", async move {
             for (tx, v) in task_side {
                 yield_now().await;
                 tx.send(v);
             }
-        });
+        }));
         let th = std::thread::spawn(move || {
             for (tx, v) in thread_side {
                 std::thread::yield_now();
@@ -218,7 +221,9 @@ fn issue_11_call_variants_order_and_in_flight_limit() {
     // Unordered client: the server's limit of 2 in flight holds even with yields in between.
     let unordered = service.connect(ConnectOptions::default());
     let _ = unordered
-        .call("Log::reset", |s| async move { s.max_running.store(0, Ordering::SeqCst) })
+        .call("Log::reset", |s| async move {
+            s.max_running.store(0, Ordering::SeqCst)
+        })
         .wait();
     let calls: Vec<_> = (0..100u32)
         .map(|_| {
@@ -236,7 +241,10 @@ fn issue_11_call_variants_order_and_in_flight_limit() {
         assert_eq!(c.wait(), Ok(()));
     }
     let max = unordered
-        .call("Log::max", |s| async move { s.max_running.load(Ordering::SeqCst) })
+        .call(
+            "Log::max",
+            |s| async move { s.max_running.load(Ordering::SeqCst) },
+        )
         .wait()
         .unwrap_or(0);
     assert_eq!(max, 2, "the in-flight limit is 2 per client");
@@ -245,9 +253,15 @@ fn issue_11_call_variants_order_and_in_flight_limit() {
     let ep = service.connect(ConnectOptions::default());
     let ch: MachineHandle = client.handle();
     let sync = block_on(client.spawn("sync", async move {
-        let a = ep.call("Log::len", |s| async move { s.seen.lock().map(|v| v.len()).unwrap_or(0) }).await;
+        let a = ep
+            .call("Log::len", |s| async move {
+                s.seen.lock().map(|v| v.len()).unwrap_or(0)
+            })
+            .await;
         let then = ep
-            .call("Log::first", |s| async move { s.seen.lock().map(|v| v[0]).unwrap_or(9) })
+            .call("Log::first", |s| async move {
+                s.seen.lock().map(|v| v[0]).unwrap_or(9)
+            })
             .then(&ch, "on-result", |r| async move { r.map(|v| v + 1000) });
         (a, then.await)
     }));

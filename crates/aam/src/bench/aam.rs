@@ -44,8 +44,18 @@ pub fn local_task(cfg: &BenchConfig) -> Result<Vec<BenchResult>, BenchError> {
         "local task",
     )?;
     Ok(vec![
-        result("aam_local_task_direct", "spawn a no-op task on the own machine: time to issue", &direct, 1.0),
-        result("aam_local_task_total", "spawn a no-op task on the own machine and await its future", &total, 1.0),
+        result(
+            "aam_local_task_direct",
+            "spawn a no-op task on the own machine: time to issue",
+            &direct,
+            1.0,
+        ),
+        result(
+            "aam_local_task_total",
+            "spawn a no-op task on the own machine and await its future",
+            &total,
+            1.0,
+        ),
     ])
 }
 
@@ -89,10 +99,23 @@ pub fn machine_call(cfg: &BenchConfig, active: bool) -> Result<Vec<BenchResult>,
     let (tag, how) = if active {
         ("active", "both machines polling (no IMS)")
     } else {
-        ("idle", "both machines asleep when idle (IMS: futex wake each way)")
+        (
+            "idle",
+            "both machines asleep when idle (IMS: futex wake each way)",
+        )
     };
     Ok(vec![
-        result(&format!("aam_call_{tag}_direct"), &format!("machine call to another core, {how}: time to issue"), &direct, 1.0),
-        result(&format!("aam_call_{tag}_total"), &format!("machine call to another core, {how}: issue to result"), &total, 1.0),
+        result(
+            &format!("aam_call_{tag}_direct"),
+            &format!("machine call to another core, {how}: time to issue"),
+            &direct,
+            1.0,
+        ),
+        result(
+            &format!("aam_call_{tag}_total"),
+            &format!("machine call to another core, {how}: issue to result"),
+            &total,
+            1.0,
+        ),
     ])
 }

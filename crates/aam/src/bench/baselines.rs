@@ -67,7 +67,12 @@ fn cache_line(cfg: &BenchConfig) -> Result<BenchResult, BenchError> {
     })?;
     let s = join(B, me)?;
     join(B, peer)?;
-    Ok(result("cache_line_round_trip", "a cache line written on one core, answered from the other (spinning)", &s, 1.0))
+    Ok(result(
+        "cache_line_round_trip",
+        "a cache line written on one core, answered from the other (spinning)",
+        &s,
+        1.0,
+    ))
 }
 
 /// Two threads that sleep on futexes and wake each other; per round trip.
@@ -111,53 +116,77 @@ fn futex_ping_pong(cfg: &BenchConfig, a: usize, b: usize) -> Result<Vec<u64>, Be
 fn gettid(cfg: &BenchConfig) -> Result<BenchResult, BenchError> {
     const PER: usize = 100;
     let n = cfg.iterations;
-    let s = join("gettid", on_cpu("gettid", cfg.client_cpu, move || {
-        (0..n)
-            .map(|_| {
-                let t0 = tsc::now();
-                for _ in 0..PER {
-                    std::hint::black_box(sys::gettid());
-                }
-                tsc::now() - t0
-            })
-            .collect::<Vec<_>>()
-    })?)?;
-    Ok(result("gettid", "the gettid system call (batches of 100, per call)", &s, PER as f64))
+    let s = join(
+        "gettid",
+        on_cpu("gettid", cfg.client_cpu, move || {
+            (0..n)
+                .map(|_| {
+                    let t0 = tsc::now();
+                    for _ in 0..PER {
+                        std::hint::black_box(sys::gettid());
+                    }
+                    tsc::now() - t0
+                })
+                .collect::<Vec<_>>()
+        })?,
+    )?;
+    Ok(result(
+        "gettid",
+        "the gettid system call (batches of 100, per call)",
+        &s,
+        PER as f64,
+    ))
 }
 
 fn thread_create(cfg: &BenchConfig) -> Result<BenchResult, BenchError> {
     let n = cfg.iterations.min(5_000);
-    let s = join("thread create", on_cpu("thread create", cfg.client_cpu, move || {
-        (0..n)
-            .map(|_| {
-                let t0 = tsc::now();
-                let _ = std::thread::spawn(|| {}).join();
-                tsc::now() - t0
-            })
-            .collect::<Vec<_>>()
-    })?)?;
-    Ok(result("thread_create_join", "std::thread::spawn of an empty closure and join", &s, 1.0))
+    let s = join(
+        "thread create",
+        on_cpu("thread create", cfg.client_cpu, move || {
+            (0..n)
+                .map(|_| {
+                    let t0 = tsc::now();
+                    let _ = std::thread::spawn(|| {}).join();
+                    tsc::now() - t0
+                })
+                .collect::<Vec<_>>()
+        })?,
+    )?;
+    Ok(result(
+        "thread_create_join",
+        "std::thread::spawn of an empty closure and join",
+        &s,
+        1.0,
+    ))
 }
 
 fn tokio_current_thread(cfg: &BenchConfig) -> Result<BenchResult, BenchError> {
     const B: &str = "tokio current-thread";
     let (n, warm) = (cfg.iterations, cfg.warmup);
-    let s = join(B, on_cpu(B, cfg.client_cpu, move || {
-        let rt = tokio::runtime::Builder::new_current_thread().build();
-        let rt = rt.map_err(|source| BenchError::Io { bench: B, source })?;
-        Ok::<_, BenchError>(rt.block_on(async move {
-            let mut s = Vec::with_capacity(n);
-            for i in 0..n + warm {
-                let t0 = tsc::now();
-                let _ = tokio::spawn(async { tsc::now() }).await;
-                if i >= warm {
-                    s.push(tsc::now() - t0);
+    let s = join(
+        B,
+        on_cpu(B, cfg.client_cpu, move || {
+            let rt = tokio::runtime::Builder::new_current_thread().build();
+            let rt = rt.map_err(|source| BenchError::Io { bench: B, source })?;
+            Ok::<_, BenchError>(rt.block_on(async move {
+                let mut s = Vec::with_capacity(n);
+                for i in 0..n + warm {
+                    let t0 = tsc::now();
+                    let _ = tokio::spawn(async { tsc::now() }).await;
+                    if i >= warm {
+                        s.push(tsc::now() - t0);
+                    }
                 }
-            }
-            s
-        }))
-    })?)??;
-    Ok(result("tokio_current_thread_spawn_await", "Tokio current-thread runtime: spawn a no-op task and await it", &s, 1.0))
+                s
+            }))
+        })?,
+    )??;
+    Ok(result(
+        "tokio_current_thread_spawn_await",
+        "Tokio current-thread runtime: spawn a no-op task and await it",
+        &s,
+        1.0,
+    ))
 }
 
 /// Polls `fut` with a no-op waker until ready (a busy wait, so the caller's wake-up is free).
@@ -175,20 +204,30 @@ fn spin_on<F: Future>(fut: F) -> F::Output {
 fn tokio_multi_thread(cfg: &BenchConfig) -> Result<BenchResult, BenchError> {
     const B: &str = "tokio multi-thread";
     let (n, warm) = (cfg.iterations, cfg.warmup);
-    let s = join(B, on_cpu(B, cfg.client_cpu, move || {
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build();
-        let rt = rt.map_err(|source| BenchError::Io { bench: B, source })?;
-        let mut s = Vec::with_capacity(n);
-        for i in 0..n + warm {
-            let t0 = tsc::now();
-            let _ = spin_on(rt.spawn(async { tsc::now() }));
-            if i >= warm {
-                s.push(tsc::now() - t0);
+    let s = join(
+        B,
+        on_cpu(B, cfg.client_cpu, move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .build();
+            let rt = rt.map_err(|source| BenchError::Io { bench: B, source })?;
+            let mut s = Vec::with_capacity(n);
+            for i in 0..n + warm {
+                let t0 = tsc::now();
+                let _ = spin_on(rt.spawn(async { tsc::now() }));
+                if i >= warm {
+                    s.push(tsc::now() - t0);
+                }
             }
-        }
-        Ok::<_, BenchError>(s)
-    })?)??;
-    Ok(result("tokio_multi_thread_remote_spawn", "Tokio multi-thread runtime (2 workers): spawn from a non-worker thread, spin until done", &s, 1.0))
+            Ok::<_, BenchError>(s)
+        })?,
+    )??;
+    Ok(result(
+        "tokio_multi_thread_remote_spawn",
+        "Tokio multi-thread runtime (2 workers): spawn from a non-worker thread, spin until done",
+        &s,
+        1.0,
+    ))
 }
 
 fn crossbeam(cfg: &BenchConfig) -> Result<BenchResult, BenchError> {
@@ -219,16 +258,31 @@ fn crossbeam(cfg: &BenchConfig) -> Result<BenchResult, BenchError> {
     })?;
     let s = join(B, me)?;
     join(B, peer)?;
-    Ok(result("crossbeam_channel_round_trip", "crossbeam bounded channels, one message there and back across cores", &s, 1.0))
+    Ok(result(
+        "crossbeam_channel_round_trip",
+        "crossbeam bounded channels, one message there and back across cores",
+        &s,
+        1.0,
+    ))
 }
 
 /// Every reference benchmark.
 pub fn all(cfg: &BenchConfig) -> Result<Vec<BenchResult>, BenchError> {
     let mut out = vec![cache_line(cfg)?];
     let fx = futex_ping_pong(cfg, cfg.client_cpu, cfg.server_cpu)?;
-    out.push(result("futex_wake_reply_round_trip", "two threads on two cores sleeping on futexes, waking each other (round trip)", &fx, 1.0));
+    out.push(result(
+        "futex_wake_reply_round_trip",
+        "two threads on two cores sleeping on futexes, waking each other (round trip)",
+        &fx,
+        1.0,
+    ));
     let cs = futex_ping_pong(cfg, cfg.client_cpu, cfg.client_cpu)?;
-    out.push(result("thread_context_switch", "two threads on one core waking each other via futex (round trip / 2)", &cs, 2.0));
+    out.push(result(
+        "thread_context_switch",
+        "two threads on one core waking each other via futex (round trip / 2)",
+        &cs,
+        2.0,
+    ));
     out.push(gettid(cfg)?);
     out.push(thread_create(cfg)?);
     out.push(tokio_current_thread(cfg)?);
