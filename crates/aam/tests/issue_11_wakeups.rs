@@ -133,7 +133,7 @@ fn issue_11_no_lost_wakeup_in_a_million_ims_round_trips() {
         .build()
         .unwrap_or_else(|e| panic!("{e}"));
     let service = server.serve(Ping, ServeOptions::default());
-    let clients = 8u64;
+    let clients = 32u64;
     let per = 1_000_000 / clients;
     let progress = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicUsize::new(0));
