@@ -8,6 +8,7 @@
 //!   [`interface!`] macro;
 //! - [`ims`]: spin-then-futex sleeping and the wake-up protocol;
 //! - [`os`]: the OS machine, serving system calls as machine calls;
+//! - [`trace`]: per-worker event rings exported as Chrome trace JSON;
 //! - [`bench`]: the microbenchmarks of the paper's Table 1 and their baselines.
 //!
 //! Every raw system call and most `unsafe` live in `sys`; the rest is in the two synchronization
@@ -23,6 +24,7 @@ pub mod os;
 pub mod signal;
 mod sys;
 pub mod task;
+pub mod trace;
 
 pub use block::block_on;
 pub use interface::{Call, CallError, ConnectOptions, Endpoint, ServeOptions, Service};

@@ -10,6 +10,7 @@
 //! futex (see [`crate::ims`]).
 
 use crate::ims::Parker;
+use crate::trace::{Event, EventKind, Ring};
 use crate::interface::Served;
 use crate::oneshot;
 use crate::task::{JoinHandle, Task, TaskRef};
@@ -132,6 +133,8 @@ pub(crate) struct Shared {
     on_signal: Option<SignalHandler>,
     panics: Mutex<Vec<PanicReport>>,
     counters: Counters,
+    /// One event ring per worker when tracing.
+    traces: Vec<Ring>,
 }
 
 struct WorkerCtx {
@@ -308,6 +311,16 @@ impl MachineHandle {
         self.0.signal(MachineSignal::User { number, param });
     }
 
+    /// Each worker's recorded events with its CPU, in worker order (empty unless tracing).
+    pub fn trace_events(&self) -> Vec<(usize, Vec<Event>)> {
+        self.0
+            .traces
+            .iter()
+            .zip(&self.0.cpus)
+            .map(|(r, &cpu)| (cpu, r.snapshot()))
+            .collect()
+    }
+
     pub fn panics(&self) -> Vec<PanicReport> {
         lock(&self.0.panics).clone()
     }
@@ -360,6 +373,7 @@ pub struct MachineBuilder {
     stealing: bool,
     batch: usize,
     on_signal: Option<SignalHandler>,
+    trace: usize,
 }
 
 impl MachineBuilder {
@@ -373,6 +387,7 @@ impl MachineBuilder {
             stealing: false,
             batch: 32,
             on_signal: None,
+            trace: 0,
         }
     }
 
@@ -411,6 +426,13 @@ impl MachineBuilder {
     /// batching: what is queued runs back to back).
     pub fn batch(mut self, n: usize) -> Self {
         self.batch = n.max(1);
+        self
+    }
+
+    /// Records the last `events_per_worker` task runs and sleeps of each worker (see
+    /// [`crate::trace`]); 0 (the default) records nothing.
+    pub fn trace(mut self, events_per_worker: usize) -> Self {
+        self.trace = events_per_worker;
         self
     }
 
@@ -489,6 +511,11 @@ impl MachineBuilder {
             on_signal: self.on_signal,
             panics: Mutex::new(Vec::new()),
             counters: Counters::default(),
+            traces: if self.trace > 0 {
+                worker_cpus.iter().map(|_| Ring::new(self.trace)).collect()
+            } else {
+                Vec::new()
+            },
         });
         let machine = Machine {
             handle: MachineHandle(shared.clone()),
@@ -636,7 +663,7 @@ fn worker_loop(ctx: &WorkerCtx) {
             break;
         }
         if let Some(t) = next_task(ctx, &mut cur) {
-            t.run();
+            run_one(ctx, t);
             run += 1;
             if run & 1023 == 0 {
                 shared.counters.tasks_run.fetch_add(1024, Ordering::Relaxed);
@@ -650,7 +677,7 @@ fn worker_loop(ctx: &WorkerCtx) {
                 continue 'serve;
             }
             if let Some(t) = next_task(ctx, &mut cur) {
-                t.run();
+                run_one(ctx, t);
                 run += 1;
                 continue 'serve;
             }
@@ -666,6 +693,18 @@ fn worker_loop(ctx: &WorkerCtx) {
     }
 }
 
+fn run_one(ctx: &WorkerCtx, t: TaskRef) {
+    match ctx.shared.traces.get(ctx.index) {
+        None => t.run(),
+        Some(ring) => {
+            let name = t.name();
+            let start = tsc::now();
+            t.run();
+            ring.record(EventKind::Task, name, start);
+        }
+    }
+}
+
 /// The receiver side of IMS: announce sleep, re-check every source of work, then sleep unless
 /// something arrived (see [`crate::ims`] for why no wake-up is lost).
 fn sleep(ctx: &WorkerCtx, cur: &mut Cursor) {
@@ -676,7 +715,11 @@ fn sleep(ctx: &WorkerCtx, cur: &mut Cursor) {
     fence(Ordering::SeqCst);
     if !has_work(ctx, cur) {
         shared.counters.sleeps.fetch_add(1, Ordering::Relaxed);
+        let start = tsc::now();
         parker.park();
+        if let Some(ring) = shared.traces.get(ctx.index) {
+            ring.record(EventKind::Sleep, "sleep", start);
+        }
     }
     parker.running();
     shared.set_polling(true);

@@ -33,6 +33,8 @@ pub(crate) trait Runnable: Send + Sync + 'static {
     fn run(self: Arc<Self>);
     /// Drops the future without running it (its machine stopped). Same caller rule as `run`.
     fn cancel(&self);
+    /// The name given at spawn (or the machine call's name).
+    fn name(&self) -> &'static str;
 }
 
 pub(crate) struct Task<F> {
@@ -101,6 +103,10 @@ impl<F: Future<Output = ()> + Send + 'static> Runnable for Task<F> {
                 self.machine.report_panic(self.name, panic_message(&*payload));
             }
         }
+    }
+
+    fn name(&self) -> &'static str {
+        self.name
     }
 
     fn cancel(&self) {
