@@ -68,6 +68,8 @@ pub(crate) trait Served: Send + Sync {
         max: usize,
     ) -> (Option<TaskRef>, usize);
     fn has_takeable(&self) -> bool;
+    /// Requests waiting (the machine's published load counts them).
+    fn pending(&self) -> usize;
     /// The server stopped: drop every queued request (their futures resolve to `Stopped`).
     fn close(&self);
 }
@@ -147,6 +149,10 @@ impl<S: Send + Sync + 'static> Served for Queue<S> {
     fn has_takeable(&self) -> bool {
         let q = &self.0;
         !q.requests.is_empty() && (!q.limited() || q.in_flight.0.load(Ordering::Acquire) < q.limit)
+    }
+
+    fn pending(&self) -> usize {
+        self.0.requests.len()
     }
 
     fn close(&self) {

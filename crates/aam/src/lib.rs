@@ -6,6 +6,7 @@
 //! - [`oneshot`], [`signal`]: the future of a task and the counting signal, free of lost wake-ups;
 //! - [`interface`]: served objects, client queues, machine calls in three variants, the
 //!   [`interface!`] macro;
+//! - [`manager`]: the Machine Manager (static and utilization-based core assignment, core moves);
 //! - [`ims`]: spin-then-futex sleeping and the wake-up protocol;
 //! - [`os`]: the OS machine, serving system calls as machine calls;
 //! - [`trace`]: per-worker event rings exported as Chrome trace JSON;
@@ -19,6 +20,7 @@ mod block;
 pub mod ims;
 pub mod interface;
 pub mod machine;
+pub mod manager;
 pub mod oneshot;
 pub mod os;
 pub mod signal;

@@ -10,10 +10,10 @@
 //! futex (see [`crate::ims`]).
 
 use crate::ims::Parker;
-use crate::trace::{Event, EventKind, Ring};
 use crate::interface::Served;
 use crate::oneshot;
 use crate::task::{JoinHandle, Task, TaskRef};
+use crate::trace::{Event, EventKind, Ring};
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use multios_host::{tsc, CpuListError, CpuSet};
 use std::cell::RefCell;
@@ -118,7 +118,7 @@ pub(crate) struct Shared {
     injector: Injector<TaskRef>,
     stealers: Vec<Stealer<TaskRef>>,
     parkers: Vec<Parker>,
-    cpus: Vec<usize>,
+    pub(crate) cpus: Vec<usize>,
     pub(crate) stopped: AtomicBool,
     spin_ticks: u64,
     stealing: bool,
@@ -135,6 +135,12 @@ pub(crate) struct Shared {
     counters: Counters,
     /// One event ring per worker when tracing.
     traces: Vec<Ring>,
+    /// Whether each worker serves the machine (the Machine Manager moves cores by flipping
+    /// these); the number of times each was granted its core, and the grant it last saw while
+    /// active (a core move waits for the acknowledgement).
+    pub(crate) active: Vec<AtomicBool>,
+    pub(crate) grants: Vec<AtomicU64>,
+    pub(crate) acks: Vec<AtomicU64>,
 }
 
 struct WorkerCtx {
@@ -182,11 +188,17 @@ impl Shared {
 
     /// Inter-machine signaling: wakes one sleeping worker, if any.
     pub(crate) fn ims(&self) {
-        for p in &self.parkers {
-            if p.notify() {
+        for (p, active) in self.parkers.iter().zip(&self.active) {
+            if active.load(Ordering::SeqCst) && p.notify() {
                 self.counters.ims_wakeups.fetch_add(1, Ordering::Relaxed);
                 return;
             }
+        }
+    }
+
+    pub(crate) fn wake_worker(&self, worker: usize) {
+        if let Some(p) = self.parkers.get(worker) {
+            p.force_wake();
         }
     }
 
@@ -311,6 +323,14 @@ impl MachineHandle {
         self.0.signal(MachineSignal::User { number, param });
     }
 
+    /// The machine's published load: ready tasks (inject and local queues) plus requests waiting
+    /// in its clients' queues.
+    pub fn ready_tasks(&self) -> usize {
+        let s = &self.0;
+        let queued: usize = lock(&s.served).iter().map(|q| q.pending()).sum();
+        s.injector.len() + s.stealers.iter().map(Stealer::len).sum::<usize>() + queued
+    }
+
     /// Each worker's recorded events with its CPU, in worker order (empty unless tracing).
     pub fn trace_events(&self) -> Vec<(usize, Vec<Event>)> {
         self.0
@@ -374,6 +394,7 @@ pub struct MachineBuilder {
     batch: usize,
     on_signal: Option<SignalHandler>,
     trace: usize,
+    active_cpus: Option<CpuSet>,
 }
 
 impl MachineBuilder {
@@ -388,6 +409,7 @@ impl MachineBuilder {
             batch: 32,
             on_signal: None,
             trace: 0,
+            active_cpus: None,
         }
     }
 
@@ -426,6 +448,13 @@ impl MachineBuilder {
     /// batching: what is queued runs back to back).
     pub fn batch(mut self, n: usize) -> Self {
         self.batch = n.max(1);
+        self
+    }
+
+    /// Starts only the workers on these CPUs; the others wait until the Machine Manager gives
+    /// the machine their core (see [`crate::manager`]). Default: all.
+    pub fn active_cpus(mut self, cpus: CpuSet) -> Self {
+        self.active_cpus = Some(cpus);
         self
     }
 
@@ -505,12 +534,19 @@ impl MachineBuilder {
             served: Mutex::new(Vec::new()),
             served_version: AtomicUsize::new(0),
             idle: Mutex::new(()),
+            // Every worker counts until it sleeps; a dormant one leaves the count in `dormant`.
             pollers: AtomicUsize::new(worker_cpus.len()),
             signals: Mutex::new(VecDeque::new()),
             signals_pending: AtomicBool::new(false),
             on_signal: self.on_signal,
             panics: Mutex::new(Vec::new()),
             counters: Counters::default(),
+            active: worker_cpus
+                .iter()
+                .map(|c| AtomicBool::new(self.active_cpus.as_ref().is_none_or(|a| a.contains(*c))))
+                .collect(),
+            grants: worker_cpus.iter().map(|_| AtomicU64::new(0)).collect(),
+            acks: worker_cpus.iter().map(|_| AtomicU64::new(0)).collect(),
             traces: if self.trace > 0 {
                 worker_cpus.iter().map(|_| Ring::new(self.trace)).collect()
             } else {
@@ -644,6 +680,8 @@ fn has_work(ctx: &WorkerCtx, cur: &mut Cursor) -> bool {
         || cur.queues.iter().any(|q| q.has_takeable())
         || shared.signals_pending.load(Ordering::SeqCst)
         || shared.stopped.load(Ordering::SeqCst)
+        || !shared.active[ctx.index].load(Ordering::SeqCst)
+        || shared.grants[ctx.index].load(Ordering::SeqCst) != shared.acks[ctx.index].load(Ordering::SeqCst)
 }
 
 fn worker_loop(ctx: &WorkerCtx) {
@@ -655,12 +693,22 @@ fn worker_loop(ctx: &WorkerCtx) {
         next_queue: 0,
     };
     let mut run = 0u64;
+    let mut acked = 0u64;
     'serve: loop {
         if shared.signals_pending.load(Ordering::Relaxed) {
             shared.handle_signals();
         }
         if shared.stopped.load(Ordering::Relaxed) {
             break;
+        }
+        if !shared.active[ctx.index].load(Ordering::Relaxed) {
+            dormant(ctx);
+            continue;
+        }
+        let grant = shared.grants[ctx.index].load(Ordering::Relaxed);
+        if grant != acked {
+            acked = grant;
+            shared.acks[ctx.index].store(grant, Ordering::SeqCst);
         }
         if let Some(t) = next_task(ctx, &mut cur) {
             run_one(ctx, t);
@@ -691,6 +739,32 @@ fn worker_loop(ctx: &WorkerCtx) {
     while let Some(t) = ctx.local.pop() {
         t.cancel();
     }
+}
+
+/// The worker's core was taken from the machine: hand its ready tasks to the machine's other
+/// workers, stop counting as a poller, and sleep until the core is given back (or the machine
+/// stops). A wake-up meant for the machine that lands here is passed on.
+fn dormant(ctx: &WorkerCtx) {
+    let shared = &ctx.shared;
+    let parker = &shared.parkers[ctx.index];
+    while let Some(t) = ctx.local.pop() {
+        shared.injector.push(t);
+    }
+    parker.prepare();
+    shared.set_polling(false);
+    fence(Ordering::SeqCst);
+    // A sender may have skipped IMS because this worker still counted as polling: wake an
+    // active sleeper so it re-checks (and takes the tasks handed over above).
+    shared.ims();
+    while !shared.active[ctx.index].load(Ordering::SeqCst) && !shared.stopped.load(Ordering::SeqCst) {
+        parker.park();
+        parker.prepare();
+        if !shared.active[ctx.index].load(Ordering::SeqCst) {
+            shared.ims();
+        }
+    }
+    parker.running();
+    shared.set_polling(true);
 }
 
 fn run_one(ctx: &WorkerCtx, t: TaskRef) {

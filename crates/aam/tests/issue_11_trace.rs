@@ -35,7 +35,9 @@ fn issue_11_task_runs_and_sleeps_are_exported_as_chrome_trace_json() {
     assert_eq!(*cpu, server.cpus()[0]);
     assert_eq!(events.len(), 16);
     assert!(events.iter().any(|e| e.kind == EventKind::Sleep));
-    assert!(events.iter().any(|e| e.kind == EventKind::Task && e.name == "Unit::one"));
+    assert!(events
+        .iter()
+        .any(|e| e.kind == EventKind::Task && e.name == "Unit::one"));
     assert!(events.iter().all(|e| e.end_tsc >= e.start_tsc));
 
     let json = chrome_trace(&[&client.handle(), &server.handle()]);

@@ -119,3 +119,38 @@ pub fn machine_call(cfg: &BenchConfig, active: bool) -> Result<Vec<BenchResult>,
         ),
     ])
 }
+
+/// Core moves: two machines with workers on both CPUs, the server CPU moved back and forth
+/// (`iterations / 10` moves, at least 10); from the decision until the receiving worker runs.
+pub fn core_move(cfg: &BenchConfig) -> Result<Vec<BenchResult>, BenchError> {
+    if cfg.client_cpu == cfg.server_cpu {
+        return Ok(Vec::new());
+    }
+    let both = CpuSet([cfg.client_cpu, cfg.server_cpu].into());
+    let build = |name: &str, active: usize| {
+        MachineBuilder::new(name)
+            .cpus(both.clone())
+            .active_cpus(CpuSet([active].into()))
+            .idle_spin(Duration::from_micros(50))
+            .build()
+    };
+    let a = build("bench-move-a", cfg.server_cpu)?;
+    let b = build("bench-move-b", cfg.client_cpu)?;
+    let (ha, hb) = (a.handle(), b.handle());
+    let mut ticks = Vec::new();
+    let tpn = tsc::calibration().ticks_per_ns();
+    for i in 0..(cfg.iterations / 10).max(10) {
+        let (from, to) = if i % 2 == 0 { (&ha, &hb) } else { (&hb, &ha) };
+        let m = crate::manager::move_core(cfg.server_cpu, from, to).map_err(|e| BenchError::Failed {
+            bench: "core move",
+            what: e.to_string(),
+        })?;
+        ticks.push((m.ns * tpn) as u64);
+    }
+    Ok(vec![result(
+        "aam_core_move",
+        "Machine Manager moves a CPU between two machines: decision until the receiving worker runs",
+        &ticks,
+        1.0,
+    )])
+}

@@ -92,6 +92,7 @@ pub fn run_all(cfg: &BenchConfig) -> Result<BenchReport, BenchError> {
     results.extend(aam::local_task(cfg)?);
     results.extend(aam::machine_call(cfg, true)?);
     results.extend(aam::machine_call(cfg, false)?);
+    results.extend(aam::core_move(cfg)?);
     results.extend(baselines::all(cfg)?);
     Ok(BenchReport {
         config: cfg.clone(),
@@ -101,5 +102,5 @@ pub fn run_all(cfg: &BenchConfig) -> Result<BenchReport, BenchError> {
     })
 }
 
-pub use aam::{local_task, machine_call};
+pub use aam::{core_move, local_task, machine_call};
 pub use baselines::all as baselines;
