@@ -26,8 +26,9 @@ pub(crate) const RUNNING: u32 = 0;
 pub(crate) const SLEEPING: u32 = 1;
 pub(crate) const NOTIFIED: u32 = 2;
 
-/// One worker's futex word.
+/// One worker's futex word (alone on its cache lines).
 #[derive(Default)]
+#[repr(align(128))]
 pub(crate) struct Parker {
     state: AtomicU32,
 }

@@ -1,12 +1,12 @@
 //! Interfaces and machine calls.
 //!
-//! A server machine serves an object (`Machine::serve`); every client that connects gets its
-//! own request queue, allocated by the client ("in the client's memory") and registered with the
-//! server, with the per-queue flag that says whether the server is polling. A machine call
-//! creates the task on the client side (a future bound to the server object, in state
-//! `SCHEDULED`), pushes it into the queue, and performs IMS only if the flag is clear. The
-//! server takes requests when it has nothing else ready, FIFO per queue, round robin over queues,
-//! up to its batch size per visit, and never more than the client's in-flight limit.
+//! A server machine serves an object (`MachineHandle::serve`); every client that connects gets
+//! its own request queue, allocated by the client ("in the client's memory") and registered with
+//! the server, with the per-queue flag that says whether the server is polling. A machine call
+//! packs its arguments into a request, pushes it into the queue, and performs IMS only if the
+//! flag is clear. The server takes requests when it has nothing else ready, FIFO per queue, round
+//! robin over queues, up to its batch size per visit and never more than the client's in-flight
+//! limit, and turns each into a task of its own (allocated, run and freed on its core).
 //!
 //! The three call variants of the paper:
 //! - asynchronous: [`Call`] is returned at once (the request is already queued) and can be held

@@ -12,6 +12,31 @@
 //! - [`trace`]: per-worker event rings exported as Chrome trace JSON;
 //! - [`bench`]: the microbenchmarks of the paper's Table 1 and their baselines.
 //!
+//! ```
+//! use multios_aam::{block_on, ConnectOptions, MachineBuilder, ServeOptions};
+//!
+//! multios_aam::interface! {
+//!     pub trait Counter as CounterClient {
+//!         fn add(&self, n: u64) -> u64;
+//!     }
+//! }
+//! struct Total(std::sync::atomic::AtomicU64);
+//! impl Counter for Total {
+//!     async fn add(&self, n: u64) -> u64 {
+//!         self.0.fetch_add(n, std::sync::atomic::Ordering::SeqCst) + n
+//!     }
+//! }
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = MachineBuilder::new("counter").cores(1).build()?;
+//! let client = MachineBuilder::new("app").cores(1).build()?;
+//! let svc = server.serve(Total(0.into()), ServeOptions::default());
+//! let c = CounterClient::new(svc.connect(ConnectOptions::default()));
+//! let r = block_on(client.spawn("main", async move { c.add(2).await }))?;
+//! assert_eq!(r, Ok(2));
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! Every raw system call and most `unsafe` live in `sys`; the rest is in the two synchronization
 //! primitives whose cells need it (`oneshot`, `task`). See `crates/aam/README.md`.
 

@@ -129,7 +129,7 @@ pub(crate) struct Shared {
     idle: Mutex<()>,
     pollers: AtomicUsize,
     signals: Mutex<VecDeque<MachineSignal>>,
-    signals_pending: AtomicBool,
+    pub(crate) signals_pending: AtomicBool,
     on_signal: Option<SignalHandler>,
     panics: Mutex<Vec<PanicReport>>,
     counters: Counters,
@@ -138,9 +138,21 @@ pub(crate) struct Shared {
     /// Whether each worker serves the machine (the Machine Manager moves cores by flipping
     /// these); the number of times each was granted its core, and the grant it last saw while
     /// active (a core move waits for the acknowledgement).
-    pub(crate) active: Vec<AtomicBool>,
-    pub(crate) grants: Vec<AtomicU64>,
-    pub(crate) acks: Vec<AtomicU64>,
+    pub(crate) active: Vec<CacheLine<AtomicBool>>,
+    pub(crate) grants: Vec<CacheLine<AtomicU64>>,
+    pub(crate) acks: Vec<CacheLine<AtomicU64>>,
+}
+
+/// A value alone on its cache lines (per-worker flags must not share a line with small heap
+/// objects another core writes).
+#[repr(align(128))]
+pub(crate) struct CacheLine<T>(pub(crate) T);
+
+impl<T> std::ops::Deref for CacheLine<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
 }
 
 struct WorkerCtx {
@@ -543,10 +555,14 @@ impl MachineBuilder {
             counters: Counters::default(),
             active: worker_cpus
                 .iter()
-                .map(|c| AtomicBool::new(self.active_cpus.as_ref().is_none_or(|a| a.contains(*c))))
+                .map(|c| {
+                    CacheLine(AtomicBool::new(
+                        self.active_cpus.as_ref().is_none_or(|a| a.contains(*c)),
+                    ))
+                })
                 .collect(),
-            grants: worker_cpus.iter().map(|_| AtomicU64::new(0)).collect(),
-            acks: worker_cpus.iter().map(|_| AtomicU64::new(0)).collect(),
+            grants: worker_cpus.iter().map(|_| CacheLine(AtomicU64::new(0))).collect(),
+            acks: worker_cpus.iter().map(|_| CacheLine(AtomicU64::new(0))).collect(),
             traces: if self.trace > 0 {
                 worker_cpus.iter().map(|_| Ring::new(self.trace)).collect()
             } else {

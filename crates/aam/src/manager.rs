@@ -77,6 +77,10 @@ impl MachineHandle {
 
     pub(crate) fn set_active(&self, worker: usize, on: bool) {
         self.0.active[worker].store(on, Ordering::SeqCst);
+        // A polling worker looks only at `signals_pending` while it spins (every extra load in
+        // that loop showed up in the machine-call latency); it re-reads `active` and its grant
+        // at the top of its loop.
+        self.0.signals_pending.store(true, Ordering::SeqCst);
         self.0.wake_worker(worker);
     }
 }
