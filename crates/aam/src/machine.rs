@@ -140,6 +140,8 @@ pub(crate) struct Shared {
     /// active (a core move waits for the acknowledgement).
     pub(crate) active: Vec<CacheLine<AtomicBool>>,
     pub(crate) grants: Vec<CacheLine<AtomicU64>>,
+    /// False while the worker sits dormant (it has really left the core).
+    pub(crate) serving: Vec<CacheLine<AtomicBool>>,
     pub(crate) acks: Vec<CacheLine<AtomicU64>>,
 }
 
@@ -562,6 +564,10 @@ impl MachineBuilder {
                 })
                 .collect(),
             grants: worker_cpus.iter().map(|_| CacheLine(AtomicU64::new(0))).collect(),
+            serving: worker_cpus
+                .iter()
+                .map(|_| CacheLine(AtomicBool::new(true)))
+                .collect(),
             acks: worker_cpus.iter().map(|_| CacheLine(AtomicU64::new(0))).collect(),
             traces: if self.trace > 0 {
                 worker_cpus.iter().map(|_| Ring::new(self.trace)).collect()
@@ -768,6 +774,7 @@ fn dormant(ctx: &WorkerCtx) {
     }
     parker.prepare();
     shared.set_polling(false);
+    shared.serving[ctx.index].store(false, Ordering::SeqCst);
     fence(Ordering::SeqCst);
     // A sender may have skipped IMS because this worker still counted as polling: wake an
     // active sleeper so it re-checks (and takes the tasks handed over above).
@@ -780,6 +787,7 @@ fn dormant(ctx: &WorkerCtx) {
         }
     }
     parker.running();
+    shared.serving[ctx.index].store(true, Ordering::SeqCst);
     shared.set_polling(true);
 }
 

@@ -7,10 +7,7 @@
 //! futex). Machines publish their load as the number of ready tasks and waiting requests
 //! ([`MachineHandle::ready_tasks`]), computed from their queues when the manager asks.
 //!
-//! Policies: `Static` (the assignment given at build time never changes) and `Utilization`
-//! (every period: a machine with work and no core gets one from the machine with the most cores;
-//! otherwise the machine with the most ready tasks per core takes a shared CPU from an idle
-//! machine).
+//! Policies ([`Policy`]): `Static`, `Utilization` (§5.1 of the paper) and `Proportional`.
 
 use crate::machine::MachineHandle;
 use multios_host::tsc;
@@ -38,8 +35,16 @@ pub enum ManagerError {
 /// How cores are assigned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Policy {
+    /// The assignment given at build time never changes.
     Static,
+    /// A machine with work and no core gets one; else an idle machine's CPU goes to the machine
+    /// with the most ready tasks per core.
     Utilization,
+    /// Cores in proportion to load: each machine's share of the shared CPUs follows its share of
+    /// all ready tasks (at least one core while it has work, none while idle); one CPU per
+    /// period moves from the machine furthest above its share to the one furthest below, even
+    /// if the donor is busy.
+    Proportional,
 }
 
 /// One core move.
@@ -71,6 +76,18 @@ impl MachineHandle {
             .iter()
             .zip(&self.0.active)
             .filter(|(_, a)| a.load(Ordering::SeqCst))
+            .map(|(&c, _)| c)
+            .collect()
+    }
+
+    /// The CPUs whose worker is serving this machine now: a worker whose core was taken keeps
+    /// serving until it finishes its current pass (so this lags [`active_cpus`](Self::active_cpus)).
+    pub fn serving_cpus(&self) -> Vec<usize> {
+        self.0
+            .cpus
+            .iter()
+            .zip(&self.0.serving)
+            .filter(|(_, s)| s.load(Ordering::SeqCst))
             .map(|(&c, _)| c)
             .collect()
     }
@@ -171,6 +188,52 @@ pub fn utilization_step(machines: &[MachineHandle]) -> Option<(usize, usize, usi
     None
 }
 
+/// One decision of the proportional policy, or `None`.
+pub fn proportional_step(machines: &[MachineHandle]) -> Option<(usize, usize, usize)> {
+    let load: Vec<usize> = machines.iter().map(MachineHandle::ready_tasks).collect();
+    let cores: Vec<usize> = machines.iter().map(|m| m.active_cpus().len()).collect();
+    let total_load: usize = load.iter().sum();
+    let total_cores: usize = cores.iter().sum();
+    if total_load == 0 {
+        return None;
+    }
+    let target: Vec<f64> = load
+        .iter()
+        .map(|&l| {
+            let share = l as f64 * total_cores as f64 / total_load as f64;
+            if l > 0 {
+                share.max(1.0)
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let gap = |i: usize| cores[i] as f64 - target[i];
+    let mut order: Vec<usize> = (0..machines.len()).collect();
+    order.sort_by(|&a, &b| gap(a).total_cmp(&gap(b)));
+    // Needy: a full core short of its share, or working without a core. Donor: above its share
+    // and not left without a core while it has work.
+    let needy = order
+        .iter()
+        .copied()
+        .filter(|&i| gap(i) <= -1.0 || (cores[i] == 0 && load[i] > 0));
+    for n in needy {
+        let donors = order
+            .iter()
+            .rev()
+            .copied()
+            .filter(|&d| d != n && gap(d) > 0.0 && (load[d] == 0 || cores[d] > 1));
+        for d in donors {
+            for cpu in machines[d].active_cpus() {
+                if machines[n].worker_on(cpu).is_some() && !machines[n].holds(cpu) {
+                    return Some((cpu, d, n));
+                }
+            }
+        }
+    }
+    None
+}
+
 /// A running manager thread applying a policy every `period`.
 pub struct MachineManager {
     stop: Arc<AtomicBool>,
@@ -188,10 +251,12 @@ impl MachineManager {
             .spawn(move || {
                 while !s.load(Ordering::SeqCst) {
                     std::thread::sleep(period);
-                    if policy != Policy::Utilization {
-                        continue;
-                    }
-                    if let Some((cpu, from, to)) = utilization_step(&machines) {
+                    let step = match policy {
+                        Policy::Static => None,
+                        Policy::Utilization => utilization_step(&machines),
+                        Policy::Proportional => proportional_step(&machines),
+                    };
+                    if let Some((cpu, from, to)) = step {
                         if let Ok(m) = move_core(cpu, &machines[from], &machines[to]) {
                             mv.lock().unwrap_or_else(PoisonError::into_inner).push(m);
                         }

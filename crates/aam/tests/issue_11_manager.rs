@@ -53,6 +53,12 @@ fn issue_11_a_core_moves_between_machines_and_back() {
     assert_eq!(b.active_cpus(), vec![c0, c1]);
     assert!(a.active_cpus().is_empty());
     // A machine without cores keeps its work until a core comes back.
+    let ha = a.handle();
+    within_a_minute("a's worker leaving", move || {
+        while !ha.serving_cpus().is_empty() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
     let pending = a.spawn("waits-for-a-core", async { 5 });
     move_core(c0, &b.handle(), &a.handle()).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(within_a_minute("task on a", move || block_on(pending)), Ok(5));
@@ -68,13 +74,46 @@ fn issue_11_a_core_moves_between_machines_and_back() {
 
 #[test]
 fn issue_11_core_moves_under_load_lose_no_task() {
+    moves_under_load(Policy::Utilization);
+}
+
+#[test]
+fn issue_11_core_moves_under_load_lose_no_task_proportional() {
+    moves_under_load(Policy::Proportional);
+}
+
+#[test]
+fn issue_11_the_static_policy_never_moves() {
     let Some((c0, c1)) = two() else { return };
     let (a, b) = pair(c0, c1);
     let manager = MachineManager::start(
         vec![a.handle(), b.handle()],
-        Policy::Utilization,
+        Policy::Static,
         Duration::from_millis(1),
     );
+    let hb = b.handle();
+    let sum: u64 = within_a_minute("busy tasks", move || {
+        let jobs: Vec<_> = (0..32u64)
+            .map(|i| {
+                hb.spawn("busy", async move {
+                    for _ in 0..100 {
+                        yield_now().await;
+                    }
+                    i
+                })
+            })
+            .collect();
+        jobs.into_iter().map(|j| block_on(j).unwrap_or(0)).sum()
+    });
+    assert_eq!(sum, (0..32u64).sum::<u64>());
+    assert!(manager.moves().is_empty());
+    assert_eq!((a.active_cpus(), b.active_cpus()), (vec![c0], vec![c1]));
+}
+
+fn moves_under_load(policy: Policy) {
+    let Some((c0, c1)) = two() else { return };
+    let (a, b) = pair(c0, c1);
+    let manager = MachineManager::start(vec![a.handle(), b.handle()], policy, Duration::from_millis(1));
     // b is busy (tasks that keep yielding until released), a is idle: a's core goes to b.
     let released = Arc::new(AtomicBool::new(false));
     let hb: MachineHandle = b.handle();
@@ -106,8 +145,14 @@ fn issue_11_core_moves_under_load_lose_no_task() {
             .any(|m| m.cpu == c0 && m.from == "a" && m.to == "b"),
         "{mgr_moves:?}"
     );
-    // Now a gets work while it has no core: the manager gives one back.
+    // Once a's worker has really left the core, a gets work: the manager gives a core back.
     let ha = a.handle();
+    let left = ha.clone();
+    within_a_minute("a's worker leaving", move || {
+        while !left.serving_cpus().is_empty() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
     let on_a = within_a_minute("task on a", move || {
         block_on(ha.spawn("needs-a-core", async { 7 }))
     });

@@ -133,7 +133,7 @@ fn issue_11_no_lost_wakeup_in_a_million_ims_round_trips() {
         .build()
         .unwrap_or_else(|e| panic!("{e}"));
     let service = server.serve(Ping, ServeOptions::default());
-    let clients = 32u64;
+    let clients = 8u64;
     let per = 1_000_000 / clients;
     let progress = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicUsize::new(0));
@@ -164,6 +164,38 @@ fn issue_11_no_lost_wakeup_in_a_million_ims_round_trips() {
     assert_eq!(progress.load(Ordering::SeqCst), clients * per);
     // The server slept and was woken by IMS (it never spins).
     assert!(server.stats().ims_wakeups > 0, "{:?}", server.stats());
+
+    // Then one client at a time with neither machine spinning: nearly every call needs an IMS
+    // each way, and each lands on the sleep/wake boundary of the other side.
+    drop(client);
+    let lone = MachineBuilder::new("ims-client-idle")
+        .cpus(CpuSet([a].into()))
+        .idle_spin(Duration::ZERO)
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let ep = service.connect(ConnectOptions::default());
+    let calls = 50_000u64;
+    let p = progress.clone();
+    let d = done.clone();
+    let j = lone.spawn("lone-pinger", async move {
+        let mut sum = 0u64;
+        for i in 0..calls {
+            sum += ep.call("Ping::ping", move |_s| async move { i }).await?;
+            p.fetch_add(1, Ordering::Relaxed);
+        }
+        d.fetch_add(1, Ordering::SeqCst);
+        Ok::<u64, CallError>(sum)
+    });
+    watchdog(
+        &progress,
+        || done.load(Ordering::SeqCst) == clients as usize + 1,
+        "single-client IMS round trips",
+    );
+    assert_eq!(
+        block_on(j).ok().and_then(|r| r.ok()),
+        Some((0..calls).sum::<u64>())
+    );
+    assert!(lone.stats().ims_wakeups > 0, "{:?}", lone.stats());
 }
 
 #[test]
