@@ -162,6 +162,12 @@ fn moves_under_load(policy: Policy) {
         jobs.into_iter().map(|j| block_on(j).unwrap_or(0)).sum()
     });
     assert_eq!(sum, (0..64u64).sum::<u64>());
-    let moves = manager.moves();
-    assert!(moves.iter().any(|m| m.to == "a"), "{moves:?}");
+    // The manager records a move once it saw the receiver run, which may be after a's task ran.
+    let manager = Arc::new(manager);
+    let m = manager.clone();
+    within_a_minute("the move back to a being recorded", move || {
+        while !m.moves().iter().any(|m| m.to == "a") {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
 }
