@@ -620,6 +620,10 @@ impl MachineBuilder {
 }
 
 fn steal_injector(ctx: &WorkerCtx) -> Option<TaskRef> {
+    // Cheap test first: a steal attempt on an empty queue costs a SeqCst fence.
+    if ctx.shared.injector.is_empty() {
+        return None;
+    }
     loop {
         match ctx.shared.injector.steal_batch_and_pop(&ctx.local) {
             Steal::Success(t) => return Some(t),
