@@ -42,6 +42,7 @@
 
 pub mod bench;
 mod block;
+mod builder;
 pub mod ims;
 pub mod interface;
 pub mod machine;
@@ -52,12 +53,13 @@ pub mod signal;
 mod sys;
 pub mod task;
 pub mod trace;
+mod worker;
 
 pub use block::block_on;
+pub use builder::MachineBuilder;
 pub use interface::{Call, CallError, ConnectOptions, Endpoint, ServeOptions, Service};
 pub use machine::{
-    spawned_task_bytes, Machine, MachineBuilder, MachineError, MachineHandle, MachineSignal, MachineStats,
-    PanicReport,
+    spawned_task_bytes, Machine, MachineError, MachineHandle, MachineSignal, MachineStats, PanicReport,
 };
 pub use signal::CountingSignal;
 pub use task::{task_size_of, yield_now, JoinHandle, TaskError};

@@ -9,13 +9,14 @@
 //! queues. When nothing is found the worker spins for the configured time and then sleeps on a
 //! futex (see [`crate::ims`]).
 
+use crate::builder::MachineBuilder;
 use crate::ims::Parker;
 use crate::interface::Served;
 use crate::oneshot;
 use crate::task::{JoinHandle, Task, TaskRef};
-use crate::trace::{Event, EventKind, Ring};
+use crate::trace::{Event, Ring};
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
-use multios_host::{tsc, CpuListError, CpuSet};
+use multios_host::{CpuListError, CpuSet};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::future::Future;
@@ -23,7 +24,6 @@ use std::io;
 use std::rc::Rc;
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
 /// What keeps a machine from starting.
 #[derive(Debug, thiserror::Error)]
@@ -102,39 +102,39 @@ pub struct MachineStats {
 }
 
 #[derive(Default)]
-struct Counters {
-    ims_wakeups: AtomicU64,
-    sleeps: AtomicU64,
-    batches: AtomicU64,
-    requests: AtomicU64,
-    signals_handled: AtomicU64,
-    tasks_run: AtomicU64,
+pub(crate) struct Counters {
+    pub(crate) ims_wakeups: AtomicU64,
+    pub(crate) sleeps: AtomicU64,
+    pub(crate) batches: AtomicU64,
+    pub(crate) requests: AtomicU64,
+    pub(crate) signals_handled: AtomicU64,
+    pub(crate) tasks_run: AtomicU64,
 }
 
-type SignalHandler = Box<dyn Fn(&MachineSignal) + Send + Sync>;
+pub(crate) type SignalHandler = Box<dyn Fn(&MachineSignal) + Send + Sync>;
 
 pub(crate) struct Shared {
     pub(crate) name: Arc<str>,
-    injector: Injector<TaskRef>,
-    stealers: Vec<Stealer<TaskRef>>,
-    parkers: Vec<Parker>,
+    pub(crate) injector: Injector<TaskRef>,
+    pub(crate) stealers: Vec<Stealer<TaskRef>>,
+    pub(crate) parkers: Vec<Parker>,
     pub(crate) cpus: Vec<usize>,
     pub(crate) stopped: AtomicBool,
-    spin_ticks: u64,
-    stealing: bool,
-    batch: usize,
+    pub(crate) spin_ticks: u64,
+    pub(crate) stealing: bool,
+    pub(crate) batch: usize,
     pub(crate) served: Mutex<Vec<Arc<dyn Served>>>,
-    served_version: AtomicUsize,
+    pub(crate) served_version: AtomicUsize,
     /// Guards `pollers` and the flags of the served queues together.
-    idle: Mutex<()>,
-    pollers: AtomicUsize,
-    signals: Mutex<VecDeque<MachineSignal>>,
+    pub(crate) idle: Mutex<()>,
+    pub(crate) pollers: AtomicUsize,
+    pub(crate) signals: Mutex<VecDeque<MachineSignal>>,
     pub(crate) signals_pending: AtomicBool,
-    on_signal: Option<SignalHandler>,
-    panics: Mutex<Vec<PanicReport>>,
-    counters: Counters,
+    pub(crate) on_signal: Option<SignalHandler>,
+    pub(crate) panics: Mutex<Vec<PanicReport>>,
+    pub(crate) counters: Counters,
     /// One event ring per worker when tracing.
-    traces: Vec<Ring>,
+    pub(crate) traces: Vec<Ring>,
     /// Whether each worker serves the machine (the Machine Manager moves cores by flipping
     /// these); the number of times each was granted its core, and the grant it last saw while
     /// active (a core move waits for the acknowledgement).
@@ -157,17 +157,17 @@ impl<T> std::ops::Deref for CacheLine<T> {
     }
 }
 
-struct WorkerCtx {
-    shared: Arc<Shared>,
-    local: Worker<TaskRef>,
-    index: usize,
+pub(crate) struct WorkerCtx {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) local: Worker<TaskRef>,
+    pub(crate) index: usize,
 }
 
 thread_local! {
-    static CURRENT: RefCell<Option<Rc<WorkerCtx>>> = const { RefCell::new(None) };
+    pub(crate) static CURRENT: RefCell<Option<Rc<WorkerCtx>>> = const { RefCell::new(None) };
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -216,7 +216,7 @@ impl Shared {
         }
     }
 
-    fn drain_injector(&self) {
+    pub(crate) fn drain_injector(&self) {
         loop {
             match self.injector.steal() {
                 Steal::Success(t) => t.cancel(),
@@ -255,7 +255,7 @@ impl Shared {
         }
     }
 
-    fn handle_signals(&self) {
+    pub(crate) fn handle_signals(&self) {
         self.signals_pending.store(false, Ordering::SeqCst);
         let sigs = std::mem::take(&mut *lock(&self.signals));
         for s in &sigs {
@@ -269,7 +269,7 @@ impl Shared {
     }
 
     /// The worker is about to sleep (`on == false`) or woke up.
-    fn set_polling(&self, on: bool) {
+    pub(crate) fn set_polling(&self, on: bool) {
         let _g = lock(&self.idle);
         let before = if on {
             self.pollers.fetch_add(1, Ordering::SeqCst)
@@ -375,7 +375,7 @@ impl MachineHandle {
 }
 
 /// The future a spawned task runs: the user's future, then its result handed to the join handle.
-async fn completion<F>(fut: F, tx: oneshot::Sender<F::Output>)
+pub(crate) async fn completion<F>(fut: F, tx: oneshot::Sender<F::Output>)
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
@@ -398,440 +398,11 @@ where
 }
 
 /// How to start a machine.
-pub struct MachineBuilder {
-    name: String,
-    cpus: Option<CpuSet>,
-    cores: Option<usize>,
-    workers_per_cpu: usize,
-    spin: Duration,
-    stealing: bool,
-    batch: usize,
-    on_signal: Option<SignalHandler>,
-    trace: usize,
-    active_cpus: Option<CpuSet>,
-}
-
-impl MachineBuilder {
-    pub fn new(name: &str) -> Self {
-        MachineBuilder {
-            name: name.to_string(),
-            cpus: None,
-            cores: None,
-            workers_per_cpu: 1,
-            spin: Duration::from_micros(50),
-            stealing: false,
-            batch: 32,
-            on_signal: None,
-            trace: 0,
-            active_cpus: None,
-        }
-    }
-
-    /// Exactly these CPUs (each must be online and allowed to this process).
-    pub fn cpus(mut self, cpus: CpuSet) -> Self {
-        self.cpus = Some(cpus);
-        self
-    }
-
-    /// The first `n` CPUs this process may use (ignored when [`cpus`](Self::cpus) is given).
-    pub fn cores(mut self, n: usize) -> Self {
-        self.cores = Some(n);
-        self
-    }
-
-    /// Several workers on each CPU (e.g. the OS machine, whose blocking calls block a worker).
-    pub fn workers_per_cpu(mut self, n: usize) -> Self {
-        self.workers_per_cpu = n.max(1);
-        self
-    }
-
-    /// How long an idle worker polls before it sleeps on its futex. `Duration::ZERO`: sleep at
-    /// once (the paper's idle case); `Duration::MAX`: never sleep (its active case).
-    pub fn idle_spin(mut self, spin: Duration) -> Self {
-        self.spin = spin;
-        self
-    }
-
-    /// Lets an idle worker steal ready tasks from the other workers of the machine.
-    pub fn work_stealing(mut self, on: bool) -> Self {
-        self.stealing = on;
-        self
-    }
-
-    /// At most this many requests taken from one interface queue per visit (FlexSC-style
-    /// batching: what is queued runs back to back).
-    pub fn batch(mut self, n: usize) -> Self {
-        self.batch = n.max(1);
-        self
-    }
-
-    /// Starts only the workers on these CPUs; the others wait until the Machine Manager gives
-    /// the machine their core (see [`crate::manager`]). Default: all.
-    pub fn active_cpus(mut self, cpus: CpuSet) -> Self {
-        self.active_cpus = Some(cpus);
-        self
-    }
-
-    /// Records the last `events_per_worker` task runs and sleeps of each worker (see
-    /// [`crate::trace`]); 0 (the default) records nothing.
-    pub fn trace(mut self, events_per_worker: usize) -> Self {
-        self.trace = events_per_worker;
-        self
-    }
-
-    pub fn on_signal(mut self, f: impl Fn(&MachineSignal) + Send + Sync + 'static) -> Self {
-        self.on_signal = Some(Box::new(f));
-        self
-    }
-
-    fn choose_cpus(&self) -> Result<Vec<usize>, MachineError> {
-        let machine = self.name.clone();
-        let online = CpuSet::online().map_err(|source| MachineError::CpuList {
-            machine: machine.clone(),
-            source,
-        })?;
-        let allowed = CpuSet::allowed();
-        if let Some(set) = &self.cpus {
-            for &cpu in &set.0 {
-                if !online.contains(cpu) {
-                    return Err(MachineError::NotOnline { machine, cpu, online });
-                }
-                if !allowed.contains(cpu) {
-                    return Err(MachineError::NotAllowed {
-                        machine,
-                        cpu,
-                        allowed,
-                    });
-                }
-            }
-            return Ok(set.to_vec());
-        }
-        let usable: CpuSet = allowed.0.intersection(&online.0).copied().collect();
-        let n = self.cores.unwrap_or(1);
-        if n == 0 {
-            return Err(MachineError::NoCores { machine });
-        }
-        if n > usable.len() {
-            return Err(MachineError::TooManyCores {
-                machine,
-                asked: n,
-                usable: usable.len(),
-                cpus: usable,
-            });
-        }
-        Ok(usable.to_vec().into_iter().take(n).collect())
-    }
-
-    /// Starts the workers, pinned; returns once every worker is pinned and running.
-    pub fn build(self) -> Result<Machine, MachineError> {
-        let cpus = self.choose_cpus()?;
-        let worker_cpus: Vec<usize> = cpus
-            .iter()
-            .flat_map(|&c| std::iter::repeat_n(c, self.workers_per_cpu))
-            .collect();
-        let locals: Vec<Worker<TaskRef>> = worker_cpus.iter().map(|_| Worker::new_fifo()).collect();
-        let spin_ticks = if self.spin == Duration::MAX {
-            u64::MAX
-        } else {
-            tsc::calibration().ticks(self.spin.as_secs_f64())
-        };
-        let shared = Arc::new(Shared {
-            name: self.name.as_str().into(),
-            injector: Injector::new(),
-            stealers: locals.iter().map(Worker::stealer).collect(),
-            parkers: worker_cpus.iter().map(|_| Parker::default()).collect(),
-            cpus: worker_cpus.clone(),
-            stopped: AtomicBool::new(false),
-            spin_ticks,
-            stealing: self.stealing,
-            batch: self.batch,
-            served: Mutex::new(Vec::new()),
-            served_version: AtomicUsize::new(0),
-            idle: Mutex::new(()),
-            // Every worker counts until it sleeps; a dormant one leaves the count in `dormant`.
-            pollers: AtomicUsize::new(worker_cpus.len()),
-            signals: Mutex::new(VecDeque::new()),
-            signals_pending: AtomicBool::new(false),
-            on_signal: self.on_signal,
-            panics: Mutex::new(Vec::new()),
-            counters: Counters::default(),
-            active: worker_cpus
-                .iter()
-                .map(|c| {
-                    CacheLine(AtomicBool::new(
-                        self.active_cpus.as_ref().is_none_or(|a| a.contains(*c)),
-                    ))
-                })
-                .collect(),
-            grants: worker_cpus.iter().map(|_| CacheLine(AtomicU64::new(0))).collect(),
-            serving: worker_cpus
-                .iter()
-                .map(|_| CacheLine(AtomicBool::new(true)))
-                .collect(),
-            acks: worker_cpus.iter().map(|_| CacheLine(AtomicU64::new(0))).collect(),
-            traces: if self.trace > 0 {
-                worker_cpus.iter().map(|_| Ring::new(self.trace)).collect()
-            } else {
-                Vec::new()
-            },
-        });
-        let machine = Machine {
-            handle: MachineHandle(shared.clone()),
-            threads: Mutex::new(Vec::new()),
-        };
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), MachineError>>();
-        for (index, (local, cpu)) in locals.into_iter().zip(worker_cpus).enumerate() {
-            let shared = shared.clone();
-            let ready = ready_tx.clone();
-            let name = self.name.clone();
-            let t = std::thread::Builder::new()
-                .name(format!("aam:{}:{cpu}", self.name))
-                .spawn(move || {
-                    let pinned = multios_host::cpus::pin_current_thread(&CpuSet([cpu].into()));
-                    let ok = pinned.map_err(|source| MachineError::Pin {
-                        machine: name,
-                        cpu,
-                        source,
-                    });
-                    let failed = ok.is_err();
-                    let _ = ready.send(ok);
-                    drop(ready);
-                    if failed {
-                        return;
-                    }
-                    let ctx = Rc::new(WorkerCtx { shared, local, index });
-                    CURRENT.with(|c| *c.borrow_mut() = Some(ctx.clone()));
-                    worker_loop(&ctx);
-                    CURRENT.with(|c| *c.borrow_mut() = None);
-                })
-                .map_err(|source| MachineError::Thread {
-                    machine: self.name.clone(),
-                    cpu,
-                    source,
-                })?;
-            lock(&machine.threads).push(t);
-        }
-        drop(ready_tx);
-        for r in ready_rx {
-            r?;
-        }
-        Ok(machine)
-    }
-}
-
-fn steal_injector(ctx: &WorkerCtx) -> Option<TaskRef> {
-    // Cheap test first: a steal attempt on an empty queue costs a SeqCst fence.
-    if ctx.shared.injector.is_empty() {
-        return None;
-    }
-    loop {
-        match ctx.shared.injector.steal_batch_and_pop(&ctx.local) {
-            Steal::Success(t) => return Some(t),
-            Steal::Empty => return None,
-            Steal::Retry => continue,
-        }
-    }
-}
-
-struct Cursor {
-    tick: u32,
-    queues: Vec<Arc<dyn Served>>,
-    version: usize,
-    next_queue: usize,
-}
-
-impl Cursor {
-    fn refresh(&mut self, shared: &Shared) {
-        let v = shared.served_version.load(Ordering::Acquire);
-        if v != self.version {
-            self.queues = lock(&shared.served).clone();
-            self.version = v;
-        }
-    }
-}
-
-fn next_task(ctx: &WorkerCtx, cur: &mut Cursor) -> Option<TaskRef> {
-    // Every 61st pick looks at the inject queue first, so remote wake-ups are not starved.
-    cur.tick = if cur.tick == 0 { 60 } else { cur.tick - 1 };
-    if cur.tick == 0 {
-        if let Some(t) = steal_injector(ctx) {
-            return Some(t);
-        }
-    }
-    if let Some(t) = ctx.local.pop() {
-        return Some(t);
-    }
-    if let Some(t) = steal_injector(ctx) {
-        return Some(t);
-    }
-    let shared = &ctx.shared;
-    if shared.stealing {
-        for (i, s) in shared.stealers.iter().enumerate() {
-            if i == ctx.index {
-                continue;
-            }
-            loop {
-                match s.steal_batch_and_pop(&ctx.local) {
-                    Steal::Success(t) => return Some(t),
-                    Steal::Empty => break,
-                    Steal::Retry => continue,
-                }
-            }
-        }
-    }
-    cur.refresh(shared);
-    let n = cur.queues.len();
-    for i in 0..n {
-        let k = (cur.next_queue + i) % n;
-        let (first, taken) = cur.queues[k].take_batch(shared, &ctx.local, shared.batch);
-        if let Some(t) = first {
-            cur.next_queue = (k + 1) % n;
-            shared.counters.batches.fetch_add(1, Ordering::Relaxed);
-            shared
-                .counters
-                .requests
-                .fetch_add(taken as u64, Ordering::Relaxed);
-            return Some(t);
-        }
-    }
-    None
-}
-
-fn has_work(ctx: &WorkerCtx, cur: &mut Cursor) -> bool {
-    let shared = &ctx.shared;
-    cur.refresh(shared);
-    !ctx.local.is_empty()
-        || !shared.injector.is_empty()
-        || (shared.stealing && shared.stealers.iter().any(|s| !s.is_empty()))
-        || cur.queues.iter().any(|q| q.has_takeable())
-        || shared.signals_pending.load(Ordering::SeqCst)
-        || shared.stopped.load(Ordering::SeqCst)
-        || !shared.active[ctx.index].load(Ordering::SeqCst)
-        || shared.grants[ctx.index].load(Ordering::SeqCst) != shared.acks[ctx.index].load(Ordering::SeqCst)
-}
-
-fn worker_loop(ctx: &WorkerCtx) {
-    let shared = &ctx.shared;
-    let mut cur = Cursor {
-        tick: 0,
-        queues: Vec::new(),
-        version: usize::MAX,
-        next_queue: 0,
-    };
-    let mut run = 0u64;
-    let mut acked = 0u64;
-    'serve: loop {
-        if shared.signals_pending.load(Ordering::Relaxed) {
-            shared.handle_signals();
-        }
-        if shared.stopped.load(Ordering::Relaxed) {
-            break;
-        }
-        if !shared.active[ctx.index].load(Ordering::Relaxed) {
-            dormant(ctx);
-            continue;
-        }
-        let grant = shared.grants[ctx.index].load(Ordering::Relaxed);
-        if grant != acked {
-            acked = grant;
-            shared.acks[ctx.index].store(grant, Ordering::SeqCst);
-        }
-        if let Some(t) = next_task(ctx, &mut cur) {
-            run_one(ctx, t);
-            run += 1;
-            if run & 1023 == 0 {
-                shared.counters.tasks_run.fetch_add(1024, Ordering::Relaxed);
-            }
-            continue;
-        }
-        let start = tsc::now();
-        loop {
-            std::hint::spin_loop();
-            if shared.signals_pending.load(Ordering::Relaxed) || shared.stopped.load(Ordering::Relaxed) {
-                continue 'serve;
-            }
-            if let Some(t) = next_task(ctx, &mut cur) {
-                run_one(ctx, t);
-                run += 1;
-                continue 'serve;
-            }
-            if tsc::now().wrapping_sub(start) >= shared.spin_ticks {
-                break;
-            }
-        }
-        sleep(ctx, &mut cur);
-    }
-    shared.counters.tasks_run.fetch_add(run & 1023, Ordering::Relaxed);
-    while let Some(t) = ctx.local.pop() {
-        t.cancel();
-    }
-}
-
-/// The worker's core was taken from the machine: hand its ready tasks to the machine's other
-/// workers, stop counting as a poller, and sleep until the core is given back (or the machine
-/// stops). A wake-up meant for the machine that lands here is passed on.
-fn dormant(ctx: &WorkerCtx) {
-    let shared = &ctx.shared;
-    let parker = &shared.parkers[ctx.index];
-    while let Some(t) = ctx.local.pop() {
-        shared.injector.push(t);
-    }
-    parker.prepare();
-    shared.set_polling(false);
-    shared.serving[ctx.index].store(false, Ordering::SeqCst);
-    fence(Ordering::SeqCst);
-    // A sender may have skipped IMS because this worker still counted as polling: wake an
-    // active sleeper so it re-checks (and takes the tasks handed over above).
-    shared.ims();
-    while !shared.active[ctx.index].load(Ordering::SeqCst) && !shared.stopped.load(Ordering::SeqCst) {
-        parker.park();
-        parker.prepare();
-        if !shared.active[ctx.index].load(Ordering::SeqCst) {
-            shared.ims();
-        }
-    }
-    parker.running();
-    shared.serving[ctx.index].store(true, Ordering::SeqCst);
-    shared.set_polling(true);
-}
-
-fn run_one(ctx: &WorkerCtx, t: TaskRef) {
-    match ctx.shared.traces.get(ctx.index) {
-        None => t.run(),
-        Some(ring) => {
-            let name = t.name();
-            let start = tsc::now();
-            t.run();
-            ring.record(EventKind::Task, name, start);
-        }
-    }
-}
-
-/// The receiver side of IMS: announce sleep, re-check every source of work, then sleep unless
-/// something arrived (see [`crate::ims`] for why no wake-up is lost).
-fn sleep(ctx: &WorkerCtx, cur: &mut Cursor) {
-    let shared = &ctx.shared;
-    let parker = &shared.parkers[ctx.index];
-    parker.prepare();
-    shared.set_polling(false);
-    fence(Ordering::SeqCst);
-    if !has_work(ctx, cur) {
-        shared.counters.sleeps.fetch_add(1, Ordering::Relaxed);
-        let start = tsc::now();
-        parker.park();
-        if let Some(ring) = shared.traces.get(ctx.index) {
-            ring.record(EventKind::Sleep, "sleep", start);
-        }
-    }
-    parker.running();
-    shared.set_polling(true);
-}
-
 /// A running machine; stops (and joins its workers) when dropped. Derefs to its
 /// [`MachineHandle`].
 pub struct Machine {
-    handle: MachineHandle,
-    threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    pub(crate) handle: MachineHandle,
+    pub(crate) threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
 
 impl std::ops::Deref for Machine {

@@ -7,8 +7,9 @@
 //! worker that runs them; give the OS machine several workers on its CPU
 //! ([`OsMachine::start`]'s `workers`) so one blocked call does not stall the rest.
 
+use crate::builder::MachineBuilder;
 use crate::interface::{ConnectOptions, ServeOptions, Service};
-use crate::machine::{Machine, MachineBuilder, MachineError};
+use crate::machine::{Machine, MachineError};
 use crate::sys;
 use multios_host::CpuSet;
 use std::io;

@@ -4,8 +4,8 @@
 
 use super::{result, BenchConfig, BenchError, BenchResult};
 use crate::block::block_on;
+use crate::builder::MachineBuilder;
 use crate::interface::{ConnectOptions, ServeOptions};
-use crate::machine::MachineBuilder;
 use multios_host::{tsc, CpuSet};
 use std::time::Duration;
 
