@@ -1,0 +1,156 @@
+//! The paper's microbenchmark: a task issues a no-op task (locally, or as a machine call to
+//! another machine on another core) and waits on its future; direct cost = the time to issue,
+//! total latency = issue to result.
+
+use super::{result, BenchConfig, BenchError, BenchResult};
+use crate::block::block_on;
+use crate::builder::MachineBuilder;
+use crate::interface::{ConnectOptions, ServeOptions};
+use multios_host::{tsc, CpuSet};
+use std::time::Duration;
+
+fn collect<F>(h: crate::task::JoinHandle<F>, bench: &'static str) -> Result<F, BenchError> {
+    block_on(h).map_err(|e| BenchError::Failed {
+        bench,
+        what: e.to_string(),
+    })
+}
+
+/// Local task execution: spawn on the own machine (same core) and await, both machines active.
+pub fn local_task(cfg: &BenchConfig) -> Result<Vec<BenchResult>, BenchError> {
+    let m = MachineBuilder::new("bench-local")
+        .cpus(CpuSet([cfg.client_cpu].into()))
+        .idle_spin(Duration::MAX)
+        .build()?;
+    let h = m.handle();
+    let (n, warm) = (cfg.iterations, cfg.warmup);
+    let (direct, total) = collect(
+        m.spawn("driver", async move {
+            let mut direct = Vec::with_capacity(n);
+            let mut total = Vec::with_capacity(n);
+            for i in 0..n + warm {
+                let t0 = tsc::now();
+                let j = h.spawn("noop", async { tsc::now() });
+                let t1 = tsc::now();
+                let _ = j.await;
+                let t2 = tsc::now();
+                if i >= warm {
+                    direct.push(t1 - t0);
+                    total.push(t2 - t0);
+                }
+            }
+            (direct, total)
+        }),
+        "local task",
+    )?;
+    Ok(vec![
+        result(
+            "aam_local_task_direct",
+            "spawn a no-op task on the own machine: time to issue",
+            &direct,
+            1.0,
+        ),
+        result(
+            "aam_local_task_total",
+            "spawn a no-op task on the own machine and await its future",
+            &total,
+            1.0,
+        ),
+    ])
+}
+
+struct Noop;
+
+/// A machine call from a client machine to a server machine on another core. `active`: both
+/// poll forever (no IMS); otherwise both sleep as soon as they are idle (every call needs IMS).
+pub fn machine_call(cfg: &BenchConfig, active: bool) -> Result<Vec<BenchResult>, BenchError> {
+    let spin = if active { Duration::MAX } else { Duration::ZERO };
+    let server = MachineBuilder::new("bench-server")
+        .cpus(CpuSet([cfg.server_cpu].into()))
+        .idle_spin(spin)
+        .build()?;
+    let client = MachineBuilder::new("bench-client")
+        .cpus(CpuSet([cfg.client_cpu].into()))
+        .idle_spin(spin)
+        .build()?;
+    let ep = server
+        .serve(Noop, ServeOptions::default())
+        .connect(ConnectOptions::default());
+    let (n, warm) = (cfg.iterations, cfg.warmup);
+    let (direct, total) = collect(
+        client.spawn("driver", async move {
+            let mut direct = Vec::with_capacity(n);
+            let mut total = Vec::with_capacity(n);
+            for i in 0..n + warm {
+                let t0 = tsc::now();
+                let c = ep.call("Noop::noop", |_s| async { tsc::now() });
+                let t1 = tsc::now();
+                let _ = c.await;
+                let t2 = tsc::now();
+                if i >= warm {
+                    direct.push(t1 - t0);
+                    total.push(t2 - t0);
+                }
+            }
+            (direct, total)
+        }),
+        "machine call",
+    )?;
+    let (tag, how) = if active {
+        ("active", "both machines polling (no IMS)")
+    } else {
+        (
+            "idle",
+            "both machines asleep when idle (IMS: futex wake each way)",
+        )
+    };
+    Ok(vec![
+        result(
+            &format!("aam_call_{tag}_direct"),
+            &format!("machine call to another core, {how}: time to issue"),
+            &direct,
+            1.0,
+        ),
+        result(
+            &format!("aam_call_{tag}_total"),
+            &format!("machine call to another core, {how}: issue to result"),
+            &total,
+            1.0,
+        ),
+    ])
+}
+
+/// Core moves: two machines with workers on both CPUs, the server CPU moved back and forth
+/// (`iterations / 10` moves, at least 10); from the decision until the receiving worker runs.
+pub fn core_move(cfg: &BenchConfig) -> Result<Vec<BenchResult>, BenchError> {
+    if cfg.client_cpu == cfg.server_cpu {
+        return Ok(Vec::new());
+    }
+    let both = CpuSet([cfg.client_cpu, cfg.server_cpu].into());
+    let build = |name: &str, active: usize| {
+        MachineBuilder::new(name)
+            .cpus(both.clone())
+            .active_cpus(CpuSet([active].into()))
+            .idle_spin(Duration::from_micros(50))
+            .build()
+    };
+    let a = build("bench-move-a", cfg.server_cpu)?;
+    let b = build("bench-move-b", cfg.client_cpu)?;
+    let (ha, hb) = (a.handle(), b.handle());
+    let mut ticks = Vec::new();
+    let tpn = tsc::calibration().ticks_per_ns();
+    for i in 0..(cfg.iterations / 10).max(10) {
+        let (from, to) = if i % 2 == 0 { (&ha, &hb) } else { (&hb, &ha) };
+        let m = crate::manager::move_core(cfg.server_cpu, from, to).map_err(|e| BenchError::Failed {
+            bench: "core move",
+            what: e.to_string(),
+        })?;
+        ticks.push((m.ns * tpn) as u64);
+    }
+    Ok(vec![result(
+        "aam_core_move",
+        "Machine Manager moves a CPU between two machines: decision until the receiving worker runs",
+        &ticks,
+        1.0,
+    )])
+}

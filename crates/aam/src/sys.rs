@@ -1,0 +1,118 @@
+//! Every `unsafe` block and raw system call of the crate: the futex the idle workers sleep on,
+//! `gettid`, and the system calls the OS machine performs for other machines.
+
+use std::ffi::CString;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::atomic::AtomicU32;
+
+/// Sleeps while `*word == expected` (returns at once if it differs, on a wake-up, or spuriously).
+pub fn futex_wait(word: &AtomicU32, expected: u32) {
+    // SAFETY: FUTEX_WAIT only reads the aligned u32 behind `word`, which outlives the call; a null
+    // timeout means no timeout. Errors (EAGAIN when the value differs, EINTR) are benign: every
+    // caller re-checks the word in a loop.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            expected,
+            std::ptr::null::<libc::timespec>(),
+        );
+    }
+}
+
+/// Wakes up to `n` threads sleeping on `word`; returns how many woke.
+pub fn futex_wake(word: &AtomicU32, n: i32) -> i64 {
+    // SAFETY: FUTEX_WAKE does not touch memory; the address only names the wait queue.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            n,
+        )
+    }
+}
+
+/// The calling thread's id (a real system call each time: the benchmark's reference).
+pub fn gettid() -> i64 {
+    // SAFETY: gettid takes no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) }
+}
+
+fn check(ret: isize) -> io::Result<usize> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret as usize)
+    }
+}
+
+pub fn read(fd: i32, len: usize) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; len];
+    // SAFETY: `buf` is a live, writable allocation of `len` bytes.
+    let n = check(unsafe { libc::read(fd, buf.as_mut_ptr().cast(), len) })?;
+    buf.truncate(n);
+    Ok(buf)
+}
+
+pub fn write(fd: i32, data: &[u8]) -> io::Result<usize> {
+    // SAFETY: `data` is a live allocation of `data.len()` bytes, only read.
+    check(unsafe { libc::write(fd, data.as_ptr().cast(), data.len()) })
+}
+
+pub fn pread(fd: i32, len: usize, offset: i64) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; len];
+    // SAFETY: `buf` is a live, writable allocation of `len` bytes.
+    let n = check(unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), len, offset) })?;
+    buf.truncate(n);
+    Ok(buf)
+}
+
+pub fn pwrite(fd: i32, data: &[u8], offset: i64) -> io::Result<usize> {
+    // SAFETY: `data` is a live allocation of `data.len()` bytes, only read.
+    check(unsafe { libc::pwrite(fd, data.as_ptr().cast(), data.len(), offset) })
+}
+
+pub fn openat(dirfd: i32, path: &Path, flags: i32, mode: u32) -> io::Result<i32> {
+    let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("openat: the path {} contains a NUL byte", path.display()),
+        )
+    })?;
+    // SAFETY: `c` is a NUL-terminated string that outlives the call.
+    let fd = unsafe { libc::openat(dirfd, c.as_ptr(), flags, mode as libc::c_uint) };
+    check(fd as isize).map(|fd| fd as i32)
+}
+
+pub fn close(fd: i32) -> io::Result<()> {
+    // SAFETY: closing a descriptor touches no memory of ours; the caller owns `fd`.
+    check(unsafe { libc::close(fd) } as isize).map(drop)
+}
+
+pub fn fsync(fd: i32) -> io::Result<()> {
+    // SAFETY: fsync touches no memory of ours.
+    check(unsafe { libc::fsync(fd) } as isize).map(drop)
+}
+
+pub fn accept(fd: i32) -> io::Result<i32> {
+    // SAFETY: null address and length pointers ask accept4 not to report the peer.
+    let s = unsafe { libc::accept4(fd, std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_CLOEXEC) };
+    check(s as isize).map(|s| s as i32)
+}
+
+pub fn recv(fd: i32, len: usize, flags: i32) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; len];
+    // SAFETY: `buf` is a live, writable allocation of `len` bytes.
+    let n = check(unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), len, flags) })?;
+    buf.truncate(n);
+    Ok(buf)
+}
+
+pub fn send(fd: i32, data: &[u8], flags: i32) -> io::Result<usize> {
+    // SAFETY: `data` is a live allocation of `data.len()` bytes, only read.
+    check(unsafe { libc::send(fd, data.as_ptr().cast(), data.len(), flags) })
+}

@@ -1,0 +1,219 @@
+//! A worker's scheduling loop: what it runs next, how it idles and sleeps, and how it leaves
+//! and regains its core (see the module comment of [`crate::machine`] for the pick order).
+
+use crate::interface::Served;
+use crate::machine::{lock, Shared, WorkerCtx};
+use crate::task::TaskRef;
+use crate::trace::EventKind;
+use crossbeam_deque::Steal;
+use multios_host::tsc;
+use std::sync::atomic::{fence, Ordering};
+use std::sync::Arc;
+
+fn steal_injector(ctx: &WorkerCtx) -> Option<TaskRef> {
+    // Cheap test first: a steal attempt on an empty queue costs a SeqCst fence.
+    if ctx.shared.injector.is_empty() {
+        return None;
+    }
+    loop {
+        match ctx.shared.injector.steal_batch_and_pop(&ctx.local) {
+            Steal::Success(t) => return Some(t),
+            Steal::Empty => return None,
+            Steal::Retry => continue,
+        }
+    }
+}
+
+struct Cursor {
+    tick: u32,
+    queues: Vec<Arc<dyn Served>>,
+    version: usize,
+    next_queue: usize,
+}
+
+impl Cursor {
+    fn refresh(&mut self, shared: &Shared) {
+        let v = shared.served_version.load(Ordering::Acquire);
+        if v != self.version {
+            self.queues = lock(&shared.served).clone();
+            self.version = v;
+        }
+    }
+}
+
+fn next_task(ctx: &WorkerCtx, cur: &mut Cursor) -> Option<TaskRef> {
+    // Every 61st pick looks at the inject queue first, so remote wake-ups are not starved.
+    cur.tick = if cur.tick == 0 { 60 } else { cur.tick - 1 };
+    if cur.tick == 0 {
+        if let Some(t) = steal_injector(ctx) {
+            return Some(t);
+        }
+    }
+    if let Some(t) = ctx.local.pop() {
+        return Some(t);
+    }
+    if let Some(t) = steal_injector(ctx) {
+        return Some(t);
+    }
+    let shared = &ctx.shared;
+    if shared.stealing {
+        for (i, s) in shared.stealers.iter().enumerate() {
+            if i == ctx.index {
+                continue;
+            }
+            loop {
+                match s.steal_batch_and_pop(&ctx.local) {
+                    Steal::Success(t) => return Some(t),
+                    Steal::Empty => break,
+                    Steal::Retry => continue,
+                }
+            }
+        }
+    }
+    cur.refresh(shared);
+    let n = cur.queues.len();
+    for i in 0..n {
+        let k = (cur.next_queue + i) % n;
+        let (first, taken) = cur.queues[k].take_batch(shared, &ctx.local, shared.batch);
+        if let Some(t) = first {
+            cur.next_queue = (k + 1) % n;
+            shared.counters.batches.fetch_add(1, Ordering::Relaxed);
+            shared
+                .counters
+                .requests
+                .fetch_add(taken as u64, Ordering::Relaxed);
+            return Some(t);
+        }
+    }
+    None
+}
+
+fn has_work(ctx: &WorkerCtx, cur: &mut Cursor) -> bool {
+    let shared = &ctx.shared;
+    cur.refresh(shared);
+    !ctx.local.is_empty()
+        || !shared.injector.is_empty()
+        || (shared.stealing && shared.stealers.iter().any(|s| !s.is_empty()))
+        || cur.queues.iter().any(|q| q.has_takeable())
+        || shared.signals_pending.load(Ordering::SeqCst)
+        || shared.stopped.load(Ordering::SeqCst)
+        || !shared.active[ctx.index].load(Ordering::SeqCst)
+        || shared.grants[ctx.index].load(Ordering::SeqCst) != shared.acks[ctx.index].load(Ordering::SeqCst)
+}
+
+pub(crate) fn worker_loop(ctx: &WorkerCtx) {
+    let shared = &ctx.shared;
+    let mut cur = Cursor {
+        tick: 0,
+        queues: Vec::new(),
+        version: usize::MAX,
+        next_queue: 0,
+    };
+    let mut run = 0u64;
+    let mut acked = 0u64;
+    'serve: loop {
+        if shared.signals_pending.load(Ordering::Relaxed) {
+            shared.handle_signals();
+        }
+        if shared.stopped.load(Ordering::Relaxed) {
+            break;
+        }
+        if !shared.active[ctx.index].load(Ordering::Relaxed) {
+            dormant(ctx);
+            continue;
+        }
+        let grant = shared.grants[ctx.index].load(Ordering::Relaxed);
+        if grant != acked {
+            acked = grant;
+            shared.acks[ctx.index].store(grant, Ordering::SeqCst);
+        }
+        if let Some(t) = next_task(ctx, &mut cur) {
+            run_one(ctx, t);
+            run += 1;
+            if run & 1023 == 0 {
+                shared.counters.tasks_run.fetch_add(1024, Ordering::Relaxed);
+            }
+            continue;
+        }
+        let start = tsc::now();
+        loop {
+            std::hint::spin_loop();
+            if shared.signals_pending.load(Ordering::Relaxed) || shared.stopped.load(Ordering::Relaxed) {
+                continue 'serve;
+            }
+            if let Some(t) = next_task(ctx, &mut cur) {
+                run_one(ctx, t);
+                run += 1;
+                continue 'serve;
+            }
+            if tsc::now().wrapping_sub(start) >= shared.spin_ticks {
+                break;
+            }
+        }
+        sleep(ctx, &mut cur);
+    }
+    shared.counters.tasks_run.fetch_add(run & 1023, Ordering::Relaxed);
+    while let Some(t) = ctx.local.pop() {
+        t.cancel();
+    }
+}
+
+/// The worker's core was taken from the machine: hand its ready tasks to the machine's other
+/// workers, stop counting as a poller, and sleep until the core is given back (or the machine
+/// stops). A wake-up meant for the machine that lands here is passed on.
+fn dormant(ctx: &WorkerCtx) {
+    let shared = &ctx.shared;
+    let parker = &shared.parkers[ctx.index];
+    while let Some(t) = ctx.local.pop() {
+        shared.injector.push(t);
+    }
+    parker.prepare();
+    shared.set_polling(false);
+    shared.serving[ctx.index].store(false, Ordering::SeqCst);
+    fence(Ordering::SeqCst);
+    // A sender may have skipped IMS because this worker still counted as polling: wake an
+    // active sleeper so it re-checks (and takes the tasks handed over above).
+    shared.ims();
+    while !shared.active[ctx.index].load(Ordering::SeqCst) && !shared.stopped.load(Ordering::SeqCst) {
+        parker.park();
+        parker.prepare();
+        if !shared.active[ctx.index].load(Ordering::SeqCst) {
+            shared.ims();
+        }
+    }
+    parker.running();
+    shared.serving[ctx.index].store(true, Ordering::SeqCst);
+    shared.set_polling(true);
+}
+
+fn run_one(ctx: &WorkerCtx, t: TaskRef) {
+    match ctx.shared.traces.get(ctx.index) {
+        None => t.run(),
+        Some(ring) => {
+            let name = t.name();
+            let start = tsc::now();
+            t.run();
+            ring.record(EventKind::Task, name, start);
+        }
+    }
+}
+
+/// The receiver side of IMS: announce sleep, re-check every source of work, then sleep unless
+/// something arrived (see [`crate::ims`] for why no wake-up is lost).
+fn sleep(ctx: &WorkerCtx, cur: &mut Cursor) {
+    let shared = &ctx.shared;
+    let parker = &shared.parkers[ctx.index];
+    parker.prepare();
+    shared.set_polling(false);
+    fence(Ordering::SeqCst);
+    if !has_work(ctx, cur) {
+        shared.counters.sleeps.fetch_add(1, Ordering::Relaxed);
+        let start = tsc::now();
+        parker.park();
+        if let Some(ring) = shared.traces.get(ctx.index) {
+            ring.record(EventKind::Sleep, "sleep", start);
+        }
+    }
+    parker.running();
+    shared.set_polling(true);
+}
