@@ -23,7 +23,6 @@ pub mod predict;
 mod preload;
 mod proxy;
 pub mod report;
-pub mod stats;
 mod sys;
 pub mod tsc;
 pub mod validate;

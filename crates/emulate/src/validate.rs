@@ -192,7 +192,7 @@ impl RoundTrip {
         medians.sort_by(f64::total_cmp);
         Some(RoundTrip {
             min: v.iter().map(|r| r.min).fold(f64::INFINITY, f64::min),
-            median: crate::stats::median_sorted(&medians),
+            median: multios_stats::median_sorted(&medians),
             mean: v.iter().map(|r| r.mean).sum::<f64>() / v.len() as f64,
         })
     }

@@ -266,7 +266,7 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
         };
         let extra = n_long.saturating_sub(n_short) as f64;
         let per_call = |x: f64| x.max(0.0) / n_dd as f64;
-        let hi = |p: &multios_emulate::stats::Paired| p.ci.map_or(p.median, |c| c.1);
+        let hi = |p: &multios_stats::Paired| p.ci.map_or(p.median, |c| c.1);
         let share = |x: f64| 100.0 * x / long.native_cpu;
         let est = f.cpu.median + extra * per_call(dd.cpu_diff.median);
         let upper = hi(&f.cpu) + extra * per_call(hi(&dd.cpu_diff));

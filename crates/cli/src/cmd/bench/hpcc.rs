@@ -71,7 +71,7 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
         let (n, l) = (series(&native, key), series(&guest, key));
         // Rates: γ = LWK / native, i.e. the paired ratio of the LWK side over the native one.
         let (gamma_median, gamma_ci95) =
-            multios_emulate::stats::paired(&n, &l).map_or((f64::NAN, None), |p| p.ratio());
+            multios_stats::paired(&n, &l).map_or((f64::NAN, None), |p| p.ratio());
         rows.push(Row {
             metric: label.to_string(),
             gamma_median,

@@ -127,7 +127,7 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
     let gamma_of = |r: &Row| med(&r.native, |s| s.kernel_s) / med(&r.lwk, |s| s.kernel_s);
     let gamma_compute = gamma_of(&rows[1]);
     // γ pair by pair: the median of nativeᵢ / LWKᵢ with its 95 % order-statistic interval
-    // (multios_emulate::stats), which a drift of the shared machine does not bias.
+    // (multios_stats), which a drift of the shared machine does not bias.
     let loops = |v: &[Sample]| {
         v.iter()
             .map(|s| s.kernel_s.unwrap_or(f64::NAN))
@@ -136,7 +136,7 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
     let paired_gamma: Vec<_> = rows
         .iter()
         .map(|r| {
-            multios_emulate::stats::paired(&loops(&r.lwk), &loops(&r.native))
+            multios_stats::paired(&loops(&r.lwk), &loops(&r.native))
                 .filter(|p| p.median.is_finite())
                 .map(|p| p.ratio())
         })
