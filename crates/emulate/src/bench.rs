@@ -103,7 +103,7 @@ pub struct LazySide {
 }
 
 fn median(v: &mut [f64]) -> f64 {
-    Summary::of(v).map(|s| s.median).unwrap_or(f64::NAN)
+    multios_stats::median(v).unwrap_or(f64::NAN)
 }
 
 /// One run's CPU and wall time.
