@@ -8,8 +8,8 @@
 use crate::cost::CostModel;
 use crate::cpus::{pin_current_thread, CpuSet};
 use crate::report::Summary;
-use multios_stats::{paired, paired_diff, Paired};
 use crate::{tsc, Config, Delegation, EmulateError, Exit, Mechanism};
+use multios_stats::{paired, paired_diff, Paired};
 use std::time::Instant;
 
 /// One delivered-f_c check.

@@ -15,7 +15,7 @@ mod bpf;
 pub mod cost;
 pub mod cpus;
 pub mod delegation;
-mod embed;
+pub mod embed;
 mod error;
 pub mod fc;
 mod launch;
@@ -25,13 +25,12 @@ mod proxy;
 pub mod report;
 mod sys;
 pub mod tsc;
-pub mod validate;
 
 pub use cost::{CostModel, Dist};
 pub use cpus::CpuSet;
 pub use delegation::Delegation;
 pub use error::EmulateError;
-pub use launch::{check_writable, run_native, NativeRun};
+pub use launch::{check_writable, run_at, run_native, NativeRun};
 
 /// The mechanism to use when none is asked for: `shm` (lowest floor) for a dynamically linked
 /// program, `proxy` for a statically linked one (the in-process mechanisms need the preload library).

@@ -17,7 +17,7 @@
 //! accuracy = 100 − |S_model − S_measured| / S_measured · 100, summarised as 100 − MAPE.
 
 use crate::output::{Format, Out, Table};
-use multios_emulate::validate::{self, SynthRun};
+use multios_experiment::synth::{self, SynthRun};
 use multios_lwk::bench::{self, median, Program};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -26,7 +26,7 @@ use std::process::ExitCode;
 /// The emulator's synthetic benchmark, built statically for the LWK.
 const SYNTH: Program = Program {
     name: "synth",
-    source: include_str!("../../../emulate/csrc/synth.c"),
+    source: synth::SOURCE,
 };
 
 /// Calls per phase at intensity 1. getpid/getppid are left out: synth makes them through the
@@ -100,7 +100,7 @@ fn run_once(exe: &Path, dir: &Path, k: f64, a: &Args, lwk: bool, cpu: usize) -> 
     }
     let text = std::fs::read_to_string(&out)
         .map_err(|e| anyhow::anyhow!("reading {} (synth's output): {e}", out.display()))?;
-    Ok(validate::parse(&text))
+    Ok(synth::parse(&text))
 }
 
 /// The run with the median total time.

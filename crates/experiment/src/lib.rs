@@ -1,0 +1,19 @@
+//! multios experiments — the single place a reader finds each one. Every experiment takes a plain
+//! config struct (the CLI's flags already resolved: policies are `Delegation`s, CPUs are `CpuSet`s,
+//! durations are numbers) and returns a serializable result; the CLI only parses, prints and picks
+//! the exit code. Long experiments report to a [`Progress`].
+//!
+//! - [`synth`]: the synthetic benchmark of paper §4.1 (its C source lives here, csrc/synth.c);
+//! - [`validate`]: `multios validate`, the benchmark under emulation against the models;
+//! - [`stats`]: the statistics every experiment uses (re-exported from `multios-stats`).
+
+mod error;
+mod progress;
+pub mod synth;
+pub mod validate;
+
+pub use error::ExperimentError;
+pub use progress::{Progress, Silent};
+
+/// One median, one paired comparison, one confidence interval (the `multios-stats` crate).
+pub use multios_stats as stats;
