@@ -5,9 +5,11 @@
 //!
 //! - [`synth`]: the synthetic benchmark of paper §4.1 (its C source lives here, csrc/synth.c);
 //! - [`validate`]: `multios validate`, the benchmark under emulation against the models;
+//! - [`lwk_validate`]: `multios lwk validate`, the benchmark natively and in the LWK against the models;
 //! - [`stats`]: the statistics every experiment uses (re-exported from `multios-stats`).
 
 mod error;
+pub mod lwk_validate;
 mod progress;
 pub mod synth;
 pub mod validate;
