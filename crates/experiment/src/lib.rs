@@ -8,6 +8,7 @@
 //! - [`lwk_validate`]: `multios lwk validate`, the benchmark natively and in the LWK against the models;
 //! - [`stats`]: the statistics every experiment uses (re-exported from `multios-stats`).
 
+pub mod bench;
 mod error;
 pub mod lwk_validate;
 mod progress;
