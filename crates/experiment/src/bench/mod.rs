@@ -3,3 +3,4 @@
 //! ratios, not single times).
 
 pub mod emulate;
+pub mod lwk;
