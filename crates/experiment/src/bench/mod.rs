@@ -3,4 +3,5 @@
 //! ratios, not single times).
 
 pub mod emulate;
+pub mod hpcc;
 pub mod lwk;
