@@ -41,7 +41,9 @@ impl Progress for Bar {
         if let Some(b) = self.bar.take() {
             b.finish_and_clear();
         }
-        let b = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+        // An unknown number of steps (0) gets a spinner-like bar without a length.
+        let len = (total > 0).then_some(total);
+        let b = ProgressBar::with_draw_target(len, ProgressDrawTarget::stderr());
         b.set_style(self.style());
         b.set_message(label.to_string());
         self.bar = Some(b);

@@ -22,6 +22,10 @@ pub enum ExperimentError {
     Profile(#[from] multios_profile::ProfileError),
     #[error(transparent)]
     LwkBench(#[from] multios_lwk::bench::BenchError),
+    #[error(transparent)]
+    ProfilerBench(#[from] multios_profiler::bench::BenchError),
+    #[error(transparent)]
+    Profiler(#[from] multios_profiler::ProfilerError),
 }
 
 impl ExperimentError {

@@ -5,3 +5,4 @@
 pub mod emulate;
 pub mod hpcc;
 pub mod lwk;
+pub mod profiler;
