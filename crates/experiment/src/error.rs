@@ -26,6 +26,10 @@ pub enum ExperimentError {
     ProfilerBench(#[from] multios_profiler::bench::BenchError),
     #[error(transparent)]
     Profiler(#[from] multios_profiler::ProfilerError),
+    #[error(transparent)]
+    NoiseGuest(#[from] multios_noise::guest::GuestError),
+    #[error(transparent)]
+    NoiseLoad(#[from] multios_noise::load::LoadError),
 }
 
 impl ExperimentError {

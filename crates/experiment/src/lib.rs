@@ -6,11 +6,14 @@
 //! - [`synth`]: the synthetic benchmark of paper §4.1 (its C source lives here, csrc/synth.c);
 //! - [`validate`]: `multios validate`, the benchmark under emulation against the models;
 //! - [`lwk_validate`]: `multios lwk validate`, the benchmark natively and in the LWK against the models;
+//! - [`noise_guests`]: the noise benchmarks run under mpirun and in the LWK;
+//! - [`bench`]: the bodies of `multios bench …` with their targets and verdicts;
 //! - [`stats`]: the statistics every experiment uses (re-exported from `multios-stats`).
 
 pub mod bench;
 mod error;
 pub mod lwk_validate;
+pub mod noise_guests;
 mod progress;
 pub mod synth;
 pub mod validate;

@@ -152,7 +152,7 @@ fn quanta(lwk: bool, out: &Out) -> crate::cmd::Exit {
             (Kind::Selfish, 0.0, 200e6),
         ] {
             let s = settings(kind, q, d);
-            let guest = crate::cmd::noise::LwkGuest::prepare(kind, &[0], &online)?;
+            let guest = multios_experiment::noise_guests::LwkGuest::prepare(kind, &[0], &online)?;
             for o in guest.run(&idle, &s, &clock, None)? {
                 let source = if o.case.label.ends_with("LWK") {
                     "guest in the LWK"
