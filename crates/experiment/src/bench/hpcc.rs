@@ -56,6 +56,12 @@ pub const HEADER: [&str; 5] = [
     "γ = LWK / native [95 % CI]",
 ];
 
+/// One HPCC run's metrics by key.
+pub type Metrics = BTreeMap<String, f64>;
+
+/// The runs of each side, native and in the LWK, in the order they were taken.
+pub type Runs = (Vec<Metrics>, Vec<Metrics>);
+
 /// Runs HPCC `cfg.runs` times each side (needs /dev/kvm, hpcc and mpirun); one progress step per pair.
 pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Vec<Row>, ExperimentError> {
     multios_lwk::check_kvm().map_err(|e| ExperimentError::Run(e.to_string()))?;
@@ -66,11 +72,7 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Vec<Row>, Experi
     Ok(rows(&r?))
 }
 
-fn measure(
-    cfg: &Config,
-    dir: &Path,
-    progress: &mut dyn Progress,
-) -> Result<(Vec<BTreeMap<String, f64>>, Vec<BTreeMap<String, f64>>), ExperimentError> {
+fn measure(cfg: &Config, dir: &Path, progress: &mut dyn Progress) -> Result<Runs, ExperimentError> {
     std::fs::create_dir_all(dir).map_err(ExperimentError::io(format!("creating {}", dir.display())))?;
     let input = dir.join("hpccinf.txt");
     std::fs::write(&input, hpcc::input(cfg.n, cfg.nb))
@@ -99,8 +101,8 @@ fn measure(
 }
 
 /// γ per metric from the runs of each side (in the order they were taken).
-pub fn rows((native, guest): &(Vec<BTreeMap<String, f64>>, Vec<BTreeMap<String, f64>>)) -> Vec<Row> {
-    let series = |runs: &[BTreeMap<String, f64>], k: &str| -> Vec<f64> {
+pub fn rows((native, guest): &Runs) -> Vec<Row> {
+    let series = |runs: &[Metrics], k: &str| -> Vec<f64> {
         runs.iter()
             .map(|r| r.get(k).copied().unwrap_or(f64::NAN))
             .collect()

@@ -5,4 +5,5 @@
 pub mod emulate;
 pub mod hpcc;
 pub mod lwk;
+pub mod noise;
 pub mod profiler;
