@@ -8,10 +8,12 @@
 //! - [`lwk_validate`]: `multios lwk validate`, the benchmark natively and in the LWK against the models;
 //! - [`noise_guests`]: the noise benchmarks run under mpirun and in the LWK;
 //! - [`bench`]: the bodies of `multios bench …` with their targets and verdicts;
+//! - [`figures`]: the paper's figures from workloads (`multios plot`, the demo);
 //! - [`stats`]: the statistics every experiment uses (re-exported from `multios-stats`).
 
 pub mod bench;
 mod error;
+pub mod figures;
 pub mod lwk_validate;
 pub mod noise_guests;
 mod progress;

@@ -139,7 +139,7 @@ pub fn run(a: Args, out: &Out) -> super::Exit {
     };
     // 4. plots
     let label = profile.program().unwrap_or_default().to_string();
-    let inputs = super::plot::Inputs {
+    let inputs = multios_experiment::figures::Inputs {
         workloads: vec![(label, w)],
         gamma: 2.0,
         fc: 10e-6,
@@ -147,9 +147,9 @@ pub fn run(a: Args, out: &Out) -> super::Exit {
         seed: 0,
     };
     let mut written = Vec::new();
-    use super::plot::Fig;
+    use multios_experiment::figures::{write_fig, Fig};
     for f in [Fig::Fig3, Fig::Fig4, Fig::Fig5, Fig::Fig6, Fig::Fig9] {
-        written.extend(super::plot::write_fig(f, &inputs, &a.out)?);
+        written.extend(write_fig(f, &inputs, &a.out)?);
     }
     let _ = std::fs::remove_file(&input);
     let _ = std::fs::remove_file(input.with_extension("txt.bz2"));
