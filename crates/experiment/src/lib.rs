@@ -9,9 +9,11 @@
 //! - [`noise_guests`]: the noise benchmarks run under mpirun and in the LWK;
 //! - [`bench`]: the bodies of `multios bench …` with their targets and verdicts;
 //! - [`figures`]: the paper's figures from workloads (`multios plot`, the demo);
+//! - [`demo`]: the demo pipeline's steps (profile → project → emulate → plots);
 //! - [`stats`]: the statistics every experiment uses (re-exported from `multios-stats`).
 
 pub mod bench;
+pub mod demo;
 mod error;
 pub mod figures;
 pub mod lwk_validate;
