@@ -6,6 +6,7 @@
 //! - [`synth`]: the synthetic benchmark of paper §4.1 (its C source lives here, csrc/synth.c);
 //! - [`validate`]: `multios validate`, the benchmark under emulation against the models;
 //! - [`lwk_validate`]: `multios lwk validate`, the benchmark natively and in the LWK against the models;
+//! - [`noise_measure`]: `multios noise fwq/ftq/selfish/suite`, rounds of cases, reports and medians;
 //! - [`noise_guests`]: the noise benchmarks run under mpirun and in the LWK;
 //! - [`bench`]: the bodies of `multios bench …` with their targets and verdicts;
 //! - [`figures`]: the paper's figures from workloads (`multios plot`, the demo);
@@ -18,6 +19,7 @@ mod error;
 pub mod figures;
 pub mod lwk_validate;
 pub mod noise_guests;
+pub mod noise_measure;
 mod progress;
 pub mod synth;
 pub mod validate;
