@@ -9,25 +9,45 @@ use std::path::{Path, PathBuf};
 /// A figure of the paper.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fig {
-    /// S_n over p × γ (paper Fig. 2)
     Fig2,
-    /// S_n vs γ for each workload, or the paper's Table 1 without profiles (Fig. 3)
     Fig3,
-    /// S_r vs γ under least/most/random selection of the forwarded fraction (Fig. 4)
     Fig4,
-    /// S_r over γ × f_c (Fig. 5)
     Fig5,
-    /// CDF of per-syscall invocation counts (Fig. 6)
     Fig6,
-    /// S_r over f_c × fraction forwarded (Fig. 7)
     Fig7,
-    /// S_r over γ × fraction forwarded (Fig. 8)
     Fig8,
-    /// S_r vs f_c under the three selection orders (Fig. 9)
     Fig9,
 }
 
 impl Fig {
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fig::Fig2 => "fig2",
+            Fig::Fig3 => "fig3",
+            Fig::Fig4 => "fig4",
+            Fig::Fig5 => "fig5",
+            Fig::Fig6 => "fig6",
+            Fig::Fig7 => "fig7",
+            Fig::Fig8 => "fig8",
+            Fig::Fig9 => "fig9",
+        }
+    }
+
+    /// What it shows.
+    pub fn help(self) -> &'static str {
+        match self {
+            Fig::Fig2 => "S_n over p × γ (paper Fig. 2)",
+            Fig::Fig3 => "S_n vs γ for each workload, or the paper's Table 1 without profiles (Fig. 3)",
+            Fig::Fig4 => "S_r vs γ under least/most/random selection of the forwarded fraction (Fig. 4)",
+            Fig::Fig5 => "S_r over γ × f_c (Fig. 5)",
+            Fig::Fig6 => "CDF of per-syscall invocation counts (Fig. 6)",
+            Fig::Fig7 => "S_r over f_c × fraction forwarded (Fig. 7)",
+            Fig::Fig8 => "S_r over γ × fraction forwarded (Fig. 8)",
+            Fig::Fig9 => "S_r vs f_c under the three selection orders (Fig. 9)",
+        }
+    }
+
     /// Every figure, in order.
     pub const ALL: [Fig; 8] = [
         Fig::Fig2,

@@ -9,42 +9,38 @@ use multios_units::Duration;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fig {
-    /// S_n over p × γ (paper Fig. 2)
-    Fig2,
-    /// S_n vs γ for each workload, or the paper's Table 1 without profiles (Fig. 3)
-    Fig3,
-    /// S_r vs γ under least/most/random selection of the forwarded fraction (Fig. 4)
-    Fig4,
-    /// S_r over γ × f_c (Fig. 5)
-    Fig5,
-    /// CDF of per-syscall invocation counts (Fig. 6)
-    Fig6,
-    /// S_r over f_c × fraction forwarded (Fig. 7)
-    Fig7,
-    /// S_r over γ × fraction forwarded (Fig. 8)
-    Fig8,
-    /// S_r vs f_c under the three selection orders (Fig. 9)
-    Fig9,
-    /// Every figure above
-    All,
-}
+/// A figure on the command line: one of the library's, or every figure (`all`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fig(Option<figures::Fig>);
 
 impl Fig {
     /// The library's figure; `None` for every figure.
     fn figure(self) -> Option<figures::Fig> {
+        self.0
+    }
+}
+
+impl clap::ValueEnum for Fig {
+    fn value_variants<'a>() -> &'a [Self] {
         use figures::Fig as F;
-        Some(match self {
-            Fig::Fig2 => F::Fig2,
-            Fig::Fig3 => F::Fig3,
-            Fig::Fig4 => F::Fig4,
-            Fig::Fig5 => F::Fig5,
-            Fig::Fig6 => F::Fig6,
-            Fig::Fig7 => F::Fig7,
-            Fig::Fig8 => F::Fig8,
-            Fig::Fig9 => F::Fig9,
-            Fig::All => return None,
+        const ALL: [Fig; 9] = [
+            Fig(Some(F::Fig2)),
+            Fig(Some(F::Fig3)),
+            Fig(Some(F::Fig4)),
+            Fig(Some(F::Fig5)),
+            Fig(Some(F::Fig6)),
+            Fig(Some(F::Fig7)),
+            Fig(Some(F::Fig8)),
+            Fig(Some(F::Fig9)),
+            Fig(None),
+        ];
+        &ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(match self.0 {
+            Some(f) => clap::builder::PossibleValue::new(f.name()).help(f.help()),
+            None => clap::builder::PossibleValue::new("all").help("Every figure above"),
         })
     }
 }
