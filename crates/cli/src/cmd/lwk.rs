@@ -5,7 +5,7 @@ use crate::output::{Format, Out, Table};
 use anyhow::Context;
 use multios_lwk::fc::{self, Mechanism};
 use multios_lwk::policy::Overrides;
-use multios_lwk::{Backend, Config, LocalSet};
+use multios_lwk::{Backend, Config, LocalSet, Partition};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -226,66 +226,25 @@ fn check_writable(path: &std::path::Path) -> anyhow::Result<()> {
     multios_host::output::check_writable(path).map_err(|e| anyhow::anyhow!("--profile {e}"))
 }
 
-/// Applies `--cpus` and `--proxy-cpu`: CPUs must be available to this process. Returns the proxy's
-/// CPU when it is also an LWK CPU (the caller then prefers the exit backend).
+/// Applies `--cpus` and `--proxy-cpu` (see [`multios_lwk::Partition`]), saying on stderr when the
+/// proxy shares a CPU with a vCPU. Returns the proxy's CPU when it is the LWK's only CPU too (the
+/// caller then prefers the exit backend).
 fn set_partition(
     cfg: &mut Config,
     cpus: Option<&str>,
     proxy: Option<usize>,
 ) -> anyhow::Result<Option<usize>> {
-    let available = multios_lwk::available_cpus();
-    let listed = multios_noise::cpus::format_list(&available);
-    let check = |flag: &str, c: usize| {
-        anyhow::ensure!(
-            available.contains(&c),
-            "{flag}: CPU {c} is not available to this process (available: {listed}); pick CPUs from that list"
+    let p = Partition::choose(&multios_lwk::available_cpus(), cpus, proxy)?;
+    if let Some(cpu) = p.doubled {
+        eprintln!(
+            "multios lwk: note: CPU {cpu} serves both the proxy and vCPU {} (--cpus {}); threads placed there \
+             compete with the proxy's polling",
+            p.cpus.len() - 1,
+            multios_host::cpus::format_list(&p.cpus)
         );
-        Ok(())
-    };
-    let (default_proxy, default_cpus) = multios_lwk::default_partition(&available);
-    let lwk = match cpus {
-        Some(text) => {
-            let v =
-                multios_noise::cpus::parse_list(text).map_err(|e| anyhow::anyhow!("--cpus {text}: {e}"))?;
-            for &c in &v {
-                check("--cpus", c)?;
-            }
-            v
-        }
-        None => default_cpus,
-    };
-    let proxy = match proxy {
-        Some(c) => {
-            check("--proxy-cpu", c)?;
-            Some(c)
-        }
-        None if cpus.is_some() => available
-            .iter()
-            .copied()
-            .find(|c| !lwk.contains(c))
-            .or(default_proxy),
-        None => default_proxy,
-    };
-    let mut lwk = lwk;
-    let mut shared = None;
-    if let Some(p) = proxy.filter(|p| lwk.contains(p)) {
-        if lwk.len() == 1 {
-            shared = Some(p);
-        } else {
-            // The proxy's CPU goes last: vCPU 0 (the main thread) gets a CPU of its own.
-            lwk.retain(|&c| c != p);
-            lwk.push(p);
-            eprintln!(
-                "multios lwk: note: CPU {p} serves both the proxy and vCPU {} (--cpus {}); threads placed there \
-                 compete with the proxy's polling",
-                lwk.len() - 1,
-                multios_noise::cpus::format_list(&lwk)
-            );
-        }
     }
-    cfg.cpus = lwk;
-    cfg.backend = Backend::Ring { proxy_cpu: proxy };
-    Ok(shared)
+    p.apply(cfg);
+    Ok(p.shared)
 }
 
 fn run_fc(a: FcArgs, out: &Out) -> super::Exit {
