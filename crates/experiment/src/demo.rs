@@ -165,7 +165,7 @@ pub fn emulate(
     progress: &mut dyn Progress,
 ) -> Result<Emulation, ExperimentError> {
     let rounds = cfg.rounds.max(1);
-    let fc_s = multios_emulate::predict::params_for(&cfg.cost, 1.0).fc;
+    let fc_s = crate::predict::params_for(&cfg.cost, 1.0).fc;
     let wait = multios_emulate::Wait::default();
     let configs = cfg
         .policies

@@ -5,6 +5,8 @@
 //!
 //! - [`synth`]: the synthetic benchmark of paper §4.1 (its C source lives here, csrc/synth.c);
 //! - [`validate`]: `multios validate`, the benchmark under emulation against the models;
+//! - [`predict`]: an emulated run's measured speedup against the naïve and refined predictions;
+//! - [`setup`]: the shared flags resolved (policy text → delegation, f_c → cost model, CPU split);
 //! - [`lwk_validate`]: `multios lwk validate`, the benchmark natively and in the LWK against the models;
 //! - [`noise_measure`]: `multios noise fwq/ftq/selfish/suite`, rounds of cases, reports and medians;
 //! - [`noise_guests`]: the noise benchmarks run under mpirun and in the LWK;
@@ -20,7 +22,9 @@ pub mod figures;
 pub mod lwk_validate;
 pub mod noise_guests;
 pub mod noise_measure;
+pub mod predict;
 mod progress;
+pub mod setup;
 pub mod synth;
 pub mod validate;
 

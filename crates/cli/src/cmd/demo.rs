@@ -163,12 +163,12 @@ fn emulate(
         "migrate" => multios_emulate::Mechanism::Migrate,
         m => anyhow::bail!("--mechanism '{m}': use shm, proxy or migrate"),
     };
-    let (compute, control) = super::emulate::cpus(None, None)?;
-    let cost = super::emulate::cost(fc, &[])?;
+    let (compute, control) = multios_experiment::setup::cpu_split(None, None)?;
+    let cost = multios_experiment::setup::cost_model(fc, &[])?;
     let policies = EMULATED
         .iter()
         .map(|pol| {
-            let d = super::emulate::delegation(pol, Some(&profile.to_path_buf()))?;
+            let d = multios_experiment::setup::resolve_delegation(pol, Some(profile))?;
             Ok((pol.to_string(), d))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;

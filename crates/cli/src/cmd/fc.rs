@@ -29,7 +29,7 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
         anyhow::bail!("--trials must be at least 1");
     }
     let (compute, control) =
-        super::emulate::cpus(args.compute_cpus.as_deref(), args.control_cpus.as_deref())?;
+        multios_experiment::setup::cpu_split(args.compute_cpus.as_deref(), args.control_cpus.as_deref())?;
     if compute.overlaps(&control) {
         eprintln!("warning: control CPUs {control} overlap compute CPUs {compute}");
     }
