@@ -70,14 +70,7 @@ fn issue_4_every_mechanism_delivers_the_constant_cost() {
     }
 }
 
-const DD: [&str; 6] = [
-    "dd",
-    "if=/dev/zero",
-    "of=/dev/null",
-    "bs=1",
-    "count=2000",
-    "status=none",
-];
+use multios_emulate::bench::DD_SINGLE_BYTES as DD;
 
 #[test]
 fn issue_4_exponential_cost_has_the_requested_mean() {

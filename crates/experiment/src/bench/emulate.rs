@@ -397,14 +397,7 @@ fn delivery_checks(
             ok: close(&d, fc),
         });
     }
-    let dd = [
-        "dd",
-        "if=/dev/zero",
-        "of=/dev/null",
-        "bs=1",
-        "count=2000",
-        "status=none",
-    ];
+    let dd = multios_emulate::bench::DD_SINGLE_BYTES;
     let mut exp = config(Mechanism::Shm, Delegation::all(), CostModel::constant(0.0), &dd);
     exp.cost.default = Dist::Exponential { mean: 20e-6 };
     let d = delivered(&exp)?;
