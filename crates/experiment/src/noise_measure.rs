@@ -74,7 +74,7 @@ pub fn case_label(load: &Option<LoadSpec>) -> String {
     }
 }
 
-/// Runs the rounds; one progress step per case and round.
+/// Runs the rounds; one progress step per case and round (and per guest run in the LWK).
 pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Measured, ExperimentError> {
     let clock = Clock::calibrate(50);
     let mut settings = Settings {
@@ -117,7 +117,12 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Measured, Experi
         move |e| ExperimentError::Run(format!("{label}: {e}"))
     }
     let mut outcomes: Vec<Outcome> = Vec::new();
-    progress.start((cfg.repeat * cases.len()) as u64, "noise: cases × rounds");
+    // One step per case and round, and, in the LWK, one per guest run within it.
+    let per_case = 1 + lwk.as_ref().map_or(0, LwkGuest::steps);
+    progress.start(
+        (cfg.repeat * cases.len()) as u64 * per_case,
+        "noise: cases × rounds",
+    );
     for round in 0..cfg.repeat {
         for case in &cases {
             progress.advance(&format!(
@@ -135,8 +140,9 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Measured, Experi
             }
             match &lwk {
                 Some(g) => {
-                    let two =
-                        session::with_load(case, cfg.settle, |cpuset| g.run(case, &settings, &clock, cpuset));
+                    let two = session::with_load(case, cfg.settle, |cpuset| {
+                        g.run(case, &settings, &clock, cpuset, &mut *progress)
+                    });
                     outcomes.extend(two.map_err(in_case(&case.label))?);
                 }
                 None => {
