@@ -28,7 +28,7 @@ pub mod setup;
 pub mod synth;
 pub mod validate;
 
-pub use error::ExperimentError;
+pub use error::{error_chain, ExperimentError};
 pub use progress::{Progress, Silent};
 
 /// One median, one paired comparison, one confidence interval (the `multios-stats` crate).
