@@ -14,6 +14,7 @@ pub mod fc;
 pub mod fds;
 pub mod kernel;
 pub mod loader;
+pub mod local;
 pub mod machine;
 pub mod memory;
 pub mod mm;

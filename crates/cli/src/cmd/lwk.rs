@@ -2,10 +2,9 @@
 //! delegation round trip.
 
 use crate::output::{Format, Out, Table};
-use anyhow::Context;
 use multios_lwk::fc::{self, Mechanism};
 use multios_lwk::policy::Overrides;
-use multios_lwk::{Backend, Config, LocalSet, Partition};
+use multios_lwk::{Backend, Config, Partition};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -129,30 +128,18 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
         (None, None) => cfg.backend,
     };
     if let Some(f) = &a.local {
-        let text = std::fs::read_to_string(f)
-            .map_err(|e| anyhow::anyhow!("reading --local {}: {e}", f.display()))?;
-        let names = multios_syscalls::parse_list(&f.display().to_string(), &text)?;
-        let can_be_local: std::collections::BTreeSet<&str> = multios_lwk::policy::MANDATORY_LOCAL
-            .iter()
-            .chain(multios_lwk::policy::OPTIONAL_LOCAL)
-            .copied()
-            .collect();
-        let ignored: Vec<&str> = names
-            .iter()
-            .map(String::as_str)
-            .filter(|n| !can_be_local.contains(n))
-            .collect();
-        if !ignored.is_empty() {
+        let local = multios_lwk::local::from_file(f)?;
+        if !local.ignored.is_empty() {
             eprintln!(
                 "multios lwk: --local {}: the LWK has no local implementation of {}; they stay delegated",
                 f.display(),
-                ignored.join(", ")
+                local.ignored.join(", ")
             );
         }
-        cfg.policy = LocalSet::from_names(&f.display().to_string(), names);
+        cfg.policy = local.set;
     }
     if let Some(text) = &a.policy {
-        cfg.policy = local_set(text, a.policy_profile.as_ref())?;
+        cfg.policy = multios_lwk::local::from_policy(text, a.policy_profile.as_deref())?;
         note_overrides(text, cfg.policy.overrides());
     }
     if let Some(path) = &a.profile {
@@ -183,22 +170,6 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
     }
     o.die_if_core_signal();
     Ok(ExitCode::from(o.code().clamp(0, 255) as u8))
-}
-
-/// `--policy TEXT` (with `--policy-profile FILE` for the fraction policies) resolved by the one
-/// resolver, then intersected with what the LWK can serve.
-fn local_set(text: &str, profile: Option<&PathBuf>) -> anyhow::Result<LocalSet> {
-    let p = multios_model::Policy::parse(text).with_context(|| format!("--policy '{text}'"))?;
-    let prof = match profile {
-        Some(path) if p.needs_profile() => Some(multios_profile::load(path)?),
-        Some(_) => None,
-        None if p.needs_profile() => anyhow::bail!(
-            "--policy '{text}' picks its calls from a profile: add --policy-profile FILE (a profile of the \
-             program, e.g. from multios profile)"
-        ),
-        None => None,
-    };
-    Ok(LocalSet::from_delegation(&p.resolve(prof.as_ref())?))
 }
 
 /// Says once on stderr where the LWK overrode the policy (the full lists are in `--json`).
