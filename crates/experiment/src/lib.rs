@@ -7,6 +7,7 @@
 //! - [`validate`]: `multios validate`, the benchmark under emulation against the models;
 //! - [`predict`]: an emulated run's measured speedup against the naïve and refined predictions;
 //! - [`setup`]: the shared flags resolved (policy text → delegation, f_c → cost model, CPU split);
+//! - [`table3`]: `multios fc`, the paper's Table 3 microbenchmarks per mechanism;
 //! - [`lwk_validate`]: `multios lwk validate`, the benchmark natively and in the LWK against the models;
 //! - [`noise_measure`]: `multios noise fwq/ftq/selfish/suite`, rounds of cases, reports and medians;
 //! - [`noise_guests`]: the noise benchmarks run under mpirun and in the LWK;
@@ -26,6 +27,7 @@ pub mod predict;
 mod progress;
 pub mod setup;
 pub mod synth;
+pub mod table3;
 pub mod validate;
 
 pub use error::{error_chain, ExperimentError};
