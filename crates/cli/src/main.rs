@@ -96,18 +96,7 @@ fn one_line(text: &str) -> String {
 /// An error and its causes on one line, "outer: cause: …", leaving out a cause whose text the line already
 /// holds (an error whose message includes its `source`, as ours do, would otherwise print it twice).
 pub(crate) fn error_chain(e: &anyhow::Error) -> String {
-    let mut line = String::new();
-    for cause in e.chain() {
-        let text = cause.to_string();
-        if line.contains(&text) {
-            continue;
-        }
-        if !line.is_empty() {
-            line.push_str(": ");
-        }
-        line.push_str(&text);
-    }
-    line
+    multios_experiment::error_chain(e.as_ref())
 }
 
 fn main() -> std::process::ExitCode {

@@ -38,11 +38,28 @@ impl OutputArgs {
         } else {
             Format::Table
         };
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        Out::new(
+            format,
+            no_color(std::env::var_os("NO_COLOR").as_deref()),
+            std::io::stdout().is_terminal(),
+            std::io::stderr().is_terminal(),
+        )
+    }
+}
+
+/// Whether `NO_COLOR`'s value (if set) turns colour off: any non-empty value does.
+pub fn no_color(value: Option<&std::ffi::OsStr>) -> bool {
+    value.is_some_and(|v| !v.is_empty())
+}
+
+impl Out {
+    /// Colour when stdout is a terminal and `NO_COLOR` is not set; progress bars when stderr is a
+    /// terminal and the output is a table.
+    pub fn new(format: Format, no_color: bool, stdout_tty: bool, stderr_tty: bool) -> Out {
         Out {
             format,
-            color: !no_color && std::io::stdout().is_terminal(),
-            progress: format == Format::Table && std::io::stderr().is_terminal(),
+            color: !no_color && stdout_tty,
+            progress: format == Format::Table && stderr_tty,
         }
     }
 }
@@ -163,27 +180,120 @@ impl Table {
             Format::Table => print!("{}", self.render(out)),
             Format::Csv => print!("{}", self.to_csv()),
             Format::Json => {
-                let rows: Vec<serde_json::Map<String, serde_json::Value>> = self
-                    .rows
-                    .iter()
-                    .map(|r| {
-                        self.header
-                            .iter()
-                            .zip(r)
-                            .map(|(h, c)| {
-                                let v = c
-                                    .parse::<f64>()
-                                    .ok()
-                                    .and_then(serde_json::Number::from_f64)
-                                    .map(serde_json::Value::Number)
-                                    .unwrap_or_else(|| serde_json::Value::String(c.clone()));
-                                (h.clone(), v)
-                            })
-                            .collect()
-                    })
-                    .collect();
-                println!("{}", serde_json::to_string_pretty(&rows).unwrap_or_default());
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&self.to_json()).unwrap_or_default()
+                );
             }
         }
+    }
+
+    /// The rows as JSON objects keyed by the header; a cell that parses as a finite number is a
+    /// number, any other a string.
+    pub fn to_json(&self) -> Vec<serde_json::Map<String, serde_json::Value>> {
+        self.rows
+            .iter()
+            .map(|r| {
+                self.header
+                    .iter()
+                    .zip(r)
+                    .map(|(h, c)| {
+                        let v = c
+                            .parse::<f64>()
+                            .ok()
+                            .and_then(serde_json::Number::from_f64)
+                            .map(serde_json::Value::Number)
+                            .unwrap_or_else(|| serde_json::Value::String(c.clone()));
+                        (h.clone(), v)
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+
+    fn out(format: Format, color: bool) -> Out {
+        Out {
+            format,
+            color,
+            progress: false,
+        }
+    }
+
+    fn table() -> Table {
+        let mut t = Table::new(["name", "n", "time"]);
+        t.row(["read", "8195", "1.404 µs"]);
+        t.row(["write, \"big\"", "7", "NaN"]);
+        t
+    }
+
+    #[test]
+    fn issue_17_tables_align_names_left_and_numbers_right() {
+        let s = table().render(&out(Format::Table, false));
+        assert_eq!(
+            s,
+            "name             n      time\nread          8195  1.404 µs\nwrite, \"big\"     7       NaN\n"
+        );
+    }
+
+    #[test]
+    fn issue_17_only_a_coloured_table_has_a_bold_header() {
+        let s = table().render(&out(Format::Table, true));
+        assert!(s.starts_with("\x1b[1mname"), "{s:?}");
+        assert!(!table().render(&out(Format::Table, false)).contains('\x1b'));
+        assert_eq!(
+            out(Format::Table, true).paint_error("error"),
+            "\x1b[1;31merror\x1b[0m"
+        );
+        assert_eq!(out(Format::Table, false).paint_error("error"), "error");
+    }
+
+    #[test]
+    fn issue_17_csv_quotes_commas_and_quotes() {
+        assert_eq!(
+            table().to_csv(),
+            "name,n,time\nread,8195,1.404 µs\n\"write, \"\"big\"\"\",7,NaN\n"
+        );
+    }
+
+    #[test]
+    fn issue_17_json_rows_keep_numbers_as_numbers() {
+        let rows = table().to_json();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0]["n"], serde_json::json!(8195.0));
+        assert_eq!(rows[0]["time"], serde_json::json!("1.404 µs"));
+        // NaN is not a JSON number: it stays a string.
+        assert_eq!(rows[1]["time"], serde_json::json!("NaN"));
+    }
+
+    #[test]
+    fn issue_17_numbers_and_times_are_exact_off_the_table() {
+        let (t, j) = (out(Format::Table, false), out(Format::Json, false));
+        assert_eq!(t.num(0.123456789, 4), "0.1235");
+        assert_eq!(j.num(0.123456789, 4), "0.123456789");
+        assert_eq!(j.secs(6.3e-6), "6.3e-6");
+        assert_eq!(t.secs(6.3e-6), multios_units::format_secs(6.3e-6));
+    }
+
+    #[test]
+    fn issue_17_no_color_turns_colour_off_when_set_and_not_empty() {
+        assert!(!no_color(None));
+        assert!(!no_color(Some(OsStr::new(""))));
+        assert!(no_color(Some(OsStr::new("1"))));
+        assert!(Out::new(Format::Table, false, true, true).color);
+        assert!(!Out::new(Format::Table, true, true, true).color);
+        assert!(!Out::new(Format::Table, false, false, true).color);
+    }
+
+    #[test]
+    fn issue_17_progress_only_for_tables_on_a_terminal() {
+        assert!(Out::new(Format::Table, true, false, true).progress);
+        assert!(!Out::new(Format::Json, false, true, true).progress);
+        assert!(!Out::new(Format::Table, false, true, false).progress);
     }
 }

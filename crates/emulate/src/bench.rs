@@ -12,6 +12,18 @@ use crate::{tsc, Config, Delegation, EmulateError, Exit, Mechanism};
 use multios_stats::{paired, paired_diff, Paired};
 use std::time::Instant;
 
+/// The workload the exponential f_c is checked on (`multios bench emulate`'s "exponential f_c"
+/// row and the emulator's mechanism tests): dd copying 2 000 single bytes, a read and a write each,
+/// so every run delegates thousands of calls.
+pub const DD_SINGLE_BYTES: [&str; 6] = [
+    "dd",
+    "if=/dev/zero",
+    "of=/dev/null",
+    "bs=1",
+    "count=2000",
+    "status=none",
+];
+
 /// One delivered-f_c check.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct SpinCheck {

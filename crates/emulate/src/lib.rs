@@ -18,7 +18,6 @@ pub mod embed;
 mod error;
 pub mod fc;
 mod launch;
-pub mod predict;
 mod preload;
 mod proxy;
 pub mod report;

@@ -2,6 +2,7 @@
 //! (constant, exponential, per-syscall), delegate nothing under policy none, refuse f_c below floor.
 
 mod common;
+use multios_emulate::bench::DD_SINGLE_BYTES as DD;
 use multios_emulate::{CostModel, Delegation, Dist, EmulateError, Exit, Mechanism};
 
 const ALL: [Mechanism; 3] = [Mechanism::Shm, Mechanism::Proxy, Mechanism::Migrate];
@@ -69,15 +70,6 @@ fn issue_4_every_mechanism_delivers_the_constant_cost() {
         assert!(d.n > 0 && d.min > 0.0 && d.p99.is_finite(), "{}: {d:?}", m.name());
     }
 }
-
-const DD: [&str; 6] = [
-    "dd",
-    "if=/dev/zero",
-    "of=/dev/null",
-    "bs=1",
-    "count=2000",
-    "status=none",
-];
 
 #[test]
 fn issue_4_exponential_cost_has_the_requested_mean() {

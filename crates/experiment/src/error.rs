@@ -30,6 +30,8 @@ pub enum ExperimentError {
     NoiseGuest(#[from] multios_noise::guest::GuestError),
     #[error(transparent)]
     NoiseLoad(#[from] multios_noise::load::LoadError),
+    #[error(transparent)]
+    Setup(#[from] crate::setup::SetupError),
 }
 
 impl ExperimentError {
@@ -38,4 +40,22 @@ impl ExperimentError {
         let what = what.into();
         move |source| ExperimentError::Io { what, source }
     }
+}
+
+/// An error and its causes on one line, "outer: cause: …", leaving out a cause whose text the line
+/// already holds (an error whose message includes its `source` would otherwise print it twice).
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut line = String::new();
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !line.contains(&text) {
+            if !line.is_empty() {
+                line.push_str(": ");
+            }
+            line.push_str(&text);
+        }
+        cause = c.source();
+    }
+    line
 }

@@ -5,6 +5,9 @@
 //!
 //! - [`synth`]: the synthetic benchmark of paper §4.1 (its C source lives here, csrc/synth.c);
 //! - [`validate`]: `multios validate`, the benchmark under emulation against the models;
+//! - [`predict`]: an emulated run's measured speedup against the naïve and refined predictions;
+//! - [`setup`]: the shared flags resolved (policy text → delegation, f_c → cost model, CPU split);
+//! - [`table3`]: `multios fc`, the paper's Table 3 microbenchmarks per mechanism;
 //! - [`lwk_validate`]: `multios lwk validate`, the benchmark natively and in the LWK against the models;
 //! - [`noise_measure`]: `multios noise fwq/ftq/selfish/suite`, rounds of cases, reports and medians;
 //! - [`noise_guests`]: the noise benchmarks run under mpirun and in the LWK;
@@ -20,11 +23,14 @@ pub mod figures;
 pub mod lwk_validate;
 pub mod noise_guests;
 pub mod noise_measure;
+pub mod predict;
 mod progress;
+pub mod setup;
 pub mod synth;
+pub mod table3;
 pub mod validate;
 
-pub use error::ExperimentError;
+pub use error::{error_chain, ExperimentError};
 pub use progress::{Progress, Silent};
 
 /// One median, one paired comparison, one confidence interval (the `multios-stats` crate).

@@ -2,7 +2,7 @@
 //! ([`GuestDir`]) and natively and in the LWK on each measured CPU ([`LwkGuest`]), for
 //! `multios noise … --lwk/--mpi` and `multios bench noise --quanta --lwk`.
 
-use crate::ExperimentError;
+use crate::{ExperimentError, Progress};
 use multios_noise::clock::Clock;
 use multios_noise::cpus;
 use multios_noise::measure::{Kind, Settings};
@@ -69,14 +69,21 @@ impl LwkGuest {
         })
     }
 
+    /// How many progress steps [`LwkGuest::run`] reports: a native and an LWK run per CPU.
+    pub fn steps(&self) -> u64 {
+        2 * self.cpus.len() as u64
+    }
+
     /// The same program on Linux (pinned to the CPU) and as an LWK guest (its vCPU on the CPU, the
-    /// proxy on another online CPU), for each measured CPU one after the other.
+    /// proxy on another online CPU), for each measured CPU one after the other; `progress`
+    /// advances after each of the [`LwkGuest::steps`] runs.
     pub fn run(
         &self,
         case: &Case,
         s: &Settings,
         clock: &Clock,
         cpuset: Option<String>,
+        progress: &mut dyn Progress,
     ) -> Result<Vec<Outcome>, ExperimentError> {
         use multios_noise::{cpustat, guest};
         let out_file = self.dir.join("samples.out");
@@ -92,6 +99,7 @@ impl LwkGuest {
                 clock,
                 s.quantum_ns,
             )?);
+            progress.advance(&format!("{}: {:?} on Linux, CPU {cpu}", case.label, self.kind));
             let exe = self.exe.display().to_string();
             let argv: Vec<&str> = args.iter().map(String::as_str).collect();
             let mut cfg = multios_lwk::Config::new(&exe, &argv);
@@ -118,6 +126,7 @@ impl LwkGuest {
             g.usage = before.zip(after).and_then(|(b, a)| cpustat::usage_guest(&b, &a));
             let _ = std::fs::remove_file(&out_file);
             in_lwk.push(g);
+            progress.advance(&format!("{}: {:?} in the LWK, CPU {cpu}", case.label, self.kind));
         }
         let label = |what: &str| Case {
             label: format!("{} · {what}", case.label),

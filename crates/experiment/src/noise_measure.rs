@@ -57,6 +57,43 @@ fn run_err(e: impl std::fmt::Display) -> ExperimentError {
     ExperimentError::Run(e.to_string())
 }
 
+/// The suite's load when `--with` is not given.
+pub const DEFAULT_COMPARE_LOAD: &str = "stress-ng --cpu 1 --quiet";
+
+/// What runs next to the benchmark, from the flags: the suite's command (`compare`: `with` or
+/// [`DEFAULT_COMPARE_LOAD`]), or the load `with` under `isolation` on `load_cpus` (a CPU list;
+/// default: none without isolation, else every online CPU that is not measured).
+pub fn load_from(
+    compare: bool,
+    with: Option<&str>,
+    load_cpus: Option<&str>,
+    isolation: multios_noise::load::Isolation,
+    cpus: &[usize],
+    online: &[usize],
+) -> Result<(Option<String>, Option<LoadSpec>), ExperimentError> {
+    use multios_noise::load::Isolation;
+    if compare {
+        return Ok((Some(with.unwrap_or(DEFAULT_COMPARE_LOAD).to_string()), None));
+    }
+    let Some(cmd) = with else {
+        return Ok((None, None));
+    };
+    let lc = match (load_cpus, isolation) {
+        (Some(l), _) => multios_noise::cpus::parse_list(l)
+            .map_err(|e| ExperimentError::Config(format!("--load-cpus: {e}")))?,
+        (None, Isolation::None) => Vec::new(),
+        (None, _) => multios_noise::cpus::others(cpus, online).map_err(run_err)?,
+    };
+    Ok((
+        None,
+        Some(LoadSpec {
+            command: cmd.to_string(),
+            isolation,
+            cpus: lc,
+        }),
+    ))
+}
+
 /// The label of a load's case.
 pub fn case_label(load: &Option<LoadSpec>) -> String {
     use multios_noise::load::Isolation;
@@ -74,7 +111,7 @@ pub fn case_label(load: &Option<LoadSpec>) -> String {
     }
 }
 
-/// Runs the rounds; one progress step per case and round.
+/// Runs the rounds; one progress step per case and round (and per guest run in the LWK).
 pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Measured, ExperimentError> {
     let clock = Clock::calibrate(50);
     let mut settings = Settings {
@@ -117,7 +154,12 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Measured, Experi
         move |e| ExperimentError::Run(format!("{label}: {e}"))
     }
     let mut outcomes: Vec<Outcome> = Vec::new();
-    progress.start((cfg.repeat * cases.len()) as u64, "noise: cases × rounds");
+    // One step per case and round, and, in the LWK, one per guest run within it.
+    let per_case = 1 + lwk.as_ref().map_or(0, LwkGuest::steps);
+    progress.start(
+        (cfg.repeat * cases.len()) as u64 * per_case,
+        "noise: cases × rounds",
+    );
     for round in 0..cfg.repeat {
         for case in &cases {
             progress.advance(&format!(
@@ -135,8 +177,9 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Measured, Experi
             }
             match &lwk {
                 Some(g) => {
-                    let two =
-                        session::with_load(case, cfg.settle, |cpuset| g.run(case, &settings, &clock, cpuset));
+                    let two = session::with_load(case, cfg.settle, |cpuset| {
+                        g.run(case, &settings, &clock, cpuset, &mut *progress)
+                    });
                     outcomes.extend(two.map_err(in_case(&case.label))?);
                 }
                 None => {
@@ -212,5 +255,48 @@ mod tests {
         for k in [Kind::Fwq, Kind::Ftq, Kind::Selfish] {
             assert!(definition(k).contains("noise %"));
         }
+    }
+
+    #[test]
+    fn issue_17_the_suite_runs_its_default_load_unless_told() {
+        use multios_noise::load::Isolation;
+        let (c, l) = load_from(true, None, None, Isolation::Affinity, &[1], &[0, 1]).expect("suite");
+        assert_eq!(c.as_deref(), Some(DEFAULT_COMPARE_LOAD));
+        assert!(l.is_none());
+        let (c, _) = load_from(true, Some("yes"), None, Isolation::None, &[1], &[0, 1]).expect("suite");
+        assert_eq!(c.as_deref(), Some("yes"));
+    }
+
+    #[test]
+    fn issue_17_a_load_goes_to_the_unmeasured_cpus_when_isolated() {
+        use multios_noise::load::Isolation;
+        let (c, l) =
+            load_from(false, Some("yes"), None, Isolation::Affinity, &[1], &[0, 1, 2]).expect("load");
+        assert!(c.is_none());
+        let l = l.expect("a load");
+        assert_eq!((l.command.as_str(), l.cpus), ("yes", vec![0, 2]));
+        let (_, l) = load_from(false, Some("yes"), None, Isolation::None, &[1], &[0, 1]).expect("load");
+        assert!(l.expect("a load").cpus.is_empty());
+        let (_, l) =
+            load_from(false, Some("yes"), Some("2-3"), Isolation::None, &[1], &[0, 1]).expect("load");
+        assert_eq!(l.expect("a load").cpus, vec![2, 3]);
+        assert!(load_from(false, None, None, Isolation::None, &[1], &[0, 1])
+            .expect("idle")
+            .1
+            .is_none());
+    }
+
+    #[test]
+    fn issue_17_load_errors_name_the_flag() {
+        use multios_noise::load::Isolation;
+        let e =
+            load_from(false, Some("yes"), Some("x"), Isolation::None, &[1], &[0, 1]).expect_err("bad list");
+        assert!(e.to_string().starts_with("--load-cpus: CPU list "), "{e}");
+        let e =
+            load_from(false, Some("yes"), None, Isolation::Cpuset, &[0, 1], &[0, 1]).expect_err("none left");
+        assert!(
+            e.to_string().contains("pass --load-cpus or --isolate none"),
+            "{e}"
+        );
     }
 }

@@ -16,6 +16,7 @@ fn issue_17_every_crate_takes_the_same_median() {
         assert_eq!(multios_noise::stats::quantile(&sorted, 0.5), m);
         let s = multios_emulate::Summary::of(&mut v.to_vec()).expect("non-empty");
         assert_eq!(s.median, m);
+        assert_eq!(multios_lwk::fc::Summary::of(v.to_vec()).median_ns, m);
     }
     assert_eq!(stats::median(&even), Some(2.5));
     assert_eq!(multios_model::median(&[]), None);

@@ -89,17 +89,18 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// Summarises `v` with multios-stats' rules (the averaged middle, interpolated p99); all zeros
+    /// when empty.
     pub fn of(mut v: Vec<f64>) -> Self {
         if v.is_empty() {
             return Summary::default();
         }
         v.sort_by(f64::total_cmp);
-        let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize];
         Summary {
             calls: v.len(),
             min_ns: v[0],
-            median_ns: q(0.5),
-            p99_ns: q(0.99),
+            median_ns: multios_stats::median_sorted(&v),
+            p99_ns: multios_stats::quantile(&v, 0.99),
             mean_ns: v.iter().sum::<f64>() / v.len() as f64,
         }
     }
@@ -181,4 +182,23 @@ pub fn measure(mech: Mechanism, calls: u32, pin: bool) -> Result<Summary, LwkErr
         .map(|i| mem.read_u64(buf + 8 * i) as f64 / per_ns)
         .collect();
     Ok(Summary::of(v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Summary;
+
+    #[test]
+    fn issue_17_summary_follows_multios_stats() {
+        let s = Summary::of(vec![4.0, 1.0, 3.0, 2.0]);
+        assert_eq!(s.calls, 4);
+        assert_eq!(s.min_ns, 1.0);
+        // The averaged middle (was the upper middle, 3.0).
+        assert_eq!(s.median_ns, 2.5);
+        // Interpolated: 3 + 0.97 (was the nearest rank, 4.0).
+        assert!((s.p99_ns - 3.97).abs() < 1e-12, "{}", s.p99_ns);
+        assert_eq!(s.mean_ns, 2.5);
+        let empty = Summary::of(Vec::new());
+        assert_eq!((empty.calls, empty.median_ns), (0, 0.0));
+    }
 }

@@ -36,6 +36,15 @@ pub enum ModelError {
     Unreachable { measured: f64, why: String },
     #[error("no (predicted, measured) pairs given")]
     NoPairs,
+    #[error("{at}: expected name,predicted,measured")]
+    PairsLine { at: String },
+    #[error("{at}: {column} '{text}' is not a number")]
+    PairsNumber {
+        at: String,
+        column: &'static str,
+        text: String,
+        source: std::num::ParseFloatError,
+    },
     #[error(
         "the workload is empty: C = 0 and every g(s) = 0, so there is no time to speed up; give a compute \
          time (--compute) or a profile of a run that took time"

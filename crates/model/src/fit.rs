@@ -78,6 +78,33 @@ pub fn accuracy(pairs: &[(f64, f64)]) -> Result<f64, ModelError> {
     Ok(100.0 - 100.0 * sum / pairs.len() as f64)
 }
 
+/// Reads (predicted, measured) pairs from CSV text with columns name,predicted,measured (the
+/// last two columns are taken; a header naming "predicted" and blank lines are skipped). Errors
+/// name `source` and the line.
+pub fn parse_pairs(source: &str, text: &str) -> Result<Vec<(f64, f64)>, ModelError> {
+    let mut pairs = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let cols: Vec<&str> = line.split(',').map(str::trim).collect();
+        if i == 0 && cols.iter().any(|c| c.eq_ignore_ascii_case("predicted")) || line.trim().is_empty() {
+            continue;
+        }
+        let at = format!("{source}:{}", i + 1);
+        let (Some(p), Some(m)) = (cols.get(cols.len().wrapping_sub(2)), cols.last()) else {
+            return Err(ModelError::PairsLine { at });
+        };
+        let number = |column: &'static str, text: &str| {
+            text.parse::<f64>().map_err(|source| ModelError::PairsNumber {
+                at: at.clone(),
+                column,
+                text: text.to_string(),
+                source,
+            })
+        };
+        pairs.push((number("predicted", p)?, number("measured", m)?));
+    }
+    Ok(pairs)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,5 +126,23 @@ mod tests {
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
         assert_eq!(median(&[]), None);
         assert!(matches!(accuracy(&[]), Err(ModelError::NoPairs)));
+    }
+
+    #[test]
+    fn issue_17_pairs_skip_the_header_and_blank_lines() {
+        let text = "name,predicted,measured\nbt,1.5,1.4\n\nsp, 2 , 2.2\n";
+        assert_eq!(
+            parse_pairs("p.csv", text).expect("pairs"),
+            vec![(1.5, 1.4), (2.0, 2.2)]
+        );
+    }
+
+    #[test]
+    fn issue_17_pair_errors_name_the_file_line_and_column() {
+        let e = parse_pairs("p.csv", "bt,1.5,1.4\nsp,x,2\n").expect_err("not a number");
+        assert_eq!(e.to_string(), "p.csv:2: predicted 'x' is not a number");
+        assert!(std::error::Error::source(&e).is_some());
+        let e = parse_pairs("p.csv", "only\n").expect_err("one column");
+        assert_eq!(e.to_string(), "p.csv:1: expected name,predicted,measured");
     }
 }

@@ -21,7 +21,7 @@ mod workload;
 pub use advise::{advise, Advice, AdviceItem};
 pub use delegation::Delegation;
 pub use error::ModelError;
-pub use fit::{accuracy, fit_gamma_naive, fit_gamma_refined, median};
+pub use fit::{accuracy, fit_gamma_naive, fit_gamma_refined, median, parse_pairs};
 pub use naive::naive;
 pub use policy::{Order, Policy};
 pub use queue::{erlang_c, mmc, QueueParams, QueueResult};

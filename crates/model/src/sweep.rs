@@ -89,6 +89,67 @@ pub fn syscall_cdf(w: &Workload) -> Vec<(f64, f64)> {
     out
 }
 
+/// The parameter `multios model sweep` varies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Over {
+    /// γ, the LWK's compute gain.
+    Gamma,
+    /// f_c, seconds one way.
+    Fc,
+    /// The share of distinct calls forwarded, least frequent first (overrides the policy).
+    Fraction,
+}
+
+/// One point of a [`sweep`]: the parameter's value, the refined and the naïve speedup.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Point {
+    pub x: f64,
+    pub refined: f64,
+    pub naive: f64,
+}
+
+/// `steps` values from `lo` to `hi`: log-spaced for f_c from a positive start, else evenly spaced.
+pub fn values(over: Over, lo: f64, hi: f64, steps: usize) -> Vec<f64> {
+    match over {
+        Over::Fc if lo > 0.0 => log_space(lo, hi, steps),
+        _ => lin_space(lo, hi, steps),
+    }
+}
+
+/// S_r and S_n of `w` under `policy` and `base` with one parameter varied over [`values`].
+pub fn sweep(
+    w: &Workload,
+    policy: &Policy,
+    base: &Params,
+    over: Over,
+    (lo, hi): (f64, f64),
+    steps: usize,
+) -> Result<Vec<Point>, ModelError> {
+    let p = w.p();
+    values(over, lo, hi, steps)
+        .into_iter()
+        .map(|x| {
+            let mut params = base.clone();
+            let policy = match over {
+                Over::Gamma => {
+                    params.gamma = x;
+                    policy.clone()
+                }
+                Over::Fc => {
+                    params.fc = x;
+                    policy.clone()
+                }
+                Over::Fraction => least(x)?,
+            };
+            Ok(Point {
+                x,
+                refined: refined(w, &policy.delegated(w), &params)?.speedup,
+                naive: crate::naive::naive(p, params.gamma)?,
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,5 +174,59 @@ mod tests {
             calls: vec![c("a", 1), c("b", 1), c("c", 10), c("d", 100)],
         };
         assert_eq!(syscall_cdf(&w), vec![(1.0, 0.5), (10.0, 0.75), (100.0, 1.0)]);
+    }
+
+    fn workload() -> Workload {
+        Workload {
+            c: 1.0,
+            calls: vec![
+                crate::Call {
+                    name: "read".into(),
+                    n: 1000,
+                    g: 0.01,
+                },
+                crate::Call {
+                    name: "write".into(),
+                    n: 10,
+                    g: 0.001,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn issue_17_fc_sweeps_are_log_spaced_from_a_positive_start() {
+        assert_eq!(values(Over::Fc, 1e-6, 1e-4, 3).len(), 3);
+        let v = values(Over::Fc, 1e-6, 1e-4, 3);
+        assert!((v[1] - 1e-5).abs() < 1e-15, "{v:?}");
+        assert_eq!(values(Over::Fc, 0.0, 1e-4, 3), vec![0.0, 5e-5, 1e-4]);
+        assert_eq!(values(Over::Gamma, 1.0, 3.0, 3), vec![1.0, 2.0, 3.0]);
+    }
+
+    #[test]
+    fn issue_17_a_gamma_sweep_matches_the_models_point_by_point() {
+        let w = workload();
+        let base = Params::new(1.0, 10e-6);
+        let pts = sweep(&w, &Policy::All, &base, Over::Gamma, (1.0, 4.0), 4).expect("sweep");
+        assert_eq!(pts.len(), 4);
+        for pt in &pts {
+            let mut p = base.clone();
+            p.gamma = pt.x;
+            let want = refined(&w, &Policy::All.delegated(&w), &p)
+                .expect("refined")
+                .speedup;
+            assert_eq!(pt.refined, want);
+            assert_eq!(pt.naive, crate::naive(w.p(), pt.x).expect("naive"));
+        }
+    }
+
+    #[test]
+    fn issue_17_a_fraction_sweep_overrides_the_policy_and_checks_the_range() {
+        let w = workload();
+        let base = Params::new(2.0, 10e-6);
+        let pts = sweep(&w, &Policy::All, &base, Over::Fraction, (0.0, 1.0), 2).expect("sweep");
+        // Nothing forwarded: S_r is the naïve speedup.
+        assert!((pts[0].refined - pts[0].naive).abs() < 1e-12);
+        assert!(sweep(&w, &Policy::All, &base, Over::Fraction, (0.0, 2.0), 2).is_err());
     }
 }

@@ -8,11 +8,13 @@
 //! not possible here (no bzip2, no privileges), the demo says why and falls back to the bundled real
 //! profile (`examples/bzip2/`, from `strace -c -w -f`).
 
-//! The steps are multios_experiment::demo; this runs them in order and prints as it goes.
+//! The steps and their order are multios_experiment::demo::run; this parses the flags and prints
+//! each step as it completes.
 
 use crate::output::{Format, Out, Table};
-use multios_experiment::demo::{self, EmulationConfig, EMULATED};
-use multios_model::Workload;
+use multios_experiment::demo::{self, Emulation, Projection};
+use multios_experiment::Progress;
+use multios_profile::Profile;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -42,42 +44,6 @@ pub struct Args {
 }
 
 pub fn run(a: Args, out: &Out) -> super::Exit {
-    let table = out.format == Format::Table;
-    std::fs::create_dir_all(&a.out).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", a.out.display()))?;
-    let mut notes = Vec::new();
-    // 1. profile
-    let input = a.out.join("input.txt");
-    let argv = demo::workload_argv(&input);
-    let (profile, source, live) = match &a.profile {
-        Some(p) => (multios_profile::load(p)?, p.display().to_string(), false),
-        None => match demo::profile_live(&input, a.mib, &argv) {
-            Ok(p) => (p, format!("live: multios profile -- {}", argv.join(" ")), true),
-            Err(e) => {
-                notes.push(format!(
-                    "live profiling skipped ({}); using the bundled strace profile",
-                    crate::error_chain(&e.into())
-                ));
-                let p = multios_profile::from_json_str("bundled examples/bzip2/profile.json", demo::BUNDLED)?;
-                (
-                    p,
-                    "bundled bzip2 profile (examples/bzip2, strace -c -w -f)".to_string(),
-                    false,
-                )
-            }
-        },
-    };
-    let profile_path = a.out.join("profile.json");
-    multios_profile::save(&profile, &profile_path)?;
-    if table {
-        for n in &notes {
-            println!("note: {n}");
-        }
-        println!("{} {source}", out.bold("1. profile:"));
-        super::profile::print_profile(&profile, out, Some(12))?;
-        println!();
-    }
-    // 2. project
-    let w = Workload::from_profile(&profile);
     let gammas: Vec<f64> = a
         .gamma
         .split(',')
@@ -87,114 +53,112 @@ pub fn run(a: Args, out: &Out) -> super::Exit {
                 .map_err(|_| anyhow::anyhow!("--gamma: '{g}' is not a number"))
         })
         .collect::<anyhow::Result<_>>()?;
-    let proj = demo::projection(&w, &gammas)?;
-    let mut t = Table::new(proj.header.clone());
-    for r in &proj.rows {
-        t.row(r.clone());
-    }
-    std::fs::write(a.out.join("projection.csv"), t.to_csv())?;
-    if table {
-        println!(
-            "{}",
-            out.bold("2. project (naïve S_n and refined S_r; γ = LWK compute gain):")
-        );
-        t.print(out);
-        println!();
-    }
-    // 3. emulate
-    let emulated = if live {
-        match emulate(
-            &argv,
-            &profile_path,
-            &a.fc,
-            &a.mechanism,
-            a.rounds.max(1),
-            &w,
-            out,
-        ) {
-            Ok(rows) => rows,
-            Err(e) => {
-                let e = crate::error_chain(&e);
-                notes.push(format!("emulation skipped: {e}"));
-                if table {
-                    println!("note: emulation skipped: {e}\n");
-                }
-                Vec::new()
-            }
-        }
-    } else {
-        Vec::new()
+    let cfg = demo::Config {
+        out: a.out,
+        profile: a.profile,
+        gammas,
+        fc: a.fc,
+        mechanism: a.mechanism,
+        mib: a.mib,
+        rounds: a.rounds,
     };
-    // 4. plots
-    let label = profile.program().unwrap_or_default().to_string();
-    let written = demo::plots(label, w, &a.out)?;
-    let _ = std::fs::remove_file(&input);
-    let _ = std::fs::remove_file(input.with_extension("txt.bz2"));
+    let mut printer = Printer {
+        out,
+        dir: &cfg.out,
+        fc: &cfg.fc,
+        bar: crate::progress::Bar::new(out),
+    };
+    let o = demo::run(&cfg, &mut printer)?;
     match out.format {
         Format::Json => out.json(&serde_json::json!({
-            "profile": source, "profile_file": profile_path, "projections": proj.json, "emulation": emulated,
-            "plots": written, "notes": notes,
+            "profile": o.source, "profile_file": o.profile_file, "projections": o.projection.json,
+            "emulation": o.emulation, "plots": o.plots, "notes": o.notes,
         }))?,
         Format::Table => println!(
             "{} {} figures, profile.json and projection.csv in {}",
             out.bold("4. plots:"),
-            written.len(),
-            a.out.display()
+            o.plots.len(),
+            cfg.out.display()
         ),
         Format::Csv => {}
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// The emulation step: resolves the policies (against the profile just written), the cost and the
-/// CPUs, runs [`demo::emulate`] and prints its table.
-fn emulate(
-    argv: &[String],
-    profile: &Path,
-    fc: &str,
-    mechanism: &str,
-    rounds: usize,
-    w: &Workload,
-    out: &Out,
-) -> anyhow::Result<Vec<serde_json::Value>> {
-    let mechanism = match mechanism {
-        "shm" => multios_emulate::Mechanism::Shm,
-        "proxy" => multios_emulate::Mechanism::Proxy,
-        "migrate" => multios_emulate::Mechanism::Migrate,
-        m => anyhow::bail!("--mechanism '{m}': use shm, proxy or migrate"),
-    };
-    let (compute, control) = super::emulate::cpus(None, None)?;
-    let cost = super::emulate::cost(fc, &[])?;
-    let policies = EMULATED
-        .iter()
-        .map(|pol| {
-            let d = super::emulate::delegation(pol, Some(&profile.to_path_buf()))?;
-            Ok((pol.to_string(), d))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let cfg = EmulationConfig {
-        mechanism,
-        cost,
-        policies,
-        compute,
-        control,
-        argv: argv.to_vec(),
-        rounds,
-    };
-    let e = demo::emulate(&cfg, w, &mut crate::progress::Bar::new(out))?;
-    if out.format == Format::Table {
-        println!(
-            "{} bzip2 natively and with delegation via '{}' at f_c = {fc} each way (γ = 1: both on Linux; medians of {} interleaved rounds)",
-            out.bold("3. emulate:"),
-            e.mechanism.name(),
-            e.rounds
-        );
-        let mut t = Table::new(demo::EMULATION_HEADER);
-        for r in &e.rows {
+/// Prints each step of the demo as it completes (tables only), and writes projection.csv.
+struct Printer<'a> {
+    out: &'a Out,
+    /// The output directory (projection.csv goes there).
+    dir: &'a Path,
+    fc: &'a str,
+    bar: crate::progress::Bar,
+}
+
+impl Printer<'_> {
+    fn table(&self) -> bool {
+        self.out.format == Format::Table
+    }
+}
+
+impl demo::Steps for Printer<'_> {
+    type Error = anyhow::Error;
+
+    fn progress(&mut self) -> &mut dyn Progress {
+        &mut self.bar
+    }
+
+    fn profiled(&mut self, profile: &Profile, source: &str, notes: &[String]) -> anyhow::Result<()> {
+        if self.table() {
+            for n in notes {
+                println!("note: {n}");
+            }
+            println!("{} {source}", self.out.bold("1. profile:"));
+            super::profile::print_profile(profile, self.out, Some(12))?;
+            println!();
+        }
+        Ok(())
+    }
+
+    fn projected(&mut self, p: &Projection) -> anyhow::Result<()> {
+        let mut t = Table::new(p.header.clone());
+        for r in &p.rows {
             t.row(r.clone());
         }
-        t.print(out);
-        println!();
+        std::fs::write(self.dir.join("projection.csv"), t.to_csv())?;
+        if self.table() {
+            println!(
+                "{}",
+                self.out
+                    .bold("2. project (naïve S_n and refined S_r; γ = LWK compute gain):")
+            );
+            t.print(self.out);
+            println!();
+        }
+        Ok(())
     }
-    Ok(e.json)
+
+    fn emulated(&mut self, e: &Emulation) -> anyhow::Result<()> {
+        if self.table() {
+            println!(
+                "{} bzip2 natively and with delegation via '{}' at f_c = {} each way (γ = 1: both on Linux; medians of {} interleaved rounds)",
+                self.out.bold("3. emulate:"),
+                e.mechanism.name(),
+                self.fc,
+                e.rounds
+            );
+            let mut t = Table::new(demo::EMULATION_HEADER);
+            for r in &e.rows {
+                t.row(r.clone());
+            }
+            t.print(self.out);
+            println!();
+        }
+        Ok(())
+    }
+
+    fn emulation_skipped(&mut self, why: &str) {
+        if self.table() {
+            println!("note: emulation skipped: {why}\n");
+        }
+    }
 }

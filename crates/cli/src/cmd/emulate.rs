@@ -2,8 +2,9 @@
 
 use crate::output::{Format, Out, Table};
 use anyhow::Context;
-use multios_emulate::{predict, Config, CostModel, CpuSet, Delegation, Dist, Mechanism, Report};
-use multios_model::Policy;
+use multios_emulate::{Config, Mechanism, Report};
+use multios_experiment::predict;
+use multios_experiment::setup::{cost_model, cpu_split, fc_or_zero, resolve_delegation};
 use multios_units::format_secs;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -78,42 +79,6 @@ pub struct Args {
     pub command: Vec<String>,
 }
 
-/// Resolves a policy text (and, for fraction policies, a profile) into b(s): a thin wrapper over
-/// [`Policy::resolve`], the one resolver.
-pub fn delegation(policy: &str, profile: Option<&PathBuf>) -> anyhow::Result<Delegation> {
-    let p = Policy::parse(policy).with_context(|| format!("--policy '{policy}'"))?;
-    let prof = match profile {
-        Some(path) if p.needs_profile() => Some(multios_profile::load(path)?),
-        _ => None,
-    };
-    Ok(p.resolve(prof.as_ref())?)
-}
-
-pub fn cost(fc: &str, overrides: &[String]) -> anyhow::Result<CostModel> {
-    let mut c = CostModel {
-        default: Dist::parse(fc)?,
-        per_syscall: Default::default(),
-    };
-    for o in overrides {
-        c.add_override(o)?;
-    }
-    Ok(c)
-}
-
-pub fn cpus(compute: Option<&str>, control: Option<&str>) -> anyhow::Result<(CpuSet, CpuSet)> {
-    let avail = CpuSet::allowed();
-    let (dc, dl) = multios_emulate::cpus::default_split(&avail);
-    let compute = match compute {
-        Some(s) => multios_emulate::cpus::parse_flag("--compute-cpus", s, &avail)?,
-        None => dc,
-    };
-    let control = match control {
-        Some(s) => multios_emulate::cpus::parse_flag("--control-cpus", s, &avail)?,
-        None => dl,
-    };
-    Ok((compute, control))
-}
-
 #[derive(serde::Serialize)]
 struct Json<'a> {
     #[serde(flatten)]
@@ -121,23 +86,10 @@ struct Json<'a> {
     compare: Option<predict::Comparison>,
 }
 
-/// The --fc text: as given, or 0ns when the policy delegates nothing (f_c is then never paid).
-fn fc_text<'a>(fc: Option<&'a str>, policy: &str, d: &Delegation) -> anyhow::Result<&'a str> {
-    match fc {
-        Some(f) => Ok(f),
-        None if d.count() == 0 => Ok("0ns"),
-        None => anyhow::bail!(
-            "--policy '{policy}' delegates {} system calls: give their one-way forwarding cost with --fc \
-             (e.g. --fc 10us; --fc 0ns measures the mechanism alone)",
-            d.count()
-        ),
-    }
-}
-
 pub fn run(args: Args, out: &Out) -> super::Exit {
-    let (compute, control) = cpus(args.compute_cpus.as_deref(), args.control_cpus.as_deref())?;
-    let d = delegation(&args.policy, args.profile.as_ref())?;
-    let fc = fc_text(args.fc.as_deref(), &args.policy, &d)?;
+    let (compute, control) = cpu_split(args.compute_cpus.as_deref(), args.control_cpus.as_deref())?;
+    let d = resolve_delegation(&args.policy, args.profile.as_deref())?;
+    let fc = fc_or_zero(args.fc.as_deref(), &args.policy, &d)?;
     if let Some(f) = &args.report {
         multios_emulate::check_writable(f, "--report")?;
     }
@@ -146,7 +98,7 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
             multios_emulate::default_mechanism(args.command.first().map(String::as_str).unwrap_or(""))
         }),
         delegation: d,
-        cost: cost(fc, &args.fc_syscall)?,
+        cost: cost_model(fc, &args.fc_syscall)?,
         compute,
         control,
         argv: args.command.clone(),

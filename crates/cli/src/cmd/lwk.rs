@@ -2,10 +2,9 @@
 //! delegation round trip.
 
 use crate::output::{Format, Out, Table};
-use anyhow::Context;
 use multios_lwk::fc::{self, Mechanism};
 use multios_lwk::policy::Overrides;
-use multios_lwk::{Backend, Config, LocalSet};
+use multios_lwk::{Backend, Config, Partition};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -129,30 +128,18 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
         (None, None) => cfg.backend,
     };
     if let Some(f) = &a.local {
-        let text = std::fs::read_to_string(f)
-            .map_err(|e| anyhow::anyhow!("reading --local {}: {e}", f.display()))?;
-        let names = multios_syscalls::parse_list(&f.display().to_string(), &text)?;
-        let can_be_local: std::collections::BTreeSet<&str> = multios_lwk::policy::MANDATORY_LOCAL
-            .iter()
-            .chain(multios_lwk::policy::OPTIONAL_LOCAL)
-            .copied()
-            .collect();
-        let ignored: Vec<&str> = names
-            .iter()
-            .map(String::as_str)
-            .filter(|n| !can_be_local.contains(n))
-            .collect();
-        if !ignored.is_empty() {
+        let local = multios_lwk::local::from_file(f)?;
+        if !local.ignored.is_empty() {
             eprintln!(
                 "multios lwk: --local {}: the LWK has no local implementation of {}; they stay delegated",
                 f.display(),
-                ignored.join(", ")
+                local.ignored.join(", ")
             );
         }
-        cfg.policy = LocalSet::from_names(&f.display().to_string(), names);
+        cfg.policy = local.set;
     }
     if let Some(text) = &a.policy {
-        cfg.policy = local_set(text, a.policy_profile.as_ref())?;
+        cfg.policy = multios_lwk::local::from_policy(text, a.policy_profile.as_deref())?;
         note_overrides(text, cfg.policy.overrides());
     }
     if let Some(path) = &a.profile {
@@ -185,22 +172,6 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
     Ok(ExitCode::from(o.code().clamp(0, 255) as u8))
 }
 
-/// `--policy TEXT` (with `--policy-profile FILE` for the fraction policies) resolved by the one
-/// resolver, then intersected with what the LWK can serve.
-fn local_set(text: &str, profile: Option<&PathBuf>) -> anyhow::Result<LocalSet> {
-    let p = multios_model::Policy::parse(text).with_context(|| format!("--policy '{text}'"))?;
-    let prof = match profile {
-        Some(path) if p.needs_profile() => Some(multios_profile::load(path)?),
-        Some(_) => None,
-        None if p.needs_profile() => anyhow::bail!(
-            "--policy '{text}' picks its calls from a profile: add --policy-profile FILE (a profile of the \
-             program, e.g. from multios profile)"
-        ),
-        None => None,
-    };
-    Ok(LocalSet::from_delegation(&p.resolve(prof.as_ref())?))
-}
-
 /// Says once on stderr where the LWK overrode the policy (the full lists are in `--json`).
 fn note_overrides(text: &str, o: &Overrides) {
     let list = |v: &[&str]| match v.len() {
@@ -226,66 +197,25 @@ fn check_writable(path: &std::path::Path) -> anyhow::Result<()> {
     multios_host::output::check_writable(path).map_err(|e| anyhow::anyhow!("--profile {e}"))
 }
 
-/// Applies `--cpus` and `--proxy-cpu`: CPUs must be available to this process. Returns the proxy's
-/// CPU when it is also an LWK CPU (the caller then prefers the exit backend).
+/// Applies `--cpus` and `--proxy-cpu` (see [`multios_lwk::Partition`]), saying on stderr when the
+/// proxy shares a CPU with a vCPU. Returns the proxy's CPU when it is the LWK's only CPU too (the
+/// caller then prefers the exit backend).
 fn set_partition(
     cfg: &mut Config,
     cpus: Option<&str>,
     proxy: Option<usize>,
 ) -> anyhow::Result<Option<usize>> {
-    let available = multios_lwk::available_cpus();
-    let listed = multios_noise::cpus::format_list(&available);
-    let check = |flag: &str, c: usize| {
-        anyhow::ensure!(
-            available.contains(&c),
-            "{flag}: CPU {c} is not available to this process (available: {listed}); pick CPUs from that list"
+    let p = Partition::choose(&multios_lwk::available_cpus(), cpus, proxy)?;
+    if let Some(cpu) = p.doubled {
+        eprintln!(
+            "multios lwk: note: CPU {cpu} serves both the proxy and vCPU {} (--cpus {}); threads placed there \
+             compete with the proxy's polling",
+            p.cpus.len() - 1,
+            multios_host::cpus::format_list(&p.cpus)
         );
-        Ok(())
-    };
-    let (default_proxy, default_cpus) = multios_lwk::default_partition(&available);
-    let lwk = match cpus {
-        Some(text) => {
-            let v =
-                multios_noise::cpus::parse_list(text).map_err(|e| anyhow::anyhow!("--cpus {text}: {e}"))?;
-            for &c in &v {
-                check("--cpus", c)?;
-            }
-            v
-        }
-        None => default_cpus,
-    };
-    let proxy = match proxy {
-        Some(c) => {
-            check("--proxy-cpu", c)?;
-            Some(c)
-        }
-        None if cpus.is_some() => available
-            .iter()
-            .copied()
-            .find(|c| !lwk.contains(c))
-            .or(default_proxy),
-        None => default_proxy,
-    };
-    let mut lwk = lwk;
-    let mut shared = None;
-    if let Some(p) = proxy.filter(|p| lwk.contains(p)) {
-        if lwk.len() == 1 {
-            shared = Some(p);
-        } else {
-            // The proxy's CPU goes last: vCPU 0 (the main thread) gets a CPU of its own.
-            lwk.retain(|&c| c != p);
-            lwk.push(p);
-            eprintln!(
-                "multios lwk: note: CPU {p} serves both the proxy and vCPU {} (--cpus {}); threads placed there \
-                 compete with the proxy's polling",
-                lwk.len() - 1,
-                multios_noise::cpus::format_list(&lwk)
-            );
-        }
     }
-    cfg.cpus = lwk;
-    cfg.backend = Backend::Ring { proxy_cpu: proxy };
-    Ok(shared)
+    p.apply(cfg);
+    Ok(p.shared)
 }
 
 fn run_fc(a: FcArgs, out: &Out) -> super::Exit {

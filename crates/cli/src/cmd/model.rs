@@ -416,11 +416,11 @@ fn sweep(a: SweepArgs, out: &Out) -> super::Exit {
         }
     };
     let (lo, hi) = (num("--from", &a.from)?, num("--to", &a.to)?);
-    let xs = match a.over {
-        Over::Fc if lo > 0.0 => model::sweep::log_space(lo, hi, a.steps),
-        _ => model::sweep::lin_space(lo, hi, a.steps),
+    let over = match a.over {
+        Over::Gamma => model::sweep::Over::Gamma,
+        Over::Fc => model::sweep::Over::Fc,
+        Over::Fraction => model::sweep::Over::Fraction,
     };
-    let p = w.p();
     let mut t = Table::new([
         match a.over {
             Over::Gamma => "gamma",
@@ -430,24 +430,11 @@ fn sweep(a: SweepArgs, out: &Out) -> super::Exit {
         "S_r",
         "S_n",
     ]);
-    for &x in &xs {
-        let (policy, mut params) = (a.params.policy.clone(), base.clone());
-        let policy = match a.over {
-            Over::Gamma => {
-                params.gamma = x;
-                policy
-            }
-            Over::Fc => {
-                params.fc = x;
-                policy
-            }
-            Over::Fraction => model::sweep::least(x)?,
-        };
-        let s = model::refined(&w, &policy.delegated(&w), &params)?.speedup;
+    for pt in model::sweep::sweep(&w, &a.params.policy, &base, over, (lo, hi), a.steps)? {
         t.row([
-            format!("{x}"),
-            format!("{s:.6}"),
-            format!("{:.6}", model::naive(p, params.gamma)?),
+            format!("{}", pt.x),
+            format!("{:.6}", pt.refined),
+            format!("{:.6}", pt.naive),
         ]);
     }
     t.print(out);
@@ -503,23 +490,7 @@ fn fit(a: FitArgs, out: &Out) -> super::Exit {
     }
     if let Some(path) = &a.pairs {
         let text = multios_profile::read_bounded(path)?;
-        let mut pairs = Vec::new();
-        for (i, line) in text.lines().enumerate() {
-            let cols: Vec<&str> = line.split(',').map(str::trim).collect();
-            if i == 0 && cols.iter().any(|c| c.eq_ignore_ascii_case("predicted")) || line.trim().is_empty() {
-                continue;
-            }
-            let (Some(p), Some(m)) = (cols.get(cols.len().wrapping_sub(2)), cols.last()) else {
-                anyhow::bail!("{}:{}: expected name,predicted,measured", path.display(), i + 1);
-            };
-            let p: f64 = p
-                .parse()
-                .with_context(|| format!("{}:{}: predicted '{p}' is not a number", path.display(), i + 1))?;
-            let m: f64 = m
-                .parse()
-                .with_context(|| format!("{}:{}: measured '{m}' is not a number", path.display(), i + 1))?;
-            pairs.push((p, m));
-        }
+        let pairs = model::parse_pairs(&path.display().to_string(), &text)?;
         let acc = model::accuracy(&pairs)?;
         report.insert("accuracy_percent".into(), acc.into());
         report.insert("pairs".into(), pairs.len().into());

@@ -4,7 +4,7 @@
 use crate::output::{Format, Out, Table};
 use anyhow::Context;
 use multios_experiment::noise_measure;
-use multios_noise::load::{Isolation, LoadSpec};
+use multios_noise::load::Isolation;
 use multios_noise::measure::Kind;
 use multios_noise::report::{self, Report};
 use multios_noise::scale::{self, Collective, Config, Engine};
@@ -156,30 +156,14 @@ fn measure(kind: Kind, a: MeasureArgs, out: &Out) -> super::Exit {
     let online = cpus::online()?;
     cpus::check_online(&cpus, &online).context("--cpus")?;
     sys::catch_interrupt().context("installing the Ctrl-C handler")?;
-    let (compare, load) = if a.compare {
-        let cmd = a
-            .with
-            .clone()
-            .unwrap_or_else(|| "stress-ng --cpu 1 --quiet".to_string());
-        (Some(cmd), None)
-    } else {
-        let load = match &a.with {
-            None => None,
-            Some(cmd) => {
-                let lc = match (&a.load_cpus, a.isolate) {
-                    (Some(l), _) => cpus::parse_list(l).context("--load-cpus")?,
-                    (None, Isolation::None) => Vec::new(),
-                    (None, _) => cpus::others(&cpus, &online)?,
-                };
-                Some(LoadSpec {
-                    command: cmd.clone(),
-                    isolation: a.isolate,
-                    cpus: lc,
-                })
-            }
-        };
-        (None, load)
-    };
+    let (compare, load) = noise_measure::load_from(
+        a.compare,
+        a.with.as_deref(),
+        a.load_cpus.as_deref(),
+        a.isolate,
+        &cpus,
+        &online,
+    )?;
     let cfg = noise_measure::Config {
         kind,
         cpus,

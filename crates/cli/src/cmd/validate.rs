@@ -56,11 +56,16 @@ pub struct Args {
 }
 
 pub fn run(args: Args, out: &Out) -> super::Exit {
-    let (compute, control) = super::emulate::cpus(None, None)?;
+    let (compute, control) = multios_experiment::setup::cpu_split(None, None)?;
     let policies: Vec<(String, Delegation)> = args
         .policy
         .iter()
-        .map(|p| Ok((p.clone(), super::emulate::delegation(p, args.profile.as_ref())?)))
+        .map(|p| {
+            Ok((
+                p.clone(),
+                multios_experiment::setup::resolve_delegation(p, args.profile.as_deref())?,
+            ))
+        })
         .collect::<anyhow::Result<_>>()?;
     let cfg = validate::Config {
         mechanism: args.mechanism,

@@ -42,16 +42,22 @@ pub struct Outcome {
     pub bzip2_name: String,
 }
 
-/// Runs every check; `progress` gets one step per mechanism's pass-through and pipeline.
+/// Runs every check; `progress` gets a phase of three steps (spin accuracy, f_c round trips,
+/// delivered f_c), then one step per mechanism's pass-through and pipeline.
 pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Outcome, ExperimentError> {
     let mechs: Vec<Mechanism> = Mechanism::ALL.into_iter().filter(|m| m.available()).collect();
     let (compute, control) = (&cfg.compute, &cfg.control);
+    progress.start(3, "bench emulate: spin, f_c round trips and delivery");
     let spin = bench::spin_accuracy(
         &[0.5e-6, 1e-6, 2e-6, 5e-6, 10e-6, 100e-6, 1e-3, 10e-3],
         compute.first().unwrap_or(0),
     )?;
+    progress.advance("spin accuracy");
     let fcr = fc::run(&mechs, 1000, compute, control)?;
+    progress.advance("f_c round trips (native and every mechanism)");
     let delivery = delivery_checks(&mechs, compute, control)?;
+    progress.advance("delivered f_c under every mechanism");
+    progress.finish();
 
     let dir = std::env::temp_dir().join(format!("multios-bench-emulate-{}", std::process::id()));
     let io = |what: &str, p: &std::path::Path| ExperimentError::io(format!("{what} {}", p.display()));
@@ -397,14 +403,7 @@ fn delivery_checks(
             ok: close(&d, fc),
         });
     }
-    let dd = [
-        "dd",
-        "if=/dev/zero",
-        "of=/dev/null",
-        "bs=1",
-        "count=2000",
-        "status=none",
-    ];
+    let dd = multios_emulate::bench::DD_SINGLE_BYTES;
     let mut exp = config(Mechanism::Shm, Delegation::all(), CostModel::constant(0.0), &dd);
     exp.cost.default = Dist::Exponential { mean: 20e-6 };
     let d = delivered(&exp)?;

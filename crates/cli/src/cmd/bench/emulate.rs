@@ -34,7 +34,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
-    let (compute, control) = crate::cmd::emulate::cpus(None, None)?;
+    let (compute, control) = multios_experiment::setup::cpu_split(None, None)?;
     let cfg = Config {
         runs: args.runs,
         lazy: args.lazy,

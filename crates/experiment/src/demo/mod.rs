@@ -3,8 +3,12 @@
 //! profiled live with the profiler (eBPF as root, ptrace otherwise); the refined model projects its
 //! speedup for several policies; the emulator then runs it with delegation at the paper's f_c and
 //! the measured slowdown is set next to the projection made from the profile alone. Each step is a
-//! function here; the CLI runs them in order, printing as it goes, and falls back to [`BUNDLED`]
-//! when live profiling is not possible.
+//! function here; [`pipeline::run`] runs them in order, telling the CLI of each as it completes, and
+//! falls back to [`BUNDLED`] when live profiling is not possible.
+
+mod pipeline;
+
+pub use pipeline::{mechanism, run, Config, Outcome, Steps};
 
 use crate::{ExperimentError, Progress};
 use multios_emulate::{CostModel, CpuSet, Delegation, Mechanism};
@@ -14,7 +18,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// A real `strace -c -w -f` profile of bzip2 (see examples/bzip2/ for how it was made).
-pub const BUNDLED: &str = include_str!("../../../examples/bzip2/profile.json");
+pub const BUNDLED: &str = include_str!("../../../../examples/bzip2/profile.json");
 
 /// The forwarding costs the paper measured (Table 3: minimum round trip 2·f_c), one-way.
 pub const SYSTEMS: [(&str, f64); 3] = [
@@ -165,7 +169,7 @@ pub fn emulate(
     progress: &mut dyn Progress,
 ) -> Result<Emulation, ExperimentError> {
     let rounds = cfg.rounds.max(1);
-    let fc_s = multios_emulate::predict::params_for(&cfg.cost, 1.0).fc;
+    let fc_s = crate::predict::params_for(&cfg.cost, 1.0).fc;
     let wait = multios_emulate::Wait::default();
     let configs = cfg
         .policies
