@@ -330,6 +330,10 @@ impl<T> Future for Call<T> {
     type Output = Result<T, CallError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // Active path: poll the result's slot while the worker is otherwise idle, so the
+        // server's completion needs no wake-up (see `worker::poll_result`).
+        let rx = &self.rx;
+        crate::worker::poll_result(|| rx.is_done());
         match Pin::new(&mut self.rx).poll(cx) {
             Poll::Pending => Poll::Pending,
             Poll::Ready(Ok(v)) => Poll::Ready(Ok(v)),

@@ -121,6 +121,8 @@ pub(crate) struct Shared {
     pub(crate) cpus: Vec<usize>,
     pub(crate) stopped: AtomicBool,
     pub(crate) spin_ticks: u64,
+    /// How long a task awaiting a call's result polls its slot (see `worker::poll_result`).
+    pub(crate) call_spin_ticks: u64,
     pub(crate) stealing: bool,
     pub(crate) batch: usize,
     pub(crate) served: Mutex<Vec<Arc<dyn Served>>>,
