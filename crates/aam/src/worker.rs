@@ -263,3 +263,28 @@ pub(crate) fn poll_result(mut done: impl FnMut() -> bool) -> bool {
         })
         .unwrap_or(false)
 }
+
+/// Runs `f`, a call that may block its thread (a system call waiting for a peer), with the
+/// current worker counted as not polling: its machine's clients then signal (IMS) instead of
+/// relying on this worker, and a sleeping sibling is woken if work is already queued. Without
+/// this a worker blocked in `accept` or `recv` would still count as the machine's poller and
+/// requests queued behind it would wait for it.
+pub(crate) fn blocking<R>(f: impl FnOnce() -> R) -> R {
+    let shared = CURRENT
+        .try_with(|c| {
+            c.try_borrow()
+                .ok()
+                .and_then(|b| b.as_ref().map(|ctx| ctx.shared.clone()))
+        })
+        .ok()
+        .flatten();
+    let Some(shared) = shared else { return f() };
+    shared.set_polling(false);
+    fence(Ordering::SeqCst);
+    if !shared.injector.is_empty() || lock(&shared.served).iter().any(|q| q.has_takeable()) {
+        shared.ims();
+    }
+    let r = f();
+    shared.set_polling(true);
+    r
+}
