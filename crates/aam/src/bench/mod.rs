@@ -5,6 +5,7 @@
 mod aam;
 mod baselines;
 mod stats;
+mod validate;
 
 pub use stats::Stats;
 
@@ -104,3 +105,4 @@ pub fn run_all(cfg: &BenchConfig) -> Result<BenchReport, BenchError> {
 
 pub use aam::{core_move, local_task, machine_call};
 pub use baselines::all as baselines;
+pub use validate::{project, validate, ValidateConfig, Validation};
