@@ -250,7 +250,7 @@ pub(crate) fn poll_result(mut done: impl FnMut() -> bool) -> bool {
                     return false;
                 }
                 round = round.wrapping_add(1);
-                if round % 64 == 0 {
+                if round.is_multiple_of(64) {
                     if lock(&s.served).iter().any(|q| q.has_takeable()) {
                         return false;
                     }

@@ -88,7 +88,7 @@ fn client(addr: SocketAddr, id: usize, cfg: &LoadConfig, issued: &AtomicUsize, d
         let key = format!("c{id}-k{k}");
         let value = value_for(k, round, cfg.value_bytes);
         let mut req = Vec::with_capacity(value.len() + 32);
-        let put = i % 2 == 0;
+        let put = i.is_multiple_of(2);
         if put {
             req.extend_from_slice(format!("PUT {key} ").as_bytes());
             req.extend_from_slice(&value);

@@ -210,7 +210,7 @@ impl MachineServer {
                 }
                 lock(&sv.open).insert(fd);
                 let _ = crate::sys::set_nodelay(fd);
-                let _ = h.spawn("kv-connection", connection(sv.clone(), fd));
+                drop(h.spawn("kv-connection", connection(sv.clone(), fd)));
             }
         });
         Ok(MachineServer {

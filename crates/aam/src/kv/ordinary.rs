@@ -54,12 +54,15 @@ fn serve_connection(store: &Store, mut s: TcpStream) {
     }
 }
 
+/// The open connections (a clone of each stream, to shut it down) and their threads.
+type Connections = Arc<Mutex<Vec<(TcpStream, JoinHandle<()>)>>>;
+
 /// The thread-per-connection server.
 pub struct ThreadServer {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
     acceptor: Option<JoinHandle<()>>,
-    conns: Arc<Mutex<Vec<(TcpStream, JoinHandle<()>)>>>,
+    conns: Connections,
 }
 
 impl ThreadServer {
@@ -72,7 +75,7 @@ impl ThreadServer {
             .local_addr()
             .map_err(|e| KvError::Io("local_addr", e.to_string()))?;
         let stop = Arc::new(AtomicBool::new(false));
-        let conns: Arc<Mutex<Vec<(TcpStream, JoinHandle<()>)>>> = Arc::default();
+        let conns: Connections = Arc::default();
         let (st, cs) = (stop.clone(), conns.clone());
         let acceptor = std::thread::Builder::new()
             .name("kv-accept".into())
