@@ -1,14 +1,18 @@
 //! Runs the syscall-heavy workload with direct system calls and through the OS machine and
 //! prints measured against the refined model's projection.
-//! `cargo run -p multios-aam --release --example aam_validate [calls] [--json]`
+//! `cargo run -p multios-aam --release --example aam_validate [calls] [compute steps] [--json]`
 
 use multios_aam::bench::{validate, BenchConfig, ValidateConfig};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut cfg = ValidateConfig::default();
-    if let Some(n) = args.iter().find_map(|a| a.parse::<usize>().ok()) {
-        cfg.calls = n;
+    let nums: Vec<u64> = args.iter().filter_map(|a| a.parse().ok()).collect();
+    if let Some(&n) = nums.first() {
+        cfg.calls = n as usize;
+    }
+    if let Some(&k) = nums.get(1) {
+        cfg.compute_steps = k;
     }
     let v = validate(&BenchConfig::default_here(), &cfg)?;
     if args.iter().any(|a| a == "--json") {
@@ -17,11 +21,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let w = &v.workload;
     println!(
-        "C {:.3} ms, pread n {} g {:.3} ms; no-op call {:.0} ns ⇒ f_c {:.0} ns",
+        "C {:.3} ms, pread n {} g {:.3} ms; no-op call median {:.0} ns, mean {:.0} ns ⇒ f_c {:.0} ns",
         w.c * 1e3,
         w.calls.first().map_or(0, |c| c.n),
         w.calls.first().map_or(0.0, |c| c.g) * 1e3,
-        v.noop_call_ns,
+        v.noop_call_median_ns,
+        v.noop_call_mean_ns,
         v.fc_s * 1e9
     );
     println!(
@@ -33,6 +38,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         v.within_5pct,
         v.offload_pays,
         v.implied_fc_s * 1e9
+    );
+    println!(
+        "compute-core γ measured in the OS-machine run {:.3} ⇒ projected {:.3} ms ({:+.1} %)",
+        v.gamma_measured,
+        v.projected_with_gamma_s * 1e3,
+        v.error_with_gamma_pct
     );
     Ok(())
 }

@@ -5,7 +5,8 @@
 //! f_c = that one-way cost and every call delegated. [`validate`] checks the answer: a
 //! syscall-heavy loop (compute, then a 64-byte `pread`) runs on the compute core with direct
 //! system calls — which gives C and g(pread) — and then with each `pread` sent to the OS machine
-//! on the other CPU; f_c is half the median no-op machine call measured in the same run.
+//! on the other CPU; f_c is half the mean no-op machine call measured in the same run (a
+//! total over n calls adds means, not medians).
 
 use super::{BenchConfig, BenchError};
 use crate::builder::MachineBuilder;
@@ -54,8 +55,11 @@ pub struct Validation {
     /// The profile of the direct run: C and (n, g) of `pread`.
     pub workload: Workload,
     /// Median no-op machine call (issue to result) between the two CPUs, ns.
-    pub noop_call_ns: f64,
-    /// f_c = noop_call_ns / 2, seconds.
+    pub noop_call_median_ns: f64,
+    /// Mean of the same samples, ns: the statistic a sum of n calls adds up (on a shared VM the
+    /// mean carries the preemptions of the polling threads that the median hides).
+    pub noop_call_mean_ns: f64,
+    /// f_c = noop_call_mean_ns / 2, seconds.
     pub fc_s: f64,
     pub measured_direct_s: f64,
     pub measured_os_machine_s: f64,
@@ -65,6 +69,13 @@ pub struct Validation {
     /// (projected − measured) / measured, percent.
     pub error_pct: f64,
     pub within_5pct: bool,
+    /// γ of the compute core while the OS machine polls on the other CPU: C of the direct run
+    /// over the compute time measured between the calls of the OS-machine run (below 1 when the
+    /// polling sibling slows the compute core down, e.g. two hyperthreads of one core).
+    pub gamma_measured: f64,
+    /// The refined model's t_d with that γ instead of 1, seconds.
+    pub projected_with_gamma_s: f64,
+    pub error_with_gamma_pct: f64,
     /// The f_c that would make the projection exact: (measured − C − Σg) / (2·n), seconds.
     pub implied_fc_s: f64,
     /// Should the calls go to the OS machine (projected speedup > 1)?
@@ -118,10 +129,10 @@ pub fn validate(bench: &BenchConfig, cfg: &ValidateConfig) -> Result<Validation,
         },
         true,
     )?;
-    let noop_call_ns = noop
+    let (noop_call_median_ns, noop_call_mean_ns) = noop
         .iter()
         .find(|r| r.name == "aam_call_active_total")
-        .map(|r| r.ns.median)
+        .map(|r| (r.ns.median, r.ns.mean))
         .ok_or_else(|| failed("the no-op machine call produced no result".into()))?;
 
     let client = MachineBuilder::new("validate-compute")
@@ -153,18 +164,20 @@ pub fn validate(bench: &BenchConfig, cfg: &ValidateConfig) -> Result<Validation,
     let os = OsMachine::start(bench.server_cpu, 1, Duration::MAX, 32)?;
     let osc = os.client(ConnectOptions::default());
     let via = crate::block_on(client.spawn("validate-os-machine", async move {
-        let mut bad = 0usize;
+        let (mut bad, mut c) = (0usize, 0u64);
         let start = tsc::now();
         for i in 0..n {
+            let t0 = tsc::now();
             compute(steps, i as u64);
+            c += tsc::now() - t0;
             bad += usize::from(!matches!(osc.pread(fd, len, 0).await, Ok(Ok(v)) if v.len() == len));
         }
-        (tsc::now() - start, bad)
+        (tsc::now() - start, bad, c)
     }))
     .map_err(|e| failed(e.to_string()))?;
     drop(os);
     drop(file);
-    let (os_ticks, bad_os) = via;
+    let (os_ticks, bad_os, c_os_ticks) = via;
     if bad_direct + bad_os > 0 {
         return Err(failed(format!(
             "{bad_direct} direct and {bad_os} OS-machine preads of {len} bytes came back short or failed"
@@ -180,23 +193,36 @@ pub fn validate(bench: &BenchConfig, cfg: &ValidateConfig) -> Result<Validation,
             g: secs(g_ticks),
         }],
     };
-    let fc_s = noop_call_ns * 1e-9 / 2.0;
+    let fc_s = noop_call_mean_ns * 1e-9 / 2.0;
     let projection = project(&workload, fc_s, 1.0).map_err(|e| failed(e.to_string()))?;
     let measured = secs(os_ticks);
-    let error_pct = if measured > 0.0 {
-        (projection.t_d - measured) / measured * 100.0
-    } else {
-        0.0
+    let err = |t: f64| {
+        if measured > 0.0 {
+            (t - measured) / measured * 100.0
+        } else {
+            0.0
+        }
     };
+    let error_pct = err(projection.t_d);
+    let gamma_measured = if c_os_ticks > 0 {
+        c_ticks as f64 / c_os_ticks as f64
+    } else {
+        1.0
+    };
+    let with_gamma = project(&workload, fc_s, gamma_measured).map_err(|e| failed(e.to_string()))?;
     Ok(Validation {
         config: *cfg,
-        noop_call_ns,
+        noop_call_median_ns,
+        noop_call_mean_ns,
         fc_s,
         measured_direct_s: secs(direct_ticks),
         measured_os_machine_s: measured,
         projected_os_machine_s: projection.t_d,
         within_5pct: error_pct.abs() <= 5.0,
         implied_fc_s: (measured - workload.t_nd()) / (2.0 * n.max(1) as f64),
+        gamma_measured,
+        projected_with_gamma_s: with_gamma.t_d,
+        error_with_gamma_pct: err(with_gamma.t_d),
         offload_pays: projection.speedup > 1.0,
         error_pct,
         workload,
