@@ -58,5 +58,4 @@ fn main() {
     );
     compile(&cc, &[&x86len], &out.join("multios-x86len"), "csrc/x86len_dump.c");
     compile(&cc, &[], &out.join("multios-fcbench"), "csrc/fcbench.c");
-    compile(&cc, &[], &out.join("multios-synth"), "csrc/synth.c");
 }

@@ -4,6 +4,7 @@
 
 mod cmd;
 mod output;
+mod progress;
 
 use clap::{Parser, Subcommand};
 

@@ -8,8 +8,8 @@
 use crate::cost::CostModel;
 use crate::cpus::{pin_current_thread, CpuSet};
 use crate::report::Summary;
-use crate::stats::{paired, paired_diff, Paired};
 use crate::{tsc, Config, Delegation, EmulateError, Exit, Mechanism};
+use multios_stats::{paired, paired_diff, Paired};
 use std::time::Instant;
 
 /// One delivered-f_c check.
@@ -70,7 +70,7 @@ pub fn spin_accuracy(requested: &[f64], cpu: usize) -> Result<Vec<SpinCheck>, Em
 
 /// Pass-through overhead of one mechanism on one workload: CPU time (user + system of the program,
 /// robust to other processes on a shared machine) and wall time, compared run by run
-/// ([`crate::stats::paired`]).
+/// ([`multios_stats::paired`]).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Overhead {
     pub workload: String,
@@ -103,7 +103,7 @@ pub struct LazySide {
 }
 
 fn median(v: &mut [f64]) -> f64 {
-    Summary::of(v).map(|s| s.median).unwrap_or(f64::NAN)
+    multios_stats::median(v).unwrap_or(f64::NAN)
 }
 
 /// One run's CPU and wall time.

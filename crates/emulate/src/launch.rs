@@ -102,7 +102,7 @@ pub fn run_native(
 
 /// Runs a benchmark program of ours natively (`mech` = None) or under `mech` with `delegation` at a
 /// constant one-way cost `fc` (below the mechanism's floor allowed: the benchmarks measure the floor).
-pub(crate) fn run_at(
+pub fn run_at(
     mech: Option<crate::Mechanism>,
     delegation: &crate::Delegation,
     fc: f64,

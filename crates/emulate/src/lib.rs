@@ -14,7 +14,7 @@ pub mod bench;
 mod bpf;
 pub mod cost;
 pub mod cpus;
-mod embed;
+pub mod embed;
 mod error;
 pub mod fc;
 mod launch;
@@ -22,15 +22,13 @@ pub mod predict;
 mod preload;
 mod proxy;
 pub mod report;
-pub mod stats;
 mod sys;
 pub mod tsc;
-pub mod validate;
 
 pub use cost::{CostModel, Dist};
 pub use cpus::CpuSet;
 pub use error::EmulateError;
-pub use launch::{check_writable, run_native, NativeRun};
+pub use launch::{check_writable, run_at, run_native, NativeRun};
 /// The one resolved policy table (`multios_model::Policy::resolve` makes it).
 pub use multios_model::Delegation;
 

@@ -19,12 +19,11 @@ impl Summary {
             return None;
         }
         v.sort_by(f64::total_cmp);
-        let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize];
         Some(Summary {
             n: v.len() as u64,
             min: v[0],
-            median: q(0.5),
-            p99: q(0.99),
+            median: multios_stats::median_sorted(v),
+            p99: multios_stats::quantile(v, 0.99),
             mean: v.iter().sum::<f64>() / v.len() as f64,
         })
     }

@@ -60,20 +60,9 @@ fn positive(what: &str, v: f64) -> Result<(), ModelError> {
     }
 }
 
-/// The median (mean of the two middle values for an even count); `None` when empty.
-pub fn median(values: &[f64]) -> Option<f64> {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    Some(if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2.0
-    })
-}
+/// The median of the finite values (mean of the two middle values for an even count); `None` when
+/// empty — multios-stats' one rule.
+pub use multios_stats::median;
 
 /// Accuracy = 100 − MAPE, with MAPE = (100/n) Σ |predicted − measured| / |measured| (the paper's
 /// definition in §5.3).

@@ -164,10 +164,7 @@ pub fn aggregate(reports: &[Report]) -> Vec<Aggregate> {
             keys.push(k);
         }
     }
-    let med = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        stats::quantile(&v, 0.5)
-    };
+    let med = |v: Vec<f64>| multios_stats::median(&v).unwrap_or(f64::NAN);
     let opt_med = |v: Vec<f64>| if v.is_empty() { None } else { Some(med(v)) };
     keys.into_iter()
         .map(|(label, cpu)| {

@@ -17,16 +17,8 @@ pub struct Summary {
     pub noise_pct: f64,
 }
 
-/// The value at quantile `q` (0..=1) of a sorted slice, by linear interpolation.
-pub fn quantile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let pos = q.clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
-    let lo = pos.floor() as usize;
-    let hi = pos.ceil() as usize;
-    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
-}
+/// The value at quantile `q` (0..=1) of a sorted slice, by linear interpolation (multios-stats).
+pub use multios_stats::quantile;
 
 impl Summary {
     /// Summarises `xs` (times per fixed work quantum: larger = noisier). `None` when empty.
@@ -43,7 +35,7 @@ impl Summary {
         Some(Summary {
             n: s.len(),
             min,
-            median: quantile(&s, 0.5),
+            median: multios_stats::median_sorted(&s),
             mean: sum / s.len() as f64,
             p99: quantile(&s, 0.99),
             max,

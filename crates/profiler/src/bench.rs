@@ -115,9 +115,9 @@ pub enum BenchError {
     Profile(#[from] crate::ProfilerError),
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(0.0)
+/// The median of `v` (multios-stats' rule), 0 when empty.
+fn median(v: Vec<f64>) -> f64 {
+    multios_stats::median(&v).unwrap_or(0.0)
 }
 
 /// The argv that runs `target` under `tool`.

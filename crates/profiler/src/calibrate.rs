@@ -14,13 +14,9 @@ use crate::sys;
 const BATCHES: usize = 201;
 const PER_BATCH: u64 = 100;
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    if v.is_empty() {
-        0.0
-    } else {
-        v[v.len() / 2]
-    }
+/// The median of `v` (multios-stats' rule), 0 when empty.
+fn median(v: Vec<f64>) -> f64 {
+    multios_stats::median(&v).unwrap_or(0.0)
 }
 
 /// `E`: median over batches of the mean untraced null-call round trip, in ns. (With probes attached,

@@ -21,6 +21,9 @@ pub enum ProfilerError {
     Ptrace { what: String, source: std::io::Error },
     #[error("{what}: {source}")]
     Os { what: String, source: std::io::Error },
+    /// The in-process backend (the emulator's preload library) could not profile the program.
+    #[error("multios profile --backend inproc: {0}")]
+    Inproc(String),
 }
 
 impl ProfilerError {

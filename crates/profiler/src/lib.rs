@@ -6,12 +6,15 @@
 //!   bias is calibrated on a null system call and corrected (see [`calibrate`]); `accuracy: high`.
 //! - [`Backend::Ptrace`]: seccomp-assisted ptrace for unprivileged users; stop cost calibrated and
 //!   corrected, `accuracy: low`.
+//!
+//! And [`inproc`]: `--backend inproc`, the emulator's preload library timing each call in-process.
 
 mod assemble;
 pub mod bench;
 pub mod calibrate;
 pub mod ebpf;
 mod error;
+pub mod inproc;
 mod output_path;
 mod ptrace;
 mod raw;

@@ -388,9 +388,9 @@ fn median_null_call_ns(mut child: Stopped, plain: bool) -> Result<f64, ProfilerE
     t.plain = plain;
     t.durations_of = Some((sys::NULL_SYSCALL as u64, Vec::new()));
     t.run(child.pid)?;
-    let mut v = t.durations_of.map(|(_, v)| v).unwrap_or_default();
-    v.sort_unstable();
-    v.get(v.len() / 2).map(|&ns| ns as f64).ok_or_else(|| {
+    let v = t.durations_of.map(|(_, v)| v).unwrap_or_default();
+    let v: Vec<f64> = v.iter().map(|&ns| ns as f64).collect();
+    multios_stats::median(&v).ok_or_else(|| {
         pt_err(
             "calibration",
             std::io::Error::other("no null system call was seen under ptrace"),

@@ -1,13 +1,13 @@
-//! `multios noise fwq|ftq|selfish|suite|scale` (issue #6): thin front end over multios-noise.
+//! `multios noise fwq|ftq|selfish|suite|scale` (issue #6): thin front end over multios-noise; the
+//! measurement rounds are multios_experiment::noise_measure.
 
 use crate::output::{Format, Out, Table};
 use anyhow::Context;
-use multios_noise::clock::Clock;
+use multios_experiment::noise_measure;
 use multios_noise::load::{Isolation, LoadSpec};
-use multios_noise::measure::{self, Kind, Settings};
+use multios_noise::measure::Kind;
 use multios_noise::report::{self, Report};
 use multios_noise::scale::{self, Collective, Config, Engine};
-use multios_noise::session::{self, Case, Outcome};
 use multios_noise::{cpus, figures, sys, NoiseTrace};
 use multios_units::Duration;
 use std::path::PathBuf;
@@ -156,27 +156,12 @@ fn measure(kind: Kind, a: MeasureArgs, out: &Out) -> super::Exit {
     let online = cpus::online()?;
     cpus::check_online(&cpus, &online).context("--cpus")?;
     sys::catch_interrupt().context("installing the Ctrl-C handler")?;
-    let clock = Clock::calibrate(50);
-    let mut settings = Settings {
-        kind,
-        quantum_ns: a.quantum.nanos(),
-        duration_ns: a.duration.nanos(),
-        threshold: a.threshold,
-        iters_per_tick: None,
-    };
-    settings.validate(&clock)?;
-    let cases = if a.compare {
+    let (compare, load) = if a.compare {
         let cmd = a
             .with
             .clone()
             .unwrap_or_else(|| "stress-ng --cpu 1 --quiet".to_string());
-        let cpu = match cpus.as_slice() {
-            [c] => *c,
-            _ => anyhow::bail!("--compare/suite measures one CPU: pass a single --cpus"),
-        };
-        // one work quantum for every configuration, calibrated before any load runs
-        settings.iters_per_tick = Some(measure::calibrate_on(cpu)?);
-        session::compare_cases(&cmd, cpu, &online)?
+        (Some(cmd), None)
     } else {
         let load = match &a.with {
             None => None,
@@ -193,81 +178,37 @@ fn measure(kind: Kind, a: MeasureArgs, out: &Out) -> super::Exit {
                 })
             }
         };
-        let label = match &load {
-            None => "idle".to_string(),
-            Some(l) => format!("load, isolate {}", isolate_name(l)),
-        };
-        vec![Case { label, load }]
+        (None, load)
     };
-    let settle = std::time::Duration::from_secs_f64(a.settle.secs());
-    let lwk = if a.lwk {
-        Some(LwkGuest::prepare(kind, &cpus, &online)?)
-    } else {
-        None
+    let cfg = noise_measure::Config {
+        kind,
+        cpus,
+        online,
+        quantum_ns: a.quantum.nanos(),
+        duration_ns: a.duration.nanos(),
+        threshold: a.threshold,
+        compare,
+        load,
+        settle: std::time::Duration::from_secs_f64(a.settle.secs()),
+        repeat: a.repeat as usize,
+        lwk: a.lwk,
+        mpirun: a.mpirun.map(|n| n as usize),
+        out: a.out.clone(),
     };
-    let mpi = match a.mpirun {
-        Some(n) => Some((n as usize, GuestDir::build(kind)?)),
-        None => None,
-    };
-    let mut outcomes: Vec<Outcome> = Vec::new();
-    for round in 0..a.repeat {
-        for case in &cases {
-            if out.progress {
-                eprintln!("measuring: {} (run {}/{})", case.label, round + 1, a.repeat);
-            }
-            if let Some((n, g)) = &mpi {
-                let all = session::with_load(case, settle, |cpuset| {
-                    g.mpirun(*n, case, &settings, &clock, cpuset)
-                });
-                outcomes.extend(all.with_context(|| case.label.clone())?);
-                continue;
-            }
-            match &lwk {
-                Some(g) => {
-                    let two =
-                        session::with_load(case, settle, |cpuset| g.run(case, &settings, &clock, cpuset));
-                    outcomes.extend(two.with_context(|| case.label.clone())?);
-                }
-                None => {
-                    let o = session::run_case(case, &cpus, &settings, &clock, settle)
-                        .with_context(|| case.label.clone())?;
-                    outcomes.push(o);
-                }
-            }
-        }
-    }
-    let runs: Vec<(String, multios_noise::measure::Series)> = outcomes
-        .iter()
-        .flat_map(|o| o.series.iter().map(|s| (o.case.label.clone(), s.clone())))
-        .collect();
-    let reports: Vec<Report> = runs.iter().map(|(l, s)| report::report(l, s)).collect();
-    let aggregates = report::aggregate(&reports);
-    let files = match &a.out {
-        Some(dir) => multios_noise::files::write(dir, kind, &runs, &reports, &clock)?
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect(),
-        None => Vec::new(),
-    };
+    let m = noise_measure::run(&cfg, &mut crate::progress::Bar::new(out))?;
+    let (reports, clock) = (&m.reports, &m.clock);
     match out.format {
-        Format::Json => out.json(&serde_json::json!({
-            "clock": clock,
-            "settings": settings,
-            "cases": cases,
-            "reports": reports,
-            "medians": aggregates,
-            "files": files,
-        }))?,
+        Format::Json => out.json(&m)?,
         _ => {
             let t = if a.repeat > 1 {
-                aggregate_table(kind, &aggregates)
+                aggregate_table(kind, &m.medians)
             } else {
-                measure_table(kind, &reports)
+                measure_table(kind, reports)
             };
             t.print(out);
             if out.format == Format::Table {
                 if a.histogram {
-                    for r in &reports {
+                    for r in reports {
                         let h: Vec<String> = r
                             .detour_histogram
                             .iter()
@@ -277,7 +218,7 @@ fn measure(kind: Kind, a: MeasureArgs, out: &Out) -> super::Exit {
                     }
                 }
                 if kind == Kind::Ftq {
-                    for r in &reports {
+                    for r in reports {
                         let p: Vec<String> = r
                             .peaks
                             .iter()
@@ -287,21 +228,14 @@ fn measure(kind: Kind, a: MeasureArgs, out: &Out) -> super::Exit {
                         println!("{}: spectrum peaks {}", r.label, p.join(", "));
                     }
                 }
-                let def = match kind {
-                    Kind::Fwq => {
-                        "noise % = Σ(t − t_min)/Σt; others % = CPU time of other tasks on the measured CPU"
-                    }
-                    Kind::Ftq => "noise % = Σ(c_max − c)/(n·c_max), c = work units per slot",
-                    Kind::Selfish => {
-                        "samples are gaps > threshold × the shortest iteration; noise % = Σ detours / elapsed"
-                    }
-                };
                 println!(
-                    "timer: {:.3} ticks/ns, resolution {:.1} ns; {def}",
-                    clock.ticks_per_ns, clock.resolution_ns
+                    "timer: {:.3} ticks/ns, resolution {:.1} ns; {}",
+                    clock.ticks_per_ns,
+                    clock.resolution_ns,
+                    noise_measure::definition(kind)
                 );
                 let mut shown = Vec::new();
-                for o in &outcomes {
+                for o in &m.outcomes {
                     if let Some(c) = &o.cpuset_cpus {
                         let line = format!("{}: cpuset effective CPUs {c}", o.case.label);
                         if !shown.contains(&line) {
@@ -310,154 +244,13 @@ fn measure(kind: Kind, a: MeasureArgs, out: &Out) -> super::Exit {
                         }
                     }
                 }
-                for f in &files {
+                for f in &m.files {
                     println!("wrote {f}");
                 }
             }
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The FWQ program built in a temporary directory (removed on drop).
-struct GuestDir {
-    dir: PathBuf,
-    exe: PathBuf,
-}
-
-impl GuestDir {
-    fn build(kind: Kind) -> anyhow::Result<GuestDir> {
-        let dir = std::env::temp_dir().join(format!("multios-noise-mpi-{}", std::process::id()));
-        let exe = multios_noise::guest::build_for(&dir, kind)?;
-        Ok(GuestDir { dir, exe })
-    }
-
-    /// The benchmark on `n` ranks under mpirun: one outcome per rank (and for FWQ all ranks merged).
-    fn mpirun(
-        &self,
-        n: usize,
-        case: &Case,
-        s: &Settings,
-        clock: &Clock,
-        cpuset: Option<String>,
-    ) -> anyhow::Result<Vec<Outcome>> {
-        let out_file = self.dir.join("samples.out");
-        Ok(session::mpirun_outcomes(
-            &self.exe, &out_file, n, case, s, clock, cpuset,
-        )?)
-    }
-}
-
-impl Drop for GuestDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// The benchmark's guest program, run natively and in the LWK on each measured CPU in turn.
-pub(crate) struct LwkGuest {
-    kind: Kind,
-    dir: PathBuf,
-    exe: PathBuf,
-    cpus: Vec<usize>,
-    online: Vec<usize>,
-}
-
-impl LwkGuest {
-    pub(crate) fn prepare(kind: Kind, cpus: &[usize], online: &[usize]) -> anyhow::Result<LwkGuest> {
-        multios_lwk::check_kvm().context("--lwk needs KVM")?;
-        let dir = std::env::temp_dir().join(format!("multios-noise-lwk-{}", std::process::id()));
-        let exe = multios_noise::guest::build_for(&dir, kind)?;
-        Ok(LwkGuest {
-            kind,
-            dir,
-            exe,
-            cpus: cpus.to_vec(),
-            online: online.to_vec(),
-        })
-    }
-
-    /// The same program on Linux (pinned to the CPU) and as an LWK guest (its vCPU on the CPU, the
-    /// proxy on another online CPU), for each measured CPU one after the other.
-    pub(crate) fn run(
-        &self,
-        case: &Case,
-        s: &Settings,
-        clock: &Clock,
-        cpuset: Option<String>,
-    ) -> anyhow::Result<Vec<Outcome>> {
-        use multios_noise::{cpustat, guest};
-        let out_file = self.dir.join("samples.out");
-        let args = guest::args_for(s, clock, &out_file);
-        let mut native = Vec::new();
-        let mut in_lwk = Vec::new();
-        for &cpu in &self.cpus {
-            native.push(guest::run_native_kind(
-                self.kind,
-                &self.exe,
-                cpu,
-                &args,
-                clock,
-                s.quantum_ns,
-            )?);
-            let exe = self.exe.display().to_string();
-            let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-            let mut cfg = multios_lwk::Config::new(&exe, &argv);
-            cfg.backend = multios_lwk::Backend::Ring {
-                proxy_cpu: cpus::others(&[cpu], &self.online)
-                    .ok()
-                    .and_then(|o| o.first().copied()),
-            };
-            cfg.cpus = vec![cpu];
-            cfg.quiet = true;
-            let before = cpustat::snapshot(cpu);
-            let o = multios_lwk::run(&cfg)
-                .map_err(|e| anyhow::anyhow!("{kind:?} in the LWK: {e}", kind = self.kind))?;
-            let after = cpustat::snapshot(cpu);
-            if o.code() != 0 {
-                anyhow::bail!(
-                    "{:?} in the LWK exited with {} ({})",
-                    self.kind,
-                    o.code(),
-                    o.notes.join("; ")
-                );
-            }
-            let mut g = guest::read_series(self.kind, &out_file, clock, s.quantum_ns, cpu)?;
-            g.usage = before.zip(after).and_then(|(b, a)| cpustat::usage_guest(&b, &a));
-            let _ = std::fs::remove_file(&out_file);
-            in_lwk.push(g);
-        }
-        let label = |what: &str| Case {
-            label: format!("{} · {what}", case.label),
-            load: case.load.clone(),
-        };
-        Ok(vec![
-            Outcome {
-                case: label("Linux"),
-                series: native,
-                cpuset_cpus: cpuset.clone(),
-            },
-            Outcome {
-                case: label("LWK"),
-                series: in_lwk,
-                cpuset_cpus: cpuset,
-            },
-        ])
-    }
-}
-
-impl Drop for LwkGuest {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn isolate_name(l: &LoadSpec) -> String {
-    match l.isolation {
-        Isolation::None => "none".to_string(),
-        Isolation::Affinity => format!("affinity (CPU {})", cpus::format_list(&l.cpus)),
-        Isolation::Cpuset => format!("cpuset (CPU {})", cpus::format_list(&l.cpus)),
-    }
 }
 
 fn measure_table(kind: Kind, reports: &[Report]) -> Table {

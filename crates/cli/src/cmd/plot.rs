@@ -1,32 +1,48 @@
 //! `multios plot …`: the paper's figures from profiles, each as PNG, SVG and the CSV of its data.
 
+//! The figures are drawn by multios_experiment::figures.
+
 use crate::output::{Format, Out};
-use multios_model::{self as model, sweep, Order, Params, Policy, Workload};
-use multios_plot::{Figure, Heatmap, LineChart, Panels, Series};
+use multios_experiment::figures::{self, Inputs};
+use multios_model::Workload;
 use multios_units::Duration;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fig {
-    /// S_n over p × γ (paper Fig. 2)
-    Fig2,
-    /// S_n vs γ for each workload, or the paper's Table 1 without profiles (Fig. 3)
-    Fig3,
-    /// S_r vs γ under least/most/random selection of the forwarded fraction (Fig. 4)
-    Fig4,
-    /// S_r over γ × f_c (Fig. 5)
-    Fig5,
-    /// CDF of per-syscall invocation counts (Fig. 6)
-    Fig6,
-    /// S_r over f_c × fraction forwarded (Fig. 7)
-    Fig7,
-    /// S_r over γ × fraction forwarded (Fig. 8)
-    Fig8,
-    /// S_r vs f_c under the three selection orders (Fig. 9)
-    Fig9,
-    /// Every figure above
-    All,
+/// A figure on the command line: one of the library's, or every figure (`all`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fig(Option<figures::Fig>);
+
+impl Fig {
+    /// The library's figure; `None` for every figure.
+    fn figure(self) -> Option<figures::Fig> {
+        self.0
+    }
+}
+
+impl clap::ValueEnum for Fig {
+    fn value_variants<'a>() -> &'a [Self] {
+        use figures::Fig as F;
+        const ALL: [Fig; 9] = [
+            Fig(Some(F::Fig2)),
+            Fig(Some(F::Fig3)),
+            Fig(Some(F::Fig4)),
+            Fig(Some(F::Fig5)),
+            Fig(Some(F::Fig6)),
+            Fig(Some(F::Fig7)),
+            Fig(Some(F::Fig8)),
+            Fig(Some(F::Fig9)),
+            Fig(None),
+        ];
+        &ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(match self.0 {
+            Some(f) => clap::builder::PossibleValue::new(f.name()).help(f.help()),
+            None => clap::builder::PossibleValue::new("all").help("Every figure above"),
+        })
+    }
 }
 
 #[derive(clap::Args, Debug)]
@@ -54,15 +70,6 @@ pub struct Args {
     seed: u64,
 }
 
-/// What the figures are drawn from: labelled workloads.
-pub struct Inputs {
-    pub workloads: Vec<(String, Workload)>,
-    pub gamma: f64,
-    pub fc: f64,
-    pub fraction: f64,
-    pub seed: u64,
-}
-
 pub fn run(a: Args, out: &Out) -> super::Exit {
     let mut workloads = Vec::new();
     for path in &a.profile {
@@ -86,23 +93,13 @@ pub fn run(a: Args, out: &Out) -> super::Exit {
         fraction: a.fraction,
         seed: a.seed,
     };
-    let figs = if a.fig == Fig::All {
-        vec![
-            Fig::Fig2,
-            Fig::Fig3,
-            Fig::Fig4,
-            Fig::Fig5,
-            Fig::Fig6,
-            Fig::Fig7,
-            Fig::Fig8,
-            Fig::Fig9,
-        ]
-    } else {
-        vec![a.fig]
+    let figs = match a.fig.figure() {
+        None => figures::Fig::ALL.to_vec(),
+        Some(f) => vec![f],
     };
     let mut written = Vec::new();
     for f in figs {
-        written.extend(write_fig(f, &inputs, &a.out)?);
+        written.extend(figures::write_fig(f, &inputs, &a.out)?);
     }
     report(&written, out)?;
     Ok(ExitCode::SUCCESS)
@@ -123,261 +120,4 @@ pub fn report(written: &[multios_plot::Written], out: &Out) -> anyhow::Result<()
             Ok(())
         }
     }
-}
-
-fn need(inputs: &Inputs, fig: &str) -> anyhow::Result<()> {
-    if inputs.workloads.is_empty() {
-        anyhow::bail!("{fig} needs at least one --profile FILE");
-    }
-    Ok(())
-}
-
-fn stem(dir: &Path, name: &str) -> PathBuf {
-    dir.join(name)
-}
-
-fn slug(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect()
-}
-
-fn gammas() -> Vec<f64> {
-    sweep::lin_space(1.0, 10.0, 19)
-}
-
-/// Draws one figure (some figures draw one file per workload).
-pub fn write_fig(fig: Fig, inp: &Inputs, dir: &Path) -> anyhow::Result<Vec<multios_plot::Written>> {
-    let base = Params::new(inp.gamma, inp.fc);
-    let us = |s: f64| s * 1e6;
-    let mut out = Vec::new();
-    match fig {
-        Fig::Fig2 => {
-            let ps = sweep::log_space(1e-4, 1.0, 41);
-            let gs = sweep::lin_space(1.0, 10.0, 37);
-            let z = ps
-                .iter()
-                .map(|&p| gs.iter().map(|&g| model::naive(p, g)).collect())
-                .collect::<Result<_, _>>()?;
-            out.push(multios_plot::write(
-                &Figure::Heatmap(Heatmap {
-                    title: "Naïve model: speedup S_n over p and γ (Fig. 2)".into(),
-                    x_label: "γ (gain of the LWK)".into(),
-                    y_label: "p (share of time in system calls)".into(),
-                    z_label: "S_n".into(),
-                    x: gs,
-                    y: ps,
-                    z,
-                    x_log: false,
-                    y_log: true,
-                }),
-                &stem(dir, "fig2-naive-p-gamma"),
-            )?);
-        }
-        Fig::Fig3 => {
-            let rows: Vec<(String, f64)> = if inp.workloads.is_empty() {
-                model::paper::TABLE1
-                    .iter()
-                    .map(|(n, _, p)| (format!("{n} (p={:.3}%)", p * 100.0), *p))
-                    .collect()
-            } else {
-                inp.workloads
-                    .iter()
-                    .map(|(n, w)| (format!("{n} (p={:.3}%)", w.p() * 100.0), w.p()))
-                    .collect()
-            };
-            let series = rows
-                .iter()
-                .map(|(n, p)| {
-                    let pts = gammas()
-                        .into_iter()
-                        .map(|g| model::naive(*p, g).map(|s| (g, s)))
-                        .collect::<Result<_, _>>()?;
-                    Ok(Series::line(n, pts))
-                })
-                .collect::<anyhow::Result<Vec<_>>>()?;
-            out.push(multios_plot::write(
-                &Figure::Line(LineChart {
-                    title: "Naïve projection vs γ (Fig. 3)".into(),
-                    x_label: "γ".into(),
-                    y_label: "speedup S_n".into(),
-                    x_log: false,
-                    y_log: false,
-                    series,
-                }),
-                &stem(dir, "fig3-naive-vs-gamma"),
-            )?);
-        }
-        Fig::Fig4 => {
-            need(inp, "fig4")?;
-            let panels = order_panels(inp, &base, &gammas(), "γ", false, |p, x| p.gamma = x)?;
-            out.push(multios_plot::write(
-                &Figure::Panels(Panels {
-                    title: format!(
-                        "Refined model vs γ, {:.0}% of syscalls forwarded, f_c = {:.3} µs (Fig. 4)",
-                        inp.fraction * 100.0,
-                        us(inp.fc)
-                    ),
-                    panels,
-                }),
-                &stem(dir, "fig4-policies-vs-gamma"),
-            )?);
-        }
-        Fig::Fig5 | Fig::Fig7 | Fig::Fig8 => {
-            need(inp, "fig5/7/8")?;
-            let fcs = sweep::log_space(1e-9, 10.0, 41);
-            let fracs = sweep::lin_space(0.0, 1.0, 21);
-            for (n, w) in &inp.workloads {
-                let (title, x_label, y_label, x, y, z, x_log, name) = match fig {
-                    Fig::Fig5 => {
-                        let fixed = sweep::least(inp.fraction)?;
-                        let z = sweep::grid(
-                            w,
-                            &base,
-                            &fcs,
-                            &gammas(),
-                            |_| Ok(fixed.clone()),
-                            |p, x, y| {
-                                p.fc = x;
-                                p.gamma = y;
-                            },
-                        )?;
-                        (
-                            format!(
-                                "{n}: S_r over f_c × γ, {:.0}% least-frequent forwarded (Fig. 5)",
-                                inp.fraction * 100.0
-                            ),
-                            "f_c (s)",
-                            "γ",
-                            fcs.iter().map(|v| v.to_owned()).collect::<Vec<_>>(),
-                            gammas(),
-                            z,
-                            true,
-                            "fig5-gamma-fc",
-                        )
-                    }
-                    Fig::Fig7 => {
-                        let z = sweep::grid(w, &base, &fcs, &fracs, sweep::least, |p, x, _| p.fc = x)?;
-                        (
-                            format!(
-                                "{n}: S_r over f_c × fraction forwarded, γ = {} (Fig. 7)",
-                                inp.gamma
-                            ),
-                            "f_c (s)",
-                            "fraction of distinct syscalls forwarded (least frequent first)",
-                            fcs.clone(),
-                            fracs.clone(),
-                            z,
-                            true,
-                            "fig7-fc-fraction",
-                        )
-                    }
-                    _ => {
-                        let z =
-                            sweep::grid(w, &base, &gammas(), &fracs, sweep::least, |p, x, _| p.gamma = x)?;
-                        (
-                            format!(
-                                "{n}: S_r over γ × fraction forwarded, f_c = {:.3} µs (Fig. 8)",
-                                us(inp.fc)
-                            ),
-                            "γ",
-                            "fraction of distinct syscalls forwarded (least frequent first)",
-                            gammas(),
-                            fracs.clone(),
-                            z,
-                            false,
-                            "fig8-gamma-fraction",
-                        )
-                    }
-                };
-                out.push(multios_plot::write(
-                    &Figure::Heatmap(Heatmap {
-                        title,
-                        x_label: x_label.into(),
-                        y_label: y_label.into(),
-                        z_label: "S_r".into(),
-                        x,
-                        y,
-                        z,
-                        x_log,
-                        y_log: false,
-                    }),
-                    &stem(dir, &format!("{name}-{}", slug(n))),
-                )?);
-            }
-        }
-        Fig::Fig6 => {
-            need(inp, "fig6")?;
-            let series = inp
-                .workloads
-                .iter()
-                .map(|(n, w)| Series::line(n, sweep::syscall_cdf(w)))
-                .collect();
-            out.push(multios_plot::write(
-                &Figure::Line(LineChart {
-                    title: "System-call profile: CDF of invocation counts (Fig. 6)".into(),
-                    x_label: "invocations n(s)".into(),
-                    y_label: "fraction of distinct syscalls invoked ≤ n times".into(),
-                    x_log: true,
-                    y_log: false,
-                    series,
-                }),
-                &stem(dir, "fig6-syscall-cdf"),
-            )?);
-        }
-        Fig::Fig9 => {
-            need(inp, "fig9")?;
-            let fcs = sweep::log_space(1e-9, 10.0, 61);
-            let panels = order_panels(inp, &base, &fcs, "f_c (s)", true, |p, x| p.fc = x)?;
-            out.push(multios_plot::write(
-                &Figure::Panels(Panels {
-                    title: format!(
-                        "Refined model vs f_c, γ = {}, {:.0}% forwarded (Fig. 9)",
-                        inp.gamma,
-                        inp.fraction * 100.0
-                    ),
-                    panels,
-                }),
-                &stem(dir, "fig9-policies-vs-fc"),
-            )?);
-        }
-        Fig::All => {}
-    }
-    Ok(out)
-}
-
-/// One panel per selection order of the forwarded fraction (the paper's Fig. 4 and 9: least frequent,
-/// most frequent, random), each with a curve of S_r over `xs` per workload.
-fn order_panels(
-    inp: &Inputs,
-    base: &Params,
-    xs: &[f64],
-    x_label: &str,
-    x_log: bool,
-    set: impl Fn(&mut Params, f64) + Copy,
-) -> anyhow::Result<Vec<LineChart>> {
-    let orders = [
-        ("(a) least frequent", Order::LeastFrequent),
-        ("(b) most frequent", Order::MostFrequent),
-        ("(c) random", Order::Random(inp.seed)),
-    ];
-    orders
-        .into_iter()
-        .map(|(title, order)| {
-            let pol = Policy::fraction(order, inp.fraction)?;
-            let series = inp
-                .workloads
-                .iter()
-                .map(|(n, w)| Ok(Series::line(n, sweep::curve(w, &pol, base, xs, set)?)))
-                .collect::<anyhow::Result<Vec<_>>>()?;
-            Ok(LineChart {
-                title: title.into(),
-                x_label: x_label.into(),
-                y_label: "S_r".into(),
-                x_log,
-                y_log: false,
-                series,
-            })
-        })
-        .collect()
 }

@@ -112,17 +112,7 @@ pub fn run(prefix: &[OsString], exe: &Path, args: &[&str]) -> Result<Sample, Ben
     Ok(Sample { wall_s, kernel_s })
 }
 
-/// The median of `v` (NaN when empty).
+/// The median of the finite values of `v` (multios-stats' rule), NaN when there are none.
 pub fn median(v: &[f64]) -> f64 {
-    let mut v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+    multios_stats::median(v).unwrap_or(f64::NAN)
 }

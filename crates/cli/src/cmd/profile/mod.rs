@@ -1,7 +1,6 @@
 //! `multios profile`: trace a command (`profile [OPTIONS] -- CMD…`), or `import` / `merge` profiles.
 
 mod import;
-mod inproc;
 mod merge;
 mod run;
 

@@ -69,7 +69,7 @@ pub fn run(args: RunArgs, out: &Out) -> crate::cmd::Exit {
     ));
     multios_profile::check_writable(&path)?;
     let mut profile = if matches!(args.backend, Some(BackendArg::Inproc)) {
-        super::inproc::profile(&args.command)?
+        multios_profiler::inproc::profile(&args.command)?
     } else {
         multios_profiler::profile(&opts)?
     };

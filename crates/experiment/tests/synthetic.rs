@@ -1,18 +1,26 @@
 //! Issue #4: the synthetic benchmark replays its mix and reports a profile the models can use,
 //! natively and under emulation (functional checks only; accuracy is `multios validate`'s job).
 
-mod common;
-use multios_emulate::validate::{run_synth, score, Mix, RoundTrip};
-use multios_emulate::{CpuSet, Mechanism};
+use multios_emulate::{CpuSet, Delegation, Mechanism};
+use multios_experiment::synth::{run_synth, Mix};
+use multios_experiment::validate::{score, RoundTrip};
 use std::collections::BTreeSet;
+
+#[path = "../../../testsupport/scratch.rs"]
+mod scratch;
+
+fn named(name: &str) -> Delegation {
+    let set = multios_syscalls::NamedSet::parse(name).unwrap_or_else(|e| panic!("{e}"));
+    Delegation::from_fn(name, |n| set.is_delegated(n))
+}
 
 #[test]
 fn issue_4_synthetic_benchmark_replays_the_mix_under_every_mechanism() {
     let avail = CpuSet::allowed();
     let (compute, control) = multios_emulate::cpus::default_split(&avail);
-    let dir = common::tmpdir("synth");
+    let dir = scratch::until_test_ends("multios-experiment", "synth");
     let mix = Mix::default_mix();
-    let d = common::named("mckernel");
+    let d = named("mckernel");
     let native = run_synth(
         None,
         10_000,

@@ -12,6 +12,7 @@
 //!   is the steadiest estimate of its own cost (J. Chen and J. Revels, "Robust benchmarking in
 //!   noisy environments", arXiv:1608.04295, 2016).
 
+use crate::median_sorted;
 use serde::Serialize;
 
 /// The paired comparison of `emulated` against `base`, both in the same order of alternation, in
@@ -64,16 +65,6 @@ pub fn median_ci_rank(n: usize, level: f64) -> Option<(usize, f64)> {
         }
     }
     best
-}
-
-/// The median of a sorted, non-empty slice (the mean of the two middle values for an even count).
-pub(crate) fn median_sorted(s: &[f64]) -> f64 {
-    let m = s.len() / 2;
-    if s.len() % 2 == 1 {
-        s[m]
-    } else {
-        (s[m - 1] + s[m]) / 2.0
-    }
 }
 
 /// Compares two equally long series of run times taken in alternation, in percent of `base`;

@@ -9,16 +9,17 @@
 //! library's constructor (the dynamic loader's) and the calls it routes elsewhere (clone, fork,
 //! execve, exit, rt_sigreturn) are counted but not timed.
 
+use crate::ProfilerError;
 use multios_profile::{Exit, Profile, SyscallStats};
 
 /// Profiles `command` (the caller has checked the output path before, as for every backend).
-pub fn profile(command: &[String]) -> anyhow::Result<Profile> {
+pub fn profile(command: &[String]) -> Result<Profile, ProfilerError> {
     let prog = command.first().map(String::as_str).unwrap_or_default();
     if multios_emulate::default_mechanism(prog) == multios_emulate::Mechanism::Proxy {
-        anyhow::bail!(
-            "multios profile --backend inproc: '{prog}' is statically linked; the in-process \
+        return Err(ProfilerError::Inproc(format!(
+            "'{prog}' is statically linked; the in-process \
              backend injects a preload library, so it needs a dynamically linked program: use --backend ebpf"
-        );
+        )));
     }
     let available = multios_emulate::CpuSet::allowed();
     let cfg = multios_emulate::Config {
@@ -32,8 +33,7 @@ pub fn profile(command: &[String]) -> anyhow::Result<Profile> {
         rewrite: true,
         wait: multios_emulate::Wait::default(),
     };
-    let r = multios_emulate::profile_run(&cfg)
-        .map_err(|e| anyhow::anyhow!("multios profile --backend inproc: {e}"))?;
+    let r = multios_emulate::profile_run(&cfg).map_err(|e| ProfilerError::Inproc(e.to_string()))?;
     let mut p = Profile::new(command.to_vec(), "multios-inproc", "high");
     p.wall_time_s = r.wall_secs;
     p.exit = Some(match r.exit {

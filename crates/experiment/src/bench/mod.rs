@@ -1,0 +1,9 @@
+//! The bodies of `multios bench …`: benchmarks that measure the things compared side by side in
+//! one run and judge them against their targets (this machine is a noisy shared VM: medians and
+//! ratios, not single times).
+
+pub mod emulate;
+pub mod hpcc;
+pub mod lwk;
+pub mod noise;
+pub mod profiler;

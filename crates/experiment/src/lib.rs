@@ -1,0 +1,31 @@
+//! multios experiments — the single place a reader finds each one. Every experiment takes a plain
+//! config struct (the CLI's flags already resolved: policies are `Delegation`s, CPUs are `CpuSet`s,
+//! durations are numbers) and returns a serializable result; the CLI only parses, prints and picks
+//! the exit code. Long experiments report to a [`Progress`].
+//!
+//! - [`synth`]: the synthetic benchmark of paper §4.1 (its C source lives here, csrc/synth.c);
+//! - [`validate`]: `multios validate`, the benchmark under emulation against the models;
+//! - [`lwk_validate`]: `multios lwk validate`, the benchmark natively and in the LWK against the models;
+//! - [`noise_measure`]: `multios noise fwq/ftq/selfish/suite`, rounds of cases, reports and medians;
+//! - [`noise_guests`]: the noise benchmarks run under mpirun and in the LWK;
+//! - [`bench`]: the bodies of `multios bench …` with their targets and verdicts;
+//! - [`figures`]: the paper's figures from workloads (`multios plot`, the demo);
+//! - [`demo`]: the demo pipeline's steps (profile → project → emulate → plots);
+//! - [`stats`]: the statistics every experiment uses (re-exported from `multios-stats`).
+
+pub mod bench;
+pub mod demo;
+mod error;
+pub mod figures;
+pub mod lwk_validate;
+pub mod noise_guests;
+pub mod noise_measure;
+mod progress;
+pub mod synth;
+pub mod validate;
+
+pub use error::ExperimentError;
+pub use progress::{Progress, Silent};
+
+/// One median, one paired comparison, one confidence interval (the `multios-stats` crate).
+pub use multios_stats as stats;
