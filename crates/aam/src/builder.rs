@@ -175,7 +175,7 @@ impl MachineBuilder {
             stealers: locals.iter().map(Worker::stealer).collect(),
             parkers: worker_cpus.iter().map(|_| Parker::default()).collect(),
             cpus: worker_cpus.clone(),
-            stopped: AtomicBool::new(false),
+            stopped: crate::machine::CacheLine(AtomicBool::new(false)),
             spin_ticks,
             call_spin_ticks,
             stealing: self.stealing,
