@@ -231,6 +231,11 @@ pub fn run_trace(calls: usize) -> Result<TraceRun, AamError> {
             why: format!("{} of {calls} calls returned a wrong result", calls - done),
         });
     }
+    // A worker records a task's event after the poll returns, so the driver's last poll may be
+    // recorded after its result arrived here: stopping joins the workers, and their rings are
+    // complete afterwards.
+    client.stop();
+    server.stop();
     let chrome_json = multios_aam::trace::chrome_trace(&[&client.handle(), &server.handle()]);
     Ok(TraceRun {
         calls,
