@@ -23,6 +23,7 @@ pub struct MachineBuilder {
     cores: Option<usize>,
     workers_per_cpu: usize,
     spin: Duration,
+    call_spin: Option<Duration>,
     stealing: bool,
     batch: usize,
     on_signal: Option<SignalHandler>,
@@ -38,6 +39,7 @@ impl MachineBuilder {
             cores: None,
             workers_per_cpu: 1,
             spin: Duration::from_micros(50),
+            call_spin: None,
             stealing: false,
             batch: 32,
             on_signal: None,
@@ -68,6 +70,15 @@ impl MachineBuilder {
     /// once (the paper's idle case); `Duration::MAX`: never sleep (its active case).
     pub fn idle_spin(mut self, spin: Duration) -> Self {
         self.spin = spin;
+        self
+    }
+
+    /// How long a task awaiting a machine call's result polls the result's slot itself, while
+    /// its worker has nothing else ready, before it suspends and waits to be woken through the
+    /// inject queue. The default is the idle spin, capped at 50 µs (so `idle_spin(ZERO)` keeps
+    /// the pure IMS path); `Duration::ZERO` turns the polled wait off.
+    pub fn call_spin(mut self, spin: Duration) -> Self {
+        self.call_spin = Some(spin);
         self
     }
 
@@ -154,14 +165,19 @@ impl MachineBuilder {
         } else {
             tsc::calibration().ticks(self.spin.as_secs_f64())
         };
+        let call_spin = self
+            .call_spin
+            .unwrap_or_else(|| self.spin.min(Duration::from_micros(50)));
+        let call_spin_ticks = tsc::calibration().ticks(call_spin.min(Duration::from_secs(1)).as_secs_f64());
         let shared = Arc::new(Shared {
             name: self.name.as_str().into(),
             injector: Injector::new(),
             stealers: locals.iter().map(Worker::stealer).collect(),
             parkers: worker_cpus.iter().map(|_| Parker::default()).collect(),
             cpus: worker_cpus.clone(),
-            stopped: AtomicBool::new(false),
+            stopped: crate::machine::CacheLine(AtomicBool::new(false)),
             spin_ticks,
+            call_spin_ticks,
             stealing: self.stealing,
             batch: self.batch,
             served: Mutex::new(Vec::new()),

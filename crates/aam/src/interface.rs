@@ -265,7 +265,7 @@ impl<S: Send + Sync + 'static> Endpoint<S> {
         let (tx, rx) = oneshot::channel();
         let call = Call {
             rx,
-            machine: self.machine.clone(),
+            machine: self.machine.name.clone(),
             name,
         };
         if self.machine.stopped.load(Ordering::SeqCst) {
@@ -305,7 +305,9 @@ impl<S: Send + Sync + 'static> Endpoint<S> {
 /// A machine call in flight: a future of its result.
 pub struct Call<T> {
     rx: oneshot::Receiver<T>,
-    machine: Arc<Shared>,
+    /// The server machine's name (for errors). Not the machine's `Arc`: its reference count is
+    /// written by every task the server runs, and touching it per call moved that line.
+    machine: Arc<str>,
     name: &'static str,
 }
 
@@ -330,11 +332,15 @@ impl<T> Future for Call<T> {
     type Output = Result<T, CallError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // Active path: poll the result's slot while the worker is otherwise idle, so the
+        // server's completion needs no wake-up (see `worker::poll_result`).
+        let rx = &self.rx;
+        crate::worker::poll_result(|| rx.is_done());
         match Pin::new(&mut self.rx).poll(cx) {
             Poll::Pending => Poll::Pending,
             Poll::Ready(Ok(v)) => Poll::Ready(Ok(v)),
             Poll::Ready(Err(why)) => {
-                let machine = self.machine.name.to_string();
+                let machine = self.machine.to_string();
                 let call = self.name.to_string();
                 Poll::Ready(Err(match why {
                     oneshot::Closed::Panicked => CallError::Panicked { machine, call },

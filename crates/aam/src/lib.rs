@@ -45,6 +45,7 @@ mod block;
 mod builder;
 pub mod ims;
 pub mod interface;
+pub mod kv;
 pub mod machine;
 pub mod manager;
 pub mod oneshot;

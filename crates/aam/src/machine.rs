@@ -119,8 +119,13 @@ pub(crate) struct Shared {
     pub(crate) stealers: Vec<Stealer<TaskRef>>,
     pub(crate) parkers: Vec<Parker>,
     pub(crate) cpus: Vec<usize>,
-    pub(crate) stopped: AtomicBool,
+    /// On its own cache line: every machine call reads it (twice), and the line must not be
+    /// one the server's workers write per call (e.g. the `Arc`'s reference count, which every
+    /// task of the machine increments and decrements).
+    pub(crate) stopped: CacheLine<AtomicBool>,
     pub(crate) spin_ticks: u64,
+    /// How long a task awaiting a call's result polls its slot (see `worker::poll_result`).
+    pub(crate) call_spin_ticks: u64,
     pub(crate) stealing: bool,
     pub(crate) batch: usize,
     pub(crate) served: Mutex<Vec<Arc<dyn Served>>>,

@@ -105,6 +105,11 @@ impl<T> Receiver<T> {
         unsafe { (*self.0.value.get()).take() }.ok_or(Closed::Dropped)
     }
 
+    /// Whether the value (or the sender's closing) has arrived: one read of the slot's line.
+    pub fn is_done(&self) -> bool {
+        self.0.state.load(Ordering::Acquire) & DONE != 0
+    }
+
     /// The value if it has arrived (without registering a waker).
     pub fn try_take(&self) -> Option<Result<T, Closed>> {
         let s = self.0.state.load(Ordering::Acquire);

@@ -5,7 +5,9 @@
 //!
 //! Calls that may block (`accept`, `recv` on an empty socket, `read` from a pipe) block the
 //! worker that runs them; give the OS machine several workers on its CPU
-//! ([`OsMachine::start`]'s `workers`) so one blocked call does not stall the rest.
+//! ([`OsMachine::start`]'s `workers`) so one blocked call does not stall the rest. While such a
+//! call runs, its worker does not count as polling (`worker::blocking`), so new requests signal
+//! a sleeping sibling instead of waiting behind it.
 
 use crate::builder::MachineBuilder;
 use crate::interface::{ConnectOptions, ServeOptions, Service};
@@ -38,7 +40,7 @@ pub struct Os;
 
 impl OsCalls for Os {
     async fn read(&self, fd: i32, len: usize) -> io::Result<Vec<u8>> {
-        sys::read(fd, len)
+        crate::worker::blocking(|| sys::read(fd, len))
     }
     async fn write(&self, fd: i32, data: Vec<u8>) -> io::Result<usize> {
         sys::write(fd, &data)
@@ -59,10 +61,10 @@ impl OsCalls for Os {
         sys::fsync(fd)
     }
     async fn accept(&self, fd: i32) -> io::Result<i32> {
-        sys::accept(fd)
+        crate::worker::blocking(|| sys::accept(fd))
     }
     async fn recv(&self, fd: i32, len: usize, flags: i32) -> io::Result<Vec<u8>> {
-        sys::recv(fd, len, flags)
+        crate::worker::blocking(|| sys::recv(fd, len, flags))
     }
     async fn send(&self, fd: i32, data: Vec<u8>, flags: i32) -> io::Result<usize> {
         sys::send(fd, &data, flags)

@@ -116,3 +116,25 @@ pub fn send(fd: i32, data: &[u8], flags: i32) -> io::Result<usize> {
     // SAFETY: `data` is a live allocation of `data.len()` bytes, only read.
     check(unsafe { libc::send(fd, data.as_ptr().cast(), data.len(), flags) })
 }
+
+/// Shuts both directions of a socket down (a blocked `recv` on it returns 0).
+pub fn shutdown(fd: i32) -> io::Result<()> {
+    // SAFETY: shutdown touches no memory of ours; a stale descriptor gives EBADF/ENOTSOCK.
+    check(unsafe { libc::shutdown(fd, libc::SHUT_RDWR) } as isize).map(drop)
+}
+
+/// Sets `TCP_NODELAY` on a connected socket (replies are small and go out at once).
+pub fn set_nodelay(fd: i32) -> io::Result<()> {
+    let one: libc::c_int = 1;
+    // SAFETY: `one` is a live c_int for the duration of the call; the length matches it.
+    check(unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_NODELAY,
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    } as isize)
+    .map(drop)
+}

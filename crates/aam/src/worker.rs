@@ -2,7 +2,7 @@
 //! and regains its core (see the module comment of [`crate::machine`] for the pick order).
 
 use crate::interface::Served;
-use crate::machine::{lock, Shared, WorkerCtx};
+use crate::machine::{lock, Shared, WorkerCtx, CURRENT};
 use crate::task::TaskRef;
 use crate::trace::EventKind;
 use crossbeam_deque::Steal;
@@ -216,4 +216,75 @@ fn sleep(ctx: &WorkerCtx, cur: &mut Cursor) {
     }
     parker.running();
     shared.set_polling(true);
+}
+
+/// The client side of an active machine call: the task awaiting a result polls `done` (a read
+/// of the result's own slot) while its worker has nothing else to run, for at most the
+/// machine's call spin. Returns whether `done` became true. While it polls, the result needs no
+/// wake-up: the server's completion finds no registered waker, so the client task is not pushed
+/// through the inject queue and the call costs the request's lines and the result's line.
+/// Anything else for this worker (a ready task, a remote wake-up, a signal, a request for this
+/// machine, a stop, losing the core) ends the poll; the caller then registers its waker as
+/// usual, so nothing is lost.
+pub(crate) fn poll_result(mut done: impl FnMut() -> bool) -> bool {
+    CURRENT
+        .try_with(|c| {
+            let Ok(b) = c.try_borrow() else { return false };
+            let Some(ctx) = b.as_ref() else { return false };
+            let s = &ctx.shared;
+            if s.call_spin_ticks == 0 {
+                return false;
+            }
+            let start = tsc::now();
+            let mut round = 0u32;
+            loop {
+                if done() {
+                    return true;
+                }
+                if !ctx.local.is_empty()
+                    || !s.injector.is_empty()
+                    || s.signals_pending.load(Ordering::Relaxed)
+                    || s.stopped.load(Ordering::Relaxed)
+                    || !s.active[ctx.index].load(Ordering::Relaxed)
+                {
+                    return false;
+                }
+                round = round.wrapping_add(1);
+                if round.is_multiple_of(64) {
+                    if lock(&s.served).iter().any(|q| q.has_takeable()) {
+                        return false;
+                    }
+                    if tsc::now().wrapping_sub(start) >= s.call_spin_ticks {
+                        return false;
+                    }
+                }
+                std::hint::spin_loop();
+            }
+        })
+        .unwrap_or(false)
+}
+
+/// Runs `f`, a call that may block its thread (a system call waiting for a peer), with the
+/// current worker counted as not polling: its machine's clients then signal (IMS) instead of
+/// relying on this worker, and a sleeping sibling is woken if work is already queued. Without
+/// this a worker blocked in `accept` or `recv` would still count as the machine's poller and
+/// requests queued behind it would wait for it.
+pub(crate) fn blocking<R>(f: impl FnOnce() -> R) -> R {
+    let shared = CURRENT
+        .try_with(|c| {
+            c.try_borrow()
+                .ok()
+                .and_then(|b| b.as_ref().map(|ctx| ctx.shared.clone()))
+        })
+        .ok()
+        .flatten();
+    let Some(shared) = shared else { return f() };
+    shared.set_polling(false);
+    fence(Ordering::SeqCst);
+    if !shared.injector.is_empty() || lock(&shared.served).iter().any(|q| q.has_takeable()) {
+        shared.ims();
+    }
+    let r = f();
+    shared.set_polling(true);
+    r
 }

@@ -43,6 +43,8 @@ enum Command {
     Noise(cmd::noise::Args),
     /// Benchmarks that print ratios measured side by side in one run
     Bench(cmd::bench::Args),
+    /// Asynchronous Abstract Machines: benchmarks, the key-value service, the timeline
+    Aam(cmd::aam::Args),
 }
 
 /// Help and version go to stdout as usual; a usage error is printed on one line: clap's message with what
@@ -116,6 +118,7 @@ fn main() -> std::process::ExitCode {
         Command::Lwk(a) => cmd::lwk::run(a, &out),
         Command::Noise(a) => cmd::noise::run(a, &out),
         Command::Bench(a) => cmd::bench::run(a, &out),
+        Command::Aam(a) => cmd::aam::run(a, &out),
     };
     match result {
         Ok(code) => code,

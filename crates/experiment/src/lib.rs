@@ -11,7 +11,7 @@
 //! - [`lwk_validate`]: `multios lwk validate`, the benchmark natively and in the LWK against the models;
 //! - [`noise_measure`]: `multios noise fwq/ftq/selfish/suite`, rounds of cases, reports and medians;
 //! - [`noise_guests`]: the noise benchmarks run under mpirun and in the LWK;
-//! - [`bench`]: the bodies of `multios bench …` with their targets and verdicts;
+//! - [`bench`]: the bodies of `multios bench …` (and of `multios aam …`, in `bench::aam`) with their targets and verdicts;
 //! - [`figures`]: the paper's figures from workloads (`multios plot`, the demo);
 //! - [`demo`]: the demo pipeline's steps (profile → project → emulate → plots);
 //! - [`stats`]: the statistics every experiment uses (re-exported from `multios-stats`).

@@ -5,6 +5,7 @@
 mod aam;
 mod baselines;
 mod stats;
+mod validate;
 
 pub use stats::Stats;
 
@@ -91,6 +92,7 @@ pub fn run_all(cfg: &BenchConfig) -> Result<BenchReport, BenchError> {
     let mut results = Vec::new();
     results.extend(aam::local_task(cfg)?);
     results.extend(aam::machine_call(cfg, true)?);
+    results.extend(aam::machine_call_woken(cfg)?);
     results.extend(aam::machine_call(cfg, false)?);
     results.extend(aam::core_move(cfg)?);
     results.extend(baselines::all(cfg)?);
@@ -102,5 +104,6 @@ pub fn run_all(cfg: &BenchConfig) -> Result<BenchReport, BenchError> {
     })
 }
 
-pub use aam::{core_move, local_task, machine_call};
+pub use aam::{core_move, local_task, machine_call, machine_call_woken};
 pub use baselines::all as baselines;
+pub use validate::{project, validate, ValidateConfig, Validation};

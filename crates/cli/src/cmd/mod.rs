@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod aam;
 pub mod bench;
 pub mod demo;
 pub mod emulate;

@@ -2,6 +2,7 @@
 //! one run and judge them against their targets (this machine is a noisy shared VM: medians and
 //! ratios, not single times).
 
+pub mod aam;
 pub mod emulate;
 pub mod hpcc;
 pub mod lwk;

@@ -1,0 +1,176 @@
+//! The load generator: `connections` threads on loopback, each with one connection, issuing
+//! `PUT k v` then `GET k` (checking the value) in turn, until `requests` requests were issued in
+//! all or `duration` passed, whichever comes first.
+
+use super::protocol::Reply;
+use super::KvError;
+use serde::Serialize;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// The generator's bounds and request shape.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct LoadConfig {
+    /// At most this many requests in all.
+    pub requests: usize,
+    pub connections: usize,
+    /// Stop issuing after this long (requests in flight complete).
+    #[serde(serialize_with = "secs")]
+    pub duration: Duration,
+    pub value_bytes: usize,
+    /// Distinct keys per connection.
+    pub keys: usize,
+}
+
+fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+impl Default for LoadConfig {
+    fn default() -> Self {
+        LoadConfig {
+            requests: 20_000,
+            connections: 4,
+            duration: Duration::from_secs(10),
+            value_bytes: 256,
+            keys: 64,
+        }
+    }
+}
+
+/// What one run of the generator measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadReport {
+    pub server: String,
+    pub requests: usize,
+    /// `ERR` replies, unparsable replies, or I/O errors.
+    pub errors: usize,
+    /// `GET` replies that differ from the value just stored.
+    pub mismatches: usize,
+    pub elapsed_s: f64,
+    pub throughput_rps: f64,
+    pub mean_us: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+}
+
+/// The value stored under key `k` in round `r`: compressible text of `n` bytes.
+pub fn value_for(k: usize, r: usize, n: usize) -> Vec<u8> {
+    let word = format!("v{k}.{r}-lorem-ipsum-");
+    word.bytes().cycle().take(n).collect()
+}
+
+#[derive(Default)]
+struct Tally {
+    lat_ns: Vec<f64>,
+    errors: usize,
+    mismatches: usize,
+}
+
+fn client(addr: SocketAddr, id: usize, cfg: &LoadConfig, issued: &AtomicUsize, deadline: Instant) -> Tally {
+    let mut t = Tally::default();
+    let Ok(stream) = TcpStream::connect(addr) else {
+        t.errors += 1;
+        return t;
+    };
+    let _ = stream.set_nodelay(true);
+    let (Ok(mut w), mut r) = (stream.try_clone(), BufReader::new(stream)) else {
+        t.errors += 1;
+        return t;
+    };
+    let mut line = Vec::new();
+    let mut i = 0usize;
+    while Instant::now() < deadline && issued.fetch_add(1, Ordering::Relaxed) < cfg.requests {
+        let (k, round) = ((i / 2) % cfg.keys.max(1), i / 2);
+        let key = format!("c{id}-k{k}");
+        let value = value_for(k, round, cfg.value_bytes);
+        let mut req = Vec::with_capacity(value.len() + 32);
+        let put = i.is_multiple_of(2);
+        if put {
+            req.extend_from_slice(format!("PUT {key} ").as_bytes());
+            req.extend_from_slice(&value);
+        } else {
+            req.extend_from_slice(format!("GET {key}").as_bytes());
+        }
+        req.push(b'\n');
+        let t0 = Instant::now();
+        line.clear();
+        if w.write_all(&req).is_err() || r.read_until(b'\n', &mut line).map_or(true, |n| n == 0) {
+            t.errors += 1;
+            break;
+        }
+        t.lat_ns.push(t0.elapsed().as_nanos() as f64);
+        match Reply::parse(line.strip_suffix(b"\n").unwrap_or(&line)) {
+            Some(Reply::Ok) if put => {}
+            Some(Reply::Value(v)) if !put => t.mismatches += usize::from(v != value),
+            Some(Reply::NotFound) if !put => t.mismatches += 1,
+            _ => t.errors += 1,
+        }
+        i += 1;
+    }
+    t
+}
+
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    sorted[((sorted.len() as f64 - 1.0) * q).round() as usize]
+}
+
+/// Runs the generator against `addr` (which must be a loopback address).
+pub fn run(server: &str, addr: SocketAddr, cfg: &LoadConfig) -> Result<LoadReport, KvError> {
+    if !addr.ip().is_loopback() {
+        return Err(KvError::NotLoopback(addr));
+    }
+    if cfg.connections == 0 {
+        return Err(KvError::BadConfig("connections must be at least 1"));
+    }
+    let issued = AtomicUsize::new(0);
+    let start = Instant::now();
+    let deadline = start + cfg.duration;
+    let tallies: Vec<Tally> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..cfg.connections)
+            .map(|id| {
+                let issued = &issued;
+                s.spawn(move || client(addr, id, cfg, issued, deadline))
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| Tally {
+                    errors: 1,
+                    ..Tally::default()
+                })
+            })
+            .collect()
+    });
+    let elapsed_s = start.elapsed().as_secs_f64();
+    let mut lat: Vec<f64> = tallies.iter().flat_map(|t| t.lat_ns.iter().copied()).collect();
+    lat.sort_by(f64::total_cmp);
+    let n = lat.len();
+    let us = |ns: f64| ns / 1e3;
+    Ok(LoadReport {
+        server: server.to_string(),
+        requests: n,
+        errors: tallies.iter().map(|t| t.errors).sum(),
+        mismatches: tallies.iter().map(|t| t.mismatches).sum(),
+        elapsed_s,
+        throughput_rps: if elapsed_s > 0.0 {
+            n as f64 / elapsed_s
+        } else {
+            0.0
+        },
+        mean_us: if n > 0 {
+            us(lat.iter().sum::<f64>() / n as f64)
+        } else {
+            0.0
+        },
+        p50_us: us(quantile(&lat, 0.5)),
+        p99_us: us(quantile(&lat, 0.99)),
+        p999_us: us(quantile(&lat, 0.999)),
+    })
+}

@@ -1,0 +1,180 @@
+//! `multios aam` (issue #11): the Asynchronous Abstract Machines runtime's benchmarks against
+//! the issue's goals, its key-value service against the ordinary version, and its timeline.
+//! The bodies are multios_experiment::bench::aam.
+
+use crate::output::{Format, Out, Table};
+use anyhow::Context;
+use multios_experiment::bench::aam::{self, LoadConfig, LoadReport};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(subcommand)]
+    which: Which,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum Which {
+    /// Table 1 microbenchmarks (local task, machine call active and idle, core move) with their
+    /// same-run references, judged against the issue's goals
+    Bench(BenchArgs),
+    /// The key-value service built from machines against a thread-per-connection server, under
+    /// the same bounded loopback load
+    Kv(KvArgs),
+    /// Record a small machine-call workload and write its Chrome trace JSON (Perfetto)
+    Trace(TraceArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct BenchArgs {
+    /// Samples per benchmark
+    #[arg(long, default_value_t = 10_000)]
+    iterations: usize,
+    /// Also run a syscall-heavy workload with direct system calls and through the OS machine,
+    /// measured against the refined model's projection
+    #[arg(long)]
+    validate: bool,
+}
+
+#[derive(clap::Args, Debug)]
+struct KvArgs {
+    /// At most this many requests in all (per server)
+    #[arg(long, default_value_t = 20_000)]
+    requests: usize,
+    /// Concurrent connections
+    #[arg(long, default_value_t = 4)]
+    connections: usize,
+    /// Stop issuing requests after this long (per server)
+    #[arg(long, default_value = "10s")]
+    duration: multios_units::Duration,
+    /// Bytes per value
+    #[arg(long, default_value_t = 256)]
+    value_bytes: usize,
+}
+
+#[derive(clap::Args, Debug)]
+struct TraceArgs {
+    /// Where to write the Chrome trace JSON
+    #[arg(short = 'o', long = "output", value_name = "FILE.json")]
+    output: PathBuf,
+    /// Machine calls to record
+    #[arg(long, default_value_t = 200)]
+    calls: usize,
+}
+
+pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
+    match a.which {
+        Which::Bench(b) => bench(b, out),
+        Which::Kv(k) => kv(k, out),
+        Which::Trace(t) => trace(t, out),
+    }
+}
+
+fn bench(a: BenchArgs, out: &Out) -> crate::cmd::Exit {
+    let r = aam::run_bench(a.iterations, a.validate)?;
+    if out.format == Format::Json {
+        out.json(&r)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut t = Table::new(["operation", "median ns", "mean ns", "sd ns", "p99 ns"]);
+    for b in &r.report.results {
+        t.row([
+            b.name.clone(),
+            format!("{:.0}", b.ns.median),
+            format!("{:.0}", b.ns.mean),
+            format!("{:.0}", b.ns.sd),
+            format!("{:.0}", b.ns.p99),
+        ]);
+    }
+    t.print(out);
+    let mut v = Table::new(["goal", "measured", "target", "verdict"]);
+    for g in &r.verdicts {
+        v.row([
+            g.goal.clone(),
+            g.measured.clone(),
+            g.target.clone(),
+            g.verdict.to_string(),
+        ]);
+    }
+    if out.format == Format::Table {
+        println!();
+    }
+    v.print(out);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn kv_row(r: &LoadReport) -> [String; 8] {
+    [
+        r.server.clone(),
+        r.requests.to_string(),
+        format!("{:.0}", r.throughput_rps),
+        format!("{:.1}", r.p50_us),
+        format!("{:.1}", r.p99_us),
+        format!("{:.1}", r.p999_us),
+        r.errors.to_string(),
+        r.mismatches.to_string(),
+    ]
+}
+
+fn kv(a: KvArgs, out: &Out) -> crate::cmd::Exit {
+    let load = LoadConfig {
+        requests: a.requests,
+        connections: a.connections,
+        duration: std::time::Duration::from_nanos(a.duration.nanos() as u64),
+        value_bytes: a.value_bytes,
+        ..LoadConfig::default()
+    };
+    let r = aam::run_kv(&load)?;
+    if out.format == Format::Json {
+        out.json(&r)?;
+    } else {
+        let mut t = Table::new([
+            "server",
+            "requests",
+            "req/s",
+            "p50 µs",
+            "p99 µs",
+            "p99.9 µs",
+            "errors",
+            "mismatches",
+        ]);
+        t.row(kv_row(&r.threads));
+        t.row(kv_row(&r.machines));
+        t.print(out);
+        if out.format == Format::Table {
+            println!(
+                "machines / threads: throughput {:.2}×, p99 {:.2}×",
+                r.throughput_ratio, r.p99_ratio
+            );
+        }
+    }
+    let wrong = r.machines.errors + r.machines.mismatches + r.threads.errors + r.threads.mismatches;
+    Ok(if wrong == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn trace(a: TraceArgs, out: &Out) -> crate::cmd::Exit {
+    let r = aam::run_trace(a.calls)?;
+    std::fs::write(&a.output, &r.chrome_json)
+        .with_context(|| format!("writing the trace to {}", a.output.display()))?;
+    if out.format == Format::Json {
+        out.json(&serde_json::json!({
+            "output": a.output,
+            "calls": r.calls,
+            "machines": r.machines,
+            "bytes": r.chrome_json.len(),
+        }))?;
+    } else {
+        println!(
+            "{}: {} machine calls between {} (Chrome trace JSON: open in Perfetto or chrome://tracing)",
+            a.output.display(),
+            r.calls,
+            r.machines.join(" and ")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

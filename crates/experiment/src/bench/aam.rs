@@ -1,0 +1,245 @@
+//! `multios aam …` (issue #11): the AAM microbenchmarks judged against the issue's goals as ratios
+//! measured in the same run, the key-value service both ways under one load, the model's
+//! projection of the OS-machine variant against the measured time, and a Chrome trace of a small
+//! machine-call workload.
+
+use multios_aam::bench::{self, BenchConfig, BenchError, BenchReport, ValidateConfig, Validation};
+use multios_aam::kv::{self, KvError};
+pub use multios_aam::kv::{KvComparison, LoadConfig, LoadReport};
+use multios_aam::{ConnectOptions, MachineBuilder, MachineError, ServeOptions};
+use multios_host::CpuSet;
+use serde::Serialize;
+use std::time::Duration;
+
+/// Why an AAM experiment could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum AamError {
+    #[error(transparent)]
+    Bench(#[from] BenchError),
+    #[error(transparent)]
+    Kv(#[from] KvError),
+    #[error(transparent)]
+    Machine(#[from] MachineError),
+    #[error("aam {what}: {why}")]
+    Run { what: &'static str, why: String },
+    #[error("--{flag} must be at least 1")]
+    Zero { flag: &'static str },
+}
+
+/// One goal of the issue against its same-run measurement.
+#[derive(Debug, Clone, Serialize)]
+pub struct Verdict {
+    pub goal: String,
+    pub measured: String,
+    pub target: String,
+    /// "met" or "not met".
+    pub verdict: &'static str,
+}
+
+fn verdict(goal: &str, measured: String, target: &str, ok: bool) -> Verdict {
+    Verdict {
+        goal: goal.into(),
+        measured,
+        target: target.into(),
+        verdict: if ok { "met" } else { "not met" },
+    }
+}
+
+/// `multios aam bench`: the report, the verdicts and (with `--validate`) the model check.
+#[derive(Debug, Clone, Serialize)]
+pub struct AamBench {
+    pub report: BenchReport,
+    pub verdicts: Vec<Verdict>,
+    pub validation: Option<Validation>,
+}
+
+fn median(r: &BenchReport, name: &'static str) -> Result<f64, AamError> {
+    r.get(name).map(|x| x.ns.median).ok_or(AamError::Run {
+        what: "bench",
+        why: format!("the report has no '{name}'"),
+    })
+}
+
+/// The issue's goals, each from medians of the same run.
+pub fn verdicts(r: &BenchReport) -> Result<Vec<Verdict>, AamError> {
+    let local = median(r, "aam_local_task_total")?;
+    let tokio = median(r, "tokio_current_thread_spawn_await")?;
+    let call = median(r, "aam_call_active_total")?;
+    let direct = median(r, "aam_call_active_direct")?;
+    let line = median(r, "cache_line_round_trip")?;
+    let idle = median(r, "aam_call_idle_total")?;
+    let futex = median(r, "futex_wake_reply_round_trip")?;
+    let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::INFINITY };
+    Ok(vec![
+        verdict(
+            "local task total",
+            format!("{local:.0} ns"),
+            "≤ 250 ns",
+            local <= 250.0,
+        ),
+        verdict(
+            "local task total / Tokio current-thread spawn+await",
+            format!("{:.2}× ({local:.0} / {tokio:.0} ns)", ratio(local, tokio)),
+            "≤ 1×",
+            local <= tokio,
+        ),
+        verdict(
+            "machine call, both active, total",
+            format!("{call:.0} ns"),
+            "≤ 600 ns",
+            call <= 600.0,
+        ),
+        verdict(
+            "machine call active / cache-line round trip",
+            format!("{:.2}× ({call:.0} / {line:.0} ns)", ratio(call, line)),
+            "≤ 3×",
+            call <= 3.0 * line,
+        ),
+        verdict(
+            "machine call, both active, direct",
+            format!("{direct:.0} ns"),
+            "≤ 100 ns",
+            direct <= 100.0,
+        ),
+        verdict(
+            "machine call idle (IMS) / futex wake-and-reply",
+            format!("{:.2}× ({idle:.0} / {futex:.0} ns)", ratio(idle, futex)),
+            "≤ 1.3×",
+            idle <= 1.3 * futex,
+        ),
+    ])
+}
+
+/// Runs the microbenchmarks (`iterations` samples each) and, with `validate`, the syscall-heavy
+/// workload both ways against the refined model.
+pub fn run_bench(iterations: usize, validate: bool) -> Result<AamBench, AamError> {
+    if iterations == 0 {
+        return Err(AamError::Zero { flag: "iterations" });
+    }
+    let cfg = BenchConfig {
+        iterations,
+        warmup: (iterations / 10).max(10),
+        ..BenchConfig::default_here()
+    };
+    let report = bench::run_all(&cfg)?;
+    let mut verdicts = verdicts(&report)?;
+    let validation = if validate {
+        let v = bench::validate(&cfg, &ValidateConfig::default())?;
+        verdicts.push(verdict(
+            "model: OS-machine variant projected vs measured",
+            format!(
+                "{:+.1} % ({:.3} ms projected, {:.3} ms measured)",
+                v.error_pct,
+                v.projected_os_machine_s * 1e3,
+                v.measured_os_machine_s * 1e3
+            ),
+            "within 5 %",
+            v.within_5pct,
+        ));
+        Some(v)
+    } else {
+        None
+    };
+    Ok(AamBench {
+        report,
+        verdicts,
+        validation,
+    })
+}
+
+/// `multios aam kv`: both servers under the same bounded load.
+pub fn run_kv(load: &LoadConfig) -> Result<KvComparison, AamError> {
+    if load.connections == 0 {
+        return Err(AamError::Zero { flag: "connections" });
+    }
+    if load.requests == 0 {
+        return Err(AamError::Zero { flag: "requests" });
+    }
+    Ok(kv::compare(load, Duration::from_micros(50))?)
+}
+
+multios_aam::interface! {
+    /// The traced workload's server.
+    pub trait Echo as EchoClient {
+        fn echo(&self, n: u64) -> u64;
+    }
+}
+
+struct Doubler;
+
+impl Echo for Doubler {
+    async fn echo(&self, n: u64) -> u64 {
+        n * 2
+    }
+}
+
+/// What `multios aam trace` recorded.
+#[derive(Debug, Clone, Serialize)]
+pub struct TraceRun {
+    pub calls: usize,
+    pub machines: Vec<String>,
+    /// Chrome trace JSON (Perfetto / chrome://tracing).
+    #[serde(skip)]
+    pub chrome_json: String,
+}
+
+/// Two machines on the first and last usable CPU, a client task issuing `calls` machine calls
+/// (half with both machines polling, half after a pause that lets the server sleep, so IMS shows
+/// up), each machine keeping its workers' last events; returns the Chrome trace.
+pub fn run_trace(calls: usize) -> Result<TraceRun, AamError> {
+    if calls == 0 {
+        return Err(AamError::Zero { flag: "calls" });
+    }
+    let cpus = CpuSet::allowed().to_vec();
+    let (first, last) = (
+        cpus.first().copied().unwrap_or(0),
+        cpus.last().copied().unwrap_or(0),
+    );
+    let ring = (calls * 4).max(64);
+    let server = MachineBuilder::new("trace-server")
+        .cpus(CpuSet([last].into()))
+        .idle_spin(Duration::from_micros(20))
+        .trace(ring)
+        .build()?;
+    let client = MachineBuilder::new("trace-client")
+        .cpus(CpuSet([first].into()))
+        .idle_spin(Duration::from_micros(20))
+        .trace(ring)
+        .build()?;
+    let c = EchoClient::new(
+        server
+            .serve(Doubler, ServeOptions::default())
+            .connect(ConnectOptions::default()),
+    );
+    let done = multios_aam::block_on(client.spawn("trace-driver", async move {
+        let mut ok = 0usize;
+        for i in 0..calls {
+            if i >= calls / 2 {
+                std::thread::sleep(Duration::from_micros(100));
+            }
+            ok += usize::from(c.echo(i as u64).await == Ok(2 * i as u64));
+        }
+        ok
+    }))
+    .map_err(|e| AamError::Run {
+        what: "trace",
+        why: e.to_string(),
+    })?;
+    if done != calls {
+        return Err(AamError::Run {
+            what: "trace",
+            why: format!("{} of {calls} calls returned a wrong result", calls - done),
+        });
+    }
+    // A worker records a task's event after the poll returns, so the driver's last poll may be
+    // recorded after its result arrived here: stopping joins the workers, and their rings are
+    // complete afterwards.
+    client.stop();
+    server.stop();
+    let chrome_json = multios_aam::trace::chrome_trace(&[&client.handle(), &server.handle()]);
+    Ok(TraceRun {
+        calls,
+        machines: vec![client.name().to_string(), server.name().to_string()],
+        chrome_json,
+    })
+}
