@@ -33,6 +33,22 @@ fn join<T>(bench: &'static str, h: std::thread::JoinHandle<T>) -> Result<T, Benc
     })
 }
 
+/// Times `total` round trips of `step` (its argument is the round's index), keeping those after the
+/// first `warm`; stops early when `step` returns false (the peer is gone).
+fn timed_rounds(total: usize, warm: usize, mut step: impl FnMut(usize) -> bool) -> Vec<u64> {
+    let mut s = Vec::with_capacity(total.saturating_sub(warm));
+    for i in 0..total {
+        let t0 = tsc::now();
+        if !step(i) {
+            break;
+        }
+        if i >= warm {
+            s.push(tsc::now() - t0);
+        }
+    }
+    s
+}
+
 #[repr(align(128))]
 #[derive(Default)]
 struct Line(AtomicU64);
@@ -50,20 +66,16 @@ fn cache_line(cfg: &BenchConfig) -> Result<BenchResult, BenchError> {
             b.0.store(2 * i + 2, Ordering::Release);
         }
     })?;
-    let warm = cfg.warmup as u64;
+    let warm = cfg.warmup;
     let me = on_cpu(B, cfg.client_cpu, move || {
-        let mut s = Vec::with_capacity(total as usize);
-        for i in 0..total {
-            let t0 = tsc::now();
+        timed_rounds(total as usize, warm, |i| {
+            let i = i as u64;
             ball.0.store(2 * i + 1, Ordering::Release);
             while ball.0.load(Ordering::Acquire) != 2 * i + 2 {
                 std::hint::spin_loop();
             }
-            if i >= warm {
-                s.push(tsc::now() - t0);
-            }
-        }
-        s
+            true
+        })
     })?;
     let s = join(B, me)?;
     join(B, peer)?;
@@ -93,20 +105,15 @@ fn futex_ping_pong(cfg: &BenchConfig, a: usize, b: usize) -> Result<Vec<u64>, Be
     })?;
     let warm = cfg.warmup;
     let me = on_cpu(B, a, move || {
-        let mut s = Vec::with_capacity(total);
-        for i in 0..total {
-            let t0 = tsc::now();
+        timed_rounds(total, warm, |_| {
             words.1.store(1, Ordering::SeqCst);
             sys::futex_wake(&words.1, 1);
             while words.0.load(Ordering::SeqCst) == 0 {
                 sys::futex_wait(&words.0, 0);
             }
             words.0.store(0, Ordering::SeqCst);
-            if i >= warm {
-                s.push(tsc::now() - t0);
-            }
-        }
-        s
+            true
+        })
     })?;
     let s = join(B, me)?;
     join(B, peer)?;
@@ -244,17 +251,9 @@ fn crossbeam(cfg: &BenchConfig) -> Result<BenchResult, BenchError> {
     })?;
     let warm = cfg.warmup;
     let me = on_cpu(B, cfg.client_cpu, move || {
-        let mut s = Vec::with_capacity(total);
-        for i in 0..total {
-            let t0 = tsc::now();
-            if to_tx.send(i as u64).is_err() || back_rx.recv().is_err() {
-                break;
-            }
-            if i >= warm {
-                s.push(tsc::now() - t0);
-            }
-        }
-        s
+        timed_rounds(total, warm, |i| {
+            to_tx.send(i as u64).is_ok() && back_rx.recv().is_ok()
+        })
     })?;
     let s = join(B, me)?;
     join(B, peer)?;
