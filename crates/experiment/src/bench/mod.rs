@@ -3,6 +3,7 @@
 //! ratios, not single times).
 
 pub mod aam;
+pub mod aam_model;
 pub mod emulate;
 pub mod hpcc;
 pub mod lwk;
