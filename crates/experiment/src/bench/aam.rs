@@ -181,6 +181,25 @@ pub struct TraceRun {
     /// Chrome trace JSON (Perfetto / chrome://tracing).
     #[serde(skip)]
     pub chrome_json: String,
+    /// The same events on one time axis, one row per worker (for the picture).
+    #[serde(skip)]
+    pub rows: Vec<multios_aam::trace::Row>,
+}
+
+impl TraceRun {
+    /// Draws the timeline (the paper's `sview`) to `stem.png`, `stem.svg` and `stem.csv`.
+    pub fn write_timeline(
+        &self,
+        stem: &std::path::Path,
+    ) -> Result<multios_plot::Written, multios_plot::PlotError> {
+        let title = format!(
+            "AAM timeline: {} machine calls, {}",
+            self.calls,
+            self.machines.join(" → ")
+        );
+        let fig = super::aam_timeline::figure(&title, &self.machines, &self.rows);
+        multios_plot::write(&fig.into(), stem)
+    }
 }
 
 /// Two machines on the first and last usable CPU, a client task issuing `calls` machine calls
@@ -236,10 +255,13 @@ pub fn run_trace(calls: usize) -> Result<TraceRun, AamError> {
     // complete afterwards.
     client.stop();
     server.stop();
-    let chrome_json = multios_aam::trace::chrome_trace(&[&client.handle(), &server.handle()]);
+    let handles = [&client.handle(), &server.handle()];
+    let chrome_json = multios_aam::trace::chrome_trace(&handles);
+    let rows = multios_aam::trace::rows(&handles);
     Ok(TraceRun {
         calls,
         machines: vec![client.name().to_string(), server.name().to_string()],
         chrome_json,
+        rows,
     })
 }

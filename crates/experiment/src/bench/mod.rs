@@ -4,6 +4,7 @@
 
 pub mod aam;
 pub mod aam_model;
+pub mod aam_timeline;
 pub mod emulate;
 pub mod hpcc;
 pub mod lwk;
