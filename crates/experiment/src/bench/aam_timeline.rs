@@ -54,12 +54,47 @@ pub fn figure(title: &str, machines: &[String], rows: &[Row]) -> Timeline {
             lane
         })
         .collect();
-    Timeline {
+    drop_unused(Timeline {
         title: title.to_string(),
         x_label: "time (µs)".into(),
         groups,
         lanes,
+    })
+}
+
+/// Removes the groups no bar or mark uses (e.g. "core move" when no core moved), keeping the
+/// order, so the legend lists only what is drawn.
+fn drop_unused(mut t: Timeline) -> Timeline {
+    let mut used = vec![false; t.groups.len()];
+    for l in &t.lanes {
+        for g in l
+            .bars
+            .iter()
+            .map(|b| b.group)
+            .chain(l.marks.iter().map(|m| m.group))
+        {
+            if let Some(u) = used.get_mut(g) {
+                *u = true;
+            }
+        }
     }
+    let mut new_index = vec![0; used.len()];
+    let mut next = 0;
+    for (i, &u) in used.iter().enumerate() {
+        new_index[i] = next;
+        next += usize::from(u);
+    }
+    for l in &mut t.lanes {
+        for b in &mut l.bars {
+            b.group = new_index[b.group];
+        }
+        for m in &mut l.marks {
+            m.group = new_index[m.group];
+        }
+    }
+    let mut keep = used.into_iter();
+    t.groups.retain(|_| keep.next().unwrap_or(false));
+    t
 }
 
 #[cfg(test)]
@@ -130,5 +165,23 @@ mod tests {
         );
         assert_eq!(s.marks, [Mark { at: 0.5, group: 4 }, Mark { at: 1.6, group: 5 }]);
         assert_eq!(t.span(), Some((0.0, 3.0)));
+    }
+
+    #[test]
+    fn issue_11_the_legend_lists_only_what_is_drawn() {
+        let rows = vec![Row {
+            machine_index: 1,
+            machine: "server".into(),
+            worker: 0,
+            cpu: 1,
+            events: vec![
+                span(EventKind::Sleep, "sleep", 0.0, 1_000.0),
+                span(EventKind::Ims, "ims wake-up", 500.0, 500.0),
+            ],
+        }];
+        let t = figure("t", &["client".into(), "server".into()], &rows);
+        assert_eq!(t.groups, ["sleep (idle)", "IMS wake-up"]);
+        assert_eq!(t.lanes[0].bars[0].group, 0);
+        assert_eq!(t.lanes[0].marks, [Mark { at: 0.5, group: 1 }]);
     }
 }
