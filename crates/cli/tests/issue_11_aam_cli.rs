@@ -97,4 +97,11 @@ fn issue_11_aam_trace_writes_chrome_trace_json() {
     let csv = std::fs::read_to_string(named("csv")).unwrap_or_else(|e| panic!("csv: {e}"));
     assert!(csv.starts_with("lane,kind,group,start,end\n"), "{csv}");
     assert!(csv.contains(",bar,task on trace-server,"), "{csv}");
+    // With two CPUs the server's CPU is moved to the client and back: marks and no-core spells.
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2 {
+        assert!(
+            csv.contains(",mark,core move,") && csv.contains(",thin,no core,"),
+            "{csv}"
+        );
+    }
 }
