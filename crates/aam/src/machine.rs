@@ -14,7 +14,7 @@ use crate::ims::Parker;
 use crate::interface::Served;
 use crate::oneshot;
 use crate::task::{JoinHandle, Task, TaskRef};
-use crate::trace::{Event, Ring};
+use crate::trace::{Event, EventKind, Ring};
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use multios_host::{CpuListError, CpuSet};
 use std::cell::RefCell;
@@ -207,9 +207,12 @@ impl Shared {
 
     /// Inter-machine signaling: wakes one sleeping worker, if any.
     pub(crate) fn ims(&self) {
-        for (p, active) in self.parkers.iter().zip(&self.active) {
+        for (i, (p, active)) in self.parkers.iter().zip(&self.active).enumerate() {
             if active.load(Ordering::SeqCst) && p.notify() {
                 self.counters.ims_wakeups.fetch_add(1, Ordering::Relaxed);
+                if let Some(ring) = self.traces.get(i) {
+                    ring.mark(EventKind::Ims, "ims wake-up");
+                }
                 return;
             }
         }
@@ -348,6 +351,13 @@ impl MachineHandle {
         let s = &self.0;
         let queued: usize = lock(&s.served).iter().map(|q| q.pending()).sum();
         s.injector.len() + s.stealers.iter().map(Stealer::len).sum::<usize>() + queued
+    }
+
+    /// Records a core move (ticks `start`..`end`) in `worker`'s ring, if tracing.
+    pub(crate) fn record_core_move(&self, worker: usize, name: &'static str, start: u64, end: u64) {
+        if let Some(ring) = self.0.traces.get(worker) {
+            ring.record_span(EventKind::CoreMove, name, start, end);
+        }
     }
 
     /// Each worker's recorded events with its CPU, in worker order (empty unless tracing).

@@ -147,7 +147,10 @@ pub fn move_core(cpu: usize, from: &MachineHandle, to: &MachineHandle) -> Result
         }
         std::thread::yield_now();
     }
-    let ticks = tsc::now().saturating_sub(t0);
+    let t1 = tsc::now();
+    from.record_core_move(fw, "core lost", t0, t1);
+    to.record_core_move(tw, "core gained", t0, t1);
+    let ticks = t1.saturating_sub(t0);
     Ok(Move {
         cpu,
         from: from.name().to_string(),

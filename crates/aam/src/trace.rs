@@ -1,9 +1,15 @@
-//! The timeline (the paper's `sview` data): a ring buffer of events per worker (task runs and
-//! sleeps, with TSC timestamps), exported as Chrome trace JSON (opens in Perfetto or
-//! chrome://tracing: one process per machine, one thread per worker/CPU).
+//! The timeline (the paper's `sview` data): a ring buffer of events per worker (task runs,
+//! sleeps, IMS wake-ups, core moves and the time a worker spent without its core, with TSC
+//! timestamps), exported as Chrome trace JSON (opens in Perfetto or chrome://tracing: one
+//! process per machine, one thread per worker/CPU) and as [`rows`] for a picture.
 //!
-//! Recording is off unless [`MachineBuilder::trace`](crate::MachineBuilder::trace) asks for it;
-//! each worker writes only its own ring (an uncontended lock per event).
+//! Recording is off unless [`MachineBuilder::trace`](crate::MachineBuilder::trace) asks for it.
+//! A worker writes its own ring for its tasks, sleeps and dormant spells; two events are written
+//! by another thread into the ring of the worker they concern: the IMS wake-up by the sender that
+//! woke it (at the moment of the `FUTEX_WAKE`), and a core move by the thread that moved the core
+//! (from the grant to the receiving worker's acknowledgement, in the rings of both the worker
+//! that lost the CPU and the one that gained it). The lock per event is uncontended except for
+//! those two.
 
 use crate::machine::MachineHandle;
 use multios_host::tsc;
@@ -17,6 +23,27 @@ pub enum EventKind {
     Task,
     /// Slept on its futex until an IMS woke it.
     Sleep,
+    /// An IMS wake-up sent to this (sleeping) worker; an instant (`start_tsc == end_tsc`) at
+    /// the sender's `FUTEX_WAKE`.
+    Ims,
+    /// The Machine Manager took this worker's CPU from its machine (name "core lost") or gave
+    /// it (name "core gained"): from the grant to the receiving worker's acknowledgement.
+    CoreMove,
+    /// The worker's machine did not hold its CPU: from losing it to regaining it (or the stop).
+    Dormant,
+}
+
+impl EventKind {
+    /// Category name in the Chrome trace and the picture.
+    pub fn label(self) -> &'static str {
+        match self {
+            EventKind::Task => "task",
+            EventKind::Sleep => "sleep",
+            EventKind::Ims => "ims",
+            EventKind::CoreMove => "core move",
+            EventKind::Dormant => "no core",
+        }
+    }
 }
 
 /// One interval on one worker.
@@ -43,7 +70,16 @@ impl Ring {
     }
 
     pub(crate) fn record(&self, kind: EventKind, name: &'static str, start_tsc: u64) {
-        let end_tsc = tsc::now();
+        self.record_span(kind, name, start_tsc, tsc::now());
+    }
+
+    /// Records an instant (e.g. an IMS wake-up) at now.
+    pub(crate) fn mark(&self, kind: EventKind, name: &'static str) {
+        let now = tsc::now();
+        self.record_span(kind, name, now, now);
+    }
+
+    pub(crate) fn record_span(&self, kind: EventKind, name: &'static str, start_tsc: u64, end_tsc: u64) {
         let mut ev = self.events.lock().unwrap_or_else(PoisonError::into_inner);
         if ev.len() == self.cap {
             ev.pop_front();
@@ -74,6 +110,9 @@ struct ChromeEvent {
     tid: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     args: Option<serde_json::Value>,
+    /// Scope of an instant event ("t": its thread).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    s: Option<&'static str>,
 }
 
 #[derive(serde::Serialize)]
@@ -83,9 +122,30 @@ struct ChromeTrace {
     display_time_unit: &'static str,
 }
 
-/// The recorded events of `machines` as Chrome trace JSON; times in µs from the earliest event.
-pub fn chrome_trace(machines: &[&MachineHandle]) -> String {
-    let per_us = tsc::calibration().ticks_per_ns() * 1e3;
+/// One worker's events with times in ns from the earliest event of all rows.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Row {
+    /// Index of the machine in the slice given to [`rows`].
+    pub machine_index: usize,
+    pub machine: String,
+    pub worker: usize,
+    pub cpu: usize,
+    pub events: Vec<Span>,
+}
+
+/// An event of a [`Row`], in ns from the common origin.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Span {
+    pub kind: EventKind,
+    pub name: &'static str,
+    pub start_ns: f64,
+    pub end_ns: f64,
+}
+
+/// The recorded events of `machines`, one row per worker (machines in the order given, workers
+/// in order), on one time axis starting at the earliest recorded event.
+pub fn rows(machines: &[&MachineHandle]) -> Vec<Row> {
+    let per_ns = tsc::calibration().ticks_per_ns();
     let all: Vec<(usize, usize, usize, Vec<Event>)> = machines
         .iter()
         .enumerate()
@@ -101,6 +161,28 @@ pub fn chrome_trace(machines: &[&MachineHandle]) -> String {
         .flat_map(|(_, _, _, ev)| ev.iter().map(|e| e.start_tsc))
         .min()
         .unwrap_or(0);
+    let ns = |t: u64| t.saturating_sub(origin) as f64 / per_ns;
+    all.into_iter()
+        .map(|(m, worker, cpu, events)| Row {
+            machine_index: m,
+            machine: machines[m].name().to_string(),
+            worker,
+            cpu,
+            events: events
+                .iter()
+                .map(|e| Span {
+                    kind: e.kind,
+                    name: e.name,
+                    start_ns: ns(e.start_tsc),
+                    end_ns: ns(e.end_tsc.max(e.start_tsc)),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// The recorded events of `machines` as Chrome trace JSON; times in µs from the earliest event.
+pub fn chrome_trace(machines: &[&MachineHandle]) -> String {
     let mut out = Vec::new();
     for (m, h) in machines.iter().enumerate() {
         out.push(ChromeEvent {
@@ -112,34 +194,34 @@ pub fn chrome_trace(machines: &[&MachineHandle]) -> String {
             pid: m + 1,
             tid: 0,
             args: Some(serde_json::json!({ "name": format!("machine {}", h.name()) })),
+            s: None,
         });
     }
-    for (m, w, cpu, events) in &all {
+    for r in rows(machines) {
+        let (pid, tid) = (r.machine_index + 1, r.worker);
         out.push(ChromeEvent {
             name: "thread_name".into(),
             cat: "__metadata",
             ph: "M",
             ts: 0.0,
             dur: None,
-            pid: m + 1,
-            tid: *w,
-            args: Some(serde_json::json!({ "name": format!("cpu {cpu} (worker {w})") })),
+            pid,
+            tid,
+            args: Some(serde_json::json!({ "name": format!("cpu {} (worker {tid})", r.cpu) })),
+            s: None,
         });
-        for e in events {
-            let ts = e.start_tsc.saturating_sub(origin) as f64 / per_us;
-            let dur = e.end_tsc.saturating_sub(e.start_tsc) as f64 / per_us;
+        for e in r.events {
+            let instant = e.kind == EventKind::Ims;
             out.push(ChromeEvent {
                 name: e.name.to_string(),
-                cat: match e.kind {
-                    EventKind::Task => "task",
-                    EventKind::Sleep => "sleep",
-                },
-                ph: "X",
-                ts,
-                dur: Some(dur),
-                pid: m + 1,
-                tid: *w,
+                cat: e.kind.label(),
+                ph: if instant { "i" } else { "X" },
+                ts: e.start_ns / 1e3,
+                dur: (!instant).then_some((e.end_ns - e.start_ns) / 1e3),
+                pid,
+                tid,
                 args: None,
+                s: instant.then_some("t"),
             });
         }
     }

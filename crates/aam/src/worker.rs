@@ -164,6 +164,7 @@ pub(crate) fn worker_loop(ctx: &WorkerCtx) {
 fn dormant(ctx: &WorkerCtx) {
     let shared = &ctx.shared;
     let parker = &shared.parkers[ctx.index];
+    let start = tsc::now();
     while let Some(t) = ctx.local.pop() {
         shared.injector.push(t);
     }
@@ -182,6 +183,9 @@ fn dormant(ctx: &WorkerCtx) {
         }
     }
     parker.running();
+    if let Some(ring) = shared.traces.get(ctx.index) {
+        ring.record(EventKind::Dormant, "no core", start);
+    }
     shared.serving[ctx.index].store(true, Ordering::SeqCst);
     shared.set_polling(true);
 }

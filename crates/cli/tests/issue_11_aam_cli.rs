@@ -80,4 +80,28 @@ fn issue_11_aam_trace_writes_chrome_trace_json() {
         "no task slice"
     );
     assert!(text.contains("machine trace-server") && text.contains("Echo::echo"));
+
+    // The timeline beside it: PNG, SVG and the CSV of what is drawn, named in the JSON.
+    let stem = dir.path().join("t");
+    let named = |ext: &str| stem.with_extension(ext).to_string_lossy().into_owned();
+    for ext in ["png", "svg", "csv"] {
+        assert_eq!(v["timeline"][ext], named(ext), "{v}");
+    }
+    let png = std::fs::read(named("png")).unwrap_or_else(|e| panic!("png: {e}"));
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let svg = std::fs::read_to_string(named("svg")).unwrap_or_else(|e| panic!("svg: {e}"));
+    assert!(
+        svg.contains("trace-server · cpu") && svg.contains("task on trace-client"),
+        "{svg}"
+    );
+    let csv = std::fs::read_to_string(named("csv")).unwrap_or_else(|e| panic!("csv: {e}"));
+    assert!(csv.starts_with("lane,kind,group,start,end\n"), "{csv}");
+    assert!(csv.contains(",bar,task on trace-server,"), "{csv}");
+    // With two CPUs the server's CPU is moved to the client and back: marks and no-core spells.
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2 {
+        assert!(
+            csv.contains(",mark,core move,") && csv.contains(",thin,no core,"),
+            "{csv}"
+        );
+    }
 }

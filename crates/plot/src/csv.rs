@@ -4,6 +4,8 @@
 //! - line chart: `series,x,y`
 //! - panels: `panel,series,x,y` (`panel` is the panel's title)
 //! - heat map: `x,y,z`, row by row of the grid (y outer, x inner)
+//! - timeline: `lane,kind,group,start,end`, lane by lane, bars (`kind` = `bar` or `thin`)
+//!   then marks (`kind` = `mark`, `end` empty)
 //!
 //! A value that is not finite (a gap, or a cell with no value) is an empty field.
 //! Numbers are written so that they read back to the same `f64`.
@@ -11,6 +13,7 @@
 use std::fmt::Write as _;
 
 use crate::figure::{Figure, Heatmap, LineChart, Panels};
+use crate::timeline::{BarHeight, Timeline};
 
 /// The CSV text of a figure's data.
 pub fn to_csv(fig: &Figure) -> String {
@@ -18,7 +21,32 @@ pub fn to_csv(fig: &Figure) -> String {
         Figure::Line(c) => line(c),
         Figure::Heatmap(h) => heatmap(h),
         Figure::Panels(p) => panels(p),
+        Figure::Timeline(t) => timeline(t),
     }
+}
+
+fn timeline(t: &Timeline) -> String {
+    let mut out = row(&["lane", "kind", "group", "start", "end"]);
+    let group = |g: usize| t.groups.get(g).cloned().unwrap_or_default();
+    for l in &t.lanes {
+        for b in &l.bars {
+            let kind = match b.height {
+                BarHeight::Full => "bar",
+                BarHeight::Thin => "thin",
+            };
+            out.push_str(&row(&[
+                &l.label,
+                kind,
+                &group(b.group),
+                &num(b.start),
+                &num(b.end),
+            ]));
+        }
+        for m in &l.marks {
+            out.push_str(&row(&[&l.label, "mark", &group(m.group), &num(m.at), ""]));
+        }
+    }
+    out
 }
 
 fn line(c: &LineChart) -> String {

@@ -42,6 +42,14 @@ pub enum PlotError {
         /// What is wrong and how to fix it.
         detail: String,
     },
+    /// A timeline with a bar or mark that cannot be drawn.
+    #[error("timeline \"{figure}\": {detail}")]
+    Timeline {
+        /// Title of the figure.
+        figure: String,
+        /// What is wrong and how to fix it.
+        detail: String,
+    },
     /// Reading or writing a file failed.
     #[error("{path}: {source}")]
     Io {

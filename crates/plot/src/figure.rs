@@ -168,6 +168,8 @@ pub enum Figure {
     Heatmap(Heatmap),
     /// Several line charts.
     Panels(Panels),
+    /// Lanes of bars and marks over time (a Gantt chart).
+    Timeline(crate::timeline::Timeline),
 }
 
 impl Figure {
@@ -177,6 +179,7 @@ impl Figure {
             Figure::Line(c) => &c.title,
             Figure::Heatmap(h) => &h.title,
             Figure::Panels(p) => &p.title,
+            Figure::Timeline(t) => &t.title,
         }
     }
 }
@@ -196,5 +199,11 @@ impl From<Heatmap> for Figure {
 impl From<Panels> for Figure {
     fn from(p: Panels) -> Self {
         Figure::Panels(p)
+    }
+}
+
+impl From<crate::timeline::Timeline> for Figure {
+    fn from(t: crate::timeline::Timeline) -> Self {
+        Figure::Timeline(t)
     }
 }

@@ -1,5 +1,5 @@
-//! multios-plot: the figures of multios — line charts, heat maps and panels of line
-//! charts — each written as PNG, SVG and the CSV of the numbers drawn.
+//! multios-plot: the figures of multios — line charts, heat maps, panels of line
+//! charts and timelines (Gantt charts) — each written as PNG, SVG and the CSV of the numbers drawn.
 //!
 //! ```no_run
 //! use multios_plot::{write, Figure, LineChart, Series};
@@ -30,6 +30,7 @@ mod error;
 mod figure;
 mod font;
 mod render;
+mod timeline;
 mod validate;
 
 use std::ffi::OsString;
@@ -43,6 +44,7 @@ pub use crate::csv::to_csv;
 pub use crate::error::PlotError;
 pub use crate::figure::{Figure, Heatmap, LineChart, Panels, Series, Style};
 pub use crate::font::FONT_ENV;
+pub use crate::timeline::{Bar, BarHeight, Lane, Mark, Timeline};
 
 /// The three files one figure was written to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -11,6 +11,7 @@ impl Figure {
         match self {
             Figure::Line(_) | Figure::Panels(_) => Ok(()),
             Figure::Heatmap(h) => heatmap(h),
+            Figure::Timeline(t) => t.validate(),
         }
     }
 }

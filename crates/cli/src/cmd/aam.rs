@@ -22,7 +22,8 @@ enum Which {
     /// The key-value service built from machines against a thread-per-connection server, under
     /// the same bounded loopback load
     Kv(KvArgs),
-    /// Record a small machine-call workload and write its Chrome trace JSON (Perfetto)
+    /// Record a small machine-call workload and write its Chrome trace JSON (Perfetto) and, beside
+    /// it, the timeline as PNG and SVG (with the CSV of what is drawn)
     Trace(TraceArgs),
 }
 
@@ -55,7 +56,7 @@ struct KvArgs {
 
 #[derive(clap::Args, Debug)]
 struct TraceArgs {
-    /// Where to write the Chrome trace JSON
+    /// Where to write the Chrome trace JSON; the timeline goes to FILE.png, FILE.svg and FILE.csv
     #[arg(short = 'o', long = "output", value_name = "FILE.json")]
     output: PathBuf,
     /// Machine calls to record
@@ -161,12 +162,17 @@ fn trace(a: TraceArgs, out: &Out) -> crate::cmd::Exit {
     let r = aam::run_trace(a.calls)?;
     std::fs::write(&a.output, &r.chrome_json)
         .with_context(|| format!("writing the trace to {}", a.output.display()))?;
+    let stem = a.output.with_extension("");
+    let pic = r
+        .write_timeline(&stem)
+        .with_context(|| format!("drawing the timeline beside {}", a.output.display()))?;
     if out.format == Format::Json {
         out.json(&serde_json::json!({
             "output": a.output,
             "calls": r.calls,
             "machines": r.machines,
             "bytes": r.chrome_json.len(),
+            "timeline": pic,
         }))?;
     } else {
         println!(
@@ -174,6 +180,12 @@ fn trace(a: TraceArgs, out: &Out) -> crate::cmd::Exit {
             a.output.display(),
             r.calls,
             r.machines.join(" and ")
+        );
+        println!(
+            "timeline: {} and {} (data: {})",
+            pic.png.display(),
+            pic.svg.display(),
+            pic.csv.display()
         );
     }
     Ok(ExitCode::SUCCESS)

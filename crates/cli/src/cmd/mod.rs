@@ -8,6 +8,7 @@ pub mod fc;
 pub mod lwk;
 pub mod lwk_validate;
 pub mod model;
+pub mod model_aam;
 pub mod noise;
 pub mod plot;
 pub mod profile;

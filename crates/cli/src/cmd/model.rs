@@ -29,6 +29,9 @@ enum Sub {
     Fit(FitArgs),
     /// Which k system calls to implement in the LWK to maximise S_r
     Advise(AdviseArgs),
+    /// Should this workload's calls go to the AAM OS machine? (refined model, f_c = a machine
+    /// call's one-way cost, every call delegated)
+    Aam(super::model_aam::AamArgs),
 }
 
 /// Where the workload (C and per-syscall n, g) comes from.
@@ -152,6 +155,7 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
         Sub::Sweep(a) => sweep(a, out),
         Sub::Fit(a) => fit(a, out),
         Sub::Advise(a) => advise(a, out),
+        Sub::Aam(a) => super::model_aam::run(a, out),
     }
 }
 

@@ -6,7 +6,8 @@
 use multios_aam::bench::{self, BenchConfig, BenchError, BenchReport, ValidateConfig, Validation};
 use multios_aam::kv::{self, KvError};
 pub use multios_aam::kv::{KvComparison, LoadConfig, LoadReport};
-use multios_aam::{ConnectOptions, MachineBuilder, MachineError, ServeOptions};
+use multios_aam::manager::move_core;
+use multios_aam::{ConnectOptions, MachineBuilder, MachineError, MachineHandle, ServeOptions};
 use multios_host::CpuSet;
 use serde::Serialize;
 use std::time::Duration;
@@ -181,11 +182,31 @@ pub struct TraceRun {
     /// Chrome trace JSON (Perfetto / chrome://tracing).
     #[serde(skip)]
     pub chrome_json: String,
+    /// The same events on one time axis, one row per worker (for the picture).
+    #[serde(skip)]
+    pub rows: Vec<multios_aam::trace::Row>,
+}
+
+impl TraceRun {
+    /// Draws the timeline (the paper's `sview`) to `stem.png`, `stem.svg` and `stem.csv`.
+    pub fn write_timeline(
+        &self,
+        stem: &std::path::Path,
+    ) -> Result<multios_plot::Written, multios_plot::PlotError> {
+        let title = format!(
+            "AAM timeline: {} machine calls, {}",
+            self.calls,
+            self.machines.join(" → ")
+        );
+        let fig = super::aam_timeline::figure(&title, &self.machines, &self.rows);
+        multios_plot::write(&fig.into(), stem)
+    }
 }
 
 /// Two machines on the first and last usable CPU, a client task issuing `calls` machine calls
 /// (half with both machines polling, half after a pause that lets the server sleep, so IMS shows
-/// up), each machine keeping its workers' last events; returns the Chrome trace.
+/// up), then (with two CPUs) the server's CPU moved to the client for a few tasks and back, each
+/// machine keeping its workers' last events; returns the Chrome trace and the rows.
 pub fn run_trace(calls: usize) -> Result<TraceRun, AamError> {
     if calls == 0 {
         return Err(AamError::Zero { flag: "calls" });
@@ -196,13 +217,18 @@ pub fn run_trace(calls: usize) -> Result<TraceRun, AamError> {
         cpus.last().copied().unwrap_or(0),
     );
     let ring = (calls * 4).max(64);
+    // Both machines have a worker on both CPUs (one dormant each), so the server's CPU can be
+    // moved to the client and back at the end, and the picture shows core moves.
+    let both = CpuSet([first, last].into());
     let server = MachineBuilder::new("trace-server")
-        .cpus(CpuSet([last].into()))
+        .cpus(both.clone())
+        .active_cpus(CpuSet([last].into()))
         .idle_spin(Duration::from_micros(20))
         .trace(ring)
         .build()?;
     let client = MachineBuilder::new("trace-client")
-        .cpus(CpuSet([first].into()))
+        .cpus(both)
+        .active_cpus(CpuSet([first].into()))
         .idle_spin(Duration::from_micros(20))
         .trace(ring)
         .build()?;
@@ -231,15 +257,50 @@ pub fn run_trace(calls: usize) -> Result<TraceRun, AamError> {
             why: format!("{} of {calls} calls returned a wrong result", calls - done),
         });
     }
+    if first != last {
+        move_and_back(last, &server.handle(), &client.handle())?;
+    }
     // A worker records a task's event after the poll returns, so the driver's last poll may be
     // recorded after its result arrived here: stopping joins the workers, and their rings are
     // complete afterwards.
     client.stop();
     server.stop();
-    let chrome_json = multios_aam::trace::chrome_trace(&[&client.handle(), &server.handle()]);
+    let handles = [&client.handle(), &server.handle()];
+    let chrome_json = multios_aam::trace::chrome_trace(&handles);
+    let rows = multios_aam::trace::rows(&handles);
     Ok(TraceRun {
         calls,
         machines: vec![client.name().to_string(), server.name().to_string()],
         chrome_json,
+        rows,
     })
+}
+
+/// Moves `cpu` from `from` to `to`, runs a few tasks on `to` while it holds both CPUs, and moves
+/// the CPU back once `from`'s worker has left it.
+fn move_and_back(cpu: usize, from: &MachineHandle, to: &MachineHandle) -> Result<(), AamError> {
+    let failed = |why: String| AamError::Run { what: "trace", why };
+    let gone = |m: &MachineHandle| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while m.serving_cpus().contains(&cpu) {
+            if std::time::Instant::now() > deadline {
+                return Err(failed(format!(
+                    "machine {}'s worker did not leave CPU {cpu} in 10 s",
+                    m.name()
+                )));
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        Ok(())
+    };
+    move_core(cpu, from, to).map_err(|e| failed(e.to_string()))?;
+    gone(from)?;
+    let tasks: Vec<_> = (0..8u64)
+        .map(|i| to.spawn("on-moved-core", async move { i }))
+        .collect();
+    for t in tasks {
+        multios_aam::block_on(t).map_err(|e| failed(e.to_string()))?;
+    }
+    move_core(cpu, to, from).map_err(|e| failed(e.to_string()))?;
+    gone(to)
 }

@@ -3,6 +3,8 @@
 //! ratios, not single times).
 
 pub mod aam;
+pub mod aam_model;
+pub mod aam_timeline;
 pub mod emulate;
 pub mod hpcc;
 pub mod lwk;

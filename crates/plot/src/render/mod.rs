@@ -4,6 +4,7 @@
 mod fallback;
 mod heatmap;
 mod line;
+mod timeline;
 
 pub(crate) use fallback::TextFallback;
 
@@ -48,6 +49,7 @@ pub(crate) fn canvas(fig: &Figure) -> (u32, u32) {
             let (rows, cols) = grid(p.panels.len());
             (cols as u32 * 520, rows as u32 * 400 + 50)
         }
+        Figure::Timeline(t) => timeline::canvas(t),
     }
 }
 
@@ -81,6 +83,7 @@ pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figu
                 .zip(&cells)
                 .try_for_each(|(c, area)| line::draw(area, c, PANEL))
         }
+        Figure::Timeline(t) => timeline::draw(root, t),
     }?;
     root.present().map_err(text)
 }
