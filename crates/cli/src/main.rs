@@ -2,6 +2,8 @@
 //!
 //! Every subcommand lives in `cmd/<name>.rs`; this file only parses and dispatches.
 
+#[macro_use]
+mod stdout;
 mod cmd;
 mod output;
 mod progress;

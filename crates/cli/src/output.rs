@@ -101,7 +101,7 @@ impl Out {
 
     /// Prints `value` as pretty JSON.
     pub fn json<T: serde::Serialize>(&self, value: &T) -> anyhow::Result<()> {
-        println!("{}", serde_json::to_string_pretty(value)?);
+        outln!("{}", serde_json::to_string_pretty(value)?);
         Ok(())
     }
 }
@@ -177,10 +177,10 @@ impl Table {
     /// Prints in the selected format (JSON: an array of objects keyed by the header).
     pub fn print(&self, out: &Out) {
         match out.format {
-            Format::Table => print!("{}", self.render(out)),
-            Format::Csv => print!("{}", self.to_csv()),
+            Format::Table => out!("{}", self.render(out)),
+            Format::Csv => out!("{}", self.to_csv()),
             Format::Json => {
-                println!(
+                outln!(
                     "{}",
                     serde_json::to_string_pretty(&self.to_json()).unwrap_or_default()
                 );

@@ -99,7 +99,7 @@ fn bench(a: BenchArgs, out: &Out) -> crate::cmd::Exit {
         ]);
     }
     if out.format == Format::Table {
-        println!();
+        outln!();
     }
     v.print(out);
     Ok(ExitCode::SUCCESS)
@@ -144,9 +144,10 @@ fn kv(a: KvArgs, out: &Out) -> crate::cmd::Exit {
         t.row(kv_row(&r.machines));
         t.print(out);
         if out.format == Format::Table {
-            println!(
+            outln!(
                 "machines / threads: throughput {:.2}×, p99 {:.2}×",
-                r.throughput_ratio, r.p99_ratio
+                r.throughput_ratio,
+                r.p99_ratio
             );
         }
     }
@@ -175,13 +176,13 @@ fn trace(a: TraceArgs, out: &Out) -> crate::cmd::Exit {
             "timeline": pic,
         }))?;
     } else {
-        println!(
+        outln!(
             "{}: {} machine calls between {} (Chrome trace JSON: open in Perfetto or chrome://tracing)",
             a.output.display(),
             r.calls,
             r.machines.join(" and ")
         );
-        println!(
+        outln!(
             "timeline: {} and {} (data: {})",
             pic.png.display(),
             pic.svg.display(),

@@ -74,7 +74,7 @@ pub fn run(a: Args, out: &Out) -> super::Exit {
             "profile": o.source, "profile_file": o.profile_file, "projections": o.projection.json,
             "emulation": o.emulation, "plots": o.plots, "notes": o.notes,
         }))?,
-        Format::Table => println!(
+        Format::Table => outln!(
             "{} {} figures, profile.json and projection.csv in {}",
             out.bold("4. plots:"),
             o.plots.len(),
@@ -110,11 +110,11 @@ impl demo::Steps for Printer<'_> {
     fn profiled(&mut self, profile: &Profile, source: &str, notes: &[String]) -> anyhow::Result<()> {
         if self.table() {
             for n in notes {
-                println!("note: {n}");
+                outln!("note: {n}");
             }
-            println!("{} {source}", self.out.bold("1. profile:"));
+            outln!("{} {source}", self.out.bold("1. profile:"));
             super::profile::print_profile(profile, self.out, Some(12))?;
-            println!();
+            outln!();
         }
         Ok(())
     }
@@ -126,20 +126,20 @@ impl demo::Steps for Printer<'_> {
         }
         std::fs::write(self.dir.join("projection.csv"), t.to_csv())?;
         if self.table() {
-            println!(
+            outln!(
                 "{}",
                 self.out
                     .bold("2. project (naïve S_n and refined S_r; γ = LWK compute gain):")
             );
             t.print(self.out);
-            println!();
+            outln!();
         }
         Ok(())
     }
 
     fn emulated(&mut self, e: &Emulation) -> anyhow::Result<()> {
         if self.table() {
-            println!(
+            outln!(
                 "{} bzip2 natively and with delegation via '{}' at f_c = {} each way (γ = 1: both on Linux; medians of {} interleaved rounds)",
                 self.out.bold("3. emulate:"),
                 e.mechanism.name(),
@@ -151,14 +151,14 @@ impl demo::Steps for Printer<'_> {
                 t.row(r.clone());
             }
             t.print(self.out);
-            println!();
+            outln!();
         }
         Ok(())
     }
 
     fn emulation_skipped(&mut self, why: &str) {
         if self.table() {
-            println!("note: emulation skipped: {why}\n");
+            outln!("note: emulation skipped: {why}\n");
         }
     }
 }

@@ -151,7 +151,7 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
         (Some(f), _) => std::fs::write(f, text).with_context(|| format!("--report {}", f.display()))?,
         // The program owns stdout; the human report goes to stderr.
         (None, Format::Table) => eprint!("{text}"),
-        (None, _) => print!("{text}"),
+        (None, _) => out!("{text}"),
     }
     // Interrupted: the shell's code for the signal (130 for SIGINT, 143 for SIGTERM), whatever the
     // program made of the forwarded signal; else the program's own status.

@@ -41,10 +41,12 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
         t.row(row);
     }
     if out.format == Format::Table {
-        println!(
+        outln!(
             "Table 3 microbenchmarks, {} trials each, every call delegated at f_c = 0; program on CPU {}, \
              control CPU {} (console = /dev/null)",
-            r.trials, r.compute_cpu, r.control_cpu
+            r.trials,
+            r.compute_cpu,
+            r.control_cpu
         );
     }
     t.print(out);

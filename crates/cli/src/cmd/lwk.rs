@@ -250,10 +250,10 @@ fn run_fc(a: FcArgs, out: &Out) -> super::Exit {
                 .map(|(n, s)| serde_json::json!({"mechanism": n, "summary": s}))
                 .collect::<Vec<_>>(),
         )?,
-        Format::Csv => print!("{}", t.to_csv()),
+        Format::Csv => out!("{}", t.to_csv()),
         Format::Table => {
-            print!("{}", t.render(out));
-            println!("(McKernel's offload round trip for comparison: 6.28 µs; target here ≤ 2 µs median via the ring)");
+            out!("{}", t.render(out));
+            outln!("(McKernel's offload round trip for comparison: 6.28 µs; target here ≤ 2 µs median via the ring)");
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -57,14 +57,14 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
     }
     match out.format {
         Format::Json => out.json(&r)?,
-        Format::Csv => print!("{}", t.to_csv()),
+        Format::Csv => out!("{}", t.to_csv()),
         Format::Table => {
-            println!(
+            outln!(
                 "Model inputs (measured apart): γ = {gamma:.3} (synth without calls); per-call costs natively \
                  and in the LWK from synth without computation, alternated with each point's runs (--json lists them)"
             );
-            print!("{}", t.render(out));
-            println!(
+            out!("{}", t.render(out));
+            outln!(
                 "accuracy (100 − MAPE) over {} intensities: refined {acc_refined:.1} %, naïve {acc_naive:.1} %",
                 points.len()
             );

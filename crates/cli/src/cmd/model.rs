@@ -261,26 +261,26 @@ fn refined(a: RefinedArgs, out: &Out) -> super::Exit {
     }
     t.print(out);
     if out.format == Format::Table && n < rows.len() {
-        println!("… {} more (use --top 0 for all)", rows.len() - n);
+        outln!("… {} more (use --top 0 for all)", rows.len() - n);
     }
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn print_projection(pr: &model::Projection, policy: &str, out: &Out) {
-    println!(
+    outln!(
         "{}  γ = {}, f_c = {}, policy = {policy}",
         out.bold("refined model"),
         pr.gamma,
         format_secs(pr.fc)
     );
-    println!(
+    outln!(
         "  C = {}   Σg = {}   p = {:.4}%   calls = {}",
         format_secs(pr.c),
         format_secs(pr.sum_g),
         pr.p * 100.0,
         pr.total_calls
     );
-    println!(
+    outln!(
         "  delegated: {} of {} distinct syscalls, {} of {} calls; forwarding Σf = {}{}",
         pr.delegated_syscalls,
         pr.distinct_syscalls,
@@ -293,7 +293,7 @@ pub fn print_projection(pr: &model::Projection, policy: &str, out: &Out) {
             String::new()
         }
     );
-    println!(
+    outln!(
         "  t_nd = {}   t_d = {}   {} = {:.4}   (naïve S_n = {:.4})",
         format_secs(pr.t_nd),
         format_secs(pr.t_d),
@@ -478,7 +478,7 @@ fn fit(a: FitArgs, out: &Out) -> super::Exit {
         report.insert("gamma_refined".into(), g.into());
         report.insert("gamma_naive".into(), gn.into());
         if out.format == Format::Table {
-            println!(
+            outln!(
                 "measured S = {s}: refined γ = {g:.6}{}",
                 gn.map(|g| format!(", naïve γ = {g:.6}")).unwrap_or_default()
             );
@@ -489,7 +489,7 @@ fn fit(a: FitArgs, out: &Out) -> super::Exit {
         let m = model::median(&v).context("--gammas: no finite values")?;
         report.insert("gamma_median".into(), m.into());
         if out.format == Format::Table {
-            println!("median γ over {} benchmarks = {m:.6}", v.len());
+            outln!("median γ over {} benchmarks = {m:.6}", v.len());
         }
     }
     if let Some(path) = &a.pairs {
@@ -499,7 +499,7 @@ fn fit(a: FitArgs, out: &Out) -> super::Exit {
         report.insert("accuracy_percent".into(), acc.into());
         report.insert("pairs".into(), pairs.len().into());
         if out.format == Format::Table {
-            println!("accuracy (100 − MAPE) over {} pairs = {acc:.2}%", pairs.len());
+            outln!("accuracy (100 − MAPE) over {} pairs = {acc:.2}%", pairs.len());
         }
     }
     if report.is_empty() {
@@ -534,7 +534,7 @@ fn advise(a: AdviseArgs, out: &Out) -> super::Exit {
         return Ok(ExitCode::SUCCESS);
     }
     if out.format == Format::Table {
-        println!(
+        outln!(
             "port these {} call(s) to the LWK: S_r {:.4} → {:.4} (γ = {}, f_c = {}, starting from policy {})",
             adv.port.len(),
             adv.before.speedup,

@@ -71,13 +71,13 @@ pub fn run(a: AamArgs, out: &Out) -> super::Exit {
         }
         Format::Table => {
             if let Some(m) = &r.measured {
-                println!(
+                outln!(
                     "machine call measured now: CPU {} → {}, {} calls, median {:.0} ns, mean {:.0} ns issue to result",
                     m.client_cpu, m.server_cpu, m.iterations, m.median_ns, m.mean_ns
                 );
             }
             super::model::print_projection(&r.projection, "all calls to the OS machine", out);
-            println!(
+            outln!(
                 "  f_c = {} ({})   break-even f_c = {}",
                 format_secs(r.fc_s),
                 r.fc_source,
@@ -85,7 +85,7 @@ pub fn run(a: AamArgs, out: &Out) -> super::Exit {
                     .map(format_secs)
                     .unwrap_or_else(|| "none (no f_c ≥ 0 pays at this γ)".into())
             );
-            println!(
+            outln!(
                 "{}: S_r = {:.4} — sending this workload's calls to the OS machine {}",
                 out.bold("verdict"),
                 r.speedup,

@@ -198,7 +198,7 @@ fn measure(kind: Kind, a: MeasureArgs, out: &Out) -> super::Exit {
                             .iter()
                             .map(|b| format!("[{}, {}): {}", short(b.lo), short(b.hi), b.count))
                             .collect();
-                        println!("{} (CPU {}) detours: {}", r.label, r.cpu, h.join(", "));
+                        outln!("{} (CPU {}) detours: {}", r.label, r.cpu, h.join(", "));
                     }
                 }
                 if kind == Kind::Ftq {
@@ -209,10 +209,10 @@ fn measure(kind: Kind, a: MeasureArgs, out: &Out) -> super::Exit {
                             .take(4)
                             .map(|p| format!("{:.1} Hz", p.freq_hz))
                             .collect();
-                        println!("{}: spectrum peaks {}", r.label, p.join(", "));
+                        outln!("{}: spectrum peaks {}", r.label, p.join(", "));
                     }
                 }
-                println!(
+                outln!(
                     "timer: {:.3} ticks/ns, resolution {:.1} ns; {}",
                     clock.ticks_per_ns,
                     clock.resolution_ns,
@@ -223,13 +223,13 @@ fn measure(kind: Kind, a: MeasureArgs, out: &Out) -> super::Exit {
                     if let Some(c) = &o.cpuset_cpus {
                         let line = format!("{}: cpuset effective CPUs {c}", o.case.label);
                         if !shown.contains(&line) {
-                            println!("{line}");
+                            outln!("{line}");
                             shown.push(line);
                         }
                     }
                 }
                 for f in &m.files {
-                    println!("wrote {f}");
+                    outln!("wrote {f}");
                 }
             }
         }
@@ -389,7 +389,7 @@ fn scale_cmd(a: ScaleArgs, out: &Out) -> super::Exit {
         }))?,
         Format::Csv => t.print(out),
         Format::Table => {
-            println!(
+            outln!(
                 "{source}: {} detours per {:.3} ms cycle, net noise {:.3} %, work {} per step, {} steps, {}",
                 trace.detours.len(),
                 trace.length_ns * 1e-6,
@@ -403,9 +403,9 @@ fn scale_cmd(a: ScaleArgs, out: &Out) -> super::Exit {
                 }
             );
             t.print(out);
-            println!("simulated in {elapsed:.2} s");
+            outln!("simulated in {elapsed:.2} s");
             for f in &files {
-                println!("wrote {}", f.display());
+                outln!("wrote {}", f.display());
             }
         }
     }

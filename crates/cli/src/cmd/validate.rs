@@ -95,7 +95,7 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
     }
     t.print(out);
     if out.format == Format::Table {
-        println!(
+        outln!(
             "refined-model accuracy (100 − MAPE) over {} configurations: {:.2} % with median f_c, {:.2} % with min, {:.2} % with mean",
             r.points.len(),
             r.accuracy_median,
@@ -103,7 +103,7 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
             r.accuracy_mean
         );
         for f in &r.figures {
-            println!("figure: {}", f.display());
+            outln!("figure: {}", f.display());
         }
     }
     Ok(ExitCode::SUCCESS)

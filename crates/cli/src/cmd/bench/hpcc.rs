@@ -43,7 +43,7 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
     }
     t.print(out);
     if out.format == Format::Table {
-        println!(
+        outln!(
             "hpcc -n 1 under {} (OPENBLAS_NUM_THREADS=1), HPL N = {}, NB = {}; γ is the median of the per-pair ratios",
             args.mpirun, args.n, args.nb
         );

@@ -48,22 +48,22 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
     }
     match out.format {
         Format::Json => out.json(&r)?,
-        Format::Csv => print!("{}{}", fct.to_csv(), pt.to_csv()),
+        Format::Csv => out!("{}{}", fct.to_csv(), pt.to_csv()),
         Format::Table => {
-            println!(
+            outln!(
                 "{}",
                 out.bold("Round trip of one system call from guest ring 3 (McKernel offload: 6.28 µs)")
             );
-            print!("{}", fct.render(out));
-            println!();
-            println!(
+            out!("{}", fct.render(out));
+            outln!();
+            outln!(
                 "{}",
                 out.bold(
                     "Programs, native vs LWK, runs alternated ABBA (medians; gamma = native loop / LWK loop; gamma_paired = median of the per-pair ratios [95 % interval])"
                 )
             );
-            print!("{}", pt.render(out));
-            println!(
+            out!("{}", pt.render(out));
+            outln!(
                 "projection: refined model (eq. 4-11) from the LWK run's profile, C = native wall - Σg, \
                  f_c = half the delegated ring round trip, γ = {:.3} (compute-bound row) or \
                  the program's own γ; the model has no VM start-up term (dominant for hello world)",

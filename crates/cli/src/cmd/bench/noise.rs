@@ -75,7 +75,7 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
     t.print(out);
     if out.format == Format::Table {
         let same = noise::engines_agree(&rows);
-        println!(
+        outln!(
             "{} noise, {} of work per step; the two barrier engines {}",
             a.signature,
             a.work,

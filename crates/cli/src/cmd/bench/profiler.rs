@@ -41,7 +41,7 @@ fn floor(reps: usize, out: &Out) -> crate::cmd::Exit {
         t.row(r);
     }
     if out.format == Format::Table {
-        println!(
+        outln!(
             "{}",
             out.bold(&format!(
                 "Cost floor of the probes: null system call, median of {reps} repetitions"
@@ -96,7 +96,7 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
     let show = out.format == Format::Table;
     let rows = bench::run(&cfg, &mut crate::progress::Bar::new(out))?;
     if show {
-        println!(
+        outln!(
             "{}",
             out.bold(&format!(
                 "Profiler overhead: medians of {} interleaved repetitions",
@@ -113,11 +113,11 @@ pub fn run(args: Args, out: &Out) -> crate::cmd::Exit {
         return Ok(std::process::ExitCode::SUCCESS);
     }
     for line in bench::target_lines(&rows) {
-        println!("{line}");
+        outln!("{line}");
     }
-    println!("commands timed (stdout/stderr discarded):");
+    outln!("commands timed (stdout/stderr discarded):");
     for r in &rows {
-        println!("  {}", r.command);
+        outln!("  {}", r.command);
     }
     Ok(std::process::ExitCode::SUCCESS)
 }

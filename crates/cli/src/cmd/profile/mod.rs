@@ -48,7 +48,7 @@ pub fn print_profile(p: &Profile, out: &Out, limit: Option<usize>) -> anyhow::Re
             Some(e) => format!("exit code {}", e.code.unwrap_or_default()),
             None => "exit not recorded".into(),
         };
-        println!(
+        outln!(
             "{}: {}  ({}, accuracy {}{}, {exit})",
             out.bold("profile"),
             p.command.join(" "),
@@ -56,7 +56,7 @@ pub fn print_profile(p: &Profile, out: &Out, limit: Option<usize>) -> anyhow::Re
             p.collection.accuracy,
             if p.collection.partial { ", PARTIAL" } else { "" }
         );
-        println!(
+        outln!(
             "  wall = {}   C = {}   Σg = {}   p = {:.4}%   calls = {}   threads = {}",
             format_secs(p.wall_time_s),
             format_secs(p.compute_time_s),
@@ -70,9 +70,9 @@ pub fn print_profile(p: &Profile, out: &Out, limit: Option<usize>) -> anyhow::Re
             }
         );
         if let Some(b) = p.collection.bias_ns_subtracted {
-            println!("  probe bias subtracted per call: {b:.0} ns");
+            outln!("  probe bias subtracted per call: {b:.0} ns");
         }
-        println!(
+        outln!(
             "  coverage: {}",
             p.collection.coverage.as_ref().map_or_else(
                 || "not recorded (schema 1 file or import)".to_string(),
@@ -112,7 +112,7 @@ pub fn print_profile(p: &Profile, out: &Out, limit: Option<usize>) -> anyhow::Re
     }
     t.print(out);
     if out.format == Format::Table && rows < p.syscalls.len() {
-        println!("… {} more system calls", p.syscalls.len() - rows);
+        outln!("… {} more system calls", p.syscalls.len() - rows);
     }
     Ok(())
 }
