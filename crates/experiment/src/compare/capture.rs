@@ -132,12 +132,13 @@ pub fn copy_tree(src: &Path, dst: &Path) -> Result<(), CaptureError> {
     Ok(())
 }
 
-/// A fresh copy of `workdir` for run `run` under `scratch`.
-pub fn fresh_copy(workdir: &Path, scratch: &Path, run: usize) -> Result<PathBuf, CaptureError> {
+/// A fresh copy of `workdir` under `scratch`, at the same path for every run (a program that prints
+/// its directory prints the same thing each time).
+pub fn fresh_copy(workdir: &Path, scratch: &Path) -> Result<PathBuf, CaptureError> {
     if !workdir.is_dir() {
         return Err(CaptureError::NotDir(workdir.display().to_string()));
     }
-    let dst = scratch.join(format!("work-{run}"));
+    let dst = scratch.join("work");
     if dst.exists() {
         std::fs::remove_dir_all(&dst).map_err(io(format!("removing {}", dst.display())))?;
     }
@@ -156,7 +157,9 @@ pub fn hook(flag: &'static str, cmd: &str, cwd: Option<&Path>, run: usize) -> Re
     if let Some(d) = cwd {
         c.current_dir(d);
     }
-    let st = c.status().map_err(io(format!("{flag} '{cmd}': starting /bin/sh")))?;
+    let st = c
+        .status()
+        .map_err(io(format!("{flag} '{cmd}': starting /bin/sh")))?;
     if st.success() {
         return Ok(());
     }
@@ -215,17 +218,20 @@ mod tests {
         std::fs::create_dir_all(src.join("sub")).expect("mkdir");
         std::fs::write(src.join("sub/f"), b"x").expect("write");
         std::os::unix::fs::symlink("sub/f", src.join("l")).expect("symlink");
-        let w = fresh_copy(&src, &s.0, 0).expect("copy");
+        let w = fresh_copy(&src, &s.0).expect("copy");
         assert_eq!(std::fs::read(w.join("l")).ok().as_deref(), Some(&b"x"[..]));
         std::fs::write(w.join("new"), b"y").expect("write");
-        let w = fresh_copy(&src, &s.0, 0).expect("copy again");
+        let w = fresh_copy(&src, &s.0).expect("copy again");
         assert!(!w.join("new").exists());
-        assert!(fresh_copy(&src.join("sub/f"), &s.0, 1).is_err());
+        assert!(fresh_copy(&src.join("sub/f"), &s.0).is_err());
     }
 
     #[test]
     fn issue_15_a_failing_hook_is_named() {
-        let e = hook("--setup", "exit 3", None, 2).err().map(|e| e.to_string()).unwrap_or_default();
+        let e = hook("--setup", "exit 3", None, 2)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(e.contains("--setup 'exit 3'") && e.contains("run 2"), "{e}");
         assert!(hook("--setup", "true", None, 0).is_ok());
     }

@@ -62,6 +62,15 @@ pub enum Side {
     Emulated,
 }
 
+impl std::fmt::Display for Side {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Side::Native => "native",
+            Side::Emulated => "emulated",
+        })
+    }
+}
+
 /// One pair of runs.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Pair {
@@ -114,7 +123,11 @@ pub struct Outcome {
 impl Outcome {
     /// Writes the first native run's captured stdout and stderr to `out` and `err`: the program's
     /// output, shown once.
-    pub fn show_output(&self, out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> Result<(), CaptureError> {
+    pub fn show_output(
+        &self,
+        out: &mut dyn std::io::Write,
+        err: &mut dyn std::io::Write,
+    ) -> Result<(), CaptureError> {
         capture::replay(&self.reference[0], out)?;
         capture::replay(&self.reference[1], err)
     }
@@ -172,7 +185,9 @@ fn run_with_stdin(s: &Setup<'_>, scratch: capture::Scratch, stdin: Stdin) -> Res
                 break;
             }
         }
-        let (Some((ne, ns)), Some((ee, es))) = (native, emulated) else { break };
+        let (Some((ne, ns)), Some((ee, es))) = (native, emulated) else {
+            break;
+        };
         pairs.push(Pair {
             order: if i % 2 == 0 { "NE" } else { "EN" },
             native_secs: ns,
@@ -242,7 +257,7 @@ impl Runs<'_, '_> {
     fn before(&mut self) -> Result<RunIo, CompareError> {
         let k = self.n;
         let cwd = match &self.s.workdir {
-            Some(w) => Some(capture::fresh_copy(w, &self.dir, k)?),
+            Some(w) => Some(capture::fresh_copy(w, &self.dir)?),
             None => None,
         };
         if let Some(c) = &self.s.setup {
@@ -266,7 +281,10 @@ impl Runs<'_, '_> {
         if let Some(w) = &io.cwd {
             std::fs::remove_dir_all(w).ok();
         }
-        let files = [io.stdout.clone().unwrap_or_default(), io.stderr.clone().unwrap_or_default()];
+        let files = [
+            io.stdout.clone().unwrap_or_default(),
+            io.stderr.clone().unwrap_or_default(),
+        ];
         match &self.reference {
             None if side == Side::Native => self.reference = Some(files),
             None => {}

@@ -23,9 +23,7 @@ pub fn verdict(c: &Comparison, ci: Option<(f64, f64)>, pairs: usize) -> Verdict 
         return Verdict {
             decided: false,
             inside: Vec::new(),
-            text: format!(
-                "undecided: {pairs} pair(s) give no 95 % interval (6 or more do: --runs 6)"
-            ),
+            text: format!("undecided: {pairs} pair(s) give no 95 % interval (6 or more do: --runs 6)"),
         };
     };
     let inside: Vec<&'static str> = [("naive", c.naive_speedup), ("refined", c.refined_speedup)]
@@ -102,6 +100,9 @@ mod tests {
         let v = verdict(&c, Some((0.88, 0.92)), 6);
         assert!(v.decided && v.inside == ["refined"], "{v:?}");
         let v = verdict(&cmp(0.7, 1.0, 0.9), Some((0.69, 0.71)), 6);
-        assert!(v.decided && v.inside.is_empty() && v.text.contains("neither"), "{v:?}");
+        assert!(
+            v.decided && v.inside.is_empty() && v.text.contains("neither"),
+            "{v:?}"
+        );
     }
 }
