@@ -243,16 +243,7 @@ fn run_inner(
     let interrupted;
     let (exit, wall_secs, cpu_secs, counts, local, delivered) = match cfg.mechanism {
         Mechanism::Proxy => {
-            let o = proxy::run(
-                launch::cstring(&path)?,
-                &cfg.argv,
-                &d,
-                samplers,
-                &cfg.compute,
-                &cfg.control,
-                cfg.wait,
-                io,
-            )?;
+            let o = proxy::run(launch::cstring(&path)?, cfg, &d, samplers, io)?;
             interrupted = o.interrupted;
             (
                 o.exit,

@@ -152,17 +152,16 @@ pub struct Outcome {
     pub interrupted: Option<i32>,
 }
 
-/// Runs `argv` (program already resolved to `path`) under the proxy mechanism.
+/// Runs `cfg`'s program (already resolved to `path`) under the proxy mechanism, delegating `d`
+/// (the policy with the calls the mechanism keeps local removed).
 pub fn run(
     path: CString,
-    argv: &[String],
+    cfg: &crate::Config,
     d: &Delegation,
     samplers: Arc<Vec<Sampler>>,
-    compute: &CpuSet,
-    control: &CpuSet,
-    wait: Wait,
     io: &crate::RunIo,
 ) -> Result<Outcome, EmulateError> {
+    let (argv, compute, control, wait) = (&cfg.argv, &cfg.compute, &cfg.control, cfg.wait);
     let streams = io.open()?;
     let p = prepare(path, argv, d, compute, wait.app_realtime, &streams, io)?;
     let cmd = argv.first().cloned().unwrap_or_default();
