@@ -31,6 +31,8 @@ pub const STDIN_CAP: u64 = 256 << 20;
 pub enum CompareError {
     #[error("--runs {0}: need at least 1 pair (6 or more for a 95 % interval)")]
     Runs(usize),
+    #[error("the comparison stopped before any emulated run: {0}")]
+    Stopped(String),
     #[error(transparent)]
     Capture(#[from] CaptureError),
     #[error(transparent)]
@@ -208,7 +210,8 @@ fn run_with_stdin(s: &Setup<'_>, scratch: capture::Scratch, stdin: Stdin) -> Res
             break;
         }
     }
-    let report = first_report.ok_or(CompareError::Runs(0))?;
+    let report = first_report
+        .ok_or_else(|| CompareError::Stopped(invalid.clone().unwrap_or_else(|| "no pair was run".into())))?;
     let native: Vec<f64> = pairs.iter().map(|p| p.native_secs).collect();
     let emulated: Vec<f64> = pairs.iter().map(|p| p.emulated_secs).collect();
     let med = |v: &[f64]| crate::stats::median(v).unwrap_or(f64::NAN);
