@@ -18,7 +18,8 @@ pub fn resolve(cmd: &str) -> Result<PathBuf, EmulateError> {
         Err(_) => EmulateError::NoSuchFile(p.display().to_string()),
     };
     if cmd.contains('/') {
-        let p = PathBuf::from(cmd);
+        // Absolute, so that a run in another working directory (`RunIo::cwd`) finds the same file.
+        let p = std::path::absolute(cmd).unwrap_or_else(|_| PathBuf::from(cmd));
         return if is_exec(&p) { Ok(p) } else { Err(why(&p)) };
     }
     let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
@@ -79,12 +80,23 @@ pub fn run_native(
     compute: &crate::CpuSet,
     wait: &crate::Wait,
 ) -> Result<NativeRun, EmulateError> {
+    run_native_io(argv, compute, wait, &crate::RunIo::default())
+}
+
+/// [`run_native`] with the streams and working directory `io` gives.
+pub fn run_native_io(
+    argv: &[String],
+    compute: &crate::CpuSet,
+    wait: &crate::Wait,
+    io: &crate::RunIo,
+) -> Result<NativeRun, EmulateError> {
     let rt = wait.app_realtime;
     use std::os::unix::process::CommandExt;
     let first = argv.first().ok_or(EmulateError::NoCommand)?;
     let path = resolve(first)?;
     let mut cmd = std::process::Command::new(path);
     cmd.arg0(first).args(&argv[1..]);
+    io.apply(&mut cmd)?;
     let (child, t0) = spawn_pinned(&mut cmd, compute, rt, first, "starting it natively")?;
     let fwd = crate::sys::Forward::to(child.id() as libc::pid_t);
     let (st, cpu_secs) =

@@ -21,15 +21,17 @@ mod launch;
 mod preload;
 mod proxy;
 pub mod report;
+mod runio;
 mod sys;
 pub mod tsc;
 
 pub use cost::{CostModel, Dist};
 pub use cpus::CpuSet;
 pub use error::EmulateError;
-pub use launch::{check_writable, run_at, run_native, NativeRun};
+pub use launch::{check_writable, run_at, run_native, run_native_io, NativeRun};
 /// The one resolved policy table (`multios_model::Policy::resolve` makes it).
 pub use multios_model::Delegation;
+pub use runio::RunIo;
 
 /// The mechanism to use when none is asked for: `shm` (lowest floor) for a dynamically linked
 /// program, `proxy` for a statically linked one (the in-process mechanisms need the preload library).
@@ -206,7 +208,13 @@ pub fn run(cfg: &Config) -> Result<Report, EmulateError> {
 
 /// [`run`] with the interception of `shm` and `migrate` given (ignored by `proxy`).
 pub fn run_with(cfg: &Config, interception: Interception) -> Result<Report, EmulateError> {
-    run_inner(cfg, interception, false)
+    run_inner(cfg, interception, false, &RunIo::default())
+}
+
+/// [`run_with`] with the streams and working directory `io` gives (issue #15: the runs of
+/// `emulate --compare` each get the same stdin, their own captured output and working copy).
+pub fn run_io(cfg: &Config, interception: Interception, io: &RunIo) -> Result<Report, EmulateError> {
+    run_inner(cfg, interception, false, io)
 }
 
 /// Runs `cfg` (mechanism `shm` or `migrate`, eager interception) with the trampoline timing every
@@ -215,10 +223,15 @@ pub fn run_with(cfg: &Config, interception: Interception) -> Result<Report, Emul
 /// call profiler (`multios profile --backend inproc`). Calls the library routes elsewhere
 /// (clone, fork, execve, exit, rt_sigreturn, and calls before its constructor) are not timed.
 pub fn profile_run(cfg: &Config) -> Result<Report, EmulateError> {
-    run_inner(cfg, Interception::Eager, true)
+    run_inner(cfg, Interception::Eager, true, &RunIo::default())
 }
 
-fn run_inner(cfg: &Config, interception: Interception, timing: bool) -> Result<Report, EmulateError> {
+fn run_inner(
+    cfg: &Config,
+    interception: Interception,
+    timing: bool,
+    io: &RunIo,
+) -> Result<Report, EmulateError> {
     let mut warnings = cfg.check()?;
     let path = launch::resolve(&cfg.argv[0])?;
     let mut d = cfg.delegation.clone();
@@ -230,15 +243,7 @@ fn run_inner(cfg: &Config, interception: Interception, timing: bool) -> Result<R
     let interrupted;
     let (exit, wall_secs, cpu_secs, counts, local, delivered) = match cfg.mechanism {
         Mechanism::Proxy => {
-            let o = proxy::run(
-                launch::cstring(&path)?,
-                &cfg.argv,
-                &d,
-                samplers,
-                &cfg.compute,
-                &cfg.control,
-                cfg.wait,
-            )?;
+            let o = proxy::run(launch::cstring(&path)?, cfg, &d, samplers, io)?;
             interrupted = o.interrupted;
             (
                 o.exit,
@@ -250,7 +255,7 @@ fn run_inner(cfg: &Config, interception: Interception, timing: bool) -> Result<R
             )
         }
         Mechanism::Migrate | Mechanism::Shm => {
-            let o = preload::run(&path, cfg, &d, cal, interception, timing)?;
+            let o = preload::run(&path, cfg, &d, cal, interception, timing, io)?;
             warnings.extend(o.warnings);
             interception_used = Some(o.interception);
             interrupted = o.interrupted;

@@ -198,6 +198,7 @@ pub fn run(
     cal: Calibration,
     icpt: Interception,
     timing: bool,
+    run_io: &crate::RunIo,
 ) -> Result<Outcome, EmulateError> {
     if launch::is_static(path) {
         return Err(EmulateError::Static {
@@ -226,6 +227,7 @@ pub fn run(
         .args(&cfg.argv[1..])
         .env("LD_PRELOAD", preload)
         .env("MULTIOS_EMU_CONFIG", &cfg_file);
+    run_io.apply(&mut cmd)?;
     let (child, t0) = crate::launch::spawn_pinned(
         &mut cmd,
         &cfg.compute,

@@ -33,6 +33,10 @@ struct Prepared {
     app_realtime: bool,
     /// multios's pid: the child dies with it (`sys::die_with_parent`).
     parent: libc::pid_t,
+    /// Descriptors to copy onto 0, 1, 2 (`-1`: inherit), opened before the fork (`RunIo`).
+    streams: [RawFd; 3],
+    /// The directory to run in (`RunIo::cwd`).
+    cwd: Option<CString>,
 }
 
 fn prepare(
@@ -41,6 +45,8 @@ fn prepare(
     d: &Delegation,
     compute: &CpuSet,
     app_realtime: bool,
+    streams: &crate::runio::Opened,
+    io: &crate::RunIo,
 ) -> Result<Prepared, EmulateError> {
     let cstr = |s: &str| CString::new(s).map_err(|_| EmulateError::Nul(s.to_string()));
     let argv: Vec<CString> = argv.iter().map(|a| cstr(a)).collect::<Result<_, _>>()?;
@@ -68,6 +74,9 @@ fn prepare(
         })?,
         app_realtime,
         parent: std::process::id() as libc::pid_t,
+        streams: [&streams.stdin, &streams.stdout, &streams.stderr]
+            .map(|f| f.as_ref().map_or(-1, |f| f.as_raw_fd())),
+        cwd: io.cwd_cstring()?,
     })
 }
 
@@ -81,6 +90,18 @@ fn child(p: &Prepared, sock: RawFd, err_w: RawFd) -> ! {
     }
     if p.app_realtime {
         sys::set_fifo(APP_PRIO);
+    }
+    for (target, &fd) in p.streams.iter().enumerate() {
+        if fd >= 0 {
+            if let Err(e) = sys::dup_onto(fd, target as RawFd) {
+                die(err_w, e.raw_os_error().unwrap_or(0) | 0x6_0000);
+            }
+        }
+    }
+    if let Some(dir) = &p.cwd {
+        if let Err(e) = sys::chdir(dir) {
+            die(err_w, e.raw_os_error().unwrap_or(0) | 0x7_0000);
+        }
     }
     if !p.prog.is_empty() {
         let fd = match sys::install_listener(&p.prog) {
@@ -110,6 +131,8 @@ fn child_error(code: i32, cmd: &str) -> EmulateError {
         2 => "installing the seccomp filter",
         3 => "handing the seccomp listener to the supervisor",
         5 => "tying its life to multios (PR_SET_PDEATHSIG)",
+        6 => "redirecting its stdin, stdout or stderr",
+        7 => "entering its working directory",
         _ => "executing it",
     };
     EmulateError::Launch {
@@ -129,17 +152,18 @@ pub struct Outcome {
     pub interrupted: Option<i32>,
 }
 
-/// Runs `argv` (program already resolved to `path`) under the proxy mechanism.
+/// Runs `cfg`'s program (already resolved to `path`) under the proxy mechanism, delegating `d`
+/// (the policy with the calls the mechanism keeps local removed).
 pub fn run(
     path: CString,
-    argv: &[String],
+    cfg: &crate::Config,
     d: &Delegation,
     samplers: Arc<Vec<Sampler>>,
-    compute: &CpuSet,
-    control: &CpuSet,
-    wait: Wait,
+    io: &crate::RunIo,
 ) -> Result<Outcome, EmulateError> {
-    let p = prepare(path, argv, d, compute, wait.app_realtime)?;
+    let (argv, compute, control, wait) = (&cfg.argv, &cfg.compute, &cfg.control, cfg.wait);
+    let streams = io.open()?;
+    let p = prepare(path, argv, d, compute, wait.app_realtime, &streams, io)?;
     let cmd = argv.first().cloned().unwrap_or_default();
     let (sock_parent, sock_child) = socketpair()?;
     let (err_r, err_w) = pipe()?;
@@ -155,6 +179,7 @@ pub fn run(
     })?;
     drop(sock_child);
     drop(err_w);
+    drop(streams);
     let fwd = sys::Forward::to(pid);
     if p.prog.is_empty() {
         // Nothing delegated, no filter: no listener and no supervisor.

@@ -423,6 +423,25 @@ pub fn fork_child(child: impl FnOnce()) -> io::Result<libc::pid_t> {
     Ok(pid)
 }
 
+/// Makes `target` (0, 1 or 2) a copy of `fd` (dup2, async-signal-safe: for a forked child before
+/// it execs; the copy does not close on exec).
+pub fn dup_onto(fd: RawFd, target: RawFd) -> io::Result<()> {
+    // SAFETY: dup2 takes two descriptor numbers and no pointer.
+    if unsafe { libc::dup2(fd, target) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Changes the working directory to `dir` (chdir, async-signal-safe).
+pub fn chdir(dir: &std::ffi::CStr) -> io::Result<()> {
+    // SAFETY: `dir` is a NUL-terminated string that lives as long as the borrow.
+    if unsafe { libc::chdir(dir.as_ptr()) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Reads at most `buf.len()` bytes from `fd`.
 pub fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
     // SAFETY: the kernel writes at most `buf.len()` bytes into the live, writable `buf`.

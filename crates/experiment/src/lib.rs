@@ -6,6 +6,8 @@
 //! - [`synth`]: the synthetic benchmark of paper §4.1 (its C source lives here, csrc/synth.c);
 //! - [`validate`]: `multios validate`, the benchmark under emulation against the models;
 //! - [`predict`]: an emulated run's measured speedup against the naïve and refined predictions;
+//! - [`compare`]: `emulate --compare`, paired ABBA runs made alike (stdin replayed, outputs
+//!   captured and compared, fresh working copies) against those predictions;
 //! - [`setup`]: the shared flags resolved (policy text → delegation, f_c → cost model, CPU split);
 //! - [`table3`]: `multios fc`, the paper's Table 3 microbenchmarks per mechanism;
 //! - [`lwk_validate`]: `multios lwk validate`, the benchmark natively and in the LWK against the models;
@@ -17,6 +19,7 @@
 //! - [`stats`]: the statistics every experiment uses (re-exported from `multios-stats`).
 
 pub mod bench;
+pub mod compare;
 pub mod demo;
 mod error;
 pub mod figures;

@@ -3,7 +3,7 @@
 use crate::output::{Format, Out, Table};
 use anyhow::Context;
 use multios_emulate::{Config, Mechanism, Report};
-use multios_experiment::predict;
+use multios_experiment::compare;
 use multios_experiment::setup::{cost_model, cpu_split, fc_or_zero, resolve_delegation};
 use multios_units::format_secs;
 use std::path::PathBuf;
@@ -42,9 +42,23 @@ pub struct Args {
     /// Profile for fraction policies (least:/most:/random:); `lwk run` spells it --policy-profile
     #[arg(long, visible_alias = "policy-profile")]
     pub profile: Option<PathBuf>,
-    /// Also run natively and compare the measured speedup with the naïve and refined predictions
+    /// Also run natively and compare the measured speedup with the naïve and refined predictions:
+    /// --runs pairs in ABBA order, every run with the same stdin (captured once, replayed) and its
+    /// own captured output (compared between runs; the first native run's is shown once)
     #[arg(long)]
     pub compare: bool,
+    /// --compare: pairs of runs (native + emulated); 6 or more give a 95 % interval
+    #[arg(long, value_name = "N", default_value_t = multios_experiment::compare::DEFAULT_PAIRS)]
+    pub runs: usize,
+    /// --compare: copy DIR afresh for every run and run the program inside the copy
+    #[arg(long, value_name = "DIR")]
+    pub workdir: Option<PathBuf>,
+    /// --compare: shell command run before every run (inside the --workdir copy if any)
+    #[arg(long, value_name = "CMD")]
+    pub setup: Option<String>,
+    /// --compare: shell command run after every run (inside the --workdir copy if any)
+    #[arg(long, value_name = "CMD")]
+    pub cleanup: Option<String>,
     /// Accept an f_c below the mechanism's floor (the delivered cost is then the mechanism's own)
     #[arg(long)]
     pub allow_below_floor: bool,
@@ -83,7 +97,7 @@ pub struct Args {
 struct Json<'a> {
     #[serde(flatten)]
     report: &'a Report,
-    compare: Option<predict::Comparison>,
+    compare: Option<&'a compare::Outcome>,
 }
 
 pub fn run(args: Args, out: &Out) -> super::Exit {
@@ -118,34 +132,63 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
         Some(i) => i,
         None => multios_emulate::Interception::from_env()?,
     };
-    let report = multios_emulate::run_with(&cfg, interception)?;
+    if !args.compare {
+        if args.workdir.is_some() || args.setup.is_some() || args.cleanup.is_some() {
+            anyhow::bail!("--workdir, --setup and --cleanup make the runs of --compare alike: add --compare");
+        }
+        let report = multios_emulate::run_with(&cfg, interception)?;
+        warn(&report);
+        return finish(&args, out, &report, None);
+    }
+    let outcome = compare::run(&compare::Setup {
+        emulate: &cfg,
+        interception,
+        pairs: args.runs,
+        workdir: args.workdir.clone(),
+        setup: args.setup.clone(),
+        cleanup: args.cleanup.clone(),
+    })?;
+    warn(&outcome.report);
+    // The program's output, once: the first native run's, now that every run is over.
+    outcome.show_output(&mut std::io::stdout().lock(), &mut std::io::stderr().lock())?;
+    if outcome.stdin.truncated {
+        eprintln!(
+            "warning: stdin is longer than {} bytes: every run read only its first {} bytes",
+            compare::STDIN_CAP,
+            compare::STDIN_CAP
+        );
+    }
+    for d in &outcome.output_differences {
+        eprintln!(
+            "warning: run {} ({}) wrote a different {} from the first native run's, from byte {} on",
+            d.run + 1,
+            d.side,
+            d.stream,
+            d.offset
+        );
+    }
+    let code = finish(&args, out, &outcome.report, Some(&outcome))?;
+    if let Some(why) = &outcome.invalid {
+        anyhow::bail!("the comparison is invalid: {why}");
+    }
+    Ok(code)
+}
+
+fn warn(report: &Report) {
     for w in &report.warnings {
         if !w.contains("overlap") {
             eprintln!("warning: {w}");
         }
     }
-    let compare = if args.compare && report.interrupted.is_none() {
-        let native = multios_emulate::run_native(&cfg.argv, &cfg.compute, &cfg.wait)?;
-        let (exit, secs) = (native.exit, native.wall_secs);
-        if exit != report.exit {
-            eprintln!(
-                "warning: the native run ended with {exit}, the emulated one with {}",
-                report.exit
-            );
-        }
-        Some(predict::compare(secs, &report, &cfg.cost)?)
-    } else {
-        None
-    };
+}
+
+/// Writes the report and returns the exit code: the program's own (or the shell's code for the
+/// signal that interrupted it).
+fn finish(args: &Args, out: &Out, report: &Report, compare: Option<&compare::Outcome>) -> super::Exit {
     let text = match out.format {
-        Format::Json => {
-            serde_json::to_string_pretty(&Json {
-                report: &report,
-                compare,
-            })? + "\n"
-        }
-        Format::Csv => per_syscall(&report).to_csv(),
-        Format::Table => table_text(&report, compare.as_ref(), out),
+        Format::Json => serde_json::to_string_pretty(&Json { report, compare })? + "\n",
+        Format::Csv => per_syscall(report).to_csv(),
+        Format::Table => table_text(report, compare, out),
     };
     match (&args.report, out.format) {
         (Some(f), _) => std::fs::write(f, text).with_context(|| format!("--report {}", f.display()))?,
@@ -176,7 +219,7 @@ fn per_syscall(r: &Report) -> Table {
     t
 }
 
-fn table_text(r: &Report, cmp: Option<&predict::Comparison>, out: &Out) -> String {
+fn table_text(r: &Report, cmp: Option<&compare::Outcome>, out: &Out) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let _ = writeln!(
@@ -220,12 +263,20 @@ fn table_text(r: &Report, cmp: Option<&predict::Comparison>, out: &Out) -> Strin
     if !r.forced_local.is_empty() {
         let _ = writeln!(s, "kept local by the mechanism: {}", r.forced_local.join(", "));
     }
-    if let Some(c) = cmp {
+    if let Some(o) = cmp {
+        let c = &o.comparison;
         let _ = writeln!(
             s,
-            "native {} → measured speedup {:.4}; predicted: naïve {:.4}, refined {:.4} ({}){}",
+            "{} pair(s), ABBA; median native {} → measured speedup {:.4} (median of the paired ratios{}); predicted: naïve {:.4}, refined {:.4} ({}){}",
+            o.pairs.len(),
             format_secs(c.native_secs),
             c.measured_speedup,
+            o.speedup_ci
+                .map(|(lo, hi)| format!(
+                    ", {:.1} % interval [{lo:.4}, {hi:.4}]",
+                    100.0 * o.ci_coverage.unwrap_or(0.0)
+                ))
+                .unwrap_or_default(),
             c.naive_speedup,
             c.refined_speedup,
             format_secs(c.refined_secs),
@@ -233,6 +284,37 @@ fn table_text(r: &Report, cmp: Option<&predict::Comparison>, out: &Out) -> Strin
                 .map(|e| format!("; mechanism excess {} per delegated call", format_secs(e)))
                 .unwrap_or_default()
         );
+        let _ = writeln!(s, "verdict: {}", o.verdict.text);
+        for (i, p) in o.pairs.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                "  pair {} ({}): native {} ({}), emulated {} ({}), speedup {:.4}",
+                i + 1,
+                p.order,
+                format_secs(p.native_secs),
+                p.native_exit,
+                format_secs(p.emulated_secs),
+                p.emulated_exit,
+                p.speedup
+            );
+        }
+        match o.stdin.bytes {
+            Some(b) => {
+                let _ = writeln!(s, "stdin: {b} bytes captured, replayed to every run");
+            }
+            None => {
+                let _ = writeln!(s, "stdin: a terminal, not captured: every run read /dev/null");
+            }
+        }
+        if o.output_differences.is_empty() {
+            let _ = writeln!(s, "outputs: every run wrote the same stdout and stderr");
+        } else {
+            let _ = writeln!(
+                s,
+                "outputs: {} run stream(s) differ from the first native run's",
+                o.output_differences.len()
+            );
+        }
     }
     s.push_str(&per_syscall(r).render(out));
     s
