@@ -196,7 +196,7 @@ fn measure(a: &Config, r: &Runner, progress: &mut dyn Progress) -> Result<Outcom
     }
     let med = |v: &[f64]| median(v).unwrap_or(f64::NAN);
     let gamma = med(&gn) / med(&gl);
-    let policy = multios_lwk::Policy::mckernel();
+    let policy = multios_lwk::LocalSet::mckernel();
     let mut inputs = Vec::new();
     let mut points = Vec::new();
     progress.start(a.intensities.len() as u64, "lwk validate: intensities");

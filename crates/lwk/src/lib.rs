@@ -40,7 +40,7 @@ pub use fds::floor as fd_floor;
 pub use kernel::ExitStatus;
 pub use outcome::{Fault, LwkError, Outcome};
 pub use partition::{Partition, PartitionError};
-pub use policy::{LocalSet, Policy};
+pub use policy::LocalSet;
 pub use run::run;
 pub use sys::affinity_list as available_cpus;
 pub use vm::check_kvm;

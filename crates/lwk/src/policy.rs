@@ -106,9 +106,6 @@ pub struct LocalSet {
     overrides: Overrides,
 }
 
-/// The name `cli/cmd/lwk_validate.rs` still uses (it moves to the experiments crate, issue #17).
-pub type Policy = LocalSet;
-
 impl LocalSet {
     /// The LWK's split for the table `asked` (see the module documentation).
     pub fn from_delegation(asked: &Delegation) -> Self {
