@@ -7,11 +7,13 @@
 //! data as JSON in one HTML page whose small hand-written script draws the tables and SVG charts
 //! (hover for values). No network, no CDN: the page works offline.
 
+mod chrome;
 mod data;
 mod error;
 mod html;
 mod results;
 
+pub use chrome::chrome_trace;
 pub use data::{build, Cdf, Inputs, Measured, MeasuredRow, ProfileRow, ProjectionCell, Report, Section};
 pub use error::ReportError;
 pub use html::render;
