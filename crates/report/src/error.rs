@@ -23,6 +23,8 @@ pub enum ReportError {
     Unknown { path: String },
     #[error("cannot write {path}: {source}")]
     Write { path: String, source: std::io::Error },
+    #[error("Extra-P input: {0}")]
+    Extrap(String),
     #[error("cannot embed the data: {0}")]
     Embed(serde_json::Error),
 }

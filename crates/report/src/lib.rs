@@ -10,12 +10,14 @@
 mod chrome;
 mod data;
 mod error;
+mod extrap;
 mod html;
 mod results;
 
 pub use chrome::chrome_trace;
 pub use data::{build, Cdf, Inputs, Measured, MeasuredRow, ProfileRow, ProjectionCell, Report, Section};
 pub use error::ReportError;
+pub use extrap::extrap_text;
 pub use html::render;
 pub use results::{classify, demo_emulation, ResultKind};
 

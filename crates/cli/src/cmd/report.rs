@@ -9,10 +9,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct Args {
+    #[command(subcommand)]
+    sub: Option<Sub>,
     /// The profile the report is about
-    #[arg(long)]
-    profile: PathBuf,
+    #[arg(long, required = true)]
+    profile: Option<PathBuf>,
     /// Result files to hold against the projections: `multios validate|emulate --compare|demo|noise … --json`
     /// output, or profiles (e.g. from `lwk run --profile`)
     results: Vec<PathBuf>,
@@ -30,14 +33,53 @@ pub struct Args {
     fc: String,
 }
 
+#[derive(clap::Subcommand, Debug)]
+enum Sub {
+    /// Extra-P input (text format) from merged per-rank profiles of MPI runs at several rank counts:
+    /// time, syscall time and syscall share per rank, one point per run
+    Extrap(ExtrapArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct ExtrapArgs {
+    /// Merged profiles (`multios profile merge`), one per rank count
+    #[arg(required = true)]
+    profiles: Vec<PathBuf>,
+    /// Where to write the Extra-P text file
+    #[arg(short, long)]
+    output: PathBuf,
+}
+
+fn extrap(a: ExtrapArgs, out: &Out) -> super::Exit {
+    let runs = a
+        .profiles
+        .iter()
+        .map(|p| Ok((p.display().to_string(), multios_profile::load(p)?)))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let text = multios_report::extrap_text(&runs)?;
+    std::fs::write(&a.output, &text).with_context(|| format!("cannot write {}", a.output.display()))?;
+    match out.format {
+        Format::Json => out.json(&serde_json::json!({ "output": a.output, "points": runs.iter().map(|r| r.1.ranks.len()).collect::<Vec<_>>() }))?,
+        Format::Csv => outln!("{}", text.trim_end()),
+        Format::Table => outln!("{} {} ({} points)", out.bold("wrote"), a.output.display(), runs.len()),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn run(a: Args, out: &Out) -> super::Exit {
+    if let Some(Sub::Extrap(e)) = a.sub {
+        return extrap(e, out);
+    }
+    let Some(profile_path) = &a.profile else {
+        anyhow::bail!("--profile FILE is required (the profile the report is about)");
+    };
     multios_profile::check_writable(&a.output)?;
-    let profile = multios_profile::load(&a.profile)?;
+    let profile = multios_profile::load(profile_path)?;
     let command = std::iter::once("multios".to_string())
         .chain(std::env::args().skip(1))
         .collect::<Vec<_>>()
         .join(" ");
-    let mut inp = multios_report::Inputs::new(profile, &a.profile.display().to_string(), &command);
+    let mut inp = multios_report::Inputs::new(profile, &profile_path.display().to_string(), &command);
     inp.policies = a.policy.split(',').map(|s| s.trim().to_string()).collect();
     inp.fcs = a.fc.split(',').map(|s| s.trim().to_string()).collect();
     inp.gammas = a
