@@ -14,7 +14,8 @@ pub fn chrome_trace(records: &[CallRecord]) -> Value {
     let mut events: Vec<Value> = Vec::with_capacity(records.len() + 8);
     for r in records {
         let pid = r.pid.unwrap_or(r.tid);
-        threads.entry(r.tid).or_insert((pid, &r.comm));
+        // the thread's latest name (after an exec)
+        threads.insert(r.tid, (pid, &r.comm));
         events.push(json!({
             "name": r.name,
             "cat": "syscall",
