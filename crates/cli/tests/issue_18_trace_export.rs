@@ -102,4 +102,28 @@ fn issue_18_perf_trace_records_import_and_export_as_chrome_trace() {
         assert_eq!(e["name"], "thread_name");
         assert!(e["args"]["name"].as_str().is_some());
     }
+    // a summary still needs --wall (it does not record the run's wall time), and --trace needs records
+    let summary = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/bzip2/strace-c-w-f.txt"
+    );
+    let o = Command::new(BIN)
+        .args(["profile", "import", summary, "-o", prof.to_str().expect("path")])
+        .output()
+        .expect("multios");
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("--wall"));
+    let o = Command::new(BIN)
+        .args([
+            "profile",
+            "import",
+            summary,
+            "--wall",
+            "3s",
+            "-o",
+            prof.to_str().expect("path"),
+        ])
+        .args(["--trace", trace.to_str().expect("path")])
+        .output()
+        .expect("multios");
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("no per-call records"));
 }
