@@ -13,6 +13,10 @@ def test_issue_18_profile_emulate_lwk_run_return_results(cli, tmp_path):
     assert r.returncode == 0 and r.profile is not None
     assert "execve" in set(r.profile.syscalls["syscall"]) or len(r.profile.syscalls) > 3
 
+    t = multios.profile(["sh", "-c", "true"], tmp_path / "t.json", trace=tmp_path / "trace.json")
+    events = json.loads((tmp_path / "trace.json").read_text())["traceEvents"]
+    assert sum(e["ph"] == "X" for e in events) == int(t.profile.syscalls["n(s)"].sum())
+
     e = multios.emulate(["/bin/true"], policy="all", fc="1us")
     assert e.returncode == 0 and e.report["policy"] == "all" and e.report["exit"] == {"code": 0}
 
