@@ -7,6 +7,7 @@ packages=(
   fonts-dejavu-core                                                                   # plot text
   bzip2 busybox-static strace linux-perf stress-ng hyperfine bc perl                   # real workloads, references
   openmpi-bin mpich lammps hpcc                                                              # MPI ranks, LAMMPS, HPC Challenge
+  chromium python3 python3-pip python3-venv                                           # report check (headless), Python package
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -22,3 +23,8 @@ if command -v rustup >/dev/null; then
   rustup component add rustfmt clippy >/dev/null 2>&1 || true
 fi
 command -v cargo >/dev/null || { echo "deps: cargo not found: install Rust (https://rustup.rs)" >&2; exit 1; }
+# The Python package's build and test tools (issue #18), from PyPI, for the python3 on PATH (pyenv's, or
+# Debian's, which needs --break-system-packages under PEP 668).
+py_tools=('maturin>=1.5,<2' pandas matplotlib pytest nbclient nbformat ipykernel)
+python3 -m pip install -q --disable-pip-version-check "${py_tools[@]}" >/dev/null 2>&1 \
+  || python3 -m pip install -q --disable-pip-version-check --break-system-packages "${py_tools[@]}" >/dev/null

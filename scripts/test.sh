@@ -8,3 +8,11 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then bash scripts/deps.s
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -q -- -D warnings
 cargo test --workspace --release --no-fail-fast 2>&1
+# The Python package (issue #18): built over the workspace's target/ (python/.cargo/config.toml), linted,
+# installed, then its tests and the example notebook against the release binary built above.
+cargo fmt --manifest-path python/Cargo.toml -- --check
+cargo clippy --manifest-path python/Cargo.toml --release -q -- -D warnings
+python3 -m pip install -q --disable-pip-version-check ./python 2>/dev/null \
+  || python3 -m pip install -q --disable-pip-version-check --break-system-packages ./python
+cargo build --release -q -p multios
+MULTIOS_BIN="$PWD/target/release/multios" python3 -m pytest -q python/tests

@@ -47,6 +47,8 @@ enum Command {
     Bench(cmd::bench::Args),
     /// Asynchronous Abstract Machines: benchmarks, the key-value service, the timeline
     Aam(cmd::aam::Args),
+    /// One self-contained HTML report: profile, syscall CDF, projections, measured vs projected
+    Report(cmd::report::Args),
 }
 
 /// Help and version go to stdout as usual; a usage error is printed on one line: clap's message with what
@@ -121,6 +123,7 @@ fn main() -> std::process::ExitCode {
         Command::Noise(a) => cmd::noise::run(a, &out),
         Command::Bench(a) => cmd::bench::run(a, &out),
         Command::Aam(a) => cmd::aam::run(a, &out),
+        Command::Report(a) => cmd::report::run(a, &out),
     };
     match result {
         Ok(code) => code,

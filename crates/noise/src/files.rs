@@ -31,7 +31,8 @@ pub fn slug(s: &str) -> String {
     o.trim_matches('-').to_string()
 }
 
-/// Writes `samples.csv`, `report.json`, `<label>-cpuN[-runK].trace` and `<kind>.{png,svg,csv}`
+/// Writes `samples.csv`, `report.json`, `<label>-cpuN[-runK].trace` (and `.goal`, the same noise as a
+/// LogGOPSim schedule, see `goal.rs`) and `<kind>.{png,svg,csv}`
 /// (the figure shows each configuration's first run) into `dir`; returns the paths written.
 pub fn write(
     dir: &Path,
@@ -65,10 +66,20 @@ pub fn write(
         } else {
             String::new()
         };
+        let trace = report::trace_of(s);
         put(
             format!("{}-cpu{}{suffix}.trace", slug(label), s.cpu),
-            report::trace_of(s).to_text(),
+            trace.to_text(),
         )?;
+        // the same noise as a LogGOPSim GOAL schedule (8 ranks, 100 steps of one quantum each)
+        let shape = crate::goal::GoalConfig {
+            ranks: 8,
+            steps: 100,
+            work_ns: s.quantum_ns.round().max(1.0) as u64,
+        };
+        if let Ok(g) = crate::goal::goal(&trace, &shape) {
+            put(format!("{}-cpu{}{suffix}.goal", slug(label), s.cpu), g)?;
+        }
         if k == 0 {
             first_runs.push((label.clone(), s.clone()));
         }

@@ -14,6 +14,7 @@ pub mod cpus;
 pub mod cpustat;
 pub mod figures;
 pub mod files;
+pub mod goal;
 pub mod guest;
 pub mod load;
 pub mod measure;

@@ -24,6 +24,9 @@ pub enum ProfilerError {
     /// The in-process backend (the emulator's preload library) could not profile the program.
     #[error("multios profile --backend inproc: {0}")]
     Inproc(String),
+    /// A combination of options the backends cannot serve.
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 impl ProfilerError {

@@ -27,5 +27,5 @@ pub use ebpf::{attach_floor, Attached, Probe};
 pub use error::ProfilerError;
 pub use output_path::{expand_output, rank_from_env};
 pub use raw::{Raw, RawCall, RawThread};
-pub use run::{profile, Backend, Options};
+pub use run::{profile, profile_traced, Backend, Options};
 pub use spawn::resolve;

@@ -11,6 +11,7 @@ use crate::error::ProfilerError;
 use crate::raw::{Raw, RawCall, RawThread};
 use crate::spawn::{PreExec, Stopped};
 use crate::sys::{self, PTRACE_CONT, PTRACE_SEIZE, PTRACE_SYSCALL};
+use multios_profile::import::CallRecord;
 use multios_profile::Profile;
 use std::collections::HashMap;
 
@@ -29,6 +30,16 @@ const EVENT_STOP: i32 = 128;
 const NR_EXECVE: u64 = 59;
 const NR_EXECVEAT: u64 = 322;
 const MAX_NR: usize = 512;
+
+/// `tid`'s command name from /proc, cached; `fresh` re-reads it (after an exec).
+fn comm_of(cache: &mut HashMap<u32, String>, tid: u32, fresh: bool) -> String {
+    if fresh || !cache.contains_key(&tid) {
+        let c = std::fs::read_to_string(format!("/proc/{tid}/comm"))
+            .map_or_else(|_| String::new(), |c| c.trim_end().to_string());
+        cache.insert(tid, c);
+    }
+    cache.get(&tid).cloned().unwrap_or_default()
+}
 
 fn pt_err(what: &str, e: std::io::Error) -> ProfilerError {
     ProfilerError::Ptrace {
@@ -57,6 +68,10 @@ struct Tracer {
     tasks: HashMap<u32, Task>,
     done: Vec<RawThread>,
     durations_of: Option<(u64, Vec<u64>)>,
+    /// Every call (thread, entry time, corrected duration), when `profile --trace` asks for them.
+    records: Option<Vec<CallRecord>>,
+    /// Each traced thread's command name (read once, and again after an exec), for the records.
+    comms: HashMap<u32, String>,
 }
 
 impl Tracer {
@@ -74,6 +89,8 @@ impl Tracer {
             tasks: HashMap::new(),
             done: Vec::new(),
             durations_of: None,
+            records: None,
+            comms: HashMap::new(),
         }
     }
 
@@ -103,6 +120,21 @@ impl Tracer {
         let d = (raw as i64 + self.correction).max(0) as u64;
         t.calls += 1;
         t.syscall_ns += d;
+        if let Some(records) = &mut self.records {
+            let error = ret.is_some_and(|r| (-4095..0).contains(&r));
+            records.push(CallRecord {
+                tid,
+                pid: Some(t.tgid),
+                comm: comm_of(&mut self.comms, tid, nr == NR_EXECVE || nr == NR_EXECVEAT),
+                name: multios_syscalls::by_number(nr as u32)
+                    .unwrap_or("unknown")
+                    .to_string(),
+                nr: nr as u32,
+                start_s: t0 as f64 * 1e-9,
+                duration_s: d as f64 * 1e-9,
+                error,
+            });
+        }
         if let Some(c) = self.calls.get_mut(nr as usize) {
             c.record(d, ret.is_some_and(|r| (-4095..0).contains(&r)));
         }
@@ -400,6 +432,16 @@ fn median_null_call_ns(mut child: Stopped, plain: bool) -> Result<f64, ProfilerE
 
 /// Profiles `command` under seccomp-assisted ptrace.
 pub fn launch(command: &[String]) -> Result<Profile, ProfilerError> {
+    launch_with(command, false).map(|(p, _)| p)
+}
+
+/// Profiles `command` under ptrace and also returns every call as a record, times from the
+/// command's start (`multios profile --trace`).
+pub fn launch_traced(command: &[String]) -> Result<(Profile, Vec<CallRecord>), ProfilerError> {
+    launch_with(command, true)
+}
+
+fn launch_with(command: &[String], trace: bool) -> Result<(Profile, Vec<CallRecord>), ProfilerError> {
     let e = calibrate::untraced_null_ns();
     let b = stop_bias_ns()?;
     let mut child = Stopped::spawn(command, PreExec::SeccompTrace)?;
@@ -411,7 +453,11 @@ pub fn launch(command: &[String]) -> Result<Profile, ProfilerError> {
     let fwd = sys::Forwarder::install(child.pid as i32);
     child.go()?;
     let mut tracer = Tracer::new(false, (e - b).round() as i64);
+    if trace {
+        tracer.records = Some(Vec::new());
+    }
     let status = tracer.run(child.pid)?;
+    let mut records = tracer.records.take().unwrap_or_default();
     let interrupted = fwd.interrupted();
     drop(fwd);
     child.exec_result()?;
@@ -430,7 +476,10 @@ pub fn launch(command: &[String]) -> Result<Profile, ProfilerError> {
         "per-call correction: ptrace stop cost B = {b:.0} ns subtracted (median over traced null system calls), kernel entry/exit cost E = {e:.0} ns added; stop costs vary widely, so per-call times are approximate"
     )];
     let partial = crate::run::note_interruption(interrupted, &exit, &mut notes);
-    Ok(assemble(
+    for r in &mut records {
+        r.start_s -= start as f64 * 1e-9;
+    }
+    let p = assemble(
         &raw,
         RunFacts {
             command: command.to_vec(),
@@ -443,5 +492,6 @@ pub fn launch(command: &[String]) -> Result<Profile, ProfilerError> {
             notes,
             misses: Vec::new(),
         },
-    ))
+    );
+    Ok((p, records))
 }

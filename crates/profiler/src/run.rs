@@ -44,6 +44,21 @@ pub fn profile(opts: &Options) -> Result<Profile, ProfilerError> {
     }
 }
 
+/// Profiles `opts.command` and records every call (thread, entry time, duration) for
+/// `multios profile --trace`. Only ptrace sees each call in user space (eBPF aggregates in the
+/// kernel, inproc in the preload library), so the backend must be ptrace (the default here).
+pub fn profile_traced(
+    opts: &Options,
+) -> Result<(Profile, Vec<multios_profile::import::CallRecord>), ProfilerError> {
+    match (opts.backend, opts.attach) {
+        (None | Some(Backend::Ptrace), None) => crate::ptrace::launch_traced(&opts.command),
+        _ => Err(ProfilerError::Unsupported(
+            "--trace records each call with the ptrace backend, starting the command itself: use --backend ptrace without -p"
+                .into(),
+        )),
+    }
+}
+
 /// Loads the probes and calibrates: returns them with (B, E) in ns.
 fn ready_probe() -> Result<(Probe, f64, f64), ProfilerError> {
     let e = calibrate::untraced_null_ns();

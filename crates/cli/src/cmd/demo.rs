@@ -72,14 +72,17 @@ pub fn run(a: Args, out: &Out) -> super::Exit {
     match out.format {
         Format::Json => out.json(&serde_json::json!({
             "profile": o.source, "profile_file": o.profile_file, "projections": o.projection.json,
-            "emulation": o.emulation, "plots": o.plots, "notes": o.notes,
+            "emulation": o.emulation, "plots": o.plots, "report": o.report, "notes": o.notes,
         }))?,
-        Format::Table => outln!(
-            "{} {} figures, profile.json and projection.csv in {}",
-            out.bold("4. plots:"),
-            o.plots.len(),
-            cfg.out.display()
-        ),
+        Format::Table => {
+            outln!(
+                "{} {} figures, profile.json and projection.csv in {}",
+                out.bold("4. plots:"),
+                o.plots.len(),
+                cfg.out.display()
+            );
+            outln!("{} {} (offline HTML)", out.bold("5. report:"), o.report.display());
+        }
         Format::Csv => {}
     }
     Ok(ExitCode::SUCCESS)

@@ -12,6 +12,7 @@ pub mod model_aam;
 pub mod noise;
 pub mod plot;
 pub mod profile;
+pub mod report;
 pub mod validate;
 
 /// The exit status of a subcommand that ran to completion.

@@ -58,6 +58,8 @@ pub struct Outcome {
     /// One entry per emulated policy (empty when the step did not run).
     pub emulation: Vec<serde_json::Value>,
     pub plots: Vec<multios_plot::Written>,
+    /// The HTML report (`report.html` in the output directory).
+    pub report: PathBuf,
     pub notes: Vec<String>,
 }
 
@@ -119,6 +121,21 @@ pub fn run<S: Steps>(cfg: &Config, steps: &mut S) -> Result<Outcome, S::Error> {
     // 4. plots
     let label = profile.program().unwrap_or_default().to_string();
     let written = plots(label, w, &cfg.out)?;
+    // 5. the report: one offline HTML page of all the above (issue #18)
+    let report = cfg.out.join("report.html");
+    let mut inp = multios_report::Inputs::new(
+        profile.clone(),
+        &profile_file.display().to_string(),
+        &format!("multios demo --out {}", cfg.out.display()),
+    );
+    if !emulation.is_empty() {
+        inp.results.push((
+            "demo emulation".into(),
+            multios_report::demo_emulation(&emulation),
+        ));
+    }
+    multios_report::write(&inp, &report)
+        .map_err(|e| ExperimentError::Run(format!("report {}: {e}", report.display())))?;
     let _ = std::fs::remove_file(&input);
     let _ = std::fs::remove_file(input.with_extension("txt.bz2"));
     Ok(Outcome {
@@ -127,6 +144,7 @@ pub fn run<S: Steps>(cfg: &Config, steps: &mut S) -> Result<Outcome, S::Error> {
         projection: proj,
         emulation,
         plots: written,
+        report,
         notes,
     })
 }

@@ -5,7 +5,11 @@
 //! single-threaded reading of the paper's eq. 4.
 
 mod perf;
+mod perf_records;
+mod records;
 mod strace;
+
+pub use records::{profile_of, CallRecord};
 
 use crate::error::ProfileError;
 use crate::format::{Profile, SyscallStats};
@@ -40,12 +44,24 @@ pub struct ImportOptions {
     pub strace_wall_clock: Option<bool>,
 }
 
-/// Parses `text` (read from `origin`) into a profile.
+/// `perf trace` records (one line per call, not the `-s` summary), if `text` is that.
+pub fn perf_trace_records(origin: &str, text: &str) -> Option<Result<Vec<CallRecord>, ProfileError>> {
+    perf_records::detect(text).then(|| perf_records::parse(origin, text))
+}
+
+/// Parses `text` (read from `origin`) into a profile: a `strace -c` or `perf trace -s` summary, or
+/// `perf trace` records (which carry their own wall time; `opts.wall_time_s` is then not needed).
 pub fn import(origin: &str, text: &str, opts: &ImportOptions) -> Result<Profile, ProfileError> {
+    if Format::detect(text).is_none() {
+        if let Some(records) = perf_trace_records(origin, text) {
+            return records::profile_of(origin, "perf trace", opts.command.clone(), &records?);
+        }
+    }
     let format = Format::detect(text).ok_or_else(|| ProfileError::Import {
         path: origin.into(),
         line: 1,
-        msg: "neither a `strace -c` table (a '% time' header) nor a `perf trace -s` summary ('Summary of events')"
+        msg: "neither a `strace -c` table (a '% time' header), a `perf trace -s` summary ('Summary of events') \
+              nor `perf trace` records ('  0.052 ( 0.007 ms): comm/tid name(…) = ret')"
             .into(),
     })?;
     let (syscalls, tool, wall_clock) = match format {

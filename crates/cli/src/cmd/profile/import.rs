@@ -1,15 +1,20 @@
-//! `multios profile import`: strace/perf summaries → profile.
+//! `multios profile import`: strace/perf summaries, or `perf trace` records → profile (and, for
+//! records, `--trace FILE`: the calls as Chrome trace JSON).
 
 use crate::output::Out;
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
 pub struct ImportArgs {
-    /// The summary file (`strace -c -o FILE …` or `perf trace -s -o FILE …`)
+    /// The summary file (`strace -c -o FILE …` or `perf trace -s -o FILE …`), or `perf trace -o FILE …`
+    /// records (one line per call)
     input: PathBuf,
-    /// Wall time of the traced run (the summaries do not record it), e.g. 12.3s
+    /// Wall time of the traced run (summaries do not record it; records do), e.g. 12.3s
     #[arg(long)]
-    wall: multios_units::Duration,
+    wall: Option<multios_units::Duration>,
+    /// With `perf trace` records: also write the calls as Chrome trace JSON (Perfetto, chrome://tracing)
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
     /// The traced command, for the record, as one string (e.g. --command "bzip2 -9 input.txt")
     #[arg(long, allow_hyphen_values = true)]
     command: Option<String>,
@@ -28,10 +33,19 @@ pub fn run(args: ImportArgs, out: &Out) -> crate::cmd::Exit {
             .command
             .map(|c| c.split_whitespace().map(String::from).collect())
             .unwrap_or_default(),
-        wall_time_s: Some(args.wall.secs()),
+        wall_time_s: args.wall.map(multios_units::Duration::secs),
         strace_wall_clock: Some(args.strace_wall_clock),
     };
-    let p = multios_profile::import::import(&args.input.display().to_string(), &text, &opts)?;
+    let origin = args.input.display().to_string();
+    let p = multios_profile::import::import(&origin, &text, &opts)?;
+    if let Some(path) = &args.trace {
+        let Some(records) = multios_profile::import::perf_trace_records(&origin, &text) else {
+            anyhow::bail!("--trace: {origin} has no per-call records (a summary has only totals): record with `perf trace -o FILE -- CMD`");
+        };
+        let json = multios_report::chrome_trace(&records?);
+        std::fs::write(path, serde_json::to_string(&json)?)
+            .map_err(|e| anyhow::anyhow!("--trace {}: {e}", path.display()))?;
+    }
     multios_profile::save(&p, &args.output)?;
     super::print_profile(&p, out, None)?;
     Ok(std::process::ExitCode::SUCCESS)
