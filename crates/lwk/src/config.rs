@@ -41,6 +41,8 @@ pub struct Config {
     /// sched_getaffinity reports the whole list. Empty: vCPUs are not pinned and the VMM's own
     /// affinity is reported.
     pub cpus: Vec<usize>,
+    /// Write every delegated call and every fault turned into a signal to this file (`trace/`).
+    pub trace: Option<std::path::PathBuf>,
 }
 
 impl Config {
@@ -70,6 +72,7 @@ impl Config {
                 Backend::Ring { proxy_cpu }
             },
             cpus,
+            trace: None,
             spin_budget: 1_000,
             quiet: false,
             rewrite_syscalls: true,

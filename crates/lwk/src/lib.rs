@@ -31,6 +31,7 @@ pub mod stats;
 pub mod stub;
 pub mod sys;
 pub mod syscall;
+pub mod trace;
 pub mod vcpu;
 pub mod vm;
 pub mod vmas;

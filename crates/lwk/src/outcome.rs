@@ -73,6 +73,8 @@ pub enum LwkError {
     },
     #[error("KVM_RUN failed: {0}")]
     Run(kvm_ioctls::Error),
+    #[error("--trace {0}")]
+    Trace(crate::trace::TraceError),
 }
 
 /// The result of a run.

@@ -48,13 +48,17 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
         kernel.set_thunks(thunks);
     }
     kernel.set_cpus(cfg.cpus.clone(), !cfg.cpus.is_empty());
+    if let Some(path) = &cfg.trace {
+        kernel.set_trace(crate::trace::Tracer::create(path, &cfg.program).map_err(LwkError::Trace)?);
+    }
     kernel.note_images(&loaded.image, loaded.interp.as_ref());
     let kernel = Arc::new(kernel);
+    let traced = kernel.clone();
     let symbols = Symbols {
         main: loaded.image,
         interp: loaded.interp,
     };
-    let mut o = drive(
+    let driven = drive(
         cfg,
         mem,
         kernel,
@@ -65,7 +69,10 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
         },
         symbols,
         t0,
-    )?;
+    );
+    // A run that failed still ends its trace (the map names the functions of its events).
+    traced.finish_trace();
+    let mut o = driven?;
     o.rewritten += rewritten;
     Ok(o)
 }

@@ -23,6 +23,9 @@ enum Which {
     /// The refined model against the real LWK: the synthetic benchmark (paper §4.1) natively and
     /// in the LWK at several call intensities, model inputs measured apart
     Validate(super::lwk_validate::Args),
+    /// Rank a forwarded-event trace (`lwk run --trace FILE`) by total cost, with the function
+    /// behind each call (Multiverse's hot spots)
+    Hotspots(super::lwk_hotspots::Args),
 }
 
 #[derive(clap::Args, Debug)]
@@ -71,6 +74,11 @@ struct RunArgs {
     /// The Linux CPU the proxy thread runs on (default: the first available CPU)
     #[arg(long, value_name = "CPU")]
     proxy_cpu: Option<usize>,
+    /// Write every delegated call and every fault turned into a signal to FILE (JSON Lines: time,
+    /// vCPU, call, duration, result, the caller found on the stack); a forked child writes
+    /// FILE.PID. Rank it with `multios lwk hotspots FILE`
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
     /// Print a summary of the run on stderr
     #[arg(long, short)]
     verbose: bool,
@@ -99,6 +107,7 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
         Which::Run(a) => run_program(a, out),
         Which::Fc(a) => run_fc(a, out),
         Which::Validate(a) => super::lwk_validate::run(a, out),
+        Which::Hotspots(a) => super::lwk_hotspots::run(a, out),
     }
 }
 
@@ -113,6 +122,7 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
     cfg.mem_size = a.mem_mib << 20;
     cfg.rewrite_syscalls = a.rewrite_syscalls || !a.no_rewrite_syscalls;
     cfg.proxy_idle_spin = std::time::Duration::from_micros(a.proxy_idle_us);
+    cfg.trace = a.trace.clone();
     let shared = set_partition(&mut cfg, a.cpus.as_deref(), a.proxy_cpu)?;
     cfg.backend = match (a.backend.as_deref(), shared) {
         (Some("exit"), _) => Backend::Exit,
