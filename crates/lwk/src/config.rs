@@ -43,6 +43,8 @@ pub struct Config {
     pub cpus: Vec<usize>,
     /// Write every delegated call and every fault turned into a signal to this file (`trace/`).
     pub trace: Option<std::path::PathBuf>,
+    /// Library functions bound to LWK implementations in the guest (`overrides/`).
+    pub overrides: Option<crate::overrides::Overrides>,
 }
 
 impl Config {
@@ -73,6 +75,7 @@ impl Config {
             },
             cpus,
             trace: None,
+            overrides: None,
             spin_budget: 1_000,
             quiet: false,
             rewrite_syscalls: true,

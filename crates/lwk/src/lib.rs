@@ -19,6 +19,7 @@ pub mod machine;
 pub mod memory;
 pub mod mm;
 pub mod outcome;
+pub mod overrides;
 pub mod partition;
 pub mod policy;
 pub mod procfs;

@@ -75,6 +75,8 @@ pub enum LwkError {
     Run(kvm_ioctls::Error),
     #[error("--trace {0}")]
     Trace(crate::trace::TraceError),
+    #[error(transparent)]
+    Overrides(#[from] crate::overrides::OverrideError),
 }
 
 /// The result of a run.

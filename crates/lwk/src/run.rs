@@ -25,13 +25,22 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
         path = interp;
     }
     let exe = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+    let env = match &cfg.overrides {
+        Some(o) => {
+            for w in o.warnings(&path) {
+                eprintln!("multios lwk: {w}");
+            }
+            o.environment(&cfg.env)?
+        }
+        None => cfg.env.clone(),
+    };
     let mem = Arc::new(GuestMemory::new(cfg.mem_size)?);
     let loaded = loader::load_program(
         &mem,
         &path,
         &cfg.program,
         argv,
-        cfg.env.iter().map(|e| e.as_bytes().to_vec()).collect(),
+        env.iter().map(|e| e.as_bytes().to_vec()).collect(),
         cfg.rewrite_syscalls,
     )?;
     let (entry_rip, rsp, rewritten) = (loaded.entry, loaded.rsp, loaded.rewritten);

@@ -79,6 +79,11 @@ struct RunArgs {
     /// FILE.PID. Rank it with `multios lwk hotspots FILE`
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
+    /// Bind library functions of the program to LWK implementations (YAML: `overrides:` a list of
+    /// `function:`/`with:`; `multios lwk hotspots --write-overrides` writes one). Dynamically
+    /// linked programs; see docs/LWK.md
+    #[arg(long, value_name = "FILE")]
+    overrides: Option<PathBuf>,
     /// Print a summary of the run on stderr
     #[arg(long, short)]
     verbose: bool,
@@ -123,6 +128,9 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
     cfg.rewrite_syscalls = a.rewrite_syscalls || !a.no_rewrite_syscalls;
     cfg.proxy_idle_spin = std::time::Duration::from_micros(a.proxy_idle_us);
     cfg.trace = a.trace.clone();
+    if let Some(f) = &a.overrides {
+        cfg.overrides = Some(multios_lwk::overrides::Overrides::load(f)?);
+    }
     let shared = set_partition(&mut cfg, a.cpus.as_deref(), a.proxy_cpu)?;
     cfg.backend = match (a.backend.as_deref(), shared) {
         (Some("exit"), _) => Backend::Exit,

@@ -13,6 +13,10 @@ pub struct Args {
     /// Rows shown (0: all)
     #[arg(long, default_value_t = 20)]
     top: usize,
+    /// Write the overrides file (`lwk run --overrides`) that removes the ranked calls an LWK
+    /// implementation exists for
+    #[arg(long, value_name = "FILE")]
+    write_overrides: Option<PathBuf>,
 }
 
 pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
@@ -36,6 +40,27 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             r.caller.clone(),
             r.site.clone(),
         ]);
+    }
+    if let Some(path) = &a.write_overrides {
+        let mut names: Vec<&str> = Vec::new();
+        for r in &h.rows {
+            if multios_lwk::overrides::implementation_of(&r.name).is_some()
+                && !names.contains(&r.name.as_str())
+            {
+                names.push(&r.name);
+            }
+        }
+        std::fs::write(path, multios_lwk::overrides::Overrides::file_text(&names))
+            .map_err(|e| anyhow::anyhow!("--write-overrides {}: {e}", path.display()))?;
+        eprintln!(
+            "multios lwk: {} written: {} (of the ranked calls, those with an LWK implementation)",
+            path.display(),
+            if names.is_empty() {
+                "no override applies".to_string()
+            } else {
+                names.join(", ")
+            }
+        );
     }
     match out.format {
         Format::Json => out.json(&h)?,
