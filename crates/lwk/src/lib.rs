@@ -20,6 +20,7 @@ pub mod memory;
 pub mod mm;
 pub mod outcome;
 pub mod overrides;
+pub mod pack;
 pub mod partition;
 pub mod policy;
 pub mod procfs;

@@ -26,6 +26,9 @@ enum Which {
     /// Rank a forwarded-event trace (`lwk run --trace FILE`) by total cost, with the function
     /// behind each call (Multiverse's hot spots)
     Hotspots(super::lwk_hotspots::Args),
+    /// Write one executable that runs PROG in the LWK when started as an ordinary program
+    /// (Multiverse's fat binary), with its overrides and settings embedded
+    Pack(super::lwk_pack::Args),
 }
 
 #[derive(clap::Args, Debug)]
@@ -84,6 +87,10 @@ struct RunArgs {
     /// linked programs; see docs/LWK.md
     #[arg(long, value_name = "FILE")]
     overrides: Option<PathBuf>,
+    /// argv[0] of the program (default: PROG as given); packed executables pass the packed
+    /// program's name
+    #[arg(long, hide = true, value_name = "NAME")]
+    argv0: Option<String>,
     /// Print a summary of the run on stderr
     #[arg(long, short)]
     verbose: bool,
@@ -113,6 +120,7 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
         Which::Fc(a) => run_fc(a, out),
         Which::Validate(a) => super::lwk_validate::run(a, out),
         Which::Hotspots(a) => super::lwk_hotspots::run(a, out),
+        Which::Pack(a) => super::lwk_pack::run(a, out),
     }
 }
 
@@ -128,6 +136,9 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
     cfg.rewrite_syscalls = a.rewrite_syscalls || !a.no_rewrite_syscalls;
     cfg.proxy_idle_spin = std::time::Duration::from_micros(a.proxy_idle_us);
     cfg.trace = a.trace.clone();
+    if let (Some(name), Some(first)) = (&a.argv0, cfg.argv.first_mut()) {
+        *first = name.into();
+    }
     if let Some(f) = &a.overrides {
         cfg.overrides = Some(multios_lwk::overrides::Overrides::load(f)?);
     }
