@@ -6,7 +6,8 @@
 //! - [`time`]: monotonic and CPU-time clocks in nanoseconds;
 //! - [`process`]: children that die with multios, programs prepared for exec, close-on-exec pipes;
 //! - [`output`]: output files checked before a run;
-//! - [`embed`]: files embedded in a binary, written out once per content.
+//! - [`embed`]: files embedded in a binary, written out once per content;
+//! - [`usage`]: a child's resource usage (wait4).
 //!
 //! Every `unsafe` block and raw system call of the crate lives in [`sys`].
 
@@ -17,5 +18,6 @@ pub mod process;
 mod sys;
 pub mod time;
 pub mod tsc;
+pub mod usage;
 
 pub use cpus::{CpuListError, CpuSet};

@@ -115,3 +115,21 @@ pub fn uid() -> u32 {
     // SAFETY: getuid has no preconditions and cannot fail.
     unsafe { libc::getuid() }
 }
+
+/// wait4(2) for `pid`: its wait status and resource usage.
+pub fn wait4(pid: libc::pid_t) -> io::Result<(i32, libc::rusage)> {
+    let mut status = 0;
+    // SAFETY: rusage is plain old data; zeroed is a valid value for wait4 to overwrite.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: `status` and `ru` are valid, writable and live for the call.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+        if r == pid {
+            return Ok((status, ru));
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    }
+}
