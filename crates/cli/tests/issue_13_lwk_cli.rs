@@ -130,3 +130,33 @@ fn issue_13_a_packed_executable_runs_its_program_in_the_lwk() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+#[test]
+fn issue_13_bench_multiverse_runs_racket_natively_and_in_the_lwk_with_identical_output() {
+    let o = multios(&[
+        "--json",
+        "bench",
+        "multiverse",
+        "--quick",
+        "--runs",
+        "1",
+        "--only",
+        "fannkuch-redux",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let row = &v["rows"][0];
+    assert_eq!(row["name"], "fannkuch-redux");
+    assert_eq!(row["identical_output"], true, "{row}");
+    let (calls, fwd) = (
+        row["syscalls"].as_u64().expect("syscalls"),
+        row["forwarded"].as_u64().expect("forwarded"),
+    );
+    assert!(fwd > 0 && fwd <= calls, "forwarded {fwd} of {calls}");
+    // The clock overrides remove every forwarded clock read: fewer forwarded events.
+    assert!(
+        row["forwarded_with_overrides"].as_u64().expect("fwd ovr") < fwd,
+        "{row}"
+    );
+    assert!(v["micro"]["cycles_added_per_forward"].as_f64().expect("cycles") > 0.0);
+}
