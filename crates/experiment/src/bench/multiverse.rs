@@ -351,7 +351,7 @@ fn bench_one(
     // trip instead of a native call (the refined model's Σ n(s)·(f_c − g) with g the native cost).
     let n_fwd = forwarded(&plain);
     let projected =
-        (fc_s.is_finite() && native_call_s.is_finite()).then(|| n_fwd as f64 * (fc_s - native_call_s));
+        (fc_s.is_finite() && native_call_s.is_finite()).then_some(n_fwd as f64 * (fc_s - native_call_s));
     Ok(Row {
         name: p.name.to_string(),
         arg,
