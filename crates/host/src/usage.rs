@@ -28,7 +28,7 @@ impl Usage {
 
 /// Waits for `child` (started at `t0`) with wait4 and returns its usage. The child is reaped here:
 /// do not wait for it again.
-pub fn wait(child: &Child, t0: Instant) -> std::io::Result<Usage> {
+pub fn wait(child: Child, t0: Instant) -> std::io::Result<Usage> {
     let (status, ru) = crate::sys::wait4(child.id() as libc::pid_t)?;
     let wall_s = t0.elapsed().as_secs_f64();
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
@@ -54,7 +54,7 @@ mod tests {
             .args(["-c", "exit 3"])
             .spawn()
             .expect("sh");
-        let u = wait(&child, t0).expect("wait4");
+        let u = wait(child, t0).expect("wait4");
         assert_eq!(u.exit_status().code(), Some(3));
         assert!(u.max_rss_kib > 0 && u.wall_s > 0.0);
     }

@@ -246,7 +246,7 @@ fn run_once(argv: &[OsString], out: &Path) -> Result<Usage, ExperimentError> {
         .stderr(Stdio::null())
         .spawn()
         .map_err(io(what.clone()))?;
-    let u = usage::wait(&child, t0).map_err(io(what.clone()))?;
+    let u = usage::wait(child, t0).map_err(io(what.clone()))?;
     if !u.exit_status().success() {
         return Err(ExperimentError::Run(format!(
             "{what} failed: {:?}",
