@@ -6,6 +6,7 @@ packages=(
   build-essential pkg-config clang llvm libelf-dev zlib1g-dev libseccomp-dev bpftool  # toolchain, eBPF
   fonts-dejavu-core                                                                   # plot text
   bzip2 busybox-static strace linux-perf stress-ng hyperfine bc perl                   # real workloads, references
+  racket                                                                              # Multiverse's benchmarks (bench multiverse)
   openmpi-bin mpich lammps hpcc                                                              # MPI ranks, LAMMPS, HPC Challenge
   chromium python3 python3-pip python3-venv                                           # report check (headless), Python package
 )

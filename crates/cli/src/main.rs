@@ -106,7 +106,17 @@ pub(crate) fn error_chain(e: &anyhow::Error) -> String {
 }
 
 fn main() -> std::process::ExitCode {
-    let cli = match Cli::try_parse() {
+    // A packed executable (`multios lwk pack`) is multios with a program at its end: it runs that
+    // program in the LWK with the options it was packed with.
+    let parsed = match cmd::lwk_pack::packed_argv() {
+        Ok(Some(argv)) => Cli::try_parse_from(argv),
+        Ok(None) => Cli::try_parse(),
+        Err(e) => {
+            eprintln!("error: {}", error_chain(&e));
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => return parse_error(e),
     };

@@ -1,24 +1,12 @@
-//! Files built by build.rs and embedded in the binary, written out once per content on first use.
+//! Files built by build.rs and embedded in the binary: written out by `multios_host::embed`.
 
 use crate::EmulateError;
-use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
-/// Writes `bytes` to `$TMPDIR/multios-UID/STEM-HASH.EXT` (if not there yet) with `mode`; returns the path.
+/// Writes `bytes` to `$TMPDIR/multios-UID/STEM-HASH.EXT` once (see `multios_host::embed`).
 pub fn materialize(stem: &str, ext: &str, bytes: &[u8], mode: u32) -> Result<PathBuf, EmulateError> {
-    let io = |what: String| move |cause| EmulateError::Io { what, cause };
-    let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
-    });
-    let dir = std::env::temp_dir().join(format!("multios-{}", crate::sys::uid()));
-    std::fs::create_dir_all(&dir).map_err(io(format!("creating {}", dir.display())))?;
-    let path = dir.join(format!("{stem}-{hash:016x}{ext}"));
-    if !path.exists() {
-        let tmp = dir.join(format!("{stem}-{hash:016x}.{}.tmp", std::process::id()));
-        std::fs::write(&tmp, bytes).map_err(io(format!("writing {}", tmp.display())))?;
-        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))
-            .map_err(io(format!("chmod {}", tmp.display())))?;
-        std::fs::rename(&tmp, &path).map_err(io(format!("renaming to {}", path.display())))?;
-    }
-    Ok(path)
+    multios_host::embed::materialize(stem, ext, bytes, mode).map_err(|e| EmulateError::Io {
+        what: e.what,
+        cause: e.source,
+    })
 }

@@ -355,12 +355,6 @@ pub fn process_exists(pid: libc::pid_t) -> bool {
     r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
-/// The real user id of multios.
-pub fn uid() -> u32 {
-    // SAFETY: getuid has no preconditions and cannot fail.
-    unsafe { libc::getuid() }
-}
-
 /// Closes `fd` from the exempt site (in a child under the seccomp filter).
 pub fn exempt_close(fd: RawFd) {
     // SAFETY: close takes no pointer; the caller gives up `fd`.

@@ -5,15 +5,19 @@
 //! - [`tsc`]: the time-stamp counter, its calibration against `CLOCK_MONOTONIC`, busy-waits;
 //! - [`time`]: monotonic and CPU-time clocks in nanoseconds;
 //! - [`process`]: children that die with multios, programs prepared for exec, close-on-exec pipes;
-//! - [`output`]: output files checked before a run.
+//! - [`output`]: output files checked before a run;
+//! - [`embed`]: files embedded in a binary, written out once per content;
+//! - [`usage`]: a child's resource usage (wait4).
 //!
 //! Every `unsafe` block and raw system call of the crate lives in [`sys`].
 
 pub mod cpus;
+pub mod embed;
 pub mod output;
 pub mod process;
 mod sys;
 pub mod time;
 pub mod tsc;
+pub mod usage;
 
 pub use cpus::{CpuListError, CpuSet};

@@ -109,3 +109,27 @@ pub fn pipe_cloexec() -> io::Result<(OwnedFd, OwnedFd)> {
     // SAFETY: both descriptors were just created and are owned by nobody else.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
+
+/// The real user id.
+pub fn uid() -> u32 {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    unsafe { libc::getuid() }
+}
+
+/// wait4(2) for `pid`: its wait status and resource usage.
+pub fn wait4(pid: libc::pid_t) -> io::Result<(i32, libc::rusage)> {
+    let mut status = 0;
+    // SAFETY: rusage is plain old data; zeroed is a valid value for wait4 to overwrite.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: `status` and `ru` are valid, writable and live for the call.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+        if r == pid {
+            return Ok((status, ru));
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    }
+}

@@ -41,6 +41,10 @@ pub struct Config {
     /// sched_getaffinity reports the whole list. Empty: vCPUs are not pinned and the VMM's own
     /// affinity is reported.
     pub cpus: Vec<usize>,
+    /// Write every delegated call and every fault turned into a signal to this file (`trace/`).
+    pub trace: Option<std::path::PathBuf>,
+    /// Library functions bound to LWK implementations in the guest (`overrides/`).
+    pub overrides: Option<crate::overrides::Overrides>,
 }
 
 impl Config {
@@ -70,6 +74,8 @@ impl Config {
                 Backend::Ring { proxy_cpu }
             },
             cpus,
+            trace: None,
+            overrides: None,
             spin_budget: 1_000,
             quiet: false,
             rewrite_syscalls: true,

@@ -127,6 +127,8 @@ pub struct Kernel {
     /// Reports of refused calls, kept for the caller (also printed to stderr once each).
     pub(crate) notes: Mutex<Vec<String>>,
     pub(crate) quiet: bool,
+    /// `--trace FILE`: every delegated call and every fault turned into a signal (`trace/`).
+    pub(crate) trace: Option<crate::trace::Tracer>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -168,6 +170,7 @@ impl Kernel {
             stats: Mutex::new(Stats::default()),
             notes: Mutex::new(Vec::new()),
             quiet,
+            trace: None,
             threads: Mutex::new(vec![ThreadInfo {
                 tid: std::process::id() as i32,
                 clear_child_tid: None,

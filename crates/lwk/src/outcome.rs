@@ -73,6 +73,10 @@ pub enum LwkError {
     },
     #[error("KVM_RUN failed: {0}")]
     Run(kvm_ioctls::Error),
+    #[error("--trace {0}")]
+    Trace(crate::trace::TraceError),
+    #[error(transparent)]
+    Overrides(#[from] crate::overrides::OverrideError),
 }
 
 /// The result of a run.

@@ -25,13 +25,22 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
         path = interp;
     }
     let exe = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+    let env = match &cfg.overrides {
+        Some(o) => {
+            for w in o.warnings(&path) {
+                eprintln!("multios lwk: {w}");
+            }
+            o.environment(&cfg.env)?
+        }
+        None => cfg.env.clone(),
+    };
     let mem = Arc::new(GuestMemory::new(cfg.mem_size)?);
     let loaded = loader::load_program(
         &mem,
         &path,
         &cfg.program,
         argv,
-        cfg.env.iter().map(|e| e.as_bytes().to_vec()).collect(),
+        env.iter().map(|e| e.as_bytes().to_vec()).collect(),
         cfg.rewrite_syscalls,
     )?;
     let (entry_rip, rsp, rewritten) = (loaded.entry, loaded.rsp, loaded.rewritten);
@@ -48,13 +57,17 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
         kernel.set_thunks(thunks);
     }
     kernel.set_cpus(cfg.cpus.clone(), !cfg.cpus.is_empty());
+    if let Some(path) = &cfg.trace {
+        kernel.set_trace(crate::trace::Tracer::create(path, &cfg.program).map_err(LwkError::Trace)?);
+    }
     kernel.note_images(&loaded.image, loaded.interp.as_ref());
     let kernel = Arc::new(kernel);
+    let traced = kernel.clone();
     let symbols = Symbols {
         main: loaded.image,
         interp: loaded.interp,
     };
-    let mut o = drive(
+    let driven = drive(
         cfg,
         mem,
         kernel,
@@ -65,7 +78,10 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
         },
         symbols,
         t0,
-    )?;
+    );
+    // A run that failed still ends its trace (the map names the functions of its events).
+    traced.finish_trace();
+    let mut o = driven?;
     o.rewritten += rewritten;
     Ok(o)
 }

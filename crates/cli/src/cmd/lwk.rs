@@ -23,6 +23,12 @@ enum Which {
     /// The refined model against the real LWK: the synthetic benchmark (paper §4.1) natively and
     /// in the LWK at several call intensities, model inputs measured apart
     Validate(super::lwk_validate::Args),
+    /// Rank a forwarded-event trace (`lwk run --trace FILE`) by total cost, with the function
+    /// behind each call (Multiverse's hot spots)
+    Hotspots(super::lwk_hotspots::Args),
+    /// Write one executable that runs PROG in the LWK when started as an ordinary program
+    /// (Multiverse's fat binary), with its overrides and settings embedded
+    Pack(super::lwk_pack::Args),
 }
 
 #[derive(clap::Args, Debug)]
@@ -71,6 +77,20 @@ struct RunArgs {
     /// The Linux CPU the proxy thread runs on (default: the first available CPU)
     #[arg(long, value_name = "CPU")]
     proxy_cpu: Option<usize>,
+    /// Write every delegated call and every fault turned into a signal to FILE (JSON Lines: time,
+    /// vCPU, call, duration, result, the caller found on the stack); a forked child writes
+    /// FILE.PID. Rank it with `multios lwk hotspots FILE`
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
+    /// Bind library functions of the program to LWK implementations (YAML: `overrides:` a list of
+    /// `function:`/`with:`; `multios lwk hotspots --write-overrides` writes one). Dynamically
+    /// linked programs; see docs/LWK.md
+    #[arg(long, value_name = "FILE")]
+    overrides: Option<PathBuf>,
+    /// argv[0] of the program (default: PROG as given); packed executables pass the packed
+    /// program's name
+    #[arg(long, hide = true, value_name = "NAME")]
+    argv0: Option<String>,
     /// Print a summary of the run on stderr
     #[arg(long, short)]
     verbose: bool,
@@ -99,6 +119,8 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
         Which::Run(a) => run_program(a, out),
         Which::Fc(a) => run_fc(a, out),
         Which::Validate(a) => super::lwk_validate::run(a, out),
+        Which::Hotspots(a) => super::lwk_hotspots::run(a, out),
+        Which::Pack(a) => super::lwk_pack::run(a, out),
     }
 }
 
@@ -113,6 +135,13 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
     cfg.mem_size = a.mem_mib << 20;
     cfg.rewrite_syscalls = a.rewrite_syscalls || !a.no_rewrite_syscalls;
     cfg.proxy_idle_spin = std::time::Duration::from_micros(a.proxy_idle_us);
+    cfg.trace = a.trace.clone();
+    if let (Some(name), Some(first)) = (&a.argv0, cfg.argv.first_mut()) {
+        *first = name.into();
+    }
+    if let Some(f) = &a.overrides {
+        cfg.overrides = Some(multios_lwk::overrides::Overrides::load(f)?);
+    }
     let shared = set_partition(&mut cfg, a.cpus.as_deref(), a.proxy_cpu)?;
     cfg.backend = match (a.backend.as_deref(), shared) {
         (Some("exit"), _) => Backend::Exit,

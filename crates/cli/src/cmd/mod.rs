@@ -6,6 +6,8 @@ pub mod demo;
 pub mod emulate;
 pub mod fc;
 pub mod lwk;
+pub mod lwk_hotspots;
+pub mod lwk_pack;
 pub mod lwk_validate;
 pub mod model;
 pub mod model_aam;

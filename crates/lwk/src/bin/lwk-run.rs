@@ -16,7 +16,8 @@
 //! with exit status 125. Settings come from the environment, so a test needs no argument parser:
 //! `LWK_BACKEND=exit` selects the doorbell-only backend; `LWK_NO_REWRITE=1` turns off the
 //! rewriting of syscall sites (on by default); `LWK_CPUS=1,2` sets the LWK partition (a CPU list,
-//! e.g. 1-2); `LWK_VERBOSE=1` prints a summary. `lwk-run --fc N` times N calls per mechanism
+//! e.g. 1-2); `LWK_TRACE=FILE` writes a forwarded-event trace; `LWK_OVERRIDES=FILE` applies
+//! function overrides; `LWK_VERBOSE=1` prints a summary. `lwk-run --fc N` times N calls per mechanism
 //! (the same measurement as `multios lwk fc`, without the CLI).
 
 fn main() {
@@ -44,6 +45,16 @@ fn main() {
     let rest: Vec<&str> = args[1..].iter().map(String::as_str).collect();
     let mut cfg = multios_lwk::Config::new(program, &rest);
     cfg.rewrite_syscalls = std::env::var_os("LWK_NO_REWRITE").is_none();
+    cfg.trace = std::env::var_os("LWK_TRACE").map(std::path::PathBuf::from);
+    if let Some(f) = std::env::var_os("LWK_OVERRIDES") {
+        match multios_lwk::overrides::Overrides::load(std::path::Path::new(&f)) {
+            Ok(o) => cfg.overrides = Some(o),
+            Err(e) => {
+                eprintln!("lwk-run: {e}");
+                std::process::exit(125);
+            }
+        }
+    }
     if let Ok(list) = std::env::var("LWK_CPUS") {
         match multios_host::CpuSet::parse(&list) {
             Ok(cpus) => cfg.cpus = cpus.to_vec(),

@@ -50,6 +50,7 @@ impl Machine {
             lock(&self.kernel.signals.pending),
             lock(&self.kernel.signals.info),
             lock(&self.kernel.stats),
+            self.kernel.hold_trace(),
         );
         let forked = crate::sys::fork();
         drop(held);
@@ -101,6 +102,7 @@ impl Machine {
         self.forked.store(true, Ordering::Release);
         let pid = std::process::id() as i32;
         self.kernel.become_child(pid, req.clear_child_tid, id as usize);
+        self.kernel.trace_child();
         // Host threads of the parent that were serving calls do not exist here: never kick them.
         for s in self.kernel.signals.serving.iter() {
             s.store(0, Ordering::Release);
@@ -146,6 +148,7 @@ impl Machine {
     /// without unwinding into the parent's frames (their threads do not exist here).
     pub(super) fn exit_forked_child(&self) -> ! {
         self.stop_all();
+        self.kernel.finish_trace();
         if let Some(e) = lock(&self.error).take() {
             eprintln!("multios lwk: {e}");
             crate::sys::die_by_signal(libc::SIGSEGV);

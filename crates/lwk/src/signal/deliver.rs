@@ -202,8 +202,20 @@ pub fn on_fault(kernel: &Kernel, id: u64, vcpu: &mut VcpuFd) -> bool {
     if crate::vcpu::back_to_ring3(vcpu).is_err() {
         return false;
     }
+    let t0 = std::time::Instant::now();
     match kernel.deliver_fault(id as usize, vcpu, &user, sig, info) {
-        Delivery::Entered => true,
+        Delivery::Entered => {
+            let fault = crate::trace::TracedFault {
+                sig,
+                vector,
+                rip,
+                rsp: frame.rsp,
+                addr,
+                ns: t0.elapsed().as_nanos() as u64,
+            };
+            kernel.trace_fault(id as usize, fault);
+            true
+        }
         _ => {
             // Not delivered: back to the reporter's state, so the fault report reads its frame.
             let _ = vcpu.set_sregs(&sregs);

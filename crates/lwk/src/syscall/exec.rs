@@ -104,6 +104,8 @@ impl Kernel {
         }
 
         // The point of no return: the old image goes.
+        // A trace names the events so far with the map of the image that made them.
+        self.trace_maps();
         let window = (self.mem.app.base, self.mem.app.len);
         if let Err(e) = self.unshare(window.0, window.1) {
             return Reply::Ret(e);

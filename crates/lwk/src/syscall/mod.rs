@@ -57,6 +57,9 @@ impl Kernel {
         if let Reply::Ret(r) = reply {
             let ns = t0.elapsed().as_nanos() as u64;
             lock(&self.stats).record(nr, ns, r, if local { Served::Local } else { Served::Delegated });
+            if !local {
+                self.trace_call(cpu, nr, ns, r);
+            }
         } else if matches!(
             reply,
             Reply::Stop | Reply::ThreadExit | Reply::Clone(_) | Reply::Resumed

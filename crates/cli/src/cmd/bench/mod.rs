@@ -4,6 +4,7 @@
 mod emulate;
 mod hpcc;
 mod lwk;
+mod multiverse;
 mod noise;
 mod profiler;
 
@@ -27,6 +28,8 @@ enum Which {
     Hpcc(hpcc::Args),
     /// Noise scale simulation throughput (issue #6)
     Noise(noise::Args),
+    /// Multiverse's Fig. 9-12 on Racket: native vs LWK vs LWK with overrides, forwarded events, the model's projection (issue #13)
+    Multiverse(multiverse::Args),
 }
 
 pub fn run(args: Args, out: &Out) -> super::Exit {
@@ -36,5 +39,6 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
         Which::Lwk(a) => lwk::run(a, out),
         Which::Hpcc(a) => hpcc::run(a, out),
         Which::Noise(a) => noise::run(a, out),
+        Which::Multiverse(a) => multiverse::run(a, out),
     }
 }

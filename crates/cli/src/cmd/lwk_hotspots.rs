@@ -1,0 +1,80 @@
+//! `multios lwk hotspots FILE` (issue #13): a forwarded-event trace written by `lwk run --trace`,
+//! ranked by total cost with the function behind each call; the ranking is multios_lwk::trace.
+
+use crate::output::{Format, Out, Table};
+use multios_lwk::trace::{hotspots, Trace};
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct Args {
+    /// The trace (`multios lwk run --trace FILE`); a forked child's is FILE.PID
+    #[arg(value_name = "FILE")]
+    trace: PathBuf,
+    /// Rows shown (0: all)
+    #[arg(long, default_value_t = 20)]
+    top: usize,
+    /// Write the overrides file (`lwk run --overrides`) that removes the ranked calls an LWK
+    /// implementation exists for
+    #[arg(long, value_name = "FILE")]
+    write_overrides: Option<PathBuf>,
+}
+
+pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
+    let trace = Trace::load(&a.trace)?;
+    let h = hotspots(&trace, a.top);
+    let mut t = Table::new([
+        "rank", "event", "count", "total", "mean", "share_%", "caller", "site",
+    ]);
+    for (i, r) in h.rows.iter().enumerate() {
+        let kind = match r.kind {
+            multios_lwk::trace::Kind::Call => "",
+            multios_lwk::trace::Kind::Fault => "fault ",
+        };
+        t.row([
+            (i + 1).to_string(),
+            format!("{kind}{}", r.name),
+            r.count.to_string(),
+            out.secs(r.total_ns as f64 * 1e-9),
+            out.secs(r.mean_ns * 1e-9),
+            out.num(100.0 * r.share, 1),
+            r.caller.clone(),
+            r.site.clone(),
+        ]);
+    }
+    if let Some(path) = &a.write_overrides {
+        let mut names: Vec<&str> = Vec::new();
+        for r in &h.rows {
+            if multios_lwk::overrides::implementation_of(&r.name).is_some()
+                && !names.contains(&r.name.as_str())
+            {
+                names.push(&r.name);
+            }
+        }
+        std::fs::write(path, multios_lwk::overrides::Overrides::file_text(&names))
+            .map_err(|e| anyhow::anyhow!("--write-overrides {}: {e}", path.display()))?;
+        eprintln!(
+            "multios lwk: {} written: {} (of the ranked calls, those with an LWK implementation)",
+            path.display(),
+            if names.is_empty() {
+                "no override applies".to_string()
+            } else {
+                names.join(", ")
+            }
+        );
+    }
+    match out.format {
+        Format::Json => out.json(&h)?,
+        Format::Csv => out!("{}", t.to_csv()),
+        Format::Table => {
+            outln!(
+                "{}: {} forwarded events, {} in the VMM; callers named for {} of them",
+                h.program,
+                h.events,
+                out.secs(h.total_ns as f64 * 1e-9),
+                h.named_callers
+            );
+            out!("{}", t.render(out));
+        }
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}

@@ -1,0 +1,162 @@
+//! Issue #13 at the command line: `lwk run --trace` + `lwk hotspots` (with --write-overrides),
+//! `lwk pack` (a fat binary that runs its program in the LWK, arguments and exit status passed
+//! through), and the errors of both. Needs /dev/kvm.
+
+use std::process::Command;
+
+#[path = "../../../testsupport/scratch.rs"]
+mod scratch;
+
+const BIN: &str = env!("CARGO_BIN_EXE_multios");
+
+fn multios(args: &[&str]) -> std::process::Output {
+    Command::new(BIN).args(args).output().expect("run multios")
+}
+
+#[test]
+fn issue_13_hotspots_ranks_a_real_run_and_writes_the_overrides_that_apply() {
+    let d = scratch::Scratch::new("multios-issue13", "hotspots");
+    let trace = d.path().join("t.jsonl");
+    let ovr = d.path().join("o.yaml");
+    let t = trace.to_str().expect("utf-8 path");
+    // python3.11 reads the clock at start-up and stats its path: both are delegated.
+    let o = multios(&[
+        "lwk",
+        "run",
+        "--trace",
+        t,
+        "--",
+        "/usr/bin/python3.11",
+        "-c",
+        "import time; time.time(); print('ok')",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "ok\n");
+    let o = multios(&[
+        "--json",
+        "lwk",
+        "hotspots",
+        t,
+        "--top",
+        "0",
+        "--write-overrides",
+        ovr.to_str().expect("utf-8"),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let rows = v["rows"].as_array().expect("rows");
+    assert!(!rows.is_empty());
+    let total: u64 = rows
+        .iter()
+        .map(|r| r["total_ns"].as_u64().expect("total_ns"))
+        .sum();
+    assert_eq!(total, v["total_ns"].as_u64().expect("total"));
+    let counted: u64 = rows.iter().map(|r| r["count"].as_u64().expect("count")).sum();
+    assert_eq!(counted, v["events"].as_u64().expect("events"));
+    let written = std::fs::read_to_string(&ovr).expect("overrides written");
+    assert!(written.contains("function: clock_gettime"), "{written}");
+    // The written file is accepted by lwk run.
+    let o = multios(&[
+        "lwk",
+        "run",
+        "--overrides",
+        ovr.to_str().expect("utf-8"),
+        "--",
+        "/usr/bin/python3.11",
+        "-c",
+        "print(1)",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn issue_13_hotspots_of_a_file_that_is_not_a_trace_says_so() {
+    let d = scratch::Scratch::new("multios-issue13", "not-a-trace");
+    let f = d.path().join("x.json");
+    std::fs::write(&f, "{\"format\":\"multios-profile\"}\n").expect("write");
+    let o = multios(&["lwk", "hotspots", f.to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("not a multios LWK trace") && err.contains("--trace"),
+        "{err}"
+    );
+}
+
+#[test]
+fn issue_13_a_packed_executable_runs_its_program_in_the_lwk() {
+    let d = scratch::Scratch::new("multios-issue13", "pack");
+    let out = d.path().join("bb.lwk");
+    let o = multios(&[
+        "lwk",
+        "pack",
+        "/bin/busybox",
+        "-o",
+        out.to_str().expect("utf-8"),
+        "--policy",
+        "all",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let run = |args: &[&str]| {
+        Command::new(&out)
+            .args(args)
+            .output()
+            .expect("run the packed file")
+    };
+    let o = run(&["echo", "from", "the", "lwk"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "from the lwk\n");
+    assert_eq!(
+        run(&["false"]).status.code(),
+        Some(1),
+        "the guest's exit status passes through"
+    );
+    // A bad overrides file is refused when packing, with its line, not on the first run.
+    let bad = d.path().join("bad.yaml");
+    std::fs::write(&bad, "overrides:\n  - function: fopen\n    with: tsc\n").expect("write");
+    let o = multios(&[
+        "lwk",
+        "pack",
+        "/bin/busybox",
+        "-o",
+        out.to_str().expect("utf-8"),
+        "--overrides",
+        bad.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("bad.yaml:2:"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn issue_13_bench_multiverse_runs_racket_natively_and_in_the_lwk_with_identical_output() {
+    let o = multios(&[
+        "--json",
+        "bench",
+        "multiverse",
+        "--quick",
+        "--runs",
+        "1",
+        "--only",
+        "fannkuch-redux",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let row = &v["rows"][0];
+    assert_eq!(row["name"], "fannkuch-redux");
+    assert_eq!(row["identical_output"], true, "{row}");
+    let (calls, fwd) = (
+        row["syscalls"].as_u64().expect("syscalls"),
+        row["forwarded"].as_u64().expect("forwarded"),
+    );
+    assert!(fwd > 0 && fwd <= calls, "forwarded {fwd} of {calls}");
+    // The clock overrides remove every forwarded clock read: fewer forwarded events.
+    assert!(
+        row["forwarded_with_overrides"].as_u64().expect("fwd ovr") < fwd,
+        "{row}"
+    );
+    assert!(v["micro"]["cycles_added_per_forward"].as_f64().expect("cycles") > 0.0);
+}

@@ -1,0 +1,425 @@
+//! `multios bench multiverse` (issue #13): Multiverse's evaluation (seed 002 §V) rebuilt on Racket.
+//! The paper's Computer Language Benchmarks Game programs (written for multios:
+//! `crates/experiment/racket/`) run natively, in the LWK, and in the LWK with the clock overrides,
+//! rotated round by round, with identical output required:
+//!
+//! * Fig. 9: per benchmark, system calls, user/sys time, peak RSS, page faults and context switches
+//!   natively, and the events the LWK forwarded to Linux;
+//! * Fig. 10: LWK / native and LWK+overrides / native, median of the paired ratios with the 95 %
+//!   interval;
+//! * Fig. 11: mmap+munmap natively and in the LWK (which serves them itself), and the cycles a
+//!   forwarded call adds over a native one;
+//! * Fig. 12: the page faults taken on the program's behalf (this LWK maps guest memory before the
+//!   run: the prefault is built in);
+//! * the refined model's projection of the forwarding overhead from the forwarded-event counts and
+//!   the measured round trip, next to the measured overhead (the paper's spectral-norm estimate is
+//!   the template).
+
+use crate::{ExperimentError, Progress};
+use multios_host::usage::{self, Usage};
+use multios_lwk::fc::{self, Mechanism};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+/// A benchmark: name, source, argument for the full and the quick size.
+struct Program {
+    name: &'static str,
+    source: &'static str,
+    full: u32,
+    quick: u32,
+}
+
+const PROGRAMS: [Program; 7] = [
+    Program {
+        name: "binary-trees",
+        source: include_str!("../../racket/binary-trees.rkt"),
+        full: 16,
+        quick: 10,
+    },
+    Program {
+        name: "fannkuch-redux",
+        source: include_str!("../../racket/fannkuch-redux.rkt"),
+        full: 10,
+        quick: 8,
+    },
+    Program {
+        name: "fasta",
+        source: include_str!("../../racket/fasta.rkt"),
+        full: 1_000_000,
+        quick: 20_000,
+    },
+    Program {
+        name: "fasta-3",
+        source: include_str!("../../racket/fasta-3.rkt"),
+        full: 1_000_000,
+        quick: 20_000,
+    },
+    Program {
+        name: "mandelbrot",
+        source: include_str!("../../racket/mandelbrot.rkt"),
+        full: 2000,
+        quick: 200,
+    },
+    Program {
+        name: "n-body",
+        source: include_str!("../../racket/n-body.rkt"),
+        full: 1_000_000,
+        quick: 10_000,
+    },
+    Program {
+        name: "spectral-norm",
+        source: include_str!("../../racket/spectral-norm.rkt"),
+        full: 1000,
+        quick: 100,
+    },
+];
+
+/// The names of the benchmarks, in the paper's order.
+pub fn names() -> Vec<&'static str> {
+    PROGRAMS.iter().map(|p| p.name).collect()
+}
+
+/// What to run (the CLI's flags).
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Rounds; each runs native, LWK and LWK+overrides once, in rotated order.
+    pub runs: usize,
+    /// Small sizes (for tests).
+    pub quick: bool,
+    /// Benchmarks to run (empty: all).
+    pub only: Vec<String>,
+    /// The `multios` executable, whose `lwk run` runs the LWK side.
+    pub multios: PathBuf,
+    /// The Racket interpreter.
+    pub racket: PathBuf,
+}
+
+/// Medians of one variant's runs.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Medians {
+    pub wall_s: f64,
+    pub user_s: f64,
+    pub sys_s: f64,
+    pub max_rss_kib: f64,
+    pub page_faults: f64,
+    pub context_switches: f64,
+}
+
+/// One benchmark's results.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Row {
+    pub name: String,
+    pub arg: u32,
+    /// Every run's output equals the first native run's.
+    pub identical_output: bool,
+    /// System calls the program made (counted by the LWK).
+    pub syscalls: u64,
+    /// Calls the LWK forwarded to Linux (without and with the overrides).
+    pub forwarded: u64,
+    pub forwarded_with_overrides: u64,
+    pub native: Medians,
+    pub lwk: Medians,
+    pub lwk_overrides: Medians,
+    /// LWK / native wall time: median of the paired ratios and its 95 % interval.
+    pub lwk_ratio: f64,
+    pub lwk_ci: Option<(f64, f64)>,
+    pub overrides_ratio: f64,
+    pub overrides_ci: Option<(f64, f64)>,
+    /// The refined model's forwarding overhead (forwarded calls × the measured round trip minus
+    /// the native cost of those calls), and the measured one (LWK − native median wall), seconds.
+    pub projected_overhead_s: Option<f64>,
+    pub measured_overhead_s: f64,
+    pub runs: Vec<[Usage; 3]>,
+}
+
+/// The Fig. 11 microbenchmark.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Micro {
+    pub mmap_pairs: u64,
+    pub mmap_native_ns: f64,
+    pub mmap_lwk_ns: f64,
+    pub native_call_ns: f64,
+    pub forwarded_call_ns: f64,
+    pub tsc_hz: f64,
+    /// Cycles a forwarded call adds to a native one.
+    pub cycles_added_per_forward: f64,
+}
+
+/// What the benchmark measured.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Outcome {
+    pub racket: String,
+    pub rows: Vec<Row>,
+    pub micro: Micro,
+}
+
+/// Runs the benchmark (needs /dev/kvm and Racket).
+pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Outcome, ExperimentError> {
+    multios_lwk::check_kvm().map_err(|e| ExperimentError::Run(e.to_string()))?;
+    if cfg.runs < 1 {
+        return Err(ExperimentError::Config("--runs must be at least 1".into()));
+    }
+    for o in &cfg.only {
+        if !PROGRAMS.iter().any(|p| p.name == o) {
+            return Err(ExperimentError::Config(format!(
+                "--only {o}: no such benchmark (one of {})",
+                names().join(", ")
+            )));
+        }
+    }
+    if Command::new(&cfg.racket).arg("--version").output().is_err() {
+        return Err(ExperimentError::Run(format!(
+            "{}: Racket is not installed (apt-get install racket)",
+            cfg.racket.display()
+        )));
+    }
+    let dir = std::env::temp_dir().join(format!("multios-bench-multiverse-{}", std::process::id()));
+    let r = measure(cfg, &dir, progress);
+    let _ = std::fs::remove_dir_all(&dir);
+    r
+}
+
+fn io(what: String) -> impl FnOnce(std::io::Error) -> ExperimentError {
+    move |e| ExperimentError::Run(format!("{what}: {e}"))
+}
+
+fn measure(cfg: &Config, dir: &Path, progress: &mut dyn Progress) -> Result<Outcome, ExperimentError> {
+    std::fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
+    let chosen: Vec<&Program> = PROGRAMS
+        .iter()
+        .filter(|p| cfg.only.is_empty() || cfg.only.iter().any(|o| o == p.name))
+        .collect();
+    let overrides = dir.join("clocks.yaml");
+    let functions: Vec<&str> = multios_lwk::overrides::CATALOGUE.iter().map(|c| c.0).collect();
+    std::fs::write(
+        &overrides,
+        multios_lwk::overrides::Overrides::file_text(&functions),
+    )
+    .map_err(io(format!("writing {}", overrides.display())))?;
+    progress.start(
+        chosen.len() as u64 + 1,
+        "bench multiverse: Racket natively and in the LWK",
+    );
+
+    let micro = micro(cfg, dir)?;
+    progress.advance("Fig. 11 microbenchmark");
+    let fc_s = micro.forwarded_call_ns * 1e-9;
+    let mut rows = Vec::new();
+    for p in chosen {
+        rows.push(bench_one(
+            cfg,
+            dir,
+            p,
+            &overrides,
+            fc_s,
+            micro.native_call_ns * 1e-9,
+        )?);
+        progress.advance(p.name);
+    }
+    progress.finish();
+    let version = Command::new(&cfg.racket)
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    Ok(Outcome {
+        racket: version,
+        rows,
+        micro,
+    })
+}
+
+/// One run of `argv` with stdout to `out`: its usage (the child is reaped with wait4).
+fn run_once(argv: &[OsString], out: &Path) -> Result<Usage, ExperimentError> {
+    let what = format!("{argv:?}");
+    let (prog, rest) = argv
+        .split_first()
+        .ok_or_else(|| ExperimentError::Run("empty command".into()))?;
+    let file = std::fs::File::create(out).map_err(io(format!("creating {}", out.display())))?;
+    let t0 = Instant::now();
+    let child = Command::new(prog)
+        .args(rest)
+        .stdin(Stdio::null())
+        .stdout(file)
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(io(what.clone()))?;
+    let u = usage::wait(child, t0).map_err(io(what.clone()))?;
+    if !u.exit_status().success() {
+        return Err(ExperimentError::Run(format!(
+            "{what} failed: {:?}",
+            u.exit_status()
+        )));
+    }
+    Ok(u)
+}
+
+fn bench_one(
+    cfg: &Config,
+    dir: &Path,
+    p: &Program,
+    overrides: &Path,
+    fc_s: f64,
+    native_call_s: f64,
+) -> Result<Row, ExperimentError> {
+    let src = dir.join(format!("{}.rkt", p.name));
+    std::fs::write(&src, p.source).map_err(io(format!("writing {}", src.display())))?;
+    // Compiled once (raco make), so that every run loads the same bytecode instead of compiling.
+    let raco = cfg.racket.with_file_name("raco");
+    let ok = Command::new(&raco)
+        .arg("make")
+        .arg(&src)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        return Err(ExperimentError::Run(format!(
+            "{} make {} failed",
+            raco.display(),
+            src.display()
+        )));
+    }
+    let arg = if cfg.quick { p.quick } else { p.full };
+    let program: Vec<OsString> = vec![
+        cfg.racket.clone().into(),
+        src.clone().into(),
+        arg.to_string().into(),
+    ];
+    let lwk = |extra: &[OsString], profile: &Path| -> Vec<OsString> {
+        let mut v: Vec<OsString> = vec![cfg.multios.clone().into(), "lwk".into(), "run".into()];
+        v.extend(["--profile".into(), profile.into()]);
+        v.extend_from_slice(extra);
+        v.push("--".into());
+        v.extend(program.iter().cloned());
+        v
+    };
+    let (prof_plain, prof_ovr) = (dir.join("plain.json"), dir.join("ovr.json"));
+    let variants: [Vec<OsString>; 3] = [
+        program.clone(),
+        lwk(&[], &prof_plain),
+        lwk(&["--overrides".into(), overrides.into()], &prof_ovr),
+    ];
+    let mut runs: Vec<[Usage; 3]> = Vec::new();
+    let mut reference: Option<Vec<u8>> = None;
+    let mut identical = true;
+    for round in 0..cfg.runs {
+        let order: [usize; 3] = if round % 2 == 0 { [0, 1, 2] } else { [2, 1, 0] };
+        let mut got: [Option<Usage>; 3] = [None; 3];
+        for v in order {
+            let out = dir.join(format!("out-{v}"));
+            got[v] = Some(run_once(&variants[v], &out)?);
+            let bytes = std::fs::read(&out).map_err(io(format!("reading {}", out.display())))?;
+            match &reference {
+                None if v == 0 => reference = Some(bytes),
+                None => {}
+                Some(r) => identical &= *r == bytes,
+            }
+        }
+        if let [Some(a), Some(b), Some(c)] = got {
+            runs.push([a, b, c]);
+        }
+    }
+    let plain = multios_profile::load(&prof_plain)?;
+    let with_ovr = multios_profile::load(&prof_ovr)?;
+    let forwarded = |p: &multios_profile::Profile| -> u64 {
+        p.syscalls
+            .iter()
+            .filter_map(|s| s.placement.as_ref())
+            .map(|pl| pl.delegated_count)
+            .sum()
+    };
+    let col = |v: usize, f: fn(&Usage) -> f64| -> Vec<f64> { runs.iter().map(|r| f(&r[v])).collect() };
+    let medians = |v: usize| Medians {
+        wall_s: multios_stats::median(&col(v, |u| u.wall_s)).unwrap_or(f64::NAN),
+        user_s: multios_stats::median(&col(v, |u| u.user_s)).unwrap_or(f64::NAN),
+        sys_s: multios_stats::median(&col(v, |u| u.sys_s)).unwrap_or(f64::NAN),
+        max_rss_kib: multios_stats::median(&col(v, |u| u.max_rss_kib as f64)).unwrap_or(f64::NAN),
+        page_faults: multios_stats::median(&col(v, |u| u.page_faults as f64)).unwrap_or(f64::NAN),
+        context_switches: multios_stats::median(&col(v, |u| u.context_switches as f64)).unwrap_or(f64::NAN),
+    };
+    let walls = |v: usize| col(v, |u| u.wall_s);
+    let ratio = |v: usize| {
+        multios_stats::paired(&walls(0), &walls(v))
+            .map(|p| p.ratio())
+            .unwrap_or((f64::NAN, None))
+    };
+    let (lwk_ratio, lwk_ci) = ratio(1);
+    let (overrides_ratio, overrides_ci) = ratio(2);
+    let (native, lwk_m) = (medians(0), medians(1));
+    // The forwarding overhead the model projects: each forwarded call costs the measured round
+    // trip instead of a native call (the refined model's Σ n(s)·(f_c − g) with g the native cost).
+    let n_fwd = forwarded(&plain);
+    let projected =
+        (fc_s.is_finite() && native_call_s.is_finite()).then_some(n_fwd as f64 * (fc_s - native_call_s));
+    Ok(Row {
+        name: p.name.to_string(),
+        arg,
+        identical_output: identical,
+        syscalls: plain.syscalls.iter().map(|s| s.count).sum(),
+        forwarded: n_fwd,
+        forwarded_with_overrides: forwarded(&with_ovr),
+        measured_overhead_s: lwk_m.wall_s - native.wall_s,
+        native,
+        lwk: lwk_m,
+        lwk_overrides: medians(2),
+        lwk_ratio,
+        lwk_ci,
+        overrides_ratio,
+        overrides_ci,
+        projected_overhead_s: projected,
+        runs,
+    })
+}
+
+/// Fig. 11: mmap+munmap pairs natively and in the LWK, and a forwarded call against a native one.
+fn micro(cfg: &Config, dir: &Path) -> Result<Micro, ExperimentError> {
+    let exe = multios_lwk::bench::build(
+        dir,
+        multios_lwk::bench::Program {
+            name: "mmapbench",
+            source: include_str!("../../csrc/mmapbench.c"),
+        },
+    )?;
+    let pairs: u64 = if cfg.quick { 2_000 } else { 50_000 };
+    let a = [pairs.to_string()];
+    let args: Vec<&str> = a.iter().map(String::as_str).collect();
+    let prefix: Vec<OsString> = vec![
+        cfg.multios.clone().into(),
+        "lwk".into(),
+        "run".into(),
+        "--".into(),
+    ];
+    let (mut native, mut lwk) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        native.push(
+            multios_lwk::bench::run_native(&exe, &args, 1)?
+                .kernel_s
+                .unwrap_or(f64::NAN),
+        );
+        lwk.push(
+            multios_lwk::bench::run(&prefix, &exe, &args)?
+                .kernel_s
+                .unwrap_or(f64::NAN),
+        );
+    }
+    let per = |v: &[f64]| multios_stats::median(v).unwrap_or(f64::NAN) / pairs as f64 * 1e9;
+    let calls = if cfg.quick { 5_000 } else { 50_000 };
+    let m = |mech: Mechanism| {
+        fc::measure(mech, calls, true)
+            .map(|s| s.median_ns)
+            .map_err(|e| ExperimentError::Run(format!("{}: {e}", mech.name())))
+    };
+    let native_call_ns = m(Mechanism::Native)?;
+    let forwarded_call_ns = m(Mechanism::RewrittenDelegated)?;
+    let tsc_hz = multios_host::tsc::calibration().hz;
+    Ok(Micro {
+        mmap_pairs: pairs,
+        mmap_native_ns: per(&native),
+        mmap_lwk_ns: per(&lwk),
+        native_call_ns,
+        forwarded_call_ns,
+        tsc_hz,
+        cycles_added_per_forward: (forwarded_call_ns - native_call_ns) * 1e-9 * tsc_hz,
+    })
+}

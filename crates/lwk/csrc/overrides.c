@@ -1,0 +1,159 @@
+/* multios LWK function overrides (issue #13; Multiverse §III-D): a preloaded object in the guest.
+ *
+ * ld.so binds the program's calls of an overridden function to this object once, at load time
+ * (the GOT is the symbol cache: no lookup per call). Which overrides are on comes from
+ * MULTIOS_LWK_OVERRIDES (a comma-separated list the VMM sets from `lwk run --overrides FILE`); an
+ * exported function that is not on calls the next definition (libc's), resolved once in the
+ * constructor with dlsym(RTLD_NEXT).
+ *
+ * The clock family ("tsc"): clock_gettime(CLOCK_REALTIME/MONOTONIC and their _COARSE forms),
+ * gettimeofday and time are answered in the guest from the TSC instead of a delegated call (the
+ * LWK has no vDSO). ns = ns0 + (tsc - tsc0) * ns_per_tick; the anchor (tsc0, ns0) is re-taken
+ * from the real clock every RESYNC_NS, and the rate is refined over the whole run
+ * ((ns - first_ns) / (tsc - first_tsc)), so the error stays within a few µs. A seqlock lets
+ * readers run without a lock; a clock never goes backwards (the last value returned is a floor).
+ * MULTIOS_LWK_TSC_HZ is the VMM's first estimate of the rate. Other clocks go to libc. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <x86intrin.h>
+
+#define RESYNC_NS 50000000LL
+
+typedef int (*clock_gettime_fn)(clockid_t, struct timespec *);
+typedef int (*gettimeofday_fn)(struct timeval *restrict, void *restrict);
+typedef time_t (*time_fn)(time_t *);
+
+static clock_gettime_fn real_clock_gettime;
+static gettimeofday_fn real_gettimeofday;
+static time_fn real_time;
+static int on_clock_gettime, on_gettimeofday, on_time;
+
+struct anchor {
+    uint64_t tsc0, first_tsc;
+    int64_t ns0, first_ns;
+    double ns_per_tick;
+};
+
+/* [0]: CLOCK_REALTIME, [1]: CLOCK_MONOTONIC. */
+static struct anchor anchors[2];
+static uint32_t seq;
+static int resyncing;
+static int64_t last_ns[2];
+static uint64_t resync_ticks;
+
+static int64_t real_ns(clockid_t c) {
+    struct timespec ts;
+    real_clock_gettime(c, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Takes both anchors from the real clocks (one thread at a time). */
+static void resync(int first, double hz) {
+    if (__atomic_exchange_n(&resyncing, 1, __ATOMIC_ACQUIRE)) return;
+    struct anchor next[2];
+    for (int k = 0; k < 2; k++) {
+        uint64_t a = __rdtsc();
+        int64_t ns = real_ns(k == 0 ? CLOCK_REALTIME : CLOCK_MONOTONIC);
+        uint64_t b = __rdtsc();
+        uint64_t t = a + (b - a) / 2;
+        next[k] = anchors[k];
+        next[k].tsc0 = t;
+        next[k].ns0 = ns;
+        if (first) {
+            next[k].first_tsc = t;
+            next[k].first_ns = ns;
+            next[k].ns_per_tick = 1e9 / hz;
+        } else if (t > next[k].first_tsc) {
+            next[k].ns_per_tick = (double)(ns - next[k].first_ns) / (double)(t - next[k].first_tsc);
+        }
+    }
+    __atomic_fetch_add(&seq, 1, __ATOMIC_ACQ_REL);
+    anchors[0] = next[0];
+    anchors[1] = next[1];
+    __atomic_fetch_add(&seq, 1, __ATOMIC_ACQ_REL);
+    resync_ticks = (uint64_t)((double)RESYNC_NS / next[1].ns_per_tick);
+    __atomic_store_n(&resyncing, 0, __ATOMIC_RELEASE);
+}
+
+static int64_t tsc_ns(int k) {
+    struct anchor a;
+    for (;;) {
+        uint32_t s = __atomic_load_n(&seq, __ATOMIC_ACQUIRE);
+        if (s & 1) continue;
+        a = anchors[k];
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&seq, __ATOMIC_RELAXED) == s) break;
+    }
+    uint64_t t = __rdtsc();
+    if (t - a.tsc0 > resync_ticks) resync(0, 0);
+    int64_t ns = a.ns0 + (int64_t)((double)(int64_t)(t - a.tsc0) * a.ns_per_tick);
+    int64_t prev = __atomic_load_n(&last_ns[k], __ATOMIC_RELAXED);
+    while (ns > prev &&
+           !__atomic_compare_exchange_n(&last_ns[k], &prev, ns, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+    return ns > prev ? ns : prev;
+}
+
+static int which(clockid_t c) {
+    switch (c) {
+    case CLOCK_REALTIME:
+    case CLOCK_REALTIME_COARSE: return 0;
+    case CLOCK_MONOTONIC:
+    case CLOCK_MONOTONIC_COARSE: return 1;
+    default: return -1;
+    }
+}
+
+int clock_gettime(clockid_t c, struct timespec *ts) {
+    int k = which(c);
+    if (!on_clock_gettime || k < 0) return real_clock_gettime(c, ts);
+    int64_t ns = tsc_ns(k);
+    ts->tv_sec = ns / 1000000000LL;
+    ts->tv_nsec = ns % 1000000000LL;
+    return 0;
+}
+
+int gettimeofday(struct timeval *restrict tv, void *restrict tz) {
+    if (!on_gettimeofday || tz) return real_gettimeofday(tv, tz);
+    int64_t ns = tsc_ns(0);
+    tv->tv_sec = ns / 1000000000LL;
+    tv->tv_usec = (ns % 1000000000LL) / 1000;
+    return 0;
+}
+
+time_t time(time_t *t) {
+    if (!on_time) return real_time(t);
+    time_t s = (time_t)(tsc_ns(0) / 1000000000LL);
+    if (t) *t = s;
+    return s;
+}
+
+static int listed(const char *list, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0) return 1;
+        p = e ? e + 1 : NULL;
+    }
+    return 0;
+}
+
+__attribute__((constructor)) static void init(void) {
+    real_clock_gettime = (clock_gettime_fn)dlsym(RTLD_NEXT, "clock_gettime");
+    real_gettimeofday = (gettimeofday_fn)dlsym(RTLD_NEXT, "gettimeofday");
+    real_time = (time_fn)dlsym(RTLD_NEXT, "time");
+    const char *list = getenv("MULTIOS_LWK_OVERRIDES");
+    const char *hz = getenv("MULTIOS_LWK_TSC_HZ");
+    double rate = hz ? strtod(hz, NULL) : 0;
+    if (!real_clock_gettime || !real_gettimeofday || !real_time || rate <= 0) return;
+    on_clock_gettime = listed(list, "clock_gettime");
+    on_gettimeofday = listed(list, "gettimeofday");
+    on_time = listed(list, "time");
+    if (on_clock_gettime || on_gettimeofday || on_time) resync(1, rate);
+}

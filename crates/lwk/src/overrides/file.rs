@@ -1,0 +1,189 @@
+//! The overrides file: parsed, checked against the catalogue, errors with line and column.
+
+use super::CATALOGUE;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// Errors of `--overrides FILE`.
+#[derive(Debug, thiserror::Error)]
+pub enum OverrideError {
+    #[error("--overrides {}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("--overrides {}:{line}:{column}: {reason}", path.display())]
+    Syntax {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        reason: String,
+    },
+    #[error("--overrides: the override object could not be written: {0}")]
+    Embed(multios_host::embed::EmbedError),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileForm {
+    overrides: Vec<Entry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    function: String,
+    with: String,
+}
+
+/// The overrides a run applies.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Overrides {
+    /// (function, implementation), in the file's order.
+    pub entries: Vec<(String, String)>,
+}
+
+impl Overrides {
+    /// Reads and checks `path`.
+    pub fn load(path: &Path) -> Result<Overrides, OverrideError> {
+        let text = std::fs::read_to_string(path).map_err(|source| OverrideError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Overrides::parse(&text, path)
+    }
+
+    /// Parses `text` (from `path`, for the messages).
+    pub fn parse(text: &str, path: &Path) -> Result<Overrides, OverrideError> {
+        let at = |line: usize, column: usize, reason: String| OverrideError::Syntax {
+            path: path.to_path_buf(),
+            line,
+            column,
+            reason,
+        };
+        let form: FileForm = serde_yaml::from_str(text).map_err(|e| {
+            let (line, column) = e.location().map_or((1, 1), |l| (l.line(), l.column()));
+            at(line, column, e.to_string())
+        })?;
+        let mut entries: Vec<(String, String)> = Vec::new();
+        for e in form.overrides {
+            let (line, column) = locate(text, &e.function);
+            let Some(&(_, imp, _)) = CATALOGUE.iter().find(|c| c.0 == e.function) else {
+                let known: Vec<_> = CATALOGUE.iter().map(|c| c.0).collect();
+                return Err(at(
+                    line,
+                    column,
+                    format!(
+                        "no LWK implementation of function '{}' (overridable: {})",
+                        e.function,
+                        known.join(", ")
+                    ),
+                ));
+            };
+            if e.with != imp {
+                let (line, column) = locate(text, &e.with);
+                return Err(at(
+                    line,
+                    column,
+                    format!(
+                        "'{}' is not an implementation of {} (use: with: {imp})",
+                        e.with, e.function
+                    ),
+                ));
+            }
+            if entries.iter().any(|(f, _)| *f == e.function) {
+                return Err(at(
+                    line,
+                    column,
+                    format!("function '{}' is named twice", e.function),
+                ));
+            }
+            entries.push((e.function, e.with));
+        }
+        Ok(Overrides { entries })
+    }
+
+    /// The overridden functions.
+    pub fn functions(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|(f, _)| f.as_str())
+    }
+
+    /// The file text for `functions` (those with an implementation), as `lwk hotspots` writes it.
+    pub fn file_text(functions: &[&str]) -> String {
+        let mut s = String::from(
+            "# multios LWK function overrides (`multios lwk run --overrides FILE`)\noverrides:\n",
+        );
+        for f in functions {
+            if let Some(imp) = super::implementation_of(f) {
+                s.push_str(&format!("  - function: {f}\n    with: {imp}\n"));
+            }
+        }
+        s
+    }
+}
+
+/// Line and column (1-based) of the first occurrence of `word` as a YAML value in `text`.
+fn locate(text: &str, word: &str) -> (usize, usize) {
+    for (i, l) in text.lines().enumerate() {
+        if let Some(c) = l.find(&format!(": {word}")) {
+            return (i + 1, c + 3);
+        }
+    }
+    (1, 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(t: &str) -> Result<Overrides, OverrideError> {
+        Overrides::parse(t, Path::new("o.yaml"))
+    }
+
+    #[test]
+    fn a_file_names_functions_and_their_implementations() {
+        let o = parse(
+            "overrides:\n  - function: clock_gettime\n    with: tsc\n  - function: time\n    with: tsc\n",
+        )
+        .expect("valid file");
+        assert_eq!(o.functions().collect::<Vec<_>>(), ["clock_gettime", "time"]);
+    }
+
+    #[test]
+    fn a_malformed_file_gives_the_line_and_column() {
+        let e = parse("overrides:\n  - function: clock_gettime\n   with: [tsc\n").expect_err("malformed");
+        let OverrideError::Syntax { line, column, .. } = e else {
+            panic!("{e}")
+        };
+        assert!(line >= 2, "line {line}");
+        assert!(column >= 1);
+        let msg = parse("overrides:\n  - function: clock_gettime\n    with: tsc\n    extra: 1\n")
+            .expect_err("unknown field")
+            .to_string();
+        assert!(msg.starts_with("--overrides o.yaml:"), "{msg}");
+    }
+
+    #[test]
+    fn an_unknown_function_or_implementation_is_named_where_it_is() {
+        let e = parse(
+            "overrides:\n  - function: clock_gettime\n    with: tsc\n  - function: fopen\n    with: tsc\n",
+        )
+        .expect_err("fopen has no implementation")
+        .to_string();
+        assert!(
+            e.contains("o.yaml:4:") && e.contains("'fopen'") && e.contains("clock_gettime"),
+            "{e}"
+        );
+        let e = parse("overrides:\n  - function: time\n    with: vdso\n")
+            .expect_err("wrong impl")
+            .to_string();
+        assert!(e.contains("o.yaml:3:") && e.contains("with: tsc"), "{e}");
+    }
+
+    #[test]
+    fn the_file_hotspots_writes_reads_back() {
+        let text = Overrides::file_text(&["clock_gettime", "read", "gettimeofday"]);
+        let o = parse(&text).expect("generated file parses");
+        assert_eq!(
+            o.functions().collect::<Vec<_>>(),
+            ["clock_gettime", "gettimeofday"]
+        );
+    }
+}
