@@ -49,6 +49,8 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     }
     kernel.set_cpus(cfg.cpus.clone(), !cfg.cpus.is_empty());
     kernel.note_images(&loaded.image, loaded.interp.as_ref());
+    // Before any vCPU exists: the first CR3 load sees the protections.
+    kernel.sync_all_protections();
     let kernel = Arc::new(kernel);
     let symbols = Symbols {
         main: loaded.image,

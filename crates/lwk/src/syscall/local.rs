@@ -22,8 +22,12 @@ impl Kernel {
         match nr as i64 {
             SYS_brk => {
                 let mut fx = Effects::default();
-                let r = lock(&self.space.mm).brk(a[0], &mut fx);
+                let (old, r) = {
+                    let mut mm = lock(&self.space.mm);
+                    (mm.brk_cur, mm.brk(a[0], &mut fx))
+                };
                 self.apply(fx);
+                self.sync_protections(old.min(r), old.max(r).saturating_add(crate::mm::PAGE));
                 Reply::Ret(r as i64)
             }
             SYS_mmap => self.mmap(a),
@@ -48,12 +52,18 @@ impl Kernel {
                 self.apply(fx);
                 if let Ok(new) = r {
                     self.note_remap(a[0], a[1], new, a[2]);
+                    self.sync_protections(a[0], a[0].saturating_add(a[1].max(a[2])));
+                    self.sync_protections(new, new.saturating_add(a[2]));
                 }
                 Reply::Ret(r.map_or_else(MmError::errno, |v| v as i64))
             }
             SYS_msync => self.msync(a),
             SYS_mprotect if lock(&self.space.mm).in_window(a[0], a[1]) => {
+                if !a[0].is_multiple_of(crate::mm::PAGE) {
+                    return err(EINVAL);
+                }
                 self.note_protect(a[0], a[1], a[2] as i32);
+                self.sync_protections(a[0], a[0].saturating_add(a[1]));
                 Reply::Ret(0)
             }
             SYS_mprotect | SYS_mlock | SYS_munlock => {
@@ -198,6 +208,7 @@ impl Kernel {
         self.apply(fx);
         if r.is_ok() {
             self.note_unmap(addr, len);
+            self.sync_protections(addr, addr.saturating_add(len));
         }
         r
     }
@@ -253,6 +264,7 @@ impl Kernel {
                 self.release(addr, len).ok();
             } else {
                 self.note_map(addr, len, prot, true, Some(fd), off);
+                self.sync_protections(addr, addr.saturating_add(len));
             }
             return r;
         }
@@ -284,6 +296,7 @@ impl Kernel {
         }
         let file = (!anon).then_some(fd);
         self.note_map(addr, len, prot, flags & MAP_SHARED != 0, file, off);
+        self.sync_protections(addr, addr.saturating_add(len));
         Reply::Ret(addr as i64)
     }
 
