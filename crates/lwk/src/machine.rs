@@ -124,6 +124,7 @@ pub fn drive(
     } else {
         cfg.spin_budget.max(1)
     };
+    mem.shadow.set_vm(std::os::fd::AsRawFd::as_raw_fd(&vm.vm));
     let mut vcpu = vcpu::create(&vm.vm, &mem, &cpuid, 0, entry, budget, crate::fds::floor())?;
     let m = Arc::new(Machine {
         vm: Mutex::new(vm),
@@ -208,13 +209,15 @@ impl Machine {
 
     /// Runs vCPU `id` until its thread or the process ends.
     fn vcpu_loop(self: &Arc<Self>, mut id: u64, vcpu: &mut VcpuFd) -> End {
+        let mut io_exit = false;
         loop {
             if self.exiting.load(Ordering::Acquire) {
                 return End::Kicked;
             }
-            self.mem.shadow.enter(id as usize, vcpu);
+            self.mem.shadow.enter(id as usize, vcpu, io_exit);
             let exit = run_once(vcpu);
             self.mem.shadow.leave(id as usize);
+            io_exit = matches!(exit, Ok(Exit::Doorbell(_)));
             match exit {
                 Ok(Exit::Doorbell(addr)) => {
                     if addr != stub::doorbell_addr(id) {

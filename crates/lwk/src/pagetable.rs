@@ -13,6 +13,32 @@ use crate::memory::{PTE_NX, PTE_P, PTE_PS, PTE_RW, PTE_US};
 /// The 512 4 KiB entries under one 2 MiB page, as protection bits (0: not present).
 pub type Chunk = [u64; 512];
 
+/// What an edit of the page tables did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Change {
+    None,
+    /// Only added access (present, writable, executable): a stale shadow entry is stricter than
+    /// the tables, and KVM, which walks the guest tables on every fault it sees, heals it.
+    Relaxed,
+    /// Took access away from a present page: a stale shadow entry would still allow it.
+    Tightened,
+}
+
+/// How `old` became `new` (both `bits` values).
+pub fn change(old: u64, new: u64) -> Change {
+    if old == new {
+        Change::None
+    } else if old & PTE_P != 0
+        && (new & PTE_P == 0
+            || (old & PTE_RW != 0 && new & PTE_RW == 0)
+            || (old & PTE_NX == 0 && new & PTE_NX != 0))
+    {
+        Change::Tightened
+    } else {
+        Change::Relaxed
+    }
+}
+
 /// The protection bits of a page of protection `prot` (`None`: not mapped): not present for
 /// PROT_NONE and unmapped pages, otherwise present and user, writable with PROT_WRITE,
 /// no-execute without PROT_EXEC (x86 has no write-only or execute-only pages: both read).
@@ -61,13 +87,20 @@ impl GuestMemory {
         out
     }
 
-    /// Writes the 2 MiB page at `chunk` with protections `want`; returns false when the tables
-    /// already said so (nothing to reload). A page table is written before the directory entry
-    /// that points to it, so a walk never sees a half-written table.
-    pub fn set_chunk(&self, chunk: u64, want: &Chunk) -> bool {
+    /// Writes the 2 MiB page at `chunk` with protections `want` and says what changed. A page
+    /// table is written before the directory entry that points to it, so a walk never sees a
+    /// half-written table.
+    pub fn set_chunk(&self, chunk: u64, want: &Chunk) -> Change {
         debug_assert!(chunk.is_multiple_of(PAGE_2M) && self.app.contains(chunk, PAGE_2M));
-        if self.chunk(chunk) == *want {
-            return false;
+        let old = self.chunk(chunk);
+        let what = old
+            .iter()
+            .zip(want.iter())
+            .map(|(&o, &n)| change(o, n))
+            .max()
+            .unwrap_or(Change::None);
+        if what == Change::None {
+            return what;
         }
         let first = want[0];
         let pde = if want.iter().all(|&b| b == first) {
@@ -91,7 +124,7 @@ impl GuestMemory {
             pt | PTE_P | PTE_RW | PTE_US
         };
         self.write_u64(self.pde_addr(chunk), pde);
-        true
+        what
     }
 
     /// True when the page tables let user code access every byte of `[addr, addr+len)` (for
@@ -146,5 +179,22 @@ mod tests {
         );
         assert_eq!(bits(Some(PROT_WRITE)), PTE_P | PTE_US | PTE_RW | PTE_NX);
         assert_eq!(bits(Some(PROT_READ | PROT_EXEC)), PTE_P | PTE_US);
+    }
+
+    #[test]
+    fn losing_access_is_a_tightening_gaining_it_a_relaxation() {
+        use libc::{PROT_EXEC, PROT_NONE, PROT_READ, PROT_WRITE};
+        let (rw, r, rx) = (
+            bits(Some(PROT_READ | PROT_WRITE)),
+            bits(Some(PROT_READ)),
+            bits(Some(PROT_READ | PROT_EXEC)),
+        );
+        assert_eq!(change(rw, r), Change::Tightened);
+        assert_eq!(change(rx, r), Change::Tightened);
+        assert_eq!(change(r, bits(Some(PROT_NONE))), Change::Tightened);
+        assert_eq!(change(rw, rx), Change::Tightened, "W^X: write taken away");
+        assert_eq!(change(r, rw), Change::Relaxed);
+        assert_eq!(change(0, r), Change::Relaxed);
+        assert_eq!(change(r, r), Change::None);
     }
 }

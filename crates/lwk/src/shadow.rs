@@ -1,14 +1,15 @@
 //! Keeping every vCPU's shadow of the guest page tables in step with them (issue #14).
 //!
-//! This KVM shadows guest page tables and does not see the VMM's edits: a vCPU uses the new
-//! tables only after its CR3 is reloaded (KVM_SET_SREGS). Every edit bumps a generation; a vCPU
-//! thread reloads before it enters KVM_RUN when it has not seen the latest generation
-//! ([`Shadow::enter`]). The thread that edited then waits ([`Shadow::shoot_down`]) until no vCPU
-//! still runs guest code with an older generation, kicking those inside KVM_RUN out of it (the
-//! machine's SIGUSR2, a no-op handler): when mprotect returns, no thread of the guest can still
-//! write a page it made read-only — the TLB shootdown Linux does. A vCPU that faulted before its
-//! reload retries the access with the new tables ([`Shadow::stale`]), as Linux treats a spurious
-//! fault.
+//! This KVM shadows guest page tables and does not see the VMM's edits. Every edit bumps a
+//! generation; a vCPU thread reloads its CR3 (KVM_SET_SREGS) before it enters KVM_RUN when it has
+//! not seen the latest generation ([`Shadow::enter`]), and a vCPU that faulted before its reload
+//! retries the access ([`Shadow::stale`], Linux's spurious-fault path). The reload alone did not
+//! make another vCPU drop a writable shadow entry, so an edit that takes access away from pages
+//! that stay mapped also makes KVM drop all its shadow tables ([`Shadow::flush`]: a scratch
+//! memslot added and deleted), and the editing thread waits ([`Shadow::shoot_down`]) until no
+//! vCPU still runs guest code with an older generation, kicking those inside KVM_RUN out of it
+//! (SIGUSR2, the machine's no-op handler): when mprotect returns, no thread of the guest can
+//! still write a page it made read-only — the TLB shootdown Linux does.
 
 use kvm_ioctls::VcpuFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
@@ -33,6 +34,8 @@ pub struct Shadow {
     thread: [AtomicU64; MAX],
     /// CR3 reloads done, for the measurements.
     reloads: AtomicU64,
+    /// The VM's fd (-1 before the VM exists), for `flush`.
+    vm_fd: std::sync::atomic::AtomicI32,
 }
 
 impl Default for Shadow {
@@ -43,6 +46,7 @@ impl Default for Shadow {
             loaded: std::array::from_fn(|_| AtomicU64::new(0)),
             thread: std::array::from_fn(|_| AtomicU64::new(0)),
             reloads: AtomicU64::new(0),
+            vm_fd: std::sync::atomic::AtomicI32::new(-1),
         }
     }
 }
@@ -62,6 +66,22 @@ impl Shadow {
         self.generation.fetch_add(1, SeqCst) + 1
     }
 
+    /// The VM whose vCPUs this tracks (a forked child has a new one).
+    pub fn set_vm(&self, fd: i32) {
+        self.vm_fd.store(fd, SeqCst);
+    }
+
+    /// Makes KVM drop its shadow page tables (see `sys::flush_shadow_pages`); `host` is a page of
+    /// guest memory to back the scratch memslot.
+    pub fn flush(&self, host: u64) {
+        let fd = self.vm_fd.load(SeqCst);
+        if fd >= 0 {
+            if let Err(e) = crate::sys::kvm::flush_shadow_pages(fd, 7, 0x1000, host) {
+                eprintln!("multios lwk: dropping KVM's shadow page tables: {e}");
+            }
+        }
+    }
+
     /// CR3 reloads so far.
     pub fn reloads(&self) -> u64 {
         self.reloads.load(SeqCst)
@@ -75,8 +95,9 @@ impl Shadow {
     }
 
     /// vCPU `id` is about to enter KVM_RUN on the calling thread: reloads its CR3 if the tables
-    /// changed since it last did. Pair with [`Shadow::leave`].
-    pub fn enter(&self, id: usize, vcpu: &mut VcpuFd) {
+    /// changed since it last did. `io_exit`: its last exit was an I/O exit, to be completed
+    /// before its state changes. Pair with [`Shadow::leave`].
+    pub fn enter(&self, id: usize, vcpu: &mut VcpuFd, io_exit: bool) {
         let (Some(run), Some(loaded), Some(thread)) =
             (self.in_run.get(id), self.loaded.get(id), self.thread.get(id))
         else {
@@ -91,7 +112,7 @@ impl Shadow {
         run.store(true, SeqCst);
         let g = self.generation.load(SeqCst);
         if loaded.load(SeqCst) < g {
-            if reload(vcpu).is_ok() {
+            if reload(vcpu, io_exit).is_ok() {
                 self.reloads.fetch_add(1, SeqCst);
             }
             loaded.store(g, SeqCst);
@@ -153,13 +174,15 @@ impl Shadow {
     }
 }
 
-/// Reloads a vCPU's CR3 (KVM_SET_SREGS with its own values), after completing any I/O exit it is
-/// in (the KVM API's rule before changing vCPU state).
-fn reload(vcpu: &mut VcpuFd) -> Result<(), kvm_ioctls::Error> {
-    // An immediate-exit KVM_RUN completes a pending I/O exit without running guest code.
-    vcpu.set_kvm_immediate_exit(1);
-    let _ = vcpu.run();
-    vcpu.set_kvm_immediate_exit(0);
+/// Reloads a vCPU's CR3 (KVM_SET_SREGS with its own values), after completing the I/O exit it is
+/// in, if any (the KVM API's rule before changing vCPU state).
+fn reload(vcpu: &mut VcpuFd, io_exit: bool) -> Result<(), kvm_ioctls::Error> {
+    if io_exit {
+        // An immediate-exit KVM_RUN completes a pending I/O exit without running guest code.
+        vcpu.set_kvm_immediate_exit(1);
+        let _ = vcpu.run();
+        vcpu.set_kvm_immediate_exit(0);
+    }
     let s = vcpu.get_sregs()?;
     vcpu.set_sregs(&s)
 }

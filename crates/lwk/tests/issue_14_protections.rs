@@ -127,6 +127,7 @@ fn issue_14_guard_pages_read_only_and_no_exec_pages_and_a_wx_jit_fault_like_nati
             "write from a PROT_NONE buffer: -1 errno 14",
             "read into a read-only buffer: -1 errno 14",
             "write from a read-only buffer: 8 errno 0",
+            "other thread: faulted 1, writes after mprotect returned 0",
             "done",
         ] {
             assert!(text.contains(line), "{flags:?}: missing {line:?} in\n{text}");

@@ -13,12 +13,32 @@ const ARCH_SET_FS: u64 = 0x1002;
 const ARCH_GET_FS: u64 = 0x1003;
 const ARCH_GET_GS: u64 = 0x1004;
 
+/// Calls that may rewrite the page tables (issue #14).
+fn changes_page_tables(nr: u64) -> bool {
+    [
+        SYS_mmap,
+        SYS_munmap,
+        SYS_mprotect,
+        SYS_mremap,
+        SYS_brk,
+        SYS_shmat,
+        SYS_shmdt,
+    ]
+    .contains(&(nr as i64))
+}
+
 fn err(e: i32) -> Reply {
     Reply::Ret(-(e as i64))
 }
 
 impl Kernel {
     pub(super) fn local(&self, ctx: Ctx<'_>, cpu: usize, nr: u64, a: [u64; 6]) -> Reply {
+        if matches!(ctx, Ctx::Proxy) && changes_page_tables(nr) {
+            // The call edits the page tables, which the calling vCPU must reload before it
+            // resumes: served on its own thread (a doorbell exit), the reload needs no kick out
+            // of KVM_RUN, which costs more on this KVM (docs/LWK.md, "Page protections").
+            return Reply::NeedVcpu;
+        }
         match nr as i64 {
             SYS_brk => {
                 let mut fx = Effects::default();
@@ -63,7 +83,7 @@ impl Kernel {
                     return err(EINVAL);
                 }
                 self.note_protect(a[0], a[1], a[2] as i32);
-                self.sync_protections(a[0], a[0].saturating_add(a[1]));
+                self.sync_protections_kept(a[0], a[0].saturating_add(a[1]));
                 Reply::Ret(0)
             }
             SYS_mprotect | SYS_mlock | SYS_munlock => {

@@ -3,6 +3,7 @@
  * is the same natively and in the LWK. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
@@ -37,6 +38,49 @@ static void on_segv(int sig, siginfo_t *si, void *uc) {
             printf("  no fault\n");                                                              \
         }                                                                                        \
     } while (0)
+
+/* Another thread writes a page in a loop while this one makes it read-only: once mprotect has
+ * returned, no write of the other thread may succeed (Linux's TLB shootdown). */
+static char *volatile shared_page;
+static volatile int protected_now, writer_faulted, writer_ready;
+static volatile long violations;
+static __thread sigjmp_buf writer_jump;
+
+static void on_writer_segv(int sig) {
+    (void)sig;
+    writer_faulted = 1;
+    siglongjmp(writer_jump, 1);
+}
+
+static void *writer(void *arg) {
+    (void)arg;
+    if (sigsetjmp(writer_jump, 1) != 0)
+        return 0;
+    for (long i = 0;; i++) {
+        int p = protected_now;
+        shared_page[i & 4095] = (char)i;
+        writer_ready = 1;
+        if (p)
+            violations++;
+    }
+}
+
+static void shootdown_case(void) {
+    shared_page = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_writer_segv;
+    sigaction(SIGSEGV, &sa, &old);
+    pthread_t t;
+    pthread_create(&t, 0, writer, 0);
+    while (!writer_ready)
+        ;
+    mprotect(shared_page, 4096, PROT_READ);
+    protected_now = 1;
+    pthread_join(t, 0);
+    sigaction(SIGSEGV, &old, 0);
+    printf("other thread: faulted %d, writes after mprotect returned %ld\n", writer_faulted, violations);
+}
 
 typedef int (*fn_t)(void);
 static const unsigned char ret42[] = {0xb8, 42, 0, 0, 0, 0xc3}; /* mov $42,%eax; ret */
@@ -115,6 +159,7 @@ int main(void) {
     errno = 0;
     n = read(p[0], buf + 4096 - 4, 8);
     printf("read straddling into PROT_NONE: %zd errno %d\n", n, errno);
+    shootdown_case();
     printf("done\n");
     return 0;
 }
