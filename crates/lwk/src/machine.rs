@@ -571,8 +571,15 @@ impl Machine {
         match sig {
             Some((sig, _, _)) if f.from_user() => {
                 let report = self.fault(vcpu);
+                // Not present in the tables but mapped: a PROT_NONE page (a guard).
+                let prot_none = f.vector == 14 && f.error & 1 == 0 && self.kernel.is_mapped(sregs.cr2);
+                let guard = if prot_none {
+                    " (the page is mapped PROT_NONE: a guard page?)"
+                } else {
+                    ""
+                };
                 self.kernel
-                    .note(format!("{report}: killed by signal {sig}, as on Linux"));
+                    .note(format!("{report}{guard}: killed by signal {sig}, as on Linux"));
                 lock(&self.kernel.exit).get_or_insert(ExitStatus::Signal(sig as i32));
                 self.exiting.store(true, Ordering::Release);
                 if id != 0 {

@@ -152,6 +152,12 @@ fn issue_14_stack_overflow_into_a_guard_is_killed_by_sigsegv_like_native() {
             err.contains("page fault (#PF)"),
             "{args:?}: no fault report: {err}"
         );
+        // The thread ran into glibc's guard page (mmap'd, then PROT_NONE), not past its mapping.
+        assert_eq!(
+            err.contains("mapped PROT_NONE"),
+            args[0] == "thread",
+            "{args:?}: {err}"
+        );
     }
     // A handler on an alternate stack sees SEGV_MAPERR below the deepest frame, as natively.
     let out = assert_same(&prog, &["main", "handled"], &[]);
