@@ -6,7 +6,7 @@
 //! retries the access ([`Shadow::stale`], Linux's spurious-fault path). The reload alone did not
 //! make another vCPU drop a writable shadow entry, so an edit that takes access away from pages
 //! that stay mapped also makes KVM drop all its shadow tables ([`Shadow::flush`]: a scratch
-//! memslot added and deleted), and the editing thread waits ([`Shadow::shoot_down`]) until no
+//! memslot moved), and the editing thread waits ([`Shadow::shoot_down`]) until no
 //! vCPU still runs guest code with an older generation, kicking those inside KVM_RUN out of it
 //! (SIGUSR2, the machine's no-op handler): when mprotect returns, no thread of the guest can
 //! still write a page it made read-only — the TLB shootdown Linux does.
@@ -36,6 +36,8 @@ pub struct Shadow {
     reloads: AtomicU64,
     /// The VM's fd (-1 before the VM exists), for `flush`.
     vm_fd: std::sync::atomic::AtomicI32,
+    /// Where the scratch memslot is (0: not created in this VM yet).
+    scratch: AtomicU64,
 }
 
 impl Default for Shadow {
@@ -47,6 +49,7 @@ impl Default for Shadow {
             thread: std::array::from_fn(|_| AtomicU64::new(0)),
             reloads: AtomicU64::new(0),
             vm_fd: std::sync::atomic::AtomicI32::new(-1),
+            scratch: AtomicU64::new(0),
         }
     }
 }
@@ -69,16 +72,30 @@ impl Shadow {
     /// The VM whose vCPUs this tracks (a forked child has a new one).
     pub fn set_vm(&self, fd: i32) {
         self.vm_fd.store(fd, SeqCst);
+        self.scratch.store(0, SeqCst);
     }
 
-    /// Makes KVM drop its shadow page tables (see `sys::flush_shadow_pages`); `host` is a page of
+    /// Makes KVM drop its shadow page tables (see `sys::kvm::place_scratch_slot`); `host` is a page of
     /// guest memory to back the scratch memslot.
     pub fn flush(&self, host: u64) {
         let fd = self.vm_fd.load(SeqCst);
-        if fd >= 0 {
-            if let Err(e) = crate::sys::kvm::flush_shadow_pages(fd, 7, 0x1000, host) {
-                eprintln!("multios lwk: dropping KVM's shadow page tables: {e}");
-            }
+        if fd < 0 {
+            return;
+        }
+        // The scratch slot moves between two pages below the thunks (never mapped in the guest):
+        // one memslot update per flush.
+        let at = self.scratch.load(SeqCst);
+        let r = if at == 0 {
+            crate::sys::kvm::place_scratch_slot(fd, 7, 0x1000, host)
+                .and_then(|()| crate::sys::kvm::place_scratch_slot(fd, 7, 0x2000, host))
+                .map(|()| 0x2000)
+        } else {
+            let to = if at == 0x1000 { 0x2000 } else { 0x1000 };
+            crate::sys::kvm::place_scratch_slot(fd, 7, to, host).map(|()| to)
+        };
+        match r {
+            Ok(to) => self.scratch.store(to, SeqCst),
+            Err(e) => eprintln!("multios lwk: dropping KVM's shadow page tables: {e}"),
         }
     }
 
