@@ -75,6 +75,8 @@ pub struct Machine {
     /// The host thread running vCPU 0, for kicks (pthread_t: the caller of `drive`, or in a forked
     /// child the thread that forked).
     main_thread: AtomicU64,
+    /// Set when vCPU 0's loop has ended (`stop_main_thread` waits for it).
+    main_done: AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -122,6 +124,7 @@ pub fn drive(
     } else {
         cfg.spin_budget.max(1)
     };
+    mem.shadow.set_vm(std::os::fd::AsRawFd::as_raw_fd(&vm.vm));
     let mut vcpu = vcpu::create(&vm.vm, &mem, &cpuid, 0, entry, budget, crate::fds::floor())?;
     let m = Arc::new(Machine {
         vm: Mutex::new(vm),
@@ -144,6 +147,7 @@ pub fn drive(
         child_threads: Mutex::new((None, None)),
         forked: AtomicBool::new(false),
         main_thread: AtomicU64::new(crate::sys::pthread_self()),
+        main_done: AtomicBool::new(false),
     });
     let pump = m.start_signal_pump();
     let saved_affinity = crate::sys::affinity();
@@ -160,6 +164,7 @@ pub fn drive(
     *lock(&m.waker) = proxy.as_ref().and_then(Proxy::waker);
     let startup = t0.elapsed();
     let end = m.vcpu_loop(0, &mut vcpu);
+    m.main_done.store(true, Ordering::Release);
     m.main_loop_ended(end);
     m.stop_all();
     if let Some((fd, h)) = pump {
@@ -204,11 +209,16 @@ impl Machine {
 
     /// Runs vCPU `id` until its thread or the process ends.
     fn vcpu_loop(self: &Arc<Self>, mut id: u64, vcpu: &mut VcpuFd) -> End {
+        let mut io_exit = false;
         loop {
             if self.exiting.load(Ordering::Acquire) {
                 return End::Kicked;
             }
-            match run_once(vcpu) {
+            self.mem.shadow.enter(id as usize, vcpu, io_exit);
+            let exit = run_once(vcpu);
+            self.mem.shadow.leave(id as usize);
+            io_exit = matches!(exit, Ok(Exit::Doorbell(_)));
+            match exit {
                 Ok(Exit::Doorbell(addr)) => {
                     if addr != stub::doorbell_addr(id) {
                         return self.fail(LwkError::Stopped {
@@ -232,8 +242,11 @@ impl Machine {
                     }
                 }
                 Ok(Exit::Fault) => {
+                    if crate::signal::deliver::retry_stale_fault(&self.kernel, id, vcpu) {
+                        continue;
+                    }
                     if !crate::signal::deliver::on_fault(&self.kernel, id, vcpu) {
-                        return self.fail(self.fault(vcpu));
+                        return self.fatal_fault(id, vcpu);
                     }
                 }
                 Ok(Exit::Other(what)) => {
@@ -401,6 +414,7 @@ impl Machine {
                 let _ = tx.send(crate::sys::pthread_self() as libc::pthread_t);
                 let end = m.vcpu_loop(id, &mut vcpu);
                 if m.on_main_thread() {
+                    m.main_done.store(true, Ordering::Release);
                     // This thread forked: it is the child's vCPU 0 and the child ends here.
                     m.main_loop_ended(end);
                 }
@@ -541,6 +555,56 @@ impl Machine {
             .collect();
         for h in handles {
             let _ = h.join();
+        }
+    }
+
+    /// A CPU exception no guest handler takes. From user mode it kills the process with the
+    /// signal Linux raises for it (SIGSEGV for a page fault: status 139 with the core flag when
+    /// the front end dies of it), the fault reported on stderr; from the LWK's own code it is an
+    /// LWK error.
+    fn fatal_fault(&self, id: u64, vcpu: &VcpuFd) -> End {
+        let (Ok(regs), Ok(sregs)) = (vcpu.get_regs(), vcpu.get_sregs()) else {
+            return self.fail(self.fault(vcpu));
+        };
+        let f = stub::ExceptionFrame::read(&self.mem, regs.rsp);
+        let sig = crate::signal::deliver::signal_of(f.vector, f.error, f.rip, sregs.cr2, |_| 0);
+        match sig {
+            Some((sig, _, _)) if f.from_user() => {
+                let report = self.fault(vcpu);
+                // Not present in the tables but mapped: a PROT_NONE page (a guard).
+                let prot_none = f.vector == 14 && f.error & 1 == 0 && self.kernel.is_mapped(sregs.cr2);
+                let guard = if prot_none {
+                    " (the page is mapped PROT_NONE: a guard page?)"
+                } else {
+                    ""
+                };
+                self.kernel
+                    .note(format!("{report}{guard}: killed by signal {sig}, as on Linux"));
+                lock(&self.kernel.exit).get_or_insert(ExitStatus::Signal(sig as i32));
+                self.exiting.store(true, Ordering::Release);
+                if id != 0 {
+                    self.stop_main_thread();
+                }
+                End::Process
+            }
+            _ => self.fail(self.fault(vcpu)),
+        }
+    }
+
+    /// Another thread ended the process: kicks vCPU 0's thread (and the host threads serving
+    /// calls) until its loop has ended — it may be entering a blocking call (pthread_join), where
+    /// one kick can land just before the call and be lost; kicked in the call, it sees the exit
+    /// status and stops.
+    fn stop_main_thread(&self) {
+        let t0 = Instant::now();
+        while !self.main_done.load(Ordering::Acquire) && t0.elapsed() < Duration::from_secs(5) {
+            kick(self.main_thread.load(Ordering::Acquire) as libc::pthread_t);
+            for k in 0..self.next_id.load(Ordering::Acquire) as usize {
+                if let Some(t) = self.kernel.serving_thread(k) {
+                    kick(t as libc::pthread_t);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(1));
         }
     }
 

@@ -3,12 +3,17 @@
 //! Unified address space (McKernel's idea): every memslot has guest-physical == host-virtual, and
 //! the guest page tables map every page to itself. A pointer the application passes to a system
 //! call is therefore a valid host pointer in the proxy thread: no translation, only a bounds check.
-//! All guest memory is mapped with 2 MiB pages, written once before the first KVM_RUN (this KVM
-//! shadows guest page tables), so the LWK has no demand paging and no page-table edits at run time.
+//! The window is mapped with 2 MiB pages where a 2 MiB range has one protection and with 4 KiB
+//! pages where protections differ inside it (`pagetable.rs`, issue #14); this KVM shadows guest
+//! page tables, so every edit is followed by a CR3 reload on the vCPUs (`shadow.rs`). There is no
+//! demand paging: a mapped page is present from the start.
 //!
 //! ```text
 //!  virtual == guest-physical == host-virtual
 //!
+//!                   +------------------------+  <- 0x7e00_0060_0000 + window size / 512
+//!                   | page-table pool        |  4 KiB tables of the window, memslot only (not
+//!                   |                        |   mapped in the guest)
 //!  0x7e00_0060_0000 +------------------------+
 //!                   | doorbell (no memslot)  | 2 MiB, U: stub i writes DOORBELL + i*4K -> MMIO exit
 //!  0x7e00_0040_0000 +------------------------+
@@ -46,6 +51,9 @@ pub const SYS_BASE: u64 = LWK_BASE;
 pub const STUB_BASE: u64 = LWK_BASE + PAGE_2M;
 /// The doorbell: mapped in the guest, no memslot behind it, so a write exits to the VMM.
 pub const DOORBELL_BASE: u64 = LWK_BASE + 2 * PAGE_2M;
+/// The pool of the application window's 4 KiB page tables (`pagetable.rs`): a memslot only, no
+/// guest virtual address maps it; one table per 2 MiB of window.
+pub const PT_POOL_BASE: u64 = LWK_BASE + 3 * PAGE_2M;
 /// The syscall thunks (within ±2 GiB of programs linked at 0x400000).
 pub const THUNK_BASE: u64 = 0x20_0000;
 /// Start of the application window.
@@ -135,12 +143,18 @@ pub struct GuestMemory {
     pub doorbell: Region,
     pub app: Region,
     pub thunks: Region,
+    /// The application window's 4 KiB page tables (`pagetable.rs`).
+    pub pt_pool: Region,
+    /// Which vCPUs have seen the latest page tables (`shadow.rs`).
+    pub shadow: crate::shadow::Shadow,
 }
 
-const PTE_P: u64 = 1;
-const PTE_RW: u64 = 2;
-const PTE_US: u64 = 4;
-const PTE_PS: u64 = 0x80;
+pub(crate) const PTE_P: u64 = 1;
+pub(crate) const PTE_RW: u64 = 2;
+pub(crate) const PTE_US: u64 = 4;
+pub(crate) const PTE_PS: u64 = 0x80;
+/// No-execute (EFER.NXE is on).
+pub(crate) const PTE_NX: u64 = 1 << 63;
 
 impl GuestMemory {
     /// Maps the LWK region and an application window of `app_size` bytes and writes the page tables.
@@ -154,12 +168,15 @@ impl GuestMemory {
         let doorbell = Region::map(DOORBELL_BASE, PAGE_2M, libc::PROT_NONE)?;
         let app = Region::map(APP_BASE, app_size, rw)?;
         let thunks = Region::map(THUNK_BASE, PAGE_2M, rw)?;
+        let pt_pool = Region::map(PT_POOL_BASE, app_size / 512, rw)?;
         let mem = GuestMemory {
             sys,
             stubs,
             doorbell,
             app,
             thunks,
+            pt_pool,
+            shadow: crate::shadow::Shadow::default(),
         };
         mem.write_page_tables();
         Ok(mem)
@@ -175,7 +192,10 @@ impl GuestMemory {
         self.write_u64(s + PDPT_LWK + 8 * ((LWK_BASE >> 30) & 511), (s + PD_LWK) | table);
         self.write_u64(s + PD_LWK, SYS_BASE | PTE_P | PTE_RW | PTE_PS);
         self.write_u64(s + PD_LWK + 8, STUB_BASE | PTE_P | PTE_RW | PTE_US | PTE_PS);
-        self.write_u64(s + PD_LWK + 16, DOORBELL_BASE | PTE_P | PTE_RW | PTE_US | PTE_PS);
+        self.write_u64(
+            s + PD_LWK + 16,
+            DOORBELL_BASE | PTE_P | PTE_RW | PTE_US | PTE_PS | PTE_NX,
+        );
         // The thunk page sits in the first GiB, just below the application window.
         self.write_u64(s + PDPT_APP, (s + PD_APP) | table);
         self.write_u64(
@@ -214,6 +234,7 @@ impl GuestMemory {
             || self.sys.contains(addr, len)
             || self.stubs.contains(addr, len)
             || self.thunks.contains(addr, len)
+            || self.pt_pool.contains(addr, len)
     }
 
     /// True when `[addr, addr+len)` lies inside the application window: the only memory a
@@ -317,6 +338,9 @@ mod tests {
     #[test]
     fn layout_constants_are_consistent() {
         const { assert!(THUNK_BASE + PAGE_2M == APP_BASE && SYS_BASE + PAGE_2M == STUB_BASE) };
+        const { assert!(DOORBELL_BASE + PAGE_2M <= PT_POOL_BASE) };
+        const { assert!(sys_page::MAX_VCPUS as usize == crate::shadow::MAX) };
+        const { assert!(PT_POOL_BASE + MAX_APP_SIZE / 512 <= LWK_BASE + (1 << 30)) };
         assert_eq!(LWK_BASE % (1 << 30), 0);
         assert_eq!(APP_BASE % PAGE_2M, 0);
         const { assert!(sys_page::RING0_STACKS + sys_page::MAX_VCPUS * 0x1000 <= PAGE_2M) };

@@ -2,14 +2,17 @@
 //!
 //! Everything is already mapped (2 MiB guest pages, built before the first run), so "mapping"
 //! is bookkeeping plus zeroing: a range handed out by mmap or brk always reads as zero, because
-//! munmap and brk shrink give the host pages back (MADV_DONTNEED). Protection is not enforced
-//! (PROT_NONE guard pages read and write like any other memory): see docs/LWK.md.
+//! munmap and brk shrink give the host pages back (MADV_DONTNEED). Protections are enforced in
+//! the guest page tables from this bookkeeping (`syscall/protect.rs`, issue #14).
 
 use std::collections::BTreeMap;
 
 pub const PAGE: u64 = 4096;
 /// Stack reserved at the top of the window.
 pub const STACK_SIZE: u64 = 8 << 20;
+/// Unmapped gap kept between the stack and the mmap area (Linux's stack_guard_gap, 256 pages): a
+/// stack overflow faults there instead of writing into the highest mapping (issue #14).
+pub const STACK_GUARD_GAP: u64 = 256 * PAGE;
 
 fn page_up(x: u64) -> u64 {
     x.div_ceil(PAGE) * PAGE
@@ -169,7 +172,7 @@ impl Mm {
             brk_cur: brk_start,
             brk_max,
             mmap_lo: brk_max,
-            mmap_hi: hi - STACK_SIZE,
+            mmap_hi: hi - STACK_SIZE - STACK_GUARD_GAP,
             maps,
         }
     }

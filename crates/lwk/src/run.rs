@@ -61,6 +61,8 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
         kernel.set_trace(crate::trace::Tracer::create(path, &cfg.program).map_err(LwkError::Trace)?);
     }
     kernel.note_images(&loaded.image, loaded.interp.as_ref());
+    // Before any vCPU exists: the first CR3 load sees the protections.
+    kernel.sync_all_protections();
     let kernel = Arc::new(kernel);
     let traced = kernel.clone();
     let symbols = Symbols {

@@ -17,6 +17,8 @@ const MSR_KERNEL_GS_BASE: u32 = 0xc000_0102;
 const EFER_SCE: u64 = 1;
 const EFER_LME: u64 = 1 << 8;
 const EFER_LMA: u64 = 1 << 10;
+/// No-execute pages (issue #14: PROT_EXEC is enforced).
+const EFER_NXE: u64 = 1 << 11;
 const CR0_PE: u64 = 1;
 const CR0_MP: u64 = 1 << 1;
 const CR0_ET: u64 = 1 << 4;
@@ -125,7 +127,7 @@ pub fn create(
     sregs.cr3 = mem.cr3();
     sregs.cr4 = CR4_PAE | CR4_OSFXSR | CR4_OSXMMEXCPT | CR4_FSGSBASE | CR4_OSXSAVE;
     sregs.cr0 = CR0_PE | CR0_MP | CR0_ET | CR0_NE | CR0_WP | CR0_PG;
-    sregs.efer = EFER_SCE | EFER_LME | EFER_LMA;
+    sregs.efer = EFER_SCE | EFER_LME | EFER_LMA | EFER_NXE;
     vcpu.set_sregs(&sregs).map_err(err("KVM_SET_SREGS"))?;
 
     let msr = |index, data| kvm_msr_entry {
@@ -173,6 +175,7 @@ pub fn create(
         ..Default::default()
     });
     vcpu.set_regs(&regs).map_err(err("KVM_SET_REGS"))?;
+    mem.shadow.created(id as usize);
     Ok(vcpu)
 }
 

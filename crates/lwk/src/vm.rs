@@ -68,7 +68,12 @@ impl Vm {
         drop(low);
         // Two memslots over contiguous host ranges (each memslot update costs milliseconds on
         // this KVM): the LWK's system and stub pages, and the thunk page plus the application window.
-        let slots = [(mem.sys.base, mem.stubs.end()), (mem.thunks.base, mem.app.end())];
+        // A third holds the window's page tables (issue #14).
+        let slots = [
+            (mem.sys.base, mem.stubs.end()),
+            (mem.thunks.base, mem.app.end()),
+            (mem.pt_pool.base, mem.pt_pool.end()),
+        ];
         debug_assert!(mem.sys.end() == mem.stubs.base && mem.thunks.end() == mem.app.base);
         for (slot, (start, end)) in slots.into_iter().enumerate() {
             let region = kvm_userspace_memory_region {

@@ -109,6 +109,41 @@ impl Vmas {
         }
     }
 
+    /// The protections the page tables must give the 512 pages of the 2 MiB page at `chunk`
+    /// (`pagetable::bits`): the brk heap and unannotated ranges in use read-write, annotated
+    /// ranges their protection, the rest unmapped (issue #14).
+    pub fn protections(&self, mm: &Mm, chunk: u64) -> crate::pagetable::Chunk {
+        use crate::pagetable::bits;
+        let rw = Some(libc::PROT_READ | libc::PROT_WRITE);
+        let end = chunk + crate::memory::PAGE_2M;
+        let mut out = [0u64; 512];
+        let mut fill = |s: u64, e: u64, prot: Option<i32>| {
+            let b = bits(prot);
+            for k in ((s - chunk) / PAGE)..((e - chunk) / PAGE) {
+                out[k as usize] = b;
+            }
+        };
+        let heap = (
+            mm.brk_start.max(chunk),
+            (mm.brk_cur.div_ceil(PAGE) * PAGE).min(end),
+        );
+        if heap.0 < heap.1 {
+            fill(heap.0, heap.1, rw);
+        }
+        for (s, e) in mm.maps.intersections(chunk, end) {
+            let mut pos = s;
+            while pos < e {
+                let (next, prot) = match self.at(pos) {
+                    Some((_, v)) => (v.end.min(e), Some(v.prot)),
+                    None => (self.0.range(pos..e).next().map_or(e, |(&n, _)| n), rw),
+                };
+                fill(pos, next, prot);
+                pos = next;
+            }
+        }
+        out
+    }
+
     pub fn clear(&mut self) {
         self.0.clear();
     }
@@ -268,5 +303,50 @@ mod tests {
             Some((0x40_1800, 0x1800))
         );
         assert!(v.at(0x40_0900).is_none());
+    }
+
+    #[test]
+    fn issue_14_protections_follow_mappings_heap_and_vmas() {
+        use crate::memory::{PTE_NX, PTE_P, PTE_RW, PTE_US};
+        let mut mm = Mm::new(0x40_0000, 0x40_0000 + (64 << 20), 0x40_2000);
+        let mut fx = crate::mm::Effects::default();
+        mm.brk(mm.brk_start + 0x1800, &mut fx);
+        let mut v = Vmas::default();
+        let image = |prot| Vma {
+            end: 0,
+            prot,
+            ino: 7,
+            name: "/bin/x".into(),
+            ..Vma::default()
+        };
+        v.insert(
+            0x40_0000,
+            Vma {
+                end: 0x40_1000,
+                ..image(libc::PROT_READ | libc::PROT_EXEC)
+            },
+        );
+        v.insert(
+            0x40_1000,
+            Vma {
+                end: 0x40_2000,
+                ..image(libc::PROT_NONE)
+            },
+        );
+        let c = v.protections(&mm, 0x40_0000);
+        assert_eq!(c[0], PTE_P | PTE_US);
+        assert_eq!(c[1], 0, "PROT_NONE is not present");
+        assert_eq!(c[2], PTE_P | PTE_US | PTE_RW | PTE_NX, "the heap");
+        assert_eq!(
+            c[3],
+            PTE_P | PTE_US | PTE_RW | PTE_NX,
+            "the heap's last, partial page"
+        );
+        assert_eq!(c[4], 0, "above the break: unmapped");
+        let top = v.protections(&mm, 0x40_0000 + (62 << 20));
+        assert!(
+            top.iter().all(|&b| b == PTE_P | PTE_US | PTE_RW | PTE_NX),
+            "the stack"
+        );
     }
 }

@@ -1,6 +1,8 @@
 //! `multios bench lwk` (issue #5): the delegation round trip, static hello world end to end, and γ
 //! (native time / LWK time) on a compute-bound and a TLB-bound program, all side by side in one
-//! run, with the refined model's projection of each LWK run set next to the measured time.
+//! run, with the refined model's projection of each LWK run set next to the measured time. Issue
+//! #14 adds a row of mprotect calls (the cost of enforcing page protections: its γ is native time
+//! / LWK time of the same calls).
 
 use crate::{ExperimentError, Progress};
 use multios_lwk::bench::{self, Sample};
@@ -62,6 +64,11 @@ pub struct Outcome {
     pub projected: Vec<(Option<f64>, Option<f64>)>,
 }
 
+/// mprotect calls per run of the mprotect row (half take write access away, half give it back).
+pub const MPROTECT_CALLS: u64 = 400;
+/// The name of the mprotect row.
+pub const MPROTECT_ROW: &str = "mprotect RW<->R (400 calls)";
+
 /// The header of the round-trip table.
 pub const ROUND_TRIP_HEADER: [&str; 5] = ["mechanism", "calls", "min_ns", "median_ns", "p99_ns"];
 
@@ -95,6 +102,7 @@ fn measure(cfg: &Config, dir: &Path, progress: &mut dyn Progress) -> Result<Outc
     let hello = bench::build(dir, bench::HELLO)?;
     let compute = bench::build(dir, bench::COMPUTE)?;
     let tlb = bench::build(dir, bench::TLB)?;
+    let mprotect = bench::build(dir, bench::MPROTECT)?;
     let profile = dir.join("lwk-profile.json");
     let lwk_prefix: Vec<OsString> = vec![
         cfg.multios.clone().into(),
@@ -105,7 +113,7 @@ fn measure(cfg: &Config, dir: &Path, progress: &mut dyn Progress) -> Result<Outc
         "--".into(),
     ];
     progress.start(
-        (Mechanism::ALL.len() + 3) as u64,
+        (Mechanism::ALL.len() + 4) as u64,
         "bench lwk: round trips and programs",
     );
 
@@ -132,7 +140,8 @@ fn measure(cfg: &Config, dir: &Path, progress: &mut dyn Progress) -> Result<Outc
     // 2. Programs, native and LWK alternately.
     let compute_args = [cfg.compute_iters.to_string()];
     let tlb_args = [cfg.tlb_mib.to_string(), cfg.tlb_steps.to_string()];
-    let programs: [(&str, &Path, Vec<&str>); 3] = [
+    let mprotect_args = [MPROTECT_CALLS.to_string()];
+    let programs: [(&str, &Path, Vec<&str>); 4] = [
         ("static hello world", &hello, vec![]),
         (
             "compute-bound",
@@ -143,6 +152,11 @@ fn measure(cfg: &Config, dir: &Path, progress: &mut dyn Progress) -> Result<Outc
             "TLB-bound random walk",
             &tlb,
             tlb_args.iter().map(String::as_str).collect(),
+        ),
+        (
+            MPROTECT_ROW,
+            &mprotect,
+            mprotect_args.iter().map(String::as_str).collect(),
         ),
     ];
     let mut rows = Vec::new();

@@ -37,6 +37,11 @@ pub const TLB: Program = Program {
     name: "tlb",
     source: include_str!("tlb.c"),
 };
+/// mprotect toggles on one page (issue #14: the cost of a page-table edit and CR3 reload).
+pub const MPROTECT: Program = Program {
+    name: "mprotect",
+    source: include_str!("mprotect.c"),
+};
 
 /// Builds `p` with `gcc -O2 -static` in `dir`.
 pub fn build(dir: &Path, p: Program) -> Result<PathBuf, BenchError> {

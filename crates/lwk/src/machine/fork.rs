@@ -129,6 +129,8 @@ impl Machine {
         )
         .map_err(|e| format!("a new vCPU: {e}"))?;
         crate::sys::kvm::set_xsave(&fresh, xsave).map_err(|e| format!("KVM_SET_XSAVE: {e}"))?;
+        self.mem.shadow.forked(0);
+        self.mem.shadow.set_vm(std::os::fd::AsRawFd::as_raw_fd(&vm.vm));
         *vcpu = fresh;
         *lock(&self.vm) = vm;
         crate::signal::host::forget_event();

@@ -97,6 +97,10 @@ pub fn on_kick(kernel: &Kernel, id: u64, vcpu: &mut VcpuFd) -> bool {
     kernel.deliver(id as usize, vcpu, &regs, None) == Delivery::Stop
 }
 
+/// si_code of SIGSEGV: no mapping at the address / a mapping that forbids the access.
+const SEGV_MAPERR: i32 = 1;
+const SEGV_ACCERR: i32 = 2;
+
 /// Exception vectors (Intel SDM vol. 3, table 6-1).
 mod vector {
     pub const DE: u64 = 0;
@@ -149,14 +153,42 @@ pub fn signal_of(
         vector::BP => (libc::SIGTRAP, SI_KERNEL, 0),
         vector::OF | vector::BR | vector::GP => (libc::SIGSEGV, SI_KERNEL, 0),
         vector::UD => (libc::SIGILL, 2 /* ILL_ILLOPN */, rip),
-        // Bit 0 of the error code: the page was present (a protection fault).
-        vector::PF => (libc::SIGSEGV, if error & 1 == 0 { 1 } else { 2 }, cr2),
+        // Bit 0 of the error code: the page was present (a protection fault). A not-present page
+        // that is mapped (PROT_NONE) is SEGV_ACCERR too: `on_fault` asks the VMAs.
+        vector::PF => (
+            libc::SIGSEGV,
+            if error & 1 == 0 { SEGV_MAPERR } else { SEGV_ACCERR },
+            cr2,
+        ),
         vector::MF => (libc::SIGFPE, fpe_code(fpu(false)), rip),
         vector::XM => (libc::SIGFPE, fpe_code(fpu(true)), rip),
         vector::AC => (libc::SIGBUS, 1 /* BUS_ADRALN */, 0),
         _ => return None,
     };
     Some((sig as u64, code, addr))
+}
+
+/// vCPU `id` halted in a page fault from ring 3 while it ran with page tables older than the
+/// current ones (`shadow.rs`): puts it back at the faulting instruction, which runs again with the
+/// new tables (its CR3 is reloaded before the next KVM_RUN). Linux's spurious-fault path.
+pub fn retry_stale_fault(kernel: &Kernel, id: u64, vcpu: &mut VcpuFd) -> bool {
+    if !kernel.mem.shadow.stale(id as usize) {
+        return false;
+    }
+    let Ok(regs) = vcpu.get_regs() else {
+        return false;
+    };
+    let frame = stub::ExceptionFrame::read(&kernel.mem, regs.rsp);
+    if !frame.from_user() || frame.vector != vector::PF {
+        return false;
+    }
+    let user = kvm_regs {
+        rip: frame.rip,
+        rsp: frame.rsp,
+        rflags: frame.rflags,
+        ..regs
+    };
+    crate::vcpu::back_to_ring3(vcpu).is_ok() && vcpu.set_regs(&user).is_ok()
 }
 
 /// vCPU `id` halted in an exception reporter: if the exception came from ring 3 and the guest
@@ -182,9 +214,14 @@ pub fn on_fault(kernel: &Kernel, id: u64, vcpu: &mut VcpuFd) -> bool {
             fsw & 0x3f & !fcw
         }
     };
-    let Some((sig, code, addr)) = signal_of(vector, error, rip, sregs.cr2, fpu) else {
+    let Some((sig, mut code, addr)) = signal_of(vector, error, rip, sregs.cr2, fpu) else {
         return false;
     };
+    if vector == vector::PF && kernel.is_mapped(sregs.cr2) {
+        // A mapping is there but forbids the access (PROT_NONE is not present in the page
+        // tables, like in Linux's): SEGV_ACCERR, as Linux decides from its VMA.
+        code = SEGV_ACCERR;
+    }
     let mut user = regs;
     user.rip = rip;
     user.rsp = frame.rsp;

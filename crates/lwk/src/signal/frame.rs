@@ -127,6 +127,12 @@ impl Kernel {
         if !self.mem.in_app(frame, top.wrapping_sub(frame)) {
             return Err(format!("the stack at {:#x} has no room for a signal frame", top));
         }
+        if !self.mem.user_can(frame, top.wrapping_sub(frame), true) {
+            // Linux's copy to the user stack faults there too (a stack overflow into a guard).
+            return Err(format!(
+                "the stack at {top:#x} is not writable (a guard page or an overflow?)"
+            ));
+        }
         let oldmask = {
             let mut t = lock(&self.threads);
             let t = t.get_mut(cpu);

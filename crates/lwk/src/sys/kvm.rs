@@ -30,3 +30,26 @@ pub fn set_xsave(vcpu: &VcpuFd, xsave: &kvm_bindings::kvm_xsave) -> Result<(), k
     // the XCR0 features this VMM sets, so the kernel reads nothing beyond the struct.
     unsafe { vcpu.set_xsave(xsave) }
 }
+
+/// KVM_SET_USER_MEMORY_REGION (_IOW(0xAE, 0x46, struct kvm_userspace_memory_region)).
+const KVM_SET_USER_MEMORY_REGION: libc::c_ulong = 0x4020_ae46;
+
+/// Sets one-page memslot `slot` of VM `vm_fd` at guest-physical `gpa`, backed by host page `host`
+/// (creating it, or moving it when it exists elsewhere: a move makes this KVM drop every shadow
+/// page table it built, like a deletion).
+pub fn place_scratch_slot(vm_fd: i32, slot: u32, gpa: u64, host: u64) -> Result<(), std::io::Error> {
+    let region = kvm_bindings::kvm_userspace_memory_region {
+        slot,
+        flags: 0,
+        guest_phys_addr: gpa,
+        memory_size: 4096,
+        userspace_addr: host,
+    };
+    // SAFETY: the ioctl reads `region`, a live local; `host` is a page of guest memory the VMM
+    // owns for the VM's lifetime.
+    let r = unsafe { libc::ioctl(vm_fd, KVM_SET_USER_MEMORY_REGION, &region) };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}

@@ -56,3 +56,11 @@ pub fn gettid() -> i32 {
     // SAFETY: gettid has no arguments and cannot fail.
     unsafe { libc::gettid() }
 }
+
+/// Kicks host thread `tid` of this process out of KVM_RUN with SIGUSR2 (the machine's no-op
+/// handler, no SA_RESTART). tgkill, not pthread_kill: a thread that has just ended makes it fail
+/// with ESRCH instead of touching freed memory.
+pub fn kick_tid(tid: i32) {
+    // SAFETY: tgkill only sends a signal; a stale tid is an ESRCH error, ignored.
+    unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, libc::SIGUSR2) };
+}

@@ -206,6 +206,46 @@ pub fn check(mem: &GuestMemory, layout: &[Arg], a: &[u64; 6], fd_floor: i32) -> 
     Ok(c)
 }
 
+/// [`check`], then the page protections of what the call will copy (issue #14): every buffer must
+/// be accessible to user code and those the kernel writes (`layout::written`) writable, or the
+/// call gets EFAULT as on Linux, whose copy_to_user/copy_from_user fault on the same pages. A
+/// buffer that is only partly accessible gets EFAULT where Linux may return a short count.
+pub fn check_call(
+    mem: &GuestMemory,
+    nr: i64,
+    layout: &[Arg],
+    a: &[u64; 6],
+    fd_floor: i32,
+) -> Result<Checked, i64> {
+    let c = check(mem, layout, a, fd_floor)?;
+    let written = super::layout::written(nr);
+    let ok = |addr: u64, len: u64, write: bool| {
+        if addr == 0 || len == 0 || mem.user_can(addr, len, write) {
+            Ok(())
+        } else {
+            Err(EFAULT)
+        }
+    };
+    for (i, arg) in layout.iter().enumerate() {
+        match *arg {
+            Arg::Buf(l) | Arg::OptBuf(l) => ok(a[i], length(mem, a, l)?, written.contains(&i))?,
+            Arg::Iov(_) | Arg::MsgHdr => {
+                let into = matches!(
+                    nr,
+                    libc::SYS_readv | libc::SYS_preadv | libc::SYS_preadv2 | libc::SYS_recvmsg
+                );
+                for pair in c.iov.chunks(2) {
+                    if let [base, len] = *pair {
+                        ok(base, len, into)?;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(c)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -34,7 +34,7 @@ impl Kernel {
                 }
             },
         };
-        let checked = match check(&self.mem, layout, &a, self.fd_floor) {
+        let checked = match super::check::check_call(&self.mem, nr as i64, layout, &a, self.fd_floor) {
             Ok(c) => c,
             Err(e) => return Reply::Ret(e),
         };

@@ -119,6 +119,7 @@ impl Kernel {
         };
         *lock(&self.space.mm) = loaded.mm;
         self.note_images(&loaded.image, loaded.interp.as_ref());
+        self.sync_all_protections();
         if let Some(t) = loaded.thunks {
             *lock(&self.program.thunks) = Some(t);
         }

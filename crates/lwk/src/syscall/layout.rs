@@ -73,6 +73,39 @@ use self::Len::*;
 pub const PROCESS_VM_LOCAL: &[Arg] = &[Val, Iov(2), Val, Val, Val, Val];
 
 /// The layout of delegated call `nr`, or None when the proxy does not know it.
+/// The arguments of `nr` whose buffers the kernel writes (the other buffers it only reads): they
+/// must be writable by the guest (issue #14).
+pub fn written(nr: i64) -> &'static [usize] {
+    match nr {
+        SYS_read | SYS_pread64 | SYS_fstat | SYS_stat | SYS_lstat | SYS_statfs | SYS_fstatfs
+        | SYS_getdents64 | SYS_getdents | SYS_readlink | SYS_getitimer | SYS_timer_gettime
+        | SYS_clock_gettime | SYS_clock_getres | SYS_listxattr | SYS_llistxattr | SYS_flistxattr => &[1],
+        SYS_newfstatat | SYS_readlinkat | SYS_getxattr | SYS_lgetxattr | SYS_fgetxattr => &[2],
+        SYS_statx => &[4],
+        SYS_getcwd | SYS_pipe | SYS_pipe2 | SYS_time | SYS_times | SYS_uname | SYS_sysinfo
+        | SYS_getrandom | SYS_gettimeofday => &[0],
+        SYS_getrusage | SYS_getgroups => &[1],
+        SYS_sched_getaffinity | SYS_timer_create | SYS_socketpair => &[2, 3],
+        SYS_getresuid | SYS_getresgid | SYS_getcpu => &[0, 1, 2],
+        SYS_wait4 => &[1, 3],
+        SYS_waitid => &[2, 4],
+        SYS_nanosleep => &[1],
+        SYS_clock_nanosleep => &[3],
+        SYS_setitimer => &[2],
+        SYS_timer_settime => &[3],
+        SYS_accept | SYS_accept4 | SYS_getsockname | SYS_getpeername => &[1, 2],
+        SYS_recvfrom => &[1, 4, 5],
+        SYS_getsockopt => &[3, 4],
+        SYS_epoll_wait | SYS_epoll_pwait => &[1],
+        SYS_prlimit64 => &[3],
+        SYS_getrlimit => &[1],
+        SYS_sendfile => &[2],
+        SYS_copy_file_range => &[1, 3],
+        SYS_select | SYS_pselect6 => &[1, 2, 3],
+        _ => &[],
+    }
+}
+
 pub fn layout(nr: i64) -> Option<&'static [Arg]> {
     Some(match nr {
         SYS_read | SYS_write => &[Fd, Buf(Arg(2)), Val],

@@ -13,17 +13,41 @@ const ARCH_SET_FS: u64 = 0x1002;
 const ARCH_GET_FS: u64 = 0x1003;
 const ARCH_GET_GS: u64 = 0x1004;
 
+/// Calls that may rewrite the page tables (issue #14).
+fn changes_page_tables(nr: u64) -> bool {
+    [
+        SYS_mmap,
+        SYS_munmap,
+        SYS_mprotect,
+        SYS_mremap,
+        SYS_brk,
+        SYS_shmat,
+        SYS_shmdt,
+    ]
+    .contains(&(nr as i64))
+}
+
 fn err(e: i32) -> Reply {
     Reply::Ret(-(e as i64))
 }
 
 impl Kernel {
     pub(super) fn local(&self, ctx: Ctx<'_>, cpu: usize, nr: u64, a: [u64; 6]) -> Reply {
+        if matches!(ctx, Ctx::Proxy) && changes_page_tables(nr) {
+            // The call edits the page tables, which the calling vCPU must reload before it
+            // resumes: served on its own thread (a doorbell exit), the reload needs no kick out
+            // of KVM_RUN, which costs more on this KVM (docs/LWK.md, "Page protections").
+            return Reply::NeedVcpu;
+        }
         match nr as i64 {
             SYS_brk => {
                 let mut fx = Effects::default();
-                let r = lock(&self.space.mm).brk(a[0], &mut fx);
+                let (old, r) = {
+                    let mut mm = lock(&self.space.mm);
+                    (mm.brk_cur, mm.brk(a[0], &mut fx))
+                };
                 self.apply(fx);
+                self.sync_protections(old.min(r), old.max(r).saturating_add(crate::mm::PAGE));
                 Reply::Ret(r as i64)
             }
             SYS_mmap => self.mmap(a),
@@ -48,12 +72,18 @@ impl Kernel {
                 self.apply(fx);
                 if let Ok(new) = r {
                     self.note_remap(a[0], a[1], new, a[2]);
+                    self.sync_protections(a[0], a[0].saturating_add(a[1].max(a[2])));
+                    self.sync_protections(new, new.saturating_add(a[2]));
                 }
                 Reply::Ret(r.map_or_else(MmError::errno, |v| v as i64))
             }
             SYS_msync => self.msync(a),
             SYS_mprotect if lock(&self.space.mm).in_window(a[0], a[1]) => {
+                if !a[0].is_multiple_of(crate::mm::PAGE) {
+                    return err(EINVAL);
+                }
                 self.note_protect(a[0], a[1], a[2] as i32);
+                self.sync_protections_kept(a[0], a[0].saturating_add(a[1]));
                 Reply::Ret(0)
             }
             SYS_mprotect | SYS_mlock | SYS_munlock => {
@@ -198,6 +228,7 @@ impl Kernel {
         self.apply(fx);
         if r.is_ok() {
             self.note_unmap(addr, len);
+            self.sync_protections(addr, addr.saturating_add(len));
         }
         r
     }
@@ -253,6 +284,7 @@ impl Kernel {
                 self.release(addr, len).ok();
             } else {
                 self.note_map(addr, len, prot, true, Some(fd), off);
+                self.sync_protections(addr, addr.saturating_add(len));
             }
             return r;
         }
@@ -284,6 +316,7 @@ impl Kernel {
         }
         let file = (!anon).then_some(fd);
         self.note_map(addr, len, prot, flags & MAP_SHARED != 0, file, off);
+        self.sync_protections(addr, addr.saturating_add(len));
         Reply::Ret(addr as i64)
     }
 

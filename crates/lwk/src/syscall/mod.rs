@@ -12,6 +12,7 @@ mod local;
 mod maps;
 mod open;
 mod opened;
+mod protect;
 mod shared;
 pub mod signal;
 

@@ -94,6 +94,7 @@ impl Kernel {
         }
         lock(&self.space.shared).insert(addr, addr + len);
         lock(&self.space.shm).insert(addr, len);
+        self.sync_protections(addr, addr + len);
         Reply::Ret(addr as i64)
     }
 
