@@ -132,11 +132,8 @@ pub fn run(command: &[String], rules: &[Rule], poll: Duration) -> Result<RunRepo
         what: "pipe".into(),
         source,
     })?;
-    let mut cmd = std::process::Command::new(program);
-    cmd.args(&command[1..]);
-    let raw = crate::sys::hold_before_exec(&mut cmd, hold_r);
-    let spawned = cmd.spawn();
-    crate::sys::close(raw);
+    let spawned = crate::sys::held_command(command, &hold_r).spawn();
+    drop(hold_r);
     let mut child = spawned.map_err(|source| RunError::Spawn {
         program: program.clone(),
         source,
@@ -171,7 +168,7 @@ pub fn run(command: &[String], rules: &[Rule], poll: Duration) -> Result<RunRepo
     assign(root, &root_name, &mut applied, &mut unmatched);
     seen.insert(root, root_name.clone());
     let mut w = std::fs::File::from(hold_w);
-    let _ = w.write_all(b"g");
+    let _ = w.write_all(b"go\n");
     drop(w);
     let mut walks: Vec<f64> = Vec::new();
     let exit_code = loop {

@@ -37,26 +37,28 @@ pub fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// Makes `cmd`'s child wait, between fork and exec, until one byte arrives on (or the write end of)
-/// `hold` closes: the recorder registers the child with the probes in that window.
-pub fn hold_before_exec(cmd: &mut std::process::Command, hold: OwnedFd) -> std::os::fd::RawFd {
-    use std::os::fd::IntoRawFd;
+/// The command that runs `command` held: `/bin/sh` waits for a line on descriptor 3 (the read end
+/// of `hold`, moved there between fork and exec), then execs the command under the same pid. Spawning
+/// returns once the shell runs, so the caller can register the pid (probes, affinity) and then write
+/// a line to the other end; the caller drops `hold` after spawning. The shell's own `read` is all that runs before the program.
+pub fn held_command(command: &[String], hold: &OwnedFd) -> std::process::Command {
+    use std::os::fd::AsRawFd;
     use std::os::unix::process::CommandExt;
-    let fd = hold.into_raw_fd();
-    // SAFETY: the closure runs in the child between fork and exec and only calls read(2), which is
-    // async-signal-safe; the descriptor stays open in the parent until dropped there.
+    let mut cmd = std::process::Command::new("/bin/sh");
+    cmd.arg("-c")
+        .arg("read -r _ <&3; exec 3<&-; exec \"$@\"")
+        .arg("multios-map")
+        .args(command);
+    let fd = hold.as_raw_fd();
+    // SAFETY: the closure runs in the child between fork and exec and calls only dup2(2), which is
+    // async-signal-safe; dup2 onto 3 clears close-on-exec there, the original keeps it.
     unsafe {
         cmd.pre_exec(move || {
-            let mut b = 0u8;
-            let _ = libc::read(fd, (&mut b as *mut u8).cast(), 1);
+            if libc::dup2(fd, 3) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
             Ok(())
         });
     }
-    fd
-}
-
-/// Closes a raw descriptor kept by [`hold_before_exec`] in the parent.
-pub fn close(fd: std::os::fd::RawFd) {
-    // SAFETY: the caller owns `fd` and never uses it again.
-    unsafe { libc::close(fd) };
+    cmd
 }

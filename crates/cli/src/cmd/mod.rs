@@ -7,6 +7,7 @@ pub mod emulate;
 pub mod fc;
 pub mod lwk;
 pub mod lwk_validate;
+pub mod map;
 pub mod model;
 pub mod model_aam;
 pub mod noise;

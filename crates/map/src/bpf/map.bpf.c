@@ -8,8 +8,9 @@
 //
 // - sys_enter/sys_exit: per (tid, nr) call counts; for read/write/readv/writev/sendto/recvfrom/
 //   sendmsg/recvmsg on a pipe or a UNIX socket, the bytes each thread moved through each channel
-//   (a pipe: its inode; a UNIX socket: the receiving sock, i.e. the peer's for a send, its own for a
-//   receive), so user space pairs writers with readers; futex wakes: the tasks woken.
+//   (a pipe: its inode number; a connected UNIX socket: the inode number of the receiving socket,
+//   the peer's for a send, its own for a receive), so user space pairs writers with readers (inode
+//   numbers, unlike kernel addresses, are not reused within a run); futex wakes: the tasks woken.
 // - sched_waking: waker -> wakee counts (and the wakees of a futex wake in flight).
 // - signal_generate: sender -> target counts.
 // - sched_switch: time on a CPU per thread.
@@ -47,6 +48,7 @@ struct pt_regs {
 } CORE;
 struct inode {
 	unsigned short i_mode;
+	unsigned long i_ino;
 } CORE;
 struct file {
 	struct inode *f_inode;
@@ -67,11 +69,14 @@ struct task_struct {
 struct sock_common {
 	unsigned short skc_family;
 } CORE;
+struct socket;
 struct sock {
 	struct sock_common __sk_common;
+	struct socket *sk_socket;
 } CORE;
 struct socket {
 	struct sock *sk;
+	struct file *file;
 } CORE;
 struct unix_sock {
 	struct sock *peer;
@@ -181,6 +186,26 @@ static inline __attribute__((always_inline)) void add_edge(__u32 from, __u32 to,
 	}
 }
 
+/* The inode number of a socket's inode (0 when detached). */
+static inline __attribute__((always_inline)) __u64 sock_ino(struct sock *sk)
+{
+	struct socket *sock = 0;
+	struct file *f = 0;
+	struct inode *ino = 0;
+	unsigned long nr = 0;
+	RD(sock, sk->sk_socket);
+	if (!sock)
+		return 0;
+	RD(f, sock->file);
+	if (!f)
+		return 0;
+	RD(ino, f->f_inode);
+	if (!ino)
+		return 0;
+	RD(nr, ino->i_ino);
+	return nr;
+}
+
 /* The channel of descriptor `fd` of the current task: 0 when it is neither a pipe nor a UNIX socket. */
 static inline __attribute__((always_inline)) __u64 channel(unsigned long fd, int sending, __u32 *kind)
 {
@@ -212,8 +237,10 @@ static inline __attribute__((always_inline)) __u64 channel(unsigned long fd, int
 		return 0;
 	RD(mode, ino->i_mode);
 	if ((mode & S_IFMT) == S_IFIFO) {
+		unsigned long nr = 0;
+		RD(nr, ino->i_ino);
 		*kind = KIND_PIPE;
-		return (__u64)ino;
+		return nr;
 	}
 	if ((mode & S_IFMT) != S_IFSOCK)
 		return 0;
@@ -230,11 +257,14 @@ static inline __attribute__((always_inline)) __u64 channel(unsigned long fd, int
 	if (family != AF_UNIX)
 		return 0;
 	*kind = KIND_UNIX;
-	if (!sending)
-		return (__u64)sk;
-	struct sock *peer = 0;
-	RD(peer, ((struct unix_sock *)sk)->peer);
-	return (__u64)peer;
+	if (sending) {
+		struct sock *peer = 0;
+		RD(peer, ((struct unix_sock *)sk)->peer);
+		if (!peer)
+			return 0;
+		sk = peer;
+	}
+	return sock_ino(sk);
 }
 
 SEC("tp_btf/sys_enter")

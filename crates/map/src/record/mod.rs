@@ -99,11 +99,8 @@ pub fn record(opts: &Options) -> Result<Recorded, RecordError> {
             what: "pipe".into(),
             source,
         })?;
-        let mut cmd = std::process::Command::new(program);
-        cmd.args(&opts.command[1..]);
-        let raw = crate::sys::hold_before_exec(&mut cmd, hold_r);
-        let spawned = cmd.spawn();
-        crate::sys::close(raw);
+        let spawned = crate::sys::held_command(&opts.command, &hold_r).spawn();
+        drop(hold_r);
         let c = spawned.map_err(|source| RecordError::Spawn {
             program: program.clone(),
             source,
@@ -112,7 +109,7 @@ pub fn record(opts: &Options) -> Result<Recorded, RecordError> {
         probe.seed(pid, pid)?;
         seeds.push((pid, pid));
         let mut w = std::fs::File::from(hold_w);
-        let _ = w.write_all(b"g");
+        let _ = w.write_all(b"go\n");
         drop(w);
         child = Some(c);
         pid
@@ -185,6 +182,9 @@ pub fn record(opts: &Options) -> Result<Recorded, RecordError> {
     raw.flows = probe.flows()?;
     raw.events = probe.events()?;
     raw.calls = probe.calls()?;
+    if std::env::var_os("MULTIOS_MAP_DEBUG").is_some() {
+        eprintln!("multios map: raw flows {:?}", raw.flows);
+    }
     let mut graph = assemble(&raw);
     graph.command = opts.command.clone();
     if opts.command.is_empty() {
