@@ -2,11 +2,14 @@
 //! 1. processes that share data go to one core, when eq. 1 says the pair runs faster there than on
 //!    two cores (work_a + work_b + λ·c < max(work_a, work_b) + c, λ the local factor, c the pair cost);
 //! 2. communicating processes go to adjacent cores: a cluster gets a contiguous block of PUs in tree
-//!    order and its members fill it in the order of a walk along their heaviest links;
-//! 3. independent processes go far apart: clusters are chained by their links, so unconnected
-//!    clusters land in distant blocks, and blocks are sized by members over the whole machine.
+//!    order, right after the block of the cluster it is most linked to, and its members fill it in
+//!    the order of a walk along their heaviest links;
+//! 3. independent processes go far apart: a cluster with no link to those placed before it starts in
+//!    the least loaded top-level domain (the first level with more than one object: packages, NUMA
+//!    nodes, caches or cores).
 //!
-//! Each node is handled once, with its already-placed neighbours: O(P + E) for P nodes.
+//! Each node is handled once, with its already-placed neighbours: O(P + E) for P nodes (plus one
+//! scan of the PUs per independent cluster).
 
 use super::tree_order;
 use crate::partition::{CostModel, Partition, Weights};
@@ -48,12 +51,14 @@ pub fn place(w: &Weights, partition: &Partition, topo: &Topology, cost: &CostMod
             .sum()
     };
     let mut left: BTreeSet<usize> = (0..clusters.len()).collect();
-    let mut chain = Vec::new();
+    let mut chain: Vec<(usize, bool)> = Vec::new(); // (cluster, linked to the previous one)
     while let Some(&first) = left.iter().max_by(|&&a, &&b| weight(a).total_cmp(&weight(b))) {
         let mut cur = first;
+        let mut linked = false;
         loop {
             left.remove(&cur);
-            chain.push(cur);
+            chain.push((cur, linked));
+            linked = true;
             let mut link = vec![0.0; clusters.len()];
             for &m in &clusters[cur] {
                 for &(u, c) in &w.adj[m] {
@@ -71,16 +76,44 @@ pub fn place(w: &Weights, partition: &Partition, topo: &Topology, cost: &CostMod
             }
         }
     }
-    // Blocks of PUs, sized by members, in chain order.
+    // Blocks of PUs in chain order: a cluster linked to the previous one starts right after it
+    // (observation 2); an independent one starts in the least loaded top-level domain (observation 3).
     let p = pus.len().max(1);
+    let level = topo.top_domains();
+    let mut load = vec![0usize; p]; // members per position in `pus`
     let mut pu_of = vec![0; n];
-    let mut start = 0usize;
-    for &c in &chain {
+    let mut cursor = 0usize;
+    for &(c, linked) in &chain {
         let members = walk(w, &clusters[c]);
-        let size = ((members.len() * p).div_ceil(n.max(1))).clamp(1, p);
-        let block: Vec<usize> = (0..size).map(|k| pus[(start + k) % p]).collect();
-        start = (start + size) % p;
-        fill(w, cost, &members, &block, &mut pu_of);
+        let size = members.len().clamp(1, p);
+        let start = if linked {
+            cursor
+        } else {
+            let mut best: Option<(usize, u32, usize)> = None; // (load, region, first position)
+            let mut k = 0;
+            while k < p {
+                let region = topo.pus[pus[k]].path[level];
+                let first = k;
+                let mut l = 0;
+                while k < p && topo.pus[pus[k]].path[level] == region {
+                    l += load[k];
+                    k += 1;
+                }
+                if best.is_none_or(|(bl, _, _)| l < bl) {
+                    best = Some((l, region, first));
+                }
+            }
+            best.map_or(0, |b| b.2)
+        };
+        let block: Vec<usize> = (0..size).map(|k| (start + k) % p).collect();
+        let block_pus: Vec<usize> = block.iter().map(|&k| pus[k]).collect();
+        fill(w, cost, &members, &block_pus, &mut pu_of);
+        for &m in &members {
+            if let Some(k) = block.iter().position(|&k| pus[k] == pu_of[m]) {
+                load[block[k]] += 1;
+            }
+        }
+        cursor = (start + size) % p;
     }
     pu_of
 }
@@ -170,5 +203,23 @@ mod tests {
         assert_eq!(pu[0], pu[1]);
         assert_eq!(pu[2], pu[3]);
         assert_ne!(pu[0], pu[2]);
+    }
+
+    #[test]
+    fn independent_pipelines_go_to_different_packages() {
+        let topo = Topology::synthetic("pack:2 core:8 pu:1").expect("topology");
+        let w = Weights::from_pairs(
+            (0..6).collect(),
+            vec![1e9; 6],
+            vec![(0, 1, 1e6), (1, 2, 1e6), (3, 4, 1e6), (4, 5, 1e6)],
+        );
+        let part = Partition::flat(vec![vec![0, 1, 2], vec![3, 4, 5]], 0);
+        let pu = place(&w, &part, &topo, &CostModel::default());
+        let pkg = |v: usize| topo.pus[pu[v]].path[0];
+        assert_eq!(pkg(0), pkg(1));
+        assert_eq!(pkg(1), pkg(2));
+        assert_eq!(pkg(3), pkg(5));
+        assert_ne!(pkg(0), pkg(3));
+        assert!(topo.hops(pu[0], pu[1]) <= 2 && topo.hops(pu[1], pu[2]) <= 2);
     }
 }
