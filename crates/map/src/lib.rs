@@ -7,6 +7,7 @@
 
 pub mod export;
 pub mod graph;
+pub mod ipcbench;
 pub mod partition;
 pub mod place;
 pub mod project;

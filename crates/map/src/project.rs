@@ -1,9 +1,10 @@
 //! The projection to machines larger than this one: a calibrated cost model predicts the run time of
 //! a graph under a placement on a described topology. Each PU's time is the work placed on it plus,
 //! for every pair with an end on it, the pair's cost scaled by distance: local_factor on one PU,
-//! 1 at one hop, 1 + per_hop · (h − 1) further out; the run takes as long as the busiest PU.
-//! On 2 CPUs only the first two distances exist, so `per_hop` cannot be measured here; `multios bench
-//! map` says which numbers it measured and which it assumed.
+//! 1 up to the calibrated distance `ref_hops`, 1 + per_hop · (h − ref_hops) further out; the run
+//! takes as long as the busiest PU. On 2 CPUs only two distances exist (same CPU, the other CPU), so
+//! `per_hop` cannot be measured here; `multios bench map` says which numbers it measured and which it
+//! assumed.
 
 use crate::partition::{CostModel, Weights};
 use crate::topology::Topology;
@@ -13,8 +14,11 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct HopModel {
     pub cost: CostModel,
-    /// Extra cost per hop beyond the first, as a fraction of the one-hop cost.
+    /// Extra cost per hop beyond `ref_hops`, as a fraction of the calibrated cost.
     pub per_hop: f64,
+    /// The distance (hops) between the two CPUs the cost model was calibrated on: 2 for two cores of
+    /// one cache or package (core and PU levels), as on this machine.
+    pub ref_hops: u32,
 }
 
 impl HopModel {
@@ -22,7 +26,7 @@ impl HopModel {
     pub fn factor(&self, hops: u32) -> f64 {
         match hops {
             0 => self.cost.local_factor,
-            h => 1.0 + self.per_hop * (h - 1) as f64,
+            h => 1.0 + self.per_hop * h.saturating_sub(self.ref_hops) as f64,
         }
     }
 }
@@ -55,9 +59,12 @@ mod tests {
         let m = HopModel {
             cost: CostModel::default(),
             per_hop: 0.5,
+            ref_hops: 2,
         };
         assert_eq!(predict(&w, &topo, &[0, 0], &m), 30.0 + 50.0);
-        // pu 0 and 1: two cores of a package, 2 hops
-        assert_eq!(predict(&w, &topo, &[0, 1], &m), 20.0 + 150.0);
+        // pu 0 and 1: two cores of a package, 2 hops, the calibrated distance
+        assert_eq!(predict(&w, &topo, &[0, 1], &m), 20.0 + 100.0);
+        // pu 0 and 2: across packages, 3 hops
+        assert_eq!(predict(&w, &topo, &[0, 2], &m), 20.0 + 150.0);
     }
 }

@@ -51,10 +51,17 @@ pub fn held_command(command: &[String], hold: &OwnedFd) -> std::process::Command
         .args(command);
     let fd = hold.as_raw_fd();
     // SAFETY: the closure runs in the child between fork and exec and calls only dup2(2), which is
-    // async-signal-safe; dup2 onto 3 clears close-on-exec there, the original keeps it.
+    // async-signal-safe, or fcntl(2) when the descriptor already is 3; either way descriptor 3 is
+    // left without close-on-exec, the original keeps it.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::dup2(fd, 3) < 0 {
+            // dup2 onto itself would keep close-on-exec: clear the flag instead
+            let r = if fd == 3 {
+                libc::fcntl(3, libc::F_SETFD, 0)
+            } else {
+                libc::dup2(fd, 3)
+            };
+            if r < 0 {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())

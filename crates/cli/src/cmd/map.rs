@@ -140,6 +140,9 @@ struct PlaceArgs {
     /// Projection: extra cost per hop beyond the first (fraction of the one-hop cost; not measurable on 2 CPUs)
     #[arg(long, default_value_t = 0.5)]
     per_hop: f64,
+    /// Projection: the distance (hops) the costs were calibrated at (2: two cores of one cache)
+    #[arg(long, default_value_t = 2)]
+    ref_hops: u32,
     #[command(flatten)]
     cost: CostArgs,
 }
@@ -416,6 +419,7 @@ fn cmd_place(a: PlaceArgs, out: &Out) -> super::Exit {
     let hop = HopModel {
         cost,
         per_hop: a.per_hop,
+        ref_hops: a.ref_hops,
     };
     let placements: Vec<Placement> = Strategy::ALL
         .iter()

@@ -8,5 +8,6 @@ pub mod aam_timeline;
 pub mod emulate;
 pub mod hpcc;
 pub mod lwk;
+pub mod map;
 pub mod noise;
 pub mod profiler;

@@ -80,7 +80,7 @@ pub fn place(w: &Weights, partition: &Partition, topo: &Topology, cost: &CostMod
     // (observation 2); an independent one starts in the least loaded top-level domain (observation 3).
     let p = pus.len().max(1);
     let level = topo.top_domains();
-    let mut load = vec![0usize; p]; // members per position in `pus`
+    let mut load = vec![0usize; topo.len().max(1)]; // members per PU index
     let mut pu_of = vec![0; n];
     let mut cursor = 0usize;
     for &(c, linked) in &chain {
@@ -96,7 +96,7 @@ pub fn place(w: &Weights, partition: &Partition, topo: &Topology, cost: &CostMod
                 let first = k;
                 let mut l = 0;
                 while k < p && topo.pus[pus[k]].path[level] == region {
-                    l += load[k];
+                    l += load[pus[k]];
                     k += 1;
                 }
                 if best.is_none_or(|(bl, _, _)| l < bl) {
@@ -107,12 +107,7 @@ pub fn place(w: &Weights, partition: &Partition, topo: &Topology, cost: &CostMod
         };
         let block: Vec<usize> = (0..size).map(|k| (start + k) % p).collect();
         let block_pus: Vec<usize> = block.iter().map(|&k| pus[k]).collect();
-        fill(w, cost, &members, &block_pus, &mut pu_of);
-        for &m in &members {
-            if let Some(k) = block.iter().position(|&k| pus[k] == pu_of[m]) {
-                load[block[k]] += 1;
-            }
-        }
+        fill(w, cost, &members, &block_pus, &mut pu_of, &mut load);
         cursor = (start + size) % p;
     }
     pu_of
@@ -154,31 +149,39 @@ fn degree(w: &Weights, v: usize, within: &BTreeSet<usize>) -> f64 {
         .sum()
 }
 
-/// Members onto the block: next free PU, or the PU of the heaviest placed neighbour when sharing it
-/// is faster by eq. 1 (observation 1); when the block is full, members share PUs in order.
-fn fill(w: &Weights, cost: &CostModel, members: &[usize], block: &[usize], pu_of: &mut [usize]) {
-    let mut used = vec![0usize; block.len()];
+/// Members onto the block: each goes to the PU of its heaviest placed neighbour when sharing it is
+/// faster by eq. 1 (observation 1), otherwise to the least loaded PU of the block (counting what
+/// earlier clusters put there; the first such PU, so neighbours in the walk sit on adjacent PUs).
+fn fill(
+    w: &Weights,
+    cost: &CostModel,
+    members: &[usize],
+    block: &[usize],
+    pu_of: &mut [usize],
+    load: &mut [usize],
+) {
+    let mut used: Vec<usize> = block.iter().map(|&p| load[p]).collect();
     let mut slot_of: Vec<Option<usize>> = vec![None; pu_of.len()];
-    for (k, &m) in members.iter().enumerate() {
+    for &m in members {
         let heaviest = w.adj[m]
             .iter()
             .filter_map(|&(u, c)| slot_of[u].map(|s| (u, s, c)))
             .max_by(|a, b| a.2.total_cmp(&b.2));
-        let free = used.iter().position(|&u| u == 0);
-        let slot = match (heaviest, free) {
-            (Some((u, s, c)), Some(f)) => {
+        let least = (0..used.len()).min_by_key(|&s| used[s]).unwrap_or(0);
+        let slot = match heaviest {
+            Some((u, s, c)) => {
                 let together = w.work[m] + w.work[u] + cost.local_factor * c;
                 let apart = w.work[m].max(w.work[u]) + c;
                 if together < apart {
                     s
                 } else {
-                    f
+                    least
                 }
             }
-            (_, Some(f)) => f,
-            (_, None) => k * block.len() / members.len().max(1),
+            None => least,
         };
         used[slot] += 1;
+        load[block[slot]] += 1;
         slot_of[m] = Some(slot);
         pu_of[m] = block[slot];
     }

@@ -4,6 +4,7 @@
 mod emulate;
 mod hpcc;
 mod lwk;
+mod map;
 mod noise;
 mod profiler;
 
@@ -27,6 +28,8 @@ enum Which {
     Hpcc(hpcc::Args),
     /// Noise scale simulation throughput (issue #6)
     Noise(noise::Args),
+    /// NetworkedOS IPC microbenchmark: Linux vs round-robin vs `map run`, calibration, projection (issue #12)
+    Map(map::Args),
 }
 
 pub fn run(args: Args, out: &Out) -> super::Exit {
@@ -36,5 +39,6 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
         Which::Lwk(a) => lwk::run(a, out),
         Which::Hpcc(a) => hpcc::run(a, out),
         Which::Noise(a) => noise::run(a, out),
+        Which::Map(a) => map::run(a, out),
     }
 }
