@@ -201,6 +201,8 @@ fn cmd_record(a: RecordArgs, out: &Out) -> super::Exit {
     if !a.command.is_empty() && a.pid.is_some() {
         anyhow::bail!("give either -p PID or a command after `--`, not both");
     }
+    // A graph that cannot be written is known before the program runs.
+    multios_host::output::check_writable(&a.output).with_context(|| format!("-o {}", a.output.display()))?;
     let r = record::record(&record::Options {
         command: a.command,
         pid: a.pid,

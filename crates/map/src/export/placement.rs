@@ -27,10 +27,8 @@ pub fn taskset(p: &Placement) -> String {
 /// appear in the graph.
 pub fn rankfile(p: &Placement) -> String {
     let mut s = String::new();
-    let mut rank = 0;
-    for n in p.nodes.iter().filter(|n| n.id == n.tgid) {
+    for (rank, n) in p.nodes.iter().filter(|n| n.id == n.tgid).enumerate() {
         let _ = writeln!(s, "rank {rank}=localhost slot={}", n.cpu);
-        rank += 1;
     }
     s
 }

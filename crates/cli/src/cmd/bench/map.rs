@@ -34,7 +34,7 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
     if let Some(p) = a.procs.iter().find(|&&p| p < 2 || p % 2 == 1) {
         anyhow::bail!("--procs: {p} is not an even count of at least 2 (processes exchange in pairs)");
     }
-    if a.sizes.iter().any(|&s| s == 0) || a.sizes.is_empty() {
+    if a.sizes.contains(&0) || a.sizes.is_empty() {
         anyhow::bail!("--sizes: message sizes must be at least 1 byte");
     }
     if a.rounds == 0 || a.repeats == 0 {
