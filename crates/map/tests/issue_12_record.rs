@@ -114,3 +114,50 @@ fn issue_12_missing_pid_is_named() {
         other => panic!("expected NoSuchPid, got {other:?}"),
     }
 }
+
+#[test]
+fn issue_12_unix_socket_pair_bytes_equal_what_was_sent() {
+    let bin = compile("unix_pair");
+    let (msgs, size) = (200u64, 3000u64);
+    let r = record(&opts(vec![
+        bin.display().to_string(),
+        msgs.to_string(),
+        size.to_string(),
+    ]))
+    .expect("record");
+    assert_eq!(r.exit_code, Some(0));
+    let g = &r.graph;
+    let unix: Vec<_> = g.edges.iter().filter(|e| e.kind == EdgeKind::Unix).collect();
+    assert_eq!(unix.len(), 1, "one unix edge expected: {:?}", g.edges);
+    assert_eq!(unix[0].bytes, msgs * size);
+    let reader = g.nodes.iter().find(|n| n.id == unix[0].to).expect("reader");
+    assert_eq!(reader.parent, Some(unix[0].from), "the child receives");
+    assert!(
+        reader.syscalls.net > 0,
+        "recv counted as net: {:?}",
+        reader.syscalls
+    );
+}
+
+#[test]
+fn issue_12_attach_to_a_running_process() {
+    let mut child = Command::new("/bin/sh")
+        .args(["-c", "sleep 0.5; yes | head -c 10000000 > /dev/null"])
+        .spawn()
+        .expect("sh");
+    let mut o = opts(Vec::new());
+    o.pid = Some(child.id());
+    let r = record(&o).expect("record -p");
+    let _ = child.wait();
+    let g = &r.graph;
+    let pipe: Vec<_> = g.edges.iter().filter(|e| e.kind == EdgeKind::Pipe).collect();
+    assert_eq!(pipe.len(), 1, "yes → head expected: {:?}", g.edges);
+    // yes's successful writes: what head read, plus at most what the pipe still held
+    assert!(
+        (10_000_000..=10_000_000 + (1 << 20)).contains(&pipe[0].bytes),
+        "{:?}",
+        pipe[0]
+    );
+    let names: Vec<&str> = g.nodes.iter().map(|n| n.comm.as_str()).collect();
+    assert!(names.contains(&"yes") && names.contains(&"head"), "{names:?}");
+}

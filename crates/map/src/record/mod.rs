@@ -64,6 +64,17 @@ fn threads_of(pid: u32) -> Vec<u32> {
         .unwrap_or_default()
 }
 
+/// Whether process `pid` has ended: gone, or a zombie its parent has not reaped yet.
+fn ended(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // the state follows the command name in parentheses, which may itself hold ") "
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_none_or(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X')),
+        Err(_) => true,
+    }
+}
+
 fn comm_of(tgid: u32, tid: u32) -> Option<String> {
     std::fs::read_to_string(format!("/proc/{tgid}/task/{tid}/comm"))
         .ok()
@@ -141,10 +152,7 @@ pub fn record(opts: &Options) -> Result<Recorded, RecordError> {
                     })
                 }
             },
-            None => {
-                !std::path::Path::new(&format!("/proc/{root}")).exists()
-                    || opts.duration.is_some_and(|d| started.elapsed() >= d)
-            }
+            None => ended(root) || opts.duration.is_some_and(|d| started.elapsed() >= d),
         };
         if done {
             break;
