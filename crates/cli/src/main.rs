@@ -49,6 +49,8 @@ enum Command {
     Aam(cmd::aam::Args),
     /// One self-contained HTML report: profile, syscall CDF, projections, measured vs projected
     Report(cmd::report::Args),
+    /// NetworkedOS: a program's interaction graph, overlapping partitioning, affinity-aware placement
+    Map(cmd::map::Args),
 }
 
 /// Help and version go to stdout as usual; a usage error is printed on one line: clap's message with what
@@ -130,6 +132,7 @@ fn main() -> std::process::ExitCode {
         Command::Fc(a) => cmd::fc::run(a, &out),
         Command::Validate(a) => cmd::validate::run(a, &out),
         Command::Lwk(a) => cmd::lwk::run(a, &out),
+        Command::Map(a) => cmd::map::run(a, &out),
         Command::Noise(a) => cmd::noise::run(a, &out),
         Command::Bench(a) => cmd::bench::run(a, &out),
         Command::Aam(a) => cmd::aam::run(a, &out),

@@ -9,6 +9,7 @@ pub mod lwk;
 pub mod lwk_hotspots;
 pub mod lwk_pack;
 pub mod lwk_validate;
+pub mod map;
 pub mod model;
 pub mod model_aam;
 pub mod noise;

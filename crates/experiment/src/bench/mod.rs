@@ -9,5 +9,6 @@ pub mod emulate;
 pub mod hpcc;
 pub mod lwk;
 pub mod multiverse;
+pub mod map;
 pub mod noise;
 pub mod profiler;

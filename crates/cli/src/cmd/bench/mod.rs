@@ -5,6 +5,7 @@ mod emulate;
 mod hpcc;
 mod lwk;
 mod multiverse;
+mod map;
 mod noise;
 mod profiler;
 
@@ -30,6 +31,8 @@ enum Which {
     Noise(noise::Args),
     /// Multiverse's Fig. 9-12 on Racket: native vs LWK vs LWK with overrides, forwarded events, the model's projection (issue #13)
     Multiverse(multiverse::Args),
+    /// NetworkedOS IPC microbenchmark: Linux vs round-robin vs `map run`, calibration, projection (issue #12)
+    Map(map::Args),
 }
 
 pub fn run(args: Args, out: &Out) -> super::Exit {
@@ -40,5 +43,6 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
         Which::Hpcc(a) => hpcc::run(a, out),
         Which::Noise(a) => noise::run(a, out),
         Which::Multiverse(a) => multiverse::run(a, out),
+        Which::Map(a) => map::run(a, out),
     }
 }

@@ -1,0 +1,555 @@
+//! `multios map record|show|partition|place|run` (issue #12, NetworkedOS): thin front end over
+//! multios-map.
+
+use crate::output::{Format, Out, Table};
+use anyhow::Context;
+use multios_map::partition::{greedy, louvain, Weights};
+use multios_map::place::{self, Placement, Strategy};
+use multios_map::project::{self, HopModel};
+use multios_map::{export, record, run as maprun, CostModel, Graph, Partition, Topology};
+use multios_units::Duration;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(subcommand)]
+    sub: Sub,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum Sub {
+    /// Record the multi-layer graph of one run (eBPF; root or CAP_BPF+CAP_PERFMON)
+    Record(RecordArgs),
+    /// Draw a graph with its clusters and placement (SVG; DOT and GraphML too)
+    Show(ShowArgs),
+    /// Overlapping greedy partitioning minimizing T, against Louvain
+    Partition(PartitionArgs),
+    /// Place the nodes on a topology: affinity (the paper's O(P)), TreeMatch-style, round-robin
+    Place(PlaceArgs),
+    /// Run a program with a placement applied as its threads appear
+    Run(RunArgs),
+}
+
+#[derive(clap::Args, Debug, Clone)]
+struct CostArgs {
+    /// Cross-core cost per byte moved (ns); `multios bench map` measures it here
+    #[arg(long, default_value_t = CostModel::default().ns_per_byte)]
+    ns_per_byte: f64,
+    /// Cross-core cost per message, wake-up, futex wake or signal (ns)
+    #[arg(long, default_value_t = CostModel::default().ns_per_event)]
+    ns_per_event: f64,
+    /// Cost per shared resident page when the sharers run apart (ns)
+    #[arg(long, default_value_t = CostModel::default().ns_per_shared_page)]
+    ns_per_shared_page: f64,
+    /// Fraction of an interaction's cost left when both ends share a cluster/CPU
+    #[arg(long, default_value_t = CostModel::default().local_factor)]
+    local_factor: f64,
+    /// Topology: an hwloc-style synthetic string ("pack:2 core:64 pu:1"); default this machine
+    #[arg(long)]
+    topology: Option<String>,
+    /// Seed of the partitioners' random node order
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+impl CostArgs {
+    fn cost(&self) -> anyhow::Result<CostModel> {
+        for (name, v) in [
+            ("--ns-per-byte", self.ns_per_byte),
+            ("--ns-per-event", self.ns_per_event),
+            ("--ns-per-shared-page", self.ns_per_shared_page),
+            ("--local-factor", self.local_factor),
+        ] {
+            if !v.is_finite() || v < 0.0 {
+                anyhow::bail!("{name} must be a non-negative number, got {v}");
+            }
+        }
+        Ok(CostModel {
+            ns_per_byte: self.ns_per_byte,
+            ns_per_event: self.ns_per_event,
+            ns_per_shared_page: self.ns_per_shared_page,
+            local_factor: self.local_factor,
+        })
+    }
+    fn topology(&self) -> anyhow::Result<Topology> {
+        Topology::resolve(self.topology.as_deref()).context("--topology")
+    }
+}
+
+#[derive(clap::Args, Debug)]
+struct RecordArgs {
+    /// Where the graph (JSON) goes
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Attach to this running process instead of starting a command
+    #[arg(short, long)]
+    pid: Option<u32>,
+    /// With -p: stop after this long (default: when the process exits)
+    #[arg(long)]
+    duration: Option<Duration>,
+    /// Page samples (/proc/PID/pagemap) at this interval
+    #[arg(long, default_value = "50ms")]
+    sample_every: Duration,
+    /// Store this topology in the graph (default this machine's)
+    #[arg(long)]
+    topology: Option<String>,
+    /// The command
+    #[arg(last = true)]
+    command: Vec<String>,
+}
+
+#[derive(clap::Args, Debug)]
+struct ShowArgs {
+    graph: PathBuf,
+    /// Picture: .svg (drawn here), .dot, .graphml, or .png (through Graphviz's `dot` if installed)
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Placement drawn on the nodes
+    #[arg(long, default_value = "affinity", value_parser = parse_strategy)]
+    strategy: Strategy,
+    #[command(flatten)]
+    cost: CostArgs,
+}
+
+#[derive(clap::Args, Debug)]
+struct PartitionArgs {
+    graph: PathBuf,
+    /// Also list T at every level of the hierarchy
+    #[arg(long)]
+    levels: bool,
+    #[command(flatten)]
+    cost: CostArgs,
+}
+
+#[derive(clap::Args, Debug)]
+struct PlaceArgs {
+    graph: PathBuf,
+    /// Write the affinity placement as a taskset script
+    #[arg(long)]
+    taskset: Option<PathBuf>,
+    /// Write the affinity placement as an Open MPI rankfile
+    #[arg(long)]
+    rankfile: Option<PathBuf>,
+    /// Write the affinity placement as a cgroup cpuset description
+    #[arg(long)]
+    cpuset: Option<PathBuf>,
+    /// Also list every node's CPU under each strategy
+    #[arg(long)]
+    nodes: bool,
+    /// Projection: extra cost per hop beyond the first (fraction of the one-hop cost; not measurable on 2 CPUs)
+    #[arg(long, default_value_t = 0.5)]
+    per_hop: f64,
+    /// Projection: the distance (hops) the costs were calibrated at (2: two cores of one cache)
+    #[arg(long, default_value_t = 2)]
+    ref_hops: u32,
+    #[command(flatten)]
+    cost: CostArgs,
+}
+
+#[derive(clap::Args, Debug)]
+struct RunArgs {
+    /// A recorded graph to place (affinity strategy on this machine)
+    #[arg(long, conflicts_with = "learn")]
+    graph: Option<PathBuf>,
+    /// Record a first run, place it, then run again with the placement
+    #[arg(long)]
+    learn: bool,
+    /// Placement strategy
+    #[arg(long, default_value = "affinity", value_parser = parse_strategy)]
+    strategy: Strategy,
+    /// How often the process tree is walked for new threads
+    #[arg(long, default_value = "1ms")]
+    poll: Duration,
+    #[command(flatten)]
+    cost: CostArgs,
+    #[arg(last = true)]
+    command: Vec<String>,
+}
+
+fn parse_strategy(s: &str) -> Result<Strategy, String> {
+    Strategy::ALL
+        .iter()
+        .copied()
+        .find(|k| k.name() == s)
+        .ok_or_else(|| {
+            let names: Vec<&str> = Strategy::ALL.iter().map(|k| k.name()).collect();
+            format!("unknown strategy '{s}'; one of {}", names.join(", "))
+        })
+}
+
+pub fn run(args: Args, out: &Out) -> super::Exit {
+    match args.sub {
+        Sub::Record(a) => cmd_record(a, out),
+        Sub::Show(a) => cmd_show(a, out),
+        Sub::Partition(a) => cmd_partition(a, out),
+        Sub::Place(a) => cmd_place(a, out),
+        Sub::Run(a) => cmd_run(a, out),
+    }
+}
+
+fn std_duration(d: Duration) -> std::time::Duration {
+    std::time::Duration::from_secs_f64(d.secs().max(0.0))
+}
+
+fn load(path: &Path) -> anyhow::Result<Graph> {
+    Ok(Graph::load(path)?)
+}
+
+fn cmd_record(a: RecordArgs, out: &Out) -> super::Exit {
+    let topology = Some(Topology::resolve(a.topology.as_deref()).context("--topology")?);
+    if !a.command.is_empty() && a.pid.is_some() {
+        anyhow::bail!("give either -p PID or a command after `--`, not both");
+    }
+    // A graph that cannot be written is known before the program runs.
+    multios_host::output::check_writable(&a.output).with_context(|| format!("-o {}", a.output.display()))?;
+    let r = record::record(&record::Options {
+        command: a.command,
+        pid: a.pid,
+        duration: a.duration.map(std_duration),
+        sample_every: std_duration(a.sample_every),
+        topology,
+    })?;
+    r.graph.save(&a.output)?;
+    let g = &r.graph;
+    if out.format == Format::Json {
+        out.json(g)?;
+    } else {
+        let mut t = Table::new(["kind", "edges", "bytes", "count"]);
+        for k in multios_map::EdgeKind::ALL {
+            let es: Vec<_> = g.edges.iter().filter(|e| e.kind == k).collect();
+            t.row([
+                k.name().to_string(),
+                es.len().to_string(),
+                es.iter().map(|e| e.bytes).sum::<u64>().to_string(),
+                es.iter().map(|e| e.count).sum::<u64>().to_string(),
+            ]);
+        }
+        if out.format == Format::Table {
+            outln!(
+                "{} nodes ({} processes), {} edges, {} shared-page pairs in {:.3} s → {}",
+                g.nodes.len(),
+                g.nodes.iter().filter(|n| n.id == n.tgid).count(),
+                g.edges.len(),
+                g.shared_pages.len(),
+                g.duration_s,
+                a.output.display()
+            );
+        }
+        t.print(out);
+    }
+    // The command's own failure is reported, not hidden.
+    Ok(match r.exit_code {
+        Some(0) | None => ExitCode::SUCCESS,
+        Some(c) => ExitCode::from(c.clamp(1, 255) as u8),
+    })
+}
+
+/// The overlapping partition (node ids per cluster) and its placement.
+fn partition_and_place(
+    g: &Graph,
+    c: &CostArgs,
+    strategy: Strategy,
+) -> anyhow::Result<(Partition, Placement, Topology)> {
+    let cost = c.cost()?;
+    let topo = c.topology()?;
+    let w = Weights::new(g, &cost);
+    let part = greedy::partition(&w, &cost, Some(topo.len()), c.seed).partition;
+    let placement = place::place(g, &part, &topo, &cost, strategy);
+    Ok((part, placement, topo))
+}
+
+fn ids(g: &Graph, p: &Partition) -> Vec<Vec<u32>> {
+    p.clusters
+        .iter()
+        .map(|c| {
+            c.members
+                .iter()
+                .filter_map(|&m| g.nodes.get(m).map(|n| n.id))
+                .collect()
+        })
+        .collect()
+}
+
+fn cmd_show(a: ShowArgs, out: &Out) -> super::Exit {
+    let g = load(&a.graph)?;
+    let (part, placement, topo) = partition_and_place(&g, &a.cost, a.strategy)?;
+    let clusters = ids(&g, &part);
+    let cpu_of: Vec<(u32, u32)> = placement.nodes.iter().map(|n| (n.id, n.cpu)).collect();
+    let ext = a
+        .output
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let title = format!(
+        "{} — {} clusters, {} placement on {}",
+        if g.command.is_empty() {
+            a.graph.display().to_string()
+        } else {
+            g.command.join(" ")
+        },
+        clusters.len(),
+        a.strategy.name(),
+        topo.describe()
+    );
+    let text = match ext.as_str() {
+        "svg" => export::svg::svg(&g, &clusters, &cpu_of, &title),
+        "dot" | "gv" => export::graph::dot(&g, &clusters, &cpu_of),
+        "graphml" => export::graph::graphml(&g, &cpu_of),
+        "png" => {
+            let dot = export::graph::dot(&g, &clusters, &cpu_of);
+            let mut child = std::process::Command::new("dot")
+                .args(["-Tpng", "-o"])
+                .arg(&a.output)
+                .stdin(std::process::Stdio::piped())
+                .spawn()
+                .context("PNG needs Graphviz's `dot` (apt-get install graphviz); or write .svg, which is drawn here")?;
+            if let Some(mut stdin) = child.stdin.take() {
+                use std::io::Write;
+                stdin.write_all(dot.as_bytes())?;
+            }
+            anyhow::ensure!(child.wait()?.success(), "`dot -Tpng` failed");
+            outln!("{}", a.output.display());
+            return Ok(ExitCode::SUCCESS);
+        }
+        other => anyhow::bail!(
+            "-o {}: unknown picture type '.{other}'; use .svg, .png, .dot or .graphml",
+            a.output.display()
+        ),
+    };
+    std::fs::write(&a.output, text).with_context(|| format!("writing {}", a.output.display()))?;
+    if out.format == Format::Table {
+        outln!("{}", a.output.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn cmd_partition(a: PartitionArgs, out: &Out) -> super::Exit {
+    let g = load(&a.graph)?;
+    let cost = a.cost.cost()?;
+    let topo = a.cost.topology()?;
+    let w = Weights::new(&g, &cost);
+    let cores = Some(topo.len());
+    let ours = greedy::partition(&w, &cost, cores, a.cost.seed);
+    let louv = louvain::partition(&w, a.cost.seed);
+    let lq = louv.quality(&w, &cost, cores);
+    let one = Partition::flat(vec![(0..w.len()).collect()], 0).quality(&w, &cost, cores);
+    let single = Partition::flat((0..w.len()).map(|i| vec![i]).collect(), 0).quality(&w, &cost, cores);
+    if out.format == Format::Json {
+        out.json(&serde_json::json!({
+            "topology": topo.describe(),
+            "cost": cost,
+            "networkedos": { "quality": ours.quality, "clusters": ids(&g, &ours.partition), "levels": ours.levels },
+            "louvain": { "quality": lq, "clusters": ids(&g, &louv) },
+            "one_cluster": one,
+            "singletons": single,
+        }))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut t = Table::new([
+        "method",
+        "N",
+        "replicated",
+        "T (ms)",
+        "W_seq (ms)",
+        "W_par (ms)",
+        "W_c (ms)",
+    ]);
+    let ms = |v: f64| format!("{:.3}", v / 1e6);
+    for (name, q) in [
+        ("networkedos", ours.quality),
+        ("louvain", lq),
+        ("one cluster", one),
+        ("singletons", single),
+    ] {
+        t.row([
+            name.to_string(),
+            q.n.to_string(),
+            q.replicated.to_string(),
+            ms(q.t),
+            ms(q.w_seq),
+            ms(q.w_par),
+            ms(q.w_c),
+        ]);
+    }
+    if out.format == Format::Table {
+        outln!(
+            "{} nodes on {}; N capped at {} PUs",
+            w.len(),
+            topo.describe(),
+            topo.len()
+        );
+    }
+    t.print(out);
+    if out.format == Format::Table {
+        for (c, members) in ids(&g, &ours.partition).iter().enumerate() {
+            let names: Vec<String> = members
+                .iter()
+                .map(|id| {
+                    format!(
+                        "{}:{id}",
+                        g.nodes
+                            .iter()
+                            .find(|n| n.id == *id)
+                            .map_or("?", |n| n.comm.as_str())
+                    )
+                })
+                .collect();
+            outln!("cluster {c}: {}", names.join(" "));
+        }
+        if a.levels {
+            for l in &ours.levels {
+                outln!(
+                    "level {}: N = {}, T = {} ms",
+                    l.level,
+                    l.quality.n,
+                    ms(l.quality.t)
+                );
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn cmd_place(a: PlaceArgs, out: &Out) -> super::Exit {
+    let g = load(&a.graph)?;
+    let cost = a.cost.cost()?;
+    let topo = a.cost.topology()?;
+    let w = Weights::new(&g, &cost);
+    let part = greedy::partition(&w, &cost, Some(topo.len()), a.cost.seed).partition;
+    let hop = HopModel {
+        cost,
+        per_hop: a.per_hop,
+        ref_hops: a.ref_hops,
+    };
+    let placements: Vec<Placement> = Strategy::ALL
+        .iter()
+        .map(|&s| place::place(&g, &part, &topo, &cost, s))
+        .collect();
+    let predicted: Vec<f64> = placements
+        .iter()
+        .map(|p| project::predict(&w, &topo, &p.nodes.iter().map(|n| n.pu).collect::<Vec<_>>(), &hop))
+        .collect();
+    let affinity = &placements[0];
+    for (path, text) in [
+        (&a.taskset, export::placement::taskset(affinity)),
+        (&a.rankfile, export::placement::rankfile(affinity)),
+        (&a.cpuset, export::placement::cpuset(affinity)),
+    ] {
+        if let Some(p) = path {
+            std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?;
+        }
+    }
+    if out.format == Format::Json {
+        let rows: Vec<_> = placements
+            .iter()
+            .zip(&predicted)
+            .map(|(p, t)| serde_json::json!({ "placement": p, "predicted_ns": t }))
+            .collect();
+        out.json(
+            &serde_json::json!({ "topology": topo.describe(), "per_hop": a.per_hop, "placements": rows }),
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let base = placements
+        .iter()
+        .find(|p| p.strategy == Strategy::Treematch)
+        .map(|p| p.costs.hop_byte)
+        .unwrap_or(0.0);
+    let mut t = Table::new([
+        "strategy",
+        "SUM_COM (ms)",
+        "MAX_COM (ms)",
+        "HOP_BYTE (ms·hop)",
+        "HOP_BYTE / treematch",
+        "predicted (ms)",
+    ]);
+    for (p, pred) in placements.iter().zip(&predicted) {
+        t.row([
+            p.strategy.name().to_string(),
+            format!("{:.3}", p.costs.sum_com / 1e6),
+            format!("{:.3}", p.costs.max_com / 1e6),
+            format!("{:.3}", p.costs.hop_byte / 1e6),
+            if base > 0.0 {
+                format!("{:.3}", p.costs.hop_byte / base)
+            } else {
+                "-".into()
+            },
+            format!("{:.3}", pred / 1e6),
+        ]);
+    }
+    if out.format == Format::Table {
+        outln!(
+            "{} nodes on {}; per-hop factor {} (assumed)",
+            g.nodes.len(),
+            topo.describe(),
+            a.per_hop
+        );
+    }
+    t.print(out);
+    if a.nodes && out.format == Format::Table {
+        for p in &placements {
+            let cells: Vec<String> = p
+                .nodes
+                .iter()
+                .map(|n| format!("{}:{}→{}", n.comm, n.id, n.cpu))
+                .collect();
+            outln!("{}: {}", p.strategy.name(), cells.join(" "));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn cmd_run(a: RunArgs, out: &Out) -> super::Exit {
+    if a.command.is_empty() {
+        anyhow::bail!("give the command to run after `--`");
+    }
+    if a.cost.topology.is_some() {
+        anyhow::bail!(
+            "--topology: `map run` places on this machine; describe other machines with `map place`"
+        );
+    }
+    let g = match (&a.graph, a.learn) {
+        (Some(p), _) => load(p)?,
+        (None, true) => {
+            let r = record::record(&record::Options {
+                command: a.command.clone(),
+                pid: None,
+                duration: None,
+                sample_every: std::time::Duration::from_millis(50),
+                topology: None,
+            })?;
+            r.graph
+        }
+        (None, false) => anyhow::bail!("give --graph FILE (from `map record`) or --learn"),
+    };
+    let (_, placement, _) = partition_and_place(&g, &a.cost, a.strategy)?;
+    let rules = maprun::rules(&placement);
+    let rep = maprun::run(&a.command, &rules, std_duration(a.poll))?;
+    if out.format == Format::Json {
+        out.json(&rep)?;
+    } else {
+        let mut t = Table::new(["tid", "comm", "cpu"]);
+        for ap in &rep.applied {
+            t.row([ap.tid.to_string(), ap.comm.clone(), ap.cpu.to_string()]);
+        }
+        if out.format == Format::Table {
+            outln!(
+                "{} threads placed, {} unmatched; polling every {} µs, one walk of the tree {:.0} µs median, {:.0} µs max; {:.3} s",
+                rep.applied.len(),
+                rep.unmatched,
+                rep.poll_us,
+                rep.walk_median_us,
+                rep.walk_max_us,
+                rep.wall_s
+            );
+        }
+        t.print(out);
+    }
+    Ok(match rep.exit_code {
+        Some(0) => ExitCode::SUCCESS,
+        Some(c) => ExitCode::from(c.clamp(1, 255) as u8),
+        None => ExitCode::from(1),
+    })
+}

@@ -1,0 +1,22 @@
+//! multios map (issue #12, seed 001 "NetworkedOS"): the multi-layer graph of one run of a program
+//! (interaction layer from eBPF, physical-frame layer from /proc/PID/pagemap, architecture layer from
+//! sysfs or an hwloc-style synthetic string), the paper's overlapping greedy hierarchical partitioning
+//! minimizing T(s) = W_seq + W_par/N + W_c/N, a Louvain baseline, the O(P) affinity-aware placement with
+//! TreeMatch-style and round-robin baselines, exports, and `map run` applying a placement as a
+//! program's threads appear. The format and the algorithms are described in docs/NETWORKEDOS.md.
+
+pub mod export;
+pub mod graph;
+pub mod ipcbench;
+pub mod partition;
+pub mod place;
+pub mod project;
+pub mod record;
+pub mod run;
+mod sys;
+pub mod topology;
+
+pub use graph::{Edge, EdgeKind, Families, Graph, Node, SharedPages};
+pub use partition::{CostModel, Partition, Quality};
+pub use place::{Costs, Placement, Strategy};
+pub use topology::Topology;

@@ -1,0 +1,196 @@
+//! Loads `bpf/map.bpf.c` (compiled by build.rs), attaches it, seeds tasks and reads the maps back.
+
+use super::assemble::{Flow, RawNode};
+use super::RecordError;
+use crate::graph::EdgeKind;
+use crate::sys;
+use libbpf_rs::{Link, Map, MapCore, MapFlags, Object, ObjectBuilder};
+use std::os::fd::AsRawFd;
+
+static BPF_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/map.bpf.o"));
+
+/// Must match `struct task_state` in map.bpf.c.
+const TASK_STATE_LEN: usize = 8 + 4 * 4 + 8 + 8;
+const ONCPU_OFFSET: usize = 8 + 4 * 4 + 8;
+
+/// The attached probes; detached when dropped.
+pub struct Probe {
+    obj: Object,
+    _links: Vec<Link>,
+}
+
+fn ebpf_err(what: &str, e: libbpf_rs::Error) -> RecordError {
+    let msg = format!("{e:#}");
+    if matches!(e.kind(), libbpf_rs::ErrorKind::PermissionDenied)
+        || msg.contains("Operation not permitted")
+        || msg.contains("Permission denied")
+    {
+        RecordError::Permission {
+            what: what.into(),
+            detail: msg,
+        }
+    } else {
+        RecordError::Ebpf {
+            what: what.into(),
+            msg,
+        }
+    }
+}
+
+fn u32_at(b: &[u8], off: usize) -> u32 {
+    b.get(off..off + 4)
+        .and_then(|s| s.try_into().ok())
+        .map_or(0, u32::from_ne_bytes)
+}
+
+fn u64_at(b: &[u8], off: usize) -> u64 {
+    b.get(off..off + 8)
+        .and_then(|s| s.try_into().ok())
+        .map_or(0, u64::from_ne_bytes)
+}
+
+fn kind_of(k: u32) -> Option<EdgeKind> {
+    match k {
+        0 => Some(EdgeKind::Pipe),
+        1 => Some(EdgeKind::Unix),
+        2 => Some(EdgeKind::Wakeup),
+        3 => Some(EdgeKind::Futex),
+        4 => Some(EdgeKind::Signal),
+        _ => None,
+    }
+}
+
+impl Probe {
+    pub fn load() -> Result<Probe, RecordError> {
+        if std::env::var_os("MULTIOS_BPF_DEBUG").is_none() {
+            libbpf_rs::set_print(None);
+        }
+        let open = ObjectBuilder::default()
+            .open_memory(BPF_OBJECT)
+            .map_err(|e| ebpf_err("opening the eBPF object", e))?;
+        let obj = open
+            .load()
+            .map_err(|e| ebpf_err("loading the eBPF programs (verifier or permissions)", e))?;
+        let mut links = Vec::new();
+        for prog in obj.progs_mut() {
+            let name = prog.name().to_string_lossy().into_owned();
+            links.push(
+                prog.attach()
+                    .map_err(|e| ebpf_err(&format!("attaching {name}"), e))?,
+            );
+        }
+        Ok(Probe { obj, _links: links })
+    }
+
+    fn map(&self, name: &str) -> Result<Map<'_>, RecordError> {
+        self.obj
+            .maps()
+            .find(|m| m.name() == name)
+            .ok_or_else(|| RecordError::Ebpf {
+                what: format!("map {name}"),
+                msg: "missing from the object".into(),
+            })
+    }
+
+    /// Starts tracing thread `tid` of process `tgid` (and what it creates from now on).
+    pub fn seed(&self, tid: u32, tgid: u32) -> Result<(), RecordError> {
+        let fd = sys::pidfd_open(tid, tid != tgid).map_err(|e| match e.raw_os_error() {
+            Some(libc::ESRCH) => RecordError::NoSuchPid(tid),
+            Some(libc::EPERM) => RecordError::NotPermitted(tid),
+            _ => RecordError::Os {
+                what: format!("pidfd_open({tid})"),
+                source: e,
+            },
+        })?;
+        let state = [0u8; TASK_STATE_LEN];
+        self.map("tasks")?
+            .update(&fd.as_raw_fd().to_ne_bytes(), &state, MapFlags::ANY)
+            .map_err(|e| ebpf_err(&format!("registering task {tid}"), e))
+    }
+
+    /// Time on a CPU of a live traced thread, if it is traced.
+    pub fn live_oncpu(&self, tid: u32, tgid: u32) -> Option<u64> {
+        let fd = sys::pidfd_open(tid, tid != tgid).ok()?;
+        let v = self
+            .map("tasks")
+            .ok()?
+            .lookup(&fd.as_raw_fd().to_ne_bytes(), MapFlags::ANY)
+            .ok()??;
+        Some(u64_at(&v, ONCPU_OFFSET))
+    }
+
+    /// The nodes created or ended during the run: (tid, node).
+    pub fn nodes(&self) -> Result<Vec<(RawNode, bool)>, RecordError> {
+        let m = self.map("nodes")?;
+        let mut out = Vec::new();
+        for k in m.keys() {
+            let Ok(Some(v)) = m.lookup(&k, MapFlags::ANY) else {
+                continue;
+            };
+            let comm = v.get(32..48).unwrap_or(&[]);
+            let end = comm.iter().position(|&c| c == 0).unwrap_or(comm.len());
+            let ptid = u32_at(&v, 4);
+            let ended = u64_at(&v, 16) != 0;
+            out.push((
+                RawNode {
+                    tid: u32_at(&k, 0),
+                    tgid: u32_at(&v, 0),
+                    parent: (ptid != 0).then_some(ptid),
+                    comm: String::from_utf8_lossy(&comm[..end]).into_owned(),
+                    oncpu_ns: u64_at(&v, 24),
+                },
+                ended,
+            ));
+        }
+        Ok(out)
+    }
+
+    pub fn flows(&self) -> Result<Vec<Flow>, RecordError> {
+        let m = self.map("flows")?;
+        let mut out = Vec::new();
+        for k in m.keys() {
+            let Ok(Some(v)) = m.lookup(&k, MapFlags::ANY) else {
+                continue;
+            };
+            let io_kind = u32_at(&k, 12);
+            let Some(kind) = kind_of(io_kind & 0xff) else {
+                continue;
+            };
+            out.push(Flow {
+                chan: u64_at(&k, 0),
+                tid: u32_at(&k, 8),
+                write: io_kind >> 8 == 1,
+                kind,
+                bytes: u64_at(&v, 0),
+                calls: u64_at(&v, 8),
+            });
+        }
+        Ok(out)
+    }
+
+    pub fn events(&self) -> Result<Vec<(u32, u32, EdgeKind, u64)>, RecordError> {
+        let m = self.map("edges")?;
+        let mut out = Vec::new();
+        for k in m.keys() {
+            let Ok(Some(v)) = m.lookup(&k, MapFlags::ANY) else {
+                continue;
+            };
+            if let Some(kind) = kind_of(u32_at(&k, 8)) {
+                out.push((u32_at(&k, 0), u32_at(&k, 4), kind, u64_at(&v, 0)));
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn calls(&self) -> Result<Vec<(u32, u32, u64)>, RecordError> {
+        let m = self.map("calls")?;
+        let mut out = Vec::new();
+        for k in m.keys() {
+            let Ok(Some(v)) = m.lookup(&k, MapFlags::ANY) else {
+                continue;
+            };
+            out.push((u32_at(&k, 0), u32_at(&k, 4), u64_at(&v, 0)));
+        }
+        Ok(out)
+    }
+}

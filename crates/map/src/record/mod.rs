@@ -1,0 +1,204 @@
+//! `multios map record`: the graph of one run, from eBPF on BTF tracepoints (`bpf/map.bpf.c`) and
+//! periodic /proc/PID/pagemap samples.
+
+mod assemble;
+mod bpf;
+pub mod families;
+pub mod pagemap;
+
+pub use assemble::{assemble, Flow, Raw, RawNode};
+
+use crate::graph::Graph;
+use crate::topology::Topology;
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("nothing to record: give a command after `--` or a process with -p PID")]
+    Nothing,
+    #[error("process {0} does not exist (check the PID with `ps -p {0}`)")]
+    NoSuchPid(u32),
+    #[error("process {0} may not be traced by this user (run as root or with CAP_BPF and CAP_PERFMON)")]
+    NotPermitted(u32),
+    #[error("eBPF: {what}: permission denied ({detail}); run as root or with CAP_BPF and CAP_PERFMON")]
+    Permission { what: String, detail: String },
+    #[error("eBPF: {what}: {msg}")]
+    Ebpf { what: String, msg: String },
+    #[error("cannot start '{program}': {source}")]
+    Spawn { program: String, source: std::io::Error },
+    #[error("{what}: {source}")]
+    Os { what: String, source: std::io::Error },
+}
+
+/// What to record.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The command to run (empty with `pid`).
+    pub command: Vec<String>,
+    /// An existing process to attach to instead.
+    pub pid: Option<u32>,
+    /// With `pid`: stop after this long (else when the process exits).
+    pub duration: Option<Duration>,
+    /// How often the page samples are taken.
+    pub sample_every: Duration,
+    /// The architecture layer stored in the graph.
+    pub topology: Option<Topology>,
+}
+
+/// The exit status of the recorded command, if one was run.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub graph: Graph,
+    pub exit_code: Option<i32>,
+}
+
+fn threads_of(pid: u32) -> Vec<u32> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether process `pid` has ended: gone, or a zombie its parent has not reaped yet.
+fn ended(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // the state follows the command name in parentheses, which may itself hold ") "
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_none_or(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X')),
+        Err(_) => true,
+    }
+}
+
+fn comm_of(tgid: u32, tid: u32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{tgid}/task/{tid}/comm"))
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// Records one run.
+pub fn record(opts: &Options) -> Result<Recorded, RecordError> {
+    if opts.command.is_empty() && opts.pid.is_none() {
+        return Err(RecordError::Nothing);
+    }
+    if let Some(pid) = opts.pid {
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            return Err(RecordError::NoSuchPid(pid));
+        }
+    }
+    let probe = bpf::Probe::load()?;
+    let started = Instant::now();
+    let mut seeds: Vec<(u32, u32)> = Vec::new();
+    let mut child = None;
+    let root = if let Some(pid) = opts.pid {
+        for tid in threads_of(pid) {
+            match probe.seed(tid, pid) {
+                Ok(()) => seeds.push((tid, pid)),
+                Err(RecordError::NoSuchPid(_)) if tid != pid => {} // a thread that just ended
+                Err(e) => return Err(e),
+            }
+        }
+        pid
+    } else {
+        let program = &opts.command[0];
+        let (hold_r, hold_w) = crate::sys::pipe().map_err(|source| RecordError::Os {
+            what: "pipe".into(),
+            source,
+        })?;
+        let spawned = crate::sys::held_command(&opts.command, &hold_r).spawn();
+        drop(hold_r);
+        let c = spawned.map_err(|source| RecordError::Spawn {
+            program: program.clone(),
+            source,
+        })?;
+        let pid = c.id();
+        probe.seed(pid, pid)?;
+        seeds.push((pid, pid));
+        let mut w = std::fs::File::from(hold_w);
+        let _ = w.write_all(b"go\n");
+        drop(w);
+        child = Some(c);
+        pid
+    };
+    // Sample pages until the root ends.
+    let mut raw = Raw::default();
+    let mut exit_code = None;
+    loop {
+        let mut tgids: BTreeSet<u32> = seeds.iter().map(|s| s.1).collect();
+        for (n, _) in probe.nodes()? {
+            tgids.insert(n.tgid);
+        }
+        for t in tgids {
+            if let Some(s) = pagemap::sample(t) {
+                raw.pages.insert(t, s);
+            }
+        }
+        let done = match child.as_mut() {
+            Some(c) => match c.try_wait() {
+                Ok(Some(status)) => {
+                    exit_code = status.code();
+                    true
+                }
+                Ok(None) => false,
+                Err(source) => {
+                    return Err(RecordError::Os {
+                        what: "waiting for the command".into(),
+                        source,
+                    })
+                }
+            },
+            None => ended(root) || opts.duration.is_some_and(|d| started.elapsed() >= d),
+        };
+        if done {
+            break;
+        }
+        std::thread::sleep(
+            opts.sample_every
+                .min(Duration::from_millis(50))
+                .max(Duration::from_millis(1)),
+        );
+    }
+    let elapsed = started.elapsed();
+    // Nodes: those the probes saw fork or exit, plus the seeds; live ones completed from /proc.
+    let mut nodes: Vec<RawNode> = Vec::new();
+    let mut known = BTreeSet::new();
+    for (mut n, ended) in probe.nodes()? {
+        if !ended {
+            n.comm = comm_of(n.tgid, n.tid).unwrap_or_default();
+            n.oncpu_ns = probe.live_oncpu(n.tid, n.tgid).unwrap_or(0);
+        }
+        known.insert(n.tid);
+        nodes.push(n);
+    }
+    for &(tid, tgid) in &seeds {
+        if known.insert(tid) {
+            nodes.push(RawNode {
+                tid,
+                tgid,
+                parent: None,
+                comm: comm_of(tgid, tid).unwrap_or_default(),
+                oncpu_ns: probe.live_oncpu(tid, tgid).unwrap_or(0),
+            });
+        }
+    }
+    raw.nodes = nodes;
+    raw.flows = probe.flows()?;
+    raw.events = probe.events()?;
+    raw.calls = probe.calls()?;
+    if std::env::var_os("MULTIOS_MAP_DEBUG").is_some() {
+        eprintln!("multios map: raw flows {:?}", raw.flows);
+    }
+    let mut graph = assemble(&raw);
+    graph.command = opts.command.clone();
+    if opts.command.is_empty() {
+        graph.command = vec![format!("-p {root}")];
+    }
+    graph.duration_s = elapsed.as_secs_f64();
+    graph.topology = opts.topology.clone();
+    Ok(Recorded { graph, exit_code })
+}
