@@ -125,9 +125,6 @@ impl Region {
     }
 }
 
-/// Ranges shorter than this are zeroed by writing (see [`GuestMemory::zero`]).
-const ZERO_BY_WRITING: u64 = 256 << 10;
-
 impl Drop for Region {
     fn drop(&mut self) {
         sys::unmap(self.base, self.len as usize);
@@ -276,19 +273,9 @@ impl GuestMemory {
         u64::from_le_bytes(b)
     }
 
-    /// Zeroes `[addr, addr+len)` of the application window: a small range by writing zeros, a
-    /// large one by dropping its whole host pages (MADV_DONTNEED: the memory goes back to Linux).
-    ///
-    /// Dropping is not used for small ranges: every host page dropped under a running guest costs
-    /// an invalidation of KVM's shadow of it and a fault when the guest next touches it, which
-    /// under this nested KVM took ≈ 250 µs per 4 KiB mmap/touch/munmap cycle (Racket's collector
-    /// does that all the time); writing 4 KiB of zeros takes well under a microsecond.
+    /// Zeroes `[addr, addr+len)` of the application window, dropping whole host pages.
     pub fn zero(&self, addr: u64, len: u64) {
         if len == 0 {
-            return;
-        }
-        if len < ZERO_BY_WRITING {
-            self.write(addr, &vec![0; len as usize]);
             return;
         }
         let page = 4096;
