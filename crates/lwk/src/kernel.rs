@@ -128,7 +128,7 @@ pub struct Kernel {
     pub(crate) notes: Mutex<Vec<String>>,
     pub(crate) quiet: bool,
     /// `--trace FILE`: every delegated call and every fault turned into a signal (`trace/`).
-    pub(crate) trace: Option<crate::trace::Tracer>,
+    pub(crate) trace: Option<crate::trace::writer::Tracer>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -8,7 +8,7 @@ pub mod aam_timeline;
 pub mod emulate;
 pub mod hpcc;
 pub mod lwk;
-pub mod multiverse;
 pub mod map;
+pub mod multiverse;
 pub mod noise;
 pub mod profiler;

@@ -1,6 +1,6 @@
 //! The overrides file: parsed, checked against the catalogue, errors with line and column.
 
-use super::CATALOGUE;
+use super::catalogue::{implementation_of, CATALOGUE};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -111,7 +111,7 @@ impl Overrides {
             "# multios LWK function overrides (`multios lwk run --overrides FILE`)\noverrides:\n",
         );
         for f in functions {
-            if let Some(imp) = super::implementation_of(f) {
+            if let Some(imp) = implementation_of(f) {
                 s.push_str(&format!("  - function: {f}\n    with: {imp}\n"));
             }
         }

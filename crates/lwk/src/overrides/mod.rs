@@ -22,27 +22,13 @@
 //! threads), `mmap` is served in the LWK on memory mapped before the run (the prefault is done),
 //! and `malloc` runs on the LWK's own mmap and brk.
 
+mod catalogue;
 mod file;
 
+pub use catalogue::{implementation_of, CATALOGUE};
 pub use file::{OverrideError, Overrides};
 
 use std::path::Path;
-
-/// What can be overridden: (function, implementation, what the implementation does).
-pub const CATALOGUE: &[(&str, &str, &str)] = &[
-    (
-        "clock_gettime",
-        "tsc",
-        "CLOCK_REALTIME/MONOTONIC (and _COARSE) read from the TSC in the guest, re-anchored on the real clock every 50 ms",
-    ),
-    ("gettimeofday", "tsc", "the realtime clock from the TSC"),
-    ("time", "tsc", "the realtime clock from the TSC"),
-];
-
-/// The implementation of `function` in the catalogue, if any.
-pub fn implementation_of(function: &str) -> Option<&'static str> {
-    CATALOGUE.iter().find(|c| c.0 == function).map(|c| c.1)
-}
 
 const OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libmultios_lwk_overrides.so"));
 

@@ -242,7 +242,7 @@ pub fn on_fault(kernel: &Kernel, id: u64, vcpu: &mut VcpuFd) -> bool {
     let t0 = std::time::Instant::now();
     match kernel.deliver_fault(id as usize, vcpu, &user, sig, info) {
         Delivery::Entered => {
-            let fault = crate::trace::TracedFault {
+            let fault = crate::trace::hooks::TracedFault {
                 sig,
                 vector,
                 rip,

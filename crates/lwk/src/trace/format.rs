@@ -4,6 +4,11 @@ use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
+/// The format's name, in the header.
+pub const FORMAT: &str = "multios-lwk-trace";
+/// Its version: bumped when a field changes meaning or goes.
+pub const VERSION: u32 = 1;
+
 /// Errors reading or writing a trace.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
@@ -118,18 +123,18 @@ impl Trace {
             .map_err(io)?;
         let v: serde_json::Value = serde_json::from_str(&first).map_err(|e| parse(1, e.to_string()))?;
         let format = v.get("format").and_then(|f| f.as_str()).unwrap_or("");
-        if format != super::FORMAT {
+        if format != FORMAT {
             return Err(TraceError::NotATrace {
                 path: path.to_path_buf(),
                 found: format.to_string(),
             });
         }
         let header: Header = serde_json::from_value(v).map_err(|e| parse(1, e.to_string()))?;
-        if header.version > super::VERSION {
+        if header.version > VERSION {
             return Err(TraceError::Version {
                 path: path.to_path_buf(),
                 found: header.version,
-                max: super::VERSION,
+                max: VERSION,
             });
         }
         let mut events = Vec::new();

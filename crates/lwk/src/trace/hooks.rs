@@ -2,7 +2,9 @@
 //! signals (`signal/deliver.rs`), program images replaced by execve (`syscall/maps.rs`), fork, and
 //! the end of the run.
 
-use super::{caller_of, Event, Kind, Tracer};
+use super::caller::caller_of;
+use super::format::{Event, Kind};
+use super::writer::Tracer;
 use crate::kernel::Kernel;
 use multios_lwk_abi::offset;
 

@@ -134,7 +134,7 @@ mod tests {
     fn rows_are_ranked_by_total_time_and_shares_add_up() {
         let trace = Trace {
             header: Header {
-                format: crate::trace::FORMAT.into(),
+                format: crate::trace::format::FORMAT.into(),
                 version: 1,
                 program: "p".into(),
                 pid: 1,

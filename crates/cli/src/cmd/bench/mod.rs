@@ -4,8 +4,8 @@
 mod emulate;
 mod hpcc;
 mod lwk;
-mod multiverse;
 mod map;
+mod multiverse;
 mod noise;
 mod profiler;
 
