@@ -23,6 +23,9 @@ enum Which {
     /// The refined model against the real LWK: the synthetic benchmark (paper §4.1) natively and
     /// in the LWK at several call intensities, model inputs measured apart
     Validate(super::lwk_validate::Args),
+    /// CPython's regression tests and stress-ng natively and in the LWK, side by side; every
+    /// difference is explained by a documented limit or reported as unexplained (exit 1)
+    Conformance(super::lwk_conformance::Args),
 }
 
 #[derive(clap::Args, Debug)]
@@ -99,6 +102,7 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
         Which::Run(a) => run_program(a, out),
         Which::Fc(a) => run_fc(a, out),
         Which::Validate(a) => super::lwk_validate::run(a, out),
+        Which::Conformance(a) => super::lwk_conformance::run(a, out),
     }
 }
 

@@ -6,6 +6,7 @@ pub mod demo;
 pub mod emulate;
 pub mod fc;
 pub mod lwk;
+pub mod lwk_conformance;
 pub mod lwk_validate;
 pub mod model;
 pub mod model_aam;
