@@ -1,0 +1,25 @@
+# Issue #14: system calls CPython's tests make that the LWK refused (ENOSYS, EINVAL, ENOTTY).
+# Prints one line per call: its result or its error; the LWK's output must equal native's.
+import os, sys
+
+d = sys.argv[1]
+which = sys.argv[2:]
+
+
+def t(name, fn):
+    if which and name.split()[0] not in which:
+        return
+    try:
+        print(name, fn())
+    except OSError as e:
+        print(name, "error", e.errno)
+
+
+f = os.path.join(d, "f")
+open(f, "w").close()
+t("xattr", lambda: (os.setxattr(f, "user.a", b"1"), os.listxattr(f), os.removexattr(f, "user.a"), os.listxattr(f)))
+t("mkfifo", lambda: (os.mkfifo(os.path.join(d, "p")), os.path.exists(os.path.join(d, "p"))))
+t("mknod", lambda: os.mknod(os.path.join(d, "n"), 0o600 | 0o10000, 0))
+t("sched_priority", lambda: (os.sched_get_priority_min(os.SCHED_RR), os.sched_get_priority_max(os.SCHED_RR)))
+t("setpgid", lambda: (os.setpgid(0, 0), os.getpgid(0) == os.getpid()))
+t("pidfd_open", lambda: os.close(os.pidfd_open(os.getpid())))
