@@ -65,3 +65,18 @@ fn issue_14_conformance_file_and_process_calls_match_native() {
     assert!(!native.contains(" error "), "native: {native}");
     assert_eq!(lwk, native);
 }
+
+#[test]
+fn issue_14_conformance_pty_ioctls_match_native() {
+    let calls = ["openpty", "tcsetpgrp_badfd"];
+    let (native, lwk) = both("pty", &calls);
+    assert_eq!(native.lines().count(), calls.len(), "{native}");
+    assert_eq!(lwk, native);
+}
+
+#[test]
+fn issue_14_conformance_fcntl_notify_and_owner_match_native() {
+    let (native, lwk) = both("fcntl", &["fcntl"]);
+    assert!(native.starts_with("fcntl (0, (0, True))"), "{native}");
+    assert_eq!(lwk, native);
+}

@@ -226,6 +226,16 @@ pub fn ioctl_arg(request: u64) -> Option<Option<u64>> {
         0x541b => Some(Some(4)),           // FIONREAD
         0x5421 => Some(Some(4)),           // FIONBIO
         0x5451 | 0x5450 => Some(None),     // FIOCLEX, FIONCLEX
+        0x5410 => Some(Some(4)),           // TIOCSPGRP (tcsetpgrp)
+        0x5429 => Some(Some(4)),           // TIOCGSID (tcgetsid)
+        0x5411 => Some(Some(4)),           // TIOCOUTQ
+        0x5420 => Some(Some(4)),           // TIOCPKT
+        0x5452 => Some(Some(4)),           // FIOASYNC
+        0x8004_5430 => Some(Some(4)),      // TIOCGPTN (ptsname)
+        0x4004_5431 => Some(Some(4)),      // TIOCSPTLCK (unlockpt)
+        // Integer arguments: TCSBRK (tcdrain, tcsendbreak), TCXONC (tcflow), TCFLSH (tcflush),
+        // TIOCSCTTY (login_tty), TIOCNOTTY, TCSBRKP.
+        0x5409 | 0x540a | 0x540b | 0x540e | 0x5422 | 0x5425 => Some(None),
         _ => None,
     }
 }

@@ -23,3 +23,32 @@ t("mknod", lambda: os.mknod(os.path.join(d, "n"), 0o600 | 0o10000, 0))
 t("sched_priority", lambda: (os.sched_get_priority_min(os.SCHED_RR), os.sched_get_priority_max(os.SCHED_RR)))
 t("setpgid", lambda: (os.setpgid(0, 0), os.getpgid(0) == os.getpid()))
 t("pidfd_open", lambda: os.close(os.pidfd_open(os.getpid())))
+
+
+def pty_calls():
+    import termios
+    m, s = os.openpty()
+    name = os.ttyname(s).startswith("/dev/pts/")
+    termios.tcdrain(s)
+    termios.tcflush(m, termios.TCIOFLUSH)
+    os.close(s)
+    os.close(m)
+    return name
+
+
+t("openpty", pty_calls)
+t("tcsetpgrp_badfd", lambda: os.tcsetpgrp(1000, 0))
+
+
+def fcntl_calls():
+    import fcntl
+    fd = os.open(d, os.O_RDONLY)
+    try:
+        notify = fcntl.fcntl(fd, fcntl.F_NOTIFY, fcntl.DN_MULTISHOT | fcntl.DN_CREATE)
+        own = fcntl.fcntl(fd, fcntl.F_SETOWN, os.getpid()), fcntl.fcntl(fd, fcntl.F_GETOWN) == os.getpid()
+        return notify, own
+    finally:
+        os.close(fd)
+
+
+t("fcntl", fcntl_calls)
