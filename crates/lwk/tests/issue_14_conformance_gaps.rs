@@ -80,3 +80,11 @@ fn issue_14_conformance_fcntl_notify_and_owner_match_native() {
     assert!(native.starts_with("fcntl (0, (0, True))"), "{native}");
     assert_eq!(lwk, native);
 }
+
+#[test]
+fn issue_14_conformance_splice_chroot_pidfd_signal_match_native() {
+    let calls = ["splice", "chroot", "pidfd_send_signal"];
+    let (native, lwk) = both("splice", &calls);
+    assert_eq!(native.lines().count(), calls.len(), "{native}");
+    assert_eq!(lwk, native);
+}

@@ -4,7 +4,7 @@
 #![allow(non_upper_case_globals)] // libc names the SYS_ constants in lower case
 
 use libc::{
-    SYS_accept, SYS_accept4, SYS_access, SYS_alarm, SYS_bind, SYS_chdir, SYS_chmod, SYS_chown,
+    SYS_accept, SYS_accept4, SYS_access, SYS_alarm, SYS_bind, SYS_chdir, SYS_chmod, SYS_chown, SYS_chroot,
     SYS_clock_getres, SYS_clock_gettime, SYS_clock_nanosleep, SYS_close, SYS_connect, SYS_copy_file_range,
     SYS_creat, SYS_dup, SYS_dup2, SYS_dup3, SYS_epoll_create1, SYS_epoll_ctl, SYS_epoll_pwait,
     SYS_epoll_wait, SYS_eventfd2, SYS_faccessat, SYS_faccessat2, SYS_fadvise64, SYS_fallocate, SYS_fchdir,
@@ -16,17 +16,17 @@ use libc::{
     SYS_getsockopt, SYS_gettimeofday, SYS_getuid, SYS_getxattr, SYS_lchown, SYS_lgetxattr, SYS_link,
     SYS_linkat, SYS_listen, SYS_listxattr, SYS_llistxattr, SYS_lremovexattr, SYS_lseek, SYS_lsetxattr,
     SYS_lstat, SYS_memfd_create, SYS_mkdir, SYS_mkdirat, SYS_mknod, SYS_mknodat, SYS_nanosleep,
-    SYS_newfstatat, SYS_open, SYS_openat, SYS_pidfd_open, SYS_pipe, SYS_pipe2, SYS_poll, SYS_ppoll,
-    SYS_pread64, SYS_preadv, SYS_preadv2, SYS_prlimit64, SYS_pselect6, SYS_pwrite64, SYS_pwritev,
-    SYS_pwritev2, SYS_read, SYS_readlink, SYS_readlinkat, SYS_readv, SYS_recvfrom, SYS_recvmsg,
+    SYS_newfstatat, SYS_open, SYS_openat, SYS_pidfd_open, SYS_pidfd_send_signal, SYS_pipe, SYS_pipe2,
+    SYS_poll, SYS_ppoll, SYS_pread64, SYS_preadv, SYS_preadv2, SYS_prlimit64, SYS_pselect6, SYS_pwrite64,
+    SYS_pwritev, SYS_pwritev2, SYS_read, SYS_readlink, SYS_readlinkat, SYS_readv, SYS_recvfrom, SYS_recvmsg,
     SYS_removexattr, SYS_rename, SYS_renameat, SYS_renameat2, SYS_rmdir, SYS_sched_get_priority_max,
     SYS_sched_get_priority_min, SYS_sched_getaffinity, SYS_sched_yield, SYS_select, SYS_sendfile,
     SYS_sendmsg, SYS_sendto, SYS_setitimer, SYS_setpgid, SYS_setrlimit, SYS_setsid, SYS_setsockopt,
-    SYS_setxattr, SYS_shmctl, SYS_shmget, SYS_shutdown, SYS_socket, SYS_socketpair, SYS_stat, SYS_statfs,
-    SYS_statx, SYS_symlink, SYS_symlinkat, SYS_sync, SYS_syncfs, SYS_sysinfo, SYS_time, SYS_timer_create,
-    SYS_timer_delete, SYS_timer_getoverrun, SYS_timer_gettime, SYS_timer_settime, SYS_timerfd_create,
-    SYS_timerfd_gettime, SYS_timerfd_settime, SYS_times, SYS_truncate, SYS_umask, SYS_uname, SYS_unlink,
-    SYS_unlinkat, SYS_utimensat, SYS_wait4, SYS_waitid, SYS_write, SYS_writev,
+    SYS_setxattr, SYS_shmctl, SYS_shmget, SYS_shutdown, SYS_socket, SYS_socketpair, SYS_splice, SYS_stat,
+    SYS_statfs, SYS_statx, SYS_symlink, SYS_symlinkat, SYS_sync, SYS_syncfs, SYS_sysinfo, SYS_tee, SYS_time,
+    SYS_timer_create, SYS_timer_delete, SYS_timer_getoverrun, SYS_timer_gettime, SYS_timer_settime,
+    SYS_timerfd_create, SYS_timerfd_gettime, SYS_timerfd_settime, SYS_times, SYS_truncate, SYS_umask,
+    SYS_uname, SYS_unlink, SYS_unlinkat, SYS_utimensat, SYS_wait4, SYS_waitid, SYS_write, SYS_writev,
 };
 
 /// How long the memory behind a pointer argument is.
@@ -202,6 +202,13 @@ pub fn layout(nr: i64) -> Option<&'static [Arg]> {
         SYS_setpgid => &[Val, Val],
         SYS_sched_get_priority_max | SYS_sched_get_priority_min => &[Val],
         SYS_pidfd_open => &[Val, Val],
+        // A signal for the guest's own process reaches it like one sent from outside
+        // (signal/host.rs); siginfo_t is 128 bytes.
+        SYS_pidfd_send_signal => &[Fd, Val, OptBuf(Fixed(128)), Val],
+        SYS_splice => &[Fd, OptBuf(Fixed(8)), Fd, OptBuf(Fixed(8)), Val, Val],
+        SYS_tee => &[Fd, Fd, Val, Val],
+        // The root is the process's (the VMM's): later opens and execve resolve in it, as on Linux.
+        SYS_chroot => &[Path],
         SYS_sendmsg | SYS_recvmsg => &[Fd, MsgHdr, Val],
         SYS_epoll_create1 => &[Val],
         SYS_epoll_ctl => &[Fd, Val, Fd, OptBuf(Fixed(12))],

@@ -52,3 +52,27 @@ def fcntl_calls():
 
 
 t("fcntl", fcntl_calls)
+
+
+def splice_tee():
+    r1, w1 = os.pipe()
+    r2, w2 = os.pipe()
+    os.write(w1, b"hello")
+    n = os.splice(r1, w2, 5)
+    return n, os.read(r2, 5)
+
+
+t("splice", splice_tee)
+t("chroot", lambda: os.chroot(os.path.join(d, "missing")))
+
+
+def pidfd_signal():
+    import signal
+    fd = os.pidfd_open(os.getpid())
+    try:
+        return signal.pidfd_send_signal(fd, 0)
+    finally:
+        os.close(fd)
+
+
+t("pidfd_send_signal", pidfd_signal)
