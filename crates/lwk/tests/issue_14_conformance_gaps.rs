@@ -88,3 +88,10 @@ fn issue_14_conformance_splice_chroot_pidfd_signal_match_native() {
     assert_eq!(native.lines().count(), calls.len(), "{native}");
     assert_eq!(lwk, native);
 }
+
+#[test]
+fn issue_14_conformance_msync_checks_its_arguments_like_native() {
+    let (native, lwk) = both("msync", &["msync"]);
+    assert_eq!(native.trim(), "msync (None, 22)");
+    assert_eq!(lwk, native);
+}

@@ -76,3 +76,19 @@ def pidfd_signal():
 
 
 t("pidfd_send_signal", pidfd_signal)
+
+
+def msync_checks():
+    import mmap
+    mm = mmap.mmap(-1, 16)
+    ok = mm.flush()
+    try:
+        mm.flush(1, 6)
+        unaligned = "no error"
+    except OSError as e:
+        unaligned = e.errno
+    mm.close()
+    return ok, unaligned
+
+
+t("msync", msync_checks)
