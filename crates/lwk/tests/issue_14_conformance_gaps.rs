@@ -95,3 +95,10 @@ fn issue_14_conformance_msync_checks_its_arguments_like_native() {
     assert_eq!(native.trim(), "msync (None, 22)");
     assert_eq!(lwk, native);
 }
+
+#[test]
+fn issue_14_conformance_clock_settime_is_the_hosts() {
+    let (native, lwk) = both("settime", &["clock_settime"]);
+    assert_eq!(native.trim(), "clock_settime 22");
+    assert_eq!(lwk, native);
+}

@@ -92,3 +92,16 @@ def msync_checks():
 
 
 t("msync", msync_checks)
+
+
+def settime():
+    import time
+    try:
+        time.clock_settime(time.CLOCK_MONOTONIC, 0)
+        mono = "no error"
+    except OSError as e:
+        mono = e.errno
+    return mono
+
+
+t("clock_settime", settime)
