@@ -102,3 +102,10 @@ fn issue_14_conformance_clock_settime_is_the_hosts() {
     assert_eq!(native.trim(), "clock_settime 22");
     assert_eq!(lwk, native);
 }
+
+#[test]
+fn issue_14_conformance_interface_name_ioctls_match_native() {
+    let (native, lwk) = both("ifindex", &["ifindex"]);
+    assert!(native.starts_with("ifindex (1, 'lo')"), "{native}");
+    assert_eq!(lwk, native);
+}

@@ -250,6 +250,8 @@ pub fn ioctl_arg(request: u64) -> Option<Option<u64>> {
         // Integer arguments: TCSBRK (tcdrain, tcsendbreak), TCXONC (tcflow), TCFLSH (tcflush),
         // TIOCSCTTY (login_tty), TIOCNOTTY, TCSBRKP.
         0x5409 | 0x540a | 0x540b | 0x540e | 0x5422 | 0x5425 => Some(None),
+        // struct ifreq (40 bytes): SIOCGIFNAME (if_indextoname), SIOCGIFINDEX (if_nametoindex).
+        0x8910 | 0x8933 => Some(Some(40)),
         _ => None,
     }
 }

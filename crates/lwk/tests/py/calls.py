@@ -105,3 +105,11 @@ def settime():
 
 
 t("clock_settime", settime)
+
+
+def ifnames():
+    import socket
+    return socket.if_nametoindex("lo"), socket.if_indextoname(socket.if_nametoindex("lo"))
+
+
+t("ifindex", ifnames)
