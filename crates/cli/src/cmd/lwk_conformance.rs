@@ -12,6 +12,10 @@ pub struct Args {
     /// CPython test modules, comma-separated (default: the 18 of issue #14; `none` runs none)
     #[arg(long, value_delimiter = ',', value_name = "MODULES")]
     python: Option<Vec<String>>,
+    /// Test-id patterns left out on both sides (`python -m test -i PATTERN`, repeatable);
+    /// default: *VSOCK* (those tests hang natively on this VM); `--ignore none` leaves none out
+    #[arg(long, value_name = "PATTERN")]
+    ignore: Vec<String>,
     /// stress-ng stressors, comma-separated (default: 60 from the classes os, memory, interrupt,
     /// pipe, scheduler; `none` runs none)
     #[arg(long, value_delimiter = ',', value_name = "STRESSORS")]
@@ -68,6 +72,11 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             &conformance::MODULES,
             &conformance::QUICK_MODULES,
         ),
+        ignore: match a.ignore.as_slice() {
+            [] => conformance::IGNORED.iter().map(|s| s.to_string()).collect(),
+            [none] if none == "none" => Vec::new(),
+            given => given.to_vec(),
+        },
         stressors: list(
             a.stress,
             a.quick,

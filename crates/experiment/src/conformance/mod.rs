@@ -112,6 +112,11 @@ pub const STRESSORS: [&str; 60] = [
     "yield",
 ];
 
+/// Tests left out by default (`python -m test -i PATTERN`): they hang natively on this VM
+/// (ThreadedVSOCKSocketStreamTest.testStream waited over ten minutes in connect: the VM has a
+/// vsock device with nothing listening behind it), so neither side can be compared.
+pub const IGNORED: [&str; 1] = ["*VSOCK*"];
+
 /// `--quick`: two modules and three stressors (the integration test's subset).
 pub const QUICK_MODULES: [&str; 2] = ["test_fcntl", "test_select"];
 pub const QUICK_STRESSORS: [&str; 3] = ["pipe", "fstat", "yield"];
@@ -123,6 +128,8 @@ pub struct Config {
     pub python: PathBuf,
     pub stress_ng: PathBuf,
     pub modules: Vec<String>,
+    /// Test-id patterns left out on both sides (`python -m test -i PATTERN`).
+    pub ignore: Vec<String>,
     pub stressors: Vec<String>,
     /// `-t` of each stressor run.
     pub stress_seconds: u64,

@@ -83,10 +83,11 @@ fn side(cfg: &Config, dir: &Path, m: &str, in_lwk: bool) -> Result<PySide, Exper
     } else {
         Command::new(python)
     };
-    cmd.args(["-m", "test", "-v", m, "--junit-xml"])
-        .arg(&xml)
-        .current_dir(&w)
-        .env("TMPDIR", &w);
+    cmd.args(["-m", "test", "-v", m]);
+    for pat in &cfg.ignore {
+        cmd.args(["-i", pat]);
+    }
+    cmd.arg("--junit-xml").arg(&xml).current_dir(&w).env("TMPDIR", &w);
     let ran = runner::run(&mut cmd, cfg.module_timeout, &log).map_err(ExperimentError::io(format!(
         "running {} ({tag}, log {})",
         m,
@@ -208,6 +209,7 @@ mod tests {
             python: PathBuf::from("/usr/bin/python3.11"),
             stress_ng: PathBuf::from("stress-ng"),
             modules: vec![],
+            ignore: vec![],
             stressors: vec![],
             stress_seconds: 2,
             module_timeout: Duration::from_secs(1),
