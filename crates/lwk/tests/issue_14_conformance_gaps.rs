@@ -109,3 +109,11 @@ fn issue_14_conformance_interface_name_ioctls_match_native() {
     assert!(native.starts_with("ifindex (1, 'lo')"), "{native}");
     assert_eq!(lwk, native);
 }
+
+/// stress-ng's kill stressor probes kill(-1, 0); signal 0 delivers nothing, so it is made as asked.
+#[test]
+fn issue_14_conformance_kill_probe_of_every_process_matches_native() {
+    let (native, lwk) = both("kill", &["kill_probe"]);
+    assert_eq!(native.trim(), "kill_probe (None, None)");
+    assert_eq!(lwk, native);
+}

@@ -113,3 +113,5 @@ def ifnames():
 
 
 t("ifindex", ifnames)
+
+t("kill_probe", lambda: (os.kill(-1, 0), os.killpg(os.getpgid(0), 0)))
