@@ -7,6 +7,7 @@ packages=(
   fonts-dejavu-core                                                                   # plot text
   bzip2 busybox-static strace linux-perf stress-ng hyperfine bc perl                   # real workloads, references
   racket                                                                              # Multiverse's benchmarks (bench multiverse)
+  python3.11 libpython3.11-testsuite                                                  # lwk conformance: CPython's own tests
   openmpi-bin mpich lammps hpcc                                                              # MPI ranks, LAMMPS, HPC Challenge
   chromium python3 python3-pip python3-venv                                           # report check (headless), Python package
 )

@@ -10,6 +10,7 @@
 //!   captured and compared, fresh working copies) against those predictions;
 //! - [`setup`]: the shared flags resolved (policy text → delegation, f_c → cost model, CPU split);
 //! - [`table3`]: `multios fc`, the paper's Table 3 microbenchmarks per mechanism;
+//! - [`conformance`]: `multios lwk conformance`, CPython's tests and stress-ng natively and in the LWK;
 //! - [`lwk_validate`]: `multios lwk validate`, the benchmark natively and in the LWK against the models;
 //! - [`noise_measure`]: `multios noise fwq/ftq/selfish/suite`, rounds of cases, reports and medians;
 //! - [`noise_guests`]: the noise benchmarks run under mpirun and in the LWK;
@@ -20,6 +21,7 @@
 
 pub mod bench;
 pub mod compare;
+pub mod conformance;
 pub mod demo;
 mod error;
 pub mod figures;

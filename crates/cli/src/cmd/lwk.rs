@@ -29,6 +29,9 @@ enum Which {
     /// Write one executable that runs PROG in the LWK when started as an ordinary program
     /// (Multiverse's fat binary), with its overrides and settings embedded
     Pack(super::lwk_pack::Args),
+    /// CPython's regression tests and stress-ng natively and in the LWK, side by side; every
+    /// difference is explained by a documented limit or reported as unexplained (exit 1)
+    Conformance(super::lwk_conformance::Args),
 }
 
 #[derive(clap::Args, Debug)]
@@ -121,6 +124,7 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
         Which::Validate(a) => super::lwk_validate::run(a, out),
         Which::Hotspots(a) => super::lwk_hotspots::run(a, out),
         Which::Pack(a) => super::lwk_pack::run(a, out),
+        Which::Conformance(a) => super::lwk_conformance::run(a, out),
     }
 }
 

@@ -100,7 +100,13 @@ impl Kernel {
                 &[Arg::Fd, Arg::Val, Arg::Buf(Len::Fixed(32))]
             }
             F_GETFD | F_SETFD | F_GETFL | F_SETFL | F_GETPIPE_SZ | F_SETPIPE_SZ | F_ADD_SEALS
-            | F_GET_SEALS => &[Arg::Fd, Arg::Val, Arg::Val],
+            | F_GET_SEALS | F_NOTIFY | F_GETLEASE | F_SETLEASE | F_GETOWN | F_SETOWN => {
+                &[Arg::Fd, Arg::Val, Arg::Val]
+            }
+            // F_SETSIG, F_GETSIG (not in the libc crate)
+            10 | 11 => &[Arg::Fd, Arg::Val, Arg::Val],
+            // F_SETOWN_EX, F_GETOWN_EX: struct f_owner_ex { int type; pid_t pid; }
+            15 | 16 => &[Arg::Fd, Arg::Val, Arg::Buf(Len::Fixed(8))],
             _ => return Reply::Ret(-(EINVAL as i64)),
         };
         if let Err(e) = check(&self.mem, arg, &a, self.fd_floor) {

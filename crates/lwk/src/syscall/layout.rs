@@ -1,30 +1,37 @@
 //! Argument layouts of the delegated system calls: which arguments are pointers, how long the
 //! memory behind them is, and which are file descriptors. A call not listed here is refused.
 
-#![allow(non_upper_case_globals)] // libc names the SYS_ constants in lower case
+#![allow(non_upper_case_globals)]
+// libc names the SYS_ constants in lower case
+// A SYS_ name missing from the `use` below would be a catch-all binding in `layout`'s match,
+// giving every unknown call its layout: make that a compile error.
+#![deny(unreachable_patterns, unused_variables, non_snake_case)]
 
 use libc::{
-    SYS_accept, SYS_accept4, SYS_access, SYS_alarm, SYS_bind, SYS_chdir, SYS_chmod, SYS_chown,
-    SYS_clock_getres, SYS_clock_gettime, SYS_clock_nanosleep, SYS_close, SYS_connect, SYS_copy_file_range,
-    SYS_creat, SYS_dup, SYS_dup2, SYS_dup3, SYS_epoll_create1, SYS_epoll_ctl, SYS_epoll_pwait,
-    SYS_epoll_wait, SYS_eventfd2, SYS_faccessat, SYS_faccessat2, SYS_fadvise64, SYS_fallocate, SYS_fchdir,
-    SYS_fchmod, SYS_fchmodat, SYS_fchown, SYS_fchownat, SYS_fdatasync, SYS_fgetxattr, SYS_flistxattr,
-    SYS_flock, SYS_fsetxattr, SYS_fstat, SYS_fstatfs, SYS_fsync, SYS_ftruncate, SYS_futex, SYS_get_mempolicy,
-    SYS_getcpu, SYS_getcwd, SYS_getdents, SYS_getdents64, SYS_getegid, SYS_geteuid, SYS_getgid,
-    SYS_getgroups, SYS_getitimer, SYS_getpeername, SYS_getpgid, SYS_getpgrp, SYS_getppid, SYS_getrandom,
-    SYS_getresgid, SYS_getresuid, SYS_getrlimit, SYS_getrusage, SYS_getsid, SYS_getsockname, SYS_getsockopt,
-    SYS_gettimeofday, SYS_getuid, SYS_getxattr, SYS_lchown, SYS_lgetxattr, SYS_link, SYS_linkat, SYS_listen,
-    SYS_listxattr, SYS_llistxattr, SYS_lseek, SYS_lsetxattr, SYS_lstat, SYS_memfd_create, SYS_mkdir,
-    SYS_mkdirat, SYS_nanosleep, SYS_newfstatat, SYS_open, SYS_openat, SYS_pipe, SYS_pipe2, SYS_poll,
-    SYS_ppoll, SYS_pread64, SYS_preadv, SYS_preadv2, SYS_prlimit64, SYS_pselect6, SYS_pwrite64, SYS_pwritev,
-    SYS_pwritev2, SYS_read, SYS_readlink, SYS_readlinkat, SYS_readv, SYS_recvfrom, SYS_recvmsg, SYS_rename,
-    SYS_renameat, SYS_renameat2, SYS_rmdir, SYS_sched_getaffinity, SYS_sched_yield, SYS_select, SYS_sendfile,
-    SYS_sendmsg, SYS_sendto, SYS_setitimer, SYS_setrlimit, SYS_setsid, SYS_setsockopt, SYS_setxattr,
-    SYS_shmctl, SYS_shmget, SYS_shutdown, SYS_socket, SYS_socketpair, SYS_stat, SYS_statfs, SYS_statx,
-    SYS_symlink, SYS_symlinkat, SYS_sync, SYS_syncfs, SYS_sysinfo, SYS_time, SYS_timer_create,
-    SYS_timer_delete, SYS_timer_getoverrun, SYS_timer_gettime, SYS_timer_settime, SYS_timerfd_create,
-    SYS_timerfd_gettime, SYS_timerfd_settime, SYS_times, SYS_truncate, SYS_umask, SYS_uname, SYS_unlink,
-    SYS_unlinkat, SYS_utimensat, SYS_wait4, SYS_waitid, SYS_write, SYS_writev,
+    SYS_accept, SYS_accept4, SYS_access, SYS_alarm, SYS_bind, SYS_chdir, SYS_chmod, SYS_chown, SYS_chroot,
+    SYS_clock_getres, SYS_clock_gettime, SYS_clock_nanosleep, SYS_clock_settime, SYS_close, SYS_connect,
+    SYS_copy_file_range, SYS_creat, SYS_dup, SYS_dup2, SYS_dup3, SYS_epoll_create1, SYS_epoll_ctl,
+    SYS_epoll_pwait, SYS_epoll_wait, SYS_eventfd2, SYS_faccessat, SYS_faccessat2, SYS_fadvise64,
+    SYS_fallocate, SYS_fchdir, SYS_fchmod, SYS_fchmodat, SYS_fchown, SYS_fchownat, SYS_fdatasync,
+    SYS_fgetxattr, SYS_flistxattr, SYS_flock, SYS_fremovexattr, SYS_fsetxattr, SYS_fstat, SYS_fstatfs,
+    SYS_fsync, SYS_ftruncate, SYS_futex, SYS_get_mempolicy, SYS_getcpu, SYS_getcwd, SYS_getdents,
+    SYS_getdents64, SYS_getegid, SYS_geteuid, SYS_getgid, SYS_getgroups, SYS_getitimer, SYS_getpeername,
+    SYS_getpgid, SYS_getpgrp, SYS_getppid, SYS_getrandom, SYS_getresgid, SYS_getresuid, SYS_getrlimit,
+    SYS_getrusage, SYS_getsid, SYS_getsockname, SYS_getsockopt, SYS_gettimeofday, SYS_getuid, SYS_getxattr,
+    SYS_lchown, SYS_lgetxattr, SYS_link, SYS_linkat, SYS_listen, SYS_listxattr, SYS_llistxattr,
+    SYS_lremovexattr, SYS_lseek, SYS_lsetxattr, SYS_lstat, SYS_memfd_create, SYS_mkdir, SYS_mkdirat,
+    SYS_mknod, SYS_mknodat, SYS_nanosleep, SYS_newfstatat, SYS_open, SYS_openat, SYS_pidfd_open,
+    SYS_pidfd_send_signal, SYS_pipe, SYS_pipe2, SYS_poll, SYS_ppoll, SYS_pread64, SYS_preadv, SYS_preadv2,
+    SYS_prlimit64, SYS_pselect6, SYS_pwrite64, SYS_pwritev, SYS_pwritev2, SYS_read, SYS_readlink,
+    SYS_readlinkat, SYS_readv, SYS_recvfrom, SYS_recvmsg, SYS_removexattr, SYS_rename, SYS_renameat,
+    SYS_renameat2, SYS_rmdir, SYS_sched_get_priority_max, SYS_sched_get_priority_min, SYS_sched_getaffinity,
+    SYS_sched_yield, SYS_select, SYS_sendfile, SYS_sendmsg, SYS_sendto, SYS_setitimer, SYS_setpgid,
+    SYS_setrlimit, SYS_setsid, SYS_setsockopt, SYS_setxattr, SYS_shmctl, SYS_shmget, SYS_shutdown,
+    SYS_socket, SYS_socketpair, SYS_splice, SYS_stat, SYS_statfs, SYS_statx, SYS_symlink, SYS_symlinkat,
+    SYS_sync, SYS_syncfs, SYS_sysinfo, SYS_tee, SYS_time, SYS_timer_create, SYS_timer_delete,
+    SYS_timer_getoverrun, SYS_timer_gettime, SYS_timer_settime, SYS_timerfd_create, SYS_timerfd_gettime,
+    SYS_timerfd_settime, SYS_times, SYS_truncate, SYS_umask, SYS_uname, SYS_unlink, SYS_unlinkat,
+    SYS_utimensat, SYS_wait4, SYS_waitid, SYS_write, SYS_writev,
 };
 
 /// How long the memory behind a pointer argument is.
@@ -225,6 +232,23 @@ pub fn layout(nr: i64) -> Option<&'static [Arg]> {
         SYS_fsetxattr => &[Fd, Path, Buf(Arg(3)), Val, Val],
         SYS_listxattr | SYS_llistxattr => &[Path, OptBuf(Arg(2)), Val],
         SYS_flistxattr => &[Fd, OptBuf(Arg(2)), Val],
+        SYS_removexattr | SYS_lremovexattr => &[Path, Path],
+        SYS_fremovexattr => &[Fd, Path],
+        SYS_mknod => &[Path, Val, Val],
+        SYS_mknodat => &[Fd, Path, Val, Val],
+        // A process group is the process's (the VMM's), whichever thread asks.
+        SYS_setpgid => &[Val, Val],
+        SYS_sched_get_priority_max | SYS_sched_get_priority_min => &[Val],
+        SYS_pidfd_open => &[Val, Val],
+        // A signal for the guest's own process reaches it like one sent from outside
+        // (signal/host.rs); siginfo_t is 128 bytes.
+        SYS_pidfd_send_signal => &[Fd, Val, OptBuf(Fixed(128)), Val],
+        SYS_splice => &[Fd, OptBuf(Fixed(8)), Fd, OptBuf(Fixed(8)), Val, Val],
+        SYS_tee => &[Fd, Fd, Val, Val],
+        // The root is the process's (the VMM's): later opens and execve resolve in it, as on Linux.
+        SYS_chroot => &[Path],
+        // The host's clock, as for a native process (EPERM without CAP_SYS_TIME).
+        SYS_clock_settime => &[Val, Buf(Fixed(16))],
         SYS_sendmsg | SYS_recvmsg => &[Fd, MsgHdr, Val],
         SYS_epoll_create1 => &[Val],
         SYS_epoll_ctl => &[Fd, Val, Fd, OptBuf(Fixed(12))],
@@ -249,6 +273,18 @@ pub fn ioctl_arg(request: u64) -> Option<Option<u64>> {
         0x541b => Some(Some(4)),           // FIONREAD
         0x5421 => Some(Some(4)),           // FIONBIO
         0x5451 | 0x5450 => Some(None),     // FIOCLEX, FIONCLEX
+        0x5410 => Some(Some(4)),           // TIOCSPGRP (tcsetpgrp)
+        0x5429 => Some(Some(4)),           // TIOCGSID (tcgetsid)
+        0x5411 => Some(Some(4)),           // TIOCOUTQ
+        0x5420 => Some(Some(4)),           // TIOCPKT
+        0x5452 => Some(Some(4)),           // FIOASYNC
+        0x8004_5430 => Some(Some(4)),      // TIOCGPTN (ptsname)
+        0x4004_5431 => Some(Some(4)),      // TIOCSPTLCK (unlockpt)
+        // Integer arguments: TCSBRK (tcdrain, tcsendbreak), TCXONC (tcflow), TCFLSH (tcflush),
+        // TIOCSCTTY (login_tty), TIOCNOTTY, TCSBRKP.
+        0x5409 | 0x540a | 0x540b | 0x540e | 0x5422 | 0x5425 => Some(None),
+        // struct ifreq (40 bytes): SIOCGIFNAME (if_indextoname), SIOCGIFINDEX (if_nametoindex).
+        0x8910 | 0x8933 => Some(Some(40)),
         _ => None,
     }
 }

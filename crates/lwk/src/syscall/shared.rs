@@ -113,8 +113,15 @@ impl Kernel {
     }
 
     /// msync: real for shared file mappings (the range is the same host memory), a no-op check
-    /// for the LWK's anonymous and private memory.
+    /// for the LWK's anonymous and private memory. The arguments are checked as Linux does
+    /// (mm/msync.c): an unaligned start, unknown flags, or MS_ASYNC with MS_SYNC are EINVAL.
     pub(super) fn msync(&self, a: [u64; 6]) -> Reply {
+        let flags = a[2] as i64;
+        let known = (libc::MS_ASYNC | libc::MS_INVALIDATE | libc::MS_SYNC) as i64;
+        let both = (libc::MS_ASYNC | libc::MS_SYNC) as i64;
+        if a[0] & 0xfff != 0 || flags & !known != 0 || flags & both == both {
+            return Reply::Ret(-(libc::EINVAL as i64));
+        }
         if !lock(&self.space.mm).in_window(a[0], a[1]) {
             return Reply::Ret(-(libc::ENOMEM as i64));
         }

@@ -109,7 +109,10 @@ impl Kernel {
             (nr as i64 == libc::SYS_tkill || a[0] as i32 == self.pid()) && self.is_own_tid(target)
         };
         if !to_self {
-            if target <= 0 && process {
+            // A process group or every process (-1): a real signal would reach the VMM's own
+            // process group or the host's processes, so it is refused; signal 0 only probes
+            // for permission and delivers nothing, so it is made as asked.
+            if target <= 0 && process && sig != 0 {
                 return Reply::Ret(-(libc::EPERM as i64));
             }
             return Reply::Ret(crate::sys::raw_syscall(nr, a));

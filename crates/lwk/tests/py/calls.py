@@ -1,0 +1,117 @@
+# Issue #14: system calls CPython's tests make that the LWK refused (ENOSYS, EINVAL, ENOTTY).
+# Prints one line per call: its result or its error; the LWK's output must equal native's.
+import os, sys
+
+d = sys.argv[1]
+which = sys.argv[2:]
+
+
+def t(name, fn):
+    if which and name.split()[0] not in which:
+        return
+    try:
+        print(name, fn())
+    except OSError as e:
+        print(name, "error", e.errno)
+
+
+f = os.path.join(d, "f")
+open(f, "w").close()
+t("xattr", lambda: (os.setxattr(f, "user.a", b"1"), os.listxattr(f), os.removexattr(f, "user.a"), os.listxattr(f)))
+t("mkfifo", lambda: (os.mkfifo(os.path.join(d, "p")), os.path.exists(os.path.join(d, "p"))))
+t("mknod", lambda: os.mknod(os.path.join(d, "n"), 0o600 | 0o10000, 0))
+t("sched_priority", lambda: (os.sched_get_priority_min(os.SCHED_RR), os.sched_get_priority_max(os.SCHED_RR)))
+t("setpgid", lambda: (os.setpgid(0, 0), os.getpgid(0) == os.getpid()))
+t("pidfd_open", lambda: os.close(os.pidfd_open(os.getpid())))
+
+
+def pty_calls():
+    import termios
+    m, s = os.openpty()
+    name = os.ttyname(s).startswith("/dev/pts/")
+    termios.tcdrain(s)
+    termios.tcflush(m, termios.TCIOFLUSH)
+    os.close(s)
+    os.close(m)
+    return name
+
+
+t("openpty", pty_calls)
+t("tcsetpgrp_badfd", lambda: os.tcsetpgrp(1000, 0))
+
+
+def fcntl_calls():
+    import fcntl
+    fd = os.open(d, os.O_RDONLY)
+    try:
+        notify = fcntl.fcntl(fd, fcntl.F_NOTIFY, fcntl.DN_MULTISHOT | fcntl.DN_CREATE)
+        own = fcntl.fcntl(fd, fcntl.F_SETOWN, os.getpid()), fcntl.fcntl(fd, fcntl.F_GETOWN) == os.getpid()
+        return notify, own
+    finally:
+        os.close(fd)
+
+
+t("fcntl", fcntl_calls)
+
+
+def splice_tee():
+    r1, w1 = os.pipe()
+    r2, w2 = os.pipe()
+    os.write(w1, b"hello")
+    n = os.splice(r1, w2, 5)
+    return n, os.read(r2, 5)
+
+
+t("splice", splice_tee)
+t("chroot", lambda: os.chroot(os.path.join(d, "missing")))
+
+
+def pidfd_signal():
+    import signal
+    fd = os.pidfd_open(os.getpid())
+    try:
+        return signal.pidfd_send_signal(fd, 0)
+    finally:
+        os.close(fd)
+
+
+t("pidfd_send_signal", pidfd_signal)
+
+
+def msync_checks():
+    import mmap
+    mm = mmap.mmap(-1, 16)
+    ok = mm.flush()
+    try:
+        mm.flush(1, 6)
+        unaligned = "no error"
+    except OSError as e:
+        unaligned = e.errno
+    mm.close()
+    return ok, unaligned
+
+
+t("msync", msync_checks)
+
+
+def settime():
+    import time
+    try:
+        time.clock_settime(time.CLOCK_MONOTONIC, 0)
+        mono = "no error"
+    except OSError as e:
+        mono = e.errno
+    return mono
+
+
+t("clock_settime", settime)
+
+
+def ifnames():
+    import socket
+    return socket.if_nametoindex("lo"), socket.if_indextoname(socket.if_nametoindex("lo"))
+
+
+t("ifindex", ifnames)
+
+t("kill_probe", lambda: (os.kill(-1, 0), os.killpg(os.getpgid(0), 0)))
