@@ -1,0 +1,537 @@
+//! `multios validate --workload NAME -- CMD …` and `--suite FILE` (issue #15): the models checked on
+//! real programs. For each workload:
+//!
+//! 1. **profile** it once natively with the profiler (`multios profile`, eBPF as root), in a fresh
+//!    copy of its working directory;
+//! 2. **estimate** the model's parameters apart from the runs it predicts: per mechanism and f_c, the
+//!    mechanism's own round trip measured in the same minutes (the Table 3 getppid, as the synthetic
+//!    `validate` does), so the model's f_c is f_c + ½·round trip; in the LWK, f_c is half of
+//!    (delegated getppid − native getppid) from `multios lwk fc`; γ is the stated prior 1 (both sides
+//!    compute on the same Linux CPUs: the emulator does not speed computation up, the LWK's guest
+//!    runs at native speed) — never fitted to the run being predicted;
+//! 3. **measure** with the paired comparison of `emulate --compare` ([`crate::compare`]: ABBA
+//!    pairs, outputs captured, a fresh working copy per run, median of the paired speedups with its
+//!    interval) for each mechanism × policy × f_c, and in the LWK (`multios lwk run --policy P`,
+//!    paired with native runs the same way) for each policy;
+//! 4. **score**: accuracy = 100 − MAPE of the refined projection against the measured speedups, per
+//!    workload and target (emulator per mechanism, LWK), with estimated parameters and — the paper's
+//!    second column — with γ fitted to the workload's own measurements ([`super::fit`]).
+
+use super::fit;
+use crate::compare::{self, capture};
+use crate::{ExperimentError, Progress};
+use multios_emulate::{CostModel, CpuSet, Interception, Mechanism};
+use multios_model::{self as model, Params, Policy};
+use multios_units::Duration;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// One real program to validate on.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Workload {
+    pub name: String,
+    pub argv: Vec<String>,
+    /// Copied afresh for every run (the program runs inside the copy); `None`: a fresh empty directory.
+    pub workdir: Option<PathBuf>,
+    /// Shell commands run before/after every run, in the run's directory.
+    pub setup: Option<String>,
+    pub cleanup: Option<String>,
+}
+
+/// How to validate (the CLI's flags, resolved).
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The multios binary: the profile and LWK runs are `multios profile` / `multios lwk run`
+    /// child processes, so that their stdin, outputs and working directory are the run's own.
+    pub exe: PathBuf,
+    pub mechanisms: Vec<Mechanism>,
+    pub policies: Vec<String>,
+    pub fcs: Vec<Duration>,
+    /// Pairs per measured configuration (6 or more for a 95 % interval).
+    pub pairs: usize,
+    /// Also measure in the LWK.
+    pub lwk: bool,
+    pub compute: CpuSet,
+    pub control: CpuSet,
+}
+
+/// One measured configuration.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Point {
+    pub workload: String,
+    /// "emulate:shm", "emulate:proxy", "emulate:migrate" or "lwk".
+    pub target: String,
+    pub policy: String,
+    /// The requested one-way f_c (the emulator's spin; 0 in the LWK).
+    pub fc_s: f64,
+    /// The model's one-way f_c: requested + ½ · the mechanism's round trip, measured in the same minutes.
+    pub fc_model_s: f64,
+    /// Delegated calls in the profile under the policy.
+    pub delegated_calls: u64,
+    /// Median of the paired speedups T_native / T_target.
+    pub measured: f64,
+    pub measured_ci: Option<(f64, f64)>,
+    pub native_s: f64,
+    pub target_s: f64,
+    /// The paper's refined projection with the estimated parameters (γ = 1).
+    pub projected: f64,
+    /// The refined projection with γ fitted to this workload's measurements on this target.
+    pub fitted: f64,
+    /// Why the measurement is not valid (a pair that ended differently, outputs that differ).
+    pub invalid: Option<String>,
+}
+
+/// One workload's results.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct WorkloadResult {
+    pub name: String,
+    pub argv: Vec<String>,
+    /// Profile summary: compute time C (s), p = 1 − Σg/t_nd, system calls.
+    pub c_s: f64,
+    pub p: f64,
+    pub calls: u64,
+    pub points: Vec<Point>,
+    /// Per target: accuracy with estimated and fitted parameters, and the fitted γ.
+    pub accuracy: Vec<Accuracy>,
+    pub notes: Vec<String>,
+}
+
+/// Accuracy (100 − MAPE) on one target, over the points that are valid.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Accuracy {
+    pub workload: String,
+    pub target: String,
+    pub points: usize,
+    pub estimated: f64,
+    pub fitted: f64,
+    pub fitted_gamma: f64,
+}
+
+/// A child process's end, as text for errors.
+fn status_text(s: std::process::ExitStatus) -> String {
+    s.to_string()
+}
+
+/// Runs `args` (a child of `exe` or a program) in `cwd` with stdin from /dev/null and outputs to
+/// files in `dir`; returns its exit status and wall time.
+fn timed(
+    cmd: &mut Command,
+    cwd: &Path,
+    out: &Path,
+) -> Result<(std::process::ExitStatus, f64), ExperimentError> {
+    let file = |p: PathBuf| {
+        std::fs::File::create(&p).map_err(ExperimentError::io(format!("creating {}", p.display())))
+    };
+    cmd.current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(file(out.with_extension("out"))?)
+        .stderr(file(out.with_extension("err"))?);
+    let t = std::time::Instant::now();
+    let st = cmd
+        .status()
+        .map_err(ExperimentError::io(format!("starting {:?}", cmd.get_program())))?;
+    Ok((st, t.elapsed().as_secs_f64()))
+}
+
+/// A fresh working copy for one run (of the workload's directory, or empty) inside `scratch`.
+fn fresh(w: &Workload, scratch: &Path, k: usize) -> Result<PathBuf, ExperimentError> {
+    let d = match &w.workdir {
+        Some(src) => capture::fresh_copy(src, scratch).map_err(|e| ExperimentError::Run(e.to_string()))?,
+        None => {
+            let d = scratch.join(format!("empty-{k}"));
+            std::fs::create_dir_all(&d).map_err(ExperimentError::io(format!("creating {}", d.display())))?;
+            d
+        }
+    };
+    if let Some(c) = &w.setup {
+        capture::hook("--setup", c, Some(&d), k).map_err(|e| ExperimentError::Run(e.to_string()))?;
+    }
+    Ok(d)
+}
+
+fn done(w: &Workload, dir: &Path, k: usize) -> Result<(), ExperimentError> {
+    if let Some(c) = &w.cleanup {
+        capture::hook("--cleanup", c, Some(dir), k).map_err(|e| ExperimentError::Run(e.to_string()))?;
+    }
+    std::fs::remove_dir_all(dir).ok();
+    Ok(())
+}
+
+/// Profiles `w` once (`multios profile -o … -- argv` in a fresh copy); returns the profile, its
+/// file, and the run's directory (kept for the suite's output checks; the caller removes it).
+pub fn profile(
+    cfg: &Config,
+    w: &Workload,
+    scratch: &Path,
+) -> Result<(multios_profile::Profile, PathBuf, PathBuf), ExperimentError> {
+    let dir = fresh(w, scratch, 0)?;
+    let file = scratch.join(format!("{}.profile.json", w.name));
+    let mut cmd = Command::new(&cfg.exe);
+    cmd.arg("profile").arg("-o").arg(&file).arg("--").args(&w.argv);
+    let (st, _) = timed(&mut cmd, &dir, &scratch.join("profile-run"))?;
+    // `multios profile` exits as the program did; only a missing profile is a failure.
+    if !file.is_file() {
+        let err = std::fs::read_to_string(scratch.join("profile-run.err")).unwrap_or_default();
+        return Err(ExperimentError::Run(format!(
+            "workload '{}': profiling `{}` failed ({}): {}",
+            w.name,
+            w.argv.join(" "),
+            status_text(st),
+            err.trim()
+        )));
+    }
+    Ok((multios_profile::load(&file)?, file, dir))
+}
+
+/// The LWK's one-way f_c: half of (delegated getppid − native getppid), medians from `multios lwk fc`.
+pub fn lwk_fc(exe: &Path) -> Result<f64, ExperimentError> {
+    let out = Command::new(exe)
+        .args(["--json", "lwk", "fc", "--calls", "5000"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .map_err(ExperimentError::io("running multios lwk fc"))?;
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| {
+        ExperimentError::Run(format!(
+            "multios lwk fc --json: {e} (did it run? is /dev/kvm there?)"
+        ))
+    })?;
+    let median = |prefix: &str| {
+        v.as_array()?
+            .iter()
+            .find(|r| r["mechanism"].as_str().is_some_and(|m| m.starts_with(prefix)))?["summary"]["median_ns"]
+            .as_f64()
+    };
+    match (median("delegated getppid"), median("native getppid")) {
+        (Some(d), Some(n)) => Ok(((d - n) / 2.0).max(0.0) * 1e-9),
+        _ => Err(ExperimentError::Run(
+            "multios lwk fc --json has no 'delegated getppid' or 'native getppid' row".into(),
+        )),
+    }
+}
+
+/// The paired native/LWK runs of `w` under `policy`, ABBA; returns (native, LWK) times and why
+/// they are invalid, if they are.
+fn lwk_pairs(
+    cfg: &Config,
+    w: &Workload,
+    policy: &str,
+    scratch: &Path,
+) -> Result<(Vec<f64>, Vec<f64>, Option<String>), ExperimentError> {
+    let (mut native, mut lwk) = (Vec::new(), Vec::new());
+    let mut k = 1000;
+    for i in 0..cfg.pairs {
+        let order = if i % 2 == 0 { [false, true] } else { [true, false] };
+        let mut ends = Vec::new();
+        for in_lwk in order {
+            k += 1;
+            let dir = fresh(w, scratch, k)?;
+            let mut cmd = if in_lwk {
+                let mut c = Command::new(&cfg.exe);
+                c.args(["lwk", "run", "--policy", policy, "--"]).args(&w.argv);
+                c
+            } else {
+                let mut c = Command::new(&w.argv[0]);
+                c.args(&w.argv[1..]);
+                c
+            };
+            let (st, secs) = timed(&mut cmd, &dir, &scratch.join(format!("lwk-{k}")))?;
+            done(w, &dir, k)?;
+            if in_lwk {
+                lwk.push(secs);
+            } else {
+                native.push(secs);
+            }
+            ends.push(st.code());
+        }
+        if ends[0] != ends[1] {
+            return Ok((
+                native,
+                lwk,
+                Some(format!(
+                    "LWK pair {} is invalid: the runs ended with {:?} and {:?} (see `multios lwk run --policy {policy} -- {}`)",
+                    i + 1,
+                    ends[0],
+                    ends[1],
+                    w.argv.join(" ")
+                )),
+            ));
+        }
+    }
+    Ok((native, lwk, None))
+}
+
+/// The refined projection of `w` under `policy` at γ and the model's f_c.
+fn project(w: &model::Workload, policy: &str, gamma: f64, fc: f64) -> Result<(f64, u64), ExperimentError> {
+    let d = Policy::parse(policy)?.delegated(w);
+    let pr = model::refined(w, &d, &Params::new(gamma, fc))?;
+    Ok((pr.speedup, pr.delegated_calls))
+}
+
+/// Validates one workload on every target.
+pub fn run_workload(
+    cfg: &Config,
+    w: &Workload,
+    progress: &mut dyn Progress,
+) -> Result<WorkloadResult, ExperimentError> {
+    if w.argv.is_empty() {
+        return Err(ExperimentError::Config(format!(
+            "workload '{}': empty command",
+            w.name
+        )));
+    }
+    let scratch = capture::Scratch::new().map_err(|e| ExperimentError::Run(e.to_string()))?;
+    let (prof, prof_file, dir) = profile(cfg, w, &scratch.0)?;
+    std::fs::remove_dir_all(&dir).ok();
+    let mw = model::Workload::from_profile(&prof);
+    let mut notes = Vec::new();
+    let mut points = Vec::new();
+    let wait = multios_emulate::Wait::default();
+    for &m in &cfg.mechanisms {
+        for fc in &cfg.fcs {
+            let rt = super::mechanism_round_trip_at(m, fc.secs(), 300, &cfg.compute, &cfg.control, wait)?;
+            let fc_model = fc.secs() + rt.median / 2.0;
+            for pol in &cfg.policies {
+                let delegation = crate::setup::resolve_delegation(pol, Some(&prof_file))?;
+                let c = multios_emulate::Config {
+                    mechanism: m,
+                    delegation,
+                    cost: CostModel::constant(fc.secs()),
+                    compute: cfg.compute.clone(),
+                    control: cfg.control.clone(),
+                    argv: w.argv.clone(),
+                    allow_below_floor: false,
+                    rewrite: true,
+                    wait,
+                };
+                c.check()?;
+                let s = compare::Setup {
+                    emulate: &c,
+                    interception: Interception::Eager,
+                    pairs: cfg.pairs,
+                    workdir: w.workdir.clone(),
+                    setup: w.setup.clone(),
+                    cleanup: w.cleanup.clone(),
+                };
+                let o = compare::run_with_input(&s, None).map_err(|e| ExperimentError::Run(e.to_string()))?;
+                let (projected, delegated_calls) = project(&mw, pol, 1.0, fc_model)?;
+                let mut invalid = o.invalid.clone();
+                if invalid.is_none() && !o.output_differences.is_empty() {
+                    let d = &o.output_differences[0];
+                    invalid = Some(format!(
+                        "the {} of run {} ({}) differs from the first native run's at byte {}",
+                        d.stream, d.run, d.side, d.offset
+                    ));
+                }
+                let target = format!("emulate:{}", m.name());
+                progress.advance(&format!(
+                    "{} {target} {pol} f_c {fc}: measured {:.4}, projected {projected:.4}",
+                    w.name, o.comparison.measured_speedup
+                ));
+                points.push(Point {
+                    workload: w.name.clone(),
+                    target,
+                    policy: pol.clone(),
+                    fc_s: fc.secs(),
+                    fc_model_s: fc_model,
+                    delegated_calls,
+                    measured: o.comparison.measured_speedup,
+                    measured_ci: o.speedup_ci,
+                    native_s: o.comparison.native_secs,
+                    target_s: o.comparison.emulated_secs,
+                    projected,
+                    fitted: f64::NAN,
+                    invalid,
+                });
+            }
+        }
+    }
+    if cfg.lwk {
+        let fc = lwk_fc(&cfg.exe)?;
+        for pol in &cfg.policies {
+            let (native, lwk, invalid) = lwk_pairs(cfg, w, pol, &scratch.0)?;
+            let n = native.len().min(lwk.len());
+            let p = crate::stats::paired(&lwk[..n], &native[..n]);
+            let (measured, ci) = p.as_ref().map_or((f64::NAN, None), |p| p.ratio());
+            let (projected, delegated_calls) = project(&mw, pol, 1.0, fc)?;
+            progress.advance(&format!(
+                "{} lwk {pol}: measured {measured:.4}, projected {projected:.4}",
+                w.name
+            ));
+            points.push(Point {
+                workload: w.name.clone(),
+                target: "lwk".into(),
+                policy: pol.clone(),
+                fc_s: 0.0,
+                fc_model_s: fc,
+                delegated_calls,
+                measured,
+                measured_ci: ci,
+                native_s: model::median(&native).unwrap_or(f64::NAN),
+                target_s: model::median(&lwk).unwrap_or(f64::NAN),
+                projected,
+                fitted: f64::NAN,
+                invalid,
+            });
+        }
+    }
+    let accuracy = score(&mw, &w.name, &mut points, &mut notes)?;
+    Ok(WorkloadResult {
+        name: w.name.clone(),
+        argv: w.argv.clone(),
+        c_s: mw.c,
+        p: mw.p(),
+        calls: mw.calls.iter().map(|c| c.n).sum(),
+        points,
+        accuracy,
+        notes,
+    })
+}
+
+/// Fits γ per target, fills each point's fitted projection, returns the accuracies.
+fn score(
+    mw: &model::Workload,
+    name: &str,
+    points: &mut [Point],
+    notes: &mut Vec<String>,
+) -> Result<Vec<Accuracy>, ExperimentError> {
+    let mut targets: Vec<String> = points.iter().map(|p| p.target.clone()).collect();
+    targets.dedup();
+    let mut out = Vec::new();
+    for t in targets {
+        let valid = |p: &Point| p.target == t && p.invalid.is_none() && p.measured.is_finite();
+        let sel: Vec<(String, f64, f64)> = points
+            .iter()
+            .filter(|p| valid(p))
+            .map(|p| (p.policy.clone(), p.fc_model_s, p.measured))
+            .collect();
+        let skipped = points.iter().filter(|p| p.target == t && !valid(p)).count();
+        if skipped > 0 {
+            notes.push(format!(
+                "{t}: {skipped} invalid point(s) left out of the accuracy"
+            ));
+        }
+        if sel.is_empty() {
+            continue;
+        }
+        let predict = |g: f64| -> Result<Vec<(f64, f64)>, ExperimentError> {
+            sel.iter()
+                .map(|(pol, fc, m)| Ok((project(mw, pol, g, *fc)?.0, *m)))
+                .collect()
+        };
+        let estimated = model::accuracy(&predict(1.0)?)?;
+        let gamma = fit::best_gamma(|g| predict(g).ok().and_then(|v| model::accuracy(&v).ok()));
+        let fitted = model::accuracy(&predict(gamma)?)?;
+        for p in points.iter_mut().filter(|p| p.target == t) {
+            p.fitted = project(mw, &p.policy, gamma, p.fc_model_s)?.0;
+        }
+        out.push(Accuracy {
+            workload: name.to_string(),
+            target: t,
+            points: sel.len(),
+            estimated,
+            fitted,
+            fitted_gamma: gamma,
+        });
+    }
+    Ok(out)
+}
+
+/// Accuracy over every workload per target: 100 − MAPE over all their valid points (estimated and
+/// fitted), with `workload` "(all)".
+pub fn overall(results: &[WorkloadResult]) -> Result<Vec<Accuracy>, ExperimentError> {
+    let mut targets: Vec<String> = results
+        .iter()
+        .flat_map(|r| r.points.iter().map(|p| p.target.clone()))
+        .collect();
+    targets.sort();
+    targets.dedup();
+    let mut out = Vec::new();
+    for t in targets {
+        let pts: Vec<&Point> = results
+            .iter()
+            .flat_map(|r| &r.points)
+            .filter(|p| p.target == t && p.invalid.is_none() && p.measured.is_finite())
+            .collect();
+        if pts.is_empty() {
+            continue;
+        }
+        let est: Vec<(f64, f64)> = pts.iter().map(|p| (p.projected, p.measured)).collect();
+        let fit: Vec<(f64, f64)> = pts.iter().map(|p| (p.fitted, p.measured)).collect();
+        out.push(Accuracy {
+            workload: "(all)".into(),
+            target: t,
+            points: pts.len(),
+            estimated: model::accuracy(&est)?,
+            fitted: model::accuracy(&fit)?,
+            fitted_gamma: f64::NAN,
+        });
+    }
+    Ok(out)
+}
+
+/// The per-point table's header and rows.
+pub const POINT_HEADER: [&str; 9] = [
+    "workload",
+    "target",
+    "policy",
+    "f_c",
+    "model f_c",
+    "measured",
+    "95 % interval",
+    "estimated",
+    "fitted",
+];
+
+pub fn point_rows(results: &[WorkloadResult]) -> Vec<[String; 9]> {
+    results
+        .iter()
+        .flat_map(|r| &r.points)
+        .map(|p| {
+            [
+                p.workload.clone(),
+                p.target.clone(),
+                p.policy.clone(),
+                multios_units::format_secs(p.fc_s),
+                multios_units::format_secs(p.fc_model_s),
+                match &p.invalid {
+                    Some(_) => format!("{:.4} (invalid)", p.measured),
+                    None => format!("{:.4}", p.measured),
+                },
+                p.measured_ci
+                    .map_or_else(|| "—".into(), |(lo, hi)| format!("[{lo:.4}, {hi:.4}]")),
+                format!("{:.4}", p.projected),
+                format!("{:.4}", p.fitted),
+            ]
+        })
+        .collect()
+}
+
+/// The accuracy table's header and rows (per workload and target, then overall).
+pub const ACCURACY_HEADER: [&str; 6] = [
+    "workload",
+    "target",
+    "points",
+    "estimated %",
+    "fitted %",
+    "fitted γ",
+];
+
+pub fn accuracy_rows(acc: &[Accuracy]) -> Vec<[String; 6]> {
+    acc.iter()
+        .map(|a| {
+            [
+                a.workload.clone(),
+                a.target.clone(),
+                a.points.to_string(),
+                format!("{:.2}", a.estimated),
+                format!("{:.2}", a.fitted),
+                if a.fitted_gamma.is_finite() {
+                    format!("{:.4}", a.fitted_gamma)
+                } else {
+                    "—".into()
+                },
+            ]
+        })
+        .collect()
+}
