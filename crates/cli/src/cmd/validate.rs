@@ -76,6 +76,10 @@ pub struct Args {
     /// Real programs: also measure in the LWK (`multios lwk run --policy P`)
     #[arg(long)]
     lwk: bool,
+    /// Real programs: the model's named correction terms to add (none, all, or a list: startup);
+    /// `none` is the paper's refined model exactly
+    #[arg(long, default_value = "none")]
+    terms: String,
     /// The real program and its arguments (with --workload)
     #[arg(last = true)]
     command: Vec<String>,
@@ -101,6 +105,7 @@ impl Args {
                 fcs: self.fc,
                 pairs: self.runs,
                 lwk: self.lwk,
+                terms: multios_model::parse_terms(&self.terms)?,
                 compute,
                 control,
             },
