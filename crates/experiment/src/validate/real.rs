@@ -278,7 +278,12 @@ fn project(w: &model::Workload, policy: &str, gamma: f64, fc: f64) -> Result<(f6
     Ok((pr.speedup, pr.delegated_calls))
 }
 
-fn projection(w: &model::Workload, policy: &str, gamma: f64, fc: f64) -> Result<model::Projection, ExperimentError> {
+fn projection(
+    w: &model::Workload,
+    policy: &str,
+    gamma: f64,
+    fc: f64,
+) -> Result<model::Projection, ExperimentError> {
     let d = Policy::parse(policy)?.delegated(w);
     Ok(model::refined(w, &d, &Params::new(gamma, fc))?)
 }
@@ -364,7 +369,11 @@ pub fn run_workload(
     let startup_on = cfg.terms.contains(&model::Term::Startup);
     for &m in &cfg.mechanisms {
         let terms = model::Terms {
-            startup_s: if startup_on { Some(startup_emulated(cfg, m)?) } else { None },
+            startup_s: if startup_on {
+                Some(startup_emulated(cfg, m)?)
+            } else {
+                None
+            },
         };
         for fc in &cfg.fcs {
             let rt = super::mechanism_round_trip_at(m, fc.secs(), 300, &cfg.compute, &cfg.control, wait)?;
@@ -438,7 +447,11 @@ pub fn run_workload(
     if cfg.lwk {
         let fc = lwk_fc(&cfg.exe)?;
         let terms = model::Terms {
-            startup_s: if startup_on { Some(startup_lwk(cfg, &scratch.0)?) } else { None },
+            startup_s: if startup_on {
+                Some(startup_lwk(cfg, &scratch.0)?)
+            } else {
+                None
+            },
         };
         for pol in &cfg.policies {
             let (native, lwk, invalid) = lwk_pairs(cfg, w, pol, &scratch.0)?;
