@@ -6,6 +6,7 @@ packages=(
   build-essential pkg-config clang llvm libelf-dev zlib1g-dev libseccomp-dev bpftool  # toolchain, eBPF
   fonts-dejavu-core                                                                   # plot text
   bzip2 busybox-static strace linux-perf stress-ng hyperfine bc perl                   # real workloads, references
+  xz-utils gzip sqlite3 python3 make tar                                              # validate --suite bundled
   openmpi-bin mpich lammps hpcc                                                              # MPI ranks, LAMMPS, HPC Challenge
 )
 missing=()

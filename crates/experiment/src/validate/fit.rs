@@ -42,7 +42,7 @@ mod tests {
         let g = best_gamma(|g| Some(100.0 - (g - 1.3).abs()));
         assert!((g - 1.3).abs() < 1e-6, "{g}");
         // At the edge of the range when the peak lies beyond it.
-        let g = best_gamma(|g| Some(g));
+        let g = best_gamma(Some);
         assert!((g - GAMMA_RANGE.1).abs() < 1e-6, "{g}");
     }
 }

@@ -221,14 +221,12 @@ pub fn lwk_fc(exe: &Path) -> Result<f64, ExperimentError> {
     }
 }
 
+/// Native and LWK run times (seconds, in pair order) and why the pairs are invalid, if they are.
+type LwkPairs = (Vec<f64>, Vec<f64>, Option<String>);
+
 /// The paired native/LWK runs of `w` under `policy`, ABBA; returns (native, LWK) times and why
 /// they are invalid, if they are.
-fn lwk_pairs(
-    cfg: &Config,
-    w: &Workload,
-    policy: &str,
-    scratch: &Path,
-) -> Result<(Vec<f64>, Vec<f64>, Option<String>), ExperimentError> {
+fn lwk_pairs(cfg: &Config, w: &Workload, policy: &str, scratch: &Path) -> Result<LwkPairs, ExperimentError> {
     let (mut native, mut lwk) = (Vec::new(), Vec::new());
     let mut k = 1000;
     for i in 0..cfg.pairs {
