@@ -660,3 +660,89 @@ pub fn accuracy_rows(acc: &[Accuracy]) -> Vec<[String; 7]> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use multios_model::Call;
+
+    fn point(target: &str, policy: &str, fc: f64, measured: f64) -> Point {
+        Point {
+            workload: "w".into(),
+            target: target.into(),
+            policy: policy.into(),
+            fc_s: fc,
+            fc_model_s: fc,
+            delegated_calls: 0,
+            measured,
+            measured_ci: None,
+            native_s: 1.0,
+            target_s: 1.0 / measured,
+            projected: f64::NAN,
+            fitted: f64::NAN,
+            with_terms: None,
+            terms: model::Terms::none(),
+            invalid: None,
+        }
+    }
+
+    fn workload() -> model::Workload {
+        model::Workload {
+            c: 1.0,
+            calls: vec![Call {
+                name: "write".into(),
+                n: 10_000,
+                g: 0.01,
+            }],
+        }
+    }
+
+    #[test]
+    fn issue_15_a_measurement_the_model_makes_exactly_scores_100_and_invalid_points_are_left_out() {
+        let w = workload();
+        // What the refined model projects at γ = 1 with f_c = 10 µs: t_nd = 1.01, t_d = 1.01 + 0.2.
+        let exact = project(&w, "all", 1.0, 10e-6).expect("projects").0;
+        assert!((exact - 1.01 / 1.21).abs() < 1e-12, "{exact}");
+        let mut pts = vec![
+            point("emulate:shm", "all", 10e-6, exact),
+            point("emulate:shm", "all", 10e-6, 0.1),
+        ];
+        pts[1].invalid = Some("pair 1 is invalid".into());
+        let mut notes = Vec::new();
+        let acc = score(&w, "w", &mut pts, &mut notes).expect("scores");
+        assert_eq!(acc.len(), 1);
+        assert!((acc[0].estimated - 100.0).abs() < 1e-9, "{acc:?}");
+        assert!((acc[0].fitted - 100.0).abs() < 1e-6, "{acc:?}");
+        assert_eq!(acc[0].points, 1);
+        assert!(notes[0].contains("1 invalid"), "{notes:?}");
+    }
+
+    #[test]
+    fn issue_15_the_fitted_column_is_at_least_the_estimated_one() {
+        let w = workload();
+        let mut pts = vec![
+            point("lwk", "all", 10e-6, 0.7),
+            point("lwk", "mckernel", 10e-6, 0.9),
+            point("lwk", "all", 50e-6, 0.4),
+        ];
+        for p in &mut pts {
+            p.projected = project(&w, &p.policy, 1.0, p.fc_model_s).expect("projects").0;
+        }
+        let acc = score(&w, "w", &mut pts, &mut Vec::new()).expect("scores");
+        assert!(acc[0].fitted >= acc[0].estimated - 1e-9, "{acc:?}");
+        assert!(pts.iter().all(|p| p.fitted.is_finite()));
+        let r = WorkloadResult {
+            name: "w".into(),
+            argv: vec!["w".into()],
+            c_s: 1.0,
+            p: 0.01,
+            calls: 10_000,
+            points: pts,
+            accuracy: acc.clone(),
+            notes: Vec::new(),
+        };
+        let all = overall(&[r]).expect("overall");
+        assert_eq!((all[0].workload.as_str(), all[0].points), ("(all)", 3));
+        assert!((all[0].estimated - acc[0].estimated).abs() < 1e-9);
+    }
+}
