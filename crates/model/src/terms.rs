@@ -16,15 +16,17 @@ use crate::{ModelError, Projection};
 #[serde(rename_all = "lowercase")]
 pub enum Term {
     Startup,
+    Wakeup,
 }
 
 impl Term {
     /// Every term, in the order they are applied.
-    pub const ALL: [Term; 1] = [Term::Startup];
+    pub const ALL: [Term; 2] = [Term::Startup, Term::Wakeup];
 
     pub fn name(self) -> &'static str {
         match self {
             Term::Startup => "startup",
+            Term::Wakeup => "wakeup",
         }
     }
 }
@@ -34,6 +36,8 @@ impl Term {
 pub struct Terms {
     /// Seconds added to t_d once per run (`startup`); `None`: off.
     pub startup_s: Option<f64>,
+    /// Seconds added to t_d per delegated call (`wakeup`); `None`: off.
+    pub wakeup_s: Option<f64>,
 }
 
 impl Terms {
@@ -44,7 +48,7 @@ impl Terms {
 
     /// True when no term is on.
     pub fn is_none(&self) -> bool {
-        self.startup_s.is_none()
+        self.startup_s.is_none() && self.wakeup_s.is_none()
     }
 }
 
@@ -70,10 +74,12 @@ pub fn parse_terms(text: &str) -> Result<Vec<Term>, ModelError> {
 
 /// The speedup of `p` with `terms` applied: exactly `p.speedup` when every term is off.
 pub fn corrected(p: &Projection, terms: &Terms) -> f64 {
-    match terms.startup_s {
-        None => p.speedup,
-        Some(s) => p.t_nd / (p.t_d + s),
+    if terms.is_none() {
+        return p.speedup;
     }
+    let startup = terms.startup_s.unwrap_or(0.0);
+    let wakeup = terms.wakeup_s.unwrap_or(0.0) * p.delegated_calls as f64;
+    p.t_nd / (p.t_d + startup + wakeup)
 }
 
 #[cfg(test)]
@@ -111,7 +117,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_15_the_startup_term_adds_its_time_once() {
+    fn issue_15_startup_is_added_once_and_wakeup_per_delegated_call() {
         let w = Workload {
             c: 1.0,
             calls: vec![Call {
@@ -126,15 +132,25 @@ mod tests {
             &p,
             &Terms {
                 startup_s: Some(0.05),
+                wakeup_s: None,
             },
         );
         assert!((s - 1.0 / 1.07).abs() < 1e-12, "{s}");
+        let s = corrected(
+            &p,
+            &Terms {
+                startup_s: None,
+                wakeup_s: Some(100e-6),
+            },
+        );
+        assert!((s - 1.0 / 1.12).abs() < 1e-12, "{s}");
     }
 
     #[test]
     fn issue_15_terms_parse_by_name_and_unknown_ones_are_named() {
         assert_eq!(parse_terms("none").expect("none"), []);
-        assert_eq!(parse_terms("all").expect("all"), [Term::Startup]);
+        assert_eq!(parse_terms("all").expect("all"), [Term::Startup, Term::Wakeup]);
+        assert_eq!(parse_terms("wakeup").expect("one"), [Term::Wakeup]);
         assert_eq!(parse_terms("startup").expect("one"), [Term::Startup]);
         let e = parse_terms("startup,cache").expect_err("unknown").to_string();
         assert!(e.contains("'cache'") && e.contains("startup"), "{e}");

@@ -76,7 +76,8 @@ pub struct Args {
     /// Real programs: also measure in the LWK (`multios lwk run --policy P`)
     #[arg(long)]
     lwk: bool,
-    /// Real programs: the model's named correction terms to add (none, all, or a list: startup);
+    /// Real programs: the model's named correction terms to add (none, all, or a list of startup,
+    /// wakeup);
     /// `none` is the paper's refined model exactly
     #[arg(long, default_value = "none")]
     terms: String,

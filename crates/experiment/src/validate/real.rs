@@ -327,6 +327,101 @@ pub fn startup_emulated(cfg: &Config, m: Mechanism) -> Result<f64, ExperimentErr
     Ok(crate::stats::paired_diff(&native, &emulated).map_or(0.0, |p| p.median.max(0.0)))
 }
 
+/// The `wakeup` microbenchmark's source (`csrc/gaps.c`), its calls and their spacing.
+pub const GAPS_SOURCE: &str = include_str!("../../csrc/gaps.c");
+pub const GAPS_CALLS: u64 = 2000;
+pub const GAPS_NS: u64 = 100_000;
+
+/// Builds the `wakeup` microbenchmark (dynamically linked: the emulator preloads its library).
+pub fn build_gaps(dir: &Path) -> Result<PathBuf, ExperimentError> {
+    let src = dir.join("gaps.c");
+    std::fs::write(&src, GAPS_SOURCE).map_err(ExperimentError::io(format!("writing {}", src.display())))?;
+    let exe = dir.join("gaps");
+    let o = Command::new("gcc")
+        .args(["-O2", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .map_err(ExperimentError::io(
+            "running gcc (apt-get install build-essential)",
+        ))?;
+    if !o.status.success() {
+        return Err(ExperimentError::Run(format!(
+            "building the wakeup microbenchmark: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        )));
+    }
+    Ok(exe)
+}
+
+/// The gaps program's argv, with or without its calls.
+fn gaps_argv(exe: &Path, calls: bool) -> Vec<String> {
+    let mut v = vec![
+        exe.display().to_string(),
+        GAPS_CALLS.to_string(),
+        GAPS_NS.to_string(),
+    ];
+    if calls {
+        v.push("call".into());
+    }
+    v
+}
+
+/// The `wakeup` term under mechanism `m` (seconds per delegated call): the paired extra time of the
+/// gaps program with its calls, less that of the same program without them, per call, less the
+/// back-to-back round trip `rt` (already in the model's f_c).
+pub fn wakeup_emulated(cfg: &Config, m: Mechanism, gaps: &Path, rt: f64) -> Result<f64, ExperimentError> {
+    let extra = |calls: bool| -> Result<f64, ExperimentError> {
+        let c = multios_emulate::Config {
+            mechanism: m,
+            delegation: multios_emulate::Delegation::all(),
+            cost: CostModel::constant(0.0),
+            compute: cfg.compute.clone(),
+            control: cfg.control.clone(),
+            argv: gaps_argv(gaps, calls),
+            allow_below_floor: true,
+            rewrite: true,
+            wait: multios_emulate::Wait::default(),
+        };
+        let s = compare::Setup {
+            emulate: &c,
+            interception: Interception::Eager,
+            pairs: STARTUP_PAIRS,
+            workdir: None,
+            setup: None,
+            cleanup: None,
+        };
+        let o = compare::run_with_input(&s, None).map_err(|e| ExperimentError::Run(e.to_string()))?;
+        let native: Vec<f64> = o.pairs.iter().map(|p| p.native_secs).collect();
+        let emulated: Vec<f64> = o.pairs.iter().map(|p| p.emulated_secs).collect();
+        Ok(crate::stats::paired_diff(&native, &emulated).map_or(0.0, |p| p.median))
+    };
+    let per_call = (extra(true)? - extra(false)?) / GAPS_CALLS as f64;
+    Ok((per_call - rt).max(0.0))
+}
+
+/// The `wakeup` term in the LWK: as [`wakeup_emulated`] with `multios lwk run --policy all`.
+pub fn wakeup_lwk(cfg: &Config, gaps: &Path, scratch: &Path, rt: f64) -> Result<f64, ExperimentError> {
+    let extra = |calls: bool| -> Result<f64, ExperimentError> {
+        let w = Workload {
+            name: "gaps".into(),
+            argv: gaps_argv(gaps, calls),
+            workdir: None,
+            setup: None,
+            cleanup: None,
+        };
+        let c = Config {
+            pairs: STARTUP_PAIRS,
+            ..cfg.clone()
+        };
+        let (native, lwk, _) = lwk_pairs(&c, &w, "all", scratch)?;
+        let n = native.len().min(lwk.len());
+        Ok(crate::stats::paired_diff(&native[..n], &lwk[..n]).map_or(0.0, |p| p.median))
+    };
+    let per_call = (extra(true)? - extra(false)?) / GAPS_CALLS as f64;
+    Ok((per_call - rt).max(0.0))
+}
+
 /// The `startup` term in the LWK: as [`startup_emulated`], with `multios lwk run -- true`.
 pub fn startup_lwk(cfg: &Config, scratch: &Path) -> Result<f64, ExperimentError> {
     let w = Workload {
@@ -365,13 +460,26 @@ pub fn run_workload(
     let mut points = Vec::new();
     let wait = multios_emulate::Wait::default();
     let startup_on = cfg.terms.contains(&model::Term::Startup);
+    let gaps = if cfg.terms.contains(&model::Term::Wakeup) {
+        Some(build_gaps(&scratch.0)?)
+    } else {
+        None
+    };
     for &m in &cfg.mechanisms {
+        let wakeup_s = match &gaps {
+            Some(g) => {
+                let rt = super::mechanism_round_trip_at(m, 0.0, 300, &cfg.compute, &cfg.control, wait)?;
+                Some(wakeup_emulated(cfg, m, g, rt.median)?)
+            }
+            None => None,
+        };
         let terms = model::Terms {
             startup_s: if startup_on {
                 Some(startup_emulated(cfg, m)?)
             } else {
                 None
             },
+            wakeup_s,
         };
         for fc in &cfg.fcs {
             let rt = super::mechanism_round_trip_at(m, fc.secs(), 300, &cfg.compute, &cfg.control, wait)?;
@@ -444,12 +552,17 @@ pub fn run_workload(
     }
     if cfg.lwk {
         let fc = lwk_fc(&cfg.exe)?;
+        let wakeup_s = match &gaps {
+            Some(g) => Some(wakeup_lwk(cfg, g, &scratch.0, 2.0 * fc)?),
+            None => None,
+        };
         let terms = model::Terms {
             startup_s: if startup_on {
                 Some(startup_lwk(cfg, &scratch.0)?)
             } else {
                 None
             },
+            wakeup_s,
         };
         for pol in &cfg.policies {
             let (native, lwk, invalid) = lwk_pairs(cfg, w, pol, &scratch.0)?;
