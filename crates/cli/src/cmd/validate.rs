@@ -63,16 +63,16 @@ pub struct Args {
     /// Validate on every workload of a suite file (TOML; `bundled` is the bundled suite)
     #[arg(long)]
     suite: Option<PathBuf>,
-    /// With --suite: only the workloads marked quick
+    /// With --suite: only the workloads marked quick, 2 pairs (unless --runs) and the first --fc
     #[arg(long, requires = "suite")]
     quick: bool,
     /// With --suite: only these workloads
     #[arg(long, value_delimiter = ',', requires = "suite")]
     only: Vec<String>,
     /// Real programs: pairs of native/emulated (or native/LWK) runs per configuration, in ABBA
-    /// order (6 or more give a 95 % interval)
-    #[arg(long, default_value_t = 6)]
-    runs: usize,
+    /// order (6 or more give a 95 % interval) [default: 6, 2 with --quick]
+    #[arg(long)]
+    runs: Option<usize>,
     /// Real programs: also measure in the LWK (`multios lwk run --policy P`)
     #[arg(long)]
     lwk: bool,
@@ -90,8 +90,13 @@ impl Args {
     /// The flags of a real-program validation.
     fn into_real(self) -> anyhow::Result<real::Real> {
         let (compute, control) = multios_experiment::setup::cpu_split(None, None)?;
-        if self.runs == 0 {
+        let runs = self.runs.unwrap_or(if self.quick { 2 } else { 6 });
+        if runs == 0 {
             anyhow::bail!("--runs 0: need at least 1 pair (6 or more for a 95 % interval)");
+        }
+        let mut fcs = self.fc;
+        if self.quick {
+            fcs.truncate(1);
         }
         let mechanisms = if self.mechanism.is_empty() {
             vec![Mechanism::Shm, Mechanism::Proxy, Mechanism::Migrate]
@@ -103,8 +108,8 @@ impl Args {
                 exe: std::env::current_exe()?,
                 mechanisms,
                 policies: self.policy,
-                fcs: self.fc,
-                pairs: self.runs,
+                fcs,
+                pairs: runs,
                 lwk: self.lwk,
                 terms: multios_model::parse_terms(&self.terms)?,
                 compute,
