@@ -8,6 +8,7 @@ packages=(
   bzip2 busybox-static strace linux-perf stress-ng hyperfine bc perl                   # real workloads, references
   racket                                                                              # Multiverse's benchmarks (bench multiverse)
   python3.11 libpython3.11-testsuite                                                  # lwk conformance: CPython's own tests
+  xz-utils gzip sqlite3 python3 make tar                                              # validate --suite bundled
   openmpi-bin mpich lammps hpcc                                                              # MPI ranks, LAMMPS, HPC Challenge
   chromium python3 python3-pip python3-venv                                           # report check (headless), Python package
 )

@@ -17,6 +17,7 @@
 //! - [`bench`]: the bodies of `multios bench …` (and of `multios aam …`, in `bench::aam`) with their targets and verdicts;
 //! - [`figures`]: the paper's figures from workloads (`multios plot`, the demo);
 //! - [`demo`]: the demo pipeline's steps (profile → project → emulate → plots);
+//! - [`suite`]: validation suites of real programs (`validate --suite`, the bundled suite);
 //! - [`stats`]: the statistics every experiment uses (re-exported from `multios-stats`).
 
 pub mod bench;
@@ -31,6 +32,7 @@ pub mod noise_measure;
 pub mod predict;
 mod progress;
 pub mod setup;
+pub mod suite;
 pub mod synth;
 pub mod table3;
 pub mod validate;

@@ -7,6 +7,8 @@ pub enum ModelError {
     P(f64),
     #[error("γ (gamma) = {0} must be > 0: it is the compute speedup of the LWK (1 = same speed as Linux)")]
     Gamma(f64),
+    #[error("--terms: unknown term '{term}': use none, all, or a list of {known}")]
+    Term { term: String, known: String },
     #[error(
         "fraction = {0} is outside [0, 1]: it is the share of distinct system calls forwarded (e.g. 0.9)"
     )]

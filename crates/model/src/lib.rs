@@ -16,6 +16,7 @@ mod policy;
 mod queue;
 mod refined;
 pub mod sweep;
+mod terms;
 mod workload;
 
 pub use advise::{advise, Advice, AdviceItem};
@@ -26,4 +27,5 @@ pub use naive::naive;
 pub use policy::{Order, Policy};
 pub use queue::{erlang_c, mmc, QueueParams, QueueResult};
 pub use refined::{refined, Breakdown, GPrime, Params, Projection};
+pub use terms::{corrected, parse_terms, Term, Terms};
 pub use workload::{Call, Workload};

@@ -4,6 +4,8 @@
 
 //! The sweep itself is multios_experiment::validate.
 
+mod real;
+
 use crate::output::{Format, Out, Table};
 use multios_emulate::{Delegation, Mechanism};
 use multios_experiment::validate;
@@ -13,9 +15,10 @@ use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Mechanism delivering the delegated calls
-    #[arg(long, default_value = "proxy")]
-    mechanism: Mechanism,
+    /// Mechanism(s) delivering the delegated calls (the synthetic benchmark takes one; default
+    /// proxy; real programs default to shm,proxy,migrate)
+    #[arg(long, value_delimiter = ',')]
+    mechanism: Vec<Mechanism>,
     /// Compute speedups γ to emulate (the computation is shrunk by γ)
     #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
     gamma: Vec<f64>,
@@ -53,10 +56,85 @@ pub struct Args {
     /// Directory for the figures (PNG, SVG, CSV)
     #[arg(long, default_value = "validate-out")]
     out: PathBuf,
+    /// Validate on a real program instead of the synthetic benchmark: its name (the command
+    /// follows `--`)
+    #[arg(long, conflicts_with = "suite", requires = "command")]
+    workload: Option<String>,
+    /// Validate on every workload of a suite file (TOML; `bundled` is the bundled suite)
+    #[arg(long)]
+    suite: Option<PathBuf>,
+    /// With --suite: only the workloads marked quick, 2 pairs (unless --runs) and the first --fc
+    #[arg(long, requires = "suite")]
+    quick: bool,
+    /// With --suite: only these workloads
+    #[arg(long, value_delimiter = ',', requires = "suite")]
+    only: Vec<String>,
+    /// Real programs: pairs of native/emulated (or native/LWK) runs per configuration, in ABBA
+    /// order (6 or more give a 95 % interval) [default: 6, 2 with --quick]
+    #[arg(long)]
+    runs: Option<usize>,
+    /// Real programs: also measure in the LWK (`multios lwk run --policy P`)
+    #[arg(long)]
+    lwk: bool,
+    /// Real programs: the model's named correction terms to add (none, all, or a list of startup,
+    /// wakeup);
+    /// `none` is the paper's refined model exactly
+    #[arg(long, default_value = "none")]
+    terms: String,
+    /// The real program and its arguments (with --workload)
+    #[arg(last = true)]
+    command: Vec<String>,
+}
+
+impl Args {
+    /// The flags of a real-program validation.
+    fn into_real(self) -> anyhow::Result<real::Real> {
+        let (compute, control) = multios_experiment::setup::cpu_split(None, None)?;
+        let runs = self.runs.unwrap_or(if self.quick { 2 } else { 6 });
+        if runs == 0 {
+            anyhow::bail!("--runs 0: need at least 1 pair (6 or more for a 95 % interval)");
+        }
+        let mut fcs = self.fc;
+        if self.quick {
+            fcs.truncate(1);
+        }
+        let mechanisms = if self.mechanism.is_empty() {
+            vec![Mechanism::Shm, Mechanism::Proxy, Mechanism::Migrate]
+        } else {
+            self.mechanism
+        };
+        Ok(real::Real {
+            cfg: multios_experiment::validate::real::Config {
+                exe: std::env::current_exe()?,
+                mechanisms,
+                policies: self.policy,
+                fcs,
+                pairs: runs,
+                lwk: self.lwk,
+                terms: multios_model::parse_terms(&self.terms)?,
+                compute,
+                control,
+            },
+            workload: self.workload.map(|w| (w, self.command)),
+            suite: self.suite,
+            quick: self.quick,
+            only: self.only,
+            out: self.out,
+        })
+    }
 }
 
 pub fn run(args: Args, out: &Out) -> super::Exit {
+    if args.workload.is_some() || args.suite.is_some() {
+        return real::run(args.into_real()?, out);
+    }
     let (compute, control) = multios_experiment::setup::cpu_split(None, None)?;
+    if args.mechanism.len() > 1 {
+        anyhow::bail!("--mechanism: the synthetic benchmark takes one mechanism (real programs, --workload or --suite, take a list)");
+    }
+    if !args.command.is_empty() {
+        anyhow::bail!("a command after -- needs --workload NAME");
+    }
     let policies: Vec<(String, Delegation)> = args
         .policy
         .iter()
@@ -68,7 +146,7 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
         })
         .collect::<anyhow::Result<_>>()?;
     let cfg = validate::Config {
-        mechanism: args.mechanism,
+        mechanism: args.mechanism.first().copied().unwrap_or(Mechanism::Proxy),
         gammas: args.gamma,
         policies,
         fcs: args.fc,

@@ -142,6 +142,23 @@ pub fn run(s: &Setup<'_>) -> Result<Outcome, CompareError> {
     run_with_stdin(s, scratch, stdin)
 }
 
+/// Runs the comparison with every run reading `stdin` (a file), or nothing (`/dev/null`) — for
+/// callers whose own stdin is not the program's (`multios validate --workload/--suite`).
+pub fn run_with_input(s: &Setup<'_>, stdin: Option<&std::path::Path>) -> Result<Outcome, CompareError> {
+    let scratch = capture::Scratch::new()?;
+    let file = stdin.map_or_else(|| PathBuf::from("/dev/null"), std::path::Path::to_path_buf);
+    let bytes = std::fs::metadata(&file)
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.len());
+    let stdin = Stdin {
+        file,
+        bytes,
+        truncated: false,
+    };
+    run_with_stdin(s, scratch, stdin)
+}
+
 fn run_with_stdin(s: &Setup<'_>, scratch: capture::Scratch, stdin: Stdin) -> Result<Outcome, CompareError> {
     if s.pairs == 0 {
         return Err(CompareError::Runs(0));

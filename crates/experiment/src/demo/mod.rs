@@ -131,7 +131,7 @@ pub struct EmulationConfig {
     pub compute: CpuSet,
     pub control: CpuSet,
     pub argv: Vec<String>,
-    /// Interleaved native/emulated rounds (at least 1).
+    /// Rounds of paired runs in ABBA order (at least 1; 6 or more give a 95 % interval).
     pub rounds: usize,
 }
 
@@ -142,27 +142,42 @@ pub struct Emulation {
     /// The one-way f_c the model uses (the cost model's mean).
     pub fc_s: f64,
     pub rounds: usize,
-    /// policy, deleg. calls, native, emulated, measured S, projected S_r, error.
-    pub rows: Vec<[String; 7]>,
+    /// policy, deleg. calls, native, emulated, measured S, 95 % interval, projected S_r, error.
+    pub rows: Vec<[String; 8]>,
+    /// One verdict per policy (the paired measurement against the projections), in row order.
+    pub verdicts: Vec<(String, crate::compare::Verdict)>,
     /// The demo's JSON `emulation`.
     pub json: Vec<serde_json::Value>,
 }
 
 /// The emulation table's header.
-pub const EMULATION_HEADER: [&str; 7] = [
+pub const EMULATION_HEADER: [&str; 8] = [
     "policy",
     "deleg. calls",
     "native",
     "emulated",
     "measured S",
+    "95 % interval",
     "projected S_r",
     "error",
 ];
 
-/// Runs the workload natively and under emulation for each policy, `rounds` times interleaved,
-/// and compares the median measured speedup with the refined model's projection from the profile
-/// alone (γ = 1: Linux on both sides, so only forwarding changes the time). One progress step per
-/// round.
+/// The order of one round's runs: the native run (`None`) and each policy's emulated run
+/// (`Some(i)`), ABBA — even rounds start natively, odd rounds end natively in reverse — so that
+/// every policy's pairs alternate which side runs first, as `emulate --compare`'s do.
+pub fn round_order(round: usize, policies: usize) -> Vec<Option<usize>> {
+    let mut v: Vec<Option<usize>> = std::iter::once(None).chain((0..policies).map(Some)).collect();
+    if round % 2 == 1 {
+        v.reverse();
+    }
+    v
+}
+
+/// Runs the workload natively and under emulation for each policy, `rounds` times in ABBA order
+/// ([`round_order`]; one native run per round is each policy's partner), and compares the median
+/// of the paired speedups T_native / T_emulated, with its interval from `multios-stats`, with the
+/// refined model's projection from the profile alone (γ = 1: Linux on both sides, so only
+/// forwarding changes the time). One progress step per round.
 pub fn emulate(
     cfg: &EmulationConfig,
     w: &Workload,
@@ -193,46 +208,71 @@ pub fn emulate(
     let mut native = Vec::new();
     let mut emulated = vec![Vec::new(); configs.len()];
     let mut delegated = vec![0u64; configs.len()];
-    progress.start(rounds as u64, "demo: emulation rounds");
+    progress.start(rounds as u64, "demo: emulation rounds (ABBA)");
     for round in 0..rounds {
-        native.push(multios_emulate::run_native(&cfg.argv, &cfg.compute, &wait)?.wall_secs);
-        for (i, c) in configs.iter().enumerate() {
-            let r = multios_emulate::run(c)?;
-            emulated[i].push(r.wall_secs);
-            delegated[i] = r.delegated_total;
+        for run in round_order(round, configs.len()) {
+            match run {
+                None => native.push(multios_emulate::run_native(&cfg.argv, &cfg.compute, &wait)?.wall_secs),
+                Some(i) => {
+                    let r = multios_emulate::run(&configs[i])?;
+                    emulated[i].push(r.wall_secs);
+                    delegated[i] = r.delegated_total;
+                }
+            }
         }
         progress.advance(&format!("round {} of {rounds}", round + 1));
     }
     progress.finish();
     let t_native = model::median(&native).unwrap_or(f64::NAN);
     let mut rows = Vec::new();
+    let mut verdicts = Vec::new();
     let mut json = Vec::new();
     for (i, (pol, _)) in cfg.policies.iter().enumerate() {
         let t_emu = model::median(&emulated[i]).unwrap_or(f64::NAN);
-        let measured = t_native / t_emu;
-        let projected =
-            model::refined(w, &Policy::parse(pol)?.delegated(w), &Params::new(1.0, fc_s))?.speedup;
+        // paired() compares its second series with its first: the emulated times are the base,
+        // so its ratios are the pairs' speedups T_native / T_emulated.
+        let p = crate::stats::paired(&emulated[i], &native);
+        let (measured, ci) = p.as_ref().map_or((t_native / t_emu, None), |p| p.ratio());
+        let d = Policy::parse(pol)?.delegated(w);
+        let pr = model::refined(w, &d, &Params::new(1.0, fc_s))?;
+        let projected = pr.speedup;
         let err = 100.0 * (projected - measured).abs() / measured;
+        let c = crate::predict::Comparison {
+            native_secs: t_native,
+            emulated_secs: t_emu,
+            measured_speedup: measured,
+            naive_speedup: pr.naive,
+            refined_speedup: projected,
+            refined_secs: pr.t_d,
+            excess_per_call_secs: None,
+        };
+        let mut v = crate::compare::verdict(&c, ci, rounds);
+        // The verdict names `emulate --compare`'s flag; the demo's is --rounds.
+        v.text = v.text.replace("--runs", "--rounds");
         rows.push([
             pol.to_string(),
             delegated[i].to_string(),
             multios_units::format_secs(t_native),
             multios_units::format_secs(t_emu),
             format!("{measured:.4}"),
+            ci.map_or_else(|| "—".to_string(), |(lo, hi)| format!("[{lo:.4}, {hi:.4}]")),
             format!("{projected:.4}"),
             format!("{err:.2}%"),
         ]);
         json.push(serde_json::json!({
             "policy": pol, "mechanism": cfg.mechanism.name(), "fc_s": fc_s, "rounds": rounds,
-            "native_s": native, "emulated_s": emulated[i], "measured_speedup": measured,
-            "projected_speedup": projected, "delegated_calls": delegated[i],
+            "order": "ABBA", "native_s": native, "emulated_s": emulated[i], "measured_speedup": measured,
+            "speedup_ci": ci, "ci_coverage": p.as_ref().and_then(|p| p.ci_coverage),
+            "verdict": v, "projected_speedup": projected, "delegated_calls": delegated[i],
         }));
+        verdicts.push((pol.to_string(), v));
     }
     Ok(Emulation {
         mechanism: cfg.mechanism,
         fc_s,
         rounds,
         rows,
+        verdicts,
         json,
     })
 }
@@ -271,6 +311,13 @@ mod tests {
         assert!(p.rows.iter().all(|r| r.len() == p.header.len()));
         assert_eq!(p.json.len(), 12 * SYSTEMS.len());
         assert_eq!((p.rows[0][0].as_str(), p.rows[0][1].as_str()), ("all", "1.04"));
+    }
+
+    #[test]
+    fn issue_15_rounds_alternate_which_side_runs_first() {
+        assert_eq!(round_order(0, 2), [None, Some(0), Some(1)]);
+        assert_eq!(round_order(1, 2), [Some(1), Some(0), None]);
+        assert_eq!(round_order(2, 1), [None, Some(0)]);
     }
 
     #[test]

@@ -27,7 +27,7 @@ pub struct Config {
     pub mechanism: String,
     /// Input size in MiB.
     pub mib: usize,
-    /// Interleaved native/emulated rounds.
+    /// Rounds of paired native/emulated runs (ABBA order).
     pub rounds: usize,
 }
 

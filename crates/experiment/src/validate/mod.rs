@@ -4,7 +4,10 @@
 //! γ is emulated by shrinking the computation by γ; each configuration's predictions are made from
 //! the native run's own profile (C, n(s), g(s), timed in-process).
 
+pub mod fit;
 mod plots;
+pub mod real;
+pub mod realplots;
 mod score;
 
 pub use score::{mechanism_round_trip, mechanism_round_trip_at, score, Point, RoundTrip};

@@ -1,0 +1,106 @@
+//! `multios validate --workload NAME -- CMD …` and `--suite FILE` (issue #15): the models checked on
+//! real programs. The experiment is multios_experiment::validate::real (one workload) and
+//! multios_experiment::suite (a suite file); this prints the per-point and accuracy tables, writes
+//! points.csv, accuracy.csv and the figures into --out, and prints the JSON.
+
+use crate::output::{Format, Out, Table};
+use multios_experiment::suite::{self, Suite};
+use multios_experiment::validate::{real, realplots};
+use multios_experiment::Progress;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// A real-program validation, its flags resolved.
+#[derive(Debug)]
+pub struct Real {
+    pub cfg: real::Config,
+    /// `--workload NAME -- CMD …`.
+    pub workload: Option<(String, Vec<String>)>,
+    pub suite: Option<PathBuf>,
+    pub quick: bool,
+    pub only: Vec<String>,
+    pub out: PathBuf,
+}
+
+pub fn run(r: Real, out: &Out) -> super::super::Exit {
+    std::fs::create_dir_all(&r.out)
+        .map_err(|e| anyhow::anyhow!("--out {}: cannot create it: {e}", r.out.display()))?;
+    let mut bar = crate::progress::Bar::new(out);
+    let (results, skipped, overall) = match (&r.workload, &r.suite) {
+        (Some((name, argv)), _) => {
+            let w = real::Workload {
+                name: name.clone(),
+                argv: argv.clone(),
+                workdir: None,
+                setup: None,
+                cleanup: None,
+            };
+            let per = r.cfg.mechanisms.len() * r.cfg.fcs.len() * r.cfg.policies.len()
+                + if r.cfg.lwk { r.cfg.policies.len() } else { 0 };
+            bar.start(per as u64, "validate: targets × policies × f_c");
+            let res = real::run_workload(&r.cfg, &w, &mut bar)?;
+            bar.finish();
+            let results = vec![res];
+            let overall = real::overall(&results)?;
+            (results, Vec::new(), overall)
+        }
+        (None, Some(file)) => {
+            let s = Suite::load(file)?;
+            let cfg = suite::Config {
+                validate: r.cfg.clone(),
+                quick: r.quick,
+                only: r.only.clone(),
+                dir: std::env::temp_dir().join(format!("multios-suite-{}", std::process::id())),
+            };
+            let o = suite::run(&cfg, &s, &mut bar);
+            std::fs::remove_dir_all(&cfg.dir).ok();
+            let o = o?;
+            (o.workloads, o.skipped, o.overall)
+        }
+        (None, None) => anyhow::bail!("give --workload NAME -- CMD … or --suite FILE"),
+    };
+    let mut points = Table::new(real::POINT_HEADER);
+    for row in real::point_rows(&results) {
+        points.row(row);
+    }
+    let mut acc = Table::new(real::ACCURACY_HEADER);
+    let all: Vec<real::Accuracy> = results
+        .iter()
+        .flat_map(|w| w.accuracy.iter().cloned())
+        .chain(overall.iter().cloned())
+        .collect();
+    for row in real::accuracy_rows(&all) {
+        acc.row(row);
+    }
+    std::fs::write(r.out.join("points.csv"), points.to_csv())?;
+    std::fs::write(r.out.join("accuracy.csv"), acc.to_csv())?;
+    let figures = realplots::write(&results, &r.out)?;
+    match out.format {
+        Format::Json => out.json(&serde_json::json!({
+            "workloads": results, "skipped": skipped, "overall": overall, "figures": figures,
+        }))?,
+        Format::Csv => acc.print(out),
+        Format::Table => {
+            points.print(out);
+            outln!();
+            acc.print(out);
+            for (name, why) in &skipped {
+                outln!("skipped {name}: {why}");
+            }
+            for w in &results {
+                for n in &w.notes {
+                    outln!("note ({}): {n}", w.name);
+                }
+            }
+            outln!(
+                "points.csv, accuracy.csv and {} figure(s) in {}",
+                figures.len(),
+                r.out.display()
+            );
+        }
+    }
+    if results.is_empty() {
+        anyhow::bail!("no workload could be validated (see 'skipped')");
+    }
+    Ok(ExitCode::SUCCESS)
+}

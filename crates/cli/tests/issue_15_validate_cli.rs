@@ -1,0 +1,190 @@
+//! Issue #15 through the CLI, `multios validate --suite FILE` and `--workload NAME -- CMD`: real
+//! programs profiled, projected with estimated parameters and measured with paired runs; one row
+//! per workload and target, the accuracy beside the fitted one. Needs root (the eBPF profiler) and
+//! the emulator, and runs them for real. No timing is asserted.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+#[path = "../../../testsupport/scratch.rs"]
+mod scratch;
+
+fn multios(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_multios"))
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("run multios {args:?}: {e}"))
+}
+
+const TINY: &str = r#"
+[[workload]]
+name = "wc"
+argv = ["wc", "-l", "in.txt"]
+[[workload.input]]
+file = "in.txt"
+kind = "text"
+mib = 0.25
+[workload.check]
+stdout_contains = "in.txt"
+
+[[workload]]
+name = "sort"
+argv = ["sort", "-o", "out.txt", "in.txt"]
+[[workload.input]]
+file = "in.txt"
+kind = "random"
+mib = 0.25
+[workload.check]
+creates = ["out.txt"]
+"#;
+
+fn json(o: &Output) -> serde_json::Value {
+    assert!(
+        o.status.success(),
+        "multios failed: {}\n{}",
+        String::from_utf8_lossy(&o.stderr),
+        String::from_utf8_lossy(&o.stdout)
+    );
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&o.stdout)))
+}
+
+#[test]
+fn issue_15_a_tiny_suite_gives_a_row_per_workload() {
+    let dir = scratch::Scratch::new("multios-issue15", "suite");
+    std::fs::write(dir.join("tiny.toml"), TINY).expect("write the suite");
+    let o = multios(
+        &dir,
+        &[
+            "--json",
+            "validate",
+            "--suite",
+            "tiny.toml",
+            "--mechanism",
+            "shm",
+            "--policy",
+            "all",
+            "--fc",
+            "10us",
+            "--runs",
+            "2",
+            "--out",
+            "out",
+        ],
+    );
+    let v = json(&o);
+    let w = v["workloads"].as_array().expect("workloads");
+    let names: Vec<&str> = w.iter().filter_map(|w| w["name"].as_str()).collect();
+    assert_eq!(names, ["wc", "sort"], "{v}");
+    for w in w {
+        let points = w["points"].as_array().expect("points");
+        assert_eq!(points.len(), 1, "{w}");
+        assert_eq!(points[0]["target"], "emulate:shm");
+        assert!(points[0]["measured"].as_f64().is_some_and(f64::is_finite), "{w}");
+        let acc = w["accuracy"].as_array().expect("accuracy");
+        assert_eq!(acc.len(), 1, "{w}");
+        assert!(
+            acc[0]["estimated"].is_number() && acc[0]["fitted"].is_number(),
+            "{w}"
+        );
+        // --terms none (the default): the paper's projection alone.
+        assert!(points[0]["with_terms"].is_null(), "{w}");
+    }
+    assert!(v["overall"].as_array().is_some_and(|o| o.len() == 1), "{v}");
+    for f in [
+        "out/points.csv",
+        "out/accuracy.csv",
+        "out/validate-real-speedup.png",
+    ] {
+        assert!(dir.join(f).is_file(), "{f} missing");
+    }
+}
+
+#[test]
+fn issue_15_a_workload_whose_check_fails_is_skipped_with_the_reason() {
+    let dir = scratch::Scratch::new("multios-issue15", "check");
+    let suite = TINY.replace(
+        "stdout_contains = \"in.txt\"",
+        "stdout_contains = \"no such text\"",
+    );
+    std::fs::write(dir.join("tiny.toml"), suite).expect("write the suite");
+    let o = multios(
+        &dir,
+        &[
+            "--json",
+            "validate",
+            "--suite",
+            "tiny.toml",
+            "--only",
+            "wc,sort",
+            "--mechanism",
+            "shm",
+            "--policy",
+            "all",
+            "--fc",
+            "10us",
+            "--runs",
+            "1",
+            "--out",
+            "out",
+        ],
+    );
+    let v = json(&o);
+    let skipped = v["skipped"].as_array().expect("skipped");
+    assert_eq!(skipped.len(), 1, "{v}");
+    assert_eq!(skipped[0][0], "wc");
+    assert!(
+        skipped[0][1].as_str().is_some_and(|s| s.contains("no such text")),
+        "{v}"
+    );
+    assert_eq!(v["workloads"].as_array().map(Vec::len), Some(1), "{v}");
+}
+
+#[test]
+fn issue_15_workload_validates_one_command_with_the_startup_term() {
+    let dir = scratch::Scratch::new("multios-issue15", "workload");
+    let o = multios(
+        &dir,
+        &[
+            "--json",
+            "validate",
+            "--workload",
+            "ls",
+            "--mechanism",
+            "shm",
+            "--policy",
+            "all",
+            "--fc",
+            "10us",
+            "--runs",
+            "1",
+            "--terms",
+            "startup",
+            "--out",
+            "out",
+            "--",
+            "ls",
+            "-lR",
+            "/usr/include",
+        ],
+    );
+    let v = json(&o);
+    let p = &v["workloads"][0]["points"][0];
+    assert!(p["with_terms"].as_f64().is_some_and(f64::is_finite), "{v}");
+    assert!(p["terms"]["startup_s"].as_f64().is_some_and(|s| s >= 0.0), "{v}");
+}
+
+#[test]
+fn issue_15_unknown_terms_and_a_command_without_workload_are_refused() {
+    let dir = scratch::Scratch::new("multios-issue15", "refused");
+    let o = multios(
+        &dir,
+        &["validate", "--workload", "x", "--terms", "cache", "--", "true"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("'cache'"));
+    let o = multios(&dir, &["validate", "--", "true"]);
+    assert_ne!(o.status.code(), Some(0));
+}
