@@ -23,26 +23,33 @@ pub struct Attached {
     _links: Vec<Link>,
 }
 
-/// Loads `bytes` and attaches every program in it.
-fn attach_object(bytes: &[u8]) -> Result<Attached, ProfilerError> {
-    // libbpf's own messages (feature probes, verifier logs) only on request.
+/// Opens a compiled eBPF object, loads it and attaches every program in it; `err` turns a libbpf
+/// error at a named step into the caller's error. libbpf's own messages (feature probes, verifier
+/// logs) are printed only with MULTIOS_BPF_DEBUG set. Shared with `multios map record`.
+pub fn load_and_attach<E>(
+    bytes: &[u8],
+    err: impl Fn(&str, libbpf_rs::Error) -> E,
+) -> Result<(Object, Vec<Link>), E> {
     if std::env::var_os("MULTIOS_BPF_DEBUG").is_none() {
         libbpf_rs::set_print(None);
     }
     let open = ObjectBuilder::default()
         .open_memory(bytes)
-        .map_err(|e| ebpf_err("opening the object", e))?;
+        .map_err(|e| err("opening the object", e))?;
     let obj = open
         .load()
-        .map_err(|e| ebpf_err("loading the programs (verifier or permissions)", e))?;
+        .map_err(|e| err("loading the programs (verifier or permissions)", e))?;
     let mut links = Vec::new();
     for prog in obj.progs_mut() {
         let name = prog.name().to_string_lossy().into_owned();
-        links.push(
-            prog.attach()
-                .map_err(|e| ebpf_err(&format!("attaching {name}"), e))?,
-        );
+        links.push(prog.attach().map_err(|e| err(&format!("attaching {name}"), e))?);
     }
+    Ok((obj, links))
+}
+
+/// Loads `bytes` and attaches every program in it.
+fn attach_object(bytes: &[u8]) -> Result<Attached, ProfilerError> {
+    let (obj, links) = load_and_attach(bytes, ebpf_err)?;
     Ok(Attached { obj, _links: links })
 }
 

@@ -4,7 +4,7 @@ use super::assemble::{Flow, RawNode};
 use super::RecordError;
 use crate::graph::EdgeKind;
 use crate::sys;
-use libbpf_rs::{Link, Map, MapCore, MapFlags, Object, ObjectBuilder};
+use libbpf_rs::{Link, Map, MapCore, MapFlags, Object};
 use std::os::fd::AsRawFd;
 
 static BPF_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/map.bpf.o"));
@@ -62,23 +62,7 @@ fn kind_of(k: u32) -> Option<EdgeKind> {
 
 impl Probe {
     pub fn load() -> Result<Probe, RecordError> {
-        if std::env::var_os("MULTIOS_BPF_DEBUG").is_none() {
-            libbpf_rs::set_print(None);
-        }
-        let open = ObjectBuilder::default()
-            .open_memory(BPF_OBJECT)
-            .map_err(|e| ebpf_err("opening the eBPF object", e))?;
-        let obj = open
-            .load()
-            .map_err(|e| ebpf_err("loading the eBPF programs (verifier or permissions)", e))?;
-        let mut links = Vec::new();
-        for prog in obj.progs_mut() {
-            let name = prog.name().to_string_lossy().into_owned();
-            links.push(
-                prog.attach()
-                    .map_err(|e| ebpf_err(&format!("attaching {name}"), e))?,
-            );
-        }
+        let (obj, links) = multios_profiler::ebpf::load_and_attach(BPF_OBJECT, ebpf_err)?;
         Ok(Probe { obj, _links: links })
     }
 
