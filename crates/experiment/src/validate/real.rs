@@ -299,16 +299,16 @@ fn with_terms(
     Ok(Some(model::corrected(&projection(w, policy, 1.0, fc)?, terms)))
 }
 
-/// The `startup` term under mechanism `m`: the median paired difference (seconds) between an
-/// empty program (`true`) intercepted, delegating every call, and run natively.
-pub fn startup_emulated(cfg: &Config, m: Mechanism) -> Result<f64, ExperimentError> {
+/// The median paired difference (seconds) between `argv` intercepted under mechanism `m`,
+/// delegating every call at no added cost, and run natively (`STARTUP_PAIRS` pairs).
+fn emulated_extra(cfg: &Config, m: Mechanism, argv: Vec<String>) -> Result<f64, ExperimentError> {
     let c = multios_emulate::Config {
         mechanism: m,
         delegation: multios_emulate::Delegation::all(),
         cost: CostModel::constant(0.0),
         compute: cfg.compute.clone(),
         control: cfg.control.clone(),
-        argv: vec!["true".into()],
+        argv,
         allow_below_floor: true,
         rewrite: true,
         wait: multios_emulate::Wait::default(),
@@ -324,7 +324,13 @@ pub fn startup_emulated(cfg: &Config, m: Mechanism) -> Result<f64, ExperimentErr
     let o = compare::run_with_input(&s, None).map_err(|e| ExperimentError::Run(e.to_string()))?;
     let native: Vec<f64> = o.pairs.iter().map(|p| p.native_secs).collect();
     let emulated: Vec<f64> = o.pairs.iter().map(|p| p.emulated_secs).collect();
-    Ok(crate::stats::paired_diff(&native, &emulated).map_or(0.0, |p| p.median.max(0.0)))
+    Ok(crate::stats::paired_diff(&native, &emulated).map_or(0.0, |p| p.median))
+}
+
+/// The `startup` term under mechanism `m`: the median paired difference (seconds) between an
+/// empty program (`true`) intercepted, delegating every call, and run natively.
+pub fn startup_emulated(cfg: &Config, m: Mechanism) -> Result<f64, ExperimentError> {
+    Ok(emulated_extra(cfg, m, vec!["true".into()])?.max(0.0))
 }
 
 /// The `wakeup` microbenchmark's source (`csrc/gaps.c`), its calls and their spacing.
@@ -371,31 +377,7 @@ fn gaps_argv(exe: &Path, calls: bool) -> Vec<String> {
 /// gaps program with its calls, less that of the same program without them, per call, less the
 /// back-to-back round trip `rt` (already in the model's f_c).
 pub fn wakeup_emulated(cfg: &Config, m: Mechanism, gaps: &Path, rt: f64) -> Result<f64, ExperimentError> {
-    let extra = |calls: bool| -> Result<f64, ExperimentError> {
-        let c = multios_emulate::Config {
-            mechanism: m,
-            delegation: multios_emulate::Delegation::all(),
-            cost: CostModel::constant(0.0),
-            compute: cfg.compute.clone(),
-            control: cfg.control.clone(),
-            argv: gaps_argv(gaps, calls),
-            allow_below_floor: true,
-            rewrite: true,
-            wait: multios_emulate::Wait::default(),
-        };
-        let s = compare::Setup {
-            emulate: &c,
-            interception: Interception::Eager,
-            pairs: STARTUP_PAIRS,
-            workdir: None,
-            setup: None,
-            cleanup: None,
-        };
-        let o = compare::run_with_input(&s, None).map_err(|e| ExperimentError::Run(e.to_string()))?;
-        let native: Vec<f64> = o.pairs.iter().map(|p| p.native_secs).collect();
-        let emulated: Vec<f64> = o.pairs.iter().map(|p| p.emulated_secs).collect();
-        Ok(crate::stats::paired_diff(&native, &emulated).map_or(0.0, |p| p.median))
-    };
+    let extra = |calls: bool| emulated_extra(cfg, m, gaps_argv(gaps, calls));
     let per_call = (extra(true)? - extra(false)?) / GAPS_CALLS as f64;
     Ok((per_call - rt).max(0.0))
 }
