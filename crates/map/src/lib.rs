@@ -10,6 +10,7 @@ pub mod graph;
 pub mod ipcbench;
 pub mod partition;
 pub mod place;
+mod procfs;
 pub mod project;
 pub mod record;
 pub mod run;

@@ -105,16 +105,6 @@ fn children(tid: u32) -> Vec<u32> {
         .unwrap_or_default()
 }
 
-fn threads(pid: u32) -> Vec<u32> {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .map(|d| {
-            d.flatten()
-                .filter_map(|e| e.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 fn comm(tid: u32) -> Option<String> {
     std::fs::read_to_string(format!("/proc/{tid}/comm"))
         .ok()
@@ -181,7 +171,7 @@ pub fn run(command: &[String], rules: &[Rule], poll: Duration) -> Result<RunRepo
             }
         }
         for p in procs {
-            for tid in threads(p) {
+            for tid in crate::procfs::threads_of(p) {
                 let Some(name) = comm(tid) else { continue };
                 if seen.get(&tid) != Some(&name) {
                     seen.insert(tid, name.clone());

@@ -54,16 +54,6 @@ pub struct Recorded {
     pub exit_code: Option<i32>,
 }
 
-fn threads_of(pid: u32) -> Vec<u32> {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .map(|d| {
-            d.flatten()
-                .filter_map(|e| e.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// Whether process `pid` has ended: gone, or a zombie its parent has not reaped yet.
 fn ended(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
@@ -96,7 +86,7 @@ pub fn record(opts: &Options) -> Result<Recorded, RecordError> {
     let mut seeds: Vec<(u32, u32)> = Vec::new();
     let mut child = None;
     let root = if let Some(pid) = opts.pid {
-        for tid in threads_of(pid) {
+        for tid in crate::procfs::threads_of(pid) {
             match probe.seed(tid, pid) {
                 Ok(()) => seeds.push((tid, pid)),
                 Err(RecordError::NoSuchPid(_)) if tid != pid => {} // a thread that just ended
