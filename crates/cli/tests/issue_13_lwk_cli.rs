@@ -160,3 +160,21 @@ fn issue_13_bench_multiverse_runs_racket_natively_and_in_the_lwk_with_identical_
     );
     assert!(v["micro"]["cycles_added_per_forward"].as_f64().expect("cycles") > 0.0);
 }
+
+#[test]
+fn issue_13_prefault_runs_a_program_like_without_it() {
+    let code = "import mmap; m = mmap.mmap(-1, 1 << 20); m[0:5] = b'hello'; print(m[0:5].decode(), sum(range(1000)))";
+    let plain = multios(&["lwk", "run", "--", "/usr/bin/python3.11", "-c", code]);
+    let pre = multios(&[
+        "lwk",
+        "run",
+        "--prefault",
+        "--",
+        "/usr/bin/python3.11",
+        "-c",
+        code,
+    ]);
+    assert!(pre.status.success(), "{}", String::from_utf8_lossy(&pre.stderr));
+    assert_eq!(pre.stdout, plain.stdout);
+    assert_eq!(String::from_utf8_lossy(&pre.stdout), "hello 499500\n");
+}

@@ -45,6 +45,9 @@ pub struct Config {
     pub trace: Option<std::path::PathBuf>,
     /// Library functions bound to LWK implementations in the guest (`overrides/`).
     pub overrides: Option<crate::overrides::Overrides>,
+    /// Back anonymous writable mappings with host pages when they are made (Multiverse's
+    /// prefault, Fig. 12), instead of one fault per first touch.
+    pub prefault: bool,
 }
 
 impl Config {
@@ -76,6 +79,7 @@ impl Config {
             cpus,
             trace: None,
             overrides: None,
+            prefault: false,
             spin_budget: 1_000,
             quiet: false,
             rewrite_syscalls: true,

@@ -129,6 +129,8 @@ pub struct Kernel {
     pub(crate) quiet: bool,
     /// `--trace FILE`: every delegated call and every fault turned into a signal (`trace/`).
     pub(crate) trace: Option<crate::trace::writer::Tracer>,
+    /// `--prefault`: anonymous writable mappings are backed by host pages when they are made.
+    pub(crate) prefault: bool,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -171,6 +173,7 @@ impl Kernel {
             notes: Mutex::new(Vec::new()),
             quiet,
             trace: None,
+            prefault: false,
             threads: Mutex::new(vec![ThreadInfo {
                 tid: std::process::id() as i32,
                 clear_child_tid: None,
@@ -183,6 +186,11 @@ impl Kernel {
             cpus: crate::sys::affinity_list(),
             pin: false,
         }
+    }
+
+    /// Backs anonymous writable mappings with host pages when they are made (`--prefault`).
+    pub fn set_prefault(&mut self, on: bool) {
+        self.prefault = on;
     }
 
     /// Rewrites syscall sites of executable file mappings made by the program from now on.

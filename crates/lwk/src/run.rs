@@ -57,6 +57,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
         kernel.set_thunks(thunks);
     }
     kernel.set_cpus(cfg.cpus.clone(), !cfg.cpus.is_empty());
+    kernel.set_prefault(cfg.prefault);
     if let Some(path) = &cfg.trace {
         kernel.set_trace(crate::trace::Tracer::create(path, &cfg.program).map_err(LwkError::Trace)?);
     }

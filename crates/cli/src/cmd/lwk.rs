@@ -90,6 +90,10 @@ struct RunArgs {
     /// linked programs; see docs/LWK.md
     #[arg(long, value_name = "FILE")]
     overrides: Option<PathBuf>,
+    /// Back anonymous writable mappings with host pages when the program makes them, instead of
+    /// one fault per first touch (Multiverse's prefault; costs memory for pages never touched)
+    #[arg(long)]
+    prefault: bool,
     /// argv[0] of the program (default: PROG as given); packed executables pass the packed
     /// program's name
     #[arg(long, hide = true, value_name = "NAME")]
@@ -140,6 +144,7 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
     cfg.rewrite_syscalls = a.rewrite_syscalls || !a.no_rewrite_syscalls;
     cfg.proxy_idle_spin = std::time::Duration::from_micros(a.proxy_idle_us);
     cfg.trace = a.trace.clone();
+    cfg.prefault = a.prefault;
     if let (Some(name), Some(first)) = (&a.argv0, cfg.argv.first_mut()) {
         *first = name.into();
     }

@@ -314,6 +314,11 @@ impl Kernel {
                 }
             }
         }
+        if anon && self.prefault && prot & PROT_WRITE != 0 {
+            // `--prefault` (Multiverse's Fig. 12 change): the host pages behind the range are
+            // allocated now, in one call, instead of by one fault per first touch of the guest.
+            let _ = sys::madvise(addr, len as usize, MADV_POPULATE_WRITE);
+        }
         let file = (!anon).then_some(fd);
         self.note_map(addr, len, prot, flags & MAP_SHARED != 0, file, off);
         self.sync_protections(addr, addr.saturating_add(len));
