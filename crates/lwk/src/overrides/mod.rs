@@ -107,8 +107,8 @@ fn imports_of(program: &Path) -> Option<Vec<String>> {
 /// Appends the undefined dynamic symbols of `path` to `seen`; returns its DT_NEEDED names (None
 /// when it is not an ELF file, or, with `program`, has no interpreter: a static program).
 fn undefined(path: &Path, program: bool, seen: &mut Vec<String>) -> Option<Vec<String>> {
-    let bytes = std::fs::read(path).ok()?;
-    let elf = goblin::elf::Elf::parse(&bytes).ok()?;
+    let file = crate::sys::MappedFile::open(path).ok()?;
+    let elf = goblin::elf::Elf::parse(file.bytes()).ok()?;
     if program && elf.interpreter.is_none() {
         return None;
     }

@@ -91,3 +91,53 @@ pub fn map_anonymous(addr: u64, len: u64) -> io::Result<()> {
     let _ = madvise(addr, len as usize, libc::MADV_HUGEPAGE);
     Ok(())
 }
+
+/// A whole file mapped read-only and private, unmapped when dropped: reading an ELF file's
+/// headers and symbol tables touches only those pages (a 44 MB program is not read in full).
+pub struct MappedFile {
+    addr: *mut libc::c_void,
+    len: usize,
+}
+
+impl MappedFile {
+    pub fn open(path: &std::path::Path) -> io::Result<MappedFile> {
+        use std::os::fd::AsRawFd;
+        let file = std::fs::File::open(path)?;
+        let len =
+            usize::try_from(file.metadata()?.len()).map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
+        if len == 0 {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        // SAFETY: a new private read-only mapping chosen by the kernel (no MAP_FIXED): it replaces
+        // nothing; the result is checked, and `Drop` unmaps exactly this range.
+        let addr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if addr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(MappedFile { addr, len })
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: `addr..addr+len` is mapped readable for as long as `self` lives. A file that
+        // another process rewrites during the scan could change bytes under the slice (as with
+        // any file mapping); its only reader parses them with bounds checks and copies names
+        // out, so a torn read gives a wrong warning, not a memory error in the VMM.
+        unsafe { std::slice::from_raw_parts(self.addr as *const u8, self.len) }
+    }
+}
+
+impl Drop for MappedFile {
+    fn drop(&mut self) {
+        // SAFETY: the mapping created in `open`; no reference into it outlives `self`.
+        unsafe { libc::munmap(self.addr, self.len) };
+    }
+}
