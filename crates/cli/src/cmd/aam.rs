@@ -19,8 +19,8 @@ enum Which {
     /// Table 1 microbenchmarks (local task, machine call active and idle, core move) with their
     /// same-run references, judged against the goals
     Bench(BenchArgs),
-    /// The key-value service built from machines against a thread-per-connection server, under
-    /// the same bounded loopback load
+    /// The key-value service built from machines against a Tokio server and a thread-per-connection
+    /// server, under the same bounded loopback load (each over its own SQLite file, WAL)
     Kv(KvArgs),
     /// Record a small machine-call workload and write its Chrome trace JSON (Perfetto) and, beside
     /// it, the timeline as PNG and SVG (with the CSV of what is drawn)
@@ -141,17 +141,31 @@ fn kv(a: KvArgs, out: &Out) -> crate::cmd::Exit {
             "mismatches",
         ]);
         t.row(kv_row(&r.threads));
+        t.row(kv_row(&r.tokio));
         t.row(kv_row(&r.machines));
         t.print(out);
         if out.format == Format::Table {
             outln!(
-                "machines / threads: throughput {:.2}×, p99 {:.2}×",
+                "machines / threads: throughput {:.2}×, p99 {:.2}×; machines / tokio: throughput {:.2}×, p99 {:.2}×",
                 r.throughput_ratio,
-                r.p99_ratio
+                r.p99_ratio,
+                r.throughput_vs_tokio,
+                r.p99_vs_tokio
+            );
+            outln!(
+                "storage: {}; tokio: {} workers; machines: OS machine on CPU {} ({} workers), network/storage/compression on CPU {}",
+                r.storage,
+                r.tokio_workers,
+                r.placement.os_cpu,
+                r.placement.os_workers,
+                r.placement.machine_cpu
             );
         }
     }
-    let wrong = r.machines.errors + r.machines.mismatches + r.threads.errors + r.threads.mismatches;
+    let wrong = [&r.machines, &r.tokio, &r.threads]
+        .iter()
+        .map(|x| x.errors + x.mismatches)
+        .sum::<usize>();
     Ok(if wrong == 0 {
         ExitCode::SUCCESS
     } else {
