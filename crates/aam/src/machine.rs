@@ -76,6 +76,11 @@ pub enum MachineSignal {
     InterfaceRegistered { client_queue: usize },
     /// An application-defined signal number and parameter.
     User { number: u32, param: u64 },
+    /// The Machine Manager took `cpu` from this machine (its worker there leaves after its
+    /// current task).
+    CoreRevoked { cpu: usize },
+    /// The Machine Manager gave `cpu` to this machine (its worker there starts serving).
+    CoreGranted { cpu: usize },
 }
 
 /// A task that panicked: the machine reports it and goes on serving.
@@ -98,6 +103,8 @@ pub struct MachineStats {
     pub batches: u64,
     pub requests: u64,
     pub signals_handled: u64,
+    /// Of those, the Machine Manager's core notifications (`CoreRevoked`, `CoreGranted`).
+    pub core_signals: u64,
     pub panics: u64,
 }
 
@@ -106,6 +113,7 @@ pub struct MachineStats {
 pub(crate) struct Counters {
     pub(crate) ims_wakeups: AtomicU64,
     pub(crate) signals_handled: AtomicU64,
+    pub(crate) core_signals: AtomicU64,
 }
 
 /// Counters only their worker writes (a load and a store, no locked instruction on the hot path),
@@ -275,6 +283,9 @@ impl Shared {
         self.signals_pending.store(false, Ordering::SeqCst);
         let sigs = std::mem::take(&mut *lock(&self.signals));
         for s in &sigs {
+            if let MachineSignal::CoreRevoked { .. } | MachineSignal::CoreGranted { .. } = s {
+                self.counters.core_signals.fetch_add(1, Ordering::Relaxed);
+            }
             if let Some(h) = &self.on_signal {
                 h(s);
             }
@@ -394,6 +405,7 @@ impl MachineHandle {
             batches: sum(|c| &c.batches),
             requests: sum(|c| &c.requests),
             signals_handled: r(&c.signals_handled),
+            core_signals: r(&c.core_signals),
             panics: lock(&self.0.panics).len() as u64,
         }
     }

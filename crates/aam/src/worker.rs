@@ -178,6 +178,9 @@ fn dormant(ctx: &WorkerCtx) {
     let shared = &ctx.shared;
     let parker = &shared.parkers[ctx.index];
     let start = tsc::now();
+    if let Some(ring) = shared.traces.get(ctx.index) {
+        ring.mark(EventKind::Switch, "machine switch: left");
+    }
     while let Some(t) = ctx.local.pop() {
         shared.injector.push(t);
     }
@@ -198,6 +201,9 @@ fn dormant(ctx: &WorkerCtx) {
     parker.running();
     if let Some(ring) = shared.traces.get(ctx.index) {
         ring.record(EventKind::Dormant, "no core", start);
+        if !shared.stopped.load(Ordering::SeqCst) {
+            ring.mark(EventKind::Switch, "machine switch: entered");
+        }
     }
     shared.serving[ctx.index].store(true, Ordering::SeqCst);
     shared.set_polling(true);
