@@ -106,5 +106,5 @@ pub fn run_all(cfg: &BenchConfig) -> Result<BenchReport, BenchError> {
 }
 
 pub use aam::{core_move, local_task, machine_call, machine_call_woken};
-pub use baselines::all as baselines;
+pub use baselines::{all as baselines, cache_line};
 pub use validate::{project, shaped_call, validate, NullPread, NullPreadClient, ValidateConfig, Validation};
