@@ -74,9 +74,9 @@ impl<T> Sender<T> {
 fn finish<T>(slot: &Slot<T>, bits: u8) {
     let prev = slot.state.fetch_or(bits, Ordering::AcqRel);
     if prev & WAKER != 0 {
-        // SAFETY: WAKER was set before DONE, so the receiver stored the waker and will not touch
-        // it again (it re-checks DONE before every store).
         slot.waker.with(|w| {
+            // SAFETY: WAKER was set before DONE, so the receiver stored the waker and will not
+            // touch it again (it re-checks DONE before every store).
             if let Some(w) = unsafe { &*w } {
                 w.wake_by_ref();
             }
@@ -133,11 +133,9 @@ impl<T> Future for Receiver<T> {
         }
         if s & WAKER != 0 {
             // SAFETY: WAKER is set, so the sender may read the waker but nobody writes it.
-            let same = slot.waker.with(|w| {
-                unsafe { &*w }
-                    .as_ref()
-                    .is_some_and(|w| w.will_wake(cx.waker()))
-            });
+            let same = slot
+                .waker
+                .with(|w| unsafe { &*w }.as_ref().is_some_and(|w| w.will_wake(cx.waker())));
             if same {
                 return Poll::Pending;
             }
@@ -148,8 +146,7 @@ impl<T> Future for Receiver<T> {
         }
         // SAFETY: WAKER is clear and DONE was not set when we cleared/observed it, so a sender
         // that sets DONE from now on sees WAKER clear and does not read the waker.
-        slot.waker
-            .with_mut(|w| unsafe { *w = Some(cx.waker().clone()) });
+        slot.waker.with_mut(|w| unsafe { *w = Some(cx.waker().clone()) });
         let s = slot.state.fetch_or(WAKER, Ordering::AcqRel);
         if s & DONE != 0 {
             return Poll::Ready(self.take(s));

@@ -261,9 +261,9 @@ impl<M: Copy, A: Copy + Default> Ring<M, A> {
         if prev & WAKER == 0 {
             return Completed::Posted;
         }
-        // SAFETY: WAKER was set before DONE: the client stored the waker and does not touch the
-        // cell until both sides are out.
         self.wakers[self.at(t)].with(|w| {
+            // SAFETY: WAKER was set before DONE: the client stored the waker and does not touch
+            // the cell until both sides are out.
             if let Some(w) = unsafe { &*w } {
                 w.wake_by_ref();
             }

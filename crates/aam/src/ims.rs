@@ -11,4 +11,6 @@
 //! which is the same system call (`futex`) without the manager's bookkeeping. The manager's own
 //! notifications (core moves) are machine signals, buffered and handled between tasks.
 
-pub use multios_aam_sync::parker::{notify_unless_polling, sleep_unless, Parker, NOTIFIED, RUNNING, SLEEPING};
+pub use multios_aam_sync::parker::{
+    notify_unless_polling, sleep_unless, Parker, NOTIFIED, RUNNING, SLEEPING,
+};

@@ -11,8 +11,8 @@
 
 use crate::builder::MachineBuilder;
 use crate::ims::Parker;
-use crate::serve::Served;
 use crate::oneshot;
+use crate::serve::Served;
 use crate::task::{JoinHandle, Task, TaskRef};
 use crate::trace::{Event, EventKind, Ring};
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};

@@ -307,8 +307,10 @@ where
     let probe = Probe::default();
     let waker = ManuallyDrop::new(probe.waker());
     let mut cx = Context::from_waker(&waker);
-    // SAFETY: the future stays at `fp` until dropped there (inline) or by its `InBlock`.
-    let polled = catch_unwind(AssertUnwindSafe(|| unsafe { Pin::new_unchecked(&mut *fp.as_ptr()) }.poll(&mut cx)));
+    let polled = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: the future stays at `fp` until dropped there (inline) or by its `InBlock`.
+        unsafe { Pin::new_unchecked(&mut *fp.as_ptr()) }.poll(&mut cx)
+    }));
     match polled {
         Ok(Poll::Ready(v)) => {
             // SAFETY: the future finished; it is dropped in place once.

@@ -2,8 +2,8 @@
 //! and regains its core (see the module comment of [`crate::machine`] for the pick order).
 
 use crate::ims::sleep_unless;
-use crate::serve::Served;
 use crate::machine::{lock, Shared, WorkerCtx, CURRENT};
+use crate::serve::Served;
 use crate::task::TaskRef;
 use crate::trace::EventKind;
 use crossbeam_deque::Steal;
@@ -105,8 +105,10 @@ fn run_requests(ctx: &WorkerCtx, q: &dyn Served) -> bool {
         n += 1;
     }
     let c = &shared.worker_counters[ctx.index];
-    c.batches.store(c.batches.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-    c.requests.store(c.requests.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+    c.batches
+        .store(c.batches.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    c.requests
+        .store(c.requests.load(Ordering::Relaxed) + n, Ordering::Relaxed);
     true
 }
 
@@ -211,7 +213,8 @@ fn dormant(ctx: &WorkerCtx) {
 
 fn run_task(ctx: &WorkerCtx, t: TaskRef) {
     let c = &ctx.shared.worker_counters[ctx.index];
-    c.tasks_run.store(c.tasks_run.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    c.tasks_run
+        .store(c.tasks_run.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     match ctx.shared.traces.get(ctx.index) {
         None => t.run(),
         Some(ring) => {
@@ -236,7 +239,8 @@ fn sleep(ctx: &WorkerCtx, cur: &mut Cursor) {
     );
     if slept {
         let c = &shared.worker_counters[ctx.index];
-        c.sleeps.store(c.sleeps.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        c.sleeps
+            .store(c.sleeps.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         if let Some(ring) = shared.traces.get(ctx.index) {
             ring.record(EventKind::Sleep, "sleep", start);
         }

@@ -192,7 +192,11 @@ fn issue_11_core_moves_are_machine_signals_and_switches_are_traced() {
             .active_cpus(CpuSet([cpu].into()))
             .idle_spin(Duration::from_micros(20))
             .trace(64)
-            .on_signal(move |sig| s.lock().unwrap_or_else(|e| e.into_inner()).push((name, sig.clone())))
+            .on_signal(move |sig| {
+                s.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((name, sig.clone()))
+            })
             .build()
             .unwrap_or_else(|e| panic!("{e}"))
     };
@@ -226,10 +230,20 @@ fn issue_11_core_moves_are_machine_signals_and_switches_are_traced() {
         m.trace_events()
             .into_iter()
             .filter(|(cpu, _)| *cpu == c0)
-            .flat_map(|(_, evs)| evs.into_iter().filter(|e| e.kind == EventKind::Switch).map(|e| e.name))
+            .flat_map(|(_, evs)| {
+                evs.into_iter()
+                    .filter(|e| e.kind == EventKind::Switch)
+                    .map(|e| e.name)
+            })
             .collect()
     };
     let (sa, sb) = (switches(&a), switches(&b));
-    assert!(sa.contains(&"machine switch: left") && sa.contains(&"machine switch: entered"), "{sa:?}");
-    assert!(sb.contains(&"machine switch: entered") && sb.contains(&"machine switch: left"), "{sb:?}");
+    assert!(
+        sa.contains(&"machine switch: left") && sa.contains(&"machine switch: entered"),
+        "{sa:?}"
+    );
+    assert!(
+        sb.contains(&"machine switch: entered") && sb.contains(&"machine switch: left"),
+        "{sb:?}"
+    );
 }

@@ -66,7 +66,11 @@ pub fn shaped_call(bench: &BenchConfig, n: usize, warm: usize, bytes: usize) -> 
         .cpus(CpuSet([bench.client_cpu].into()))
         .idle_spin(Duration::MAX)
         .build()?;
-    let c = NullPreadClient::new(server.serve(NoSyscall, ServeOptions::default()).connect(ConnectOptions::default()));
+    let c = NullPreadClient::new(
+        server
+            .serve(NoSyscall, ServeOptions::default())
+            .connect(ConnectOptions::default()),
+    );
     let ticks = crate::block_on(client.spawn("shaped-driver", async move {
         let mut s = Vec::with_capacity(n);
         for i in 0..n + warm {
@@ -284,7 +288,8 @@ pub fn validate(bench: &BenchConfig, cfg: &ValidateConfig) -> Result<Validation,
     };
     let u = side.share.clamp(0.0, 0.999);
     let implied_fc_s =
-        (measured * (1.0 - u) - workload.c / gamma - workload.calls.iter().map(|c| c.g).sum::<f64>()) / (2.0 * n.max(1) as f64);
+        (measured * (1.0 - u) - workload.c / gamma - workload.calls.iter().map(|c| c.g).sum::<f64>())
+            / (2.0 * n.max(1) as f64);
     Ok(Validation {
         config: *cfg,
         call_median_ns,

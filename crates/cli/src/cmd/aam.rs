@@ -114,7 +114,13 @@ fn bench(a: BenchArgs, out: &Out) -> crate::cmd::Exit {
     if out.format == Format::Table {
         outln!();
     }
-    let mut p = Table::new(["run", "active call total ns", "direct ns", "cache-line RT ns", "call / RT"]);
+    let mut p = Table::new([
+        "run",
+        "active call total ns",
+        "direct ns",
+        "cache-line RT ns",
+        "call / RT",
+    ]);
     for (i, x) in r.active_runs.iter().enumerate() {
         p.row([
             (i + 1).to_string(),

@@ -106,7 +106,12 @@ pub fn verdicts(r: &BenchReport, runs: &[ActiveRun]) -> Result<Vec<Verdict>, Aam
     let (call, direct, line, rt) = if runs.is_empty() {
         let call = median(r, "aam_call_active_total")?;
         let line = median(r, "cache_line_round_trip")?;
-        (call, median(r, "aam_call_active_direct")?, line, ratio(call, line))
+        (
+            call,
+            median(r, "aam_call_active_direct")?,
+            line,
+            ratio(call, line),
+        )
     } else {
         (
             median_of(runs.iter().map(|x| x.call_total_median_ns).collect()),
@@ -172,7 +177,12 @@ fn active_runs(cfg: &BenchConfig, runs: usize) -> Result<Vec<ActiveRun>, AamErro
             let l = bench::cache_line(cfg)?;
             (bench::machine_call(cfg, true)?, l)
         };
-        let get = |n: &str| call.iter().find(|r| r.name == n).map(|r| r.ns.median).unwrap_or(f64::NAN);
+        let get = |n: &str| {
+            call.iter()
+                .find(|r| r.name == n)
+                .map(|r| r.ns.median)
+                .unwrap_or(f64::NAN)
+        };
         let (total, direct) = (get("aam_call_active_total"), get("aam_call_active_direct"));
         out.push(ActiveRun {
             call_total_median_ns: total,
