@@ -3,8 +3,7 @@
 //! them inline (zlib and SQLite, the store behind a mutex, as the thread server does) and writes
 //! the replies.
 
-use super::ordinary::answer;
-use super::protocol::{self, Reply};
+use super::ordinary::answer_lines;
 use super::store::Store;
 use super::{KvError, KvServer};
 use std::net::SocketAddr;
@@ -23,15 +22,8 @@ async fn serve_connection(store: Arc<Store>, mut s: TcpStream) {
             Ok(n) => n,
         };
         buf.extend_from_slice(&chunk[..n]);
-        let mut out = Vec::new();
-        let lines = protocol::take_lines(&mut buf);
-        for line in lines.as_deref().unwrap_or_default() {
-            answer(&store, line).append_to(&mut out);
-        }
-        if let Err(e) = &lines {
-            Reply::Err(e.to_string()).append_to(&mut out);
-        }
-        if s.write_all(&out).await.is_err() || lines.is_err() {
+        let (out, bad) = answer_lines(&store, &mut buf);
+        if s.write_all(&out).await.is_err() || bad {
             return;
         }
     }

@@ -4,7 +4,7 @@
 
 use crate::output::{Format, Out, Table};
 use anyhow::Context;
-use multios_experiment::bench::aam::{self, LoadConfig, LoadReport};
+use multios_experiment::bench::aam::{self, KvComparison, LoadConfig, LoadReport};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -135,20 +135,7 @@ fn bench(a: BenchArgs, out: &Out) -> crate::cmd::Exit {
         if out.format == Format::Table {
             outln!();
         }
-        let mut t = Table::new([
-            "server",
-            "requests",
-            "req/s",
-            "p50 µs",
-            "p99 µs",
-            "p99.9 µs",
-            "errors",
-            "mismatches",
-        ]);
-        for s in [&k.threads, &k.tokio, &k.machines] {
-            t.row(kv_row(s));
-        }
-        t.print(out);
+        kv_table(k).print(out);
     }
     if let (Some(v), Format::Table) = (&r.validation, out.format) {
         outln!();
@@ -191,6 +178,24 @@ fn bench(a: BenchArgs, out: &Out) -> crate::cmd::Exit {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The three servers' rows: threads, Tokio, machines.
+fn kv_table(k: &KvComparison) -> Table {
+    let mut t = Table::new([
+        "server",
+        "requests",
+        "req/s",
+        "p50 µs",
+        "p99 µs",
+        "p99.9 µs",
+        "errors",
+        "mismatches",
+    ]);
+    for s in [&k.threads, &k.tokio, &k.machines] {
+        t.row(kv_row(s));
+    }
+    t
+}
+
 fn kv_row(r: &LoadReport) -> [String; 8] {
     [
         r.server.clone(),
@@ -216,20 +221,7 @@ fn kv(a: KvArgs, out: &Out) -> crate::cmd::Exit {
     if out.format == Format::Json {
         out.json(&r)?;
     } else {
-        let mut t = Table::new([
-            "server",
-            "requests",
-            "req/s",
-            "p50 µs",
-            "p99 µs",
-            "p99.9 µs",
-            "errors",
-            "mismatches",
-        ]);
-        t.row(kv_row(&r.threads));
-        t.row(kv_row(&r.tokio));
-        t.row(kv_row(&r.machines));
-        t.print(out);
+        kv_table(&r).print(out);
         if out.format == Format::Table {
             outln!(
                 "machines / threads: throughput {:.2}×, p99 {:.2}×; machines / tokio: throughput {:.2}×, p99 {:.2}×",
