@@ -367,12 +367,24 @@ const SCRATCH: Layout = match Layout::from_size_align(512, 64) {
     Err(_) => panic!("the scratch layout is valid"),
 };
 
+/// A worker's spare scratch block, freed when the thread exits.
+struct Spare(Cell<Option<NonNull<u8>>>);
+
+impl Drop for Spare {
+    fn drop(&mut self) {
+        if let Some(b) = self.0.take() {
+            // SAFETY: allocated by `scratch_take` with SCRATCH; nobody else holds it.
+            unsafe { std::alloc::dealloc(b.as_ptr(), SCRATCH) };
+        }
+    }
+}
+
 thread_local! {
-    static SPARE: Cell<Option<NonNull<u8>>> = const { Cell::new(None) };
+    static SPARE: Spare = const { Spare(Cell::new(None)) };
 }
 
 fn scratch_take() -> NonNull<u8> {
-    if let Some(b) = SPARE.with(Cell::take) {
+    if let Some(b) = SPARE.try_with(|s| s.0.take()).ok().flatten() {
         return b;
     }
     // SAFETY: SCRATCH has a non-zero size.
@@ -381,7 +393,13 @@ fn scratch_take() -> NonNull<u8> {
 }
 
 fn scratch_put(b: NonNull<u8>) {
-    if let Some(old) = SPARE.with(|s| s.replace(Some(b))) {
+    let back = SPARE.try_with(|s| s.0.replace(Some(b)));
+    let surplus = match back {
+        Ok(old) => old,
+        // The thread is exiting: its spare is gone, free this block.
+        Err(_) => Some(b),
+    };
+    if let Some(old) = surplus {
         // SAFETY: allocated by `scratch_take` with SCRATCH.
         unsafe { std::alloc::dealloc(old.as_ptr(), SCRATCH) };
     }
