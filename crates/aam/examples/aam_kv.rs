@@ -30,15 +30,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "{:<9} {:>9} {:>12} {:>9} {:>9} {:>9} {:>7} {:>10}",
         "server", "requests", "req/s", "p50 µs", "p99 µs", "p99.9 µs", "errors", "mismatches"
     );
-    for s in [&r.threads, &r.machines] {
+    for s in [&r.threads, &r.tokio, &r.machines] {
         println!(
             "{:<9} {:>9} {:>12.0} {:>9.1} {:>9.1} {:>9.1} {:>7} {:>10}",
             s.server, s.requests, s.throughput_rps, s.p50_us, s.p99_us, s.p999_us, s.errors, s.mismatches
         );
     }
     println!(
-        "machines/threads: throughput {:.2}×, p99 {:.2}×",
-        r.throughput_ratio, r.p99_ratio
+        "machines/threads: throughput {:.2}×, p99 {:.2}×; machines/tokio: throughput {:.2}×, p99 {:.2}× ({})",
+        r.throughput_ratio, r.p99_ratio, r.throughput_vs_tokio, r.p99_vs_tokio, r.storage
     );
     Ok(())
 }

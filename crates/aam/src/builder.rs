@@ -190,6 +190,10 @@ impl MachineBuilder {
             on_signal: self.on_signal,
             panics: Mutex::new(Vec::new()),
             counters: Counters::default(),
+            worker_counters: worker_cpus
+                .iter()
+                .map(|_| CacheLine(Default::default()))
+                .collect(),
             active: worker_cpus
                 .iter()
                 .map(|c| {

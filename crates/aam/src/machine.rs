@@ -11,8 +11,8 @@
 
 use crate::builder::MachineBuilder;
 use crate::ims::Parker;
-use crate::interface::Served;
 use crate::oneshot;
+use crate::serve::Served;
 use crate::task::{JoinHandle, Task, TaskRef};
 use crate::trace::{Event, EventKind, Ring};
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
@@ -76,6 +76,11 @@ pub enum MachineSignal {
     InterfaceRegistered { client_queue: usize },
     /// An application-defined signal number and parameter.
     User { number: u32, param: u64 },
+    /// The Machine Manager took `cpu` from this machine (its worker there leaves after its
+    /// current task).
+    CoreRevoked { cpu: usize },
+    /// The Machine Manager gave `cpu` to this machine (its worker there starts serving).
+    CoreGranted { cpu: usize },
 }
 
 /// A task that panicked: the machine reports it and goes on serving.
@@ -98,17 +103,27 @@ pub struct MachineStats {
     pub batches: u64,
     pub requests: u64,
     pub signals_handled: u64,
+    /// Of those, the Machine Manager's core notifications (`CoreRevoked`, `CoreGranted`).
+    pub core_signals: u64,
     pub panics: u64,
 }
 
+/// Counters other threads write (senders' IMS wake-ups, signals handled by any worker).
 #[derive(Default)]
 pub(crate) struct Counters {
     pub(crate) ims_wakeups: AtomicU64,
+    pub(crate) signals_handled: AtomicU64,
+    pub(crate) core_signals: AtomicU64,
+}
+
+/// Counters only their worker writes (a load and a store, no locked instruction on the hot path),
+/// on the worker's own cache line.
+#[derive(Default)]
+pub(crate) struct WorkerCounters {
+    pub(crate) tasks_run: AtomicU64,
     pub(crate) sleeps: AtomicU64,
     pub(crate) batches: AtomicU64,
     pub(crate) requests: AtomicU64,
-    pub(crate) signals_handled: AtomicU64,
-    pub(crate) tasks_run: AtomicU64,
 }
 
 pub(crate) type SignalHandler = Box<dyn Fn(&MachineSignal) + Send + Sync>;
@@ -138,6 +153,7 @@ pub(crate) struct Shared {
     pub(crate) on_signal: Option<SignalHandler>,
     pub(crate) panics: Mutex<Vec<PanicReport>>,
     pub(crate) counters: Counters,
+    pub(crate) worker_counters: Vec<CacheLine<WorkerCounters>>,
     /// One event ring per worker when tracing.
     pub(crate) traces: Vec<Ring>,
     /// Whether each worker serves the machine (the Machine Manager moves cores by flipping
@@ -267,6 +283,9 @@ impl Shared {
         self.signals_pending.store(false, Ordering::SeqCst);
         let sigs = std::mem::take(&mut *lock(&self.signals));
         for s in &sigs {
+            if let MachineSignal::CoreRevoked { .. } | MachineSignal::CoreGranted { .. } = s {
+                self.counters.core_signals.fetch_add(1, Ordering::Relaxed);
+            }
             if let Some(h) = &self.on_signal {
                 h(s);
             }
@@ -377,13 +396,16 @@ impl MachineHandle {
     pub fn stats(&self) -> MachineStats {
         let c = &self.0.counters;
         let r = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let w = &self.0.worker_counters;
+        let sum = |f: fn(&WorkerCounters) -> &AtomicU64| w.iter().map(|c| r(f(c))).sum::<u64>();
         MachineStats {
-            tasks_run: r(&c.tasks_run),
+            tasks_run: sum(|c| &c.tasks_run) + sum(|c| &c.requests),
             ims_wakeups: r(&c.ims_wakeups),
-            sleeps: r(&c.sleeps),
-            batches: r(&c.batches),
-            requests: r(&c.requests),
+            sleeps: sum(|c| &c.sleeps),
+            batches: sum(|c| &c.batches),
+            requests: sum(|c| &c.requests),
             signals_handled: r(&c.signals_handled),
+            core_signals: r(&c.core_signals),
             panics: lock(&self.0.panics).len() as u64,
         }
     }
@@ -453,7 +475,7 @@ impl Machine {
         shared.drain_injector();
         let queues = std::mem::take(&mut *lock(&shared.served));
         for q in queues {
-            q.close();
+            q.close(shared);
         }
     }
 }

@@ -9,7 +9,7 @@
 //!
 //! Policies ([`Policy`]): `Static`, `Utilization` (§5.1 of the paper) and `Proportional`.
 
-use crate::machine::MachineHandle;
+use crate::machine::{MachineHandle, MachineSignal};
 use multios_host::tsc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -92,12 +92,20 @@ impl MachineHandle {
             .collect()
     }
 
+    /// The manager's side of a core move: the shared per-worker flag (the paper's data shared
+    /// between machine and manager), then a machine signal (`CoreGranted` / `CoreRevoked`),
+    /// buffered and handled between two tasks. A polling worker looks only at
+    /// `signals_pending` while it spins (every extra load in that loop showed up in the
+    /// machine-call latency), so the signal is what makes it re-read its flag at the top of its
+    /// loop; a worker asleep on its futex is woken.
     pub(crate) fn set_active(&self, worker: usize, on: bool) {
         self.0.active[worker].store(on, Ordering::SeqCst);
-        // A polling worker looks only at `signals_pending` while it spins (every extra load in
-        // that loop showed up in the machine-call latency); it re-reads `active` and its grant
-        // at the top of its loop.
-        self.0.signals_pending.store(true, Ordering::SeqCst);
+        let cpu = self.0.cpus[worker];
+        self.0.signal(if on {
+            MachineSignal::CoreGranted { cpu }
+        } else {
+            MachineSignal::CoreRevoked { cpu }
+        });
         self.0.wake_worker(worker);
     }
 }

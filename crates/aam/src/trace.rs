@@ -31,6 +31,9 @@ pub enum EventKind {
     CoreMove,
     /// The worker's machine did not hold its CPU: from losing it to regaining it (or the stop).
     Dormant,
+    /// A machine switch on this CPU: the worker handed its core to another machine ("left") or
+    /// started serving its machine on it again ("entered"); an instant.
+    Switch,
 }
 
 impl EventKind {
@@ -42,6 +45,7 @@ impl EventKind {
             EventKind::Ims => "ims",
             EventKind::CoreMove => "core move",
             EventKind::Dormant => "no core",
+            EventKind::Switch => "machine switch",
         }
     }
 }

@@ -1,8 +1,9 @@
 //! A worker's scheduling loop: what it runs next, how it idles and sleeps, and how it leaves
 //! and regains its core (see the module comment of [`crate::machine`] for the pick order).
 
-use crate::interface::Served;
+use crate::ims::sleep_unless;
 use crate::machine::{lock, Shared, WorkerCtx, CURRENT};
+use crate::serve::Served;
 use crate::task::TaskRef;
 use crate::trace::EventKind;
 use crossbeam_deque::Steal;
@@ -41,19 +42,21 @@ impl Cursor {
     }
 }
 
-fn next_task(ctx: &WorkerCtx, cur: &mut Cursor) -> Option<TaskRef> {
+/// Runs the next piece of work in the pick order: a ready task, else up to the machine's batch
+/// of requests from the next client queue that has one (run inline, see `serve`). False if
+/// there was nothing.
+fn step(ctx: &WorkerCtx, cur: &mut Cursor) -> bool {
     // Every 61st pick looks at the inject queue first, so remote wake-ups are not starved.
     cur.tick = if cur.tick == 0 { 60 } else { cur.tick - 1 };
     if cur.tick == 0 {
         if let Some(t) = steal_injector(ctx) {
-            return Some(t);
+            run_task(ctx, t);
+            return true;
         }
     }
-    if let Some(t) = ctx.local.pop() {
-        return Some(t);
-    }
-    if let Some(t) = steal_injector(ctx) {
-        return Some(t);
+    if let Some(t) = ctx.local.pop().or_else(|| steal_injector(ctx)) {
+        run_task(ctx, t);
+        return true;
     }
     let shared = &ctx.shared;
     if shared.stealing {
@@ -63,7 +66,10 @@ fn next_task(ctx: &WorkerCtx, cur: &mut Cursor) -> Option<TaskRef> {
             }
             loop {
                 match s.steal_batch_and_pop(&ctx.local) {
-                    Steal::Success(t) => return Some(t),
+                    Steal::Success(t) => {
+                        run_task(ctx, t);
+                        return true;
+                    }
                     Steal::Empty => break,
                     Steal::Retry => continue,
                 }
@@ -74,18 +80,36 @@ fn next_task(ctx: &WorkerCtx, cur: &mut Cursor) -> Option<TaskRef> {
     let n = cur.queues.len();
     for i in 0..n {
         let k = (cur.next_queue + i) % n;
-        let (first, taken) = cur.queues[k].take_batch(shared, &ctx.local, shared.batch);
-        if let Some(t) = first {
+        if run_requests(ctx, &*cur.queues[k]) {
             cur.next_queue = (k + 1) % n;
-            shared.counters.batches.fetch_add(1, Ordering::Relaxed);
-            shared
-                .counters
-                .requests
-                .fetch_add(taken as u64, Ordering::Relaxed);
-            return Some(t);
+            return true;
         }
     }
-    None
+    false
+}
+
+/// One visit of a client queue: up to `batch` requests back to back (FlexSC-style), stopping
+/// early for a machine signal or a stop.
+fn run_requests(ctx: &WorkerCtx, q: &dyn Served) -> bool {
+    let shared = &ctx.shared;
+    let trace = shared.traces.get(ctx.index);
+    if !q.run_one(shared, trace) {
+        return false;
+    }
+    let mut n = 1u64;
+    while (n as usize) < shared.batch
+        && !shared.signals_pending.load(Ordering::Relaxed)
+        && !shared.stopped.load(Ordering::Relaxed)
+        && q.run_one(shared, trace)
+    {
+        n += 1;
+    }
+    let c = &shared.worker_counters[ctx.index];
+    c.batches
+        .store(c.batches.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    c.requests
+        .store(c.requests.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+    true
 }
 
 fn has_work(ctx: &WorkerCtx, cur: &mut Cursor) -> bool {
@@ -109,7 +133,6 @@ pub(crate) fn worker_loop(ctx: &WorkerCtx) {
         version: usize::MAX,
         next_queue: 0,
     };
-    let mut run = 0u64;
     let mut acked = 0u64;
     'serve: loop {
         if shared.signals_pending.load(Ordering::Relaxed) {
@@ -127,12 +150,7 @@ pub(crate) fn worker_loop(ctx: &WorkerCtx) {
             acked = grant;
             shared.acks[ctx.index].store(grant, Ordering::SeqCst);
         }
-        if let Some(t) = next_task(ctx, &mut cur) {
-            run_one(ctx, t);
-            run += 1;
-            if run & 1023 == 0 {
-                shared.counters.tasks_run.fetch_add(1024, Ordering::Relaxed);
-            }
+        if step(ctx, &mut cur) {
             continue;
         }
         let start = tsc::now();
@@ -141,9 +159,7 @@ pub(crate) fn worker_loop(ctx: &WorkerCtx) {
             if shared.signals_pending.load(Ordering::Relaxed) || shared.stopped.load(Ordering::Relaxed) {
                 continue 'serve;
             }
-            if let Some(t) = next_task(ctx, &mut cur) {
-                run_one(ctx, t);
-                run += 1;
+            if step(ctx, &mut cur) {
                 continue 'serve;
             }
             if tsc::now().wrapping_sub(start) >= shared.spin_ticks {
@@ -152,7 +168,6 @@ pub(crate) fn worker_loop(ctx: &WorkerCtx) {
         }
         sleep(ctx, &mut cur);
     }
-    shared.counters.tasks_run.fetch_add(run & 1023, Ordering::Relaxed);
     while let Some(t) = ctx.local.pop() {
         t.cancel();
     }
@@ -165,6 +180,9 @@ fn dormant(ctx: &WorkerCtx) {
     let shared = &ctx.shared;
     let parker = &shared.parkers[ctx.index];
     let start = tsc::now();
+    if let Some(ring) = shared.traces.get(ctx.index) {
+        ring.mark(EventKind::Switch, "machine switch: left");
+    }
     while let Some(t) = ctx.local.pop() {
         shared.injector.push(t);
     }
@@ -185,12 +203,18 @@ fn dormant(ctx: &WorkerCtx) {
     parker.running();
     if let Some(ring) = shared.traces.get(ctx.index) {
         ring.record(EventKind::Dormant, "no core", start);
+        if !shared.stopped.load(Ordering::SeqCst) {
+            ring.mark(EventKind::Switch, "machine switch: entered");
+        }
     }
     shared.serving[ctx.index].store(true, Ordering::SeqCst);
     shared.set_polling(true);
 }
 
-fn run_one(ctx: &WorkerCtx, t: TaskRef) {
+fn run_task(ctx: &WorkerCtx, t: TaskRef) {
+    let c = &ctx.shared.worker_counters[ctx.index];
+    c.tasks_run
+        .store(c.tasks_run.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     match ctx.shared.traces.get(ctx.index) {
         None => t.run(),
         Some(ring) => {
@@ -206,20 +230,21 @@ fn run_one(ctx: &WorkerCtx, t: TaskRef) {
 /// something arrived (see [`crate::ims`] for why no wake-up is lost).
 fn sleep(ctx: &WorkerCtx, cur: &mut Cursor) {
     let shared = &ctx.shared;
-    let parker = &shared.parkers[ctx.index];
-    parker.prepare();
-    shared.set_polling(false);
-    fence(Ordering::SeqCst);
-    if !has_work(ctx, cur) {
-        shared.counters.sleeps.fetch_add(1, Ordering::Relaxed);
-        let start = tsc::now();
-        parker.park();
+    let start = tsc::now();
+    let slept = sleep_unless(
+        &shared.parkers[ctx.index],
+        || shared.set_polling(false),
+        || has_work(ctx, cur),
+        || shared.set_polling(true),
+    );
+    if slept {
+        let c = &shared.worker_counters[ctx.index];
+        c.sleeps
+            .store(c.sleeps.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         if let Some(ring) = shared.traces.get(ctx.index) {
             ring.record(EventKind::Sleep, "sleep", start);
         }
     }
-    parker.running();
-    shared.set_polling(true);
 }
 
 /// The client side of an active machine call: the task awaiting a result polls `done` (a read

@@ -2,7 +2,7 @@
 //! refuses bad requests with an error reply, and the load generator keeps its bounds.
 
 use multios_aam::kv::loadgen::{self, LoadConfig};
-use multios_aam::kv::{KvError, KvServer, MachineServer, ThreadServer};
+use multios_aam::kv::{KvError, KvServer, MachineServer, ThreadServer, TokioServer};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
@@ -92,6 +92,19 @@ fn issue_11_kv_threads_store_exactly_and_refuse_bad_requests() -> Result<(), KvE
     let s = ThreadServer::start()?;
     stores_exactly(s.addr());
     refuses_bad_requests(s.addr());
+    Ok(())
+}
+
+#[test]
+fn issue_11_kv_tokio_stores_exactly_and_refuses_bad_requests() -> Result<(), KvError> {
+    let s = TokioServer::start(2)?;
+    stores_exactly(s.addr());
+    refuses_bad_requests(s.addr());
+    std::thread::scope(|sc| {
+        let a = sc.spawn(|| stores_exactly(s.addr()));
+        refuses_bad_requests(s.addr());
+        a.join().expect("second connection");
+    });
     Ok(())
 }
 

@@ -20,7 +20,7 @@ fn multios(args: &[&str]) -> (i32, String, String) {
 mod scratch;
 
 #[test]
-fn issue_11_aam_kv_json_has_both_servers() {
+fn issue_11_aam_kv_json_has_the_three_servers() {
     let (code, stdout, stderr) = multios(&[
         "--json",
         "aam",
@@ -34,7 +34,7 @@ fn issue_11_aam_kv_json_has_both_servers() {
     ]);
     assert_eq!(code, 0, "stderr: {stderr}");
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
-    for side in ["machines", "threads"] {
+    for side in ["machines", "threads", "tokio"] {
         let s = &v[side];
         assert_eq!(s["server"], side);
         assert_eq!(s["requests"], 200, "{side}: {s}");
@@ -44,11 +44,83 @@ fn issue_11_aam_kv_json_has_both_servers() {
             assert!(s[k].is_number(), "{side}.{k} missing: {s}");
         }
     }
-    for k in ["throughput_ratio", "p99_ratio"] {
+    for k in [
+        "throughput_ratio",
+        "p99_ratio",
+        "throughput_vs_tokio",
+        "p99_vs_tokio",
+    ] {
         assert!(v[k].is_number(), "{k} missing: {v}");
     }
+    assert!(v["storage"].as_str().is_some_and(|s| s.contains("WAL")), "{v}");
     assert_eq!(v["load"]["connections"], 2);
     assert!(v["placement"]["os_workers"].is_number());
+}
+
+/// One `multios aam bench` run carries every part the issue lists (small sizes; no timing is
+/// judged here: the verdicts are printed, whatever they say).
+#[test]
+fn issue_11_aam_bench_json_has_every_part() {
+    let (code, stdout, stderr) = multios(&[
+        "--json",
+        "aam",
+        "bench",
+        "--iterations",
+        "200",
+        "--runs",
+        "2",
+        "--kv-requests",
+        "100",
+    ]);
+    assert_eq!(code, 0, "stderr: {stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    let names: Vec<&str> = v["report"]["results"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|r| r["name"].as_str()).collect())
+        .unwrap_or_default();
+    for n in [
+        "aam_local_task_total",
+        "aam_call_active_total",
+        "aam_call_idle_total",
+        "aam_core_move",
+        "cache_line_round_trip",
+        "futex_wake_reply_round_trip",
+        "gettid",
+        "thread_context_switch",
+        "thread_create_join",
+        "tokio_current_thread_spawn_await",
+        "tokio_multi_thread_remote_spawn",
+        "crossbeam_channel_round_trip",
+        "aam_call_active_pread64_shaped_total",
+    ] {
+        assert!(names.contains(&n), "{n} missing from {names:?}");
+    }
+    let runs = v["active_runs"].as_array().map_or(0, Vec::len);
+    assert_eq!(runs, 2, "{}", v["active_runs"]);
+    assert!(v["active_runs"][0]["ratio"].is_number());
+    for side in ["machines", "threads", "tokio"] {
+        assert_eq!(v["kv"][side]["requests"], 100, "{side}");
+        assert_eq!(v["kv"][side]["mismatches"], 0, "{side}");
+    }
+    let val = &v["validation"];
+    for k in [
+        "error_pct",
+        "error_plain_pct",
+        "error_gamma_pct",
+        "fc_s",
+        "measured_os_machine_s",
+    ] {
+        assert!(val[k].is_number(), "validation.{k} missing: {val}");
+    }
+    for k in ["gamma", "share", "co_run"] {
+        assert!(val["beside"][k].is_number(), "beside.{k} missing: {val}");
+    }
+    assert!(val["terms"]["share"].is_number(), "{val}");
+    let goals: Vec<&str> = v["verdicts"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|g| g["goal"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(goals.len(), 8, "{goals:?}");
 }
 
 #[test]

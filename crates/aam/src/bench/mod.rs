@@ -4,6 +4,7 @@
 
 mod aam;
 mod baselines;
+pub mod beside;
 mod stats;
 mod validate;
 
@@ -105,5 +106,5 @@ pub fn run_all(cfg: &BenchConfig) -> Result<BenchReport, BenchError> {
 }
 
 pub use aam::{core_move, local_task, machine_call, machine_call_woken};
-pub use baselines::all as baselines;
-pub use validate::{project, validate, ValidateConfig, Validation};
+pub use baselines::{all as baselines, cache_line};
+pub use validate::{project, shaped_call, validate, NullPread, NullPreadClient, ValidateConfig, Validation};

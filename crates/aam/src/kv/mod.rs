@@ -1,13 +1,16 @@
 //! The key-value service of issue #11: the same line protocol ([`protocol`]) served by a server
-//! built from machines ([`machines`]: network, storage on SQLite, compression, OS machine) and
-//! by an ordinary thread-per-connection server ([`ordinary`]), and a bounded loopback load
-//! generator ([`loadgen`]) that measures both side by side ([`compare`]).
+//! built from machines ([`machines`]: network, storage on SQLite, compression, OS machine), by
+//! the ordinary asynchronous way ([`tokio_server`]: a Tokio runtime, a task per connection) and
+//! by a thread-per-connection server ([`ordinary`]), every one over its own SQLite file on disk
+//! (WAL, [`store`]), and a bounded loopback load generator ([`loadgen`]) that measures the three
+//! side by side in one run ([`compare`]).
 
 pub mod loadgen;
 pub mod machines;
 pub mod ordinary;
 pub mod protocol;
 pub mod store;
+pub mod tokio_server;
 
 use serde::Serialize;
 use std::net::SocketAddr;
@@ -17,6 +20,7 @@ use std::time::Duration;
 pub use loadgen::{LoadConfig, LoadReport};
 pub use machines::MachineServer;
 pub use ordinary::ThreadServer;
+pub use tokio_server::TokioServer;
 
 /// Errors of the key-value service and its load generator.
 #[derive(Debug, thiserror::Error)]
@@ -44,25 +48,41 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Both servers under the same load, one after the other in one run.
+/// The three servers under the same load, one after the other in one run.
 #[derive(Debug, Clone, Serialize)]
 pub struct KvComparison {
     pub load: LoadConfig,
     pub placement: machines::Placement,
+    /// How every server stores: "SQLite file in a temp dir, WAL, synchronous=NORMAL".
+    pub storage: &'static str,
+    pub tokio_workers: usize,
     pub machines: LoadReport,
+    pub tokio: LoadReport,
     pub threads: LoadReport,
     /// machines / threads.
     pub throughput_ratio: f64,
     /// machines / threads.
     pub p99_ratio: f64,
+    /// machines / Tokio.
+    pub throughput_vs_tokio: f64,
+    pub p99_vs_tokio: f64,
 }
 
-/// Starts each server, runs the generator against it, stops it; the machine server's idle
-/// workers spin `idle_spin` before they sleep.
+/// What [`compare`] says of the storage.
+pub const STORAGE: &str = "SQLite file in a temp dir, WAL, synchronous=NORMAL";
+
+/// Starts each server, runs the generator against it, stops it: threads, Tokio, machines. The
+/// machine server's idle workers spin `idle_spin` before they sleep; the Tokio runtime has one
+/// worker per usable CPU.
 pub fn compare(load: &LoadConfig, idle_spin: Duration) -> Result<KvComparison, KvError> {
     let threads = {
         let s = ThreadServer::start()?;
         loadgen::run("threads", s.addr(), load)?
+    };
+    let workers = multios_host::CpuSet::allowed().len().max(1);
+    let tokio = {
+        let s = TokioServer::start(workers)?;
+        loadgen::run("tokio", s.addr(), load)?
     };
     let (machines, placement) = {
         let s = MachineServer::start(load.connections, idle_spin)?;
@@ -72,9 +92,14 @@ pub fn compare(load: &LoadConfig, idle_spin: Duration) -> Result<KvComparison, K
     Ok(KvComparison {
         load: *load,
         placement,
+        storage: STORAGE,
+        tokio_workers: workers,
         throughput_ratio: ratio(machines.throughput_rps, threads.throughput_rps),
         p99_ratio: ratio(machines.p99_us, threads.p99_us),
+        throughput_vs_tokio: ratio(machines.throughput_rps, tokio.throughput_rps),
+        p99_vs_tokio: ratio(machines.p99_us, tokio.p99_us),
         machines,
+        tokio,
         threads,
     })
 }
