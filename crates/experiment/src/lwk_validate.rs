@@ -311,6 +311,7 @@ mod tests {
                 g,
             }],
             total: g,
+            phases: Vec::new(),
         };
         let m = per_call(&[run(1.0), run(3.0)]);
         assert_eq!(m.get("read"), Some(&0.2));

@@ -77,6 +77,9 @@ pub struct SynthRun {
     pub compute: f64,
     pub calls: Vec<Call>,
     pub total: f64,
+    /// (compute s, calls s) of each phase, in order (the `phase` lines).
+    #[serde(skip)]
+    pub phases: Vec<(f64, f64)>,
 }
 
 impl SynthRun {
@@ -133,12 +136,17 @@ pub fn parse(text: &str) -> SynthRun {
         compute: 0.0,
         calls: Vec::new(),
         total: 0.0,
+        phases: Vec::new(),
     };
     for l in text.lines() {
         let f: Vec<&str> = l.split_whitespace().collect();
         match f.as_slice() {
             ["compute", t] => r.compute = cal.secs(t.parse().unwrap_or(0)),
             ["pi", _] => {}
+            ["phase", _, c, k] => r.phases.push((
+                cal.secs(c.parse().unwrap_or(0)),
+                cal.secs(k.parse().unwrap_or(0)),
+            )),
             [name, n, t] => r.calls.push(Call {
                 name: name.to_string(),
                 n: n.parse().unwrap_or(0),
@@ -185,6 +193,7 @@ mod tests {
             compute: total,
             calls: Vec::new(),
             total,
+            phases: Vec::new(),
         }
     }
 
