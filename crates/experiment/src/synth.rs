@@ -143,10 +143,9 @@ pub fn parse(text: &str) -> SynthRun {
         match f.as_slice() {
             ["compute", t] => r.compute = cal.secs(t.parse().unwrap_or(0)),
             ["pi", _] => {}
-            ["phase", _, c, k] => r.phases.push((
-                cal.secs(c.parse().unwrap_or(0)),
-                cal.secs(k.parse().unwrap_or(0)),
-            )),
+            ["phase", _, c, k] => r
+                .phases
+                .push((cal.secs(c.parse().unwrap_or(0)), cal.secs(k.parse().unwrap_or(0)))),
             [name, n, t] => r.calls.push(Call {
                 name: name.to_string(),
                 n: n.parse().unwrap_or(0),
