@@ -44,6 +44,9 @@ const METADATA: &[(&str, &str)] = &[
     ("thread_name", "name"),
     ("thread_sort_index", "sort_index"),
 ];
+/// (start µs, end µs, event index) of a thread's complete events.
+type Spans = Vec<(f64, f64, usize)>;
+
 /// Slack for the nesting of complete events, µs (times written as f64 microseconds).
 const EPS_US: f64 = 1e-3;
 
@@ -66,7 +69,7 @@ pub fn check(doc: &Value) -> Result<Counts, FormatError> {
         .and_then(Value::as_array)
         .ok_or_else(|| err(None, "traceEvents", "missing or not an array"))?;
     let mut c = Counts::default();
-    let mut spans: BTreeMap<(u64, u64), Vec<(f64, f64, usize)>> = BTreeMap::new();
+    let mut spans: BTreeMap<(u64, u64), Spans> = BTreeMap::new();
     for (i, e) in events.iter().enumerate() {
         let o = e
             .as_object()
