@@ -1,0 +1,73 @@
+//! The event channel between Linux threads and one resident vCPU (Multiverse §III-B): three cache
+//! lines of host memory the guest reads and writes directly (the address space is merged). Line 0
+//! is written by the thread that posts a function, line 1 by the guest, line 2 by the waiter.
+//!
+//! ```text
+//!  poster (hrt_call / partner)        guest (guest::resident, vCPU k)      vCPU thread (Linux)
+//!  func, arg := f, a
+//!  seq := n  ───────────────────────▶ sees seq != done; r := f(a)
+//!  (idle? futex-wake seq)             ret := r; done := n
+//!  spins on done == n ◀────────────── (waiter asleep? ring WAKE) ───────▶ bell++, futex-wake bell
+//!  while spinning: serves the vCPU's
+//!  syscall slot (forwarded calls)     nothing to do for a while: idle := 1,
+//!                                      ring IDLE ────────────────────────▶ futex-waits on seq
+//! ```
+
+use std::sync::atomic::{AtomicU32, AtomicU64};
+
+/// Doorbell reasons the guest writes at its doorbell + [`BELL_OFFSET`].
+pub mod reason {
+    /// No function posted for a while: the vCPU thread sleeps until one is.
+    pub const IDLE: u32 = 1;
+    /// A function finished while its waiter sleeps: wake it.
+    pub const WAKE: u32 = 2;
+    /// `stop` was set: the vCPU thread ends.
+    pub const STOP: u32 = 3;
+}
+
+/// Where the guest loop rings, from its vCPU's doorbell (the stub rings at +0).
+pub const BELL_OFFSET: u64 = 8;
+
+/// How a posted function ended.
+pub mod status {
+    pub const OK: u32 = 0;
+    /// It raised an exception the process's mappings do not explain (see `Fault`).
+    pub const FAULT: u32 = 1;
+}
+
+/// One vCPU's event channel.
+#[repr(C, align(64))]
+#[derive(Default)]
+pub struct Mailbox {
+    // Line 0: the poster.
+    pub seq: AtomicU32,
+    pub stop: AtomicU32,
+    pub func: AtomicU64,
+    pub arg: AtomicU64,
+    /// Spins of the guest loop before it goes idle.
+    pub idle_spins: AtomicU64,
+    _p0: [u64; 4],
+    // Line 1: the guest.
+    pub done: AtomicU32,
+    pub idle: AtomicU32,
+    pub ret: AtomicU64,
+    pub status: AtomicU32,
+    _p1: [u32; 11],
+    // Line 2: the waiter and the vCPU thread.
+    /// 1 while the waiter sleeps on `bell`.
+    pub waiter: AtomicU32,
+    pub bell: AtomicU32,
+    _p2: [u32; 14],
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_writer_has_its_own_cache_line() {
+        assert_eq!(std::mem::size_of::<Mailbox>(), 192);
+        assert_eq!(std::mem::offset_of!(Mailbox, done), 64);
+        assert_eq!(std::mem::offset_of!(Mailbox, waiter), 128);
+    }
+}

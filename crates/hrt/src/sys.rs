@@ -1,0 +1,124 @@
+//! The raw host calls of split execution, each wrapped once with its safety argument.
+
+use std::io;
+use std::sync::atomic::AtomicU32;
+
+/// The calling thread's FS base (its TLS pointer): the guest code that runs for this thread uses it.
+pub fn fs_base() -> u64 {
+    let mut v: u64 = 0;
+    // SAFETY: ARCH_GET_FS writes one u64 to the pointer given, a live local.
+    unsafe { libc::syscall(libc::SYS_arch_prctl, 0x1003, &mut v as *mut u64) };
+    v
+}
+
+/// The calling thread's Linux thread id.
+pub fn gettid() -> i32 {
+    // SAFETY: gettid has no arguments and no side effects.
+    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+}
+
+/// Performs system call `nr` with the guest's six arguments on the calling (partner) thread. The
+/// guest runs in this very address space, so its pointers are this process's pointers, checked
+/// by Linux as for any call of the process.
+pub fn forward(nr: u64, a: [u64; 6]) -> i64 {
+    // SAFETY: the caller (`forward::serve`) refuses the calls that would change this thread's
+    // control flow or stack (clone, fork, vfork, rt_sigreturn…); every other call acts on
+    // memory and descriptors of the process exactly as if the guest function had made it natively.
+    let r = unsafe { libc::syscall(nr as libc::c_long, a[0], a[1], a[2], a[3], a[4], a[5]) };
+    if r == -1 {
+        -(io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO) as i64)
+    } else {
+        r as i64
+    }
+}
+
+/// Waits while `word` holds `val`, at most `timeout` (None: forever); spurious returns are fine.
+pub fn futex_wait(word: &AtomicU32, val: u32, timeout: Option<std::time::Duration>) {
+    let ts = timeout.map(|d| libc::timespec {
+        tv_sec: d.as_secs() as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
+    });
+    let tsp = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: `word` is a live atomic u32 (futex words are 32-bit aligned), `tsp` null or a live local.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            val,
+            tsp,
+            0usize,
+            0u32,
+        )
+    };
+}
+
+/// Wakes every waiter on `word`.
+pub fn futex_wake(word: &AtomicU32) {
+    // SAFETY: `word` is a live atomic u32; FUTEX_WAKE only reads the address.
+    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, i32::MAX) };
+}
+
+/// Fresh anonymous read-write memory of `len` bytes (a guest stack, a mailbox), with a PROT_NONE
+/// guard page below it; returns the usable range's start.
+pub fn map_stack(len: usize) -> io::Result<u64> {
+    // SAFETY: a new private anonymous mapping at an address the kernel picks: nothing is replaced.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len + 4096,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_STACK,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the first page of the mapping just made, which nothing uses yet.
+    unsafe { libc::mprotect(p, 4096, libc::PROT_NONE) };
+    Ok(p as u64 + 4096)
+}
+
+/// Pins the calling thread to `cpu` (best effort).
+pub fn pin_to_cpu(cpu: usize) {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET and sched_setaffinity read and
+    // write only the local set.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+/// The CPUs this process may run on.
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: a zeroed cpu_set_t is valid; sched_getaffinity fills it; CPU_ISSET reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return vec![0];
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    }
+}
+
+/// KVM_SET_USER_MEMORY_REGION with guest-physical == host-virtual `[start, start+len)` as memslot
+/// `slot` (`len` 0 deletes it).
+pub fn set_slot(vm: &kvm_ioctls::VmFd, slot: u32, start: u64, len: u64) -> Result<(), kvm_ioctls::Error> {
+    let region = kvm_bindings::kvm_userspace_memory_region {
+        slot,
+        flags: 0,
+        guest_phys_addr: start,
+        memory_size: len,
+        userspace_addr: start,
+    };
+    // SAFETY: KVM never writes through a memslot by itself: it pins or maps the host pages only when
+    // the guest touches them, and the guest only reaches addresses its page tables map, which
+    // `space.rs` fills from the process's own mappings. Host ranges that are unmapped (holes of
+    // the chunk) make such an access fail with EFAULT instead of touching anything.
+    unsafe { vm.set_user_memory_region(region) }
+}
