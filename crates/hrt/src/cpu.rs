@@ -200,7 +200,7 @@ fn run(rt: &Shared, cpu: &Cpu, vcpu: &mut (VcpuFd, u64)) {
     let id = cpu.id;
     let mut io_exit = false;
     let mut spurious = (0u64, 0u32);
-    let mut efault = (0u64, 0u32);
+    let mut efaults = 0u32;
     loop {
         if cpu.mb.stop.load(Acquire) != 0 {
             return;
@@ -222,15 +222,13 @@ fn run(rt: &Shared, cpu: &Cpu, vcpu: &mut (VcpuFd, u64)) {
                 }
             }
             Exit::MemoryFault(gpa) => {
-                let again = efault.0 == gpa && efault.1 > 0;
-                efault = (gpa, efault.1 + 1);
-                let changed = gpa != u64::MAX
-                    && crate::runtime::lock(&rt.space)
-                        .on_efault(&rt.vm, gpa)
-                        .unwrap_or(false);
-                if !changed && (again || gpa == u64::MAX) {
+                // Stale tables are rewritten and the access runs again; a second EFAULT in a row
+                // with nothing stale is the function's bus error.
+                let changed = crate::runtime::lock(&rt.space).on_efault(&rt.vm).unwrap_or(false);
+                efaults = if changed { 0 } else { efaults + 1 };
+                if efaults >= 2 {
+                    efaults = 0;
                     let rip = vcpu.get_regs().map(|r| r.rip).unwrap_or(0);
-                    efault = (0, 0);
                     let f = Fault {
                         vector: crate::cpu::VECTOR_BUS,
                         rip,

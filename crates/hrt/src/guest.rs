@@ -45,6 +45,12 @@ pub unsafe extern "C" fn resident(mb: *const Mailbox, bell: u64) -> ! {
                 spins = 0;
             }
         };
+        let fs = mb.fs.load(Relaxed);
+        if fs != 0 {
+            // SAFETY: CR4.FSGSBASE is set in the guest (`multios_lwk::vcpu`); FS is the TLS base
+            // of the poster, which waits without touching its TLS until the function returns.
+            unsafe { std::arch::asm!("wrfsbase {}", in(reg) fs, options(nostack, preserves_flags)) };
+        }
         // SAFETY: the poster stored a `Func` (hrt_call / hrt_invoke_func take one) before `seq`.
         let f: Func = unsafe { std::mem::transmute::<u64, Func>(mb.func.load(Relaxed)) };
         // SAFETY: calling the posted function with its argument is what the poster asked for.

@@ -46,7 +46,11 @@ pub struct Mailbox {
     pub arg: AtomicU64,
     /// Spins of the guest loop before it goes idle.
     pub idle_spins: AtomicU64,
-    _p0: [u64; 4],
+    /// The FS base (TLS) the function runs with: the poster's, so that the function uses the TLS
+    /// of the thread waiting for it — errno, malloc's thread cache — and never that of the vCPU's
+    /// thread, which serves faults while the function may hold a lock of malloc.
+    pub fs: AtomicU64,
+    _p0: [u64; 3],
     // Line 1: the guest.
     pub done: AtomicU32,
     pub idle: AtomicU32,

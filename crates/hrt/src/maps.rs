@@ -48,9 +48,79 @@ pub fn parse(text: &str) -> Vec<Vma> {
 /// The end of the user half.
 pub const USER_END: u64 = 0x8000_0000_0000;
 
-/// Reads and parses /proc/self/maps.
-pub fn read() -> io::Result<Vec<Vma>> {
-    Ok(parse(&std::fs::read_to_string("/proc/self/maps")?))
+/// Reads /proc/self/maps without allocating: it runs on a vCPU's thread while the guest may hold
+/// a lock of malloc (a function that faults inside malloc), so the buffer is made once, up front,
+/// and the file is read with raw calls.
+pub struct Reader {
+    buf: Box<[u8]>,
+}
+
+/// One line's mapping, if it parses and lies in the user half.
+fn parse_line(line: &[u8]) -> Option<Vma> {
+    let text = std::str::from_utf8(line.get(..line.len().min(80))?).ok()?;
+    let mut v = parse(text.split('\n').next()?);
+    v.pop()
+}
+
+impl Default for Reader {
+    fn default() -> Self {
+        Reader {
+            buf: vec![0u8; 64 << 10].into_boxed_slice(),
+        }
+    }
+}
+
+impl Reader {
+    /// Calls `f` on every mapping in address order until it returns false.
+    pub fn for_each(&mut self, mut f: impl FnMut(Vma) -> bool) -> io::Result<()> {
+        let fd = crate::sys::open_maps()?;
+        let mut have = 0usize;
+        let result = loop {
+            let n = match crate::sys::read_fd(fd, &mut self.buf[have..]) {
+                Ok(n) => n,
+                Err(e) => break Err(e),
+            };
+            let end = have + n;
+            let mut start = 0;
+            let mut go = true;
+            while let Some(nl) = self.buf[start..end].iter().position(|&b| b == b'\n') {
+                if let Some(v) = parse_line(&self.buf[start..start + nl]) {
+                    if !f(v) {
+                        go = false;
+                        break;
+                    }
+                }
+                start += nl + 1;
+            }
+            if !go || n == 0 {
+                break Ok(());
+            }
+            // A line longer than the buffer (a path of 64 KiB) is skipped.
+            if start == 0 && end == self.buf.len() {
+                have = 0;
+                continue;
+            }
+            self.buf.copy_within(start..end, 0);
+            have = end - start;
+        };
+        crate::sys::close_fd(fd);
+        result
+    }
+
+    /// The mapping holding `addr`.
+    pub fn find(&mut self, addr: u64) -> io::Result<Option<Vma>> {
+        let mut found = None;
+        self.for_each(|v| {
+            if v.end <= addr {
+                return true;
+            }
+            if v.start <= addr {
+                found = Some(v);
+            }
+            false
+        })?;
+        Ok(found)
+    }
 }
 
 /// The mapping holding `addr` in `vmas` (sorted, as the kernel lists them).
@@ -90,5 +160,23 @@ ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]
         assert_eq!(find(&v, 0x55d0_c0a0_7000), None);
         assert_eq!(find(&v, 0), None);
         assert_eq!(find(&v, 0x7fff_0000_0000), None);
+    }
+
+    #[test]
+    fn the_reader_sees_this_process_without_allocating_per_line() {
+        let mut r = Reader::default();
+        let local = 5u64;
+        let here = r.find(&local as *const u64 as u64).expect("maps").expect("the stack is mapped");
+        assert!(here.prot & libc::PROT_WRITE != 0);
+        let mut n = 0;
+        let mut last = 0;
+        r.for_each(|v| {
+            assert!(v.start >= last);
+            last = v.end;
+            n += 1;
+            true
+        })
+        .expect("maps");
+        assert!(n > 5);
     }
 }

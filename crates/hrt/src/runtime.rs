@@ -239,6 +239,7 @@ impl Shared {
         let seq = mb.seq.load(Relaxed).wrapping_add(1);
         mb.func.store(f as usize as u64, Relaxed);
         mb.arg.store(arg, Relaxed);
+        mb.fs.store(sys::my_fs_base(), Relaxed);
         mb.seq.store(seq, SeqCst);
         if mb.idle.load(SeqCst) != 0 {
             sys::futex_wake(&mb.seq);

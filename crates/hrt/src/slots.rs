@@ -9,7 +9,6 @@
 use crate::sys;
 use kvm_ioctls::VmFd;
 use multios_lwk::memory::LWK_BASE;
-use std::collections::BTreeSet;
 
 /// Bytes per memslot chunk.
 pub const CHUNK: u64 = 64 << 20;
@@ -37,10 +36,11 @@ pub enum SlotError {
     Full,
 }
 
-/// The chunks made so far.
-#[derive(Debug, Default)]
+/// The chunks made so far: one bit per chunk of the user half, allocated up front (256 KiB) so
+/// that a vCPU's thread never allocates while it serves a fault (see `maps::Reader`).
+#[derive(Debug)]
 pub struct Slots {
-    made: BTreeSet<u64>,
+    made: Box<[u64]>,
     next: u32,
     /// Time spent in KVM_SET_USER_MEMORY_REGION, for the measurements.
     pub spent: std::time::Duration,
@@ -51,13 +51,36 @@ fn is_lwk(chunk: u64) -> bool {
     (LWK_BASE..LWK_BASE + (1 << 30)).contains(&chunk)
 }
 
+/// Chunks in the user half.
+const CHUNKS: usize = (0x8000_0000_0000u64 / CHUNK) as usize;
+
+impl Default for Slots {
+    fn default() -> Self {
+        Slots {
+            made: vec![0u64; CHUNKS / 64].into_boxed_slice(),
+            next: 0,
+            spent: std::time::Duration::ZERO,
+        }
+    }
+}
+
 impl Slots {
+    fn is_made(&self, chunk: u64) -> bool {
+        let k = (chunk / CHUNK) as usize;
+        self.made[k / 64] & (1 << (k % 64)) != 0
+    }
+
+    fn mark(&mut self, chunk: u64) {
+        let k = (chunk / CHUNK) as usize;
+        self.made[k / 64] |= 1 << (k % 64);
+    }
+
     /// Makes sure every chunk that `[start, end)` touches has its memslot; returns how many it made.
     pub fn cover(&mut self, vm: &VmFd, start: u64, end: u64) -> Result<usize, SlotError> {
         let mut made = 0;
         let mut c = start / CHUNK * CHUNK;
         while c < end.min(TASK_SIZE) {
-            if !is_lwk(c) && !self.made.contains(&c) {
+            if !is_lwk(c) && !self.is_made(c) {
                 let slot = FIRST_SLOT + self.next;
                 if slot >= MAX_SLOTS {
                     return Err(SlotError::Full);
@@ -73,7 +96,7 @@ impl Slots {
                 })?;
                 self.spent += t.elapsed();
                 self.next += 1;
-                self.made.insert(c);
+                self.mark(c);
                 made += 1;
             }
             c += CHUNK;
@@ -83,7 +106,7 @@ impl Slots {
 
     /// Chunks (memslots) made so far.
     pub fn count(&self) -> usize {
-        self.made.len()
+        self.next as usize
     }
 }
 

@@ -15,7 +15,7 @@
 //!   KVM's shadow tables are dropped (a scratch memslot moved), and the access runs again: it
 //!   faults in the guest as it would natively, or proceeds if a new mapping is there.
 
-use crate::maps::{self, Vma};
+use crate::maps::{Reader, Vma};
 use crate::slots::{SlotError, Slots, CHUNK};
 use crate::tables::{bits, TableError, Tables};
 use kvm_ioctls::VmFd;
@@ -66,6 +66,12 @@ pub struct SpaceStats {
 /// The merged address space of this process and its VM.
 pub struct Space {
     mem: Arc<GuestMemory>,
+    reader: Reader,
+    /// The process's mappings as last read, with room for `vm.max_map_count` of them reserved up
+    /// front (a vCPU's thread never allocates while it serves a fault: see `maps::Reader`).
+    vmas: Vec<Vma>,
+    /// Ranges whose tables disagree with the maps, found by [`Space::resync`] (capacity reserved).
+    stale: Vec<(u64, u64)>,
     slots: Slots,
     tables: Tables,
     scratch_at: u64,
@@ -92,10 +98,17 @@ fn in_lwk(addr: u64) -> bool {
     (LWK_BASE..LWK_BASE + (1 << 30)).contains(&addr)
 }
 
+/// Linux's default vm.max_map_count, rounded up.
+const MAX_MAPS: usize = 65536;
+const STALE_MAX: usize = 4096;
+
 impl Space {
     pub fn new(mem: Arc<GuestMemory>) -> Self {
         Space {
             tables: Tables::new(mem.clone()),
+            reader: Reader::default(),
+            vmas: Vec::with_capacity(MAX_MAPS),
+            stale: Vec::with_capacity(STALE_MAX),
             mem,
             slots: Slots::default(),
             scratch_at: 0,
@@ -103,22 +116,25 @@ impl Space {
         }
     }
 
-    /// Enters `[start, end)` of mapping `v` in the tables (and its chunks in memslots).
-    fn enter(&mut self, vm: &VmFd, v: &Vma, start: u64, end: u64) -> Result<bool, SpaceError> {
-        let (s, e) = (start.max(v.start), end.min(v.end));
-        if s >= e || in_lwk(s) || in_lwk(e - 1) {
-            return Ok(false);
-        }
-        self.slots.cover(vm, s, e)?;
-        Ok(self.tables.set(s, e, bits(v.prot))?)
+    /// Reads the process's mappings into `vmas` (the first [`MAX_MAPS`]).
+    fn refresh(&mut self) -> Result<(), SpaceError> {
+        let Space { reader, vmas, .. } = self;
+        vmas.clear();
+        reader
+            .for_each(|v| {
+                vmas.push(v);
+                vmas.len() < MAX_MAPS
+            })
+            .map_err(SpaceError::Maps)
     }
 
     /// The address-space merger: every mapping of the process up to [`EAGER_MAX`] enters the
     /// tables now, larger ones as the guest touches them.
     pub fn merge(&mut self, vm: &VmFd) -> Result<(), SpaceError> {
-        let vmas = maps::read().map_err(SpaceError::Maps)?;
+        self.refresh()?;
+        let Space { vmas, slots, tables, .. } = self;
         for v in vmas.iter().filter(|v| v.prot != 0 && v.end - v.start <= EAGER_MAX) {
-            self.enter(vm, v, v.start, v.end)?;
+            enter(slots, tables, vm, v, v.start, v.end)?;
         }
         Ok(())
     }
@@ -128,17 +144,18 @@ impl Space {
         if in_lwk(addr) {
             return Ok(Resolution::Fault { mapped: false });
         }
-        let vmas = maps::read().map_err(SpaceError::Maps)?;
-        let Some(v) = maps::find(&vmas, addr) else {
-            self.sync(vm, &vmas, addr)?;
+        self.refresh()?;
+        let block = addr & !(PAGE_2M - 1);
+        let Some(v) = crate::maps::find(&self.vmas, addr) else {
+            self.sync(vm, block, block + PAGE_2M)?;
             return Ok(Resolution::Fault { mapped: false });
         };
         if !allows(v.prot, access) {
-            self.sync(vm, &vmas, addr)?;
+            self.sync(vm, block, block + PAGE_2M)?;
             return Ok(Resolution::Fault { mapped: true });
         }
         let chunk = addr / CHUNK * CHUNK;
-        if self.enter(vm, &v, chunk, chunk + CHUNK)? {
+        if enter(&mut self.slots, &mut self.tables, vm, &v, chunk, chunk + CHUNK)? {
             self.stats.faults_filled += 1;
             Ok(Resolution::Filled)
         } else {
@@ -147,36 +164,60 @@ impl Space {
         }
     }
 
-    /// Rewrites the tables of the 2 MiB range around `addr` from `vmas`; true when they changed.
-    fn sync(&mut self, vm: &VmFd, vmas: &[Vma], addr: u64) -> Result<bool, SpaceError> {
-        let block = addr & !(PAGE_2M - 1);
-        let end = block + PAGE_2M;
-        if in_lwk(block) {
+    /// Rewrites the tables of `[start, end)` from `vmas`; true when they changed.
+    fn sync(&mut self, vm: &VmFd, start: u64, end: u64) -> Result<bool, SpaceError> {
+        if in_lwk(start) || in_lwk(end - 1) {
             return Ok(false);
         }
+        let Space { vmas, slots, tables, .. } = self;
         let mut changed = false;
-        let mut pos = block;
-        let first = vmas.partition_point(|v| v.end <= block);
+        let mut pos = start;
+        let first = vmas.partition_point(|v| v.end <= start);
         for v in vmas[first..].iter().take_while(|v| v.start < end) {
             if v.start > pos {
-                changed |= self.tables.set(pos, v.start, 0)?;
+                changed |= tables.set(pos, v.start, 0)?;
             }
-            changed |= self.enter(vm, v, pos, end)?;
+            changed |= enter(slots, tables, vm, v, pos, end)?;
             pos = v.end.min(end);
         }
         if pos < end {
-            changed |= self.tables.set(pos, end, 0)?;
+            changed |= tables.set(pos, end, 0)?;
         }
         Ok(changed)
     }
 
-    /// KVM_RUN failed with EFAULT at guest-physical (== host-virtual) `gpa`: the tables gave the
-    /// guest a page the host no longer backs that way. Rewrites the tables there from the maps;
-    /// false when nothing changed (the host cannot back an allowed access: a bus error natively).
-    pub fn on_efault(&mut self, vm: &VmFd, gpa: u64) -> Result<bool, SpaceError> {
+    /// Rewrites every range of the tables that disagrees with the process's mappings now
+    /// (memory unmapped, access changed since it entered the tables); true when any did.
+    pub fn resync(&mut self, vm: &VmFd) -> Result<bool, SpaceError> {
+        self.refresh()?;
+        let mut changed = false;
+        loop {
+            self.stale.clear();
+            let Space { vmas, tables, stale, .. } = self;
+            tables.leaves(|start, size, b| {
+                if !agrees(vmas, start, start + size, b) {
+                    stale.push((start, start + size));
+                }
+                stale.len() < STALE_MAX
+            });
+            let full = self.stale.len() == STALE_MAX;
+            for k in 0..self.stale.len() {
+                let (s, e) = self.stale[k];
+                changed |= self.sync(vm, s, e)?;
+            }
+            if !full || !changed {
+                return Ok(changed);
+            }
+        }
+    }
+
+    /// KVM_RUN failed with EFAULT: the tables gave the guest a page the host no longer backs
+    /// that way (this KVM does not say which: KVM_EXIT_MEMORY_FAULT is not filled on this path).
+    /// Rewrites every stale range of the tables from the maps and drops KVM's shadow tables; false
+    /// when nothing was stale (the host cannot back an allowed access: a bus error natively).
+    pub fn on_efault(&mut self, vm: &VmFd) -> Result<bool, SpaceError> {
         self.stats.efaults += 1;
-        let vmas = maps::read().map_err(SpaceError::Maps)?;
-        let changed = self.sync(vm, &vmas, gpa)?;
+        let changed = self.resync(vm)?;
         if changed {
             self.flush(vm);
         }
@@ -224,6 +265,29 @@ impl Space {
     pub fn bits_at(&self, addr: u64) -> u64 {
         self.tables.get(addr)
     }
+}
+
+/// True when the mappings in `vmas` give all of `[start, end)` exactly `bits_now`.
+fn agrees(vmas: &[Vma], start: u64, end: u64, bits_now: u64) -> bool {
+    let mut pos = start;
+    let first = vmas.partition_point(|v| v.end <= start);
+    for v in vmas[first..].iter().take_while(|v| v.start < end) {
+        if v.start > pos || bits(v.prot) != bits_now {
+            return false;
+        }
+        pos = v.end;
+    }
+    pos >= end
+}
+
+/// Enters `[start, end)` of mapping `v` in the tables (and its chunks in memslots).
+fn enter(slots: &mut Slots, tables: &mut Tables, vm: &VmFd, v: &Vma, start: u64, end: u64) -> Result<bool, SpaceError> {
+    let (s, e) = (start.max(v.start), end.min(v.end));
+    if s >= e || in_lwk(s) || in_lwk(e - 1) {
+        return Ok(false);
+    }
+    slots.cover(vm, s, e)?;
+    Ok(tables.set(s, e, bits(v.prot))?)
 }
 
 #[cfg(test)]

@@ -122,3 +122,48 @@ pub fn set_slot(vm: &kvm_ioctls::VmFd, slot: u32, start: u64, len: u64) -> Resul
     // the chunk) make such an access fail with EFAULT instead of touching anything.
     unsafe { vm.set_user_memory_region(region) }
 }
+
+/// Opens /proc/self/maps (a raw open: no allocation).
+pub fn open_maps() -> io::Result<i32> {
+    // SAFETY: a NUL-terminated static path; the result is checked.
+    let fd = unsafe { libc::open(c"/proc/self/maps".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fd)
+}
+
+/// read(2) into `buf`, retrying on EINTR.
+pub fn read_fd(fd: i32, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: `buf` is a live, writable slice of the given length.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    }
+}
+
+/// Closes a descriptor this module opened.
+pub fn close_fd(fd: i32) {
+    // SAFETY: `fd` was opened by `open_maps` and is used by nothing else.
+    unsafe { libc::close(fd) };
+}
+
+thread_local! {
+    static FS_BASE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// The calling thread's FS base, cached per thread.
+pub fn my_fs_base() -> u64 {
+    FS_BASE.with(|c| {
+        if c.get() == 0 {
+            c.set(fs_base());
+        }
+        c.get()
+    })
+}

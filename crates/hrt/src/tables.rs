@@ -131,6 +131,45 @@ impl Tables {
         Ok(changed)
     }
 
+    /// Calls `f(start, size, bits)` on every present leaf (2 MiB or 4 KiB) of the user half, in
+    /// address order, until it returns false. The LWK's own GiB is left out.
+    pub fn leaves(&self, mut f: impl FnMut(u64, u64, u64) -> bool) {
+        let pml4 = SYS_BASE + sys_page::PML4;
+        let lwk = multios_lwk::memory::LWK_BASE;
+        for i in 0..256u64 {
+            let e4 = entry(pml4 + 8 * i).load(Ordering::Acquire);
+            if e4 & PTE_P == 0 {
+                continue;
+            }
+            for j in 0..512u64 {
+                let base1 = (i << 39) | (j << 30);
+                let e3 = entry((e4 & ADDR) + 8 * j).load(Ordering::Acquire);
+                if base1 == lwk || e3 & PTE_P == 0 {
+                    continue;
+                }
+                for k in 0..512u64 {
+                    let base2 = base1 | (k << 21);
+                    let e2 = entry((e3 & ADDR) + 8 * k).load(Ordering::Acquire);
+                    if e2 & PTE_P == 0 {
+                        continue;
+                    }
+                    if e2 & PTE_PS != 0 {
+                        if !f(base2, PAGE_2M, e2 & FLAGS) {
+                            return;
+                        }
+                        continue;
+                    }
+                    for l in 0..512u64 {
+                        let e1 = entry((e2 & ADDR) + 8 * l).load(Ordering::Acquire);
+                        if e1 & PTE_P != 0 && !f(base2 | (l << 12), PAGE, e1 & FLAGS) {
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// The bits the tables give the page at `addr` (0: not present).
     pub fn get(&self, addr: u64) -> u64 {
         let mut t = SYS_BASE + sys_page::PML4;
