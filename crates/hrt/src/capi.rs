@@ -16,6 +16,7 @@ pub const HRT_EFAULTED: i32 = -4;
 pub const HRT_EBUSY: i32 = -5;
 pub const HRT_EINVAL: i32 = -6;
 pub const HRT_EAGAIN: i32 = -7;
+pub const HRT_EFORKED: i32 = -8;
 
 /// `struct hrt_config` (zeros: defaults).
 #[repr(C)]
@@ -45,12 +46,13 @@ fn code(e: &HrtError) -> i32 {
             HRT_EFAULTED
         }
         HrtError::Thread(_) => HRT_EAGAIN,
+        HrtError::ForkedChild => HRT_EFORKED,
         _ => HRT_EINIT,
     }
 }
 
 fn report(e: HrtError) -> i32 {
-    if !matches!(e, HrtError::Faulted(_) | HrtError::NoSuchInvocation) {
+    if !matches!(e, HrtError::Faulted(_) | HrtError::NoSuchInvocation | HrtError::ForkedChild) {
         eprintln!("multios-hrt: {e}");
     }
     code(&e)
@@ -196,6 +198,7 @@ pub extern "C" fn hrt_strerror(e: i32) -> *const libc::c_char {
         HRT_EBUSY => b"split execution is already initialised\0",
         HRT_EINVAL => b"invalid argument\0",
         HRT_EAGAIN => b"no thread or vCPU could be started\0",
+        HRT_EFORKED => b"split execution does not cross fork(): this is a child\0",
         _ => b"unknown error\0",
     };
     s.as_ptr() as *const libc::c_char

@@ -30,9 +30,16 @@ pub use runtime::{Config, HrtError};
 pub use space::SpaceStats;
 
 use runtime::{lock, Shared};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 static RUNTIME: Mutex<Option<Arc<Shared>>> = Mutex::new(None);
+/// Set in a child of fork(): the VM and the vCPU threads stayed with the parent.
+static FORKED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn in_forked_child() {
+    FORKED.store(true, Ordering::Relaxed);
+}
 
 /// The process's split-execution runtime (one per process: the LWK's region is at a fixed address).
 #[derive(Clone)]
@@ -80,7 +87,13 @@ impl Hrt {
         if g.is_some() {
             return Err(HrtError::AlreadyInitialised);
         }
+        if FORKED.load(Ordering::Relaxed) {
+            return Err(HrtError::ForkedChild);
+        }
         let rt = Shared::new(cfg)?;
+        // SAFETY: the handler only stores to an atomic (async-signal-safe, as a child handler of
+        // a multithreaded fork must be).
+        unsafe { libc::pthread_atfork(None, None, Some(in_forked_child)) };
         *g = Some(rt.clone());
         Ok(Hrt { rt })
     }
@@ -105,6 +118,9 @@ impl Hrt {
     /// # Safety
     /// `f` must be safe to call with `arg` (it runs in this address space, as a call would).
     pub unsafe fn call(&self, f: Func, arg: *mut libc::c_void) -> Result<i64, HrtError> {
+        if FORKED.load(Ordering::Relaxed) {
+            return Err(HrtError::ForkedChild);
+        }
         let cpu = self.rt.acquire()?;
         let r = self.rt.run_on(&cpu, f, arg as u64, false);
         self.rt.release(cpu);
@@ -116,6 +132,9 @@ impl Hrt {
     /// # Safety
     /// `f` must be safe to call with `arg` on another thread.
     pub unsafe fn invoke(&self, f: Func, arg: *mut libc::c_void) -> Result<Invocation, HrtError> {
+        if FORKED.load(Ordering::Relaxed) {
+            return Err(HrtError::ForkedChild);
+        }
         let rt = self.rt.clone();
         let arg = arg as u64;
         let handle = std::thread::Builder::new()
@@ -139,6 +158,9 @@ impl Hrt {
 
     /// Runs a closure in the guest on a partner thread; join the result.
     pub fn spawn<F: FnOnce() -> i64 + Send + 'static>(&self, f: F) -> Result<Invocation, HrtError> {
+        if FORKED.load(Ordering::Relaxed) {
+            return Err(HrtError::ForkedChild);
+        }
         let rt = self.rt.clone();
         let handle = std::thread::Builder::new()
             .name("hrt-partner".into())

@@ -71,6 +71,8 @@ pub enum HrtError {
     Cpu(#[from] CpuError),
     #[error("the function faulted: {0}")]
     Faulted(Fault),
+    #[error("split execution does not cross fork(): the child has no vCPUs (its VM belongs to the parent)")]
+    ForkedChild,
     #[error("unknown invocation (already joined?)")]
     NoSuchInvocation,
     #[error("starting the partner thread: {0}")]

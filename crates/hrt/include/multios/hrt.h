@@ -24,6 +24,7 @@ enum {
     HRT_EBUSY = -5,    /* hrt_init was already called */
     HRT_EINVAL = -6,
     HRT_EAGAIN = -7,   /* no thread or vCPU could be started */
+    HRT_EFORKED = -8,  /* called in a child of fork(): the VM stayed with the parent */
 };
 
 typedef long (*hrt_func_t)(void *arg);

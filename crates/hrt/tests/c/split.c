@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static int failures;
@@ -211,6 +212,19 @@ int main(int argc, char **argv) {
     /* pthread_create inside the function is refused (clone is not forwarded); the process goes on. */
     r = hrt_call(try_pthread, NULL, &ret);
     CHECK(r == 0 && ret != 0, "pthread_create inside a function fails cleanly (%ld)", ret);
+
+    /* A forked child has no vCPUs: its calls are refused, the parent's go on. */
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+        long v = 0;
+        _exit(hrt_call(add_one, &v, &ret) == HRT_EFORKED && v == 0 ? 0 : 1);
+    }
+    int status = -1;
+    waitpid(child, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "hrt_call in a forked child is HRT_EFORKED");
+    r = hrt_call(add_one, &x, &ret);
+    CHECK(r == 0, "the parent's calls go on after fork");
 
     unlink(path);
     CHECK(hrt_fini() == 0, "hrt_fini");
