@@ -27,6 +27,8 @@ pub struct HrtConfig {
     pub first_cpu: i32,
     /// 1: do not print a function's fault on stderr.
     pub quiet: u32,
+    /// 1: leave the calling thread's CPU affinity alone.
+    pub keep_affinity: u32,
 }
 
 static HANDLES: Mutex<Option<HashMap<u64, Invocation>>> = Mutex::new(None);
@@ -80,6 +82,7 @@ pub unsafe extern "C" fn hrt_init(cfg: *const HrtConfig) -> i32 {
             c.cpus = all[k..].iter().chain(all[..k].iter()).copied().collect();
         }
         c.verbose_faults = h.quiet == 0;
+        c.keep_affinity = h.keep_affinity != 0;
     }
     match Hrt::init(c) {
         Ok(_) => HRT_OK,

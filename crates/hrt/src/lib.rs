@@ -91,6 +91,7 @@ impl Hrt {
             return Err(HrtError::ForkedChild);
         }
         let rt = Shared::new(cfg)?;
+        rt.keep_off_vcpus();
         // SAFETY: the handler only stores to an atomic (async-signal-safe, as a child handler of
         // a multithreaded fork must be).
         unsafe { libc::pthread_atfork(None, None, Some(in_forked_child)) };

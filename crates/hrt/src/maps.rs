@@ -53,6 +53,10 @@ pub const USER_END: u64 = 0x8000_0000_0000;
 /// and the file is read with raw calls.
 pub struct Reader {
     buf: Box<[u8]>,
+    /// /proc/self/maps kept open for PROCMAP_QUERY (-1: not yet).
+    query_fd: i32,
+    /// False once the kernel said it has no PROCMAP_QUERY.
+    query: bool,
 }
 
 /// One line's mapping, if it parses and lies in the user half.
@@ -66,6 +70,16 @@ impl Default for Reader {
     fn default() -> Self {
         Reader {
             buf: vec![0u8; 64 << 10].into_boxed_slice(),
+            query_fd: -1,
+            query: true,
+        }
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        if self.query_fd >= 0 {
+            crate::sys::close_fd(self.query_fd);
         }
     }
 }
@@ -107,8 +121,28 @@ impl Reader {
         result
     }
 
-    /// The mapping holding `addr`.
+    /// The mapping holding `addr`: asked with PROCMAP_QUERY where the kernel has it (Linux ≥ 6.11),
+    /// else found by reading the file.
     pub fn find(&mut self, addr: u64) -> io::Result<Option<Vma>> {
+        if self.query {
+            if self.query_fd < 0 {
+                self.query_fd = crate::sys::open_maps()?;
+            }
+            match crate::sys::query_vma(self.query_fd, addr) {
+                Ok(v) => {
+                    return Ok(v
+                        .filter(|&(_, end, _)| end <= USER_END)
+                        .map(|(start, end, prot)| Vma { start, end, prot }))
+                }
+                Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTTY) | Some(libc::EINVAL)) => self.query = false,
+                Err(e) => return Err(e),
+            }
+        }
+        self.scan_for(addr)
+    }
+
+    /// The mapping holding `addr`, found by reading the file.
+    pub fn scan_for(&mut self, addr: u64) -> io::Result<Option<Vma>> {
         let mut found = None;
         self.for_each(|v| {
             if v.end <= addr {
@@ -168,6 +202,9 @@ ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]
         let local = 5u64;
         let here = r.find(&local as *const u64 as u64).expect("maps").expect("the stack is mapped");
         assert!(here.prot & libc::PROT_WRITE != 0);
+        let scanned = r.scan_for(&local as *const u64 as u64).expect("maps");
+        assert_eq!(scanned, Some(here), "PROCMAP_QUERY and the text agree");
+        assert_eq!(r.find(8).expect("maps"), None);
         let mut n = 0;
         let mut last = 0;
         r.for_each(|v| {

@@ -34,6 +34,10 @@ pub struct Config {
     pub pool: u64,
     /// Print each function's fault on stderr.
     pub verbose_faults: bool,
+    /// Leave the affinity of the thread calling `init` alone (else it is restricted to the CPUs
+    /// no vCPU is pinned to, when any is left: a caller spinning on a vCPU's CPU waits for the
+    /// scheduler's time slice, milliseconds, at every call).
+    pub keep_affinity: bool,
 }
 
 impl Default for Config {
@@ -45,6 +49,7 @@ impl Default for Config {
             partner_spin: Duration::from_micros(200),
             pool: 256 << 20,
             verbose_faults: true,
+            keep_affinity: false,
         }
     }
 }
@@ -143,6 +148,8 @@ impl Shared {
         lwk(0, SYS_BASE, STUB_BASE + mem.stubs.len - SYS_BASE)?;
         lwk(1, PT_POOL_BASE, mem.pt_pool.len)?;
         multios_lwk::stub::write_tables(&mem);
+        cpu::write_iret_stub(&mem);
+        cpu::write_pf_reporter(&mem);
         mem.shadow.set_vm(std::os::fd::AsRawFd::as_raw_fd(&vm));
         let mut space = Space::new(mem.clone());
         space.merge(&vm)?;
@@ -166,15 +173,33 @@ impl Shared {
         }))
     }
 
-    fn pin_of(&self, id: u64) -> Option<usize> {
-        let cpus = if self.cfg.cpus.is_empty() {
+    /// The CPUs the vCPUs are pinned to, vCPU k on the k-th (round robin).
+    fn partition(&self) -> Vec<usize> {
+        if self.cfg.cpus.is_empty() {
             let mut c = sys::allowed_cpus();
             c.reverse();
             c
         } else {
             self.cfg.cpus.clone()
-        };
+        }
+    }
+
+    fn pin_of(&self, id: u64) -> Option<usize> {
+        let cpus = self.partition();
         (!cpus.is_empty()).then(|| cpus[id as usize % cpus.len()])
+    }
+
+    /// Restricts the calling thread to the CPUs that no vCPU of the first `max_vcpus` is pinned
+    /// to, when there are any.
+    pub fn keep_off_vcpus(&self) {
+        if self.cfg.keep_affinity {
+            return;
+        }
+        let used: Vec<usize> = (0..self.cfg.max_vcpus.max(1) as u64).filter_map(|k| self.pin_of(k)).collect();
+        let free: Vec<usize> = sys::allowed_cpus().into_iter().filter(|c| !used.contains(c)).collect();
+        if !free.is_empty() {
+            sys::set_affinity(&free);
+        }
     }
 
     /// Starts one more resident vCPU.
@@ -246,14 +271,14 @@ impl Shared {
         if mb.idle.load(SeqCst) != 0 {
             sys::futex_wake(&mb.seq);
         }
-        let mut since = Instant::now();
+        let mut since: Option<Instant> = None;
         let mut n = 0u32;
         loop {
             if mb.done.load(Acquire) == seq {
                 break;
             }
             if self.serve_slot(cpu) {
-                since = Instant::now();
+                since = sleepy.then(Instant::now);
                 continue;
             }
             if cpu.exited.load(Acquire) {
@@ -264,7 +289,7 @@ impl Shared {
             }
             std::hint::spin_loop();
             n = n.wrapping_add(1);
-            if sleepy && n.is_multiple_of(256) && since.elapsed() > self.cfg.partner_spin {
+            if sleepy && n.is_multiple_of(256) && since.get_or_insert_with(Instant::now).elapsed() > self.cfg.partner_spin {
                 let b = mb.bell.load(SeqCst);
                 mb.waiter.store(1, SeqCst);
                 let st = multios_lwk::slot::state_of(&self.mem, slot_addr(cpu.id));

@@ -144,16 +144,14 @@ impl Space {
         if in_lwk(addr) {
             return Ok(Resolution::Fault { mapped: false });
         }
-        self.refresh()?;
         let block = addr & !(PAGE_2M - 1);
-        let Some(v) = crate::maps::find(&self.vmas, addr) else {
+        let found = self.reader.find(addr).map_err(SpaceError::Maps)?;
+        let Some(v) = found.filter(|v| allows(v.prot, access)) else {
+            // The function's fault: the tables of the block are made to say what the host does.
+            self.refresh()?;
             self.sync(vm, block, block + PAGE_2M)?;
-            return Ok(Resolution::Fault { mapped: false });
+            return Ok(Resolution::Fault { mapped: found.is_some() });
         };
-        if !allows(v.prot, access) {
-            self.sync(vm, block, block + PAGE_2M)?;
-            return Ok(Resolution::Fault { mapped: true });
-        }
         let chunk = addr / CHUNK * CHUNK;
         if enter(&mut self.slots, &mut self.tables, vm, &v, chunk, chunk + CHUNK)? {
             self.stats.faults_filled += 1;

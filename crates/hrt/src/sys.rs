@@ -92,6 +92,19 @@ pub fn pin_to_cpu(cpu: usize) {
     }
 }
 
+/// Restricts the calling thread to `cpus` (best effort).
+pub fn set_affinity(cpus: &[usize]) {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET and sched_setaffinity read and
+    // write only the local set.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            libc::CPU_SET(c, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
 /// The CPUs this process may run on.
 pub fn allowed_cpus() -> Vec<usize> {
     // SAFETY: a zeroed cpu_set_t is valid; sched_getaffinity fills it; CPU_ISSET reads it.
@@ -166,4 +179,60 @@ pub fn my_fs_base() -> u64 {
         }
         c.get()
     })
+}
+
+/// `struct procmap_query` (linux/fs.h, Linux 6.11).
+#[repr(C)]
+#[derive(Default)]
+struct ProcmapQuery {
+    size: u64,
+    query_flags: u64,
+    query_addr: u64,
+    vma_start: u64,
+    vma_end: u64,
+    vma_flags: u64,
+    vma_page_size: u64,
+    vma_offset: u64,
+    inode: u64,
+    dev_major: u32,
+    dev_minor: u32,
+    vma_name_size: u32,
+    build_id_size: u32,
+    vma_name_addr: u64,
+    build_id_addr: u64,
+}
+
+/// PROCMAP_QUERY: _IOWR('f', 17, struct procmap_query).
+const PROCMAP_QUERY: libc::c_ulong = 0xc000_0000 | ((std::mem::size_of::<ProcmapQuery>() as libc::c_ulong) << 16) | (0x66 << 8) | 17;
+
+/// The mapping covering `addr`, asked of /proc/self/maps's fd with PROCMAP_QUERY (no text to
+/// read or parse: ≈ 1 µs where reading the whole file costs ≈ 100 µs here): `Ok(Some((start,
+/// end, prot)))`, `Ok(None)` when none covers it, `Err` when the kernel lacks the ioctl (ENOTTY).
+pub fn query_vma(maps_fd: i32, addr: u64) -> io::Result<Option<(u64, u64, i32)>> {
+    let mut q = ProcmapQuery {
+        size: std::mem::size_of::<ProcmapQuery>() as u64,
+        query_addr: addr,
+        ..Default::default()
+    };
+    // SAFETY: `q` is a live, correctly sized procmap_query with no name or build-id buffers
+    // (their sizes are 0), which is all the kernel writes.
+    let r = unsafe { libc::ioctl(maps_fd, PROCMAP_QUERY, &mut q as *mut ProcmapQuery) };
+    if r != 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::ENOENT) => Ok(None),
+            _ => Err(e),
+        };
+    }
+    let mut prot = 0;
+    if q.vma_flags & 1 != 0 {
+        prot |= libc::PROT_READ;
+    }
+    if q.vma_flags & 2 != 0 {
+        prot |= libc::PROT_WRITE;
+    }
+    if q.vma_flags & 4 != 0 {
+        prot |= libc::PROT_EXEC;
+    }
+    Ok(Some((q.vma_start, q.vma_end, prot)))
 }

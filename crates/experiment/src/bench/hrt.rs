@@ -256,11 +256,14 @@ fn measure(cfg: &Config, hrt: &Hrt, vcpu: usize, progress: &mut dyn Progress) ->
         "merger (re-read maps, rewrite tables)",
         "first touch, new page",
         "first touch, new 64 MiB chunk",
+        "touch of a fresh host page, table entry there",
     ];
     let mut per: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
     let mut ratios = Vec::new();
     let (b, n, s) = (cfg.batches, cfg.batch, cfg.slow_batch);
     let mut seq = 0u64;
+    let mut pages = Fresh::reserve((cfg.rounds * b.min(20) + 2) as u64 * (2 << 20))?;
+    let mut chunks = Fresh::reserve((cfg.rounds * b.min(10) + 2) as u64 * (64 << 20))?;
     let call = |f: multios_hrt::Func| {
         // SAFETY: the bench's guest functions ignore or only write through their argument.
         let r = unsafe { hrt.call(f, std::ptr::null_mut()) };
@@ -336,8 +339,11 @@ fn measure(cfg: &Config, hrt: &Hrt, vcpu: usize, progress: &mut dyn Progress) ->
                 err = Some(hrt_err(e));
             }
         }));
-        per[8].push(first_touch(hrt, b.min(20), 2 << 20, &mut err)?);
-        per[9].push(first_touch(hrt, b.min(10), 64 << 20, &mut err)?);
+        let (page, refault) = first_touch(hrt, &mut pages, b.min(20), 2 << 20, &mut err);
+        let (chunk, _) = first_touch(hrt, &mut chunks, b.min(10), 64 << 20, &mut err);
+        per[8].push(page);
+        per[9].push(chunk);
+        per[10].push(refault);
         if let Some(e) = err {
             return Err(e);
         }
@@ -349,7 +355,7 @@ fn measure(cfg: &Config, hrt: &Hrt, vcpu: usize, progress: &mut dyn Progress) ->
     progress.finish();
     echo.stop.store(true, Release);
     let _ = echo_thread.join();
-    let paper = [None, None, Some(359.0), None, None, Some(11_000.0), None, Some(15_000.0), None, None];
+    let paper = [None, None, Some(359.0), None, None, Some(11_000.0), None, Some(15_000.0), None, None, None];
     let notes = [
         "call through a function pointer, same thread",
         "two threads on the caller's and the vCPU's CPUs",
@@ -359,8 +365,9 @@ fn measure(cfg: &Config, hrt: &Hrt, vcpu: usize, progress: &mut dyn Progress) ->
         "partner thread created, noop, joined",
         "reference: what a pthread costs here",
         "hrt_merge(): all mappings <= 256 MiB",
-        "fault, maps read, table fill (less the call)",
+        "page fault, maps read, table fill, KVM fault-in (less a call)",
         "the same plus a new memslot",
+        "KVM's own fault-in (the part of the rows above that is not the merger's)",
     ];
     let rows = names
         .iter()
@@ -382,59 +389,115 @@ fn measure(cfg: &Config, hrt: &Hrt, vcpu: usize, progress: &mut dyn Progress) ->
     Ok((rows, multios_stats::median_sorted(&ratios)))
 }
 
-/// A fresh mapping touched in the guest: the page fault, the maps read and the table fill (and
-/// with `stride` = 64 MiB, a new memslot), less the same call once the page is in the tables.
-/// Each sample maps one page at its own `stride`-aligned place of a reserved range, so that no
-/// table entry is left from an earlier sample (median of `n`).
-fn first_touch(hrt: &Hrt, n: usize, stride: u64, err: &mut Option<ExperimentError>) -> Result<f64, ExperimentError> {
-    let len = stride * (n as u64 + 1);
-    let io = |what: &str| ExperimentError::Io {
-        what: what.into(),
-        source: std::io::Error::last_os_error(),
-    };
-    // SAFETY: a fresh reservation at an address the kernel picks; released right away, it only
-    // tells where `n` strides of address space are free.
-    let base = unsafe { libc::mmap(std::ptr::null_mut(), len as usize, libc::PROT_NONE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE, -1, 0) };
-    if base == libc::MAP_FAILED {
-        return Err(io("reserving address space for the first-touch row"));
-    }
-    // SAFETY: the reservation just made, used by nothing.
-    unsafe { libc::munmap(base, len as usize) };
-    let first = (base as u64).div_ceil(stride) * stride;
-    let mut v = Vec::with_capacity(n);
-    for k in 0..n as u64 {
-        let at = first + k * stride;
-        // SAFETY: MAP_FIXED_NOREPLACE never replaces a mapping; the page is unmapped below.
+/// The address space the first-touch rows map their pages in: reserved once (PROT_NONE), so
+/// that every sample of the run gets a place no earlier sample used (a place used before keeps
+/// its table entries after munmap, and would measure only KVM's fault-in).
+struct Fresh {
+    base: u64,
+    len: u64,
+    next: u64,
+}
+
+impl Fresh {
+    fn reserve(len: u64) -> Result<Fresh, ExperimentError> {
+        // SAFETY: a new reservation at an address the kernel picks; released in `Drop`.
         let p = unsafe {
             libc::mmap(
-                at as *mut libc::c_void,
-                4096,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE,
+                std::ptr::null_mut(),
+                len as usize,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
                 -1,
                 0,
             )
         };
         if p == libc::MAP_FAILED {
-            continue;
+            return Err(ExperimentError::Io {
+                what: "reserving address space for the first-touch rows".into(),
+                source: std::io::Error::last_os_error(),
+            });
         }
+        Ok(Fresh {
+            base: p as u64,
+            len,
+            next: p as u64,
+        })
+    }
+
+    /// A page-aligned place `stride` past the last one (aligned to `stride`), or None when full.
+    fn take(&mut self, stride: u64) -> Option<u64> {
+        let at = self.next.div_ceil(stride) * stride;
+        (at + 4096 <= self.base + self.len).then(|| {
+            self.next = at + stride;
+            at
+        })
+    }
+
+    /// Maps a fresh read-write page at `at` (inside the reservation) or puts the reservation back.
+    fn set(&self, at: u64, rw: bool) -> bool {
+        let prot = if rw { libc::PROT_READ | libc::PROT_WRITE } else { libc::PROT_NONE };
+        // SAFETY: `at` lies inside this reservation, which nothing but the bench uses; MAP_FIXED
+        // replaces only that page of it.
+        let p = unsafe {
+            libc::mmap(
+                at as *mut libc::c_void,
+                4096,
+                prot,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        p != libc::MAP_FAILED
+    }
+}
+
+impl Drop for Fresh {
+    fn drop(&mut self) {
+        // SAFETY: the reservation made in `reserve`; the guest touched only pages of it that the
+        // bench mapped, and is done with them.
+        unsafe { libc::munmap(self.base as *mut libc::c_void, self.len as usize) };
+    }
+}
+
+/// Touches of fresh pages in the guest (median of `n`, ns): `(first, again)` — the first touch
+/// (page fault, maps read, table fill; with `stride` = 64 MiB also a new memslot; and KVM's
+/// fault-in of the host page) less a call, and the first touch of a fresh host page at a place
+/// whose table entry is already there (KVM's fault-in alone) less a call.
+fn first_touch(hrt: &Hrt, fresh: &mut Fresh, n: usize, stride: u64, err: &mut Option<ExperimentError>) -> (f64, f64) {
+    let mut first = Vec::with_capacity(n);
+    let mut again = Vec::with_capacity(n);
+    let mut timed_touch = |p: u64| {
         let t = Instant::now();
-        // SAFETY: `touch` writes one byte of the page just mapped.
-        if let Err(e) = unsafe { hrt.call(touch, p) } {
+        // SAFETY: `touch` writes one byte of a page the bench just mapped read-write.
+        if let Err(e) = unsafe { hrt.call(touch, p as *mut libc::c_void) } {
             *err = Some(hrt_err(e));
         }
         let with = t.elapsed().as_nanos() as f64;
         let t = Instant::now();
-        // SAFETY: as above; the page is now in the tables.
-        let _ = unsafe { hrt.call(touch, p) };
-        let without = t.elapsed().as_nanos() as f64;
-        v.push(with - without);
-        // SAFETY: the page mapped above; the guest is done with it.
-        unsafe { libc::munmap(p, 4096) };
+        // SAFETY: as above.
+        let _ = unsafe { hrt.call(touch, p as *mut libc::c_void) };
+        with - t.elapsed().as_nanos() as f64
+    };
+    for _ in 0..n {
+        let Some(at) = fresh.take(stride) else { break };
+        if !fresh.set(at, true) {
+            continue;
+        }
+        first.push(timed_touch(at));
+        // A fresh host page at the same place: the tables still map it.
+        if fresh.set(at, true) {
+            again.push(timed_touch(at));
+        }
+        fresh.set(at, false);
     }
-    if v.is_empty() {
-        return Err(io("mapping pages for the first-touch row"));
-    }
-    v.sort_by(f64::total_cmp);
-    Ok(multios_stats::median_sorted(&v))
+    let med = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        if v.is_empty() {
+            f64::NAN
+        } else {
+            multios_stats::median_sorted(&v)
+        }
+    };
+    (med(first), med(again))
 }

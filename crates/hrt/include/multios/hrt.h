@@ -35,6 +35,8 @@ struct hrt_config {
     unsigned int idle_spin_us; /* 0: 2000; an idle vCPU's thread sleeps after this */
     int first_cpu;             /* CPU of vCPU 0; -1: the last CPU the process may use */
     unsigned int quiet;        /* 1: do not print a function's fault on stderr */
+    unsigned int keep_affinity;/* 1: leave the calling thread's CPU affinity alone; 0: hrt_init
+                                  restricts it to the CPUs no vCPU is pinned to (if any) */
 };
 
 struct hrt_fault {
