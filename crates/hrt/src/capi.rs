@@ -54,7 +54,10 @@ fn code(e: &HrtError) -> i32 {
 }
 
 fn report(e: HrtError) -> i32 {
-    if !matches!(e, HrtError::Faulted(_) | HrtError::NoSuchInvocation | HrtError::ForkedChild) {
+    if !matches!(
+        e,
+        HrtError::Faulted(_) | HrtError::NoSuchInvocation | HrtError::ForkedChild
+    ) {
         eprintln!("multios-hrt: {e}");
     }
     code(&e)
@@ -76,7 +79,10 @@ pub unsafe extern "C" fn hrt_init(cfg: *const HrtConfig) -> i32 {
         if h.first_cpu >= 0 {
             let all = crate::sys::allowed_cpus();
             let Some(k) = all.iter().position(|&x| x == h.first_cpu as usize) else {
-                eprintln!("multios-hrt: first_cpu {} is not a CPU this process may use ({all:?})", h.first_cpu);
+                eprintln!(
+                    "multios-hrt: first_cpu {} is not a CPU this process may use ({all:?})",
+                    h.first_cpu
+                );
                 return HRT_EINVAL;
             };
             c.cpus = all[k..].iter().chain(all[..k].iter()).copied().collect();

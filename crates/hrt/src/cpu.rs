@@ -53,7 +53,11 @@ impl std::fmt::Display for Fault {
         };
         write!(f, "{what} at rip {:#x}", self.rip)?;
         if self.vector == PF || self.vector == VECTOR_BUS {
-            let kind = if self.mapped != 0 { "access not allowed" } else { "no mapping" };
+            let kind = if self.mapped != 0 {
+                "access not allowed"
+            } else {
+                "no mapping"
+            };
             write!(f, ", address {:#x} ({kind})", self.addr)?;
         }
         Ok(())
@@ -120,7 +124,12 @@ pub enum CpuError {
 }
 
 /// The body of vCPU `cpu`'s Linux thread. Sends the outcome of the set-up on `ready`.
-pub fn thread(rt: Arc<Shared>, cpu: Arc<Cpu>, pin: Option<usize>, ready: std::sync::mpsc::Sender<Result<(), CpuError>>) {
+pub fn thread(
+    rt: Arc<Shared>,
+    cpu: Arc<Cpu>,
+    pin: Option<usize>,
+    ready: std::sync::mpsc::Sender<Result<(), CpuError>>,
+) {
     if let Some(c) = pin {
         sys::pin_to_cpu(c);
     }
@@ -145,7 +154,10 @@ fn start(rt: &Shared, cpu: &Cpu) -> Result<(VcpuFd, u64), CpuError> {
     let top = base + STACK as u64;
     {
         let mut space = crate::runtime::lock(&rt.space);
-        let w = Access { write: true, exec: false };
+        let w = Access {
+            write: true,
+            exec: false,
+        };
         space.on_fault(&rt.vm, top - 8, &w)?;
         space.on_fault(&rt.vm, &*cpu.mb as *const Mailbox as u64, &w)?;
     }
@@ -329,7 +341,11 @@ fn exception(rt: &Shared, id: u64, vcpu: &mut VcpuFd, spurious: &mut (u64, u32))
             let mut space = crate::runtime::lock(&rt.space);
             let r = space.on_fault(&rt.vm, pf.cr2, &access);
             if matches!(r, Ok(Resolution::Spurious)) {
-                *spurious = if spurious.0 == pf.cr2 { (pf.cr2, spurious.1 + 1) } else { (pf.cr2, 1) };
+                *spurious = if spurious.0 == pf.cr2 {
+                    (pf.cr2, spurious.1 + 1)
+                } else {
+                    (pf.cr2, 1)
+                };
                 if spurious.1 == SPURIOUS_FLUSH {
                     space.flush(&rt.vm);
                 }
@@ -407,7 +423,10 @@ pub fn write_iret_stub(mem: &multios_lwk::memory::GuestMemory) {
 /// Resumes a vCPU halted in an exception reporter at the frame on its ring-0 stack
 /// (`[vector, error, rip, cs, rflags, rsp, ss]` at `regs.rsp`).
 fn iret(vcpu: &VcpuFd, regs: kvm_regs) -> Result<(), kvm_ioctls::Error> {
-    vcpu.set_regs(&kvm_regs { rip: IRET_STUB, ..regs })
+    vcpu.set_regs(&kvm_regs {
+        rip: IRET_STUB,
+        ..regs
+    })
 }
 
 /// The function running on `cpu` faulted: reports it to its waiter and puts the vCPU back in its
@@ -431,8 +450,13 @@ fn fail(rt: &Shared, cpu: &Cpu, vcpu: &mut VcpuFd, top: u64, f: Fault) {
         rt.mem.write_u64(pf.at + 24, entry.rip);
         rt.mem.write_u64(pf.at + 40, entry.rflags);
         rt.mem.write_u64(pf.at + 48, entry.rsp);
-        vcpu.get_regs()
-            .and_then(|regs| vcpu.set_regs(&kvm_regs { rdi: entry.rdi, rsi: entry.rsi, ..regs }))
+        vcpu.get_regs().and_then(|regs| {
+            vcpu.set_regs(&kvm_regs {
+                rdi: entry.rdi,
+                rsi: entry.rsi,
+                ..regs
+            })
+        })
     } else {
         let in_reporter = vcpu
             .get_regs()
@@ -444,13 +468,23 @@ fn fail(rt: &Shared, cpu: &Cpu, vcpu: &mut VcpuFd, top: u64, f: Fault) {
                 rt.mem.write_u64(regs.rsp + 16, entry.rip);
                 rt.mem.write_u64(regs.rsp + 32, entry.rflags);
                 rt.mem.write_u64(regs.rsp + 40, entry.rsp);
-                iret(vcpu, kvm_regs { rdi: entry.rdi, rsi: entry.rsi, ..regs })
+                iret(
+                    vcpu,
+                    kvm_regs {
+                        rdi: entry.rdi,
+                        rsi: entry.rsi,
+                        ..regs
+                    },
+                )
             }
             None => vcpu::back_to_ring3(vcpu).and_then(|()| vcpu.set_regs(&entry)),
         }
     };
     if reset.is_err() {
-        eprintln!("multios-hrt: vCPU {} cannot be reset after a fault; it stops", cpu.id);
+        eprintln!(
+            "multios-hrt: vCPU {} cannot be reset after a fault; it stops",
+            cpu.id
+        );
         mb.stop.store(1, SeqCst);
     }
 }

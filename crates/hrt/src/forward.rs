@@ -106,10 +106,19 @@ mod tests {
     fn identity_is_answered_locally_and_the_rest_forwarded() {
         let l = Local::new();
         assert_eq!(l.serve(libc::SYS_gettid as u64, [0; 6], 77), 77);
-        assert_eq!(l.serve(libc::SYS_getpid as u64, [0; 6], 77), std::process::id() as i64);
-        assert_eq!(l.serve(libc::SYS_clone as u64, [0; 6], 77), -(libc::ENOSYS as i64));
+        assert_eq!(
+            l.serve(libc::SYS_getpid as u64, [0; 6], 77),
+            std::process::id() as i64
+        );
+        assert_eq!(
+            l.serve(libc::SYS_clone as u64, [0; 6], 77),
+            -(libc::ENOSYS as i64)
+        );
         // An invalid descriptor: forwarded, Linux answers.
-        assert_eq!(l.serve(libc::SYS_close as u64, [9999, 0, 0, 0, 0, 0], 77), -(libc::EBADF as i64));
+        assert_eq!(
+            l.serve(libc::SYS_close as u64, [9999, 0, 0, 0, 0, 0], 77),
+            -(libc::EBADF as i64)
+        );
         assert_eq!(l.forwarded.load(Relaxed), 1);
         assert_eq!(l.refused.load(Relaxed), 1);
         assert_eq!(l.local.load(Relaxed), 2);

@@ -55,9 +55,11 @@ pub struct Invocation {
 impl Invocation {
     /// Waits for the function; its return value, or how it faulted.
     pub fn join(self) -> Result<i64, HrtError> {
-        self.handle
-            .join()
-            .unwrap_or_else(|_| Err(HrtError::Thread(std::io::Error::other("the partner thread panicked"))))
+        self.handle.join().unwrap_or_else(|_| {
+            Err(HrtError::Thread(std::io::Error::other(
+                "the partner thread panicked",
+            )))
+        })
     }
 }
 
@@ -154,7 +156,12 @@ impl Hrt {
     pub fn run<F: FnOnce() -> i64 + Send>(&self, f: F) -> Result<i64, HrtError> {
         let mut slot = Some(f);
         // SAFETY: `closure_entry::<F>` takes the `Option<F>` at `arg`, alive until `call` returns.
-        unsafe { self.call(closure_entry::<F>, &mut slot as *mut Option<F> as *mut libc::c_void) }
+        unsafe {
+            self.call(
+                closure_entry::<F>,
+                &mut slot as *mut Option<F> as *mut libc::c_void,
+            )
+        }
     }
 
     /// Runs a closure in the guest on a partner thread; join the result.

@@ -134,7 +134,9 @@ impl Reader {
                         .filter(|&(_, end, _)| end <= USER_END)
                         .map(|(start, end, prot)| Vma { start, end, prot }))
                 }
-                Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTTY) | Some(libc::EINVAL)) => self.query = false,
+                Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTTY) | Some(libc::EINVAL)) => {
+                    self.query = false
+                }
                 Err(e) => return Err(e),
             }
         }
@@ -200,7 +202,10 @@ ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]
     fn the_reader_sees_this_process_without_allocating_per_line() {
         let mut r = Reader::default();
         let local = 5u64;
-        let here = r.find(&local as *const u64 as u64).expect("maps").expect("the stack is mapped");
+        let here = r
+            .find(&local as *const u64 as u64)
+            .expect("maps")
+            .expect("the stack is mapped");
         assert!(here.prot & libc::PROT_WRITE != 0);
         let scanned = r.scan_for(&local as *const u64 as u64).expect("maps");
         assert_eq!(scanned, Some(here), "PROCMAP_QUERY and the text agree");

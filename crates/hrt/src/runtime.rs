@@ -103,6 +103,8 @@ pub struct Shared {
     cpus: Mutex<Vec<Arc<Cpu>>>,
     free: Mutex<Vec<Arc<Cpu>>>,
     freed: Condvar,
+    /// Callers waiting on `freed` (a notify is a futex call: skipped when nobody waits).
+    waiting: std::sync::atomic::AtomicUsize,
     /// Time the merger took at start-up, ns.
     pub merge_ns: AtomicU64,
 }
@@ -169,6 +171,7 @@ impl Shared {
             cpus: Mutex::new(Vec::new()),
             free: Mutex::new(Vec::new()),
             freed: Condvar::new(),
+            waiting: std::sync::atomic::AtomicUsize::new(0),
             merge_ns: AtomicU64::new(merge_ns),
         }))
     }
@@ -195,8 +198,13 @@ impl Shared {
         if self.cfg.keep_affinity {
             return;
         }
-        let used: Vec<usize> = (0..self.cfg.max_vcpus.max(1) as u64).filter_map(|k| self.pin_of(k)).collect();
-        let free: Vec<usize> = sys::allowed_cpus().into_iter().filter(|c| !used.contains(c)).collect();
+        let used: Vec<usize> = (0..self.cfg.max_vcpus.max(1) as u64)
+            .filter_map(|k| self.pin_of(k))
+            .collect();
+        let free: Vec<usize> = sys::allowed_cpus()
+            .into_iter()
+            .filter(|c| !used.contains(c))
+            .collect();
         if !free.is_empty() {
             sys::set_affinity(&free);
         }
@@ -234,7 +242,9 @@ impl Shared {
                 lock(&self.cpus).push(c.clone());
                 return Ok(c);
             }
+            self.waiting.fetch_add(1, SeqCst);
             free = self.freed.wait(free).unwrap_or_else(|p| p.into_inner());
+            self.waiting.fetch_sub(1, SeqCst);
         }
     }
 
@@ -243,7 +253,9 @@ impl Shared {
             return;
         }
         lock(&self.free).push(cpu);
-        self.freed.notify_one();
+        if self.waiting.load(SeqCst) > 0 {
+            self.freed.notify_one();
+        }
     }
 
     /// Serves the call waiting in `cpu`'s slot, if any; true when one was served.
@@ -289,7 +301,10 @@ impl Shared {
             }
             std::hint::spin_loop();
             n = n.wrapping_add(1);
-            if sleepy && n.is_multiple_of(256) && since.get_or_insert_with(Instant::now).elapsed() > self.cfg.partner_spin {
+            if sleepy
+                && n.is_multiple_of(256)
+                && since.get_or_insert_with(Instant::now).elapsed() > self.cfg.partner_spin
+            {
                 let b = mb.bell.load(SeqCst);
                 mb.waiter.store(1, SeqCst);
                 let st = multios_lwk::slot::state_of(&self.mem, slot_addr(cpu.id));

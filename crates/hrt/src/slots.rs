@@ -31,7 +31,7 @@ pub enum SlotError {
     },
     #[error(
         "the process's mappings need more than {} memslots of {} MiB: split execution covers at most {} GiB of address space",
-        MAX_SLOTS - FIRST_SLOT, CHUNK >> 20, (MAX_SLOTS - FIRST_SLOT) as u64 * CHUNK >> 30
+        MAX_SLOTS - FIRST_SLOT, CHUNK >> 20, ((MAX_SLOTS - FIRST_SLOT) as u64 * CHUNK) >> 30
     )]
     Full,
 }

@@ -132,8 +132,13 @@ impl Space {
     /// tables now, larger ones as the guest touches them.
     pub fn merge(&mut self, vm: &VmFd) -> Result<(), SpaceError> {
         self.refresh()?;
-        let Space { vmas, slots, tables, .. } = self;
-        for v in vmas.iter().filter(|v| v.prot != 0 && v.end - v.start <= EAGER_MAX) {
+        let Space {
+            vmas, slots, tables, ..
+        } = self;
+        for v in vmas
+            .iter()
+            .filter(|v| v.prot != 0 && v.end - v.start <= EAGER_MAX)
+        {
             enter(slots, tables, vm, v, v.start, v.end)?;
         }
         Ok(())
@@ -150,7 +155,9 @@ impl Space {
             // The function's fault: the tables of the block are made to say what the host does.
             self.refresh()?;
             self.sync(vm, block, block + PAGE_2M)?;
-            return Ok(Resolution::Fault { mapped: found.is_some() });
+            return Ok(Resolution::Fault {
+                mapped: found.is_some(),
+            });
         };
         let chunk = addr / CHUNK * CHUNK;
         if enter(&mut self.slots, &mut self.tables, vm, &v, chunk, chunk + CHUNK)? {
@@ -167,7 +174,9 @@ impl Space {
         if in_lwk(start) || in_lwk(end - 1) {
             return Ok(false);
         }
-        let Space { vmas, slots, tables, .. } = self;
+        let Space {
+            vmas, slots, tables, ..
+        } = self;
         let mut changed = false;
         let mut pos = start;
         let first = vmas.partition_point(|v| v.end <= start);
@@ -191,7 +200,9 @@ impl Space {
         let mut changed = false;
         loop {
             self.stale.clear();
-            let Space { vmas, tables, stale, .. } = self;
+            let Space {
+                vmas, tables, stale, ..
+            } = self;
             tables.leaves(|start, size, b| {
                 if !agrees(vmas, start, start + size, b) {
                     stale.push((start, start + size));
@@ -279,7 +290,14 @@ fn agrees(vmas: &[Vma], start: u64, end: u64, bits_now: u64) -> bool {
 }
 
 /// Enters `[start, end)` of mapping `v` in the tables (and its chunks in memslots).
-fn enter(slots: &mut Slots, tables: &mut Tables, vm: &VmFd, v: &Vma, start: u64, end: u64) -> Result<bool, SpaceError> {
+fn enter(
+    slots: &mut Slots,
+    tables: &mut Tables,
+    vm: &VmFd,
+    v: &Vma,
+    start: u64,
+    end: u64,
+) -> Result<bool, SpaceError> {
     let (s, e) = (start.max(v.start), end.min(v.end));
     if s >= e || in_lwk(s) || in_lwk(e - 1) {
         return Ok(false);
@@ -294,9 +312,18 @@ mod tests {
 
     #[test]
     fn access_rules_follow_x86() {
-        let r = Access { write: false, exec: false };
-        let w = Access { write: true, exec: false };
-        let x = Access { write: false, exec: true };
+        let r = Access {
+            write: false,
+            exec: false,
+        };
+        let w = Access {
+            write: true,
+            exec: false,
+        };
+        let x = Access {
+            write: false,
+            exec: true,
+        };
         assert!(allows(libc::PROT_READ, &r));
         assert!(!allows(libc::PROT_READ, &w));
         assert!(!allows(libc::PROT_READ, &x));

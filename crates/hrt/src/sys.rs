@@ -38,7 +38,9 @@ pub fn futex_wait(word: &AtomicU32, val: u32, timeout: Option<std::time::Duratio
         tv_sec: d.as_secs() as libc::time_t,
         tv_nsec: d.subsec_nanos() as libc::c_long,
     });
-    let tsp = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    let tsp = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
     // SAFETY: `word` is a live atomic u32 (futex words are 32-bit aligned), `tsp` null or a live local.
     unsafe {
         libc::syscall(
@@ -203,7 +205,8 @@ struct ProcmapQuery {
 }
 
 /// PROCMAP_QUERY: _IOWR('f', 17, struct procmap_query).
-const PROCMAP_QUERY: libc::c_ulong = 0xc000_0000 | ((std::mem::size_of::<ProcmapQuery>() as libc::c_ulong) << 16) | (0x66 << 8) | 17;
+const PROCMAP_QUERY: libc::c_ulong =
+    0xc000_0000 | ((std::mem::size_of::<ProcmapQuery>() as libc::c_ulong) << 16) | (0x66 << 8) | 17;
 
 /// The mapping covering `addr`, asked of /proc/self/maps's fd with PROCMAP_QUERY (no text to
 /// read or parse: ≈ 1 µs where reading the whole file costs ≈ 100 µs here): `Ok(Some((start,

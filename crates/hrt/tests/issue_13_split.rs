@@ -17,7 +17,10 @@ fn lib_dir() -> PathBuf {
             return d;
         }
     }
-    panic!("libmultios_hrt.so not found next to {}: build the crate (cargo build -p multios-hrt)", exe.display());
+    panic!(
+        "libmultios_hrt.so not found next to {}: build the crate (cargo build -p multios-hrt)",
+        exe.display()
+    );
 }
 
 fn compile(src: &str, out: &std::path::Path) {
@@ -80,14 +83,21 @@ fn issue_13_split_c_program_runs_functions_in_the_lwk_in_its_own_address_space()
     let out = wait_at_most(child, std::time::Duration::from_secs(180));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "split failed ({:?}):\n{stdout}\n{stderr}", out.status);
+    assert!(
+        out.status.success(),
+        "split failed ({:?}):\n{stdout}\n{stderr}",
+        out.status
+    );
     let oks = stdout.lines().filter(|l| l.starts_with("ok - ")).count();
     assert!(!stdout.contains("not ok"), "{stdout}");
     assert_eq!(oks, 26, "every check ran:\n{stdout}");
     // The forwarded printf reached the real stdout, in order.
     assert!(stdout.contains("in the LWK: reading"), "{stdout}");
     // The faults were reported on stderr with what and where.
-    assert!(stderr.contains("page fault (#PF)") && stderr.contains("address 0x8 (no mapping)"), "{stderr}");
+    assert!(
+        stderr.contains("page fault (#PF)") && stderr.contains("address 0x8 (no mapping)"),
+        "{stderr}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -100,7 +110,10 @@ fn issue_13_split_rust_api_runs_closures_in_the_lwk() {
         ..Config::default()
     })
     .expect("hrt init");
-    assert!(matches!(Hrt::init(Config::default()), Err(HrtError::AlreadyInitialised)));
+    assert!(matches!(
+        Hrt::init(Config::default()),
+        Err(HrtError::AlreadyInitialised)
+    ));
 
     // A closure sees and changes the caller's heap, made after init.
     let mut v: Vec<u64> = (0..1_000_000).collect();
@@ -119,20 +132,27 @@ fn issue_13_split_rust_api_runs_closures_in_the_lwk() {
     let p2 = path.clone();
     let n = hrt
         .run(move || {
-            std::fs::write(&p2, b"written in the LWK").map_or(-1, |_| std::fs::read(&p2).map_or(-2, |b| b.len() as i64))
+            std::fs::write(&p2, b"written in the LWK")
+                .map_or(-1, |_| std::fs::read(&p2).map_or(-2, |b| b.len() as i64))
         })
         .expect("run with file I/O");
     assert_eq!(n, 18);
-    assert_eq!(std::fs::read_to_string(&path).expect("the file"), "written in the LWK");
+    assert_eq!(
+        std::fs::read_to_string(&path).expect("the file"),
+        "written in the LWK"
+    );
 
     // Asynchronous: a partner thread, joined for the value.
     let inv = hrt.spawn(|| (1..=10).product::<i64>()).expect("spawn");
     assert_eq!(inv.join().expect("join"), 3_628_800);
 
     // A fault is an error with what and where; the runtime goes on.
-    let bad = 8usize;
-    // SAFETY (of the test): the read faults in the guest, which reports it instead of running on.
-    let r = hrt.run(move || unsafe { std::ptr::read_volatile(bad as *const i64) });
+    let bad = std::hint::black_box(8usize);
+    let r = hrt.run(move || {
+        // SAFETY: not safe natively — the read of address 8 faults in the guest, which reports
+        // it instead of running on; that is what the test checks.
+        unsafe { std::ptr::read_volatile(std::ptr::without_provenance::<i64>(bad)) }
+    });
     match r {
         Err(HrtError::Faulted(f)) => assert_eq!((f.vector, f.addr, f.mapped), (14, 8, 0)),
         other => panic!("expected a page fault, got {other:?}"),

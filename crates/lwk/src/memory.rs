@@ -185,7 +185,10 @@ impl GuestMemory {
     /// the page tables of the user half are that crate's. Writes the LWK part of the tables
     /// (PML4 entry of `LWK_BASE`, the system, stub and doorbell pages).
     pub fn lwk_only(pt_pool_len: u64) -> Result<Self, MemoryError> {
-        if pt_pool_len == 0 || !pt_pool_len.is_multiple_of(4096) || PT_POOL_BASE + pt_pool_len > LWK_BASE + (1 << 30) {
+        if pt_pool_len == 0
+            || !pt_pool_len.is_multiple_of(4096)
+            || PT_POOL_BASE + pt_pool_len > LWK_BASE + (1 << 30)
+        {
             return Err(MemoryError::BadSize(pt_pool_len));
         }
         let rw = libc::PROT_READ | libc::PROT_WRITE;

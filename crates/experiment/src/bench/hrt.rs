@@ -70,7 +70,14 @@ pub struct Report {
     pub vcpu_cpu: usize,
 }
 
-pub const HEADER: [&str; 6] = ["row", "median", "rounds min..max", "Multiverse (Fig. 2)", "/ cache line", "what"];
+pub const HEADER: [&str; 6] = [
+    "row",
+    "median",
+    "rounds min..max",
+    "Multiverse (Fig. 2)",
+    "/ cache line",
+    "what",
+];
 
 fn fmt_ns(ns: f64) -> String {
     if ns >= 10_000.0 {
@@ -82,7 +89,11 @@ fn fmt_ns(ns: f64) -> String {
 
 /// The table's rows as text.
 pub fn rows(r: &Report) -> Vec<Vec<String>> {
-    let cl = r.rows.iter().find(|x| x.name == "cache-line round trip").map_or(f64::NAN, |x| x.median_ns);
+    let cl = r
+        .rows
+        .iter()
+        .find(|x| x.name == "cache-line round trip")
+        .map_or(f64::NAN, |x| x.median_ns);
     r.rows
         .iter()
         .map(|x| {
@@ -216,7 +227,10 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, Experime
     let _ = Hrt::fini();
     set_affinity(&saved);
     let (rows, ratio) = result?;
-    let sync = rows.iter().find(|r| r.name == "synchronous call").map_or(f64::NAN, |r| r.median_ns);
+    let sync = rows
+        .iter()
+        .find(|r| r.name == "synchronous call")
+        .map_or(f64::NAN, |r| r.median_ns);
     Ok(Report {
         rows,
         sync_over_cacheline: ratio,
@@ -236,7 +250,12 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, Experime
 
 type Rows = (Vec<Row>, f64);
 
-fn measure(cfg: &Config, hrt: &Hrt, vcpu: usize, progress: &mut dyn Progress) -> Result<Rows, ExperimentError> {
+fn measure(
+    cfg: &Config,
+    hrt: &Hrt,
+    vcpu: usize,
+    progress: &mut dyn Progress,
+) -> Result<Rows, ExperimentError> {
     let echo = Arc::new(Echo {
         ping: Line(AtomicU64::new(0)),
         pong: Line(AtomicU64::new(0)),
@@ -347,15 +366,24 @@ fn measure(cfg: &Config, hrt: &Hrt, vcpu: usize, progress: &mut dyn Progress) ->
         if let Some(e) = err {
             return Err(e);
         }
-        progress.advance(&format!(
-            "synchronous call {:.0} ns, cache line {:.0} ns",
-            sy, cl
-        ));
+        progress.advance(&format!("synchronous call {:.0} ns, cache line {:.0} ns", sy, cl));
     }
     progress.finish();
     echo.stop.store(true, Release);
     let _ = echo_thread.join();
-    let paper = [None, None, Some(359.0), None, None, Some(11_000.0), None, Some(15_000.0), None, None, None];
+    let paper = [
+        None,
+        None,
+        Some(359.0),
+        None,
+        None,
+        Some(11_000.0),
+        None,
+        Some(15_000.0),
+        None,
+        None,
+        None,
+    ];
     let notes = [
         "call through a function pointer, same thread",
         "two threads on the caller's and the vCPU's CPUs",
@@ -435,7 +463,11 @@ impl Fresh {
 
     /// Maps a fresh read-write page at `at` (inside the reservation) or puts the reservation back.
     fn set(&self, at: u64, rw: bool) -> bool {
-        let prot = if rw { libc::PROT_READ | libc::PROT_WRITE } else { libc::PROT_NONE };
+        let prot = if rw {
+            libc::PROT_READ | libc::PROT_WRITE
+        } else {
+            libc::PROT_NONE
+        };
         // SAFETY: `at` lies inside this reservation, which nothing but the bench uses; MAP_FIXED
         // replaces only that page of it.
         let p = unsafe {
@@ -464,7 +496,13 @@ impl Drop for Fresh {
 /// (page fault, maps read, table fill; with `stride` = 64 MiB also a new memslot; and KVM's
 /// fault-in of the host page) less a call, and the first touch of a fresh host page at a place
 /// whose table entry is already there (KVM's fault-in alone) less a call.
-fn first_touch(hrt: &Hrt, fresh: &mut Fresh, n: usize, stride: u64, err: &mut Option<ExperimentError>) -> (f64, f64) {
+fn first_touch(
+    hrt: &Hrt,
+    fresh: &mut Fresh,
+    n: usize,
+    stride: u64,
+    err: &mut Option<ExperimentError>,
+) -> (f64, f64) {
     let mut first = Vec::with_capacity(n);
     let mut again = Vec::with_capacity(n);
     let mut timed_touch = |p: u64| {
