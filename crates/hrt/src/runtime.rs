@@ -267,8 +267,35 @@ impl Shared {
         }
         let (nr, a) = multios_lwk::slot::request(&self.mem, slot);
         let r = self.local.serve(nr, a, cpu.tid.load(Relaxed));
+        self.follow(nr as i64, a, r);
         multios_lwk::slot::reply(&self.mem, slot, r);
         true
+    }
+
+    /// Keeps the guest's tables in step with a mapping call the function made itself (the
+    /// process's other mappings are followed lazily: faults and EFAULT resyncs).
+    fn follow(&self, nr: i64, a: [u64; 6], r: i64) {
+        if r < 0
+            || !matches!(
+                nr,
+                libc::SYS_mmap | libc::SYS_mremap | libc::SYS_brk | libc::SYS_munmap | libc::SYS_mprotect
+            )
+        {
+            return;
+        }
+        let mut space = lock(&self.space);
+        let res = match nr {
+            libc::SYS_mmap => space.prefill(&self.vm, r as u64),
+            libc::SYS_brk if r > 0 => space.prefill(&self.vm, r as u64 - 1),
+            libc::SYS_mremap => space
+                .resync_range(&self.vm, a[0], a[1])
+                .and_then(|()| space.prefill(&self.vm, r as u64)),
+            libc::SYS_munmap | libc::SYS_mprotect => space.resync_range(&self.vm, a[0], a[1]),
+            _ => Ok(()),
+        };
+        if let Err(e) = res {
+            eprintln!("multios-hrt: following the function's mapping call {nr}: {e}");
+        }
     }
 
     /// Posts `f(arg)` to `cpu` and waits for it, serving its forwarded calls. A partner (`sleepy`)

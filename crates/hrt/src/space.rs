@@ -169,6 +169,38 @@ impl Space {
         }
     }
 
+    /// The function itself mapped memory at `addr` (a forwarded mmap, mremap or brk): enters the
+    /// mapping now, so that its first touch does not fault (≈ 80 µs here, through emulated ring 0).
+    pub fn prefill(&mut self, vm: &VmFd, addr: u64) -> Result<(), SpaceError> {
+        if in_lwk(addr) {
+            return Ok(());
+        }
+        if let Some(v) = self.reader.find(addr).map_err(SpaceError::Maps)? {
+            let (s, e) = if v.end - v.start <= EAGER_MAX {
+                (v.start, v.end)
+            } else {
+                let chunk = addr / CHUNK * CHUNK;
+                (chunk, chunk + CHUNK)
+            };
+            enter(&mut self.slots, &mut self.tables, vm, &v, s, e)?;
+        }
+        Ok(())
+    }
+
+    /// The function itself unmapped or changed `[start, start+len)` (a forwarded munmap,
+    /// mprotect or mremap): rewrites the tables there from the maps now, so that its next access
+    /// faults in the guest (or proceeds) without an EFAULT resync of the whole space.
+    pub fn resync_range(&mut self, vm: &VmFd, start: u64, len: u64) -> Result<(), SpaceError> {
+        let s = start & !4095;
+        let e = start.saturating_add(len).saturating_add(4095) & !4095;
+        if len == 0 || e > crate::maps::USER_END {
+            return Ok(());
+        }
+        self.refresh()?;
+        self.sync(vm, s, e)?;
+        Ok(())
+    }
+
     /// Rewrites the tables of `[start, end)` from `vmas`; true when they changed.
     fn sync(&mut self, vm: &VmFd, start: u64, end: u64) -> Result<bool, SpaceError> {
         if in_lwk(start) || in_lwk(end - 1) {

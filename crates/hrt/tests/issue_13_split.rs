@@ -90,7 +90,7 @@ fn issue_13_split_c_program_runs_functions_in_the_lwk_in_its_own_address_space()
     );
     let oks = stdout.lines().filter(|l| l.starts_with("ok - ")).count();
     assert!(!stdout.contains("not ok"), "{stdout}");
-    assert_eq!(oks, 26, "every check ran:\n{stdout}");
+    assert_eq!(oks, 27, "every check ran:\n{stdout}");
     // The forwarded printf reached the real stdout, in order.
     assert!(stdout.contains("in the LWK: reading"), "{stdout}");
     // The faults were reported on stderr with what and where.

@@ -61,6 +61,8 @@ pub struct Report {
     /// The merger when split execution started: memslots, tables, ns.
     pub init_merge_ns: u64,
     pub memslots_at_init: usize,
+    /// Of the merger at start-up, the time in KVM_SET_USER_MEMORY_REGION for its chunks, ns.
+    pub init_memslot_ns: u64,
     pub memslots_end: usize,
     pub memslot_ns_total: u64,
     pub faults_filled: u64,
@@ -238,6 +240,7 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, Experime
         sync_target_met: sync <= 1000.0,
         init_merge_ns: init.merge_ns,
         memslots_at_init: init.space.memslots,
+        init_memslot_ns: init.space.memslot_ns,
         memslots_end: end.space.memslots,
         memslot_ns_total: end.space.memslot_ns,
         faults_filled: end.space.faults_filled,

@@ -59,6 +59,19 @@ static long use_malloc(void *arg) {
     return s;
 }
 
+/* The function's own mappings: mmap, touch, munmap, then the stale pointer (a use after free). */
+static long own_mappings(void *arg) {
+    unsigned long *where = arg;
+    char *p = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return -1;
+    for (int i = 0; i < (1 << 20); i += 4096) p[i] = 1;
+    mprotect(p, 4096, PROT_READ);
+    if (p[0] != 1) return -2;
+    munmap(p, 1 << 20);
+    *where = (unsigned long)p;
+    return *(volatile char *)p;
+}
+
 static long read_first(void *arg) { return *(volatile long *)arg; }
 static long write_first(void *arg) { *(volatile long *)arg = 5; return 0; }
 static volatile long *volatile bad_ptr = (long *)8;
@@ -102,6 +115,7 @@ int main(int argc, char **argv) {
 
     /* The caller's memory, read and written. */
     long x = 41, ret = 0;
+    struct hrt_fault fl_own;
     r = hrt_call(add_one, &x, &ret);
     CHECK(r == 0 && x == 42 && ret == 84, "synchronous call reads and writes the caller's stack (r=%d x=%ld ret=%ld)", r, x, ret);
 
@@ -137,6 +151,13 @@ int main(int argc, char **argv) {
     /* malloc inside the function: brk and mmap forwarded, the new memory merged on demand. */
     r = hrt_call(use_malloc, NULL, &ret);
     CHECK(r == 0 && ret == 49 * 50 / 2, "malloc/free of up to 3 MiB inside the function (ret=%ld)", ret);
+
+    /* Mappings the function makes and drops itself. */
+    unsigned long gone = 0;
+    r = hrt_call(own_mappings, &gone, &ret);
+    hrt_last_fault(&fl_own);
+    CHECK(r == HRT_EFAULTED && fl_own.addr == gone && fl_own.mapped == 0,
+          "the function's own mmap/mprotect/munmap are followed: a use after munmap faults (r=%d addr=%#lx want %#lx)", r, fl_own.addr, gone);
 
     /* Asynchronous invocation and its join semantics. */
     hrt_thread_t h;
