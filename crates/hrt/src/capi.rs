@@ -77,7 +77,7 @@ pub unsafe extern "C" fn hrt_init(cfg: *const HrtConfig) -> i32 {
             c.idle_spin = Duration::from_micros(h.idle_spin_us as u64);
         }
         if h.first_cpu >= 0 {
-            let all = crate::sys::allowed_cpus();
+            let all = multios_lwk::available_cpus();
             let Some(k) = all.iter().position(|&x| x == h.first_cpu as usize) else {
                 eprintln!(
                     "multios-hrt: first_cpu {} is not a CPU this process may use ({all:?})",

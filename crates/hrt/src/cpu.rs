@@ -131,7 +131,7 @@ pub fn thread(
     ready: std::sync::mpsc::Sender<Result<(), CpuError>>,
 ) {
     if let Some(c) = pin {
-        sys::pin_to_cpu(c);
+        let _ = multios_lwk::sys::pin_to_cpu(c);
     }
     let mut vcpu = match start(&rt, &cpu) {
         Ok(v) => {
@@ -167,7 +167,7 @@ fn start(rt: &Shared, cpu: &Cpu) -> Result<(VcpuFd, u64), CpuError> {
         ..Default::default()
     };
     let vcpu = vcpu::create(&rt.vm, &rt.mem, &rt.cpuid, cpu.id, entry, rt.spin_budget, 3)?;
-    cpu.tid.store(sys::gettid(), Release);
+    cpu.tid.store(multios_lwk::sys::gettid(), Release);
     Ok((vcpu, top))
 }
 

@@ -179,7 +179,7 @@ impl Shared {
     /// The CPUs the vCPUs are pinned to, vCPU k on the k-th (round robin).
     fn partition(&self) -> Vec<usize> {
         if self.cfg.cpus.is_empty() {
-            let mut c = sys::allowed_cpus();
+            let mut c = multios_lwk::available_cpus();
             c.reverse();
             c
         } else {
@@ -201,12 +201,12 @@ impl Shared {
         let used: Vec<usize> = (0..self.cfg.max_vcpus.max(1) as u64)
             .filter_map(|k| self.pin_of(k))
             .collect();
-        let free: Vec<usize> = sys::allowed_cpus()
+        let free: Vec<usize> = multios_lwk::available_cpus()
             .into_iter()
             .filter(|c| !used.contains(c))
             .collect();
         if !free.is_empty() {
-            sys::set_affinity(&free);
+            let _ = multios_lwk::sys::pin_thread(0, &free);
         }
     }
 

@@ -11,12 +11,6 @@ pub fn fs_base() -> u64 {
     v
 }
 
-/// The calling thread's Linux thread id.
-pub fn gettid() -> i32 {
-    // SAFETY: gettid has no arguments and no side effects.
-    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
-}
-
 /// Performs system call `nr` with the guest's six arguments on the calling (partner) thread. The
 /// guest runs in this very address space, so its pointers are this process's pointers, checked
 /// by Linux as for any call of the process.
@@ -81,44 +75,6 @@ pub fn map_stack(len: usize) -> io::Result<u64> {
     // SAFETY: the first page of the mapping just made, which nothing uses yet.
     unsafe { libc::mprotect(p, 4096, libc::PROT_NONE) };
     Ok(p as u64 + 4096)
-}
-
-/// Pins the calling thread to `cpu` (best effort).
-pub fn pin_to_cpu(cpu: usize) {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET and sched_setaffinity read and
-    // write only the local set.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
-}
-
-/// Restricts the calling thread to `cpus` (best effort).
-pub fn set_affinity(cpus: &[usize]) {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET and sched_setaffinity read and
-    // write only the local set.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for &c in cpus {
-            libc::CPU_SET(c, &mut set);
-        }
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
-}
-
-/// The CPUs this process may run on.
-pub fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: a zeroed cpu_set_t is valid; sched_getaffinity fills it; CPU_ISSET reads it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return vec![0];
-        }
-        (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect()
-    }
 }
 
 /// KVM_SET_USER_MEMORY_REGION with guest-physical == host-virtual `[start, start+len)` as memslot

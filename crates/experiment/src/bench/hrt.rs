@@ -138,7 +138,7 @@ struct Echo {
 }
 
 fn echo_loop(e: &Echo, cpu: usize) {
-    pin(cpu);
+    let _ = multios_lwk::sys::pin_to_cpu(cpu);
     let mut last = 0;
     while !e.stop.load(Acquire) {
         if !e.active.load(Acquire) {
@@ -153,29 +153,6 @@ fn echo_loop(e: &Echo, cpu: usize) {
             std::hint::spin_loop();
         }
     }
-}
-
-fn pin(cpu: usize) {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; the call reads the local set only.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
-}
-
-fn affinity() -> libc::cpu_set_t {
-    // SAFETY: a zeroed cpu_set_t is valid; sched_getaffinity fills it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set);
-        set
-    }
-}
-
-fn set_affinity(set: &libc::cpu_set_t) {
-    // SAFETY: reads the caller's set only.
-    unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) };
 }
 
 /// Median of `batches` batch means of `per` operations, ns per operation.
@@ -213,8 +190,8 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, Experime
             "bench hrt needs two CPUs (the caller's and the vCPU's); this process may use one".into(),
         ));
     }
-    let saved = affinity();
-    pin(caller);
+    let saved = multios_lwk::sys::affinity();
+    let _ = multios_lwk::sys::pin_to_cpu(caller);
     let hrt = Hrt::init(HrtConfig {
         cpus: vec![vcpu_cpu],
         max_vcpus: 1,
@@ -227,7 +204,9 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, Experime
     let result = measure(cfg, &hrt, vcpu_cpu, progress);
     let end = hrt.stats();
     let _ = Hrt::fini();
-    set_affinity(&saved);
+    if let Some(s) = &saved {
+        multios_lwk::sys::set_affinity(s);
+    }
     let (rows, ratio) = result?;
     let sync = rows
         .iter()
