@@ -24,6 +24,10 @@ fn lib_dir() -> PathBuf {
 }
 
 fn compile(src: &str, out: &std::path::Path) {
+    compile_with(src, out, &["-lmultios_hrt"]);
+}
+
+fn compile_with(src: &str, out: &std::path::Path, libs: &[&str]) {
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let lib = lib_dir();
     let o = Command::new("gcc")
@@ -32,7 +36,8 @@ fn compile(src: &str, out: &std::path::Path) {
         .arg(manifest.join("tests/c").join(src))
         .arg("-L")
         .arg(&lib)
-        .args(["-lmultios_hrt", "-lpthread"])
+        .args(libs)
+        .args(["-lpthread", "-ldl"])
         .arg(format!("-Wl,-rpath,{}", lib.display()))
         .arg("-o")
         .arg(out)
@@ -97,6 +102,35 @@ fn issue_13_split_c_program_runs_functions_in_the_lwk_in_its_own_address_space()
     assert!(
         stderr.contains("page fault (#PF)") && stderr.contains("address 0x8 (no mapping)"),
         "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn issue_13_split_dlopen_many_callers_blocking_calls_and_signals() {
+    multios_lwk::check_kvm().expect("split execution needs /dev/kvm");
+    let dir = scratch("more");
+    let exe = dir.join("more");
+    compile_with("more.c", &exe, &[]);
+    let child = Command::new(&exe)
+        .arg(lib_dir().join("libmultios_hrt.so"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("running more");
+    let out = wait_at_most(child, std::time::Duration::from_secs(180));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "more failed ({:?}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!stdout.contains("not ok"), "{stdout}");
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("ok - ")).count(),
+        8,
+        "{stdout}"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
