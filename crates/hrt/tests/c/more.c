@@ -97,6 +97,8 @@ int main(int argc, char **argv) {
     CHECK(rc == 0 && ret == n && atomic_load(&ticks) > 0, "a 2 ms timer's signals while a function runs (%d delivered, rc=%d)", atomic_load(&ticks), rc);
 
     CHECK(p_fini() == 0, "hrt_fini");
+    CHECK(p_init(&cfg) == 0 && p_call(add, (void *)1, &ret) == 0 && ret == 2, "hrt_init again after hrt_fini");
+    CHECK(p_fini() == 0, "hrt_fini again");
     printf("%d failures\n", failures);
     return failures;
 }
