@@ -143,6 +143,42 @@ impl Reader {
         self.scan_for(addr)
     }
 
+    /// Calls `f` on every mapping that ends above `start`, in address order, until it returns
+    /// false: with PROCMAP_QUERY one mapping at a time where the kernel has it (no text), else
+    /// from the file.
+    pub fn for_each_from(&mut self, start: u64, mut f: impl FnMut(Vma) -> bool) -> io::Result<()> {
+        if self.query {
+            if self.query_fd < 0 {
+                self.query_fd = crate::sys::open_maps()?;
+            }
+            let mut addr = start;
+            loop {
+                match crate::sys::query_next_vma(self.query_fd, addr) {
+                    Ok(Some((s, e, prot))) if e <= USER_END => {
+                        if !f(Vma {
+                            start: s,
+                            end: e,
+                            prot,
+                        }) {
+                            return Ok(());
+                        }
+                        addr = e;
+                    }
+                    Ok(_) => return Ok(()),
+                    Err(e)
+                        if addr == start
+                            && matches!(e.raw_os_error(), Some(libc::ENOTTY) | Some(libc::EINVAL)) =>
+                    {
+                        self.query = false;
+                        break;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        self.for_each(|v| v.end <= start || f(v))
+    }
+
     /// The mapping holding `addr`, found by reading the file.
     pub fn scan_for(&mut self, addr: u64) -> io::Result<Option<Vma>> {
         let mut found = None;
@@ -220,5 +256,23 @@ ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]
         })
         .expect("maps");
         assert!(n > 5);
+        // PROCMAP_QUERY's walk and the text agree.
+        let mut text = Vec::new();
+        r.for_each(|v| {
+            text.push(v);
+            true
+        })
+        .expect("maps");
+        let mut walked = Vec::new();
+        r.for_each_from(0, |v| {
+            walked.push(v);
+            true
+        })
+        .expect("maps");
+        // The two reads are moments apart: compare the mappings both saw below the test's heap.
+        let stack = here.start;
+        let t: Vec<_> = text.iter().filter(|v| v.end <= stack).collect();
+        let w: Vec<_> = walked.iter().filter(|v| v.end <= stack).collect();
+        assert!(!t.is_empty() && t.len() == w.len(), "{t:?} vs {w:?}");
     }
 }

@@ -121,7 +121,7 @@ impl Space {
         let Space { reader, vmas, .. } = self;
         vmas.clear();
         reader
-            .for_each(|v| {
+            .for_each_from(0, |v| {
                 vmas.push(v);
                 vmas.len() < MAX_MAPS
             })
@@ -159,8 +159,39 @@ impl Space {
                 mapped: found.is_some(),
             });
         };
+        // The faulting mapping's part of the chunk, and every other mapping there: neighbours
+        // mapped together (a library's segments, a thread's stack and its guard) then cost one
+        // fault, not one each.
         let chunk = addr / CHUNK * CHUNK;
-        if enter(&mut self.slots, &mut self.tables, vm, &v, chunk, chunk + CHUNK)? {
+        let mut changed = enter(&mut self.slots, &mut self.tables, vm, &v, chunk, chunk + CHUNK)?;
+        let Space {
+            reader,
+            slots,
+            tables,
+            ..
+        } = self;
+        let mut err = None;
+        reader
+            .for_each_from(chunk, |w| {
+                if w.start >= chunk + CHUNK {
+                    return false;
+                }
+                if w.prot != 0 && w != v {
+                    match enter(slots, tables, vm, &w, chunk, chunk + CHUNK) {
+                        Ok(c) => changed |= c,
+                        Err(e) => {
+                            err = Some(e);
+                            return false;
+                        }
+                    }
+                }
+                true
+            })
+            .map_err(SpaceError::Maps)?;
+        if let Some(e) = err {
+            return Err(e);
+        }
+        if changed {
             self.stats.faults_filled += 1;
             Ok(Resolution::Filled)
         } else {

@@ -168,8 +168,18 @@ const PROCMAP_QUERY: libc::c_ulong =
 /// read or parse: ≈ 1 µs where reading the whole file costs ≈ 100 µs here): `Ok(Some((start,
 /// end, prot)))`, `Ok(None)` when none covers it, `Err` when the kernel lacks the ioctl (ENOTTY).
 pub fn query_vma(maps_fd: i32, addr: u64) -> io::Result<Option<(u64, u64, i32)>> {
+    query(maps_fd, addr, 0)
+}
+
+/// The first mapping that covers `addr` or lies above it (PROCMAP_QUERY_COVERING_OR_NEXT_VMA).
+pub fn query_next_vma(maps_fd: i32, addr: u64) -> io::Result<Option<(u64, u64, i32)>> {
+    query(maps_fd, addr, 0x10)
+}
+
+fn query(maps_fd: i32, addr: u64, flags: u64) -> io::Result<Option<(u64, u64, i32)>> {
     let mut q = ProcmapQuery {
         size: std::mem::size_of::<ProcmapQuery>() as u64,
+        query_flags: flags,
         query_addr: addr,
         ..Default::default()
     };
