@@ -70,6 +70,53 @@ pub fn map_file_shared(addr: u64, len: u64, writable: bool, fd: i32, off: u64) -
     Ok(())
 }
 
+/// Maps fresh anonymous memory over `[addr, addr+len)` of the guest window that the guest asked
+/// to be special: `shared` is MAP_SHARED (shmem), which a forked VMM then shares as a forked
+/// process does; with `huge`, the pages come from hugetlbfs (`MAP_HUGETLB`, 2 MiB; ENOMEM when
+/// the machine has none free, as for a native process).
+pub fn map_host_anonymous(addr: u64, len: u64, shared: bool, huge: bool) -> io::Result<()> {
+    let flags = if shared {
+        libc::MAP_SHARED
+    } else {
+        libc::MAP_PRIVATE
+    } | libc::MAP_ANONYMOUS
+        | libc::MAP_FIXED
+        | if huge {
+            libc::MAP_HUGETLB
+        } else {
+            libc::MAP_NORESERVE
+        };
+    // SAFETY: as in `map_file_shared`: a page-aligned range of the guest window, owned by the VMM,
+    // no Rust references into it; MAP_FIXED only replaces those pages.
+    let p = unsafe {
+        libc::mmap(
+            addr as *mut libc::c_void,
+            len as usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            flags,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// mprotect of a shared mapping of the guest window in the host: write access to a file mapping
+/// is the file's to grant (EACCES for a file opened read-only, as natively).
+pub fn protect(addr: u64, len: u64, prot: i32) -> io::Result<()> {
+    // SAFETY: a range of the guest window that holds a shared mapping the VMM made; mprotect
+    // changes only its access rights, and the VMM accesses guest memory through raw copies
+    // checked against the same rights (`GuestMemory`), never through references.
+    let r = unsafe { libc::mprotect(addr as *mut libc::c_void, len as usize, prot) };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Puts fresh private anonymous memory (huge pages allowed) back over `[addr, addr+len)` of the
 /// guest window, after a shared file mapping there ends.
 pub fn map_anonymous(addr: u64, len: u64) -> io::Result<()> {

@@ -262,6 +262,9 @@ pub fn layout(nr: i64) -> Option<&'static [Arg]> {
     })
 }
 
+/// PERF_EVENT_IOC_SET_OUTPUT: its integer argument is a file descriptor.
+pub const PERF_EVENT_IOC_SET_OUTPUT: u64 = 0x2405;
+
 /// ioctl requests the proxy knows: (request, size of the argument struct, pointer?).
 pub fn ioctl_arg(request: u64) -> Option<Option<u64>> {
     match request {
@@ -285,6 +288,10 @@ pub fn ioctl_arg(request: u64) -> Option<Option<u64>> {
         0x5409 | 0x540a | 0x540b | 0x540e | 0x5422 | 0x5425 => Some(None),
         // struct ifreq (40 bytes): SIOCGIFNAME (if_indextoname), SIOCGIFINDEX (if_nametoindex).
         0x8910 | 0x8933 => Some(Some(40)),
+        // perf events (issue #14): ENABLE, DISABLE, REFRESH, RESET, SET_OUTPUT (an fd, checked by
+        // the caller), PAUSE_OUTPUT take integers; ID writes a u64, PERIOD reads one.
+        0x2400..=0x2403 | PERF_EVENT_IOC_SET_OUTPUT | 0x4004_2409 => Some(None),
+        0x8008_2407 | 0x4008_2404 => Some(Some(8)),
         _ => None,
     }
 }

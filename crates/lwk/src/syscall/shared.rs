@@ -53,6 +53,66 @@ impl Kernel {
         }
     }
 
+    /// `MAP_ANONYMOUS` memory with MAP_SHARED or MAP_HUGETLB at `addr` (a range the memory
+    /// manager just gave out): a host mapping of its own, so a forked child shares MAP_SHARED
+    /// pages with its parent (a guest fork forks the VMM) and MAP_HUGETLB gets the host's huge
+    /// pages (or ENOMEM, as natively, when none are free). The range is then ended like a shared
+    /// file mapping (`unshare`). On failure the caller releases the range.
+    pub(super) fn map_anonymous_special(&self, addr: u64, len: u64, shared: bool, huge: bool) -> Reply {
+        match sys::map_host_anonymous(addr, len, shared, huge) {
+            Ok(()) => {
+                lock(&self.space.shared).insert(addr, addr + len);
+                Reply::Ret(addr as i64)
+            }
+            Err(e) => {
+                // Whatever the host refused, the range must hold ordinary memory again.
+                let _ = sys::map_anonymous(addr, len);
+                Reply::Ret(-(e.raw_os_error().unwrap_or(libc::ENOMEM) as i64))
+            }
+        }
+    }
+
+    /// The MAP_HUGETLB requests the LWK refuses (EINVAL, reported once): a page size other than
+    /// 2 MiB (the only size this LWK's page tables and window are laid out for), and a fixed
+    /// address that is not 2 MiB-aligned (Linux's EINVAL).
+    pub(super) fn hugetlb_refused(&self, flags: i32, addr: u64, fixed: bool) -> Option<Reply> {
+        let size_log2 = (flags >> libc::MAP_HUGE_SHIFT) & 0x3f;
+        if size_log2 != 0 && size_log2 != 21 {
+            self.note_once(
+                0x2_0000_0000 | size_log2 as u64,
+                format!(
+                    "mmap: MAP_HUGETLB with 2^{size_log2}-byte pages is not supported by the LWK \
+                     (2 MiB pages only); returning EINVAL"
+                ),
+            );
+            return Some(Reply::Ret(-(libc::EINVAL as i64)));
+        }
+        (fixed && !addr.is_multiple_of(crate::memory::PAGE_2M)).then_some(Reply::Ret(-(libc::EINVAL as i64)))
+    }
+
+    /// mprotect that gives write access to part of a shared mapping: the host mapping must allow
+    /// it too (it was made with the protection mmap asked for), and for a file opened read-only
+    /// it cannot: EACCES, as Linux answers.
+    pub(super) fn share_protect(&self, addr: u64, len: u64, prot: i32) -> Result<(), i64> {
+        if prot & libc::PROT_WRITE == 0 {
+            return Ok(());
+        }
+        let end = addr.saturating_add(len.div_ceil(PAGE) * PAGE);
+        let parts = lock(&self.space.shared).intersections(addr, end);
+        for (s, e) in parts {
+            sys::protect(s, e - s, libc::PROT_READ | libc::PROT_WRITE)
+                .map_err(|e| -(e.raw_os_error().unwrap_or(libc::EACCES) as i64))?;
+        }
+        Ok(())
+    }
+
+    /// Reports `msg` once per `key` (the keys of `reported` above 2^32 are not call numbers).
+    pub(crate) fn note_once(&self, key: u64, msg: String) {
+        if lock(&self.reported).insert(key) {
+            self.note(msg);
+        }
+    }
+
     /// shmat(shmid, addr, shmflg): the segment attached at `addr` (SHM_RND rounds it down) or
     /// where the memory manager has room.
     pub(super) fn shmat(&self, a: [u64; 6]) -> Reply {

@@ -1,0 +1,134 @@
+/* Issue #14: memory shared with a forked child — MAP_SHARED anonymous memory, /dev/zero and a
+ * memfd mapped MAP_SHARED are the same pages in parent and child (a guest fork forks the VMM);
+ * MAP_PRIVATE is not; a hole punched in a mapped memfd reads as zeros; mprotect giving write
+ * access to a shared mapping of a read-only file is EACCES; with "huge", MAP_HUGETLB memory
+ * (2 MiB pages) shared the same way, or its errno. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define LEN (3 * 4096)
+
+/* The child writes `msg` at page 1 of `p` and exits; the parent prints what it then sees. */
+static void share_with_child(const char *what, char *p) {
+    strcpy(p + 4096, "parent's");
+    pid_t c = fork();
+    if (c == 0) {
+        strcpy(p + 4096, "child's");
+        p[LEN - 1] = 'z';
+        _exit(0);
+    }
+    int st;
+    waitpid(c, &st, 0);
+    printf("%s: parent sees %s write, last byte %d\n", what, p + 4096, p[LEN - 1]);
+}
+
+static char *map_shared_fd(const char *path) {
+    int fd = open(path, O_RDWR);
+    if (fd < 0) return MAP_FAILED;
+    char *p = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    return p;
+}
+
+int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IONBF, 0);
+    char *anon = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    char *priv = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *zero = map_shared_fd("/dev/zero");
+    if (anon == MAP_FAILED || priv == MAP_FAILED || zero == MAP_FAILED) return 2;
+    share_with_child("MAP_SHARED|MAP_ANONYMOUS", anon);
+    share_with_child("MAP_PRIVATE|MAP_ANONYMOUS", priv);
+    share_with_child("/dev/zero MAP_SHARED", zero);
+
+    int mfd = memfd_create("kshared", 0);
+    if (mfd < 0 || ftruncate(mfd, LEN) != 0) return 3;
+    char *m = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+    if (m == MAP_FAILED) return 4;
+    share_with_child("memfd MAP_SHARED", m);
+    char buf[16] = {0};
+    pread(mfd, buf, 7, 4096);
+    printf("memfd file holds: %s\n", buf);
+    /* A second mapping made by the child after fork is not the parent's, but the file is. */
+    pid_t c = fork();
+    if (c == 0) {
+        char *q = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+        strcpy(q, "from the child's own mapping");
+        _exit(0);
+    }
+    waitpid(c, NULL, 0);
+    printf("memfd: parent sees %s\n", m);
+    memset(m, 'x', LEN);
+    int punched = fallocate(mfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 4096, 4096);
+    int zeros = 1;
+    for (int i = 4096; i < 8192; i++) zeros &= m[i] == 0;
+    printf("hole punched: %d, reads zero through the mapping: %d, neighbours kept: %d %d\n", punched,
+           zeros, m[4095] == 'x', m[8192] == 'x');
+
+    /* Write access to a shared mapping is the file's to grant. */
+    const char *path = argc > 1 ? argv[1] : "kshared.dat";
+    int wfd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    if (wfd < 0 || ftruncate(wfd, 4096) != 0) return 5;
+    int rfd = open(path, O_RDONLY);
+    char *ro = mmap(NULL, 4096, PROT_READ, MAP_SHARED, rfd, 0);
+    errno = 0;
+    int r = mprotect(ro, 4096, PROT_READ | PROT_WRITE);
+    printf("mprotect RW of a read-only file's shared mapping: %d (%s)\n", r, r ? strerror(errno) : "ok");
+    char *rw = mmap(NULL, 4096, PROT_READ, MAP_SHARED, wfd, 0);
+    r = mprotect(rw, 4096, PROT_READ | PROT_WRITE);
+    if (r == 0) strcpy(rw, "written after mprotect");
+    pread(wfd, buf, 15, 0);
+    printf("mprotect RW of a read-write file's: %d, file holds %.15s\n", r, buf);
+    unlink(path);
+
+    if (argc > 2 && strcmp(argv[2], "huge") == 0) {
+        size_t hl = 2 << 20;
+        char *h = mmap(NULL, hl, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+        if (h == MAP_FAILED) {
+            printf("MAP_HUGETLB: %s\n", strerror(errno));
+        } else {
+            printf("MAP_HUGETLB: mapped, 2 MiB aligned: %d\n", ((uintptr_t)h & (hl - 1)) == 0);
+            strcpy(h + 4096, "parent's");
+            pid_t k = fork();
+            if (k == 0) {
+                strcpy(h + 4096, "child's");
+                _exit(0);
+            }
+            waitpid(k, NULL, 0);
+            printf("MAP_HUGETLB shared: parent sees %s write\n", h + 4096);
+            munmap(h, hl);
+        }
+    }
+    if (argc > 3) {
+        /* A file of a hugetlbfs mount, mapped shared. */
+        char hp[512];
+        snprintf(hp, sizeof hp, "%s/kshared.huge", argv[3]);
+        int hfd = open(hp, O_RDWR | O_CREAT | O_TRUNC, 0600);
+        size_t hl = 2 << 20;
+        char *h = hfd < 0 ? MAP_FAILED : mmap(NULL, hl, PROT_READ | PROT_WRITE, MAP_SHARED, hfd, 0);
+        if (h == MAP_FAILED) {
+            printf("hugetlbfs file: %s\n", strerror(errno));
+        } else {
+            printf("hugetlbfs file: mapped, 2 MiB aligned: %d\n", ((uintptr_t)h & (hl - 1)) == 0);
+            pid_t k = fork();
+            if (k == 0) {
+                strcpy(h + 8192, "the child's bytes in a huge page");
+                _exit(0);
+            }
+            waitpid(k, NULL, 0);
+            munmap(h, hl);
+            char *again = mmap(NULL, hl, PROT_READ, MAP_SHARED, hfd, 0);
+            printf("hugetlbfs file mapped again holds: %s\n", again == MAP_FAILED ? "?" : again + 8192);
+        }
+        if (hfd >= 0) close(hfd);
+        unlink(hp);
+    }
+    return 0;
+}
