@@ -140,6 +140,7 @@ fn issue_14_liburing_programs_like_native() {
         "eventfd counted 1",
         "batch: 64 of 64 writes complete, file identical",
         "  ud 13 res -14\n  ud 14 res -14",
+        "data went to the first buffer: 1, second empty: 1",
     ] {
         assert!(out.contains(line), "missing {line:?} in\n{out}");
     }

@@ -157,6 +157,19 @@ int main(int argc, char **argv) {
     io_uring_prep_read(sqe(14), fd, (void *)0x7e0000000000ul, 16, 0);
     reap("reads into a read-only page and unmapped memory", 2);
 
+    /* The iovec array is the kernel's once the entry is submitted: changing it afterwards (the
+     * read waits for the pipe) does not move the data. */
+    char ia[16] = {0}, ib[16] = {0};
+    struct iovec iv = {ia, 8};
+    int qfd[2];
+    if (pipe(qfd)) return 4;
+    io_uring_prep_readv(sqe(15), qfd[0], &iv, 1, -1);
+    io_uring_submit(&ring);
+    iv.iov_base = ib;
+    write(qfd[1], "payload!", 8);
+    reap("readv of a pipe, iovec changed after submission", 1);
+    printf("  data went to the first buffer: %d, second empty: %d\n", strcmp(ia, "payload!") == 0, ib[0] == 0);
+
     struct io_uring_probe *p = io_uring_get_probe_ring(&ring);
     printf("probe: READ %d WRITE %d\n", p && io_uring_opcode_supported(p, IORING_OP_READ),
            p && io_uring_opcode_supported(p, IORING_OP_WRITE));
