@@ -36,7 +36,10 @@ fn require_tool(tool: &str, package: &str) {
     let found = std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
         .unwrap_or(false);
-    assert!(found, "{tool} is not installed: apt-get install {package} (scripts/deps.sh)");
+    assert!(
+        found,
+        "{tool} is not installed: apt-get install {package} (scripts/deps.sh)"
+    );
 }
 
 /// Builds tests/c/NAME.c with gcc and `libs` into `dir`.
@@ -149,15 +152,24 @@ fn issue_14_liburing_programs_like_native() {
     let (out, err) = (text(&r), String::from_utf8_lossy(&r.stderr).into_owned());
     assert!(r.status.success(), "{}", show(&r));
     assert!(out.contains("SQPOLL setup: -22"), "{out}");
-    assert!(out.contains("  ud 1 res -22"), "OPENAT must complete with EINVAL: {out}");
-    assert!(err.contains("io_uring_setup: flags 0x2 are not supported"), "{err}");
-    assert!(err.contains("io_uring operation OPENAT (18) is not supported"), "{err}");
+    assert!(
+        out.contains("  ud 1 res -22"),
+        "OPENAT must complete with EINVAL: {out}"
+    );
+    assert!(
+        err.contains("io_uring_setup: flags 0x2 are not supported"),
+        "{err}"
+    );
+    assert!(
+        err.contains("io_uring operation OPENAT (18) is not supported"),
+        "{err}"
+    );
 }
 
 /// fio's JSON: per job (name, error, read ios, read KiB, write ios, write KiB).
 fn fio_counts(o: &Output) -> Vec<(String, i64, i64, i64, i64, i64)> {
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("fio's JSON ({e}):\n{}", show(o)));
+    let v: serde_json::Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("fio's JSON ({e}):\n{}", show(o)));
     let jobs = v["jobs"].as_array().expect("fio JSON has jobs");
     jobs.iter()
         .map(|j| {
@@ -205,7 +217,10 @@ fn issue_14_fio_io_uring_with_verify_matches_native() {
         assert_eq!((*wios, *wkib, *rios, *rkib), (1024, 4096, 1024, 4096), "{name}");
     }
     let err = String::from_utf8_lossy(&l.stderr);
-    assert!(!err.contains("io_uring"), "the LWK refused part of fio's io_uring use:\n{err}");
+    assert!(
+        !err.contains("io_uring"),
+        "the LWK refused part of fio's io_uring use:\n{err}"
+    );
 }
 
 #[test]
@@ -233,14 +248,31 @@ fn issue_14_perf_record_in_the_lwk_writes_a_perf_data_perf_report_reads() {
         .lines()
         .find_map(|l| l.strip_prefix("# Samples: "))
         .and_then(|l| l.split_whitespace().next())
-        .and_then(|n| n.trim_end_matches(|c: char| !c.is_ascii_digit()).parse::<f64>().ok())
+        .and_then(|n| {
+            n.trim_end_matches(|c: char| !c.is_ascii_digit())
+                .parse::<f64>()
+                .ok()
+        })
         .unwrap_or_else(|| panic!("no sample count in perf report:\n{out}"));
     assert!(samples > 0.0, "perf report found no samples:\n{out}");
     assert!(out.contains("of event 'cpu-clock'"), "{out}");
+    // The program reading its own ring buffer (VM_PFNMAP|VM_IO on this kernel) directly.
+    let ring = build_c(&dir, "perfring", &[]);
+    let (n, l) = (native(&ring, &[]), lwk(&ring, &[]));
+    assert_same_outputs("perfring.c", &n, &l);
+    assert!(
+        text(&l).contains("samples found: yes, all of this process: yes, records walked to data_head: yes"),
+        "{}",
+        show(&l)
+    );
     // Counting works too (perf stat reads the counters with read(2), no ring).
     let st = lwk(perf, &["stat", "-e", "task-clock", "--", p]);
     assert!(st.status.success(), "perf stat in the LWK:\n{}", show(&st));
-    assert!(String::from_utf8_lossy(&st.stderr).contains("task-clock"), "{}", show(&st));
+    assert!(
+        String::from_utf8_lossy(&st.stderr).contains("task-clock"),
+        "{}",
+        show(&st)
+    );
 }
 
 /// Restores /proc/sys/vm/nr_hugepages and unmounts a hugetlbfs when dropped.
@@ -262,7 +294,11 @@ impl HugePages {
             .arg(&g.mount)
             .output()
             .unwrap_or_else(|e| panic!("running mount: {e}"));
-        assert!(o.status.success(), "mount -t hugetlbfs: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "mount -t hugetlbfs: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         g
     }
 }
@@ -295,6 +331,9 @@ fn issue_14_memory_shared_with_a_forked_child_and_huge_pages_like_native() {
         "reads zero through the mapping: 1",
         "mprotect RW of a read-only file's shared mapping: -1 (Permission denied)",
         "mprotect RW of a read-write file's: 0, file holds written after m",
+        "mremap grow: moved 1, keeps page 0: written after m, sees page 2: third page",
+        "file page 1 holds: via the grown m",
+        "mremap shrink in place: 1",
     ] {
         assert!(out.contains(line), "missing {line:?} in\n{out}");
     }
@@ -349,14 +388,23 @@ impl Loop {
             .args(["-q", "-F", &self.dev])
             .output()
             .unwrap_or_else(|e| panic!("running mkfs.ext4 (apt-get install e2fsprogs): {e}"));
-        assert!(o.status.success(), "mkfs.ext4: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "mkfs.ext4: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         std::fs::create_dir_all(&at).unwrap_or_else(|e| panic!("mkdir {}: {e}", at.display()));
         let o = Command::new("mount")
             .arg(&self.dev)
             .arg(&at)
             .output()
             .unwrap_or_else(|e| panic!("running mount: {e}"));
-        assert!(o.status.success(), "mount {}: {}", self.dev, String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "mount {}: {}",
+            self.dev,
+            String::from_utf8_lossy(&o.stderr)
+        );
         self.mount = Some(at);
     }
 }

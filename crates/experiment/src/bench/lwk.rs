@@ -74,7 +74,10 @@ pub const MPROTECT_ROW: &str = "mprotect RW<->R (400 calls)";
 /// N set-ups (their loop time / N is the cost of one, forwarded calls included); the access and
 /// NOP rows are the steady state (target: γ ≥ 0.95, within 5 % of native).
 pub const MAPPING_ROWS: [(&str, &[&str]); 5] = [
-    ("MAP_SHARED memfd 64 MiB, 8 read+write passes", &["access", "8", "64"]),
+    (
+        "MAP_SHARED memfd 64 MiB, 8 read+write passes",
+        &["access", "8", "64"],
+    ),
     ("io_uring NOPs, 32 per enter (64000)", &["nop", "64000"]),
     ("mmap+munmap MAP_SHARED memfd 1 MiB (200)", &["file", "200"]),
     ("io_uring setup+ring mmaps+close (100)", &["uring", "100"]),

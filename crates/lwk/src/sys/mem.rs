@@ -104,6 +104,54 @@ pub fn map_host_anonymous(addr: u64, len: u64, shared: bool, huge: bool) -> io::
     Ok(())
 }
 
+/// Resizes the shared mapping at `[old, old+old_len)` of the guest window to `new_len` bytes and
+/// places it at `dst` (the same pages, a file mapping grown from the file): first moved to an
+/// address the kernel picks outside the window (so growing never meets the window's own memory),
+/// then moved to `dst`, replacing what is there. The old range is left unmapped when `dst`
+/// differs: the caller puts memory back there.
+pub fn move_mapping(old: u64, old_len: u64, new_len: u64, dst: u64) -> io::Result<()> {
+    // SAFETY: `[old, old+old_len)` is a shared mapping the VMM made in the guest window (no Rust
+    // references into it); MREMAP_MAYMOVE without FIXED lets the kernel choose a free range.
+    let tmp = unsafe {
+        libc::mremap(
+            old as *mut libc::c_void,
+            old_len as usize,
+            new_len as usize,
+            libc::MREMAP_MAYMOVE,
+        )
+    };
+    if tmp == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `tmp` is the mapping just moved; MREMAP_FIXED replaces only `[dst, dst+new_len)`, a
+    // range of the guest window the memory manager gave for it.
+    let p = unsafe {
+        libc::mremap(
+            tmp,
+            new_len as usize,
+            new_len as usize,
+            libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
+            dst as *mut libc::c_void,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        let e = io::Error::last_os_error();
+        // Put it back where it was (its first old_len bytes), so the guest keeps its mapping.
+        // SAFETY: as above; `old` was vacated by the first move.
+        unsafe {
+            libc::mremap(
+                tmp,
+                new_len as usize,
+                old_len as usize,
+                libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
+                old as *mut libc::c_void,
+            )
+        };
+        return Err(e);
+    }
+    Ok(())
+}
+
 /// mprotect of a shared mapping of the guest window in the host: write access to a file mapping
 /// is the file's to grant (EACCES for a file opened read-only, as natively).
 pub fn protect(addr: u64, len: u64, prot: i32) -> io::Result<()> {

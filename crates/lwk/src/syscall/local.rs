@@ -67,7 +67,7 @@ impl Kernel {
                     return self.refuse(nr, "mremap with MREMAP_FIXED");
                 }
                 if self.overlaps_shared(a[0], a[1]) {
-                    return self.refuse(nr, "mremap of a MAP_SHARED file mapping");
+                    return self.mremap_shared(nr, a);
                 }
                 let r =
                     lock(&self.space.mm).mremap(a[0], a[1], a[2], a[3] & MREMAP_MAYMOVE as u64 != 0, &mut fx);

@@ -106,6 +106,68 @@ impl Kernel {
         Ok(())
     }
 
+    /// mremap(old, old_len, new_len, MREMAP_MAYMOVE?) of a shared mapping (a file, memfd,
+    /// device or MAP_SHARED anonymous memory): the host mapping itself is resized and moved, so
+    /// the guest keeps the same pages (a file mapping grows from the file), where the memory
+    /// manager placed the new range. A SysV attachment, or a range only partly shared, is refused.
+    pub(super) fn mremap_shared(&self, nr: u64, a: [u64; 6]) -> Reply {
+        let (old, may_move) = (a[0], a[3] & libc::MREMAP_MAYMOVE as u64 != 0);
+        let (old_len, new_len) = (a[1].div_ceil(PAGE) * PAGE, a[2].div_ceil(PAGE) * PAGE);
+        if !old.is_multiple_of(PAGE) || new_len == 0 {
+            return Reply::Ret(-(libc::EINVAL as i64));
+        }
+        let sysv = lock(&self.space.shm)
+            .range(..old.saturating_add(old_len))
+            .any(|(&s, &l)| s + l > old);
+        if sysv || !lock(&self.space.shared).covers(old, old + old_len) {
+            return self.refuse(
+                nr,
+                "mremap of a SysV attachment, or of a range only partly a shared mapping",
+            );
+        }
+        if new_len <= old_len {
+            if let Err(e) = self.unshare(old + new_len, old_len - new_len) {
+                return Reply::Ret(e);
+            }
+            if new_len < old_len {
+                self.release(old + new_len, old_len - new_len).ok();
+            }
+            return Reply::Ret(old as i64);
+        }
+        // Where the memory manager puts it (grown in place or moved); its copy/zero effects are
+        // for private memory and are not applied: the host mapping moves instead.
+        let mut fx = crate::mm::Effects::default();
+        let new = match lock(&self.space.mm).mremap(old, old_len, new_len, may_move, &mut fx) {
+            Ok(n) => n,
+            Err(e) => return Reply::Ret(e.errno()),
+        };
+        if let Err(e) = sys::move_mapping(old, old_len, new_len, new) {
+            // Undo the bookkeeping: the guest keeps its old mapping.
+            let mut fx = crate::mm::Effects::default();
+            let mut mm = lock(&self.space.mm);
+            if new == old {
+                mm.munmap(old + old_len, new_len - old_len, &mut fx).ok();
+            } else {
+                mm.munmap(new, new_len, &mut fx).ok();
+                mm.mmap(old, old_len, true, &mut fx).ok();
+            }
+            return Reply::Ret(-(e.raw_os_error().unwrap_or(libc::ENOMEM) as i64));
+        }
+        {
+            let mut shared = lock(&self.space.shared);
+            shared.remove(old, old + old_len);
+            shared.insert(new, new + new_len);
+        }
+        if new != old {
+            // The range the mapping left holds ordinary (free) memory again.
+            let _ = sys::map_anonymous(old, old_len);
+        }
+        self.note_remap(old, old_len, new, new_len);
+        self.sync_protections(old, old + old_len);
+        self.sync_protections(new, new + new_len);
+        Reply::Ret(new as i64)
+    }
+
     /// Reports `msg` once per `key` (the keys of `reported` above 2^32 are not call numbers).
     pub(crate) fn note_once(&self, key: u64, msg: String) {
         if lock(&self.reported).insert(key) {

@@ -86,6 +86,27 @@ int main(int argc, char **argv) {
     if (r == 0) strcpy(rw, "written after mprotect");
     pread(wfd, buf, 15, 0);
     printf("mprotect RW of a read-write file's: %d, file holds %.15s\n", r, buf);
+
+    /* mremap of a shared file mapping: grown (moved, since a mapping sits right after it), the
+     * same pages, then shrunk. */
+    if (ftruncate(wfd, 3 * 4096) != 0) return 6;
+    char *g = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, wfd, 0);
+    char *blocker = mmap(g + 4096, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    pwrite(wfd, "third page", 10, 2 * 4096);
+    char *g2 = mremap(g, 4096, 3 * 4096, MREMAP_MAYMOVE);
+    if (g2 == MAP_FAILED) {
+        printf("mremap grow: %s\n", strerror(errno));
+    } else {
+        printf("mremap grow: moved %d, keeps page 0: %.15s, sees page 2: %s\n", g2 != g, g2,
+               g2 + 2 * 4096);
+        strcpy(g2 + 4096, "via the grown mapping");
+        pread(wfd, buf, 15, 4096);
+        printf("file page 1 holds: %.15s\n", buf);
+        char *g3 = mremap(g2, 3 * 4096, 4096, 0);
+        printf("mremap shrink in place: %d\n", g3 == g2);
+        munmap(g3, 4096);
+    }
+    if (blocker != MAP_FAILED) munmap(blocker, 4096);
     unlink(path);
 
     if (argc > 2 && strcmp(argv[2], "huge") == 0) {
