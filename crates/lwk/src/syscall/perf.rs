@@ -25,7 +25,7 @@ impl Kernel {
     /// The arguments of perf_event_open with a pid naming the guest's own threads (0: the
     /// caller) replaced by the Linux thread running that vCPU. Other calls are unchanged.
     pub(super) fn perf_args(&self, cpu: usize, nr: u64, a: [u64; 6]) -> Result<[u64; 6], Reply> {
-        if nr as i64 != libc::SYS_perf_event_open || a[3] & PERF_FLAG_PID_CGROUP != 0 {
+        if nr as i64 != libc::SYS_perf_event_open || a[4] & PERF_FLAG_PID_CGROUP != 0 {
             return Ok(a);
         }
         let pid = a[1] as i32;
@@ -44,7 +44,8 @@ impl Kernel {
         Ok(b)
     }
 
-    /// perf_event_open(attr, pid, cpu, group_fd, flags), its pid already translated.
+    /// perf_event_open(attr, pid, cpu, group_fd, flags), its pid already translated (with
+    /// PERF_FLAG_PID_CGROUP the pid argument is a cgroup directory's fd).
     pub(super) fn perf_event_open(&self, a: [u64; 6]) -> Reply {
         let attr = a[0];
         if !self.mem.user_can(attr, 8, false) {
@@ -60,7 +61,7 @@ impl Kernel {
             return Reply::Ret(-(libc::EFAULT as i64));
         }
         let group = a[3] as i32;
-        if group >= self.fd_floor || (a[3] & PERF_FLAG_PID_CGROUP != 0 && a[1] as i32 >= self.fd_floor) {
+        if group >= self.fd_floor || (a[4] & PERF_FLAG_PID_CGROUP != 0 && a[1] as i32 >= self.fd_floor) {
             return Reply::Ret(-(libc::EBADF as i64));
         }
         // The kernel reads a copy (nothing to swap after the check).
