@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static struct io_uring ring;
@@ -169,6 +170,31 @@ int main(int argc, char **argv) {
     write(qfd[1], "payload!", 8);
     reap("readv of a pipe, iovec changed after submission", 1);
     printf("  data went to the first buffer: %d, second empty: %d\n", strcmp(ia, "payload!") == 0, ib[0] == 0);
+
+    /* Descriptors and buffers that are not the program's (in the LWK: the VMM's range and
+     * memory): EBADF and EFAULT, as for any fd that is not open or memory not mapped. */
+    io_uring_prep_read(sqe(16), 65290, b, 8, 0);
+    reap("read from fd 65290", 1);
+    int bogus = 65291;
+    printf("register files with fd 65291: %d\n", io_uring_register_files_update(&ring, 0, &bogus, 1));
+    struct iovec far = {(void *)0x7e0000001000ul, 4096};
+    io_uring_unregister_buffers(&ring);
+    printf("register a buffer at 0x7e0000001000: %d\n", io_uring_register_buffers(&ring, &far, 1));
+
+    /* A forked child submits on the parent's ring (shared, as after fork on Linux). */
+    pid_t kid = fork();
+    if (kid == 0) {
+        io_uring_prep_write(sqe(17), fd, "from the child", 14, 400);
+        io_uring_submit(&ring);
+        struct io_uring_cqe *c;
+        io_uring_wait_cqe(&ring, &c);
+        _exit(c->res == 14 ? 0 : 1);
+    }
+    int kst = 0;
+    waitpid(kid, &kst, 0);
+    char kb[16] = {0};
+    pread(fd, kb, 14, 400);
+    printf("child's submission on the shared ring: exit %d, file holds %s\n", WEXITSTATUS(kst), kb);
 
     struct io_uring_probe *p = io_uring_get_probe_ring(&ring);
     printf("probe: READ %d WRITE %d\n", p && io_uring_opcode_supported(p, IORING_OP_READ),
