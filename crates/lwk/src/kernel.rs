@@ -83,7 +83,7 @@ pub struct AddressSpace {
     /// lock after `shared`).
     pub(crate) shm: Mutex<std::collections::BTreeMap<u64, u64>>,
     /// io_uring rings the guest set up, by (st_dev, st_ino) of their fd (`syscall/uring.rs`).
-    pub(crate) uring: Mutex<std::collections::HashMap<(u64, u64), Arc<crate::syscall::uring::Ring>>>,
+    pub(crate) uring: Mutex<std::collections::HashMap<(u64, u64), Arc<crate::iouring::Ring>>>,
 }
 
 /// The program the guest runs now (execve replaces it).

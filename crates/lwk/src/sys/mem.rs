@@ -70,6 +70,28 @@ pub fn map_file_shared(addr: u64, len: u64, writable: bool, fd: i32, off: u64) -
     Ok(())
 }
 
+/// Maps `len` bytes of file `fd` from `off` privately (copy-on-write, always writable for the
+/// VMM) over `[addr, addr+len)` of the guest window: the guest's non-executable MAP_PRIVATE file
+/// mappings, which then follow the file as Linux's do until written.
+pub fn map_file_private(addr: u64, len: u64, fd: i32, off: u64) -> io::Result<()> {
+    // SAFETY: as in `map_file_shared`: a page-aligned range of the guest window, owned by the VMM,
+    // no Rust references into it; MAP_FIXED only replaces those pages.
+    let p = unsafe {
+        libc::mmap(
+            addr as *mut libc::c_void,
+            len as usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_FIXED,
+            fd,
+            off as libc::off_t,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Maps fresh anonymous memory over `[addr, addr+len)` of the guest window that the guest asked
 /// to be special: `shared` is MAP_SHARED (shmem), which a forked VMM then shares as a forked
 /// process does; with `huge`, the pages come from hugetlbfs (`MAP_HUGETLB`, 2 MiB; ENOMEM when

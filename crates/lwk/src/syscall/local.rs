@@ -331,8 +331,11 @@ impl Kernel {
             }
             return r;
         }
-        if !anon {
+        if !anon && prot & PROT_EXEC == 0 && self.map_private_file(addr, len, fd, off) {
+            // The host's copy-on-write mapping of the file (`shared.rs`).
+        } else if !anon {
             // A private copy of the file: pread into the (zeroed) range, the tail stays zero.
+            // Executable mappings are copies: the LWK rewrites their syscall sites.
             let mut done = 0u64;
             while done < len {
                 let n = sys::raw_syscall(

@@ -16,7 +16,7 @@ mod perf;
 mod protect;
 mod shared;
 pub mod signal;
-pub(crate) mod uring;
+mod uring;
 mod uring_sqe;
 
 use crate::kernel::{lock, Ctx, ExitStatus, Kernel, Reply};

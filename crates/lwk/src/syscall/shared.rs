@@ -53,6 +53,21 @@ impl Kernel {
         }
     }
 
+    /// A non-executable MAP_PRIVATE file mapping at `addr` (a range the memory manager just gave
+    /// out), made by the host: copy-on-write pages of the file, so the mapping sees the file
+    /// until the guest writes a page — and a truncated file's pages go, as on Linux (stress-ng's
+    /// memfd stressor checks it). False when the host refuses (a file that cannot be mapped, such
+    /// as a procfs file): the caller then makes a copy, as for executable mappings (which the
+    /// LWK rewrites).
+    pub(super) fn map_private_file(&self, addr: u64, len: u64, fd: i32, off: u64) -> bool {
+        let len = len.div_ceil(PAGE) * PAGE;
+        if sys::map_file_private(addr, len, fd, off).is_err() {
+            return false;
+        }
+        lock(&self.space.shared).insert(addr, addr + len);
+        true
+    }
+
     /// `MAP_ANONYMOUS` memory with MAP_SHARED or MAP_HUGETLB at `addr` (a range the memory
     /// manager just gave out): a host mapping of its own, so a forked child shares MAP_SHARED
     /// pages with its parent (a guest fork forks the VMM) and MAP_HUGETLB gets the host's huge

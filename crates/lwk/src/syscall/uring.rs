@@ -22,6 +22,7 @@
 //! * `io_uring_register`: buffers (iovecs checked and copied; the kernel pins guest pages), files
 //!   (fds checked), eventfds, probes, personalities, restrictions; the rest is refused.
 
+use crate::iouring::{Backing, Ring};
 use crate::kernel::{lock, Kernel, Reply};
 use crate::sys::{self, SharedRegion};
 use std::sync::{Arc, Mutex};
@@ -55,38 +56,6 @@ const OFF_SQES: u64 = 0x1000_0000;
 const PARAMS: usize = 120;
 const SQ_OFF: usize = 40;
 const CQ_OFF: usize = 80;
-
-/// Where a ring's memory lives.
-#[derive(Debug)]
-pub(crate) enum Backing {
-    /// Shared memory of the VMM, aliased into the window when the guest maps it.
-    Vmm(SharedRegion),
-    /// Guest memory the guest gave with its own IORING_SETUP_NO_MMAP.
-    Guest(u64),
-}
-
-/// One ring the guest set up.
-#[derive(Debug)]
-pub(crate) struct Ring {
-    /// The ring fd at setup (to forget rings whose fd has been closed).
-    fd: i32,
-    rings: Backing,
-    guest_sqes: Backing,
-    /// The entry array the kernel reads: only the VMM writes it.
-    kernel_sqes: SharedRegion,
-    pub(super) sqe_size: usize,
-    sq_entries: u32,
-    /// Offsets in the ring memory: SQ head, SQ tail, SQ index array (None: NO_SQARRAY).
-    sq_head: u64,
-    sq_tail: u64,
-    sq_array: Option<u64>,
-    /// SINGLE_ISSUER/DEFER_TASKRUN: one task submits, so its calls are served on the guest
-    /// thread's own vCPU thread.
-    pub(super) single_issuer: bool,
-    /// Per entry slot, the iovec array copied for its READV/WRITEV (kept until the slot is
-    /// filled again; the kernel imports it when it takes the entry). Also serializes submissions.
-    slots: Mutex<Vec<Vec<u64>>>,
-}
 
 fn u32_at(b: &[u8], off: usize) -> u32 {
     u32::from_le_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]])
@@ -123,37 +92,6 @@ fn ring_sizes(entries: u32, flags: u32, cq_asked: u32) -> Result<(u64, u64), i32
         2 * sq
     };
     Ok((sq as u64, cq as u64))
-}
-
-impl Backing {
-    fn u32_at(&self, k: &Kernel, off: u64) -> u32 {
-        match self {
-            Backing::Vmm(r) => r.load_u32(off as usize),
-            Backing::Guest(base) => {
-                let a = base.saturating_add(off);
-                if !k.mem.in_app(a, 4) {
-                    return 0;
-                }
-                let mut b = [0u8; 4];
-                k.mem.read(a, &mut b);
-                u32::from_le_bytes(b)
-            }
-        }
-    }
-
-    fn read(&self, k: &Kernel, off: u64, buf: &mut [u8]) {
-        match self {
-            Backing::Vmm(r) => r.read(off as usize, buf),
-            Backing::Guest(base) => {
-                let a = base.saturating_add(off);
-                if k.mem.in_app(a, buf.len() as u64) {
-                    k.mem.read(a, buf);
-                } else {
-                    buf.fill(0);
-                }
-            }
-        }
-    }
 }
 
 impl Kernel {
@@ -440,15 +378,15 @@ impl Kernel {
     /// Copies the entries the guest submits (at most `to_submit`, from the kernel's SQ head to
     /// the guest's tail) from its array into the kernel's, checked; returns how many to submit.
     fn copy_submissions(&self, ring: &Ring, slots: &mut [Vec<u64>], to_submit: u32) -> u32 {
-        let head = ring.rings.u32_at(self, ring.sq_head);
-        let tail = ring.rings.u32_at(self, ring.sq_tail);
+        let head = ring.rings.u32_at(&self.mem, ring.sq_head);
+        let tail = ring.rings.u32_at(&self.mem, ring.sq_tail);
         let mask = ring.sq_entries - 1;
         let n = to_submit.min(tail.wrapping_sub(head)).min(ring.sq_entries);
         let mut sqe = [0u8; 128];
         for i in 0..n {
             let pos = head.wrapping_add(i) & mask;
             let idx = match ring.sq_array {
-                Some(off) => ring.rings.u32_at(self, off + 4 * pos as u64),
+                Some(off) => ring.rings.u32_at(&self.mem, off + 4 * pos as u64),
                 None => pos,
             };
             if idx >= ring.sq_entries {
@@ -456,7 +394,7 @@ impl Kernel {
             }
             let e = &mut sqe[..ring.sqe_size];
             let at = idx as u64 * ring.sqe_size as u64;
-            ring.guest_sqes.read(self, at, e);
+            ring.guest_sqes.read(&self.mem, at, e);
             self.vet_sqe(e, &mut slots[idx as usize]);
             ring.kernel_sqes.write(at as usize, e);
         }
