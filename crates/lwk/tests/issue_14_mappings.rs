@@ -148,6 +148,10 @@ fn issue_14_liburing_programs_like_native() {
         "register files with fd 65291: -9",
         "register a buffer at 0x7e0000001000: -14",
         "child's submission on the shared ring: exit 0, file holds from the child",
+        "openat completion: ud 18",
+        "openat: fd ok 1, reads 7 bytes",
+        "close: submitted 1\n  ud 19 res 0",
+        "  ud 20 res -2",
     ] {
         assert!(out.contains(line), "missing {line:?} in\n{out}");
     }
@@ -157,8 +161,12 @@ fn issue_14_liburing_programs_like_native() {
     assert!(r.status.success(), "{}", show(&r));
     assert!(out.contains("SQPOLL setup: -22"), "{out}");
     assert!(
-        out.contains("  ud 1 res -22"),
-        "OPENAT must complete with EINVAL: {out}"
+        out.contains("  ud 1 res 0\n  ud 2 res -22"),
+        "a linked OPENAT must complete with EINVAL: {out}"
+    );
+    assert!(
+        out.contains("  ud 3 res -13"),
+        "OPENAT of /proc/self/mem: EACCES: {out}"
     );
     assert!(
         err.contains("io_uring_setup: flags 0x2 are not supported"),
@@ -168,6 +176,7 @@ fn issue_14_liburing_programs_like_native() {
         err.contains("io_uring operation OPENAT (18) is not supported"),
         "{err}"
     );
+    assert!(err.contains("served only outside a link chain"), "{err}");
 }
 
 /// fio's JSON: per job (name, error, read ios, read KiB, write ios, write KiB).

@@ -383,6 +383,7 @@ impl Kernel {
         let mask = ring.sq_entries - 1;
         let n = to_submit.min(tail.wrapping_sub(head)).min(ring.sq_entries);
         let mut sqe = [0u8; 128];
+        let mut in_chain = false;
         for i in 0..n {
             let pos = head.wrapping_add(i) & mask;
             let idx = match ring.sq_array {
@@ -395,7 +396,9 @@ impl Kernel {
             let e = &mut sqe[..ring.sqe_size];
             let at = idx as u64 * ring.sqe_size as u64;
             ring.guest_sqes.read(&self.mem, at, e);
-            self.vet_sqe(e, &mut slots[idx as usize]);
+            let links = e[1] & super::uring_sqe::IOSQE_LINKS != 0;
+            self.vet_sqe(e, &mut slots[idx as usize], in_chain);
+            in_chain = links;
             ring.kernel_sqes.write(at as usize, e);
         }
         n

@@ -16,6 +16,8 @@ const SPLICE_FD_IN: usize = 44; // also file_index, addr_len (u16)
 
 const IOSQE_FIXED_FILE: u8 = 1 << 0;
 const IOSQE_BUFFER_SELECT: u8 = 1 << 5;
+/// IOSQE_IO_LINK | IOSQE_IO_HARDLINK: the next entry runs after this one.
+pub(super) const IOSQE_LINKS: u8 = (1 << 2) | (1 << 3);
 /// Flags a replacement NOP keeps: drain, link, hardlink, async, CQE skip on success.
 const IOSQE_KEPT: u8 = (1 << 1) | (1 << 2) | (1 << 3) | (1 << 4) | (1 << 6);
 /// IORING_NOP_INJECT_RESULT: the NOP completes with `len` as its result.
@@ -25,12 +27,15 @@ const SPLICE_F_FD_IN_FIXED: u32 = 1 << 31;
 const TIMEOUT_UPDATE: u32 = 1 << 1;
 const LINK_TIMEOUT_UPDATE: u32 = 1 << 4;
 
-/// Why an entry is not passed on.
+/// Why an entry is not passed on as it is.
 enum Refused {
     /// The errno Linux would complete it with (a bad buffer or fd).
     Errno(i32),
     /// An operation the LWK does not serve (EINVAL, what a kernel without it answers).
     Unsupported,
+    /// Served by the LWK at submission (OPENAT: the open is judged like `open`): complete with
+    /// this result.
+    Served(i32),
 }
 
 fn get32(e: &[u8], off: usize) -> u32 {
@@ -119,28 +124,36 @@ pub(super) fn op_name(op: u8) -> &'static str {
 
 /// Makes `e` a NOP that completes with `-errno`, keeping its user_data and link flags.
 fn inject(e: &mut [u8], errno: i32) {
+    complete_with(e, -errno);
+}
+
+/// Makes `e` a NOP that completes with `res`, keeping its user_data and link flags.
+fn complete_with(e: &mut [u8], res: i32) {
     let (flags, user_data) = (e[FLAGS] & IOSQE_KEPT, get64(e, USER_DATA));
     e.fill(0);
     e[FLAGS] = flags;
-    e[LEN..LEN + 4].copy_from_slice(&(-errno as u32).to_le_bytes());
+    e[LEN..LEN + 4].copy_from_slice(&(res as u32).to_le_bytes());
     e[OP_FLAGS..OP_FLAGS + 4].copy_from_slice(&NOP_INJECT_RESULT.to_le_bytes());
     set64(e, USER_DATA, user_data);
 }
 
 impl Kernel {
     /// Checks entry `e` in place; an entry that fails becomes a NOP completing with the errno.
-    /// `iov` keeps the copy of a READV/WRITEV iovec array alive for the kernel.
-    pub(super) fn vet_sqe(&self, e: &mut [u8], iov: &mut Vec<u64>) {
-        match self.check_sqe(e, iov) {
+    /// `iov` keeps the copy of a READV/WRITEV iovec array alive for the kernel; `in_chain` says
+    /// that the entry before it in this submission links to it.
+    pub(super) fn vet_sqe(&self, e: &mut [u8], iov: &mut Vec<u64>, in_chain: bool) {
+        match self.check_sqe(e, iov, in_chain) {
             Ok(()) => {}
             Err(Refused::Errno(n)) => inject(e, n),
+            Err(Refused::Served(r)) => complete_with(e, r),
             Err(Refused::Unsupported) => {
                 let op = e[OPCODE];
                 self.note_once(
                     0x3_0005_0000 | op as u64,
                     format!(
                         "io_uring operation {} ({op}) is not supported by the LWK (paths, message \
-                         headers and device commands it would pass to the kernel unchecked); its \
+                         headers and device commands it would pass to the kernel unchecked; OPENAT \
+                         is served only outside a link chain and into the fd table); its \
                          completion has EINVAL",
                         op_name(op)
                     ),
@@ -150,7 +163,7 @@ impl Kernel {
         }
     }
 
-    fn check_sqe(&self, e: &mut [u8], iov: &mut Vec<u64>) -> Result<(), Refused> {
+    fn check_sqe(&self, e: &mut [u8], iov: &mut Vec<u64>, in_chain: bool) -> Result<(), Refused> {
         let op = e[OPCODE];
         let flags = e[FLAGS];
         let fd = get32(e, FD) as i32;
@@ -289,6 +302,21 @@ impl Kernel {
                     .checked_mul(len)
                     .ok_or(Refused::Errno(libc::EINVAL))?;
                 buf(addr, n, true)?;
+            }
+            // OPENAT outside a link chain, into the fd table: opened now by the LWK, judged like
+            // open(2) (procfs files of a VMM refused), and completed with the fd. In a chain (its
+            // order matters) or into a fixed-file slot it is not served.
+            18 if !in_chain && flags & IOSQE_LINKS == 0 && get32(e, SPLICE_FD_IN) == 0 => {
+                fd_ok(fd, false)?;
+                let path = self
+                    .mem
+                    .read_cstr(addr, 4096)
+                    .ok_or(Refused::Errno(libc::EFAULT))?;
+                if super::check::forbidden_path(&path, self.fd_floor) {
+                    return Err(Refused::Errno(libc::EACCES));
+                }
+                let r = self.open_judged(fd, addr, op_flags as i32, len as u32);
+                return Err(Refused::Served(r as i32));
             }
             // FUTEX_WAIT, FUTEX_WAKE: the futex word (its size from the futex2 flags in `fd`).
             51 | 52 => buf(addr, 1 << (fd as u32 & 3), false)?,

@@ -2,7 +2,8 @@
  * uring DIR [refused]. Plain: reads and writes (plain, vectored, fixed buffers, fixed files), a
  * linked write→fsync→read chain, a timeout, poll on a pipe, an eventfd notified of completions,
  * a batch of 64 writes checked byte by byte, buffers the kernel may not use (EFAULT), the probe.
- * "refused": what the LWK refuses (SQPOLL, OPENAT), printing the errors. */
+ * "refused": what the LWK refuses (SQPOLL, OPENAT in a link chain, OPENAT of a VMM's procfs
+ * file), printing the errors. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -48,8 +49,13 @@ static int refused(void) {
     printf("SQPOLL setup: %d (%s)\n", e, e ? strerror(-e) : "ok");
     if (e == 0) io_uring_queue_exit(&r2);
     if (io_uring_queue_init(8, &ring, 0)) return 1;
-    io_uring_prep_openat(sqe(1), AT_FDCWD, "/etc/hostname", O_RDONLY, 0);
-    reap("openat", 1);
+    struct io_uring_sqe *s = sqe(1);
+    io_uring_prep_nop(s);
+    s->flags |= IOSQE_IO_LINK;
+    io_uring_prep_openat(sqe(2), AT_FDCWD, "/etc/hostname", O_RDONLY, 0);
+    reap("nop linked to openat", 2);
+    io_uring_prep_openat(sqe(3), AT_FDCWD, "/proc/self/mem", O_RDONLY, 0);
+    reap("openat /proc/self/mem", 1);
     io_uring_queue_exit(&ring);
     return 0;
 }
@@ -181,14 +187,36 @@ int main(int argc, char **argv) {
     io_uring_unregister_buffers(&ring);
     printf("register a buffer at 0x7e0000001000: %d\n", io_uring_register_buffers(&ring, &far, 1));
 
-    /* A forked child submits on the parent's ring (shared, as after fork on Linux). */
+    /* OPENAT and CLOSE. */
+    io_uring_prep_openat(sqe(18), AT_FDCWD, path, O_RDONLY, 0);
+    io_uring_submit_and_wait(&ring, 1);
+    struct io_uring_cqe *oc;
+    io_uring_wait_cqe(&ring, &oc);
+    int ofd = oc->res;
+    printf("openat completion: ud %llu\n", (unsigned long long)oc->user_data);
+    io_uring_cqe_seen(&ring, oc);
+    char ob[8] = {0};
+    printf("openat: fd ok %d, reads %zd bytes\n", ofd > 2, pread(ofd, ob, 7, 0));
+    io_uring_prep_close(sqe(19), ofd);
+    reap("close", 1);
+    io_uring_prep_openat(sqe(20), AT_FDCWD, "/nonexistent/x", O_RDONLY, 0);
+    reap("openat of a missing file", 1);
+
+    struct io_uring_probe *p = io_uring_get_probe_ring(&ring);
+    printf("probe: READ %d WRITE %d\n", p && io_uring_opcode_supported(p, IORING_OP_READ),
+           p && io_uring_opcode_supported(p, IORING_OP_WRITE));
+    io_uring_free_probe(p);
+    /* A forked child submits on the parent's ring (shared, as after fork on Linux). Last: the
+     * parent's liburing does not know of the child's submission, so it must not submit again. */
     pid_t kid = fork();
     if (kid == 0) {
         io_uring_prep_write(sqe(17), fd, "from the child", 14, 400);
         io_uring_submit(&ring);
         struct io_uring_cqe *c;
         io_uring_wait_cqe(&ring, &c);
-        _exit(c->res == 14 ? 0 : 1);
+        int ok = c->res == 14;
+        io_uring_cqe_seen(&ring, c); /* the CQ ring is the parent's too */
+        _exit(ok ? 0 : 1);
     }
     int kst = 0;
     waitpid(kid, &kst, 0);
@@ -196,10 +224,6 @@ int main(int argc, char **argv) {
     pread(fd, kb, 14, 400);
     printf("child's submission on the shared ring: exit %d, file holds %s\n", WEXITSTATUS(kst), kb);
 
-    struct io_uring_probe *p = io_uring_get_probe_ring(&ring);
-    printf("probe: READ %d WRITE %d\n", p && io_uring_opcode_supported(p, IORING_OP_READ),
-           p && io_uring_opcode_supported(p, IORING_OP_WRITE));
-    io_uring_free_probe(p);
     io_uring_queue_exit(&ring);
     unlink(path);
     return 0;
