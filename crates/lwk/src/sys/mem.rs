@@ -52,44 +52,21 @@ pub fn madvise(addr: u64, len: usize, advice: i32) -> io::Result<()> {
 /// file's pages).
 pub fn map_file_shared(addr: u64, len: u64, writable: bool, fd: i32, off: u64) -> io::Result<()> {
     let prot = libc::PROT_READ | if writable { libc::PROT_WRITE } else { 0 };
-    // SAFETY: callers pass a page-aligned range inside the guest window, memory owned by the VMM
-    // that no Rust reference points into; MAP_FIXED only replaces those pages.
-    let p = unsafe {
-        libc::mmap(
-            addr as *mut libc::c_void,
-            len as usize,
-            prot,
-            libc::MAP_SHARED | libc::MAP_FIXED,
-            fd,
-            off as libc::off_t,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    map_over(addr, len, prot, libc::MAP_SHARED, fd, off)
 }
 
 /// Maps `len` bytes of file `fd` from `off` privately (copy-on-write, always writable for the
 /// VMM) over `[addr, addr+len)` of the guest window: the guest's non-executable MAP_PRIVATE file
 /// mappings, which then follow the file as Linux's do until written.
 pub fn map_file_private(addr: u64, len: u64, fd: i32, off: u64) -> io::Result<()> {
-    // SAFETY: as in `map_file_shared`: a page-aligned range of the guest window, owned by the VMM,
-    // no Rust references into it; MAP_FIXED only replaces those pages.
-    let p = unsafe {
-        libc::mmap(
-            addr as *mut libc::c_void,
-            len as usize,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_FIXED,
-            fd,
-            off as libc::off_t,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    map_over(
+        addr,
+        len,
+        libc::PROT_READ | libc::PROT_WRITE,
+        libc::MAP_PRIVATE,
+        fd,
+        off,
+    )
 }
 
 /// Maps fresh anonymous memory over `[addr, addr+len)` of the guest window that the guest asked
@@ -102,28 +79,12 @@ pub fn map_host_anonymous(addr: u64, len: u64, shared: bool, huge: bool) -> io::
     } else {
         libc::MAP_PRIVATE
     } | libc::MAP_ANONYMOUS
-        | libc::MAP_FIXED
         | if huge {
             libc::MAP_HUGETLB
         } else {
             libc::MAP_NORESERVE
         };
-    // SAFETY: as in `map_file_shared`: a page-aligned range of the guest window, owned by the VMM,
-    // no Rust references into it; MAP_FIXED only replaces those pages.
-    let p = unsafe {
-        libc::mmap(
-            addr as *mut libc::c_void,
-            len as usize,
-            libc::PROT_READ | libc::PROT_WRITE,
-            flags,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    map_over(addr, len, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0)
 }
 
 /// Resizes the shared mapping at `[old, old+old_len)` of the guest window to `new_len` bytes and
@@ -190,22 +151,31 @@ pub fn protect(addr: u64, len: u64, prot: i32) -> io::Result<()> {
 /// Puts fresh private anonymous memory (huge pages allowed) back over `[addr, addr+len)` of the
 /// guest window, after a shared file mapping there ends.
 pub fn map_anonymous(addr: u64, len: u64) -> io::Result<()> {
-    // SAFETY: as in `map_file_shared`: a range of the guest window, owned by the VMM, no Rust
-    // references into it; MAP_FIXED only replaces those pages.
+    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE;
+    map_over(addr, len, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0)?;
+    let _ = madvise(addr, len as usize, libc::MADV_HUGEPAGE);
+    Ok(())
+}
+
+/// `mmap(addr, len, prot, flags | MAP_FIXED, fd, off)` over a range of the guest window: the one
+/// place the VMM replaces guest memory with another mapping.
+fn map_over(addr: u64, len: u64, prot: i32, flags: i32, fd: i32, off: u64) -> io::Result<()> {
+    // SAFETY: callers pass a page-aligned range inside the guest window, memory owned by the VMM
+    // that no Rust reference points into (guest memory is accessed through raw copies);
+    // MAP_FIXED only replaces those pages.
     let p = unsafe {
         libc::mmap(
             addr as *mut libc::c_void,
             len as usize,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED | libc::MAP_NORESERVE,
-            -1,
-            0,
+            prot,
+            flags | libc::MAP_FIXED,
+            fd,
+            off as libc::off_t,
         )
     };
     if p == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
     }
-    let _ = madvise(addr, len as usize, libc::MADV_HUGEPAGE);
     Ok(())
 }
 

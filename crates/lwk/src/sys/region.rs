@@ -70,7 +70,7 @@ impl SharedRegion {
     /// The u32 at `off` (4-aligned), read with acquire ordering: a ring index the kernel or the
     /// guest publishes.
     pub fn load_u32(&self, off: usize) -> u32 {
-        if off + 4 > self.len || off % 4 != 0 {
+        if off + 4 > self.len || !off.is_multiple_of(4) {
             return 0;
         }
         // SAFETY: aligned, inside the mapping; AtomicU32 has u32's layout and the memory is only

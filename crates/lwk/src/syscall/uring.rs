@@ -22,6 +22,7 @@
 //! * `io_uring_register`: buffers (iovecs checked and copied; the kernel pins guest pages), files
 //!   (fds checked), eventfds, probes, personalities, restrictions; the rest is refused.
 
+use super::uring_sqe::{get32, get64};
 use crate::iouring::{Backing, Ring};
 use crate::kernel::{lock, Kernel, Reply};
 use crate::sys::{self, SharedRegion};
@@ -56,16 +57,6 @@ const OFF_SQES: u64 = 0x1000_0000;
 const PARAMS: usize = 120;
 const SQ_OFF: usize = 40;
 const CQ_OFF: usize = 80;
-
-fn u32_at(b: &[u8], off: usize) -> u32 {
-    u32::from_le_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]])
-}
-
-fn u64_at(b: &[u8], off: usize) -> u64 {
-    let mut w = [0u8; 8];
-    w.copy_from_slice(&b[off..off + 8]);
-    u64::from_le_bytes(w)
-}
 
 fn errno(e: i32) -> Reply {
     Reply::Ret(-(e as i64))
@@ -127,7 +118,7 @@ impl Kernel {
         }
         let mut guest = [0u8; PARAMS];
         self.mem.read(p, &mut guest);
-        let flags = u32_at(&guest, 8);
+        let flags = get32(&guest, 8);
         if flags & !SETUP_SERVED != 0 {
             self.note_once(
                 0x3_0001_0000,
@@ -140,10 +131,10 @@ impl Kernel {
             );
             return errno(libc::EINVAL);
         }
-        if flags & SETUP_ATTACH_WQ != 0 && u32_at(&guest, 24) as i32 >= self.fd_floor {
+        if flags & SETUP_ATTACH_WQ != 0 && get32(&guest, 24) as i32 >= self.fd_floor {
             return errno(libc::EBADF);
         }
-        let (sq, cq) = match ring_sizes(entries, flags, u32_at(&guest, 4)) {
+        let (sq, cq) = match ring_sizes(entries, flags, get32(&guest, 4)) {
             Ok(v) => v,
             Err(e) => return errno(e),
         };
@@ -153,7 +144,7 @@ impl Kernel {
         let rings_len = (256 + cq * cqe_size + 64 + sq * 4).div_ceil(4096) * 4096;
         let sqes_len = (sq * sqe_size).div_ceil(4096) * 4096;
         let (rings, guest_sqes) = if flags & SETUP_NO_MMAP != 0 {
-            let (r, s) = (u64_at(&guest, CQ_OFF + 32), u64_at(&guest, SQ_OFF + 32));
+            let (r, s) = (get64(&guest, CQ_OFF + 32), get64(&guest, SQ_OFF + 32));
             if !self.mem.user_can(r, rings_len, true) || !self.mem.user_can(s, sqes_len, false) {
                 return errno(libc::EFAULT);
             }
@@ -190,9 +181,9 @@ impl Kernel {
         if fd < 0 {
             return Reply::Ret(fd);
         }
-        let (ksq, kcq) = (u32_at(&kp, 0) as u64, u32_at(&kp, 4) as u64);
-        let array = u32_at(&kp, SQ_OFF + 24) as u64;
-        let cqes = u32_at(&kp, CQ_OFF + 20) as u64;
+        let (ksq, kcq) = (get32(&kp, 0) as u64, get32(&kp, 4) as u64);
+        let array = get32(&kp, SQ_OFF + 24) as u64;
+        let cqes = get32(&kp, CQ_OFF + 20) as u64;
         let needed = (cqes + kcq * cqe_size).max(if flags & SETUP_NO_SQARRAY != 0 {
             0
         } else {
@@ -219,8 +210,8 @@ impl Kernel {
             kernel_sqes,
             sqe_size: sqe_size as usize,
             sq_entries: ksq as u32,
-            sq_head: u32_at(&kp, SQ_OFF) as u64,
-            sq_tail: u32_at(&kp, SQ_OFF + 4) as u64,
+            sq_head: get32(&kp, SQ_OFF) as u64,
+            sq_tail: get32(&kp, SQ_OFF + 4) as u64,
             sq_array: (flags & SETUP_NO_SQARRAY == 0).then_some(array),
             single_issuer: flags & (SETUP_SINGLE_ISSUER | SETUP_DEFER_TASKRUN) != 0,
             slots: Mutex::new(vec![Vec::new(); ksq as usize]),

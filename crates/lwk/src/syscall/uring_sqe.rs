@@ -38,11 +38,13 @@ enum Refused {
     Served(i32),
 }
 
-fn get32(e: &[u8], off: usize) -> u32 {
+/// The little-endian u32 at `off` of `e` (an entry, or io_uring_params).
+pub(super) fn get32(e: &[u8], off: usize) -> u32 {
     u32::from_le_bytes([e[off], e[off + 1], e[off + 2], e[off + 3]])
 }
 
-fn get64(e: &[u8], off: usize) -> u64 {
+/// The little-endian u64 at `off` of `e`.
+pub(super) fn get64(e: &[u8], off: usize) -> u64 {
     let mut w = [0u8; 8];
     w.copy_from_slice(&e[off..off + 8]);
     u64::from_le_bytes(w)
@@ -163,6 +165,21 @@ impl Kernel {
         }
     }
 
+    /// A directory fd (or AT_FDCWD) and a path the guest may name, as `check.rs` judges paths.
+    fn dir_and_path(&self, dirfd: i32, path: u64) -> Result<(), Refused> {
+        if dirfd >= self.fd_floor {
+            return Err(Refused::Errno(libc::EBADF));
+        }
+        let name = self
+            .mem
+            .read_cstr(path, 4096)
+            .ok_or(Refused::Errno(libc::EFAULT))?;
+        if super::check::forbidden_path(&name, self.fd_floor) {
+            return Err(Refused::Errno(libc::EACCES));
+        }
+        Ok(())
+    }
+
     fn check_sqe(&self, e: &mut [u8], iov: &mut Vec<u64>, in_chain: bool) -> Result<(), Refused> {
         let op = e[OPCODE];
         let flags = e[FLAGS];
@@ -255,14 +272,7 @@ impl Kernel {
             }
             // STATX: dirfd, path, struct statx.
             21 => {
-                fd_ok(fd, false)?;
-                let path = self
-                    .mem
-                    .read_cstr(addr, 4096)
-                    .ok_or(Refused::Errno(libc::EFAULT))?;
-                if super::check::forbidden_path(&path, self.fd_floor) {
-                    return Err(Refused::Errno(libc::EACCES));
-                }
+                self.dir_and_path(fd, addr)?;
                 buf(off, 256, true)?;
             }
             // READ, RECV: written; WRITE, SEND, SEND_ZC: read (SEND's destination in addr2).
@@ -307,14 +317,7 @@ impl Kernel {
             // open(2) (procfs files of a VMM refused), and completed with the fd. In a chain (its
             // order matters) or into a fixed-file slot it is not served.
             18 if !in_chain && flags & IOSQE_LINKS == 0 && get32(e, SPLICE_FD_IN) == 0 => {
-                fd_ok(fd, false)?;
-                let path = self
-                    .mem
-                    .read_cstr(addr, 4096)
-                    .ok_or(Refused::Errno(libc::EFAULT))?;
-                if super::check::forbidden_path(&path, self.fd_floor) {
-                    return Err(Refused::Errno(libc::EACCES));
-                }
+                self.dir_and_path(fd, addr)?;
                 let r = self.open_judged(fd, addr, op_flags as i32, len as u32);
                 return Err(Refused::Served(r as i32));
             }
