@@ -348,6 +348,9 @@ fn issue_14_memory_shared_with_a_forked_child_and_huge_pages_like_native() {
         "mremap grow: moved 1, keeps page 0: written after m, sees page 2: third page",
         "file page 1 holds: via the grown m",
         "mremap shrink in place: 1",
+        "MREMAP_FIXED private: at target 1, holds private bytes, new page zero 1",
+        "MREMAP_FIXED shared: at target 1, file holds moved shared",
+        "MREMAP_FIXED overlapping: Invalid argument",
     ] {
         assert!(out.contains(line), "missing {line:?} in\n{out}");
     }

@@ -64,7 +64,7 @@ impl Kernel {
             SYS_mremap => {
                 let mut fx = Effects::default();
                 if a[3] & MREMAP_FIXED as u64 != 0 {
-                    return self.refuse(nr, "mremap with MREMAP_FIXED");
+                    return self.mremap_fixed(nr, a);
                 }
                 if self.overlaps_shared(a[0], a[1]) {
                     return self.mremap_shared(nr, a);

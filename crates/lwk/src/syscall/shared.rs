@@ -183,6 +183,79 @@ impl Kernel {
         Reply::Ret(new as i64)
     }
 
+    /// mremap(old, old_len, new_len, MREMAP_MAYMOVE | MREMAP_FIXED, new): the mapping moves to
+    /// `new`, replacing whatever was there, as on Linux. A shared (or host-mapped private file)
+    /// mapping moves in the host; the LWK's own memory is copied.
+    pub(super) fn mremap_fixed(&self, nr: u64, a: [u64; 6]) -> Reply {
+        let (old, flags, new) = (a[0], a[3], a[4]);
+        let (old_len, new_len) = (a[1].div_ceil(PAGE) * PAGE, a[2].div_ceil(PAGE) * PAGE);
+        let einval = Reply::Ret(-(libc::EINVAL as i64));
+        if flags & !(libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED) as u64 != 0 {
+            return self.refuse(nr, "mremap with MREMAP_DONTUNMAP");
+        }
+        if flags & libc::MREMAP_MAYMOVE as u64 == 0
+            || !old.is_multiple_of(PAGE)
+            || !new.is_multiple_of(PAGE)
+            || new_len == 0
+            || (old < new.saturating_add(new_len) && new < old.saturating_add(old_len))
+        {
+            return einval;
+        }
+        {
+            let mm = lock(&self.space.mm);
+            if !mm.in_window(new, new_len) {
+                return Reply::Ret(-(libc::ENOMEM as i64));
+            }
+            if !mm.maps.covers(old, old.saturating_add(old_len)) {
+                return Reply::Ret(-(libc::EFAULT as i64));
+            }
+        }
+        let moved_in_host = lock(&self.space.shared).covers(old, old + old_len);
+        let sysv = lock(&self.space.shm)
+            .range(..old + old_len)
+            .any(|(&s, &l)| s + l > old);
+        if sysv || (!moved_in_host && self.overlaps_shared(old, old_len)) {
+            return self.refuse(
+                nr,
+                "mremap of a SysV attachment, or of a range only partly a shared mapping",
+            );
+        }
+        // The destination: whatever was there goes, then it is the mapping's.
+        if let Err(e) = self.unshare(new, new_len) {
+            return Reply::Ret(e);
+        }
+        self.release(new, new_len).ok();
+        let mut fx = crate::mm::Effects::default();
+        if let Err(e) = lock(&self.space.mm).mmap(new, new_len, true, &mut fx) {
+            return Reply::Ret(e.errno());
+        }
+        self.apply(fx);
+        if moved_in_host {
+            if let Err(e) = sys::move_mapping(old, old_len, new_len, new) {
+                self.release(new, new_len).ok();
+                return Reply::Ret(-(e.raw_os_error().unwrap_or(libc::ENOMEM) as i64));
+            }
+            let mut shared = lock(&self.space.shared);
+            shared.remove(old, old + old_len);
+            shared.insert(new, new + new_len);
+            drop(shared);
+            let _ = sys::map_anonymous(old, old_len);
+        } else {
+            let mut buf = vec![0u8; 1 << 20];
+            let mut done = 0;
+            while done < old_len.min(new_len) {
+                let n = (old_len.min(new_len) - done).min(buf.len() as u64) as usize;
+                self.mem.read(old + done, &mut buf[..n]);
+                self.mem.write(new + done, &buf[..n]);
+                done += n as u64;
+            }
+        }
+        self.note_remap(old, old_len, new, new_len);
+        self.release(old, old_len).ok();
+        self.sync_protections(new, new + new_len);
+        Reply::Ret(new as i64)
+    }
+
     /// Reports `msg` once per `key` (the keys of `reported` above 2^32 are not call numbers).
     pub(crate) fn note_once(&self, key: u64, msg: String) {
         if lock(&self.reported).insert(key) {

@@ -107,6 +107,25 @@ int main(int argc, char **argv) {
         munmap(g3, 4096);
     }
     if (blocker != MAP_FAILED) munmap(blocker, 4096);
+
+    /* MREMAP_FIXED: private memory and a shared file mapping moved to a chosen address. */
+    char *target = mmap(NULL, 8 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *pm = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    strcpy(pm + 4096, "private bytes");
+    char *pf = mremap(pm, 2 * 4096, 3 * 4096, MREMAP_MAYMOVE | MREMAP_FIXED, target);
+    printf("MREMAP_FIXED private: at target %d, holds %s, new page zero %d\n", pf == target, pf + 4096,
+           pf[2 * 4096] == 0);
+    char *sm = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, wfd, 0);
+    char *sf = mremap(sm, 4096, 4096, MREMAP_MAYMOVE | MREMAP_FIXED, target + 4 * 4096);
+    strcpy(sf + 100, "moved shared");
+    pread(wfd, buf, 12, 100);
+    printf("MREMAP_FIXED shared: at target %d, file holds %.12s\n", sf == target + 4 * 4096, buf);
+    errno = 0;
+    printf("MREMAP_FIXED overlapping: %s\n",
+           mremap(target, 2 * 4096, 2 * 4096, MREMAP_MAYMOVE | MREMAP_FIXED, target + 4096) == MAP_FAILED
+               ? strerror(errno)
+               : "moved");
+    munmap(target, 8 * 4096);
     unlink(path);
 
     if (argc > 2 && strcmp(argv[2], "huge") == 0) {
