@@ -289,6 +289,20 @@ fn issue_14_perf_record_in_the_lwk_writes_a_perf_data_perf_report_reads() {
     );
 }
 
+#[test]
+fn issue_14_mincore_checks_like_native() {
+    require_kvm();
+    let dir = Scratch::new("multios-lwk-issue14", "mincore");
+    let prog = build_c(&dir, "mincore", &[]);
+    let (n, l) = (native(&prog, &[]), lwk(&prog, &[]));
+    assert_same_outputs("mincore.c", &n, &l);
+    assert!(
+        text(&l).contains("m, 4 pages with a hole, v   -1 Cannot allocate memory"),
+        "{}",
+        show(&l)
+    );
+}
+
 /// Restores /proc/sys/vm/nr_hugepages and unmounts a hugetlbfs when dropped.
 struct HugePages {
     old: String,

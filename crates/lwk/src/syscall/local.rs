@@ -112,14 +112,7 @@ impl Kernel {
                 }
                 Reply::Ret(0)
             }
-            SYS_mincore => {
-                let pages = a[1].div_ceil(4096);
-                if !self.mem.in_app(a[2], pages) {
-                    return err(EFAULT);
-                }
-                self.mem.write(a[2], &vec![1u8; pages as usize]);
-                Reply::Ret(0)
-            }
+            SYS_mincore => self.mincore(a),
             SYS_arch_prctl => self.arch_prctl(ctx, a),
             SYS_getpid => Reply::Ret(self.pid() as i64),
             SYS_gettid => Reply::Ret(self.tid(cpu) as i64),

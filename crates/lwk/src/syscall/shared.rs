@@ -256,6 +256,46 @@ impl Kernel {
         Reply::Ret(new as i64)
     }
 
+    /// mincore(addr, len, vec) with Linux's checks in Linux's order (mm/mincore.c): an unaligned
+    /// start is EINVAL, a range outside the window or with an unmapped page ENOMEM, a vector the
+    /// guest cannot write EFAULT (none is needed for a zero length). Every mapped page is
+    /// reported resident: the window is backed before the guest touches it.
+    pub(super) fn mincore(&self, a: [u64; 6]) -> Reply {
+        let (addr, len, vec) = (a[0], a[1], a[2]);
+        if !addr.is_multiple_of(PAGE) {
+            return Reply::Ret(-(libc::EINVAL as i64));
+        }
+        let pages = len.div_ceil(PAGE);
+        if pages == 0 {
+            // Nothing to look at: Linux checks no range and no vector.
+            return Reply::Ret(0);
+        }
+        let end = addr.saturating_add(pages * PAGE);
+        {
+            let mm = lock(&self.space.mm);
+            if !mm.in_window(addr, pages * PAGE) {
+                return Reply::Ret(-(libc::ENOMEM as i64));
+            }
+            let heap = (mm.brk_start, mm.brk_cur.div_ceil(PAGE) * PAGE);
+            let mut pos = addr;
+            while pos < end {
+                if (heap.0..heap.1).contains(&pos) {
+                    pos = heap.1.min(end);
+                    continue;
+                }
+                match mm.maps.intersections(pos, end).first() {
+                    Some(&(s, e)) if s == pos => pos = e,
+                    _ => return Reply::Ret(-(libc::ENOMEM as i64)),
+                }
+            }
+        }
+        if !self.mem.user_can(vec, pages, true) {
+            return Reply::Ret(-(libc::EFAULT as i64));
+        }
+        self.mem.write(vec, &vec![1u8; pages as usize]);
+        Reply::Ret(0)
+    }
+
     /// Reports `msg` once per `key` (the keys of `reported` above 2^32 are not call numbers).
     pub(crate) fn note_once(&self, key: u64, msg: String) {
         if lock(&self.reported).insert(key) {
