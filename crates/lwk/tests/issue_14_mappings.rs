@@ -296,8 +296,13 @@ fn issue_14_mincore_checks_like_native() {
     let prog = build_c(&dir, "mincore", &[]);
     let (n, l) = (native(&prog, &[]), lwk(&prog, &[]));
     assert_same_outputs("mincore.c", &n, &l);
+    let hole = text(&l)
+        .lines()
+        .find(|x| x.starts_with("m, 4 pages with a hole"))
+        .map(str::to_string);
     assert!(
-        text(&l).contains("m, 4 pages with a hole, v   -1 Cannot allocate memory"),
+        hole.as_deref()
+            .is_some_and(|x| x.ends_with("-1 Cannot allocate memory")),
         "{}",
         show(&l)
     );
