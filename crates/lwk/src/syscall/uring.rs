@@ -145,7 +145,9 @@ impl Kernel {
         let sqes_len = (sq * sqe_size).div_ceil(4096) * 4096;
         let (rings, guest_sqes) = if flags & SETUP_NO_MMAP != 0 {
             let (r, s) = (get64(&guest, CQ_OFF + 32), get64(&guest, SQ_OFF + 32));
-            if !self.mem.user_can(r, rings_len, true) || !self.mem.user_can(s, sqes_len, false) {
+            // Inside the window (the kernel pins what it needs of it; the LWK's sizes are upper
+            // bounds, checked against the kernel's after the call).
+            if !self.mem.in_app(r, rings_len) || !self.mem.in_app(s, sqes_len) {
                 return errno(libc::EFAULT);
             }
             (Backing::Guest(r), Backing::Guest(s))
@@ -250,9 +252,9 @@ impl Kernel {
                 return Some(errno(libc::EINVAL));
             }
         };
-        // With the guest's own NO_MMAP there is nothing to map, as natively.
+        // With the guest's own NO_MMAP there is nothing to map: ENOMEM, as this kernel answers.
         let Backing::Vmm(region) = backing else {
-            return Some(errno(libc::EINVAL));
+            return Some(errno(libc::ENOMEM));
         };
         let len = len.div_ceil(4096) * 4096;
         if len == 0 || len > region.len() as u64 {

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,6 +39,35 @@ static struct io_uring_sqe *sqe(unsigned long long ud) {
     struct io_uring_sqe *s = io_uring_get_sqe(&ring);
     s->user_data = ud;
     return s;
+}
+
+/* A ring on memory the program gives (IORING_SETUP_NO_MMAP, Linux 6.5; the 6.1 headers call
+ * user_addr resv2), driven with raw system calls: one NOP. */
+static void no_mmap_ring(void) {
+    struct io_uring_params p;
+    memset(&p, 0, sizeof p);
+    char *rings = mmap(NULL, 1 << 16, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    char *sqes = mmap(NULL, 1 << 16, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    p.flags = 1u << 14;
+    p.cq_off.resv2 = (unsigned long)rings;
+    p.sq_off.resv2 = (unsigned long)sqes;
+    int fd = (int)syscall(__NR_io_uring_setup, 8, &p);
+    if (fd < 0) {
+        printf("NO_MMAP ring: %s\n", strerror(errno));
+        return;
+    }
+    struct io_uring_sqe *e = (struct io_uring_sqe *)sqes;
+    memset(e, 0, sizeof *e);
+    e->opcode = IORING_OP_NOP;
+    e->user_data = 5;
+    ((unsigned *)(rings + p.sq_off.array))[0] = 0;
+    __atomic_store_n((unsigned *)(rings + p.sq_off.tail), 1, __ATOMIC_RELEASE);
+    long r = syscall(__NR_io_uring_enter, fd, 1, 1, IORING_ENTER_GETEVENTS, NULL, 0);
+    struct io_uring_cqe *c = (struct io_uring_cqe *)(rings + p.cq_off.cqes);
+    printf("NO_MMAP ring: enter %ld, cq tail %u, ud %llu res %d, mmap of its SQ ring: %s\n", r,
+           *(unsigned *)(rings + p.cq_off.tail), (unsigned long long)c->user_data, c->res,
+           mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, IORING_OFF_SQ_RING) == MAP_FAILED ? strerror(errno) : "mapped");
+    close(fd);
 }
 
 static int refused(void) {
@@ -201,6 +231,8 @@ int main(int argc, char **argv) {
     reap("close", 1);
     io_uring_prep_openat(sqe(20), AT_FDCWD, "/nonexistent/x", O_RDONLY, 0);
     reap("openat of a missing file", 1);
+
+    no_mmap_ring();
 
     struct io_uring_probe *p = io_uring_get_probe_ring(&ring);
     printf("probe: READ %d WRITE %d\n", p && io_uring_opcode_supported(p, IORING_OP_READ),
