@@ -10,11 +10,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #define LEN (3 * 4096)
+
+static sigjmp_buf back;
+
+static void on_segv(int sig) {
+    (void)sig;
+    siglongjmp(back, 1);
+}
+
+/* Writes one byte at `p`: "SIGSEGV" or "written". The host mapping behind such pages is writable
+ * in the LWK; the guest's page tables must keep the guest's protection. */
+static const char *try_write(char *p) {
+    if (sigsetjmp(back, 1)) return "SIGSEGV";
+    *(volatile char *)p = 1;
+    return "written";
+}
 
 /* The child writes `msg` at page 1 of `p` and exits; the parent prints what it then sees. */
 static void share_with_child(const char *what, char *p) {
@@ -71,6 +88,17 @@ int main(int argc, char **argv) {
     for (int i = 4096; i < 8192; i++) zeros &= m[i] == 0;
     printf("hole punched: %d, reads zero through the mapping: %d, neighbours kept: %d %d\n", punched,
            zeros, m[4095] == 'x', m[8192] == 'x');
+
+    /* Protections stay the guest's: PROT_READ shared anonymous memory and a PROT_READ private
+     * file mapping (both writable host mappings in the LWK) fault on a write. */
+    signal(SIGSEGV, on_segv);
+    char *ra = mmap(NULL, 4096, PROT_READ, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    char *rp = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, mfd, 0);
+    printf("write to PROT_READ shared anonymous: %s\n", try_write(ra));
+    printf("write to PROT_READ private file mapping: %s\n", try_write(rp));
+    mprotect(rp, 4096, PROT_READ | PROT_WRITE);
+    printf("after mprotect RW: %s, file unchanged: %d\n", try_write(rp), (pread(mfd, buf, 1, 0), buf[0] == 'x'));
+    signal(SIGSEGV, SIG_DFL);
 
     /* Write access to a shared mapping is the file's to grant. */
     const char *path = argc > 1 ? argv[1] : "kshared.dat";
