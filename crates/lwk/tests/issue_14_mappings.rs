@@ -132,6 +132,7 @@ fn issue_14_liburing_programs_like_native() {
         "child's submission on the shared ring: exit 0, file holds from the child",
         "openat completion: ud 18",
         "openat: fd ok 1, reads 7 bytes",
+        "SINGLE_ISSUER|DEFER_TASKRUN ring: submitted 1, wait 0, res 7",
         "NO_MMAP ring: enter 1, cq tail 1, ud 5 res 0, mmap of its SQ ring: Cannot allocate memory",
         "close: submitted 1\n  ud 19 res 0",
         "  ud 20 res -2",

@@ -70,6 +70,30 @@ static void no_mmap_ring(void) {
     close(fd);
 }
 
+/* A ring one task must drive (SINGLE_ISSUER | DEFER_TASKRUN): its completions are run only when
+ * that task waits for them. In the LWK it is driven from the guest thread's own vCPU thread. */
+static void single_issuer_ring(const char *path) {
+    struct io_uring r;
+    struct io_uring_params p;
+    memset(&p, 0, sizeof p);
+    p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+    int e = io_uring_queue_init_params(8, &r, &p);
+    if (e) {
+        printf("SINGLE_ISSUER|DEFER_TASKRUN ring: %s\n", strerror(-e));
+        return;
+    }
+    int fd = open(path, O_RDONLY);
+    char b[8] = {0};
+    struct io_uring_sqe *s = io_uring_get_sqe(&r);
+    io_uring_prep_read(s, fd, b, 7, 0);
+    int sub = io_uring_submit_and_wait(&r, 1);
+    struct io_uring_cqe *c;
+    int w = io_uring_wait_cqe(&r, &c);
+    printf("SINGLE_ISSUER|DEFER_TASKRUN ring: submitted %d, wait %d, res %d\n", sub, w, w ? 0 : c->res);
+    close(fd);
+    io_uring_queue_exit(&r);
+}
+
 static int refused(void) {
     struct io_uring r2;
     struct io_uring_params p;
@@ -233,6 +257,7 @@ int main(int argc, char **argv) {
     reap("openat of a missing file", 1);
 
     no_mmap_ring();
+    single_issuer_ring(path);
 
     struct io_uring_probe *p = io_uring_get_probe_ring(&ring);
     printf("probe: READ %d WRITE %d\n", p && io_uring_opcode_supported(p, IORING_OP_READ),
