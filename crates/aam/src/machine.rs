@@ -440,6 +440,11 @@ impl MachineHandle {
         s.injector.len() + s.stealers.iter().map(Stealer::len).sum::<usize>() + queued
     }
 
+    /// Workers asleep on their futex now (or about to be: announced and re-checking for work).
+    pub fn sleeping_workers(&self) -> usize {
+        self.0.parkers.iter().filter(|p| p.is_sleeping()).count()
+    }
+
     /// Client queues registered now (a dropped endpoint's queue leaves once its requests were
     /// taken).
     pub fn client_queues(&self) -> usize {
