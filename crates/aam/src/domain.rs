@@ -132,15 +132,16 @@ impl Shared {
 /// published its request or task with a SeqCst fence): buffers a `Messages` machine signal in
 /// `dest` and activates it.
 pub(crate) fn ims(dest: &Arc<Shared>) {
-    dest.counters.ims_calls.fetch_add(1, SeqCst);
     dest.work_signals.fetch_add(1, SeqCst);
     dest.signals_pending.store(true, SeqCst);
     activate(dest);
 }
 
 /// Wakes one sleeping worker of `dest` that holds its core; if none holds one, asks the
-/// machine's manager for a core.
+/// machine's manager for a core. (Also the activation of a buffered signal, of work a blocked or
+/// dormant worker leaves queued: every such call counts in `ims_calls`.)
 pub(crate) fn activate(dest: &Arc<Shared>) {
+    dest.counters.ims_calls.fetch_add(1, SeqCst);
     if wake_one(dest) {
         return;
     }
