@@ -185,11 +185,13 @@ impl Domain {
         self.machines.get(index).and_then(Weak::upgrade)
     }
 
-    /// The domain's machines other than `except` whose worker on `cpu` holds it.
+    /// The domain's running machines other than `except` whose worker on `cpu` holds it (a
+    /// stopped machine holds nothing).
     fn holders(&self, cpu: usize, except: usize) -> Vec<(Arc<Shared>, usize)> {
         (0..self.machines.len())
             .filter(|&i| i != except)
             .filter_map(|i| self.machine(i))
+            .filter(|m| !m.stopped.load(SeqCst))
             .filter_map(|m| {
                 let w = m
                     .cpus
