@@ -227,7 +227,10 @@ impl Cpu {
         if self.dest_active.load(SeqCst) {
             return;
         }
-        let _g = self.manager.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _g = self
+            .manager
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         activation::request(
             &self.dest_waiting,
             || {
@@ -248,7 +251,10 @@ impl Cpu {
 
     /// The holder's hand-over (with the manager's lock): to D if D still waits.
     fn hand_over(&self) -> bool {
-        let _g = self.manager.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _g = self
+            .manager
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let give = self.dest_waiting.load(SeqCst) && self.holder_active.load(SeqCst);
         if give {
             self.move_to_dest();
@@ -265,7 +271,13 @@ impl Cpu {
                 &self.holder,
                 || {},
                 || self.stop.load(SeqCst),
-                || if broken { early } else { self.wanted.load(SeqCst) > 0 },
+                || {
+                    if broken {
+                        early
+                    } else {
+                        self.wanted.load(SeqCst) > 0
+                    }
+                },
                 || self.hand_over(),
                 || {},
             );
@@ -298,7 +310,12 @@ fn issue_11_loom_activation_no_lost_grant() {
 fn issue_11_loom_activation_broken_order_is_caught() {
     let exe = std::env::current_exe().expect("the test binary's path");
     let out = std::process::Command::new(exe)
-        .args(["--ignored", "--exact", "broken_activation_model", "--test-threads=1"])
+        .args([
+            "--ignored",
+            "--exact",
+            "broken_activation_model",
+            "--test-threads=1",
+        ])
         .env("RUST_BACKTRACE", "0")
         .output()
         .expect("run the broken model in a child process");

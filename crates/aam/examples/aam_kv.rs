@@ -42,7 +42,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "{:<24} {:>9} {:>12} {:>9} {:>9} {:>9} {:>7} {:>10}",
         "server", "requests", "req/s", "p50 µs", "p99 µs", "p99.9 µs", "errors", "mismatches"
     );
-    let rows = [&r.threads, &r.tokio].into_iter().chain(r.layouts.iter().map(|l| &l.report));
+    let rows = [&r.threads, &r.tokio]
+        .into_iter()
+        .chain(r.layouts.iter().map(|l| &l.report));
     for s in rows {
         println!(
             "{:<24} {:>9} {:>12.0} {:>9.1} {:>9.1} {:>9.1} {:>7} {:>10}",

@@ -25,6 +25,9 @@ use multios_host::tsc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
+/// A machine holding a CPU and the index of its worker there.
+type Holder = (Arc<Shared>, usize);
+
 /// Machines waiting for each CPU (the `wanted` words of `multios_aam_sync::activation`), one
 /// cache line per CPU, shared by every manager of the process: an idle worker reads its CPU's
 /// word in its spin loop and hands the CPU over when it is not zero.
@@ -35,7 +38,13 @@ fn wanted_table() -> &'static [CacheLine<AtomicUsize>] {
             .ok()
             .and_then(|s| s.to_vec().into_iter().max())
             .unwrap_or(0)
-            .max(multios_host::CpuSet::allowed().to_vec().into_iter().max().unwrap_or(0));
+            .max(
+                multios_host::CpuSet::allowed()
+                    .to_vec()
+                    .into_iter()
+                    .max()
+                    .unwrap_or(0),
+            );
         (0..=n.max(1)).map(|_| CacheLine(AtomicUsize::new(0))).collect()
     })
 }
@@ -227,7 +236,8 @@ impl Domain {
             activation::withdraw(&dest.waiting, || dest.count_wanted(false));
             return true;
         }
-        let mut best: Option<(usize, usize, usize, Option<(Arc<Shared>, usize)>)> = None;
+        // (score, cpu, dest's worker there, the sleeping holder and its worker, if any)
+        let mut best: Option<(usize, usize, usize, Option<Holder>)> = None;
         for (tw, &cpu) in dest.cpus.iter().enumerate() {
             if dest.worker_on(cpu) != Some(tw) {
                 continue;
@@ -283,7 +293,13 @@ impl Domain {
             true
         });
         let Some((m, tw)) = pick else { return false };
-        start_move(cpu, Some((holder, worker)), (&m, tw), MoveCause::Idle, Some(self.clone()));
+        start_move(
+            cpu,
+            Some((holder, worker)),
+            (&m, tw),
+            MoveCause::Idle,
+            Some(self.clone()),
+        );
         true
     }
 
@@ -293,7 +309,9 @@ impl Domain {
         for m in self.machines.iter().filter_map(Weak::upgrade) {
             activation::withdraw(&m.waiting, || m.count_wanted(false));
             let mut d = lock(&m.domain);
-            if d.as_ref().is_some_and(|d| std::ptr::eq(Arc::as_ptr(&d.domain), self)) {
+            if d.as_ref()
+                .is_some_and(|d| std::ptr::eq(Arc::as_ptr(&d.domain), self))
+            {
                 *d = None;
             }
         }
@@ -358,7 +376,10 @@ pub(crate) fn complete_move(shared: &Arc<Shared>, worker: usize) {
         d.counts.of(pm.cause).fetch_add(1, SeqCst);
         lock(&d.moves).push(Move {
             cpu: pm.cpu,
-            from: pm.from.as_ref().map_or_else(String::new, |(f, _)| f.name.to_string()),
+            from: pm
+                .from
+                .as_ref()
+                .map_or_else(String::new, |(f, _)| f.name.to_string()),
             to: shared.name.to_string(),
             ns,
             cause: pm.cause,

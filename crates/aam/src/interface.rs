@@ -186,10 +186,7 @@ impl<S: Send + Sync + 'static> Endpoint<S> {
         if !q.receiver_polling.0.load(Ordering::SeqCst) {
             crate::domain::ims(&self.machine);
         } else if self.machine.no_idle_worker() {
-            self.machine
-                .counters
-                .sibling_ims
-                .fetch_add(1, Ordering::Relaxed);
+            self.machine.counters.sibling_ims.fetch_add(1, Ordering::Relaxed);
             crate::domain::ims(&self.machine);
         }
         if self.machine.stopped.load(Ordering::SeqCst) {

@@ -388,7 +388,13 @@ fn policy_thread(
             let (f, t) = (&machines[from].0, &machines[to].0);
             let fw = (0..f.cpus.len()).find(|&w| f.cpus[w] == cpu && f.active[w].load(Ordering::SeqCst));
             if let (Some(fw), Some(tw)) = (fw, t.worker_on(cpu)) {
-                domain::start_move(cpu, Some((f, fw)), (t, tw), MoveCause::Policy, Some(domain.clone()));
+                domain::start_move(
+                    cpu,
+                    Some((f, fw)),
+                    (t, tw),
+                    MoveCause::Policy,
+                    Some(domain.clone()),
+                );
             }
         }
         for (w, m) in waited.iter_mut().zip(machines) {

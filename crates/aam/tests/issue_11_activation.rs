@@ -29,13 +29,21 @@ fn within_a_minute<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send +
 fn until(what: &str, mut f: impl FnMut() -> bool) {
     let start = Instant::now();
     while !f() {
-        assert!(start.elapsed() < Duration::from_secs(60), "{what}: not after 60 s");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{what}: not after 60 s"
+        );
         std::thread::sleep(Duration::from_millis(1));
     }
 }
 
 /// Machine `name` with a worker on both CPUs, holding `active` only, recording its signals.
-fn machine(name: &'static str, both: &CpuSet, active: &[usize], seen: &Arc<Mutex<Vec<MachineSignal>>>) -> multios_aam::Machine {
+fn machine(
+    name: &'static str,
+    both: &CpuSet,
+    active: &[usize],
+    seen: &Arc<Mutex<Vec<MachineSignal>>>,
+) -> multios_aam::Machine {
     let s = seen.clone();
     MachineBuilder::new(name)
         .cpus(both.clone())
@@ -64,7 +72,11 @@ fn issue_11_ims_grants_a_core_to_a_machine_that_holds_none() {
     let ha = a.handle();
     until("a's worker leaving", || ha.serving_cpus().is_empty());
     // The policy thread never acts during the test (a period of an hour): only IMS can help.
-    let manager = MachineManager::start(vec![a.handle(), b.handle()], Policy::Utilization, Duration::from_secs(3600));
+    let manager = MachineManager::start(
+        vec![a.handle(), b.handle()],
+        Policy::Utilization,
+        Duration::from_secs(3600),
+    );
     let ep = a
         .serve(Twice, ServeOptions::default())
         .connect(ConnectOptions::default());
@@ -77,13 +89,22 @@ fn issue_11_ims_grants_a_core_to_a_machine_that_holds_none() {
     assert_eq!(a.active_cpus().len(), 1, "a got one core");
     let moves = manager.moves();
     assert!(
-        moves.iter().any(|m| m.cause == MoveCause::Ims && m.to == "a" && m.from == "b"),
+        moves
+            .iter()
+            .any(|m| m.cause == MoveCause::Ims && m.to == "a" && m.from == "b"),
         "{moves:?}"
     );
     assert!(manager.move_counts().ims >= 1);
     let sig = seen_a.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    assert!(sig.iter().any(|s| matches!(s, MachineSignal::Messages { ims } if *ims >= 1)), "{sig:?}");
-    assert!(sig.iter().any(|s| matches!(s, MachineSignal::CoreGranted { .. })), "{sig:?}");
+    assert!(
+        sig.iter()
+            .any(|s| matches!(s, MachineSignal::Messages { ims } if *ims >= 1)),
+        "{sig:?}"
+    );
+    assert!(
+        sig.iter().any(|s| matches!(s, MachineSignal::CoreGranted { .. })),
+        "{sig:?}"
+    );
     // The grant is in both machines' timelines.
     a.stop();
     b.stop();
@@ -112,7 +133,11 @@ fn issue_11_an_idle_holder_hands_its_core_to_a_waiting_machine() {
     move_core(c0, &a.handle(), &b.handle()).unwrap_or_else(|e| panic!("{e}"));
     let ha = a.handle();
     until("a's worker leaving", || ha.serving_cpus().is_empty());
-    let manager = MachineManager::start(vec![a.handle(), b.handle()], Policy::Utilization, Duration::from_secs(3600));
+    let manager = MachineManager::start(
+        vec![a.handle(), b.handle()],
+        Policy::Utilization,
+        Duration::from_secs(3600),
+    );
     let released = Arc::new(AtomicBool::new(false));
     let busy: Vec<_> = (0..8u64)
         .map(|i| {
@@ -135,7 +160,9 @@ fn issue_11_an_idle_holder_hands_its_core_to_a_waiting_machine() {
     assert_eq!(sum, (0..8).sum::<u64>());
     let moves = manager.moves();
     assert!(
-        moves.iter().any(|m| m.cause == MoveCause::Idle && m.to == "a" && m.from == "b"),
+        moves
+            .iter()
+            .any(|m| m.cause == MoveCause::Idle && m.to == "a" && m.from == "b"),
         "{moves:?}"
     );
     assert!(!ha.waits_for_core());
@@ -152,7 +179,11 @@ fn issue_11_a_static_manager_does_not_grant_on_ims() {
     move_core(c0, &a.handle(), &b.handle()).unwrap_or_else(|e| panic!("{e}"));
     let ha = a.handle();
     until("a's worker leaving", || ha.serving_cpus().is_empty());
-    let manager = MachineManager::start(vec![a.handle(), b.handle()], Policy::Static, Duration::from_millis(1));
+    let manager = MachineManager::start(
+        vec![a.handle(), b.handle()],
+        Policy::Static,
+        Duration::from_millis(1),
+    );
     let job = a.spawn("waits", async { 3 });
     until("the IMS reaching the manager", || a.stats().ims_without_core >= 1);
     std::thread::sleep(Duration::from_millis(50));
@@ -187,13 +218,21 @@ fn issue_11_no_lost_activation_between_machines_sharing_a_cpu() {
     let server = |name: &str, active: bool| {
         MachineBuilder::new(name)
             .cpus(CpuSet([c1].into()))
-            .active_cpus(if active { CpuSet([c1].into()) } else { CpuSet::default() })
+            .active_cpus(if active {
+                CpuSet([c1].into())
+            } else {
+                CpuSet::default()
+            })
             .idle_spin(Duration::from_micros(5))
             .build()
             .unwrap_or_else(|e| panic!("{e}"))
     };
     let (even, odd) = (server("even", true), server("odd", false));
-    let manager = MachineManager::start(vec![even.handle(), odd.handle()], Policy::Utilization, Duration::from_millis(1));
+    let manager = MachineManager::start(
+        vec![even.handle(), odd.handle()],
+        Policy::Utilization,
+        Duration::from_millis(1),
+    );
     let client = MachineBuilder::new("caller")
         .cpus(CpuSet([c0].into()))
         .idle_spin(Duration::from_micros(5))

@@ -21,7 +21,10 @@ fn within_a_minute<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send +
 fn until(what: &str, mut f: impl FnMut() -> bool) {
     let start = Instant::now();
     while !f() {
-        assert!(start.elapsed() < Duration::from_secs(60), "{what}: not after 60 s");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{what}: not after 60 s"
+        );
         std::thread::sleep(Duration::from_millis(1));
     }
 }

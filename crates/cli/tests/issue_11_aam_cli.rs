@@ -248,5 +248,8 @@ fn issue_11_aam_trace_kv_shows_core_moves() {
     let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{f}: {e}"));
     assert!(text.contains("core gained") && text.contains("machine kv-compression"));
     let csv = std::fs::read_to_string(dir.path().join("kv.csv")).unwrap_or_else(|e| panic!("csv: {e}"));
-    assert!(csv.contains(",mark,core move,") && csv.contains("kv-compression · cpu"), "{csv}");
+    assert!(
+        csv.contains(",mark,core move,") && csv.contains("kv-compression · cpu"),
+        "{csv}"
+    );
 }

@@ -40,7 +40,10 @@ pub fn coreless_call(cfg: &BenchConfig) -> Result<Vec<BenchResult>, BenchError> 
             .idle_spin(Duration::ZERO)
             .build()
     };
-    let (x, y) = (server("bench-coreless-x", true)?, server("bench-coreless-y", false)?);
+    let (x, y) = (
+        server("bench-coreless-x", true)?,
+        server("bench-coreless-y", false)?,
+    );
     let manager = MachineManager::start(
         vec![x.handle(), y.handle()],
         Policy::Utilization,
@@ -81,8 +84,18 @@ pub fn coreless_call(cfg: &BenchConfig) -> Result<Vec<BenchResult>, BenchError> 
         c.ims, c.idle, c.policy
     );
     Ok(vec![
-        result("aam_call_coreless_direct", &format!("{how}: time to issue"), &direct, 1.0),
-        result("aam_call_coreless_total", &format!("{how}: issue to result"), &total, 1.0),
+        result(
+            "aam_call_coreless_direct",
+            &format!("{how}: time to issue"),
+            &direct,
+            1.0,
+        ),
+        result(
+            "aam_call_coreless_total",
+            &format!("{how}: issue to result"),
+            &total,
+            1.0,
+        ),
     ])
 }
 
@@ -91,7 +104,11 @@ pub fn coreless_call(cfg: &BenchConfig) -> Result<Vec<BenchResult>, BenchError> 
 /// lock or an unmarked blocking call would); a short call issued meanwhile is timed. With the
 /// sibling wake-up the sender's IMS wakes the sleeping worker; without it the short call waits
 /// for the busy worker to finish (`wake_idle_siblings(false)`).
-pub fn behind_busy_worker(cfg: &BenchConfig, siblings: bool, busy: Duration) -> Result<BenchResult, BenchError> {
+pub fn behind_busy_worker(
+    cfg: &BenchConfig,
+    siblings: bool,
+    busy: Duration,
+) -> Result<BenchResult, BenchError> {
     const B: &str = "call behind a busy worker";
     let server = MachineBuilder::new("bench-pool")
         .cpus(CpuSet([cfg.server_cpu].into()))

@@ -93,7 +93,8 @@ pub fn value_for(k: usize, r: usize, n: usize) -> Vec<u8> {
 /// A large value for key `k` in round `r`: `n` printable pseudo-random bytes (no newline), which
 /// zlib compresses only a little and slowly.
 pub fn noisy_value_for(k: usize, r: usize, n: usize) -> Vec<u8> {
-    let mut x = (k as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (r as u64 + 1).wrapping_mul(0xd1b5_4a32_d192_ed03);
+    let mut x =
+        (k as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (r as u64 + 1).wrapping_mul(0xd1b5_4a32_d192_ed03);
     (0..n)
         .map(|_| {
             x ^= x << 13;

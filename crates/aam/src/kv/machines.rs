@@ -352,7 +352,11 @@ impl MachineServer {
 
     /// The network, storage and compression machines (for their traces).
     pub fn machines(&self) -> [crate::MachineHandle; 3] {
-        [self.net.handle(), self.storage.handle(), self.compression.handle()]
+        [
+            self.net.handle(),
+            self.storage.handle(),
+            self.compression.handle(),
+        ]
     }
 }
 

@@ -98,7 +98,11 @@ pub fn compare(load: &LoadConfig, idle_spin: Duration) -> Result<KvComparison, K
 }
 
 /// The machine server under `layout`, with its run's statistics.
-fn run_layout(load: &LoadConfig, idle_spin: Duration, layout: Layout) -> Result<(LoadReport, MachineRunStats, machines::Placement), KvError> {
+fn run_layout(
+    load: &LoadConfig,
+    idle_spin: Duration,
+    layout: Layout,
+) -> Result<(LoadReport, MachineRunStats, machines::Placement), KvError> {
     let s = MachineServer::start_with(&MachineSetup {
         connections: load.connections,
         idle_spin,
@@ -115,7 +119,11 @@ fn run_layout(load: &LoadConfig, idle_spin: Duration, layout: Layout) -> Result<
 
 /// [`compare`], then the machine server again under each of `more` layouts (e.g. the static
 /// spread one and the Machine Manager's utilization policy), all under the same load in one run.
-pub fn compare_layouts(load: &LoadConfig, idle_spin: Duration, more: &[Layout]) -> Result<KvComparison, KvError> {
+pub fn compare_layouts(
+    load: &LoadConfig,
+    idle_spin: Duration,
+    more: &[Layout],
+) -> Result<KvComparison, KvError> {
     let threads = {
         let s = ThreadServer::start()?;
         loadgen::run("threads", s.addr(), load)?

@@ -6,8 +6,8 @@
 use multios_aam::bench::{self, BenchConfig, BenchError, BenchReport, ValidateConfig, Validation};
 use multios_aam::kv::{self, KvError};
 pub use multios_aam::kv::{KvComparison, Layout, LayoutRun, LoadConfig, LoadReport, Mix};
-pub use multios_aam::manager::Policy;
 use multios_aam::manager::move_core;
+pub use multios_aam::manager::Policy;
 use multios_aam::{ConnectOptions, MachineBuilder, MachineError, MachineHandle, ServeOptions};
 use multios_host::CpuSet;
 use serde::Serialize;
@@ -205,7 +205,10 @@ pub fn activation_verdicts(r: &BenchReport) -> Vec<Verdict> {
         ));
     }
     if let Some(mv) = m("aam_core_move") {
-        v.push(report("core move (decision until the receiving worker runs)", format!("{mv:.0} ns")));
+        v.push(report(
+            "core move (decision until the receiving worker runs)",
+            format!("{mv:.0} ns"),
+        ));
     }
     v
 }
@@ -214,7 +217,10 @@ pub fn activation_verdicts(r: &BenchReport) -> Vec<Verdict> {
 /// shared one (throughput and p99 ratios, the manager's moves by cause).
 pub fn kv_verdicts(k: &KvComparison) -> Vec<Verdict> {
     let correct = |r: &LoadReport| r.errors + r.mismatches == 0;
-    let all_correct = [&k.threads, &k.tokio].into_iter().chain(k.layouts.iter().map(|l| &l.report)).all(correct);
+    let all_correct = [&k.threads, &k.tokio]
+        .into_iter()
+        .chain(k.layouts.iter().map(|l| &l.report))
+        .all(correct);
     let mut v = vec![Verdict {
         goal: "key-value service: machines / threads, machines / Tokio (report, no target)".into(),
         measured: format!(
@@ -509,7 +515,10 @@ pub fn run_kv_trace(requests: usize, connections: usize) -> Result<TraceRun, Aam
     if r.errors + r.mismatches > 0 {
         return Err(AamError::Run {
             what: "trace --kv",
-            why: format!("{} errors and {} wrong values in {} requests", r.errors, r.mismatches, r.requests),
+            why: format!(
+                "{} errors and {} wrong values in {} requests",
+                r.errors, r.mismatches, r.requests
+            ),
         });
     }
     let stats = server.run_stats();
