@@ -8,6 +8,7 @@
 //!
 //! ```text
 //! t_d' = ( t_d + T_startup + n_D·T_wakeup − Σ_k ω_k·G_k − S_cache/γ ) / (1 − u)
+//! S_cache = r·n_D + Σ_k ρ_k·G_k   (within the measured gains)
 //! S'   = t_nd / t_d'
 //! ```
 //!
@@ -226,6 +227,7 @@ mod tests {
                 wakeup_s: Some(value),
                 overlap: Some(ByClass { data_in: omega, data_out: omega, other: omega }),
                 cache: Some(Cache {
+                    per_call_s: value * omega,
                     rho: ByClass { data_in: omega, data_out: omega, other: omega },
                     gain_high: 2.0,
                     gain_low: 0.5,
@@ -252,7 +254,7 @@ mod tests {
                 startup_s: Some(0.0),
                 wakeup_s: Some(0.0),
                 overlap: Some(ByClass::default()),
-                cache: Some(Cache { rho: ByClass::default(), gain_high: 2.0, gain_low: 0.5 }),
+                cache: Some(Cache { per_call_s: 0.0, rho: ByClass::default(), gain_high: 2.0, gain_low: 0.5 }),
                 procs: true,
                 share: Some(0.0),
             };
