@@ -266,7 +266,10 @@ pub struct ProcessCall {
 impl ProcessStats {
     /// n(s) of `name` in this process (0 when it never made the call).
     pub fn count_of(&self, name: &str) -> u64 {
-        self.syscalls.iter().find(|c| c.name == name).map_or(0, |c| c.count)
+        self.syscalls
+            .iter()
+            .find(|c| c.name == name)
+            .map_or(0, |c| c.count)
     }
 }
 

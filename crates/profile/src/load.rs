@@ -508,9 +508,17 @@ mod tests {
         assert_eq!(p.written_version(), 3);
         assert_eq!(sample().written_version(), 2);
         let old = text.replace("\"schema_version\":3", "\"schema_version\":2");
-        assert!(err(&old).contains("processes") && err(&old).contains("3"), "{}", err(&old));
+        assert!(
+            err(&old).contains("processes") && err(&old).contains("3"),
+            "{}",
+            err(&old)
+        );
         let bad = text.replace("\"name\":\"read\"", "\"name\":\"raed\"");
-        assert!(err(&bad).contains("processes[0].syscalls[0].name"), "{}", err(&bad));
+        assert!(
+            err(&bad).contains("processes[0].syscalls[0].name"),
+            "{}",
+            err(&bad)
+        );
         let late = text.replace("\"start_s\":0.0", "\"start_s\":2.0");
         assert!(err(&late).contains("processes[0].start_s"), "{}", err(&late));
     }

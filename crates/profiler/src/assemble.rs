@@ -83,7 +83,12 @@ pub fn assemble(raw: &Raw, facts: RunFacts) -> Profile {
     };
     if facts.per_process {
         p.processes = processes(raw, facts.origin_ns);
-        let per: u64 = p.processes.iter().flat_map(|q| &q.syscalls).map(|c| c.count).sum();
+        let per: u64 = p
+            .processes
+            .iter()
+            .flat_map(|q| &q.syscalls)
+            .map(|c| c.count)
+            .sum();
         let all = p.syscall_count();
         if per < all {
             let miss = format!(
@@ -262,7 +267,11 @@ mod tests {
         assert_eq!((ps[1].ppid, ps[1].threads), (Some(100), 2));
         assert!((ps[1].start_s - 1e-6).abs() < 1e-15 && (ps[1].end_s - 5e-6).abs() < 1e-15);
         assert!((ps[1].lifetime_s - 6e-6).abs() < 1e-15);
-        assert!((ps[1].compute_time_s - 5e-6).abs() < 1e-15, "{}", ps[1].compute_time_s);
+        assert!(
+            (ps[1].compute_time_s - 5e-6).abs() < 1e-15,
+            "{}",
+            ps[1].compute_time_s
+        );
         assert_eq!(ps[1].syscalls[0].name, "read");
         assert_eq!(ps[0].syscalls[0].name, "wait4");
         assert!(ps[2].syscalls.is_empty());

@@ -292,7 +292,8 @@ pub(crate) fn parent_of(pid: u32) -> u32 {
 
 /// The command name of live task `tid` (empty when it is gone).
 pub(crate) fn comm_of(tid: u32) -> String {
-    std::fs::read_to_string(format!("/proc/{tid}/comm")).map_or_else(|_| String::new(), |c| c.trim_end().to_string())
+    std::fs::read_to_string(format!("/proc/{tid}/comm"))
+        .map_or_else(|_| String::new(), |c| c.trim_end().to_string())
 }
 
 /// What a profile taken by attaching misses: the calls before the attach and, when the process was still

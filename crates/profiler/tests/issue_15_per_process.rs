@@ -33,7 +33,10 @@ fn check_tree(p: &Profile) {
             p.processes.iter().any(|o| o.pid == parent),
             "{q:?}: parent {parent} is not in the tree"
         );
-        assert!(q.start_s >= root.start_s && q.end_s <= p.wall_time_s + 1e-3, "{q:?}");
+        assert!(
+            q.start_s >= root.start_s && q.end_s <= p.wall_time_s + 1e-3,
+            "{q:?}"
+        );
     }
     for s in &p.syscalls {
         let per: u64 = p.processes.iter().map(|q| q.count_of(&s.name)).sum();
@@ -52,11 +55,7 @@ fn pipeline(backend: Backend) {
     let dir = scratch(&format!("pipe-{backend:?}"));
     let text: String = (0..20_000).map(|i| format!("w{}\n", i % 97)).collect();
     std::fs::write(dir.join("in.txt"), text).expect("input");
-    let p = per_process(
-        backend,
-        &["sh", "-c", "sort in.txt | uniq -c > out.txt"],
-        &dir,
-    );
+    let p = per_process(backend, &["sh", "-c", "sort in.txt | uniq -c > out.txt"], &dir);
     check_tree(&p);
     let names: Vec<&str> = p.processes.iter().map(|q| q.name.as_str()).collect();
     for want in ["sort", "uniq"] {
@@ -65,13 +64,22 @@ fn pipeline(backend: Backend) {
             .iter()
             .find(|q| q.name == want)
             .unwrap_or_else(|| panic!("{want} is not in {names:?}"));
-        assert_eq!(q.ppid, Some(p.processes[0].pid), "{want}'s parent is the shell: {names:?}");
+        assert_eq!(
+            q.ppid,
+            Some(p.processes[0].pid),
+            "{want}'s parent is the shell: {names:?}"
+        );
         assert!(q.count_of("execve") >= 1, "{want} exec'd: {q:?}");
     }
     let uniq = p.processes.iter().find(|q| q.name == "uniq").expect("uniq");
-    assert!(uniq.count_of("write") >= 1 && uniq.count_of("read") >= 1, "{uniq:?}");
+    assert!(
+        uniq.count_of("write") >= 1 && uniq.count_of("read") >= 1,
+        "{uniq:?}"
+    );
     assert_eq!(
-        std::fs::read_to_string(dir.join("out.txt")).map(|s| s.lines().count()).ok(),
+        std::fs::read_to_string(dir.join("out.txt"))
+            .map(|s| s.lines().count())
+            .ok(),
         Some(97)
     );
 }
@@ -95,7 +103,11 @@ fn issue_15_per_process_make_j2_ebpf() {
     require_root();
     let dir = scratch("make");
     for i in 0..4 {
-        std::fs::write(dir.join(format!("f{i}.c")), format!("int f{i}(void) {{ return {i}; }}\n")).expect("src");
+        std::fs::write(
+            dir.join(format!("f{i}.c")),
+            format!("int f{i}(void) {{ return {i}; }}\n"),
+        )
+        .expect("src");
     }
     std::fs::write(
         dir.join("main.c"),
@@ -113,8 +125,16 @@ fn issue_15_per_process_make_j2_ebpf() {
     // make, then per object a cc (and its cc1/as), and the link: well over 5 processes.
     assert!(p.processes.len() > 5, "{} processes", p.processes.len());
     assert_eq!(p.processes[0].name, "make");
-    let ccs = p.processes.iter().filter(|q| q.name == "cc" || q.name == "gcc").count();
-    assert!(ccs >= 5, "{ccs} compiler drivers in {:?}", p.processes.iter().map(|q| &q.name).collect::<Vec<_>>());
+    let ccs = p
+        .processes
+        .iter()
+        .filter(|q| q.name == "cc" || q.name == "gcc")
+        .count();
+    assert!(
+        ccs >= 5,
+        "{ccs} compiler drivers in {:?}",
+        p.processes.iter().map(|q| &q.name).collect::<Vec<_>>()
+    );
 }
 
 #[test]

@@ -158,7 +158,9 @@ pub fn corrected_t_d(p: &Projection, terms: &Terms) -> f64 {
     let startup = terms.startup_s.unwrap_or(0.0);
     let wakeup = terms.wakeup_s.unwrap_or(0.0) * p.delegated_calls as f64;
     let overlap = terms.overlap.map_or(0.0, |w| spare::overlap_s(p, &w));
-    let cache = terms.cache.map_or(0.0, |c| spare::cache_saving_s(p, &c) / p.gamma);
+    let cache = terms
+        .cache
+        .map_or(0.0, |c| spare::cache_saving_s(p, &c) / p.gamma);
     let u = terms.share.unwrap_or(0.0).clamp(0.0, 0.999);
     (p.t_d + startup + wakeup - overlap - cache) / (1.0 - u)
 }

@@ -38,19 +38,63 @@ pub enum CallClass {
 }
 
 const DATA_IN: &[&str] = &[
-    "read", "pread64", "readv", "preadv", "preadv2", "recvfrom", "recvmsg", "recvmmsg", "getdents",
+    "read",
+    "pread64",
+    "readv",
+    "preadv",
+    "preadv2",
+    "recvfrom",
+    "recvmsg",
+    "recvmmsg",
+    "getdents",
     "getdents64",
 ];
 const DATA_OUT: &[&str] = &[
-    "write", "pwrite64", "writev", "pwritev", "pwritev2", "sendto", "sendmsg", "sendmmsg",
-    "sendfile", "copy_file_range", "splice", "tee", "vmsplice",
+    "write",
+    "pwrite64",
+    "writev",
+    "pwritev",
+    "pwritev2",
+    "sendto",
+    "sendmsg",
+    "sendmmsg",
+    "sendfile",
+    "copy_file_range",
+    "splice",
+    "tee",
+    "vmsplice",
 ];
 const WAIT: &[&str] = &[
-    "wait4", "waitid", "poll", "ppoll", "select", "pselect6", "epoll_wait", "epoll_pwait",
-    "epoll_pwait2", "futex", "futex_waitv", "nanosleep", "clock_nanosleep", "pause",
-    "rt_sigsuspend", "rt_sigtimedwait", "accept", "accept4", "msgrcv", "semop", "semtimedop",
-    "io_getevents", "io_pgetevents", "fsync", "fdatasync", "sync", "syncfs", "sync_file_range",
-    "sched_yield", "flock",
+    "wait4",
+    "waitid",
+    "poll",
+    "ppoll",
+    "select",
+    "pselect6",
+    "epoll_wait",
+    "epoll_pwait",
+    "epoll_pwait2",
+    "futex",
+    "futex_waitv",
+    "nanosleep",
+    "clock_nanosleep",
+    "pause",
+    "rt_sigsuspend",
+    "rt_sigtimedwait",
+    "accept",
+    "accept4",
+    "msgrcv",
+    "semop",
+    "semtimedop",
+    "io_getevents",
+    "io_pgetevents",
+    "fsync",
+    "fdatasync",
+    "sync",
+    "syncfs",
+    "sync_file_range",
+    "sched_yield",
+    "flock",
 ];
 
 /// The class of system call `name`.
@@ -234,10 +278,16 @@ mod tests {
         assert!((cache_saving_s(&p, &c) - 0.25).abs() < 1e-15);
         assert!((gamma_delegation(&p, &c) - 1.0 / 0.75).abs() < 1e-12);
         // r per delegated call (2010 of them: read, write, wait4) comes on top.
-        let r = Cache { per_call_s: 10e-6, ..c };
+        let r = Cache {
+            per_call_s: 10e-6,
+            ..c
+        };
         assert!((cache_saving_s(&p, &r) - (0.25 + 2010.0 * 10e-6)).abs() < 1e-12);
         // Bounded by C·(1 − 1/gain_high) = 0.1 s …
-        let tight = Cache { gain_high: 1.0 / 0.9, ..c };
+        let tight = Cache {
+            gain_high: 1.0 / 0.9,
+            ..c
+        };
         assert!((cache_saving_s(&p, &tight) - 0.1).abs() < 1e-12);
         // … and a loss by C·(1/gain_low − 1) = 0.25 s.
         let loss = Cache {
@@ -247,6 +297,16 @@ mod tests {
             },
             ..c
         };
-        assert!((cache_saving_s(&p, &Cache { gain_low: 0.8, ..loss }) + 0.25).abs() < 1e-12);
+        assert!(
+            (cache_saving_s(
+                &p,
+                &Cache {
+                    gain_low: 0.8,
+                    ..loss
+                }
+            ) + 0.25)
+                .abs()
+                < 1e-12
+        );
     }
 }

@@ -59,7 +59,9 @@ pub fn run(args: RunArgs, out: &Out) -> crate::cmd::Exit {
         anyhow::bail!("--per-process: the inproc backend does not see processes apart (use ebpf or ptrace)");
     }
     if !args.trace.is_empty() && args.per_process {
-        anyhow::bail!("--per-process with --trace: the trace already has every call's process; give one of them");
+        anyhow::bail!(
+            "--per-process with --trace: the trace already has every call's process; give one of them"
+        );
     }
     if matches!(args.backend, Some(BackendArg::Inproc)) && args.pid.is_some() {
         anyhow::bail!(
