@@ -18,11 +18,17 @@
 //! σ_child(s_child) = σ_parent(s_child) + T_child           a fork happens when the parent gets there
 //! σ_parent(e_child) ← max(σ_parent(e_child), σ_child(e_child))   the parent reaps the child: it
 //!                                                          cannot go on before the child's end
-//! W_d = max_i (e_i + σ_i(e_i)) − min_i s_i,   W_nd = max_i e_i − min_i s_i,   S = W_nd / W_d
+//! D_span = max_i (e_i + σ_i(e_i)) − max_i e_i                    the critical path's delay
+//! D_work = Σ_i δ_i / P                                            the added work on P CPUs
+//! W_nd = max_i e_i − min_i s_i,   W_d = W_nd + max(D_span, D_work),   S = W_nd / W_d
+//!                                 (W_d = W_nd + D_span when the processes' delays add up to < 0)
 //! ```
 //!
 //! Children run side by side (a pipeline, `make -j`, MPI ranks) add their delays as a maximum — the
-//! critical path; children run one after another add them up. For one process S = L/(L + Δ), the
+//! critical path — as long as they have CPUs of their own; on P CPUs the added work Σδ_i cannot take
+//! less than Σδ_i / P (the bound of a greedy schedule, as in Brent's theorem), so on one CPU the
+//! delays add up whatever the tree. Children run one after another add them up. For one process
+//! S = L/(L + Δ), the
 //! paper's t_nd / t_d (for one thread, or without start-up; a property test checks it). Not
 //! modelled: data dependencies between siblings (a pipe's reader waiting on its writer) beyond the
 //! reap; a parent that reaps a child long after it ended (taken as reaped at once); and when in its
@@ -96,9 +102,9 @@ impl ProcessTree {
     fn parent(&self, i: usize) -> Option<usize> {
         let c = &self.processes[i];
         let pp = c.ppid?;
-        self.processes.iter().position(|p| {
-            p.pid == pp && p.rank == c.rank && p.start_s <= c.start_s && c.start_s <= p.end_s
-        })
+        self.processes
+            .iter()
+            .position(|p| p.pid == pp && p.rank == c.rank && p.start_s <= c.start_s && c.start_s <= p.end_s)
     }
 }
 
@@ -122,6 +128,9 @@ pub struct ProcessShift {
 pub struct TreeProjection {
     pub wall_nd: f64,
     pub wall_d: f64,
+    /// The critical path's delay D_span and the added work per CPU D_work.
+    pub span_delay_s: f64,
+    pub work_delay_s: f64,
     /// W_nd / W_d: the processes composed along the tree.
     pub speedup: f64,
     /// W_nd / (W_nd + Σ δ_i): every process's delay added up, as if they ran one after another.
@@ -130,16 +139,23 @@ pub struct TreeProjection {
 }
 
 /// Projects each process of `tree` with `delegated`, `params` and `terms` (start-up only for the
-/// processes that exec'd) and composes them along the tree (module docs).
+/// processes that exec'd) and composes them along the tree on `cpus` CPUs (module docs).
 pub fn compose(
     tree: &ProcessTree,
     delegated: &BTreeSet<String>,
     params: &Params,
     terms: &Terms,
+    cpus: usize,
 ) -> Result<TreeProjection, ModelError> {
     let n = tree.processes.len();
     if n == 0 {
         return Err(ModelError::EmptyWorkload);
+    }
+    if cpus == 0 {
+        return Err(ModelError::Positive {
+            what: "the CPUs the processes run on".into(),
+            value: 0.0,
+        });
     }
     let mut shifts = Vec::with_capacity(n);
     for q in &tree.processes {
@@ -240,8 +256,16 @@ pub fn compose(
             }
         }
     }
-    let start = tree.processes.iter().map(|q| q.start_s).fold(f64::INFINITY, f64::min);
-    let end_nd = tree.processes.iter().map(|q| q.end_s).fold(f64::NEG_INFINITY, f64::max);
+    let start = tree
+        .processes
+        .iter()
+        .map(|q| q.start_s)
+        .fold(f64::INFINITY, f64::min);
+    let end_nd = tree
+        .processes
+        .iter()
+        .map(|q| q.end_s)
+        .fold(f64::NEG_INFINITY, f64::max);
     let end_d = tree
         .processes
         .iter()
@@ -249,14 +273,25 @@ pub fn compose(
         .map(|(q, s)| q.end_s + s.delay_s)
         .fold(f64::NEG_INFINITY, f64::max);
     let wall_nd = end_nd - start;
-    let wall_d = end_d - start;
-    if !(wall_nd > 0.0) {
+    if wall_nd.is_nan() || wall_nd <= 0.0 {
         return Err(ModelError::EmptyWorkload);
     }
     let serial: f64 = shifts.iter().map(|s| s.stretch_s).sum();
+    let span_delay_s = end_d - end_nd;
+    let work_delay_s = serial / cpus as f64;
+    // Added work cannot take less than its share of the CPUs; work taken away (γ > 1, a term that
+    // spares time) shortens the run along its critical path.
+    let wall_d = wall_nd
+        + if work_delay_s > 0.0 {
+            span_delay_s.max(work_delay_s)
+        } else {
+            span_delay_s
+        };
     Ok(TreeProjection {
         wall_nd,
         wall_d,
+        span_delay_s,
+        work_delay_s,
         speedup: wall_nd / wall_d,
         serial_speedup: wall_nd / (wall_nd + serial),
         processes: shifts,
@@ -305,11 +340,15 @@ mod tests {
                 node(3, Some(1), 0.1, 1.1, 0.9, 10_000),
             ],
         };
-        let r = compose(&tree, &all(), &Params::new(1.0, 10e-6), &Terms::none()).expect("composes");
+        let r = compose(&tree, &all(), &Params::new(1.0, 10e-6), &Terms::none(), 2).expect("composes");
         assert!((r.wall_d - 1.4).abs() < 1e-9, "{r:?}");
         assert!((r.speedup - 1.2 / 1.4).abs() < 1e-9);
         assert!((r.serial_speedup - 1.2 / 1.6).abs() < 1e-9);
         assert!((r.processes[0].delay_s - 0.2).abs() < 1e-9);
+        // On one CPU the two children's added work cannot overlap: it adds up.
+        let r = compose(&tree, &all(), &Params::new(1.0, 10e-6), &Terms::none(), 1).expect("composes");
+        assert!((r.wall_d - 1.6).abs() < 1e-9, "{r:?}");
+        assert!((r.work_delay_s - 0.4).abs() < 1e-9 && (r.span_delay_s - 0.2).abs() < 1e-9);
     }
 
     /// The same children one after another: the second starts when the first was reaped, so the
@@ -323,7 +362,7 @@ mod tests {
                 node(3, Some(1), 1.1, 2.1, 0.9, 10_000),
             ],
         };
-        let r = compose(&tree, &all(), &Params::new(1.0, 10e-6), &Terms::none()).expect("composes");
+        let r = compose(&tree, &all(), &Params::new(1.0, 10e-6), &Terms::none(), 4).expect("composes");
         assert!((r.wall_d - 2.6).abs() < 1e-9, "{r:?}");
         assert!((r.processes[2].delay_s - 0.4).abs() < 1e-9, "{r:?}");
     }
@@ -341,10 +380,10 @@ mod tests {
             startup_s: Some(0.1),
             ..Terms::none()
         };
-        let r = compose(&tree, &all(), &Params::new(1.0, 0.0), &t).expect("composes");
+        let r = compose(&tree, &all(), &Params::new(1.0, 0.0), &t, 2).expect("composes");
         assert!((r.wall_d - 2.2).abs() < 1e-9, "{r:?}");
         tree.processes[1].execs = false;
-        let r = compose(&tree, &all(), &Params::new(1.0, 0.0), &t).expect("composes");
+        let r = compose(&tree, &all(), &Params::new(1.0, 0.0), &t, 2).expect("composes");
         assert!((r.wall_d - 2.1).abs() < 1e-9, "{r:?}");
     }
 
@@ -358,6 +397,7 @@ mod tests {
             n in 1u64..100_000,
             g in 0.0f64..2.0,
             threads in 1.0f64..8.0,
+            cpus in 1usize..64,
             fc in 0.0f64..1e-4,
             gamma in 0.5f64..4.0,
             startup in 0.0f64..0.1,
@@ -379,7 +419,7 @@ mod tests {
             let tree = ProcessTree { processes: vec![q.clone()] };
             let params = Params::new(gamma, fc);
             let terms = Terms { startup_s: Some(startup), ..Terms::none() };
-            let r = compose(&tree, &all(), &params, &terms).expect("composes");
+            let r = compose(&tree, &all(), &params, &terms, cpus).expect("composes");
             let p = refined(&q.workload, &all(), &params).expect("projects");
             let paper = corrected(&p, &terms);
             prop_assert!((r.speedup - paper).abs() <= 1e-9 * paper, "{} vs {}", r.speedup, paper);
