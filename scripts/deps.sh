@@ -10,6 +10,7 @@ packages=(
   python3.11 libpython3.11-testsuite                                                  # lwk conformance: CPython's own tests
   xz-utils gzip sqlite3 python3 make tar                                              # validate --suite bundled
   openmpi-bin mpich lammps hpcc                                                              # MPI ranks, LAMMPS, HPC Challenge
+  fio liburing-dev e2fsprogs mount                                                    # lwk kernel-shared mappings (issue #14): io_uring, loop devices
   chromium python3 python3-pip python3-venv                                           # report check (headless), Python package
 )
 missing=()

@@ -6,8 +6,11 @@
 //! - [`oneshot`]: the future of a task;
 //! - [`signal`]: the counting signal;
 //! - [`task_state`]: a task's state machine (the paper's enqueue handler);
-//! - [`parker`]: the IMS sleep/wake protocol of an idle worker.
+//! - [`parker`]: the IMS sleep/wake protocol of an idle worker;
+//! - [`activation`]: IMS to a machine that holds no core: the Machine Manager's grant, and the
+//!   machine switch of a core that would start to idle.
 
+pub mod activation;
 pub mod oneshot;
 pub mod parker;
 pub mod ring;

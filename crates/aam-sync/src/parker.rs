@@ -51,8 +51,17 @@ impl Parker {
         self.state.store(RUNNING, SeqCst);
     }
 
-    /// Wakes the worker if it sleeps or is about to; true if it did.
+    /// Whether the worker sleeps or is about to (announced, re-checking for work).
+    pub fn is_sleeping(&self) -> bool {
+        self.state.load(SeqCst) == SLEEPING
+    }
+
+    /// Wakes the worker if it sleeps or is about to; true if it did. Reads the word first, so a
+    /// sender that finds the worker running does not take its line exclusively.
     pub fn notify(&self) -> bool {
+        if self.state.load(SeqCst) != SLEEPING {
+            return false;
+        }
         if self
             .state
             .compare_exchange(SLEEPING, NOTIFIED, SeqCst, SeqCst)

@@ -5,9 +5,10 @@
 #![cfg(multios_loom)]
 
 use loom::future::block_on;
-use loom::sync::atomic::AtomicBool;
-use loom::sync::Arc;
+use loom::sync::atomic::{AtomicBool, AtomicUsize};
+use loom::sync::{Arc, Mutex};
 use loom::thread;
+use multios_aam_sync::activation::{self, Idle};
 use multios_aam_sync::parker::{notify_unless_polling, sleep_unless, Parker};
 use multios_aam_sync::ring::{self, Completed, Ring, CLOSED};
 use multios_aam_sync::task_state::TaskState;
@@ -193,4 +194,140 @@ fn issue_11_loom_ims_no_lost_wakeup() {
         r.release(t);
         server.join().expect("server");
     });
+}
+
+/// The machines of the activation model: a holder H on the one CPU, a machine D without a core
+/// whose worker on that CPU is dormant, the manager's lock, and D's queued request.
+#[derive(Default)]
+struct Cpu {
+    manager: Mutex<()>,
+    holder_active: AtomicBool,
+    dest_active: AtomicBool,
+    dest_waiting: AtomicBool,
+    /// Machines waiting for this CPU.
+    wanted: AtomicUsize,
+    holder: Parker,
+    dest: Parker,
+    request: AtomicBool,
+    stop: AtomicBool,
+}
+
+impl Cpu {
+    /// The core move (with the manager's lock held): H leaves, D's worker is started.
+    fn move_to_dest(&self) {
+        self.holder_active.store(false, SeqCst);
+        activation::withdraw(&self.dest_waiting, || {
+            self.wanted.fetch_sub(1, SeqCst);
+        });
+        activation::start(&self.dest, || self.dest_active.store(true, SeqCst));
+    }
+
+    /// The sender's IMS into the manager for D, which holds no core.
+    fn ims(&self) {
+        if self.dest_active.load(SeqCst) {
+            return;
+        }
+        let _g = self.manager.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        activation::request(
+            &self.dest_waiting,
+            || {
+                self.wanted.fetch_add(1, SeqCst);
+            },
+            || {
+                if self.dest_active.load(SeqCst) {
+                    return true;
+                }
+                let idle_holder = self.holder_active.load(SeqCst) && self.holder.is_sleeping();
+                if idle_holder {
+                    self.move_to_dest();
+                }
+                idle_holder
+            },
+        );
+    }
+
+    /// The holder's hand-over (with the manager's lock): to D if D still waits.
+    fn hand_over(&self) -> bool {
+        let _g = self.manager.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let give = self.dest_waiting.load(SeqCst) && self.holder_active.load(SeqCst);
+        if give {
+            self.move_to_dest();
+        }
+        give
+    }
+
+    /// H's worker: idle (no work of its own) until it hands the CPU over or is stopped; the
+    /// broken variant reads `wanted` before it announces its sleep.
+    fn holder_worker(&self, broken: bool) {
+        while !self.stop.load(SeqCst) && self.holder_active.load(SeqCst) {
+            let early = broken && self.wanted.load(SeqCst) > 0;
+            let idle = activation::sleep_or_hand_over(
+                &self.holder,
+                || {},
+                || self.stop.load(SeqCst),
+                || if broken { early } else { self.wanted.load(SeqCst) > 0 },
+                || self.hand_over(),
+                || {},
+            );
+            if idle == Idle::HandedOver {
+                assert!(!self.holder_active.load(SeqCst));
+            }
+        }
+    }
+
+    /// D's dormant worker: sleeps until given the core, then serves the request.
+    fn dest_worker(&self) {
+        activation::dormant_until(&self.dest, || self.dest_active.load(SeqCst));
+        assert!(self.request.load(SeqCst), "D started without its request");
+    }
+}
+
+/// A sender queues a request for D, which holds no core, and calls the manager (IMS); H, the
+/// CPU's holder, runs out of work at the same time. D always gets the CPU and serves the request:
+/// the manager grants it from H asleep, or H hands it over before sleeping. A lost activation
+/// leaves D's worker dormant and the sender waiting, which loom reports as a deadlock.
+#[test]
+fn issue_11_loom_activation_no_lost_grant() {
+    bounded(|| activation_model(false));
+}
+
+/// The same model with the holder reading `wanted` before announcing its sleep, run in a child
+/// process (loom aborts the process once it has found the deadlock): loom must find the lost
+/// activation, or the check above would be worthless.
+#[test]
+fn issue_11_loom_activation_broken_order_is_caught() {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let out = std::process::Command::new(exe)
+        .args(["--ignored", "--exact", "broken_activation_model", "--test-threads=1"])
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .expect("run the broken model in a child process");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !out.status.success() && (stderr.contains("deadlock") || stdout.contains("deadlock")),
+        "loom did not report the lost activation of the broken variant:\n{stdout}\n{stderr}"
+    );
+}
+
+#[test]
+#[ignore = "run by issue_11_loom_activation_broken_order_is_caught in a child process; it must fail"]
+fn broken_activation_model() {
+    bounded(|| activation_model(true));
+}
+
+fn activation_model(broken: bool) {
+    let cpu = Arc::new(Cpu::default());
+    cpu.holder_active.store(true, SeqCst);
+    let (h, d) = (cpu.clone(), cpu.clone());
+    let holder = thread::spawn(move || h.holder_worker(broken));
+    let dest = thread::spawn(move || d.dest_worker());
+    cpu.request.store(true, SeqCst);
+    cpu.ims();
+    dest.join().expect("D's worker");
+    cpu.stop.store(true, SeqCst);
+    cpu.holder.force_wake();
+    holder.join().expect("H's worker");
+    assert!(cpu.dest_active.load(SeqCst) && !cpu.holder_active.load(SeqCst));
+    assert_eq!(cpu.wanted.load(SeqCst), 0);
 }

@@ -115,6 +115,7 @@ impl<S: Send + Sync + 'static> Service<S> {
             overflow: Mutex::new(VecDeque::new()),
             overflow_len: Padded(AtomicUsize::new(0)),
             receiver_polling: Padded(AtomicBool::new(false)),
+            closed: Padded(AtomicBool::new(false)),
             in_flight: Padded(AtomicUsize::new(0)),
             limit,
             object: self.object.clone(),
@@ -180,8 +181,16 @@ impl<S: Send + Sync + 'static> Endpoint<S> {
                 CallState::Boxed(rx)
             }
         };
+        // IMS through the Machine Manager when no worker polls this queue, or (a machine with
+        // several workers) when none of them is idle: a sleeping one then takes the request.
         if !q.receiver_polling.0.load(Ordering::SeqCst) {
-            self.machine.ims();
+            crate::domain::ims(&self.machine);
+        } else if self.machine.no_idle_worker() {
+            self.machine
+                .counters
+                .sibling_ims
+                .fetch_add(1, Ordering::Relaxed);
+            crate::domain::ims(&self.machine);
         }
         if self.machine.stopped.load(Ordering::SeqCst) {
             q.drain(&self.machine);
@@ -196,6 +205,19 @@ impl<S: Send + Sync + 'static> Endpoint<S> {
 
     pub fn server(&self) -> MachineHandle {
         MachineHandle(self.machine.clone())
+    }
+}
+
+impl<S> Drop for Endpoint<S> {
+    /// The queue leaves the server machine once every request it holds was taken (calls in
+    /// flight keep their results' slots): `closed` is set after the last publication, and the
+    /// server, told by a machine signal, unregisters it when it finds it closed and drained.
+    fn drop(&mut self) {
+        self.queue.closed.0.store(true, Ordering::SeqCst);
+        if !self.machine.stopped.load(Ordering::SeqCst) {
+            self.machine
+                .signal(crate::machine::MachineSignal::InterfaceClosed);
+        }
     }
 }
 

@@ -45,6 +45,7 @@
 pub mod bench;
 mod block;
 mod builder;
+mod domain;
 pub mod ims;
 pub mod interface;
 pub mod kv;

@@ -59,6 +59,8 @@ pub(crate) struct CallQueue<S> {
     pub(crate) overflow: Mutex<VecDeque<Overflow<S>>>,
     pub(crate) overflow_len: Padded<AtomicUsize>,
     pub(crate) receiver_polling: Padded<AtomicBool>,
+    /// The client dropped its endpoint: no request will be added (written once, by the client).
+    pub(crate) closed: Padded<AtomicBool>,
     pub(crate) in_flight: Padded<AtomicUsize>,
     pub(crate) limit: usize,
     pub(crate) object: Arc<S>,
@@ -135,6 +137,11 @@ pub(crate) trait Served: Send + Sync {
     fn pending(&self) -> usize;
     /// The server stopped: drop every queued request (their calls resolve to `Stopped`).
     fn close(&self, machine: &Arc<Shared>);
+    /// The client dropped its endpoint.
+    fn is_closed(&self) -> bool;
+    /// The client dropped its endpoint and every request it queued was taken: the queue can
+    /// leave the machine (calls still running hold their own reference).
+    fn closed_and_drained(&self) -> bool;
 }
 
 pub(crate) struct Queue<S>(pub(crate) Arc<CallQueue<S>>);
@@ -190,6 +197,19 @@ impl<S: Send + Sync + 'static> Served for Queue<S> {
 
     fn close(&self, machine: &Arc<Shared>) {
         self.0.drain(machine);
+    }
+
+    fn is_closed(&self) -> bool {
+        self.0.closed.0.load(Ordering::Relaxed)
+    }
+
+    fn closed_and_drained(&self) -> bool {
+        let q = &self.0;
+        // SeqCst: the client's last publication precedes its `closed` store, so once `closed`
+        // is seen the counts below include every request it issued.
+        q.closed.0.load(Ordering::SeqCst)
+            && q.client.ring.pending() == 0
+            && q.overflow_len.0.load(Ordering::SeqCst) == 0
     }
 }
 

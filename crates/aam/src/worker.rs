@@ -1,12 +1,19 @@
 //! A worker's scheduling loop: what it runs next, how it idles and sleeps, and how it leaves
 //! and regains its core (see the module comment of [`crate::machine`] for the pick order).
+//!
+//! An idle worker spins, then either sleeps or — when a machine of its Machine Manager waits for
+//! its CPU — hands the CPU over (`multios_aam_sync::activation::sleep_or_hand_over`). In a machine
+//! with several workers, a worker counts itself in the machine's `idle_pollers` while it spins,
+//! and leaves the count before it runs what it found: a sender that finds the count zero knows no
+//! worker will take its request soon and signals (a sleeping worker then takes it).
 
-use crate::ims::sleep_unless;
+use crate::domain;
 use crate::machine::{lock, Shared, WorkerCtx, CURRENT};
 use crate::serve::Served;
 use crate::task::TaskRef;
 use crate::trace::EventKind;
 use crossbeam_deque::Steal;
+use multios_aam_sync::activation::{self, Idle};
 use multios_host::tsc;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
@@ -93,6 +100,12 @@ fn step(ctx: &WorkerCtx, cur: &mut Cursor) -> bool {
 fn run_requests(ctx: &WorkerCtx, q: &dyn Served) -> bool {
     let shared = &ctx.shared;
     let trace = shared.traces.get(ctx.index);
+    if ctx.idle.get() {
+        if !q.has_takeable() {
+            return false;
+        }
+        leave_idle(ctx);
+    }
     if !q.run_one(shared, trace) {
         return false;
     }
@@ -109,7 +122,26 @@ fn run_requests(ctx: &WorkerCtx, q: &dyn Served) -> bool {
         .store(c.batches.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     c.requests
         .store(c.requests.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+    if q.is_closed() {
+        shared.sweep_closed();
+    }
     true
+}
+
+/// The worker starts spinning idle (counted only in machines with several workers).
+fn enter_idle(ctx: &WorkerCtx) {
+    if *ctx.shared.multi_worker {
+        ctx.idle.set(true);
+        ctx.shared.idle_pollers.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// The worker found work (or stops spinning): it no longer counts as idle.
+fn leave_idle(ctx: &WorkerCtx) {
+    if ctx.idle.get() {
+        ctx.idle.set(false);
+        ctx.shared.idle_pollers.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 fn has_work(ctx: &WorkerCtx, cur: &mut Cursor) -> bool {
@@ -134,6 +166,7 @@ pub(crate) fn worker_loop(ctx: &WorkerCtx) {
         next_queue: 0,
     };
     let mut acked = 0u64;
+    let index = ctx.index;
     'serve: loop {
         if shared.signals_pending.load(Ordering::Relaxed) {
             shared.handle_signals();
@@ -145,27 +178,36 @@ pub(crate) fn worker_loop(ctx: &WorkerCtx) {
             dormant(ctx);
             continue;
         }
-        let grant = shared.grants[ctx.index].load(Ordering::Relaxed);
+        let grant = shared.grants[index].load(Ordering::Relaxed);
         if grant != acked {
             acked = grant;
-            shared.acks[ctx.index].store(grant, Ordering::SeqCst);
+            shared.acks[index].store(grant, Ordering::SeqCst);
+            domain::complete_move(shared, index);
         }
         if step(ctx, &mut cur) {
             continue;
         }
         let start = tsc::now();
+        enter_idle(ctx);
         loop {
             std::hint::spin_loop();
             if shared.signals_pending.load(Ordering::Relaxed) || shared.stopped.load(Ordering::Relaxed) {
+                leave_idle(ctx);
                 continue 'serve;
             }
             if step(ctx, &mut cur) {
+                leave_idle(ctx);
                 continue 'serve;
+            }
+            // A machine waits for this CPU: stop spinning, hand it over (in `sleep`).
+            if ctx.wanted.load(Ordering::Relaxed) > 0 {
+                break;
             }
             if tsc::now().wrapping_sub(start) >= shared.spin_ticks {
                 break;
             }
         }
+        leave_idle(ctx);
         sleep(ctx, &mut cur);
     }
     while let Some(t) = ctx.local.pop() {
@@ -173,12 +215,18 @@ pub(crate) fn worker_loop(ctx: &WorkerCtx) {
     }
 }
 
+/// Whether work is queued for the machine (ready tasks or requests a worker could take).
+fn queued_work(shared: &Shared) -> bool {
+    !shared.injector.is_empty() || lock(&shared.served).iter().any(|q| q.has_takeable())
+}
+
 /// The worker's core was taken from the machine: hand its ready tasks to the machine's other
 /// workers, stop counting as a poller, and sleep until the core is given back (or the machine
-/// stops). A wake-up meant for the machine that lands here is passed on.
+/// stops). If work is queued, the machine is activated (a sibling that holds a core is woken, or
+/// the manager is asked for a core): a sender may have skipped IMS while this worker still
+/// counted as polling, and a wake-up meant for the machine may land here.
 fn dormant(ctx: &WorkerCtx) {
     let shared = &ctx.shared;
-    let parker = &shared.parkers[ctx.index];
     let start = tsc::now();
     if let Some(ring) = shared.traces.get(ctx.index) {
         ring.mark(EventKind::Switch, "machine switch: left");
@@ -186,21 +234,17 @@ fn dormant(ctx: &WorkerCtx) {
     while let Some(t) = ctx.local.pop() {
         shared.injector.push(t);
     }
-    parker.prepare();
     shared.set_polling(false);
     shared.serving[ctx.index].store(false, Ordering::SeqCst);
-    fence(Ordering::SeqCst);
-    // A sender may have skipped IMS because this worker still counted as polling: wake an
-    // active sleeper so it re-checks (and takes the tasks handed over above).
-    shared.ims();
-    while !shared.active[ctx.index].load(Ordering::SeqCst) && !shared.stopped.load(Ordering::SeqCst) {
-        parker.park();
-        parker.prepare();
-        if !shared.active[ctx.index].load(Ordering::SeqCst) {
-            shared.ims();
+    activation::dormant_until(&shared.parkers[ctx.index], || {
+        if shared.active[ctx.index].load(Ordering::SeqCst) || shared.stopped.load(Ordering::SeqCst) {
+            return true;
         }
-    }
-    parker.running();
+        if queued_work(shared) {
+            domain::activate(shared);
+        }
+        false
+    });
     if let Some(ring) = shared.traces.get(ctx.index) {
         ring.record(EventKind::Dormant, "no core", start);
         if !shared.stopped.load(Ordering::SeqCst) {
@@ -212,6 +256,7 @@ fn dormant(ctx: &WorkerCtx) {
 }
 
 fn run_task(ctx: &WorkerCtx, t: TaskRef) {
+    leave_idle(ctx);
     let c = &ctx.shared.worker_counters[ctx.index];
     c.tasks_run
         .store(c.tasks_run.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
@@ -226,18 +271,28 @@ fn run_task(ctx: &WorkerCtx, t: TaskRef) {
     }
 }
 
-/// The receiver side of IMS: announce sleep, re-check every source of work, then sleep unless
-/// something arrived (see [`crate::ims`] for why no wake-up is lost).
+/// The receiver side of IMS: announce sleep, re-check every source of work, then hand the CPU
+/// to a machine waiting for it, or sleep unless something arrived (see [`crate::ims`] and
+/// `multios_aam_sync::activation` for why no wake-up or activation is lost).
 fn sleep(ctx: &WorkerCtx, cur: &mut Cursor) {
     let shared = &ctx.shared;
+    if cur.queues.iter().any(|q| q.is_closed()) {
+        shared.sweep_closed();
+    }
     let start = tsc::now();
-    let slept = sleep_unless(
+    let idle = activation::sleep_or_hand_over(
         &shared.parkers[ctx.index],
         || shared.set_polling(false),
         || has_work(ctx, cur),
+        || ctx.wanted.load(Ordering::SeqCst) > 0,
+        || {
+            shared
+                .membership()
+                .is_some_and(|m| m.domain.hand_over(shared, ctx.index))
+        },
         || shared.set_polling(true),
     );
-    if slept {
+    if idle == Idle::Slept {
         let c = &shared.worker_counters[ctx.index];
         c.sleeps
             .store(c.sleeps.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
@@ -310,8 +365,8 @@ pub(crate) fn blocking<R>(f: impl FnOnce() -> R) -> R {
     let Some(shared) = shared else { return f() };
     shared.set_polling(false);
     fence(Ordering::SeqCst);
-    if !shared.injector.is_empty() || lock(&shared.served).iter().any(|q| q.has_takeable()) {
-        shared.ims();
+    if queued_work(&shared) {
+        domain::activate(&shared);
     }
     let r = f();
     shared.set_polling(true);

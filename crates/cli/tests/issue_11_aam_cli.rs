@@ -55,6 +55,32 @@ fn issue_11_aam_kv_json_has_the_three_servers() {
     assert!(v["storage"].as_str().is_some_and(|s| s.contains("WAL")), "{v}");
     assert_eq!(v["load"]["connections"], 2);
     assert!(v["placement"]["os_workers"].is_number());
+    // The machine server under its three layouts; the manager's moves by cause. Compression
+    // starts without a core under the utilization policy: the first PUT needs a move.
+    let layouts = v["layouts"].as_array().cloned().unwrap_or_default();
+    let names: Vec<&str> = layouts
+        .iter()
+        .filter_map(|l| l["report"]["server"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["machines", "machines-static-spread", "machines-utilization"],
+        "{v}"
+    );
+    for l in &layouts {
+        assert_eq!(l["report"]["requests"], 200, "{l}");
+        assert_eq!(l["report"]["errors"], 0, "{l}");
+        assert_eq!(l["report"]["mismatches"], 0, "{l}");
+        assert!(l["throughput_vs_shared"].is_number() && l["p99_vs_shared"].is_number());
+    }
+    assert_eq!(layouts[0]["stats"]["moves"]["policy"], 0);
+    let moves = &layouts[2]["stats"]["moves"];
+    let total: u64 = ["ims", "idle", "policy", "explicit"]
+        .iter()
+        .map(|k| moves[*k].as_u64().unwrap_or(0))
+        .sum();
+    assert!(total >= 1, "{moves}");
+    assert_eq!(v["load"]["mix"]["phased"]["large_bytes"], 16384, "{v}");
 }
 
 /// One `multios aam bench` run carries every part the issue lists (small sizes; no timing is
@@ -120,7 +146,17 @@ fn issue_11_aam_bench_json_has_every_part() {
         .as_array()
         .map(|a| a.iter().filter_map(|g| g["goal"].as_str()).collect())
         .unwrap_or_default();
-    assert_eq!(goals.len(), 8, "{goals:?}");
+    // Six of Table 1, three of the manager's activation, three of the key-value service (the
+    // three servers, then the spread and utilization layouts against the shared one), the model.
+    assert_eq!(goals.len(), 13, "{goals:?}");
+    for n in [
+        "aam_call_coreless_total",
+        "aam_call_behind_busy_worker",
+        "aam_call_behind_busy_worker_no_sibling_wake",
+    ] {
+        assert!(names.contains(&n), "{n} missing from {names:?}");
+    }
+    assert_eq!(v["kv"]["layouts"].as_array().map_or(0, Vec::len), 3);
 }
 
 #[test]
@@ -176,4 +212,41 @@ fn issue_11_aam_trace_writes_chrome_trace_json() {
             "{csv}"
         );
     }
+}
+
+/// `aam trace --kv`: the key-value service's machines under the utilization policy, with the
+/// core moves in the JSON, the Chrome trace and the drawn timeline.
+#[test]
+fn issue_11_aam_trace_kv_shows_core_moves() {
+    let dir = scratch::Scratch::new("multios-test", "aam-trace-kv");
+    let file = dir.path().join("kv.json");
+    let f = file.to_string_lossy().into_owned();
+    let (code, stdout, stderr) = multios(&[
+        "--json",
+        "aam",
+        "trace",
+        "--kv",
+        "--requests",
+        "60",
+        "--connections",
+        "2",
+        "-o",
+        &f,
+    ]);
+    assert_eq!(code, 0, "stderr: {stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(v["calls"], 60);
+    assert_eq!(
+        v["machines"],
+        serde_json::json!(["kv-net", "kv-storage", "kv-compression"])
+    );
+    let total: u64 = ["ims", "idle", "policy", "explicit"]
+        .iter()
+        .map(|k| v["moves"][*k].as_u64().unwrap_or(0))
+        .sum();
+    assert!(total >= 1, "{v}");
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{f}: {e}"));
+    assert!(text.contains("core gained") && text.contains("machine kv-compression"));
+    let csv = std::fs::read_to_string(dir.path().join("kv.csv")).unwrap_or_else(|e| panic!("csv: {e}"));
+    assert!(csv.contains(",mark,core move,") && csv.contains("kv-compression · cpu"), "{csv}");
 }

@@ -4,7 +4,7 @@
 
 use crate::output::{Format, Out, Table};
 use anyhow::Context;
-use multios_experiment::bench::aam::{self, KvComparison, LoadConfig, LoadReport};
+use multios_experiment::bench::aam::{self, KvComparison, LoadConfig, LoadReport, Mix};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -22,9 +22,28 @@ enum Which {
     /// The key-value service built from machines against a Tokio server and a thread-per-connection
     /// server, under the same bounded loopback load (each over its own SQLite file, WAL)
     Kv(KvArgs),
-    /// Record a small machine-call workload and write its Chrome trace JSON (Perfetto) and, beside
-    /// it, the timeline as PNG and SVG (with the CSV of what is drawn)
+    /// Record a small machine-call workload (or, with --kv, the key-value service under the Machine
+    /// Manager's utilization policy) and write its Chrome trace JSON (Perfetto) and, beside it, the
+    /// timeline as PNG and SVG (with the CSV of what is drawn)
     Trace(TraceArgs),
+}
+
+/// The key-value load's request mix.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum MixArg {
+    /// Phases of 100 requests per connection: small values, then 16 KiB hardly compressible ones
+    Phased,
+    /// Every value --value-bytes of compressible text
+    Uniform,
+}
+
+impl MixArg {
+    fn mix(self) -> Mix {
+        match self {
+            MixArg::Phased => Mix::PHASED,
+            MixArg::Uniform => Mix::Uniform,
+        }
+    }
 }
 
 #[derive(clap::Args, Debug)]
@@ -42,6 +61,9 @@ struct BenchArgs {
     /// Skip the key-value comparison
     #[arg(long)]
     no_kv: bool,
+    /// The key-value load's request mix
+    #[arg(long, value_enum, default_value = "phased")]
+    mix: MixArg,
     /// Skip the model check (compute + pread loop, direct and through the OS machine, against the
     /// refined model's projection)
     #[arg(long)]
@@ -62,9 +84,12 @@ struct KvArgs {
     /// Stop issuing requests after this long (per server)
     #[arg(long, default_value = "10s")]
     duration: multios_units::Duration,
-    /// Bytes per value
+    /// Bytes per value (the small values of the phased mix)
     #[arg(long, default_value_t = 256)]
     value_bytes: usize,
+    /// The request mix
+    #[arg(long, value_enum, default_value = "phased")]
+    mix: MixArg,
 }
 
 #[derive(clap::Args, Debug)]
@@ -75,6 +100,16 @@ struct TraceArgs {
     /// Machine calls to record
     #[arg(long, default_value_t = 200)]
     calls: usize,
+    /// Trace the key-value service (network, storage and compression machines under the Machine
+    /// Manager's utilization policy, phased load) instead
+    #[arg(long)]
+    kv: bool,
+    /// With --kv: requests of the load
+    #[arg(long, default_value_t = 300)]
+    requests: usize,
+    /// With --kv: connections of the load
+    #[arg(long, default_value_t = 4)]
+    connections: usize,
 }
 
 pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
@@ -91,6 +126,7 @@ fn bench(a: BenchArgs, out: &Out) -> crate::cmd::Exit {
         runs: a.runs,
         kv: (!a.no_kv).then(|| LoadConfig {
             requests: a.kv_requests,
+            mix: a.mix.mix(),
             ..LoadConfig::default()
         }),
         validate: !a.no_validate || a.validate,
@@ -136,6 +172,10 @@ fn bench(a: BenchArgs, out: &Out) -> crate::cmd::Exit {
             outln!();
         }
         kv_table(k).print(out);
+        if out.format == Format::Table {
+            outln!();
+        }
+        layouts_table(k).print(out);
     }
     if let (Some(v), Format::Table) = (&r.validation, out.format) {
         outln!();
@@ -178,7 +218,39 @@ fn bench(a: BenchArgs, out: &Out) -> crate::cmd::Exit {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The three servers' rows: threads, Tokio, machines.
+/// The machine server's layouts against the static shared one, with the manager's moves.
+fn layouts_table(k: &KvComparison) -> Table {
+    let mut t = Table::new([
+        "layout",
+        "req/s",
+        "p99 µs",
+        "req/s vs shared",
+        "p99 vs shared",
+        "core moves",
+        "IMS grants",
+        "idle hand-overs",
+        "policy moves",
+        "move median µs",
+    ]);
+    for l in &k.layouts {
+        let m = &l.stats.moves;
+        t.row([
+            l.stats.layout.label().to_string(),
+            format!("{:.0}", l.report.throughput_rps),
+            format!("{:.1}", l.report.p99_us),
+            format!("{:.2}", l.throughput_vs_shared),
+            format!("{:.2}", l.p99_vs_shared),
+            m.total().to_string(),
+            m.ims.to_string(),
+            m.idle.to_string(),
+            m.policy.to_string(),
+            format!("{:.1}", l.stats.move_median_ns / 1e3),
+        ]);
+    }
+    t
+}
+
+/// The servers' rows: threads, Tokio, then the machine server under each layout.
 fn kv_table(k: &KvComparison) -> Table {
     let mut t = Table::new([
         "server",
@@ -190,7 +262,10 @@ fn kv_table(k: &KvComparison) -> Table {
         "errors",
         "mismatches",
     ]);
-    for s in [&k.threads, &k.tokio, &k.machines] {
+    for s in [&k.threads, &k.tokio]
+        .into_iter()
+        .chain(k.layouts.iter().map(|l| &l.report))
+    {
         t.row(kv_row(s));
     }
     t
@@ -215,6 +290,7 @@ fn kv(a: KvArgs, out: &Out) -> crate::cmd::Exit {
         connections: a.connections,
         duration: std::time::Duration::from_nanos(a.duration.nanos() as u64),
         value_bytes: a.value_bytes,
+        mix: a.mix.mix(),
         ..LoadConfig::default()
     };
     let r = aam::run_kv(&load)?;
@@ -222,6 +298,10 @@ fn kv(a: KvArgs, out: &Out) -> crate::cmd::Exit {
         out.json(&r)?;
     } else {
         kv_table(&r).print(out);
+        if out.format == Format::Table {
+            outln!();
+        }
+        layouts_table(&r).print(out);
         if out.format == Format::Table {
             outln!(
                 "machines / threads: throughput {:.2}×, p99 {:.2}×; machines / tokio: throughput {:.2}×, p99 {:.2}×",
@@ -231,17 +311,23 @@ fn kv(a: KvArgs, out: &Out) -> crate::cmd::Exit {
                 r.p99_vs_tokio
             );
             outln!(
-                "storage: {}; tokio: {} workers; machines: OS machine on CPU {} ({} workers), network/storage/compression on CPU {}",
+                "storage: {}; tokio: {} workers; machines: OS machine on CPU {} ({} workers); static-shared: network/storage/compression on CPU {}; static-spread: network on CPU {}, storage/compression on CPU {}; utilization: a Machine Manager gives CPUs {} and {} to one of the three at a time; mix {:?}",
                 r.storage,
                 r.tokio_workers,
                 r.placement.os_cpu,
                 r.placement.os_workers,
-                r.placement.machine_cpu
+                r.placement.machine_cpu,
+                r.placement.os_cpu,
+                r.placement.machine_cpu,
+                r.placement.os_cpu,
+                r.placement.machine_cpu,
+                r.load.mix
             );
         }
     }
-    let wrong = [&r.machines, &r.tokio, &r.threads]
-        .iter()
+    let wrong = [&r.tokio, &r.threads]
+        .into_iter()
+        .chain(r.layouts.iter().map(|l| &l.report))
         .map(|x| x.errors + x.mismatches)
         .sum::<usize>();
     Ok(if wrong == 0 {
@@ -252,7 +338,11 @@ fn kv(a: KvArgs, out: &Out) -> crate::cmd::Exit {
 }
 
 fn trace(a: TraceArgs, out: &Out) -> crate::cmd::Exit {
-    let r = aam::run_trace(a.calls)?;
+    let r = if a.kv {
+        aam::run_kv_trace(a.requests, a.connections)?
+    } else {
+        aam::run_trace(a.calls)?
+    };
     std::fs::write(&a.output, &r.chrome_json)
         .with_context(|| format!("writing the trace to {}", a.output.display()))?;
     let stem = a.output.with_extension("");
@@ -262,17 +352,27 @@ fn trace(a: TraceArgs, out: &Out) -> crate::cmd::Exit {
     if out.format == Format::Json {
         out.json(&serde_json::json!({
             "output": a.output,
+            "workload": r.workload,
             "calls": r.calls,
+            "moves": r.moves,
             "machines": r.machines,
             "bytes": r.chrome_json.len(),
             "timeline": pic,
         }))?;
     } else {
         outln!(
-            "{}: {} machine calls between {} (Chrome trace JSON: open in Perfetto or chrome://tracing)",
+            "{}: {} on {} (Chrome trace JSON: open in Perfetto or chrome://tracing)",
             a.output.display(),
-            r.calls,
-            r.machines.join(" and ")
+            r.workload,
+            r.machines.join(", ")
+        );
+        outln!(
+            "core moves: {} (IMS grants {}, idle hand-overs {}, policy {}, explicit {})",
+            r.moves.total(),
+            r.moves.ims,
+            r.moves.idle,
+            r.moves.policy,
+            r.moves.explicit
         );
         outln!(
             "timeline: {} and {} (data: {})",
