@@ -607,3 +607,62 @@ pub fn run_workload(
         notes,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issue_15_lwk_argv_replaces_multios_and_policy_and_defaults_to_lwk_run() {
+        let exe = Path::new("/opt/multios");
+        let w = Workload::command("w", vec!["lmp".into(), "-in".into(), "in.lj".into()]);
+        assert_eq!(
+            w.in_lwk(exe, "mckernel"),
+            [
+                "/opt/multios",
+                "lwk",
+                "run",
+                "--policy",
+                "mckernel",
+                "--",
+                "lmp",
+                "-in",
+                "in.lj"
+            ]
+        );
+        let mpi = Workload {
+            lwk_argv: Some(
+                [
+                    "mpirun",
+                    "-n",
+                    "2",
+                    "{multios}",
+                    "lwk",
+                    "run",
+                    "--policy",
+                    "{policy}",
+                    "--",
+                    "lmp",
+                ]
+                .map(String::from)
+                .to_vec(),
+            ),
+            ..w
+        };
+        assert_eq!(
+            mpi.in_lwk(exe, "mos"),
+            [
+                "mpirun",
+                "-n",
+                "2",
+                "/opt/multios",
+                "lwk",
+                "run",
+                "--policy",
+                "mos",
+                "--",
+                "lmp"
+            ]
+        );
+    }
+}
