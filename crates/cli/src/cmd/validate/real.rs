@@ -90,8 +90,13 @@ pub fn run(r: Real, out: &Out) -> super::super::Exit {
             acc.print(out);
             if !measurements.is_empty() {
                 outln!();
+                // One line per term and its microbenchmark below it (the texts are too long for
+                // a right-aligned table; terms.csv has them as columns).
                 outln!("the terms, as their microbenchmarks measured them:");
-                micro.print(out);
+                for m in &measurements {
+                    outln!("  {:<12} {:<8} {}", m.target, m.term, m.value);
+                    outln!("  {:<12} {:<8} ({})", "", "", m.how);
+                }
             }
             for (name, why) in &skipped {
                 outln!("skipped {name}: {why}");
