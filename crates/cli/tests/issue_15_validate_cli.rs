@@ -174,6 +174,29 @@ fn issue_15_workload_validates_one_command_with_the_startup_term() {
     let p = &v["workloads"][0]["points"][0];
     assert!(p["with_terms"].as_f64().is_some_and(f64::is_finite), "{v}");
     assert!(p["terms"]["startup_s"].as_f64().is_some_and(|s| s >= 0.0), "{v}");
+    // The term's own column (its projection alone) and its accuracy beside the paper's.
+    assert!(
+        p["per_term"]["startup"].as_f64().is_some_and(f64::is_finite),
+        "{v}"
+    );
+    let acc = &v["workloads"][0]["accuracy"][0];
+    assert!(
+        acc["per_term"]["startup"].is_number() && acc["with_terms"].is_number(),
+        "{v}"
+    );
+    // What its microbenchmark measured, once per target.
+    let m = v["term_measurements"].as_array().expect("term_measurements");
+    assert_eq!(m.len(), 1, "{v}");
+    assert_eq!(
+        (m[0]["target"].as_str(), m[0]["term"].as_str()),
+        (Some("emulate:shm"), Some("startup"))
+    );
+    let csv = std::fs::read_to_string(dir.join("out/accuracy.csv")).expect("accuracy.csv");
+    assert!(
+        csv.lines().next().is_some_and(|h| h.contains("+startup %")),
+        "{csv}"
+    );
+    assert!(dir.join("out/terms.csv").is_file());
 }
 
 #[test]
@@ -181,10 +204,10 @@ fn issue_15_unknown_terms_and_a_command_without_workload_are_refused() {
     let dir = scratch::Scratch::new("multios-issue15", "refused");
     let o = multios(
         &dir,
-        &["validate", "--workload", "x", "--terms", "cache", "--", "true"],
+        &["validate", "--workload", "x", "--terms", "tlb", "--", "true"],
     );
     assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("'cache'"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("'tlb'"));
     let o = multios(&dir, &["validate", "--", "true"]);
     assert_ne!(o.status.code(), Some(0));
 }

@@ -17,6 +17,7 @@ mod queue;
 mod refined;
 pub mod sweep;
 mod terms;
+pub mod tree;
 mod workload;
 
 pub use advise::{advise, Advice, AdviceItem};
@@ -27,5 +28,6 @@ pub use naive::naive;
 pub use policy::{Order, Policy};
 pub use queue::{erlang_c, mmc, QueueParams, QueueResult};
 pub use refined::{refined, Breakdown, GPrime, Params, Projection};
-pub use terms::{corrected, corrected_t_d, parse_terms, Term, Terms};
+pub use terms::{corrected, corrected_t_d, parse_terms, spare, ByClass, Cache, CallClass, Term, Terms};
+pub use tree::{compose, ProcessTree, TreeProjection};
 pub use workload::{Call, Workload};

@@ -4,9 +4,13 @@
 use crate::hist::Log2Histogram;
 use serde::{Deserialize, Serialize};
 
-/// The version this build writes and the newest it reads. Version 2 added `collection.coverage`; a
-/// version-1 file reads as one without it (coverage unknown).
-pub const SCHEMA_VERSION: u32 = 2;
+/// The newest version this build reads. Version 2 added `collection.coverage` (a version-1 file reads
+/// as one without it: coverage unknown); version 3 added `processes` (written only when the run was
+/// profiled per process, so that a profile without it stays a version-2 file older readers take).
+pub const SCHEMA_VERSION: u32 = 3;
+
+/// The version of a profile without `processes`.
+pub const SCHEMA_VERSION_NO_PROCESSES: u32 = 2;
 
 /// A system-call profile of one program run (or of several ranks, merged).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -31,6 +35,11 @@ pub struct Profile {
     /// Per-rank summaries when this profile merges several MPI ranks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ranks: Vec<RankSummary>,
+    /// Per process of the traced tree (schema 3; `multios profile --per-process`): when each ran,
+    /// its parent, and its own n(s), g(s) and C — what a projection that composes the processes
+    /// along the tree needs (the top-level fields sum every process).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub processes: Vec<ProcessStats>,
 }
 
 /// Facts about the machine the profile was taken on.
@@ -220,6 +229,50 @@ impl ThreadStats {
     }
 }
 
+/// One process of the traced tree (a thread group: its threads, every image it exec'd).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessStats {
+    pub pid: u32,
+    /// The process that forked it; `None` for the root of the tree (and where it is not known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ppid: Option<u32>,
+    /// The MPI rank whose profile it came from (`multios profile merge`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    /// Its command name when it exited (the last image it exec'd).
+    pub name: String,
+    /// Its fork (the root: its exec) and its last thread's exit, seconds from the run's start.
+    pub start_s: f64,
+    pub end_s: f64,
+    pub threads: u32,
+    /// Σ over its threads of their lifetimes.
+    pub lifetime_s: f64,
+    /// Its C: Σ lifetimes − Σ g(s) of its own calls.
+    pub compute_time_s: f64,
+    /// Its own n(s) and g(s), largest g first.
+    pub syscalls: Vec<ProcessCall>,
+}
+
+/// n(s) and g(s) of one system call within one process.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessCall {
+    pub name: String,
+    pub count: u64,
+    pub total_s: f64,
+}
+
+impl ProcessStats {
+    /// n(s) of `name` in this process (0 when it never made the call).
+    pub fn count_of(&self, name: &str) -> u64 {
+        self.syscalls
+            .iter()
+            .find(|c| c.name == name)
+            .map_or(0, |c| c.count)
+    }
+}
+
 /// The per-rank detail kept by `multios profile merge`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -238,7 +291,7 @@ impl Profile {
     /// An empty profile for `command`, stamped with this build's version and the current machine.
     pub fn new(command: Vec<String>, tool: &str, accuracy: &str) -> Self {
         Profile {
-            schema_version: SCHEMA_VERSION,
+            schema_version: SCHEMA_VERSION_NO_PROCESSES,
             command,
             machine: Machine::probe(),
             collection: Collection {
@@ -258,6 +311,16 @@ impl Profile {
             syscalls: Vec::new(),
             threads: Vec::new(),
             ranks: Vec::new(),
+            processes: Vec::new(),
+        }
+    }
+
+    /// The schema version this profile is written with: 3 with `processes`, 2 without.
+    pub fn written_version(&self) -> u32 {
+        if self.processes.is_empty() {
+            SCHEMA_VERSION_NO_PROCESSES
+        } else {
+            SCHEMA_VERSION
         }
     }
 

@@ -65,6 +65,13 @@ pub fn check_writable(path: &Path) -> Result<(), ProfileError> {
 
 /// Writes `profile` as pretty JSON to `path`.
 pub fn save(profile: &Profile, path: &Path) -> Result<(), ProfileError> {
+    let mut versioned;
+    let mut profile = profile;
+    if profile.schema_version != profile.written_version() {
+        versioned = profile.clone();
+        versioned.schema_version = versioned.written_version();
+        profile = &versioned;
+    }
     let mut text = serde_json::to_string_pretty(profile).map_err(|e| ProfileError::Write {
         path: path.to_path_buf(),
         source: std::io::Error::other(e),
@@ -169,8 +176,19 @@ pub(crate) fn validate(origin: &str, p: &Profile) -> Result<(), ProfileError> {
             ),
         ));
     }
+    if p.schema_version < 3 && !p.processes.is_empty() {
+        return Err(invalid(
+            origin,
+            "processes".into(),
+            format!(
+                "first written by schema_version 3, but the file says {}: set \"schema_version\": 3",
+                p.schema_version
+            ),
+        ));
+    }
     check_time(origin, "wall_time_s".into(), p.wall_time_s)?;
     check_time(origin, "compute_time_s".into(), p.compute_time_s)?;
+    check_processes(origin, p)?;
     let mut seen = std::collections::HashSet::new();
     let mut calls = 0u64;
     for (i, s) in p.syscalls.iter().enumerate() {
@@ -261,6 +279,48 @@ pub(crate) fn validate(origin: &str, p: &Profile) -> Result<(), ProfileError> {
     Ok(())
 }
 
+/// Checks `processes[]`: times, known call names, each name once per process.
+fn check_processes(origin: &str, p: &Profile) -> Result<(), ProfileError> {
+    for (i, q) in p.processes.iter().enumerate() {
+        let f = |name: &str| format!("processes[{i}].{name}");
+        for (name, v) in [
+            ("start_s", q.start_s),
+            ("end_s", q.end_s),
+            ("lifetime_s", q.lifetime_s),
+            ("compute_time_s", q.compute_time_s),
+        ] {
+            check_time(origin, f(name), v)?;
+        }
+        if q.start_s > q.end_s {
+            return Err(invalid(
+                origin,
+                f("start_s"),
+                format!("start {} is after end {}", q.start_s, q.end_s),
+            ));
+        }
+        let mut seen = std::collections::HashSet::new();
+        for (j, c) in q.syscalls.iter().enumerate() {
+            let g = |name: &str| format!("processes[{i}].syscalls[{j}].{name}");
+            if multios_syscalls::by_name(&c.name).is_none() {
+                return Err(invalid(
+                    origin,
+                    g("name"),
+                    multios_syscalls::UnknownSyscall::new(&c.name).to_string(),
+                ));
+            }
+            if !seen.insert(c.name.as_str()) {
+                return Err(invalid(
+                    origin,
+                    g("name"),
+                    format!("'{}' appears twice in this process: merge the entries", c.name),
+                ));
+            }
+            check_time(origin, g("total_s"), c.total_s)?;
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -303,7 +363,7 @@ mod tests {
             .replace("\"schema_version\":2", "\"schema_version\":7");
         assert_eq!(
             err(&text),
-            "p.json: schema_version 7 is newer than this multios reads (up to 2): upgrade multios"
+            "p.json: schema_version 7 is newer than this multios reads (up to 3): upgrade multios"
         );
     }
 
@@ -421,5 +481,63 @@ mod tests {
         // but a version-1 file cannot carry the version-2 field
         let bad = text.replace("\"schema_version\":2", "\"schema_version\":1");
         assert!(err(&bad).contains("collection.coverage"), "{}", err(&bad));
+    }
+
+    #[test]
+    fn issue_15_processes_need_version_3_and_are_checked() {
+        let mut p = sample();
+        p.schema_version = 3;
+        p.processes.push(crate::ProcessStats {
+            pid: 7,
+            ppid: None,
+            rank: None,
+            name: "sh".into(),
+            start_s: 0.0,
+            end_s: 1.0,
+            threads: 1,
+            lifetime_s: 1.0,
+            compute_time_s: 0.9,
+            syscalls: vec![crate::ProcessCall {
+                name: "read".into(),
+                count: 10,
+                total_s: 0.1,
+            }],
+        });
+        let text = serde_json::to_string(&p).unwrap_or_default();
+        assert_eq!(from_json_str("p.json", &text).ok().as_ref(), Some(&p));
+        assert_eq!(p.written_version(), 3);
+        assert_eq!(sample().written_version(), 2);
+        let old = text.replace("\"schema_version\":3", "\"schema_version\":2");
+        assert!(
+            err(&old).contains("processes") && err(&old).contains("3"),
+            "{}",
+            err(&old)
+        );
+        let bad = text.replace("\"name\":\"read\"", "\"name\":\"raed\"");
+        assert!(
+            err(&bad).contains("processes[0].syscalls[0].name"),
+            "{}",
+            err(&bad)
+        );
+        let late = text.replace("\"start_s\":0.0", "\"start_s\":2.0");
+        assert!(err(&late).contains("processes[0].start_s"), "{}", err(&late));
+    }
+
+    #[test]
+    fn issue_15_save_writes_the_version_of_what_it_holds() {
+        let dir = std::env::temp_dir().join(format!("multios-issue15-save-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).ok();
+        let f = dir.join("p.json");
+        let mut p = sample();
+        p.processes.push(crate::ProcessStats {
+            name: "a".into(),
+            ..Default::default()
+        });
+        save(&p, &f).ok();
+        let back = crate::load(&f).ok();
+        assert_eq!(back.map(|b| b.schema_version), Some(3));
+        save(&sample(), &f).ok();
+        assert_eq!(crate::load(&f).ok().map(|b| b.schema_version), Some(2));
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

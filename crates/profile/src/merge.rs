@@ -13,6 +13,7 @@ pub fn merge(parts: Vec<(u32, String, Profile)>) -> Result<Profile, ProfileError
     out.syscalls.clear();
     out.threads.clear();
     out.ranks.clear();
+    out.processes.clear();
     out.wall_time_s = 0.0;
     out.compute_time_s = 0.0;
     out.collection.partial = false;
@@ -62,6 +63,11 @@ pub fn merge(parts: Vec<(u32, String, Profile)>) -> Result<Profile, ProfileError
         for mut t in p.threads {
             t.rank = Some(rank);
             out.threads.push(t);
+        }
+        // Each rank's process tree, side by side (their times are each from their own start).
+        for mut q in p.processes {
+            q.rank = Some(rank);
+            out.processes.push(q);
         }
         for s in p.syscalls {
             match out.syscalls.iter_mut().find(|o| o.name == s.name) {

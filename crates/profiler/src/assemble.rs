@@ -1,7 +1,8 @@
 //! Turning what a backend collected into a profile: names, C, per-thread rates.
 
 use crate::raw::Raw;
-use multios_profile::{Exit, Log2Histogram, Profile, SyscallStats, ThreadStats};
+use multios_profile::{Exit, Log2Histogram, ProcessCall, ProcessStats, Profile, SyscallStats, ThreadStats};
+use std::collections::BTreeMap;
 
 /// How the run went, besides the counts.
 #[derive(Debug, Clone, Default)]
@@ -17,6 +18,10 @@ pub struct RunFacts {
     pub notes: Vec<String>,
     /// What the backend did not see of the run (empty: every call of every traced task was counted).
     pub misses: Vec<String>,
+    /// Write `processes[]` (the run was profiled per process).
+    pub per_process: bool,
+    /// The run's start on the threads' clock (ns): `processes[]` times count from it.
+    pub origin_ns: u64,
 }
 
 fn secs(ns: u64) -> f64 {
@@ -76,6 +81,26 @@ pub fn assemble(raw: &Raw, facts: RunFacts) -> Profile {
     } else {
         (secs(lifetimes) - g).max(0.0)
     };
+    if facts.per_process {
+        p.processes = processes(raw, facts.origin_ns);
+        let per: u64 = p
+            .processes
+            .iter()
+            .flat_map(|q| &q.syscalls)
+            .map(|c| c.count)
+            .sum();
+        let all = p.syscall_count();
+        if per < all {
+            let miss = format!(
+                "{} of {all} calls in processes[] (the per-process table was full)",
+                all - per
+            );
+            if let Some(c) = &mut p.collection.coverage {
+                c.complete = false;
+                c.misses.push(miss);
+            }
+        }
+    }
     p.threads = raw
         .threads
         .iter()
@@ -89,6 +114,60 @@ pub fn assemble(raw: &Raw, facts: RunFacts) -> Profile {
         })
         .collect();
     p
+}
+
+fn secs_since(ns: u64, origin: u64) -> f64 {
+    secs(ns.saturating_sub(origin))
+}
+
+/// One entry per traced process (thread group): its threads' span and lifetimes, its parent (the
+/// leader's), its name (the leader's at exit) and its own calls; sorted by start.
+fn processes(raw: &Raw, origin: u64) -> Vec<ProcessStats> {
+    let mut by_pid: BTreeMap<u32, Vec<&crate::raw::RawThread>> = BTreeMap::new();
+    for t in &raw.threads {
+        by_pid.entry(t.tgid).or_default().push(t);
+    }
+    let mut out: Vec<ProcessStats> = by_pid
+        .into_iter()
+        .map(|(pid, threads)| {
+            let leader = threads
+                .iter()
+                .find(|t| t.tid == pid)
+                .or_else(|| threads.iter().min_by_key(|t| t.start_ns))
+                .copied();
+            let start = threads.iter().map(|t| t.start_ns).min().unwrap_or(origin);
+            let end = threads.iter().map(|t| t.end_ns).max().unwrap_or(start);
+            let lifetime: u64 = threads.iter().map(|t| t.end_ns.saturating_sub(t.start_ns)).sum();
+            let mut syscalls: Vec<ProcessCall> = raw
+                .proc_calls
+                .iter()
+                .filter(|c| c.tgid == pid)
+                .filter_map(|c| {
+                    Some(ProcessCall {
+                        name: multios_syscalls::by_number(c.nr)?.to_string(),
+                        count: c.count,
+                        total_s: secs(c.total_ns),
+                    })
+                })
+                .collect();
+            syscalls.sort_by(|a, b| b.total_s.total_cmp(&a.total_s).then_with(|| a.name.cmp(&b.name)));
+            let g: f64 = syscalls.iter().map(|c| c.total_s).sum();
+            ProcessStats {
+                pid,
+                ppid: leader.map(|l| l.ptgid).filter(|&pp| pp != 0 && pp != pid),
+                rank: None,
+                name: leader.map(|l| l.comm.clone()).unwrap_or_default(),
+                start_s: secs_since(start, origin),
+                end_s: secs_since(end, origin).max(secs_since(start, origin)),
+                threads: threads.len() as u32,
+                lifetime_s: secs(lifetime),
+                compute_time_s: (secs(lifetime) - g).max(0.0),
+                syscalls,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| a.start_s.total_cmp(&b.start_s).then(a.pid.cmp(&b.pid)));
+    out
 }
 
 #[cfg(test)]
@@ -110,6 +189,8 @@ mod tests {
                 RawThread {
                     tid: 10,
                     tgid: 10,
+                    ptgid: 0,
+                    comm: "a".into(),
                     start_ns: 0,
                     end_ns: 10_000,
                     calls: 1,
@@ -118,12 +199,15 @@ mod tests {
                 RawThread {
                     tid: 11,
                     tgid: 10,
+                    ptgid: 10,
+                    comm: "a".into(),
                     start_ns: 2_000,
                     end_ns: 8_000,
                     calls: 1,
                     syscall_ns: 3_000,
                 },
             ],
+            proc_calls: Vec::new(),
         };
         let p = assemble(
             &raw,
@@ -140,5 +224,56 @@ mod tests {
         assert_eq!(s.min_s, Some(1e-6));
         assert_eq!(p.threads.len(), 2);
         assert!((p.threads[1].rate_hz() - 1.0 / 6e-6).abs() < 1.0);
+    }
+
+    #[test]
+    fn issue_15_processes_group_threads_and_take_their_own_calls() {
+        let t = |tid, tgid, ptgid, comm: &str, start_ns, end_ns| RawThread {
+            tid,
+            tgid,
+            ptgid,
+            comm: comm.into(),
+            start_ns,
+            end_ns,
+            calls: 0,
+            syscall_ns: 0,
+        };
+        let raw = Raw {
+            calls: Vec::new(),
+            threads: vec![
+                t(100, 100, 0, "sh", 1_000, 11_000),
+                t(101, 101, 100, "sort", 2_000, 6_000),
+                t(102, 101, 101, "sort", 3_000, 5_000),
+                t(103, 103, 100, "uniq", 2_500, 10_000),
+            ],
+            proc_calls: vec![
+                crate::raw::RawProcCall {
+                    tgid: 101,
+                    nr: 0,
+                    count: 3,
+                    total_ns: 1_000,
+                },
+                crate::raw::RawProcCall {
+                    tgid: 100,
+                    nr: 61,
+                    count: 2,
+                    total_ns: 8_000,
+                },
+            ],
+        };
+        let ps = processes(&raw, 1_000);
+        assert_eq!(ps.iter().map(|p| p.pid).collect::<Vec<_>>(), [100, 101, 103]);
+        assert_eq!((ps[0].ppid, ps[0].name.as_str()), (None, "sh"));
+        assert_eq!((ps[1].ppid, ps[1].threads), (Some(100), 2));
+        assert!((ps[1].start_s - 1e-6).abs() < 1e-15 && (ps[1].end_s - 5e-6).abs() < 1e-15);
+        assert!((ps[1].lifetime_s - 6e-6).abs() < 1e-15);
+        assert!(
+            (ps[1].compute_time_s - 5e-6).abs() < 1e-15,
+            "{}",
+            ps[1].compute_time_s
+        );
+        assert_eq!(ps[1].syscalls[0].name, "read");
+        assert_eq!(ps[0].syscalls[0].name, "wait4");
+        assert!(ps[2].syscalls.is_empty());
     }
 }

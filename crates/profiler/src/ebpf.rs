@@ -3,7 +3,7 @@
 //! bias and reads the per-CPU statistics back.
 
 use crate::error::ProfilerError;
-use crate::raw::{Raw, RawCall, RawThread};
+use crate::raw::{Raw, RawCall, RawProcCall, RawThread};
 use crate::sys;
 use libbpf_rs::{Link, Map, MapCore, MapFlags, Object, ObjectBuilder};
 use std::os::fd::AsRawFd;
@@ -67,7 +67,9 @@ const MAX_NR: u32 = 512;
 /// Must match `MAX_THREADS` in profiler.bpf.c.
 pub const MAX_THREADS: usize = 65536;
 const HIST_BUCKETS: usize = 40;
-const TASK_STATE_LEN: usize = 5 * 8;
+const TASK_STATE_LEN: usize = 6 * 8;
+/// `struct thread_rec`: tgid, ptgid, four u64s, comm[16].
+const THREAD_REC_LEN: usize = 8 + 4 * 8 + 16;
 const SC_STATS_WORDS: usize = 5 + HIST_BUCKETS;
 
 /// The loaded and attached probes.
@@ -151,7 +153,7 @@ impl Probe {
             .lookup(&fd.as_raw_fd().to_ne_bytes(), MapFlags::ANY)
             .ok()??;
         let w: Vec<u64> = words(&v).collect();
-        (w.len() == 5).then(|| (w[2], w[3], w[4]))
+        (w.len() == 6).then(|| (w[2], w[3], w[4]))
     }
 
     /// Sets the correction (ns, may be negative) added to every raw per-call duration in the kernel.
@@ -159,6 +161,13 @@ impl Probe {
         self.map("config")?
             .update(&0u32.to_ne_bytes(), &ns.to_ne_bytes(), MapFlags::ANY)
             .map_err(|e| ebpf_err("setting the bias correction", e))
+    }
+
+    /// Counts every call per process too (`--per-process`): one more hash update per call.
+    pub fn set_per_process(&self, on: bool) -> Result<(), ProfilerError> {
+        self.map("config")?
+            .update(&1u32.to_ne_bytes(), &i64::from(on).to_ne_bytes(), MapFlags::ANY)
+            .map_err(|e| ebpf_err("turning the per-process counts on", e))
     }
 
     /// The statistics of one system call number, summed over CPUs.
@@ -201,12 +210,45 @@ impl Probe {
                 .update_percpu(&nr.to_ne_bytes(), &zero, MapFlags::ANY)
                 .map_err(|e| ebpf_err("clearing the statistics", e))?;
         }
-        let threads = self.map("threads")?;
-        let keys: Vec<Vec<u8>> = threads.keys().collect();
-        for k in keys {
-            let _ = threads.delete(&k);
+        for name in ["threads", "proc_calls"] {
+            let m = self.map(name)?;
+            let keys: Vec<Vec<u8>> = m.keys().collect();
+            for k in keys {
+                let _ = m.delete(&k);
+            }
         }
         Ok(())
+    }
+
+    /// The per-process counts, summed over CPUs.
+    fn proc_calls(&self) -> Result<Vec<RawProcCall>, ProfilerError> {
+        let m = self.map("proc_calls")?;
+        let mut out = Vec::new();
+        for k in m.keys() {
+            if k.len() < 8 {
+                continue;
+            }
+            let Ok(Some(per_cpu)) = m.lookup_percpu(&k, MapFlags::ANY) else {
+                continue;
+            };
+            let mut c = RawProcCall {
+                tgid: u32::from_ne_bytes([k[0], k[1], k[2], k[3]]),
+                nr: u32::from_ne_bytes([k[4], k[5], k[6], k[7]]),
+                ..RawProcCall::default()
+            };
+            for v in per_cpu {
+                let w: Vec<u64> = words(&v).collect();
+                if w.len() >= 2 {
+                    c.count += w[0];
+                    c.total_ns += w[1];
+                }
+            }
+            if c.count > 0 {
+                out.push(c);
+            }
+        }
+        out.sort_by_key(|c| (c.tgid, c.nr));
+        Ok(out)
     }
 
     /// Reads everything: per-syscall statistics and the records of exited threads.
@@ -224,12 +266,16 @@ impl Probe {
                 continue;
             };
             let w: Vec<u64> = words(&v).collect();
-            if w.len() < 5 || k.len() < 4 {
+            if v.len() < THREAD_REC_LEN || k.len() < 4 {
                 continue;
             }
+            let comm = &v[40..THREAD_REC_LEN];
+            let comm = &comm[..comm.iter().position(|b| *b == 0).unwrap_or(comm.len())];
             raw.threads.push(RawThread {
                 tid: u32::from_ne_bytes([k[0], k[1], k[2], k[3]]),
                 tgid: (w[0] & 0xffff_ffff) as u32,
+                ptgid: (w[0] >> 32) as u32,
+                comm: String::from_utf8_lossy(comm).into_owned(),
                 start_ns: w[1],
                 end_ns: w[2],
                 calls: w[3],
@@ -237,6 +283,7 @@ impl Probe {
             });
         }
         raw.threads.sort_by_key(|t| (t.start_ns, t.tid));
+        raw.proc_calls = self.proc_calls()?;
         Ok(raw)
     }
 }

@@ -8,7 +8,7 @@
 use crate::assemble::{assemble, RunFacts};
 use crate::calibrate;
 use crate::error::ProfilerError;
-use crate::raw::{Raw, RawCall, RawThread};
+use crate::raw::{Raw, RawCall, RawProcCall, RawThread};
 use crate::spawn::{PreExec, Stopped};
 use crate::sys::{self, PTRACE_CONT, PTRACE_SEIZE, PTRACE_SYSCALL};
 use multios_profile::import::CallRecord;
@@ -51,6 +51,8 @@ fn pt_err(what: &str, e: std::io::Error) -> ProfilerError {
 #[derive(Debug, Default)]
 struct Task {
     tgid: u32,
+    /// The process that forked it (its own for a thread), 0 for the root.
+    ptgid: u32,
     entry: Option<(u64, u64)>,
     start_ns: u64,
     calls: u64,
@@ -72,6 +74,8 @@ struct Tracer {
     records: Option<Vec<CallRecord>>,
     /// Each traced thread's command name (read once, and again after an exec), for the records.
     comms: HashMap<u32, String>,
+    /// Per (process, number): n and g in ns (`--per-process`).
+    per_process: Option<HashMap<(u32, u32), (u64, u64)>>,
 }
 
 impl Tracer {
@@ -91,15 +95,36 @@ impl Tracer {
             durations_of: None,
             records: None,
             comms: HashMap::new(),
+            per_process: None,
         }
+    }
+
+    /// The per-process counts gathered, as raw rows.
+    fn proc_calls(&self) -> Vec<RawProcCall> {
+        let mut v: Vec<RawProcCall> = self
+            .per_process
+            .iter()
+            .flatten()
+            .map(|(&(tgid, nr), &(count, total_ns))| RawProcCall {
+                tgid,
+                nr,
+                count,
+                total_ns,
+            })
+            .collect();
+        v.sort_by_key(|c| (c.tgid, c.nr));
+        v
     }
 
     /// Moves task `tid`, which ended at `now`, to the finished threads.
     fn finish(&mut self, tid: u32, now: u64) {
         if let Some(t) = self.tasks.remove(&tid) {
+            let comm = self.comms.remove(&tid).unwrap_or_default();
             self.done.push(RawThread {
                 tid,
                 tgid: t.tgid,
+                ptgid: t.ptgid,
+                comm,
                 start_ns: t.start_ns,
                 end_ns: now,
                 calls: t.calls,
@@ -120,6 +145,16 @@ impl Tracer {
         let d = (raw as i64 + self.correction).max(0) as u64;
         t.calls += 1;
         t.syscall_ns += d;
+        let tgid = t.tgid;
+        if let Some(m) = &mut self.per_process {
+            let e = m.entry((tgid, nr as u32)).or_default();
+            e.0 += 1;
+            e.1 += d;
+            // The name the process ends with: read again after each exec.
+            if nr == NR_EXECVE || nr == NR_EXECVEAT || !self.comms.contains_key(&tid) {
+                comm_of(&mut self.comms, tid, true);
+            }
+        }
         if let Some(records) = &mut self.records {
             let error = ret.is_some_and(|r| (-4095..0).contains(&r));
             records.push(CallRecord {
@@ -222,7 +257,7 @@ impl Tracer {
                         } else {
                             new as u32
                         };
-                        self.task(new as u32, new_tgid, now);
+                        self.task(new as u32, new_tgid, now).ptgid = tgid;
                     }
                     self.resume(tid, 0);
                 }
@@ -332,7 +367,11 @@ fn plain_stop_bias_ns() -> Result<f64, ProfilerError> {
 
 /// Attaches to the running process `pid` (all its threads, and what they create from now on) with
 /// syscall stops, for `duration` or until it exits or we are interrupted, then detaches.
-pub fn attach(pid: u32, duration: Option<std::time::Duration>) -> Result<Profile, ProfilerError> {
+pub fn attach(
+    pid: u32,
+    duration: Option<std::time::Duration>,
+    per_process: bool,
+) -> Result<Profile, ProfilerError> {
     let command: Vec<String> = std::fs::read(format!("/proc/{pid}/cmdline"))
         .map_err(|_| ProfilerError::PidGone(pid))?
         .split(|b| *b == 0)
@@ -343,6 +382,9 @@ pub fn attach(pid: u32, duration: Option<std::time::Duration>) -> Result<Profile
     let b = plain_stop_bias_ns()?;
     let mut tracer = Tracer::new(true, (e - b).round() as i64);
     tracer.plain = true;
+    if per_process {
+        tracer.per_process = Some(HashMap::new());
+    }
     let start = sys::monotonic_ns();
     let tids: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))
         .map_err(|_| ProfilerError::PidGone(pid))?
@@ -378,6 +420,7 @@ pub fn attach(pid: u32, duration: Option<std::time::Duration>) -> Result<Profile
     drop(fwd);
     let root_status = root_status?;
     let raw = Raw {
+        proc_calls: tracer.proc_calls(),
         calls: tracer.calls.into_iter().filter(|c| c.count > 0).collect(),
         threads: tracer.done,
     };
@@ -397,6 +440,8 @@ pub fn attach(pid: u32, duration: Option<std::time::Duration>) -> Result<Profile
             misses: crate::run::attach_misses(root_status.is_none()),
             bias_ns: Some(b),
             notes,
+            per_process,
+            origin_ns: start,
         },
     ))
 }
@@ -431,17 +476,21 @@ fn median_null_call_ns(mut child: Stopped, plain: bool) -> Result<f64, ProfilerE
 }
 
 /// Profiles `command` under seccomp-assisted ptrace.
-pub fn launch(command: &[String]) -> Result<Profile, ProfilerError> {
-    launch_with(command, false).map(|(p, _)| p)
+pub fn launch(command: &[String], per_process: bool) -> Result<Profile, ProfilerError> {
+    launch_with(command, false, per_process).map(|(p, _)| p)
 }
 
 /// Profiles `command` under ptrace and also returns every call as a record, times from the
 /// command's start (`multios profile --trace`).
 pub fn launch_traced(command: &[String]) -> Result<(Profile, Vec<CallRecord>), ProfilerError> {
-    launch_with(command, true)
+    launch_with(command, true, false)
 }
 
-fn launch_with(command: &[String], trace: bool) -> Result<(Profile, Vec<CallRecord>), ProfilerError> {
+fn launch_with(
+    command: &[String],
+    trace: bool,
+    per_process: bool,
+) -> Result<(Profile, Vec<CallRecord>), ProfilerError> {
     let e = calibrate::untraced_null_ns();
     let b = stop_bias_ns()?;
     let mut child = Stopped::spawn(command, PreExec::SeccompTrace)?;
@@ -456,12 +505,16 @@ fn launch_with(command: &[String], trace: bool) -> Result<(Profile, Vec<CallReco
     if trace {
         tracer.records = Some(Vec::new());
     }
+    if per_process {
+        tracer.per_process = Some(HashMap::new());
+    }
     let status = tracer.run(child.pid)?;
     let mut records = tracer.records.take().unwrap_or_default();
     let interrupted = fwd.interrupted();
     drop(fwd);
     child.exec_result()?;
     let raw = Raw {
+        proc_calls: tracer.proc_calls(),
         calls: tracer.calls.into_iter().filter(|c| c.count > 0).collect(),
         threads: tracer.done,
     };
@@ -491,6 +544,8 @@ fn launch_with(command: &[String], trace: bool) -> Result<(Profile, Vec<CallReco
             bias_ns: Some(b),
             notes,
             misses: Vec::new(),
+            per_process,
+            origin_ns: start,
         },
     );
     Ok((p, records))

@@ -56,10 +56,23 @@ impl RawCall {
 pub struct RawThread {
     pub tid: u32,
     pub tgid: u32,
+    /// The process that forked it (its own `tgid` for a thread); 0 when not known (the root).
+    pub ptgid: u32,
+    /// Its command name when it ended (empty when not known).
+    pub comm: String,
     pub start_ns: u64,
     pub end_ns: u64,
     pub calls: u64,
     pub syscall_ns: u64,
+}
+
+/// One process's calls of one number: n and g in ns (`--per-process`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RawProcCall {
+    pub tgid: u32,
+    pub nr: u32,
+    pub count: u64,
+    pub total_ns: u64,
 }
 
 /// Everything one run collected.
@@ -67,4 +80,6 @@ pub struct RawThread {
 pub struct Raw {
     pub calls: Vec<RawCall>,
     pub threads: Vec<RawThread>,
+    /// Per process and number (empty unless the run was profiled per process).
+    pub proc_calls: Vec<RawProcCall>,
 }

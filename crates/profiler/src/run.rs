@@ -28,6 +28,8 @@ pub struct Options {
     pub attach: Option<u32>,
     /// With `attach`: how long to trace (until the process exits if None).
     pub duration: Option<Duration>,
+    /// Also record each process's own calls, parent and span (`processes[]`, schema 3).
+    pub per_process: bool,
 }
 
 /// Profiles according to `opts`.
@@ -37,10 +39,10 @@ pub fn profile(opts: &Options) -> Result<Profile, ProfilerError> {
         .backend
         .unwrap_or(if root { Backend::Ebpf } else { Backend::Ptrace });
     match (backend, opts.attach) {
-        (Backend::Ebpf, None) => launch_ebpf(&opts.command),
-        (Backend::Ebpf, Some(pid)) => attach_ebpf(pid, opts.duration),
-        (Backend::Ptrace, None) => crate::ptrace::launch(&opts.command),
-        (Backend::Ptrace, Some(pid)) => crate::ptrace::attach(pid, opts.duration),
+        (Backend::Ebpf, None) => launch_ebpf(&opts.command, opts.per_process),
+        (Backend::Ebpf, Some(pid)) => attach_ebpf(pid, opts.duration, opts.per_process),
+        (Backend::Ptrace, None) => crate::ptrace::launch(&opts.command, opts.per_process),
+        (Backend::Ptrace, Some(pid)) => crate::ptrace::attach(pid, opts.duration, opts.per_process),
     }
 }
 
@@ -119,10 +121,12 @@ fn wait_tree(root: u32) -> Result<i32, ProfilerError> {
         .ok_or_else(|| ProfilerError::os("waitpid", std::io::Error::other("the target vanished unwaited")))
 }
 
-fn launch_ebpf(command: &[String]) -> Result<Profile, ProfilerError> {
+fn launch_ebpf(command: &[String], per_process: bool) -> Result<Profile, ProfilerError> {
     let mut child = Stopped::spawn(command, PreExec::None)?;
-    let prepared = ready_probe()
-        .and_then(|(probe, b, e)| probe.seed(child.pid, child.pid, true).map(|()| (probe, b, e)));
+    let prepared = ready_probe().and_then(|(probe, b, e)| {
+        probe.set_per_process(per_process)?;
+        probe.seed(child.pid, child.pid, true).map(|()| (probe, b, e))
+    });
     let (probe, b, e) = match prepared {
         Ok(x) => x,
         Err(err) => {
@@ -174,6 +178,8 @@ fn launch_ebpf(command: &[String]) -> Result<Profile, ProfilerError> {
             bias_ns: Some(b),
             notes,
             misses,
+            per_process,
+            origin_ns: start,
         },
     ))
 }
@@ -199,7 +205,7 @@ fn all_tasks() -> Vec<(u32, u32)> {
         .collect()
 }
 
-fn attach_ebpf(pid: u32, duration: Option<Duration>) -> Result<Profile, ProfilerError> {
+fn attach_ebpf(pid: u32, duration: Option<Duration>, per_process: bool) -> Result<Profile, ProfilerError> {
     let command = std::fs::read(format!("/proc/{pid}/cmdline"))
         .map_err(|_| ProfilerError::PidGone(pid))?
         .split(|b| *b == 0)
@@ -208,6 +214,7 @@ fn attach_ebpf(pid: u32, duration: Option<Duration>) -> Result<Profile, Profiler
         .collect::<Vec<_>>();
     let pidfd = sys::pidfd_open(pid, false).map_err(|_| ProfilerError::PidGone(pid))?;
     let (probe, b, e) = ready_probe()?;
+    probe.set_per_process(per_process)?;
     let seeded = tids_of(pid);
     for &tid in &seeded {
         // A thread may exit meanwhile; that is fine.
@@ -239,6 +246,8 @@ fn attach_ebpf(pid: u32, duration: Option<Duration>) -> Result<Profile, Profiler
             raw.threads.push(RawThread {
                 tid,
                 tgid,
+                ptgid: if tgid == pid { 0 } else { parent_of(tgid) },
+                comm: comm_of(tid),
                 start_ns,
                 end_ns: end,
                 calls,
@@ -263,8 +272,28 @@ fn attach_ebpf(pid: u32, duration: Option<Duration>) -> Result<Profile, Profiler
             bias_ns: Some(b),
             notes,
             misses: attach_misses(!exited),
+            per_process,
+            origin_ns: start,
         },
     ))
+}
+
+/// The parent process of live process `pid` (0 when it is gone), from /proc/PID/stat.
+pub(crate) fn parent_of(pid: u32) -> u32 {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            // "pid (comm) state ppid …": the comm may hold spaces and parentheses.
+            let rest = &s[s.rfind(')')? + 1..];
+            rest.split_whitespace().nth(1)?.parse().ok()
+        })
+        .unwrap_or(0)
+}
+
+/// The command name of live task `tid` (empty when it is gone).
+pub(crate) fn comm_of(tid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{tid}/comm"))
+        .map_or_else(|_| String::new(), |c| c.trim_end().to_string())
 }
 
 /// What a profile taken by attaching misses: the calls before the attach and, when the process was still

@@ -76,9 +76,10 @@ pub struct Args {
     /// Real programs: also measure in the LWK (`multios lwk run --policy P`)
     #[arg(long)]
     lwk: bool,
-    /// Real programs: the model's named correction terms to add (none, all, or a list of startup,
-    /// wakeup);
-    /// `none` is the paper's refined model exactly
+    /// Real programs: the model's named correction terms to add, each measured by its
+    /// microbenchmark first (none, all, or a list of startup, wakeup, overlap, cache, procs); the
+    /// tables show the accuracy with each term alone and with all of them; `none` is the paper's
+    /// refined model exactly
     #[arg(long, default_value = "none")]
     terms: String,
     /// The real program and its arguments (with --workload)
@@ -111,7 +112,7 @@ impl Args {
                 fcs,
                 pairs: runs,
                 lwk: self.lwk,
-                terms: multios_model::parse_terms(&self.terms)?,
+                terms: validate_terms(&self.terms)?,
                 compute,
                 control,
             },
@@ -122,6 +123,19 @@ impl Args {
             out: self.out,
         })
     }
+}
+
+/// `--terms` for real programs: every term but the AAM's `share` (which `multios aam bench
+/// --validate` measures); `all` means the five validate measures.
+fn validate_terms(text: &str) -> anyhow::Result<Vec<multios_model::Term>> {
+    let mut terms = multios_model::parse_terms(text)?;
+    if text.split(',').any(|t| t.trim() == "share") {
+        anyhow::bail!(
+            "--terms share: that is the AAM's term (multios aam bench --validate measures it); validate measures startup, wakeup, overlap, cache and procs"
+        );
+    }
+    terms.retain(|t| *t != multios_model::Term::Share);
+    Ok(terms)
 }
 
 pub fn run(args: Args, out: &Out) -> super::Exit {

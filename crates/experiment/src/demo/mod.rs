@@ -64,6 +64,7 @@ pub fn profile_live(input: &Path, mib: usize, argv: &[String]) -> Result<Profile
         command: argv.to_vec(),
         attach: None,
         duration: None,
+        per_process: false,
     };
     Ok(multios_profiler::profile(&opts)?)
 }

@@ -12,6 +12,8 @@
 //! prepare = "…"                     # shell, once, after the inputs are generated
 //! setup = "…"                       # shell, before every run, in the run's copy
 //! cleanup = "…"                     # shell, after every run
+//! lwk_argv = ["mpirun", "-n", "2", "{multios}", "lwk", "run", "--policy", "{policy}", "--", "lmp"]
+//!                                   # how to run it in the LWK, if not `multios lwk run -- ARGV`
 //! [[workload.input]]
 //! file = "input.txt"
 //! kind = "text"                     # text | random | content | hpccinf | cproject
@@ -56,6 +58,10 @@ pub struct Entry {
     pub setup: Option<String>,
     #[serde(default)]
     pub cleanup: Option<String>,
+    /// How to run it in the LWK, when not `multios lwk run --policy P -- ARGV` (`{multios}`,
+    /// `{policy}` are replaced): MPI ranks each in an LWK under a Linux `mpirun`.
+    #[serde(default)]
+    pub lwk_argv: Option<Vec<String>>,
     #[serde(default)]
     pub check: Check,
 }
@@ -166,6 +172,8 @@ pub struct Config {
 #[derive(Debug, serde::Serialize)]
 pub struct Outcome {
     pub workloads: Vec<WorkloadResult>,
+    /// The correction terms as their microbenchmarks measured them, per target.
+    pub term_measurements: Vec<real::Measurement>,
     /// Workloads not run (a program missing, a failed check) and why.
     pub skipped: Vec<(String, String)>,
     pub overall: Vec<real::Accuracy>,
@@ -288,6 +296,7 @@ pub fn run(cfg: &Config, suite: &Suite, progress: &mut dyn Progress) -> Result<O
     );
     let mut results = Vec::new();
     let mut skipped = Vec::new();
+    let mut terms = real::micro::TermCache::default();
     for e in chosen {
         if !on_path(&e.argv[0]) {
             let why = format!(
@@ -312,8 +321,9 @@ pub fn run(cfg: &Config, suite: &Suite, progress: &mut dyn Progress) -> Result<O
             workdir: Some(dir.clone()),
             setup: e.setup.clone(),
             cleanup: e.cleanup.clone(),
+            lwk_argv: e.lwk_argv.clone(),
         };
-        let r = real::run_workload(v, &w, progress);
+        let r = real::run_workload(v, &w, &mut terms, progress);
         std::fs::remove_dir_all(&dir).ok();
         match r {
             Ok(r) => results.push(r),
@@ -328,6 +338,7 @@ pub fn run(cfg: &Config, suite: &Suite, progress: &mut dyn Progress) -> Result<O
     let overall = real::overall(&results)?;
     Ok(Outcome {
         workloads: results,
+        term_measurements: terms.measurements,
         skipped,
         overall,
     })

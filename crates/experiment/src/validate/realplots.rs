@@ -23,13 +23,19 @@ pub fn write(results: &[WorkloadResult], out: &Path) -> Result<Vec<PathBuf>, Exp
     let mut panels = Vec::new();
     for t in &targets {
         let sel: Vec<&&Point> = points.iter().filter(|p| p.target == *t).collect();
+        let terms: Vec<(f64, f64)> = sel
+            .iter()
+            .filter_map(|p| Some((p.measured, p.with_terms?)))
+            .collect();
         let lo = sel
             .iter()
             .flat_map(|p| [p.measured, p.projected, p.fitted])
+            .chain(terms.iter().map(|t| t.1))
             .fold(f64::INFINITY, f64::min);
         let hi = sel
             .iter()
             .flat_map(|p| [p.measured, p.projected, p.fitted])
+            .chain(terms.iter().map(|t| t.1))
             .fold(f64::NEG_INFINITY, f64::max);
         panels.push(LineChart {
             title: t.to_string(),
@@ -46,6 +52,11 @@ pub fn write(results: &[WorkloadResult], out: &Path) -> Result<Vec<PathBuf>, Exp
                 Series {
                     label: "fitted γ".into(),
                     points: sel.iter().map(|p| (p.measured, p.fitted)).collect(),
+                    style: Style::Points,
+                },
+                Series {
+                    label: "estimated, with the terms".into(),
+                    points: terms,
                     style: Style::Points,
                 },
                 Series {
@@ -66,6 +77,7 @@ pub fn write(results: &[WorkloadResult], out: &Path) -> Result<Vec<PathBuf>, Exp
         for (label, f) in [
             ("estimated", (|a: &Accuracy| a.estimated) as fn(&Accuracy) -> f64),
             ("fitted", |a: &Accuracy| a.fitted),
+            ("with the terms", |a: &Accuracy| a.with_terms.unwrap_or(f64::NAN)),
         ] {
             series.push(Series {
                 label: format!("{t} {label}"),
@@ -76,6 +88,7 @@ pub fn write(results: &[WorkloadResult], out: &Path) -> Result<Vec<PathBuf>, Exp
                         accs.iter()
                             .find(|a| a.workload == r.name && a.target == *t)
                             .map(|a| ((i + 1) as f64, f(a)))
+                            .filter(|(_, y)| y.is_finite())
                     })
                     .collect(),
                 style: Style::Points,

@@ -9,7 +9,9 @@
 // Per call: sys_enter stamps the entry time and number; sys_exit computes the duration, applies the
 // calibrated correction (config[0]: minus the probe bias, plus the untraced kernel entry/exit cost)
 // and adds it to the per-CPU per-syscall statistics. Calls that never return (exit, exit_group) are
-// closed at sched_process_exit. Per-thread totals are copied into `threads` when the thread exits.
+// closed at sched_process_exit. Per-thread totals are copied into `threads` when the thread exits,
+// with the process that forked it and its command name. With config[1] bit 0 set (`--per-process`),
+// each call is also added to `proc_calls`, per process (tgid) and number.
 
 #include <linux/types.h>
 #include <linux/bpf.h>
@@ -21,6 +23,7 @@
 #define MAX_NR 512
 #define HIST_BUCKETS 40
 #define MAX_THREADS 65536
+#define MAX_PROC_CALLS 32768
 /* task_state.nr of a task seeded before its exec: ignore it until it calls execve/execveat. */
 #define WAIT_EXEC (~0ULL)
 #define NR_EXECVE 59
@@ -36,6 +39,7 @@ static __u64 (*bpf_get_current_pid_tgid)(void) = (void *)BPF_FUNC_get_current_pi
 static void *(*bpf_task_storage_get)(void *map, struct task_struct *task, void *value, __u64 flags) =
 	(void *)BPF_FUNC_task_storage_get;
 static struct task_struct *(*bpf_get_current_task_btf)(void) = (void *)BPF_FUNC_get_current_task_btf;
+static long (*bpf_get_current_comm)(void *buf, __u32 size) = (void *)BPF_FUNC_get_current_comm;
 
 /* Per task: the call in flight and the thread's totals. Layout shared with user space (bpf.rs). */
 struct task_state {
@@ -44,6 +48,7 @@ struct task_state {
 	__u64 start_ns;   /* first event of the task (fork, or its first system call) */
 	__u64 calls;
 	__u64 syscall_ns;
+	__u64 ptgid;      /* the process that forked it (its own tgid for a thread); 0: seeded */
 };
 
 /* Per system call number, per CPU. Layout shared with user space (bpf.rs). */
@@ -59,11 +64,23 @@ struct sc_stats {
 /* A thread that exited. Layout shared with user space (bpf.rs). */
 struct thread_rec {
 	__u32 tgid;
-	__u32 pad;
+	__u32 ptgid;
 	__u64 start_ns;
 	__u64 end_ns;
 	__u64 calls;
 	__u64 syscall_ns;
+	char comm[16];
+};
+
+/* One process's calls of one number (`--per-process`). Layout shared with user space (bpf.rs). */
+struct proc_key {
+	__u32 tgid;
+	__u32 nr;
+};
+
+struct proc_val {
+	__u64 count;
+	__u64 total_ns;
 };
 
 struct {
@@ -87,10 +104,18 @@ struct {
 	__type(value, struct thread_rec);
 } threads SEC(".maps");
 
-/* config[0]: signed per-call correction in ns (added to every raw duration, result clamped at 0). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, MAX_PROC_CALLS);
+	__type(key, struct proc_key);
+	__type(value, struct proc_val);
+} proc_calls SEC(".maps");
+
+/* config[0]: signed per-call correction in ns (added to every raw duration, result clamped at 0);
+ * config[1]: flags, bit 0 = count per process. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, __s64);
 } config SEC(".maps");
@@ -137,6 +162,22 @@ static inline __attribute__((always_inline)) void account(struct task_state *s, 
 	if (b >= HIST_BUCKETS)
 		b = HIST_BUCKETS - 1;
 	st->hist[b] += 1;
+	__u32 one = 1;
+	__s64 *flags = bpf_map_lookup_elem(&config, &one);
+	if (!flags || !(*flags & 1))
+		return;
+	struct proc_key k = { .tgid = (__u32)(bpf_get_current_pid_tgid() >> 32), .nr = nr };
+	struct proc_val *v = bpf_map_lookup_elem(&proc_calls, &k);
+	if (!v) {
+		struct proc_val z = { 0, 0 };
+		/* A full table drops the entry; user space notes the miss (count vs the totals). */
+		bpf_map_update_elem(&proc_calls, &k, &z, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&proc_calls, &k);
+		if (!v)
+			return;
+	}
+	v->count += 1;
+	v->total_ns += dur;
 }
 
 SEC("tp_btf/sys_enter")
@@ -176,8 +217,11 @@ int on_fork(__u64 *ctx)
 	if (!bpf_task_storage_get(&tasks, parent, 0, 0))
 		return 0;
 	struct task_state *c = bpf_task_storage_get(&tasks, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (c)
+	if (c) {
 		c->start_ns = bpf_ktime_get_ns();
+		/* The tracepoint runs in the forking task: its tgid is the child's parent process. */
+		c->ptgid = bpf_get_current_pid_tgid() >> 32;
+	}
 	return 0;
 }
 
@@ -194,11 +238,13 @@ int on_exit(__u64 *ctx)
 	__u32 tid = (__u32)pid_tgid;
 	struct thread_rec r = {
 		.tgid = (__u32)(pid_tgid >> 32),
+		.ptgid = (__u32)s->ptgid,
 		.start_ns = s->start_ns ? s->start_ns : now,
 		.end_ns = now,
 		.calls = s->calls,
 		.syscall_ns = s->syscall_ns,
 	};
+	bpf_get_current_comm(r.comm, sizeof(r.comm));
 	bpf_map_update_elem(&threads, &tid, &r, BPF_ANY);
 	/* A reused tid must not inherit this state. */
 	s->calls = 0;

@@ -41,6 +41,11 @@ pub struct RunArgs {
     /// backend (the default with --trace)
     #[arg(long, value_name = "FILE", conflicts_with = "pid")]
     trace: Vec<PathBuf>,
+    /// Also record each process of the tree apart (its parent, when it ran, its own n(s), g(s) and
+    /// C: `processes[]`, schema 3), for projections that compose the processes (`validate --terms
+    /// procs`); eBPF and ptrace; eBPF pays one more hash update per call
+    #[arg(long)]
+    per_process: bool,
     /// The command to profile, after `--`
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
     command: Vec<String>,
@@ -49,6 +54,14 @@ pub struct RunArgs {
 pub fn run(args: RunArgs, out: &Out) -> crate::cmd::Exit {
     if args.command.is_empty() && args.pid.is_none() {
         anyhow::bail!("nothing to profile: give a command after '--' (multios profile -- ls -l) or a process with -p PID");
+    }
+    if matches!(args.backend, Some(BackendArg::Inproc)) && args.per_process {
+        anyhow::bail!("--per-process: the inproc backend does not see processes apart (use ebpf or ptrace)");
+    }
+    if !args.trace.is_empty() && args.per_process {
+        anyhow::bail!(
+            "--per-process with --trace: the trace already has every call's process; give one of them"
+        );
     }
     if matches!(args.backend, Some(BackendArg::Inproc)) && args.pid.is_some() {
         anyhow::bail!(
@@ -66,6 +79,7 @@ pub fn run(args: RunArgs, out: &Out) -> crate::cmd::Exit {
         duration: args
             .duration
             .map(|d| std::time::Duration::from_secs_f64(d.secs())),
+        per_process: args.per_process,
     };
     let rank = multios_profiler::rank_from_env();
     let path = PathBuf::from(multios_profiler::expand_output(

@@ -26,23 +26,18 @@ pub fn run(r: Real, out: &Out) -> super::super::Exit {
     std::fs::create_dir_all(&r.out)
         .map_err(|e| anyhow::anyhow!("--out {}: cannot create it: {e}", r.out.display()))?;
     let mut bar = crate::progress::Bar::new(out);
-    let (results, skipped, overall) = match (&r.workload, &r.suite) {
+    let (results, skipped, overall, measurements) = match (&r.workload, &r.suite) {
         (Some((name, argv)), _) => {
-            let w = real::Workload {
-                name: name.clone(),
-                argv: argv.clone(),
-                workdir: None,
-                setup: None,
-                cleanup: None,
-            };
+            let w = real::Workload::command(name, argv.clone());
             let per = r.cfg.mechanisms.len() * r.cfg.fcs.len() * r.cfg.policies.len()
                 + if r.cfg.lwk { r.cfg.policies.len() } else { 0 };
             bar.start(per as u64, "validate: targets × policies × f_c");
-            let res = real::run_workload(&r.cfg, &w, &mut bar)?;
+            let mut terms = real::micro::TermCache::default();
+            let res = real::run_workload(&r.cfg, &w, &mut terms, &mut bar)?;
             bar.finish();
             let results = vec![res];
             let overall = real::overall(&results)?;
-            (results, Vec::new(), overall)
+            (results, Vec::new(), overall, terms.measurements)
         }
         (None, Some(file)) => {
             let s = Suite::load(file)?;
@@ -55,35 +50,54 @@ pub fn run(r: Real, out: &Out) -> super::super::Exit {
             let o = suite::run(&cfg, &s, &mut bar);
             std::fs::remove_dir_all(&cfg.dir).ok();
             let o = o?;
-            (o.workloads, o.skipped, o.overall)
+            (o.workloads, o.skipped, o.overall, o.term_measurements)
         }
         (None, None) => anyhow::bail!("give --workload NAME -- CMD … or --suite FILE"),
     };
-    let mut points = Table::new(real::POINT_HEADER);
-    for row in real::point_rows(&results) {
+    let terms = &r.cfg.terms;
+    let mut points = Table::new(real::point_header(terms));
+    for row in real::point_rows(&results, terms) {
         points.row(row);
     }
-    let mut acc = Table::new(real::ACCURACY_HEADER);
+    let mut acc = Table::new(real::accuracy_header(terms));
     let all: Vec<real::Accuracy> = results
         .iter()
         .flat_map(|w| w.accuracy.iter().cloned())
         .chain(overall.iter().cloned())
         .collect();
-    for row in real::accuracy_rows(&all) {
+    for row in real::accuracy_rows(&all, terms) {
         acc.row(row);
+    }
+    let mut micro = Table::new(real::table::MEASUREMENT_HEADER);
+    for row in real::table::measurement_rows(&measurements) {
+        micro.row(row);
     }
     std::fs::write(r.out.join("points.csv"), points.to_csv())?;
     std::fs::write(r.out.join("accuracy.csv"), acc.to_csv())?;
+    if !measurements.is_empty() {
+        std::fs::write(r.out.join("terms.csv"), micro.to_csv())?;
+    }
     let figures = realplots::write(&results, &r.out)?;
     match out.format {
         Format::Json => out.json(&serde_json::json!({
             "workloads": results, "skipped": skipped, "overall": overall, "figures": figures,
+            "term_measurements": measurements,
         }))?,
         Format::Csv => acc.print(out),
         Format::Table => {
             points.print(out);
             outln!();
             acc.print(out);
+            if !measurements.is_empty() {
+                outln!();
+                // One line per term and its microbenchmark below it (the texts are too long for
+                // a right-aligned table; terms.csv has them as columns).
+                outln!("the terms, as their microbenchmarks measured them:");
+                for m in &measurements {
+                    outln!("  {:<12} {:<8} {}", m.target, m.term, m.value);
+                    outln!("  {:<12} {:<8} ({})", "", "", m.how);
+                }
+            }
             for (name, why) in &skipped {
                 outln!("skipped {name}: {why}");
             }
@@ -93,7 +107,12 @@ pub fn run(r: Real, out: &Out) -> super::super::Exit {
                 }
             }
             outln!(
-                "points.csv, accuracy.csv and {} figure(s) in {}",
+                "points.csv, accuracy.csv{} and {} figure(s) in {}",
+                if measurements.is_empty() {
+                    ""
+                } else {
+                    ", terms.csv"
+                },
                 figures.len(),
                 r.out.display()
             );

@@ -1,0 +1,668 @@
+//! `multios validate --workload NAME -- CMD …` and `--suite FILE` (issue #15): the models checked on
+//! real programs. For each workload:
+//!
+//! 1. **profile** it once natively with the profiler (`multios profile --per-process`, eBPF as
+//!    root) on the compute CPUs, in a fresh copy of its working directory;
+//! 2. **estimate** the model's parameters apart from the runs it predicts: per mechanism and f_c, the
+//!    mechanism's own round trip measured in the same minutes (the Table 3 getppid, as the synthetic
+//!    `validate` does), so the model's f_c is f_c + ½·round trip; in the LWK, f_c is half of
+//!    (delegated getppid − native getppid) from `multios lwk fc`; γ is the stated prior 1 (both sides
+//!    compute on the same Linux CPUs: the emulator does not speed computation up, the LWK's guest
+//!    runs at native speed) — never fitted to the run being predicted;
+//! 3. **measure** with the paired comparison of `emulate --compare` ([`crate::compare`]: ABBA
+//!    pairs, outputs captured, a fresh working copy per run, median of the paired speedups with its
+//!    interval) for each mechanism × policy × f_c, and in the LWK (`multios lwk run --policy P`,
+//!    paired with native runs the same way) for each policy;
+//! 4. **score**: accuracy = 100 − MAPE of the refined projection against the measured speedups, per
+//!    workload and target (emulator per mechanism, LWK), with estimated parameters and — the paper's
+//!    second column — with γ fitted to the workload's own measurements ([`super::fit`]); and, with
+//!    `--terms`, the estimated projection with each named correction term alone and with all of them
+//!    ([`micro`] measures them, [`score`] scores them, [`table`] lays them out).
+
+pub mod micro;
+pub mod score;
+pub mod table;
+
+use crate::compare::{self, capture};
+use crate::{ExperimentError, Progress};
+use micro::{Target, TermCache};
+use multios_emulate::{CostModel, CpuSet, Interception, Mechanism};
+use multios_model::{self as model, Params, Policy, ProcessTree, Term};
+use multios_units::Duration;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+pub use micro::{Measurement, STARTUP_PAIRS};
+pub use score::overall;
+pub use table::{accuracy_header, accuracy_rows, point_header, point_rows};
+
+/// One real program to validate on.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Workload {
+    pub name: String,
+    pub argv: Vec<String>,
+    /// Copied afresh for every run (the program runs inside the copy); `None`: a fresh empty directory.
+    pub workdir: Option<PathBuf>,
+    /// Shell commands run before/after every run, in the run's directory.
+    pub setup: Option<String>,
+    pub cleanup: Option<String>,
+    /// How to run it in the LWK when it is not `multios lwk run --policy P -- ARGV` (MPI ranks:
+    /// `mpirun … {multios} lwk run --policy {policy} -- lmp …`, the runtime's daemons on Linux);
+    /// `{multios}` and `{policy}` are replaced.
+    pub lwk_argv: Option<Vec<String>>,
+}
+
+impl Workload {
+    /// A workload of `argv` run in a fresh empty directory, nothing around it.
+    pub fn command(name: &str, argv: Vec<String>) -> Workload {
+        Workload {
+            name: name.into(),
+            argv,
+            workdir: None,
+            setup: None,
+            cleanup: None,
+            lwk_argv: None,
+        }
+    }
+
+    /// The command of an LWK run under `policy`.
+    fn in_lwk(&self, exe: &Path, policy: &str) -> Vec<String> {
+        match &self.lwk_argv {
+            Some(v) => v
+                .iter()
+                .map(|a| {
+                    a.replace("{multios}", &exe.display().to_string())
+                        .replace("{policy}", policy)
+                })
+                .collect(),
+            None => [
+                exe.display().to_string(),
+                "lwk".into(),
+                "run".into(),
+                "--policy".into(),
+            ]
+            .into_iter()
+            .chain([policy.to_string(), "--".into()])
+            .chain(self.argv.iter().cloned())
+            .collect(),
+        }
+    }
+}
+
+/// How to validate (the CLI's flags, resolved).
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The multios binary: the profile and LWK runs are `multios profile` / `multios lwk run`
+    /// child processes, so that their stdin, outputs and working directory are the run's own.
+    pub exe: PathBuf,
+    pub mechanisms: Vec<Mechanism>,
+    pub policies: Vec<String>,
+    pub fcs: Vec<Duration>,
+    /// Pairs per measured configuration (6 or more for a 95 % interval).
+    pub pairs: usize,
+    /// Also measure in the LWK.
+    pub lwk: bool,
+    pub compute: CpuSet,
+    pub control: CpuSet,
+    /// The named correction terms turned on (`--terms`; empty: the paper's model alone).
+    pub terms: Vec<model::Term>,
+}
+
+/// One measured configuration.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Point {
+    pub workload: String,
+    /// "emulate:shm", "emulate:proxy", "emulate:migrate" or "lwk".
+    pub target: String,
+    pub policy: String,
+    /// The requested one-way f_c (the emulator's spin; 0 in the LWK).
+    pub fc_s: f64,
+    /// The model's one-way f_c: requested + ½ · the mechanism's round trip, measured in the same minutes.
+    pub fc_model_s: f64,
+    /// Delegated calls in the profile under the policy.
+    pub delegated_calls: u64,
+    /// Median of the paired speedups T_native / T_target.
+    pub measured: f64,
+    pub measured_ci: Option<(f64, f64)>,
+    pub native_s: f64,
+    pub target_s: f64,
+    /// The paper's refined projection with the estimated parameters (γ = 1).
+    pub projected: f64,
+    /// The refined projection with γ fitted to this workload's measurements on this target.
+    pub fitted: f64,
+    /// The estimated projection with every `--terms` correction (`None` with `--terms none`).
+    pub with_terms: Option<f64>,
+    /// The estimated projection with each `--terms` correction alone, by term name.
+    pub per_term: BTreeMap<String, f64>,
+    /// The terms' measured values used for `with_terms`.
+    pub terms: model::Terms,
+    /// With the `cache` term: the γ for delegation it amounts to here, C / (C − S).
+    pub gamma_delegation: Option<f64>,
+    /// With `procs` and a profile of several processes: the projection with every process's delay
+    /// added up (as if they ran one after another), beside the composed one.
+    pub procs_serial: Option<f64>,
+    /// Why the measurement is not valid (a pair that ended differently, outputs that differ).
+    pub invalid: Option<String>,
+}
+
+/// One workload's results.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct WorkloadResult {
+    pub name: String,
+    pub argv: Vec<String>,
+    /// Profile summary: compute time C (s), p = 1 − Σg/t_nd, system calls.
+    pub c_s: f64,
+    pub p: f64,
+    pub calls: u64,
+    /// Processes in the profile (`multios profile --per-process`).
+    pub processes: usize,
+    /// The profile's wall time, against t_nd = C + Σg (their gap: processes side by side).
+    pub wall_s: f64,
+    pub points: Vec<Point>,
+    /// Per target: accuracy with estimated and fitted parameters, and the fitted γ.
+    pub accuracy: Vec<Accuracy>,
+    pub notes: Vec<String>,
+}
+
+/// Accuracy (100 − MAPE) on one target, over the points that are valid.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Accuracy {
+    pub workload: String,
+    pub target: String,
+    pub points: usize,
+    pub estimated: f64,
+    pub fitted: f64,
+    pub fitted_gamma: f64,
+    /// Accuracy of the estimated projection with every `--terms` correction.
+    pub with_terms: Option<f64>,
+    /// Accuracy with each `--terms` correction alone, by term name.
+    pub per_term: BTreeMap<String, f64>,
+}
+
+/// A child process's end, as text for errors.
+fn status_text(s: std::process::ExitStatus) -> String {
+    s.to_string()
+}
+
+/// Runs `args` (a child of `exe` or a program) in `cwd` with stdin from /dev/null and outputs to
+/// files in `dir`; returns its exit status and wall time.
+fn timed(
+    cmd: &mut Command,
+    cwd: &Path,
+    out: &Path,
+) -> Result<(std::process::ExitStatus, f64), ExperimentError> {
+    let file = |p: PathBuf| {
+        std::fs::File::create(&p).map_err(ExperimentError::io(format!("creating {}", p.display())))
+    };
+    cmd.current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(file(out.with_extension("out"))?)
+        .stderr(file(out.with_extension("err"))?);
+    let t = std::time::Instant::now();
+    let st = cmd
+        .status()
+        .map_err(ExperimentError::io(format!("starting {:?}", cmd.get_program())))?;
+    Ok((st, t.elapsed().as_secs_f64()))
+}
+
+/// A fresh working copy for one run (of the workload's directory, or empty) inside `scratch`.
+fn fresh(w: &Workload, scratch: &Path, k: usize) -> Result<PathBuf, ExperimentError> {
+    let d = match &w.workdir {
+        Some(src) => capture::fresh_copy(src, scratch).map_err(|e| ExperimentError::Run(e.to_string()))?,
+        None => {
+            let d = scratch.join(format!("empty-{k}"));
+            std::fs::create_dir_all(&d).map_err(ExperimentError::io(format!("creating {}", d.display())))?;
+            d
+        }
+    };
+    if let Some(c) = &w.setup {
+        capture::hook("--setup", c, Some(&d), k).map_err(|e| ExperimentError::Run(e.to_string()))?;
+    }
+    Ok(d)
+}
+
+fn done(w: &Workload, dir: &Path, k: usize) -> Result<(), ExperimentError> {
+    if let Some(c) = &w.cleanup {
+        capture::hook("--cleanup", c, Some(dir), k).map_err(|e| ExperimentError::Run(e.to_string()))?;
+    }
+    std::fs::remove_dir_all(dir).ok();
+    Ok(())
+}
+
+/// Profiles `w` once (`multios profile -o … -- argv` in a fresh copy); returns the profile, its
+/// file, and the run's directory (kept for the suite's output checks; the caller removes it).
+pub fn profile(
+    cfg: &Config,
+    w: &Workload,
+    scratch: &Path,
+) -> Result<(multios_profile::Profile, PathBuf, PathBuf), ExperimentError> {
+    let dir = fresh(w, scratch, 0)?;
+    let file = scratch.join(format!("{}.profile.json", w.name));
+    // On the compute CPUs, as the runs it predicts (a parallel build on one CPU is not the same
+    // tree of processes as on two).
+    let mut cmd = Command::new("taskset");
+    cmd.arg("-c")
+        .arg(cfg.compute.to_string())
+        .arg(&cfg.exe)
+        .arg("profile")
+        .arg("--per-process")
+        .arg("-o")
+        .arg(&file)
+        .arg("--")
+        .args(&w.argv);
+    let (st, _) = timed(&mut cmd, &dir, &scratch.join("profile-run"))?;
+    // `multios profile` exits as the program did; only a missing profile is a failure.
+    if !file.is_file() {
+        let err = std::fs::read_to_string(scratch.join("profile-run.err")).unwrap_or_default();
+        return Err(ExperimentError::Run(format!(
+            "workload '{}': profiling `{}` failed ({}): {}",
+            w.name,
+            w.argv.join(" "),
+            status_text(st),
+            err.trim()
+        )));
+    }
+    Ok((multios_profile::load(&file)?, file, dir))
+}
+
+/// The LWK's one-way f_c: half of (delegated getppid − native getppid), medians from `multios lwk fc`.
+pub fn lwk_fc(exe: &Path) -> Result<f64, ExperimentError> {
+    let out = Command::new(exe)
+        .args(["--json", "lwk", "fc", "--calls", "5000"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .map_err(ExperimentError::io("running multios lwk fc"))?;
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| {
+        ExperimentError::Run(format!(
+            "multios lwk fc --json: {e} (did it run? is /dev/kvm there?)"
+        ))
+    })?;
+    let median = |prefix: &str| {
+        v.as_array()?
+            .iter()
+            .find(|r| r["mechanism"].as_str().is_some_and(|m| m.starts_with(prefix)))?["summary"]["median_ns"]
+            .as_f64()
+    };
+    match (median("delegated getppid"), median("native getppid")) {
+        (Some(d), Some(n)) => Ok(((d - n) / 2.0).max(0.0) * 1e-9),
+        _ => Err(ExperimentError::Run(
+            "multios lwk fc --json has no 'delegated getppid' or 'native getppid' row".into(),
+        )),
+    }
+}
+
+/// Native and LWK run times (seconds, in pair order) and why the pairs are invalid, if they are.
+type LwkPairs = (Vec<f64>, Vec<f64>, Option<String>);
+
+/// The paired native/LWK runs of `w` under `policy`, ABBA; returns (native, LWK) times and why
+/// they are invalid, if they are.
+fn lwk_pairs(cfg: &Config, w: &Workload, policy: &str, scratch: &Path) -> Result<LwkPairs, ExperimentError> {
+    let (mut native, mut lwk) = (Vec::new(), Vec::new());
+    let mut k = 1000;
+    for i in 0..cfg.pairs {
+        let order = if i % 2 == 0 { [false, true] } else { [true, false] };
+        let mut ends = Vec::new();
+        for in_lwk in order {
+            k += 1;
+            let dir = fresh(w, scratch, k)?;
+            // Natively on the compute CPUs, as the LWK's program runs on its own.
+            let mut cmd = if in_lwk {
+                let argv = w.in_lwk(&cfg.exe, policy);
+                let mut c = Command::new(&argv[0]);
+                c.args(&argv[1..]);
+                c
+            } else {
+                let mut c = Command::new("taskset");
+                c.arg("-c").arg(cfg.compute.to_string()).args(&w.argv);
+                c
+            };
+            let (st, secs) = timed(&mut cmd, &dir, &scratch.join(format!("lwk-{k}")))?;
+            done(w, &dir, k)?;
+            if in_lwk {
+                lwk.push(secs);
+            } else {
+                native.push(secs);
+            }
+            ends.push(st.code());
+        }
+        if ends[0] != ends[1] {
+            return Ok((
+                native,
+                lwk,
+                Some(format!(
+                    "LWK pair {} is invalid: the runs ended with {:?} and {:?} (see `multios lwk run --policy {policy} -- {}`)",
+                    i + 1,
+                    ends[0],
+                    ends[1],
+                    w.argv.join(" ")
+                )),
+            ));
+        }
+    }
+    Ok((native, lwk, None))
+}
+
+/// The refined projection of `w` under `policy` at γ and the model's f_c.
+fn project(w: &model::Workload, policy: &str, gamma: f64, fc: f64) -> Result<(f64, u64), ExperimentError> {
+    let pr = projection(w, policy, gamma, fc)?;
+    Ok((pr.speedup, pr.delegated_calls))
+}
+
+fn projection(
+    w: &model::Workload,
+    policy: &str,
+    gamma: f64,
+    fc: f64,
+) -> Result<model::Projection, ExperimentError> {
+    let d = Policy::parse(policy)?.delegated(w);
+    Ok(model::refined(w, &d, &Params::new(gamma, fc))?)
+}
+
+/// What a workload is projected from: the summed profile and, when it was profiled per process,
+/// its process tree.
+pub struct Model<'a> {
+    pub workload: &'a model::Workload,
+    pub tree: Option<&'a ProcessTree>,
+    /// The CPUs the program's processes share (the compute CPUs).
+    pub cpus: usize,
+}
+
+impl Model<'_> {
+    /// The estimated projection (γ = 1) with `terms`: composed along the process tree when `procs`
+    /// is on and there is a tree, else the summed profile's, corrected.
+    pub fn with(&self, policy: &str, fc: f64, terms: &model::Terms) -> Result<f64, ExperimentError> {
+        let p = projection(self.workload, policy, 1.0, fc)?;
+        match self.tree {
+            Some(tree) if terms.procs => {
+                let d = Policy::parse(policy)?.delegated(self.workload);
+                Ok(model::compose(tree, &d, &Params::new(1.0, fc), terms, self.cpus)?.speedup)
+            }
+            _ => Ok(model::corrected(&p, terms)),
+        }
+    }
+
+    /// A point's term columns: every term on, each term alone (by name), the cache's γ for
+    /// delegation and, with `procs` and a tree, the serial composition.
+    #[allow(clippy::type_complexity)]
+    fn columns(
+        &self,
+        policy: &str,
+        fc: f64,
+        terms: &model::Terms,
+        selected: &[Term],
+    ) -> Result<(Option<f64>, BTreeMap<String, f64>, Option<f64>, Option<f64>), ExperimentError> {
+        if selected.is_empty() {
+            return Ok((None, BTreeMap::new(), None, None));
+        }
+        let all = self.with(policy, fc, terms)?;
+        let mut each = BTreeMap::new();
+        for &t in selected {
+            each.insert(t.name().to_string(), self.with(policy, fc, &terms.only(t))?);
+        }
+        let p = projection(self.workload, policy, 1.0, fc)?;
+        let gamma_d = terms.cache.map(|c| model::spare::gamma_delegation(&p, &c));
+        let serial = match self.tree {
+            Some(tree) if terms.procs => {
+                let d = Policy::parse(policy)?.delegated(self.workload);
+                Some(model::compose(tree, &d, &Params::new(1.0, fc), terms, self.cpus)?.serial_speedup)
+            }
+            _ => None,
+        };
+        Ok((Some(all), each, gamma_d, serial))
+    }
+}
+
+/// The point of one measured configuration, its projections filled from `model`.
+struct Measured {
+    target: String,
+    policy: String,
+    fc_s: f64,
+    fc_model_s: f64,
+    measured: f64,
+    measured_ci: Option<(f64, f64)>,
+    native_s: f64,
+    target_s: f64,
+    invalid: Option<String>,
+}
+
+fn point(
+    cfg: &Config,
+    name: &str,
+    model: &Model<'_>,
+    terms: &model::Terms,
+    m: Measured,
+) -> Result<Point, ExperimentError> {
+    let (projected, delegated_calls) = project(model.workload, &m.policy, 1.0, m.fc_model_s)?;
+    let (with_terms, per_term, gamma_delegation, procs_serial) =
+        model.columns(&m.policy, m.fc_model_s, terms, &cfg.terms)?;
+    Ok(Point {
+        workload: name.to_string(),
+        target: m.target,
+        policy: m.policy,
+        fc_s: m.fc_s,
+        fc_model_s: m.fc_model_s,
+        delegated_calls,
+        measured: m.measured,
+        measured_ci: m.measured_ci,
+        native_s: m.native_s,
+        target_s: m.target_s,
+        projected,
+        fitted: f64::NAN,
+        with_terms,
+        per_term,
+        terms: terms.clone(),
+        gamma_delegation,
+        procs_serial,
+        invalid: m.invalid,
+    })
+}
+
+/// Validates one workload on every target; the terms are measured on each target the first time
+/// `cache` is asked for them.
+pub fn run_workload(
+    cfg: &Config,
+    w: &Workload,
+    cache: &mut TermCache,
+    progress: &mut dyn Progress,
+) -> Result<WorkloadResult, ExperimentError> {
+    if w.argv.is_empty() {
+        return Err(ExperimentError::Config(format!(
+            "workload '{}': empty command",
+            w.name
+        )));
+    }
+    let scratch = capture::Scratch::new().map_err(|e| ExperimentError::Run(e.to_string()))?;
+    let (prof, prof_file, dir) = profile(cfg, w, &scratch.0)?;
+    std::fs::remove_dir_all(&dir).ok();
+    let mw = model::Workload::from_profile(&prof);
+    let tree = ProcessTree::from_profile(&prof);
+    let model = Model {
+        workload: &mw,
+        tree: tree.as_ref(),
+        cpus: cfg.compute.len().max(1),
+    };
+    let mut notes = Vec::new();
+    let mut points = Vec::new();
+    let wait = multios_emulate::Wait::default();
+    for &m in &cfg.mechanisms {
+        let terms = cache.terms(cfg, Target::Emulate(m), &scratch.0)?;
+        for fc in &cfg.fcs {
+            let rt = super::mechanism_round_trip_at(m, fc.secs(), 300, &cfg.compute, &cfg.control, wait)?;
+            let fc_model = fc.secs() + rt.median / 2.0;
+            for pol in &cfg.policies {
+                let delegation = crate::setup::resolve_delegation(pol, Some(&prof_file))?;
+                let c = multios_emulate::Config {
+                    mechanism: m,
+                    delegation,
+                    cost: CostModel::constant(fc.secs()),
+                    compute: cfg.compute.clone(),
+                    control: cfg.control.clone(),
+                    argv: w.argv.clone(),
+                    allow_below_floor: false,
+                    rewrite: true,
+                    wait,
+                };
+                // A mechanism whose floor is above the requested f_c cannot deliver it (migrate's
+                // is ≈ 15 µs here): that configuration is left out, with a note.
+                if let Err(e) = c.check() {
+                    let note = format!("{} f_c {fc}: not measured: {e}", m.name());
+                    if !notes.contains(&note) {
+                        notes.push(note);
+                    }
+                    progress.advance(&format!("{} {} f_c {fc}: below the floor", w.name, m.name()));
+                    continue;
+                }
+                let s = compare::Setup {
+                    emulate: &c,
+                    interception: Interception::Eager,
+                    pairs: cfg.pairs,
+                    workdir: w.workdir.clone(),
+                    setup: w.setup.clone(),
+                    cleanup: w.cleanup.clone(),
+                };
+                let o = compare::run_with_input(&s, None).map_err(|e| ExperimentError::Run(e.to_string()))?;
+                let mut invalid = o.invalid.clone();
+                if invalid.is_none() && !o.output_differences.is_empty() {
+                    let d = &o.output_differences[0];
+                    invalid = Some(format!(
+                        "the {} of run {} ({}) differs from the first native run's at byte {}",
+                        d.stream, d.run, d.side, d.offset
+                    ));
+                }
+                let p = point(
+                    cfg,
+                    &w.name,
+                    &model,
+                    &terms,
+                    Measured {
+                        target: Target::Emulate(m).name(),
+                        policy: pol.clone(),
+                        fc_s: fc.secs(),
+                        fc_model_s: fc_model,
+                        measured: o.comparison.measured_speedup,
+                        measured_ci: o.speedup_ci,
+                        native_s: o.comparison.native_secs,
+                        target_s: o.comparison.emulated_secs,
+                        invalid,
+                    },
+                )?;
+                progress.advance(&format!(
+                    "{} {} {pol} f_c {fc}: measured {:.4}, projected {:.4}{}",
+                    w.name,
+                    p.target,
+                    p.measured,
+                    p.projected,
+                    p.with_terms
+                        .map_or(String::new(), |t| format!(", with terms {t:.4}"))
+                ));
+                points.push(p);
+            }
+        }
+    }
+    if cfg.lwk {
+        let terms = cache.terms(cfg, Target::Lwk, &scratch.0)?;
+        let fc = lwk_fc(&cfg.exe)?;
+        for pol in &cfg.policies {
+            let (native, lwk, invalid) = lwk_pairs(cfg, w, pol, &scratch.0)?;
+            let n = native.len().min(lwk.len());
+            let pr = crate::stats::paired(&lwk[..n], &native[..n]);
+            let (measured, ci) = pr.as_ref().map_or((f64::NAN, None), |p| p.ratio());
+            let p = point(
+                cfg,
+                &w.name,
+                &model,
+                &terms,
+                Measured {
+                    target: Target::Lwk.name(),
+                    policy: pol.clone(),
+                    fc_s: 0.0,
+                    fc_model_s: fc,
+                    measured,
+                    measured_ci: ci,
+                    native_s: model::median(&native).unwrap_or(f64::NAN),
+                    target_s: model::median(&lwk).unwrap_or(f64::NAN),
+                    invalid,
+                },
+            )?;
+            progress.advance(&format!(
+                "{} lwk {pol}: measured {measured:.4}, projected {:.4}",
+                w.name, p.projected
+            ));
+            points.push(p);
+        }
+    }
+    let accuracy = score::score(&mw, &w.name, &mut points, &mut notes)?;
+    Ok(WorkloadResult {
+        name: w.name.clone(),
+        argv: w.argv.clone(),
+        c_s: mw.c,
+        p: mw.p(),
+        calls: mw.calls.iter().map(|c| c.n).sum(),
+        processes: prof.processes.len(),
+        wall_s: prof.wall_time_s,
+        points,
+        accuracy,
+        notes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issue_15_lwk_argv_replaces_multios_and_policy_and_defaults_to_lwk_run() {
+        let exe = Path::new("/opt/multios");
+        let w = Workload::command("w", vec!["lmp".into(), "-in".into(), "in.lj".into()]);
+        assert_eq!(
+            w.in_lwk(exe, "mckernel"),
+            [
+                "/opt/multios",
+                "lwk",
+                "run",
+                "--policy",
+                "mckernel",
+                "--",
+                "lmp",
+                "-in",
+                "in.lj"
+            ]
+        );
+        let mpi = Workload {
+            lwk_argv: Some(
+                [
+                    "mpirun",
+                    "-n",
+                    "2",
+                    "{multios}",
+                    "lwk",
+                    "run",
+                    "--policy",
+                    "{policy}",
+                    "--",
+                    "lmp",
+                ]
+                .map(String::from)
+                .to_vec(),
+            ),
+            ..w
+        };
+        assert_eq!(
+            mpi.in_lwk(exe, "mos"),
+            [
+                "mpirun",
+                "-n",
+                "2",
+                "/opt/multios",
+                "lwk",
+                "run",
+                "--policy",
+                "mos",
+                "--",
+                "lmp"
+            ]
+        );
+    }
+}

@@ -1,0 +1,239 @@
+//! Accuracy per workload and target (issue #15): 100 − MAPE of the estimated projection, of the
+//! projection with γ fitted to the workload's own points, and of the estimated projection with each
+//! correction term alone and with all of them.
+
+use super::{project, Accuracy, Point, WorkloadResult};
+use crate::validate::fit;
+use crate::ExperimentError;
+use multios_model as model;
+use std::collections::BTreeMap;
+
+/// The projection columns of the terms, scored over `points`: every term on, and each alone.
+fn terms_accuracy<'p>(
+    points: impl Iterator<Item = &'p Point> + Clone,
+) -> Result<(Option<f64>, BTreeMap<String, f64>), ExperimentError> {
+    let all: Option<Vec<(f64, f64)>> = points
+        .clone()
+        .map(|p| p.with_terms.map(|t| (t, p.measured)))
+        .collect();
+    let all = match all {
+        Some(v) if !v.is_empty() => Some(model::accuracy(&v)?),
+        _ => None,
+    };
+    let mut each = BTreeMap::new();
+    let names: Vec<String> = points
+        .clone()
+        .next()
+        .map(|p| p.per_term.keys().cloned().collect())
+        .unwrap_or_default();
+    for name in names {
+        let v: Option<Vec<(f64, f64)>> = points
+            .clone()
+            .map(|p| p.per_term.get(&name).map(|t| (*t, p.measured)))
+            .collect();
+        if let Some(v) = v.filter(|v| !v.is_empty()) {
+            each.insert(name, model::accuracy(&v)?);
+        }
+    }
+    Ok((all, each))
+}
+
+fn valid(p: &Point, target: &str) -> bool {
+    p.target == target && p.invalid.is_none() && p.measured.is_finite()
+}
+
+/// Fits γ per target, fills each point's fitted projection, returns the accuracies.
+pub fn score(
+    mw: &model::Workload,
+    name: &str,
+    points: &mut [Point],
+    notes: &mut Vec<String>,
+) -> Result<Vec<Accuracy>, ExperimentError> {
+    let mut targets: Vec<String> = points.iter().map(|p| p.target.clone()).collect();
+    targets.dedup();
+    let mut out = Vec::new();
+    for t in targets {
+        let sel: Vec<(String, f64, f64)> = points
+            .iter()
+            .filter(|p| valid(p, &t))
+            .map(|p| (p.policy.clone(), p.fc_model_s, p.measured))
+            .collect();
+        let skipped = points.iter().filter(|p| p.target == t && !valid(p, &t)).count();
+        if skipped > 0 {
+            notes.push(format!(
+                "{t}: {skipped} invalid point(s) left out of the accuracy"
+            ));
+        }
+        if sel.is_empty() {
+            continue;
+        }
+        let predict = |g: f64| -> Result<Vec<(f64, f64)>, ExperimentError> {
+            sel.iter()
+                .map(|(pol, fc, m)| Ok((project(mw, pol, g, *fc)?.0, *m)))
+                .collect()
+        };
+        let estimated = model::accuracy(&predict(1.0)?)?;
+        let (with_terms, per_term) = terms_accuracy(points.iter().filter(|p| valid(p, &t)))?;
+        let gamma = fit::best_gamma(|g| predict(g).ok().and_then(|v| model::accuracy(&v).ok()));
+        let fitted = model::accuracy(&predict(gamma)?)?;
+        for p in points.iter_mut().filter(|p| p.target == t) {
+            p.fitted = project(mw, &p.policy, gamma, p.fc_model_s)?.0;
+        }
+        out.push(Accuracy {
+            workload: name.to_string(),
+            target: t,
+            points: sel.len(),
+            estimated,
+            fitted,
+            fitted_gamma: gamma,
+            with_terms,
+            per_term,
+        });
+    }
+    Ok(out)
+}
+
+/// Accuracy over every workload per target: 100 − MAPE over all their valid points (every column),
+/// with `workload` "(all)".
+pub fn overall(results: &[WorkloadResult]) -> Result<Vec<Accuracy>, ExperimentError> {
+    let mut targets: Vec<String> = results
+        .iter()
+        .flat_map(|r| r.points.iter().map(|p| p.target.clone()))
+        .collect();
+    targets.sort();
+    targets.dedup();
+    let mut out = Vec::new();
+    for t in targets {
+        let pts: Vec<&Point> = results
+            .iter()
+            .flat_map(|r| &r.points)
+            .filter(|p| valid(p, &t))
+            .collect();
+        if pts.is_empty() {
+            continue;
+        }
+        let est: Vec<(f64, f64)> = pts.iter().map(|p| (p.projected, p.measured)).collect();
+        let fit: Vec<(f64, f64)> = pts.iter().map(|p| (p.fitted, p.measured)).collect();
+        let (with_terms, per_term) = terms_accuracy(pts.iter().copied())?;
+        out.push(Accuracy {
+            workload: "(all)".into(),
+            target: t,
+            points: pts.len(),
+            estimated: model::accuracy(&est)?,
+            fitted: model::accuracy(&fit)?,
+            fitted_gamma: f64::NAN,
+            with_terms,
+            per_term,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use multios_model::Call;
+
+    pub(crate) fn point(target: &str, policy: &str, fc: f64, measured: f64) -> Point {
+        Point {
+            workload: "w".into(),
+            target: target.into(),
+            policy: policy.into(),
+            fc_s: fc,
+            fc_model_s: fc,
+            delegated_calls: 0,
+            measured,
+            measured_ci: None,
+            native_s: 1.0,
+            target_s: 1.0 / measured,
+            projected: f64::NAN,
+            fitted: f64::NAN,
+            with_terms: None,
+            per_term: BTreeMap::new(),
+            terms: model::Terms::none(),
+            gamma_delegation: None,
+            procs_serial: None,
+            invalid: None,
+        }
+    }
+
+    fn workload() -> model::Workload {
+        model::Workload {
+            c: 1.0,
+            calls: vec![Call {
+                name: "write".into(),
+                n: 10_000,
+                g: 0.01,
+            }],
+        }
+    }
+
+    #[test]
+    fn issue_15_a_measurement_the_model_makes_exactly_scores_100_and_invalid_points_are_left_out() {
+        let w = workload();
+        // What the refined model projects at γ = 1 with f_c = 10 µs: t_nd = 1.01, t_d = 1.01 + 0.2.
+        let exact = project(&w, "all", 1.0, 10e-6).expect("projects").0;
+        assert!((exact - 1.01 / 1.21).abs() < 1e-12, "{exact}");
+        let mut pts = vec![
+            point("emulate:shm", "all", 10e-6, exact),
+            point("emulate:shm", "all", 10e-6, 0.1),
+        ];
+        pts[1].invalid = Some("pair 1 is invalid".into());
+        let mut notes = Vec::new();
+        let acc = score(&w, "w", &mut pts, &mut notes).expect("scores");
+        assert_eq!(acc.len(), 1);
+        assert!((acc[0].estimated - 100.0).abs() < 1e-9, "{acc:?}");
+        assert!((acc[0].fitted - 100.0).abs() < 1e-6, "{acc:?}");
+        assert_eq!(acc[0].points, 1);
+        assert!(notes[0].contains("1 invalid"), "{notes:?}");
+    }
+
+    #[test]
+    fn issue_15_the_fitted_column_is_at_least_the_estimated_one() {
+        let w = workload();
+        let mut pts = vec![
+            point("lwk", "all", 10e-6, 0.7),
+            point("lwk", "mckernel", 10e-6, 0.9),
+            point("lwk", "all", 50e-6, 0.4),
+        ];
+        for p in &mut pts {
+            p.projected = project(&w, &p.policy, 1.0, p.fc_model_s).expect("projects").0;
+        }
+        let acc = score(&w, "w", &mut pts, &mut Vec::new()).expect("scores");
+        assert!(acc[0].fitted >= acc[0].estimated - 1e-9, "{acc:?}");
+        assert!(pts.iter().all(|p| p.fitted.is_finite()));
+        let r = WorkloadResult {
+            name: "w".into(),
+            argv: vec!["w".into()],
+            c_s: 1.0,
+            p: 0.01,
+            calls: 10_000,
+            processes: 1,
+            wall_s: 1.01,
+            points: pts,
+            accuracy: acc.clone(),
+            notes: Vec::new(),
+        };
+        let all = overall(&[r]).expect("overall");
+        assert_eq!((all[0].workload.as_str(), all[0].points), ("(all)", 3));
+        assert!((all[0].estimated - acc[0].estimated).abs() < 1e-9);
+    }
+
+    #[test]
+    fn issue_15_each_term_has_its_own_accuracy_column() {
+        let w = workload();
+        let mut pts = vec![
+            point("emulate:shm", "all", 10e-6, 0.8),
+            point("emulate:shm", "all", 50e-6, 0.5),
+        ];
+        for p in &mut pts {
+            p.with_terms = Some(p.measured);
+            p.per_term.insert("startup".into(), p.measured * 1.1);
+            p.per_term.insert("cache".into(), p.measured);
+        }
+        let acc = score(&w, "w", &mut pts, &mut Vec::new()).expect("scores");
+        assert_eq!(acc[0].with_terms, Some(100.0));
+        assert!((acc[0].per_term["startup"] - 90.0).abs() < 1e-9, "{acc:?}");
+        assert!((acc[0].per_term["cache"] - 100.0).abs() < 1e-9, "{acc:?}");
+    }
+}

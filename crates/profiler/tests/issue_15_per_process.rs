@@ -1,0 +1,147 @@
+//! Issue #15: `--per-process` records each process of the traced tree apart — a shell pipeline
+//! (sh, its two children reading and writing a pipe) and a parallel `make -j2` — under eBPF and
+//! ptrace: every process is there with its parent, its own calls add up to the profile's totals,
+//! and a process's span lies inside the run.
+
+mod common;
+
+use common::{require_root, scratch, serial};
+use multios_profile::Profile;
+use multios_profiler::{Backend, Options};
+
+fn per_process(backend: Backend, cmd: &[&str], cwd: &std::path::Path) -> Profile {
+    let here = std::env::current_dir().expect("cwd");
+    std::env::set_current_dir(cwd).expect("chdir");
+    let p = multios_profiler::profile(&Options {
+        backend: Some(backend),
+        command: cmd.iter().map(|s| s.to_string()).collect(),
+        per_process: true,
+        ..Options::default()
+    });
+    std::env::set_current_dir(here).expect("chdir back");
+    p.unwrap_or_else(|e| panic!("profiling {cmd:?} failed: {e}"))
+}
+
+/// The checks every per-process profile must pass.
+fn check_tree(p: &Profile) {
+    assert!(!p.processes.is_empty(), "no processes[]");
+    let root = &p.processes[0];
+    assert_eq!(root.ppid, None, "the root has no traced parent: {root:?}");
+    for q in &p.processes[1..] {
+        let parent = q.ppid.expect("every other process has a parent");
+        assert!(
+            p.processes.iter().any(|o| o.pid == parent),
+            "{q:?}: parent {parent} is not in the tree"
+        );
+        assert!(
+            q.start_s >= root.start_s && q.end_s <= p.wall_time_s + 1e-3,
+            "{q:?}"
+        );
+    }
+    for s in &p.syscalls {
+        let per: u64 = p.processes.iter().map(|q| q.count_of(&s.name)).sum();
+        assert_eq!(per, s.count, "{}: per-process counts add up to the total", s.name);
+    }
+    let c: f64 = p.processes.iter().map(|q| q.compute_time_s).sum();
+    assert!(
+        (c - p.compute_time_s).abs() <= 1e-6 + 1e-3 * p.compute_time_s,
+        "Σ per-process C {c} vs C {}",
+        p.compute_time_s
+    );
+    assert_eq!(p.written_version(), 3);
+}
+
+fn pipeline(backend: Backend) {
+    let dir = scratch(&format!("pipe-{backend:?}"));
+    let text: String = (0..20_000).map(|i| format!("w{}\n", i % 97)).collect();
+    std::fs::write(dir.join("in.txt"), text).expect("input");
+    let p = per_process(backend, &["sh", "-c", "sort in.txt | uniq -c > out.txt"], &dir);
+    check_tree(&p);
+    let names: Vec<&str> = p.processes.iter().map(|q| q.name.as_str()).collect();
+    for want in ["sort", "uniq"] {
+        let q = p
+            .processes
+            .iter()
+            .find(|q| q.name == want)
+            .unwrap_or_else(|| panic!("{want} is not in {names:?}"));
+        assert_eq!(
+            q.ppid,
+            Some(p.processes[0].pid),
+            "{want}'s parent is the shell: {names:?}"
+        );
+        assert!(q.count_of("execve") >= 1, "{want} exec'd: {q:?}");
+    }
+    let uniq = p.processes.iter().find(|q| q.name == "uniq").expect("uniq");
+    assert!(
+        uniq.count_of("write") >= 1 && uniq.count_of("read") >= 1,
+        "{uniq:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("out.txt"))
+            .map(|s| s.lines().count())
+            .ok(),
+        Some(97)
+    );
+}
+
+#[test]
+fn issue_15_per_process_pipeline_ebpf() {
+    let _g = serial();
+    require_root();
+    pipeline(Backend::Ebpf);
+}
+
+#[test]
+fn issue_15_per_process_pipeline_ptrace() {
+    let _g = serial();
+    pipeline(Backend::Ptrace);
+}
+
+#[test]
+fn issue_15_per_process_make_j2_ebpf() {
+    let _g = serial();
+    require_root();
+    let dir = scratch("make");
+    for i in 0..4 {
+        std::fs::write(
+            dir.join(format!("f{i}.c")),
+            format!("int f{i}(void) {{ return {i}; }}\n"),
+        )
+        .expect("src");
+    }
+    std::fs::write(
+        dir.join("main.c"),
+        "int f0(void); int f1(void); int f2(void); int f3(void);\nint main(void) { return f0() + f1() + f2() + f3() - 6; }\n",
+    )
+    .expect("main");
+    std::fs::write(
+        dir.join("Makefile"),
+        "prog: main.o f0.o f1.o f2.o f3.o\n\tcc -o $@ $^\n%.o: %.c\n\tcc -O1 -c -o $@ $<\n",
+    )
+    .expect("Makefile");
+    let p = per_process(Backend::Ebpf, &["make", "-s", "-j2"], &dir);
+    check_tree(&p);
+    assert!(dir.join("prog").is_file());
+    // make, then per object a cc (and its cc1/as), and the link: well over 5 processes.
+    assert!(p.processes.len() > 5, "{} processes", p.processes.len());
+    assert_eq!(p.processes[0].name, "make");
+    let ccs = p
+        .processes
+        .iter()
+        .filter(|q| q.name == "cc" || q.name == "gcc")
+        .count();
+    assert!(
+        ccs >= 5,
+        "{ccs} compiler drivers in {:?}",
+        p.processes.iter().map(|q| &q.name).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn issue_15_without_per_process_the_profile_stays_version_2() {
+    let _g = serial();
+    require_root();
+    let p = common::profile(Backend::Ebpf, &["sh", "-c", "true | cat"]);
+    assert!(p.processes.is_empty());
+    assert_eq!(p.written_version(), 2);
+}
