@@ -121,6 +121,7 @@ fn node(id: u32, cpu_ms: u64) -> Node {
         cpu_ns: cpu_ms * 1_000_000,
         syscalls: Families::default(),
         rss_pages: 0,
+        rank: None,
     }
 }
 

@@ -161,3 +161,66 @@ fn issue_12_attach_to_a_running_process() {
     let names: Vec<&str> = g.nodes.iter().map(|n| n.comm.as_str()).collect();
     assert!(names.contains(&"yes") && names.contains(&"head"), "{names:?}");
 }
+
+/// The edges of `kind` between the parent process and its child, as (parent → child, child → parent)
+/// bytes; panics unless they are the only edges of that kind.
+fn socket_edges(g: &multios_map::Graph, kind: EdgeKind) -> (u64, u64) {
+    let es: Vec<_> = g.edges.iter().filter(|e| e.kind == kind).collect();
+    assert_eq!(
+        es.len(),
+        2,
+        "two {kind:?} edges (one each way) expected: {:?}",
+        g.edges
+    );
+    let child = |id: u32| g.nodes.iter().find(|n| n.id == id).and_then(|n| n.parent);
+    let down = es
+        .iter()
+        .find(|e| child(e.to) == Some(e.from))
+        .expect("parent → child edge");
+    let up = es
+        .iter()
+        .find(|e| child(e.from) == Some(e.to))
+        .expect("child → parent edge");
+    (down.bytes, up.bytes)
+}
+
+#[test]
+fn issue_12_tcp_pair_bytes_equal_what_was_sent() {
+    let bin = compile("tcp_pair");
+    let (msgs, size) = (400u64, 5000u64);
+    let r = record(&opts(vec![
+        bin.display().to_string(),
+        msgs.to_string(),
+        size.to_string(),
+    ]))
+    .expect("record");
+    assert_eq!(r.exit_code, Some(0), "tcp_pair failed");
+    // the child writes msgs × size bytes; the parent answers one byte per message
+    let (down, up) = socket_edges(&r.graph, EdgeKind::Tcp);
+    assert_eq!(up, msgs * size, "child → parent TCP bytes");
+    assert_eq!(down, msgs, "parent → child TCP bytes");
+}
+
+#[test]
+fn issue_12_udp_pair_bytes_equal_what_was_sent() {
+    let bin = compile("udp_pair");
+    let (msgs, size) = (300u64, 1200u64);
+    let r = record(&opts(vec![
+        bin.display().to_string(),
+        msgs.to_string(),
+        size.to_string(),
+    ]))
+    .expect("record");
+    assert_eq!(r.exit_code, Some(0), "udp_pair failed");
+    // half the datagrams by sendto with an address, half by send on the connected socket
+    let (down, up) = socket_edges(&r.graph, EdgeKind::Udp);
+    assert_eq!(down, msgs * size, "parent → child UDP bytes");
+    assert_eq!(up, msgs, "child → parent UDP bytes (one-byte answers)");
+    let e = r
+        .graph
+        .edges
+        .iter()
+        .find(|e| e.kind == EdgeKind::Udp && e.bytes == msgs * size)
+        .expect("the data edge");
+    assert_eq!(e.count, msgs, "one message per datagram");
+}

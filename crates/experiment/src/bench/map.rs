@@ -200,6 +200,7 @@ fn node(id: u32) -> Node {
         cpu_ns: 0,
         syscalls: Families::default(),
         rss_pages: 0,
+        rank: None,
     }
 }
 

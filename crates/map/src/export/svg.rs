@@ -12,6 +12,8 @@ fn color(k: EdgeKind) -> &'static str {
     match k {
         EdgeKind::Pipe => "#1f77b4",
         EdgeKind::Unix => "#17becf",
+        EdgeKind::Tcp => "#2ca02c",
+        EdgeKind::Udp => "#bcbd22",
         EdgeKind::Wakeup => "#7f7f7f",
         EdgeKind::Futex => "#d62728",
         EdgeKind::Signal => "#9467bd",

@@ -37,6 +37,8 @@ pub struct Raw {
     pub calls: Vec<(u32, u32, u64)>,
     /// Per process: resident pages and the PFNs of its writable mappings at its last sample.
     pub pages: BTreeMap<u32, (u64, BTreeSet<u64>)>,
+    /// Per process: its MPI rank, when its environment names one.
+    pub ranks: BTreeMap<u32, u32>,
 }
 
 /// Writers and readers of one channel paired: each writer's bytes split over the readers in
@@ -82,6 +84,7 @@ pub fn assemble(raw: &Raw) -> Graph {
                 cpu_ns: n.oncpu_ns,
                 syscalls: Families::default(),
                 rss_pages: 0,
+                rank: None,
             },
         );
     }
@@ -93,6 +96,7 @@ pub fn assemble(raw: &Raw) -> Graph {
     for n in nodes.values_mut() {
         if n.id == n.tgid {
             n.rss_pages = raw.pages.get(&n.tgid).map_or(0, |p| p.0);
+            n.rank = raw.ranks.get(&n.tgid).copied();
         }
     }
     let mut edges = Vec::new();

@@ -127,6 +127,11 @@ pub fn record(opts: &Options) -> Result<Recorded, RecordError> {
             if let Some(s) = pagemap::sample(t) {
                 raw.pages.insert(t, s);
             }
+            if !raw.ranks.contains_key(&t) {
+                if let Some(r) = crate::procfs::mpi_rank(t) {
+                    raw.ranks.insert(t, r);
+                }
+            }
         }
         let done = match child.as_mut() {
             Some(c) => match c.try_wait() {
