@@ -45,7 +45,7 @@ struct CostArgs {
     /// Fraction of an interaction's cost left when both ends share a cluster/CPU
     #[arg(long, default_value_t = CostModel::default().local_factor)]
     local_factor: f64,
-    /// Topology: an hwloc-style synthetic string ("pack:2 core:64 pu:1"); default this machine
+    /// Topology: an hwloc XML file (`lstopo --of xml FILE.xml`) or an hwloc synthetic string ("pack:2 core:64 pu:1", or what `lstopo --of synthetic` prints); default this machine
     #[arg(long)]
     topology: Option<String>,
     /// Seed of the partitioners' random node order
@@ -91,7 +91,7 @@ struct RecordArgs {
     /// Page samples (/proc/PID/pagemap) at this interval
     #[arg(long, default_value = "50ms")]
     sample_every: Duration,
-    /// Store this topology in the graph (default this machine's)
+    /// Store this topology in the graph: hwloc XML file or synthetic string (default this machine's)
     #[arg(long)]
     topology: Option<String>,
     /// The command
