@@ -1,38 +1,60 @@
 //! `multios map run`: runs a program with a placement applied as its processes and threads appear.
 //!
-//! Mechanism: polling. The program starts held between fork and exec; its first thread is pinned
-//! before it execs; then, every `poll` interval, the process tree is walked through
-//! /proc/PID/task/TID/children and every thread not seen before (or whose command name changed, as
-//! after an exec) is matched to the placement and pinned with sched_setaffinity. A thread therefore
-//! runs unplaced for at most one interval plus one walk; `RunReport` gives the walk times measured.
+//! Mechanism: the kernel's process events (the proc connector, [`crate::procevents`]). The program
+//! starts held between fork and exec; its first thread is placed before it execs; then every fork,
+//! exec and command-name change of a process in the program's tree arrives as an event, and the
+//! thread concerned is matched to the placement and given its CPUs with sched_setaffinity. Nothing
+//! runs between events: the runner sleeps in poll(2) on the event socket and on a pidfd of the
+//! program (so it costs no CPU while the program runs, unlike a /proc walk on a timer). A walk of
+//! the tree through /proc/PID/task/TID/children is kept as a safety net: every `sweep` interval, and
+//! at once when the event socket overflowed. A new thread runs where its parent's affinity lets it
+//! until its event is handled; `RunReport` gives the delays measured.
+//!
 //! Threads are matched by command name and order of appearance: the k-th thread named `gzip` gets
-//! the CPU of the k-th node named `gzip` in the recorded graph (tids differ between runs).
+//! the CPUs of the k-th node named `gzip` in the recorded graph (tids differ between runs). A
+//! pinned node gets one CPU; a free node its domain (Linux balances it there); a thread no rule
+//! matches gets every CPU this process may use (it would otherwise keep a pinned parent's CPU).
 
 use crate::place::Placement;
+use crate::procevents::{Event, Listener};
 use multios_host::cpus::CpuSet;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
+use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     #[error("nothing to run: give a command after `--`")]
     NoCommand,
-    #[error("the placement puts {what} on CPU {cpu}, which this process may not use (allowed: {allowed}); place on this machine's topology (omit --topology) or restrict with --cpus")]
+    #[error("the placement puts {what} on CPU {cpu}, which this process may not use (allowed: {allowed}); place on this machine's topology (omit --topology), or run where those CPUs are allowed (taskset, cgroup cpuset)")]
     CpuNotAllowed { what: String, cpu: u32, allowed: String },
+    #[error("cannot listen to process events (the proc connector needs root or CAP_NET_ADMIN): {0}")]
+    Events(std::io::Error),
     #[error("cannot start '{program}': {source}")]
     Spawn { program: String, source: std::io::Error },
     #[error("{what}: {source}")]
     Os { what: String, source: std::io::Error },
 }
 
-/// The k-th thread named `comm` goes on `cpu`.
+/// The k-th thread named `comm` may run on `cpus` (one CPU: pinned).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Rule {
     pub comm: String,
     pub ordinal: usize,
-    pub cpu: u32,
+    pub cpus: Vec<u32>,
+}
+
+impl Rule {
+    /// The k-th thread named `comm` pinned to `cpu`.
+    pub fn pin(comm: &str, ordinal: usize, cpu: u32) -> Rule {
+        Rule {
+            comm: comm.to_string(),
+            ordinal,
+            cpus: vec![cpu],
+        }
+    }
 }
 
 /// Rules from a placement: per command name, nodes in tid order.
@@ -48,20 +70,20 @@ pub fn rules(p: &Placement) -> Vec<Rule> {
             Rule {
                 comm: n.comm.clone(),
                 ordinal: *k - 1,
-                cpu: n.cpu,
+                cpus: n.cpus(),
             }
         })
         .collect()
 }
 
-/// Checks that every rule names a CPU this process may use.
+/// Checks that every rule names CPUs this process may use.
 pub fn check_allowed(rules: &[Rule]) -> Result<(), RunError> {
     let allowed = CpuSet::allowed();
     for r in rules {
-        if !allowed.contains(r.cpu as usize) {
+        if let Some(&cpu) = r.cpus.iter().find(|&&c| !allowed.contains(c as usize)) {
             return Err(RunError::CpuNotAllowed {
                 what: format!("'{}' #{}", r.comm, r.ordinal),
-                cpu: r.cpu,
+                cpu,
                 allowed: allowed.to_string(),
             });
         }
@@ -73,7 +95,10 @@ pub fn check_allowed(rules: &[Rule]) -> Result<(), RunError> {
 pub struct Applied {
     pub tid: u32,
     pub comm: String,
-    pub cpu: u32,
+    /// The CPUs given, as a list ("0", "0-1").
+    pub cpus: String,
+    /// Whether a rule matched (otherwise the thread was given every allowed CPU).
+    pub matched: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -81,12 +106,17 @@ pub struct RunReport {
     pub exit_code: Option<i32>,
     pub wall_s: f64,
     pub applied: Vec<Applied>,
-    /// Threads seen that no rule matched (left where Linux put them).
+    /// Threads seen that no rule matched (given every allowed CPU).
     pub unmatched: usize,
-    pub poll_us: u64,
-    /// Median and largest time of one walk of the process tree, µs.
-    pub walk_median_us: f64,
-    pub walk_max_us: f64,
+    /// Process events handled (the program's own) and walks of /proc made.
+    pub events: u64,
+    pub walks: u64,
+    /// Times the event socket overflowed (events lost; a walk made up for them).
+    pub overflows: u64,
+    /// Median and largest delay from the kernel's event (a fork, an exec) to the thread's
+    /// placement, µs (the time a new thread runs where its parent's affinity lets it).
+    pub apply_median_us: f64,
+    pub apply_max_us: f64,
 }
 
 fn children(tid: u32) -> Vec<u32> {
@@ -111,12 +141,86 @@ fn comm(tid: u32) -> Option<String> {
         .map(|s| s.trim().to_string())
 }
 
-/// Runs `command` with `rules` applied; `root_cpu` pins the first thread before exec.
-pub fn run(command: &[String], rules: &[Rule], poll: Duration) -> Result<RunReport, RunError> {
+/// The rules and what has been applied so far.
+struct Applier<'a> {
+    rules: &'a [Rule],
+    allowed: CpuSet,
+    /// tid → the command name it was placed under.
+    seen: BTreeMap<u32, String>,
+    used: BTreeMap<String, usize>,
+    applied: Vec<Applied>,
+    unmatched: usize,
+    delays: Vec<f64>,
+}
+
+impl Applier<'_> {
+    /// Places `tid`, now named `name`, unless it was placed under that name already.
+    fn place(&mut self, tid: u32, name: &str) {
+        if self.seen.get(&tid).map(String::as_str) == Some(name) {
+            return;
+        }
+        self.seen.insert(tid, name.to_string());
+        let k = self.used.entry(name.to_string()).or_default();
+        let rule = self.rules.iter().find(|r| r.comm == name && r.ordinal == *k);
+        let set = match rule {
+            Some(r) => {
+                *k += 1;
+                CpuSet(r.cpus.iter().map(|&c| c as usize).collect())
+            }
+            None => {
+                self.unmatched += 1;
+                self.allowed.clone()
+            }
+        };
+        if multios_host::cpus::pin_thread(tid as i32, &set).is_ok() {
+            self.applied.push(Applied {
+                tid,
+                comm: name.to_string(),
+                cpus: set.to_string(),
+                matched: rule.is_some(),
+            });
+        }
+    }
+
+    /// Places `tid` under its current name (if it still exists); `event_ns` is the kernel's time of
+    /// the event that announced it (CLOCK_MONOTONIC), when there was one.
+    fn visit(&mut self, tid: u32, event_ns: Option<u64>) {
+        if let Some(name) = comm(tid) {
+            let before = self.applied.len();
+            self.place(tid, &name);
+            if let (true, Some(t)) = (self.applied.len() > before, event_ns) {
+                let now = crate::sys::monotonic_ns();
+                self.delays.push(now.saturating_sub(t) as f64 / 1e3);
+            }
+        }
+    }
+}
+
+/// The calling thread at real-time priority while it lives.
+struct Realtime(bool);
+
+impl Realtime {
+    fn on() -> Realtime {
+        Realtime(crate::sys::realtime(true).is_ok())
+    }
+}
+
+impl Drop for Realtime {
+    fn drop(&mut self) {
+        if self.0 {
+            let _ = crate::sys::realtime(false);
+        }
+    }
+}
+
+/// Runs `command` with `rules` applied; the root's rule (its program's name) is applied before it
+/// execs. `sweep` is the interval of the safety-net walk of /proc.
+pub fn run(command: &[String], rules: &[Rule], sweep: Duration) -> Result<RunReport, RunError> {
     let Some(program) = command.first() else {
         return Err(RunError::NoCommand);
     };
     check_allowed(rules)?;
+    let mut listener = Listener::new().map_err(RunError::Events)?;
     let started = Instant::now();
     let (hold_r, hold_w) = crate::sys::pipe().map_err(|source| RunError::Os {
         what: "pipe".into(),
@@ -129,57 +233,81 @@ pub fn run(command: &[String], rules: &[Rule], poll: Duration) -> Result<RunRepo
         source,
     })?;
     let root = child.id();
-    let mut seen: BTreeMap<u32, String> = BTreeMap::new();
-    let mut used: BTreeMap<String, usize> = BTreeMap::new();
-    let mut applied = Vec::new();
-    let mut unmatched = 0usize;
+    let exited: Option<OwnedFd> = crate::sys::pidfd_open(root, false).ok();
+    let mut a = Applier {
+        rules,
+        allowed: CpuSet::allowed(),
+        seen: BTreeMap::new(),
+        used: BTreeMap::new(),
+        applied: Vec::new(),
+        unmatched: 0,
+        delays: Vec::new(),
+    };
     let root_name = std::path::Path::new(program)
         .file_name()
         .map(|n| n.to_string_lossy().chars().take(15).collect::<String>())
         .unwrap_or_default();
-    let mut assign = |tid: u32, name: &str, applied: &mut Vec<Applied>, unmatched: &mut usize| {
-        let k = used.entry(name.to_string()).or_default();
-        match rules.iter().find(|r| r.comm == name && r.ordinal == *k) {
-            Some(r) => {
-                *k += 1;
-                let set = CpuSet(BTreeSet::from([r.cpu as usize]));
-                if multios_host::cpus::pin_thread(tid as i32, &set).is_ok() {
-                    applied.push(Applied {
-                        tid,
-                        comm: name.to_string(),
-                        cpu: r.cpu,
-                    });
-                }
-            }
-            None => *unmatched += 1,
-        }
-    };
     // The root, under the name it will have after exec.
-    assign(root, &root_name, &mut applied, &mut unmatched);
-    seen.insert(root, root_name.clone());
+    a.place(root, &root_name);
+    let mut tree: BTreeSet<u32> = BTreeSet::from([root]);
     let mut w = std::fs::File::from(hold_w);
     let _ = w.write_all(b"go\n");
     drop(w);
-    let mut walks: Vec<f64> = Vec::new();
+    // Handle events ahead of the program (children never inherit it; dropped on return).
+    let _rt = Realtime::on();
+    let (mut events, mut walks) = (0u64, 0u64);
+    let mut last_walk = Instant::now();
+    let sweep_ms = sweep.as_millis().clamp(1, i32::MAX as u128) as i32;
     let exit_code = loop {
-        let t0 = Instant::now();
-        let mut stack = vec![root];
-        let mut procs = BTreeSet::new();
-        while let Some(p) = stack.pop() {
-            if procs.insert(p) {
-                stack.extend(children(p));
-            }
+        let mut fds = vec![listener.fd()];
+        if let Some(e) = &exited {
+            fds.push(e);
         }
-        for p in procs {
-            for tid in crate::procfs::threads_of(p) {
-                let Some(name) = comm(tid) else { continue };
-                if seen.get(&tid) != Some(&name) {
-                    seen.insert(tid, name.clone());
-                    assign(tid, &name, &mut applied, &mut unmatched);
+        let ready = crate::sys::poll_readable(&fds, sweep_ms).map_err(|source| RunError::Os {
+            what: "poll".into(),
+            source,
+        })?;
+        let mut lost = false;
+        if ready.first().copied().unwrap_or(false) {
+            for (t, ev) in listener.drain(&mut lost) {
+                match ev {
+                    Event::Fork {
+                        parent_tgid,
+                        child_tid,
+                        child_tgid,
+                    } if tree.contains(&parent_tgid) => {
+                        events += 1;
+                        tree.insert(child_tgid);
+                        a.visit(child_tid, Some(t));
+                    }
+                    Event::Exec { tid, tgid } | Event::Comm { tid, tgid } if tree.contains(&tgid) => {
+                        events += 1;
+                        a.visit(tid, Some(t));
+                    }
+                    Event::Exit { tid, tgid } if tid == tgid && tgid != root => {
+                        tree.remove(&tgid);
+                    }
+                    _ => {}
                 }
             }
         }
-        walks.push(t0.elapsed().as_secs_f64() * 1e6);
+        if lost || last_walk.elapsed() >= sweep {
+            walks += 1;
+            last_walk = Instant::now();
+            let mut stack = vec![root];
+            let mut procs = BTreeSet::new();
+            while let Some(p) = stack.pop() {
+                if procs.insert(p) {
+                    stack.extend(children(p));
+                }
+            }
+            for p in procs {
+                tree.insert(p);
+                for tid in crate::procfs::threads_of(p) {
+                    a.visit(tid, None);
+                }
+            }
+        }
         match child.try_wait() {
             Ok(Some(status)) => break status.code(),
             Ok(None) => {}
@@ -190,16 +318,18 @@ pub fn run(command: &[String], rules: &[Rule], poll: Duration) -> Result<RunRepo
                 })
             }
         }
-        std::thread::sleep(poll);
     };
-    walks.sort_by(f64::total_cmp);
+    let mut d = a.delays.clone();
+    d.sort_by(f64::total_cmp);
     Ok(RunReport {
         exit_code,
         wall_s: started.elapsed().as_secs_f64(),
-        applied,
-        unmatched,
-        poll_us: poll.as_micros() as u64,
-        walk_median_us: walks.get(walks.len() / 2).copied().unwrap_or(0.0),
-        walk_max_us: walks.last().copied().unwrap_or(0.0),
+        applied: a.applied,
+        unmatched: a.unmatched,
+        events,
+        walks,
+        overflows: listener.overflows,
+        apply_median_us: multios_stats::median(&d).unwrap_or(0.0),
+        apply_max_us: d.last().copied().unwrap_or(0.0),
     })
 }
