@@ -11,6 +11,19 @@ pub(crate) fn threads_of(pid: u32) -> Vec<u32> {
         .unwrap_or_default()
 }
 
+/// Whether `pid` is a kernel thread (PF_KTHREAD in the flags of /proc/PID/stat).
+pub(crate) fn is_kernel_thread(pid: u32) -> bool {
+    const PF_KTHREAD: u64 = 0x0020_0000;
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            // after "pid (comm) ": state ppid pgrp session tty_nr tpgid flags
+            let rest = s.rsplit_once(") ")?.1;
+            rest.split_whitespace().nth(6)?.parse::<u64>().ok()
+        })
+        .is_some_and(|f| f & PF_KTHREAD != 0)
+}
+
 /// The environment variables MPI launchers set to a process's rank (Open MPI, PMIx, MPICH's PMI).
 const RANK_VARS: [&str; 3] = ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"];
 
@@ -31,6 +44,12 @@ fn rank_in(environ: &[u8]) -> Option<u32> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn kthreadd_is_a_kernel_thread_and_this_is_not() {
+        assert!(super::is_kernel_thread(2));
+        assert!(!super::is_kernel_thread(std::process::id()));
+    }
+
     #[test]
     fn finds_the_rank_a_launcher_set() {
         assert_eq!(super::rank_in(b"PATH=/bin\0OMPI_COMM_WORLD_RANK=3\0"), Some(3));

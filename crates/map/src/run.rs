@@ -147,7 +147,10 @@ struct Applier<'a> {
     allowed: CpuSet,
     /// tid → the command name it was placed under.
     seen: BTreeMap<u32, String>,
-    used: BTreeMap<String, usize>,
+    /// Per command name: the ordinals taken so far (a thread that changes its name again gives its
+    /// ordinal back, so a transient name — a shell or a launcher script that execs the program —
+    /// does not use up the program's), and the tid holding each.
+    taken: BTreeMap<String, BTreeMap<usize, u32>>,
     applied: Vec<Applied>,
     unmatched: usize,
     delays: Vec<f64>,
@@ -159,14 +162,17 @@ impl Applier<'_> {
         if self.seen.get(&tid).map(String::as_str) == Some(name) {
             return;
         }
-        self.seen.insert(tid, name.to_string());
-        let k = self.used.entry(name.to_string()).or_default();
-        let rule = self.rules.iter().find(|r| r.comm == name && r.ordinal == *k);
-        let set = match rule {
-            Some(r) => {
-                *k += 1;
-                CpuSet(r.cpus.iter().map(|&c| c as usize).collect())
+        if let Some(old) = self.seen.insert(tid, name.to_string()) {
+            if let Some(t) = self.taken.get_mut(&old) {
+                t.retain(|_, holder| *holder != tid);
             }
+        }
+        let t = self.taken.entry(name.to_string()).or_default();
+        let k = (0..).find(|k| !t.contains_key(k)).unwrap_or(0);
+        t.insert(k, tid);
+        let rule = self.rules.iter().find(|r| r.comm == name && r.ordinal == k);
+        let set = match rule {
+            Some(r) => CpuSet(r.cpus.iter().map(|&c| c as usize).collect()),
             None => {
                 self.unmatched += 1;
                 self.allowed.clone()
@@ -238,7 +244,7 @@ pub fn run(command: &[String], rules: &[Rule], sweep: Duration) -> Result<RunRep
         rules,
         allowed: CpuSet::allowed(),
         seen: BTreeMap::new(),
-        used: BTreeMap::new(),
+        taken: BTreeMap::new(),
         applied: Vec::new(),
         unmatched: 0,
         delays: Vec::new(),

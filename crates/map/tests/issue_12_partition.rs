@@ -211,6 +211,18 @@ fn issue_12_placement_exports() {
     assert!(dot.contains("subgraph cluster_0") && dot.contains("CPU 0"));
     let gml = multios_map::export::graph::graphml(&g, &[]);
     assert_eq!(gml.matches("<edge ").count(), g.edges.len());
-    let svg = multios_map::export::svg::svg(&g, &[vec![100, 101]], &[(100, 0)], "t");
-    assert!(svg.starts_with("<svg") && svg.contains("CPU 0"));
+    let dir = std::env::temp_dir().join(format!("multios-map-pic-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch");
+    for (name, svg) in [("g.svg", true), ("g.png", false)] {
+        let pic = multios_map::export::picture::layout(&g, &[vec![100, 101]], &p, &cost, "pairs");
+        multios_map::export::picture::write(pic, &dir.join(name), svg).expect("drawn");
+    }
+    let svg = std::fs::read_to_string(dir.join("g.svg")).expect("svg");
+    assert!(
+        svg.contains("<svg") && svg.contains("CPU") && svg.contains("cluster 0"),
+        "{svg}"
+    );
+    let png = std::fs::read(dir.join("g.png")).expect("png");
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -133,7 +133,7 @@ struct RecordArgs {
 #[derive(clap::Args, Debug)]
 struct ShowArgs {
     graph: PathBuf,
-    /// Picture: .svg (drawn here), .dot, .graphml, or .png (through Graphviz's `dot` if installed)
+    /// Picture: .png or .svg (drawn here), or the graph as .dot or .graphml
     #[arg(short, long)]
     output: PathBuf,
     /// Placement drawn on the nodes
@@ -314,39 +314,27 @@ fn cmd_show(a: ShowArgs, out: &Out) -> super::Exit {
         .and_then(|e| e.to_str())
         .unwrap_or("")
         .to_ascii_lowercase();
-    let title = format!(
-        "{} — {} clusters, {} placement on {}",
-        if g.command.is_empty() {
-            a.graph.display().to_string()
-        } else {
-            g.command.join(" ")
-        },
-        clusters.len(),
-        a.strategy.name(),
-        topo.describe()
-    );
+    let title = if g.command.is_empty() {
+        a.graph.display().to_string()
+    } else {
+        g.command.join(" ")
+    };
+    let _ = topo;
     let text = match ext.as_str() {
-        "svg" => export::svg::svg(&g, &clusters, &cpu_of, &title),
-        "dot" | "gv" => export::graph::dot(&g, &clusters, &cpu_of),
-        "graphml" => export::graph::graphml(&g, &cpu_of),
-        "png" => {
-            let dot = export::graph::dot(&g, &clusters, &cpu_of);
-            let mut child = std::process::Command::new("dot")
-                .args(["-Tpng", "-o"])
-                .arg(&a.output)
-                .stdin(std::process::Stdio::piped())
-                .spawn()
-                .context("PNG needs Graphviz's `dot` (apt-get install graphviz); or write .svg, which is drawn here")?;
-            if let Some(mut stdin) = child.stdin.take() {
-                use std::io::Write;
-                stdin.write_all(dot.as_bytes())?;
+        "svg" | "png" => {
+            let cost = a.cost.cost()?;
+            let pic = export::picture::layout(&g, &clusters, &placement, &cost, &title);
+            export::picture::write(pic, &a.output, ext == "svg")
+                .map_err(|e| anyhow::anyhow!("drawing {}: {e}", a.output.display()))?;
+            if out.format == Format::Table {
+                outln!("{}", a.output.display());
             }
-            anyhow::ensure!(child.wait()?.success(), "`dot -Tpng` failed");
-            outln!("{}", a.output.display());
             return Ok(ExitCode::SUCCESS);
         }
+        "dot" | "gv" => export::graph::dot(&g, &clusters, &cpu_of),
+        "graphml" => export::graph::graphml(&g, &cpu_of),
         other => anyhow::bail!(
-            "-o {}: unknown picture type '.{other}'; use .svg, .png, .dot or .graphml",
+            "-o {}: unknown picture type '.{other}'; use .png, .svg, .dot or .graphml",
             a.output.display()
         ),
     };

@@ -22,6 +22,8 @@ pub enum RecordError {
     NoSuchPid(u32),
     #[error("process {0} may not be traced by this user (run as root or with CAP_BPF and CAP_PERFMON)")]
     NotPermitted(u32),
+    #[error("process {pid} ({comm}) is a kernel thread: it runs no program to record; give the PID of a user process")]
+    KernelThread { pid: u32, comm: String },
     #[error("eBPF: {what}: permission denied ({detail}); run as root or with CAP_BPF and CAP_PERFMON")]
     Permission { what: String, detail: String },
     #[error("eBPF: {what}: {msg}")]
@@ -79,6 +81,12 @@ pub fn record(opts: &Options) -> Result<Recorded, RecordError> {
     if let Some(pid) = opts.pid {
         if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
             return Err(RecordError::NoSuchPid(pid));
+        }
+        if crate::procfs::is_kernel_thread(pid) {
+            return Err(RecordError::KernelThread {
+                pid,
+                comm: comm_of(pid, pid).unwrap_or_default(),
+            });
         }
     }
     let probe = bpf::Probe::load()?;
