@@ -10,6 +10,7 @@ packages=(
   racket                                                                              # Multiverse's benchmarks (bench multiverse)
   python3.11 libpython3.11-testsuite                                                  # lwk conformance: CPython's own tests
   xz-utils gzip sqlite3 python3 make tar                                              # validate --suite bundled
+  curl                                                                                # map: a real TCP server and client
   openmpi-bin mpich lammps hpcc                                                              # MPI ranks, LAMMPS, HPC Challenge
   chromium python3 python3-pip python3-venv                                           # report check (headless), Python package
 )

@@ -224,3 +224,40 @@ fn issue_12_udp_pair_bytes_equal_what_was_sent() {
         .expect("the data edge");
     assert_eq!(e.count, msgs, "one message per datagram");
 }
+
+/// A real server and client: Python's http.server sends a file to curl over loopback TCP.
+#[test]
+fn issue_12_http_download_is_a_tcp_edge() {
+    let dir = std::env::temp_dir().join(format!("multios-map-http-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch");
+    let size = 1_500_000usize;
+    std::fs::write(dir.join("f.bin"), vec![7u8; size]).expect("file");
+    let port = 20000 + std::process::id() % 20000;
+    let script = format!(
+        "python3 -m http.server {port} --bind 127.0.0.1 --directory {d} >/dev/null 2>&1 & \
+         for i in $(seq 1 40); do curl -sf -o /dev/null http://127.0.0.1:{port}/f.bin && ok=1 && break; sleep 0.25; done; \
+         kill $!; test -n \"$ok\"",
+        d = dir.display()
+    );
+    let r = record(&opts(vec!["/bin/sh".into(), "-c".into(), script])).expect("record");
+    assert_eq!(r.exit_code, Some(0), "the download failed (python3 and curl needed)");
+    let g = &r.graph;
+    let name = |id: u32| g.nodes.iter().find(|n| n.id == id).map_or("?", |n| n.comm.as_str());
+    let tcp: Vec<_> = g.edges.iter().filter(|e| e.kind == EdgeKind::Tcp).collect();
+    let down = tcp
+        .iter()
+        .find(|e| name(e.to) == "curl")
+        .unwrap_or_else(|| panic!("server → curl TCP edge: {tcp:?}"));
+    // the file and the response's headers
+    assert!(
+        (size as u64..size as u64 + 4096).contains(&down.bytes),
+        "{} bytes from {} to curl",
+        down.bytes,
+        name(down.from)
+    );
+    assert!(
+        tcp.iter().any(|e| name(e.from) == "curl" && e.bytes > 0),
+        "curl's request: {tcp:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

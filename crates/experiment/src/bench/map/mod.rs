@@ -173,7 +173,7 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, MapBench
         return Err(MapBenchError::OneCpu(cpus.len()));
     }
     let (c0, c1) = (cpus[0], cpus[1]);
-    let cal_rounds = (cfg.rounds / 2).max(200);
+    let cal_rounds = cfg.rounds.max(200);
     let calibrate =
         |progress: &mut dyn Progress, what: &str| -> Result<Vec<calibrate::Round>, MapBenchError> {
             progress.start(cfg.calibration_rounds as u64, what);
