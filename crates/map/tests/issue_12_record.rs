@@ -240,9 +240,18 @@ fn issue_12_http_download_is_a_tcp_edge() {
         d = dir.display()
     );
     let r = record(&opts(vec!["/bin/sh".into(), "-c".into(), script])).expect("record");
-    assert_eq!(r.exit_code, Some(0), "the download failed (python3 and curl needed)");
+    assert_eq!(
+        r.exit_code,
+        Some(0),
+        "the download failed (python3 and curl needed)"
+    );
     let g = &r.graph;
-    let name = |id: u32| g.nodes.iter().find(|n| n.id == id).map_or("?", |n| n.comm.as_str());
+    let name = |id: u32| {
+        g.nodes
+            .iter()
+            .find(|n| n.id == id)
+            .map_or("?", |n| n.comm.as_str())
+    };
     let tcp: Vec<_> = g.edges.iter().filter(|e| e.kind == EdgeKind::Tcp).collect();
     let down = tcp
         .iter()

@@ -154,6 +154,8 @@ pub fn layout(
     for n in &g.nodes {
         let key = if merge {
             (col_of(n.id), n.comm.clone())
+        } else if let Some(r) = n.rank {
+            (col_of(n.id), format!("{} {} · rank {r}", n.comm, n.id))
         } else {
             (col_of(n.id), format!("{} {}", n.comm, n.id))
         };
@@ -328,7 +330,7 @@ impl Picture {
         while title.chars().count() > 8
             && root
                 .estimate_text_size(&title, &title_font)
-                .map_or(false, |s| s.0 as i32 > max_w)
+                .is_ok_and(|s| s.0 as i32 > max_w)
         {
             let keep: String = title.chars().take(title.chars().count() - 4).collect();
             title = format!("{}…", keep.trim_end_matches('…'));

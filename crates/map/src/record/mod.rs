@@ -135,9 +135,9 @@ pub fn record(opts: &Options) -> Result<Recorded, RecordError> {
             if let Some(s) = pagemap::sample(t) {
                 raw.pages.insert(t, s);
             }
-            if !raw.ranks.contains_key(&t) {
+            if let std::collections::btree_map::Entry::Vacant(v) = raw.ranks.entry(t) {
                 if let Some(r) = crate::procfs::mpi_rank(t) {
-                    raw.ranks.insert(t, r);
+                    v.insert(r);
                 }
             }
         }

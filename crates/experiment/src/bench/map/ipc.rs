@@ -149,14 +149,16 @@ pub fn bench_graph(procs: usize, size: usize, rounds: u64) -> Graph {
     Graph::new(nodes, edges)
 }
 
-/// Records a short run, places it with the calibrated costs: the rules and each process's CPUs
-/// (root first) and PU index for the model.
-fn learn(
-    ctx: &Context,
-    procs: usize,
-    size: usize,
-    rounds: u64,
-) -> Result<(Vec<Rule>, Vec<String>, Vec<usize>), MapBenchError> {
+/// What `map run` applies to one configuration: its rules, each process's CPUs (root first, as
+/// shown) and PU index (for the model).
+struct Learned {
+    rules: Vec<Rule>,
+    cpus: Vec<String>,
+    pus: Vec<usize>,
+}
+
+/// Records a short run, places it with the calibrated costs.
+fn learn(ctx: &Context, procs: usize, size: usize, rounds: u64) -> Result<Learned, MapBenchError> {
     let rec = record::record(&record::Options {
         command: vec![
             "/bin/sh".into(),
@@ -183,7 +185,11 @@ fn learn(
         .map(|n| multios_host::cpus::format_list(&n.cpus().iter().map(|&c| c as usize).collect::<Vec<_>>()))
         .collect();
     let pus = by_id.iter().map(|n| n.pu).collect();
-    Ok((maprun::rules(&placement), cpus, pus))
+    Ok(Learned {
+        rules: maprun::rules(&placement),
+        cpus,
+        pus,
+    })
 }
 
 /// All rows: for each configuration, `repeats` runs of each placement in rotating order.
@@ -202,7 +208,11 @@ pub fn rows(
     let mut rows = Vec::new();
     for &p in procs {
         for &size in sizes {
-            let (map_rules, map_cpus, map_pu) = learn(ctx, p, size, rounds)?;
+            let Learned {
+                rules: map_rules,
+                cpus: map_cpus,
+                pus: map_pu,
+            } = learn(ctx, p, size, rounds)?;
             let rr_cpus: Vec<u32> = (0..=p).map(|k| ctx.cpus[k % ctx.cpus.len()]).collect();
             let rr_rules = rules(&rr_cpus);
             let (mut l, mut r, mut m) = (Vec::new(), Vec::new(), Vec::new());
