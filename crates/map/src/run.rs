@@ -188,9 +188,16 @@ impl Applier<'_> {
         }
     }
 
-    /// Places `tid` under its current name (if it still exists); `event_ns` is the kernel's time of
-    /// the event that announced it (CLOCK_MONOTONIC), when there was one.
-    fn visit(&mut self, tid: u32, event_ns: Option<u64>) {
+    /// Places `tid` under its current name if it still exists and belongs to a process of the
+    /// program's tree (`tree`; never this process: process ids are reused, and a tid seen in an
+    /// event may belong to someone else by the time it is handled); `event_ns` is the kernel's time
+    /// of the event that announced it (CLOCK_MONOTONIC), when there was one.
+    fn visit(&mut self, tid: u32, tree: &BTreeSet<u32>, event_ns: Option<u64>) {
+        let ours = crate::procfs::tgid_of(tid)
+            .is_some_and(|tgid| tgid != std::process::id() && tree.contains(&tgid));
+        if !ours {
+            return;
+        }
         if let Some(name) = comm(tid) {
             let before = self.applied.len();
             self.place(tid, &name);
@@ -284,11 +291,11 @@ pub fn run(command: &[String], rules: &[Rule], sweep: Duration) -> Result<RunRep
                     } if tree.contains(&parent_tgid) => {
                         events += 1;
                         tree.insert(child_tgid);
-                        a.visit(child_tid, Some(t));
+                        a.visit(child_tid, &tree, Some(t));
                     }
                     Event::Exec { tid, tgid } | Event::Comm { tid, tgid } if tree.contains(&tgid) => {
                         events += 1;
-                        a.visit(tid, Some(t));
+                        a.visit(tid, &tree, Some(t));
                     }
                     Event::Exit { tid, tgid } if tid == tgid && tgid != root => {
                         tree.remove(&tgid);
@@ -307,10 +314,12 @@ pub fn run(command: &[String], rules: &[Rule], sweep: Duration) -> Result<RunRep
                     stack.extend(children(p));
                 }
             }
-            for p in procs {
-                tree.insert(p);
+            // the tree as it is now: processes that ended (and whose ids may be reused) drop out
+            tree = procs;
+            tree.insert(root);
+            for &p in &tree {
                 for tid in crate::procfs::threads_of(p) {
-                    a.visit(tid, None);
+                    a.visit(tid, &tree, None);
                 }
             }
         }
