@@ -11,7 +11,7 @@
 
 use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+
 use std::path::Path;
 
 /// The `format` field of a graph file.
@@ -125,6 +125,23 @@ pub struct Node {
     /// process's first thread started by an MPI launcher.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rank: Option<u32>,
+}
+
+impl Node {
+    /// A process's first thread with `cpu_ns` of work and nothing else known (graphs written by
+    /// hand, synthetic workloads).
+    pub fn process(id: u32, comm: &str, cpu_ns: u64) -> Node {
+        Node {
+            id,
+            tgid: id,
+            parent: None,
+            comm: comm.to_string(),
+            cpu_ns,
+            syscalls: Families::default(),
+            rss_pages: 0,
+            rank: None,
+        }
+    }
 }
 
 /// A directed interaction between two nodes.
@@ -257,21 +274,6 @@ impl Graph {
             .map(|s| s.pages)
             .sum()
     }
-
-    /// Undirected pair → (bytes, messages+events), self-loops dropped; the communication matrix.
-    pub fn pairs(&self) -> BTreeMap<(u32, u32), (u64, u64)> {
-        let mut m = BTreeMap::new();
-        for e in &self.edges {
-            if e.from == e.to {
-                continue;
-            }
-            let k = (e.from.min(e.to), e.from.max(e.to));
-            let v: &mut (u64, u64) = m.entry(k).or_default();
-            v.0 += e.bytes;
-            v.1 += e.count;
-        }
-        m
-    }
 }
 
 #[cfg(test)]
@@ -279,16 +281,7 @@ mod tests {
     use super::*;
 
     fn node(id: u32) -> Node {
-        Node {
-            id,
-            tgid: id,
-            parent: None,
-            comm: format!("n{id}"),
-            cpu_ns: 0,
-            syscalls: Families::default(),
-            rss_pages: 0,
-            rank: None,
-        }
+        Node::process(id, &format!("n{id}"), 0)
     }
 
     #[test]

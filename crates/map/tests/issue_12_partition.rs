@@ -112,16 +112,7 @@ proptest! {
 }
 
 fn node(id: u32, cpu_ms: u64) -> Node {
-    Node {
-        id,
-        tgid: id,
-        parent: None,
-        comm: format!("p{id}"),
-        cpu_ns: cpu_ms * 1_000_000,
-        syscalls: Families::default(),
-        rss_pages: 0,
-        rank: None,
-    }
+    Node::process(id, &format!("p{id}"), cpu_ms * 1_000_000)
 }
 
 fn pipe(from: u32, to: u32, bytes: u64) -> Edge {

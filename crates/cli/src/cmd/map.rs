@@ -575,6 +575,15 @@ fn cmd_run(a: RunArgs, out: &Out) -> super::Exit {
                 rep.apply_max_us,
                 rep.wall_s
             );
+            for r in &rep.released {
+                outln!(
+                    "CPU {}'s pinned groups released at {:.3} s: other programs had the CPU (the groups ran {:.0} % and waited {:.0} % of the last interval)",
+                    r.cpu,
+                    r.at_s,
+                    100.0 * r.ran,
+                    100.0 * r.waited
+                );
+            }
         }
         t.print(out);
     }

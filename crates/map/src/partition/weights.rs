@@ -261,19 +261,10 @@ impl Weights {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::{Edge, Families, Node};
+    use crate::graph::{Edge, Node};
 
     fn node(id: u32) -> Node {
-        Node {
-            id,
-            tgid: id,
-            parent: None,
-            comm: "n".into(),
-            cpu_ns: 0,
-            syscalls: Families::default(),
-            rss_pages: 0,
-            rank: None,
-        }
+        Node::process(id, "n", 0)
     }
 
     fn edge(from: u32, to: u32, kind: EdgeKind, bytes: u64, count: u64) -> Edge {

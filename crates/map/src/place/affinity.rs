@@ -434,7 +434,7 @@ mod balance {
         let w = Weights::from_pairs(
             vec![1, 2, 3],
             vec![36e6, 1725e6, 264e6],
-            vec![(0, 1, 200e6), (1, 2, 200e6)],
+            vec![(0, 1, 600e6), (1, 2, 200e6)],
         );
         let part = Partition::flat(vec![vec![0, 1, 2]], 0);
         let m = place(&w, &part, &topo);

@@ -157,7 +157,8 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         "map/Linux",
         "rr/Linux",
         "≤ 3 % slower?",
-        "map CPUs",
+        "map CPUs (procs)",
+        "released",
         "pred rr",
         "err rr",
         "pred map",
@@ -173,7 +174,18 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             ratio(&row.map_vs_linux),
             format!("{:.3}", row.round_robin_vs_linux.ratio().0),
             verdict(&row.map_vs_linux).to_string(),
-            row.map_cpus.join(" "),
+            {
+                // processes per CPU list, e.g. "0:8 1:8 0-1:1"
+                let mut n: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+                for c in &row.map_cpus {
+                    *n.entry(c.as_str()).or_default() += 1;
+                }
+                n.iter()
+                    .map(|(c, k)| format!("{c}:{k}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            },
+            format!("{}/{}", row.map_released_runs, cfg.repeats),
             format!("{:.2}", row.predicted_round_robin_us),
             err(row.predicted_round_robin_us, row.round_robin_us),
             format!("{:.2}", row.predicted_map_us),
@@ -197,6 +209,7 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             "placed/Linux",
             "fastest/fastest",
             "≤ 3 % slower?",
+            "released",
             "predicted s",
             "err",
         ]);
@@ -208,6 +221,7 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
                 ratio(&p.map_vs_linux),
                 format!("{:.3}", 1.0 + p.map_vs_linux.fastest / 100.0),
                 verdict(&p.map_vs_linux).to_string(),
+                format!("{}/{}", p.released_runs, cfg.pairs),
                 format!("{:.3}", p.predicted_map_s),
                 err(p.predicted_map_s, p.map_s),
             ]);

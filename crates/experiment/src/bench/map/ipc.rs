@@ -8,7 +8,7 @@ use multios_map::place::{self, Strategy};
 use multios_map::programs::parse;
 use multios_map::project;
 use multios_map::run::{self as maprun, Rule};
-use multios_map::{record, Edge, EdgeKind, Families, Graph, Node};
+use multios_map::{record, Edge, EdgeKind, Graph, Node};
 use multios_stats::Paired;
 use serde::Serialize;
 use std::path::Path;
@@ -28,6 +28,8 @@ pub struct Row {
     pub round_robin_vs_linux: Paired,
     /// The CPUs map run gave each process (root first; "0-1": free).
     pub map_cpus: Vec<String>,
+    /// map runs in which a CPU's pinned groups were released (other programs took the CPU).
+    pub map_released_runs: usize,
     /// The model's time per exchange for the round-robin and map placements.
     pub predicted_round_robin_us: f64,
     pub predicted_map_us: f64,
@@ -117,16 +119,7 @@ fn rules(cpus: &[u32]) -> Vec<Rule> {
 /// bytes and one-byte answers, each message waking its reader; no work besides (the processes only
 /// communicate; what that costs is the model's).
 pub fn bench_graph(procs: usize, size: usize, rounds: u64) -> Graph {
-    let node = |id: u32| Node {
-        id,
-        tgid: id,
-        parent: None,
-        comm: comm(),
-        cpu_ns: 0,
-        syscalls: Families::default(),
-        rss_pages: 0,
-        rank: None,
-    };
+    let node = |id: u32| Node::process(id, &comm(), 0);
     let mut nodes = vec![node(1)];
     let mut edges = Vec::new();
     for k in 0..procs as u32 {
@@ -216,12 +209,17 @@ pub fn rows(
             let rr_cpus: Vec<u32> = (0..=p).map(|k| ctx.cpus[k % ctx.cpus.len()]).collect();
             let rr_rules = rules(&rr_cpus);
             let (mut l, mut r, mut m) = (Vec::new(), Vec::new(), Vec::new());
+            let mut released = 0usize;
             for k in 0..repeats {
                 for slot in 0..3 {
                     match (k + slot) % 3 {
                         0 => l.push(linux(&ctx.ipcbench, p, size, rounds)?),
                         1 => r.push(placed(ctx, p, size, rounds, &rr_rules)?.0),
-                        _ => m.push(placed(ctx, p, size, rounds, &map_rules)?.0),
+                        _ => {
+                            let (t, rep) = placed(ctx, p, size, rounds, &map_rules)?;
+                            released += usize::from(!rep.released.is_empty());
+                            m.push(t);
+                        }
                     }
                 }
             }
@@ -242,6 +240,7 @@ pub fn rows(
                 map_vs_linux: multios_stats::paired(&l, &m).unwrap_or_else(empty),
                 round_robin_vs_linux: multios_stats::paired(&l, &r).unwrap_or_else(empty),
                 map_cpus,
+                map_released_runs: released,
                 predicted_round_robin_us: 0.0,
                 predicted_map_us: 0.0,
                 rr_pu,

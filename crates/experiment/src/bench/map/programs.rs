@@ -60,6 +60,8 @@ pub struct ProgramRow {
     pub predicted_map_s: f64,
     /// Where the placement puts each recorded thread ("gzip→0", "sha256sum→0-1": free).
     pub placement: Vec<String>,
+    /// Placed runs in which map run released a CPU's pinned groups (other programs took the CPU).
+    pub released_runs: usize,
     /// The recorded graph and the PU of each of its nodes, for the model.
     #[serde(skip_serializing)]
     pub graph: Graph,
@@ -284,11 +286,12 @@ pub fn measure(
         }
         _ => cmd.clone(),
     };
-    let run_placed = || -> Result<f64, MapBenchError> {
+    let mut released_runs = 0usize;
+    let mut run_placed = || -> Result<f64, MapBenchError> {
         match p {
             Program::Mpi => timed(&placed_cmd),
             _ => {
-                let rep = maprun::run(&placed_cmd, &rules, ctx.sweep)?;
+                let rep = maprun::run_with(&placed_cmd, &rules, ctx.sweep, true)?;
                 if rep.exit_code != Some(0) {
                     return Err(MapBenchError::Program(format!(
                         "`{}` under map run: exit {:?}",
@@ -296,6 +299,7 @@ pub fn measure(
                         rep.exit_code
                     )));
                 }
+                released_runs += usize::from(!rep.released.is_empty());
                 Ok(rep.wall_s)
             }
         }
@@ -325,6 +329,7 @@ pub fn measure(
         map_vs_linux: ratio,
         predicted_map_s: 0.0,
         placement: shown,
+        released_runs,
         graph: g,
         pus,
     };

@@ -12,7 +12,7 @@
 use super::{ipc::bench_graph, Context, MapBenchError};
 use multios_map::partition::{greedy, Weights};
 use multios_map::place::{self, Strategy};
-use multios_map::{project, Edge, EdgeKind, Families, Graph, Node, Topology};
+use multios_map::{project, Edge, EdgeKind, Graph, Node, Topology};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]
@@ -42,16 +42,7 @@ pub fn stencil_graph(cols: usize, rows: usize, steps: u64, seed: u64) -> Graph {
     }
     let nodes = ids
         .iter()
-        .map(|&id| Node {
-            id,
-            tgid: id,
-            parent: None,
-            comm: "rank".into(),
-            cpu_ns: 1_000_000_000,
-            syscalls: Families::default(),
-            rss_pages: 0,
-            rank: None,
-        })
+        .map(|&id| Node::process(id, "rank", 1_000_000_000))
         .collect();
     let mut edges = Vec::new();
     let at = |c: usize, r: usize| ids[r * cols + c];

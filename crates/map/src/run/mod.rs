@@ -10,10 +10,17 @@
 //! at once when the event socket overflowed. A new thread runs where its parent's affinity lets it
 //! until its event is handled; `RunReport` gives the delays measured.
 //!
+//! A pinned group whose CPU goes to other programs while its threads wait is released to every CPU
+//! the program may use for the rest of the run ([`contention`]).
+//!
 //! Threads are matched by command name and order of appearance: the k-th thread named `gzip` gets
 //! the CPUs of the k-th node named `gzip` in the recorded graph (tids differ between runs). A
 //! pinned node gets one CPU; a free node its domain (Linux balances it there); a thread no rule
 //! matches gets every CPU this process may use (it would otherwise keep a pinned parent's CPU).
+
+mod contention;
+
+pub use contention::Released;
 
 use crate::place::Placement;
 use crate::procevents::{Event, Listener};
@@ -117,6 +124,9 @@ pub struct RunReport {
     /// placement, µs (the time a new thread runs where its parent's affinity lets it).
     pub apply_median_us: f64,
     pub apply_max_us: f64,
+    /// CPUs whose pinned groups were released because other programs took the CPU.
+    #[serde(default)]
+    pub released: Vec<Released>,
 }
 
 fn children(tid: u32) -> Vec<u32> {
@@ -154,6 +164,7 @@ struct Applier<'a> {
     applied: Vec<Applied>,
     unmatched: usize,
     delays: Vec<f64>,
+    watch: contention::Watch,
 }
 
 impl Applier<'_> {
@@ -172,12 +183,15 @@ impl Applier<'_> {
         t.insert(k, tid);
         let rule = self.rules.iter().find(|r| r.comm == name && r.ordinal == k);
         let set = match rule {
+            Some(r) if matches!(r.cpus[..], [cpu] if self.watch.is_released(cpu)) => self.allowed.clone(),
             Some(r) => CpuSet(r.cpus.iter().map(|&c| c as usize).collect()),
             None => {
                 self.unmatched += 1;
                 self.allowed.clone()
             }
         };
+        let cpus: Vec<u32> = set.to_vec().into_iter().map(|c| c as u32).collect();
+        self.watch.placed(tid, &cpus);
         if multios_host::cpus::pin_thread(tid as i32, &set).is_ok() {
             self.applied.push(Applied {
                 tid,
@@ -229,6 +243,16 @@ impl Drop for Realtime {
 /// Runs `command` with `rules` applied; the root's rule (its program's name) is applied before it
 /// execs. `sweep` is the interval of the safety-net walk of /proc.
 pub fn run(command: &[String], rules: &[Rule], sweep: Duration) -> Result<RunReport, RunError> {
+    run_with(command, rules, sweep, false)
+}
+
+/// [`run`], with the program's standard output and error discarded when `quiet`.
+pub fn run_with(
+    command: &[String],
+    rules: &[Rule],
+    sweep: Duration,
+    quiet: bool,
+) -> Result<RunReport, RunError> {
     let Some(program) = command.first() else {
         return Err(RunError::NoCommand);
     };
@@ -239,7 +263,12 @@ pub fn run(command: &[String], rules: &[Rule], sweep: Duration) -> Result<RunRep
         what: "pipe".into(),
         source,
     })?;
-    let spawned = crate::sys::held_command(command, &hold_r).spawn();
+    let mut cmd = crate::sys::held_command(command, &hold_r);
+    if quiet {
+        cmd.stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+    }
+    let spawned = cmd.spawn();
     drop(hold_r);
     let mut child = spawned.map_err(|source| RunError::Spawn {
         program: program.clone(),
@@ -255,6 +284,7 @@ pub fn run(command: &[String], rules: &[Rule], sweep: Duration) -> Result<RunRep
         applied: Vec::new(),
         unmatched: 0,
         delays: Vec::new(),
+        watch: contention::Watch::new(started),
     };
     let root_name = std::path::Path::new(program)
         .file_name()
@@ -322,6 +352,9 @@ pub fn run(command: &[String], rules: &[Rule], sweep: Duration) -> Result<RunRep
                     a.visit(tid, &tree, None);
                 }
             }
+            for tid in a.watch.check() {
+                let _ = multios_host::cpus::pin_thread(tid as i32, &a.allowed);
+            }
         }
         match child.try_wait() {
             Ok(Some(status)) => break status.code(),
@@ -346,5 +379,6 @@ pub fn run(command: &[String], rules: &[Rule], sweep: Duration) -> Result<RunRep
         overflows: listener.overflows,
         apply_median_us: multios_stats::median(&d).unwrap_or(0.0),
         apply_max_us: d.last().copied().unwrap_or(0.0),
+        released: a.watch.log,
     })
 }
