@@ -6,7 +6,7 @@
 
 use multios_map::partition::{greedy, louvain, CostModel, Partition, Weights};
 use multios_map::place::{self, costs, Strategy as Placing};
-use multios_map::{Edge, EdgeKind, Families, Graph, Node, Topology};
+use multios_map::{Edge, EdgeKind, Graph, Node, Topology};
 use proptest::prelude::*;
 
 /// T recomputed from the equations, independently of `Partition::quality`.
