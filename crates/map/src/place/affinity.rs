@@ -117,21 +117,34 @@ pub fn place(w: &Weights, partition: &Partition, topo: &Topology) -> Mapped {
         let start = if linked {
             cursor
         } else {
-            let mut best: Option<(f64, usize)> = None; // (load, first position)
+            // the least loaded region, then the block in it (of the cluster's size) with the least
+            // load (the first such), so a new cluster does not land on PUs already used
+            let mut best: Option<(f64, usize, usize)> = None; // (load, first position, end)
             let mut k = 0;
             while k < p {
                 let region = topo.pus[pus[k]].path[level];
                 let first = k;
                 let mut l = 0.0;
                 while k < p && topo.pus[pus[k]].path[level] == region {
-                    l += load[pus[k]];
+                    l += load[pus[k]] + named[pus[k]];
                     k += 1;
                 }
-                if best.is_none_or(|(bl, _)| l < bl) {
-                    best = Some((l, first));
+                if best.is_none_or(|(bl, _, _)| l < bl) {
+                    best = Some((l, first, k));
                 }
             }
-            best.map_or(0, |b| b.1)
+            let (first, end) = best.map_or((0, p), |b| (b.1, b.2));
+            let block_load = |s: usize| -> f64 {
+                (0..size)
+                    .map(|j| {
+                        let q = pus[(s + j) % p];
+                        load[q] + named[q]
+                    })
+                    .sum()
+            };
+            (first..end)
+                .min_by(|&a, &b| block_load(a).total_cmp(&block_load(b)))
+                .unwrap_or(first)
         };
         let block: Vec<usize> = (0..size).map(|k| (start + k) % p).collect();
         let block_pus: Vec<usize> = block.iter().map(|&k| pus[k]).collect();
@@ -441,5 +454,22 @@ mod balance {
         assert_eq!(m.pu_of[0], m.pu_of[1], "cat with gzip");
         assert_ne!(m.pu_of[2], m.pu_of[1], "sha256sum on the other CPU");
         assert_eq!(m.pinned, vec![true, true, false]);
+    }
+
+    /// Three independent pairs on two packages of four CPUs: the third pair goes to the least
+    /// loaded package and there to its unused CPUs, not to the package's first CPUs again, so all
+    /// six threads get a CPU each.
+    #[test]
+    fn an_independent_cluster_takes_unused_cpus_of_its_package() {
+        let topo = Topology::synthetic("pack:2 core:4 pu:1").expect("topology");
+        let w = Weights::from_pairs(
+            (1..=6).collect(),
+            vec![1e9; 6],
+            vec![(0, 1, 1e6), (2, 3, 1e6), (4, 5, 1e6)],
+        );
+        let part = Partition::flat(vec![vec![0, 1], vec![2, 3], vec![4, 5]], 0);
+        let pu = place(&w, &part, &topo).pu_of;
+        let used: BTreeSet<usize> = pu.iter().copied().collect();
+        assert_eq!(used.len(), 6, "one CPU each: {pu:?}");
     }
 }
