@@ -229,10 +229,18 @@ fn timed(cmd: &[String]) -> Result<f64, MapBenchError> {
     Ok(s)
 }
 
-/// The graph of one run of `cmd`, placed with the calibrated costs on this machine.
+/// The graph of one run of `cmd`, placed with the calibrated costs on this machine. The program's
+/// output is discarded as in the timed runs (it went to the benchmark's stdout and broke `--json`):
+/// `sh` execs the command with its output on /dev/null, so the recorded process is the command's.
 fn learn(ctx: &Context, cmd: &[String]) -> Result<(Graph, Placement), MapBenchError> {
+    let mut quiet: Vec<String> = vec![
+        "/bin/sh".into(),
+        "-c".into(),
+        "exec \"$0\" \"$@\" > /dev/null 2>&1".into(),
+    ];
+    quiet.extend(cmd.iter().cloned());
     let rec = record::record(&record::Options {
-        command: cmd.to_vec(),
+        command: quiet,
         pid: None,
         duration: None,
         sample_every: Duration::from_millis(50),
