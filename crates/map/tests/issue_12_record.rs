@@ -270,3 +270,59 @@ fn issue_12_http_download_is_a_tcp_edge() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Signals: a parent sends SIGUSR1 to its child 40 times, each after the child acknowledged the
+/// previous one (sigwait, so none is merged with a pending one); the signal edge parent → child
+/// counts 40, and the child's exit gives the parent one SIGCHLD.
+#[test]
+fn issue_12_signal_count_equals_what_was_sent() {
+    let dir = std::env::temp_dir().join(format!("multios-map-signal-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch");
+    let pids = dir.join("pids");
+    let n = 40u64;
+    let script = format!(
+        "import os, signal\n\
+         r, w = os.pipe()\n\
+         pid = os.fork()\n\
+         if pid == 0:\n\
+         \x20   signal.pthread_sigmask(signal.SIG_BLOCK, {{signal.SIGUSR1}})\n\
+         \x20   os.write(w, b'r')\n\
+         \x20   for _ in range({n}):\n\
+         \x20       signal.sigwait({{signal.SIGUSR1}})\n\
+         \x20       os.write(w, b'a')\n\
+         \x20   os._exit(0)\n\
+         os.read(r, 1)\n\
+         for _ in range({n}):\n\
+         \x20   os.kill(pid, signal.SIGUSR1)\n\
+         \x20   os.read(r, 1)\n\
+         os.waitpid(pid, 0)\n\
+         open('{p}', 'w').write(f'{{os.getpid()}} {{pid}}')\n",
+        p = pids.display()
+    );
+    let r = record(&opts(vec!["python3".into(), "-c".into(), script])).expect("record");
+    assert_eq!(r.exit_code, Some(0), "python3 needed");
+    let text = std::fs::read_to_string(&pids).expect("pids written");
+    let ids: Vec<u32> = text.split_whitespace().map(|s| s.parse().expect("pid")).collect();
+    let (parent, child) = (ids[0], ids[1]);
+    let g = &r.graph;
+    let count = |from: u32, to: u32| {
+        g.edges
+            .iter()
+            .filter(|e| e.kind == EdgeKind::Signal && e.from == from && e.to == to)
+            .map(|e| e.count)
+            .sum::<u64>()
+    };
+    assert_eq!(
+        count(parent, child),
+        n,
+        "parent → child signals; edges {:?}",
+        g.edges
+    );
+    assert_eq!(
+        count(child, parent),
+        1,
+        "the child's SIGCHLD; edges {:?}",
+        g.edges
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
