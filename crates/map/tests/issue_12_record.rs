@@ -326,3 +326,45 @@ fn issue_12_signal_count_equals_what_was_sent() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The physical-frame layer: two unrelated Python processes (siblings started by a shell, so no
+/// copy-on-write frames in common) map one 64-page file shared and writable, write every page and
+/// stay a while: the graph names the two as sharing at least those 64 frames. Python unmaps the file
+/// when it finalizes, before the process ends: the sharing is the most seen at one sample, not what
+/// the last samples show (those gave 2 frames before the recorder kept the most).
+#[test]
+fn issue_12_shared_pages_between_two_processes() {
+    let dir = std::env::temp_dir().join(format!("multios-map-shm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch");
+    let file = dir.join("shared.bin");
+    std::fs::write(&file, vec![0u8; 64 * 4096]).expect("file");
+    let prog = "import mmap, os, sys, time\n\
+                f = open(sys.argv[1], 'r+b')\n\
+                m = mmap.mmap(f.fileno(), 64 * 4096)\n\
+                for i in range(64): m[i * 4096] = 1\n\
+                open(sys.argv[2], 'w').write(str(os.getpid()))\n\
+                time.sleep(0.4)\n";
+    let script = format!(
+        "python3 -c \"{prog}\" {f} {d}/a & python3 -c \"{prog}\" {f} {d}/b; wait",
+        f = file.display(),
+        d = dir.display()
+    );
+    let r = record(&opts(vec!["/bin/sh".into(), "-c".into(), script])).expect("record");
+    assert_eq!(r.exit_code, Some(0), "python3 needed");
+    let pid = |f: &str| -> u32 {
+        std::fs::read_to_string(dir.join(f))
+            .expect("pid written")
+            .trim()
+            .parse()
+            .expect("pid")
+    };
+    let (a, b) = (pid("a"), pid("b"));
+    let shared = r
+        .graph
+        .shared_pages
+        .iter()
+        .find(|s| (s.a, s.b) == (a.min(b), a.max(b)))
+        .unwrap_or_else(|| panic!("no shared frames between {a} and {b}: {:?}", r.graph.shared_pages));
+    assert!(shared.pages >= 64, "{} shared pages, 64 written", shared.pages);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -131,9 +131,10 @@ pub fn record(opts: &Options) -> Result<Recorded, RecordError> {
         for (n, _) in probe.nodes()? {
             tgids.insert(n.tgid);
         }
+        let mut round = Vec::new();
         for t in tgids {
             if let Some(s) = pagemap::sample(t) {
-                raw.pages.insert(t, s);
+                round.push((t, s));
             }
             if let std::collections::btree_map::Entry::Vacant(v) = raw.ranks.entry(t) {
                 if let Some(r) = crate::procfs::mpi_rank(t) {
@@ -141,6 +142,9 @@ pub fn record(opts: &Options) -> Result<Recorded, RecordError> {
                 }
             }
         }
+        let frames: Vec<(u32, &BTreeSet<u64>)> = round.iter().map(|(t, s)| (*t, &s.1)).collect();
+        pagemap::share_round(&frames, &mut raw.shared);
+        raw.pages.extend(round);
         let done = match child.as_mut() {
             Some(c) => match c.try_wait() {
                 Ok(Some(status)) => {
