@@ -6,9 +6,11 @@ packages=(
   build-essential pkg-config clang llvm libelf-dev zlib1g-dev libseccomp-dev bpftool  # toolchain, eBPF
   fonts-dejavu-core                                                                   # plot text
   bzip2 busybox-static strace linux-perf stress-ng hyperfine bc perl                   # real workloads, references
+  hwloc-nox                                                                           # map: lstopo's XML topologies
   racket                                                                              # Multiverse's benchmarks (bench multiverse)
   python3.11 libpython3.11-testsuite                                                  # lwk conformance: CPython's own tests
   xz-utils gzip sqlite3 python3 make tar                                              # validate --suite bundled
+  curl                                                                                # map: a real TCP server and client
   openmpi-bin mpich lammps hpcc                                                              # MPI ranks, LAMMPS, HPC Challenge
   fio liburing-dev e2fsprogs mount                                                    # lwk kernel-shared mappings (issue #14): io_uring, loop devices
   chromium python3 python3-pip python3-venv                                           # report check (headless), Python package

@@ -1,6 +1,6 @@
 //! Compiles the eBPF program `src/bpf/map.bpf.c` with clang into OUT_DIR (embedded by
-//! `record/bpf.rs`), and the IPC microbenchmark `csrc/ipcbench.c` with the system C compiler (embedded
-//! by `run.rs`'s callers through [`IPCBENCH`]). Needs clang with the BPF target and the Linux UAPI
+//! `record/bpf.rs`), and the benchmark programs `csrc/ipcbench.c` and `csrc/prodcons.c` with the
+//! system C compiler (embedded by `programs.rs`). Needs clang with the BPF target and the Linux UAPI
 //! headers (Debian: clang, linux-libc-dev); `CLANG` and `CC` override the compilers.
 
 use std::path::{Path, PathBuf};
@@ -19,6 +19,7 @@ fn run(mut cmd: Command, what: &str) {
 fn main() {
     println!("cargo:rerun-if-changed=src/bpf/map.bpf.c");
     println!("cargo:rerun-if-changed=csrc/ipcbench.c");
+    println!("cargo:rerun-if-changed=csrc/prodcons.c");
     println!("cargo:rerun-if-env-changed=CLANG");
     println!("cargo:rerun-if-env-changed=CC");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
@@ -36,9 +37,13 @@ fn main() {
         .arg(out.join("map.bpf.o"));
     run(cmd, "src/bpf/map.bpf.c");
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let mut cmd = Command::new(&cc);
-    cmd.args(["-O2", "-Wall", "-Werror", "-o"])
-        .arg(out.join("multios-ipcbench"))
-        .arg("csrc/ipcbench.c");
-    run(cmd, "csrc/ipcbench.c");
+    for (name, extra) in [("ipcbench", None), ("prodcons", Some("-pthread"))] {
+        let mut cmd = Command::new(&cc);
+        cmd.args(["-O2", "-Wall", "-Werror"]);
+        cmd.args(extra);
+        cmd.arg("-o")
+            .arg(out.join(format!("multios-{name}")))
+            .arg(format!("csrc/{name}.c"));
+        run(cmd, &format!("csrc/{name}.c"));
+    }
 }

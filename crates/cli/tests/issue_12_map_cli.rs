@@ -81,17 +81,212 @@ fn issue_12_partition_and_place_tables() {
         out.lines().next().is_some_and(|h| h.contains("HOP_BYTE")),
         "{out}"
     );
-    let svg = d.join("g.svg");
-    let (code, _, err) = multios(&[
+    for ext in ["svg", "png"] {
+        let pic = d.join(format!("g.{ext}"));
+        let (code, _, err) = multios(&[
+            "map",
+            "show",
+            &g,
+            "-o",
+            &pic.display().to_string(),
+            "--topology",
+            "pack:1 core:2",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let bytes = std::fs::read(&pic).expect("picture");
+        if ext == "svg" {
+            let text = String::from_utf8_lossy(&bytes);
+            assert!(text.contains("cluster 0") && text.contains("p1 1"), "{text}");
+        } else {
+            assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn issue_12_kernel_thread_is_refused() {
+    let d = scratch("kthread");
+    let out = d.join("x.json");
+    // PID 2 is kthreadd on Linux
+    let (code, _, err) = multios(&["map", "record", "-p", "2", "-o", &out.display().to_string()]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("process 2") && err.contains("kernel thread"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn issue_12_a_user_who_may_not_trace_is_told_so() {
+    // an unprivileged user (nobody) asking to record a process: the eBPF load is refused
+    let mut sleeper = Command::new("sleep").arg("5").spawn().expect("sleep");
+    let out = std::env::temp_dir().join(format!("multios-issue12-nobody-{}.json", std::process::id()));
+    let run = Command::new("setpriv")
+        .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_multios"))
+        .args(["map", "record", "-p", &sleeper.id().to_string(), "-o"])
+        .arg(&out)
+        .output()
+        .expect("setpriv (util-linux) runs");
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success(), "recording as nobody succeeded: {err}");
+    assert!(
+        err.contains("permission denied") && err.contains("CAP_BPF"),
+        "the error says what is missing: {err}"
+    );
+    let _ = std::fs::remove_file(&out);
+}
+
+#[test]
+fn issue_12_hwloc_xml_topology_errors_say_where() {
+    let d = scratch("xml");
+    let g = graph(&d);
+    let xml = d.join("machine.xml");
+    std::fs::write(
+        &xml,
+        "<?xml version=\"1.0\"?>\n<topology version=\"2.0\">\n  <object type=\"Machine\">\n    <object type=\"Core\"><object type=\"PU\" os_index=\"zero\"/></object>\n  </object>\n</topology>\n",
+    )
+    .expect("write");
+    let (code, _, err) = multios(&["map", "place", &g, "--topology", &xml.display().to_string()]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("machine.xml, line 4, column 25") && err.contains("os_index=\"zero\""),
+        "{err}"
+    );
+    // a good file places
+    std::fs::write(&xml, "<topology><object type=\"Package\"><object type=\"Core\"><object type=\"PU\" os_index=\"0\"/></object><object type=\"Core\"><object type=\"PU\" os_index=\"1\"/></object></object></topology>").expect("write");
+    let (code, out, err) = multios(&[
         "map",
-        "show",
+        "place",
         &g,
-        "-o",
-        &svg.display().to_string(),
         "--topology",
-        "pack:1 core:2",
+        &xml.display().to_string(),
+        "--nodes",
     ]);
     assert_eq!(code, 0, "{err}");
-    assert!(std::fs::read_to_string(&svg).expect("svg").contains("cluster 0"));
+    assert!(out.contains("hwloc XML") && out.contains("(2 PUs)"), "{out}");
     let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn issue_12_a_placement_on_cpus_not_allowed_is_refused() {
+    let d = scratch("allowed");
+    // one process that talks to nobody: free, so its CPUs are the whole package (CPUs 0 and 1)
+    let text = r#"{"format": "multios-map-graph", "version": 2, "nodes": [{"id": 7, "tgid": 7, "comm": "true", "cpu_ns": 1000}], "edges": []}"#;
+    let g = d.join("one.json");
+    std::fs::write(&g, text).expect("write");
+    let run = Command::new("taskset")
+        .args(["-c", "0"])
+        .arg(env!("CARGO_BIN_EXE_multios"))
+        .args(["map", "run", "--graph"])
+        .arg(&g)
+        .args(["--", "true"])
+        .output()
+        .expect("taskset runs");
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success(), "{err}");
+    assert!(
+        err.contains("on CPU 1") && err.contains("allowed: 0"),
+        "names the CPU and the allowed set: {err}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn issue_12_map_run_places_children_as_they_appear() {
+    let d = scratch("run");
+    // two python3 processes started one after the other by a shell: the first pinned to CPU 1 with
+    // a partner it talks to, the second free; each prints the CPUs it may run on after a pause
+    let node =
+        |id: u32, comm: &str| format!(r#"{{"id": {id}, "tgid": {id}, "comm": "{comm}", "cpu_ns": 1000000}}"#);
+    let text = format!(
+        r#"{{"format": "multios-map-graph", "version": 2, "nodes": [{}, {}, {}, {}], "edges": [{{"from": 11, "to": 12, "kind": "pipe", "bytes": 1000000, "count": 100000}}, {{"from": 12, "to": 11, "kind": "pipe", "bytes": 100000, "count": 100000}}]}}"#,
+        node(10, "sh"),
+        node(11, "python3"),
+        node(12, "python3"),
+        node(13, "python3")
+    );
+    let g = d.join("g.json");
+    std::fs::write(&g, text).expect("write");
+    let probe = "import os, time; time.sleep(0.3); print(sorted(os.sched_getaffinity(0)))";
+    let script = format!(
+        "python3 -c '{probe}' > {a}; python3 -c '{probe}' > {b}; python3 -c '{probe}' > {c}",
+        a = d.join("a").display(),
+        b = d.join("b").display(),
+        c = d.join("c").display()
+    );
+    // --sweep 5s: the contention rule decides after two sweeps, so this ~1 s run keeps its placement
+    // even when other tests load the CPUs (with the default 100 ms a loaded CPU released the pair to
+    // every CPU, by design, and this test failed beside the --learn test's pipeline)
+    let (code, out, err) = multios(&[
+        "map",
+        "run",
+        "--graph",
+        &g.display().to_string(),
+        "--sweep",
+        "5s",
+        "--json",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let rep: serde_json::Value = serde_json::from_str(&out).expect("json report");
+    let read = |f: &str| {
+        std::fs::read_to_string(d.join(f))
+            .expect("output")
+            .trim()
+            .to_string()
+    };
+    // the pair (11, 12) shares a CPU: both pinned there; 13 is free
+    let (a, b, c) = (read("a"), read("b"), read("c"));
+    assert_eq!(a, b, "the two partners share a CPU; report {rep}");
+    assert!(a == "[0]" || a == "[1]", "pinned to one CPU: {a}");
+    let all: Vec<String> = (0..std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .map(|c| c.to_string())
+        .collect();
+    assert_eq!(
+        c,
+        format!("[{}]", all.join(", ")),
+        "the free one may use every CPU"
+    );
+    assert!(
+        rep["events"].as_u64().is_some_and(|e| e >= 3),
+        "placed from process events: {rep}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn issue_12_map_run_learn_records_then_places_the_second_run() {
+    // --learn: a first run recorded with eBPF (root), its graph partitioned and placed, then the
+    // command run again with that placement; every process of the second run matches a recorded node
+    let (code, out, err) = multios(&[
+        "map",
+        "run",
+        "--learn",
+        "--json",
+        "--",
+        "sh",
+        "-c",
+        "head -c 20000000 /dev/zero | cat > /dev/null",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let rep: serde_json::Value = serde_json::from_str(&out).expect("json report");
+    let applied = rep["applied"].as_array().expect("applied");
+    for comm in ["head", "cat"] {
+        assert!(
+            applied.iter().any(|a| a["comm"] == comm && a["matched"] == true),
+            "{comm} placed from the learned graph: {rep}"
+        );
+    }
+    assert!(
+        rep["events"].as_u64().is_some_and(|e| e >= 2),
+        "placed from process events: {rep}"
+    );
 }

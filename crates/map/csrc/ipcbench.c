@@ -1,13 +1,26 @@
 // The IPC microbenchmark of seed 001 §III, rebuilt on Linux pipes: P processes in pairs (0,1),
 // (2,3), …; in each pair the first sends a SIZE-byte message through a pipe, the second reads it all
 // and answers with one byte through a second pipe; ROUNDS exchanges per pair, all pairs at once.
-// Prints the wall time of the whole run in ns and the exchanges made ("ns exchanges").
-// Usage: multios-ipcbench PROCS SIZE ROUNDS
+// Prints the wall time of the exchanges in ns (from the moment every process is made and released
+// at once to the last one's end: not the forks), the exchanges made and the CPU time the pairs used
+// (user + system, ns, their start-up included: "ns exchanges cpu_ns").
+// Usage: multios-ipcbench PROCS SIZE ROUNDS [CPUS [busy|pages=N]]
+// CPUS (for calibration): a comma-separated CPU per process, in the order the pairs' processes are
+// made (pair 0's sender, its receiver, pair 1's sender, …); each pins itself there before it starts.
+// busy: a SCHED_IDLE spinner is kept on each of those CPUs for the run, so that no CPU ever goes
+// idle (a woken process preempts a SCHED_IDLE one at once); its CPU time is not counted.
+// pages=N: each pair shares N pages (MAP_SHARED); on receiving, each side writes one word in every
+// cache line of them before it answers (the cost of data that moves between caches).
+#define _GNU_SOURCE
+#include <sched.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 
 static void full_read(int fd, char *buf, size_t n) {
@@ -29,23 +42,74 @@ static void full_write(int fd, const char *buf, size_t n) {
 }
 
 int main(int argc, char **argv) {
-	if (argc != 4) { fprintf(stderr, "usage: %s PROCS SIZE ROUNDS\n", argv[0]); return 2; }
+	if (argc < 4 || argc > 6) { fprintf(stderr, "usage: %s PROCS SIZE ROUNDS [CPUS [busy|pages=N]]\n", argv[0]); return 2; }
+	int busy = argc == 6 && strcmp(argv[5], "busy") == 0;
+	long pages = argc == 6 && strncmp(argv[5], "pages=", 6) == 0 ? atol(argv[5] + 6) : 0;
+	if (argc == 6 && !busy && pages <= 0) { fprintf(stderr, "the fifth argument is 'busy' or 'pages=N' (N >= 1)\n"); return 2; }
 	int procs = atoi(argv[1]);
 	size_t size = (size_t)atol(argv[2]);
 	long rounds = atol(argv[3]);
 	if (procs < 2 || procs % 2 || size < 1 || rounds < 1) { fprintf(stderr, "PROCS even >= 2, SIZE, ROUNDS >= 1\n"); return 2; }
+	int cpu_of[4096];
+	int ncpus = 0;
+	if (argc >= 5) {
+		char *s = argv[4];
+		while (*s && ncpus < 4096) {
+			cpu_of[ncpus++] = (int)strtol(s, &s, 10);
+			if (*s == ',') s++;
+			else if (*s) { fprintf(stderr, "CPUS: a comma-separated list of CPU numbers\n"); return 2; }
+		}
+		if (ncpus != procs) { fprintf(stderr, "CPUS: one CPU per process (%d), got %d\n", procs, ncpus); return 2; }
+	}
+	pid_t spinners[64];
+	int nspin = 0;
+	if (busy) {
+		for (int i = 0; i < ncpus; i++) {
+			int dup = 0;
+			for (int j = 0; j < i; j++) dup |= cpu_of[j] == cpu_of[i];
+			if (dup || nspin == 64) continue;
+			pid_t pid = fork();
+			if (pid < 0) { perror("fork"); return 1; }
+			if (pid == 0) {
+				cpu_set_t set;
+				CPU_ZERO(&set);
+				CPU_SET(cpu_of[i], &set);
+				struct sched_param sp = {0};
+				if (sched_setaffinity(0, sizeof set, &set) || sched_setscheduler(0, SCHED_IDLE, &sp)) _exit(5);
+				for (;;) __asm__ volatile("" ::: "memory");
+			}
+			spinners[nspin++] = pid;
+		}
+	}
 	struct timespec a, b;
-	clock_gettime(CLOCK_MONOTONIC, &a);
+	int go[2];
+	if (pipe(go)) { perror("pipe"); return 1; }
 	for (int p = 0; p < procs / 2; p++) {
 		int there[2], back[2];
 		if (pipe(there) || pipe(back)) { perror("pipe"); return 1; }
+		volatile long *shared = 0;
+		if (pages) {
+			void *m = mmap(0, (size_t)pages * 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+			if (m == MAP_FAILED) { perror("mmap"); return 1; }
+			shared = m;
+		}
 		for (int side = 0; side < 2; side++) {
 			pid_t pid = fork();
 			if (pid < 0) { perror("fork"); return 1; }
 			if (pid) continue;
+			if (ncpus) {
+				cpu_set_t set;
+				CPU_ZERO(&set);
+				CPU_SET(cpu_of[2 * p + side], &set);
+				if (sched_setaffinity(0, sizeof set, &set)) { perror("sched_setaffinity"); _exit(5); }
+			}
 			char *buf = malloc(size);
 			if (!buf) _exit(4);
 			memset(buf, side ? 'b' : 'a', size);
+			close(go[1]);
+			char g;
+			if (read(go[0], &g, 1) != 0) _exit(6); /* released when the parent closes the pipe */
+			close(go[0]);
 			char ack = 'k';
 			for (long r = 0; r < rounds; r++) {
 				if (side == 0) {
@@ -53,18 +117,38 @@ int main(int argc, char **argv) {
 					full_read(back[0], &ack, 1);
 				} else {
 					full_read(there[0], buf, size);
-					full_write(back[1], &ack, 1);
 				}
+				for (long w = 0; w < pages * 4096 / (long)sizeof(long); w += 64 / sizeof(long))
+					shared[w] += r;
+				if (side == 1)
+					full_write(back[1], &ack, 1);
 			}
 			_exit(0);
 		}
 		close(there[0]); close(there[1]); close(back[0]); close(back[1]);
 	}
+	close(go[0]);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	close(go[1]);
 	int status, bad = 0;
-	while (wait(&status) > 0)
+	long long cpu = 0;
+	for (int left = procs; left > 0; left--) {
+		struct rusage ru;
+		pid_t pid = wait4(-1, &status, 0, &ru);
+		if (pid < 0) { perror("wait4"); return 1; }
+		int spinner = 0;
+		for (int i = 0; i < nspin; i++) spinner |= spinners[i] == pid;
+		if (spinner) { bad = 1; left++; continue; }
 		if (!WIFEXITED(status) || WEXITSTATUS(status)) bad = 1;
+		cpu += (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000LL +
+		       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000LL;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &b);
+	for (int i = 0; i < nspin; i++) {
+		kill(spinners[i], SIGKILL);
+		waitpid(spinners[i], &status, 0);
+	}
 	long long ns = (b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec);
-	printf("%lld %ld\n", ns, rounds * (procs / 2));
+	printf("%lld %ld %lld\n", ns, rounds * (procs / 2), cpu);
 	return bad;
 }

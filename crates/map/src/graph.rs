@@ -11,13 +11,16 @@
 
 use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+
 use std::path::Path;
 
 /// The `format` field of a graph file.
 pub const FORMAT: &str = "multios-map-graph";
-/// The version this build writes and reads.
-pub const VERSION: u32 = 1;
+/// The version this build writes. Version 2 added the `tcp` and `udp` edge kinds and a node's MPI
+/// `rank`; version 1 files (a subset) are still read.
+pub const VERSION: u32 = 2;
+/// The oldest version this build reads.
+pub const OLDEST_VERSION: u32 = 1;
 
 #[derive(Debug, thiserror::Error)]
 pub enum GraphError {
@@ -29,7 +32,7 @@ pub enum GraphError {
     Parse { path: String, source: serde_json::Error },
     #[error("{path}: format is '{found}', expected '{FORMAT}'")]
     Format { path: String, found: String },
-    #[error("{path}: version {found} is not supported (this build reads version {VERSION}); record the graph again")]
+    #[error("{path}: version {found} is not supported (this build reads versions {OLDEST_VERSION} to {VERSION}); record the graph again")]
     Version { path: String, found: u32 },
     #[error("{path}: edge {index} names node {node}, which is not in `nodes`")]
     DanglingEdge { path: String, index: usize, node: u32 },
@@ -45,6 +48,10 @@ pub enum EdgeKind {
     Pipe,
     /// Bytes sent over a connected UNIX socket that the peer received.
     Unix,
+    /// Bytes sent over a TCP connection (loopback) that the other end received.
+    Tcp,
+    /// Bytes sent in UDP datagrams to a port that the receiving socket read.
+    Udp,
     /// `sched_waking` of `to` by `from` (any cause).
     Wakeup,
     /// Tasks woken by `from`'s futex-wake calls (the calls' return values).
@@ -54,9 +61,11 @@ pub enum EdgeKind {
 }
 
 impl EdgeKind {
-    pub const ALL: [EdgeKind; 5] = [
+    pub const ALL: [EdgeKind; 7] = [
         EdgeKind::Pipe,
         EdgeKind::Unix,
+        EdgeKind::Tcp,
+        EdgeKind::Udp,
         EdgeKind::Wakeup,
         EdgeKind::Futex,
         EdgeKind::Signal,
@@ -65,6 +74,8 @@ impl EdgeKind {
         match self {
             EdgeKind::Pipe => "pipe",
             EdgeKind::Unix => "unix",
+            EdgeKind::Tcp => "tcp",
+            EdgeKind::Udp => "udp",
             EdgeKind::Wakeup => "wakeup",
             EdgeKind::Futex => "futex",
             EdgeKind::Signal => "signal",
@@ -110,6 +121,27 @@ pub struct Node {
     /// the process had exited before any sample).
     #[serde(default)]
     pub rss_pages: u64,
+    /// Its MPI rank (OMPI_COMM_WORLD_RANK, PMIX_RANK or PMI_RANK in its environment), for a
+    /// process's first thread started by an MPI launcher.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+}
+
+impl Node {
+    /// A process's first thread with `cpu_ns` of work and nothing else known (graphs written by
+    /// hand, synthetic workloads).
+    pub fn process(id: u32, comm: &str, cpu_ns: u64) -> Node {
+        Node {
+            id,
+            tgid: id,
+            parent: None,
+            comm: comm.to_string(),
+            cpu_ns,
+            syscalls: Families::default(),
+            rss_pages: 0,
+            rank: None,
+        }
+    }
 }
 
 /// A directed interaction between two nodes.
@@ -189,7 +221,7 @@ impl Graph {
                 found: g.format,
             });
         }
-        if g.version != VERSION {
+        if !(OLDEST_VERSION..=VERSION).contains(&g.version) {
             return Err(GraphError::Version {
                 path: path.into(),
                 found: g.version,
@@ -242,21 +274,6 @@ impl Graph {
             .map(|s| s.pages)
             .sum()
     }
-
-    /// Undirected pair → (bytes, messages+events), self-loops dropped; the communication matrix.
-    pub fn pairs(&self) -> BTreeMap<(u32, u32), (u64, u64)> {
-        let mut m = BTreeMap::new();
-        for e in &self.edges {
-            if e.from == e.to {
-                continue;
-            }
-            let k = (e.from.min(e.to), e.from.max(e.to));
-            let v: &mut (u64, u64) = m.entry(k).or_default();
-            v.0 += e.bytes;
-            v.1 += e.count;
-        }
-        m
-    }
 }
 
 #[cfg(test)]
@@ -264,15 +281,7 @@ mod tests {
     use super::*;
 
     fn node(id: u32) -> Node {
-        Node {
-            id,
-            tgid: id,
-            parent: None,
-            comm: format!("n{id}"),
-            cpu_ns: 0,
-            syscalls: Families::default(),
-            rss_pages: 0,
-        }
+        Node::process(id, &format!("n{id}"), 0)
     }
 
     #[test]
@@ -293,10 +302,15 @@ mod tests {
         let bad = g.to_json().replace("\"to\": 2", "\"to\": 7");
         let e = Graph::from_json(&bad, "g.json").expect_err("test").to_string();
         assert!(e.contains("edge 0 names node 7"), "{e}");
-        let v2 = g.to_json().replace("\"version\": 1", "\"version\": 2");
-        assert!(Graph::from_json(&v2, "g.json")
+        let v1 = g.to_json().replace("\"version\": 2", "\"version\": 1");
+        assert_eq!(
+            Graph::from_json(&v1, "g.json").expect("version 1 is read").nodes,
+            g.nodes
+        );
+        let v3 = g.to_json().replace("\"version\": 2", "\"version\": 3");
+        assert!(Graph::from_json(&v3, "g.json")
             .expect_err("test")
             .to_string()
-            .contains("version 2"));
+            .contains("version 3"));
     }
 }

@@ -7,10 +7,11 @@
 
 pub mod export;
 pub mod graph;
-pub mod ipcbench;
 pub mod partition;
 pub mod place;
+mod procevents;
 mod procfs;
+pub mod programs;
 pub mod project;
 pub mod record;
 pub mod run;

@@ -6,11 +6,11 @@
 
 use multios_map::partition::{greedy, louvain, CostModel, Partition, Weights};
 use multios_map::place::{self, costs, Strategy as Placing};
-use multios_map::{Edge, EdgeKind, Families, Graph, Node, Topology};
+use multios_map::{Edge, EdgeKind, Graph, Node, Topology};
 use proptest::prelude::*;
 
 /// T recomputed from the equations, independently of `Partition::quality`.
-fn t_by_the_equations(p: &Partition, w: &Weights, cost: &CostModel, cores: usize) -> (f64, f64, f64, f64) {
+fn t_by_the_equations(p: &Partition, w: &Weights, cores: usize) -> (f64, f64, f64, f64) {
     let k = p.clusters.len();
     let inside = |c: usize, v: usize| p.clusters[c].members.contains(&v);
     let mut wu = vec![0.0; k];
@@ -20,7 +20,8 @@ fn t_by_the_equations(p: &Partition, w: &Weights, cost: &CostModel, cores: usize
             wu[c] += w.work[m];
         }
     }
-    for &(i, j, x) in &w.pairs {
+    for pair in &w.detail {
+        let (i, j, x) = (pair.i, pair.j, pair.apart);
         let shared: Vec<usize> = (0..k).filter(|&c| inside(c, i) && inside(c, j)).collect();
         if shared.is_empty() {
             for c in 0..k {
@@ -33,7 +34,7 @@ fn t_by_the_equations(p: &Partition, w: &Weights, cost: &CostModel, cores: usize
             }
         }
         for c in shared {
-            wu[c] += cost.local_factor * x;
+            wu[c] += pair.together;
         }
     }
     let (mut seq, mut par) = (0.0, 0.0);
@@ -73,16 +74,15 @@ proptest! {
 
     #[test]
     fn issue_12_greedy_covers_every_node_and_t_follows_the_equations(w in weights(), cores in 1usize..8, seed in 0u64..4) {
-        let cost = CostModel::default();
-        let out = greedy::partition(&w, &cost, Some(cores), seed);
+        let out = greedy::partition(&w, Some(cores), seed);
         for v in 0..w.len() {
             prop_assert!(out.partition.clusters.iter().any(|c| c.members.contains(&v)), "node {v} uncovered");
         }
-        let (t, seq, par, wc) = t_by_the_equations(&out.partition, &w, &cost, cores);
+        let (t, seq, par, wc) = t_by_the_equations(&out.partition, &w, cores);
         prop_assert!(close(out.quality.t, t), "T {} vs {}", out.quality.t, t);
         prop_assert!(close(out.quality.w_seq, seq) && close(out.quality.w_par, par) && close(out.quality.w_c, wc));
-        let one = Partition::flat(vec![(0..w.len()).collect()], 0).quality(&w, &cost, Some(cores));
-        let single = Partition::flat((0..w.len()).map(|i| vec![i]).collect(), 0).quality(&w, &cost, Some(cores));
+        let one = Partition::flat(vec![(0..w.len()).collect()], 0).quality(&w, Some(cores));
+        let single = Partition::flat((0..w.len()).map(|i| vec![i]).collect(), 0).quality(&w, Some(cores));
         prop_assert!(out.quality.t <= one.t + 1e-6 && out.quality.t <= single.t + 1e-6);
     }
 
@@ -100,28 +100,19 @@ proptest! {
 
     #[test]
     fn issue_12_t_of_any_overlapping_state(w in weights(), groups in proptest::collection::vec(proptest::collection::vec(0usize..12, 1..5), 1..5), depths in proptest::collection::vec(0u32..2, 5)) {
-        let cost = CostModel::default();
         let mut p = Partition::flat(
             groups.into_iter().map(|g| g.into_iter().filter(|&m| m < w.len()).collect()).collect(), 0);
         for (c, d) in p.clusters.iter_mut().zip(depths) {
             c.depth = d;
         }
-        let q = p.quality(&w, &cost, None);
-        let (t, _, _, _) = t_by_the_equations(&p, &w, &cost, usize::MAX);
+        let q = p.quality(&w, None);
+        let (t, _, _, _) = t_by_the_equations(&p, &w, usize::MAX);
         prop_assert!(close(q.t, t), "T {} vs {}", q.t, t);
     }
 }
 
 fn node(id: u32, cpu_ms: u64) -> Node {
-    Node {
-        id,
-        tgid: id,
-        parent: None,
-        comm: format!("p{id}"),
-        cpu_ns: cpu_ms * 1_000_000,
-        syscalls: Families::default(),
-        rss_pages: 0,
-    }
+    Node::process(id, &format!("p{id}"), cpu_ms * 1_000_000)
 }
 
 fn pipe(from: u32, to: u32, bytes: u64) -> Edge {
@@ -153,7 +144,7 @@ fn issue_12_partition_finds_the_pairs() {
     let g = pairs_graph();
     let cost = CostModel::default();
     let w = Weights::new(&g, &cost);
-    let out = greedy::partition(&w, &cost, Some(4), 3);
+    let out = greedy::partition(&w, Some(4), 3);
     let mut groups: Vec<Vec<usize>> = out.partition.clusters.iter().map(|c| c.members.clone()).collect();
     groups.sort();
     assert_eq!(
@@ -172,7 +163,7 @@ fn issue_12_affinity_beats_round_robin_on_hop_bytes() {
     let cost = CostModel::default();
     let w = Weights::new(&g, &cost);
     let topo = Topology::synthetic("pack:2 core:8 pu:1").expect("topology");
-    let part = greedy::partition(&w, &cost, Some(topo.len()), 1).partition;
+    let part = greedy::partition(&w, Some(topo.len()), 1).partition;
     let aff = place::place(&g, &part, &topo, &cost, Placing::Affinity);
     let rr = place::place(&g, &part, &topo, &cost, Placing::RoundRobin);
     let tm = place::place(&g, &part, &topo, &cost, Placing::Treematch);
@@ -198,7 +189,7 @@ fn issue_12_placement_exports() {
     let g = pairs_graph();
     let cost = CostModel::default();
     let topo = Topology::synthetic("pack:1 core:4").expect("topology");
-    let part = greedy::partition(&Weights::new(&g, &cost), &cost, Some(4), 1).partition;
+    let part = greedy::partition(&Weights::new(&g, &cost), Some(4), 1).partition;
     let p = place::place(&g, &part, &topo, &cost, Placing::Affinity);
     let ts = multios_map::export::placement::taskset(&p);
     assert_eq!(ts.lines().filter(|l| l.starts_with("taskset -pc ")).count(), 8);
@@ -211,6 +202,18 @@ fn issue_12_placement_exports() {
     assert!(dot.contains("subgraph cluster_0") && dot.contains("CPU 0"));
     let gml = multios_map::export::graph::graphml(&g, &[]);
     assert_eq!(gml.matches("<edge ").count(), g.edges.len());
-    let svg = multios_map::export::svg::svg(&g, &[vec![100, 101]], &[(100, 0)], "t");
-    assert!(svg.starts_with("<svg") && svg.contains("CPU 0"));
+    let dir = std::env::temp_dir().join(format!("multios-map-pic-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch");
+    for (name, svg) in [("g.svg", true), ("g.png", false)] {
+        let pic = multios_map::export::picture::layout(&g, &[vec![100, 101]], &p, &cost, "pairs");
+        multios_map::export::picture::write(pic, &dir.join(name), svg).expect("drawn");
+    }
+    let svg = std::fs::read_to_string(dir.join("g.svg")).expect("svg");
+    assert!(
+        svg.contains("<svg") && svg.contains("CPU") && svg.contains("cluster 0"),
+        "{svg}"
+    );
+    let png = std::fs::read(dir.join("g.png")).expect("png");
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let _ = std::fs::remove_dir_all(&dir);
 }

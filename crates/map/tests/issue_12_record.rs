@@ -161,3 +161,210 @@ fn issue_12_attach_to_a_running_process() {
     let names: Vec<&str> = g.nodes.iter().map(|n| n.comm.as_str()).collect();
     assert!(names.contains(&"yes") && names.contains(&"head"), "{names:?}");
 }
+
+/// The edges of `kind` between the parent process and its child, as (parent → child, child → parent)
+/// bytes; panics unless they are the only edges of that kind.
+fn socket_edges(g: &multios_map::Graph, kind: EdgeKind) -> (u64, u64) {
+    let es: Vec<_> = g.edges.iter().filter(|e| e.kind == kind).collect();
+    assert_eq!(
+        es.len(),
+        2,
+        "two {kind:?} edges (one each way) expected: {:?}",
+        g.edges
+    );
+    let child = |id: u32| g.nodes.iter().find(|n| n.id == id).and_then(|n| n.parent);
+    let down = es
+        .iter()
+        .find(|e| child(e.to) == Some(e.from))
+        .expect("parent → child edge");
+    let up = es
+        .iter()
+        .find(|e| child(e.from) == Some(e.to))
+        .expect("child → parent edge");
+    (down.bytes, up.bytes)
+}
+
+#[test]
+fn issue_12_tcp_pair_bytes_equal_what_was_sent() {
+    let bin = compile("tcp_pair");
+    let (msgs, size) = (400u64, 5000u64);
+    let r = record(&opts(vec![
+        bin.display().to_string(),
+        msgs.to_string(),
+        size.to_string(),
+    ]))
+    .expect("record");
+    assert_eq!(r.exit_code, Some(0), "tcp_pair failed");
+    // the child writes msgs × size bytes; the parent answers one byte per message
+    let (down, up) = socket_edges(&r.graph, EdgeKind::Tcp);
+    assert_eq!(up, msgs * size, "child → parent TCP bytes");
+    assert_eq!(down, msgs, "parent → child TCP bytes");
+}
+
+#[test]
+fn issue_12_udp_pair_bytes_equal_what_was_sent() {
+    let bin = compile("udp_pair");
+    let (msgs, size) = (300u64, 1200u64);
+    let r = record(&opts(vec![
+        bin.display().to_string(),
+        msgs.to_string(),
+        size.to_string(),
+    ]))
+    .expect("record");
+    assert_eq!(r.exit_code, Some(0), "udp_pair failed");
+    // half the datagrams by sendto with an address, half by send on the connected socket
+    let (down, up) = socket_edges(&r.graph, EdgeKind::Udp);
+    assert_eq!(down, msgs * size, "parent → child UDP bytes");
+    assert_eq!(up, msgs, "child → parent UDP bytes (one-byte answers)");
+    let e = r
+        .graph
+        .edges
+        .iter()
+        .find(|e| e.kind == EdgeKind::Udp && e.bytes == msgs * size)
+        .expect("the data edge");
+    assert_eq!(e.count, msgs, "one message per datagram");
+}
+
+/// A real server and client: Python's http.server sends a file to curl over loopback TCP.
+#[test]
+fn issue_12_http_download_is_a_tcp_edge() {
+    let dir = std::env::temp_dir().join(format!("multios-map-http-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch");
+    let size = 1_500_000usize;
+    std::fs::write(dir.join("f.bin"), vec![7u8; size]).expect("file");
+    let port = 20000 + std::process::id() % 20000;
+    let script = format!(
+        "python3 -m http.server {port} --bind 127.0.0.1 --directory {d} >/dev/null 2>&1 & \
+         for i in $(seq 1 40); do curl -sf -o /dev/null http://127.0.0.1:{port}/f.bin && ok=1 && break; sleep 0.25; done; \
+         kill $!; test -n \"$ok\"",
+        d = dir.display()
+    );
+    let r = record(&opts(vec!["/bin/sh".into(), "-c".into(), script])).expect("record");
+    assert_eq!(
+        r.exit_code,
+        Some(0),
+        "the download failed (python3 and curl needed)"
+    );
+    let g = &r.graph;
+    let name = |id: u32| {
+        g.nodes
+            .iter()
+            .find(|n| n.id == id)
+            .map_or("?", |n| n.comm.as_str())
+    };
+    let tcp: Vec<_> = g.edges.iter().filter(|e| e.kind == EdgeKind::Tcp).collect();
+    let down = tcp
+        .iter()
+        .find(|e| name(e.to) == "curl")
+        .unwrap_or_else(|| panic!("server → curl TCP edge: {tcp:?}"));
+    // the file and the response's headers
+    assert!(
+        (size as u64..size as u64 + 4096).contains(&down.bytes),
+        "{} bytes from {} to curl",
+        down.bytes,
+        name(down.from)
+    );
+    assert!(
+        tcp.iter().any(|e| name(e.from) == "curl" && e.bytes > 0),
+        "curl's request: {tcp:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Signals: a parent sends SIGUSR1 to its child 40 times, each after the child acknowledged the
+/// previous one (sigwait, so none is merged with a pending one); the signal edge parent → child
+/// counts 40, and the child's exit gives the parent one SIGCHLD.
+#[test]
+fn issue_12_signal_count_equals_what_was_sent() {
+    let dir = std::env::temp_dir().join(format!("multios-map-signal-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch");
+    let pids = dir.join("pids");
+    let n = 40u64;
+    let script = format!(
+        "import os, signal\n\
+         r, w = os.pipe()\n\
+         pid = os.fork()\n\
+         if pid == 0:\n\
+         \x20   signal.pthread_sigmask(signal.SIG_BLOCK, {{signal.SIGUSR1}})\n\
+         \x20   os.write(w, b'r')\n\
+         \x20   for _ in range({n}):\n\
+         \x20       signal.sigwait({{signal.SIGUSR1}})\n\
+         \x20       os.write(w, b'a')\n\
+         \x20   os._exit(0)\n\
+         os.read(r, 1)\n\
+         for _ in range({n}):\n\
+         \x20   os.kill(pid, signal.SIGUSR1)\n\
+         \x20   os.read(r, 1)\n\
+         os.waitpid(pid, 0)\n\
+         open('{p}', 'w').write(f'{{os.getpid()}} {{pid}}')\n",
+        p = pids.display()
+    );
+    let r = record(&opts(vec!["python3".into(), "-c".into(), script])).expect("record");
+    assert_eq!(r.exit_code, Some(0), "python3 needed");
+    let text = std::fs::read_to_string(&pids).expect("pids written");
+    let ids: Vec<u32> = text.split_whitespace().map(|s| s.parse().expect("pid")).collect();
+    let (parent, child) = (ids[0], ids[1]);
+    let g = &r.graph;
+    let count = |from: u32, to: u32| {
+        g.edges
+            .iter()
+            .filter(|e| e.kind == EdgeKind::Signal && e.from == from && e.to == to)
+            .map(|e| e.count)
+            .sum::<u64>()
+    };
+    assert_eq!(
+        count(parent, child),
+        n,
+        "parent → child signals; edges {:?}",
+        g.edges
+    );
+    assert_eq!(
+        count(child, parent),
+        1,
+        "the child's SIGCHLD; edges {:?}",
+        g.edges
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The physical-frame layer: two unrelated Python processes (siblings started by a shell, so no
+/// copy-on-write frames in common) map one 64-page file shared and writable, write every page and
+/// stay a while: the graph names the two as sharing at least those 64 frames. Python unmaps the file
+/// when it finalizes, before the process ends: the sharing is the most seen at one sample, not what
+/// the last samples show (those gave 2 frames before the recorder kept the most).
+#[test]
+fn issue_12_shared_pages_between_two_processes() {
+    let dir = std::env::temp_dir().join(format!("multios-map-shm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch");
+    let file = dir.join("shared.bin");
+    std::fs::write(&file, vec![0u8; 64 * 4096]).expect("file");
+    let prog = "import mmap, os, sys, time\n\
+                f = open(sys.argv[1], 'r+b')\n\
+                m = mmap.mmap(f.fileno(), 64 * 4096)\n\
+                for i in range(64): m[i * 4096] = 1\n\
+                open(sys.argv[2], 'w').write(str(os.getpid()))\n\
+                time.sleep(0.4)\n";
+    let script = format!(
+        "python3 -c \"{prog}\" {f} {d}/a & python3 -c \"{prog}\" {f} {d}/b; wait",
+        f = file.display(),
+        d = dir.display()
+    );
+    let r = record(&opts(vec!["/bin/sh".into(), "-c".into(), script])).expect("record");
+    assert_eq!(r.exit_code, Some(0), "python3 needed");
+    let pid = |f: &str| -> u32 {
+        std::fs::read_to_string(dir.join(f))
+            .expect("pid written")
+            .trim()
+            .parse()
+            .expect("pid")
+    };
+    let (a, b) = (pid("a"), pid("b"));
+    let shared = r
+        .graph
+        .shared_pages
+        .iter()
+        .find(|s| (s.a, s.b) == (a.min(b), a.max(b)))
+        .unwrap_or_else(|| panic!("no shared frames between {a} and {b}: {:?}", r.graph.shared_pages));
+    assert!(shared.pages >= 64, "{} shared pages, 64 written", shared.pages);
+    let _ = std::fs::remove_dir_all(&dir);
+}

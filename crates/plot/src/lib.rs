@@ -24,7 +24,7 @@
 //! described in [`csv`].
 
 mod axis;
-mod colors;
+pub mod colors;
 pub mod csv;
 mod error;
 mod figure;
@@ -44,6 +44,12 @@ pub use crate::csv::to_csv;
 pub use crate::error::PlotError;
 pub use crate::figure::{Figure, Heatmap, LineChart, Panels, Series, Style};
 pub use crate::font::FONT_ENV;
+
+/// Registers the machine's TrueType font for plotters' "sans-serif" family (once per process), for
+/// drawings made outside this crate's figures (e.g. `multios map show`'s pictures).
+pub fn ensure_font() -> Result<PathBuf, PlotError> {
+    font::ensure()
+}
 pub use crate::timeline::{Bar, BarHeight, Lane, Mark, Timeline};
 
 /// The three files one figure was written to.

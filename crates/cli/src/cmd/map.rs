@@ -33,19 +33,29 @@ enum Sub {
 
 #[derive(clap::Args, Debug, Clone)]
 struct CostArgs {
-    /// Cross-core cost per byte moved (ns); `multios bench map` measures it here
-    #[arg(long, default_value_t = CostModel::default().ns_per_byte)]
-    ns_per_byte: f64,
-    /// Cross-core cost per message, wake-up, futex wake or signal (ns)
-    #[arg(long, default_value_t = CostModel::default().ns_per_event)]
-    ns_per_event: f64,
-    /// Cost per shared resident page when the sharers run apart (ns)
-    #[arg(long, default_value_t = CostModel::default().ns_per_shared_page)]
-    ns_per_shared_page: f64,
-    /// Fraction of an interaction's cost left when both ends share a cluster/CPU
-    #[arg(long, default_value_t = CostModel::default().local_factor)]
-    local_factor: f64,
-    /// Topology: an hwloc-style synthetic string ("pack:2 core:64 pu:1"); default this machine
+    /// The cost model as JSON (`multios bench map --costs FILE` writes the one it measures); the
+    /// flags below override its fields. Default: rounded from a calibration on a 2-vCPU VM
+    #[arg(long)]
+    costs: Option<PathBuf>,
+    /// Two CPUs: CPU ns per message, wake-up, futex wake or signal (sender and receiver together)
+    #[arg(long)]
+    ns_per_event: Option<f64>,
+    /// Two CPUs: CPU ns per byte moved
+    #[arg(long)]
+    ns_per_byte: Option<f64>,
+    /// One CPU: ns per message when both ends share a CPU
+    #[arg(long)]
+    local_ns_per_event: Option<f64>,
+    /// One CPU: ns per byte when both ends share a CPU
+    #[arg(long)]
+    local_ns_per_byte: Option<f64>,
+    /// Latency a blocking wake-up adds when the woken task's CPU is otherwise idle (ns)
+    #[arg(long)]
+    idle_wake_ns: Option<f64>,
+    /// ns per shared resident page and round trip when the sharers run apart
+    #[arg(long)]
+    ns_per_shared_page: Option<f64>,
+    /// Topology: an hwloc XML file (`lstopo --of xml FILE.xml`) or an hwloc synthetic string ("pack:2 core:64 pu:1", or what `lstopo --of synthetic` prints); default this machine
     #[arg(long)]
     topology: Option<String>,
     /// Seed of the partitioners' random node order
@@ -55,22 +65,43 @@ struct CostArgs {
 
 impl CostArgs {
     fn cost(&self) -> anyhow::Result<CostModel> {
-        for (name, v) in [
-            ("--ns-per-byte", self.ns_per_byte),
-            ("--ns-per-event", self.ns_per_event),
-            ("--ns-per-shared-page", self.ns_per_shared_page),
-            ("--local-factor", self.local_factor),
+        let mut c = match &self.costs {
+            Some(p) => {
+                let text = std::fs::read_to_string(p).with_context(|| format!("--costs {}", p.display()))?;
+                serde_json::from_str::<CostModel>(&text).with_context(|| {
+                    format!(
+                        "--costs {}: not a cost model (write one with `multios bench map --costs FILE`)",
+                        p.display()
+                    )
+                })?
+            }
+            None => CostModel::default(),
+        };
+        for (v, field) in [
+            (self.ns_per_event, &mut c.ns_per_event),
+            (self.ns_per_byte, &mut c.ns_per_byte),
+            (self.local_ns_per_event, &mut c.local_ns_per_event),
+            (self.local_ns_per_byte, &mut c.local_ns_per_byte),
+            (self.idle_wake_ns, &mut c.ns_per_idle_wake),
+            (self.ns_per_shared_page, &mut c.ns_per_shared_page),
         ] {
-            if !v.is_finite() || v < 0.0 {
-                anyhow::bail!("{name} must be a non-negative number, got {v}");
+            if let Some(v) = v {
+                *field = v;
             }
         }
-        Ok(CostModel {
-            ns_per_byte: self.ns_per_byte,
-            ns_per_event: self.ns_per_event,
-            ns_per_shared_page: self.ns_per_shared_page,
-            local_factor: self.local_factor,
-        })
+        for (flag, field, v) in [
+            ("--ns-per-event", "ns_per_event", c.ns_per_event),
+            ("--ns-per-byte", "ns_per_byte", c.ns_per_byte),
+            ("--local-ns-per-event", "local_ns_per_event", c.local_ns_per_event),
+            ("--local-ns-per-byte", "local_ns_per_byte", c.local_ns_per_byte),
+            ("--idle-wake-ns", "ns_per_idle_wake", c.ns_per_idle_wake),
+            ("--ns-per-shared-page", "ns_per_shared_page", c.ns_per_shared_page),
+        ] {
+            if !v.is_finite() || v < 0.0 {
+                anyhow::bail!("{flag} (or {field} in --costs) must be a non-negative number, got {v}");
+            }
+        }
+        Ok(c)
     }
     fn topology(&self) -> anyhow::Result<Topology> {
         Topology::resolve(self.topology.as_deref()).context("--topology")
@@ -91,7 +122,7 @@ struct RecordArgs {
     /// Page samples (/proc/PID/pagemap) at this interval
     #[arg(long, default_value = "50ms")]
     sample_every: Duration,
-    /// Store this topology in the graph (default this machine's)
+    /// Store this topology in the graph: hwloc XML file or synthetic string (default this machine's)
     #[arg(long)]
     topology: Option<String>,
     /// The command
@@ -102,7 +133,7 @@ struct RecordArgs {
 #[derive(clap::Args, Debug)]
 struct ShowArgs {
     graph: PathBuf,
-    /// Picture: .svg (drawn here), .dot, .graphml, or .png (through Graphviz's `dot` if installed)
+    /// Picture: .png or .svg (drawn here), or the graph as .dot or .graphml
     #[arg(short, long)]
     output: PathBuf,
     /// Placement drawn on the nodes
@@ -158,9 +189,10 @@ struct RunArgs {
     /// Placement strategy
     #[arg(long, default_value = "affinity", value_parser = parse_strategy)]
     strategy: Strategy,
-    /// How often the process tree is walked for new threads
-    #[arg(long, default_value = "1ms")]
-    poll: Duration,
+    /// How often the process tree is also walked through /proc (a safety net: new threads are
+    /// placed from the kernel's process events as they appear)
+    #[arg(long, default_value = "100ms")]
+    sweep: Duration,
     #[command(flatten)]
     cost: CostArgs,
     #[arg(last = true)]
@@ -254,7 +286,7 @@ fn partition_and_place(
     let cost = c.cost()?;
     let topo = c.topology()?;
     let w = Weights::new(g, &cost);
-    let part = greedy::partition(&w, &cost, Some(topo.len()), c.seed).partition;
+    let part = greedy::partition(&w, Some(topo.len()), c.seed).partition;
     let placement = place::place(g, &part, &topo, &cost, strategy);
     Ok((part, placement, topo))
 }
@@ -282,39 +314,27 @@ fn cmd_show(a: ShowArgs, out: &Out) -> super::Exit {
         .and_then(|e| e.to_str())
         .unwrap_or("")
         .to_ascii_lowercase();
-    let title = format!(
-        "{} — {} clusters, {} placement on {}",
-        if g.command.is_empty() {
-            a.graph.display().to_string()
-        } else {
-            g.command.join(" ")
-        },
-        clusters.len(),
-        a.strategy.name(),
-        topo.describe()
-    );
+    let title = if g.command.is_empty() {
+        a.graph.display().to_string()
+    } else {
+        g.command.join(" ")
+    };
+    let _ = topo;
     let text = match ext.as_str() {
-        "svg" => export::svg::svg(&g, &clusters, &cpu_of, &title),
-        "dot" | "gv" => export::graph::dot(&g, &clusters, &cpu_of),
-        "graphml" => export::graph::graphml(&g, &cpu_of),
-        "png" => {
-            let dot = export::graph::dot(&g, &clusters, &cpu_of);
-            let mut child = std::process::Command::new("dot")
-                .args(["-Tpng", "-o"])
-                .arg(&a.output)
-                .stdin(std::process::Stdio::piped())
-                .spawn()
-                .context("PNG needs Graphviz's `dot` (apt-get install graphviz); or write .svg, which is drawn here")?;
-            if let Some(mut stdin) = child.stdin.take() {
-                use std::io::Write;
-                stdin.write_all(dot.as_bytes())?;
+        "svg" | "png" => {
+            let cost = a.cost.cost()?;
+            let pic = export::picture::layout(&g, &clusters, &placement, &cost, &title);
+            export::picture::write(pic, &a.output, ext == "svg")
+                .map_err(|e| anyhow::anyhow!("drawing {}: {e}", a.output.display()))?;
+            if out.format == Format::Table {
+                outln!("{}", a.output.display());
             }
-            anyhow::ensure!(child.wait()?.success(), "`dot -Tpng` failed");
-            outln!("{}", a.output.display());
             return Ok(ExitCode::SUCCESS);
         }
+        "dot" | "gv" => export::graph::dot(&g, &clusters, &cpu_of),
+        "graphml" => export::graph::graphml(&g, &cpu_of),
         other => anyhow::bail!(
-            "-o {}: unknown picture type '.{other}'; use .svg, .png, .dot or .graphml",
+            "-o {}: unknown picture type '.{other}'; use .png, .svg, .dot or .graphml",
             a.output.display()
         ),
     };
@@ -331,11 +351,11 @@ fn cmd_partition(a: PartitionArgs, out: &Out) -> super::Exit {
     let topo = a.cost.topology()?;
     let w = Weights::new(&g, &cost);
     let cores = Some(topo.len());
-    let ours = greedy::partition(&w, &cost, cores, a.cost.seed);
+    let ours = greedy::partition(&w, cores, a.cost.seed);
     let louv = louvain::partition(&w, a.cost.seed);
-    let lq = louv.quality(&w, &cost, cores);
-    let one = Partition::flat(vec![(0..w.len()).collect()], 0).quality(&w, &cost, cores);
-    let single = Partition::flat((0..w.len()).map(|i| vec![i]).collect(), 0).quality(&w, &cost, cores);
+    let lq = louv.quality(&w, cores);
+    let one = Partition::flat(vec![(0..w.len()).collect()], 0).quality(&w, cores);
+    let single = Partition::flat((0..w.len()).map(|i| vec![i]).collect(), 0).quality(&w, cores);
     if out.format == Format::Json {
         out.json(&serde_json::json!({
             "topology": topo.describe(),
@@ -417,11 +437,12 @@ fn cmd_place(a: PlaceArgs, out: &Out) -> super::Exit {
     let cost = a.cost.cost()?;
     let topo = a.cost.topology()?;
     let w = Weights::new(&g, &cost);
-    let part = greedy::partition(&w, &cost, Some(topo.len()), a.cost.seed).partition;
+    let part = greedy::partition(&w, Some(topo.len()), a.cost.seed).partition;
     let hop = HopModel {
         cost,
         per_hop: a.per_hop,
         ref_hops: a.ref_hops,
+        cpu_share: 1.0,
     };
     let placements: Vec<Placement> = Strategy::ALL
         .iter()
@@ -493,7 +514,10 @@ fn cmd_place(a: PlaceArgs, out: &Out) -> super::Exit {
             let cells: Vec<String> = p
                 .nodes
                 .iter()
-                .map(|n| format!("{}:{}→{}", n.comm, n.id, n.cpu))
+                .map(|n| {
+                    let cpus: Vec<usize> = n.cpus().iter().map(|&c| c as usize).collect();
+                    format!("{}:{}→{}", n.comm, n.id, multios_host::cpus::format_list(&cpus))
+                })
                 .collect();
             outln!("{}: {}", p.strategy.name(), cells.join(" "));
         }
@@ -526,24 +550,40 @@ fn cmd_run(a: RunArgs, out: &Out) -> super::Exit {
     };
     let (_, placement, _) = partition_and_place(&g, &a.cost, a.strategy)?;
     let rules = maprun::rules(&placement);
-    let rep = maprun::run(&a.command, &rules, std_duration(a.poll))?;
+    let rep = maprun::run(&a.command, &rules, std_duration(a.sweep))?;
     if out.format == Format::Json {
         out.json(&rep)?;
     } else {
-        let mut t = Table::new(["tid", "comm", "cpu"]);
+        let mut t = Table::new(["tid", "comm", "cpus", "rule"]);
         for ap in &rep.applied {
-            t.row([ap.tid.to_string(), ap.comm.clone(), ap.cpu.to_string()]);
+            t.row([
+                ap.tid.to_string(),
+                ap.comm.clone(),
+                ap.cpus.clone(),
+                if ap.matched { "placed" } else { "no rule: all CPUs" }.to_string(),
+            ]);
         }
         if out.format == Format::Table {
             outln!(
-                "{} threads placed, {} unmatched; polling every {} µs, one walk of the tree {:.0} µs median, {:.0} µs max; {:.3} s",
+                "{} threads placed, {} unmatched; {} process events, {} walks of /proc, {} overflows; event → placement {:.0} µs median, {:.0} µs max; {:.3} s",
                 rep.applied.len(),
                 rep.unmatched,
-                rep.poll_us,
-                rep.walk_median_us,
-                rep.walk_max_us,
+                rep.events,
+                rep.walks,
+                rep.overflows,
+                rep.apply_median_us,
+                rep.apply_max_us,
                 rep.wall_s
             );
+            for r in &rep.released {
+                outln!(
+                    "CPU {}'s pinned groups released at {:.3} s: other programs had the CPU (the groups ran {:.0} % and waited {:.0} % of the last interval)",
+                    r.cpu,
+                    r.at_s,
+                    100.0 * r.ran,
+                    100.0 * r.waited
+                );
+            }
         }
         t.print(out);
     }

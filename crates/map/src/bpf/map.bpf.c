@@ -6,11 +6,17 @@
 // Kernel structures are read with CO-RE (the minimal declarations below carry
 // preserve_access_index, libbpf relocates their offsets against the running kernel's BTF).
 //
-// - sys_enter/sys_exit: per (tid, nr) call counts; for read/write/readv/writev/sendto/recvfrom/
-//   sendmsg/recvmsg on a pipe or a UNIX socket, the bytes each thread moved through each channel
-//   (a pipe: its inode number; a connected UNIX socket: the inode number of the receiving socket,
-//   the peer's for a send, its own for a receive), so user space pairs writers with readers (inode
-//   numbers, unlike kernel addresses, are not reused within a run); futex wakes: the tasks woken.
+// - sys_enter/sys_exit: per (tid, nr) call counts; for read/write/readv/writev on a pipe, the bytes
+//   each thread moved through each pipe (its inode number), so user space pairs writers with readers
+//   (inode numbers, unlike kernel addresses, are not reused within a run); futex wakes: the tasks
+//   woken; sendto/sendmsg: the destination port named in the call (for unconnected UDP sends).
+// - sock_send_length/sock_recv_length (every socket send and receive, whatever the system call):
+//   the bytes each thread moved through each socket channel. A UNIX socket's channel is the inode
+//   number of the receiving socket (the peer's for a send, its own for a receive); a TCP
+//   connection's is (receiver's port, sender's port), the same 4-tuple seen from both ends; UDP's is
+//   the receiving port (the connected peer's, or the one the call named, for a send; the socket's own
+//   for a receive). Ports, not addresses: on one machine's loopback the port pair names the
+//   connection.
 // - sched_waking: waker -> wakee counts (and the wakees of a futex wake in flight).
 // - signal_generate: sender -> target counts.
 // - sched_switch: time on a CPU per thread.
@@ -31,6 +37,8 @@
 #define KIND_WAKEUP 2
 #define KIND_FUTEX 3
 #define KIND_SIGNAL 4
+#define KIND_TCP 5
+#define KIND_UDP 6
 
 #define IO_NONE 0
 #define IO_WRITE 1
@@ -41,10 +49,16 @@
 #define S_IFSOCK 0140000
 #define S_IFIFO 0010000
 #define AF_UNIX 1
+#define AF_INET 2
+#define AF_INET6 10
+#define IPPROTO_TCP 6
+#define IPPROTO_UDP 17
+#define MSG_PEEK 2
 
 struct pt_regs {
 	unsigned long di;
 	unsigned long si;
+	unsigned long r8;
 } CORE;
 struct inode {
 	unsigned short i_mode;
@@ -67,12 +81,18 @@ struct task_struct {
 	struct files_struct *files;
 } CORE;
 struct sock_common {
+	unsigned short skc_dport; /* network byte order */
+	unsigned short skc_num;   /* host byte order */
 	unsigned short skc_family;
 } CORE;
 struct socket;
 struct sock {
 	struct sock_common __sk_common;
 	struct socket *sk_socket;
+	unsigned short sk_protocol;
+} CORE;
+struct user_msghdr {
+	void *msg_name;
 } CORE;
 struct socket {
 	struct sock *sk;
@@ -93,6 +113,7 @@ static struct task_struct *(*bpf_get_current_task_btf)(void) = (void *)BPF_FUNC_
 static long (*bpf_probe_read_kernel)(void *dst, __u32 size, const void *src) =
 	(void *)BPF_FUNC_probe_read_kernel;
 static long (*bpf_get_current_comm)(void *buf, __u32 size) = (void *)BPF_FUNC_get_current_comm;
+static long (*bpf_probe_read_user)(void *dst, __u32 size, const void *src) = (void *)BPF_FUNC_probe_read_user;
 
 #define RD(dst, src) bpf_probe_read_kernel(&(dst), sizeof(dst), &(src))
 
@@ -105,6 +126,8 @@ struct task_state {
 	__u32 last_wakee;  /* the last task this one woke through a futex */
 	__u64 since;       /* on a CPU since (0: off) */
 	__u64 oncpu_ns;
+	__u32 dport_hint;  /* the port a sendto/sendmsg in flight names (host order; 0: none) */
+	__u32 pad;
 };
 
 /* A node. Layout shared with user space. */
@@ -175,6 +198,16 @@ struct {
 	__type(value, __u64);
 } calls SEC(".maps");
 
+/* TCP ports by socket (local port << 16 | peer port, host order): the kernel zeroes a socket's
+ * ports when the connection closes (the local port is released), possibly before the last bytes
+ * are read; inet_sock_set_state saves them at every state change, while they are still set. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, __u32);
+} tcp_ports SEC(".maps");
+
 static inline __attribute__((always_inline)) void add_edge(__u32 from, __u32 to, __u32 kind, __u64 n)
 {
 	struct edge_key k = {.from = from, .to = to, .kind = kind};
@@ -206,8 +239,23 @@ static inline __attribute__((always_inline)) __u64 sock_ino(struct sock *sk)
 	return nr;
 }
 
-/* The channel of descriptor `fd` of the current task: 0 when it is neither a pipe nor a UNIX socket. */
-static inline __attribute__((always_inline)) __u64 channel(unsigned long fd, int sending, __u32 *kind)
+/* Adds `bytes` moved by the current thread through channel `chan` of `kind`. */
+static inline __attribute__((always_inline)) void add_flow(__u64 chan, __u32 io, __u32 kind, __u64 bytes)
+{
+	struct flow_key k = {.chan = chan, .tid = (__u32)bpf_get_current_pid_tgid(), .io_kind = (io << 8) | kind};
+	struct flow_val *v = bpf_map_lookup_elem(&flows, &k);
+	if (v) {
+		__sync_fetch_and_add(&v->bytes, bytes);
+		__sync_fetch_and_add(&v->calls, 1);
+	} else {
+		struct flow_val nv = {.bytes = bytes, .calls = 1};
+		bpf_map_update_elem(&flows, &k, &nv, BPF_NOEXIST);
+	}
+}
+
+/* The pipe behind descriptor `fd` of the current task (its inode number), 0 when it is not a pipe.
+ * Sockets are seen at sock_send_length/sock_recv_length instead, whatever call moved the bytes. */
+static inline __attribute__((always_inline)) __u64 pipe_of(unsigned long fd)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct files_struct *files = 0;
@@ -217,6 +265,7 @@ static inline __attribute__((always_inline)) __u64 channel(unsigned long fd, int
 	struct inode *ino = 0;
 	unsigned int max = 0;
 	unsigned short mode = 0;
+	unsigned long nr = 0;
 	RD(files, task->files);
 	if (!files)
 		return 0;
@@ -236,35 +285,23 @@ static inline __attribute__((always_inline)) __u64 channel(unsigned long fd, int
 	if (!ino)
 		return 0;
 	RD(mode, ino->i_mode);
-	if ((mode & S_IFMT) == S_IFIFO) {
-		unsigned long nr = 0;
-		RD(nr, ino->i_ino);
-		*kind = KIND_PIPE;
-		return nr;
-	}
-	if ((mode & S_IFMT) != S_IFSOCK)
+	if ((mode & S_IFMT) != S_IFIFO)
 		return 0;
-	struct socket *sock = 0;
-	struct sock *sk = 0;
-	unsigned short family = 0;
-	RD(sock, f->private_data);
-	if (!sock)
+	RD(nr, ino->i_ino);
+	return nr;
+}
+
+/* The port (host order) of a user-space sockaddr_in/sockaddr_in6, 0 if it is neither. */
+static inline __attribute__((always_inline)) __u32 user_port(const void *addr)
+{
+	unsigned short family = 0, port = 0;
+	if (!addr || bpf_probe_read_user(&family, sizeof(family), addr))
 		return 0;
-	RD(sk, sock->sk);
-	if (!sk)
+	if (family != AF_INET && family != AF_INET6)
 		return 0;
-	RD(family, sk->__sk_common.skc_family);
-	if (family != AF_UNIX)
+	if (bpf_probe_read_user(&port, sizeof(port), (const char *)addr + 2))
 		return 0;
-	*kind = KIND_UNIX;
-	if (sending) {
-		struct sock *peer = 0;
-		RD(peer, ((struct unix_sock *)sk)->peer);
-		if (!peer)
-			return 0;
-		sk = peer;
-	}
-	return sock_ino(sk);
+	return __builtin_bswap16(port);
 }
 
 SEC("tp_btf/sys_enter")
@@ -283,20 +320,31 @@ int on_sys_enter(__u64 *ctx)
 	else
 		bpf_map_update_elem(&calls, &ck, &one, BPF_NOEXIST);
 	s->io = IO_NONE;
+	s->dport_hint = 0;
 	int sending;
 	switch (nr) {
 	case 1:  /* write */
 	case 20: /* writev */
-	case 44: /* sendto */
-	case 46: /* sendmsg */
 		sending = 1;
 		break;
 	case 0:  /* read */
 	case 19: /* readv */
-	case 45: /* recvfrom */
-	case 47: /* recvmsg */
 		sending = 0;
 		break;
+	case 44: { /* sendto: the destination, for an unconnected UDP socket */
+		void *addr = 0;
+		RD(addr, regs->r8);
+		s->dport_hint = user_port(addr);
+		return 0;
+	}
+	case 46: { /* sendmsg: msg->msg_name */
+		struct user_msghdr *msg = 0;
+		void *addr = 0;
+		RD(msg, regs->si);
+		if (msg && !bpf_probe_read_user(&addr, sizeof(addr), &msg->msg_name))
+			s->dport_hint = user_port(addr);
+		return 0;
+	}
 	case 202: { /* futex */
 		unsigned long op = 0;
 		RD(op, regs->si);
@@ -316,14 +364,97 @@ int on_sys_enter(__u64 *ctx)
 	}
 	unsigned long fd = 0;
 	RD(fd, regs->di);
-	__u32 kind = 0;
-	__u64 chan = channel(fd, sending, &kind);
+	__u64 chan = pipe_of(fd);
 	if (!chan)
 		return 0;
 	s->chan = chan;
-	s->kind = kind;
+	s->kind = KIND_PIPE;
 	s->io = sending ? IO_WRITE : IO_READ;
 	return 0;
+}
+
+/* A socket send or receive of `ret` bytes by the current task on `sk`. */
+static inline __attribute__((always_inline)) int sock_io(struct sock *sk, long ret, long flags, int sending)
+{
+	struct task_state *s = bpf_task_storage_get(&tasks, bpf_get_current_task_btf(), 0, 0);
+	if (!s || !sk || ret <= 0)
+		return 0;
+	if (!sending && (flags & MSG_PEEK))
+		return 0; /* the bytes stay queued and are counted when read */
+	unsigned short family = 0;
+	RD(family, sk->__sk_common.skc_family);
+	__u64 chan = 0;
+	__u32 kind;
+	if (family == AF_UNIX) {
+		kind = KIND_UNIX;
+		if (sending) {
+			struct sock *peer = 0;
+			RD(peer, ((struct unix_sock *)sk)->peer);
+			if (!peer)
+				return 0;
+			sk = peer;
+		}
+		chan = sock_ino(sk);
+	} else if (family == AF_INET || family == AF_INET6) {
+		unsigned short proto = 0, num = 0, dport = 0;
+		RD(proto, sk->sk_protocol);
+		RD(num, sk->__sk_common.skc_num);
+		RD(dport, sk->__sk_common.skc_dport);
+		__u64 peer = __builtin_bswap16(dport);
+		if (proto == IPPROTO_TCP) {
+			kind = KIND_TCP;
+			if (!peer || !num) {
+				__u64 key = (__u64)sk;
+				__u32 *saved = bpf_map_lookup_elem(&tcp_ports, &key);
+				if (!saved)
+					return 0;
+				num = *saved >> 16;
+				peer = *saved & 0xffff;
+			}
+			chan = sending ? (peer << 16 | num) : ((__u64)num << 16 | peer);
+		} else if (proto == IPPROTO_UDP) {
+			kind = KIND_UDP;
+			chan = sending ? (s->dport_hint ? s->dport_hint : peer) : num;
+		} else {
+			return 0;
+		}
+	} else {
+		return 0;
+	}
+	if (!chan)
+		return 0;
+	add_flow(chan, sending ? IO_WRITE : IO_READ, kind, (__u64)ret);
+	return 0;
+}
+
+SEC("tp_btf/inet_sock_set_state")
+int on_tcp_state(__u64 *ctx)
+{
+	struct sock *sk = (struct sock *)ctx[0];
+	unsigned short proto = 0, num = 0, dport = 0;
+	RD(proto, sk->sk_protocol);
+	if (proto != IPPROTO_TCP)
+		return 0;
+	RD(num, sk->__sk_common.skc_num);
+	RD(dport, sk->__sk_common.skc_dport);
+	if (!num || !dport)
+		return 0;
+	__u64 key = (__u64)sk;
+	__u32 ports = (__u32)num << 16 | __builtin_bswap16(dport);
+	bpf_map_update_elem(&tcp_ports, &key, &ports, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/sock_send_length")
+int on_sock_send(__u64 *ctx)
+{
+	return sock_io((struct sock *)ctx[0], (long)(int)ctx[1], (long)(int)ctx[2], 1);
+}
+
+SEC("tp_btf/sock_recv_length")
+int on_sock_recv(__u64 *ctx)
+{
+	return sock_io((struct sock *)ctx[0], (long)(int)ctx[1], (long)(int)ctx[2], 0);
 }
 
 SEC("tp_btf/sys_exit")
@@ -344,15 +475,7 @@ int on_sys_exit(__u64 *ctx)
 			add_edge(tid, s->last_wakee, KIND_FUTEX, (__u64)ret - s->woken_seen);
 		return 0;
 	}
-	struct flow_key k = {.chan = s->chan, .tid = tid, .io_kind = (io << 8) | s->kind};
-	struct flow_val *v = bpf_map_lookup_elem(&flows, &k);
-	if (v) {
-		__sync_fetch_and_add(&v->bytes, (__u64)ret);
-		__sync_fetch_and_add(&v->calls, 1);
-	} else {
-		struct flow_val nv = {.bytes = (__u64)ret, .calls = 1};
-		bpf_map_update_elem(&flows, &k, &nv, BPF_NOEXIST);
-	}
+	add_flow(s->chan, io, s->kind, (__u64)ret);
 	return 0;
 }
 

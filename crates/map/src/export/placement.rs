@@ -23,12 +23,26 @@ pub fn taskset(p: &Placement) -> String {
     s
 }
 
-/// Open MPI rankfile: one rank per process (its first thread's CPU), ranks in the order the processes
-/// appear in the graph.
+/// Open MPI rankfile: one line per MPI rank with its process's CPUs (`slot=0`, or `slot=0-1` for a
+/// free rank, which Linux balances over its package). The ranks are the ones the graph recorded
+/// (the launcher's OMPI_COMM_WORLD_RANK / PMIX_RANK / PMI_RANK); a graph without ranks numbers its
+/// processes in the order they appear.
 pub fn rankfile(p: &Placement) -> String {
+    let procs: Vec<_> = p.nodes.iter().filter(|n| n.id == n.tgid).collect();
+    let mut ranked: Vec<(u32, &crate::place::Assigned)> =
+        procs.iter().filter_map(|n| n.rank.map(|r| (r, *n))).collect();
+    if ranked.is_empty() {
+        ranked = procs.iter().enumerate().map(|(k, n)| (k as u32, *n)).collect();
+    }
+    ranked.sort_by_key(|x| x.0);
     let mut s = String::new();
-    for (rank, n) in p.nodes.iter().filter(|n| n.id == n.tgid).enumerate() {
-        let _ = writeln!(s, "rank {rank}=localhost slot={}", n.cpu);
+    for (rank, n) in ranked {
+        let cpus: Vec<usize> = n.cpus().iter().map(|&c| c as usize).collect();
+        let _ = writeln!(
+            s,
+            "rank {rank}=localhost slot={}",
+            multios_host::cpus::format_list(&cpus)
+        );
     }
     s
 }

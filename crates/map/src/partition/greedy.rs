@@ -7,7 +7,7 @@
 //! T, and N (its number of clusters) is an output. Each ΔT is a full evaluation of T (O(E + n)),
 //! which is fine for the hundreds of threads of a program.
 
-use super::{CostModel, Partition, Quality, Weights};
+use super::{Partition, Quality, Weights};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
@@ -36,25 +36,24 @@ fn to_partition(s: &State, depth: u32) -> Partition {
 
 struct Eval<'a> {
     w: &'a Weights,
-    cost: &'a CostModel,
     cores: Option<usize>,
 }
 
 impl Eval<'_> {
     fn t(&self, s: &State) -> f64 {
-        to_partition(s, 0).quality(self.w, self.cost, self.cores).t
+        to_partition(s, 0).quality(self.w, self.cores).t
     }
 }
 
 /// Runs the partitioner; `seed` fixes the random node order.
-pub fn partition(w: &Weights, cost: &CostModel, cores: Option<usize>, seed: u64) -> Outcome {
+pub fn partition(w: &Weights, cores: Option<usize>, seed: u64) -> Outcome {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let ev = Eval { w, cost, cores };
+    let ev = Eval { w, cores };
     let n = w.len();
     let mut state: State = (0..n).map(|i| BTreeSet::from([i])).collect();
     let mut levels: Vec<(State, Quality)> = Vec::new();
     let keep = |s: &State, levels: &mut Vec<(State, Quality)>| {
-        let q = to_partition(s, 0).quality(w, cost, cores);
+        let q = to_partition(s, 0).quality(w, cores);
         levels.push((s.clone(), q));
     };
     keep(&state, &mut levels);
@@ -83,11 +82,7 @@ fn finish(levels: Vec<(State, Quality)>) -> Outcome {
     let chosen = levels.get(best).map(|(s, q)| (to_partition(s, best as u32), *q));
     let (partition, quality) = chosen.unwrap_or_else(|| {
         let empty = Partition::default();
-        let q = empty.quality(
-            &Weights::from_pairs(Vec::new(), Vec::new(), Vec::new()),
-            &CostModel::default(),
-            None,
-        );
+        let q = empty.quality(&Weights::from_pairs(Vec::new(), Vec::new(), Vec::new()), None);
         (empty, q)
     });
     Outcome {
@@ -243,7 +238,7 @@ mod tests {
             vec![1e6; 4],
             vec![(0, 1, 1e6), (2, 3, 1e6), (1, 2, 10.0)],
         );
-        let out = partition(&w, &CostModel::default(), Some(2), 1);
+        let out = partition(&w, Some(2), 1);
         let mut groups: Vec<Vec<usize>> = out.partition.clusters.iter().map(|c| c.members.clone()).collect();
         groups.sort();
         assert_eq!(groups, vec![vec![0, 1], vec![2, 3]]);

@@ -3,7 +3,8 @@
 //! non-overlapping Louvain baseline ([`louvain`]).
 //!
 //! T(s) = W_seq + W_par/N + W_c/N, with (eq. 2–4), for clusters u of the state s:
-//! - W_u = Σ work of u's members + local_factor · Σ cost of the pairs with both ends in u;
+//! - W_u = Σ work of u's members + Σ cost *together* of the pairs with both ends in u (what their
+//!   interactions cost on one CPU; a cut pair costs its cost *apart*, see [`CostModel`]);
 //! - W_seq = Σ W_u over the clusters alone at their depth d_u; W_par = Σ W_u over the others;
 //! - S_u = Σ cost of the cut pairs with an end in u (a pair is cut when no cluster holds both ends,
 //!   so a node replicated into a second cluster makes its pairs there local); W_c = Σ_u S_u;
@@ -14,7 +15,7 @@ pub mod greedy;
 pub mod louvain;
 mod weights;
 
-pub use weights::{CostModel, Weights};
+pub use weights::{traffic, CostModel, Pair, Traffic, Weights};
 
 use serde::{Deserialize, Serialize};
 
@@ -81,7 +82,7 @@ impl Partition {
     }
 
     /// T of this state (eq. 1–4) on `w`; `cores` caps N.
-    pub fn quality(&self, w: &Weights, cost: &CostModel, cores: Option<usize>) -> Quality {
+    pub fn quality(&self, w: &Weights, cores: Option<usize>) -> Quality {
         let n_nodes = w.len();
         let holders = self.holders(n_nodes);
         let k = self.clusters.len();
@@ -95,7 +96,8 @@ impl Partition {
                 .map(|&m| w.work[m])
                 .sum();
         }
-        for &(i, j, cost_ij) in &w.pairs {
+        for p in &w.detail {
+            let (i, j, cost_ij) = (p.i, p.j, p.apart);
             let common: Vec<usize> = holders[i]
                 .iter()
                 .filter(|c| holders[j].contains(c))
@@ -107,7 +109,7 @@ impl Partition {
                 }
             } else {
                 for c in common {
-                    wu[c] += cost.local_factor * cost_ij;
+                    wu[c] += p.together;
                 }
             }
         }
@@ -146,18 +148,17 @@ mod tests {
             vec![100.0; 4],
             vec![(0, 1, 1000.0), (2, 3, 1000.0), (1, 2, 10.0)],
         );
-        let cost = CostModel::default();
-        let good = Partition::flat(vec![vec![0, 1], vec![2, 3]], 0).quality(&w, &cost, Some(2));
+        let good = Partition::flat(vec![vec![0, 1], vec![2, 3]], 0).quality(&w, Some(2));
         assert_eq!(good.w_seq, 0.0);
-        assert_eq!(good.w_par, 400.0 + 0.5 * 2000.0);
+        assert_eq!(good.w_par, 400.0 + 0.5 * 2000.0); // together: half the cost apart
         assert_eq!(good.w_c, 20.0);
         assert_eq!(good.t, (good.w_par + good.w_c) / 2.0);
-        let one = Partition::flat(vec![vec![0, 1, 2, 3]], 0).quality(&w, &cost, Some(2));
+        let one = Partition::flat(vec![vec![0, 1, 2, 3]], 0).quality(&w, Some(2));
         assert_eq!(one.w_seq, 400.0 + 0.5 * 2010.0);
         assert_eq!(one.t, one.w_seq);
         assert!(good.t < one.t);
         // Replicating 1 into {2,3} makes 1-2 local there.
-        let rep = Partition::flat(vec![vec![0, 1], vec![1, 2, 3]], 0).quality(&w, &cost, Some(2));
+        let rep = Partition::flat(vec![vec![0, 1], vec![1, 2, 3]], 0).quality(&w, Some(2));
         assert_eq!(rep.w_c, 0.0);
         assert_eq!(rep.replicated, 1);
     }

@@ -52,6 +52,31 @@ pub struct Assigned {
     pub pu: usize,
     /// The OS CPU number of that PU.
     pub cpu: u32,
+    /// Whether a run pins the node to `cpu`. A free node (the affinity placement's nodes that share
+    /// no PU with a partner) may run on any CPU of `domain`, where Linux balances it.
+    #[serde(default = "pinned_by_default")]
+    pub pinned: bool,
+    /// The OS CPUs of a free node's package (empty for a pinned node).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub domain: Vec<u32>,
+    /// The node's MPI rank, when the graph recorded one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+}
+
+fn pinned_by_default() -> bool {
+    true
+}
+
+impl Assigned {
+    /// The CPUs a run lets the node use: its CPU when pinned, its domain when free.
+    pub fn cpus(&self) -> Vec<u32> {
+        if self.pinned || self.domain.is_empty() {
+            vec![self.cpu]
+        } else {
+            self.domain.clone()
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -88,18 +113,38 @@ pub fn place(
     strategy: Strategy,
 ) -> Placement {
     let w = Weights::new(g, cost);
-    let pu_of = if topo.is_empty() {
-        vec![0; w.len()]
+    let (pu_of, pinned) = if topo.is_empty() {
+        (vec![0; w.len()], vec![true; w.len()])
     } else {
         match strategy {
-            Strategy::Affinity => affinity::place(&w, partition, topo, cost),
-            Strategy::Treematch => treematch::place(&w, topo),
+            Strategy::Affinity => {
+                let m = affinity::place(&w, partition, topo);
+                (m.pu_of, m.pinned)
+            }
+            Strategy::Treematch => (treematch::place(&w, topo), vec![true; w.len()]),
             Strategy::RoundRobin => {
                 let mut order: Vec<usize> = (0..topo.len()).collect();
                 order.sort_by_key(|&p| topo.pus[p].os);
-                (0..w.len()).map(|k| order[k % order.len()]).collect()
+                (
+                    (0..w.len()).map(|k| order[k % order.len()]).collect(),
+                    vec![true; w.len()],
+                )
             }
         }
+    };
+    // a free node's domain: the PUs of its package
+    let domain = |pu: usize| -> Vec<u32> {
+        let Some(home) = topo.pus.get(pu).and_then(|p| p.path.first()) else {
+            return Vec::new();
+        };
+        let mut d: Vec<u32> = topo
+            .pus
+            .iter()
+            .filter(|p| p.path.first() == Some(home))
+            .map(|p| p.os)
+            .collect();
+        d.sort_unstable();
+        d
     };
     let costs = if topo.is_empty() {
         Costs::default()
@@ -112,13 +157,16 @@ pub fn place(
         nodes: g
             .nodes
             .iter()
-            .zip(&pu_of)
-            .map(|(n, &pu)| Assigned {
+            .zip(pu_of.iter().zip(&pinned))
+            .map(|(n, (&pu, &pinned))| Assigned {
                 id: n.id,
                 tgid: n.tgid,
                 comm: n.comm.clone(),
                 pu,
                 cpu: topo.pus.get(pu).map_or(0, |p| p.os),
+                pinned,
+                domain: if pinned { Vec::new() } else { domain(pu) },
+                rank: n.rank,
             })
             .collect(),
         costs,

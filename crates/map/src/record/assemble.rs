@@ -37,6 +37,12 @@ pub struct Raw {
     pub calls: Vec<(u32, u32, u64)>,
     /// Per process: resident pages and the PFNs of its writable mappings at its last sample.
     pub pages: BTreeMap<u32, (u64, BTreeSet<u64>)>,
+    /// Per pair of processes (a < b): the most writable frames both mapped at one sample
+    /// (`pagemap::share_round`). The last samples alone lose sharing that ends before the
+    /// processes do (Python unmaps an mmap object when it finalizes).
+    pub shared: BTreeMap<(u32, u32), u64>,
+    /// Per process: its MPI rank, when its environment names one.
+    pub ranks: BTreeMap<u32, u32>,
 }
 
 /// Writers and readers of one channel paired: each writer's bytes split over the readers in
@@ -82,6 +88,7 @@ pub fn assemble(raw: &Raw) -> Graph {
                 cpu_ns: n.oncpu_ns,
                 syscalls: Families::default(),
                 rss_pages: 0,
+                rank: None,
             },
         );
     }
@@ -93,6 +100,7 @@ pub fn assemble(raw: &Raw) -> Graph {
     for n in nodes.values_mut() {
         if n.id == n.tgid {
             n.rss_pages = raw.pages.get(&n.tgid).map_or(0, |p| p.0);
+            n.rank = raw.ranks.get(&n.tgid).copied();
         }
     }
     let mut edges = Vec::new();
@@ -122,20 +130,12 @@ pub fn assemble(raw: &Raw) -> Graph {
             count,
         });
     }
-    let mut shared_pages = Vec::new();
-    let procs: Vec<(&u32, &(u64, BTreeSet<u64>))> = raw.pages.iter().collect();
-    for (i, (a, (_, pa))) in procs.iter().enumerate() {
-        for (b, (_, pb)) in procs.iter().skip(i + 1) {
-            let pages = pa.intersection(pb).count() as u64;
-            if pages > 0 && nodes.contains_key(a) && nodes.contains_key(b) {
-                shared_pages.push(SharedPages {
-                    a: **a,
-                    b: **b,
-                    pages,
-                });
-            }
-        }
-    }
+    let shared_pages: Vec<SharedPages> = raw
+        .shared
+        .iter()
+        .filter(|((a, b), _)| nodes.contains_key(a) && nodes.contains_key(b))
+        .map(|(&(a, b), &pages)| SharedPages { a, b, pages })
+        .collect();
     let mut g = Graph::new(nodes.into_values().collect(), edges);
     g.shared_pages = shared_pages;
     g

@@ -10,7 +10,7 @@ use std::os::fd::AsRawFd;
 static BPF_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/map.bpf.o"));
 
 /// Must match `struct task_state` in map.bpf.c.
-const TASK_STATE_LEN: usize = 8 + 4 * 4 + 8 + 8;
+const TASK_STATE_LEN: usize = 8 + 4 * 4 + 8 + 8 + 4 + 4;
 const ONCPU_OFFSET: usize = 8 + 4 * 4 + 8;
 
 /// The attached probes; detached when dropped.
@@ -56,6 +56,8 @@ fn kind_of(k: u32) -> Option<EdgeKind> {
         2 => Some(EdgeKind::Wakeup),
         3 => Some(EdgeKind::Futex),
         4 => Some(EdgeKind::Signal),
+        5 => Some(EdgeKind::Tcp),
+        6 => Some(EdgeKind::Udp),
         _ => None,
     }
 }

@@ -22,6 +22,8 @@ pub enum RecordError {
     NoSuchPid(u32),
     #[error("process {0} may not be traced by this user (run as root or with CAP_BPF and CAP_PERFMON)")]
     NotPermitted(u32),
+    #[error("process {pid} ({comm}) is a kernel thread: it runs no program to record; give the PID of a user process")]
+    KernelThread { pid: u32, comm: String },
     #[error("eBPF: {what}: permission denied ({detail}); run as root or with CAP_BPF and CAP_PERFMON")]
     Permission { what: String, detail: String },
     #[error("eBPF: {what}: {msg}")]
@@ -80,6 +82,12 @@ pub fn record(opts: &Options) -> Result<Recorded, RecordError> {
         if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
             return Err(RecordError::NoSuchPid(pid));
         }
+        if crate::procfs::is_kernel_thread(pid) {
+            return Err(RecordError::KernelThread {
+                pid,
+                comm: comm_of(pid, pid).unwrap_or_default(),
+            });
+        }
     }
     let probe = bpf::Probe::load()?;
     let started = Instant::now();
@@ -123,11 +131,20 @@ pub fn record(opts: &Options) -> Result<Recorded, RecordError> {
         for (n, _) in probe.nodes()? {
             tgids.insert(n.tgid);
         }
+        let mut round = Vec::new();
         for t in tgids {
             if let Some(s) = pagemap::sample(t) {
-                raw.pages.insert(t, s);
+                round.push((t, s));
+            }
+            if let std::collections::btree_map::Entry::Vacant(v) = raw.ranks.entry(t) {
+                if let Some(r) = crate::procfs::mpi_rank(t) {
+                    v.insert(r);
+                }
             }
         }
+        let frames: Vec<(u32, &BTreeSet<u64>)> = round.iter().map(|(t, s)| (*t, &s.1)).collect();
+        pagemap::share_round(&frames, &mut raw.shared);
+        raw.pages.extend(round);
         let done = match child.as_mut() {
             Some(c) => match c.try_wait() {
                 Ok(Some(status)) => {

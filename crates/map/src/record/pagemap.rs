@@ -4,7 +4,7 @@
 //! text, shared libraries) are left out: every process shares libc, which says nothing about how
 //! processes interact.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::FileExt;
 
 /// At most this many pages are read per process and sample.
@@ -53,8 +53,39 @@ pub fn sample(pid: u32) -> Option<(u64, BTreeSet<u64>)> {
     Some((rss, pfns))
 }
 
+/// The frames each pair of processes sampled in one round both map, kept in `most` when more than
+/// that pair's earlier rounds (pairs `(a, b)` with a < b). Frames are compared within one round
+/// only: a frame freed by one process and reused by another later is not sharing.
+pub fn share_round(round: &[(u32, &BTreeSet<u64>)], most: &mut BTreeMap<(u32, u32), u64>) {
+    for (i, &(a, pa)) in round.iter().enumerate() {
+        for &(b, pb) in &round[i + 1..] {
+            let n = pa.intersection(pb).count() as u64;
+            if n > 0 {
+                let e = most.entry((a.min(b), a.max(b))).or_insert(0);
+                *e = (*e).max(n);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::share_round;
+    use std::collections::{BTreeMap, BTreeSet};
+
+    #[test]
+    fn a_pair_keeps_its_most_shared_round() {
+        let set = |v: &[u64]| v.iter().copied().collect::<BTreeSet<u64>>();
+        let (a, b, c) = (set(&[1, 2, 3, 4]), set(&[3, 4, 5]), set(&[9]));
+        let mut most = BTreeMap::new();
+        share_round(&[(7, &a), (5, &b), (6, &c)], &mut most);
+        assert_eq!(most, BTreeMap::from([((5, 7), 2)]));
+        // a later round where they share less (one unmapped) keeps the earlier count
+        let b2 = set(&[4]);
+        share_round(&[(5, &b2), (7, &a)], &mut most);
+        assert_eq!(most[&(5, 7)], 2);
+    }
+
     #[test]
     fn samples_this_process() {
         let (rss, pfns) = super::sample(std::process::id()).expect("own process");

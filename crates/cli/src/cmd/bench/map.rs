@@ -1,8 +1,10 @@
-//! `multios bench map` (issue #12): the IPC microbenchmark under Linux, round-robin and `map run`,
-//! the calibration and the projection; the body is multios_experiment::bench::map.
+//! `multios bench map` (issue #12): the calibration, the IPC microbenchmark under Linux, round-robin
+//! and `map run`, real programs against Linux's placement, predicted beside measured, and the
+//! projection; the body is multios_experiment::bench::map.
 
 use crate::output::{Format, Out, Table};
-use multios_experiment::bench::map::{self, Config};
+use multios_experiment::bench::map::{self, Config, Program};
+use multios_stats::Paired;
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
@@ -16,18 +18,50 @@ pub struct Args {
     /// Exchanges per pair and run
     #[arg(long, default_value_t = 2000)]
     rounds: u64,
-    /// Runs of each placement (interleaved)
-    #[arg(long, default_value_t = 3)]
+    /// Runs of each placement per IPC configuration (interleaved); 6 or more give an interval
+    #[arg(long, default_value_t = 6)]
     repeats: usize,
-    /// map run's polling interval
-    #[arg(long, default_value = "1ms")]
-    poll: multios_units::Duration,
-    /// Projection: extra cost per hop beyond the first (an assumption: not measurable on 2 CPUs)
+    /// Rounds of the calibration microbenchmarks, before and after the rest (each)
+    #[arg(long, default_value_t = 3)]
+    calibration_rounds: usize,
+    /// Real programs to run against Linux's placement (pipeline, make, prodcons, mpi; "none")
+    #[arg(long, value_delimiter = ',', default_value = "pipeline,make,prodcons,mpi")]
+    programs: Vec<String>,
+    /// ABBA pairs of runs per real program (6 or more give an interval)
+    #[arg(long, default_value_t = 8)]
+    pairs: usize,
+    /// map run's safety-net walk of /proc (new threads are placed from process events)
+    #[arg(long, default_value = "100ms")]
+    sweep: multios_units::Duration,
+    /// Projection: extra cost per hop beyond the calibrated distance (an assumption: not measurable on 2 CPUs)
     #[arg(long, default_value_t = 0.5)]
     per_hop: f64,
-    /// Scratch directory for the benchmark program and its output
+    /// Write the calibrated cost model here (JSON; `multios map … --costs FILE` reads it)
+    #[arg(long)]
+    costs: Option<std::path::PathBuf>,
+    /// Scratch directory for the benchmark programs, inputs and outputs
     #[arg(long, default_value = "/tmp/multios-bench-map")]
     workdir: std::path::PathBuf,
+}
+
+fn ratio(p: &Paired) -> String {
+    let (m, ci) = p.ratio();
+    match ci {
+        Some((lo, hi)) => format!("{m:.3} [{lo:.3}, {hi:.3}]"),
+        None => format!("{m:.3}"),
+    }
+}
+
+fn verdict(p: &Paired) -> &'static str {
+    match map::not_slower(p) {
+        Some(true) => "≤ 1.03",
+        None => "median ≤ 1.03",
+        Some(false) => "SLOWER",
+    }
+}
+
+fn err(pred: f64, meas: f64) -> String {
+    format!("{:+.0} %", 100.0 * (pred - meas) / meas)
 }
 
 pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
@@ -37,100 +71,232 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
     if a.sizes.contains(&0) || a.sizes.is_empty() {
         anyhow::bail!("--sizes: message sizes must be at least 1 byte");
     }
-    if a.rounds == 0 || a.repeats == 0 {
-        anyhow::bail!("--rounds and --repeats must be at least 1");
+    if a.rounds == 0 || a.repeats == 0 || a.pairs == 0 || a.calibration_rounds == 0 {
+        anyhow::bail!("--rounds, --repeats, --pairs and --calibration-rounds must be at least 1");
+    }
+    let mut programs = Vec::new();
+    for name in &a.programs {
+        match (name.as_str(), Program::parse(name)) {
+            ("none", _) => {}
+            (_, Some(p)) => programs.push(p),
+            _ => anyhow::bail!(
+                "--programs: unknown program '{name}'; one of pipeline, make, prodcons, mpi, none"
+            ),
+        }
+    }
+    if let Some(p) = &a.costs {
+        multios_host::output::check_writable(p)
+            .map_err(|e| anyhow::anyhow!("--costs {}: {e}", p.display()))?;
     }
     let cfg = Config {
         procs: a.procs,
         sizes: a.sizes,
         rounds: a.rounds,
         repeats: a.repeats,
-        poll: std::time::Duration::from_secs_f64(a.poll.secs().max(0.0)),
+        calibration_rounds: a.calibration_rounds,
+        programs,
+        pairs: a.pairs,
+        sweep: std::time::Duration::from_secs_f64(a.sweep.secs().max(0.001)),
         per_hop: a.per_hop,
         workdir: a.workdir,
     };
     let r = map::run(&cfg, &mut crate::progress::Bar::new(out))?;
+    if let Some(p) = &a.costs {
+        std::fs::write(p, serde_json::to_string_pretty(&r.calibration.cost)? + "\n")
+            .map_err(|e| anyhow::anyhow!("--costs {}: {e}", p.display()))?;
+    }
     if out.format == Format::Json {
         out.json(&r)?;
         return Ok(ExitCode::SUCCESS);
     }
+    let table = out.format == Format::Table;
+    // 1. calibration
+    if table {
+        outln!(
+            "Calibration ({} rounds before and {} after the rest, {} exchanges per run; medians per exchange):",
+            cfg.calibration_rounds,
+            cfg.calibration_rounds,
+            r.calibration.rounds
+        );
+    }
+    let mut t = Table::new(["microbenchmark", "size B", "wall µs", "CPU µs"]);
+    for s in &r.calibration.samples {
+        t.row([
+            s.arrangement.name().to_string(),
+            s.size.to_string(),
+            format!("{:.2}", s.wall_us),
+            format!("{:.2}", s.cpu_us),
+        ]);
+    }
+    t.print(out);
+    if table {
+        let c = &r.calibration.cost;
+        outln!(
+            "  two CPUs: {:.0} ns per message + {:.3} ns per byte; one CPU: {:.0} ns + {:.3} ns per byte; idle wake-up {:.0} ns; shared page {:.0} ns per round trip apart; CPU share {:.2}",
+            c.ns_per_event,
+            c.ns_per_byte,
+            c.local_ns_per_event,
+            c.local_ns_per_byte,
+            c.ns_per_idle_wake,
+            c.ns_per_shared_page,
+            r.calibration.cpu_share
+        );
+        outln!();
+        outln!(
+            "IPC microbenchmark (seed 001 §III on pipes): µs per exchange, medians of {} interleaved runs of {} exchanges per pair; map/Linux: median of the paired ratios [95 % interval]",
+            cfg.repeats, cfg.rounds
+        );
+    }
+    // 2. IPC rows
     let mut t = Table::new([
         "procs",
         "size",
-        "Linux µs",
-        "round-robin µs",
-        "map µs",
+        "Linux",
+        "round-robin",
+        "map",
         "map/Linux",
         "rr/Linux",
-        "map CPUs",
-        "pred rr µs",
-        "pred map µs",
+        "≤ 3 % slower?",
+        "map CPUs (procs)",
+        "released",
+        "pred rr",
+        "err rr",
+        "pred map",
+        "err map",
     ]);
-    for row in &r.rows {
-        let cpus: Vec<String> = row.map_cpus.iter().map(|c| c.to_string()).collect();
+    for row in &r.ipc {
         t.row([
             row.procs.to_string(),
             row.size.to_string(),
             format!("{:.2}", row.linux_us),
             format!("{:.2}", row.round_robin_us),
             format!("{:.2}", row.map_us),
-            format!("{:.3}", row.map_vs_linux),
-            format!("{:.3}", row.round_robin_vs_linux),
-            cpus.join(" "),
+            ratio(&row.map_vs_linux),
+            format!("{:.3}", row.round_robin_vs_linux.ratio().0),
+            verdict(&row.map_vs_linux).to_string(),
+            {
+                // processes per CPU list, e.g. "0:8 1:8 0-1:1"
+                let mut n: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+                for c in &row.map_cpus {
+                    *n.entry(c.as_str()).or_default() += 1;
+                }
+                n.iter()
+                    .map(|(c, k)| format!("{c}:{k}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            },
+            format!("{}/{}", row.map_released_runs, cfg.repeats),
             format!("{:.2}", row.predicted_round_robin_us),
+            err(row.predicted_round_robin_us, row.round_robin_us),
             format!("{:.2}", row.predicted_map_us),
+            err(row.predicted_map_us, row.map_us),
         ]);
     }
-    if out.format == Format::Table {
-        outln!(
-            "IPC microbenchmark (seed 001 §III on pipes): time per exchange, medians of {} interleaved runs of {} exchanges per pair; map run polls every {} µs",
-            cfg.repeats, cfg.rounds, r.poll_us
-        );
-    }
     t.print(out);
-    if out.format != Format::Table {
+    // 3. programs
+    if !r.programs.is_empty() {
+        if table {
+            outln!();
+            outln!(
+                "Real programs: Linux's placement vs placed, {} ABBA pairs; seconds (medians)",
+                cfg.pairs
+            );
+        }
+        let mut t = Table::new([
+            "program",
+            "Linux s",
+            "placed s",
+            "placed/Linux",
+            "fastest/fastest",
+            "≤ 3 % slower?",
+            "released",
+            "predicted s",
+            "err",
+        ]);
+        for p in &r.programs {
+            t.row([
+                p.program.name().to_string(),
+                format!("{:.3}", p.linux_s),
+                format!("{:.3}", p.map_s),
+                ratio(&p.map_vs_linux),
+                format!("{:.3}", 1.0 + p.map_vs_linux.fastest / 100.0),
+                verdict(&p.map_vs_linux).to_string(),
+                format!("{}/{}", p.released_runs, cfg.pairs),
+                format!("{:.3}", p.predicted_map_s),
+                err(p.predicted_map_s, p.map_s),
+            ]);
+        }
+        t.print(out);
+        if table {
+            for p in &r.programs {
+                outln!("  {}: {}", p.program.name(), p.command);
+                outln!("    placed: {}", p.placed_command);
+                outln!("    placement: {}", p.placement.join(" "));
+            }
+        }
+    }
+    if !table {
         return Ok(ExitCode::SUCCESS);
     }
-    outln!();
-    outln!("calibration (one pair alone):");
-    for c in &r.calibration {
-        outln!(
-            "  {} B: one CPU {:.2} µs, two CPUs {:.2} µs per exchange",
-            c.size,
-            c.same_cpu_us,
-            c.two_cpus_us
-        );
-    }
-    outln!(
-        "  fitted: {:.1} ns per message + {:.4} ns per byte between CPUs; one CPU costs {:.3}× two (local factor)",
-        r.cost.ns_per_event, r.cost.ns_per_byte, r.cost.local_factor
-    );
-    outln!(
-        "  prediction vs measurement on this machine (round-robin and map rows): median error {:.1} %, largest {:.1} %",
-        100.0 * r.prediction_error_median,
-        100.0 * r.prediction_error_max
-    );
+    // 4. projection
     outln!();
     outln!(
-        "projection (per-hop factor {} ASSUMED: this machine has only one hop):",
+        "Projection (per-hop factor {} ASSUMED: this machine has one distance between CPUs):",
         r.per_hop_assumed
     );
     let mut p = Table::new([
         "topology",
+        "workload",
         "procs",
         "strategy",
         "HOP_BYTE / treematch",
-        "predicted µs per exchange",
+        "predicted ms",
     ]);
     for x in &r.projection {
         p.row([
             x.topology.clone(),
+            x.workload.clone(),
             x.procs.to_string(),
             x.strategy.clone(),
             format!("{:.3}", x.hop_byte_vs_treematch),
-            format!("{:.2}", x.predicted_us),
+            format!("{:.3}", x.predicted_ms),
         ]);
     }
     p.print(out);
+    // 5. targets
+    let v = &r.verdicts;
+    outln!();
+    outln!("Targets:");
+    outln!(
+        "  never more than 3 % slower than Linux: {} rows with the interval ≤ 1.03, {} with only the median, {} slower{}",
+        v.not_slower,
+        v.not_slower_median_only,
+        v.slower.len(),
+        if v.slower.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", v.slower.join("; "))
+        }
+    );
+    outln!(
+        "  ≥ 1.3× faster on the pipe pairs: {} of {} IPC rows",
+        v.faster_1_3,
+        v.ipc_rows
+    );
+    outln!(
+        "  prediction within 10 % on the 2-CPU IPC runs: median error {:.1} %, largest {:.1} % over {} rows → {}; programs: median {:.1} %, largest {:.1} %",
+        100.0 * r.accuracy_ipc.median_error,
+        100.0 * r.accuracy_ipc.max_error,
+        r.accuracy_ipc.compared,
+        if v.prediction_within_10pct { "met" } else { "NOT met" },
+        100.0 * r.accuracy_programs.median_error,
+        100.0 * r.accuracy_programs.max_error
+    );
+    for (w, x) in &v.hop_byte_128 {
+        outln!(
+            "  HOP_BYTE at 128 cores ({w}): affinity / TreeMatch-style = {x:.3} → {}",
+            if *x <= 1.05 { "met" } else { "NOT met" }
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,6 +1,9 @@
 //! The architecture layer: processing units (PUs) in a tree of packages, NUMA nodes, caches and
-//! cores, read from sysfs or built from an hwloc-style synthetic string (`"pack:2 core:64 pu:1"`).
+//! cores, read from sysfs, from hwloc's XML (`lstopo --of xml`, [`hwloc`]) or built from an
+//! hwloc-style synthetic string (`"pack:2 core:64 pu:1"`, also what `lstopo --of synthetic` prints).
 //! The distance between two PUs, in hops, is how many levels one climbs to their common ancestor.
+
+pub mod hwloc;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -19,21 +22,38 @@ pub enum TopologyError {
     TooLarge(u64),
     #[error("reading {path}: {msg}")]
     Sysfs { path: String, msg: String },
+    #[error("reading the topology file {path}: {msg}")]
+    Read { path: String, msg: String },
+    #[error("{path}, line {line}, column {column}: {what}")]
+    Xml {
+        path: String,
+        line: u32,
+        column: u32,
+        what: String,
+    },
+    #[error("{path}: {what}")]
+    XmlFile { path: String, what: String },
 }
 
 /// The largest machine a synthetic string may describe.
 pub const MAX_PUS: u64 = 1 << 16;
 
-/// Level names in their order from the root, with the spellings accepted for each.
-const LEVELS: [(&str, &[&str]); 7] = [
+/// Level names in their order from the root, with the spellings accepted for each (hwloc's own
+/// names, as `lstopo --of synthetic` prints them, among them).
+const LEVELS: [(&str, &[&str]); 8] = [
     ("package", &["pack", "package", "socket"]),
+    ("die", &["die"]),
     ("numa", &["numa", "numanode", "node", "group"]),
-    ("l3", &["l3", "l3cache"]),
-    ("l2", &["l2", "l2cache"]),
-    ("l1", &["l1", "l1d", "l1cache"]),
+    ("l3", &["l3", "l3cache", "l3d", "l3dcache", "l3ucache"]),
+    ("l2", &["l2", "l2cache", "l2d", "l2dcache", "l2ucache"]),
+    ("l1", &["l1", "l1d", "l1cache", "l1dcache", "l1ucache"]),
     ("core", &["core"]),
     ("pu", &["pu", "thread"]),
 ];
+
+/// Levels hwloc may print that carry no distance: instruction caches share their data cache's PUs
+/// and the machine is the root. They are accepted and left out.
+const TRANSPARENT: [&str; 5] = ["l1i", "l1icache", "l2icache", "l3icache", "machine"];
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Level {
@@ -79,9 +99,30 @@ impl Topology {
                 token: token.to_string(),
                 what,
             };
-            let Some((name, count)) = token.split_once(':') else {
+            // a memory attachment, e.g. `[NUMANode(memory=…)]`: no distance between PUs
+            if token.starts_with('[') {
+                if !token.ends_with(']') {
+                    return Err(at("a memory attachment '[…]' is not closed by ']'".into()));
+                }
+                continue;
+            }
+            // attributes, e.g. `L2Cache:2(size=524288)`: not needed for distances
+            let bare = match token.find('(') {
+                Some(i) if token.ends_with(')') => &token[..i],
+                Some(_) => return Err(at("attributes '(…)' are not closed by ')'".into())),
+                None => token,
+            };
+            let Some((name, count)) = bare.split_once(':') else {
                 return Err(at("expected NAME:COUNT (e.g. core:8)".into()));
             };
+            if TRANSPARENT.contains(&name.to_ascii_lowercase().as_str()) {
+                if count != "1" {
+                    return Err(at(format!(
+                        "level '{name}' is left out (it adds no distance) and must have a count of 1"
+                    )));
+                }
+                continue;
+            }
             let lower = name.to_ascii_lowercase();
             let Some(rank) = LEVELS
                 .iter()
@@ -171,12 +212,25 @@ impl Topology {
                 ],
             ));
         }
-        let names = ["package", "numa", "l3", "core", "pu"];
-        let mut ids: Vec<BTreeMap<String, u32>> = vec![BTreeMap::new(); 4];
+        let keys = keys.into_iter().map(|(os, k)| (os, k.to_vec())).collect();
+        Ok(Topology::from_keys(
+            "sysfs".into(),
+            &["package", "numa", "l3", "core", "pu"],
+            keys,
+        ))
+    }
+
+    /// A topology from each PU's OS number and the keys of its ancestors, one per level above the
+    /// PU (`names` ends with the PU level): PUs with equal keys at a level share that object. Object
+    /// numbers follow the order the keys first appear; a level's arity is its largest number of
+    /// children under one parent.
+    pub(crate) fn from_keys(source: String, names: &[&str], keys: Vec<(u32, Vec<String>)>) -> Topology {
+        let above = names.len().saturating_sub(1);
+        let mut ids: Vec<BTreeMap<String, u32>> = vec![BTreeMap::new(); above];
         let mut pus = Vec::new();
         for (i, (os, k)) in keys.iter().enumerate() {
             let mut path = Vec::new();
-            for (level, key) in k.iter().enumerate() {
+            for (level, key) in k.iter().take(above).enumerate() {
                 let next = ids[level].len() as u32;
                 path.push(*ids[level].entry(key.clone()).or_insert(next));
             }
@@ -196,16 +250,15 @@ impl Topology {
                 arity,
             });
         }
-        Ok(Topology {
-            source: "sysfs".into(),
-            levels,
-            pus,
-        })
+        Topology { source, levels, pus }
     }
 
-    /// The synthetic string, or this machine when `spec` is None.
+    /// `spec` read as hwloc XML when it names a `.xml` file (or is XML text itself), else as a
+    /// synthetic string; this machine (sysfs) when `spec` is None.
     pub fn resolve(spec: Option<&str>) -> Result<Topology, TopologyError> {
         match spec {
+            Some(s) if s.trim_start().starts_with('<') => hwloc::from_xml(s, "the topology XML"),
+            Some(s) if s.to_ascii_lowercase().ends_with(".xml") => hwloc::from_file(std::path::Path::new(s)),
             Some(s) => Topology::synthetic(s),
             None => Topology::from_sysfs(),
         }

@@ -1,0 +1,259 @@
+//! The IPC microbenchmark of seed 001 §III on pipes: pairs of processes exchanging messages under
+//! Linux's default placement, round-robin pinning and `multios map run` (the affinity placement of a
+//! recorded run), interleaved, with the model's prediction of the two pinned placements.
+
+use super::{median, Context, MapBenchError};
+use multios_map::partition::{greedy, Weights};
+use multios_map::place::{self, Strategy};
+use multios_map::programs::parse;
+use multios_map::project;
+use multios_map::run::{self as maprun, Rule};
+use multios_map::{record, Edge, EdgeKind, Graph, Node};
+use multios_stats::Paired;
+use serde::Serialize;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+/// One configuration, three placements: medians of the time per exchange.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub procs: usize,
+    pub size: usize,
+    pub linux_us: f64,
+    pub round_robin_us: f64,
+    pub map_us: f64,
+    /// map / Linux per run (paired by repeat): median, interval, fastest / fastest.
+    pub map_vs_linux: Paired,
+    pub round_robin_vs_linux: Paired,
+    /// The CPUs map run gave each process (root first; "0-1": free).
+    pub map_cpus: Vec<String>,
+    /// map runs in which a CPU's pinned groups were released (other programs took the CPU).
+    pub map_released_runs: usize,
+    /// The model's time per exchange for the round-robin and map placements.
+    pub predicted_round_robin_us: f64,
+    pub predicted_map_us: f64,
+    /// The PU of each process (root first) under each placement, for the model.
+    #[serde(skip_serializing)]
+    pub rr_pu: Vec<usize>,
+    #[serde(skip_serializing)]
+    pub map_pu: Vec<usize>,
+}
+
+/// The model's time per exchange of `r`'s configuration under round-robin and under map's placement.
+pub fn predict(ctx: &Context, r: &Row) -> (f64, f64) {
+    let rounds = 1000;
+    let bw = Weights::new(&bench_graph(r.procs, r.size, rounds), &ctx.hop.cost);
+    let per_ex = |pu: &[usize]| {
+        let pu: Vec<usize> = pu
+            .iter()
+            .copied()
+            .chain(std::iter::repeat(0))
+            .take(r.procs + 1)
+            .collect();
+        project::predict(&bw, &ctx.here, &pu, &ctx.hop) / 1e3 / (rounds as f64 * (r.procs / 2).max(1) as f64)
+    };
+    (per_ex(&r.rr_pu), per_ex(&r.map_pu))
+}
+
+/// The program's name as the kernel shows it (comm: 15 bytes).
+fn comm() -> String {
+    "multios-ipcbench".chars().take(15).collect()
+}
+
+fn per_exchange(stdout: &str, ok: bool, what: &str) -> Result<f64, MapBenchError> {
+    match parse(stdout) {
+        Some(r) if ok && r.exchanges > 0 => Ok(r.wall_ns as f64 / 1e3 / r.exchanges as f64),
+        _ => Err(MapBenchError::Program(format!(
+            "{what}: failed or printed '{}'",
+            stdout.trim()
+        ))),
+    }
+}
+
+/// Runs the program directly (Linux's placement): µs per exchange.
+fn linux(prog: &Path, procs: usize, size: usize, rounds: u64) -> Result<f64, MapBenchError> {
+    let out = Command::new(prog)
+        .args([procs.to_string(), size.to_string(), rounds.to_string()])
+        .output()
+        .map_err(|e| MapBenchError::Program(e.to_string()))?;
+    per_exchange(
+        &String::from_utf8_lossy(&out.stdout),
+        out.status.success(),
+        "Linux run",
+    )
+}
+
+/// Runs it under `map run` with `rules`: µs per exchange.
+fn placed(
+    ctx: &Context,
+    procs: usize,
+    size: usize,
+    rounds: u64,
+    rules: &[Rule],
+) -> Result<(f64, maprun::RunReport), MapBenchError> {
+    let out = ctx.workdir.join("ipc.out");
+    let cmd = vec![
+        "/bin/sh".to_string(),
+        "-c".to_string(),
+        format!(
+            "exec {} {procs} {size} {rounds} > {}",
+            ctx.ipcbench.display(),
+            out.display()
+        ),
+    ];
+    let rep = maprun::run(&cmd, rules, ctx.sweep)?;
+    let text = std::fs::read_to_string(&out).unwrap_or_default();
+    Ok((per_exchange(&text, rep.exit_code == Some(0), "map run")?, rep))
+}
+
+/// Rules: the k-th process (root first) on `cpus[k]`.
+fn rules(cpus: &[u32]) -> Vec<Rule> {
+    cpus.iter()
+        .enumerate()
+        .map(|(k, &cpu)| Rule::pin(&comm(), k, cpu))
+        .collect()
+}
+
+/// The benchmark's graph: root, then pairs (1,2), (3,4), … exchanging `rounds` messages of `size`
+/// bytes and one-byte answers, each message waking its reader; no work besides (the processes only
+/// communicate; what that costs is the model's).
+pub fn bench_graph(procs: usize, size: usize, rounds: u64) -> Graph {
+    let node = |id: u32| Node::process(id, &comm(), 0);
+    let mut nodes = vec![node(1)];
+    let mut edges = Vec::new();
+    for k in 0..procs as u32 {
+        nodes.push(node(2 + k));
+    }
+    let edge = |from, to, kind, bytes, count| Edge {
+        from,
+        to,
+        kind,
+        bytes,
+        count,
+    };
+    for p in 0..(procs / 2) as u32 {
+        let (a, b) = (2 + 2 * p, 3 + 2 * p);
+        edges.push(edge(a, b, EdgeKind::Pipe, size as u64 * rounds, rounds));
+        edges.push(edge(b, a, EdgeKind::Pipe, rounds, rounds));
+        edges.push(edge(a, b, EdgeKind::Wakeup, 0, rounds));
+        edges.push(edge(b, a, EdgeKind::Wakeup, 0, rounds));
+    }
+    Graph::new(nodes, edges)
+}
+
+/// What `map run` applies to one configuration: its rules, each process's CPUs (root first, as
+/// shown) and PU index (for the model).
+struct Learned {
+    rules: Vec<Rule>,
+    cpus: Vec<String>,
+    pus: Vec<usize>,
+}
+
+/// Records a short run, places it with the calibrated costs.
+fn learn(ctx: &Context, procs: usize, size: usize, rounds: u64) -> Result<Learned, MapBenchError> {
+    let rec = record::record(&record::Options {
+        command: vec![
+            "/bin/sh".into(),
+            "-c".into(),
+            format!(
+                "exec {} {procs} {size} {} > /dev/null",
+                ctx.ipcbench.display(),
+                (rounds / 10).max(10)
+            ),
+        ],
+        pid: None,
+        duration: None,
+        sample_every: Duration::from_millis(50),
+        topology: None,
+    })?;
+    let g = rec.graph;
+    let w = Weights::new(&g, &ctx.hop.cost);
+    let part = greedy::partition(&w, Some(ctx.here.len()), 1).partition;
+    let placement = place::place(&g, &part, &ctx.here, &ctx.hop.cost, Strategy::Affinity);
+    let mut by_id: Vec<_> = placement.nodes.iter().collect();
+    by_id.sort_by_key(|n| n.id);
+    let cpus = by_id
+        .iter()
+        .map(|n| multios_host::cpus::format_list(&n.cpus().iter().map(|&c| c as usize).collect::<Vec<_>>()))
+        .collect();
+    let pus = by_id.iter().map(|n| n.pu).collect();
+    Ok(Learned {
+        rules: maprun::rules(&placement),
+        cpus,
+        pus,
+    })
+}
+
+/// All rows: for each configuration, `repeats` runs of each placement in rotating order.
+pub fn rows(
+    ctx: &Context,
+    procs: &[usize],
+    sizes: &[usize],
+    rounds: u64,
+    repeats: usize,
+    progress: &mut dyn crate::progress::Progress,
+) -> Result<Vec<Row>, MapBenchError> {
+    progress.start(
+        (procs.len() * sizes.len()) as u64,
+        "IPC microbenchmark: Linux, round-robin, map run",
+    );
+    let mut rows = Vec::new();
+    for &p in procs {
+        for &size in sizes {
+            let Learned {
+                rules: map_rules,
+                cpus: map_cpus,
+                pus: map_pu,
+            } = learn(ctx, p, size, rounds)?;
+            let rr_cpus: Vec<u32> = (0..=p).map(|k| ctx.cpus[k % ctx.cpus.len()]).collect();
+            let rr_rules = rules(&rr_cpus);
+            let (mut l, mut r, mut m) = (Vec::new(), Vec::new(), Vec::new());
+            let mut released = 0usize;
+            for k in 0..repeats {
+                for slot in 0..3 {
+                    match (k + slot) % 3 {
+                        0 => l.push(linux(&ctx.ipcbench, p, size, rounds)?),
+                        1 => r.push(placed(ctx, p, size, rounds, &rr_rules)?.0),
+                        _ => {
+                            let (t, rep) = placed(ctx, p, size, rounds, &map_rules)?;
+                            released += usize::from(!rep.released.is_empty());
+                            m.push(t);
+                        }
+                    }
+                }
+            }
+            let rr_pu: Vec<usize> = rr_cpus.iter().map(|&c| ctx.pu_of_cpu(c)).collect();
+            let empty = || Paired {
+                pairs: 0,
+                median: f64::NAN,
+                ci: None,
+                ci_coverage: None,
+                fastest: f64::NAN,
+            };
+            let mut row = Row {
+                procs: p,
+                size,
+                linux_us: median(&l),
+                round_robin_us: median(&r),
+                map_us: median(&m),
+                map_vs_linux: multios_stats::paired(&l, &m).unwrap_or_else(empty),
+                round_robin_vs_linux: multios_stats::paired(&l, &r).unwrap_or_else(empty),
+                map_cpus,
+                map_released_runs: released,
+                predicted_round_robin_us: 0.0,
+                predicted_map_us: 0.0,
+                rr_pu,
+                map_pu,
+            };
+            (row.predicted_round_robin_us, row.predicted_map_us) = predict(ctx, &row);
+            progress.advance(&format!(
+                "{p} procs, {size} B: Linux {:.2} µs, round-robin {:.2} µs, map {:.2} µs per exchange",
+                row.linux_us, row.round_robin_us, row.map_us
+            ));
+            rows.push(row);
+        }
+    }
+    progress.finish();
+    Ok(rows)
+}

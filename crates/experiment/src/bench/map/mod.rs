@@ -1,0 +1,303 @@
+//! `multios bench map` (issue #12): everything NetworkedOS claims that can be measured on this
+//! machine, side by side in one run, with its targets.
+//!
+//! 1. The cost model calibrated from microbenchmarks ([`calibrate`]), measured before and after the
+//!    rest (the machine's load drifts; both halves count).
+//! 2. The IPC microbenchmark of seed 001 §III ([`ipc`]): pairs exchanging 1–64 KiB messages, 2 to 32
+//!    processes, under Linux's placement, round-robin pinning and `multios map run`, interleaved;
+//!    the model's prediction of the two pinned placements beside the measurement.
+//! 3. Real programs ([`programs`]): a pipeline, `make -j4`, a producer/consumer over futexes and
+//!    LAMMPS on two MPI ranks with the rankfile, each against Linux's placement in ABBA pairs.
+//! 4. The projection to 16-, 64- and 128-core described machines ([`projection`]): HOP_BYTE of the
+//!    mapping against the TreeMatch-style baseline's, and the model's times. The per-hop cost beyond
+//!    two cores of one cache cannot be measured on 2 CPUs: it is an assumption, printed as such.
+
+pub mod calibrate;
+pub mod ipc;
+pub mod programs;
+pub mod projection;
+
+use crate::progress::Progress;
+use multios_map::project::HopModel;
+use multios_map::{record, Topology};
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use programs::Program;
+
+#[derive(Debug, thiserror::Error)]
+pub enum MapBenchError {
+    #[error("the benchmark program: {0}")]
+    Program(String),
+    #[error("writing {dir}: {source}")]
+    Install { dir: String, source: std::io::Error },
+    #[error("this machine has {0} CPU(s) this process may use; the benchmark compares one CPU with two")]
+    OneCpu(usize),
+    #[error(transparent)]
+    Record(#[from] record::RecordError),
+    #[error(transparent)]
+    Run(#[from] multios_map::run::RunError),
+    #[error(transparent)]
+    Topology(#[from] multios_map::topology::TopologyError),
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub procs: Vec<usize>,
+    pub sizes: Vec<usize>,
+    /// Exchanges per pair and IPC run.
+    pub rounds: u64,
+    /// Runs of each placement per IPC configuration.
+    pub repeats: usize,
+    /// Calibration rounds, before and after the rest (each).
+    pub calibration_rounds: usize,
+    /// Real programs and their ABBA pairs of runs.
+    pub programs: Vec<Program>,
+    pub pairs: usize,
+    /// map run's safety-net walk of /proc.
+    pub sweep: Duration,
+    /// Projection: extra cost per hop beyond the calibrated distance (assumed).
+    pub per_hop: f64,
+    pub workdir: PathBuf,
+}
+
+/// What every part of the benchmark shares.
+pub struct Context {
+    pub here: Topology,
+    /// This process's CPUs in OS order.
+    pub cpus: Vec<u32>,
+    pub hop: HopModel,
+    pub ipcbench: PathBuf,
+    pub prodcons: PathBuf,
+    pub workdir: PathBuf,
+    pub sweep: Duration,
+}
+
+impl Context {
+    pub fn pu_of_cpu(&self, cpu: u32) -> usize {
+        self.here.pus.iter().position(|p| p.os == cpu).unwrap_or(0)
+    }
+}
+
+/// How predictions compare with measurements.
+#[derive(Debug, Clone, Serialize)]
+pub struct Accuracy {
+    /// |predicted − measured| / measured: median and largest, over the rows compared.
+    pub median_error: f64,
+    pub max_error: f64,
+    pub compared: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Verdicts {
+    /// Rows (IPC and programs) whose map/Linux interval lies at or under 1.03, whose median does
+    /// (the interval reaches above), and whose median is above 1.03; rows without an interval (fewer
+    /// than 6 pairs) count by their median.
+    pub not_slower: usize,
+    pub not_slower_median_only: usize,
+    pub slower: Vec<String>,
+    /// IPC rows at least 1.3× faster than Linux (median map/Linux ≤ 1/1.3), of all IPC rows.
+    pub faster_1_3: usize,
+    pub ipc_rows: usize,
+    /// The prediction within 10 % (median error).
+    pub prediction_within_10pct: bool,
+    /// At 128 cores, affinity's HOP_BYTE ≤ 1.05 × TreeMatch-style's, per workload.
+    pub hop_byte_128: Vec<(String, f64)>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub calibration: calibrate::Calibration,
+    pub hop: HopModel,
+    pub ipc: Vec<ipc::Row>,
+    pub programs: Vec<programs::ProgramRow>,
+    pub projection: Vec<projection::Projection>,
+    /// IPC rows (round-robin and map) and programs (placed run).
+    pub accuracy_ipc: Accuracy,
+    pub accuracy_programs: Accuracy,
+    pub verdicts: Verdicts,
+    pub per_hop_assumed: f64,
+    pub sweep_ms: f64,
+}
+
+pub(crate) fn median(v: &[f64]) -> f64 {
+    multios_stats::median(v).unwrap_or(f64::NAN)
+}
+
+fn accuracy(pairs: &[(f64, f64)]) -> Accuracy {
+    let mut e: Vec<f64> = pairs
+        .iter()
+        .filter(|(_, m)| *m > 0.0 && m.is_finite())
+        .map(|(p, m)| (p - m).abs() / m)
+        .collect();
+    e.sort_by(f64::total_cmp);
+    Accuracy {
+        median_error: median(&e),
+        max_error: e.last().copied().unwrap_or(f64::NAN),
+        compared: e.len(),
+    }
+}
+
+/// Where a paired map/Linux comparison stands against "never more than 3 % slower".
+pub fn not_slower(p: &multios_stats::Paired) -> Option<bool> {
+    let (m, ci) = p.ratio();
+    match ci {
+        Some((_, hi)) if hi <= 1.03 => Some(true),
+        _ if m <= 1.03 => None,
+        _ => Some(false),
+    }
+}
+
+pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, MapBenchError> {
+    std::fs::create_dir_all(&cfg.workdir).map_err(|source| MapBenchError::Install {
+        dir: cfg.workdir.display().to_string(),
+        source,
+    })?;
+    let install = |source| MapBenchError::Install {
+        dir: cfg.workdir.display().to_string(),
+        source,
+    };
+    let ipcbench = multios_map::programs::install_ipcbench(&cfg.workdir).map_err(install)?;
+    let prodcons = multios_map::programs::install_prodcons(&cfg.workdir).map_err(install)?;
+    let here = Topology::from_sysfs()?;
+    let allowed = multios_host::cpus::CpuSet::allowed();
+    let mut cpus: Vec<u32> = here
+        .pus
+        .iter()
+        .map(|p| p.os)
+        .filter(|&c| allowed.contains(c as usize))
+        .collect();
+    cpus.sort_unstable();
+    if cpus.len() < 2 {
+        return Err(MapBenchError::OneCpu(cpus.len()));
+    }
+    let (c0, c1) = (cpus[0], cpus[1]);
+    let cal_rounds = cfg.rounds.max(200);
+    let calibrate =
+        |progress: &mut dyn Progress, what: &str| -> Result<Vec<calibrate::Round>, MapBenchError> {
+            progress.start(cfg.calibration_rounds as u64, what);
+            let mut v = Vec::new();
+            for _ in 0..cfg.calibration_rounds {
+                v.push(calibrate::round(&ipcbench, c0, c1, cal_rounds)?);
+                progress.advance("a round of the calibration microbenchmarks");
+            }
+            progress.finish();
+            Ok(v)
+        };
+    let mut rounds = calibrate(progress, "calibration: microbenchmarks (before)")?;
+    let first = calibrate::fit(&rounds, cal_rounds);
+    let pu = |cpu: u32| here.pus.iter().position(|p| p.os == cpu).unwrap_or(0);
+    let ref_hops = here.hops(pu(c0), pu(c1)).max(1);
+    let mut ctx = Context {
+        here: here.clone(),
+        cpus: cpus.clone(),
+        hop: HopModel {
+            cost: first.cost,
+            per_hop: cfg.per_hop,
+            ref_hops,
+            cpu_share: first.cpu_share,
+        },
+        ipcbench: ipcbench.clone(),
+        prodcons,
+        workdir: cfg.workdir.clone(),
+        sweep: cfg.sweep,
+    };
+    progress.note(&format!(
+        "calibrated (first half): {:.0} ns per message + {:.3} ns/B between CPUs, {:.0} ns + {:.3} ns/B on one, {:.0} ns per idle wake-up, {:.0} ns per shared page; CPU share {:.2}",
+        first.cost.ns_per_event,
+        first.cost.ns_per_byte,
+        first.cost.local_ns_per_event,
+        first.cost.local_ns_per_byte,
+        first.cost.ns_per_idle_wake,
+        first.cost.ns_per_shared_page,
+        first.cpu_share
+    ));
+    let ipc = ipc::rows(&ctx, &cfg.procs, &cfg.sizes, cfg.rounds, cfg.repeats, progress)?;
+    let mut progs = Vec::new();
+    if !cfg.programs.is_empty() {
+        progress.start(
+            cfg.programs.len() as u64,
+            "real programs: Linux vs placed, ABBA pairs",
+        );
+        for &p in &cfg.programs {
+            progs.push(programs::measure(&ctx, p, cfg.pairs, progress)?);
+        }
+        progress.finish();
+    }
+    rounds.extend(calibrate(progress, "calibration: microbenchmarks (after)")?);
+    let calibration = calibrate::fit(&rounds, cal_rounds);
+    ctx.hop.cost = calibration.cost;
+    ctx.hop.cpu_share = calibration.cpu_share;
+    // predictions with the whole calibration (both halves)
+    let ipc: Vec<ipc::Row> = ipc
+        .into_iter()
+        .map(|mut r| {
+            let (rr, map) = ipc::predict(&ctx, &r);
+            r.predicted_round_robin_us = rr;
+            r.predicted_map_us = map;
+            r
+        })
+        .collect();
+    for r in &mut progs {
+        r.predicted_map_s = programs::predict(&ctx, r);
+    }
+    let mut pairs = Vec::new();
+    for r in &ipc {
+        pairs.push((r.predicted_round_robin_us, r.round_robin_us));
+        pairs.push((r.predicted_map_us, r.map_us));
+    }
+    let accuracy_ipc = accuracy(&pairs);
+    let accuracy_programs = accuracy(
+        &progs
+            .iter()
+            .map(|r| (r.predicted_map_s, r.map_s))
+            .collect::<Vec<_>>(),
+    );
+    let big = cfg.procs.iter().copied().max().unwrap_or(2);
+    let size = cfg.sizes.first().copied().unwrap_or(1024);
+    let projection = projection::rows(&ctx, big, size, cfg.rounds)?;
+    let mut verdicts = Verdicts {
+        not_slower: 0,
+        not_slower_median_only: 0,
+        slower: Vec::new(),
+        faster_1_3: ipc
+            .iter()
+            .filter(|r| r.map_vs_linux.ratio().0 <= 1.0 / 1.3)
+            .count(),
+        ipc_rows: ipc.len(),
+        prediction_within_10pct: accuracy_ipc.median_error <= 0.10,
+        hop_byte_128: projection
+            .iter()
+            .filter(|p| p.topology == "pack:2 core:64 pu:1" && p.strategy == "affinity" && p.procs == 128)
+            .map(|p| (p.workload.clone(), p.hop_byte_vs_treematch))
+            .collect(),
+    };
+    let judged = ipc
+        .iter()
+        .map(|r| (format!("ipc {} procs {} B", r.procs, r.size), &r.map_vs_linux))
+        .chain(
+            progs
+                .iter()
+                .map(|r| (r.program.name().to_string(), &r.map_vs_linux)),
+        );
+    for (name, p) in judged {
+        match not_slower(p) {
+            Some(true) => verdicts.not_slower += 1,
+            None => verdicts.not_slower_median_only += 1,
+            Some(false) => verdicts.slower.push(format!("{name}: {:.3}", p.ratio().0)),
+        }
+    }
+    Ok(Report {
+        calibration,
+        hop: ctx.hop,
+        ipc,
+        programs: progs,
+        projection,
+        accuracy_ipc,
+        accuracy_programs,
+        verdicts,
+        per_hop_assumed: cfg.per_hop,
+        sweep_ms: cfg.sweep.as_secs_f64() * 1e3,
+    })
+}
