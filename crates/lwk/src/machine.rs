@@ -58,6 +58,9 @@ pub struct Machine {
     budget: u32,
     symbols: Arc<Symbols>,
     next_id: AtomicU64,
+    /// vCPUs of threads that exited, ready for new threads (KVM cannot destroy a vCPU; reusing
+    /// them means `MAX_VCPUS` bounds the threads alive at once, not those created over a life).
+    spare: Mutex<Vec<(u64, VcpuFd)>>,
     exiting: AtomicBool,
     threads: Mutex<Vec<VcpuThread>>,
     error: Mutex<Option<LwkError>>,
@@ -134,6 +137,7 @@ pub fn drive(
         budget,
         symbols: Arc::new(symbols),
         next_id: AtomicU64::new(1),
+        spare: Mutex::new(Vec::new()),
         exiting: AtomicBool::new(false),
         threads: Mutex::new(Vec::new()),
         error: Mutex::new(None),
@@ -358,14 +362,47 @@ impl Machine {
         }
     }
 
+    /// A vCPU for a new thread: one an exited thread left (`spare`), else a new id (None when
+    /// `MAX_VCPUS` threads are alive).
+    fn vcpu_for_thread(&self) -> Option<(u64, Option<VcpuFd>)> {
+        self.reap_threads();
+        if let Some((id, v)) = lock(&self.spare).pop() {
+            return Some((id, Some(v)));
+        }
+        let id = self
+            .next_id
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < sys_page::MAX_VCPUS).then_some(n + 1)
+            })
+            .ok()?;
+        Some((id, None))
+    }
+
+    /// Joins the host threads of guest threads that have exited (their entries would otherwise
+    /// pile up in a program that creates thousands of threads over its life).
+    fn reap_threads(&self) {
+        let done: Vec<_> = {
+            let mut threads = lock(&self.threads);
+            let (done, live) = std::mem::take(&mut *threads)
+                .into_iter()
+                .partition(|t| t.done.load(Ordering::Acquire));
+            *threads = live;
+            done
+        };
+        for mut t in done {
+            if let Some(h) = t.handle.take() {
+                let _ = h.join();
+            }
+        }
+    }
+
     /// Creates a vCPU for a new guest thread; returns its tid or a negative errno.
     fn spawn(self: &Arc<Self>, parent_id: u64, parent: &VcpuFd, req: CloneReq) -> i64 {
-        let id = self.next_id.fetch_add(1, Ordering::AcqRel);
-        if id >= sys_page::MAX_VCPUS {
-            return -(libc::EAGAIN as i64);
-        }
         let (Ok(regs), Ok(sregs)) = (parent.get_regs(), parent.get_sregs()) else {
             return -(libc::EIO as i64);
+        };
+        let Some((id, spare)) = self.vcpu_for_thread() else {
+            return -(libc::EAGAIN as i64);
         };
         // The child continues after the parent's syscall with the parent's registers, rax = 0,
         // on its own stack.
@@ -378,15 +415,19 @@ impl Machine {
             rax: 0,
             regs: Some(regs),
         };
-        let mut vcpu = match vcpu::create(
-            &lock(&self.vm).vm,
-            &self.mem,
-            &self.cpuid,
-            id,
-            entry,
-            self.budget,
-            crate::fds::floor(),
-        ) {
+        let made = match spare {
+            Some(v) => vcpu::reuse(&v, &self.mem, id, entry, self.budget).map(|()| v),
+            None => vcpu::create(
+                &lock(&self.vm).vm,
+                &self.mem,
+                &self.cpuid,
+                id,
+                entry,
+                self.budget,
+                crate::fds::floor(),
+            ),
+        };
+        let mut vcpu = match made {
             Ok(v) => v,
             Err(e) => {
                 lock(&self.kernel.notes).push(format!("creating a vCPU for a new thread: {e}"));
@@ -423,6 +464,12 @@ impl Machine {
                     m.kick_all();
                 }
                 d.store(true, Ordering::Release);
+                if end == End::Thread && !m.exiting.load(Ordering::Acquire) && !m.on_main_thread() {
+                    // The thread exited: its vCPU (its last doorbell exit completed) waits for
+                    // the next new thread.
+                    crate::signal::deliver::settle(&mut vcpu);
+                    lock(&m.spare).push((id, vcpu));
+                }
             });
         match (handle, rx.recv()) {
             (Ok(h), Ok(pthread)) => {

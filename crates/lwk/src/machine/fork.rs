@@ -117,6 +117,9 @@ impl Machine {
         std::mem::forget(std::mem::take(&mut *lock(&self.threads)));
         self.nslots.store(1, Ordering::Release);
         self.next_id.store(1, Ordering::Release);
+        // The parent's spare vCPUs belong to its VM: closing the child's copies of their fds
+        // leaves them to the parent.
+        lock(&self.spare).clear();
         let vm = Vm::new(&self.mem, crate::fds::floor()).map_err(|e| format!("a new VM: {e}"))?;
         let fresh = vcpu::create(
             &vm.vm,
