@@ -98,7 +98,7 @@ pub struct Program {
 /// The LWK state of the one guest process.
 ///
 /// Lock order — the nesting the code does, and the order the VMM's fork holds the busiest locks
-/// in (`machine/fork.rs`): `threads`, then `signals.pending`, then `signals.info`, then `stats`;
+/// in (`machine/fork.rs`): `threads`, then `signals.pending`, then `stats`;
 /// `space.mm` before `space.vmas`; `space.shared` before `space.shm`. Every other lock is taken
 /// alone, released before the next one is taken.
 pub struct Kernel {
@@ -276,7 +276,7 @@ impl Kernel {
         });
         self.live_threads.store(1, std::sync::atomic::Ordering::Release);
         self.threads_made.store(0, std::sync::atomic::Ordering::Release);
-        *lock(&self.signals.pending) = 0;
+        lock(&self.signals.pending).clear();
     }
 
     /// The stack pointer of vCPU `cpu`'s thread at its current system call (its stub saved it in

@@ -112,6 +112,9 @@ pub fn drive(
 ) -> Result<Outcome, LwkError> {
     install_kick_handler();
     crate::signal::host::catch_sent_faults();
+    // Before any VMM thread starts: they inherit the mask, and only the signal pump takes the
+    // guest's signals (in the order the host sends them).
+    let old_mask = crate::signal::host::block_in_this_thread();
     kernel.adopt_host_dispositions();
     let vm = Vm::new(&mem, crate::fds::floor())?;
     stub::write_tables(&mem);
@@ -154,6 +157,10 @@ pub fn drive(
         main_done: AtomicBool::new(false),
     });
     let pump = m.start_signal_pump();
+    if pump.is_none() {
+        // No pump to take the guest's signals: the VMM's threads take them as before.
+        crate::signal::host::restore_mask(&old_mask);
+    }
     let saved_affinity = crate::sys::affinity();
     let proxy = match cfg.backend {
         Backend::Ring { proxy_cpu } => Some(Proxy::start(
@@ -179,6 +186,7 @@ pub fn drive(
     if let Some(a) = &saved_affinity {
         crate::sys::set_affinity(a);
     }
+    crate::signal::host::restore_mask(&old_mask);
     if let Some(e) = lock(&m.error).take() {
         return Err(e);
     }
@@ -524,15 +532,15 @@ impl Machine {
         let h = std::thread::Builder::new()
             .name("lwk-signals".into())
             .spawn(move || {
+                m.kernel.signals.pump_tid.store(crate::sys::gettid(), Ordering::Release);
+                crate::signal::host::unblock_in_this_thread();
                 while crate::signal::host::wait_event(fd) && !m.exiting.load(Ordering::Acquire) {
-                    for (sig, code, pid, uid) in crate::signal::host::take() {
-                        let info = crate::signal::SigInfo {
-                            code,
-                            pid,
-                            uid,
-                            trap: None,
-                        };
-                        m.kernel.queue_signal(None, sig, info);
+                    for (sig, words) in crate::signal::host::take() {
+                        let info = crate::signal::SigInfo::from_host(&words);
+                        // A timer that signals one thread (SIGEV_THREAD_ID) signals this one;
+                        // the guest's thread is in the timer table.
+                        let thread = m.kernel.timer_thread(&info);
+                        m.kernel.queue_signal(thread, sig, info);
                     }
                     let mut kicks = 0u32;
                     let since = Instant::now();

@@ -59,6 +59,11 @@ pub const MANDATORY_LOCAL: &[&str] = &[
     "kill",
     "tkill",
     "tgkill",
+    "rt_sigqueueinfo",
+    "rt_tgsigqueueinfo",
+    // A timer that signals one thread names a guest tid, which the LWK translates.
+    "timer_create",
+    "timer_delete",
     "clone",
     "clone3",
     "fork",

@@ -48,7 +48,6 @@ impl Machine {
         let held = (
             lock(&self.kernel.threads),
             lock(&self.kernel.signals.pending),
-            lock(&self.kernel.signals.info),
             lock(&self.kernel.stats),
             self.kernel.hold_trace(),
         );
@@ -138,6 +137,9 @@ impl Machine {
         *lock(&self.vm) = vm;
         crate::signal::host::forget_event();
         let pump = self.start_signal_pump();
+        if pump.is_none() {
+            crate::signal::host::unblock_in_this_thread();
+        }
         let proxy = self
             .proxy_cfg
             .map(|(cpu, idle)| Proxy::start(self.kernel.clone(), self.nslots.clone(), cpu, idle));

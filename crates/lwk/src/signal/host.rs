@@ -16,18 +16,47 @@
 //!
 //! Never caught: SIGKILL/SIGSTOP (impossible), SIGUSR2 (kicks VMM threads), SIGPIPE (the VMM
 //! ignores it; the LWK raises the guest's SIGPIPE from EPIPE itself), and 32/33 (glibc's).
+//!
+//! Every instance is kept with its whole siginfo (issue #14): the catcher appends it to a ring the
+//! pump drains, so real-time signals queue — each sigqueue value, each timer expiry — and reach
+//! the guest in the order the host delivered them. To keep that order, the signals the guest may
+//! take are blocked in every VMM thread but the pump's ([`block_in_this_thread`] before the VMM
+//! starts its threads, [`unblock_in_this_thread`] in the pump), so the host hands them to one
+//! thread, one after the other. (The fault signals are not blocked: a VMM fault must still be
+//! raised on its thread.)
 
 use std::io;
-use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 
-/// Signals caught and not yet taken by the pump (bit sig-1).
-static PENDING: AtomicU64 = AtomicU64::new(0);
+/// Instances the ring holds between two drains of the pump.
+const RING: usize = 1024;
+
+/// One caught instance: the signal (0: empty) and its siginfo as 16 words.
+struct Record {
+    sig: AtomicU64,
+    info: [AtomicU64; 16],
+}
+
+impl Record {
+    const fn new() -> Self {
+        Record {
+            sig: AtomicU64::new(0),
+            info: [const { AtomicU64::new(0) }; 16],
+        }
+    }
+}
+
+/// Caught instances: the catcher writes at HEAD, the pump reads from TAIL (both only grow).
+static RECORDS: [Record; RING] = [const { Record::new() }; RING];
+static HEAD: AtomicU64 = AtomicU64::new(0);
+static TAIL: AtomicU64 = AtomicU64::new(0);
+/// Held by a catcher while it appends (catchers run with every signal blocked, so one never
+/// interrupts another on its own thread; across threads the wait is a few stores).
+static APPENDING: AtomicBool = AtomicBool::new(false);
+/// Signals caught while the ring was full (bit sig-1): delivered without their siginfo.
+static OVERFLOW: AtomicU64 = AtomicU64::new(0);
 /// The eventfd the catcher writes (−1 before the first machine starts).
 static EVENT_FD: AtomicI32 = AtomicI32::new(-1);
-/// Sender of the last instance of each signal.
-static FROM_PID: [AtomicI32; 65] = [const { AtomicI32::new(0) }; 65];
-static FROM_UID: [AtomicU32; 65] = [const { AtomicU32::new(0) }; 65];
-static CODE: [AtomicI32; 65] = [const { AtomicI32::new(0) }; 65];
 
 /// True when the VMM may catch `sig` for the guest.
 pub fn followable(sig: i32) -> bool {
@@ -56,13 +85,25 @@ extern "C" fn catcher(sig: libc::c_int, info: *mut libc::siginfo_t, _uc: *mut li
     }
     // SAFETY: the kernel passes an SA_SIGINFO handler a valid siginfo (or null), alive for the
     // whole handler.
-    if let Some(info) = unsafe { info.as_ref() } {
-        let (code, pid, uid) = crate::sys::siginfo_sender(info);
-        CODE[s].store(code, Ordering::Relaxed);
-        FROM_PID[s].store(pid, Ordering::Relaxed);
-        FROM_UID[s].store(uid, Ordering::Relaxed);
+    let words = unsafe { info.as_ref() }.map(crate::sys::siginfo_words);
+    while APPENDING.swap(true, Ordering::Acquire) {
+        std::hint::spin_loop();
     }
-    PENDING.fetch_or(1 << (s - 1), Ordering::AcqRel);
+    let head = HEAD.load(Ordering::Relaxed);
+    match words {
+        Some(w) if head - TAIL.load(Ordering::Acquire) < RING as u64 => {
+            let r = &RECORDS[(head % RING as u64) as usize];
+            r.sig.store(s as u64, Ordering::Relaxed);
+            for (slot, v) in r.info.iter().zip(w) {
+                slot.store(v, Ordering::Relaxed);
+            }
+            HEAD.store(head + 1, Ordering::Release);
+        }
+        _ => {
+            OVERFLOW.fetch_or(1 << (s - 1), Ordering::AcqRel);
+        }
+    }
+    APPENDING.store(false, Ordering::Release);
     let fd = EVENT_FD.load(Ordering::Acquire);
     if fd >= 0 {
         crate::sys::eventfd_add(fd);
@@ -83,6 +124,19 @@ pub fn follow(sig: i32, handler: u64, _restart: bool) {
         catcher as *const () as libc::sighandler_t
     };
     crate::sys::set_signal_action(sig, action, libc::SA_RESTART);
+}
+
+/// Catches glibc's internal signal `sig` (32, SIGTIMER, with which glibc's SIGEV_THREAD timers
+/// wake their helper thread) for the guest: such a timer signals the pump's thread alone
+/// (`syscall/sigqueue.rs`), and the VMM itself never uses the signal (it never cancels threads).
+pub fn catch_internal(sig: i32) {
+    static DONE: AtomicU64 = AtomicU64::new(0);
+    let b = 1u64 << (sig - 1);
+    if DONE.fetch_or(b, Ordering::AcqRel) & b == 0
+        && !crate::sys::set_internal_signal_action(sig, catcher as *const () as libc::sighandler_t)
+    {
+        DONE.fetch_and(!b, Ordering::AcqRel);
+    }
 }
 
 /// The signals the VMM raises itself as synchronous faults.
@@ -159,7 +213,9 @@ pub fn open_event(fd_floor: i32) -> io::Result<i32> {
     let high = high?;
     match EVENT_FD.compare_exchange(-1, high, Ordering::AcqRel, Ordering::Acquire) {
         Ok(_) => {
-            if PENDING.load(Ordering::Acquire) != 0 {
+            if HEAD.load(Ordering::Acquire) != TAIL.load(Ordering::Acquire)
+                || OVERFLOW.load(Ordering::Acquire) != 0
+            {
                 // Caught before there was an eventfd to write: the pump takes them first thing.
                 poke(high);
             }
@@ -181,6 +237,9 @@ pub fn forget_event() {
         // The child's copy of the descriptor; the parent keeps its own.
         crate::sys::close(fd);
     }
+    // Instances the parent caught are the parent's (fork clears a child's pending signals).
+    TAIL.store(HEAD.load(Ordering::Acquire), Ordering::Release);
+    OVERFLOW.store(0, Ordering::Release);
 }
 
 /// Blocks until the catcher or [`poke`] writes the eventfd; returns false on an error.
@@ -201,21 +260,50 @@ pub fn nudge() {
     }
 }
 
-/// Takes the caught signals: (signal, si_code, sender pid, sender uid) each.
-pub fn take() -> Vec<(u64, i32, i32, u32)> {
-    let set = PENDING.swap(0, Ordering::AcqRel);
-    (1..=64u64)
-        .filter(|s| set & (1 << (s - 1)) != 0)
-        .map(|s| {
-            let i = s as usize;
-            (
-                s,
-                CODE[i].load(Ordering::Relaxed),
-                FROM_PID[i].load(Ordering::Relaxed),
-                FROM_UID[i].load(Ordering::Relaxed),
-            )
+/// Takes the caught instances, in the order they were caught: (signal, its siginfo as 16 words;
+/// all zero — SI_USER from nobody — for an instance the full ring could not hold).
+pub fn take() -> Vec<(u64, [u64; 16])> {
+    let (tail, head) = (TAIL.load(Ordering::Relaxed), HEAD.load(Ordering::Acquire));
+    let mut out: Vec<(u64, [u64; 16])> = (tail..head)
+        .map(|k| {
+            let r = &RECORDS[(k % RING as u64) as usize];
+            let mut w = [0u64; 16];
+            for (v, slot) in w.iter_mut().zip(&r.info) {
+                *v = slot.load(Ordering::Relaxed);
+            }
+            (r.sig.load(Ordering::Relaxed), w)
         })
-        .collect()
+        .collect();
+    TAIL.store(head, Ordering::Release);
+    let lost = OVERFLOW.swap(0, Ordering::AcqRel);
+    out.extend(
+        (1..=64u64)
+            .filter(|s| lost & (1 << (s - 1)) != 0)
+            .map(|s| (s, [0u64; 16])),
+    );
+    out
+}
+
+/// The signals the guest may take through the VMM (those [`follow`] may catch), as a host set.
+fn guest_set() -> libc::sigset_t {
+    crate::sys::sigset_of((1..=64).filter(|&s| followable(s)))
+}
+
+/// Blocks the signals the guest may take in the calling thread — and so in every thread it
+/// starts afterwards — so the host hands them to the pump's thread alone. Returns the mask to
+/// put back with [`restore_mask`] when the machine is done.
+pub fn block_in_this_thread() -> libc::sigset_t {
+    crate::sys::change_mask(libc::SIG_BLOCK, &guest_set())
+}
+
+/// In the pump's thread: takes the signals [`block_in_this_thread`] blocked.
+pub fn unblock_in_this_thread() {
+    crate::sys::change_mask(libc::SIG_UNBLOCK, &guest_set());
+}
+
+/// Puts back the calling thread's mask from before [`block_in_this_thread`].
+pub fn restore_mask(old: &libc::sigset_t) {
+    crate::sys::change_mask(libc::SIG_SETMASK, old);
 }
 
 #[cfg(test)]

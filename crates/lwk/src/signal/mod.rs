@@ -16,21 +16,24 @@
 //! * [`frame`]: the signal frame pushed for a handler and taken back by rt_sigreturn;
 //! * [`deliver`]: entering the guest's handlers from a vCPU thread (call returns, kicks, CPU
 //!   exceptions);
-//! * [`host`]: signals sent to the VMM process on the guest's behalf.
+//! * [`host`]: signals sent to the VMM process on the guest's behalf;
+//! * [`queue`]: a pending set — real-time signals queue with their siginfo, standard ones
+//!   coalesce, as on Linux.
 //!
 //! The system calls themselves (sigaction, sigprocmask, kill, sigaltstack…) are thin entry points
 //! in `syscall/signal.rs`, and interruptible delegated calls are in `syscall/interrupt.rs`.
-//!
-//! Not done: real-time signals queue at most one instance each (like the standard ones).
 
 pub mod altstack;
 pub mod deliver;
 pub mod disposition;
 pub mod frame;
 pub mod host;
+pub mod queue;
 
 pub use altstack::AltStack;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+pub use queue::Pending;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64};
 use std::sync::Mutex;
 
 /// A guest signal disposition: the kernel's `struct sigaction` (handler, flags, restorer, mask).
@@ -43,15 +46,20 @@ pub struct SigAction {
 /// kernel's thread table under its lock).
 ///
 /// Lock order, as every path nests them (and as the VMM's fork holds them): the kernel's `threads`
-/// lock, then `pending`, then `info`. `actions` is never held while taking another of these.
+/// lock, then `pending`. `actions` and `thread_timers` are never held while taking another lock.
 pub struct Signals {
     /// Dispositions, indexed by signal number (0 unused).
     pub(crate) actions: Mutex<[SigAction; 65]>,
-    /// Signals sent to the process and not yet delivered (bit sig-1); per-thread ones are in
-    /// [`ThreadSignals::pending`].
-    pub(crate) pending: Mutex<u64>,
-    /// Who sent the last instance of each signal (or the CPU exception that raised it).
-    pub(crate) info: Mutex<[SigInfo; 65]>,
+    /// Signals sent to the process and not yet delivered, each instance with its siginfo;
+    /// per-thread ones are in [`ThreadSignals::pending`].
+    pub(crate) pending: Mutex<Pending>,
+    /// How many real-time instances a pending set holds (the VMM's RLIMIT_SIGPENDING).
+    pub(crate) queue_limit: usize,
+    /// POSIX timers that signal one thread (SIGEV_THREAD_ID): host timer id → (vCPU, guest tid).
+    /// The host timer signals the signal pump's thread, which routes the signal by this table.
+    pub(crate) thread_timers: Mutex<BTreeMap<i32, (usize, i32)>>,
+    /// The host tid of the signal pump's thread (0 before it runs).
+    pub(crate) pump_tid: AtomicI32,
     /// False when no signal is pending anywhere: the per-call check is then one load.
     pub(crate) hint: AtomicBool,
     /// Per vCPU: the host thread (pthread_t) performing its delegated call, 0 when none; the
@@ -64,8 +72,10 @@ impl Signals {
     pub fn new(vcpus: usize) -> Self {
         Signals {
             actions: Mutex::new([SigAction::default(); 65]),
-            pending: Mutex::new(0),
-            info: Mutex::new([SigInfo::default(); 65]),
+            pending: Mutex::new(Pending::default()),
+            queue_limit: crate::sys::sigpending_limit(),
+            thread_timers: Mutex::new(BTreeMap::new()),
+            pump_tid: AtomicI32::new(0),
             hint: AtomicBool::new(false),
             serving: (0..vcpus).map(|_| AtomicU64::new(0)).collect(),
         }
@@ -73,12 +83,12 @@ impl Signals {
 }
 
 /// One thread's signal state.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct ThreadSignals {
     /// Blocked signals (bit sig-1).
     pub mask: u64,
     /// Signals sent to this thread and not yet delivered.
-    pub pending: u64,
+    pub pending: Pending,
     /// The mask to restore after the next handler (rt_sigsuspend's caller's mask).
     pub saved_mask: Option<u64>,
     /// The alternate signal stack (sigaltstack), for handlers installed with SA_ONSTACK.
@@ -106,6 +116,8 @@ pub fn is_restart(r: i64) -> bool {
 
 /// siginfo codes.
 pub const SI_USER: i32 = 0;
+pub const SI_QUEUE: i32 = -1;
+pub const SI_TIMER: i32 = -2;
 pub const SI_TKILL: i32 = -6;
 pub const SI_KERNEL: i32 = 0x80;
 
@@ -119,6 +131,51 @@ pub struct SigInfo {
     pub pid: i32,
     pub uid: u32,
     pub trap: Option<Trap>,
+    /// Bytes 16..128 of the siginfo as its sender filled them (sigqueue's si_value, a timer's id,
+    /// overrun and value, SIGCHLD's status and times…), when there is more than pid and uid.
+    pub fields: Option<[u64; 14]>,
+}
+
+impl SigInfo {
+    /// The siginfo of a signal the host kernel delivered to the VMM (its 128 bytes as words).
+    pub fn from_host(words: &[u64; 16]) -> SigInfo {
+        let mut fields = [0u64; 14];
+        fields.copy_from_slice(&words[2..]);
+        SigInfo {
+            code: words[1] as u32 as i32,
+            pid: words[2] as u32 as i32,
+            uid: (words[2] >> 32) as u32,
+            trap: None,
+            fields: Some(fields),
+        }
+    }
+
+    /// The siginfo a guest passed to rt_sigqueueinfo/rt_tgsigqueueinfo (128 bytes).
+    pub fn from_guest(bytes: &[u8; 128]) -> SigInfo {
+        let mut words = [0u64; 16];
+        for (k, w) in words.iter_mut().enumerate() {
+            *w = u64::from_le_bytes(bytes[8 * k..8 * k + 8].try_into().unwrap_or_default());
+        }
+        SigInfo::from_host(&words)
+    }
+
+    /// The 128-byte siginfo of signal `sig` as Linux writes it for a handler or sigtimedwait.
+    pub fn bytes(&self, sig: u64) -> [u8; 128] {
+        let mut b = [0u8; 128];
+        b[0..4].copy_from_slice(&(sig as i32).to_le_bytes());
+        b[8..12].copy_from_slice(&self.code.to_le_bytes());
+        if let Some(t) = self.trap {
+            b[16..24].copy_from_slice(&t.addr.to_le_bytes());
+        } else if let Some(f) = self.fields {
+            for (k, w) in f.iter().enumerate() {
+                b[16 + 8 * k..24 + 8 * k].copy_from_slice(&w.to_le_bytes());
+            }
+        } else {
+            b[16..20].copy_from_slice(&self.pid.to_le_bytes());
+            b[20..24].copy_from_slice(&self.uid.to_le_bytes());
+        }
+        b
+    }
 }
 
 /// A CPU exception raised as a signal: what the frame's siginfo (si_addr) and sigcontext

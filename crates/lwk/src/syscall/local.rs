@@ -191,6 +191,9 @@ impl Kernel {
             },
             SYS_sigaltstack => self.sigaltstack(cpu, a),
             SYS_kill | SYS_tkill | SYS_tgkill => self.kill(ctx, cpu, nr, a),
+            SYS_rt_sigqueueinfo | SYS_rt_tgsigqueueinfo => self.sigqueueinfo(ctx, cpu, nr, a),
+            SYS_timer_create => self.timer_create(nr, a),
+            SYS_timer_delete => self.timer_delete(nr, a),
             SYS_prctl => match a[0] as i32 {
                 PR_SET_NAME | PR_GET_NAME => Reply::Ret(0),
                 _ => err(EINVAL),

@@ -15,6 +15,7 @@ mod opened;
 mod protect;
 mod shared;
 pub mod signal;
+mod sigqueue;
 
 use crate::kernel::{lock, Ctx, ExitStatus, Kernel, Reply};
 use crate::stats::Served;
@@ -76,7 +77,7 @@ impl Kernel {
             code: crate::signal::SI_USER,
             pid: self.pid(),
             uid: crate::sys::uid(),
-            trap: None,
+            ..Default::default()
         }
     }
 

@@ -1,0 +1,119 @@
+//! Pending signals as Linux keeps them (kernel/signal.c): a set, and the siginfo of each instance
+//! in the order they were sent. A standard signal (1–31) is pending at most once per set — a
+//! second one sent while the first waits is dropped, the first's siginfo kept (`legacy_queue`);
+//! a real-time signal (32–64) queues every instance with its own siginfo (sigqueue's si_value, a
+//! timer's id and overrun), up to the queue limit (RLIMIT_SIGPENDING), and its instances are
+//! delivered in the order they were sent. The lowest pending signal number is taken first.
+
+use super::{bit, SigInfo};
+use std::collections::VecDeque;
+
+/// The first real-time signal (SIGRTMIN as the kernel numbers it).
+pub const SIGRTMIN: u64 = 32;
+
+/// One pending set: a thread's or the process's.
+#[derive(Debug, Clone, Default)]
+pub struct Pending {
+    /// Signals with at least one instance pending (bit sig-1).
+    pub set: u64,
+    /// Every pending instance, oldest first.
+    queue: VecDeque<(u64, SigInfo)>,
+}
+
+/// Why a signal was not made pending.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotQueued {
+    /// A standard signal already pending: Linux drops the new instance (not an error).
+    Coalesced,
+    /// The real-time queue is at its limit: sigqueue fails with EAGAIN.
+    Full,
+}
+
+impl Pending {
+    /// Makes one instance of `sig` pending, unless `limit` real-time instances already wait or it
+    /// is a standard signal that is already pending.
+    pub fn add(&mut self, sig: u64, info: SigInfo, limit: usize) -> Result<(), NotQueued> {
+        if sig < SIGRTMIN && self.set & bit(sig) != 0 {
+            return Err(NotQueued::Coalesced);
+        }
+        if sig >= SIGRTMIN && self.queue.len() >= limit {
+            return Err(NotQueued::Full);
+        }
+        self.set |= bit(sig);
+        self.queue.push_back((sig, info));
+        Ok(())
+    }
+
+    /// Takes the oldest instance of the lowest signal in `allowed`.
+    pub fn take(&mut self, allowed: u64) -> Option<(u64, SigInfo)> {
+        let ready = self.set & allowed;
+        if ready == 0 {
+            return None;
+        }
+        let sig = u64::from(ready.trailing_zeros()) + 1;
+        let at = self.queue.iter().position(|&(s, _)| s == sig)?;
+        let (_, info) = self.queue.remove(at)?;
+        if !self.queue.iter().any(|&(s, _)| s == sig) {
+            self.set &= !bit(sig);
+        }
+        Some((sig, info))
+    }
+
+    /// Instances pending (every signal).
+    pub fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// Drops everything (a forked child starts with nothing pending).
+    pub fn clear(&mut self) {
+        self.set = 0;
+        self.queue.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn from(pid: i32) -> SigInfo {
+        SigInfo {
+            pid,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn real_time_signals_queue_in_order_and_standard_ones_coalesce() {
+        let mut p = Pending::default();
+        for k in 1..=3 {
+            p.add(40, from(k), 100).expect("queued");
+        }
+        p.add(10, from(7), 100).expect("queued");
+        // The second SIGUSR1 is dropped and the first one's siginfo kept.
+        assert_eq!(p.add(10, from(8), 100), Err(NotQueued::Coalesced));
+        p.add(35, from(9), 100).expect("queued");
+        let order: Vec<(u64, i32)> = std::iter::from_fn(|| p.take(!0))
+            .map(|(s, i)| (s, i.pid))
+            .collect();
+        assert_eq!(order, vec![(10, 7), (35, 9), (40, 1), (40, 2), (40, 3)]);
+        assert!(p.is_empty() && p.set == 0);
+    }
+
+    #[test]
+    fn a_full_queue_refuses_real_time_signals_and_blocked_ones_stay() {
+        let mut p = Pending::default();
+        p.add(34, from(1), 2).expect("queued");
+        p.add(34, from(2), 2).expect("queued");
+        assert_eq!(p.add(34, from(3), 2), Err(NotQueued::Full));
+        // Only signals in `allowed` are taken; the others keep their order.
+        p.add(2, from(4), 2).expect("standard signals are not limited");
+        assert_eq!(p.take(bit(2)).map(|(s, _)| s), Some(2));
+        assert_eq!(p.take(bit(2)), None);
+        assert_eq!(p.take(!0).map(|(_, i)| i.pid), Some(1));
+        assert_eq!(p.len(), 1);
+    }
+}
