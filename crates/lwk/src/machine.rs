@@ -470,6 +470,12 @@ impl Machine {
                 if end == End::Process {
                     m.exiting.store(true, Ordering::Release);
                     m.kick_all();
+                    if !m.on_main_thread() {
+                        // vCPU 0's thread may wait in a blocking call (the main thread joining
+                        // this one): kick it until it has stopped (issue #14: an abort() on a
+                        // second thread left the run waiting forever).
+                        m.stop_main_thread();
+                    }
                 }
                 d.store(true, Ordering::Release);
                 if end == End::Thread && !m.exiting.load(Ordering::Acquire) && !m.on_main_thread() {

@@ -196,6 +196,11 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
             "wall_s": o.wall.as_secs_f64(),
             "startup_s": o.startup.as_secs_f64(),
             "syscalls": o.stats.calls(),
+            "trapped_calls": o.stats.trapped(),
+            "trapped_share": multios_lwk::outcome::trap_share(o.stats.trapped(), o.stats.calls()),
+            "trapped_most": o.stats.top_trapped(10).into_iter()
+                .map(|(name, t, n)| serde_json::json!({"call": name, "trapped": t, "calls": n}))
+                .collect::<Vec<_>>(),
             "doorbell_exits": o.doorbells,
             "rewritten_sites": o.rewritten,
             "refused": o.notes,
@@ -206,7 +211,7 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
         });
         eprintln!("{}", serde_json::to_string_pretty(&summary)?);
     }
-    o.die_if_core_signal();
+    o.die_if_signaled();
     Ok(ExitCode::from(o.code().clamp(0, 255) as u8))
 }
 
