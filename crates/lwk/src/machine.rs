@@ -564,6 +564,7 @@ impl Machine {
                                 eprintln!(
                                     "multios lwk: signal {sig} not delivered within {FATAL_GRACE:?}; ending the run by it"
                                 );
+                                crate::reserve::release();
                                 crate::sys::die_by_signal(sig);
                             }
                         }

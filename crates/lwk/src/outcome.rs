@@ -77,6 +77,10 @@ pub enum LwkError {
     Trace(crate::trace::TraceError),
     #[error(transparent)]
     Overrides(#[from] crate::overrides::OverrideError),
+    #[error(transparent)]
+    Reserve(#[from] multios_host::cgroup::reserve::ReserveError),
+    #[error("--reserve needs the LWK's CPUs (--cpus); none are set")]
+    ReserveWithoutCpus,
 }
 
 /// The result of a run.

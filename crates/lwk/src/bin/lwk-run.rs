@@ -16,7 +16,7 @@
 //! with exit status 125. Settings come from the environment, so a test needs no argument parser:
 //! `LWK_BACKEND=exit` selects the doorbell-only backend; `LWK_NO_REWRITE=1` turns off the
 //! rewriting of syscall sites (on by default); `LWK_CPUS=1,2` sets the LWK partition (a CPU list,
-//! e.g. 1-2); `LWK_TRACE=FILE` writes a forwarded-event trace; `LWK_MEM_MIB=N` sizes the window; `LWK_OVERRIDES=FILE` applies
+//! e.g. 1-2); `LWK_TRACE=FILE` writes a forwarded-event trace; `LWK_MEM_MIB=N` sizes the window; `LWK_RESERVE=1` reserves the CPUs and memory; `LWK_OVERRIDES=FILE` applies
 //! function overrides; `LWK_VERBOSE=1` prints a summary. `lwk-run --fc N` times N calls per mechanism
 //! (the same measurement as `multios lwk fc`, without the CLI).
 
@@ -73,6 +73,7 @@ fn main() {
             }
         }
     }
+    cfg.reserve = std::env::var_os("LWK_RESERVE").is_some();
     if std::env::var("LWK_BACKEND").is_ok_and(|b| b == "exit") {
         cfg.backend = multios_lwk::Backend::Exit;
     }

@@ -99,6 +99,7 @@ impl Machine {
         req: &CloneReq,
     ) -> Result<(), String> {
         self.forked.store(true, Ordering::Release);
+        crate::reserve::disown_in_child();
         let pid = std::process::id() as i32;
         self.kernel.become_child(pid, req.clear_child_tid, id as usize);
         self.kernel.trace_child();

@@ -27,6 +27,10 @@ impl Kernel {
         if let Some(t) = lock(&self.threads).get_mut(id) {
             t.host_tid = sys::gettid();
         }
+        // With `--reserve`, onto the reserved CPUs first (issue #14).
+        if let Err(e) = crate::reserve::admit_this_thread() {
+            lock(&self.notes).push(format!("vCPU {id}: {e}"));
+        }
         let placed = match self.home_cpu(id) {
             Some(c) if self.pin => sys::pin_to_cpu(c),
             // vCPU 0 runs on the caller's thread: its affinity is the caller's business.
