@@ -12,3 +12,4 @@ pub mod map;
 pub mod multiverse;
 pub mod noise;
 pub mod profiler;
+pub mod reserve;

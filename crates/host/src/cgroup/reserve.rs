@@ -185,6 +185,12 @@ impl Reservation {
         Ok(write_file(&self.admit, &tid.to_string())?)
     }
 
+    /// The file a tid (or "0": the writer) is written to, to run on the reserved CPUs (for a
+    /// child that enters before exec).
+    pub fn admit_path(&self) -> &Path {
+        &self.admit
+    }
+
     /// The reserved CPUs.
     pub fn cpus(&self) -> &[usize] {
         &self.cpus

@@ -5,8 +5,13 @@
 //! timer's id and overrun), up to the queue limit (RLIMIT_SIGPENDING), and its instances are
 //! delivered in the order they were sent. The lowest pending signal number is taken first.
 
-use super::{bit, SigInfo};
+use super::info::SigInfo;
 use std::collections::VecDeque;
+
+/// Bit sig-1 of a set.
+fn bit(sig: u64) -> u64 {
+    1u64 << (sig - 1)
+}
 
 /// The first real-time signal (SIGRTMIN as the kernel numbers it).
 pub const SIGRTMIN: u64 = 32;

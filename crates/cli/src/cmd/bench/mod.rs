@@ -8,6 +8,7 @@ mod map;
 mod multiverse;
 mod noise;
 mod profiler;
+mod reserve;
 
 use crate::output::Out;
 
@@ -33,6 +34,8 @@ enum Which {
     Multiverse(multiverse::Args),
     /// NetworkedOS IPC microbenchmark: Linux vs round-robin vs `map run`, calibration, projection (issue #12)
     Map(map::Args),
+    /// FWQ and compute-bound γ in the LWK without and with `lwk run --reserve` (issue #14)
+    Reserve(reserve::Args),
 }
 
 pub fn run(args: Args, out: &Out) -> super::Exit {
@@ -44,5 +47,6 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
         Which::Noise(a) => noise::run(a, out),
         Which::Multiverse(a) => multiverse::run(a, out),
         Which::Map(a) => map::run(a, out),
+        Which::Reserve(a) => reserve::run(a, out),
     }
 }
