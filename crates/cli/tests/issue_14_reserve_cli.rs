@@ -36,7 +36,10 @@ fn issue_14_lwk_run_reserve_and_bench_reserve() {
         .expect("multios");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
-    assert!(err.contains("reserved") && err.contains("locked and pre-faulted"), "{err}");
+    assert!(
+        err.contains("reserved") && err.contains("locked and pre-faulted"),
+        "{err}"
+    );
     assert!(reservations().is_empty(), "{:?}", reservations());
     let out = Command::new(MULTIOS)
         .args([
@@ -61,6 +64,9 @@ fn issue_14_lwk_run_reserve_and_bench_reserve() {
     for k in ["native_s", "native_reserved_s", "lwk_s", "reserved_s"] {
         assert!(round[k].as_f64().is_some_and(|t| t > 0.0), "{k}: {text}");
     }
-    assert!(v["reservation"].as_str().is_some_and(|r| r.contains("reserved")), "{text}");
+    assert!(
+        v["reservation"].as_str().is_some_and(|r| r.contains("reserved")),
+        "{text}"
+    );
     assert!(reservations().is_empty(), "{:?}", reservations());
 }

@@ -39,6 +39,12 @@ pub const MANDATORY_LOCAL: &[&str] = &[
     "getcpu",
     "getpriority",
     "setpriority",
+    // Per thread too: made about the vCPU's Linux thread (issue #14).
+    "sched_getscheduler",
+    "sched_setscheduler",
+    "sched_getparam",
+    "sched_setparam",
+    "sched_rr_get_interval",
     "setuid",
     "setgid",
     "setreuid",

@@ -117,3 +117,15 @@ fn issue_14_conformance_kill_probe_of_every_process_matches_native() {
     assert_eq!(native.trim(), "kill_probe (None, None)");
     assert_eq!(lwk, native);
 }
+
+/// test_posix's scheduler tests: the scheduling-policy calls were ENOSYS (delegated, they would
+/// have answered for the proxy's thread); made about the vCPU's Linux thread they match native.
+#[test]
+fn issue_14_conformance_scheduling_policy_calls_match_native() {
+    let (native, lwk) = both("sched", &["sched_policy"]);
+    assert!(
+        native.starts_with("sched_policy (0, 0, True, 3, 0, 22)"),
+        "{native}"
+    );
+    assert_eq!(lwk, native);
+}

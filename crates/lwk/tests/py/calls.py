@@ -115,3 +115,24 @@ def ifnames():
 t("ifindex", ifnames)
 
 t("kill_probe", lambda: (os.kill(-1, 0), os.killpg(os.getpgid(0), 0)))
+
+
+def sched_policy():
+    # Per-thread calls made about the calling thread: policy, priority, RR quantum, a change to
+    # SCHED_BATCH and back (the LWK makes them about the vCPU's Linux thread, issue #14).
+    p = os.sched_getscheduler(0)
+    prio = os.sched_getparam(0).sched_priority
+    rr = os.sched_rr_get_interval(0) >= 0
+    os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+    batch = os.sched_getscheduler(0)
+    os.sched_setparam(0, os.sched_param(0))
+    os.sched_setscheduler(0, p, os.sched_param(prio))
+    try:
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(5))
+        bad = "accepted"
+    except OSError as e:
+        bad = e.errno
+    return p, prio, rr, batch, os.sched_getscheduler(0), bad
+
+
+t("sched_policy", sched_policy)
