@@ -84,26 +84,16 @@ pub fn create(
         what: "KVM_SET_CPUID2",
         source,
     })?;
-    configure(&vcpu, mem, id, entry, spin_budget)?;
+    reuse(&vcpu, mem, id, entry, spin_budget)?;
     Ok(vcpu)
 }
 
-/// Gives vCPU `id` of a thread that exited to a new thread: KVM cannot destroy a vCPU, so the
-/// LWK keeps the fds of exited threads and sets them up again (vCPU ids are not used up by
-/// threads that come and go). The caller has completed the vCPU's last MMIO exit.
-pub fn reuse(
-    vcpu: &VcpuFd,
-    mem: &GuestMemory,
-    id: u64,
-    entry: Entry,
-    spin_budget: u32,
-) -> Result<(), VcpuError> {
-    configure(vcpu, mem, id, entry, spin_budget)
-}
-
 /// Writes vCPU `id`'s stub and TSS and puts the vCPU in ring 3 at `entry`, with fresh segment,
-/// MSR and FPU state.
-fn configure(
+/// MSR and FPU state: for a new vCPU, and for the vCPU of a thread that exited given to a new
+/// thread (KVM cannot destroy a vCPU, so the LWK keeps the fds of exited threads and sets them up
+/// again: vCPU ids are not used up by threads that come and go; the caller has completed the
+/// vCPU's last MMIO exit).
+pub fn reuse(
     vcpu: &VcpuFd,
     mem: &GuestMemory,
     id: u64,
