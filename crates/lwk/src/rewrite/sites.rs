@@ -80,14 +80,28 @@ impl Site {
 }
 
 /// Offsets of the bytes worth decoding around in `code`: every `0f 05` pair (a `syscall` if it
-/// is an instruction at all). A cheap scan; only the code near these is decoded.
-pub fn candidates(code: &[u8]) -> Vec<usize> {
+/// is an instruction at all), and whether it is *strong*: the pair right after `b8 imm32` with
+/// a small immediate or after `31/33 c0` (the patterns compiled wrappers have). A cheap scan;
+/// only the code near these is decoded.
+pub fn candidates(code: &[u8]) -> Vec<(usize, bool)> {
     code.windows(2)
         .enumerate()
         .filter(|(_, w)| w[0] == 0x0f && w[1] == 0x05)
-        .map(|(i, _)| i)
+        .map(|(i, _)| {
+            let mov = i >= 5
+                && code[i - 5] == 0xb8
+                && u32::from_le_bytes([code[i - 4], code[i - 3], code[i - 2], code[i - 1]]) < MAX_NR;
+            let xor = i >= 2 && (code[i - 2] == 0x31 || code[i - 2] == 0x33) && code[i - 1] == 0xc0;
+            (i, mov || xor)
+        })
         .collect()
 }
+
+/// How far before a weak candidate (a `0f 05` pair in no wrapper pattern) decoding may have to
+/// start: farther from every known instruction boundary, it is left alone (it traps if it is a
+/// `syscall`). A program's code holds a few such pairs by chance — inside other instructions or
+/// data — and sweeping megabytes to reach them cost tens of milliseconds per start-up (python3.11).
+const WEAK_REACH: u64 = 4096;
 
 /// True when `ins` means the same at any address: it falls through, reads no RIP-relative
 /// operand and is not a system call.
@@ -101,15 +115,31 @@ fn relocatable(ins: &Instruction) -> bool {
         && (0..ins.op_count()).all(|k| ins.op_kind(k) != OpKind::NearBranch64)
 }
 
-/// The decoded instructions of `code` (loaded at `addr`) near its candidate `syscall`s, in
-/// address order (stretches may have gaps between them), and the direct branch targets seen.
-fn decode(code: &[u8], addr: u64, starts: &[u64]) -> (Vec<Instruction>, BTreeSet<u64>) {
-    let mut insns = Vec::new();
-    let mut targets: BTreeSet<u64> = starts.iter().copied().collect();
+/// A decoded `syscall` with the instructions right around it (each list contiguous with it, at
+/// most three, nearest last for `before` and first for `after`).
+#[derive(Debug, Clone)]
+struct Neighbourhood {
+    before: Vec<Instruction>,
+    syscall: Instruction,
+    after: Vec<Instruction>,
+}
+
+/// The `syscall`s of `code` (loaded at `addr`) near its candidate byte pairs, each with its
+/// neighbours, and the direct branch targets seen near a candidate (function starts included).
+/// Decoded as a stream: only a few instructions are held at a time (libc.so.6 is swept whole).
+fn decode(code: &[u8], addr: u64, starts: &[u64]) -> (Vec<Neighbourhood>, BTreeSet<u64>) {
+    let all = candidates(code);
+    let cands: Vec<u64> = all.iter().map(|&(o, _)| addr + o as u64).collect();
+    // A target matters only if it can fall inside a site: within a few bytes of a `syscall`.
+    let near = |t: u64| {
+        let k = cands.partition_point(|&c| c + 64 < t);
+        cands.get(k).is_some_and(|&c| c <= t + 64)
+    };
+    let mut targets: BTreeSet<u64> = starts.iter().copied().filter(|&t| near(t)).collect();
+    let mut found = Vec::new();
     let end = addr + code.len() as u64;
     let mut decoded_to = addr; // everything below was decoded (or skipped) up to a boundary
-    for off in candidates(code) {
-        let c = addr + off as u64;
+    for (&c, &(_, strong)) in cands.iter().zip(&all) {
         if c < decoded_to {
             continue; // already decoded past it
         }
@@ -118,30 +148,66 @@ fn decode(code: &[u8], addr: u64, starts: &[u64]) -> (Vec<Instruction>, BTreeSet
             Some(f) if f > decoded_to && f < end => f,
             _ => decoded_to,
         };
+        if !strong && c - start > WEAK_REACH {
+            continue;
+        }
         let from = (start - addr) as usize;
         let mut dec = Decoder::with_ip(64, &code[from..], start, DecoderOptions::NONE);
         let mut ins = Instruction::default();
+        let mut history: Vec<Instruction> = Vec::with_capacity(4);
+        let mut open: Vec<Neighbourhood> = Vec::new();
         let stop = c.saturating_add(LOOKAHEAD);
         while dec.can_decode() {
             dec.decode_out(&mut ins);
             if ins.is_invalid() {
+                history.clear();
                 continue;
             }
             if matches!(
                 ins.flow_control(),
                 FlowControl::UnconditionalBranch | FlowControl::ConditionalBranch | FlowControl::Call
             ) && ins.op0_kind() == OpKind::NearBranch64
+                && near(ins.near_branch_target())
             {
                 targets.insert(ins.near_branch_target());
             }
-            insns.push(ins);
+            // Neighbourhoods still collecting what follows their `syscall`.
+            let mut k = 0;
+            while k < open.len() {
+                let n = &mut open[k];
+                let last = n.after.last().unwrap_or(&n.syscall);
+                if last.next_ip() == ins.ip() && n.after.len() < 3 {
+                    n.after.push(ins);
+                }
+                if n.after.len() == 3 || n.after.last().unwrap_or(&n.syscall).next_ip() != ins.next_ip() {
+                    found.push(open.swap_remove(k));
+                } else {
+                    k += 1;
+                }
+            }
+            if history.last().is_some_and(|h| h.next_ip() != ins.ip()) {
+                history.clear();
+            }
+            if ins.mnemonic() == Mnemonic::Syscall {
+                open.push(Neighbourhood {
+                    before: history.clone(),
+                    syscall: ins,
+                    after: Vec::new(),
+                });
+            }
+            history.push(ins);
+            if history.len() > 3 {
+                history.remove(0);
+            }
             if ins.next_ip() >= stop {
                 break;
             }
         }
+        found.append(&mut open);
         decoded_to = ins.next_ip().max(decoded_to);
     }
-    (insns, targets)
+    found.sort_by_key(|n| n.syscall.ip());
+    (found, targets)
 }
 
 /// Instructions `list` (contiguous, in order) as a [`Moved`], if they fit in `max` bytes and
@@ -161,19 +227,10 @@ fn moved(code: &[u8], addr: u64, list: &[Instruction], max: usize) -> Option<Mov
     })
 }
 
-/// True when instructions `i` and `i + 1` of `insns` follow each other without a gap.
-fn adjacent(insns: &[Instruction], i: usize) -> bool {
-    insns.get(i + 1).is_some_and(|n| insns[i].next_ip() == n.ip())
-}
-
-/// The site the `syscall` at `insns[i]` makes, if any.
-fn classify(code: &[u8], addr: u64, insns: &[Instruction], i: usize) -> Option<Site> {
-    let s = &insns[i];
-    let prev = i
-        .checked_sub(1)
-        .filter(|&p| adjacent(insns, p))
-        .map(|p| &insns[p]);
-    if let Some(p) = prev {
+/// The site the `syscall` of `n` makes, if any.
+fn classify(code: &[u8], addr: u64, n: &Neighbourhood) -> Option<Site> {
+    let s = &n.syscall;
+    if let Some(p) = n.before.last() {
         if p.code() == Code::Mov_r32_imm32
             && p.op0_register() == Register::EAX
             && p.len() == 5
@@ -182,10 +239,10 @@ fn classify(code: &[u8], addr: u64, insns: &[Instruction], i: usize) -> Option<S
         {
             return Some(Site::Mov(p.ip(), p.immediate32()));
         }
-        let next_is_cmp = adjacent(insns, i) && {
-            let at = (insns[i + 1].ip() - addr) as usize;
-            insns[i + 1].len() == 6 && code.get(at..at + 6) == Some(&CMP_RAX_M4096[..])
-        };
+        let next_is_cmp = n.after.first().is_some_and(|c| {
+            let at = (c.ip() - addr) as usize;
+            c.len() == 6 && code.get(at..at + 6) == Some(&CMP_RAX_M4096[..])
+        });
         if matches!(p.code(), Code::Xor_rm32_r32 | Code::Xor_r32_rm32)
             && p.op0_register() == Register::EAX
             && p.op1_register() == Register::EAX
@@ -196,26 +253,18 @@ fn classify(code: &[u8], addr: u64, insns: &[Instruction], i: usize) -> Option<S
         }
     }
     // The instructions after the `syscall`, up to 5 bytes with it.
-    let mut k = i;
-    let mut after = Vec::new();
-    while adjacent(insns, k) && after.len() < 3 {
-        k += 1;
-        after.push(insns[k]);
-        if insns[k].next_ip() - s.ip() >= 5 {
-            if let Some(m) = moved(code, addr, &after, MAX_AFTER) {
+    for k in 1..=n.after.len() {
+        if n.after[k - 1].next_ip() - s.ip() >= 5 {
+            if let Some(m) = moved(code, addr, &n.after[..k], MAX_AFTER) {
                 return Some(Site::After(s.ip(), m));
             }
             break;
         }
     }
     // The instructions before it, up to 5 bytes.
-    let mut k = i;
-    let mut before = Vec::new();
-    while k > 0 && adjacent(insns, k - 1) && before.len() < 3 {
-        k -= 1;
-        before.insert(0, insns[k]);
-        if s.ip() - insns[k].ip() >= 5 {
-            return moved(code, addr, &before, MAX_BEFORE).map(|m| Site::Before(insns[k].ip(), m));
+    for k in (0..n.before.len()).rev() {
+        if s.ip() - n.before[k].ip() >= 5 {
+            return moved(code, addr, &n.before[k..], MAX_BEFORE).map(|m| Site::Before(n.before[k].ip(), m));
         }
     }
     None
@@ -225,14 +274,11 @@ fn classify(code: &[u8], addr: u64, insns: &[Instruction], i: usize) -> Option<S
 /// with a known branch target inside the bytes it replaces. `starts` (sorted) are function
 /// starts from the ELF symbols; with none the code is swept linearly from its start.
 pub fn find_sites(code: &[u8], addr: u64, starts: &[u64]) -> Vec<Site> {
-    let (insns, targets) = decode(code, addr, starts);
+    let (found, targets) = decode(code, addr, starts);
     let mut sites = Vec::new();
     let mut claimed = addr;
-    for (i, ins) in insns.iter().enumerate() {
-        if ins.mnemonic() != Mnemonic::Syscall {
-            continue;
-        }
-        let Some(site) = classify(code, addr, &insns, i) else {
+    for n in &found {
+        let Some(site) = classify(code, addr, n) else {
             continue;
         };
         let (from, to) = site.span();
