@@ -2,7 +2,7 @@
 //! cpuset hierarchy (cgroup v1 here: cgroup v2 has no cpuset controller on this hybrid system).
 //! During a reserved run the guest's thread may run only on the LWK's CPU, no other task of the
 //! root cpuset may (init, pid 1, is confined to the other CPUs), and the window is locked
-//! (VmLck). After every kind of end — the program's exit, an LWK error, SIGTERM to the VMM, the
+//! (VmLck); a task pinned to that CPU is moved off it and pinned again after. After every kind of end — the program's exit, an LWK error, SIGTERM to the VMM, the
 //! guest dying of a fault, SIGKILL of the VMM followed by the next run's sweep — the machine is as
 //! before: no reservation cpuset left, the root's load balancing and init's CPUs back. A CPU held
 //! by another cpuset, or every CPU, cannot be reserved, with an error that says so. Each
@@ -119,6 +119,22 @@ fn issue_14_a_reserved_run_has_its_cpu_alone_and_locked_memory_and_gives_them_ba
     require_kvm("issue #14");
     let before = machine();
     let (lwk, others) = split();
+    // A task of someone else pinned to the LWK's CPU: moved off it for the run, pinned again
+    // after (a v1 cpuset move resets affinities).
+    let mut pinned = Command::new("sleep");
+    pinned.arg("30");
+    // SAFETY: sched_setaffinity between fork and exec touches no memory of the parent.
+    unsafe {
+        pinned.pre_exec(move || {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(lwk, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            Ok(())
+        });
+    }
+    let mut pinned = pinned.spawn().expect("sleep");
+    let pinned_pid = pinned.id() as i32;
+    assert_eq!(allowed_of(pinned_pid), lwk.to_string());
     let out = run(reserved(&[
         "/bin/sh",
         "-c",
@@ -151,6 +167,14 @@ fn issue_14_a_reserved_run_has_its_cpu_alone_and_locked_memory_and_gives_them_ba
     assert!(locked_kb >= 64 * 1024, "the 64 MiB window is locked: {text}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(&format!("CPUs {lwk} reserved")), "{err}");
+    let repinned = allowed_of(pinned_pid);
+    let _ = pinned.kill();
+    let _ = pinned.wait();
+    assert_eq!(
+        repinned,
+        lwk.to_string(),
+        "a pinned task's affinity after the run"
+    );
     assert_eq!(machine(), before, "the machine after a reserved run");
 }
 

@@ -19,8 +19,11 @@
 //!   separate scheduling domains and the reserved CPUs are in none), and every task of the root
 //!   cpuset — kernel threads that may move included — is moved into `…-linux`. Tasks in other
 //!   cpusets and per-CPU kernel threads stay where they are ([`Reservation::still_allowed`]
-//!   counts what may still run on the reserved CPUs). The end moves every task back, restores the
-//!   root's balancing and removes both cpusets.
+//!   counts what may still run on the reserved CPUs). A v1 cpuset move sets a task's CPU affinity
+//!   to the cpuset's CPUs, so the affinity of every task that had narrowed its own (`taskset`, a
+//!   pinned benchmark, another LWK's vCPU) is recorded first and set again after the move back.
+//!   The end moves every task back, puts those affinities back, restores the root's balancing
+//!   and removes both cpusets.
 //!
 //! A record of what to restore (`/run/multios/lwk-reserve-<pid>`) lets [`sweep_stale`] undo the
 //! reservation of a multios that was killed (SIGKILL) before it could: cpusets whose pid no longer
@@ -147,6 +150,8 @@ enum Kind {
         linux: PathBuf,
         /// The root's `cpuset.sched_load_balance` before.
         balance: String,
+        /// Tasks that had narrowed their CPU affinity, and to what.
+        pinned: Vec<(i32, Vec<usize>)>,
     },
 }
 
@@ -260,7 +265,8 @@ impl Reservation {
                 lwk,
                 linux,
                 balance,
-            } => restore_v1(root, lwk, linux, balance),
+                pinned,
+            } => restore_v1(root, lwk, linux, balance, pinned),
         };
         if let Some(rec) = &self.record {
             let _ = fs::remove_file(rec);
@@ -286,20 +292,57 @@ fn gettid() -> i32 {
     crate::sys::gettid()
 }
 
-/// The record of a reservation (what a sweep restores): the root's balancing before (v1).
-fn write_record(pid: u32, balance: &str) -> Option<PathBuf> {
+/// The record of a reservation (what a sweep restores): the root's balancing before and the
+/// narrowed affinities (v1).
+fn write_record(pid: u32, balance: &str, pinned: &[(i32, Vec<usize>)]) -> Option<PathBuf> {
     let dir = Path::new(RECORDS);
     fs::create_dir_all(dir).ok()?;
     let p = dir.join(format!("lwk-reserve-{pid}"));
-    fs::write(&p, format!("sched_load_balance={balance}\n")).ok()?;
+    let mut text = format!("sched_load_balance={balance}\n");
+    for (tid, cpus) in pinned {
+        text.push_str(&format!("affinity {tid} {}\n", format_list(cpus)));
+    }
+    fs::write(&p, text).ok()?;
     Some(p)
 }
 
-fn recorded_balance(pid: i32) -> Option<String> {
-    let text = fs::read_to_string(Path::new(RECORDS).join(format!("lwk-reserve-{pid}"))).ok()?;
-    text.lines()
+/// The root's balancing and the narrowed affinities a record holds.
+fn read_record(pid: i32) -> (Option<String>, Vec<(i32, Vec<usize>)>) {
+    let text = fs::read_to_string(Path::new(RECORDS).join(format!("lwk-reserve-{pid}"))).unwrap_or_default();
+    let balance = text
+        .lines()
         .find_map(|l| l.strip_prefix("sched_load_balance="))
-        .map(str::to_string)
+        .map(str::to_string);
+    let pinned = text
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.strip_prefix("affinity ")?.split_whitespace();
+            Some((w.next()?.parse().ok()?, parse_list(w.next()?)))
+        })
+        .collect();
+    (balance, pinned)
+}
+
+/// The tasks listed in `tasks` (a v1 `tasks` file) whose CPU affinity is narrower than `all`.
+fn narrowed(tasks: &Path, all: &[usize]) -> Vec<(i32, Vec<usize>)> {
+    fs::read_to_string(tasks)
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|t| t.parse::<i32>().ok())
+        .filter_map(|tid| {
+            let cpus = crate::sys::cpus_of(&crate::sys::get_affinity(tid).ok()?);
+            (all.iter().any(|c| !cpus.contains(c))).then_some((tid, cpus))
+        })
+        .collect()
+}
+
+/// Sets the recorded affinities again (tasks that have exited meanwhile are passed over).
+fn repin(pinned: &[(i32, Vec<usize>)]) {
+    for (tid, cpus) in pinned {
+        if let Ok(set) = crate::sys::cpu_set(cpus) {
+            let _ = crate::sys::set_affinity(*tid, &set);
+        }
+    }
 }
 
 /// The reservation cgroups under `root` and the pid each belongs to (v1's `-linux` ones too).
@@ -356,8 +399,9 @@ pub fn sweep_stale() -> Vec<String> {
             }
             let lwk = root.join(format!("{PREFIX}{pid}"));
             let linux = root.join(format!("{PREFIX}{pid}-linux"));
-            let balance = recorded_balance(pid).unwrap_or_else(|| "1".into());
-            let r = restore_v1(root, &lwk, &linux, &balance);
+            let (balance, pinned) = read_record(pid);
+            let balance = balance.unwrap_or_else(|| "1".into());
+            let r = restore_v1(root, &lwk, &linux, &balance, &pinned);
             done.push(swept(pid, &lwk, r));
             let _ = fs::remove_file(Path::new(RECORDS).join(format!("lwk-reserve-{pid}")));
         }
@@ -398,7 +442,7 @@ fn isolate_v2(root: &Path, cpus: &[usize], list: &str) -> Result<Reservation, Re
     let dir = root.join(format!("{PREFIX}{pid}"));
     let part = dir.join("lwk");
     fs::create_dir(&dir).map_err(io("cannot create", &dir))?;
-    let record = write_record(pid, "");
+    let record = write_record(pid, "", &[]);
     let setup = || -> Result<(), ReserveError> {
         write_file(&dir.join("cgroup.subtree_control"), "+cpuset")?;
         // A remote partition: the exclusive CPUs are given down the path to it.
@@ -504,7 +548,9 @@ fn isolate_v1(root: &Path, cpus: &[usize], list: &str) -> Result<Reservation, Re
     let lwk = root.join(format!("{PREFIX}{pid}"));
     let linux = root.join(format!("{PREFIX}{pid}-linux"));
     let balance = read(&root.join("cpuset.sched_load_balance"))?;
-    let record = write_record(pid, &balance);
+    // A move into a v1 cpuset resets the task's affinity: what was narrowed is put back after.
+    let pinned = narrowed(&root.join("tasks"), &parse_list(&all));
+    let record = write_record(pid, &balance, &pinned);
     fs::create_dir(&lwk).map_err(io("cannot create", &lwk))?;
     let setup = || -> Result<usize, ReserveError> {
         write_file(&lwk.join("cpuset.cpus"), list)?;
@@ -542,13 +588,14 @@ fn isolate_v1(root: &Path, cpus: &[usize], list: &str) -> Result<Reservation, Re
                 lwk,
                 linux,
                 balance,
+                pinned,
             },
             record,
             moved,
             done: false,
         }),
         Err(e) => {
-            let _ = restore_v1(root, &lwk, &linux, &balance);
+            let _ = restore_v1(root, &lwk, &linux, &balance, &pinned);
             if let Some(r) = record {
                 let _ = fs::remove_file(r);
             }
@@ -577,13 +624,20 @@ fn move_all(from: &Path, to: &Path) -> usize {
     moved.len()
 }
 
-fn restore_v1(root: &Path, lwk: &Path, linux: &Path, balance: &str) -> Result<(), ReserveError> {
+fn restore_v1(
+    root: &Path,
+    lwk: &Path,
+    linux: &Path,
+    balance: &str,
+    pinned: &[(i32, Vec<usize>)],
+) -> Result<(), ReserveError> {
     let tasks = root.join("tasks");
     for dir in [linux, lwk] {
         if dir.exists() {
             move_all(&dir.join("tasks"), &tasks);
         }
     }
+    repin(pinned);
     if !balance.is_empty() {
         let _ = write_file(&root.join("cpuset.sched_load_balance"), balance);
     }
