@@ -1,6 +1,13 @@
 //! A signal's siginfo: who sent it (pid, uid, si_code and the rest of the sender's siginfo), or
 //! the CPU exception that raised it, and the 128 bytes Linux writes for a handler.
 
+/// siginfo codes.
+pub const SI_USER: i32 = 0;
+pub const SI_QUEUE: i32 = -1;
+pub const SI_TIMER: i32 = -2;
+pub const SI_TKILL: i32 = -6;
+pub const SI_KERNEL: i32 = 0x80;
+
 /// Who sent a pending signal, or the CPU exception that raised it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SigInfo {

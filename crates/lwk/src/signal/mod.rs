@@ -33,7 +33,7 @@ pub mod info;
 pub mod queue;
 
 pub use altstack::AltStack;
-pub use info::{SigInfo, Trap};
+pub use info::{SigInfo, Trap, SI_KERNEL, SI_QUEUE, SI_TIMER, SI_TKILL, SI_USER};
 pub use queue::Pending;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64};
@@ -116,13 +116,6 @@ pub const ERESTARTNOHAND: i64 = -514;
 pub fn is_restart(r: i64) -> bool {
     (ERESTARTNOHAND..=ERESTARTSYS).contains(&r)
 }
-
-/// siginfo codes.
-pub const SI_USER: i32 = 0;
-pub const SI_QUEUE: i32 = -1;
-pub const SI_TIMER: i32 = -2;
-pub const SI_TKILL: i32 = -6;
-pub const SI_KERNEL: i32 = 0x80;
 
 /// SIGKILL and SIGSTOP can be neither blocked nor caught.
 pub(crate) const UNBLOCKABLE: u64 = (1 << (libc::SIGKILL - 1)) | (1 << (libc::SIGSTOP - 1));

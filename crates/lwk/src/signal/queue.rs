@@ -3,9 +3,11 @@
 //! second one sent while the first waits is dropped, the first's siginfo kept (`legacy_queue`);
 //! a real-time signal (32–64) queues every instance with its own siginfo (sigqueue's si_value, a
 //! timer's id and overrun), up to the queue limit (RLIMIT_SIGPENDING), and its instances are
-//! delivered in the order they were sent. The lowest pending signal number is taken first.
+//! delivered in the order they were sent. The lowest pending signal number is taken first. A
+//! POSIX timer has at most one signal pending, as Linux preallocates one per timer: an expiry
+//! while its signal waits adds to that signal's overrun count instead of queueing another.
 
-use super::info::SigInfo;
+use super::info::{SigInfo, SI_TIMER};
 use std::collections::VecDeque;
 
 /// Bit sig-1 of a set.
@@ -40,6 +42,21 @@ impl Pending {
     pub fn add(&mut self, sig: u64, info: SigInfo, limit: usize) -> Result<(), NotQueued> {
         if sig < SIGRTMIN && self.set & bit(sig) != 0 {
             return Err(NotQueued::Coalesced);
+        }
+        if let Some(timer) = timer_of(&info) {
+            // The timer's signal already waits: count the expiry as an overrun (si_overrun).
+            if let Some((_, q)) = self
+                .queue
+                .iter_mut()
+                .find(|(s, q)| *s == sig && timer_of(q) == Some(timer))
+            {
+                if let Some(f) = q.fields.as_mut() {
+                    let overrun = (f[0] >> 32) as u32;
+                    let more = (info.fields.map_or(0, |g| g[0] >> 32) as u32).saturating_add(1);
+                    f[0] = (f[0] & 0xffff_ffff) | (u64::from(overrun.saturating_add(more)) << 32);
+                }
+                return Err(NotQueued::Coalesced);
+            }
         }
         if sig >= SIGRTMIN && self.queue.len() >= limit {
             return Err(NotQueued::Full);
@@ -80,6 +97,13 @@ impl Pending {
     }
 }
 
+/// The POSIX timer a signal comes from (si_code SI_TIMER: si_timerid, the first int of the union).
+fn timer_of(info: &SigInfo) -> Option<u32> {
+    (info.code == SI_TIMER)
+        .then(|| info.fields.map(|f| f[0] as u32))
+        .flatten()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,6 +130,24 @@ mod tests {
             .collect();
         assert_eq!(order, vec![(10, 7), (35, 9), (40, 1), (40, 2), (40, 3)]);
         assert!(p.is_empty() && p.set == 0);
+    }
+
+    #[test]
+    fn a_timer_has_one_signal_pending_and_counts_overruns() {
+        let expiry = |timer: u64| SigInfo {
+            code: SI_TIMER,
+            fields: Some([timer, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
+            ..Default::default()
+        };
+        let mut p = Pending::default();
+        p.add(34, expiry(7), 100).expect("queued");
+        assert_eq!(p.add(34, expiry(7), 100), Err(NotQueued::Coalesced));
+        assert_eq!(p.add(34, expiry(7), 100), Err(NotQueued::Coalesced));
+        p.add(34, expiry(8), 100).expect("another timer queues");
+        assert_eq!(p.len(), 2);
+        let (_, first) = p.take(!0).expect("pending");
+        // si_overrun (the high half of the first word) counts the two expiries merged into it.
+        assert_eq!(first.fields.map(|f| (f[0] as u32, f[0] >> 32)), Some((7, 2)));
     }
 
     #[test]
