@@ -539,7 +539,11 @@ impl Machine {
             .name("lwk-signals".into())
             .spawn(move || {
                 m.kernel.signals.pump_tid.store(crate::sys::gettid(), Ordering::Release);
-                crate::signal::host::unblock_in_this_thread();
+                if let Err(e) = crate::signal::host::open_signalfd(crate::fds::floor()) {
+                    // Taken by the catcher in this thread instead.
+                    lock(&m.kernel.notes).push(format!("no signalfd for the guest's signals: {e}"));
+                    crate::signal::host::unblock_in_this_thread();
+                }
                 while crate::signal::host::wait_event(fd) && !m.exiting.load(Ordering::Acquire) {
                     for (sig, words) in crate::signal::host::take() {
                         let info = crate::signal::SigInfo::from_host(&words);

@@ -17,13 +17,17 @@
 //! Never caught: SIGKILL/SIGSTOP (impossible), SIGUSR2 (kicks VMM threads), SIGPIPE (the VMM
 //! ignores it; the LWK raises the guest's SIGPIPE from EPIPE itself), and 32/33 (glibc's).
 //!
-//! Every instance is kept with its whole siginfo (issue #14): the catcher appends it to a ring the
-//! pump drains, so real-time signals queue — each sigqueue value, each timer expiry — and reach
-//! the guest in the order the host delivered them. To keep that order, the signals the guest may
-//! take are blocked in every VMM thread but the pump's ([`block_in_this_thread`] before the VMM
-//! starts its threads, [`unblock_in_this_thread`] in the pump), so the host hands them to one
-//! thread, one after the other. (The fault signals are not blocked: a VMM fault must still be
-//! raised on its thread.)
+//! Every instance is kept with its whole siginfo (issue #14), so real-time signals queue — each
+//! sigqueue value, each timer expiry — and reach the guest in the order the host sends them. The
+//! signals the guest may take are blocked in every VMM thread ([`block_in_this_thread`] before
+//! the VMM starts its threads) and the pump reads them from a signalfd ([`open_signalfd`],
+//! [`take`]): one reader, in the host's order, and at its own pace — a timer firing faster than
+//! the guest takes its signals is coalesced by the host (overruns) instead of running a handler
+//! in the VMM per expiry (a handler per expiry of stress-ng's 100 kHz timer kept the pump thread
+//! busy forever). The catcher stays the disposition, for what reaches a thread that does not
+//! block the signal and for the signals that cannot be blocked everywhere — the fault signals
+//! another process sends (a VMM fault must still be raised on its thread) and glibc's signal 32
+//! — and appends those to a ring the pump drains with the signalfd.
 
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
@@ -57,6 +61,8 @@ static APPENDING: AtomicBool = AtomicBool::new(false);
 static OVERFLOW: AtomicU64 = AtomicU64::new(0);
 /// The eventfd the catcher writes (−1 before the first machine starts).
 static EVENT_FD: AtomicI32 = AtomicI32::new(-1);
+/// The signalfd the pump reads the guest's signals from (−1: none, the pump unblocks them).
+static SIGNAL_FD: AtomicI32 = AtomicI32::new(-1);
 
 /// True when the VMM may catch `sig` for the guest.
 pub fn followable(sig: i32) -> bool {
@@ -237,14 +243,13 @@ pub fn forget_event() {
         // The child's copy of the descriptor; the parent keeps its own.
         crate::sys::close(fd);
     }
+    let sfd = SIGNAL_FD.swap(-1, Ordering::AcqRel);
+    if sfd >= 0 {
+        crate::sys::close(sfd);
+    }
     // Instances the parent caught are the parent's (fork clears a child's pending signals).
     TAIL.store(HEAD.load(Ordering::Acquire), Ordering::Release);
     OVERFLOW.store(0, Ordering::Release);
-}
-
-/// Blocks until the catcher or [`poke`] writes the eventfd; returns false on an error.
-pub fn wait_event(fd: i32) -> bool {
-    crate::sys::eventfd_wait(fd)
 }
 
 /// Wakes the pump (to stop it).
@@ -260,20 +265,92 @@ pub fn nudge() {
     }
 }
 
-/// Takes the caught instances, in the order they were caught: (signal, its siginfo as 16 words;
-/// all zero — SI_USER from nobody — for an instance the full ring could not hold).
+/// Opens the signalfd of the guest's signals (kept blocked in every VMM thread), above the
+/// guest's fds; on failure the pump takes them with the catcher instead (it unblocks them).
+pub fn open_signalfd(fd_floor: i32) -> io::Result<i32> {
+    let fd = crate::sys::signalfd(&guest_set())?;
+    let high = crate::sys::move_fd_high(fd, fd_floor);
+    crate::sys::close(fd);
+    let high = high?;
+    let old = SIGNAL_FD.swap(high, Ordering::AcqRel);
+    if old >= 0 {
+        crate::sys::close(old);
+    }
+    Ok(high)
+}
+
+/// Blocks until the pump has something to do: a signal on the signalfd, or the eventfd written
+/// (the catcher, [`poke`], [`nudge`]); false on an error.
+pub fn wait_event(fd: i32) -> bool {
+    let sfd = SIGNAL_FD.load(Ordering::Acquire);
+    if sfd < 0 {
+        return crate::sys::eventfd_wait(fd);
+    }
+    if !crate::sys::wait_readable(fd, sfd) {
+        return false;
+    }
+    // Reset the eventfd if it was written (non-blocking: it may not have been).
+    crate::sys::eventfd_drain(fd);
+    true
+}
+
+/// The siginfo (16 words, `siginfo_t`'s layout) of a `struct signalfd_siginfo`, by the layout
+/// Linux gives the signal's si_code (kernel/signal.c, `siginfo_layout`).
+pub fn from_signalfd(s: &[u8; 128]) -> (u64, [u64; 16]) {
+    let u32_at = |o: usize| u32::from_le_bytes([s[o], s[o + 1], s[o + 2], s[o + 3]]);
+    let u64_at = |o: usize| u64::from_le_bytes(s[o..o + 8].try_into().unwrap_or_default());
+    let (signo, code) = (u32_at(0), u32_at(8) as i32);
+    let (pid, uid, tid, band, overrun) = (u32_at(12), u32_at(16), u32_at(24), u32_at(28), u32_at(32));
+    let (fd, status, ptr) = (u32_at(20), u32_at(40), u64_at(48));
+    let pair = |lo: u32, hi: u32| u64::from(lo) | (u64::from(hi) << 32);
+    let mut w = [0u64; 16];
+    w[0] = pair(signo, u32_at(4));
+    w[1] = u64::from(code as u32);
+    match code {
+        crate::signal::SI_TIMER => {
+            w[2] = pair(tid, overrun);
+            w[3] = ptr;
+        }
+        // SIGPOLL: si_band, si_fd.
+        c if c > 0 && signo == libc::SIGPOLL as u32 => {
+            w[2] = u64::from(band);
+            w[3] = u64::from(fd);
+        }
+        c if c > 0 && signo == libc::SIGCHLD as u32 => {
+            w[2] = pair(pid, uid);
+            w[3] = u64::from(status);
+            w[4] = u64_at(56);
+            w[5] = u64_at(64);
+        }
+        c if c == crate::signal::SI_USER || c > 0 => w[2] = pair(pid, uid),
+        // SI_QUEUE, SI_TKILL, SI_MESGQ…: pid, uid and the value.
+        _ => {
+            w[2] = pair(pid, uid);
+            w[3] = ptr;
+        }
+    }
+    (u64::from(signo), w)
+}
+
+/// Takes the pending instances: those on the signalfd (in the host's order), then those the
+/// catcher caught: (signal, its siginfo as 16 words; all zero — SI_USER from nobody — for an
+/// instance the full ring could not hold).
 pub fn take() -> Vec<(u64, [u64; 16])> {
+    let sfd = SIGNAL_FD.load(Ordering::Acquire);
+    let mut out: Vec<(u64, [u64; 16])> = if sfd >= 0 {
+        crate::sys::read_signalfd(sfd).iter().map(from_signalfd).collect()
+    } else {
+        Vec::new()
+    };
     let (tail, head) = (TAIL.load(Ordering::Relaxed), HEAD.load(Ordering::Acquire));
-    let mut out: Vec<(u64, [u64; 16])> = (tail..head)
-        .map(|k| {
-            let r = &RECORDS[(k % RING as u64) as usize];
-            let mut w = [0u64; 16];
-            for (v, slot) in w.iter_mut().zip(&r.info) {
-                *v = slot.load(Ordering::Relaxed);
-            }
-            (r.sig.load(Ordering::Relaxed), w)
-        })
-        .collect();
+    out.extend((tail..head).map(|k| {
+        let r = &RECORDS[(k % RING as u64) as usize];
+        let mut w = [0u64; 16];
+        for (v, slot) in w.iter_mut().zip(&r.info) {
+            *v = slot.load(Ordering::Relaxed);
+        }
+        (r.sig.load(Ordering::Relaxed), w)
+    }));
     TAIL.store(head, Ordering::Release);
     let lost = OVERFLOW.swap(0, Ordering::AcqRel);
     out.extend(
@@ -309,6 +386,37 @@ pub fn restore_mask(old: &libc::sigset_t) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn signalfd_records_become_the_siginfo_linux_gives_a_handler() {
+        let mut s = [0u8; 128];
+        let put = |s: &mut [u8; 128], o: usize, v: u32| s[o..o + 4].copy_from_slice(&v.to_le_bytes());
+        // A timer's expiry: si_timerid 3, si_overrun 5, si_value 42.
+        put(&mut s, 0, 34);
+        put(&mut s, 8, crate::signal::SI_TIMER as u32);
+        put(&mut s, 24, 3);
+        put(&mut s, 32, 5);
+        s[48..56].copy_from_slice(&42u64.to_le_bytes());
+        let (sig, w) = from_signalfd(&s);
+        assert_eq!((sig, w[1] as u32 as i32, w[2], w[3]), (34, -2, 3 | (5 << 32), 42));
+        // sigqueue from pid 7, uid 0, value 9.
+        let mut q = [0u8; 128];
+        put(&mut q, 0, 40);
+        put(&mut q, 8, crate::signal::SI_QUEUE as u32);
+        put(&mut q, 12, 7);
+        q[48..56].copy_from_slice(&9u64.to_le_bytes());
+        let (_, w) = from_signalfd(&q);
+        let info = crate::signal::SigInfo::from_host(&w);
+        assert_eq!((info.code, info.pid, info.fields.map(|f| f[1])), (-1, 7, Some(9)));
+        // SIGCHLD: pid, status at 24.
+        let mut c = [0u8; 128];
+        put(&mut c, 0, libc::SIGCHLD as u32);
+        put(&mut c, 8, 1); // CLD_EXITED
+        put(&mut c, 12, 99);
+        put(&mut c, 40, 3);
+        let (_, w) = from_signalfd(&c);
+        assert_eq!((w[2] as u32, w[3]), (99, 3));
+    }
 
     #[test]
     fn the_vmm_never_follows_its_own_signals() {

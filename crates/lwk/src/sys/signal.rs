@@ -143,3 +143,52 @@ pub fn timer_create(clock: i32, ev: &[u8; 64], id_at: u64) -> i64 {
         r
     }
 }
+
+/// A non-blocking, close-on-exec signalfd for the signals of `set` (which the caller keeps
+/// blocked in every thread).
+pub fn signalfd(set: &libc::sigset_t) -> std::io::Result<i32> {
+    // SAFETY: `set` is a valid sigset_t; -1 asks for a new descriptor.
+    let fd = unsafe { libc::signalfd(-1, set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(fd)
+}
+
+/// Reads the pending signals of signalfd `fd` (at most 32), each a 128-byte
+/// `struct signalfd_siginfo`; none when there are none (EAGAIN).
+pub fn read_signalfd(fd: i32) -> Vec<[u8; 128]> {
+    let mut buf = [0u8; 128 * 32];
+    // SAFETY: reads at most `buf.len()` bytes into a live local buffer.
+    let r = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+    if r <= 0 {
+        return Vec::new();
+    }
+    buf[..r as usize]
+        .chunks_exact(128)
+        .map(|c| {
+            let mut one = [0u8; 128];
+            one.copy_from_slice(c);
+            one
+        })
+        .collect()
+}
+
+/// Waits until `a` or `b` is readable (EINTR counts as a wake-up); false on another error.
+pub fn wait_readable(a: i32, b: i32) -> bool {
+    let mut fds = [
+        libc::pollfd {
+            fd: a,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: b,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    // SAFETY: `fds` is a live array of two pollfd structs, the count passed.
+    let r = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+    r >= 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+}
