@@ -12,6 +12,7 @@ pub mod bench;
 pub mod config;
 pub mod fc;
 pub mod fds;
+pub(crate) mod iouring;
 pub mod kernel;
 pub mod loader;
 pub mod local;

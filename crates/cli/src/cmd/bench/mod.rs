@@ -3,6 +3,7 @@
 
 mod emulate;
 mod hpcc;
+mod hrt;
 mod lwk;
 mod map;
 mod multiverse;
@@ -36,6 +37,8 @@ enum Which {
     Map(map::Args),
     /// FWQ and compute-bound γ in the LWK without and with `lwk run --reserve` (issue #14)
     Reserve(reserve::Args),
+    /// Split execution (Multiverse Fig. 2): synchronous and asynchronous calls, merger, next to the cache-line round trip (issue #13)
+    Hrt(hrt::Args),
 }
 
 pub fn run(args: Args, out: &Out) -> super::Exit {
@@ -48,5 +51,6 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
         Which::Multiverse(a) => multiverse::run(a, out),
         Which::Map(a) => map::run(a, out),
         Which::Reserve(a) => reserve::run(a, out),
+        Which::Hrt(a) => hrt::run(a, out),
     }
 }
