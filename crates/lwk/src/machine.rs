@@ -545,6 +545,7 @@ impl Machine {
                     crate::signal::host::unblock_in_this_thread();
                 }
                 while crate::signal::host::wait_event(fd) && !m.exiting.load(Ordering::Acquire) {
+                    let round = m.kernel.signals.pump_begun.fetch_add(1, Ordering::AcqRel) + 1;
                     for (sig, words) in crate::signal::host::take() {
                         let info = crate::signal::SigInfo::from_host(&words);
                         // A timer that signals one thread (SIGEV_THREAD_ID) signals this one;
@@ -552,6 +553,7 @@ impl Machine {
                         let thread = m.kernel.timer_thread(&info);
                         m.kernel.queue_signal(thread, sig, info);
                     }
+                    m.kernel.signals.pump_done.store(round, Ordering::Release);
                     let mut kicks = 0u32;
                     let since = Instant::now();
                     while let Some(id) = m.kernel.signal_target() {

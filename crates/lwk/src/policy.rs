@@ -70,6 +70,8 @@ pub const MANDATORY_LOCAL: &[&str] = &[
     // A timer that signals one thread names a guest tid, which the LWK translates.
     "timer_create",
     "timer_delete",
+    // To the guest itself, the signal must be pending when the call returns.
+    "pidfd_send_signal",
     "clone",
     "clone3",
     "fork",

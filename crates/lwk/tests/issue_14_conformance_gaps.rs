@@ -83,7 +83,7 @@ fn issue_14_conformance_fcntl_notify_and_owner_match_native() {
 
 #[test]
 fn issue_14_conformance_splice_chroot_pidfd_signal_match_native() {
-    let calls = ["splice", "chroot", "pidfd_send_signal"];
+    let calls = ["splice", "chroot", "pidfd_send_signal", "pidfd_send_signal_self"];
     let (native, lwk) = both("splice", &calls);
     assert_eq!(native.lines().count(), calls.len(), "{native}");
     assert_eq!(lwk, native);

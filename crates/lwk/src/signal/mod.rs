@@ -63,6 +63,10 @@ pub struct Signals {
     pub(crate) thread_timers: Mutex<BTreeMap<i32, (usize, i32)>>,
     /// The host tid of the signal pump's thread (0 before it runs).
     pub(crate) pump_tid: AtomicI32,
+    /// Rounds of the signal pump begun (before it takes the host's signals) and finished (after
+    /// it has made them pending for the guest): `Kernel::sync_host_signals` waits on them.
+    pub(crate) pump_begun: AtomicU64,
+    pub(crate) pump_done: AtomicU64,
     /// False when no signal is pending anywhere: the per-call check is then one load.
     pub(crate) hint: AtomicBool,
     /// Per vCPU: the host thread (pthread_t) performing its delegated call, 0 when none; the
@@ -79,6 +83,8 @@ impl Signals {
             queue_limit: crate::sys::sigpending_limit(),
             thread_timers: Mutex::new(BTreeMap::new()),
             pump_tid: AtomicI32::new(0),
+            pump_begun: AtomicU64::new(0),
+            pump_done: AtomicU64::new(0),
             hint: AtomicBool::new(false),
             serving: (0..vcpus).map(|_| AtomicU64::new(0)).collect(),
         }

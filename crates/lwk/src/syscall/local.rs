@@ -197,6 +197,7 @@ impl Kernel {
             SYS_rt_sigqueueinfo | SYS_rt_tgsigqueueinfo => self.sigqueueinfo(ctx, cpu, nr, a),
             SYS_timer_create => self.timer_create(nr, a),
             SYS_timer_delete => self.timer_delete(nr, a),
+            SYS_pidfd_send_signal => self.pidfd_send_signal(nr, a),
             SYS_prctl => match a[0] as i32 {
                 PR_SET_NAME | PR_GET_NAME => Reply::Ret(0),
                 _ => err(EINVAL),

@@ -120,6 +120,37 @@ impl Kernel {
         Reply::Ret(r)
     }
 
+    /// pidfd_send_signal(pidfd, sig, info, flags): the host's (the pidfd, or /proc/PID directory,
+    /// is a host fd). Sent to the guest itself, the signal reaches the VMM and the signal pump
+    /// makes it pending for the guest later; Linux has it pending when the call returns (CPython's
+    /// test_pidfd_send_signal expects KeyboardInterrupt from the call itself). So after a signal
+    /// was sent the call waits for the pump to take what the host holds ([`Self::sync_host_signals`]).
+    pub(super) fn pidfd_send_signal(&self, nr: u64, a: [u64; 6]) -> Reply {
+        let r = self.delegate(nr, a);
+        if r == Reply::Ret(0) && a[1] != 0 {
+            self.sync_host_signals();
+        }
+        r
+    }
+
+    /// Waits (at most 100 ms) until a round of the signal pump that began after this call has
+    /// made every signal the host holds for the guest pending: a signal the guest sent itself
+    /// through the host is then pending when its call returns, as on Linux.
+    pub(crate) fn sync_host_signals(&self) {
+        use std::sync::atomic::Ordering::Acquire;
+        if self.signals.pump_tid.load(Acquire) == 0 {
+            return;
+        }
+        let begun = self.signals.pump_begun.load(Acquire);
+        crate::signal::host::nudge();
+        let t0 = std::time::Instant::now();
+        while self.signals.pump_done.load(Acquire) <= begun
+            && t0.elapsed() < std::time::Duration::from_millis(100)
+        {
+            std::thread::sleep(std::time::Duration::from_micros(20));
+        }
+    }
+
     /// timer_delete(id): the host's, and the timer leaves the table of thread timers.
     pub(super) fn timer_delete(&self, nr: u64, a: [u64; 6]) -> Reply {
         let r = self.delegate(nr, a);

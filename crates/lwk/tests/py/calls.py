@@ -78,6 +78,40 @@ def pidfd_signal():
 t("pidfd_send_signal", pidfd_signal)
 
 
+class Sent(Exception):
+    pass
+
+
+def pidfd_signal_self():
+    # A signal sent to oneself through a pidfd is pending when the call returns (CPython's
+    # test_pidfd_send_signal): the handler raises from the call itself, every time.
+    import signal
+
+    def raise_sent(signum, frame):
+        raise Sent()
+
+    old = signal.signal(signal.SIGUSR1, raise_sent)
+    fd = os.pidfd_open(os.getpid())
+    from_call = 0
+    try:
+        for _ in range(20):
+            try:
+                signal.pidfd_send_signal(fd, signal.SIGUSR1)
+                try:
+                    sum(range(1000))
+                except Sent:
+                    pass
+            except Sent:
+                from_call += 1
+    finally:
+        os.close(fd)
+        signal.signal(signal.SIGUSR1, old)
+    return f"{from_call} of 20 raised by the call"
+
+
+t("pidfd_send_signal_self", pidfd_signal_self)
+
+
 def msync_checks():
     import mmap
     mm = mmap.mmap(-1, 16)
