@@ -295,6 +295,8 @@ fn run_lwk(prefix: &[OsString], exe: &Path, args: &[&str]) -> Result<String, Exp
 
 /// The FWQ measures, unreserved against reserved, pair by pair (round by round).
 pub fn fwq_rows(runs: &[FwqRun]) -> Vec<FwqRow> {
+    /// One FWQ measure: its name and how it is read from a run's summary.
+    type Measure = (&'static str, fn(&Summary) -> f64);
     let side = |reserved: bool, f: fn(&Summary) -> f64| -> Vec<f64> {
         let mut v: Vec<(usize, f64)> = runs
             .iter()
@@ -304,7 +306,7 @@ pub fn fwq_rows(runs: &[FwqRun]) -> Vec<FwqRow> {
         v.sort_by_key(|x| x.0);
         v.into_iter().map(|x| x.1).collect()
     };
-    let measures: [(&str, fn(&Summary) -> f64); 4] = [
+    let measures: [Measure; 4] = [
         ("noise, % of the time", |s| s.noise_pct),
         ("slowest / fastest quantum", |s| s.max_over_min),
         ("p99 / median quantum", |s| s.p99 / s.median),
