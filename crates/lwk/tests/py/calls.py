@@ -37,6 +37,39 @@ def pty_calls():
 
 
 t("openpty", pty_calls)
+
+
+def pty_more_ioctls():
+    # stress-ng's pty stressor: the System V termio calls, the locked termios, the int queries.
+    import fcntl, struct, termios
+    m, s = os.openpty()
+    out = []
+    try:
+        for name, req, arg in [
+            ("TCGETA", termios.TCGETA, bytes(18)),
+            ("TIOCGLCKTRMIOS", 0x5456, bytes(36)),
+            ("TIOCGPKT", 0x80045438, bytes(4)),
+            ("TIOCGPTLCK", 0x80045439, bytes(4)),
+            ("TIOCGETD", 0x5424, bytes(4)),
+            ("TIOCGEXCL", 0x80045440, bytes(4)),
+        ]:
+            try:
+                r = fcntl.ioctl(s if name != "TIOCGPKT" and name != "TIOCGPTLCK" else m, req, arg)
+                out.append((name, r == arg or len(r)))
+            except OSError as e:
+                out.append((name, "error", e.errno))
+        termio = fcntl.ioctl(s, termios.TCGETA, bytes(18))
+        for req in (termios.TCSETA, termios.TCSETAW, termios.TCSETAF):
+            fcntl.ioctl(s, req, termio)
+        out.append(("TCSETA* kept", fcntl.ioctl(s, termios.TCGETA, bytes(18)) == termio))
+        out.append(("TIOCEXCL", fcntl.ioctl(s, termios.TIOCEXCL), struct.unpack("i", fcntl.ioctl(s, 0x80045440, bytes(4)))[0]))
+    finally:
+        os.close(s)
+        os.close(m)
+    return out
+
+
+t("pty_more_ioctls", pty_more_ioctls)
 t("tcsetpgrp_badfd", lambda: os.tcsetpgrp(1000, 0))
 
 
