@@ -43,3 +43,22 @@ fn issue_14_python_starts_a_thousand_threads_like_native() {
         "{text}"
     );
 }
+
+/// A thread cloned from a vCPU with a high id (100 threads running at once, each cloning one)
+/// starts with the flags Linux gives it: no AC, DF or TF. A clone made through a rewritten site
+/// gave the child the stub's address as its flags (AC for vCPU ids 64–127): the child died of
+/// an alignment check (#AC, SIGBUS), as stress-ng's pthread stressor did in half its runs.
+#[test]
+fn issue_14_threads_cloned_from_high_vcpus_start_with_clean_flags_like_native() {
+    require_kvm("issue #14");
+    let dir = Scratch::new("multios-lwk-issue14", "threadflags");
+    for flags in [&["-O1"][..], &["-O1", "-static"][..]] {
+        let prog = build_c(&dir, "threadflags", flags);
+        let out = assert_same(&prog, &[], &[]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("100 threads, each cloned one; threads with AC, DF or TF set: 0"),
+            "{text}"
+        );
+    }
+}
