@@ -7,10 +7,14 @@
 //! - [`process`]: children that die with multios, programs prepared for exec, close-on-exec pipes;
 //! - [`output`]: output files checked before a run;
 //! - [`embed`]: files embedded in a binary, written out once per content;
-//! - [`usage`]: a child's resource usage (wait4).
+//! - [`usage`]: a child's resource usage (wait4);
+//! - [`cgroup`]: cpuset cgroups — the noise tools' cpuset for an in-situ load, and the LWK's
+//!   reserved partition of CPUs (`multios lwk run --reserve`), with the sweep of those a killed
+//!   multios left behind.
 //!
 //! Every `unsafe` block and raw system call of the crate lives in [`sys`].
 
+pub mod cgroup;
 pub mod cpus;
 pub mod embed;
 pub mod output;

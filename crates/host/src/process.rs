@@ -65,6 +65,16 @@ pub fn pipe_cloexec() -> std::io::Result<(OwnedFd, OwnedFd)> {
     crate::sys::pipe_cloexec()
 }
 
+/// Whether process `pid` exists (EPERM still means it exists).
+pub fn pid_alive(pid: i32) -> bool {
+    crate::sys::pid_alive(pid)
+}
+
+/// Sends `sig` to one process (pid > 1); one that is already gone is not an error.
+pub fn kill_pid(pid: i32, sig: i32) -> std::io::Result<()> {
+    crate::sys::kill_pid(pid, sig)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -133,3 +133,36 @@ pub fn wait4(pid: libc::pid_t) -> io::Result<(i32, libc::rusage)> {
         }
     }
 }
+
+/// Whether process `pid` exists (kill with signal 0; EPERM still means it exists).
+pub fn pid_alive(pid: i32) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: kill(2) with signal 0 only checks for the process; no memory is touched.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// Sends `sig` to one process; a process that is already gone is not an error.
+pub fn kill_pid(pid: i32, sig: i32) -> io::Result<()> {
+    if pid <= 1 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("refusing to signal pid {pid}"),
+        ));
+    }
+    // SAFETY: kill(2) with a positive pid touches no memory.
+    let r = unsafe { libc::kill(pid, sig) };
+    if r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The calling thread's id.
+pub fn gettid() -> i32 {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::gettid() }
+}

@@ -48,6 +48,9 @@ pub struct Config {
     /// Back anonymous writable mappings with host pages when they are made (Multiverse's
     /// prefault, Fig. 12), instead of one fault per first touch.
     pub prefault: bool,
+    /// Reserve the LWK's CPUs (an isolated cpuset partition for the run) and its memory (the
+    /// window locked and pre-faulted): IHK's `reserve cpu`/`reserve mem` (`reserve.rs`).
+    pub reserve: bool,
 }
 
 impl Config {
@@ -80,6 +83,7 @@ impl Config {
             trace: None,
             overrides: None,
             prefault: false,
+            reserve: false,
             spin_budget: 1_000,
             quiet: false,
             rewrite_syscalls: true,

@@ -100,7 +100,7 @@ pub struct Program {
 /// The LWK state of the one guest process.
 ///
 /// Lock order — the nesting the code does, and the order the VMM's fork holds the busiest locks
-/// in (`machine/fork.rs`): `threads`, then `signals.pending`, then `signals.info`, then `stats`;
+/// in (`machine/fork.rs`): `threads`, then `signals.pending`, then `stats`;
 /// `space.mm` before `space.vmas`; `space.shared` before `space.shm`. Every other lock is taken
 /// alone, released before the next one is taken.
 pub struct Kernel {
@@ -115,6 +115,9 @@ pub struct Kernel {
     /// The guest's threads, indexed by vCPU id, each with its signal state.
     pub(crate) threads: Mutex<Vec<ThreadInfo>>,
     pub(crate) live_threads: AtomicUsize,
+    /// Threads created so far: a new thread's tid is the pid plus this count, so tids are not
+    /// reused when vCPU ids are (a program may create thousands of threads over its life).
+    pub(crate) threads_made: AtomicI32,
     /// The process's signal state: dispositions, the process-directed pending set, senders, the
     /// host threads serving calls (per-thread masks and pending sets are in `threads`).
     pub(crate) signals: crate::signal::Signals,
@@ -186,6 +189,7 @@ impl Kernel {
                 sig: crate::signal::ThreadSignals::default(),
             }]),
             live_threads: AtomicUsize::new(1),
+            threads_made: AtomicI32::new(0),
             cpus: crate::sys::affinity_list(),
             pin: false,
         }
@@ -218,7 +222,11 @@ impl Kernel {
     /// Registers vCPU `id`, created by vCPU `parent`, as a new thread (it inherits the parent's
     /// signal mask) and returns its tid.
     pub fn add_thread(&self, id: usize, parent: usize, clear_child_tid: Option<u64>) -> i32 {
-        let tid = self.pid() + id as i32;
+        let made = self
+            .threads_made
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel)
+            + 1;
+        let tid = self.pid().wrapping_add(made);
         let mut t = lock(&self.threads);
         let mask = t.get(parent).map_or(0, |p| p.sig.mask);
         if t.len() <= id {
@@ -270,7 +278,8 @@ impl Kernel {
             },
         });
         self.live_threads.store(1, std::sync::atomic::Ordering::Release);
-        *lock(&self.signals.pending) = 0;
+        self.threads_made.store(0, std::sync::atomic::Ordering::Release);
+        lock(&self.signals.pending).clear();
     }
 
     /// The stack pointer of vCPU `cpu`'s thread at its current system call (its stub saved it in

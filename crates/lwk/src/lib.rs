@@ -27,6 +27,7 @@ pub mod partition;
 pub mod policy;
 pub mod procfs;
 pub mod proxy;
+pub mod reserve;
 pub mod rewrite;
 pub mod run;
 pub mod shadow;

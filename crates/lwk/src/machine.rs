@@ -58,6 +58,9 @@ pub struct Machine {
     budget: u32,
     symbols: Arc<Symbols>,
     next_id: AtomicU64,
+    /// vCPUs of threads that exited, ready for new threads (KVM cannot destroy a vCPU; reusing
+    /// them means `MAX_VCPUS` bounds the threads alive at once, not those created over a life).
+    spare: Mutex<Vec<(u64, VcpuFd)>>,
     exiting: AtomicBool,
     threads: Mutex<Vec<VcpuThread>>,
     error: Mutex<Option<LwkError>>,
@@ -109,6 +112,9 @@ pub fn drive(
 ) -> Result<Outcome, LwkError> {
     install_kick_handler();
     crate::signal::host::catch_sent_faults();
+    // Before any VMM thread starts: they inherit the mask, and only the signal pump takes the
+    // guest's signals (in the order the host sends them).
+    let old_mask = crate::signal::host::block_in_this_thread();
     kernel.adopt_host_dispositions();
     let vm = Vm::new(&mem, crate::fds::floor())?;
     stub::write_tables(&mem);
@@ -134,6 +140,7 @@ pub fn drive(
         budget,
         symbols: Arc::new(symbols),
         next_id: AtomicU64::new(1),
+        spare: Mutex::new(Vec::new()),
         exiting: AtomicBool::new(false),
         threads: Mutex::new(Vec::new()),
         error: Mutex::new(None),
@@ -150,6 +157,10 @@ pub fn drive(
         main_done: AtomicBool::new(false),
     });
     let pump = m.start_signal_pump();
+    if pump.is_none() {
+        // No pump to take the guest's signals: the VMM's threads take them as before.
+        crate::signal::host::restore_mask(&old_mask);
+    }
     let saved_affinity = crate::sys::affinity();
     let proxy = match cfg.backend {
         Backend::Ring { proxy_cpu } => Some(Proxy::start(
@@ -175,6 +186,7 @@ pub fn drive(
     if let Some(a) = &saved_affinity {
         crate::sys::set_affinity(a);
     }
+    crate::signal::host::restore_mask(&old_mask);
     if let Some(e) = lock(&m.error).take() {
         return Err(e);
     }
@@ -358,14 +370,47 @@ impl Machine {
         }
     }
 
+    /// A vCPU for a new thread: one an exited thread left (`spare`), else a new id (None when
+    /// `MAX_VCPUS` threads are alive).
+    fn vcpu_for_thread(&self) -> Option<(u64, Option<VcpuFd>)> {
+        self.reap_threads();
+        if let Some((id, v)) = lock(&self.spare).pop() {
+            return Some((id, Some(v)));
+        }
+        let id = self
+            .next_id
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < sys_page::MAX_VCPUS).then_some(n + 1)
+            })
+            .ok()?;
+        Some((id, None))
+    }
+
+    /// Joins the host threads of guest threads that have exited (their entries would otherwise
+    /// pile up in a program that creates thousands of threads over its life).
+    fn reap_threads(&self) {
+        let done: Vec<_> = {
+            let mut threads = lock(&self.threads);
+            let (done, live) = std::mem::take(&mut *threads)
+                .into_iter()
+                .partition(|t| t.done.load(Ordering::Acquire));
+            *threads = live;
+            done
+        };
+        for mut t in done {
+            if let Some(h) = t.handle.take() {
+                let _ = h.join();
+            }
+        }
+    }
+
     /// Creates a vCPU for a new guest thread; returns its tid or a negative errno.
     fn spawn(self: &Arc<Self>, parent_id: u64, parent: &VcpuFd, req: CloneReq) -> i64 {
-        let id = self.next_id.fetch_add(1, Ordering::AcqRel);
-        if id >= sys_page::MAX_VCPUS {
-            return -(libc::EAGAIN as i64);
-        }
         let (Ok(regs), Ok(sregs)) = (parent.get_regs(), parent.get_sregs()) else {
             return -(libc::EIO as i64);
+        };
+        let Some((id, spare)) = self.vcpu_for_thread() else {
+            return -(libc::EAGAIN as i64);
         };
         // The child continues after the parent's syscall with the parent's registers, rax = 0,
         // on its own stack.
@@ -378,15 +423,19 @@ impl Machine {
             rax: 0,
             regs: Some(regs),
         };
-        let mut vcpu = match vcpu::create(
-            &lock(&self.vm).vm,
-            &self.mem,
-            &self.cpuid,
-            id,
-            entry,
-            self.budget,
-            crate::fds::floor(),
-        ) {
+        let made = match spare {
+            Some(v) => vcpu::reuse(&v, &self.mem, id, entry, self.budget).map(|()| v),
+            None => vcpu::create(
+                &lock(&self.vm).vm,
+                &self.mem,
+                &self.cpuid,
+                id,
+                entry,
+                self.budget,
+                crate::fds::floor(),
+            ),
+        };
+        let mut vcpu = match made {
             Ok(v) => v,
             Err(e) => {
                 lock(&self.kernel.notes).push(format!("creating a vCPU for a new thread: {e}"));
@@ -421,8 +470,20 @@ impl Machine {
                 if end == End::Process {
                     m.exiting.store(true, Ordering::Release);
                     m.kick_all();
+                    if !m.on_main_thread() {
+                        // vCPU 0's thread may wait in a blocking call (the main thread joining
+                        // this one): kick it until it has stopped (issue #14: an abort() on a
+                        // second thread left the run waiting forever).
+                        m.stop_main_thread();
+                    }
                 }
                 d.store(true, Ordering::Release);
+                if end == End::Thread && !m.exiting.load(Ordering::Acquire) && !m.on_main_thread() {
+                    // The thread exited: its vCPU (its last doorbell exit completed) waits for
+                    // the next new thread.
+                    crate::signal::deliver::settle(&mut vcpu);
+                    lock(&m.spare).push((id, vcpu));
+                }
             });
         match (handle, rx.recv()) {
             (Ok(h), Ok(pthread)) => {
@@ -477,16 +538,22 @@ impl Machine {
         let h = std::thread::Builder::new()
             .name("lwk-signals".into())
             .spawn(move || {
+                m.kernel.signals.pump_tid.store(crate::sys::gettid(), Ordering::Release);
+                if let Err(e) = crate::signal::host::open_signalfd(crate::fds::floor()) {
+                    // Taken by the catcher in this thread instead.
+                    lock(&m.kernel.notes).push(format!("no signalfd for the guest's signals: {e}"));
+                    crate::signal::host::unblock_in_this_thread();
+                }
                 while crate::signal::host::wait_event(fd) && !m.exiting.load(Ordering::Acquire) {
-                    for (sig, code, pid, uid) in crate::signal::host::take() {
-                        let info = crate::signal::SigInfo {
-                            code,
-                            pid,
-                            uid,
-                            trap: None,
-                        };
-                        m.kernel.queue_signal(None, sig, info);
+                    let round = m.kernel.signals.pump_begun.fetch_add(1, Ordering::AcqRel) + 1;
+                    for (sig, words) in crate::signal::host::take() {
+                        let info = crate::signal::SigInfo::from_host(&words);
+                        // A timer that signals one thread (SIGEV_THREAD_ID) signals this one;
+                        // the guest's thread is in the timer table.
+                        let thread = m.kernel.timer_thread(&info);
+                        m.kernel.queue_signal(thread, sig, info);
                     }
+                    m.kernel.signals.pump_done.store(round, Ordering::Release);
                     let mut kicks = 0u32;
                     let since = Instant::now();
                     while let Some(id) = m.kernel.signal_target() {
@@ -503,6 +570,7 @@ impl Machine {
                                 eprintln!(
                                     "multios lwk: signal {sig} not delivered within {FATAL_GRACE:?}; ending the run by it"
                                 );
+                                crate::reserve::release();
                                 crate::sys::die_by_signal(sig);
                             }
                         }

@@ -97,7 +97,16 @@ pub enum MemoryError {
         "application memory of {} MiB is not an even number of MiB from 2 to 65532 (set --mem-mib)", .0 >> 20
     )]
     BadSize(u64),
+    #[error(
+        "--reserve: cannot lock and pre-fault the {} MiB of guest memory: {source} (a smaller --mem-mib, \
+         or more memory or RLIMIT_MEMLOCK for this user)", .len >> 20
+    )]
+    Lock { len: u64, source: std::io::Error },
 }
+
+/// True while guest memory is locked (`--reserve`): pages given back are dropped with
+/// MADV_DONTNEED_LOCKED and faulted in again at once, so the window stays resident.
+static LOCKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// A host mapping at a fixed address, unmapped on drop.
 #[derive(Debug)]
@@ -316,12 +325,49 @@ impl GuestMemory {
         let page = 4096;
         let start = addr.div_ceil(page) * page;
         let end = (addr + len) / page * page;
-        if end > start && sys::madvise(start, (end - start) as usize, libc::MADV_DONTNEED).is_ok() {
+        if end > start && self.drop_pages(start, end - start) {
             self.write(addr, &vec![0; (start - addr) as usize]);
             self.write(end, &vec![0; (addr + len - end) as usize]);
         } else {
             self.write(addr, &vec![0; len as usize]);
         }
+    }
+
+    /// Locks every region of guest memory in RAM, faulting it all in now (`--reserve`: IHK's
+    /// `reserve mem`), and has later mappings of the process locked as they are touched (a shared
+    /// mapping's end puts fresh anonymous memory there). [`GuestMemory::unlock`] undoes it.
+    pub fn lock(&self) -> Result<(), MemoryError> {
+        for r in [&self.sys, &self.stubs, &self.thunks, &self.pt_pool, &self.app] {
+            sys::mlock(r.base, r.len).map_err(|source| MemoryError::Lock {
+                len: self.app.len,
+                source,
+            })?;
+        }
+        sys::lock_future().map_err(|source| MemoryError::Lock {
+            len: self.app.len,
+            source,
+        })?;
+        LOCKED.store(true, std::sync::atomic::Ordering::Release);
+        Ok(())
+    }
+
+    /// Ends [`GuestMemory::lock`] (the process's memory is no longer locked).
+    pub fn unlock(&self) {
+        if LOCKED.swap(false, std::sync::atomic::Ordering::AcqRel) {
+            sys::unlock_all();
+        }
+    }
+
+    /// Gives the host pages of `[addr, addr+len)` back (they read as zero after); with the window
+    /// locked (`--reserve`) the pages are faulted in again at once, so it stays resident. The
+    /// drop matters beyond the zeroes: KVM's MMU notifier then drops the shadow entries of those
+    /// pages (`shadow.rs`). False when the host refused.
+    fn drop_pages(&self, addr: u64, len: u64) -> bool {
+        if !LOCKED.load(std::sync::atomic::Ordering::Acquire) {
+            return sys::madvise(addr, len as usize, libc::MADV_DONTNEED).is_ok();
+        }
+        sys::madvise(addr, len as usize, sys::MADV_DONTNEED_LOCKED).is_ok()
+            && sys::madvise(addr, len as usize, libc::MADV_POPULATE_WRITE).is_ok()
     }
 
     /// Reads a NUL-terminated string inside the application window (at most `max` bytes).

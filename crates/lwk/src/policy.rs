@@ -39,6 +39,12 @@ pub const MANDATORY_LOCAL: &[&str] = &[
     "getcpu",
     "getpriority",
     "setpriority",
+    // Per thread too: made about the vCPU's Linux thread (issue #14).
+    "sched_getscheduler",
+    "sched_setscheduler",
+    "sched_getparam",
+    "sched_setparam",
+    "sched_rr_get_interval",
     "setuid",
     "setgid",
     "setreuid",
@@ -59,6 +65,13 @@ pub const MANDATORY_LOCAL: &[&str] = &[
     "kill",
     "tkill",
     "tgkill",
+    "rt_sigqueueinfo",
+    "rt_tgsigqueueinfo",
+    // A timer that signals one thread names a guest tid, which the LWK translates.
+    "timer_create",
+    "timer_delete",
+    // To the guest itself, the signal must be pending when the call returns.
+    "pidfd_send_signal",
     "clone",
     "clone3",
     "fork",

@@ -32,14 +32,28 @@
 //! and the `syscall` after it is kept, so a branch to it, with any `eax`, still works (through the
 //! trap). A branch into the 5 bytes of the `mov` would be a branch into the middle of an
 //! instruction, which compiled code does not do.
+//!
+//! Other `syscall`s (issue #14; `rewrite/sites.rs` says which): the instructions after the
+//! `syscall` (an `After` site: glibc's generic `syscall()`, wrappers that set `eax` earlier) or
+//! before it (a `Before` site) move into the thunk, which runs them around its entry to the stub:
+//!
+//! ```text
+//!  After:   lea cont(%rip),%rcx ; rdgsbase %r11 ; jmp *%r11 ; cont: <moved> ; jmp site+len
+//!  Before:  <moved> ; lea syscall+2(%rip),%rcx ; rdgsbase %r11 ; jmp *%r11
+//! ```
+//!
+//! Bytes of the site after its `jmp thunk` become `int3`. An After site's restart (a signal's
+//! SA_RESTART, `restart_at`) enters its thunk from the start again with `eax` = the call; a
+//! Before site keeps its `syscall` in place and restarts there.
 
 use crate::memory::GuestMemory;
-use iced_x86::{Code, Decoder, DecoderOptions, Mnemonic, Register};
+
+mod sites;
+
+pub use sites::MAX_NR;
+use sites::{find_sites, Site, CMP_RAX_M4096};
 
 const THUNK_SIZE: u64 = 32;
-
-/// Immediates at or above this are not system call numbers (x86-64 numbers are < 550): not rewritten.
-pub const MAX_NR: u32 = 1024;
 
 /// Thunk allocation in the thunk page.
 #[derive(Debug)]
@@ -72,105 +86,6 @@ pub fn restart_at(rip: u64) -> u64 {
 
 fn rel32(from_next_ip: u64, to: u64) -> Option<i32> {
     i32::try_from(to as i64 - from_next_ip as i64).ok()
-}
-
-/// `cmp $-4096,%rax`: what glibc's wrappers do right after `syscall`.
-const CMP_RAX_M4096: [u8; 6] = [0x48, 0x3d, 0x00, 0xf0, 0xff, 0xff];
-
-/// Offsets of every rewritable byte pattern (`b8 imm32 0f 05` with imm < [`MAX_NR`], or
-/// `31/33 c0 0f 05` followed by `cmp $-4096,%rax`) in `code`: a cheap scan; only the code before
-/// these has to be decoded.
-fn candidates(code: &[u8]) -> Vec<usize> {
-    (0..code.len())
-        .filter(|&i| {
-            let w = &code[i..];
-            (w.len() >= 7
-                && w[0] == 0xb8
-                && w[5] == 0x0f
-                && w[6] == 0x05
-                && u32::from_le_bytes([w[1], w[2], w[3], w[4]]) < MAX_NR)
-                || (w.len() >= 10
-                    && (w[0] == 0x31 || w[0] == 0x33)
-                    && w[1] == 0xc0
-                    && w[2] == 0x0f
-                    && w[3] == 0x05
-                    && w[4..10] == CMP_RAX_M4096)
-        })
-        .collect()
-}
-
-/// A rewritable site.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Site {
-    /// `mov $nr,%eax; syscall` at this address.
-    Mov(u64, u32),
-    /// `xor %eax,%eax; syscall; cmp $-4096,%rax` at this address (the first byte of the `xor`).
-    XorCmp(u64, u8),
-}
-
-/// The sites (address, nr) in `code` (loaded at `addr`): `mov $nr,%eax` immediately followed by
-/// `syscall`, both found by decoding. Decoding starts only at known instruction boundaries: the
-/// start of `code`, the end of an earlier decoded stretch, or a function start from `starts`
-/// (sorted) — the nearest one before each candidate byte pattern, so code far from any system
-/// call is not decoded. With no `starts` this is a linear sweep from the start.
-fn find_sites(code: &[u8], addr: u64, starts: &[u64]) -> Vec<Site> {
-    let mut sites = Vec::new();
-    let mut decoded_to = addr; // everything below was decoded (or skipped) up to a boundary
-    for off in candidates(code) {
-        let c = addr + off as u64;
-        if c < decoded_to {
-            continue; // already decoded past it
-        }
-        let func = starts.partition_point(|&s| s <= c);
-        let start = match func.checked_sub(1).map(|i| starts[i]) {
-            Some(f) if f > decoded_to => f,
-            _ => decoded_to,
-        };
-        let from = (start - addr) as usize;
-        let mut prev: Option<iced_x86::Instruction> = None;
-        let mut xor_syscall: Option<u64> = None;
-        let mut dec = Decoder::with_ip(64, &code[from..], start, DecoderOptions::NONE);
-        let mut ins = iced_x86::Instruction::default();
-        while dec.can_decode() {
-            dec.decode_out(&mut ins);
-            if let Some(x) = xor_syscall.take() {
-                // The instruction after `xor; syscall` must be the exact `cmp` the thunk copies.
-                let at = (ins.ip() - addr) as usize;
-                if ins.len() == 6 && code.get(at..at + 6) == Some(&CMP_RAX_M4096[..]) {
-                    sites.push(Site::XorCmp(x, code[(x - addr) as usize]));
-                }
-            }
-            if ins.mnemonic() == Mnemonic::Syscall {
-                if let Some(p) = prev {
-                    if p.code() == Code::Mov_r32_imm32
-                        && p.op0_register() == Register::EAX
-                        && p.len() == 5
-                        && p.next_ip() == ins.ip()
-                        && code[(p.ip() - addr) as usize] == 0xb8
-                        && p.immediate32() < MAX_NR
-                    {
-                        sites.push(Site::Mov(p.ip(), p.immediate32()));
-                    }
-                    if matches!(p.code(), Code::Xor_rm32_r32 | Code::Xor_r32_rm32)
-                        && p.op0_register() == Register::EAX
-                        && p.op1_register() == Register::EAX
-                        && p.len() == 2
-                        && p.next_ip() == ins.ip()
-                    {
-                        xor_syscall = Some(p.ip());
-                    }
-                }
-            }
-            prev = Some(ins);
-            if ins.ip() >= c + 10
-                || (ins.ip() >= c + 5 && xor_syscall.is_none() && code[(c - addr) as usize] == 0xb8)
-            {
-                break; // past this candidate's `syscall` (or desynchronised from it)
-            }
-        }
-        decoded_to = ins.next_ip().max(decoded_to);
-    }
-    sites
 }
 
 /// The thunk for `site` placed at `thunk`, and the bytes to write at the site (None when either
@@ -206,9 +121,43 @@ fn thunk_for(site: Site, thunk: u64) -> Option<(Vec<u8>, u64, Vec<u8>)> {
             jmp.extend_from_slice(&[0xcc; 5]);
             (at, jmp)
         }
+        Site::After(at, moved) => {
+            // 0: lea cont(%rip),%rcx (ends at 7, cont at 15); 7: rdgsbase; 12: jmp *%r11;
+            // 15: the moved instructions; then jmp to the end of the site.
+            let n = moved.len as u64;
+            t.extend_from_slice(&[0x48, 0x8d, 0x0d]);
+            t.extend_from_slice(&8i32.to_le_bytes());
+            t.extend_from_slice(&[0xf3, 0x49, 0x0f, 0xae, 0xcb]);
+            t.extend_from_slice(&[0x41, 0xff, 0xe3]);
+            t.extend_from_slice(moved.as_slice());
+            t.push(0xe9);
+            t.extend_from_slice(&rel32(thunk + 20 + n, at + 2 + n)?.to_le_bytes());
+            (at, patch_to(at, thunk, 2 + n)?)
+        }
+        Site::Before(at, moved) => {
+            // 0: the moved instructions; n: lea after-the-syscall(%rip),%rcx; rdgsbase; jmp *%r11.
+            let n = moved.len as u64;
+            t.extend_from_slice(moved.as_slice());
+            t.extend_from_slice(&[0x48, 0x8d, 0x0d]);
+            t.extend_from_slice(&rel32(thunk + n + 7, at + n + 2)?.to_le_bytes());
+            t.extend_from_slice(&[0xf3, 0x49, 0x0f, 0xae, 0xcb]);
+            t.extend_from_slice(&[0x41, 0xff, 0xe3]);
+            (at, patch_to(at, thunk, n)?)
+        }
     };
+    if t.len() > THUNK_SIZE as usize {
+        return None;
+    }
     t.resize(THUNK_SIZE as usize, 0xcc);
     Some((t, at, patch))
+}
+
+/// `jmp thunk` at `at`, padded with `int3` to `len` bytes.
+fn patch_to(at: u64, thunk: u64, len: u64) -> Option<Vec<u8>> {
+    let mut jmp = vec![0xe9];
+    jmp.extend_from_slice(&rel32(at + 5, thunk)?.to_le_bytes());
+    jmp.resize(len as usize, 0xcc);
+    Some(jmp)
 }
 
 /// Rewrites the `mov $nr,%eax; syscall` sites in `[addr, addr+len)`; returns how many.
@@ -250,7 +199,6 @@ mod tests {
         c.extend_from_slice(&CMP_RAX_M4096);
         c.extend_from_slice(&[0x77, 0x00, 0xc3]);
         let a = 0x400000;
-        assert_eq!(candidates(&c), vec![1]);
         assert_eq!(find_sites(&c, a, &[]), vec![Site::XorCmp(a + 1, 0x31)]);
         // Without the cmp after it the pattern is left alone (the thunk could not resume).
         assert!(find_sites(&[0x90, 0x31, 0xc0, 0x0f, 0x05, 0xc3, 0, 0, 0, 0, 0], a, &[]).is_empty());
@@ -273,30 +221,69 @@ mod tests {
         assert_eq!(rel32(0, 1 << 40), None);
     }
 
-    #[test]
-    fn candidate_scan_needs_a_small_immediate_before_syscall() {
-        assert_eq!(candidates(&[0x90, 0xb8, 0x27, 0, 0, 0, 0x0f, 0x05]), vec![1]);
-        assert!(candidates(&[0xb8, 0x27, 0, 0, 0x01, 0x0f, 0x05]).is_empty()); // imm ≥ MAX_NR
-        assert!(candidates(&[0xb8, 0x27, 0, 0, 0, 0x90, 0x0f, 0x05]).is_empty()); // not adjacent
-        assert!(candidates(&[0xb8, 0x27, 0, 0]).is_empty());
+    /// The thunk `t` at `thunk`, decoded: (mnemonic, RIP-relative target or branch target).
+    fn decoded(t: &[u8], thunk: u64) -> Vec<(iced_x86::Mnemonic, u64)> {
+        let mut d = iced_x86::Decoder::with_ip(64, t, thunk, iced_x86::DecoderOptions::NONE);
+        let mut out = Vec::new();
+        while d.can_decode() {
+            let i = d.decode();
+            if i.mnemonic() == iced_x86::Mnemonic::Int3 {
+                break;
+            }
+            let target = if i.is_ip_rel_memory_operand() {
+                i.ip_rel_memory_address()
+            } else if i.op0_kind() == iced_x86::OpKind::NearBranch64 {
+                i.near_branch_target()
+            } else {
+                0
+            };
+            out.push((i.mnemonic(), target));
+        }
+        out
     }
 
-    /// f: nop; mov $39,%eax; syscall; ret ; g: movabs $imm64 (its bytes hold b8 27 0 0 0 0f 05),
-    /// ret ; h: mov $60,%eax; syscall
-    fn sample() -> Vec<u8> {
-        let mut c = vec![0x90, 0xb8, 39, 0, 0, 0, 0x0f, 0x05, 0xc3];
-        c.extend_from_slice(&[0x48, 0xb8, 0xb8, 39, 0, 0, 0, 0x0f, 0x05, 0x90, 0xc3]);
-        c.extend_from_slice(&[0xb8, 60, 0, 0, 0, 0x0f, 0x05]);
-        c
+    #[test]
+    fn an_after_thunk_enters_the_stub_runs_the_moved_cmp_and_jumps_past_the_site() {
+        use iced_x86::Mnemonic::*;
+        let cmp = [0x48, 0x3d, 0x01, 0xf0, 0xff, 0xff];
+        let mut bytes = [0xcc; sites::MAX_BEFORE];
+        bytes[..6].copy_from_slice(&cmp);
+        let site = Site::After(0x401017, sites::Moved { bytes, len: 6 });
+        let thunk = 0x200040;
+        let (t, at, patch) = thunk_for(site, thunk).expect("in reach");
+        assert_eq!(at, 0x401017);
+        // `jmp thunk` then int3 over the rest of the syscall and the cmp: 8 bytes.
+        assert_eq!(patch.len(), 8);
+        assert_eq!(&patch[5..], &[0xcc; 3]);
+        let d = decoded(&t, thunk);
+        assert_eq!(
+            d,
+            vec![
+                (Lea, thunk + 15),
+                (Rdgsbase, 0),
+                (Jmp, 0),
+                (Cmp, 0),
+                (Jmp, 0x401017 + 8)
+            ]
+        );
+        // A restart from the moved cmp (the return address) enters the thunk again.
+        assert_eq!(restart_at(thunk + 15), thunk);
     }
 
     #[test]
-    fn sites_are_decoded_not_byte_matched_with_or_without_function_starts() {
-        let a = 0x400000;
-        let want = vec![Site::Mov(a + 1, 39), Site::Mov(a + 20, 60)];
-        assert_eq!(find_sites(&sample(), a, &[]), want);
-        assert_eq!(find_sites(&sample(), a, &[a, a + 9, a + 20]), want);
-        // Only some function starts known (a stripped part): the rest is swept linearly.
-        assert_eq!(find_sites(&sample(), a, &[a + 9]), want);
+    fn a_before_thunk_runs_the_moved_instructions_and_returns_after_the_kept_syscall() {
+        use iced_x86::Mnemonic::*;
+        let movq = [0x48, 0xc7, 0x04, 0x24, 0x20, 0, 0, 0];
+        let mut bytes = [0xcc; sites::MAX_BEFORE];
+        bytes[..8].copy_from_slice(&movq);
+        let site = Site::Before(0x402000, sites::Moved { bytes, len: 8 });
+        let thunk = 0x200060;
+        let (t, _, patch) = thunk_for(site, thunk).expect("in reach");
+        assert_eq!(patch.len(), 8);
+        let d = decoded(&t, thunk);
+        assert_eq!(
+            d,
+            vec![(Mov, 0), (Lea, 0x402000 + 8 + 2), (Rdgsbase, 0), (Jmp, 0)]
+        );
     }
 }

@@ -16,6 +16,18 @@ use std::time::Instant;
 /// Runs the program of `cfg` to completion.
 pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     let t0 = Instant::now();
+    // A reservation a killed multios left behind is given back first (issue #14).
+    for swept in crate::reserve::sweep_stale() {
+        eprintln!("multios lwk: {swept}");
+    }
+    let reserved = if cfg.reserve {
+        if cfg.cpus.is_empty() {
+            return Err(LwkError::ReserveWithoutCpus);
+        }
+        Some(crate::reserve::hold(&cfg.cpus)?)
+    } else {
+        None
+    };
     let mut path = loader::resolve(&cfg.program)?;
     let mut argv: Vec<Vec<u8>> = cfg.argv.iter().map(|a| a.as_bytes().to_vec()).collect();
     // A `#!` script runs its interpreter on it, as execve does.
@@ -35,6 +47,9 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
         None => cfg.env.clone(),
     };
     let mem = Arc::new(GuestMemory::new(cfg.mem_size)?);
+    if cfg.reserve {
+        mem.lock()?;
+    }
     let loaded = loader::load_program(
         &mem,
         &path,
@@ -58,6 +73,13 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     }
     kernel.set_cpus(cfg.cpus.clone(), !cfg.cpus.is_empty());
     kernel.set_prefault(cfg.prefault);
+    if let Some(r) = &reserved {
+        kernel.note(format!(
+            "{}; {} MiB of guest memory locked and pre-faulted",
+            r.summary(),
+            cfg.mem_size >> 20
+        ));
+    }
     if let Some(path) = &cfg.trace {
         kernel.set_trace(crate::trace::Tracer::create(path, &cfg.program).map_err(LwkError::Trace)?);
     }
@@ -84,6 +106,10 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     );
     // A run that failed still ends its trace (the map names the functions of its events).
     traced.finish_trace();
+    if cfg.reserve {
+        traced.mem.unlock();
+    }
+    drop(reserved);
     let mut o = driven?;
     o.rewritten += rewritten;
     Ok(o)

@@ -42,9 +42,23 @@ pub fn returned(mem: &GuestMemory, slot: u64, mut regs: kvm_regs, ret: i64, stac
     regs.rip = rip;
     regs.rcx = rip;
     regs.r11 = rflags;
-    regs.rflags = rflags | 0x2;
+    regs.rflags = user_flags(rflags, slot);
     regs.rsp = if stack != 0 { stack } else { field(offset::RSP) };
     regs
+}
+
+/// The flags a thread returns from its call with, from the r11 the stub saved in `slot`: the
+/// `syscall` instruction's r11 is the flags, but a call through a rewritten site's thunk enters
+/// the stub with r11 = the stub's own address (`rdgsbase`), which are no flags — as flags it set
+/// AC, TF or DF at random in a clone's child (stress-ng's pthread stressor died of #AC in half
+/// its runs). Such a thread gets the flags a user thread runs with (IF; the thunk clobbered the
+/// arithmetic ones already).
+fn user_flags(r11: u64, slot: u64) -> u64 {
+    if r11 == slot - multios_lwk_abi::SLOT_OFFSET as u64 {
+        0x202
+    } else {
+        r11 | 0x2
+    }
 }
 
 /// Reads the request of a claimed slot.

@@ -11,6 +11,8 @@ struct Entry {
     max_ns: u64,
     local_count: u64,
     local_ns: u64,
+    /// Calls that came through the `syscall` trap, not a rewritten site.
+    trapped: u64,
     hist: Log2Histogram,
 }
 
@@ -57,9 +59,40 @@ impl Stats {
         e.hist.record(ns);
     }
 
+    /// Counts one call of `nr` that entered through the `syscall` trap (issue #14: what the
+    /// rewriting of syscall sites did not reach).
+    pub fn record_trap(&mut self, nr: u64) {
+        if let Some(e) = self.entries.get_mut(nr as usize) {
+            e.trapped += 1;
+        }
+    }
+
     /// Total calls recorded.
     pub fn calls(&self) -> u64 {
         self.entries.iter().map(|e| e.count).sum()
+    }
+
+    /// Calls that entered through the `syscall` trap.
+    pub fn trapped(&self) -> u64 {
+        self.entries.iter().map(|e| e.trapped).sum()
+    }
+
+    /// The calls that trapped most, (name, trapped, all calls of it), most first (at most `n`).
+    pub fn top_trapped(&self, n: usize) -> Vec<(String, u64, u64)> {
+        let mut v: Vec<(String, u64, u64)> = self
+            .entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.trapped > 0)
+            .map(|(nr, e)| {
+                let name = multios_syscalls::by_number(nr as u32)
+                    .map_or_else(|| format!("syscall_{nr}"), str::to_string);
+                (name, e.trapped, e.count)
+            })
+            .collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        v.truncate(n);
+        v
     }
 
     /// Count of calls of `name`.
@@ -89,6 +122,7 @@ impl Stats {
                     local_total_s: e.local_ns as f64 * 1e-9,
                     delegated_count: e.count - e.local_count,
                     delegated_total_s: (e.total_ns - e.local_ns) as f64 * 1e-9,
+                    trapped_count: Some(e.trapped),
                 }),
             });
         }

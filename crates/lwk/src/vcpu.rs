@@ -79,9 +79,28 @@ pub fn create(
     };
     let vcpu = sys::kvm::vcpu_from(vm, high).map_err(|source| VcpuError::Create { id, source })?;
     drop(low);
-    let err = |what| move |source| VcpuError::Setup { id, what, source };
+    vcpu.set_cpuid2(cpuid).map_err(|source| VcpuError::Setup {
+        id,
+        what: "KVM_SET_CPUID2",
+        source,
+    })?;
+    reuse(&vcpu, mem, id, entry, spin_budget)?;
+    Ok(vcpu)
+}
 
-    vcpu.set_cpuid2(cpuid).map_err(err("KVM_SET_CPUID2"))?;
+/// Writes vCPU `id`'s stub and TSS and puts the vCPU in ring 3 at `entry`, with fresh segment,
+/// MSR and FPU state: for a new vCPU, and for the vCPU of a thread that exited given to a new
+/// thread (KVM cannot destroy a vCPU, so the LWK keeps the fds of exited threads and sets them up
+/// again: vCPU ids are not used up by threads that come and go; the caller has completed the
+/// vCPU's last MMIO exit).
+pub fn reuse(
+    vcpu: &VcpuFd,
+    mem: &GuestMemory,
+    id: u64,
+    entry: Entry,
+    spin_budget: u32,
+) -> Result<(), VcpuError> {
+    let err = |what| move |source| VcpuError::Setup { id, what, source };
     stub::write_stub(mem, id, spin_budget);
     let tss = stub::write_tss(mem, id);
 
@@ -176,7 +195,7 @@ pub fn create(
     });
     vcpu.set_regs(&regs).map_err(err("KVM_SET_REGS"))?;
     mem.shadow.created(id as usize);
-    Ok(vcpu)
+    Ok(())
 }
 
 /// The guest's ring-3 code segment (64-bit, DPL 3).

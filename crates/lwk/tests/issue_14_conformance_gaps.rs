@@ -68,7 +68,7 @@ fn issue_14_conformance_file_and_process_calls_match_native() {
 
 #[test]
 fn issue_14_conformance_pty_ioctls_match_native() {
-    let calls = ["openpty", "tcsetpgrp_badfd"];
+    let calls = ["openpty", "tcsetpgrp_badfd", "pty_more_ioctls"];
     let (native, lwk) = both("pty", &calls);
     assert_eq!(native.lines().count(), calls.len(), "{native}");
     assert_eq!(lwk, native);
@@ -83,7 +83,7 @@ fn issue_14_conformance_fcntl_notify_and_owner_match_native() {
 
 #[test]
 fn issue_14_conformance_splice_chroot_pidfd_signal_match_native() {
-    let calls = ["splice", "chroot", "pidfd_send_signal"];
+    let calls = ["splice", "chroot", "pidfd_send_signal", "pidfd_send_signal_self"];
     let (native, lwk) = both("splice", &calls);
     assert_eq!(native.lines().count(), calls.len(), "{native}");
     assert_eq!(lwk, native);
@@ -115,5 +115,17 @@ fn issue_14_conformance_interface_name_ioctls_match_native() {
 fn issue_14_conformance_kill_probe_of_every_process_matches_native() {
     let (native, lwk) = both("kill", &["kill_probe"]);
     assert_eq!(native.trim(), "kill_probe (None, None)");
+    assert_eq!(lwk, native);
+}
+
+/// test_posix's scheduler tests: the scheduling-policy calls were ENOSYS (delegated, they would
+/// have answered for the proxy's thread); made about the vCPU's Linux thread they match native.
+#[test]
+fn issue_14_conformance_scheduling_policy_calls_match_native() {
+    let (native, lwk) = both("sched", &["sched_policy"]);
+    assert!(
+        native.starts_with("sched_policy (0, 0, True, 3, 0, 22)"),
+        "{native}"
+    );
     assert_eq!(lwk, native);
 }

@@ -6,87 +6,17 @@
 //! into a guard kills the process with SIGSEGV. Needs /dev/kvm and gcc: FAILS (never skips) without.
 
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::time::Duration;
 
-const RUNNER: &str = env!("CARGO_BIN_EXE_lwk-run");
-/// Only detects a hang: every run here takes well under a second when it works.
-const DEADLINE: Duration = Duration::from_secs(60);
-
-fn require_kvm() {
-    if let Err(e) = multios_lwk::check_kvm() {
-        panic!("issue #14 tests need KVM and it is not usable here: {e}");
-    }
-}
-
-#[path = "../../../testsupport/deadline.rs"]
-mod deadline;
 #[path = "../../../testsupport/scratch.rs"]
 mod scratch;
+#[path = "common/sidebyside.rs"]
+mod sidebyside;
+
 use scratch::Scratch;
+use sidebyside::{assert_same, build_c, lwk};
 
-/// Builds tests/c/NAME.c with gcc and `flags` into `dir`.
-fn build_c(dir: &Scratch, name: &str, flags: &[&str]) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/c")
-        .join(format!("{name}.c"));
-    let out = dir.path().join(format!("{name}{}", flags.concat()));
-    let o = Command::new("gcc")
-        .args(flags)
-        .args(["-g", "-o"])
-        .arg(&out)
-        .arg(&src)
-        .arg("-lpthread")
-        .output()
-        .unwrap_or_else(|e| panic!("running gcc (apt-get install gcc libc6-dev): {e}"));
-    assert!(
-        o.status.success(),
-        "gcc {}: {}",
-        src.display(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    out
-}
-
-/// Runs `cmd` to its end, killing it (and failing) after DEADLINE.
-fn run(cmd: Command, what: &str) -> Output {
-    deadline::run(cmd, what, DEADLINE)
-}
-
-fn native(prog: &Path, args: &[&str]) -> Output {
-    let mut c = Command::new(prog);
-    c.args(args);
-    run(c, &format!("{} natively", prog.display()))
-}
-
-fn lwk(prog: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut c = Command::new(RUNNER);
-    c.envs(env.iter().copied()).arg(prog).args(args);
-    run(c, &format!("{} in the LWK", prog.display()))
-}
-
-/// Runs `prog` natively and in the LWK (with `env`): same stdout, same exit code or signal.
-fn assert_same(prog: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let n = native(prog, args);
-    let l = lwk(prog, args, env);
-    let show = |o: &Output| {
-        format!(
-            "status {:?}\nstdout:\n{}\nstderr:\n{}",
-            o.status,
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        )
-    };
-    assert_eq!(
-        (n.status.code(), n.status.signal(), &n.stdout),
-        (l.status.code(), l.status.signal(), &l.stdout),
-        "{} {args:?} {env:?}: native and LWK differ\n--- native\n{}\n--- LWK\n{}",
-        prog.display(),
-        show(&n),
-        show(&l)
-    );
-    l
+fn require_kvm() {
+    sidebyside::require_kvm("issue #14");
 }
 
 #[test]

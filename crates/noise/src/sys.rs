@@ -82,15 +82,8 @@ pub fn signal_name(sig: i32) -> String {
     }
 }
 
-/// Whether process `pid` exists (kill with signal 0; EPERM still means it exists).
-pub fn pid_alive(pid: i32) -> bool {
-    if pid <= 0 {
-        return false;
-    }
-    // SAFETY: kill(2) with signal 0 only checks for the process; no memory is touched.
-    let r = unsafe { libc::kill(pid, 0) };
-    r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
-}
+/// Whether a process exists, and signalling one: the host toolkit's.
+pub use multios_host::process::{kill_pid, pid_alive};
 
 /// Writes `bytes` to an already-open file descriptor with a single write(2): usable between
 /// fork and exec (async-signal-safe), e.g. to move the child into a cgroup by writing "0".
@@ -135,23 +128,6 @@ pub fn pre_exec_place(
     // exec.
     unsafe { cmd.pre_exec(hook) };
     Ok(())
-}
-
-/// Sends `sig` to one process; a process that is already gone is not an error.
-pub fn kill_pid(pid: i32, sig: i32) -> io::Result<()> {
-    if pid <= 1 {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("refusing to signal pid {pid}"),
-        ));
-    }
-    // SAFETY: kill(2) with a positive pid touches no memory.
-    let r = unsafe { libc::kill(pid, sig) };
-    if r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
 }
 
 /// CPU time (user + system) of the calling process's waited-for children, in ns

@@ -200,6 +200,10 @@ pub struct Placement {
     pub local_total_s: f64,
     pub delegated_count: u64,
     pub delegated_total_s: f64,
+    /// Calls that entered the LWK through the `syscall` instruction's trap rather than a
+    /// rewritten site (`multios lwk run`; issue #14): absent where the tool does not know.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trapped_count: Option<u64>,
 }
 
 /// One traced thread: how many system calls it made over how long (λ_k = calls / lifetime).

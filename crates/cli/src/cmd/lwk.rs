@@ -94,6 +94,11 @@ struct RunArgs {
     /// one fault per first touch (Multiverse's prefault; costs memory for pages never touched)
     #[arg(long)]
     prefault: bool,
+    /// Reserve the LWK's CPUs and memory for the run (IHK's reserve cpu/mem): an isolated cpuset
+    /// partition (no other task there, no load balancing; cgroup v2, or cgroup v1 where cpuset is
+    /// bound to it) and the --mem-mib window locked and pre-faulted; given back at the end. Root
+    #[arg(long)]
+    reserve: bool,
     /// argv[0] of the program (default: PROG as given); packed executables pass the packed
     /// program's name
     #[arg(long, hide = true, value_name = "NAME")]
@@ -145,6 +150,7 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
     cfg.proxy_idle_spin = std::time::Duration::from_micros(a.proxy_idle_us);
     cfg.trace = a.trace.clone();
     cfg.prefault = a.prefault;
+    cfg.reserve = a.reserve;
     if let (Some(name), Some(first)) = (&a.argv0, cfg.argv.first_mut()) {
         *first = name.into();
     }
@@ -196,6 +202,11 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
             "wall_s": o.wall.as_secs_f64(),
             "startup_s": o.startup.as_secs_f64(),
             "syscalls": o.stats.calls(),
+            "trapped_calls": o.stats.trapped(),
+            "trapped_share": multios_lwk::outcome::trap_share(o.stats.trapped(), o.stats.calls()),
+            "trapped_most": o.stats.top_trapped(10).into_iter()
+                .map(|(name, t, n)| serde_json::json!({"call": name, "trapped": t, "calls": n}))
+                .collect::<Vec<_>>(),
             "doorbell_exits": o.doorbells,
             "rewritten_sites": o.rewritten,
             "refused": o.notes,
@@ -206,7 +217,7 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
         });
         eprintln!("{}", serde_json::to_string_pretty(&summary)?);
     }
-    o.die_if_core_signal();
+    o.die_if_signaled();
     Ok(ExitCode::from(o.code().clamp(0, 255) as u8))
 }
 

@@ -13,3 +13,4 @@ pub mod map;
 pub mod multiverse;
 pub mod noise;
 pub mod profiler;
+pub mod reserve;

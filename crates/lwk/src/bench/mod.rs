@@ -101,6 +101,11 @@ pub fn run(prefix: &[OsString], exe: &Path, args: &[&str]) -> Result<Sample, Ben
         None => Command::new(exe),
     };
     cmd.args(args);
+    run_command(cmd)
+}
+
+/// Runs `cmd` (a benchmark program, maybe under a prefix) and parses its `kernel_ns`.
+pub fn run_command(mut cmd: Command) -> Result<Sample, BenchError> {
     let what = format!("{:?}", cmd);
     let t0 = Instant::now();
     let o = cmd.output().map_err(|e| BenchError::Run {

@@ -8,7 +8,7 @@
 //!   on the CLI crate, which itself depends on lwk.
 //! * The tests need a process per run, not a call of [`multios_lwk::run`] inside the test binary:
 //!   they send signals to the VMM process, check that a guest killed by a core-dumping signal
-//!   kills the VMM the same way (`Outcome::die_if_core_signal`) and that the exit status is the
+//!   kills the VMM the same way (`Outcome::die_if_signaled`) and that the exit status is the
 //!   guest's, and two runs in one process would collide (guest-physical == host-virtual, so every
 //!   run maps its window at the same addresses; the test harness runs tests in parallel).
 //!
@@ -16,7 +16,7 @@
 //! with exit status 125. Settings come from the environment, so a test needs no argument parser:
 //! `LWK_BACKEND=exit` selects the doorbell-only backend; `LWK_NO_REWRITE=1` turns off the
 //! rewriting of syscall sites (on by default); `LWK_CPUS=1,2` sets the LWK partition (a CPU list,
-//! e.g. 1-2); `LWK_TRACE=FILE` writes a forwarded-event trace; `LWK_OVERRIDES=FILE` applies
+//! e.g. 1-2); `LWK_TRACE=FILE` writes a forwarded-event trace; `LWK_MEM_MIB=N` sizes the window; `LWK_RESERVE=1` reserves the CPUs and memory; `LWK_OVERRIDES=FILE` applies
 //! function overrides; `LWK_VERBOSE=1` prints a summary. `lwk-run --fc N` times N calls per mechanism
 //! (the same measurement as `multios lwk fc`, without the CLI).
 
@@ -64,6 +64,16 @@ fn main() {
             }
         }
     }
+    if let Ok(mib) = std::env::var("LWK_MEM_MIB") {
+        match mib.parse::<u64>() {
+            Ok(m) if m > 0 => cfg.mem_size = m << 20,
+            _ => {
+                eprintln!("lwk-run: LWK_MEM_MIB={mib}: a size in MiB");
+                std::process::exit(2);
+            }
+        }
+    }
+    cfg.reserve = std::env::var_os("LWK_RESERVE").is_some();
     if std::env::var("LWK_BACKEND").is_ok_and(|b| b == "exit") {
         cfg.backend = multios_lwk::Backend::Exit;
     }
@@ -79,8 +89,9 @@ fn main() {
                     o.doorbells,
                     o.rewritten
                 );
+                eprintln!("lwk: {}", o.trap_note());
             }
-            o.die_if_core_signal();
+            o.die_if_signaled();
             std::process::exit(o.code());
         }
         Err(e) => {

@@ -48,7 +48,6 @@ impl Machine {
         let held = (
             lock(&self.kernel.threads),
             lock(&self.kernel.signals.pending),
-            lock(&self.kernel.signals.info),
             lock(&self.kernel.stats),
             self.kernel.hold_trace(),
         );
@@ -100,6 +99,7 @@ impl Machine {
         req: &CloneReq,
     ) -> Result<(), String> {
         self.forked.store(true, Ordering::Release);
+        crate::reserve::disown_in_child();
         let pid = std::process::id() as i32;
         self.kernel.become_child(pid, req.clear_child_tid, id as usize);
         self.kernel.trace_child();
@@ -117,6 +117,9 @@ impl Machine {
         std::mem::forget(std::mem::take(&mut *lock(&self.threads)));
         self.nslots.store(1, Ordering::Release);
         self.next_id.store(1, Ordering::Release);
+        // The parent's spare vCPUs belong to its VM: closing the child's copies of their fds
+        // leaves them to the parent.
+        lock(&self.spare).clear();
         let vm = Vm::new(&self.mem, crate::fds::floor()).map_err(|e| format!("a new VM: {e}"))?;
         let fresh = vcpu::create(
             &vm.vm,
@@ -135,6 +138,9 @@ impl Machine {
         *lock(&self.vm) = vm;
         crate::signal::host::forget_event();
         let pump = self.start_signal_pump();
+        if pump.is_none() {
+            crate::signal::host::unblock_in_this_thread();
+        }
         let proxy = self
             .proxy_cfg
             .map(|(cpu, idle)| Proxy::start(self.kernel.clone(), self.nslots.clone(), cpu, idle));

@@ -293,7 +293,27 @@ impl Kernel {
     /// the number of the system call whose result is in `regs.rax` (None when the guest was
     /// interrupted in its own code): an internal restart result there becomes EINTR or the call
     /// again, as the handler's SA_RESTART says.
+    ///
+    /// Like Linux's return to user mode, which goes on delivering while a signal is deliverable,
+    /// every signal the handler's mask still lets through gets its frame too, each on top of the
+    /// last: the handler entered last runs first (a blocked set of pending signals, unblocked at
+    /// once, runs its handlers from the highest signal down, as natively).
     pub fn deliver(&self, cpu: usize, vcpu: &VcpuFd, regs: &kvm_regs, call: Option<u64>) -> Delivery {
+        let mut first = self.deliver_one(cpu, vcpu, regs, call);
+        while first == Delivery::Entered && self.deliverable(cpu) {
+            // The system call is done with: the next frames save the handler's entry state.
+            let Ok(entry) = vcpu.get_regs() else { break };
+            match self.deliver_one(cpu, vcpu, &entry, None) {
+                Delivery::Entered => {}
+                Delivery::Stop => first = Delivery::Stop,
+                Delivery::None => break,
+            }
+        }
+        first
+    }
+
+    /// Delivers one signal (see [`Kernel::deliver`]).
+    fn deliver_one(&self, cpu: usize, vcpu: &VcpuFd, regs: &kvm_regs, call: Option<u64>) -> Delivery {
         while let Some((sig, info)) = self.take_signal(cpu) {
             let act = lock(&self.signals.actions)[sig as usize];
             let handler = act.raw[0];

@@ -2,7 +2,8 @@
 //! thread or the process, what a thread can take now, and the masks a call installs for its
 //! duration (rt_sigsuspend, pselect6, ppoll, epoll_pwait).
 
-use super::{bit, default_ignored, signals_in, SigInfo, UNBLOCKABLE};
+use super::queue::NotQueued;
+use super::{default_ignored, signals_in, SigInfo, UNBLOCKABLE};
 use crate::kernel::{lock, Kernel};
 
 impl Kernel {
@@ -40,25 +41,36 @@ impl Kernel {
         lock(&self.threads).get(cpu).map_or(0, |t| t.sig.mask)
     }
 
-    /// Makes `sig` pending for vCPU `thread`, or for the process when None.
+    /// Makes one instance of `sig` pending for vCPU `thread`, or for the process when None (see
+    /// `signal/queue.rs`: real-time signals queue, standard ones coalesce).
     pub fn queue_signal(&self, thread: Option<usize>, sig: u64, info: SigInfo) {
+        let _ = self.try_queue_signal(thread, sig, info);
+    }
+
+    /// [`Kernel::queue_signal`], telling why an instance was not queued (sigqueue's EAGAIN).
+    pub(crate) fn try_queue_signal(
+        &self,
+        thread: Option<usize>,
+        sig: u64,
+        info: SigInfo,
+    ) -> Result<(), NotQueued> {
         if sig == 0 || sig > 64 {
-            return;
+            return Ok(());
         }
-        lock(&self.signals.info)[sig as usize] = info;
-        match thread {
-            Some(id) => {
-                if let Some(t) = lock(&self.threads).get_mut(id) {
-                    t.sig.pending |= bit(sig);
-                }
-            }
-            None => *lock(&self.signals.pending) |= bit(sig),
-        }
+        let limit = self.signals.queue_limit;
+        let r = match thread {
+            Some(id) => match lock(&self.threads).get_mut(id) {
+                Some(t) => t.sig.pending.add(sig, info, limit),
+                None => Ok(()),
+            },
+            None => lock(&self.signals.pending).add(sig, info, limit),
+        };
         // After the pending bit: take_signal clears the hint only under the locks, when it sees
         // nothing pending, so a signal queued concurrently keeps it set.
         self.signals
             .hint
             .store(true, std::sync::atomic::Ordering::Release);
+        r
     }
 
     /// True when vCPU `cpu` has a pending signal it does not block.
@@ -66,22 +78,23 @@ impl Kernel {
         if !self.signals.hint.load(std::sync::atomic::Ordering::Acquire) {
             return false;
         }
-        let process = *lock(&self.signals.pending);
-        lock(&self.threads)
+        let threads = lock(&self.threads);
+        let process = lock(&self.signals.pending).set;
+        threads
             .get(cpu)
-            .is_some_and(|t| t.alive && (t.sig.pending | process) & !t.sig.mask != 0)
+            .is_some_and(|t| t.alive && (t.sig.pending.set | process) & !t.sig.mask != 0)
     }
 
     /// A pending signal that a live thread does not block and whose action is the default one
     /// that ends the process (the signal pump's safety net, see `machine.rs`).
     pub fn fatal_pending(&self) -> Option<i32> {
         let acts: Vec<u64> = lock(&self.signals.actions).iter().map(|a| a.raw[0]).collect();
-        let process = *lock(&self.signals.pending);
         let threads = lock(&self.threads);
+        let process = lock(&self.signals.pending).set;
         let deliverable = threads
             .iter()
             .filter(|t| t.alive)
-            .fold(0, |all, t| all | ((t.sig.pending | process) & !t.sig.mask));
+            .fold(0, |all, t| all | ((t.sig.pending.set | process) & !t.sig.mask));
         signals_in(deliverable)
             .find(|&sig| acts[sig as usize] == libc::SIG_DFL as u64 && !default_ignored(sig))
             .map(|sig| sig as i32)
@@ -90,10 +103,11 @@ impl Kernel {
     /// The vCPU that should take a process-directed signal now: the first live thread that does
     /// not block one of the pending signals.
     pub fn signal_target(&self) -> Option<usize> {
-        let process = *lock(&self.signals.pending);
-        lock(&self.threads)
+        let threads = lock(&self.threads);
+        let process = lock(&self.signals.pending).set;
+        threads
             .iter()
-            .position(|t| t.alive && (t.sig.pending | process) & !t.sig.mask != 0)
+            .position(|t| t.alive && (t.sig.pending.set | process) & !t.sig.mask != 0)
     }
 
     /// Dequeues the lowest unblocked pending signal of vCPU `cpu` (thread-directed first).
@@ -108,28 +122,17 @@ impl Kernel {
         let t = threads.get_mut(cpu)?;
         let allowed = wanted.unwrap_or(!t.sig.mask);
         let mut process = lock(&self.signals.pending);
-        let (set, own) = if t.sig.pending & allowed != 0 {
-            (t.sig.pending & allowed, true)
-        } else if *process & allowed != 0 {
-            (*process & allowed, false)
-        } else {
-            return None;
-        };
-        let sig = set.trailing_zeros() as u64 + 1;
-        if own {
-            t.sig.pending &= !bit(sig);
-        } else {
-            *process &= !bit(sig);
-        }
-        if *process == 0 && t.sig.pending == 0 {
-            let others = threads.iter().any(|o| o.sig.pending != 0);
+        // Thread-directed first, as Linux dequeues them.
+        let taken = t.sig.pending.take(allowed).or_else(|| process.take(allowed))?;
+        if process.is_empty() && t.sig.pending.is_empty() {
+            let others = threads.iter().any(|o| !o.sig.pending.is_empty());
             if !others {
                 self.signals
                     .hint
                     .store(false, std::sync::atomic::Ordering::Release);
             }
         }
-        Some((sig, lock(&self.signals.info)[sig as usize]))
+        Some(taken)
     }
 
     /// Puts back the mask a call replaced for its duration (none: nothing to do).

@@ -159,19 +159,11 @@ impl Kernel {
         put(&mut f, MCONTEXT_OFF + 8 * SC_OLDMASK, oldmask);
         put(&mut f, MCONTEXT_OFF + 8 * SC_FPSTATE, fp_addr);
         put(&mut f, SIGMASK_OFF, oldmask);
-        f[INFO_OFF as usize..][..4].copy_from_slice(&(sig as i32).to_le_bytes());
-        f[INFO_OFF as usize + 8..][..4].copy_from_slice(&info.code.to_le_bytes());
-        match info.trap {
-            Some(t) => {
-                put(&mut f, INFO_OFF + 16, t.addr);
-                put(&mut f, MCONTEXT_OFF + 8 * SC_ERR, t.error);
-                put(&mut f, MCONTEXT_OFF + 8 * SC_TRAPNO, t.vector);
-                put(&mut f, MCONTEXT_OFF + 8 * SC_CR2, t.cr2);
-            }
-            None => {
-                f[INFO_OFF as usize + 16..][..4].copy_from_slice(&info.pid.to_le_bytes());
-                f[INFO_OFF as usize + 20..][..4].copy_from_slice(&info.uid.to_le_bytes());
-            }
+        f[INFO_OFF as usize..][..128].copy_from_slice(&info.bytes(sig));
+        if let Some(t) = info.trap {
+            put(&mut f, MCONTEXT_OFF + 8 * SC_ERR, t.error);
+            put(&mut f, MCONTEXT_OFF + 8 * SC_TRAPNO, t.vector);
+            put(&mut f, MCONTEXT_OFF + 8 * SC_CR2, t.cr2);
         }
         self.mem.write(fp_addr, &fp);
         self.mem.write(frame, &f);

@@ -16,18 +16,53 @@
 //!
 //! Never caught: SIGKILL/SIGSTOP (impossible), SIGUSR2 (kicks VMM threads), SIGPIPE (the VMM
 //! ignores it; the LWK raises the guest's SIGPIPE from EPIPE itself), and 32/33 (glibc's).
+//!
+//! Every instance is kept with its whole siginfo (issue #14), so real-time signals queue — each
+//! sigqueue value, each timer expiry — and reach the guest in the order the host sends them. The
+//! signals the guest may take are blocked in every VMM thread ([`block_in_this_thread`] before
+//! the VMM starts its threads) and the pump reads them from a signalfd ([`open_signalfd`],
+//! [`take`]): one reader, in the host's order, and at its own pace — a timer firing faster than
+//! the guest takes its signals is coalesced by the host (overruns) instead of running a handler
+//! in the VMM per expiry (a handler per expiry of stress-ng's 100 kHz timer kept the pump thread
+//! busy forever). The catcher stays the disposition, for what reaches a thread that does not
+//! block the signal and for the signals that cannot be blocked everywhere — the fault signals
+//! another process sends (a VMM fault must still be raised on its thread) and glibc's signal 32
+//! — and appends those to a ring the pump drains with the signalfd.
 
 use std::io;
-use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 
-/// Signals caught and not yet taken by the pump (bit sig-1).
-static PENDING: AtomicU64 = AtomicU64::new(0);
+/// Instances the ring holds between two drains of the pump.
+const RING: usize = 1024;
+
+/// One caught instance: the signal (0: empty) and its siginfo as 16 words.
+struct Record {
+    sig: AtomicU64,
+    info: [AtomicU64; 16],
+}
+
+impl Record {
+    const fn new() -> Self {
+        Record {
+            sig: AtomicU64::new(0),
+            info: [const { AtomicU64::new(0) }; 16],
+        }
+    }
+}
+
+/// Caught instances: the catcher writes at HEAD, the pump reads from TAIL (both only grow).
+static RECORDS: [Record; RING] = [const { Record::new() }; RING];
+static HEAD: AtomicU64 = AtomicU64::new(0);
+static TAIL: AtomicU64 = AtomicU64::new(0);
+/// Held by a catcher while it appends (catchers run with every signal blocked, so one never
+/// interrupts another on its own thread; across threads the wait is a few stores).
+static APPENDING: AtomicBool = AtomicBool::new(false);
+/// Signals caught while the ring was full (bit sig-1): delivered without their siginfo.
+static OVERFLOW: AtomicU64 = AtomicU64::new(0);
 /// The eventfd the catcher writes (−1 before the first machine starts).
 static EVENT_FD: AtomicI32 = AtomicI32::new(-1);
-/// Sender of the last instance of each signal.
-static FROM_PID: [AtomicI32; 65] = [const { AtomicI32::new(0) }; 65];
-static FROM_UID: [AtomicU32; 65] = [const { AtomicU32::new(0) }; 65];
-static CODE: [AtomicI32; 65] = [const { AtomicI32::new(0) }; 65];
+/// The signalfd the pump reads the guest's signals from (−1: none, the pump unblocks them).
+static SIGNAL_FD: AtomicI32 = AtomicI32::new(-1);
 
 /// True when the VMM may catch `sig` for the guest.
 pub fn followable(sig: i32) -> bool {
@@ -56,13 +91,25 @@ extern "C" fn catcher(sig: libc::c_int, info: *mut libc::siginfo_t, _uc: *mut li
     }
     // SAFETY: the kernel passes an SA_SIGINFO handler a valid siginfo (or null), alive for the
     // whole handler.
-    if let Some(info) = unsafe { info.as_ref() } {
-        let (code, pid, uid) = crate::sys::siginfo_sender(info);
-        CODE[s].store(code, Ordering::Relaxed);
-        FROM_PID[s].store(pid, Ordering::Relaxed);
-        FROM_UID[s].store(uid, Ordering::Relaxed);
+    let words = unsafe { info.as_ref() }.map(crate::sys::siginfo_words);
+    while APPENDING.swap(true, Ordering::Acquire) {
+        std::hint::spin_loop();
     }
-    PENDING.fetch_or(1 << (s - 1), Ordering::AcqRel);
+    let head = HEAD.load(Ordering::Relaxed);
+    match words {
+        Some(w) if head - TAIL.load(Ordering::Acquire) < RING as u64 => {
+            let r = &RECORDS[(head % RING as u64) as usize];
+            r.sig.store(s as u64, Ordering::Relaxed);
+            for (slot, v) in r.info.iter().zip(w) {
+                slot.store(v, Ordering::Relaxed);
+            }
+            HEAD.store(head + 1, Ordering::Release);
+        }
+        _ => {
+            OVERFLOW.fetch_or(1 << (s - 1), Ordering::AcqRel);
+        }
+    }
+    APPENDING.store(false, Ordering::Release);
     let fd = EVENT_FD.load(Ordering::Acquire);
     if fd >= 0 {
         crate::sys::eventfd_add(fd);
@@ -83,6 +130,19 @@ pub fn follow(sig: i32, handler: u64, _restart: bool) {
         catcher as *const () as libc::sighandler_t
     };
     crate::sys::set_signal_action(sig, action, libc::SA_RESTART);
+}
+
+/// Catches glibc's internal signal `sig` (32, SIGTIMER, with which glibc's SIGEV_THREAD timers
+/// wake their helper thread) for the guest: such a timer signals the pump's thread alone
+/// (`syscall/sigqueue.rs`), and the VMM itself never uses the signal (it never cancels threads).
+pub fn catch_internal(sig: i32) {
+    static DONE: AtomicU64 = AtomicU64::new(0);
+    let b = 1u64 << (sig - 1);
+    if DONE.fetch_or(b, Ordering::AcqRel) & b == 0
+        && !crate::sys::set_internal_signal_action(sig, catcher as *const () as libc::sighandler_t)
+    {
+        DONE.fetch_and(!b, Ordering::AcqRel);
+    }
 }
 
 /// The signals the VMM raises itself as synchronous faults.
@@ -159,7 +219,9 @@ pub fn open_event(fd_floor: i32) -> io::Result<i32> {
     let high = high?;
     match EVENT_FD.compare_exchange(-1, high, Ordering::AcqRel, Ordering::Acquire) {
         Ok(_) => {
-            if PENDING.load(Ordering::Acquire) != 0 {
+            if HEAD.load(Ordering::Acquire) != TAIL.load(Ordering::Acquire)
+                || OVERFLOW.load(Ordering::Acquire) != 0
+            {
                 // Caught before there was an eventfd to write: the pump takes them first thing.
                 poke(high);
             }
@@ -181,11 +243,13 @@ pub fn forget_event() {
         // The child's copy of the descriptor; the parent keeps its own.
         crate::sys::close(fd);
     }
-}
-
-/// Blocks until the catcher or [`poke`] writes the eventfd; returns false on an error.
-pub fn wait_event(fd: i32) -> bool {
-    crate::sys::eventfd_wait(fd)
+    let sfd = SIGNAL_FD.swap(-1, Ordering::AcqRel);
+    if sfd >= 0 {
+        crate::sys::close(sfd);
+    }
+    // Instances the parent caught are the parent's (fork clears a child's pending signals).
+    TAIL.store(HEAD.load(Ordering::Acquire), Ordering::Release);
+    OVERFLOW.store(0, Ordering::Release);
 }
 
 /// Wakes the pump (to stop it).
@@ -201,26 +265,158 @@ pub fn nudge() {
     }
 }
 
-/// Takes the caught signals: (signal, si_code, sender pid, sender uid) each.
-pub fn take() -> Vec<(u64, i32, i32, u32)> {
-    let set = PENDING.swap(0, Ordering::AcqRel);
-    (1..=64u64)
-        .filter(|s| set & (1 << (s - 1)) != 0)
-        .map(|s| {
-            let i = s as usize;
-            (
-                s,
-                CODE[i].load(Ordering::Relaxed),
-                FROM_PID[i].load(Ordering::Relaxed),
-                FROM_UID[i].load(Ordering::Relaxed),
-            )
-        })
-        .collect()
+/// Opens the signalfd of the guest's signals (kept blocked in every VMM thread), above the
+/// guest's fds; on failure the pump takes them with the catcher instead (it unblocks them).
+pub fn open_signalfd(fd_floor: i32) -> io::Result<i32> {
+    let fd = crate::sys::signalfd(&guest_set())?;
+    let high = crate::sys::move_fd_high(fd, fd_floor);
+    crate::sys::close(fd);
+    let high = high?;
+    let old = SIGNAL_FD.swap(high, Ordering::AcqRel);
+    if old >= 0 {
+        crate::sys::close(old);
+    }
+    Ok(high)
+}
+
+/// Blocks until the pump has something to do: a signal on the signalfd, or the eventfd written
+/// (the catcher, [`poke`], [`nudge`]); false on an error.
+pub fn wait_event(fd: i32) -> bool {
+    let sfd = SIGNAL_FD.load(Ordering::Acquire);
+    if sfd < 0 {
+        return crate::sys::eventfd_wait(fd);
+    }
+    if !crate::sys::wait_readable(fd, sfd) {
+        return false;
+    }
+    // Reset the eventfd if it was written (non-blocking: it may not have been).
+    crate::sys::eventfd_drain(fd);
+    true
+}
+
+/// The siginfo (16 words, `siginfo_t`'s layout) of a `struct signalfd_siginfo`, by the layout
+/// Linux gives the signal's si_code (kernel/signal.c, `siginfo_layout`).
+pub fn from_signalfd(s: &[u8; 128]) -> (u64, [u64; 16]) {
+    let u32_at = |o: usize| u32::from_le_bytes([s[o], s[o + 1], s[o + 2], s[o + 3]]);
+    let u64_at = |o: usize| u64::from_le_bytes(s[o..o + 8].try_into().unwrap_or_default());
+    let (signo, code) = (u32_at(0), u32_at(8) as i32);
+    let (pid, uid, tid, band, overrun) = (u32_at(12), u32_at(16), u32_at(24), u32_at(28), u32_at(32));
+    let (fd, status, ptr) = (u32_at(20), u32_at(40), u64_at(48));
+    let pair = |lo: u32, hi: u32| u64::from(lo) | (u64::from(hi) << 32);
+    let mut w = [0u64; 16];
+    w[0] = pair(signo, u32_at(4));
+    w[1] = u64::from(code as u32);
+    match code {
+        crate::signal::SI_TIMER => {
+            w[2] = pair(tid, overrun);
+            w[3] = ptr;
+        }
+        // SIGPOLL: si_band, si_fd.
+        c if c > 0 && signo == libc::SIGPOLL as u32 => {
+            w[2] = u64::from(band);
+            w[3] = u64::from(fd);
+        }
+        c if c > 0 && signo == libc::SIGCHLD as u32 => {
+            w[2] = pair(pid, uid);
+            w[3] = u64::from(status);
+            w[4] = u64_at(56);
+            w[5] = u64_at(64);
+        }
+        c if c == crate::signal::SI_USER || c > 0 => w[2] = pair(pid, uid),
+        // SI_QUEUE, SI_TKILL, SI_MESGQ…: pid, uid and the value.
+        _ => {
+            w[2] = pair(pid, uid);
+            w[3] = ptr;
+        }
+    }
+    (u64::from(signo), w)
+}
+
+/// Takes the pending instances: those on the signalfd (in the host's order), then those the
+/// catcher caught: (signal, its siginfo as 16 words; all zero — SI_USER from nobody — for an
+/// instance the full ring could not hold).
+pub fn take() -> Vec<(u64, [u64; 16])> {
+    let sfd = SIGNAL_FD.load(Ordering::Acquire);
+    let mut out: Vec<(u64, [u64; 16])> = if sfd >= 0 {
+        crate::sys::read_signalfd(sfd).iter().map(from_signalfd).collect()
+    } else {
+        Vec::new()
+    };
+    let (tail, head) = (TAIL.load(Ordering::Relaxed), HEAD.load(Ordering::Acquire));
+    out.extend((tail..head).map(|k| {
+        let r = &RECORDS[(k % RING as u64) as usize];
+        let mut w = [0u64; 16];
+        for (v, slot) in w.iter_mut().zip(&r.info) {
+            *v = slot.load(Ordering::Relaxed);
+        }
+        (r.sig.load(Ordering::Relaxed), w)
+    }));
+    TAIL.store(head, Ordering::Release);
+    let lost = OVERFLOW.swap(0, Ordering::AcqRel);
+    out.extend(
+        (1..=64u64)
+            .filter(|s| lost & (1 << (s - 1)) != 0)
+            .map(|s| (s, [0u64; 16])),
+    );
+    out
+}
+
+/// The signals the guest may take through the VMM (those [`follow`] may catch), as a host set.
+fn guest_set() -> libc::sigset_t {
+    crate::sys::sigset_of((1..=64).filter(|&s| followable(s)))
+}
+
+/// Blocks the signals the guest may take in the calling thread — and so in every thread it
+/// starts afterwards — so the host hands them to the pump's thread alone. Returns the mask to
+/// put back with [`restore_mask`] when the machine is done.
+pub fn block_in_this_thread() -> libc::sigset_t {
+    crate::sys::change_mask(libc::SIG_BLOCK, &guest_set())
+}
+
+/// In the pump's thread: takes the signals [`block_in_this_thread`] blocked.
+pub fn unblock_in_this_thread() {
+    crate::sys::change_mask(libc::SIG_UNBLOCK, &guest_set());
+}
+
+/// Puts back the calling thread's mask from before [`block_in_this_thread`].
+pub fn restore_mask(old: &libc::sigset_t) {
+    crate::sys::change_mask(libc::SIG_SETMASK, old);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn signalfd_records_become_the_siginfo_linux_gives_a_handler() {
+        let mut s = [0u8; 128];
+        let put = |s: &mut [u8; 128], o: usize, v: u32| s[o..o + 4].copy_from_slice(&v.to_le_bytes());
+        // A timer's expiry: si_timerid 3, si_overrun 5, si_value 42.
+        put(&mut s, 0, 34);
+        put(&mut s, 8, crate::signal::SI_TIMER as u32);
+        put(&mut s, 24, 3);
+        put(&mut s, 32, 5);
+        s[48..56].copy_from_slice(&42u64.to_le_bytes());
+        let (sig, w) = from_signalfd(&s);
+        assert_eq!((sig, w[1] as u32 as i32, w[2], w[3]), (34, -2, 3 | (5 << 32), 42));
+        // sigqueue from pid 7, uid 0, value 9.
+        let mut q = [0u8; 128];
+        put(&mut q, 0, 40);
+        put(&mut q, 8, crate::signal::SI_QUEUE as u32);
+        put(&mut q, 12, 7);
+        q[48..56].copy_from_slice(&9u64.to_le_bytes());
+        let (_, w) = from_signalfd(&q);
+        let info = crate::signal::SigInfo::from_host(&w);
+        assert_eq!((info.code, info.pid, info.fields.map(|f| f[1])), (-1, 7, Some(9)));
+        // SIGCHLD: pid, status at 24.
+        let mut c = [0u8; 128];
+        put(&mut c, 0, libc::SIGCHLD as u32);
+        put(&mut c, 8, 1); // CLD_EXITED
+        put(&mut c, 12, 99);
+        put(&mut c, 40, 3);
+        let (_, w) = from_signalfd(&c);
+        assert_eq!((w[2] as u32, w[3]), (99, 3));
+    }
 
     #[test]
     fn the_vmm_never_follows_its_own_signals() {

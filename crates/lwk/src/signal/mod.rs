@@ -16,21 +16,27 @@
 //! * [`frame`]: the signal frame pushed for a handler and taken back by rt_sigreturn;
 //! * [`deliver`]: entering the guest's handlers from a vCPU thread (call returns, kicks, CPU
 //!   exceptions);
-//! * [`host`]: signals sent to the VMM process on the guest's behalf.
+//! * [`host`]: signals sent to the VMM process on the guest's behalf;
+//! * [`info`]: a signal's siginfo (who sent it, or the CPU exception that raised it);
+//! * [`queue`]: a pending set — real-time signals queue with their siginfo, standard ones
+//!   coalesce, as on Linux.
 //!
 //! The system calls themselves (sigaction, sigprocmask, kill, sigaltstack…) are thin entry points
 //! in `syscall/signal.rs`, and interruptible delegated calls are in `syscall/interrupt.rs`.
-//!
-//! Not done: real-time signals queue at most one instance each (like the standard ones).
 
 pub mod altstack;
 pub mod deliver;
 pub mod disposition;
 pub mod frame;
 pub mod host;
+pub mod info;
+pub mod queue;
 
 pub use altstack::AltStack;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+pub use info::{SigInfo, Trap, SI_KERNEL, SI_QUEUE, SI_TIMER, SI_TKILL, SI_USER};
+pub use queue::Pending;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64};
 use std::sync::Mutex;
 
 /// A guest signal disposition: the kernel's `struct sigaction` (handler, flags, restorer, mask).
@@ -43,15 +49,24 @@ pub struct SigAction {
 /// kernel's thread table under its lock).
 ///
 /// Lock order, as every path nests them (and as the VMM's fork holds them): the kernel's `threads`
-/// lock, then `pending`, then `info`. `actions` is never held while taking another of these.
+/// lock, then `pending`. `actions` and `thread_timers` are never held while taking another lock.
 pub struct Signals {
     /// Dispositions, indexed by signal number (0 unused).
     pub(crate) actions: Mutex<[SigAction; 65]>,
-    /// Signals sent to the process and not yet delivered (bit sig-1); per-thread ones are in
-    /// [`ThreadSignals::pending`].
-    pub(crate) pending: Mutex<u64>,
-    /// Who sent the last instance of each signal (or the CPU exception that raised it).
-    pub(crate) info: Mutex<[SigInfo; 65]>,
+    /// Signals sent to the process and not yet delivered, each instance with its siginfo;
+    /// per-thread ones are in [`ThreadSignals::pending`].
+    pub(crate) pending: Mutex<Pending>,
+    /// How many real-time instances a pending set holds (the VMM's RLIMIT_SIGPENDING).
+    pub(crate) queue_limit: usize,
+    /// POSIX timers that signal one thread (SIGEV_THREAD_ID): host timer id → (vCPU, guest tid).
+    /// The host timer signals the signal pump's thread, which routes the signal by this table.
+    pub(crate) thread_timers: Mutex<BTreeMap<i32, (usize, i32)>>,
+    /// The host tid of the signal pump's thread (0 before it runs).
+    pub(crate) pump_tid: AtomicI32,
+    /// Rounds of the signal pump begun (before it takes the host's signals) and finished (after
+    /// it has made them pending for the guest): `Kernel::sync_host_signals` waits on them.
+    pub(crate) pump_begun: AtomicU64,
+    pub(crate) pump_done: AtomicU64,
     /// False when no signal is pending anywhere: the per-call check is then one load.
     pub(crate) hint: AtomicBool,
     /// Per vCPU: the host thread (pthread_t) performing its delegated call, 0 when none; the
@@ -64,8 +79,12 @@ impl Signals {
     pub fn new(vcpus: usize) -> Self {
         Signals {
             actions: Mutex::new([SigAction::default(); 65]),
-            pending: Mutex::new(0),
-            info: Mutex::new([SigInfo::default(); 65]),
+            pending: Mutex::new(Pending::default()),
+            queue_limit: crate::sys::sigpending_limit(),
+            thread_timers: Mutex::new(BTreeMap::new()),
+            pump_tid: AtomicI32::new(0),
+            pump_begun: AtomicU64::new(0),
+            pump_done: AtomicU64::new(0),
             hint: AtomicBool::new(false),
             serving: (0..vcpus).map(|_| AtomicU64::new(0)).collect(),
         }
@@ -73,12 +92,12 @@ impl Signals {
 }
 
 /// One thread's signal state.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct ThreadSignals {
     /// Blocked signals (bit sig-1).
     pub mask: u64,
     /// Signals sent to this thread and not yet delivered.
-    pub pending: u64,
+    pub pending: Pending,
     /// The mask to restore after the next handler (rt_sigsuspend's caller's mask).
     pub saved_mask: Option<u64>,
     /// The alternate signal stack (sigaltstack), for handlers installed with SA_ONSTACK.
@@ -104,33 +123,8 @@ pub fn is_restart(r: i64) -> bool {
     (ERESTARTNOHAND..=ERESTARTSYS).contains(&r)
 }
 
-/// siginfo codes.
-pub const SI_USER: i32 = 0;
-pub const SI_TKILL: i32 = -6;
-pub const SI_KERNEL: i32 = 0x80;
-
 /// SIGKILL and SIGSTOP can be neither blocked nor caught.
 pub(crate) const UNBLOCKABLE: u64 = (1 << (libc::SIGKILL - 1)) | (1 << (libc::SIGSTOP - 1));
-
-/// Who sent a pending signal, or the CPU exception that raised it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SigInfo {
-    pub code: i32,
-    pub pid: i32,
-    pub uid: u32,
-    pub trap: Option<Trap>,
-}
-
-/// A CPU exception raised as a signal: what the frame's siginfo (si_addr) and sigcontext
-/// (trapno, err, cr2) carry, as Linux fills them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Trap {
-    pub vector: u64,
-    pub error: u64,
-    /// si_addr: the faulting address (#PF), the instruction (#DE, #UD, #XM), 0 otherwise.
-    pub addr: u64,
-    pub cr2: u64,
-}
 
 pub(crate) fn bit(sig: u64) -> u64 {
     1u64 << (sig - 1)

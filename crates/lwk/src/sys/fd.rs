@@ -130,3 +130,17 @@ pub fn dup_high(fd: i32, floor: i32) -> io::Result<std::os::fd::OwnedFd> {
     // SAFETY: F_DUPFD_CLOEXEC just created `high`; nothing else knows or owns it.
     Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(high) })
 }
+
+/// Resets eventfd `fd` if it was written, without blocking (a read with nothing there waits, so
+/// this asks poll first).
+pub fn eventfd_drain(fd: i32) {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: `p` is a live pollfd; a zero timeout returns at once.
+    if unsafe { libc::poll(&mut p, 1, 0) } == 1 {
+        eventfd_wait(fd);
+    }
+}

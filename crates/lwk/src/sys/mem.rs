@@ -47,6 +47,36 @@ pub fn madvise(addr: u64, len: usize, advice: i32) -> io::Result<()> {
     Ok(())
 }
 
+/// madvise advice that drops pages like MADV_DONTNEED, locked ones too (Linux ≥ 5.18).
+pub const MADV_DONTNEED_LOCKED: i32 = 24;
+
+/// Locks `[addr, addr+len)` of guest memory in RAM, faulting every page in now.
+pub fn mlock(addr: u64, len: u64) -> io::Result<()> {
+    // SAFETY: callers pass a region of guest memory this process mapped; mlock changes no contents.
+    let r = unsafe { libc::mlock(addr as *const libc::c_void, len as usize) };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Has every later mapping of the process locked as its pages are touched
+/// (mlockall(MCL_FUTURE | MCL_ONFAULT)).
+pub fn lock_future() -> io::Result<()> {
+    // SAFETY: mlockall takes flags only.
+    let r = unsafe { libc::mlockall(libc::MCL_FUTURE | libc::MCL_ONFAULT) };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Unlocks all of the process's memory and ends MCL_FUTURE.
+pub fn unlock_all() {
+    // SAFETY: munlockall takes no arguments.
+    unsafe { libc::munlockall() };
+}
+
 /// Maps `len` bytes of file `fd` from `off`, shared, over `[addr, addr+len)` of the guest window
 /// (MAP_FIXED replaces the anonymous memory there; KVM's MMU notifiers make the guest see the
 /// file's pages).

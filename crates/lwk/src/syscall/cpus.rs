@@ -27,6 +27,10 @@ impl Kernel {
         if let Some(t) = lock(&self.threads).get_mut(id) {
             t.host_tid = sys::gettid();
         }
+        // With `--reserve`, onto the reserved CPUs first (issue #14).
+        if let Err(e) = crate::reserve::admit_this_thread() {
+            lock(&self.notes).push(format!("vCPU {id}: {e}"));
+        }
         let placed = match self.home_cpu(id) {
             Some(c) if self.pin => sys::pin_to_cpu(c),
             // vCPU 0 runs on the caller's thread: its affinity is the caller's business.
@@ -145,6 +149,39 @@ impl Kernel {
                 }
                 a[1] = host as u64;
             }
+        }
+        Reply::Ret(sys::raw_syscall(nr, a))
+    }
+
+    /// The scheduling-policy calls — sched_getscheduler, sched_setscheduler, sched_getparam,
+    /// sched_setparam, sched_rr_get_interval — are per thread like a nice value: about the
+    /// guest's own threads they are made about the Linux thread running that vCPU (issue #14:
+    /// delegated they answered for the proxy's thread, so they were ENOSYS); the buffer is
+    /// checked in the direction the kernel copies it. Other processes: as asked.
+    #[allow(non_upper_case_globals)] // libc names the SYS_ constants in lower case
+    pub(super) fn sched_policy(&self, cpu: usize, nr: u64, a: [u64; 6]) -> Reply {
+        use libc::*;
+        let (buf, len, written) = match nr as i64 {
+            SYS_sched_getscheduler => (0, 0, false),
+            SYS_sched_setscheduler => (a[2], 4, false),
+            SYS_sched_setparam => (a[1], 4, false),
+            SYS_sched_getparam => (a[1], 4, true),
+            SYS_sched_rr_get_interval => (a[1], 16, true),
+            _ => return err(ENOSYS),
+        };
+        if len > 0 && !self.mem.user_can(buf, len, written) {
+            return err(EFAULT);
+        }
+        if (a[0] as i32) < 0 {
+            return err(EINVAL);
+        }
+        let mut a = a;
+        if let Some(id) = self.vcpu_of(a[0] as i32, cpu) {
+            let host = lock(&self.threads).get(id).map_or(0, |t| t.host_tid);
+            if host == 0 {
+                return err(ESRCH);
+            }
+            a[0] = host as u64;
         }
         Reply::Ret(sys::raw_syscall(nr, a))
     }

@@ -290,6 +290,18 @@ pub fn ioctl_arg(request: u64) -> Option<Option<u64>> {
         // Integer arguments: TCSBRK (tcdrain, tcsendbreak), TCXONC (tcflow), TCFLSH (tcflush),
         // TIOCSCTTY (login_tty), TIOCNOTTY, TCSBRKP.
         0x5409 | 0x540a | 0x540b | 0x540e | 0x5422 | 0x5425 => Some(None),
+        // stress-ng's pty stressor (issue #14): TCGETA, TCSETA, TCSETAW, TCSETAF (struct termio);
+        // TIOCGLCKTRMIOS, TIOCSLCKTRMIOS (struct termios); TCGETS2, TCSETS2, TCSETSW2, TCSETSF2
+        // (struct termios2).
+        0x5405..=0x5408 => Some(Some(18)),
+        0x5456 | 0x5457 => Some(Some(36)),
+        0x802c_542a | 0x402c_542b..=0x402c_542d => Some(Some(44)),
+        // int *: TIOCMGET, TIOCMBIS, TIOCMBIC, TIOCMSET, TIOCGSOFTCAR, TIOCSSOFTCAR, TIOCSETD,
+        // TIOCGETD, TIOCGPKT, TIOCGPTLCK, TIOCGEXCL, TIOCGDEV.
+        0x5415..=0x541a | 0x5423 | 0x5424 => Some(Some(4)),
+        0x8004_5438 | 0x8004_5439 | 0x8004_5440 | 0x8004_5432 => Some(Some(4)),
+        // No argument or an integer: TIOCEXCL, TIOCNXCL, TIOCVHANGUP, TIOCSIG.
+        0x540c | 0x540d | 0x5437 | 0x4004_5436 => Some(None),
         // struct ifreq (40 bytes): SIOCGIFNAME (if_indextoname), SIOCGIFINDEX (if_nametoindex).
         0x8910 | 0x8933 => Some(Some(40)),
         // perf events (issue #14): ENABLE, DISABLE, REFRESH, RESET, SET_OUTPUT (an fd, checked by

@@ -131,6 +131,11 @@ impl Kernel {
             SYS_sched_setaffinity => self.sched_setaffinity(cpu, a),
             SYS_getcpu => self.getcpu(cpu, a),
             SYS_getpriority | SYS_setpriority => self.priority(cpu, nr, a),
+            SYS_sched_getscheduler
+            | SYS_sched_setscheduler
+            | SYS_sched_getparam
+            | SYS_sched_setparam
+            | SYS_sched_rr_get_interval => self.sched_policy(cpu, nr, a),
             // Credentials are per thread in the kernel: glibc's wrappers change every VMM thread's
             // (proxy and vCPUs alike), as they would every thread of the guest.
             SYS_setuid | SYS_setgid | SYS_setreuid | SYS_setregid | SYS_setresuid | SYS_setresgid => {
@@ -189,6 +194,10 @@ impl Kernel {
             },
             SYS_sigaltstack => self.sigaltstack(cpu, a),
             SYS_kill | SYS_tkill | SYS_tgkill => self.kill(ctx, cpu, nr, a),
+            SYS_rt_sigqueueinfo | SYS_rt_tgsigqueueinfo => self.sigqueueinfo(ctx, cpu, nr, a),
+            SYS_timer_create => self.timer_create(nr, a),
+            SYS_timer_delete => self.timer_delete(nr, a),
+            SYS_pidfd_send_signal => self.pidfd_send_signal(nr, a),
             SYS_prctl => match a[0] as i32 {
                 PR_SET_NAME | PR_GET_NAME => Reply::Ret(0),
                 _ => err(EINVAL),

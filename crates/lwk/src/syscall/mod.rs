@@ -16,6 +16,7 @@ mod perf;
 mod protect;
 mod shared;
 pub mod signal;
+mod sigqueue;
 mod uring;
 mod uring_sqe;
 
@@ -66,6 +67,10 @@ impl Kernel {
             }
             r
         };
+        if reply != Reply::NeedVcpu && self.came_through_trap(cpu) {
+            // Counted once: a call the proxy hands to the vCPU thread is served again there.
+            lock(&self.stats).record_trap(nr);
+        }
         if let Reply::Ret(r) = reply {
             let ns = t0.elapsed().as_nanos() as u64;
             lock(&self.stats).record(nr, ns, r, if local { Served::Local } else { Served::Delegated });
@@ -81,13 +86,21 @@ impl Kernel {
         reply
     }
 
+    /// True when vCPU `cpu`'s current call entered through the `syscall` instruction (its trap to
+    /// LSTAR): r11 held the flags. A rewritten site's thunk enters the stub with r11 = the stub's
+    /// address (`rewrite.rs`), which the stub stores where the trap's flags go.
+    fn came_through_trap(&self, cpu: usize) -> bool {
+        let slot = crate::stub::slot_addr(cpu as u64);
+        self.mem.read_u64(slot + multios_lwk_abi::offset::RFLAGS as u64) != crate::stub::stub_addr(cpu as u64)
+    }
+
     /// siginfo of a signal the kernel (here: the LWK) raises.
     fn kernel_info(&self) -> crate::signal::SigInfo {
         crate::signal::SigInfo {
             code: crate::signal::SI_USER,
             pid: self.pid(),
             uid: crate::sys::uid(),
-            trap: None,
+            ..Default::default()
         }
     }
 

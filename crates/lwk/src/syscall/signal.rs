@@ -70,8 +70,8 @@ impl Kernel {
         if !self.mem.in_app(a[0], 8) {
             return Reply::Ret(-(libc::EFAULT as i64));
         }
-        let process = *lock(&self.signals.pending);
-        let own = lock(&self.threads).get(cpu).map_or(0, |t| t.sig.pending);
+        let own = lock(&self.threads).get(cpu).map_or(0, |t| t.sig.pending.set);
+        let process = lock(&self.signals.pending).set;
         self.mem.write_u64(a[0], own | process);
         Reply::Ret(0)
     }
@@ -137,7 +137,7 @@ impl Kernel {
             code: if process { SI_USER } else { SI_TKILL },
             pid: self.pid(),
             uid: crate::sys::uid(),
-            trap: None,
+            ..Default::default()
         };
         let thread = if process {
             None
@@ -181,12 +181,7 @@ impl Kernel {
         loop {
             if let Some((sig, info)) = self.take_signal_in(cpu, Some(set)) {
                 if a[1] != 0 {
-                    let mut si = [0u8; 128];
-                    si[0..4].copy_from_slice(&(sig as i32).to_le_bytes());
-                    si[8..12].copy_from_slice(&info.code.to_le_bytes());
-                    si[16..20].copy_from_slice(&info.pid.to_le_bytes());
-                    si[20..24].copy_from_slice(&info.uid.to_le_bytes());
-                    self.mem.write(a[1], &si);
+                    self.mem.write(a[1], &info.bytes(sig));
                 }
                 return Reply::Ret(sig as i64);
             }

@@ -37,6 +37,39 @@ def pty_calls():
 
 
 t("openpty", pty_calls)
+
+
+def pty_more_ioctls():
+    # stress-ng's pty stressor: the System V termio calls, the locked termios, the int queries.
+    import fcntl, struct, termios
+    m, s = os.openpty()
+    out = []
+    try:
+        for name, req, arg in [
+            ("TCGETA", termios.TCGETA, bytes(18)),
+            ("TIOCGLCKTRMIOS", 0x5456, bytes(36)),
+            ("TIOCGPKT", 0x80045438, bytes(4)),
+            ("TIOCGPTLCK", 0x80045439, bytes(4)),
+            ("TIOCGETD", 0x5424, bytes(4)),
+            ("TIOCGEXCL", 0x80045440, bytes(4)),
+        ]:
+            try:
+                r = fcntl.ioctl(s if name != "TIOCGPKT" and name != "TIOCGPTLCK" else m, req, arg)
+                out.append((name, r == arg or len(r)))
+            except OSError as e:
+                out.append((name, "error", e.errno))
+        termio = fcntl.ioctl(s, termios.TCGETA, bytes(18))
+        for req in (termios.TCSETA, termios.TCSETAW, termios.TCSETAF):
+            fcntl.ioctl(s, req, termio)
+        out.append(("TCSETA* kept", fcntl.ioctl(s, termios.TCGETA, bytes(18)) == termio))
+        out.append(("TIOCEXCL", fcntl.ioctl(s, termios.TIOCEXCL), struct.unpack("i", fcntl.ioctl(s, 0x80045440, bytes(4)))[0]))
+    finally:
+        os.close(s)
+        os.close(m)
+    return out
+
+
+t("pty_more_ioctls", pty_more_ioctls)
 t("tcsetpgrp_badfd", lambda: os.tcsetpgrp(1000, 0))
 
 
@@ -78,6 +111,40 @@ def pidfd_signal():
 t("pidfd_send_signal", pidfd_signal)
 
 
+class Sent(Exception):
+    pass
+
+
+def pidfd_signal_self():
+    # A signal sent to oneself through a pidfd is pending when the call returns (CPython's
+    # test_pidfd_send_signal): the handler raises from the call itself, every time.
+    import signal
+
+    def raise_sent(signum, frame):
+        raise Sent()
+
+    old = signal.signal(signal.SIGUSR1, raise_sent)
+    fd = os.pidfd_open(os.getpid())
+    from_call = 0
+    try:
+        for _ in range(20):
+            try:
+                signal.pidfd_send_signal(fd, signal.SIGUSR1)
+                try:
+                    sum(range(1000))
+                except Sent:
+                    pass
+            except Sent:
+                from_call += 1
+    finally:
+        os.close(fd)
+        signal.signal(signal.SIGUSR1, old)
+    return f"{from_call} of 20 raised by the call"
+
+
+t("pidfd_send_signal_self", pidfd_signal_self)
+
+
 def msync_checks():
     import mmap
     mm = mmap.mmap(-1, 16)
@@ -115,3 +182,24 @@ def ifnames():
 t("ifindex", ifnames)
 
 t("kill_probe", lambda: (os.kill(-1, 0), os.killpg(os.getpgid(0), 0)))
+
+
+def sched_policy():
+    # Per-thread calls made about the calling thread: policy, priority, RR quantum, a change to
+    # SCHED_BATCH and back (the LWK makes them about the vCPU's Linux thread, issue #14).
+    p = os.sched_getscheduler(0)
+    prio = os.sched_getparam(0).sched_priority
+    rr = os.sched_rr_get_interval(0) >= 0
+    os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+    batch = os.sched_getscheduler(0)
+    os.sched_setparam(0, os.sched_param(0))
+    os.sched_setscheduler(0, p, os.sched_param(prio))
+    try:
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(5))
+        bad = "accepted"
+    except OSError as e:
+        bad = e.errno
+    return p, prio, rr, batch, os.sched_getscheduler(0), bad
+
+
+t("sched_policy", sched_policy)

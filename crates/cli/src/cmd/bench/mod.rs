@@ -9,6 +9,7 @@ mod map;
 mod multiverse;
 mod noise;
 mod profiler;
+mod reserve;
 
 use crate::output::Out;
 
@@ -34,6 +35,8 @@ enum Which {
     Multiverse(multiverse::Args),
     /// NetworkedOS IPC microbenchmark: Linux vs round-robin vs `map run`, calibration, projection (issue #12)
     Map(map::Args),
+    /// FWQ and compute-bound γ in the LWK without and with `lwk run --reserve` (issue #14)
+    Reserve(reserve::Args),
     /// Split execution (Multiverse Fig. 2): synchronous and asynchronous calls, merger, next to the cache-line round trip (issue #13)
     Hrt(hrt::Args),
 }
@@ -47,6 +50,7 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
         Which::Noise(a) => noise::run(a, out),
         Which::Multiverse(a) => multiverse::run(a, out),
         Which::Map(a) => map::run(a, out),
+        Which::Reserve(a) => reserve::run(a, out),
         Which::Hrt(a) => hrt::run(a, out),
     }
 }
