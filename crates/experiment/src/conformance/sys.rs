@@ -98,10 +98,12 @@ mod tests {
         }
         assert_eq!(found.len(), 1, "sh's sleep: {found:?}");
         assert!(descendants(std::process::id()).contains(&sh.id()));
+        // sh first: once its sleep is dead, `wait` returns 0 and sh could exit with success
+        // before a later kill reached it.
+        kill(sh.id());
         for p in &found {
             kill(*p);
         }
-        kill(sh.id());
         let st = sh.wait().expect("wait sh");
         assert!(!st.success());
     }
