@@ -177,7 +177,16 @@ pub fn measure(mech: Mechanism, calls: u32, pin: bool) -> Result<Summary, LwkErr
         main: Image::default(),
         interp: None,
     };
-    drive(&cfg, mem.clone(), kernel, entry, symbols, Instant::now())?;
+    let t0 = Instant::now();
+    drive(
+        &cfg,
+        mem.clone(),
+        kernel,
+        entry,
+        symbols,
+        t0,
+        crate::costs::Phases::new(t0),
+    )?;
     let v = (0..calls as u64)
         .map(|i| mem.read_u64(buf + 8 * i) as f64 / per_ns)
         .collect();

@@ -281,6 +281,39 @@ mod tests {
         assert!(candidates(&[0xb8, 0x27, 0, 0]).is_empty());
     }
 
+    /// The `.eh_frame_hdr` function starts give the same sites as a sweep of the whole text, in
+    /// the stripped libraries this machine's programs load.
+    #[test]
+    fn eh_frame_starts_find_the_sites_a_linear_sweep_finds() {
+        let files = [
+            "/lib/x86_64-linux-gnu/libc.so.6",
+            "/lib/x86_64-linux-gnu/libm.so.6",
+            "/lib/x86_64-linux-gnu/libz.so.1",
+            "/usr/bin/python3.11",
+            "/usr/bin/racket",
+        ];
+        for lib in files {
+            let Ok(file) = crate::sys::MappedFile::open(std::path::Path::new(lib)) else {
+                assert!(!lib.ends_with("libc.so.6"), "libc.so.6 must exist");
+                continue;
+            };
+            let bytes = file.bytes();
+            let phs = crate::loader::ehframe::program_headers(bytes).expect("ELF");
+            let text = phs
+                .iter()
+                .find(|p| p.p_type == goblin::elf::program_header::PT_LOAD && p.is_executable())
+                .expect("a text segment");
+            let code = &bytes[text.p_offset as usize..(text.p_offset + text.p_filesz) as usize];
+            let starts =
+                crate::loader::ehframe::starts_in_mapping(bytes, text.p_offset, text.p_vaddr, text.p_filesz);
+            let swept = find_sites(code, text.p_vaddr, &[]);
+            assert_eq!(find_sites(code, text.p_vaddr, &starts), swept, "{lib}");
+            if lib.ends_with("libc.so.6") {
+                assert!(swept.len() > 300 && starts.len() > 1000, "{} sites", swept.len());
+            }
+        }
+    }
+
     /// f: nop; mov $39,%eax; syscall; ret ; g: movabs $imm64 (its bytes hold b8 27 0 0 0 0f 05),
     /// ret ; h: mov $60,%eax; syscall
     fn sample() -> Vec<u8> {

@@ -16,6 +16,7 @@ use std::time::Instant;
 /// Runs the program of `cfg` to completion.
 pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     let t0 = Instant::now();
+    let mut phases = crate::costs::Phases::new(t0);
     let mut path = loader::resolve(&cfg.program)?;
     let mut argv: Vec<Vec<u8>> = cfg.argv.iter().map(|a| a.as_bytes().to_vec()).collect();
     // A `#!` script runs its interpreter on it, as execve does.
@@ -34,7 +35,9 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
         }
         None => cfg.env.clone(),
     };
+    phases.mark("resolve and overrides");
     let mem = Arc::new(GuestMemory::new(cfg.mem_size)?);
+    phases.mark("guest memory");
     let loaded = loader::load_program(
         &mem,
         &path,
@@ -44,6 +47,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
         cfg.rewrite_syscalls,
     )?;
     let (entry_rip, rsp, rewritten) = (loaded.entry, loaded.rsp, loaded.rewritten);
+    phases.extend(&loaded.phases);
     mem.enable_huge_pages();
     let mut kernel = Kernel::new(
         mem.clone(),
@@ -64,6 +68,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     kernel.note_images(&loaded.image, loaded.interp.as_ref());
     // Before any vCPU exists: the first CR3 load sees the protections.
     kernel.sync_all_protections();
+    phases.mark("kernel and page tables");
     let kernel = Arc::new(kernel);
     let traced = kernel.clone();
     let symbols = Symbols {
@@ -81,6 +86,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
         },
         symbols,
         t0,
+        phases,
     );
     // A run that failed still ends its trace (the map names the functions of its events).
     traced.finish_trace();

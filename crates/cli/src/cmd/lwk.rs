@@ -198,6 +198,7 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
             "syscalls": o.stats.calls(),
             "doorbell_exits": o.doorbells,
             "rewritten_sites": o.rewritten,
+            "costs": o.costs,
             "refused": o.notes,
             "policy": {
                 "label": cfg.policy.label(),

@@ -6,11 +6,16 @@
 //! This KVM shadows the tables and does not see the VMM's writes to them; KVM_SET_SREGS (a CR3
 //! reload) was not enough to make another vCPU drop a writable shadow entry (measured: a thread
 //! kept writing a page another thread had made read-only). So an edit that takes access away
-//! from pages that stay mapped (mprotect) makes KVM drop all its shadow page tables
-//! (`Shadow::flush`, milliseconds). Pages the call also gave back to the host (munmap, brk
-//! shrink, MAP_FIXED over a mapping: MADV_DONTNEED) need no flush: KVM's MMU notifier has already
-//! dropped the shadow entries that mapped them. Added access needs none either: a stale stricter
-//! entry faults into KVM, which walks the guest tables anew and fixes it.
+//! from pages that stay mapped (mprotect) makes KVM drop the shadow entries of those pages: of
+//! the range only when the guest has one thread (a host mprotect to read-only and back, whose
+//! MMU notifier unmaps the range from KVM's shadow tables: `drop_shadow_of`), else all its shadow
+//! page tables (`Shadow::flush`, milliseconds), and the call waits for every vCPU to reload.
+//! Pages the call also gave back to the host (munmap, brk shrink, MAP_FIXED over a mapping:
+//! MADV_DONTNEED) need neither: KVM's MMU notifier has already dropped the shadow entries that
+//! mapped them. Added access needs none either: a stale stricter entry faults into KVM, which
+//! walks the guest tables anew and fixes it. So every edit but a tightening mprotect of a
+//! multi-threaded guest can be made while the calling vCPU spins in its stub (the proxy serves
+//! it, `syscall/local.rs`), and the vCPUs reload their CR3 when they next enter KVM_RUN.
 
 use crate::kernel::{lock, Kernel};
 use crate::memory::PAGE_2M;
@@ -38,7 +43,7 @@ impl Kernel {
         if lo >= hi {
             return;
         }
-        let generation = {
+        let shootdown = {
             let mm = lock(&self.space.mm);
             let vmas = lock(&self.space.vmas);
             let mut what = Change::None;
@@ -50,14 +55,43 @@ impl Kernel {
             if what == Change::None {
                 return;
             }
-            if kept && what == Change::Tightened {
+            // Pages given back to the host (munmap, MAP_FIXED, brk shrink) had their shadow
+            // entries dropped by MADV_DONTNEED; added access heals itself (above): only access
+            // taken from pages that stay mapped needs KVM's shadow entries dropped here.
+            let dropped = !(kept && what == Change::Tightened) || self.drop_shadow_of(a, b);
+            if !dropped {
                 self.mem.shadow.flush(self.mem.pt_pool.base);
             }
-            (self.mem.shadow.bump(), what)
+            (!dropped).then(|| self.mem.shadow.bump())
         };
-        if generation.1 == Change::Tightened {
-            self.mem.shadow.shoot_down(generation.0);
+        match shootdown {
+            Some(generation) => self.mem.shadow.shoot_down(generation),
+            None => {
+                self.mem.shadow.bump();
+            }
         }
+    }
+
+    /// With a single vCPU, makes KVM drop the shadow entries of the host pages of `[a, b)` only
+    /// (`sys::invalidate_shadow`: a host mprotect to read-only and back, whose MMU notifier
+    /// unmaps them from KVM's shadow tables and flushes the TLB): microseconds, where dropping
+    /// every shadow table (a memslot move, [`crate::shadow::Shadow::flush`]) costs 0.3–12 ms and
+    /// makes the guest fault every page in again. The guest's only thread is in this call (on
+    /// the proxy it spins in its stub, which touches no window page; on its own thread it is out
+    /// of KVM_RUN) and the VMM's other threads do not write guest memory while no call of the
+    /// guest is in flight, so nothing writes the range while it is read-only in the host. With
+    /// several vCPUs another thread, or a delegated call on its behalf, could: false, and the
+    /// caller flushes. `MULTIOS_LWK_FLUSH=memslot` forces the flush (for measurements).
+    fn drop_shadow_of(&self, a: u64, b: u64) -> bool {
+        let single = self.live_threads.load(std::sync::atomic::Ordering::Acquire) == 1;
+        if !single || std::env::var_os("MULTIOS_LWK_FLUSH").is_some_and(|v| v == "memslot") {
+            return false;
+        }
+        let (s, e) = (
+            a.max(self.mem.app.base) & !(crate::mm::PAGE - 1),
+            b.min(self.mem.app.end()).div_ceil(crate::mm::PAGE) * crate::mm::PAGE,
+        );
+        s >= e || self.mem.shadow.invalidate(s, e - s)
     }
 
     /// True when `addr` lies in a mapping of the guest (whatever its protection): a fault there
