@@ -4,7 +4,9 @@
  * (the GOT is the symbol cache: no lookup per call). Which overrides are on comes from
  * MULTIOS_LWK_OVERRIDES (a comma-separated list the VMM sets from `lwk run --overrides FILE`); an
  * exported function that is not on calls the next definition (libc's), resolved once in the
- * constructor with dlsym(RTLD_NEXT).
+ * constructor with dlsym(RTLD_NEXT). This file holds the object's constructor and the clock
+ * family; threads.c (pthread_create/join on LWK-native threads) and prefault.c (mmap) are the
+ * others. The malloc family is a separate object (heap.c), preloaded only when it is on.
  *
  * The clock family ("tsc"): clock_gettime(CLOCK_REALTIME/MONOTONIC and their _COARSE forms),
  * gettimeofday and time are answered in the guest from the TSC instead of a delegated call (the
@@ -21,6 +23,8 @@
 #include <sys/time.h>
 #include <time.h>
 #include <x86intrin.h>
+
+#include "overrides.h"
 
 #define RESYNC_NS 50000000LL
 
@@ -133,7 +137,7 @@ time_t time(time_t *t) {
     return s;
 }
 
-static int listed(const char *list, const char *name) {
+int multios_listed(const char *list, const char *name) {
     size_t n = strlen(name);
     for (const char *p = list; p && *p;) {
         const char *e = strchr(p, ',');
@@ -144,16 +148,20 @@ static int listed(const char *list, const char *name) {
     return 0;
 }
 
+void *multios_next(const char *name) { return dlsym(RTLD_NEXT, name); }
+
 __attribute__((constructor)) static void init(void) {
+    const char *list = getenv("MULTIOS_LWK_OVERRIDES");
+    multios_threads_init(list);
+    multios_prefault_init(list);
     real_clock_gettime = (clock_gettime_fn)dlsym(RTLD_NEXT, "clock_gettime");
     real_gettimeofday = (gettimeofday_fn)dlsym(RTLD_NEXT, "gettimeofday");
     real_time = (time_fn)dlsym(RTLD_NEXT, "time");
-    const char *list = getenv("MULTIOS_LWK_OVERRIDES");
     const char *hz = getenv("MULTIOS_LWK_TSC_HZ");
     double rate = hz ? strtod(hz, NULL) : 0;
     if (!real_clock_gettime || !real_gettimeofday || !real_time || rate <= 0) return;
-    on_clock_gettime = listed(list, "clock_gettime");
-    on_gettimeofday = listed(list, "gettimeofday");
-    on_time = listed(list, "time");
+    on_clock_gettime = multios_listed(list, "clock_gettime");
+    on_gettimeofday = multios_listed(list, "gettimeofday");
+    on_time = multios_listed(list, "time");
     if (on_clock_gettime || on_gettimeofday || on_time) resync(1, rate);
 }

@@ -372,7 +372,10 @@ impl Machine {
                     None
                 }
                 Reply::Clone(req) => {
+                    let t0 = Instant::now();
                     let r = self.spawn(id, vcpu, req);
+                    self.kernel
+                        .record_clone(id as usize, nr, t0.elapsed().as_nanos() as u64, r);
                     slot::reply(&self.kernel.mem, slot, r);
                     None
                 }

@@ -96,6 +96,22 @@ impl Kernel {
                     }
                     self.mem.zero(a[0], a[1]);
                 }
+                if [MADV_POPULATE_READ, MADV_POPULATE_WRITE].contains(&(a[2] as i32)) {
+                    // Prefaulting (the `mmap` override `prefault`, Multiverse's Fig. 12): the
+                    // host pages behind the range are allocated now, in one call. Unmapped pages
+                    // in the range are ENOMEM, as on Linux.
+                    let end = a[0].saturating_add(a[1]).div_ceil(crate::mm::PAGE) * crate::mm::PAGE;
+                    if a[1] == 0 {
+                        return Reply::Ret(0);
+                    }
+                    if !self.is_mapped(a[0]) || !self.is_mapped(end - 1) {
+                        return err(ENOMEM);
+                    }
+                    if self.overlaps_shared(a[0], a[1]) {
+                        return Reply::Ret(sys::raw_syscall(nr, a));
+                    }
+                    let _ = sys::madvise(a[0], (end - a[0]) as usize, MADV_POPULATE_WRITE);
+                }
                 Reply::Ret(0)
             }
             SYS_mincore => {

@@ -9,8 +9,11 @@
 
 use crate::memory::GuestMemory;
 
-/// Stack words examined.
+/// Stack words examined for the caller.
 pub const WORDS: u64 = 8;
+/// Stack words examined for the deeper frames, and how many are kept.
+pub const FRAME_WORDS: u64 = 96;
+pub const FRAMES: usize = 8;
 
 /// The return address of the wrapper's caller, or 0 when none of the top words looks like one.
 pub fn caller_of(mem: &GuestMemory, rsp: u64) -> u64 {
@@ -25,6 +28,24 @@ pub fn caller_of(mem: &GuestMemory, rsp: u64) -> u64 {
         }
     }
     0
+}
+
+/// The return addresses among the top [`FRAME_WORDS`] stack words (at most [`FRAMES`], innermost
+/// first, the caller's included): the functions the call was made under, as far as the words
+/// that look like return addresses tell (a spilled code pointer may be among them).
+pub fn frames_of(mem: &GuestMemory, rsp: u64) -> Vec<u64> {
+    let mut out = Vec::new();
+    for k in 0..FRAME_WORDS {
+        let at = rsp.wrapping_add(8 * k);
+        if !mem.in_app(at, 8) || out.len() == FRAMES {
+            break;
+        }
+        let word = mem.read_u64(at);
+        if follows_call(mem, word) && !out.contains(&word) {
+            out.push(word);
+        }
+    }
+    out
 }
 
 /// True when the bytes before `ret` end with a call instruction: `call rel32` (e8, 5 bytes),
