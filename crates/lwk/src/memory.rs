@@ -182,22 +182,24 @@ impl GuestMemory {
     fn write_page_tables(&self) {
         use sys_page::*;
         let s = SYS_BASE;
-        let table = PTE_P | PTE_RW | PTE_US;
+        let table = PTE_P | PTE_RW | PTE_US | crate::pagetable::PTE_A;
+        // Leaf entries accessed and dirty from the start (see `pagetable::PTE_A`).
+        const AD: u64 = 0x60;
         // PML4[0] -> application PDPT; PML4[LWK] -> LWK PDPT.
         self.write_u64(s + PML4, (s + PDPT_APP) | table);
         self.write_u64(s + PML4 + 8 * ((LWK_BASE >> 39) & 511), (s + PDPT_LWK) | table);
         self.write_u64(s + PDPT_LWK + 8 * ((LWK_BASE >> 30) & 511), (s + PD_LWK) | table);
-        self.write_u64(s + PD_LWK, SYS_BASE | PTE_P | PTE_RW | PTE_PS);
-        self.write_u64(s + PD_LWK + 8, STUB_BASE | PTE_P | PTE_RW | PTE_US | PTE_PS);
+        self.write_u64(s + PD_LWK, SYS_BASE | PTE_P | PTE_RW | PTE_PS | AD);
+        self.write_u64(s + PD_LWK + 8, STUB_BASE | PTE_P | PTE_RW | PTE_US | PTE_PS | AD);
         self.write_u64(
             s + PD_LWK + 16,
-            DOORBELL_BASE | PTE_P | PTE_RW | PTE_US | PTE_PS | PTE_NX,
+            DOORBELL_BASE | PTE_P | PTE_RW | PTE_US | PTE_PS | PTE_NX | AD,
         );
         // The thunk page sits in the first GiB, just below the application window.
         self.write_u64(s + PDPT_APP, (s + PD_APP) | table);
         self.write_u64(
             s + PD_APP + 8 * (THUNK_BASE >> 21),
-            THUNK_BASE | PTE_P | PTE_RW | PTE_US | PTE_PS,
+            THUNK_BASE | PTE_P | PTE_RW | PTE_US | PTE_PS | AD,
         );
         // The application window, 2 MiB pages, one PD per GiB.
         let mut addr = self.app.base;
@@ -207,7 +209,7 @@ impl GuestMemory {
             self.write_u64(s + PDPT_APP + 8 * gib, pd | table);
             self.write_u64(
                 pd + 8 * ((addr >> 21) & 511),
-                addr | PTE_P | PTE_RW | PTE_US | PTE_PS,
+                addr | PTE_P | PTE_RW | PTE_US | PTE_PS | AD,
             );
             addr += PAGE_2M;
         }

@@ -54,6 +54,17 @@ pub fn bits(prot: Option<i32>) -> u64 {
 }
 
 const FLAGS: u64 = PTE_P | PTE_RW | PTE_US | PTE_NX;
+/// Accessed and dirty: set in every entry from the start. Nothing in the guest reads them, and a
+/// shadowing KVM then neither writes them on a walk nor refuses to prefetch: a fault on a page of
+/// a 4 KiB table fills the shadow entries of up to 8 neighbours too (it prefetches only guest
+/// entries marked accessed), which matters on this KVM, where one such fault costs ≈ 9 µs.
+pub(crate) const PTE_A: u64 = 0x20;
+const PTE_D: u64 = 0x40;
+
+/// The accessed bit, and dirty for a writable page.
+fn accessed_dirty(bits: u64) -> u64 {
+    PTE_A | if bits & PTE_RW != 0 { PTE_D } else { 0 }
+}
 const ADDR_2M: u64 = 0x000f_ffff_ffe0_0000;
 const ADDR_4K: u64 = 0x000f_ffff_ffff_f000;
 
@@ -107,7 +118,7 @@ impl GuestMemory {
             if first == 0 {
                 0
             } else {
-                (chunk & ADDR_2M) | first | PTE_PS
+                (chunk & ADDR_2M) | first | PTE_PS | accessed_dirty(first)
             }
         } else {
             let pt = self.pt_addr(chunk);
@@ -116,12 +127,12 @@ impl GuestMemory {
                 let e = if b == 0 {
                     0
                 } else {
-                    ((chunk + 4096 * k as u64) & ADDR_4K) | b
+                    ((chunk + 4096 * k as u64) & ADDR_4K) | b | accessed_dirty(b)
                 };
                 table[8 * k..8 * k + 8].copy_from_slice(&e.to_le_bytes());
             }
             self.write(pt, &table);
-            pt | PTE_P | PTE_RW | PTE_US
+            pt | PTE_P | PTE_RW | PTE_US | PTE_A
         };
         self.write_u64(self.pde_addr(chunk), pde);
         what

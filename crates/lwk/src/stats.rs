@@ -62,6 +62,12 @@ impl Stats {
         self.entries.iter().map(|e| e.count).sum()
     }
 
+    /// Calls served by the LWK itself and calls delegated to Linux.
+    pub fn local_and_delegated(&self) -> (u64, u64) {
+        let local: u64 = self.entries.iter().map(|e| e.local_count).sum();
+        (local, self.calls() - local)
+    }
+
     /// Count of calls of `name`.
     pub fn count_of(&self, name: &str) -> u64 {
         multios_syscalls::by_name(name)

@@ -101,6 +101,9 @@ struct RunArgs {
     /// Print a summary of the run on stderr
     #[arg(long, short)]
     verbose: bool,
+    /// Write that summary (JSON, with the start-up phases and KVM's counters: see `costs`) to FILE
+    #[arg(long, value_name = "FILE")]
+    summary: Option<PathBuf>,
     /// The program and its arguments
     #[arg(
         required = true,
@@ -190,12 +193,14 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
         let p = o.profile(a.command.clone(), cfg.policy.label());
         multios_profile::save(&p, path)?;
     }
-    if a.verbose || out.format == Format::Json {
+    if a.verbose || out.format == Format::Json || a.summary.is_some() {
         let summary = serde_json::json!({
             "status": format!("{:?}", o.status),
             "wall_s": o.wall.as_secs_f64(),
             "startup_s": o.startup.as_secs_f64(),
             "syscalls": o.stats.calls(),
+            "local_calls": o.stats.local_and_delegated().0,
+            "delegated_calls": o.stats.local_and_delegated().1,
             "doorbell_exits": o.doorbells,
             "rewritten_sites": o.rewritten,
             "costs": o.costs,
@@ -205,7 +210,13 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
                 "overrides": cfg.policy.overrides(),
             },
         });
-        eprintln!("{}", serde_json::to_string_pretty(&summary)?);
+        if let Some(path) = &a.summary {
+            std::fs::write(path, serde_json::to_string_pretty(&summary)?)
+                .map_err(|e| anyhow::anyhow!("--summary {}: {e}", path.display()))?;
+        }
+        if a.verbose || out.format == Format::Json {
+            eprintln!("{}", serde_json::to_string_pretty(&summary)?);
+        }
     }
     o.die_if_core_signal();
     Ok(ExitCode::from(o.code().clamp(0, 255) as u8))

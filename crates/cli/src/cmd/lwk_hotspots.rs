@@ -45,17 +45,7 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         ]);
     }
     if let Some(path) = &a.write_overrides {
-        // An event goes away with an override of the call itself (clock_gettime) or of the
-        // function it was made under (an mmap under malloc, a clone under pthread_create).
-        let mut names: Vec<&str> = Vec::new();
-        for r in &h.rows {
-            let f = multios_lwk::overrides::removing(&r.name, &r.name).or(r.via.as_deref());
-            if let Some(f) = f.filter(|f| multios_lwk::overrides::implementation_of(f).is_some()) {
-                if !names.contains(&f) {
-                    names.push(f);
-                }
-            }
-        }
+        let names = multios_lwk::trace::overrides_for(&h);
         std::fs::write(path, multios_lwk::overrides::Overrides::file_text(&names))
             .map_err(|e| anyhow::anyhow!("--write-overrides {}: {e}", path.display()))?;
         eprintln!(

@@ -127,6 +127,22 @@ pub fn hotspots(trace: &Trace, top: usize) -> Hotspots {
     }
 }
 
+/// The overrides that would remove ranked events (`lwk hotspots --write-overrides`): of the call
+/// itself (clock_gettime) or of the function it was made under (the `via` column: an mmap under
+/// malloc, a clone under pthread_create), in rank order.
+pub fn overrides_for(h: &Hotspots) -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = Vec::new();
+    for r in &h.rows {
+        let via = r.via.as_deref().and_then(crate::overrides::catalogued);
+        if let Some(f) = crate::overrides::removing(&r.name, &r.name).or(via) {
+            if !names.contains(&f) {
+                names.push(f);
+            }
+        }
+    }
+    names
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
