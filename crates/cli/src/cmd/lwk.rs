@@ -201,6 +201,7 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
             "syscalls": o.stats.calls(),
             "local_calls": o.stats.local_and_delegated().0,
             "delegated_calls": o.stats.local_and_delegated().1,
+            "calls": o.stats.counts(),
             "doorbell_exits": o.doorbells,
             "rewritten_sites": o.rewritten,
             "costs": o.costs,

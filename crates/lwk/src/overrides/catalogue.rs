@@ -6,7 +6,7 @@ pub const CATALOGUE: &[(&str, &str, &str)] = &[
     (
         "clock_gettime",
         "tsc",
-        "CLOCK_REALTIME/MONOTONIC (and _COARSE) read from the TSC in the guest, re-anchored on the real clock every 50 ms",
+        "CLOCK_REALTIME/MONOTONIC (and _COARSE) read from the TSC in the guest, re-anchored on the real clock every 50 ms; the CPU-time clocks read every 50 ms and extrapolated in between",
     ),
     ("gettimeofday", "tsc", "the realtime clock from the TSC"),
     ("time", "tsc", "the realtime clock from the TSC"),
