@@ -134,6 +134,7 @@ pub fn measure(mech: Mechanism, calls: u32, pin: bool) -> Result<Summary, LwkErr
         return Ok(Summary::of(v));
     }
     let mem = Arc::new(GuestMemory::new(64 << 20)?);
+    mem.map_whole_window();
     let buf = APP_BASE + (1 << 20);
     let calls = calls.min(((mem.app.end() - buf - (16 << 20)) / 8) as u32);
     let nr = if mech == Mechanism::RingLocal {

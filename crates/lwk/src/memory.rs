@@ -43,6 +43,9 @@
 
 use crate::sys;
 
+/// Leaf entries accessed and dirty from the start (see `pagetable::PTE_A`).
+const AD: u64 = 0x60;
+
 /// Start of the LWK's own region.
 pub const LWK_BASE: u64 = 0x7e00_0000_0000;
 /// The system page (supervisor only).
@@ -183,8 +186,6 @@ impl GuestMemory {
         use sys_page::*;
         let s = SYS_BASE;
         let table = PTE_P | PTE_RW | PTE_US | crate::pagetable::PTE_A;
-        // Leaf entries accessed and dirty from the start (see `pagetable::PTE_A`).
-        const AD: u64 = 0x60;
         // PML4[0] -> application PDPT; PML4[LWK] -> LWK PDPT.
         self.write_u64(s + PML4, (s + PDPT_APP) | table);
         self.write_u64(s + PML4 + 8 * ((LWK_BASE >> 39) & 511), (s + PDPT_LWK) | table);
@@ -201,12 +202,20 @@ impl GuestMemory {
             s + PD_APP + 8 * (THUNK_BASE >> 21),
             THUNK_BASE | PTE_P | PTE_RW | PTE_US | PTE_PS | AD,
         );
-        // The application window, 2 MiB pages, one PD per GiB.
-        let mut addr = self.app.base;
-        while addr < self.app.end() {
-            let gib = addr >> 30;
+        // The application window: one PD per GiB, every entry not present until something is
+        // mapped there (`pagetable.rs` writes them from the mappings: `Kernel::sync_*`).
+        for gib in (self.app.base >> 30)..=((self.app.end() - 1) >> 30) {
             let pd = s + PD_APP + gib * 0x1000;
             self.write_u64(s + PDPT_APP + 8 * gib, pd | table);
+        }
+    }
+
+    /// Maps the whole window present, writable and executable with 2 MiB pages, with no
+    /// protections (`lwk fc`'s hand-made guest, which runs no loader).
+    pub fn map_whole_window(&self) {
+        let mut addr = self.app.base;
+        while addr < self.app.end() {
+            let pd = SYS_BASE + sys_page::PD_APP + (addr >> 30) * 0x1000;
             self.write_u64(
                 pd + 8 * ((addr >> 21) & 511),
                 addr | PTE_P | PTE_RW | PTE_US | PTE_PS | AD,

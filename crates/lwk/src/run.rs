@@ -67,7 +67,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     }
     kernel.note_images(&loaded.image, loaded.interp.as_ref());
     // Before any vCPU exists: the first CR3 load sees the protections.
-    kernel.sync_all_protections();
+    kernel.sync_start_protections();
     phases.mark("kernel and page tables");
     let kernel = Arc::new(kernel);
     let traced = kernel.clone();

@@ -102,8 +102,24 @@ impl Kernel {
         mm.in_window(addr, 1) && (heap.contains(&addr) || mm.maps.covers(addr, addr + 1))
     }
 
-    /// The whole window (start-up, execve).
+    /// The whole window (execve).
     pub(crate) fn sync_all_protections(&self) {
         self.sync_protections(self.mem.app.base, self.mem.app.end());
+    }
+
+    /// At start-up, when the window's entries are all not present (`GuestMemory::new`): only the
+    /// 2 MiB pages that hold something (the images, the stack, the heap) are written, instead of
+    /// every one of a 4 GiB window's 2 048.
+    pub(crate) fn sync_start_protections(&self) {
+        let mut ranges = lock(&self.space.mm)
+            .maps
+            .intersections(self.mem.app.base, self.mem.app.end());
+        {
+            let mm = lock(&self.space.mm);
+            ranges.push((mm.brk_start, mm.brk_cur.max(mm.brk_start + 1)));
+        }
+        for (a, b) in ranges {
+            self.sync_protections(a, b);
+        }
     }
 }
