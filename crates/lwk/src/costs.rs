@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 /// The start-up phases of a run, in order, each with its duration.
 #[derive(Debug, Clone)]
 pub struct Phases {
+    t0: Instant,
     last: Instant,
     list: Vec<(&'static str, Duration)>,
 }
@@ -20,9 +21,15 @@ impl Phases {
     /// Starts timing at `t0`.
     pub fn new(t0: Instant) -> Self {
         Phases {
+            t0,
             last: t0,
             list: Vec::new(),
         }
+    }
+
+    /// When the run began (`new`'s `t0`).
+    pub fn t0(&self) -> Instant {
+        self.t0
     }
 
     /// Ends phase `name` now.

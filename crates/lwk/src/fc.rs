@@ -178,15 +178,14 @@ pub fn measure(mech: Mechanism, calls: u32, pin: bool) -> Result<Summary, LwkErr
         main: Image::default(),
         interp: None,
     };
-    let t0 = Instant::now();
     drive(
         &cfg,
         mem.clone(),
         kernel,
         entry,
         symbols,
-        t0,
-        crate::costs::Phases::new(t0),
+        crate::costs::Phases::new(Instant::now()),
+        None,
     )?;
     let v = (0..calls as u64)
         .map(|i| mem.read_u64(buf + 8 * i) as f64 / per_ns)

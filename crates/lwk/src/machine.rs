@@ -98,20 +98,25 @@ fn kick(t: libc::pthread_t) {
     unsafe { libc::pthread_kill(t, libc::SIGUSR2) };
 }
 
-/// Creates the VM and vCPU 0 at `entry` and runs until the guest process exits.
+/// Creates vCPU 0 at `entry` in `vm` (a new VM over `mem` when None) and runs until the guest
+/// process exits.
 pub fn drive(
     cfg: &Config,
     mem: Arc<GuestMemory>,
     kernel: Arc<Kernel>,
     entry: Entry,
     symbols: Symbols,
-    t0: Instant,
     mut phases: crate::costs::Phases,
+    vm: Option<Vm>,
 ) -> Result<Outcome, LwkError> {
+    let t0 = phases.t0();
     install_kick_handler();
     crate::signal::host::catch_sent_faults();
     kernel.adopt_host_dispositions();
-    let vm = Vm::new(&mem, crate::fds::floor())?;
+    let vm = match vm {
+        Some(vm) => vm,
+        None => Vm::new(&mem, crate::fds::floor())?,
+    };
     phases.mark("VM and memslots");
     stub::write_tables(&mem);
     let cpuid = vm

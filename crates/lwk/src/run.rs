@@ -38,6 +38,14 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     phases.mark("resolve and overrides");
     let mem = Arc::new(GuestMemory::new(cfg.mem_size)?);
     phases.mark("guest memory");
+    // The VM and its memslots (KVM allocates the window's shadow bookkeeping: milliseconds for
+    // a 4 GiB window) are made on another thread while this one loads the program.
+    let vm = {
+        let mem = mem.clone();
+        std::thread::Builder::new()
+            .name("lwk-vm".into())
+            .spawn(move || crate::vm::Vm::new(&mem, crate::fds::floor()))
+    };
     let loaded = loader::load_program(
         &mem,
         &path,
@@ -75,6 +83,15 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
         main: loaded.image,
         interp: loaded.interp,
     };
+    let vm = match vm {
+        Ok(h) => Some(h.join().map_err(|_| LwkError::Stopped {
+            what: "the thread creating the VM panicked".into(),
+            rip: 0,
+            symbol: None,
+        })??),
+        // No thread: the VM is made in `drive`.
+        Err(_) => None,
+    };
     let driven = drive(
         cfg,
         mem,
@@ -85,8 +102,8 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
             ..Default::default()
         },
         symbols,
-        t0,
         phases,
+        vm,
     );
     // A run that failed still ends its trace (the map names the functions of its events).
     traced.finish_trace();
