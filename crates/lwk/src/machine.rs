@@ -165,6 +165,7 @@ pub fn drive(
             m.nslots.clone(),
             proxy_cpu,
             cfg.proxy_idle_spin,
+            m.budget,
         )),
         Backend::Exit => None,
     };
@@ -258,7 +259,7 @@ impl Machine {
                     }
                     self.doorbells.fetch_add(1, Ordering::Relaxed);
                     if let Some(w) = lock(&self.waker).as_ref() {
-                        w.wake();
+                        w.wake(&self.kernel);
                     }
                     match self.serve_doorbell(id, vcpu) {
                         None => {}

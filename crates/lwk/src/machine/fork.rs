@@ -135,9 +135,9 @@ impl Machine {
         *lock(&self.vm) = vm;
         crate::signal::host::forget_event();
         let pump = self.start_signal_pump();
-        let proxy = self
-            .proxy_cfg
-            .map(|(cpu, idle)| Proxy::start(self.kernel.clone(), self.nslots.clone(), cpu, idle));
+        let proxy = self.proxy_cfg.map(|(cpu, idle)| {
+            Proxy::start(self.kernel.clone(), self.nslots.clone(), cpu, idle, self.budget)
+        });
         *lock(&self.waker) = proxy.as_ref().and_then(Proxy::waker);
         // A child of a child: the previous generation's proxy and pump do not exist here, so
         // their handles must not be dropped (that would join threads that never end).
