@@ -10,6 +10,7 @@ packages=(
   python3.11 libpython3.11-testsuite                                                  # lwk conformance: CPython's own tests
   xz-utils gzip sqlite3 python3 make tar                                              # validate --suite bundled
   openmpi-bin mpich lammps hpcc                                                              # MPI ranks, LAMMPS, HPC Challenge
+  fio liburing-dev e2fsprogs mount                                                    # lwk kernel-shared mappings (issue #14): io_uring, loop devices
   chromium python3 python3-pip python3-venv                                           # report check (headless), Python package
 )
 missing=()
@@ -28,6 +29,17 @@ fi
 command -v cargo >/dev/null || { echo "deps: cargo not found: install Rust (https://rustup.rs)" >&2; exit 1; }
 # The Python package's build and test tools (issue #18), from PyPI, for the python3 on PATH (pyenv's, or
 # Debian's, which needs --break-system-packages under PEP 668).
-py_tools=('maturin>=1.5,<2' pandas matplotlib pytest nbclient nbformat ipykernel)
+py_tools=('maturin>=1.5,<2' pandas pyarrow matplotlib pytest nbclient nbformat ipykernel)
 python3 -m pip install -q --disable-pip-version-check "${py_tools[@]}" >/dev/null 2>&1 \
   || python3 -m pip install -q --disable-pip-version-check --break-system-packages "${py_tools[@]}" >/dev/null
+# An offline Chrome-trace viewer for issue_18_trace_viewer: speedscope from npm (its built web app is opened
+# in headless chromium; node is needed only to install it). npm comes with nodejs from some sources, and
+# is Debian's `npm` package otherwise.
+if [ ! -f /usr/local/lib/multios-js/node_modules/speedscope/dist/release/index.html ]; then
+  if ! command -v npm >/dev/null; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends npm >/dev/null
+  fi
+  npm install -s --prefix /usr/local/lib/multios-js --no-audit --no-fund speedscope@1.25.0 >/dev/null
+fi

@@ -1,5 +1,5 @@
 //! Runs the syscall-heavy workload with direct system calls and through the OS machine and
-//! prints measured against the refined model's projection.
+//! prints measured against the refined model's projection (γ = 1; measured γ; γ and `share`).
 //! `cargo run -p multios-aam --release --example aam_validate [calls] [compute steps] [--json]`
 
 use multios_aam::bench::{validate, BenchConfig, ValidateConfig};
@@ -21,29 +21,35 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let w = &v.workload;
     println!(
-        "C {:.3} ms, pread n {} g {:.3} ms; no-op call median {:.0} ns, mean {:.0} ns ⇒ f_c {:.0} ns",
+        "C {:.3} ms, pread n {} g {:.3} ms; pread-shaped call median {:.0} ns, mean {:.0} ns ⇒ f_c {:.0} ns",
         w.c * 1e3,
         w.calls.first().map_or(0, |c| c.n),
         w.calls.first().map_or(0.0, |c| c.g) * 1e3,
-        v.noop_call_median_ns,
-        v.noop_call_mean_ns,
+        v.call_median_ns,
+        v.call_mean_ns,
         v.fc_s * 1e9
     );
     println!(
-        "direct {:.3} ms; OS machine measured {:.3} ms, projected {:.3} ms ({:+.1} %, within 5 %: {}); offload pays: {}; implied f_c {:.0} ns",
+        "beside: γ {:.3}, share u {:.3} (compute away {:.3} alone, {:.3} beside)",
+        v.beside.gamma, v.beside.share, v.beside.compute_away_alone, v.beside.compute_away_beside
+    );
+    println!(
+        "direct {:.3} ms; OS machine measured {:.3} ms; projected: γ=1 {:.3} ms ({:+.1} %), γ {:.3} ms ({:+.1} %), γ+share {:.3} ms ({:+.1} %, within 5 %: {}); offload pays: {}",
         v.measured_direct_s * 1e3,
         v.measured_os_machine_s * 1e3,
+        v.projected_plain_s * 1e3,
+        v.error_plain_pct,
+        v.projected_gamma_s * 1e3,
+        v.error_gamma_pct,
         v.projected_os_machine_s * 1e3,
         v.error_pct,
         v.within_5pct,
         v.offload_pays,
-        v.implied_fc_s * 1e9
     );
     println!(
-        "compute-core γ measured in the OS-machine run {:.3} ⇒ projected {:.3} ms ({:+.1} %)",
-        v.gamma_measured,
-        v.projected_with_gamma_s * 1e3,
-        v.error_with_gamma_pct
+        "inside the run (diagnostics): γ {:.3}, implied f_c {:.0} ns",
+        v.run_gamma,
+        v.implied_fc_s * 1e9
     );
     Ok(())
 }

@@ -29,6 +29,7 @@ pub struct MachineBuilder {
     on_signal: Option<SignalHandler>,
     trace: usize,
     active_cpus: Option<CpuSet>,
+    wake_siblings: bool,
 }
 
 impl MachineBuilder {
@@ -45,6 +46,7 @@ impl MachineBuilder {
             on_signal: None,
             trace: 0,
             active_cpus: None,
+            wake_siblings: true,
         }
     }
 
@@ -92,6 +94,14 @@ impl MachineBuilder {
     /// batching: what is queued runs back to back).
     pub fn batch(mut self, n: usize) -> Self {
         self.batch = n.max(1);
+        self
+    }
+
+    /// With several workers: whether a sender signals (IMS) when no worker is idle although one
+    /// is awake, so that a sleeping worker takes the new work instead of leaving it queued behind
+    /// a busy one (default on). Off: only when no worker is awake (as with one worker).
+    pub fn wake_idle_siblings(mut self, on: bool) -> Self {
+        self.wake_siblings = on;
         self
     }
 
@@ -190,6 +200,10 @@ impl MachineBuilder {
             on_signal: self.on_signal,
             panics: Mutex::new(Vec::new()),
             counters: Counters::default(),
+            worker_counters: worker_cpus
+                .iter()
+                .map(|_| CacheLine(Default::default()))
+                .collect(),
             active: worker_cpus
                 .iter()
                 .map(|c| {
@@ -204,6 +218,12 @@ impl MachineBuilder {
                 .map(|_| CacheLine(AtomicBool::new(true)))
                 .collect(),
             acks: worker_cpus.iter().map(|_| CacheLine(AtomicU64::new(0))).collect(),
+            pending_moves: worker_cpus.iter().map(|_| Mutex::new(None)).collect(),
+            domain: Mutex::new(None),
+            waiting: CacheLine(AtomicBool::new(false)),
+            work_signals: AtomicU64::new(0),
+            multi_worker: CacheLine(worker_cpus.len() > 1 && self.wake_siblings),
+            idle_pollers: CacheLine(AtomicUsize::new(0)),
             traces: if self.trace > 0 {
                 worker_cpus.iter().map(|_| Ring::new(self.trace)).collect()
             } else {
@@ -234,7 +254,13 @@ impl MachineBuilder {
                     if failed {
                         return;
                     }
-                    let ctx = Rc::new(WorkerCtx { shared, local, index });
+                    let ctx = Rc::new(WorkerCtx {
+                        shared,
+                        local,
+                        index,
+                        wanted: crate::domain::wanted(cpu),
+                        idle: std::cell::Cell::new(false),
+                    });
                     CURRENT.with(|c| *c.borrow_mut() = Some(ctx.clone()));
                     worker_loop(&ctx);
                     CURRENT.with(|c| *c.borrow_mut() = None);

@@ -1,12 +1,13 @@
-//! Interfaces and machine calls.
+//! Interfaces and machine calls: the client side.
 //!
 //! A server machine serves an object (`MachineHandle::serve`); every client that connects gets
-//! its own request queue, allocated by the client ("in the client's memory") and registered with
-//! the server, with the per-queue flag that says whether the server is polling. A machine call
-//! packs its arguments into a request, pushes it into the queue, and performs IMS only if the
-//! flag is clear. The server takes requests when it has nothing else ready, FIFO per queue, round
-//! robin over queues, up to its batch size per visit and never more than the client's in-flight
-//! limit, and turns each into a task of its own (allocated, run and freed on its core).
+//! its own queue, allocated by the client ("in the client's memory") and registered with the
+//! server, with the per-queue flag that says whether the server is polling. The queue is a ring
+//! of one-cache-line slots (`multios_aam_sync::ring`): a machine call claims the next slot,
+//! writes its closure there (inline when it fits), publishes it, and performs IMS only if the flag
+//! is clear; the server runs the call on its core and writes the result over the request in the
+//! same line; the client reads it there. Nothing is allocated per call. When the ring is full
+//! (more calls in flight than slots) calls go to an overflow queue as boxed tasks, in order.
 //!
 //! The three call variants of the paper:
 //! - asynchronous: [`Call`] is returned at once (the request is already queued) and can be held
@@ -20,12 +21,14 @@
 
 use crate::machine::{MachineHandle, Shared};
 use crate::oneshot;
-use crate::task::{JoinHandle, Task, TaskRef};
-use crossbeam_deque::{Injector, Steal, Worker};
+use crate::serve::{exec, overflow_thunk, CallQueue, Overflow, Padded, Queue};
+use crate::task::JoinHandle;
+use multios_aam_sync::ring::{self, Ring, CLOSED, PANICKED};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 /// Why a machine call returned no result.
@@ -37,137 +40,13 @@ pub enum CallError {
     Panicked { machine: String, call: String },
 }
 
-/// A request as it waits in a client's queue: the client's arguments, turned into a task by
-/// the server when it takes the request (so the task is allocated, run and freed on the
-/// server's core, and the served object's reference count never leaves it).
-type Thunk<S> = Box<dyn FnOnce(&Arc<CallQueue<S>>, &Arc<Shared>) -> TaskRef + Send>;
+/// Slots per client ring: calls in flight beyond this go to the overflow queue.
+pub const RING_SLOTS: usize = 64;
 
-/// Keeps a value on its own cache lines (the client writes requests, the server writes its
-/// polling flag and in-flight count: they must not share a line).
-#[repr(align(128))]
-struct Padded<T>(T);
-
-/// One client's request queue on a server machine.
-pub(crate) struct CallQueue<S> {
-    requests: Injector<Thunk<S>>,
-    receiver_polling: Padded<AtomicBool>,
-    in_flight: Padded<AtomicUsize>,
-    limit: usize,
-    object: Arc<S>,
-}
-
-/// A client queue as the server machine sees it, whatever the served type.
-pub(crate) trait Served: Send + Sync {
-    fn set_polling(&self, on: bool);
-    /// Takes up to `max` requests as tasks of `machine`: the first is returned, the rest go to
-    /// `local`; also returns how many were taken.
-    fn take_batch(
-        &self,
-        machine: &Arc<Shared>,
-        local: &Worker<TaskRef>,
-        max: usize,
-    ) -> (Option<TaskRef>, usize);
-    fn has_takeable(&self) -> bool;
-    /// Requests waiting (the machine's published load counts them).
-    fn pending(&self) -> usize;
-    /// The server stopped: drop every queued request (their futures resolve to `Stopped`).
-    fn close(&self);
-}
-
-struct Queue<S>(Arc<CallQueue<S>>);
-
-impl<S> CallQueue<S> {
-    fn limited(&self) -> bool {
-        self.limit != usize::MAX
-    }
-
-    fn reserve(&self) -> bool {
-        if !self.limited() {
-            return true;
-        }
-        self.in_flight
-            .0
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < self.limit).then_some(n + 1)
-            })
-            .is_ok()
-    }
-
-    fn release(&self) {
-        if self.limited() {
-            self.in_flight.0.fetch_sub(1, Ordering::AcqRel);
-        }
-    }
-
-    fn drain(&self) {
-        loop {
-            match self.requests.steal() {
-                Steal::Success(t) => drop(t),
-                Steal::Retry => continue,
-                Steal::Empty => break,
-            }
-        }
-    }
-}
-
-impl<S: Send + Sync + 'static> Served for Queue<S> {
-    fn set_polling(&self, on: bool) {
-        self.0.receiver_polling.0.store(on, Ordering::SeqCst);
-    }
-
-    fn take_batch(
-        &self,
-        machine: &Arc<Shared>,
-        local: &Worker<TaskRef>,
-        max: usize,
-    ) -> (Option<TaskRef>, usize) {
-        let q = &self.0;
-        let mut first = None;
-        let mut taken = 0;
-        while taken < max && !q.requests.is_empty() && q.reserve() {
-            match q.requests.steal() {
-                Steal::Success(thunk) => {
-                    taken += 1;
-                    let t = thunk(q, machine);
-                    if first.is_none() {
-                        first = Some(t);
-                    } else {
-                        local.push(t);
-                    }
-                }
-                Steal::Empty | Steal::Retry => {
-                    q.release();
-                    if q.requests.is_empty() {
-                        break;
-                    }
-                }
-            }
-        }
-        (first, taken)
-    }
-
-    fn has_takeable(&self) -> bool {
-        let q = &self.0;
-        !q.requests.is_empty() && (!q.limited() || q.in_flight.0.load(Ordering::Acquire) < q.limit)
-    }
-
-    fn pending(&self) -> usize {
-        self.0.requests.len()
-    }
-
-    fn close(&self) {
-        self.0.drain();
-    }
-}
-
-/// Releases a client's in-flight slot when a call's task ends (also by panic or cancellation).
-/// Only for queues with a limit: unlimited queues keep no count.
-struct InFlight<S>(Arc<CallQueue<S>>);
-
-impl<S> Drop for InFlight<S> {
-    fn drop(&mut self) {
-        self.0.release();
-    }
+/// A client's ring and the server's name (for errors), shared by the endpoint and its calls.
+pub(crate) struct ClientRing {
+    pub(crate) ring: Ring<crate::serve::Exec, &'static str>,
+    pub(crate) machine: Arc<str>,
 }
 
 /// How a server treats each client's queue.
@@ -221,7 +100,7 @@ impl MachineHandle {
 }
 
 impl<S: Send + Sync + 'static> Service<S> {
-    /// A new client: its own request queue, registered with the server machine.
+    /// A new client: its own call ring, registered with the server machine.
     pub fn connect(&self, options: ConnectOptions) -> Endpoint<S> {
         let limit = if options.ordered {
             1
@@ -229,8 +108,14 @@ impl<S: Send + Sync + 'static> Service<S> {
             self.options.max_in_flight_per_client.max(1)
         };
         let queue = Arc::new(CallQueue {
-            requests: Injector::new(),
+            client: Arc::new(ClientRing {
+                ring: Ring::new(RING_SLOTS),
+                machine: self.machine.name.clone(),
+            }),
+            overflow: Mutex::new(VecDeque::new()),
+            overflow_len: Padded(AtomicUsize::new(0)),
             receiver_polling: Padded(AtomicBool::new(false)),
+            closed: Padded(AtomicBool::new(false)),
             in_flight: Padded(AtomicUsize::new(0)),
             limit,
             object: self.object.clone(),
@@ -262,34 +147,55 @@ impl<S: Send + Sync + 'static> Endpoint<S> {
         F: FnOnce(Arc<S>) -> Fut + Send + 'static,
         Fut: Future<Output = T> + Send + 'static,
     {
-        let (tx, rx) = oneshot::channel();
-        let call = Call {
-            rx,
-            machine: self.machine.name.clone(),
-            name,
+        let q = &self.queue;
+        let client = &q.client;
+        if self.machine.stopped.load(Ordering::SeqCst) {
+            return Call::new(CallState::Closed, client.clone(), name);
+        }
+        let ticket = if q.overflow_len.0.load(Ordering::Acquire) == 0 {
+            client.ring.claim()
+        } else {
+            None
         };
+        let state = match ticket {
+            Some(t) => {
+                // SAFETY: `t` was just claimed by this thread and is not published yet; the
+                // payload receives the closure `exec::<S, T, F, Fut>` reads back.
+                unsafe {
+                    client
+                        .ring
+                        .write(t, exec::<S, T, F, Fut>, name, |p| ring::put(p, f));
+                }
+                client.ring.publish(t);
+                CallState::Ring(t)
+            }
+            None => {
+                let (tx, rx) = oneshot::channel();
+                let after = client.ring.head();
+                crate::machine::lock(&q.overflow).push_back(Overflow {
+                    after,
+                    thunk: overflow_thunk(name, f, tx),
+                });
+                q.overflow_len.0.fetch_add(1, Ordering::SeqCst);
+                fence(Ordering::SeqCst);
+                CallState::Boxed(rx)
+            }
+        };
+        // IMS through the Machine Manager when no worker polls this queue, or (a machine with
+        // several workers) when none of them is idle: a sleeping one then takes the request.
+        if !q.receiver_polling.0.load(Ordering::SeqCst) {
+            crate::domain::ims(&self.machine);
+        } else if self.machine.no_idle_worker() {
+            self.machine
+                .counters
+                .sibling_ims
+                .fetch_add(1, Ordering::Relaxed);
+            crate::domain::ims(&self.machine);
+        }
         if self.machine.stopped.load(Ordering::SeqCst) {
-            drop(tx);
-            return call;
+            q.drain(&self.machine);
         }
-        let thunk: Thunk<S> = Box::new(move |q: &Arc<CallQueue<S>>, machine: &Arc<Shared>| {
-            let fut = f(q.object.clone());
-            let slot = q.limited().then(|| InFlight(q.clone()));
-            let task: TaskRef = Task::new(name, machine.clone(), async move {
-                let _slot = slot;
-                tx.send(fut.await);
-            });
-            task
-        });
-        self.queue.requests.push(thunk);
-        fence(Ordering::SeqCst);
-        if !self.queue.receiver_polling.0.load(Ordering::SeqCst) {
-            self.machine.ims();
-        }
-        if self.machine.stopped.load(Ordering::SeqCst) {
-            self.queue.drain();
-        }
-        call
+        Call::new(state, client.clone(), name)
     }
 
     /// Whether the server polls this queue now (no IMS needed to reach it).
@@ -302,16 +208,45 @@ impl<S: Send + Sync + 'static> Endpoint<S> {
     }
 }
 
+impl<S> Drop for Endpoint<S> {
+    /// The queue leaves the server machine once every request it holds was taken (calls in
+    /// flight keep their results' slots): `closed` is set after the last publication, and the
+    /// server, told by a machine signal, unregisters it when it finds it closed and drained.
+    fn drop(&mut self) {
+        self.queue.closed.0.store(true, Ordering::SeqCst);
+        if !self.machine.stopped.load(Ordering::SeqCst) {
+            self.machine
+                .signal(crate::machine::MachineSignal::InterfaceClosed);
+        }
+    }
+}
+
+enum CallState<T> {
+    /// In the ring, ticket `t`.
+    Ring(u64),
+    /// In the overflow queue: the result comes through its own future.
+    Boxed(oneshot::Receiver<T>),
+    /// Never queued (the server had stopped).
+    Closed,
+    /// The result was taken.
+    Taken,
+}
+
 /// A machine call in flight: a future of its result.
 pub struct Call<T> {
-    rx: oneshot::Receiver<T>,
-    /// The server machine's name (for errors). Not the machine's `Arc`: its reference count is
-    /// written by every task the server runs, and touching it per call moved that line.
-    machine: Arc<str>,
+    state: CallState<T>,
+    /// The client's ring (its slot holds the result) and the server's name (for errors). Not
+    /// the server machine's `Arc`: its reference count is written by every task the server
+    /// runs, and touching it per call moved that line.
+    client: Arc<ClientRing>,
     name: &'static str,
 }
 
 impl<T: Send + 'static> Call<T> {
+    fn new(state: CallState<T>, client: Arc<ClientRing>, name: &'static str) -> Self {
+        Call { state, client, name }
+    }
+
     /// Blocks the calling thread until the result arrives (for threads that are no machine).
     pub fn wait(self) -> Result<T, CallError> {
         crate::block_on(self)
@@ -328,24 +263,80 @@ impl<T: Send + 'static> Call<T> {
     }
 }
 
+impl<T> Call<T> {
+    fn error(&self, panicked: bool) -> CallError {
+        let machine = self.client.machine.to_string();
+        let call = self.name.to_string();
+        if panicked {
+            CallError::Panicked { machine, call }
+        } else {
+            CallError::Stopped { machine, call }
+        }
+    }
+
+    /// The result of ticket `t` once its slot says `DONE` (`flags`); frees the slot.
+    fn take_result(&self, t: u64, flags: u64) -> Result<T, CallError> {
+        let r = if flags & CLOSED != 0 {
+            Err(self.error(flags & PANICKED != 0))
+        } else {
+            // SAFETY: DONE was observed: the slot's payload holds the server's `T` (put by
+            // `serve::exec` for this call's type) and is the client's until released.
+            Ok(unsafe { self.client.ring.with_data(t, |d| ring::take::<T>(&mut d.payload)) })
+        };
+        self.client.ring.release(t);
+        r
+    }
+}
+
 impl<T> Future for Call<T> {
     type Output = Result<T, CallError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        // Active path: poll the result's slot while the worker is otherwise idle, so the
-        // server's completion needs no wake-up (see `worker::poll_result`).
-        let rx = &self.rx;
-        crate::worker::poll_result(|| rx.is_done());
-        match Pin::new(&mut self.rx).poll(cx) {
-            Poll::Pending => Poll::Pending,
-            Poll::Ready(Ok(v)) => Poll::Ready(Ok(v)),
-            Poll::Ready(Err(why)) => {
-                let machine = self.machine.to_string();
-                let call = self.name.to_string();
-                Poll::Ready(Err(match why {
-                    oneshot::Closed::Panicked => CallError::Panicked { machine, call },
-                    oneshot::Closed::Dropped => CallError::Stopped { machine, call },
-                }))
+        match &mut self.state {
+            CallState::Ring(t) => {
+                let t = *t;
+                // Active path: poll the slot while the worker is otherwise idle, so the server's
+                // completion needs no wake-up (see `worker::poll_result`).
+                let ring = &self.client.ring;
+                crate::worker::poll_result(|| ring.is_done(t));
+                match ring.poll(t, cx.waker()) {
+                    Poll::Pending => Poll::Pending,
+                    Poll::Ready(flags) => {
+                        self.state = CallState::Taken;
+                        Poll::Ready(self.take_result(t, flags))
+                    }
+                }
+            }
+            CallState::Boxed(rx) => {
+                let rx_done = {
+                    let seen: &oneshot::Receiver<T> = rx;
+                    crate::worker::poll_result(|| seen.is_done());
+                    Pin::new(rx).poll(cx)
+                };
+                match rx_done {
+                    Poll::Pending => Poll::Pending,
+                    Poll::Ready(r) => {
+                        self.state = CallState::Taken;
+                        Poll::Ready(r.map_err(|why| self.error(why == oneshot::Closed::Panicked)))
+                    }
+                }
+            }
+            CallState::Closed => {
+                self.state = CallState::Taken;
+                Poll::Ready(Err(self.error(false)))
+            }
+            CallState::Taken => Poll::Ready(Err(self.error(false))),
+        }
+    }
+}
+
+impl<T> Drop for Call<T> {
+    fn drop(&mut self) {
+        if let CallState::Ring(t) = self.state {
+            // A call dropped before its result: the server drops the result and frees the slot,
+            // unless the result is already there.
+            if let Some(flags) = self.client.ring.abandon(t) {
+                drop(self.take_result(t, flags));
             }
         }
     }

@@ -37,20 +37,24 @@
 //! # }
 //! ```
 //!
-//! Every raw system call and most `unsafe` live in `sys`; the rest is in the two synchronization
-//! primitives whose cells need it (`oneshot`, `task`). See `crates/aam/README.md`.
+//! Every raw system call and most `unsafe` live in `sys`; the rest is in the task cell (`task`)
+//! and the server side of a call (`serve`: the call's future built in a scratch block). The
+//! wait-free protocols (the call ring, futures, counting signal, task state, IMS) are in
+//! `multios-aam-sync`, where loom checks them. See `crates/aam/README.md`.
 
 pub mod bench;
 mod block;
 mod builder;
+mod domain;
 pub mod ims;
 pub mod interface;
 pub mod kv;
 pub mod machine;
 pub mod manager;
-pub mod oneshot;
+pub use multios_aam_sync::oneshot;
 pub mod os;
-pub mod signal;
+pub use multios_aam_sync::signal;
+mod serve;
 mod sys;
 pub mod task;
 pub mod trace;
@@ -62,5 +66,5 @@ pub use interface::{Call, CallError, ConnectOptions, Endpoint, ServeOptions, Ser
 pub use machine::{
     spawned_task_bytes, Machine, MachineError, MachineHandle, MachineSignal, MachineStats, PanicReport,
 };
-pub use signal::CountingSignal;
+pub use multios_aam_sync::CountingSignal;
 pub use task::{task_size_of, yield_now, JoinHandle, TaskError};

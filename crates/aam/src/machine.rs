@@ -7,14 +7,16 @@
 //! result); then, if enabled, stealing from the other workers of the machine; only then the
 //! interface queues of the machine's clients, first come first served and round robin between
 //! queues. When nothing is found the worker spins for the configured time and then sleeps on a
-//! futex (see [`crate::ims`]).
+//! futex (see [`crate::ims`]), or, if a machine of its Machine Manager waits for its CPU, hands
+//! the CPU over (see [`crate::manager`]).
 
 use crate::builder::MachineBuilder;
+use crate::domain::{self, Membership, PendingMove};
 use crate::ims::Parker;
-use crate::interface::Served;
 use crate::oneshot;
+use crate::serve::Served;
 use crate::task::{JoinHandle, Task, TaskRef};
-use crate::trace::{Event, EventKind, Ring};
+use crate::trace::{Event, Ring};
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use multios_host::{CpuListError, CpuSet};
 use std::cell::RefCell;
@@ -76,6 +78,18 @@ pub enum MachineSignal {
     InterfaceRegistered { client_queue: usize },
     /// An application-defined signal number and parameter.
     User { number: u32, param: u64 },
+    /// The Machine Manager took `cpu` from this machine (its worker there leaves after its
+    /// current task).
+    CoreRevoked { cpu: usize },
+    /// The Machine Manager gave `cpu` to this machine (its worker there starts serving).
+    CoreGranted { cpu: usize },
+    /// IMS: new requests in a client queue or new tasks in the machine's inject queue; `ims`
+    /// calls into the Machine Manager since this signal was last handled (they are coalesced in
+    /// the machine's buffer).
+    Messages { ims: u64 },
+    /// A client dropped its endpoint: its queue is unregistered once every request it queued was
+    /// taken.
+    InterfaceClosed,
 }
 
 /// A task that panicked: the machine reports it and goes on serving.
@@ -90,25 +104,51 @@ pub struct PanicReport {
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct MachineStats {
     pub tasks_run: u64,
-    /// Futex wake-ups this machine's senders performed to wake a sleeping worker of this machine.
+    /// IMS calls into the Machine Manager made by senders to this machine (its queues' polling
+    /// flag was clear, or no worker of a machine with several was idle).
+    pub ims_calls: u64,
+    /// Of those, the ones that woke a sleeping worker of this machine (futex wake-ups).
     pub ims_wakeups: u64,
+    /// Of those, the ones that found the machine without any core (the manager was asked for one).
+    pub ims_without_core: u64,
+    /// IMS calls made although a worker of this machine was awake, because none was idle (a
+    /// machine with several workers: the sleeping one takes the work the busy one would delay).
+    pub sibling_ims: u64,
+    /// Cores the Machine Manager gave to and took from this machine.
+    pub cores_gained: u64,
+    pub cores_lost: u64,
     /// Times a worker went to sleep.
     pub sleeps: u64,
     /// Interface-queue visits that took at least one request, and requests taken.
     pub batches: u64,
     pub requests: u64,
     pub signals_handled: u64,
+    /// Of those, the Machine Manager's core notifications (`CoreRevoked`, `CoreGranted`).
+    pub core_signals: u64,
     pub panics: u64,
 }
 
+/// Counters other threads write (senders' IMS wake-ups, signals handled by any worker).
 #[derive(Default)]
 pub(crate) struct Counters {
+    pub(crate) ims_calls: AtomicU64,
     pub(crate) ims_wakeups: AtomicU64,
+    pub(crate) ims_without_core: AtomicU64,
+    pub(crate) sibling_ims: AtomicU64,
+    pub(crate) cores_gained: AtomicU64,
+    pub(crate) cores_lost: AtomicU64,
+    pub(crate) signals_handled: AtomicU64,
+    pub(crate) core_signals: AtomicU64,
+}
+
+/// Counters only their worker writes (a load and a store, no locked instruction on the hot path),
+/// on the worker's own cache line.
+#[derive(Default)]
+pub(crate) struct WorkerCounters {
+    pub(crate) tasks_run: AtomicU64,
     pub(crate) sleeps: AtomicU64,
     pub(crate) batches: AtomicU64,
     pub(crate) requests: AtomicU64,
-    pub(crate) signals_handled: AtomicU64,
-    pub(crate) tasks_run: AtomicU64,
 }
 
 pub(crate) type SignalHandler = Box<dyn Fn(&MachineSignal) + Send + Sync>;
@@ -138,6 +178,7 @@ pub(crate) struct Shared {
     pub(crate) on_signal: Option<SignalHandler>,
     pub(crate) panics: Mutex<Vec<PanicReport>>,
     pub(crate) counters: Counters,
+    pub(crate) worker_counters: Vec<CacheLine<WorkerCounters>>,
     /// One event ring per worker when tracing.
     pub(crate) traces: Vec<Ring>,
     /// Whether each worker serves the machine (the Machine Manager moves cores by flipping
@@ -148,6 +189,27 @@ pub(crate) struct Shared {
     /// False while the worker sits dormant (it has really left the core).
     pub(crate) serving: Vec<CacheLine<AtomicBool>>,
     pub(crate) acks: Vec<CacheLine<AtomicU64>>,
+    /// Core moves to each worker not yet completed by it (see `domain::complete_move`).
+    pub(crate) pending_moves: Vec<Mutex<Option<PendingMove>>>,
+    /// The Machine Manager this machine belongs to, if any (one that may move its cores).
+    pub(crate) domain: Mutex<Option<Membership>>,
+    /// The machine has work and holds no core: it waits for its manager to give it one.
+    pub(crate) waiting: CacheLine<AtomicBool>,
+    /// Coalesced `Messages` signals buffered by IMS calls, not yet handled.
+    pub(crate) work_signals: AtomicU64,
+    /// More than one worker: a sender also signals when none of them is idle (read on every call,
+    /// so on a line of its own that nobody writes).
+    pub(crate) multi_worker: CacheLine<bool>,
+    /// Workers in their idle loop now (kept only when `multi_worker`).
+    pub(crate) idle_pollers: CacheLine<AtomicUsize>,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if self.waiting.swap(false, Ordering::SeqCst) {
+            self.count_wanted(false);
+        }
+    }
 }
 
 /// A value alone on its cache lines (per-worker flags must not share a line with small heap
@@ -166,6 +228,10 @@ pub(crate) struct WorkerCtx {
     pub(crate) shared: Arc<Shared>,
     pub(crate) local: Worker<TaskRef>,
     pub(crate) index: usize,
+    /// Machines waiting for this worker's CPU (see `domain::wanted`).
+    pub(crate) wanted: &'static AtomicUsize,
+    /// Counted in the machine's `idle_pollers` now.
+    pub(crate) idle: std::cell::Cell<bool>,
 }
 
 thread_local! {
@@ -198,30 +264,22 @@ impl Shared {
         self.injector.push(task);
         fence(Ordering::SeqCst);
         if self.pollers.load(Ordering::SeqCst) == 0 {
-            self.ims();
+            domain::ims(self);
+        } else if self.no_idle_worker() {
+            self.counters.sibling_ims.fetch_add(1, Ordering::Relaxed);
+            domain::ims(self);
         }
         if self.stopped.load(Ordering::SeqCst) {
             self.drain_injector();
         }
     }
 
-    /// Inter-machine signaling: wakes one sleeping worker, if any.
-    pub(crate) fn ims(&self) {
-        for (i, (p, active)) in self.parkers.iter().zip(&self.active).enumerate() {
-            if active.load(Ordering::SeqCst) && p.notify() {
-                self.counters.ims_wakeups.fetch_add(1, Ordering::Relaxed);
-                if let Some(ring) = self.traces.get(i) {
-                    ring.mark(EventKind::Ims, "ims wake-up");
-                }
-                return;
-            }
-        }
-    }
-
-    pub(crate) fn wake_worker(&self, worker: usize) {
-        if let Some(p) = self.parkers.get(worker) {
-            p.force_wake();
-        }
+    /// A machine with several workers, none of them idle (all run tasks or sleep): a sender
+    /// signals even though a worker is awake, so that a sleeping one takes the new work instead
+    /// of leaving it to wait for a busy one.
+    #[inline]
+    pub(crate) fn no_idle_worker(&self) -> bool {
+        *self.multi_worker && self.idle_pollers.load(Ordering::SeqCst) == 0
     }
 
     pub(crate) fn drain_injector(&self) {
@@ -243,7 +301,7 @@ impl Shared {
     }
 
     /// Registers a client's interface queue; the queue's polling flag starts as the machine's.
-    pub(crate) fn register(&self, q: Arc<dyn Served>) {
+    pub(crate) fn register(self: &Arc<Self>, q: Arc<dyn Served>) {
         {
             let _g = lock(&self.idle);
             q.set_polling(self.pollers.load(Ordering::SeqCst) > 0);
@@ -254,19 +312,37 @@ impl Shared {
         self.signal(MachineSignal::InterfaceRegistered { client_queue: n });
     }
 
-    pub(crate) fn signal(&self, sig: MachineSignal) {
-        lock(&self.signals).push_back(sig);
-        self.signals_pending.store(true, Ordering::SeqCst);
+    /// Buffers a machine signal and activates the machine if no worker polls (IMS through the
+    /// Machine Manager).
+    pub(crate) fn signal(self: &Arc<Self>, sig: MachineSignal) {
+        self.post(sig);
         fence(Ordering::SeqCst);
         if self.pollers.load(Ordering::SeqCst) == 0 {
-            self.ims();
+            domain::activate(self);
         }
+    }
+
+    /// Buffers a machine signal, handled between two tasks; wakes nobody.
+    pub(crate) fn post(&self, sig: MachineSignal) {
+        lock(&self.signals).push_back(sig);
+        self.signals_pending.store(true, Ordering::SeqCst);
     }
 
     pub(crate) fn handle_signals(&self) {
         self.signals_pending.store(false, Ordering::SeqCst);
-        let sigs = std::mem::take(&mut *lock(&self.signals));
+        let mut sigs: Vec<MachineSignal> = std::mem::take(&mut *lock(&self.signals)).into();
+        let ims = self.work_signals.swap(0, Ordering::SeqCst);
+        if ims > 0 {
+            sigs.push(MachineSignal::Messages { ims });
+        }
         for s in &sigs {
+            match s {
+                MachineSignal::CoreRevoked { .. } | MachineSignal::CoreGranted { .. } => {
+                    self.counters.core_signals.fetch_add(1, Ordering::Relaxed);
+                }
+                MachineSignal::InterfaceClosed => self.sweep_closed(),
+                _ => {}
+            }
             if let Some(h) = &self.on_signal {
                 h(s);
             }
@@ -274,6 +350,17 @@ impl Shared {
         self.counters
             .signals_handled
             .fetch_add(sigs.len() as u64, Ordering::Relaxed);
+    }
+
+    /// Unregisters the queues whose client dropped its endpoint and whose requests were all
+    /// taken (a request still queued keeps its queue until a worker takes it).
+    pub(crate) fn sweep_closed(&self) {
+        let mut served = lock(&self.served);
+        let before = served.len();
+        served.retain(|q| !q.closed_and_drained());
+        if served.len() != before {
+            self.served_version.fetch_add(1, Ordering::SeqCst);
+        }
     }
 
     /// The worker is about to sleep (`on == false`) or woke up.
@@ -340,7 +427,7 @@ impl MachineHandle {
     }
 
     /// Sends a machine signal; it is handled between two tasks by the handler given to
-    /// [`MachineBuilder::on_signal`].
+    /// [`MachineBuilder::on_signal`]. If no worker polls, the machine is activated (IMS).
     pub fn signal(&self, number: u32, param: u64) {
         self.0.signal(MachineSignal::User { number, param });
     }
@@ -353,11 +440,15 @@ impl MachineHandle {
         s.injector.len() + s.stealers.iter().map(Stealer::len).sum::<usize>() + queued
     }
 
-    /// Records a core move (ticks `start`..`end`) in `worker`'s ring, if tracing.
-    pub(crate) fn record_core_move(&self, worker: usize, name: &'static str, start: u64, end: u64) {
-        if let Some(ring) = self.0.traces.get(worker) {
-            ring.record_span(EventKind::CoreMove, name, start, end);
-        }
+    /// Workers asleep on their futex now (or about to be: announced and re-checking for work).
+    pub fn sleeping_workers(&self) -> usize {
+        self.0.parkers.iter().filter(|p| p.is_sleeping()).count()
+    }
+
+    /// Client queues registered now (a dropped endpoint's queue leaves once its requests were
+    /// taken).
+    pub fn client_queues(&self) -> usize {
+        lock(&self.0.served).len()
     }
 
     /// Each worker's recorded events with its CPU, in worker order (empty unless tracing).
@@ -377,13 +468,21 @@ impl MachineHandle {
     pub fn stats(&self) -> MachineStats {
         let c = &self.0.counters;
         let r = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let w = &self.0.worker_counters;
+        let sum = |f: fn(&WorkerCounters) -> &AtomicU64| w.iter().map(|c| r(f(c))).sum::<u64>();
         MachineStats {
-            tasks_run: r(&c.tasks_run),
+            tasks_run: sum(|c| &c.tasks_run) + sum(|c| &c.requests),
+            ims_calls: r(&c.ims_calls),
             ims_wakeups: r(&c.ims_wakeups),
-            sleeps: r(&c.sleeps),
-            batches: r(&c.batches),
-            requests: r(&c.requests),
+            ims_without_core: r(&c.ims_without_core),
+            sibling_ims: r(&c.sibling_ims),
+            cores_gained: r(&c.cores_gained),
+            cores_lost: r(&c.cores_lost),
+            sleeps: sum(|c| &c.sleeps),
+            batches: sum(|c| &c.batches),
+            requests: sum(|c| &c.requests),
             signals_handled: r(&c.signals_handled),
+            core_signals: r(&c.core_signals),
             panics: lock(&self.0.panics).len() as u64,
         }
     }
@@ -441,6 +540,10 @@ impl Machine {
     pub fn stop(&self) {
         let shared = &self.handle.0;
         shared.stopped.store(true, Ordering::SeqCst);
+        if let Some(m) = shared.membership() {
+            let _lock = lock(&m.domain.queue);
+            multios_aam_sync::activation::withdraw(&shared.waiting, || shared.count_wanted(false));
+        }
         for p in &shared.parkers {
             p.force_wake();
         }
@@ -453,7 +556,7 @@ impl Machine {
         shared.drain_injector();
         let queues = std::mem::take(&mut *lock(&shared.served));
         for q in queues {
-            q.close();
+            q.close(shared);
         }
     }
 }

@@ -7,12 +7,20 @@
 //! futex). Machines publish their load as the number of ready tasks and waiting requests
 //! ([`MachineHandle::ready_tasks`]), computed from their queues when the manager asks.
 //!
-//! Policies ([`Policy`]): `Static`, `Utilization` (§5.1 of the paper) and `Proportional`.
+//! Cores move for four reasons ([`MoveCause`]): an IMS to a machine of a [`MachineManager`] that
+//! holds no core (the manager grants one in the sender's call, see [`crate::ims`]); a holder's
+//! worker running out of work while a machine waits for its CPU (it hands the CPU over); the
+//! periodic policy; and [`move_core`].
+//!
+//! Policies ([`Policy`]): `Static`, `Utilization` (§5.1 of the paper) and `Proportional`; both
+//! moving policies also give a machine that waited a whole period for a core the CPU of the
+//! least loaded busy holder ([`starving_step`]).
 
-use crate::machine::MachineHandle;
+use crate::domain::{self, Domain};
+use crate::machine::{lock, MachineHandle};
 use multios_host::tsc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// What the manager could not do.
@@ -33,7 +41,8 @@ pub enum ManagerError {
 }
 
 /// How cores are assigned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Policy {
     /// The assignment given at build time never changes.
     Static,
@@ -47,26 +56,58 @@ pub enum Policy {
     Proportional,
 }
 
+/// Why a core moved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MoveCause {
+    /// An IMS found the destination without a core and the manager granted it one (a free CPU,
+    /// or one whose holder's worker slept).
+    Ims,
+    /// A holder's worker ran out of work and handed its CPU to a machine waiting for one (a
+    /// machine switch when a core would start to idle).
+    Idle,
+    /// The periodic policy moved it (`MachineManager`).
+    Policy,
+    /// [`move_core`] was called.
+    Explicit,
+}
+
 /// One core move.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Move {
     pub cpu: usize,
+    /// The machine that lost the CPU ("" if no machine held it).
     pub from: String,
     pub to: String,
-    /// From the manager's decision until it saw the receiving worker run (on the manager's
-    /// clock).
+    /// From the manager's decision until the receiving worker ran (TSC; the receiving worker
+    /// reads its own TSC against the deciding thread's).
     pub ns: f64,
+    pub cause: MoveCause,
+}
+
+/// Moves made by a manager, by cause.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct MoveCounts {
+    pub ims: u64,
+    pub idle: u64,
+    pub policy: u64,
+    pub explicit: u64,
+}
+
+impl MoveCounts {
+    pub fn total(&self) -> u64 {
+        self.ims + self.idle + self.policy + self.explicit
+    }
 }
 
 impl MachineHandle {
-    fn worker_on(&self, cpu: usize) -> Option<usize> {
-        self.0.cpus.iter().position(|&c| c == cpu)
-    }
-
     /// Whether this machine's worker on `cpu` is serving it now.
     pub fn holds(&self, cpu: usize) -> bool {
-        self.worker_on(cpu)
-            .is_some_and(|w| self.0.active[w].load(Ordering::SeqCst))
+        self.0
+            .cpus
+            .iter()
+            .zip(&self.0.active)
+            .any(|(&c, a)| c == cpu && a.load(Ordering::SeqCst))
     }
 
     /// The CPUs this machine holds now.
@@ -92,13 +133,10 @@ impl MachineHandle {
             .collect()
     }
 
-    pub(crate) fn set_active(&self, worker: usize, on: bool) {
-        self.0.active[worker].store(on, Ordering::SeqCst);
-        // A polling worker looks only at `signals_pending` while it spins (every extra load in
-        // that loop showed up in the machine-call latency); it re-reads `active` and its grant
-        // at the top of its loop.
-        self.0.signals_pending.store(true, Ordering::SeqCst);
-        self.0.wake_worker(worker);
+    /// Whether the machine waits for the Machine Manager to give it a core (it has work and
+    /// holds none).
+    pub fn waits_for_core(&self) -> bool {
+        self.0.waiting.load(Ordering::SeqCst)
     }
 }
 
@@ -108,8 +146,8 @@ pub fn move_core(cpu: usize, from: &MachineHandle, to: &MachineHandle) -> Result
         cpu,
         machine: m.name().to_string(),
     };
-    let fw = from.worker_on(cpu).ok_or_else(|| no_worker(from))?;
-    let tw = to.worker_on(cpu).ok_or_else(|| no_worker(to))?;
+    let fw = from.0.worker_on(cpu).ok_or_else(|| no_worker(from))?;
+    let tw = to.0.worker_on(cpu).ok_or_else(|| no_worker(to))?;
     if !from.holds(cpu) {
         return Err(ManagerError::NotHeld {
             cpu,
@@ -122,22 +160,26 @@ pub fn move_core(cpu: usize, from: &MachineHandle, to: &MachineHandle) -> Result
             machine: to.name().to_string(),
         });
     }
+    let fw = (0..from.0.cpus.len())
+        .find(|&w| from.0.cpus[w] == cpu && from.0.active[w].load(Ordering::SeqCst))
+        .unwrap_or(fw);
     // The receiving worker acknowledges the grant number it saw while active (grant numbers,
     // not TSC values, are compared: the TSCs of two vCPUs may be offset).
     let t0 = tsc::now();
-    from.set_active(fw, false);
-    let grant = to.0.grants[tw].fetch_add(1, Ordering::SeqCst) + 1;
-    to.set_active(tw, true);
+    let member = to.0.membership();
+    let grant = {
+        let _lock = member.as_ref().map(|m| lock(&m.domain.queue));
+        domain::start_move(
+            cpu,
+            Some((&from.0, fw)),
+            (&to.0, tw),
+            MoveCause::Explicit,
+            member.as_ref().map(|m| m.domain.clone()),
+        )
+    };
     let limit = Duration::from_secs(5);
     let start = Instant::now();
-    let mut spins = 0u32;
     while to.0.acks[tw].load(Ordering::SeqCst) < grant {
-        spins += 1;
-        if spins > 10_000 {
-            std::thread::yield_now();
-        } else {
-            std::hint::spin_loop();
-        }
         if start.elapsed() > limit {
             return Err(ManagerError::Timeout {
                 cpu,
@@ -147,15 +189,13 @@ pub fn move_core(cpu: usize, from: &MachineHandle, to: &MachineHandle) -> Result
         }
         std::thread::yield_now();
     }
-    let t1 = tsc::now();
-    from.record_core_move(fw, "core lost", t0, t1);
-    to.record_core_move(tw, "core gained", t0, t1);
-    let ticks = t1.saturating_sub(t0);
+    let ticks = tsc::now().saturating_sub(t0);
     Ok(Move {
         cpu,
         from: from.name().to_string(),
         to: to.name().to_string(),
         ns: ticks as f64 / tsc::calibration().ticks_per_ns(),
+        cause: MoveCause::Explicit,
     })
 }
 
@@ -182,7 +222,7 @@ pub fn utilization_step(machines: &[MachineHandle]) -> Option<(usize, usize, usi
                 continue;
             }
             for cpu in machines[d].active_cpus() {
-                if machines[needy].worker_on(cpu).is_some() && !machines[needy].holds(cpu) {
+                if machines[needy].0.worker_on(cpu).is_some() && !machines[needy].holds(cpu) {
                     return Some((cpu, d, needy));
                 }
             }
@@ -228,7 +268,7 @@ pub fn proportional_step(machines: &[MachineHandle]) -> Option<(usize, usize, us
             .filter(|&d| d != n && gap(d) > 0.0 && (load[d] == 0 || cores[d] > 1));
         for d in donors {
             for cpu in machines[d].active_cpus() {
-                if machines[n].worker_on(cpu).is_some() && !machines[n].holds(cpu) {
+                if machines[n].0.worker_on(cpu).is_some() && !machines[n].holds(cpu) {
                     return Some((cpu, d, n));
                 }
             }
@@ -237,42 +277,123 @@ pub fn proportional_step(machines: &[MachineHandle]) -> Option<(usize, usize, us
     None
 }
 
-/// A running manager thread applying a policy every `period`.
+/// A machine that has waited for a core for a whole period while every CPU it could use was
+/// held by a busy machine: the CPU of the holder with the fewest ready tasks per core goes to it
+/// (time slicing between machines at the policy's period). `(cpu, from, to)` or `None`.
+pub fn starving_step(machines: &[MachineHandle], waited: &[bool]) -> Option<(usize, usize, usize)> {
+    let needy = (0..machines.len()).find(|&i| waited[i] && machines[i].waits_for_core())?;
+    let per_core = |d: usize| {
+        let cores = machines[d].active_cpus().len().max(1);
+        machines[d].ready_tasks() as f64 / cores as f64
+    };
+    let mut best: Option<(f64, usize, usize)> = None;
+    for cpu in machines[needy].cpus().iter().copied() {
+        let Some(d) = (0..machines.len()).find(|&d| d != needy && machines[d].holds(cpu)) else {
+            continue;
+        };
+        let load = per_core(d);
+        if best.is_none_or(|b| load < b.0) {
+            best = Some((load, cpu, d));
+        }
+    }
+    best.map(|(_, cpu, d)| (cpu, d, needy))
+}
+
+/// A running Machine Manager: the machines it assigns cores to (IMS to one of them that holds no
+/// core gets it one, see [`crate::ims`]) and a thread applying its policy every `period`.
 pub struct MachineManager {
     stop: Arc<AtomicBool>,
-    moves: Arc<Mutex<Vec<Move>>>,
+    domain: Arc<Domain>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl MachineManager {
+    /// Takes `machines` under this manager (a machine belongs to one manager at a time: the
+    /// newest) and starts its policy thread. With `Policy::Static` nothing ever moves.
     pub fn start(machines: Vec<MachineHandle>, policy: Policy, period: Duration) -> MachineManager {
+        let shared: Vec<_> = machines.iter().map(|m| m.0.clone()).collect();
+        let domain = Arc::new(Domain::new(policy, &shared));
+        for (index, m) in shared.iter().enumerate() {
+            let old = lock(&m.domain).replace(domain::Membership {
+                domain: domain.clone(),
+                index,
+            });
+            if let Some(old) = old {
+                old.domain.dissolve();
+                *lock(&m.domain) = Some(domain::Membership {
+                    domain: domain.clone(),
+                    index,
+                });
+            }
+        }
         let stop = Arc::new(AtomicBool::new(false));
-        let moves = Arc::new(Mutex::new(Vec::new()));
-        let (s, mv) = (stop.clone(), moves.clone());
+        let (s, d) = (stop.clone(), domain.clone());
         let thread = std::thread::Builder::new()
             .name("aam:manager".into())
-            .spawn(move || {
-                while !s.load(Ordering::SeqCst) {
-                    std::thread::sleep(period);
-                    let step = match policy {
-                        Policy::Static => None,
-                        Policy::Utilization => utilization_step(&machines),
-                        Policy::Proportional => proportional_step(&machines),
-                    };
-                    if let Some((cpu, from, to)) = step {
-                        if let Ok(m) = move_core(cpu, &machines[from], &machines[to]) {
-                            mv.lock().unwrap_or_else(PoisonError::into_inner).push(m);
-                        }
-                    }
-                }
-            })
+            .spawn(move || policy_thread(&machines, &d, policy, period, &s))
             .ok();
-        MachineManager { stop, moves, thread }
+        MachineManager { stop, domain, thread }
     }
 
-    /// The moves made so far.
+    /// The moves made so far (by every cause), in the order they completed.
     pub fn moves(&self) -> Vec<Move> {
-        self.moves.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        lock(&self.domain.moves).clone()
+    }
+
+    /// How many moves each cause made.
+    pub fn move_counts(&self) -> MoveCounts {
+        let c = &self.domain.counts;
+        let r = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::SeqCst);
+        MoveCounts {
+            ims: r(&c.ims),
+            idle: r(&c.idle),
+            policy: r(&c.policy),
+            explicit: r(&c.explicit),
+        }
+    }
+
+    pub fn policy(&self) -> Policy {
+        self.domain.policy
+    }
+}
+
+fn policy_thread(
+    machines: &[MachineHandle],
+    domain: &Arc<Domain>,
+    policy: Policy,
+    period: Duration,
+    stop: &AtomicBool,
+) {
+    let mut waited = vec![false; machines.len()];
+    loop {
+        // Parked, not slept: dropping the manager unparks the thread.
+        let deadline = Instant::now() + period;
+        while !stop.load(Ordering::SeqCst) && Instant::now() < deadline {
+            std::thread::park_timeout(deadline.saturating_duration_since(Instant::now()));
+        }
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
+        if policy == Policy::Static {
+            continue;
+        }
+        let _lock = lock(&domain.queue);
+        let step = match policy {
+            Policy::Static => None,
+            Policy::Utilization => utilization_step(machines),
+            Policy::Proportional => proportional_step(machines),
+        }
+        .or_else(|| starving_step(machines, &waited));
+        if let Some((cpu, from, to)) = step {
+            let (f, t) = (&machines[from].0, &machines[to].0);
+            let fw = (0..f.cpus.len()).find(|&w| f.cpus[w] == cpu && f.active[w].load(Ordering::SeqCst));
+            if let (Some(fw), Some(tw)) = (fw, t.worker_on(cpu)) {
+                domain::start_move(cpu, Some((f, fw)), (t, tw), MoveCause::Policy, Some(domain.clone()));
+            }
+        }
+        for (w, m) in waited.iter_mut().zip(machines) {
+            *w = m.waits_for_core();
+        }
     }
 }
 
@@ -280,7 +401,9 @@ impl Drop for MachineManager {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
         if let Some(t) = self.thread.take() {
+            t.thread().unpark();
             let _ = t.join();
         }
+        self.domain.dissolve();
     }
 }

@@ -1,29 +1,19 @@
 //! Tasks: a future, a name, and the machine that runs it, in one allocation and with no stack.
 //!
-//! State machine of a task (one atomic byte):
-//! `SCHEDULED` (in exactly one ready or interface queue) → `RUNNING` (a worker polls it) →
-//! `IDLE` (pending; held only by the wakers it registered) or `DONE`. A wake-up moves `IDLE` to
-//! `SCHEDULED` and enqueues the task, or `RUNNING` to `NOTIFIED`, in which case the worker that is
-//! polling it enqueues it again *after* the poll returned. That is the paper's enqueue handler:
-//! a task becomes visible to other cores only after it left the core it ran on, and a wake-up that
-//! arrives while it runs is recorded instead of lost.
+//! The state machine (`multios_aam_sync::task_state`, checked by loom there) is the paper's
+//! enqueue handler: a task becomes visible to other cores only after it left the core it ran on,
+//! and a wake-up that arrives while it runs is recorded instead of lost.
 
 use crate::machine::Shared;
 use crate::oneshot;
+use multios_aam_sync::task_state::TaskState;
 use std::any::Any;
 use std::cell::UnsafeCell;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
-
-const IDLE: u8 = 0;
-const SCHEDULED: u8 = 1;
-const RUNNING: u8 = 2;
-const NOTIFIED: u8 = 3;
-const DONE: u8 = 4;
 
 /// A task as queues hold it.
 pub(crate) type TaskRef = Arc<dyn Runnable>;
@@ -38,7 +28,7 @@ pub(crate) trait Runnable: Send + Sync + 'static {
 }
 
 pub(crate) struct Task<F> {
-    state: AtomicU8,
+    state: TaskState,
     name: &'static str,
     machine: Arc<Shared>,
     future: UnsafeCell<Option<F>>,
@@ -53,7 +43,17 @@ impl<F: Future<Output = ()> + Send + 'static> Task<F> {
     /// A new task in state `SCHEDULED`: the caller must enqueue it.
     pub(crate) fn new(name: &'static str, machine: Arc<Shared>, future: F) -> Arc<Self> {
         Arc::new(Task {
-            state: AtomicU8::new(SCHEDULED),
+            state: TaskState::new(),
+            name,
+            machine,
+            future: UnsafeCell::new(Some(future)),
+        })
+    }
+
+    /// A new task in state `IDLE`: it runs once woken (a machine call whose first poll waited).
+    pub(crate) fn new_idle(name: &'static str, machine: Arc<Shared>, future: F) -> Arc<Self> {
+        Arc::new(Task {
+            state: TaskState::idle(),
             name,
             machine,
             future: UnsafeCell::new(Some(future)),
@@ -69,7 +69,7 @@ pub fn task_size_of<F>() -> usize {
 
 impl<F: Future<Output = ()> + Send + 'static> Runnable for Task<F> {
     fn run(self: Arc<Self>) {
-        self.state.store(RUNNING, Ordering::Release);
+        self.state.begin_run();
         let waker = Waker::from(self.clone());
         let mut cx = Context::from_waker(&waker);
         // SAFETY: we hold the SCHEDULED reference, now RUNNING: nobody else touches the future.
@@ -83,23 +83,18 @@ impl<F: Future<Output = ()> + Send + 'static> Runnable for Task<F> {
         match catch_unwind(AssertUnwindSafe(|| fut.poll(&mut cx))) {
             Ok(Poll::Ready(())) => {
                 drop_future(slot);
-                self.state.store(DONE, Ordering::Release);
+                self.state.done();
             }
             Ok(Poll::Pending) => {
-                if self
-                    .state
-                    .compare_exchange(RUNNING, IDLE, Ordering::AcqRel, Ordering::Acquire)
-                    .is_err()
-                {
+                if self.state.end_run_pending() {
                     // Woken while running: enqueue it now that it has left this core.
-                    self.state.store(SCHEDULED, Ordering::Release);
                     let machine = self.machine.clone();
                     machine.schedule(self);
                 }
             }
             Err(payload) => {
                 drop_future(slot);
-                self.state.store(DONE, Ordering::Release);
+                self.state.done();
                 self.machine.report_panic(self.name, panic_message(&*payload));
             }
         }
@@ -112,7 +107,7 @@ impl<F: Future<Output = ()> + Send + 'static> Runnable for Task<F> {
     fn cancel(&self) {
         // SAFETY: the caller holds the SCHEDULED reference (same rule as `run`).
         drop_future(unsafe { &mut *self.future.get() });
-        self.state.store(DONE, Ordering::Release);
+        self.state.done();
     }
 }
 
@@ -137,22 +132,7 @@ impl<F: Future<Output = ()> + Send + 'static> Wake for Task<F> {
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
-        let mut s = self.state.load(Ordering::Acquire);
-        loop {
-            let next = match s {
-                IDLE => SCHEDULED,
-                RUNNING => NOTIFIED,
-                _ => return,
-            };
-            match self
-                .state
-                .compare_exchange_weak(s, next, Ordering::AcqRel, Ordering::Acquire)
-            {
-                Ok(_) => break,
-                Err(now) => s = now,
-            }
-        }
-        if s == IDLE {
+        if self.state.wake() {
             self.machine.schedule(self.clone());
         }
     }

@@ -1,7 +1,7 @@
 //! The timeline (the paper's `sview` data): a ring buffer of events per worker (task runs,
 //! sleeps, IMS wake-ups, core moves and the time a worker spent without its core, with TSC
 //! timestamps), exported as Chrome trace JSON (opens in Perfetto or chrome://tracing: one
-//! process per machine, one thread per worker/CPU) and as [`rows`] for a picture.
+//! process per machine, one thread per worker/CPU and one for its core moves) and as [`rows`] for a picture.
 //!
 //! Recording is off unless [`MachineBuilder::trace`](crate::MachineBuilder::trace) asks for it.
 //! A worker writes its own ring for its tasks, sleeps and dormant spells; two events are written
@@ -13,6 +13,7 @@
 
 use crate::machine::MachineHandle;
 use multios_host::tsc;
+use multios_trace_event::Trace;
 use std::collections::VecDeque;
 use std::sync::{Mutex, PoisonError};
 
@@ -31,6 +32,9 @@ pub enum EventKind {
     CoreMove,
     /// The worker's machine did not hold its CPU: from losing it to regaining it (or the stop).
     Dormant,
+    /// A machine switch on this CPU: the worker handed its core to another machine ("left") or
+    /// started serving its machine on it again ("entered"); an instant.
+    Switch,
 }
 
 impl EventKind {
@@ -42,6 +46,7 @@ impl EventKind {
             EventKind::Ims => "ims",
             EventKind::CoreMove => "core move",
             EventKind::Dormant => "no core",
+            EventKind::Switch => "machine switch",
         }
     }
 }
@@ -96,30 +101,6 @@ impl Ring {
         let ev = self.events.lock().unwrap_or_else(PoisonError::into_inner);
         ev.iter().cloned().collect()
     }
-}
-
-#[derive(serde::Serialize)]
-struct ChromeEvent {
-    name: String,
-    cat: &'static str,
-    ph: &'static str,
-    ts: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    dur: Option<f64>,
-    pid: usize,
-    tid: usize,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    args: Option<serde_json::Value>,
-    /// Scope of an instant event ("t": its thread).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    s: Option<&'static str>,
-}
-
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ChromeTrace {
-    trace_events: Vec<ChromeEvent>,
-    display_time_unit: &'static str,
 }
 
 /// One worker's events with times in ns from the earliest event of all rows.
@@ -181,53 +162,39 @@ pub fn rows(machines: &[&MachineHandle]) -> Vec<Row> {
         .collect()
 }
 
-/// The recorded events of `machines` as Chrome trace JSON; times in µs from the earliest event.
+/// Thread id offset of a worker's core-move track in the Chrome trace.
+const MOVES_TRACK: u64 = 1000;
+
+/// The recorded events of `machines` as Chrome trace JSON (written by the Trace Event Format
+/// writer `profile --trace` also uses, `multios-trace-event`); times in µs from the earliest
+/// event. One process per machine, one thread per worker; task runs, sleeps and spells without a
+/// core are complete events, IMS wake-ups instants. A core move (grant to acknowledgement) overlaps
+/// the worker's sleep or spell without a core without nesting in it, and viewers drop complete
+/// events of one thread that do not nest: the moves go on a track of their own per worker
+/// (thread id 1000 + worker, "… core moves").
 pub fn chrome_trace(machines: &[&MachineHandle]) -> String {
-    let mut out = Vec::new();
+    let mut t = Trace::new();
     for (m, h) in machines.iter().enumerate() {
-        out.push(ChromeEvent {
-            name: "process_name".into(),
-            cat: "__metadata",
-            ph: "M",
-            ts: 0.0,
-            dur: None,
-            pid: m + 1,
-            tid: 0,
-            args: Some(serde_json::json!({ "name": format!("machine {}", h.name()) })),
-            s: None,
-        });
+        t.process_name(m as u64 + 1, format!("machine {}", h.name()));
     }
     for r in rows(machines) {
-        let (pid, tid) = (r.machine_index + 1, r.worker);
-        out.push(ChromeEvent {
-            name: "thread_name".into(),
-            cat: "__metadata",
-            ph: "M",
-            ts: 0.0,
-            dur: None,
-            pid,
-            tid,
-            args: Some(serde_json::json!({ "name": format!("cpu {} (worker {tid})", r.cpu) })),
-            s: None,
-        });
+        let (pid, w) = (r.machine_index as u64 + 1, r.worker as u64);
+        let lane = format!("cpu {} (worker {})", r.cpu, r.worker);
+        t.thread_name((pid, w), lane.clone());
+        if r.events.iter().any(|e| e.kind == EventKind::CoreMove) {
+            t.thread_name((pid, MOVES_TRACK + w), format!("{lane} core moves"));
+        }
         for e in r.events {
-            let instant = e.kind == EventKind::Ims;
-            out.push(ChromeEvent {
-                name: e.name.to_string(),
-                cat: e.kind.label(),
-                ph: if instant { "i" } else { "X" },
-                ts: e.start_ns / 1e3,
-                dur: (!instant).then_some((e.end_ns - e.start_ns) / 1e3),
-                pid,
-                tid,
-                args: None,
-                s: instant.then_some("t"),
-            });
+            let ts = e.start_ns / 1e3;
+            let dur = (e.end_ns - e.start_ns) / 1e3;
+            match e.kind {
+                EventKind::Ims => t.instant(e.name, e.kind.label(), ts, (pid, w)),
+                EventKind::CoreMove => {
+                    t.complete(e.name, e.kind.label(), (ts, dur), (pid, MOVES_TRACK + w), None)
+                }
+                _ => t.complete(e.name, e.kind.label(), (ts, dur), (pid, w), None),
+            }
         }
     }
-    serde_json::to_string(&ChromeTrace {
-        trace_events: out,
-        display_time_unit: "ns",
-    })
-    .unwrap_or_default()
+    t.to_json()
 }

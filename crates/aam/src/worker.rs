@@ -1,11 +1,19 @@
 //! A worker's scheduling loop: what it runs next, how it idles and sleeps, and how it leaves
 //! and regains its core (see the module comment of [`crate::machine`] for the pick order).
+//!
+//! An idle worker spins, then either sleeps or — when a machine of its Machine Manager waits for
+//! its CPU — hands the CPU over (`multios_aam_sync::activation::sleep_or_hand_over`). In a machine
+//! with several workers, a worker counts itself in the machine's `idle_pollers` while it spins,
+//! and leaves the count before it runs what it found: a sender that finds the count zero knows no
+//! worker will take its request soon and signals (a sleeping worker then takes it).
 
-use crate::interface::Served;
+use crate::domain;
 use crate::machine::{lock, Shared, WorkerCtx, CURRENT};
+use crate::serve::Served;
 use crate::task::TaskRef;
 use crate::trace::EventKind;
 use crossbeam_deque::Steal;
+use multios_aam_sync::activation::{self, Idle};
 use multios_host::tsc;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
@@ -41,19 +49,21 @@ impl Cursor {
     }
 }
 
-fn next_task(ctx: &WorkerCtx, cur: &mut Cursor) -> Option<TaskRef> {
+/// Runs the next piece of work in the pick order: a ready task, else up to the machine's batch
+/// of requests from the next client queue that has one (run inline, see `serve`). False if
+/// there was nothing.
+fn step(ctx: &WorkerCtx, cur: &mut Cursor) -> bool {
     // Every 61st pick looks at the inject queue first, so remote wake-ups are not starved.
     cur.tick = if cur.tick == 0 { 60 } else { cur.tick - 1 };
     if cur.tick == 0 {
         if let Some(t) = steal_injector(ctx) {
-            return Some(t);
+            run_task(ctx, t);
+            return true;
         }
     }
-    if let Some(t) = ctx.local.pop() {
-        return Some(t);
-    }
-    if let Some(t) = steal_injector(ctx) {
-        return Some(t);
+    if let Some(t) = ctx.local.pop().or_else(|| steal_injector(ctx)) {
+        run_task(ctx, t);
+        return true;
     }
     let shared = &ctx.shared;
     if shared.stealing {
@@ -63,7 +73,10 @@ fn next_task(ctx: &WorkerCtx, cur: &mut Cursor) -> Option<TaskRef> {
             }
             loop {
                 match s.steal_batch_and_pop(&ctx.local) {
-                    Steal::Success(t) => return Some(t),
+                    Steal::Success(t) => {
+                        run_task(ctx, t);
+                        return true;
+                    }
                     Steal::Empty => break,
                     Steal::Retry => continue,
                 }
@@ -74,18 +87,61 @@ fn next_task(ctx: &WorkerCtx, cur: &mut Cursor) -> Option<TaskRef> {
     let n = cur.queues.len();
     for i in 0..n {
         let k = (cur.next_queue + i) % n;
-        let (first, taken) = cur.queues[k].take_batch(shared, &ctx.local, shared.batch);
-        if let Some(t) = first {
+        if run_requests(ctx, &*cur.queues[k]) {
             cur.next_queue = (k + 1) % n;
-            shared.counters.batches.fetch_add(1, Ordering::Relaxed);
-            shared
-                .counters
-                .requests
-                .fetch_add(taken as u64, Ordering::Relaxed);
-            return Some(t);
+            return true;
         }
     }
-    None
+    false
+}
+
+/// One visit of a client queue: up to `batch` requests back to back (FlexSC-style), stopping
+/// early for a machine signal or a stop.
+fn run_requests(ctx: &WorkerCtx, q: &dyn Served) -> bool {
+    let shared = &ctx.shared;
+    let trace = shared.traces.get(ctx.index);
+    if ctx.idle.get() {
+        if !q.has_takeable() {
+            return false;
+        }
+        leave_idle(ctx);
+    }
+    if !q.run_one(shared, trace) {
+        return false;
+    }
+    let mut n = 1u64;
+    while (n as usize) < shared.batch
+        && !shared.signals_pending.load(Ordering::Relaxed)
+        && !shared.stopped.load(Ordering::Relaxed)
+        && q.run_one(shared, trace)
+    {
+        n += 1;
+    }
+    let c = &shared.worker_counters[ctx.index];
+    c.batches
+        .store(c.batches.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    c.requests
+        .store(c.requests.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+    if q.is_closed() {
+        shared.sweep_closed();
+    }
+    true
+}
+
+/// The worker starts spinning idle (counted only in machines with several workers).
+fn enter_idle(ctx: &WorkerCtx) {
+    if *ctx.shared.multi_worker {
+        ctx.idle.set(true);
+        ctx.shared.idle_pollers.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// The worker found work (or stops spinning): it no longer counts as idle.
+fn leave_idle(ctx: &WorkerCtx) {
+    if ctx.idle.get() {
+        ctx.idle.set(false);
+        ctx.shared.idle_pollers.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 fn has_work(ctx: &WorkerCtx, cur: &mut Cursor) -> bool {
@@ -109,8 +165,8 @@ pub(crate) fn worker_loop(ctx: &WorkerCtx) {
         version: usize::MAX,
         next_queue: 0,
     };
-    let mut run = 0u64;
     let mut acked = 0u64;
+    let index = ctx.index;
     'serve: loop {
         if shared.signals_pending.load(Ordering::Relaxed) {
             shared.handle_signals();
@@ -122,75 +178,88 @@ pub(crate) fn worker_loop(ctx: &WorkerCtx) {
             dormant(ctx);
             continue;
         }
-        let grant = shared.grants[ctx.index].load(Ordering::Relaxed);
+        let grant = shared.grants[index].load(Ordering::Relaxed);
         if grant != acked {
             acked = grant;
-            shared.acks[ctx.index].store(grant, Ordering::SeqCst);
+            shared.acks[index].store(grant, Ordering::SeqCst);
+            domain::complete_move(shared, index);
         }
-        if let Some(t) = next_task(ctx, &mut cur) {
-            run_one(ctx, t);
-            run += 1;
-            if run & 1023 == 0 {
-                shared.counters.tasks_run.fetch_add(1024, Ordering::Relaxed);
-            }
+        if step(ctx, &mut cur) {
             continue;
         }
         let start = tsc::now();
+        enter_idle(ctx);
         loop {
             std::hint::spin_loop();
             if shared.signals_pending.load(Ordering::Relaxed) || shared.stopped.load(Ordering::Relaxed) {
+                leave_idle(ctx);
                 continue 'serve;
             }
-            if let Some(t) = next_task(ctx, &mut cur) {
-                run_one(ctx, t);
-                run += 1;
+            if step(ctx, &mut cur) {
+                leave_idle(ctx);
                 continue 'serve;
+            }
+            // A machine waits for this CPU: stop spinning, hand it over (in `sleep`).
+            if ctx.wanted.load(Ordering::Relaxed) > 0 {
+                break;
             }
             if tsc::now().wrapping_sub(start) >= shared.spin_ticks {
                 break;
             }
         }
+        leave_idle(ctx);
         sleep(ctx, &mut cur);
     }
-    shared.counters.tasks_run.fetch_add(run & 1023, Ordering::Relaxed);
     while let Some(t) = ctx.local.pop() {
         t.cancel();
     }
 }
 
+/// Whether work is queued for the machine (ready tasks or requests a worker could take).
+fn queued_work(shared: &Shared) -> bool {
+    !shared.injector.is_empty() || lock(&shared.served).iter().any(|q| q.has_takeable())
+}
+
 /// The worker's core was taken from the machine: hand its ready tasks to the machine's other
 /// workers, stop counting as a poller, and sleep until the core is given back (or the machine
-/// stops). A wake-up meant for the machine that lands here is passed on.
+/// stops). If work is queued, the machine is activated (a sibling that holds a core is woken, or
+/// the manager is asked for a core): a sender may have skipped IMS while this worker still
+/// counted as polling, and a wake-up meant for the machine may land here.
 fn dormant(ctx: &WorkerCtx) {
     let shared = &ctx.shared;
-    let parker = &shared.parkers[ctx.index];
     let start = tsc::now();
+    if let Some(ring) = shared.traces.get(ctx.index) {
+        ring.mark(EventKind::Switch, "machine switch: left");
+    }
     while let Some(t) = ctx.local.pop() {
         shared.injector.push(t);
     }
-    parker.prepare();
     shared.set_polling(false);
     shared.serving[ctx.index].store(false, Ordering::SeqCst);
-    fence(Ordering::SeqCst);
-    // A sender may have skipped IMS because this worker still counted as polling: wake an
-    // active sleeper so it re-checks (and takes the tasks handed over above).
-    shared.ims();
-    while !shared.active[ctx.index].load(Ordering::SeqCst) && !shared.stopped.load(Ordering::SeqCst) {
-        parker.park();
-        parker.prepare();
-        if !shared.active[ctx.index].load(Ordering::SeqCst) {
-            shared.ims();
+    activation::dormant_until(&shared.parkers[ctx.index], || {
+        if shared.active[ctx.index].load(Ordering::SeqCst) || shared.stopped.load(Ordering::SeqCst) {
+            return true;
         }
-    }
-    parker.running();
+        if queued_work(shared) {
+            domain::activate(shared);
+        }
+        false
+    });
     if let Some(ring) = shared.traces.get(ctx.index) {
         ring.record(EventKind::Dormant, "no core", start);
+        if !shared.stopped.load(Ordering::SeqCst) {
+            ring.mark(EventKind::Switch, "machine switch: entered");
+        }
     }
     shared.serving[ctx.index].store(true, Ordering::SeqCst);
     shared.set_polling(true);
 }
 
-fn run_one(ctx: &WorkerCtx, t: TaskRef) {
+fn run_task(ctx: &WorkerCtx, t: TaskRef) {
+    leave_idle(ctx);
+    let c = &ctx.shared.worker_counters[ctx.index];
+    c.tasks_run
+        .store(c.tasks_run.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     match ctx.shared.traces.get(ctx.index) {
         None => t.run(),
         Some(ring) => {
@@ -202,24 +271,35 @@ fn run_one(ctx: &WorkerCtx, t: TaskRef) {
     }
 }
 
-/// The receiver side of IMS: announce sleep, re-check every source of work, then sleep unless
-/// something arrived (see [`crate::ims`] for why no wake-up is lost).
+/// The receiver side of IMS: announce sleep, re-check every source of work, then hand the CPU
+/// to a machine waiting for it, or sleep unless something arrived (see [`crate::ims`] and
+/// `multios_aam_sync::activation` for why no wake-up or activation is lost).
 fn sleep(ctx: &WorkerCtx, cur: &mut Cursor) {
     let shared = &ctx.shared;
-    let parker = &shared.parkers[ctx.index];
-    parker.prepare();
-    shared.set_polling(false);
-    fence(Ordering::SeqCst);
-    if !has_work(ctx, cur) {
-        shared.counters.sleeps.fetch_add(1, Ordering::Relaxed);
-        let start = tsc::now();
-        parker.park();
+    if cur.queues.iter().any(|q| q.is_closed()) {
+        shared.sweep_closed();
+    }
+    let start = tsc::now();
+    let idle = activation::sleep_or_hand_over(
+        &shared.parkers[ctx.index],
+        || shared.set_polling(false),
+        || has_work(ctx, cur),
+        || ctx.wanted.load(Ordering::SeqCst) > 0,
+        || {
+            shared
+                .membership()
+                .is_some_and(|m| m.domain.hand_over(shared, ctx.index))
+        },
+        || shared.set_polling(true),
+    );
+    if idle == Idle::Slept {
+        let c = &shared.worker_counters[ctx.index];
+        c.sleeps
+            .store(c.sleeps.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         if let Some(ring) = shared.traces.get(ctx.index) {
             ring.record(EventKind::Sleep, "sleep", start);
         }
     }
-    parker.running();
-    shared.set_polling(true);
 }
 
 /// The client side of an active machine call: the task awaiting a result polls `done` (a read
@@ -285,8 +365,8 @@ pub(crate) fn blocking<R>(f: impl FnOnce() -> R) -> R {
     let Some(shared) = shared else { return f() };
     shared.set_polling(false);
     fence(Ordering::SeqCst);
-    if !shared.injector.is_empty() || lock(&shared.served).iter().any(|q| q.has_takeable()) {
-        shared.ims();
+    if queued_work(&shared) {
+        domain::activate(&shared);
     }
     let r = f();
     shared.set_polling(true);

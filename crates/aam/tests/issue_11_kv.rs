@@ -1,8 +1,10 @@
 //! Issue #11: the key-value service (machines and threads) returns exactly what was stored,
 //! refuses bad requests with an error reply, and the load generator keeps its bounds.
 
-use multios_aam::kv::loadgen::{self, LoadConfig};
-use multios_aam::kv::{KvError, KvServer, MachineServer, ThreadServer};
+use multios_aam::kv::loadgen::{self, LoadConfig, Mix};
+use multios_aam::kv::machines::{Layout, MachineSetup};
+use multios_aam::kv::{KvError, KvServer, MachineServer, ThreadServer, TokioServer};
+use multios_aam::manager::Policy;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
@@ -96,6 +98,19 @@ fn issue_11_kv_threads_store_exactly_and_refuse_bad_requests() -> Result<(), KvE
 }
 
 #[test]
+fn issue_11_kv_tokio_stores_exactly_and_refuses_bad_requests() -> Result<(), KvError> {
+    let s = TokioServer::start(2)?;
+    stores_exactly(s.addr());
+    refuses_bad_requests(s.addr());
+    std::thread::scope(|sc| {
+        let a = sc.spawn(|| stores_exactly(s.addr()));
+        refuses_bad_requests(s.addr());
+        a.join().expect("second connection");
+    });
+    Ok(())
+}
+
+#[test]
 fn issue_11_kv_machines_store_exactly_and_refuse_bad_requests() -> Result<(), KvError> {
     let s = MachineServer::start(2, Duration::from_micros(20))?;
     stores_exactly(s.addr());
@@ -118,6 +133,7 @@ fn issue_11_kv_load_generator_keeps_its_bounds() -> Result<(), KvError> {
         duration: Duration::from_secs(600),
         value_bytes: 100,
         keys: 5,
+        mix: Mix::Uniform,
     };
     let r = loadgen::run("machines", s.addr(), &count)?;
     assert_eq!((r.requests, r.errors, r.mismatches), (301, 0, 0));
@@ -140,5 +156,81 @@ fn issue_11_kv_load_generator_keeps_its_bounds() -> Result<(), KvError> {
         loadgen::run("x", far, &count),
         Err(KvError::NotLoopback(_))
     ));
+    Ok(())
+}
+
+fn managed(layout: Layout, trace: usize) -> Result<MachineServer, KvError> {
+    MachineServer::start_with(&MachineSetup {
+        connections: 2,
+        idle_spin: Duration::from_micros(20),
+        layout,
+        trace,
+    })
+}
+
+/// The layouts where a Machine Manager moves the CPUs between the network, storage and
+/// compression machines (and the static spread one) store exactly what the others do; the
+/// compression machine starts without a core, so the first PUT needs the manager to activate it.
+#[test]
+fn issue_11_kv_managed_machines_store_exactly() -> Result<(), KvError> {
+    for layout in [
+        Layout::Spread,
+        Layout::Managed(Policy::Utilization),
+        Layout::Managed(Policy::Proportional),
+    ] {
+        let s = managed(layout, 0)?;
+        stores_exactly(s.addr());
+        refuses_bad_requests(s.addr());
+        std::thread::scope(|sc| {
+            let a = sc.spawn(|| stores_exactly(s.addr()));
+            refuses_bad_requests(s.addr());
+            a.join().expect("second connection");
+        });
+        let st = s.run_stats();
+        assert_eq!(st.layout, layout);
+        if let Layout::Managed(_) = layout {
+            assert!(st.moves.total() >= 1, "{layout:?}: {st:?}");
+            let compression = st.machines.iter().find(|(n, _)| n == "kv-compression");
+            assert!(
+                compression.is_some_and(|(_, m)| m.cores_gained >= 1 && m.ims_without_core >= 1),
+                "{st:?}"
+            );
+        } else {
+            assert_eq!(st.moves.total(), 0);
+        }
+    }
+    assert!(matches!(
+        managed(Layout::Managed(Policy::Static), 0),
+        Err(KvError::BadConfig(_))
+    ));
+    Ok(())
+}
+
+/// The phased mix (small values, then 16 KiB hardly compressible ones) through the managed
+/// server: every reply is right, and the moves are in the machines' timelines.
+#[test]
+fn issue_11_kv_managed_phased_load_is_served_exactly() -> Result<(), KvError> {
+    let s = managed(Layout::Managed(Policy::Utilization), 50_000)?;
+    let load = LoadConfig {
+        requests: 400,
+        connections: 2,
+        duration: Duration::from_secs(600),
+        value_bytes: 64,
+        keys: 8,
+        mix: Mix::Phased {
+            large_bytes: 16 * 1024,
+            phase: 50,
+        },
+    };
+    let r = loadgen::run("managed", s.addr(), &load)?;
+    assert_eq!((r.requests, r.errors, r.mismatches), (400, 0, 0));
+    let moved: usize = s
+        .machines()
+        .iter()
+        .flat_map(|m| m.trace_events())
+        .flat_map(|(_, e)| e)
+        .filter(|e| e.name == "core gained")
+        .count();
+    assert!(moved >= 1);
     Ok(())
 }

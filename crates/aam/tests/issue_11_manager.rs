@@ -171,3 +171,79 @@ fn moves_under_load(policy: Policy) {
         }
     });
 }
+
+/// The manager notifies both machines of a move by machine signal (buffered, handled between
+/// tasks, seen by the machine's signal handler), and the timeline records the machine switch on
+/// the moved CPU.
+#[test]
+fn issue_11_core_moves_are_machine_signals_and_switches_are_traced() {
+    use multios_aam::trace::EventKind;
+    use multios_aam::MachineSignal;
+    use std::sync::Mutex;
+    let Some((c0, c1)) = two() else {
+        panic!("this test needs two usable CPUs")
+    };
+    let both = CpuSet([c0, c1].into());
+    let seen: Arc<Mutex<Vec<(&'static str, MachineSignal)>>> = Arc::default();
+    let build = |name: &'static str, cpu: usize| {
+        let s = seen.clone();
+        MachineBuilder::new(name)
+            .cpus(both.clone())
+            .active_cpus(CpuSet([cpu].into()))
+            .idle_spin(Duration::from_micros(20))
+            .trace(64)
+            .on_signal(move |sig| {
+                s.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((name, sig.clone()))
+            })
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let (a, b) = (build("a", c0), build("b", c1));
+    move_core(c0, &a.handle(), &b.handle()).unwrap_or_else(|e| panic!("{e}"));
+    let ha = a.handle();
+    within_a_minute("a's worker leaving", move || {
+        while !ha.serving_cpus().is_empty() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
+    move_core(c0, &b.handle(), &a.handle()).unwrap_or_else(|e| panic!("{e}"));
+    // A task on each machine after the moves: signals are handled between tasks.
+    for m in [&a, &b] {
+        assert_eq!(block_on(m.spawn("after", async { 1 })), Ok(1));
+    }
+    a.stop();
+    b.stop();
+    let seen = seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    for want in [
+        ("a", MachineSignal::CoreRevoked { cpu: c0 }),
+        ("b", MachineSignal::CoreGranted { cpu: c0 }),
+        ("b", MachineSignal::CoreRevoked { cpu: c0 }),
+        ("a", MachineSignal::CoreGranted { cpu: c0 }),
+    ] {
+        assert!(seen.contains(&want), "{want:?} not among {seen:?}");
+    }
+    assert_eq!(a.stats().core_signals, 2);
+    assert_eq!(b.stats().core_signals, 2);
+    let switches = |m: &multios_aam::Machine| -> Vec<&'static str> {
+        m.trace_events()
+            .into_iter()
+            .filter(|(cpu, _)| *cpu == c0)
+            .flat_map(|(_, evs)| {
+                evs.into_iter()
+                    .filter(|e| e.kind == EventKind::Switch)
+                    .map(|e| e.name)
+            })
+            .collect()
+    };
+    let (sa, sb) = (switches(&a), switches(&b));
+    assert!(
+        sa.contains(&"machine switch: left") && sa.contains(&"machine switch: entered"),
+        "{sa:?}"
+    );
+    assert!(
+        sb.contains(&"machine switch: entered") && sb.contains(&"machine switch: left"),
+        "{sb:?}"
+    );
+}

@@ -40,6 +40,7 @@ fn issue_18_profile_trace_writes_chrome_trace_json() {
     let threads = p["threads"].as_array().expect("threads");
     let t: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&trace).expect("trace")).expect("JSON");
+    multios_trace_event::check(&t).unwrap_or_else(|e| panic!("{e}"));
     let ev = t["traceEvents"].as_array().expect("traceEvents");
     assert_eq!(t["displayTimeUnit"], "ns");
     let x: Vec<_> = ev.iter().filter(|e| e["ph"] == "X").collect();

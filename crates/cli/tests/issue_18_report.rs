@@ -3,8 +3,12 @@
 //! (written to target/issue-18-report/ to be looked at). Chromium is required: the test fails
 //! loudly without it (scripts/deps.sh installs Debian's `chromium`).
 
+#[path = "../../../testsupport/chromium.rs"]
+mod browser;
 #[path = "../../../testsupport/scratch.rs"]
 mod scratch;
+
+use browser::chromium;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -24,32 +28,6 @@ fn multios(args: &[&str]) -> String {
         String::from_utf8_lossy(&o.stderr)
     );
     String::from_utf8(o.stdout).expect("utf-8")
-}
-
-fn chromium(args: &[&str], url: &str) -> (String, String) {
-    let o = Command::new("chromium")
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--hide-scrollbars",
-        ])
-        .args(args)
-        .arg(url)
-        .output()
-        .unwrap_or_else(|e| {
-            panic!("chromium: {e} — install it (scripts/deps.sh installs Debian's chromium)")
-        });
-    assert!(
-        o.status.success(),
-        "chromium: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
 }
 
 /// The attributes of every `<td …>` in the serialised DOM.

@@ -92,6 +92,9 @@ fn issue_5_lwk_validate_reports_model_and_measurement_side_by_side() {
         "native_s",
         "lwk_s",
         "measured",
+        "measured_raw",
+        "interrupted_native_pct",
+        "interrupted_lwk_pct",
         "naive",
         "refined",
         "accuracy_refined",
@@ -102,6 +105,11 @@ fn issue_5_lwk_validate_reports_model_and_measurement_side_by_side() {
         );
     }
     assert!(v["gamma"].as_f64().is_some_and(|g| g > 0.0), "{v}");
+    // issue 15: the raw accuracy (interrupted phases kept) beside the filtered one
+    assert!(
+        v["accuracy_refined_raw"].as_f64().is_some_and(f64::is_finite),
+        "{v}"
+    );
     assert!(
         v["inputs"][0]["per_call_lwk_s"]["write"]
             .as_f64()

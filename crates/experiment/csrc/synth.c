@@ -1,7 +1,9 @@
 /* multios synthetic benchmark (paper §4.1): PHASES phases, each Monte Carlo π for ITERS samples
  * followed by a replay of a system-call mix. Every part is timed in-process with rdtsc.
  * Usage: multios-synth ITERS PHASES OUTFILE MIXFILE   (MIXFILE lines: NAME COUNT-PER-PHASE)
- * Output lines: `compute TICKS`, then `NAME COUNT TICKS` per call, then `pi ESTIMATE`. */
+ * Output lines: `compute TICKS`, then `NAME COUNT TICKS` per call, then `pi ESTIMATE`, then
+ * `phase I COMPUTE_TICKS CALL_TICKS` per phase (the same ticks, phase by phase: a phase the CPU was
+ * taken from shows as an outlier). */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
@@ -43,6 +45,10 @@ int main(int argc, char **argv) {
     unsigned long long x = 88172645463325252ULL, inside = 0, total = 0;
     int fds[4096];
     void *maps[4096];
+    unsigned long long *pc = calloc(phases > 0 ? phases : 1, sizeof *pc);
+    unsigned long long *pk = calloc(phases > 0 ? phases : 1, sizeof *pk);
+    if (!pc || !pk)
+        return 7;
     for (long p = 0; p < phases; p++) {
         unsigned long long t0 = __rdtsc();
         for (long i = 0; i < iters; i++) {
@@ -53,7 +59,8 @@ int main(int argc, char **argv) {
             inside += a * a + b * b <= 1.0;
         }
         total += (unsigned long long)iters;
-        compute += __rdtsc() - t0;
+        pc[p] = __rdtsc() - t0;
+        compute += pc[p];
         for (int k = 0; k < NCALLS; k++) {
             long c = count[k] > 4096 ? 4096 : count[k];
             unsigned long long s = __rdtsc();
@@ -72,7 +79,9 @@ int main(int argc, char **argv) {
                 default: munmap(maps[i], 4096); break;
                 }
             }
-            ticks[k] += __rdtsc() - s;
+            unsigned long long d = __rdtsc() - s;
+            ticks[k] += d;
+            pk[p] += d;
         }
     }
     FILE *out = fopen(argv[3], "w");
@@ -83,6 +92,8 @@ int main(int argc, char **argv) {
         if (count[k])
             fprintf(out, "%s %ld %llu\n", names[k], (count[k] > 4096 ? 4096 : count[k]) * phases, ticks[k]);
     fprintf(out, "pi %.6f\n", total ? 4.0 * (double)inside / (double)total : 0.0);
+    for (long p = 0; p < phases; p++)
+        fprintf(out, "phase %ld %llu %llu\n", p, pc[p], pk[p]);
     fclose(out);
     return 0;
 }

@@ -75,9 +75,16 @@ impl Config {
 pub struct Point {
     pub intensity: f64,
     pub p: f64,
+    /// Median total of the native runs, interrupted phases replaced (see [`synth::INTERRUPT_FACTOR`]).
     pub native_s: f64,
     pub lwk_s: f64,
+    /// The median of the paired ratios native/LWK (runs in ABBA order), interrupted phases replaced.
     pub measured: f64,
+    /// The same without replacing interrupted phases (the raw in-process totals).
+    pub measured_raw: f64,
+    /// Per cent of phase parts (compute, calls) found interrupted and replaced, native and LWK runs.
+    pub interrupted_native_pct: f64,
+    pub interrupted_lwk_pct: f64,
     pub naive: f64,
     pub refined: f64,
     pub accuracy_naive: f64,
@@ -98,6 +105,8 @@ pub struct Inputs {
 pub struct Outcome {
     pub accuracy_naive: f64,
     pub accuracy_refined: f64,
+    /// The refined model's accuracy against `measured_raw` (interrupted phases kept).
+    pub accuracy_refined_raw: f64,
     pub gamma: f64,
     pub inputs: Vec<Inputs>,
     pub points: Vec<Point>,
@@ -187,29 +196,74 @@ pub fn run(a: &Config, progress: &mut dyn Progress) -> Result<Outcome, Experimen
     outcome
 }
 
+/// Counts the phase parts a run's filter replaced.
+#[derive(Default)]
+struct Tally {
+    replaced: usize,
+    parts: usize,
+}
+
+impl Tally {
+    fn clean(&mut self, r: SynthRun) -> (SynthRun, SynthRun) {
+        let (f, n) = r.without_interruptions();
+        self.replaced += n;
+        self.parts += 2 * r.phases.len();
+        (f, r)
+    }
+
+    fn pct(&self) -> f64 {
+        100.0 * self.replaced as f64 / self.parts.max(1) as f64
+    }
+}
+
 fn measure(a: &Config, r: &Runner, progress: &mut dyn Progress) -> Result<Outcome, ExperimentError> {
     // γ from runs without calls.
     let (mut gn, mut gl) = (Vec::new(), Vec::new());
+    let mut skip = Tally::default();
     for _ in 0..a.repeat {
-        gn.push(r.once(0.0, a.iters, a.phases, false)?.compute);
-        gl.push(r.once(0.0, a.iters, a.phases, true)?.compute);
+        gn.push(skip.clean(r.once(0.0, a.iters, a.phases, false)?).0.compute);
+        gl.push(skip.clean(r.once(0.0, a.iters, a.phases, true)?).0.compute);
     }
     let med = |v: &[f64]| median(v).unwrap_or(f64::NAN);
     let gamma = med(&gn) / med(&gl);
     let policy = multios_lwk::LocalSet::mckernel();
     let mut inputs = Vec::new();
     let mut points = Vec::new();
+    let mut raw_pairs = Vec::new();
     progress.start(a.intensities.len() as u64, "lwk validate: intensities");
     for &k in &a.intensities {
         // The per-call costs come from runs without computation, alternated with the measured
         // runs: this VM's system-call costs drift by tens of per cent within minutes, so inputs
-        // measured once up front would carry that drift into the comparison.
+        // measured once up front would carry that drift into the comparison. Each repeat is a
+        // pair in ABBA order (native first, then LWK first, …), and the measured speedup is the
+        // median of the pairs' ratios.
         let (mut nat, mut lwk, mut cn, mut cl) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..a.repeat {
-            nat.push(r.once(k, a.iters, a.phases, false)?);
-            lwk.push(r.once(k, a.iters, a.phases, true)?);
-            cn.push(r.once(k, 0, a.phases, false)?);
-            cl.push(r.once(k, 0, a.phases, true)?);
+        let (mut tn, mut tl) = (Tally::default(), Tally::default());
+        let (mut ratios, mut ratios_raw) = (Vec::new(), Vec::new());
+        for i in 0..a.repeat {
+            let native_first = i % 2 == 0;
+            let pair = |lwk_side: bool, iters: u64| r.once(k, iters, a.phases, lwk_side);
+            let (n, l) = if native_first {
+                let n = pair(false, a.iters)?;
+                (n, pair(true, a.iters)?)
+            } else {
+                let l = pair(true, a.iters)?;
+                (pair(false, a.iters)?, l)
+            };
+            let ((n, n_raw), (l, l_raw)) = (tn.clean(n), tl.clean(l));
+            ratios.push(n.total / l.total);
+            ratios_raw.push(n_raw.total / l_raw.total);
+            nat.push(n);
+            lwk.push(l);
+            let (c_n, c_l) = if native_first {
+                let c_n = pair(false, 0)?;
+                (c_n, pair(true, 0)?)
+            } else {
+                let c_l = pair(true, 0)?;
+                (pair(false, 0)?, c_l)
+            };
+            cn.push(tn.clean(c_n).0);
+            cl.push(tl.clean(c_l).0);
         }
         let repeat = || ExperimentError::Config("--repeat must be at least 1".into());
         let nat = synth::median_of(nat).ok_or_else(repeat)?;
@@ -235,13 +289,18 @@ fn measure(a: &Config, r: &Runner, progress: &mut dyn Progress) -> Result<Outcom
             }
         }
         let proj = multios_model::refined(&w, &delegated, &params)?;
-        let measured = nat.total / lwk.total;
+        let measured = med(&ratios);
+        let measured_raw = med(&ratios_raw);
+        raw_pairs.push((proj.speedup, measured_raw));
         points.push(Point {
             intensity: k,
             p: proj.p,
             native_s: nat.total,
             lwk_s: lwk.total,
             measured,
+            measured_raw,
+            interrupted_native_pct: tn.pct(),
+            interrupted_lwk_pct: tl.pct(),
             naive: proj.naive,
             refined: proj.speedup,
             accuracy_naive: accuracy(proj.naive, measured)?,
@@ -267,6 +326,7 @@ fn measure(a: &Config, r: &Runner, progress: &mut dyn Progress) -> Result<Outcom
         gamma,
         accuracy_naive: over_points(|p| p.naive)?,
         accuracy_refined: over_points(|p| p.refined)?,
+        accuracy_refined_raw: multios_model::accuracy(&raw_pairs)?,
         inputs,
         points,
     })
@@ -311,6 +371,7 @@ mod tests {
                 g,
             }],
             total: g,
+            phases: Vec::new(),
         };
         let m = per_call(&[run(1.0), run(3.0)]);
         assert_eq!(m.get("read"), Some(&0.2));

@@ -82,6 +82,8 @@ pub struct AddressSpace {
     /// SysV shared-memory attachments: address → length (shmdt's argument is only the address;
     /// lock after `shared`).
     pub(crate) shm: Mutex<std::collections::BTreeMap<u64, u64>>,
+    /// io_uring rings the guest set up, by (st_dev, st_ino) of their fd (`syscall/uring.rs`).
+    pub(crate) uring: Mutex<std::collections::HashMap<(u64, u64), Arc<crate::iouring::Ring>>>,
 }
 
 /// The program the guest runs now (execve replaces it).
@@ -160,6 +162,7 @@ impl Kernel {
                 vmas: Mutex::new(crate::vmas::Vmas::default()),
                 shared: Mutex::new(crate::mm::RangeSet::default()),
                 shm: Mutex::new(std::collections::BTreeMap::new()),
+                uring: Mutex::new(std::collections::HashMap::new()),
             },
             program: Program {
                 exe: Mutex::new(exe),

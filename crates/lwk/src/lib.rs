@@ -13,6 +13,7 @@ pub mod config;
 pub mod costs;
 pub mod fc;
 pub mod fds;
+pub(crate) mod iouring;
 pub mod kernel;
 pub mod loader;
 pub mod local;

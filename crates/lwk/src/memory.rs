@@ -149,12 +149,12 @@ pub struct GuestMemory {
     pub shadow: crate::shadow::Shadow,
 }
 
-pub(crate) const PTE_P: u64 = 1;
-pub(crate) const PTE_RW: u64 = 2;
-pub(crate) const PTE_US: u64 = 4;
-pub(crate) const PTE_PS: u64 = 0x80;
+pub const PTE_P: u64 = 1;
+pub const PTE_RW: u64 = 2;
+pub const PTE_US: u64 = 4;
+pub const PTE_PS: u64 = 0x80;
 /// No-execute (EFER.NXE is on).
-pub(crate) const PTE_NX: u64 = 1 << 63;
+pub const PTE_NX: u64 = 1 << 63;
 
 impl GuestMemory {
     /// Maps the LWK region and an application window of `app_size` bytes and writes the page tables.
@@ -182,12 +182,38 @@ impl GuestMemory {
         Ok(mem)
     }
 
-    fn write_page_tables(&self) {
+    /// The LWK's own regions only — system page, stub pages, doorbell reservation and a page-table
+    /// pool of `pt_pool_len` bytes (touched lazily) — with no application window: for split
+    /// execution (`multios-hrt`), where the guest runs in an ordinary process's address space and
+    /// the page tables of the user half are that crate's. Writes the LWK part of the tables
+    /// (PML4 entry of `LWK_BASE`, the system, stub and doorbell pages).
+    pub fn lwk_only(pt_pool_len: u64) -> Result<Self, MemoryError> {
+        if pt_pool_len == 0
+            || !pt_pool_len.is_multiple_of(4096)
+            || PT_POOL_BASE + pt_pool_len > LWK_BASE + (1 << 30)
+        {
+            return Err(MemoryError::BadSize(pt_pool_len));
+        }
+        let rw = libc::PROT_READ | libc::PROT_WRITE;
+        let empty = |base| Region { base, len: 0 };
+        let mem = GuestMemory {
+            sys: Region::map(SYS_BASE, PAGE_2M, rw)?,
+            stubs: Region::map(STUB_BASE, PAGE_2M, rw)?,
+            doorbell: Region::map(DOORBELL_BASE, PAGE_2M, libc::PROT_NONE)?,
+            app: empty(APP_BASE),
+            thunks: empty(THUNK_BASE),
+            pt_pool: Region::map(PT_POOL_BASE, pt_pool_len, rw)?,
+            shadow: crate::shadow::Shadow::default(),
+        };
+        mem.write_lwk_tables();
+        Ok(mem)
+    }
+
+    /// The LWK region's entries: PML4 → PDPT_LWK → PD_LWK → system, stub and doorbell pages.
+    fn write_lwk_tables(&self) {
         use sys_page::*;
         let s = SYS_BASE;
         let table = PTE_P | PTE_RW | PTE_US | crate::pagetable::PTE_A;
-        // PML4[0] -> application PDPT; PML4[LWK] -> LWK PDPT.
-        self.write_u64(s + PML4, (s + PDPT_APP) | table);
         self.write_u64(s + PML4 + 8 * ((LWK_BASE >> 39) & 511), (s + PDPT_LWK) | table);
         self.write_u64(s + PDPT_LWK + 8 * ((LWK_BASE >> 30) & 511), (s + PD_LWK) | table);
         self.write_u64(s + PD_LWK, SYS_BASE | PTE_P | PTE_RW | PTE_PS | AD);
@@ -196,6 +222,15 @@ impl GuestMemory {
             s + PD_LWK + 16,
             DOORBELL_BASE | PTE_P | PTE_RW | PTE_US | PTE_PS | PTE_NX | AD,
         );
+    }
+
+    fn write_page_tables(&self) {
+        use sys_page::*;
+        let s = SYS_BASE;
+        let table = PTE_P | PTE_RW | PTE_US | crate::pagetable::PTE_A;
+        // PML4[0] -> application PDPT; PML4[LWK] -> LWK PDPT.
+        self.write_u64(s + PML4, (s + PDPT_APP) | table);
+        self.write_lwk_tables();
         // The thunk page sits in the first GiB, just below the application window.
         self.write_u64(s + PDPT_APP, (s + PD_APP) | table);
         self.write_u64(

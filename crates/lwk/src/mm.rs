@@ -266,6 +266,20 @@ impl Mm {
         Ok(a)
     }
 
+    /// mmap(NULL, len) at an `align`-aligned address (a power of two): MAP_HUGETLB mappings,
+    /// which the host maps with 2 MiB pages only at 2 MiB-aligned addresses.
+    pub fn mmap_aligned(&mut self, len: u64, align: u64) -> Result<u64, MmError> {
+        let len = len.div_ceil(align).checked_mul(align).ok_or(MmError::NoMemory)?;
+        let room = len.checked_add(align - PAGE).ok_or(MmError::NoMemory)?;
+        let a = self
+            .maps
+            .highest_gap(self.mmap_lo, self.mmap_hi, room)
+            .ok_or(MmError::NoMemory)?;
+        let start = a.div_ceil(align) * align;
+        self.maps.insert(start, start + len);
+        Ok(start)
+    }
+
     /// mmap(NULL, len) placed bottom-up, close to the program (within rel32 reach of the thunks).
     pub fn mmap_low(&mut self, len: u64) -> Result<u64, MmError> {
         let len = page_up(len);

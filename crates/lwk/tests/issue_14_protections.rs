@@ -7,8 +7,8 @@
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
+use std::time::Duration;
 
 const RUNNER: &str = env!("CARGO_BIN_EXE_lwk-run");
 /// Only detects a hang: every run here takes well under a second when it works.
@@ -20,6 +20,8 @@ fn require_kvm() {
     }
 }
 
+#[path = "../../../testsupport/deadline.rs"]
+mod deadline;
 #[path = "../../../testsupport/scratch.rs"]
 mod scratch;
 use scratch::Scratch;
@@ -48,28 +50,8 @@ fn build_c(dir: &Scratch, name: &str, flags: &[&str]) -> PathBuf {
 }
 
 /// Runs `cmd` to its end, killing it (and failing) after DEADLINE.
-fn run(mut cmd: Command, what: &str) -> Output {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("starting {what}: {e}"));
-    let t0 = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if t0.elapsed() > DEADLINE => {
-                let _ = child.kill();
-                let out = child.wait_with_output();
-                panic!("{what} hung for {DEADLINE:?}: {out:?}");
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-            Err(e) => panic!("waiting for {what}: {e}"),
-        }
-    }
-    child
-        .wait_with_output()
-        .unwrap_or_else(|e| panic!("reading the output of {what}: {e}"))
+fn run(cmd: Command, what: &str) -> Output {
+    deadline::run(cmd, what, DEADLINE)
 }
 
 fn native(prog: &Path, args: &[&str]) -> Output {

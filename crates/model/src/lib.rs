@@ -27,5 +27,5 @@ pub use naive::naive;
 pub use policy::{Order, Policy};
 pub use queue::{erlang_c, mmc, QueueParams, QueueResult};
 pub use refined::{refined, Breakdown, GPrime, Params, Projection};
-pub use terms::{corrected, parse_terms, Term, Terms};
+pub use terms::{corrected, corrected_t_d, parse_terms, Term, Terms};
 pub use workload::{Call, Workload};

@@ -17,16 +17,18 @@ use crate::{ModelError, Projection};
 pub enum Term {
     Startup,
     Wakeup,
+    Share,
 }
 
 impl Term {
     /// Every term, in the order they are applied.
-    pub const ALL: [Term; 2] = [Term::Startup, Term::Wakeup];
+    pub const ALL: [Term; 3] = [Term::Startup, Term::Wakeup, Term::Share];
 
     pub fn name(self) -> &'static str {
         match self {
             Term::Startup => "startup",
             Term::Wakeup => "wakeup",
+            Term::Share => "share",
         }
     }
 }
@@ -38,6 +40,8 @@ pub struct Terms {
     pub startup_s: Option<f64>,
     /// Seconds added to t_d per delegated call (`wakeup`); `None`: off.
     pub wakeup_s: Option<f64>,
+    /// Fraction of the delegate's time it is descheduled, in [0, 1) (`share`); `None`: off.
+    pub share: Option<f64>,
 }
 
 impl Terms {
@@ -48,7 +52,7 @@ impl Terms {
 
     /// True when no term is on.
     pub fn is_none(&self) -> bool {
-        self.startup_s.is_none() && self.wakeup_s.is_none()
+        self.startup_s.is_none() && self.wakeup_s.is_none() && self.share.is_none()
     }
 }
 
@@ -77,9 +81,19 @@ pub fn corrected(p: &Projection, terms: &Terms) -> f64 {
     if terms.is_none() {
         return p.speedup;
     }
+    p.t_nd / corrected_t_d(p, terms)
+}
+
+/// The delegated run's time t_d with `terms` applied (startup and wakeup added, then `share`'s
+/// stretch 1 / (1 − u)); `p.t_d` when every term is off.
+pub fn corrected_t_d(p: &Projection, terms: &Terms) -> f64 {
+    if terms.is_none() {
+        return p.t_d;
+    }
     let startup = terms.startup_s.unwrap_or(0.0);
     let wakeup = terms.wakeup_s.unwrap_or(0.0) * p.delegated_calls as f64;
-    p.t_nd / (p.t_d + startup + wakeup)
+    let u = terms.share.unwrap_or(0.0).clamp(0.0, 0.999);
+    (p.t_d + startup + wakeup) / (1.0 - u)
 }
 
 #[cfg(test)]
@@ -132,24 +146,49 @@ mod tests {
             &p,
             &Terms {
                 startup_s: Some(0.05),
-                wakeup_s: None,
+                ..Terms::none()
             },
         );
         assert!((s - 1.0 / 1.07).abs() < 1e-12, "{s}");
         let s = corrected(
             &p,
             &Terms {
-                startup_s: None,
                 wakeup_s: Some(100e-6),
+                ..Terms::none()
             },
         );
         assert!((s - 1.0 / 1.12).abs() < 1e-12, "{s}");
     }
 
     #[test]
+    fn issue_11_share_stretches_the_delegated_run() {
+        let w = Workload {
+            c: 1.0,
+            calls: vec![Call {
+                name: "pread64".into(),
+                n: 1000,
+                g: 0.0,
+            }],
+        };
+        let d: BTreeSet<String> = ["pread64".to_string()].into();
+        let p = refined(&w, &d, &Params::new(1.0, 0.0)).expect("projects");
+        let t = corrected_t_d(
+            &p,
+            &Terms {
+                share: Some(0.5),
+                ..Terms::none()
+            },
+        );
+        assert!((t - 2.0).abs() < 1e-12, "{t}");
+    }
+
+    #[test]
     fn issue_15_terms_parse_by_name_and_unknown_ones_are_named() {
         assert_eq!(parse_terms("none").expect("none"), []);
-        assert_eq!(parse_terms("all").expect("all"), [Term::Startup, Term::Wakeup]);
+        assert_eq!(
+            parse_terms("all").expect("all"),
+            [Term::Startup, Term::Wakeup, Term::Share]
+        );
         assert_eq!(parse_terms("wakeup").expect("one"), [Term::Wakeup]);
         assert_eq!(parse_terms("startup").expect("one"), [Term::Startup]);
         let e = parse_terms("startup,cache").expect_err("unknown").to_string();

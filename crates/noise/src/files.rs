@@ -1,4 +1,4 @@
-//! The files of a measurement (`--out DIR`): every sample as CSV, the full report as JSON, one
+//! The files of a measurement (`--out DIR`): every sample as CSV and Parquet, the full report as JSON, one
 //! LogGOPSim-style trace per run, and the samples-over-time figure.
 
 use crate::clock::Clock;
@@ -16,6 +16,8 @@ pub enum FilesError {
     Plot(#[from] multios_plot::PlotError),
     #[error("cannot encode the report: {0}")]
     Json(#[from] serde_json::Error),
+    #[error(transparent)]
+    Samples(#[from] multios_columns::ColumnsError),
 }
 
 /// A label as a file-name part: lower-case ASCII letters and digits, runs of others as one '-'.
@@ -31,7 +33,7 @@ pub fn slug(s: &str) -> String {
     o.trim_matches('-').to_string()
 }
 
-/// Writes `samples.csv`, `report.json`, `<label>-cpuN[-runK].trace` (and `.goal`, the same noise as a
+/// Writes `samples.csv` (and `samples.parquet`, the same rows), `report.json`, `<label>-cpuN[-runK].trace` (and `.goal`, the same noise as a
 /// LogGOPSim schedule, see `goal.rs`) and `<kind>.{png,svg,csv}`
 /// (the figure shows each configuration's first run) into `dir`; returns the paths written.
 pub fn write(
@@ -46,14 +48,17 @@ pub fn write(
         move |source| FilesError::Io { path, source }
     };
     std::fs::create_dir_all(dir).map_err(io(dir))?;
-    let mut files = Vec::new();
+    let samples = report::samples_table(runs);
+    let pq = dir.join("samples.parquet");
+    samples.write_parquet(&pq)?;
+    let mut files = vec![pq];
     let mut put = |name: String, text: String| -> Result<(), FilesError> {
         let p = dir.join(name);
         std::fs::write(&p, text).map_err(io(&p))?;
         files.push(p);
         Ok(())
     };
-    put("samples.csv".into(), report::samples_csv(runs))?;
+    put("samples.csv".into(), samples.to_csv()?)?;
     let json = serde_json::json!({ "clock": clock, "reports": reports });
     put("report.json".into(), serde_json::to_string_pretty(&json)?)?;
     let mut seen: Vec<(String, usize)> = Vec::new();

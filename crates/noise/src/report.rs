@@ -5,7 +5,6 @@ use crate::spectrum::{self, Peak};
 use crate::stats::{self, Bucket, Summary};
 use crate::trace::NoiseTrace;
 use serde::Serialize;
-use std::fmt::Write as _;
 
 /// Everything reported for one benchmark run on one CPU.
 #[derive(Debug, Clone, Serialize)]
@@ -81,19 +80,40 @@ pub fn trace_of(s: &Series) -> NoiseTrace {
 
 /// CSV of every sample: label, cpu, kind, start_ns, value.
 pub fn samples_csv(runs: &[(String, Series)]) -> String {
-    let mut out = String::from("label,cpu,kind,start_ns,value\n");
-    for (label, s) in runs {
-        let kind = match s.kind {
+    samples_table(runs).to_csv().unwrap_or_default()
+}
+
+/// Every sample of `runs`, one row each: label, cpu, kind, start_ns, value (`samples.csv` and
+/// `samples.parquet` are this table).
+pub fn samples_table(runs: &[(String, Series)]) -> multios_columns::Table {
+    use multios_columns::Values;
+    let n: usize = runs.iter().map(|(_, s)| s.samples.len()).sum();
+    let (mut label, mut cpu, mut kind) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    let (mut start, mut value) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for (l, s) in runs {
+        let k = match s.kind {
             Kind::Fwq => "fwq_ns",
             Kind::Ftq => "ftq_units",
             Kind::Selfish => "selfish_gap_ns",
         };
-        let label = label.replace(',', ";");
-        for (t, v) in &s.samples {
-            let _ = writeln!(out, "{label},{},{kind},{t:.0},{v:.1}", s.cpu);
+        for &(t, v) in &s.samples {
+            label.push(l.clone());
+            cpu.push(s.cpu as i64);
+            kind.push(k.to_string());
+            start.push(Some(t));
+            value.push(Some(v));
         }
     }
-    out
+    multios_columns::Table::new()
+        .with("label", Values::Text(label))
+        .with("cpu", Values::Int(cpu))
+        .with("kind", Values::Text(kind))
+        .with("start_ns", Values::Float(start))
+        .with("value", Values::Float(value))
 }
 
 #[cfg(test)]
@@ -132,7 +152,7 @@ mod tests {
         let f = r.fundamental_hz.unwrap_or(0.0);
         assert!((f - 1e9 / 16_000.0).abs() < 1e3, "{f}");
         let csv = samples_csv(&[("a,b".into(), series(Kind::Fwq, &[1.0]))]);
-        assert_eq!(csv, "label,cpu,kind,start_ns,value\na;b,0,fwq_ns,0,1.0\n");
+        assert_eq!(csv, "label,cpu,kind,start_ns,value\n\"a,b\",0,fwq_ns,0.0,1.0\n");
     }
 }
 

@@ -5,38 +5,29 @@
 //! per thread.
 
 use multios_profile::import::CallRecord;
-use serde_json::{json, Value};
+use multios_trace_event::{us, Trace};
 use std::collections::BTreeMap;
 
-/// The trace document: `{"traceEvents": […], "displayTimeUnit": "ns"}`.
-pub fn chrome_trace(records: &[CallRecord]) -> Value {
+/// The trace (written by the one Trace Event Format writer, `multios-trace-event`).
+pub fn chrome_trace(records: &[CallRecord]) -> Trace {
     let mut threads: BTreeMap<u32, (u32, &str)> = BTreeMap::new();
-    let mut events: Vec<Value> = Vec::with_capacity(records.len() + 8);
+    let mut t = Trace::with_capacity(records.len() + 8);
     for r in records {
         let pid = r.pid.unwrap_or(r.tid);
         // the thread's latest name (after an exec)
         threads.insert(r.tid, (pid, &r.comm));
-        events.push(json!({
-            "name": r.name,
-            "cat": "syscall",
-            "ph": "X",
-            "ts": r.start_s * 1e6,
-            "dur": r.duration_s * 1e6,
-            "pid": pid,
-            "tid": r.tid,
-            "args": { "nr": r.nr, "error": r.error },
-        }));
+        t.complete(
+            r.name.as_str(),
+            "syscall",
+            (us(r.start_s), us(r.duration_s)),
+            (pid.into(), r.tid.into()),
+            Some(serde_json::json!({ "nr": r.nr, "error": r.error })),
+        );
     }
     for (tid, (pid, comm)) in threads {
-        events.push(json!({
-            "name": "thread_name",
-            "ph": "M",
-            "pid": pid,
-            "tid": tid,
-            "args": { "name": format!("{comm}/{tid}") },
-        }));
+        t.thread_name((pid.into(), tid.into()), format!("{comm}/{tid}"));
     }
-    json!({ "traceEvents": events, "displayTimeUnit": "ns" })
+    t
 }
 
 #[cfg(test)]
@@ -70,7 +61,9 @@ mod tests {
             rec(7, "read", 1e-3, 2e-6),
             rec(8, "write", 2e-3, 5e-6),
             rec(7, "read", 3e-3, 1e-6),
-        ]);
+        ])
+        .to_value();
+        multios_trace_event::check(&t).expect("conforms");
         let ev = t["traceEvents"].as_array().expect("events");
         assert_eq!(ev.len(), 3 + 2);
         let x = &ev[1];

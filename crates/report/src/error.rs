@@ -23,6 +23,8 @@ pub enum ReportError {
     Unknown { path: String },
     #[error("cannot write {path}: {source}")]
     Write { path: String, source: std::io::Error },
+    #[error(transparent)]
+    Columns(#[from] multios_columns::ColumnsError),
     #[error("Extra-P input: {0}")]
     Extrap(String),
     #[error("cannot embed the data: {0}")]

@@ -12,6 +12,7 @@ mod data;
 mod error;
 mod extrap;
 mod html;
+mod records;
 mod results;
 
 pub use chrome::chrome_trace;
@@ -19,6 +20,7 @@ pub use data::{build, Cdf, Inputs, Measured, MeasuredRow, ProfileRow, Projection
 pub use error::ReportError;
 pub use extrap::extrap_text;
 pub use html::render;
+pub use records::{records_table, write_trace};
 pub use results::{classify, demo_emulation, ResultKind};
 
 /// Builds the report and writes the page to `out`; returns the data embedded in it.

@@ -53,7 +53,8 @@ fn timed_rounds(total: usize, warm: usize, mut step: impl FnMut(usize) -> bool) 
 #[derive(Default)]
 struct Line(AtomicU64);
 
-fn cache_line(cfg: &BenchConfig) -> Result<BenchResult, BenchError> {
+/// A cache line written on the client CPU and answered from the server CPU, both spinning.
+pub fn cache_line(cfg: &BenchConfig) -> Result<BenchResult, BenchError> {
     const B: &str = "cache line";
     let ball = Arc::new(Line::default());
     let total = (cfg.iterations + cfg.warmup) as u64;

@@ -3,7 +3,9 @@
 //! nothing here prints.
 
 mod aam;
+mod activation;
 mod baselines;
+pub mod beside;
 mod stats;
 mod validate;
 
@@ -95,6 +97,10 @@ pub fn run_all(cfg: &BenchConfig) -> Result<BenchReport, BenchError> {
     results.extend(aam::machine_call_woken(cfg)?);
     results.extend(aam::machine_call(cfg, false)?);
     results.extend(aam::core_move(cfg)?);
+    results.extend(activation::coreless_call(cfg)?);
+    let busy = std::time::Duration::from_millis(2);
+    results.push(activation::behind_busy_worker(cfg, true, busy)?);
+    results.push(activation::behind_busy_worker(cfg, false, busy)?);
     results.extend(baselines::all(cfg)?);
     Ok(BenchReport {
         config: cfg.clone(),
@@ -105,5 +111,6 @@ pub fn run_all(cfg: &BenchConfig) -> Result<BenchReport, BenchError> {
 }
 
 pub use aam::{core_move, local_task, machine_call, machine_call_woken};
-pub use baselines::all as baselines;
-pub use validate::{project, validate, ValidateConfig, Validation};
+pub use activation::{behind_busy_worker, coreless_call};
+pub use baselines::{all as baselines, cache_line};
+pub use validate::{project, shaped_call, validate, NullPread, NullPreadClient, ValidateConfig, Validation};

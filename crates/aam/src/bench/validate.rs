@@ -2,19 +2,31 @@
 //!
 //! [`project`] answers it from a profile's calls (n(s), g(s)), C and the measured one-way cost of
 //! a machine call, with the project's refined model (`multios_model::refined`, eq. 4–11) taking
-//! f_c = that one-way cost and every call delegated. [`validate`] checks the answer: a
-//! syscall-heavy loop (compute, then a 64-byte `pread`) runs on the compute core with direct
+//! f_c = that one-way cost and every call delegated. [`validate`] checks the answer on a
+//! syscall-heavy loop (compute, then a 64-byte `pread`): it runs on the compute core with direct
 //! system calls — which gives C and g(pread) — and then with each `pread` sent to the OS machine
-//! on the other CPU; f_c is half the mean no-op machine call measured in the same run (a
-//! total over n calls adds means, not medians).
+//! on the other CPU. The projection's inputs are measured in the same run but apart from the run
+//! it predicts:
+//! - f_c: half the median of a `pread`-shaped machine call that makes no system call (the same
+//!   arguments in, a 64-byte `Vec` back), both machines polling;
+//! - γ: the compute kernel's rate beside a thread spinning on the OS machine's core over its rate
+//!   alone ([`super::beside`]);
+//! - the `share` term (`multios_model::Term::Share`, off in the paper's model): the fraction of
+//!   time that spinner was descheduled; calls wait while the OS machine's core runs something
+//!   else, which stretches t_d by 1 / (1 − u).
+//!
+//! The report gives the paper's model (γ = 1), with the measured γ, and with γ and `share`, each
+//! against the measurement.
 
+use super::beside::{beside, Beside};
 use super::{BenchConfig, BenchError};
 use crate::builder::MachineBuilder;
-use crate::interface::ConnectOptions;
+use crate::interface::{ConnectOptions, ServeOptions};
 use crate::os::OsMachine;
 use multios_host::{tsc, CpuSet};
-use multios_model::{refined, ModelError, Params, Projection, Workload};
+use multios_model::{corrected_t_d, refined, ModelError, Params, Projection, Terms, Workload};
 use std::collections::BTreeSet;
+use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::time::Duration;
@@ -25,6 +37,56 @@ use std::time::Duration;
 pub fn project(w: &Workload, call_one_way_s: f64, gamma: f64) -> Result<Projection, ModelError> {
     let all: BTreeSet<String> = w.calls.iter().map(|c| c.name.clone()).collect();
     refined(w, &all, &Params::new(gamma, call_one_way_s))
+}
+
+crate::interface! {
+    /// A `pread` that makes no system call: the machine call's cost with `pread`'s arguments and
+    /// result, for f_c.
+    pub trait NullPread as NullPreadClient {
+        fn pread(&self, fd: i32, len: usize, offset: i64) -> io::Result<Vec<u8>>;
+    }
+}
+
+struct NoSyscall;
+
+impl NullPread for NoSyscall {
+    async fn pread(&self, _fd: i32, len: usize, _offset: i64) -> io::Result<Vec<u8>> {
+        Ok(vec![7u8; std::hint::black_box(len)])
+    }
+}
+
+/// Issue to result of `n` `pread`-shaped machine calls without a system call, both machines
+/// polling, after `warm` untimed ones; ns.
+pub fn shaped_call(bench: &BenchConfig, n: usize, warm: usize, bytes: usize) -> Result<Vec<f64>, BenchError> {
+    let server = MachineBuilder::new("shaped-server")
+        .cpus(CpuSet([bench.server_cpu].into()))
+        .idle_spin(Duration::MAX)
+        .build()?;
+    let client = MachineBuilder::new("shaped-client")
+        .cpus(CpuSet([bench.client_cpu].into()))
+        .idle_spin(Duration::MAX)
+        .build()?;
+    let c = NullPreadClient::new(
+        server
+            .serve(NoSyscall, ServeOptions::default())
+            .connect(ConnectOptions::default()),
+    );
+    let ticks = crate::block_on(client.spawn("shaped-driver", async move {
+        let mut s = Vec::with_capacity(n);
+        for i in 0..n + warm {
+            let t0 = tsc::now();
+            let r = c.pread(3, bytes, 0).await;
+            let t1 = tsc::now();
+            std::hint::black_box(r.map(|v| v.map(|v| v.len())).ok());
+            if i >= warm {
+                s.push(t1 - t0);
+            }
+        }
+        s
+    }))
+    .map_err(|e| failed(e.to_string()))?;
+    let tpn = tsc::calibration().ticks_per_ns();
+    Ok(ticks.iter().map(|&t| t as f64 / tpn).collect())
 }
 
 /// Size of the syscall-heavy workload.
@@ -54,31 +116,35 @@ pub struct Validation {
     pub config: ValidateConfig,
     /// The profile of the direct run: C and (n, g) of `pread`.
     pub workload: Workload,
-    /// Median no-op machine call (issue to result) between the two CPUs, ns.
-    pub noop_call_median_ns: f64,
-    /// Mean of the same samples, ns: the statistic a sum of n calls adds up (on a shared VM the
-    /// mean carries the preemptions of the polling threads that the median hides).
-    pub noop_call_mean_ns: f64,
-    /// f_c = noop_call_mean_ns / 2, seconds.
+    /// The `pread`-shaped machine call without a system call (issue to result), ns.
+    pub call_median_ns: f64,
+    pub call_mean_ns: f64,
+    /// f_c = call_median_ns / 2, seconds (the descheduled spells the mean carries are the
+    /// `share` term's, not the mechanism's).
     pub fc_s: f64,
+    /// γ and u measured by the beside microbenchmark.
+    pub beside: Beside,
     pub measured_direct_s: f64,
     pub measured_os_machine_s: f64,
+    /// The paper's refined model, γ = 1: t_d and its error against the measurement (%).
+    pub projected_plain_s: f64,
+    pub error_plain_pct: f64,
+    /// With the measured γ.
+    pub projected_gamma_s: f64,
+    pub error_gamma_pct: f64,
+    /// With γ and the `share` term: the projection the verdict judges.
+    pub terms: Terms,
     pub projection: Projection,
-    /// projection.t_d.
     pub projected_os_machine_s: f64,
     /// (projected − measured) / measured, percent.
     pub error_pct: f64,
     pub within_5pct: bool,
-    /// γ of the compute core while the OS machine polls on the other CPU: C of the direct run
-    /// over the compute time measured between the calls of the OS-machine run (below 1 when the
-    /// polling sibling slows the compute core down, e.g. two hyperthreads of one core).
-    pub gamma_measured: f64,
-    /// The refined model's t_d with that γ instead of 1, seconds.
-    pub projected_with_gamma_s: f64,
-    pub error_with_gamma_pct: f64,
-    /// The f_c that would make the projection exact: (measured − C − Σg) / (2·n), seconds.
+    /// Diagnostics from inside the predicted run (not inputs of the projection): C of the
+    /// direct run over the compute time between the calls of the OS-machine run, and the f_c
+    /// that would make the γ-and-share projection exact.
+    pub run_gamma: f64,
     pub implied_fc_s: f64,
-    /// Should the calls go to the OS machine (projected speedup > 1)?
+    /// Should the calls go to the OS machine (projected speedup with the terms > 1)?
     pub offload_pays: bool,
 }
 
@@ -121,19 +187,22 @@ pub fn validate(bench: &BenchConfig, cfg: &ValidateConfig) -> Result<Validation,
     let file = std::fs::File::open(&path).map_err(io)?;
     let fd = file.as_raw_fd();
 
-    // f_c from the same run: a no-op machine call between the two CPUs, both polling.
-    let noop = super::machine_call(
-        &BenchConfig {
-            iterations: bench.iterations.min(5_000),
-            ..bench.clone()
-        },
-        true,
-    )?;
-    let (noop_call_median_ns, noop_call_mean_ns) = noop
-        .iter()
-        .find(|r| r.name == "aam_call_active_total")
-        .map(|r| (r.ns.median, r.ns.mean))
-        .ok_or_else(|| failed("the no-op machine call produced no result".into()))?;
+    // f_c from the same run: a pread-shaped machine call without the system call.
+    let mut call = shaped_call(bench, bench.iterations.min(5_000), 500, cfg.bytes)?;
+    let call_mean_ns = call.iter().sum::<f64>() / call.len().max(1) as f64;
+    call.sort_by(f64::total_cmp);
+    let call_median_ns = call.get(call.len() / 2).copied().unwrap_or(0.0);
+
+    // γ and u, apart from the predicted run.
+    let side = beside(
+        bench.client_cpu,
+        bench.server_cpu,
+        compute,
+        500,
+        4,
+        Duration::from_millis(25),
+    )
+    .map_err(io)?;
 
     let client = MachineBuilder::new("validate-compute")
         .cpus(CpuSet([bench.client_cpu].into()))
@@ -193,8 +262,7 @@ pub fn validate(bench: &BenchConfig, cfg: &ValidateConfig) -> Result<Validation,
             g: secs(g_ticks),
         }],
     };
-    let fc_s = noop_call_mean_ns * 1e-9 / 2.0;
-    let projection = project(&workload, fc_s, 1.0).map_err(|e| failed(e.to_string()))?;
+    let fc_s = call_median_ns * 1e-9 / 2.0;
     let measured = secs(os_ticks);
     let err = |t: f64| {
         if measured > 0.0 {
@@ -203,28 +271,44 @@ pub fn validate(bench: &BenchConfig, cfg: &ValidateConfig) -> Result<Validation,
             0.0
         }
     };
-    let error_pct = err(projection.t_d);
-    let gamma_measured = if c_os_ticks > 0 {
+    let model = |g: f64| project(&workload, fc_s, g).map_err(|e| failed(e.to_string()));
+    let plain = model(1.0)?;
+    let gamma = if side.gamma > 0.0 { side.gamma } else { 1.0 };
+    let projection = model(gamma)?;
+    let terms = Terms {
+        share: Some(side.share),
+        ..Terms::none()
+    };
+    let full = corrected_t_d(&projection, &terms);
+    let error_pct = err(full);
+    let run_gamma = if c_os_ticks > 0 {
         c_ticks as f64 / c_os_ticks as f64
     } else {
         1.0
     };
-    let with_gamma = project(&workload, fc_s, gamma_measured).map_err(|e| failed(e.to_string()))?;
+    let u = side.share.clamp(0.0, 0.999);
+    let implied_fc_s =
+        (measured * (1.0 - u) - workload.c / gamma - workload.calls.iter().map(|c| c.g).sum::<f64>())
+            / (2.0 * n.max(1) as f64);
     Ok(Validation {
         config: *cfg,
-        noop_call_median_ns,
-        noop_call_mean_ns,
+        call_median_ns,
+        call_mean_ns,
         fc_s,
+        beside: side,
         measured_direct_s: secs(direct_ticks),
         measured_os_machine_s: measured,
-        projected_os_machine_s: projection.t_d,
+        projected_plain_s: plain.t_d,
+        error_plain_pct: err(plain.t_d),
+        projected_gamma_s: projection.t_d,
+        error_gamma_pct: err(projection.t_d),
+        offload_pays: projection.t_nd > full,
+        terms,
+        projected_os_machine_s: full,
         within_5pct: error_pct.abs() <= 5.0,
-        implied_fc_s: (measured - workload.t_nd()) / (2.0 * n.max(1) as f64),
-        gamma_measured,
-        projected_with_gamma_s: with_gamma.t_d,
-        error_with_gamma_pct: err(with_gamma.t_d),
-        offload_pays: projection.speedup > 1.0,
         error_pct,
+        run_gamma,
+        implied_fc_s,
         workload,
         projection,
     })

@@ -1,6 +1,12 @@
 //! The load generator: `connections` threads on loopback, each with one connection, issuing
 //! `PUT k v` then `GET k` (checking the value) in turn, until `requests` requests were issued in
 //! all or `duration` passed, whichever comes first.
+//!
+//! The request mix ([`Mix`]) is uniform (every value `value_bytes` of compressible text) or
+//! phased: each connection alternates `phase` requests with such small values and `phase`
+//! requests with large, hardly compressible values (`large_bytes`), so the work moves between the
+//! storage side (small values: the SQLite commit dominates) and compression (large values: zlib
+//! dominates) while the run goes on.
 
 use super::protocol::Reply;
 use super::KvError;
@@ -22,6 +28,26 @@ pub struct LoadConfig {
     pub value_bytes: usize,
     /// Distinct keys per connection.
     pub keys: usize,
+    pub mix: Mix,
+}
+
+/// The request mix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mix {
+    /// Every value is `value_bytes` of compressible text.
+    Uniform,
+    /// Phases of `phase` requests per connection: small values (`value_bytes`), then large ones
+    /// (`large_bytes` of printable pseudo-random bytes), and so on.
+    Phased { large_bytes: usize, phase: usize },
+}
+
+impl Mix {
+    /// The phased mix `multios aam kv` and `aam bench` use: 16 KiB values every other 100 requests.
+    pub const PHASED: Mix = Mix::Phased {
+        large_bytes: 16 * 1024,
+        phase: 100,
+    };
 }
 
 fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -36,6 +62,7 @@ impl Default for LoadConfig {
             duration: Duration::from_secs(10),
             value_bytes: 256,
             keys: 64,
+            mix: Mix::Uniform,
         }
     }
 }
@@ -63,6 +90,31 @@ pub fn value_for(k: usize, r: usize, n: usize) -> Vec<u8> {
     word.bytes().cycle().take(n).collect()
 }
 
+/// A large value for key `k` in round `r`: `n` printable pseudo-random bytes (no newline), which
+/// zlib compresses only a little and slowly.
+pub fn noisy_value_for(k: usize, r: usize, n: usize) -> Vec<u8> {
+    let mut x = (k as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (r as u64 + 1).wrapping_mul(0xd1b5_4a32_d192_ed03);
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            b'!' + (x % 94) as u8
+        })
+        .collect()
+}
+
+/// The value of request `i` of a connection under `cfg`'s mix (a `GET` is in its `PUT`'s phase).
+fn value_of(cfg: &LoadConfig, i: usize, k: usize, round: usize) -> Vec<u8> {
+    let put_index = i - i % 2;
+    match cfg.mix {
+        Mix::Phased { large_bytes, phase } if (put_index / phase.max(1)) % 2 == 1 => {
+            noisy_value_for(k, round, large_bytes)
+        }
+        _ => value_for(k, round, cfg.value_bytes),
+    }
+}
+
 #[derive(Default)]
 struct Tally {
     lat_ns: Vec<f64>,
@@ -86,7 +138,7 @@ fn client(addr: SocketAddr, id: usize, cfg: &LoadConfig, issued: &AtomicUsize, d
     while Instant::now() < deadline && issued.fetch_add(1, Ordering::Relaxed) < cfg.requests {
         let (k, round) = ((i / 2) % cfg.keys.max(1), i / 2);
         let key = format!("c{id}-k{k}");
-        let value = value_for(k, round, cfg.value_bytes);
+        let value = value_of(cfg, i, k, round);
         let mut req = Vec::with_capacity(value.len() + 32);
         let put = i.is_multiple_of(2);
         if put {

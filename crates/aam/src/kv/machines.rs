@@ -1,17 +1,27 @@
 //! The key-value service built from machines, as the paper's authors built theirs from SQLite
 //! and TCP/IP: a network machine (one task per connection: parse, call the others, reply), a
 //! storage machine serving the SQLite store, a compression machine serving zlib, and the OS
-//! machine performing `accept`, `recv`, `send` and `close` for the network machine. The network,
-//! storage and compression machines share the last usable CPU; the OS machine has the first
-//! (Linux's control CPU) with one worker per connection plus two, since a blocked `recv` or
-//! `accept` blocks its worker.
+//! machine performing `accept`, `recv`, `send` and `close` for the network machine. The OS machine
+//! has the first usable CPU (Linux's control CPU) with one worker per connection plus two, since a
+//! blocked `recv` or `accept` blocks its worker. Where the other three run is the [`Layout`]:
+//!
+//! - `Shared` (static): network, storage and compression share the last CPU, each with a worker
+//!   pinned there (Linux time-shares them);
+//! - `Spread` (static): the network machine on the first CPU (beside the OS machine), storage and
+//!   compression on the last;
+//! - `Managed(policy)`: each of the three has a worker on both CPUs and a Machine Manager with
+//!   `policy` gives each CPU to one of them at a time: network starts on the first, storage on
+//!   the last, compression with none. A machine that gets a request without holding a core is
+//!   activated by the manager (IMS), an idle holder hands its CPU over, and the policy moves
+//!   CPUs to where the ready tasks are every millisecond.
 
 use super::protocol::{self, Reply, Request};
 use super::store::{self, Store};
 use super::{lock, KvError, KvServer};
 use crate::builder::MachineBuilder;
 use crate::interface::{ConnectOptions, ServeOptions, Service};
-use crate::machine::Machine;
+use crate::machine::{Machine, MachineStats};
+use crate::manager::{MachineManager, MoveCounts, Policy};
 use crate::os::{Os, OsClient, OsMachine};
 use crate::task::JoinHandle;
 use multios_host::CpuSet;
@@ -59,13 +69,57 @@ impl Compressor for Zlib {
     }
 }
 
+/// Where the network, storage and compression machines run (see the module comment).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layout {
+    Shared,
+    Spread,
+    Managed(Policy),
+}
+
+impl Layout {
+    /// A short label: "static-shared", "static-spread", "utilization", "proportional".
+    pub fn label(self) -> &'static str {
+        match self {
+            Layout::Shared => "static-shared",
+            Layout::Spread => "static-spread",
+            Layout::Managed(Policy::Utilization) => "utilization",
+            Layout::Managed(Policy::Proportional) => "proportional",
+            Layout::Managed(Policy::Static) => "managed-static",
+        }
+    }
+}
+
 /// Where the machines run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Placement {
     pub os_cpu: usize,
+    /// The CPU the storage and compression machines start on (all three with `Shared`).
     pub machine_cpu: usize,
     pub os_workers: usize,
     pub idle_spin_us: u64,
+    pub layout: Layout,
+}
+
+/// How to start the machine server.
+#[derive(Debug, Clone, Copy)]
+pub struct MachineSetup {
+    pub connections: usize,
+    pub idle_spin: Duration,
+    pub layout: Layout,
+    /// Trace events kept per worker of the network, storage and compression machines (0: none).
+    pub trace: usize,
+}
+
+/// What the machines did during a run: the manager's moves by cause and the machines' counters.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct MachineRunStats {
+    pub layout: Layout,
+    pub moves: MoveCounts,
+    /// Median time from a move's decision until the receiving worker ran (0 without moves).
+    pub move_median_ns: f64,
+    pub machines: Vec<(String, MachineStats)>,
 }
 
 struct Services {
@@ -149,10 +203,11 @@ pub struct MachineServer {
     addr: SocketAddr,
     services: Arc<Services>,
     acceptor: Option<JoinHandle<()>>,
+    manager: Option<MachineManager>,
     // Declared in drop order: the network machine first, the OS machine last.
     net: Machine,
-    _storage: Machine,
-    _compression: Machine,
+    storage: Machine,
+    compression: Machine,
     _os: OsMachine,
     _listener: TcpListener,
     pub placement: Placement,
@@ -160,8 +215,24 @@ pub struct MachineServer {
 
 impl MachineServer {
     /// Listens on an ephemeral port of 127.0.0.1 and serves up to `connections` connections at
-    /// once (the OS machine gets `connections + 2` workers).
+    /// once (the OS machine gets `connections + 2` workers); the `Shared` layout.
     pub fn start(connections: usize, idle_spin: Duration) -> Result<MachineServer, KvError> {
+        MachineServer::start_with(&MachineSetup {
+            connections,
+            idle_spin,
+            layout: Layout::Shared,
+            trace: 0,
+        })
+    }
+
+    /// As [`start`](Self::start), with the machines placed by `setup.layout`.
+    pub fn start_with(setup: &MachineSetup) -> Result<MachineServer, KvError> {
+        let (connections, idle_spin) = (setup.connections, setup.idle_spin);
+        if setup.layout == Layout::Managed(Policy::Static) {
+            return Err(KvError::BadConfig(
+                "a managed layout needs a moving policy (utilization or proportional): with one machine per CPU at a time, a static manager would leave compression without a core",
+            ));
+        }
         let list: Vec<usize> = CpuSet::allowed().0.into_iter().collect();
         let (Some(&os_cpu), Some(&machine_cpu)) = (list.first(), list.last()) else {
             return Err(KvError::Io("choose CPUs", "no usable CPU".into()));
@@ -171,17 +242,46 @@ impl MachineServer {
             machine_cpu,
             os_workers: connections + 2,
             idle_spin_us: idle_spin.as_micros() as u64,
+            layout: setup.layout,
         };
         let os = OsMachine::start(os_cpu, placement.os_workers, idle_spin, 32)?;
-        let on = |name: &str| {
-            MachineBuilder::new(name)
-                .cpus(CpuSet([machine_cpu].into()))
+        let both = CpuSet([os_cpu, machine_cpu].into());
+        let on = |name: &str, cpus: CpuSet, active: Option<CpuSet>| {
+            let mut b = MachineBuilder::new(name)
+                .cpus(cpus)
                 .idle_spin(idle_spin)
-                .build()
+                .trace(setup.trace);
+            if let Some(a) = active {
+                b = b.active_cpus(a);
+            }
+            b.build()
         };
-        let net = on("kv-net")?;
-        let storage = on("kv-storage")?;
-        let compression = on("kv-compression")?;
+        let (first, last) = (CpuSet([os_cpu].into()), CpuSet([machine_cpu].into()));
+        let (net, storage, compression) = match setup.layout {
+            Layout::Shared => (
+                on("kv-net", last.clone(), None)?,
+                on("kv-storage", last.clone(), None)?,
+                on("kv-compression", last, None)?,
+            ),
+            Layout::Spread => (
+                on("kv-net", first, None)?,
+                on("kv-storage", last.clone(), None)?,
+                on("kv-compression", last, None)?,
+            ),
+            Layout::Managed(_) => (
+                on("kv-net", both.clone(), Some(first))?,
+                on("kv-storage", both.clone(), Some(last))?,
+                on("kv-compression", both, Some(CpuSet::default()))?,
+            ),
+        };
+        let manager = match setup.layout {
+            Layout::Managed(policy) => Some(MachineManager::start(
+                vec![net.handle(), storage.handle(), compression.handle()],
+                policy,
+                Duration::from_millis(1),
+            )),
+            _ => None,
+        };
         let services = Arc::new(Services {
             os: os.service.clone(),
             storage: storage.serve(Store::open()?, ServeOptions::default()),
@@ -217,13 +317,42 @@ impl MachineServer {
             addr,
             services,
             acceptor: Some(acceptor),
+            manager,
             net,
-            _storage: storage,
-            _compression: compression,
+            storage,
+            compression,
             _os: os,
             _listener: listener,
             placement,
         })
+    }
+}
+
+impl MachineServer {
+    /// The manager's moves and the machines' counters so far.
+    pub fn run_stats(&self) -> MachineRunStats {
+        let (moves, move_median_ns) = match &self.manager {
+            Some(m) => {
+                let mut ns: Vec<f64> = m.moves().iter().map(|m| m.ns).collect();
+                ns.sort_by(f64::total_cmp);
+                (m.move_counts(), ns.get(ns.len() / 2).copied().unwrap_or(0.0))
+            }
+            None => (MoveCounts::default(), 0.0),
+        };
+        MachineRunStats {
+            layout: self.placement.layout,
+            moves,
+            move_median_ns,
+            machines: [&self.net, &self.storage, &self.compression, &self._os.machine]
+                .iter()
+                .map(|m| (m.name().to_string(), m.stats()))
+                .collect(),
+        }
+    }
+
+    /// The network, storage and compression machines (for their traces).
+    pub fn machines(&self) -> [crate::MachineHandle; 3] {
+        [self.net.handle(), self.storage.handle(), self.compression.handle()]
     }
 }
 
@@ -249,6 +378,7 @@ impl Drop for MachineServer {
         while !lock(&self.services.open).is_empty() && start.elapsed() < Duration::from_secs(5) {
             std::thread::sleep(Duration::from_millis(1));
         }
+        self.manager.take();
         self.net.stop();
     }
 }

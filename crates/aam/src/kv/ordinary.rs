@@ -30,6 +30,20 @@ pub fn answer(store: &Store, line: &[u8]) -> Reply {
     }
 }
 
+/// Answers every complete line in `buf` (removing them); true if the input was bad (a line too
+/// long), after which the connection closes.
+pub fn answer_lines(store: &Store, buf: &mut Vec<u8>) -> (Vec<u8>, bool) {
+    let mut out = Vec::new();
+    let lines = protocol::take_lines(buf);
+    for line in lines.as_deref().unwrap_or_default() {
+        answer(store, line).append_to(&mut out);
+    }
+    if let Err(e) = &lines {
+        Reply::Err(e.to_string()).append_to(&mut out);
+    }
+    (out, lines.is_err())
+}
+
 fn serve_connection(store: &Store, mut s: TcpStream) {
     let _ = s.set_nodelay(true);
     let mut buf = Vec::new();
@@ -40,15 +54,8 @@ fn serve_connection(store: &Store, mut s: TcpStream) {
             Ok(n) => n,
         };
         buf.extend_from_slice(&chunk[..n]);
-        let mut out = Vec::new();
-        let lines = protocol::take_lines(&mut buf);
-        for line in lines.as_deref().unwrap_or_default() {
-            answer(store, line).append_to(&mut out);
-        }
-        if let Err(e) = &lines {
-            Reply::Err(e.to_string()).append_to(&mut out);
-        }
-        if s.write_all(&out).is_err() || lines.is_err() {
+        let (out, bad) = answer_lines(store, &mut buf);
+        if s.write_all(&out).is_err() || bad {
             return;
         }
     }

@@ -37,6 +37,8 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         "native_s",
         "lwk_s",
         "measured_S",
+        "raw_S",
+        "interrupted_%",
         "naive_S",
         "refined_S",
         "acc_naive_%",
@@ -49,6 +51,12 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             out.num(p.native_s, 4),
             out.num(p.lwk_s, 4),
             out.num(p.measured, 3),
+            out.num(p.measured_raw, 3),
+            format!(
+                "{}/{}",
+                out.num(p.interrupted_native_pct, 1),
+                out.num(p.interrupted_lwk_pct, 1)
+            ),
             out.num(p.naive, 3),
             out.num(p.refined, 3),
             out.num(p.accuracy_naive, 1),
@@ -65,8 +73,15 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             );
             out!("{}", t.render(out));
             outln!(
-                "accuracy (100 − MAPE) over {} intensities: refined {acc_refined:.1} %, naïve {acc_naive:.1} %",
-                points.len()
+                "accuracy (100 − MAPE) over {} intensities: refined {acc_refined:.1} %, naïve {acc_naive:.1} % \
+                 (refined against raw_S, interrupted phases kept: {:.1} %)",
+                points.len(),
+                r.accuracy_refined_raw
+            );
+            outln!(
+                "measured_S: median of the paired native/LWK ratios (ABBA); a phase part (compute or its calls) \
+                 above 1.5 × the run's median part + 50 µs was interrupted (the CPU taken away) and counts as the \
+                 median part (interrupted_%: native/LWK); raw_S keeps them"
             );
         }
     }

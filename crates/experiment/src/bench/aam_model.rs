@@ -2,7 +2,8 @@
 //!
 //! The refined model (eq. 4–11) with every profiled call delegated, f_c = the one-way cost of a
 //! machine call (given, or measured now with `multios-aam`'s no-op machine call between the first
-//! and the last usable CPU, both polling: half its mean issue-to-result time, as
+//! and the last usable CPU, both polling: half its median issue-to-result time (the mechanism;
+//! a loaded machine's descheduled spells are the model's `share` term), as
 //! `multios aam bench --validate` takes it) and γ as given. The projection itself is
 //! `multios_aam::bench::project`; this module only picks f_c and states the verdict.
 
@@ -104,7 +105,7 @@ pub fn answer(w: &Workload, cost: CallCost, gamma: f64) -> Result<OsMachineAnswe
         CallCost::Given(s) => return Err(AamModelError::CallCost(s)),
         CallCost::Measure { iterations } => {
             let m = measure_call(iterations)?;
-            (m.mean_ns * 1e-9 / 2.0, "measured", Some(m))
+            (m.median_ns * 1e-9 / 2.0, "measured", Some(m))
         }
     };
     answer_with(w, fc_s, fc_source, measured, gamma)
@@ -209,12 +210,12 @@ mod tests {
     }
 
     #[test]
-    fn issue_11_measured_call_cost_is_half_the_mean() {
+    fn issue_11_measured_call_cost_is_half_the_median() {
         let a = answer(&w(), CallCost::Measure { iterations: 200 }, 1.0).unwrap_or_else(|e| panic!("{e}"));
         let m = a.measured.clone().unwrap_or_else(|| panic!("no measurement"));
         assert_eq!(a.fc_source, "measured");
         assert_eq!(m.iterations, 200);
         assert!(m.mean_ns > 0.0 && m.median_ns > 0.0);
-        assert_eq!(a.fc_s, m.mean_ns * 1e-9 / 2.0);
+        assert_eq!(a.fc_s, m.median_ns * 1e-9 / 2.0);
     }
 }

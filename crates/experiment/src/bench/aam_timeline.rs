@@ -45,7 +45,7 @@ pub fn figure(title: &str, machines: &[String], rows: &[Row]) -> Timeline {
                         at: us(e.start_ns),
                         group: ims,
                     }),
-                    EventKind::CoreMove => lane.marks.push(Mark {
+                    EventKind::CoreMove | EventKind::Switch => lane.marks.push(Mark {
                         at: us(e.start_ns),
                         group: moved,
                     }),

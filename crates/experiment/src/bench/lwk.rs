@@ -2,7 +2,8 @@
 //! (native time / LWK time) on a compute-bound and a TLB-bound program, all side by side in one
 //! run, with the refined model's projection of each LWK run set next to the measured time. Issue
 //! #14 adds a row of mprotect calls (the cost of enforcing page protections: its γ is native time
-//! / LWK time of the same calls).
+//! / LWK time of the same calls), and rows for kernel-shared mappings (setup of MAP_SHARED, io_uring
+//! and perf rings; steady-state access to shared memory and to an io_uring's rings).
 
 use crate::{ExperimentError, Progress};
 use multios_lwk::bench::{self, Sample};
@@ -69,6 +70,20 @@ pub const MPROTECT_CALLS: u64 = 400;
 /// The name of the mprotect row.
 pub const MPROTECT_ROW: &str = "mprotect RW<->R (400 calls)";
 
+/// The kernel-shared mapping rows (issue #14, `maps.c`): (row name, arguments). Setup rows time
+/// N set-ups (their loop time / N is the cost of one, forwarded calls included); the access and
+/// NOP rows are the steady state (target: γ ≥ 0.95, within 5 % of native).
+pub const MAPPING_ROWS: [(&str, &[&str]); 5] = [
+    (
+        "MAP_SHARED memfd 64 MiB, 8 read+write passes",
+        &["access", "8", "64"],
+    ),
+    ("io_uring NOPs, 32 per enter (64000)", &["nop", "64000"]),
+    ("mmap+munmap MAP_SHARED memfd 1 MiB (200)", &["file", "200"]),
+    ("io_uring setup+ring mmaps+close (100)", &["uring", "100"]),
+    ("perf_event_open+ring mmap+close (100)", &["perf", "100"]),
+];
+
 /// The header of the round-trip table.
 pub const ROUND_TRIP_HEADER: [&str; 5] = ["mechanism", "calls", "min_ns", "median_ns", "p99_ns"];
 
@@ -103,6 +118,7 @@ fn measure(cfg: &Config, dir: &Path, progress: &mut dyn Progress) -> Result<Outc
     let compute = bench::build(dir, bench::COMPUTE)?;
     let tlb = bench::build(dir, bench::TLB)?;
     let mprotect = bench::build(dir, bench::MPROTECT)?;
+    let maps = bench::build(dir, bench::MAPS)?;
     let profile = dir.join("lwk-profile.json");
     let lwk_prefix: Vec<OsString> = vec![
         cfg.multios.clone().into(),
@@ -113,7 +129,7 @@ fn measure(cfg: &Config, dir: &Path, progress: &mut dyn Progress) -> Result<Outc
         "--".into(),
     ];
     progress.start(
-        (Mechanism::ALL.len() + 4) as u64,
+        (Mechanism::ALL.len() + 4 + MAPPING_ROWS.len()) as u64,
         "bench lwk: round trips and programs",
     );
 
@@ -141,7 +157,7 @@ fn measure(cfg: &Config, dir: &Path, progress: &mut dyn Progress) -> Result<Outc
     let compute_args = [cfg.compute_iters.to_string()];
     let tlb_args = [cfg.tlb_mib.to_string(), cfg.tlb_steps.to_string()];
     let mprotect_args = [MPROTECT_CALLS.to_string()];
-    let programs: [(&str, &Path, Vec<&str>); 4] = [
+    let mut programs: Vec<(&str, &Path, Vec<&str>)> = vec![
         ("static hello world", &hello, vec![]),
         (
             "compute-bound",
@@ -159,6 +175,11 @@ fn measure(cfg: &Config, dir: &Path, progress: &mut dyn Progress) -> Result<Outc
             mprotect_args.iter().map(String::as_str).collect(),
         ),
     ];
+    programs.extend(
+        MAPPING_ROWS
+            .iter()
+            .map(|(name, a)| (*name, maps.as_path(), a.to_vec())),
+    );
     let mut rows = Vec::new();
     let mut profiles = Vec::new();
     for (name, exe, a) in &programs {

@@ -7,6 +7,7 @@ pub mod aam_model;
 pub mod aam_timeline;
 pub mod emulate;
 pub mod hpcc;
+pub mod hrt;
 pub mod lwk;
 pub mod map;
 pub mod multiverse;

@@ -462,6 +462,7 @@ pub fn run_workload(
                 None
             },
             wakeup_s,
+            share: None,
         };
         for fc in &cfg.fcs {
             let rt = super::mechanism_round_trip_at(m, fc.secs(), 300, &cfg.compute, &cfg.control, wait)?;
@@ -545,6 +546,7 @@ pub fn run_workload(
                 None
             },
             wakeup_s,
+            share: None,
         };
         for pol in &cfg.policies {
             let (native, lwk, invalid) = lwk_pairs(cfg, w, pol, &scratch.0)?;

@@ -43,6 +43,13 @@ pub const MPROTECT: Program = Program {
     source: include_str!("mprotect.c"),
 };
 
+/// Kernel-shared mappings (issue #14): setup costs of MAP_SHARED, io_uring and perf rings, and
+/// steady-state access to shared memory and to an io_uring's rings (`maps.c` names the modes).
+pub const MAPS: Program = Program {
+    name: "maps",
+    source: include_str!("maps.c"),
+};
+
 /// Builds `p` with `gcc -O2 -static` in `dir`.
 pub fn build(dir: &Path, p: Program) -> Result<PathBuf, BenchError> {
     let err = |detail: String| BenchError::Build {

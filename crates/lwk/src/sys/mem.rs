@@ -69,19 +69,97 @@ pub fn invalidate_shadow(addr: u64, len: usize) -> io::Result<()> {
 /// file's pages).
 pub fn map_file_shared(addr: u64, len: u64, writable: bool, fd: i32, off: u64) -> io::Result<()> {
     let prot = libc::PROT_READ | if writable { libc::PROT_WRITE } else { 0 };
-    // SAFETY: callers pass a page-aligned range inside the guest window, memory owned by the VMM
-    // that no Rust reference points into; MAP_FIXED only replaces those pages.
+    map_over(addr, len, prot, libc::MAP_SHARED, fd, off)
+}
+
+/// Maps `len` bytes of file `fd` from `off` privately (copy-on-write, always writable for the
+/// VMM) over `[addr, addr+len)` of the guest window: the guest's non-executable MAP_PRIVATE file
+/// mappings, which then follow the file as Linux's do until written.
+pub fn map_file_private(addr: u64, len: u64, fd: i32, off: u64) -> io::Result<()> {
+    map_over(
+        addr,
+        len,
+        libc::PROT_READ | libc::PROT_WRITE,
+        libc::MAP_PRIVATE,
+        fd,
+        off,
+    )
+}
+
+/// Maps fresh anonymous memory over `[addr, addr+len)` of the guest window that the guest asked
+/// to be special: `shared` is MAP_SHARED (shmem), which a forked VMM then shares as a forked
+/// process does; with `huge`, the pages come from hugetlbfs (`MAP_HUGETLB`, 2 MiB; ENOMEM when
+/// the machine has none free, as for a native process).
+pub fn map_host_anonymous(addr: u64, len: u64, shared: bool, huge: bool) -> io::Result<()> {
+    let flags = if shared {
+        libc::MAP_SHARED
+    } else {
+        libc::MAP_PRIVATE
+    } | libc::MAP_ANONYMOUS
+        | if huge {
+            libc::MAP_HUGETLB
+        } else {
+            libc::MAP_NORESERVE
+        };
+    map_over(addr, len, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0)
+}
+
+/// Resizes the shared mapping at `[old, old+old_len)` of the guest window to `new_len` bytes and
+/// places it at `dst` (the same pages, a file mapping grown from the file): first moved to an
+/// address the kernel picks outside the window (so growing never meets the window's own memory),
+/// then moved to `dst`, replacing what is there. The old range is left unmapped when `dst`
+/// differs: the caller puts memory back there.
+pub fn move_mapping(old: u64, old_len: u64, new_len: u64, dst: u64) -> io::Result<()> {
+    // SAFETY: `[old, old+old_len)` is a shared mapping the VMM made in the guest window (no Rust
+    // references into it); MREMAP_MAYMOVE without FIXED lets the kernel choose a free range.
+    let tmp = unsafe {
+        libc::mremap(
+            old as *mut libc::c_void,
+            old_len as usize,
+            new_len as usize,
+            libc::MREMAP_MAYMOVE,
+        )
+    };
+    if tmp == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `tmp` is the mapping just moved; MREMAP_FIXED replaces only `[dst, dst+new_len)`, a
+    // range of the guest window the memory manager gave for it.
     let p = unsafe {
-        libc::mmap(
-            addr as *mut libc::c_void,
-            len as usize,
-            prot,
-            libc::MAP_SHARED | libc::MAP_FIXED,
-            fd,
-            off as libc::off_t,
+        libc::mremap(
+            tmp,
+            new_len as usize,
+            new_len as usize,
+            libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
+            dst as *mut libc::c_void,
         )
     };
     if p == libc::MAP_FAILED {
+        let e = io::Error::last_os_error();
+        // Put it back where it was (its first old_len bytes), so the guest keeps its mapping.
+        // SAFETY: as above; `old` was vacated by the first move.
+        unsafe {
+            libc::mremap(
+                tmp,
+                new_len as usize,
+                old_len as usize,
+                libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
+                old as *mut libc::c_void,
+            )
+        };
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// mprotect of a shared mapping of the guest window in the host: write access to a file mapping
+/// is the file's to grant (EACCES for a file opened read-only, as natively).
+pub fn protect(addr: u64, len: u64, prot: i32) -> io::Result<()> {
+    // SAFETY: a range of the guest window that holds a shared mapping the VMM made; mprotect
+    // changes only its access rights, and the VMM accesses guest memory through raw copies
+    // checked against the same rights (`GuestMemory`), never through references.
+    let r = unsafe { libc::mprotect(addr as *mut libc::c_void, len as usize, prot) };
+    if r != 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(())
@@ -90,22 +168,31 @@ pub fn map_file_shared(addr: u64, len: u64, writable: bool, fd: i32, off: u64) -
 /// Puts fresh private anonymous memory (huge pages allowed) back over `[addr, addr+len)` of the
 /// guest window, after a shared file mapping there ends.
 pub fn map_anonymous(addr: u64, len: u64) -> io::Result<()> {
-    // SAFETY: as in `map_file_shared`: a range of the guest window, owned by the VMM, no Rust
-    // references into it; MAP_FIXED only replaces those pages.
+    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE;
+    map_over(addr, len, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0)?;
+    let _ = madvise(addr, len as usize, libc::MADV_HUGEPAGE);
+    Ok(())
+}
+
+/// `mmap(addr, len, prot, flags | MAP_FIXED, fd, off)` over a range of the guest window: the one
+/// place the VMM replaces guest memory with another mapping.
+fn map_over(addr: u64, len: u64, prot: i32, flags: i32, fd: i32, off: u64) -> io::Result<()> {
+    // SAFETY: callers pass a page-aligned range inside the guest window, memory owned by the VMM
+    // that no Rust reference points into (guest memory is accessed through raw copies);
+    // MAP_FIXED only replaces those pages.
     let p = unsafe {
         libc::mmap(
             addr as *mut libc::c_void,
             len as usize,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED | libc::MAP_NORESERVE,
-            -1,
-            0,
+            prot,
+            flags | libc::MAP_FIXED,
+            fd,
+            off as libc::off_t,
         )
     };
     if p == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
     }
-    let _ = madvise(addr, len as usize, libc::MADV_HUGEPAGE);
     Ok(())
 }
 

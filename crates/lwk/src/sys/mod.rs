@@ -7,6 +7,7 @@ mod file;
 pub mod kvm;
 mod mem;
 mod process;
+mod region;
 mod signal;
 mod thread;
 
@@ -15,5 +16,6 @@ pub use fd::*;
 pub use file::*;
 pub use mem::*;
 pub use process::*;
+pub use region::*;
 pub use signal::*;
 pub use thread::*;

@@ -39,7 +39,7 @@ impl Kernel {
     }
 
     /// The vCPU whose thread `pid` names (0: the caller), or None for another process.
-    fn vcpu_of(&self, pid: i32, cpu: usize) -> Option<usize> {
+    pub(super) fn vcpu_of(&self, pid: i32, cpu: usize) -> Option<usize> {
         if pid == 0 {
             return Some(cpu);
         }

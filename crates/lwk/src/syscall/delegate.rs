@@ -17,6 +17,11 @@ impl Kernel {
             SYS_futex => return self.futex(a),
             SYS_close_range => return self.close_range(a),
             SYS_process_vm_readv | SYS_process_vm_writev => return self.process_vm(nr, a),
+            // Kernel-shared mappings (issue #14): io_uring (`uring.rs`), perf events (`perf.rs`).
+            SYS_io_uring_setup => return self.io_uring_setup(a),
+            SYS_io_uring_enter => return self.io_uring_enter(a),
+            SYS_io_uring_register => return self.io_uring_register(a),
+            SYS_perf_event_open => return self.perf_event_open(a),
             SYS_getrlimit | SYS_setrlimit if a[0] == RLIMIT_NOFILE as u64 => return self.nofile(nr, a),
             SYS_prlimit64 if a[1] == RLIMIT_NOFILE as u64 && (a[0] == 0 || self.is_self(a[0] as i32)) => {
                 return self.nofile(nr, a)
@@ -58,6 +63,10 @@ impl Kernel {
     fn ioctl(&self, a: [u64; 6]) -> Reply {
         let fd = a[0] as i32;
         if fd < 0 || fd >= self.fd_floor {
+            return Reply::Ret(-(EBADF as i64));
+        }
+        if a[1] & 0xffff_ffff == layout::PERF_EVENT_IOC_SET_OUTPUT && a[2] as i32 >= self.fd_floor {
+            // Its argument is an fd (-1: none).
             return Reply::Ret(-(EBADF as i64));
         }
         match layout::ioctl_arg(a[1] & 0xffff_ffff) {

@@ -8,13 +8,13 @@
 #![deny(unreachable_patterns, unused_variables, non_snake_case)]
 
 use libc::{
-    SYS_accept, SYS_accept4, SYS_access, SYS_alarm, SYS_bind, SYS_chdir, SYS_chmod, SYS_chown, SYS_chroot,
-    SYS_clock_getres, SYS_clock_gettime, SYS_clock_nanosleep, SYS_clock_settime, SYS_close, SYS_connect,
-    SYS_copy_file_range, SYS_creat, SYS_dup, SYS_dup2, SYS_dup3, SYS_epoll_create, SYS_epoll_create1,
-    SYS_epoll_ctl, SYS_epoll_pwait, SYS_epoll_wait, SYS_eventfd2, SYS_faccessat, SYS_faccessat2,
-    SYS_fadvise64, SYS_fallocate, SYS_fchdir, SYS_fchmod, SYS_fchmodat, SYS_fchown, SYS_fchownat,
-    SYS_fdatasync, SYS_fgetxattr, SYS_flistxattr, SYS_flock, SYS_fremovexattr, SYS_fsetxattr, SYS_fstat,
-    SYS_fstatfs, SYS_fsync, SYS_ftruncate, SYS_futex, SYS_get_mempolicy, SYS_getcpu, SYS_getcwd,
+    SYS_accept, SYS_accept4, SYS_access, SYS_alarm, SYS_bind, SYS_capget, SYS_chdir, SYS_chmod, SYS_chown,
+    SYS_chroot, SYS_clock_getres, SYS_clock_gettime, SYS_clock_nanosleep, SYS_clock_settime, SYS_close,
+    SYS_connect, SYS_copy_file_range, SYS_creat, SYS_dup, SYS_dup2, SYS_dup3, SYS_epoll_create,
+    SYS_epoll_create1, SYS_epoll_ctl, SYS_epoll_pwait, SYS_epoll_wait, SYS_eventfd2, SYS_faccessat,
+    SYS_faccessat2, SYS_fadvise64, SYS_fallocate, SYS_fchdir, SYS_fchmod, SYS_fchmodat, SYS_fchown,
+    SYS_fchownat, SYS_fdatasync, SYS_fgetxattr, SYS_flistxattr, SYS_flock, SYS_fremovexattr, SYS_fsetxattr,
+    SYS_fstat, SYS_fstatfs, SYS_fsync, SYS_ftruncate, SYS_futex, SYS_get_mempolicy, SYS_getcpu, SYS_getcwd,
     SYS_getdents, SYS_getdents64, SYS_getegid, SYS_geteuid, SYS_getgid, SYS_getgroups, SYS_getitimer,
     SYS_getpeername, SYS_getpgid, SYS_getpgrp, SYS_getppid, SYS_getrandom, SYS_getresgid, SYS_getresuid,
     SYS_getrlimit, SYS_getrusage, SYS_getsid, SYS_getsockname, SYS_getsockopt, SYS_gettimeofday, SYS_getuid,
@@ -94,6 +94,7 @@ pub fn written(nr: i64) -> &'static [usize] {
         SYS_getrusage | SYS_getgroups => &[1],
         SYS_sched_getaffinity | SYS_timer_create | SYS_socketpair => &[2, 3],
         SYS_getresuid | SYS_getresgid | SYS_getcpu => &[0, 1, 2],
+        SYS_capget => &[0, 1],
         SYS_wait4 => &[1, 3],
         SYS_waitid => &[2, 4],
         SYS_nanosleep => &[1],
@@ -209,6 +210,9 @@ pub fn layout(nr: i64) -> Option<&'static [Arg]> {
         SYS_getgroups => &[Val, OptBuf(ArgTimes(0, 4))],
         SYS_getresuid | SYS_getresgid => &[Buf(Fixed(4)), Buf(Fixed(4)), Buf(Fixed(4))],
         SYS_sched_getaffinity => &[Val, Val, Buf(Arg(1))],
+        // The process's capabilities (perf asks): the header is written back on a version
+        // mismatch; the data is two v3 structs (24 bytes).
+        SYS_capget => &[Buf(Fixed(8)), OptBuf(Fixed(24))],
         SYS_getcpu => &[OptBuf(Fixed(4)), OptBuf(Fixed(4)), Val],
         // SysV shared memory: the segments live in the host; shmat/shmdt are local (shared.rs).
         SYS_shmget => &[Val, Val, Val],
@@ -262,6 +266,9 @@ pub fn layout(nr: i64) -> Option<&'static [Arg]> {
     })
 }
 
+/// PERF_EVENT_IOC_SET_OUTPUT: its integer argument is a file descriptor.
+pub const PERF_EVENT_IOC_SET_OUTPUT: u64 = 0x2405;
+
 /// ioctl requests the proxy knows: (request, size of the argument struct, pointer?).
 pub fn ioctl_arg(request: u64) -> Option<Option<u64>> {
     match request {
@@ -285,6 +292,10 @@ pub fn ioctl_arg(request: u64) -> Option<Option<u64>> {
         0x5409 | 0x540a | 0x540b | 0x540e | 0x5422 | 0x5425 => Some(None),
         // struct ifreq (40 bytes): SIOCGIFNAME (if_indextoname), SIOCGIFINDEX (if_nametoindex).
         0x8910 | 0x8933 => Some(Some(40)),
+        // perf events (issue #14): ENABLE, DISABLE, REFRESH, RESET, SET_OUTPUT (an fd, checked by
+        // the caller), PAUSE_OUTPUT take integers; ID writes a u64, PERIOD reads one.
+        0x2400..=0x2403 | PERF_EVENT_IOC_SET_OUTPUT | 0x4004_2409 => Some(None),
+        0x8008_2407 | 0x4008_2404 => Some(Some(8)),
         _ => None,
     }
 }

@@ -12,6 +12,8 @@ const ARCH_SET_GS: u64 = 0x1001;
 const ARCH_SET_FS: u64 = 0x1002;
 const ARCH_GET_FS: u64 = 0x1003;
 const ARCH_GET_GS: u64 = 0x1004;
+/// statfs f_type of hugetlbfs.
+const HUGETLBFS_MAGIC: i64 = 0x9584_58f6;
 
 fn err(e: i32) -> Reply {
     Reply::Ret(-(e as i64))
@@ -53,10 +55,10 @@ impl Kernel {
             SYS_mremap => {
                 let mut fx = Effects::default();
                 if a[3] & MREMAP_FIXED as u64 != 0 {
-                    return self.refuse(nr, "mremap with MREMAP_FIXED");
+                    return self.mremap_fixed(nr, a);
                 }
                 if self.overlaps_shared(a[0], a[1]) {
-                    return self.refuse(nr, "mremap of a MAP_SHARED file mapping");
+                    return self.mremap_shared(nr, a);
                 }
                 let r =
                     lock(&self.space.mm).mremap(a[0], a[1], a[2], a[3] & MREMAP_MAYMOVE as u64 != 0, &mut fx);
@@ -72,6 +74,9 @@ impl Kernel {
             SYS_mprotect if lock(&self.space.mm).in_window(a[0], a[1]) => {
                 if !a[0].is_multiple_of(crate::mm::PAGE) {
                     return err(EINVAL);
+                }
+                if let Err(e) = self.share_protect(a[0], a[1], a[2] as i32) {
+                    return Reply::Ret(e);
                 }
                 self.note_protect(a[0], a[1], a[2] as i32);
                 self.sync_protections_kept(a[0], a[0].saturating_add(a[1]));
@@ -114,14 +119,7 @@ impl Kernel {
                 }
                 Reply::Ret(0)
             }
-            SYS_mincore => {
-                let pages = a[1].div_ceil(4096);
-                if !self.mem.in_app(a[2], pages) {
-                    return err(EFAULT);
-                }
-                self.mem.write(a[2], &vec![1u8; pages as usize]);
-                Reply::Ret(0)
-            }
+            SYS_mincore => self.mincore(a),
             SYS_arch_prctl => self.arch_prctl(ctx, a),
             SYS_getpid => Reply::Ret(self.pid() as i64),
             SYS_gettid => Reply::Ret(self.tid(cpu) as i64),
@@ -263,6 +261,25 @@ impl Kernel {
             return err(EINVAL);
         }
         let fixed = flags & (MAP_FIXED | MAP_FIXED_NOREPLACE) != 0;
+        let huge = anon && flags & MAP_HUGETLB != 0;
+        // A file of hugetlbfs is mapped with its 2 MiB pages, at a 2 MiB-aligned address.
+        let huge_file = shared && sys::fs_type(fd).ok() == Some(HUGETLBFS_MAGIC);
+        let len = if huge_file {
+            len.div_ceil(crate::memory::PAGE_2M) * crate::memory::PAGE_2M
+        } else {
+            len
+        };
+        if huge {
+            if let Some(r) = self.hugetlb_refused(flags, addr, fixed) {
+                return r;
+            }
+        }
+        if shared {
+            // Kernel objects the LWK serves itself (io_uring rings: `uring.rs`).
+            if let Some(r) = self.mmap_kernel_object(a) {
+                return r;
+            }
+        }
         let rewriting = lock(&self.program.thunks).is_some();
         let mut fx = Effects::default();
         let r = {
@@ -270,7 +287,9 @@ impl Kernel {
             if flags & MAP_FIXED_NOREPLACE != 0 && !mm.maps.is_free(addr, addr.saturating_add(len)) {
                 return err(EEXIST);
             }
-            if rewriting && !anon && !shared && !fixed {
+            if (huge || huge_file) && !fixed {
+                mm.mmap_aligned(len, crate::memory::PAGE_2M)
+            } else if rewriting && !anon && !shared && !fixed {
                 // Files (libraries) go low, within rel32 reach of the thunk page.
                 mm.mmap_low(len)
             } else {
@@ -285,6 +304,23 @@ impl Kernel {
             return Reply::Ret(e);
         }
         self.apply(fx);
+        if anon && (huge || flags & MAP_SHARED != 0) {
+            // MAP_SHARED anonymous memory (shared with forked children) and MAP_HUGETLB pages
+            // are host mappings of their own over the range (`shared.rs`).
+            let len = if huge {
+                len.div_ceil(crate::memory::PAGE_2M) * crate::memory::PAGE_2M
+            } else {
+                len
+            };
+            let r = self.map_anonymous_special(addr, len, flags & MAP_SHARED != 0, huge);
+            if !matches!(r, Reply::Ret(v) if v >= 0) {
+                self.release(addr, len).ok();
+            } else {
+                self.note_map(addr, len, prot, flags & MAP_SHARED != 0, None, 0);
+                self.sync_protections(addr, addr.saturating_add(len));
+            }
+            return r;
+        }
         if shared {
             let r = self.map_shared(addr, len, prot, fd, off);
             if !matches!(r, Reply::Ret(v) if v >= 0) {
@@ -295,8 +331,11 @@ impl Kernel {
             }
             return r;
         }
-        if !anon {
+        if !anon && prot & PROT_EXEC == 0 && self.map_private_file(addr, len, fd, off) {
+            // The host's copy-on-write mapping of the file (`shared.rs`).
+        } else if !anon {
             // A private copy of the file: pread into the (zeroed) range, the tail stays zero.
+            // Executable mappings are copies: the LWK rewrites their syscall sites.
             let mut done = 0u64;
             while done < len {
                 let n = sys::raw_syscall(

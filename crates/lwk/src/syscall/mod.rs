@@ -12,9 +12,12 @@ mod local;
 mod maps;
 mod open;
 mod opened;
+mod perf;
 mod protect;
 mod shared;
 pub mod signal;
+mod uring;
+mod uring_sqe;
 
 use crate::kernel::{lock, Ctx, ExitStatus, Kernel, Reply};
 use crate::stats::Served;
@@ -27,6 +30,14 @@ impl Kernel {
     pub fn serve(&self, ctx: Ctx<'_>, cpu: usize, nr: u64, a: [u64; 6]) -> Reply {
         let t0 = Instant::now();
         let local = self.policy.is_local(nr) || self.is_proc_self_exe(nr, &a);
+        if matches!(ctx, Ctx::Proxy) && self.uring_wants_vcpu(nr, &a) {
+            // A ring one task must drive (SINGLE_ISSUER/DEFER_TASKRUN): the guest thread's own.
+            return Reply::NeedVcpu;
+        }
+        let a = match self.perf_args(cpu, nr, a) {
+            Ok(a) => a,
+            Err(r) => return r,
+        };
         let reply = if matches!(ctx, Ctx::Proxy)
             && self.live_threads.load(std::sync::atomic::Ordering::Acquire) > 1
             && may_block(nr, &a)
@@ -150,6 +161,8 @@ fn may_block(nr: u64, a: &[u64; 6]) -> bool {
             a[1] as i32 & 127,
             FUTEX_WAIT | FUTEX_WAIT_BITSET | FUTEX_LOCK_PI | 13
         ),
+        // io_uring_enter that waits for completions (IORING_ENTER_GETEVENTS, min_complete > 0).
+        SYS_io_uring_enter => a[3] & 1 != 0 && a[2] > 0,
         n => [
             SYS_read,
             SYS_readv,

@@ -3,6 +3,7 @@
 
 mod emulate;
 mod hpcc;
+mod hrt;
 mod lwk;
 mod map;
 mod multiverse;
@@ -33,6 +34,8 @@ enum Which {
     Multiverse(multiverse::Args),
     /// NetworkedOS IPC microbenchmark: Linux vs round-robin vs `map run`, calibration, projection (issue #12)
     Map(map::Args),
+    /// Split execution (Multiverse Fig. 2): synchronous and asynchronous calls, merger, next to the cache-line round trip (issue #13)
+    Hrt(hrt::Args),
 }
 
 pub fn run(args: Args, out: &Out) -> super::Exit {
@@ -44,5 +47,6 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
         Which::Noise(a) => noise::run(a, out),
         Which::Multiverse(a) => multiverse::run(a, out),
         Which::Map(a) => map::run(a, out),
+        Which::Hrt(a) => hrt::run(a, out),
     }
 }

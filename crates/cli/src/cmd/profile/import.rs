@@ -1,5 +1,5 @@
 //! `multios profile import`: strace/perf summaries, or `perf trace` records → profile (and, for
-//! records, `--trace FILE`: the calls as Chrome trace JSON).
+//! records, `--trace FILE`: the calls as Chrome trace JSON, CSV or Parquet).
 
 use crate::output::Out;
 use std::path::PathBuf;
@@ -12,9 +12,10 @@ pub struct ImportArgs {
     /// Wall time of the traced run (summaries do not record it; records do), e.g. 12.3s
     #[arg(long)]
     wall: Option<multios_units::Duration>,
-    /// With `perf trace` records: also write the calls as Chrome trace JSON (Perfetto, chrome://tracing)
+    /// With `perf trace` records: also write the calls as Chrome trace JSON (Perfetto, chrome://tracing),
+    /// or one row per call as CSV (FILE ending in .csv) or Parquet (.parquet); repeat for several
     #[arg(long, value_name = "FILE")]
-    trace: Option<PathBuf>,
+    trace: Vec<PathBuf>,
     /// The traced command, for the record, as one string (e.g. --command "bzip2 -9 input.txt")
     #[arg(long, allow_hyphen_values = true)]
     command: Option<String>,
@@ -38,13 +39,14 @@ pub fn run(args: ImportArgs, out: &Out) -> crate::cmd::Exit {
     };
     let origin = args.input.display().to_string();
     let p = multios_profile::import::import(&origin, &text, &opts)?;
-    if let Some(path) = &args.trace {
+    if !args.trace.is_empty() {
         let Some(records) = multios_profile::import::perf_trace_records(&origin, &text) else {
             anyhow::bail!("--trace: {origin} has no per-call records (a summary has only totals): record with `perf trace -o FILE -- CMD`");
         };
-        let json = multios_report::chrome_trace(&records?);
-        std::fs::write(path, serde_json::to_string(&json)?)
-            .map_err(|e| anyhow::anyhow!("--trace {}: {e}", path.display()))?;
+        let records = records?;
+        for path in &args.trace {
+            multios_report::write_trace(path, &records).map_err(|e| anyhow::anyhow!("--trace: {e}"))?;
+        }
     }
     multios_profile::save(&p, &args.output)?;
     super::print_profile(&p, out, None)?;

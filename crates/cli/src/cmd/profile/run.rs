@@ -35,10 +35,12 @@ pub struct RunArgs {
     /// Also write the syscall CDF (paper Fig. 6/12) as PNG, SVG and CSV into this directory
     #[arg(long, value_name = "DIR")]
     plot: Option<PathBuf>,
-    /// Also write every call (thread, start, duration) as Chrome trace JSON (Perfetto,
-    /// chrome://tracing); records with the ptrace backend (the default with --trace)
+    /// Also write every call (thread, start, duration): Chrome trace JSON (Perfetto,
+    /// chrome://tracing, speedscope), or one row per call as CSV if FILE ends in .csv, Parquet if
+    /// in .parquet (repeat the flag for several files of one run); records with the ptrace
+    /// backend (the default with --trace)
     #[arg(long, value_name = "FILE", conflicts_with = "pid")]
-    trace: Option<PathBuf>,
+    trace: Vec<PathBuf>,
     /// The command to profile, after `--`
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
     command: Vec<String>,
@@ -72,20 +74,21 @@ pub fn run(args: RunArgs, out: &Out) -> crate::cmd::Exit {
         std::process::id(),
     ));
     multios_profile::check_writable(&path)?;
-    if let Some(t) = &args.trace {
+    for t in &args.trace {
         multios_profile::check_writable(t)?;
     }
     let mut profile = if matches!(args.backend, Some(BackendArg::Inproc)) {
-        if args.trace.is_some() {
+        if !args.trace.is_empty() {
             anyhow::bail!(
                 "--trace records each call with the ptrace backend: use --backend ptrace (or no --backend)"
             );
         }
         multios_profiler::inproc::profile(&args.command)?
-    } else if let Some(t) = &args.trace {
+    } else if !args.trace.is_empty() {
         let (p, records) = multios_profiler::profile_traced(&opts)?;
-        std::fs::write(t, serde_json::to_string(&multios_report::chrome_trace(&records))?)
-            .map_err(|e| anyhow::anyhow!("--trace {}: {e}", t.display()))?;
+        for t in &args.trace {
+            multios_report::write_trace(t, &records).map_err(|e| anyhow::anyhow!("--trace: {e}"))?;
+        }
         p
     } else {
         multios_profiler::profile(&opts)?

@@ -8,12 +8,12 @@
 //! sees `WAKER` and wakes the stored waker, or the receiver sees `DONE` and takes the value
 //! without sleeping. This is the role of the paper's enqueue handler: a waiting task registers
 //! and re-checks in one step, so a completion between its check and its suspension is never lost.
+//! The loom models `oneshot_*` check it.
 
-use std::cell::UnsafeCell;
+use crate::shim::{Arc, AtomicU8, UnsafeCell};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::task::{Context, Poll, Waker};
 
 const WAKER: u8 = 1;
@@ -65,7 +65,7 @@ impl<T> Sender<T> {
         if let Some(slot) = self.0.take() {
             // SAFETY: DONE is not set yet and only this sender sets it, so the receiver does not
             // read `value` until after the fetch_or below.
-            unsafe { *slot.value.get() = Some(value) };
+            slot.value.with_mut(|v| unsafe { *v = Some(value) });
             finish(&slot, DONE);
         }
     }
@@ -74,11 +74,13 @@ impl<T> Sender<T> {
 fn finish<T>(slot: &Slot<T>, bits: u8) {
     let prev = slot.state.fetch_or(bits, Ordering::AcqRel);
     if prev & WAKER != 0 {
-        // SAFETY: WAKER was set before DONE, so the receiver stored the waker and will not touch
-        // it again (it re-checks DONE before every store).
-        if let Some(w) = unsafe { &*slot.waker.get() } {
-            w.wake_by_ref();
-        }
+        slot.waker.with(|w| {
+            // SAFETY: WAKER was set before DONE, so the receiver stored the waker and will not
+            // touch it again (it re-checks DONE before every store).
+            if let Some(w) = unsafe { &*w } {
+                w.wake_by_ref();
+            }
+        });
     }
 }
 
@@ -102,7 +104,10 @@ impl<T> Receiver<T> {
         }
         // SAFETY: DONE was observed with acquire ordering after the sender wrote the value; the
         // receiver is the only reader.
-        unsafe { (*self.0.value.get()).take() }.ok_or(Closed::Dropped)
+        self.0
+            .value
+            .with_mut(|v| unsafe { (*v).take() })
+            .ok_or(Closed::Dropped)
     }
 
     /// Whether the value (or the sender's closing) has arrived: one read of the slot's line.
@@ -128,9 +133,9 @@ impl<T> Future for Receiver<T> {
         }
         if s & WAKER != 0 {
             // SAFETY: WAKER is set, so the sender may read the waker but nobody writes it.
-            let same = unsafe { &*slot.waker.get() }
-                .as_ref()
-                .is_some_and(|w| w.will_wake(cx.waker()));
+            let same = slot
+                .waker
+                .with(|w| unsafe { &*w }.as_ref().is_some_and(|w| w.will_wake(cx.waker())));
             if same {
                 return Poll::Pending;
             }
@@ -141,34 +146,11 @@ impl<T> Future for Receiver<T> {
         }
         // SAFETY: WAKER is clear and DONE was not set when we cleared/observed it, so a sender
         // that sets DONE from now on sees WAKER clear and does not read the waker.
-        unsafe { *slot.waker.get() = Some(cx.waker().clone()) };
+        slot.waker.with_mut(|w| unsafe { *w = Some(cx.waker().clone()) });
         let s = slot.state.fetch_or(WAKER, Ordering::AcqRel);
         if s & DONE != 0 {
             return Poll::Ready(self.take(s));
         }
         Poll::Pending
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::block_on;
-
-    #[test]
-    fn a_value_sent_from_another_thread_arrives() {
-        for i in 0..2000u32 {
-            let (tx, rx) = channel();
-            let t = std::thread::spawn(move || tx.send(i));
-            assert_eq!(block_on(rx), Ok(i));
-            let _ = t.join();
-        }
-    }
-
-    #[test]
-    fn a_dropped_sender_closes_the_future() {
-        let (tx, rx) = channel::<u8>();
-        drop(tx);
-        assert_eq!(block_on(rx), Err(Closed::Dropped));
     }
 }
