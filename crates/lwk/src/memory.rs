@@ -43,8 +43,8 @@
 
 use crate::sys;
 
-/// Leaf entries accessed and dirty from the start (see `pagetable::PTE_A`).
-const AD: u64 = 0x60;
+/// Leaf entries accessed and dirty from the start (see [`PTE_A`]).
+const AD: u64 = PTE_A | PTE_D;
 
 /// Start of the LWK's own region.
 pub const LWK_BASE: u64 = 0x7e00_0000_0000;
@@ -155,6 +155,12 @@ pub const PTE_US: u64 = 4;
 pub const PTE_PS: u64 = 0x80;
 /// No-execute (EFER.NXE is on).
 pub const PTE_NX: u64 = 1 << 63;
+/// Accessed and dirty: set in every entry from the start. Nothing in the guest reads them, and a
+/// shadowing KVM then neither writes them on a walk nor refuses to prefetch: a fault on a page of
+/// a 4 KiB table fills the shadow entries of up to 8 neighbours too (it prefetches only guest
+/// entries marked accessed), which matters on this KVM, where one such fault costs ≈ 9 µs.
+pub const PTE_A: u64 = 0x20;
+pub const PTE_D: u64 = 0x40;
 
 impl GuestMemory {
     /// Maps the LWK region and an application window of `app_size` bytes and writes the page tables.
@@ -213,7 +219,7 @@ impl GuestMemory {
     fn write_lwk_tables(&self) {
         use sys_page::*;
         let s = SYS_BASE;
-        let table = PTE_P | PTE_RW | PTE_US | crate::pagetable::PTE_A;
+        let table = PTE_P | PTE_RW | PTE_US | PTE_A;
         self.write_u64(s + PML4 + 8 * ((LWK_BASE >> 39) & 511), (s + PDPT_LWK) | table);
         self.write_u64(s + PDPT_LWK + 8 * ((LWK_BASE >> 30) & 511), (s + PD_LWK) | table);
         self.write_u64(s + PD_LWK, SYS_BASE | PTE_P | PTE_RW | PTE_PS | AD);
@@ -227,7 +233,7 @@ impl GuestMemory {
     fn write_page_tables(&self) {
         use sys_page::*;
         let s = SYS_BASE;
-        let table = PTE_P | PTE_RW | PTE_US | crate::pagetable::PTE_A;
+        let table = PTE_P | PTE_RW | PTE_US | PTE_A;
         // PML4[0] -> application PDPT; PML4[LWK] -> LWK PDPT.
         self.write_u64(s + PML4, (s + PDPT_APP) | table);
         self.write_lwk_tables();

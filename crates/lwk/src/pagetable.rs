@@ -8,7 +8,7 @@
 //! after its CR3 is reloaded (`shadow.rs`).
 
 use crate::memory::{GuestMemory, APP_BASE, PAGE_2M, SYS_BASE};
-use crate::memory::{PTE_NX, PTE_P, PTE_PS, PTE_RW, PTE_US};
+use crate::memory::{PTE_A, PTE_D, PTE_NX, PTE_P, PTE_PS, PTE_RW, PTE_US};
 
 /// The 512 4 KiB entries under one 2 MiB page, as protection bits (0: not present).
 pub type Chunk = [u64; 512];
@@ -54,12 +54,6 @@ pub fn bits(prot: Option<i32>) -> u64 {
 }
 
 const FLAGS: u64 = PTE_P | PTE_RW | PTE_US | PTE_NX;
-/// Accessed and dirty: set in every entry from the start. Nothing in the guest reads them, and a
-/// shadowing KVM then neither writes them on a walk nor refuses to prefetch: a fault on a page of
-/// a 4 KiB table fills the shadow entries of up to 8 neighbours too (it prefetches only guest
-/// entries marked accessed), which matters on this KVM, where one such fault costs ≈ 9 µs.
-pub(crate) const PTE_A: u64 = 0x20;
-const PTE_D: u64 = 0x40;
 
 /// The accessed bit, and dirty for a writable page.
 fn accessed_dirty(bits: u64) -> u64 {
