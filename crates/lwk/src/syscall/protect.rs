@@ -43,6 +43,8 @@ impl Kernel {
         if lo >= hi {
             return;
         }
+        // Decided before mm and vmas are locked (it takes other locks, alone).
+        let range_ok = kept && self.range_invalidation_allowed(a, b);
         let shootdown = {
             let mm = lock(&self.space.mm);
             let vmas = lock(&self.space.vmas);
@@ -58,7 +60,7 @@ impl Kernel {
             // Pages given back to the host (munmap, MAP_FIXED, brk shrink) had their shadow
             // entries dropped by MADV_DONTNEED; added access heals itself (above): only access
             // taken from pages that stay mapped needs KVM's shadow entries dropped here.
-            let dropped = !(kept && what == Change::Tightened) || self.drop_shadow_of(a, b);
+            let dropped = !(kept && what == Change::Tightened) || (range_ok && self.drop_shadow_of(a, b));
             if !dropped {
                 self.mem.shadow.flush(self.mem.pt_pool.base);
             }
@@ -82,6 +84,16 @@ impl Kernel {
     /// guest is in flight, so nothing writes the range while it is read-only in the host. With
     /// several vCPUs another thread, or a delegated call on its behalf, could: false, and the
     /// caller flushes. `MULTIOS_LWK_FLUSH=memslot` forces the flush (for measurements).
+    /// Whether the host mprotect of [`Self::drop_shadow_of`] may touch `[a, b)`: not over a host
+    /// mapping of its own (`space.shared`: shared file, memfd, SysV, MAP_SHARED or huge-page
+    /// memory, whose host protection is not always read-write and which other processes or the
+    /// host kernel may write), and not while the guest has an io_uring instance (the host kernel's
+    /// workers complete reads into guest buffers at any time; a transiently read-only page would
+    /// fail them with EFAULT). Otherwise the caller flushes every shadow table instead.
+    fn range_invalidation_allowed(&self, a: u64, b: u64) -> bool {
+        lock(&self.space.uring).is_empty() && !self.overlaps_shared(a, b.saturating_sub(a))
+    }
+
     fn drop_shadow_of(&self, a: u64, b: u64) -> bool {
         let single = self.live_threads.load(std::sync::atomic::Ordering::Acquire) == 1;
         if !single || std::env::var_os("MULTIOS_LWK_FLUSH").is_some_and(|v| v == "memslot") {
