@@ -80,9 +80,10 @@ struct RunArgs {
     /// The Linux CPU the proxy thread runs on (default: the first available CPU)
     #[arg(long, value_name = "CPU")]
     proxy_cpu: Option<usize>,
-    /// Write every delegated call and every fault turned into a signal to FILE (JSON Lines: time,
-    /// vCPU, call, duration, result, the caller found on the stack); a forked child writes
-    /// FILE.PID. Rank it with `multios lwk hotspots FILE`
+    /// Write every system call that left the guest (delegated to Linux, or served by the LWK:
+    /// memory, threads, signals…) and every fault turned into a signal to FILE (JSON Lines: time,
+    /// vCPU, call, duration, result, the caller and frames found on the stack); a forked child
+    /// writes FILE.PID. Rank it with `multios lwk hotspots FILE`
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
     /// Bind library functions of the program to LWK implementations (YAML: `overrides:` a list of
