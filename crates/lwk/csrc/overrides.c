@@ -4,11 +4,13 @@
  * (the GOT is the symbol cache: no lookup per call). Which overrides are on comes from
  * MULTIOS_LWK_OVERRIDES (a comma-separated list the VMM sets from `lwk run --overrides FILE`); an
  * exported function that is not on calls the next definition (libc's), resolved once in the
- * constructor with dlsym(RTLD_NEXT).
+ * constructor with dlsym(RTLD_NEXT). This file holds the object's constructor and the clock
+ * family; threads.c (pthread_create/join on LWK-native threads) and prefault.c (mmap) are the
+ * others. The malloc family is a separate object (heap.c), preloaded only when it is on.
  *
  * The clock family ("tsc"): clock_gettime(CLOCK_REALTIME/MONOTONIC and their _COARSE forms),
  * gettimeofday and time are answered in the guest from the TSC instead of a delegated call (the
- * LWK has no vDSO). ns = ns0 + (tsc - tsc0) * ns_per_tick; the anchor (tsc0, ns0) is re-taken
+ * LWK has no vDSO); the CPU-time clocks are extrapolated between readings (cpu_ns below). ns = ns0 + (tsc - tsc0) * ns_per_tick; the anchor (tsc0, ns0) is re-taken
  * from the real clock every RESYNC_NS, and the rate is refined over the whole run
  * ((ns - first_ns) / (tsc - first_tsc)), so the error stays within a few µs. A seqlock lets
  * readers run without a lock; a clock never goes backwards (the last value returned is a floor).
@@ -21,6 +23,8 @@
 #include <sys/time.h>
 #include <time.h>
 #include <x86intrin.h>
+
+#include "overrides.h"
 
 #define RESYNC_NS 50000000LL
 
@@ -109,8 +113,54 @@ static int which(clockid_t c) {
     }
 }
 
+/* The CPU-time clocks (CLOCK_PROCESS_CPUTIME_ID, CLOCK_THREAD_CPUTIME_ID): the real value,
+ * read every RESYNC_NS of the monotonic clock and extrapolated in between at the rate it grew
+ * over the previous interval (0 while the process slept, 1 for one busy thread, 2 for two), and
+ * never backwards (after an overshoot the clock holds until the real one catches up). Runtimes
+ * read them for scheduling quanta and collector statistics (Racket: hundreds of times a second),
+ * which the LWK would otherwise forward every time. The price: a reading may be off by the CPU
+ * time of one interval's change of pace. */
+struct cpu_anchor {
+    int64_t wall0, cpu0, last;
+    double rate;
+    int valid;
+};
+static struct cpu_anchor process_anchor;
+static int process_lock;
+static __thread struct cpu_anchor thread_anchor;
+
+static int64_t cpu_ns(clockid_t c, struct cpu_anchor *a) {
+    int64_t now = tsc_ns(1);
+    if (!a->valid || now - a->wall0 >= RESYNC_NS || now < a->wall0) {
+        int64_t real = real_ns(c);
+        double rate = 1.0;
+        if (a->valid && now > a->wall0) rate = (double)(real - a->cpu0) / (double)(now - a->wall0);
+        a->rate = rate < 0 ? 0 : rate > 64 ? 64 : rate;
+        a->wall0 = now;
+        a->cpu0 = real;
+        a->valid = 1;
+    }
+    int64_t v = a->cpu0 + (int64_t)((double)(now - a->wall0) * a->rate);
+    if (v < a->last) v = a->last;
+    a->last = v;
+    return v;
+}
+
 int clock_gettime(clockid_t c, struct timespec *ts) {
     int k = which(c);
+    if (on_clock_gettime && (c == CLOCK_PROCESS_CPUTIME_ID || c == CLOCK_THREAD_CPUTIME_ID)) {
+        int64_t ns;
+        if (c == CLOCK_THREAD_CPUTIME_ID) {
+            ns = cpu_ns(c, &thread_anchor);
+        } else {
+            while (__atomic_exchange_n(&process_lock, 1, __ATOMIC_ACQUIRE)) __builtin_ia32_pause();
+            ns = cpu_ns(c, &process_anchor);
+            __atomic_store_n(&process_lock, 0, __ATOMIC_RELEASE);
+        }
+        ts->tv_sec = ns / 1000000000LL;
+        ts->tv_nsec = ns % 1000000000LL;
+        return 0;
+    }
     if (!on_clock_gettime || k < 0) return real_clock_gettime(c, ts);
     int64_t ns = tsc_ns(k);
     ts->tv_sec = ns / 1000000000LL;
@@ -133,7 +183,7 @@ time_t time(time_t *t) {
     return s;
 }
 
-static int listed(const char *list, const char *name) {
+int multios_listed(const char *list, const char *name) {
     size_t n = strlen(name);
     for (const char *p = list; p && *p;) {
         const char *e = strchr(p, ',');
@@ -144,16 +194,20 @@ static int listed(const char *list, const char *name) {
     return 0;
 }
 
+void *multios_next(const char *name) { return dlsym(RTLD_NEXT, name); }
+
 __attribute__((constructor)) static void init(void) {
+    const char *list = getenv("MULTIOS_LWK_OVERRIDES");
+    multios_threads_init(list);
+    multios_prefault_init(list);
     real_clock_gettime = (clock_gettime_fn)dlsym(RTLD_NEXT, "clock_gettime");
     real_gettimeofday = (gettimeofday_fn)dlsym(RTLD_NEXT, "gettimeofday");
     real_time = (time_fn)dlsym(RTLD_NEXT, "time");
-    const char *list = getenv("MULTIOS_LWK_OVERRIDES");
     const char *hz = getenv("MULTIOS_LWK_TSC_HZ");
     double rate = hz ? strtod(hz, NULL) : 0;
     if (!real_clock_gettime || !real_gettimeofday || !real_time || rate <= 0) return;
-    on_clock_gettime = listed(list, "clock_gettime");
-    on_gettimeofday = listed(list, "gettimeofday");
-    on_time = listed(list, "time");
+    on_clock_gettime = multios_listed(list, "clock_gettime");
+    on_gettimeofday = multios_listed(list, "gettimeofday");
+    on_time = multios_listed(list, "time");
     if (on_clock_gettime || on_gettimeofday || on_time) resync(1, rate);
 }

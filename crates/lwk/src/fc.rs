@@ -134,6 +134,7 @@ pub fn measure(mech: Mechanism, calls: u32, pin: bool) -> Result<Summary, LwkErr
         return Ok(Summary::of(v));
     }
     let mem = Arc::new(GuestMemory::new(64 << 20)?);
+    mem.map_whole_window();
     let buf = APP_BASE + (1 << 20);
     let calls = calls.min(((mem.app.end() - buf - (16 << 20)) / 8) as u32);
     let nr = if mech == Mechanism::RingLocal {
@@ -177,7 +178,15 @@ pub fn measure(mech: Mechanism, calls: u32, pin: bool) -> Result<Summary, LwkErr
         main: Image::default(),
         interp: None,
     };
-    drive(&cfg, mem.clone(), kernel, entry, symbols, Instant::now())?;
+    drive(
+        &cfg,
+        mem.clone(),
+        kernel,
+        entry,
+        symbols,
+        crate::costs::Phases::new(Instant::now()),
+        None,
+    )?;
     let v = (0..calls as u64)
         .map(|i| mem.read_u64(buf + 8 * i) as f64 / per_ns)
         .collect();

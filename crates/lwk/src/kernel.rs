@@ -136,6 +136,10 @@ pub struct Kernel {
     pub(crate) trace: Option<crate::trace::writer::Tracer>,
     /// `--prefault`: anonymous writable mappings are backed by host pages when they are made.
     pub(crate) prefault: bool,
+    /// KVM's statistics of the run's vCPUs and VM (`costs.rs`).
+    pub(crate) kvm: crate::costs::KvmCounters,
+    /// The calls served after a doorbell exit (`costs.rs`).
+    pub(crate) doorbell_calls: crate::costs::PerCall,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -180,6 +184,8 @@ impl Kernel {
             quiet,
             trace: None,
             prefault: false,
+            kvm: crate::costs::KvmCounters::default(),
+            doorbell_calls: crate::costs::PerCall::default(),
             threads: Mutex::new(vec![ThreadInfo {
                 tid: std::process::id() as i32,
                 clear_child_tid: None,

@@ -10,6 +10,7 @@
 
 pub mod bench;
 pub mod config;
+pub mod costs;
 pub mod fc;
 pub mod fds;
 pub(crate) mod iouring;

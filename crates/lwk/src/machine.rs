@@ -101,22 +101,29 @@ fn kick(t: libc::pthread_t) {
     unsafe { libc::pthread_kill(t, libc::SIGUSR2) };
 }
 
-/// Creates the VM and vCPU 0 at `entry` and runs until the guest process exits.
+/// Creates vCPU 0 at `entry` in `vm` (a new VM over `mem` when None) and runs until the guest
+/// process exits.
 pub fn drive(
     cfg: &Config,
     mem: Arc<GuestMemory>,
     kernel: Arc<Kernel>,
     entry: Entry,
     symbols: Symbols,
-    t0: Instant,
+    mut phases: crate::costs::Phases,
+    vm: Option<Vm>,
 ) -> Result<Outcome, LwkError> {
+    let t0 = phases.t0();
     install_kick_handler();
     crate::signal::host::catch_sent_faults();
     // Before any VMM thread starts: they inherit the mask, and only the signal pump takes the
     // guest's signals (in the order the host sends them).
     let old_mask = crate::signal::host::block_in_this_thread();
     kernel.adopt_host_dispositions();
-    let vm = Vm::new(&mem, crate::fds::floor())?;
+    let vm = match vm {
+        Some(vm) => vm,
+        None => Vm::new(&mem, crate::fds::floor())?,
+    };
+    phases.mark("VM and memslots");
     stub::write_tables(&mem);
     let cpuid = vm
         .kvm
@@ -132,6 +139,7 @@ pub fn drive(
     };
     mem.shadow.set_vm(std::os::fd::AsRawFd::as_raw_fd(&vm.vm));
     let mut vcpu = vcpu::create(&vm.vm, &mem, &cpuid, 0, entry, budget, crate::fds::floor())?;
+    phases.mark("vCPU 0");
     let m = Arc::new(Machine {
         vm: Mutex::new(vm),
         mem,
@@ -168,13 +176,17 @@ pub fn drive(
             m.nslots.clone(),
             proxy_cpu,
             cfg.proxy_idle_spin,
+            m.budget,
         )),
         Backend::Exit => None,
     };
     kernel.vcpu_started(0);
     *lock(&m.waker) = proxy.as_ref().and_then(Proxy::waker);
+    phases.mark("proxy and signal threads");
     let startup = t0.elapsed();
+    let host_faults_startup = crate::costs::host_faults();
     let end = m.vcpu_loop(0, &mut vcpu);
+    kernel.kvm.add_vcpu(std::os::fd::AsRawFd::as_raw_fd(&vcpu));
     m.main_done.store(true, Ordering::Release);
     m.main_loop_ended(end);
     m.stop_all();
@@ -190,6 +202,23 @@ pub fn drive(
     if let Some(e) = lock(&m.error).take() {
         return Err(e);
     }
+    kernel
+        .kvm
+        .add_vm(std::os::fd::AsRawFd::as_raw_fd(&lock(&m.vm).vm));
+    let (flushes, flush_time) = m.mem.shadow.flushes();
+    let (invalidations, invalidate_time) = m.mem.shadow.invalidations();
+    let costs = crate::costs::Costs {
+        phases: phases.seconds(),
+        flushes,
+        flush_s: flush_time.as_secs_f64(),
+        invalidations,
+        invalidate_s: invalidate_time.as_secs_f64(),
+        reloads: m.mem.shadow.reloads(),
+        host_faults_startup,
+        host_faults: crate::costs::host_faults(),
+        kvm: kernel.kvm.snapshot(),
+        doorbell_calls: kernel.doorbell_calls.named(),
+    };
     let status = kernel.exit_status().unwrap_or(ExitStatus::Code(0));
     Ok(Outcome {
         status,
@@ -199,6 +228,7 @@ pub fn drive(
         doorbells: m.doorbells.load(Ordering::Relaxed),
         notes: kernel.notes(),
         rewritten: kernel.rewritten_at_run_time(),
+        costs,
     })
 }
 
@@ -241,7 +271,7 @@ impl Machine {
                     }
                     self.doorbells.fetch_add(1, Ordering::Relaxed);
                     if let Some(w) = lock(&self.waker).as_ref() {
-                        w.wake();
+                        w.wake(&self.kernel);
                     }
                     match self.serve_doorbell(id, vcpu) {
                         None => {}
@@ -334,6 +364,7 @@ impl Machine {
                 _ => return None,
             }
             let (nr, a) = slot::request(&self.kernel.mem, slot);
+            self.kernel.doorbell_calls.add(nr);
             if [libc::SYS_rt_sigreturn, libc::SYS_execve, libc::SYS_execveat].contains(&(nr as i64)) {
                 // These set the vCPU's registers: complete the doorbell's MMIO exit first.
                 crate::signal::deliver::settle(vcpu);
@@ -359,7 +390,10 @@ impl Machine {
                     None
                 }
                 Reply::Clone(req) => {
+                    let t0 = Instant::now();
                     let r = self.spawn(id, vcpu, req);
+                    self.kernel
+                        .record_clone(id as usize, nr, t0.elapsed().as_nanos() as u64, r);
                     slot::reply(&self.kernel.mem, slot, r);
                     None
                 }
@@ -462,6 +496,7 @@ impl Machine {
                 m.kernel.vcpu_started(id as usize);
                 let _ = tx.send(crate::sys::pthread_self() as libc::pthread_t);
                 let end = m.vcpu_loop(id, &mut vcpu);
+                m.kernel.kvm.add_vcpu(std::os::fd::AsRawFd::as_raw_fd(&vcpu));
                 if m.on_main_thread() {
                     m.main_done.store(true, Ordering::Release);
                     // This thread forked: it is the child's vCPU 0 and the child ends here.

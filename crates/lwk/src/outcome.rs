@@ -98,6 +98,8 @@ pub struct Outcome {
     pub notes: Vec<String>,
     /// Syscall sites rewritten to skip the trap (0 unless `rewrite_syscalls`).
     pub rewritten: usize,
+    /// Start-up phases and the run's costly events (`costs.rs`).
+    pub costs: crate::costs::Costs,
 }
 
 impl Outcome {
@@ -228,6 +230,7 @@ mod tests {
             doorbells: 0,
             notes: vec![],
             rewritten: 0,
+            costs: Default::default(),
         };
         assert_eq!(o.code(), 134);
     }

@@ -8,7 +8,7 @@
 //! after its CR3 is reloaded (`shadow.rs`).
 
 use crate::memory::{GuestMemory, APP_BASE, PAGE_2M, SYS_BASE};
-use crate::memory::{PTE_NX, PTE_P, PTE_PS, PTE_RW, PTE_US};
+use crate::memory::{PTE_A, PTE_D, PTE_NX, PTE_P, PTE_PS, PTE_RW, PTE_US};
 
 /// The 512 4 KiB entries under one 2 MiB page, as protection bits (0: not present).
 pub type Chunk = [u64; 512];
@@ -54,6 +54,11 @@ pub fn bits(prot: Option<i32>) -> u64 {
 }
 
 const FLAGS: u64 = PTE_P | PTE_RW | PTE_US | PTE_NX;
+
+/// The accessed bit, and dirty for a writable page.
+fn accessed_dirty(bits: u64) -> u64 {
+    PTE_A | if bits & PTE_RW != 0 { PTE_D } else { 0 }
+}
 const ADDR_2M: u64 = 0x000f_ffff_ffe0_0000;
 const ADDR_4K: u64 = 0x000f_ffff_ffff_f000;
 
@@ -107,7 +112,7 @@ impl GuestMemory {
             if first == 0 {
                 0
             } else {
-                (chunk & ADDR_2M) | first | PTE_PS
+                (chunk & ADDR_2M) | first | PTE_PS | accessed_dirty(first)
             }
         } else {
             let pt = self.pt_addr(chunk);
@@ -116,12 +121,12 @@ impl GuestMemory {
                 let e = if b == 0 {
                     0
                 } else {
-                    ((chunk + 4096 * k as u64) & ADDR_4K) | b
+                    ((chunk + 4096 * k as u64) & ADDR_4K) | b | accessed_dirty(b)
                 };
                 table[8 * k..8 * k + 8].copy_from_slice(&e.to_le_bytes());
             }
             self.write(pt, &table);
-            pt | PTE_P | PTE_RW | PTE_US
+            pt | PTE_P | PTE_RW | PTE_US | PTE_A
         };
         self.write_u64(self.pde_addr(chunk), pde);
         what

@@ -28,6 +28,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     } else {
         None
     };
+    let mut phases = crate::costs::Phases::new(t0);
     let mut path = loader::resolve(&cfg.program)?;
     let mut argv: Vec<Vec<u8>> = cfg.argv.iter().map(|a| a.as_bytes().to_vec()).collect();
     // A `#!` script runs its interpreter on it, as execve does.
@@ -46,10 +47,20 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
         }
         None => cfg.env.clone(),
     };
+    phases.mark("resolve and overrides");
     let mem = Arc::new(GuestMemory::new(cfg.mem_size)?);
     if cfg.reserve {
         mem.lock()?;
     }
+    phases.mark("guest memory");
+    // The VM and its memslots (KVM allocates the window's shadow bookkeeping: milliseconds for
+    // a 4 GiB window) are made on another thread while this one loads the program.
+    let vm = {
+        let mem = mem.clone();
+        std::thread::Builder::new()
+            .name("lwk-vm".into())
+            .spawn(move || crate::vm::Vm::new(&mem, crate::fds::floor()))
+    };
     let loaded = loader::load_program(
         &mem,
         &path,
@@ -59,6 +70,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
         cfg.rewrite_syscalls,
     )?;
     let (entry_rip, rsp, rewritten) = (loaded.entry, loaded.rsp, loaded.rewritten);
+    phases.extend(&loaded.phases);
     mem.enable_huge_pages();
     let mut kernel = Kernel::new(
         mem.clone(),
@@ -85,12 +97,22 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     }
     kernel.note_images(&loaded.image, loaded.interp.as_ref());
     // Before any vCPU exists: the first CR3 load sees the protections.
-    kernel.sync_all_protections();
+    kernel.sync_start_protections();
+    phases.mark("kernel and page tables");
     let kernel = Arc::new(kernel);
     let traced = kernel.clone();
     let symbols = Symbols {
         main: loaded.image,
         interp: loaded.interp,
+    };
+    let vm = match vm {
+        Ok(h) => Some(h.join().map_err(|_| LwkError::Stopped {
+            what: "the thread creating the VM panicked".into(),
+            rip: 0,
+            symbol: None,
+        })??),
+        // No thread: the VM is made in `drive`.
+        Err(_) => None,
     };
     let driven = drive(
         cfg,
@@ -102,7 +124,8 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
             ..Default::default()
         },
         symbols,
-        t0,
+        phases,
+        vm,
     );
     // A run that failed still ends its trace (the map names the functions of its events).
     traced.finish_trace();

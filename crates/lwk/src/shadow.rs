@@ -34,6 +34,11 @@ pub struct Shadow {
     thread: [AtomicU64; MAX],
     /// CR3 reloads done, for the measurements.
     reloads: AtomicU64,
+    /// Flushes done and their time (ns), for the measurements (`costs.rs`).
+    flushes: AtomicU64,
+    flush_ns: AtomicU64,
+    invalidations: AtomicU64,
+    invalidate_ns: AtomicU64,
     /// The VM's fd (-1 before the VM exists), for `flush`.
     vm_fd: std::sync::atomic::AtomicI32,
     /// Where the scratch memslot is (0: not created in this VM yet).
@@ -48,6 +53,10 @@ impl Default for Shadow {
             loaded: std::array::from_fn(|_| AtomicU64::new(0)),
             thread: std::array::from_fn(|_| AtomicU64::new(0)),
             reloads: AtomicU64::new(0),
+            flushes: AtomicU64::new(0),
+            flush_ns: AtomicU64::new(0),
+            invalidations: AtomicU64::new(0),
+            invalidate_ns: AtomicU64::new(0),
             vm_fd: std::sync::atomic::AtomicI32::new(-1),
             scratch: AtomicU64::new(0),
         }
@@ -82,6 +91,7 @@ impl Shadow {
         if fd < 0 {
             return;
         }
+        let t0 = Instant::now();
         // The scratch slot moves between two pages below the thunks (never mapped in the guest):
         // one memslot update per flush.
         let at = self.scratch.load(SeqCst);
@@ -97,6 +107,35 @@ impl Shadow {
             Ok(to) => self.scratch.store(to, SeqCst),
             Err(e) => eprintln!("multios lwk: dropping KVM's shadow page tables: {e}"),
         }
+        self.flushes.fetch_add(1, SeqCst);
+        self.flush_ns.fetch_add(t0.elapsed().as_nanos() as u64, SeqCst);
+    }
+
+    /// Makes KVM drop its shadow entries of `[addr, addr+len)` (`sys::invalidate_shadow`, see
+    /// `syscall/protect.rs` for when that is safe); false when the host refused.
+    pub fn invalidate(&self, addr: u64, len: u64) -> bool {
+        let t0 = Instant::now();
+        let ok = crate::sys::invalidate_shadow(addr, len as usize).is_ok();
+        self.invalidations.fetch_add(1, SeqCst);
+        self.invalidate_ns
+            .fetch_add(t0.elapsed().as_nanos() as u64, SeqCst);
+        ok
+    }
+
+    /// Range invalidations so far and their total time.
+    pub fn invalidations(&self) -> (u64, Duration) {
+        (
+            self.invalidations.load(SeqCst),
+            Duration::from_nanos(self.invalidate_ns.load(SeqCst)),
+        )
+    }
+
+    /// Flushes so far and their total time.
+    pub fn flushes(&self) -> (u64, Duration) {
+        (
+            self.flushes.load(SeqCst),
+            Duration::from_nanos(self.flush_ns.load(SeqCst)),
+        )
     }
 
     /// CR3 reloads so far.

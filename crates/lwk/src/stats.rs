@@ -95,6 +95,26 @@ impl Stats {
         v
     }
 
+    /// Calls served by the LWK itself and calls delegated to Linux.
+    pub fn local_and_delegated(&self) -> (u64, u64) {
+        let local: u64 = self.entries.iter().map(|e| e.local_count).sum();
+        (local, self.calls() - local)
+    }
+
+    /// The count of every call made, by name.
+    pub fn counts(&self) -> std::collections::BTreeMap<String, u64> {
+        self.entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.count > 0)
+            .map(|(nr, e)| {
+                let name = multios_syscalls::by_number(nr as u32)
+                    .map_or_else(|| format!("syscall_{nr}"), str::to_string);
+                (name, e.count)
+            })
+            .collect()
+    }
+
     /// Count of calls of `name`.
     pub fn count_of(&self, name: &str) -> u64 {
         multios_syscalls::by_name(name)

@@ -96,6 +96,13 @@ fn issue_13_clock_override_runs_in_the_lwk_and_the_original_does_not() {
     );
     for out in [&plain, &over] {
         assert_eq!(field(out, "backwards"), 0, "{out}");
+        // The CPU-time clock never goes backwards and counts no more than the time that passed
+        // (one thread), give or take an interval's extrapolation (50 ms).
+        assert_eq!(field(out, "cpu_backwards"), 0, "{out}");
+        assert!(
+            field(out, "cpu_ns") <= field(out, "elapsed_ns") + 60_000_000,
+            "{out}"
+        );
         let host = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .expect("clock after 1970")

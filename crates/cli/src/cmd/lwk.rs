@@ -80,9 +80,10 @@ struct RunArgs {
     /// The Linux CPU the proxy thread runs on (default: the first available CPU)
     #[arg(long, value_name = "CPU")]
     proxy_cpu: Option<usize>,
-    /// Write every delegated call and every fault turned into a signal to FILE (JSON Lines: time,
-    /// vCPU, call, duration, result, the caller found on the stack); a forked child writes
-    /// FILE.PID. Rank it with `multios lwk hotspots FILE`
+    /// Write every system call that left the guest (delegated to Linux, or served by the LWK:
+    /// memory, threads, signals…) and every fault turned into a signal to FILE (JSON Lines: time,
+    /// vCPU, call, duration, result, the caller and frames found on the stack); a forked child
+    /// writes FILE.PID. Rank it with `multios lwk hotspots FILE`
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
     /// Bind library functions of the program to LWK implementations (YAML: `overrides:` a list of
@@ -106,6 +107,9 @@ struct RunArgs {
     /// Print a summary of the run on stderr
     #[arg(long, short)]
     verbose: bool,
+    /// Write that summary (JSON, with the start-up phases and KVM's counters: see `costs`) to FILE
+    #[arg(long, value_name = "FILE")]
+    summary: Option<PathBuf>,
     /// The program and its arguments
     #[arg(
         required = true,
@@ -196,7 +200,7 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
         let p = o.profile(a.command.clone(), cfg.policy.label());
         multios_profile::save(&p, path)?;
     }
-    if a.verbose || out.format == Format::Json {
+    if a.verbose || out.format == Format::Json || a.summary.is_some() {
         let summary = serde_json::json!({
             "status": format!("{:?}", o.status),
             "wall_s": o.wall.as_secs_f64(),
@@ -207,15 +211,25 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
             "trapped_most": o.stats.top_trapped(10).into_iter()
                 .map(|(name, t, n)| serde_json::json!({"call": name, "trapped": t, "calls": n}))
                 .collect::<Vec<_>>(),
+            "local_calls": o.stats.local_and_delegated().0,
+            "delegated_calls": o.stats.local_and_delegated().1,
+            "calls": o.stats.counts(),
             "doorbell_exits": o.doorbells,
             "rewritten_sites": o.rewritten,
+            "costs": o.costs,
             "refused": o.notes,
             "policy": {
                 "label": cfg.policy.label(),
                 "overrides": cfg.policy.overrides(),
             },
         });
-        eprintln!("{}", serde_json::to_string_pretty(&summary)?);
+        if let Some(path) = &a.summary {
+            std::fs::write(path, serde_json::to_string_pretty(&summary)?)
+                .map_err(|e| anyhow::anyhow!("--summary {}: {e}", path.display()))?;
+        }
+        if a.verbose || out.format == Format::Json {
+            eprintln!("{}", serde_json::to_string_pretty(&summary)?);
+        }
     }
     o.die_if_signaled();
     Ok(ExitCode::from(o.code().clamp(0, 255) as u8))

@@ -13,8 +13,9 @@ pub struct Args {
     /// Rows shown (0: all)
     #[arg(long, default_value_t = 20)]
     top: usize,
-    /// Write the overrides file (`lwk run --overrides`) that removes the ranked calls an LWK
-    /// implementation exists for
+    /// Write the overrides file (`lwk run --overrides`) that removes the ranked events an LWK
+    /// implementation exists for: of the call itself (clock_gettime) or of the function it was
+    /// made under (the `via` column: malloc, pthread_create…)
     #[arg(long, value_name = "FILE")]
     write_overrides: Option<PathBuf>,
 }
@@ -23,12 +24,13 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
     let trace = Trace::load(&a.trace)?;
     let h = hotspots(&trace, a.top);
     let mut t = Table::new([
-        "rank", "event", "count", "total", "mean", "share_%", "caller", "site",
+        "rank", "event", "count", "total", "mean", "share_%", "caller", "site", "via",
     ]);
     for (i, r) in h.rows.iter().enumerate() {
         let kind = match r.kind {
             multios_lwk::trace::Kind::Call => "",
             multios_lwk::trace::Kind::Fault => "fault ",
+            multios_lwk::trace::Kind::Local => "local ",
         };
         t.row([
             (i + 1).to_string(),
@@ -39,17 +41,11 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             out.num(100.0 * r.share, 1),
             r.caller.clone(),
             r.site.clone(),
+            r.via.clone().unwrap_or_default(),
         ]);
     }
     if let Some(path) = &a.write_overrides {
-        let mut names: Vec<&str> = Vec::new();
-        for r in &h.rows {
-            if multios_lwk::overrides::implementation_of(&r.name).is_some()
-                && !names.contains(&r.name.as_str())
-            {
-                names.push(&r.name);
-            }
-        }
+        let names = multios_lwk::trace::overrides_for(&h);
         std::fs::write(path, multios_lwk::overrides::Overrides::file_text(&names))
             .map_err(|e| anyhow::anyhow!("--write-overrides {}: {e}", path.display()))?;
         eprintln!(

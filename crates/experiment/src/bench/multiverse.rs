@@ -1,23 +1,34 @@
 //! `multios bench multiverse` (issue #13): Multiverse's evaluation (seed 002 §V) rebuilt on Racket.
 //! The paper's Computer Language Benchmarks Game programs (written for multios:
-//! `crates/experiment/racket/`) run natively, in the LWK, and in the LWK with the clock overrides,
-//! rotated round by round, with identical output required:
+//! `crates/experiment/racket/`) run natively, in the LWK, and in the LWK with function overrides
+//! (by default the clock family; `--overrides FILE`), rotated round by round, with identical
+//! output required:
 //!
 //! * Fig. 9: per benchmark, system calls, user/sys time, peak RSS, page faults and context switches
 //!   natively, and the events the LWK forwarded to Linux;
 //! * Fig. 10: LWK / native and LWK+overrides / native, median of the paired ratios with the 95 %
 //!   interval;
 //! * Fig. 11: mmap+munmap natively and in the LWK (which serves them itself), and the cycles a
-//!   forwarded call adds over a native one;
-//! * Fig. 12: the page faults taken on the program's behalf (this LWK maps guest memory before the
-//!   run: the prefault is built in);
-//! * the refined model's projection of the forwarding overhead from the forwarded-event counts and
-//!   the measured round trip, next to the measured overhead (the paper's spectral-norm estimate is
-//!   the template).
+//!   forwarded call adds over a native one (`multiverse/micro.rs`);
+//! * Fig. 12: n-body and spectral-norm with the `mmap` prefault override, natively and in the LWK
+//!   (`multiverse/extra.rs`);
+//! * the projection of the overhead from every kind of event the run had (calls, doorbell exits,
+//!   KVM's shadow faults, first touches, start-up), each priced by a microbenchmark, next to the
+//!   measured overhead (`multiverse/model.rs`; the paper's spectral-norm estimate is the template);
+//! * thread create+join natively / in the LWK / with the lwk-threads override, CPython's threads
+//!   across the LWK's CPUs with pthread_create overridden, what `--trace` costs, and the hot-spot
+//!   loop (trace → hotspots → override file → fewer events) on Racket and CPython.
+
+mod extra;
+mod micro;
+mod model;
+
+pub use extra::{Cpython, HotspotLoop, Prefault, TraceRun};
+pub use micro::Micro;
+pub use model::{Counts, EventCosts, Projection};
 
 use crate::{ExperimentError, Progress};
 use multios_host::usage::{self, Usage};
-use multios_lwk::fc::{self, Mechanism};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -94,6 +105,10 @@ pub struct Config {
     pub multios: PathBuf,
     /// The Racket interpreter.
     pub racket: PathBuf,
+    /// The Python interpreter of the second runtime (None: not run).
+    pub python: Option<PathBuf>,
+    /// The overrides of the "LWK + overrides" variant (None: the clock family).
+    pub overrides: Option<PathBuf>,
 }
 
 /// Medians of one variant's runs.
@@ -127,32 +142,28 @@ pub struct Row {
     pub lwk_ci: Option<(f64, f64)>,
     pub overrides_ratio: f64,
     pub overrides_ci: Option<(f64, f64)>,
-    /// The refined model's forwarding overhead (forwarded calls × the measured round trip minus
-    /// the native cost of those calls), and the measured one (LWK − native median wall), seconds.
+    /// The projected overhead (the sum of `projection`'s terms) and the measured one (LWK −
+    /// native median wall), seconds.
     pub projected_overhead_s: Option<f64>,
     pub measured_overhead_s: f64,
+    /// The events the LWK runs had (medians over the rounds) and the projection from them.
+    pub counts: Counts,
+    pub projection: Projection,
     pub runs: Vec<[Usage; 3]>,
-}
-
-/// The Fig. 11 microbenchmark.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Micro {
-    pub mmap_pairs: u64,
-    pub mmap_native_ns: f64,
-    pub mmap_lwk_ns: f64,
-    pub native_call_ns: f64,
-    pub forwarded_call_ns: f64,
-    pub tsc_hz: f64,
-    /// Cycles a forwarded call adds to a native one.
-    pub cycles_added_per_forward: f64,
 }
 
 /// What the benchmark measured.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Outcome {
     pub racket: String,
+    /// The functions of the "LWK + overrides" variant.
+    pub overrides: Vec<String>,
     pub rows: Vec<Row>,
     pub micro: Micro,
+    pub prefault: Vec<Prefault>,
+    pub cpython: Option<Cpython>,
+    pub trace_run: Option<TraceRun>,
+    pub hotspots: Vec<HotspotLoop>,
 }
 
 /// Runs the benchmark (needs /dev/kvm and Racket).
@@ -191,33 +202,74 @@ fn measure(cfg: &Config, dir: &Path, progress: &mut dyn Progress) -> Result<Outc
         .iter()
         .filter(|p| cfg.only.is_empty() || cfg.only.iter().any(|o| o == p.name))
         .collect();
-    let overrides = dir.join("clocks.yaml");
-    let functions: Vec<&str> = multios_lwk::overrides::CATALOGUE.iter().map(|c| c.0).collect();
-    std::fs::write(
-        &overrides,
-        multios_lwk::overrides::Overrides::file_text(&functions),
-    )
-    .map_err(io(format!("writing {}", overrides.display())))?;
+    let overrides = match &cfg.overrides {
+        Some(f) => f.clone(),
+        None => {
+            let f = dir.join("clocks.yaml");
+            std::fs::write(
+                &f,
+                multios_lwk::overrides::Overrides::file_text(&["clock_gettime", "gettimeofday", "time"]),
+            )
+            .map_err(io(format!("writing {}", f.display())))?;
+            f
+        }
+    };
+    let functions: Vec<String> = multios_lwk::overrides::Overrides::load(&overrides)
+        .map_err(|e| ExperimentError::Config(e.to_string()))?
+        .functions()
+        .map(str::to_string)
+        .collect();
     progress.start(
-        chosen.len() as u64 + 1,
+        chosen.len() as u64 + 4,
         "bench multiverse: Racket natively and in the LWK",
     );
 
-    let micro = micro(cfg, dir)?;
-    progress.advance("Fig. 11 microbenchmark");
-    let fc_s = micro.forwarded_call_ns * 1e-9;
+    let micro = micro::measure(&cfg.multios, dir, cfg.quick)?;
+    progress.advance("microbenchmarks (Fig. 11, per-event costs, threads, trace)");
     let mut rows = Vec::new();
-    for p in chosen {
-        rows.push(bench_one(
-            cfg,
-            dir,
-            p,
-            &overrides,
-            fc_s,
-            micro.native_call_ns * 1e-9,
-        )?);
+    for p in chosen.iter().copied() {
+        rows.push(bench_one(cfg, dir, p, &overrides, &micro.costs)?);
         progress.advance(p.name);
     }
+    let mut prefault = Vec::new();
+    for p in chosen
+        .iter()
+        .filter(|p| ["n-body", "spectral-norm"].contains(&p.name))
+    {
+        let argv = prepare(cfg, dir, p)?;
+        prefault.push(extra::prefault(&cfg.multios, dir, p.name, &argv, cfg.runs)?);
+    }
+    progress.advance("Fig. 12: the mmap prefault override");
+    let cpython = match &cfg.python {
+        Some(py) => Some(extra::cpython(&cfg.multios, dir, py, cfg.quick, cfg.runs)?),
+        None => None,
+    };
+    progress.advance("CPython's threads with pthread_create overridden");
+    let first = chosen.first().copied();
+    let trace_run = match first {
+        Some(p) => {
+            let argv = prepare(cfg, dir, p)?;
+            Some(extra::trace_run(
+                &cfg.multios,
+                dir,
+                p.name,
+                &argv,
+                cfg.runs.max(3),
+            )?)
+        }
+        None => None,
+    };
+    let mut hotspots = Vec::new();
+    if let Some(p) = first {
+        let argv = prepare(cfg, dir, p)?;
+        hotspots.push(extra::hotspot_loop(&cfg.multios, dir, p.name, &argv)?);
+    }
+    if let Some(py) = &cfg.python {
+        let script = dir.join("threads.py");
+        let argv: Vec<OsString> = vec![py.into(), script.into(), "4".into(), "10".into()];
+        hotspots.push(extra::hotspot_loop(&cfg.multios, dir, "cpython-threads", &argv)?);
+    }
+    progress.advance("--trace's cost and the hot-spot loop");
     progress.finish();
     let version = Command::new(&cfg.racket)
         .arg("--version")
@@ -226,8 +278,13 @@ fn measure(cfg: &Config, dir: &Path, progress: &mut dyn Progress) -> Result<Outc
         .unwrap_or_default();
     Ok(Outcome {
         racket: version,
+        overrides: functions,
         rows,
         micro,
+        prefault,
+        cpython,
+        trace_run,
+        hotspots,
     })
 }
 
@@ -256,17 +313,11 @@ fn run_once(argv: &[OsString], out: &Path) -> Result<Usage, ExperimentError> {
     Ok(u)
 }
 
-fn bench_one(
-    cfg: &Config,
-    dir: &Path,
-    p: &Program,
-    overrides: &Path,
-    fc_s: f64,
-    native_call_s: f64,
-) -> Result<Row, ExperimentError> {
+/// Writes `p`'s source into `dir`, compiles it once (raco make: every run loads the same
+/// bytecode instead of compiling) and returns the command that runs it.
+fn prepare(cfg: &Config, dir: &Path, p: &Program) -> Result<Vec<OsString>, ExperimentError> {
     let src = dir.join(format!("{}.rkt", p.name));
     std::fs::write(&src, p.source).map_err(io(format!("writing {}", src.display())))?;
-    // Compiled once (raco make), so that every run loads the same bytecode instead of compiling.
     let raco = cfg.racket.with_file_name("raco");
     let ok = Command::new(&raco)
         .arg("make")
@@ -281,26 +332,40 @@ fn bench_one(
         )));
     }
     let arg = if cfg.quick { p.quick } else { p.full };
-    let program: Vec<OsString> = vec![
+    Ok(vec![
         cfg.racket.clone().into(),
-        src.clone().into(),
+        src.into(),
         arg.to_string().into(),
-    ];
-    let lwk = |extra: &[OsString], profile: &Path| -> Vec<OsString> {
+    ])
+}
+
+fn bench_one(
+    cfg: &Config,
+    dir: &Path,
+    p: &Program,
+    overrides: &Path,
+    costs: &EventCosts,
+) -> Result<Row, ExperimentError> {
+    let program = prepare(cfg, dir, p)?;
+    let arg = if cfg.quick { p.quick } else { p.full };
+    let lwk = |extra: &[OsString], profile: &Path, summary: &Path| -> Vec<OsString> {
         let mut v: Vec<OsString> = vec![cfg.multios.clone().into(), "lwk".into(), "run".into()];
         v.extend(["--profile".into(), profile.into()]);
+        v.extend(["--summary".into(), summary.into()]);
         v.extend_from_slice(extra);
         v.push("--".into());
         v.extend(program.iter().cloned());
         v
     };
     let (prof_plain, prof_ovr) = (dir.join("plain.json"), dir.join("ovr.json"));
+    let summary = dir.join("summary.json");
     let variants: [Vec<OsString>; 3] = [
         program.clone(),
-        lwk(&[], &prof_plain),
-        lwk(&["--overrides".into(), overrides.into()], &prof_ovr),
+        lwk(&[], &prof_plain, &summary),
+        lwk(&["--overrides".into(), overrides.into()], &prof_ovr, &summary),
     ];
     let mut runs: Vec<[Usage; 3]> = Vec::new();
+    let mut summaries: Vec<serde_json::Value> = Vec::new();
     let mut reference: Option<Vec<u8>> = None;
     let mut identical = true;
     for round in 0..cfg.runs {
@@ -309,6 +374,14 @@ fn bench_one(
         for v in order {
             let out = dir.join(format!("out-{v}"));
             got[v] = Some(run_once(&variants[v], &out)?);
+            if v == 1 {
+                let text = std::fs::read_to_string(&summary)
+                    .map_err(io(format!("reading {}", summary.display())))?;
+                summaries.push(
+                    serde_json::from_str(&text)
+                        .map_err(|e| ExperimentError::Run(format!("{}: {e}", summary.display())))?,
+                );
+            }
             let bytes = std::fs::read(&out).map_err(io(format!("reading {}", out.display())))?;
             match &reference {
                 None if v == 0 => reference = Some(bytes),
@@ -347,11 +420,14 @@ fn bench_one(
     let (lwk_ratio, lwk_ci) = ratio(1);
     let (overrides_ratio, overrides_ci) = ratio(2);
     let (native, lwk_m) = (medians(0), medians(1));
-    // The forwarding overhead the model projects: each forwarded call costs the measured round
-    // trip instead of a native call (the refined model's Σ n(s)·(f_c − g) with g the native cost).
     let n_fwd = forwarded(&plain);
-    let projected =
-        (fc_s.is_finite() && native_call_s.is_finite()).then_some(n_fwd as f64 * (fc_s - native_call_s));
+    let counts = Counts::median(
+        &summaries
+            .iter()
+            .map(|v| Counts::from_summary(v, native.page_faults))
+            .collect::<Vec<_>>(),
+    );
+    let projection = model::project(&counts, costs);
     Ok(Row {
         name: p.name.to_string(),
         arg,
@@ -367,59 +443,9 @@ fn bench_one(
         lwk_ci,
         overrides_ratio,
         overrides_ci,
-        projected_overhead_s: projected,
+        projected_overhead_s: projection.total_s.is_finite().then_some(projection.total_s),
+        counts,
+        projection,
         runs,
-    })
-}
-
-/// Fig. 11: mmap+munmap pairs natively and in the LWK, and a forwarded call against a native one.
-fn micro(cfg: &Config, dir: &Path) -> Result<Micro, ExperimentError> {
-    let exe = multios_lwk::bench::build(
-        dir,
-        multios_lwk::bench::Program {
-            name: "mmapbench",
-            source: include_str!("../../csrc/mmapbench.c"),
-        },
-    )?;
-    let pairs: u64 = if cfg.quick { 2_000 } else { 50_000 };
-    let a = [pairs.to_string()];
-    let args: Vec<&str> = a.iter().map(String::as_str).collect();
-    let prefix: Vec<OsString> = vec![
-        cfg.multios.clone().into(),
-        "lwk".into(),
-        "run".into(),
-        "--".into(),
-    ];
-    let (mut native, mut lwk) = (Vec::new(), Vec::new());
-    for _ in 0..3 {
-        native.push(
-            multios_lwk::bench::run_native(&exe, &args, 1)?
-                .kernel_s
-                .unwrap_or(f64::NAN),
-        );
-        lwk.push(
-            multios_lwk::bench::run(&prefix, &exe, &args)?
-                .kernel_s
-                .unwrap_or(f64::NAN),
-        );
-    }
-    let per = |v: &[f64]| multios_stats::median(v).unwrap_or(f64::NAN) / pairs as f64 * 1e9;
-    let calls = if cfg.quick { 5_000 } else { 50_000 };
-    let m = |mech: Mechanism| {
-        fc::measure(mech, calls, true)
-            .map(|s| s.median_ns)
-            .map_err(|e| ExperimentError::Run(format!("{}: {e}", mech.name())))
-    };
-    let native_call_ns = m(Mechanism::Native)?;
-    let forwarded_call_ns = m(Mechanism::RewrittenDelegated)?;
-    let tsc_hz = multios_host::tsc::calibration().hz;
-    Ok(Micro {
-        mmap_pairs: pairs,
-        mmap_native_ns: per(&native),
-        mmap_lwk_ns: per(&lwk),
-        native_call_ns,
-        forwarded_call_ns,
-        tsc_hz,
-        cycles_added_per_forward: (forwarded_call_ns - native_call_ns) * 1e-9 * tsc_hz,
     })
 }

@@ -3,6 +3,7 @@
 //! syscall sites when asked, and builds the initial stack with argv, envp and the auxiliary vector
 //! ([`stack`]); `#!` scripts run their interpreter ([`script`]).
 
+pub mod ehframe;
 pub mod elf;
 pub mod script;
 pub mod stack;
@@ -66,6 +67,8 @@ pub(crate) struct Loaded {
     /// With rewriting: the thunks handed out so far.
     pub thunks: Option<crate::rewrite::Thunks>,
     pub rewritten: usize,
+    /// How long loading took, step by step (`costs.rs`).
+    pub phases: Vec<(&'static str, std::time::Duration)>,
 }
 
 /// Loads the ELF program at `path` (named `name` in messages and AT_EXECFN) and its interpreter
@@ -79,8 +82,15 @@ pub(crate) fn load_program(
     envp: Vec<Vec<u8>>,
     rewrite: bool,
 ) -> Result<Loaded, LoadError> {
+    let mut t = std::time::Instant::now();
+    let mut phases = Vec::new();
+    let mut mark = |name: &'static str| {
+        phases.push((name, t.elapsed()));
+        t = std::time::Instant::now();
+    };
     let mut mm = Mm::new(mem.app.base, mem.app.end(), mem.app.base);
     let image = elf::load(path, mem, &mut mm, Some(APP_BASE), false)?;
+    mark("load program");
     let mut mm2 = Mm::new(mem.app.base, mem.app.end(), image.hi);
     mm2.reserve(image.lo, image.hi - image.lo);
     let mut interp_image = None;
@@ -93,6 +103,7 @@ pub(crate) fn load_program(
             }
         })?;
         interp_image = Some(i);
+        mark("load interpreter");
     }
     let entry = interp_image.as_ref().map_or(image.entry, |i| i.entry);
     let mut rewritten = 0;
@@ -100,11 +111,14 @@ pub(crate) fn load_program(
     if rewrite {
         for img in std::iter::once(&image).chain(interp_image.as_ref()) {
             let mut starts: Vec<u64> = img.symbols.iter().map(|s| s.0).collect();
+            starts.extend_from_slice(&img.code_starts);
             starts.sort_unstable();
+            starts.dedup();
             for &(a, l) in &img.exec {
                 rewritten += crate::rewrite::rewrite_from(mem, &mut thunks, a, l, &starts);
             }
         }
+        mark("rewrite syscall sites");
     }
     let (uid, euid, gid, egid) = crate::sys::credentials();
     let spec = StackSpec {
@@ -131,6 +145,7 @@ pub(crate) fn load_program(
         random: random16(),
     };
     let rsp = stack::build(mem, mem.app.end(), &spec);
+    mark("stack");
     Ok(Loaded {
         image,
         interp: interp_image,
@@ -139,6 +154,7 @@ pub(crate) fn load_program(
         mm: mm2,
         thunks: rewrite.then_some(thunks),
         rewritten,
+        phases,
     })
 }
 

@@ -141,9 +141,9 @@ impl Machine {
         if pump.is_none() {
             crate::signal::host::unblock_in_this_thread();
         }
-        let proxy = self
-            .proxy_cfg
-            .map(|(cpu, idle)| Proxy::start(self.kernel.clone(), self.nslots.clone(), cpu, idle));
+        let proxy = self.proxy_cfg.map(|(cpu, idle)| {
+            Proxy::start(self.kernel.clone(), self.nslots.clone(), cpu, idle, self.budget)
+        });
         *lock(&self.waker) = proxy.as_ref().and_then(Proxy::waker);
         // A child of a child: the previous generation's proxy and pump do not exist here, so
         // their handles must not be dropped (that would join threads that never end).

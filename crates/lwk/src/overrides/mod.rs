@@ -17,20 +17,25 @@
 //!     with: tsc                 # its LWK implementation
 //! ```
 //!
-//! What exists ([`CATALOGUE`]): the clock family from the TSC. The other overrides Multiverse
-//! ships are what this LWK already does natively: `pthread_create` makes a vCPU (threads are LWK
-//! threads), `mmap` is served in the LWK on memory mapped before the run (the prefault is done),
-//! and `malloc` runs on the LWK's own mmap and brk.
+//! What exists ([`CATALOGUE`]): the clock family from the TSC (`tsc`); `pthread_create` and
+//! `pthread_join` on LWK-native threads kept on their vCPUs (`lwk-threads`, csrc/threads.c);
+//! `mmap` populating anonymous memory when it is made (`prefault`, Multiverse's Fig. 12 change,
+//! csrc/prefault.c); the `malloc` family on an allocator of 2 MiB-page chunks the LWK hands out
+//! once (`lwk-heap`, csrc/heap.c, a second object preloaded only when it is on). Families are
+//! bound together ([`bound_with`]): a thread the pool made is joined by the pool.
 
 mod catalogue;
 mod file;
 
-pub use catalogue::{implementation_of, CATALOGUE};
+pub use catalogue::{bound_with, catalogued, implementation_of, removing, CATALOGUE};
 pub use file::{OverrideError, Overrides};
 
 use std::path::Path;
 
 const OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libmultios_lwk_overrides.so"));
+/// The `lwk-heap` allocator (csrc/heap.c): preloaded only when the malloc family is on, so that
+/// other runs keep glibc's malloc untouched.
+const HEAP_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libmultios_lwk_heap.so"));
 
 impl Overrides {
     /// The environment entries that apply the overrides to a guest run with `env`: `LD_PRELOAD`
@@ -39,8 +44,15 @@ impl Overrides {
         use std::ffi::OsString;
         let object = multios_host::embed::materialize("lwk-overrides", ".so", OBJECT, 0o644)
             .map_err(OverrideError::Embed)?;
+        let bound = self.bound();
         let mut preload = OsString::from("LD_PRELOAD=");
         preload.push(&object);
+        if bound.contains(&"malloc") {
+            let heap = multios_host::embed::materialize("lwk-heap", ".so", HEAP_OBJECT, 0o644)
+                .map_err(OverrideError::Embed)?;
+            preload.push(":");
+            preload.push(&heap);
+        }
         let mut out: Vec<OsString> = Vec::new();
         for e in env {
             let b = std::os::unix::ffi::OsStrExt::as_bytes(e.as_os_str());
@@ -58,7 +70,7 @@ impl Overrides {
         out.push(preload);
         out.push(OsString::from(format!(
             "MULTIOS_LWK_OVERRIDES={}",
-            self.functions().collect::<Vec<_>>().join(",")
+            bound.join(",")
         )));
         out.push(OsString::from(format!(
             "MULTIOS_LWK_TSC_HZ={:.0}",
@@ -67,6 +79,19 @@ impl Overrides {
             multios_host::tsc::calibrate(std::time::Duration::from_millis(1)).hz
         )));
         Ok(out)
+    }
+
+    /// Every function the file binds: the named ones and their families, in the file's order.
+    pub fn bound(&self) -> Vec<&'static str> {
+        let mut out: Vec<&'static str> = Vec::new();
+        for f in self.functions() {
+            for g in bound_with(f) {
+                if !out.contains(&g) {
+                    out.push(g);
+                }
+            }
+        }
+        out
     }
 
     /// Warnings for `program`: statically linked (nothing can bind), or an overridden function the

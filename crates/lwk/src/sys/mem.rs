@@ -60,6 +60,23 @@ pub fn mlock(addr: u64, len: u64) -> io::Result<()> {
     Ok(())
 }
 
+/// Makes KVM drop its shadow entries for the host pages of `[addr, addr+len)` of the guest window,
+/// keeping their contents: a host mprotect to read-only and back (a protection change runs the
+/// MMU notifiers, and KVM unmaps the range from every shadow table). Between the two calls the
+/// VMM must not write the range: callers make sure no other thread may (a guest with one vCPU,
+/// served on that vCPU's thread).
+pub fn invalidate_shadow(addr: u64, len: usize) -> io::Result<()> {
+    for prot in [libc::PROT_READ, libc::PROT_READ | libc::PROT_WRITE] {
+        // SAFETY: a range of the guest window (anonymous memory the VMM owns, no Rust reference
+        // into it); the protection is restored to read-write by the second call, and nothing
+        // writes the range in between (see above).
+        if unsafe { libc::mprotect(addr as *mut libc::c_void, len, prot) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 /// Has every later mapping of the process locked as its pages are touched
 /// (mlockall(MCL_FUTURE | MCL_ONFAULT)).
 pub fn lock_future() -> io::Result<()> {
@@ -220,8 +237,21 @@ impl MappedFile {
     pub fn open(path: &std::path::Path) -> io::Result<MappedFile> {
         use std::os::fd::AsRawFd;
         let file = std::fs::File::open(path)?;
-        let len =
-            usize::try_from(file.metadata()?.len()).map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
+        MappedFile::of_fd(file.as_raw_fd())
+    }
+
+    /// Maps the whole file open as `fd` (which stays open and owned by the caller).
+    pub fn of_fd(fd: i32) -> io::Result<MappedFile> {
+        // SAFETY: `stat` is plain data for which all-zero bytes are valid; fstat fills it.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: `st` is a live, writable stat; fstat reads nothing else.
+        if unsafe { libc::fstat(fd, &mut st) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        let len = usize::try_from(st.st_size).map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
         if len == 0 {
             return Err(io::Error::from_raw_os_error(libc::EINVAL));
         }
@@ -233,7 +263,7 @@ impl MappedFile {
                 len,
                 libc::PROT_READ,
                 libc::MAP_PRIVATE,
-                file.as_raw_fd(),
+                fd,
                 0,
             )
         };

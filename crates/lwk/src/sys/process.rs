@@ -99,3 +99,14 @@ pub fn credentials() -> (u32, u32, u32, u32) {
     // SAFETY: these identity getters have no arguments and cannot fail.
     unsafe { (libc::getuid(), libc::geteuid(), libc::getgid(), libc::getegid()) }
 }
+
+/// getrusage(RUSAGE_SELF): the whole VMM's usage so far.
+pub fn rusage_self() -> io::Result<libc::rusage> {
+    // SAFETY: rusage is plain data for which all-zero bytes are valid; getrusage fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a live, writable rusage.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(ru)
+}

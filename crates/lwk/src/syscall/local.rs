@@ -15,30 +15,21 @@ const ARCH_GET_GS: u64 = 0x1004;
 /// statfs f_type of hugetlbfs.
 const HUGETLBFS_MAGIC: i64 = 0x9584_58f6;
 
-/// Calls that may rewrite the page tables (issue #14).
-fn changes_page_tables(nr: u64) -> bool {
-    [
-        SYS_mmap,
-        SYS_munmap,
-        SYS_mprotect,
-        SYS_mremap,
-        SYS_brk,
-        SYS_shmat,
-        SYS_shmdt,
-    ]
-    .contains(&(nr as i64))
-}
-
 fn err(e: i32) -> Reply {
     Reply::Ret(-(e as i64))
 }
 
 impl Kernel {
     pub(super) fn local(&self, ctx: Ctx<'_>, cpu: usize, nr: u64, a: [u64; 6]) -> Reply {
-        if matches!(ctx, Ctx::Proxy) && changes_page_tables(nr) {
-            // The call edits the page tables, which the calling vCPU must reload before it
-            // resumes: served on its own thread (a doorbell exit), the reload needs no kick out
-            // of KVM_RUN, which costs more on this KVM (docs/LWK.md, "Page protections").
+        if matches!(ctx, Ctx::Proxy)
+            && nr as i64 == SYS_mprotect
+            && self.live_threads.load(std::sync::atomic::Ordering::Acquire) > 1
+        {
+            // mprotect may take access away, which in a multi-threaded guest drops every shadow
+            // table and makes every vCPU reload its CR3 before the call returns: served on the
+            // calling vCPU's own thread (a doorbell exit), its reload needs no kick out of
+            // KVM_RUN, which costs more on this KVM. The other edits are made while the caller
+            // spins in its stub (`syscall/protect.rs` says why that is safe).
             return Reply::NeedVcpu;
         }
         match nr as i64 {
@@ -109,6 +100,22 @@ impl Kernel {
                         return Reply::Ret(sys::raw_syscall(nr, a));
                     }
                     self.mem.zero(a[0], a[1]);
+                }
+                if [MADV_POPULATE_READ, MADV_POPULATE_WRITE].contains(&(a[2] as i32)) {
+                    // Prefaulting (the `mmap` override `prefault`, Multiverse's Fig. 12): the
+                    // host pages behind the range are allocated now, in one call. Unmapped pages
+                    // in the range are ENOMEM, as on Linux.
+                    let end = a[0].saturating_add(a[1]).div_ceil(crate::mm::PAGE) * crate::mm::PAGE;
+                    if a[1] == 0 {
+                        return Reply::Ret(0);
+                    }
+                    if !self.is_mapped(a[0]) || !self.is_mapped(end - 1) {
+                        return err(ENOMEM);
+                    }
+                    if self.overlaps_shared(a[0], a[1]) {
+                        return Reply::Ret(sys::raw_syscall(nr, a));
+                    }
+                    let _ = sys::madvise(a[0], (end - a[0]) as usize, MADV_POPULATE_WRITE);
                 }
                 Reply::Ret(0)
             }
@@ -355,7 +362,11 @@ impl Kernel {
             }
             if prot & PROT_EXEC != 0 {
                 if let Some(t) = lock(&self.program.thunks).as_mut() {
-                    let n = crate::rewrite::rewrite(&self.mem, t, addr, done);
+                    // Decoding starts at the library's function starts (`loader/ehframe.rs`).
+                    let starts = sys::MappedFile::of_fd(fd)
+                        .map(|f| crate::loader::ehframe::starts_in_mapping(f.bytes(), off, addr, done))
+                        .unwrap_or_default();
+                    let n = crate::rewrite::rewrite_from(&self.mem, t, addr, done, &starts);
                     self.program
                         .rewritten
                         .fetch_add(n, std::sync::atomic::Ordering::Relaxed);

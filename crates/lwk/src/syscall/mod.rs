@@ -74,13 +74,8 @@ impl Kernel {
         if let Reply::Ret(r) = reply {
             let ns = t0.elapsed().as_nanos() as u64;
             lock(&self.stats).record(nr, ns, r, if local { Served::Local } else { Served::Delegated });
-            if !local {
-                self.trace_call(cpu, nr, ns, r);
-            }
-        } else if matches!(
-            reply,
-            Reply::Stop | Reply::ThreadExit | Reply::Clone(_) | Reply::Resumed
-        ) {
+            self.trace_call(cpu, nr, ns, r, local);
+        } else if matches!(reply, Reply::Stop | Reply::ThreadExit | Reply::Resumed) {
             lock(&self.stats).record(nr, 0, 0, Served::Local);
         }
         reply
@@ -92,6 +87,13 @@ impl Kernel {
     fn came_through_trap(&self, cpu: usize) -> bool {
         let slot = crate::stub::slot_addr(cpu as u64);
         self.mem.read_u64(slot + multios_lwk_abi::offset::RFLAGS as u64) != crate::stub::stub_addr(cpu as u64)
+    }
+
+    /// Records a clone that made a thread (a vCPU and its host thread) in `ns`: the machine
+    /// serves it (`machine.rs`), so it is counted and traced here, with its time.
+    pub(crate) fn record_clone(&self, cpu: usize, nr: u64, ns: u64, ret: i64) {
+        lock(&self.stats).record(nr, ns, ret, Served::Local);
+        self.trace_call(cpu, nr, ns, ret, true);
     }
 
     /// siginfo of a signal the kernel (here: the LWK) raises.

@@ -9,8 +9,11 @@
 
 use crate::memory::GuestMemory;
 
-/// Stack words examined.
+/// Stack words examined for the caller.
 pub const WORDS: u64 = 8;
+/// Stack words examined for the deeper frames, and how many are kept.
+pub const FRAME_WORDS: u64 = 96;
+pub const FRAMES: usize = 8;
 
 /// The return address of the wrapper's caller, or 0 when none of the top words looks like one.
 pub fn caller_of(mem: &GuestMemory, rsp: u64) -> u64 {
@@ -25,6 +28,32 @@ pub fn caller_of(mem: &GuestMemory, rsp: u64) -> u64 {
         }
     }
     0
+}
+
+/// The return addresses among the top [`FRAME_WORDS`] stack words (at most [`FRAMES`], innermost
+/// first, the caller's included): the functions the call was made under, as far as the words
+/// that look like return addresses tell (a spilled code pointer may be among them).
+pub fn frames_of(mem: &GuestMemory, rsp: u64) -> Vec<u64> {
+    // One copy of the stack window (it may end early at the window's end), then only the words
+    // that point into the application window are looked at.
+    let words = (0..FRAME_WORDS)
+        .take_while(|&k| mem.in_app(rsp.wrapping_add(8 * k), 8))
+        .count();
+    let mut raw = vec![0u8; words * 8];
+    if words > 0 {
+        mem.read(rsp, &mut raw);
+    }
+    let mut out = Vec::new();
+    for w in raw.chunks_exact(8) {
+        let word = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+        if out.len() == FRAMES {
+            break;
+        }
+        if mem.in_app(word, 1) && follows_call(mem, word) && !out.contains(&word) {
+            out.push(word);
+        }
+    }
+    out
 }
 
 /// True when the bytes before `ret` end with a call instruction: `call rel32` (e8, 5 bytes),

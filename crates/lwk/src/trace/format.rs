@@ -6,8 +6,10 @@ use std::path::{Path, PathBuf};
 
 /// The format's name, in the header.
 pub const FORMAT: &str = "multios-lwk-trace";
-/// Its version: bumped when a field changes meaning or goes.
-pub const VERSION: u32 = 1;
+/// Its version: bumped when a field changes meaning or goes, or a kind is added. Version 2
+/// (issue #13) added calls the LWK served itself (`local`) and the `frames` of each event;
+/// version-1 traces read as before.
+pub const VERSION: u32 = 2;
 
 /// Errors reading or writing a trace.
 #[derive(Debug, thiserror::Error)]
@@ -47,6 +49,9 @@ pub enum Kind {
     Call,
     /// A CPU exception the LWK turned into a signal for the guest's handler.
     Fault,
+    /// A system call the LWK served itself (in the VMM: memory, threads, signals…): it left the
+    /// guest like a delegated one, without a Linux system call behind it.
+    Local,
 }
 
 /// One forwarded event.
@@ -69,6 +74,10 @@ pub struct Event {
     pub rip: u64,
     /// Return address of the function that called the wrapper, found on the guest's stack (0: none).
     pub caller: u64,
+    /// Return addresses found deeper on the stack (`caller.rs`), innermost first: the functions
+    /// the call was made under (absent in version-1 traces).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub frames: Vec<u64>,
 }
 
 impl Event {
@@ -77,12 +86,21 @@ impl Event {
         let kind = match self.kind {
             Kind::Call => "call",
             Kind::Fault => "fault",
+            Kind::Local => "local",
         };
-        writeln!(
+        write!(
             w,
-            r#"{{"t_ns":{},"cpu":{},"kind":"{kind}","name":"{}","nr":{},"dur_ns":{},"ret":{},"rip":{},"caller":{}}}"#,
+            r#"{{"t_ns":{},"cpu":{},"kind":"{kind}","name":"{}","nr":{},"dur_ns":{},"ret":{},"rip":{},"caller":{}"#,
             self.t_ns, self.cpu, self.name, self.nr, self.dur_ns, self.ret, self.rip, self.caller
-        )
+        )?;
+        if !self.frames.is_empty() {
+            w.write_all(br#","frames":["#)?;
+            for (i, f) in self.frames.iter().enumerate() {
+                write!(w, "{}{f}", if i > 0 { "," } else { "" })?;
+            }
+            w.write_all(b"]")?;
+        }
+        w.write_all(b"}\n")
     }
 }
 
@@ -183,11 +201,22 @@ mod tests {
             ret: -14,
             rip: 0x7f00_0000_1234,
             caller: 0x40_1000,
+            frames: vec![],
         };
         let mut buf = Vec::new();
         e.write_line(&mut buf).expect("test setup");
         let back: Event = serde_json::from_slice(&buf).expect("test setup");
         assert_eq!(back, e);
+        let local = Event {
+            kind: Kind::Local,
+            frames: vec![0x40_1000, 0x40_2000],
+            ..e
+        };
+        let mut buf = Vec::new();
+        local.write_line(&mut buf).expect("test setup");
+        assert!(buf.ends_with(b"]}\n"));
+        let back: Event = serde_json::from_slice(&buf).expect("test setup");
+        assert_eq!(back, local);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! signals (`signal/deliver.rs`), program images replaced by execve (`syscall/maps.rs`), fork, and
 //! the end of the run.
 
-use super::caller::caller_of;
+use super::caller::{caller_of, frames_of};
 use super::format::{Event, Kind};
 use super::writer::Tracer;
 use crate::kernel::Kernel;
@@ -14,23 +14,26 @@ impl Kernel {
         self.trace = Some(t);
     }
 
-    /// Records delegated call `nr` of vCPU `cpu` that took `ns` and returned `ret`.
-    pub(crate) fn trace_call(&self, cpu: usize, nr: u64, ns: u64, ret: i64) {
+    /// Records call `nr` of vCPU `cpu` that took `ns` in the VMM and returned `ret`: delegated
+    /// (`local` false) or served by the LWK itself.
+    pub(crate) fn trace_call(&self, cpu: usize, nr: u64, ns: u64, ret: i64, local: bool) {
         let Some(t) = &self.trace else { return };
         let slot = crate::stub::slot_addr(cpu as u64);
         let rip = self.mem.read_u64(slot + offset::RIP as u64);
         let rsp = self.mem.read_u64(slot + offset::RSP as u64);
         let name = multios_syscalls::by_number(nr as u32).unwrap_or("?");
+        let frames = frames_of(&self.mem, rsp);
         t.record(&Event {
             t_ns: t.now_ns().saturating_sub(ns),
             cpu: cpu as u32,
-            kind: Kind::Call,
+            kind: if local { Kind::Local } else { Kind::Call },
             name: name.to_string(),
             nr,
             dur_ns: ns,
             ret,
             rip,
             caller: caller_of(&self.mem, rsp),
+            frames,
         });
     }
 
@@ -48,6 +51,7 @@ impl Kernel {
             ret: f.addr as i64,
             rip: f.rip,
             caller: caller_of(&self.mem, f.rsp),
+            frames: frames_of(&self.mem, f.rsp),
         });
     }
 

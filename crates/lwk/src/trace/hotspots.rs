@@ -1,5 +1,6 @@
 //! Ranking a trace's forwarded events by what they cost (`multios lwk hotspots FILE`): per call
-//! (or fault) and the function that made it, total VMM time first.
+//! (or fault) and the function that made it, total VMM time first, with the overridable
+//! function (if any) each group was made under.
 
 use super::format::{Kind, Trace};
 use super::symbolize::Symbolizer;
@@ -15,6 +16,10 @@ pub struct Hotspot {
     pub caller: String,
     /// Where the call was made (the wrapper), or "?".
     pub site: String,
+    /// The overridable function the events were made under (`overrides::removing`), found
+    /// among the call's site, its caller and the return addresses deeper on the stack: e.g.
+    /// `malloc` for an mmap glibc's allocator made, `pthread_create` for a clone.
+    pub via: Option<String>,
     pub count: u64,
     pub total_ns: u64,
     pub mean_ns: f64,
@@ -35,8 +40,8 @@ pub struct Hotspots {
 
 /// (kind, call, caller).
 type Key = (Kind, String, String);
-/// (count, total ns, calls per site).
-type Sum = (u64, u64, HashMap<String, u64>);
+/// (count, total ns, calls per site, events per overridable function they were made under).
+type Sum = (u64, u64, HashMap<String, u64>, HashMap<&'static str, u64>);
 
 /// Ranks `trace`'s events; at most `top` rows (0: all).
 pub fn hotspots(trace: &Trace, top: usize) -> Hotspots {
@@ -68,17 +73,24 @@ pub fn hotspots(trace: &Trace, top: usize) -> Hotspots {
             named += 1;
         }
         let site = name(epoch, e.rip);
+        let via = std::iter::once(site.clone())
+            .chain(std::iter::once(caller.clone()))
+            .chain(e.frames.iter().map(|&f| name(epoch, f)))
+            .find_map(|n| crate::overrides::removing(&n, &e.name));
         let entry = acc
             .entry((e.kind, e.name.clone(), caller))
-            .or_insert_with(|| (0, 0, HashMap::new()));
+            .or_insert_with(|| (0, 0, HashMap::new(), HashMap::new()));
         entry.0 += 1;
         entry.1 += e.dur_ns;
         *entry.2.entry(site).or_default() += 1;
+        if let Some(v) = via {
+            *entry.3.entry(v).or_default() += 1;
+        }
         total += e.dur_ns;
     }
     let mut rows: Vec<Hotspot> = acc
         .into_iter()
-        .map(|((kind, name, caller), (count, t, sites))| Hotspot {
+        .map(|((kind, name, caller), (count, t, sites, vias))| Hotspot {
             kind,
             name,
             caller,
@@ -86,6 +98,10 @@ pub fn hotspots(trace: &Trace, top: usize) -> Hotspots {
                 .into_iter()
                 .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
                 .map_or_else(|| "?".into(), |s| s.0),
+            via: vias
+                .into_iter()
+                .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(a.0)))
+                .map(|v| v.0.to_string()),
             count,
             total_ns: t,
             mean_ns: t as f64 / count as f64,
@@ -111,6 +127,22 @@ pub fn hotspots(trace: &Trace, top: usize) -> Hotspots {
     }
 }
 
+/// The overrides that would remove ranked events (`lwk hotspots --write-overrides`): of the call
+/// itself (clock_gettime) or of the function it was made under (the `via` column: an mmap under
+/// malloc, a clone under pthread_create), in rank order.
+pub fn overrides_for(h: &Hotspots) -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = Vec::new();
+    for r in &h.rows {
+        let via = r.via.as_deref().and_then(crate::overrides::catalogued);
+        if let Some(f) = crate::overrides::removing(&r.name, &r.name).or(via) {
+            if !names.contains(&f) {
+                names.push(f);
+            }
+        }
+    }
+    names
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,6 +159,7 @@ mod tests {
             ret: 0,
             rip: 0,
             caller,
+            frames: vec![],
         }
     }
 

@@ -19,5 +19,5 @@ pub(crate) mod writer;
 
 pub use caller::caller_of;
 pub use format::{Event, Header, Kind, Trace, TraceError, FORMAT, VERSION};
-pub use hotspots::{hotspots, Hotspot, Hotspots};
+pub use hotspots::{hotspots, overrides_for, Hotspot, Hotspots};
 pub use writer::{child_path, Tracer};

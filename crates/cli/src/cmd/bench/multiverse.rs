@@ -1,5 +1,6 @@
 //! `multios bench multiverse` (issue #13): Multiverse's Fig. 9–12 on Racket, natively, in the LWK
-//! and in the LWK with the clock overrides; the benchmark is multios_experiment::bench::multiverse.
+//! and in the LWK with overrides, the projection of the overhead, threads, CPython, the trace's
+//! cost and the hot-spot loop; the benchmark is multios_experiment::bench::multiverse.
 
 use crate::output::{Format, Out, Table};
 use multios_experiment::bench::multiverse::{self, Config};
@@ -21,6 +22,15 @@ pub struct Args {
     /// The Racket interpreter
     #[arg(long, default_value = "/usr/bin/racket")]
     racket: std::path::PathBuf,
+    /// The Python of the second runtime (CPython's threads with pthread_create overridden)
+    #[arg(long, default_value = "/usr/bin/python3.11")]
+    python: std::path::PathBuf,
+    /// Do not run the CPython part
+    #[arg(long)]
+    no_python: bool,
+    /// The overrides of the "LWK + overrides" variant (default: clock_gettime, gettimeofday, time)
+    #[arg(long, value_name = "FILE")]
+    overrides: Option<std::path::PathBuf>,
 }
 
 fn ci(c: Option<(f64, f64)>) -> String {
@@ -34,6 +44,8 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         only: a.only,
         multios: std::env::current_exe()?,
         racket: a.racket,
+        python: (!a.no_python).then_some(a.python),
+        overrides: a.overrides,
     };
     let r = multiverse::run(&cfg, &mut crate::progress::Bar::new(out))?;
     let mut fig9 = Table::new([
@@ -90,9 +102,53 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         ]);
     }
     let m = &r.micro;
+    let mut proj = Table::new(["benchmark", "event", "count", "each_ns", "total_ms"]);
+    for row in &r.rows {
+        for t in &row.projection.terms {
+            proj.row([
+                row.name.clone(),
+                t.event.to_string(),
+                out.num(t.count, 0),
+                out.num(t.each_ns, 0),
+                out.num(t.total_s * 1e3, 2),
+            ]);
+        }
+    }
+    let mut fig12 = Table::new([
+        "benchmark",
+        "native_s",
+        "native+prefault_s",
+        "lwk_s",
+        "lwk+prefault_s",
+        "prefault/lwk",
+        "interval",
+        "shadow_faults",
+        "with_prefault",
+        "identical",
+    ]);
+    for f in &r.prefault {
+        fig12.row([
+            f.name.clone(),
+            out.num(f.native_s, 3),
+            out.num(f.native_prefault_s, 3),
+            out.num(f.lwk_s, 3),
+            out.num(f.lwk_prefault_s, 3),
+            out.num(f.lwk_ratio, 3),
+            ci(f.lwk_ci),
+            out.num(f.shadow_faults, 0),
+            out.num(f.shadow_faults_prefault, 0),
+            if f.identical_output { "yes" } else { "NO" }.to_string(),
+        ]);
+    }
     match out.format {
         Format::Json => out.json(&r)?,
-        Format::Csv => out!("{}{}", fig9.to_csv(), fig10.to_csv()),
+        Format::Csv => out!(
+            "{}{}{}{}",
+            fig9.to_csv(),
+            fig10.to_csv(),
+            proj.to_csv(),
+            fig12.to_csv()
+        ),
         Format::Table => {
             outln!(
                 "{}",
@@ -108,13 +164,30 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             outln!();
             outln!(
                 "{}",
-                out.bold("Fig. 10: wall time native / LWK / LWK + clock overrides (median of the paired ratios, 95 % interval)")
+                out.bold(&format!(
+                    "Fig. 10: wall time native / LWK / LWK + overrides ({}) (median of the paired ratios, 95 % interval)",
+                    r.overrides.join(", ")
+                ))
             );
             out!("{}", fig10.render(out));
             outln!(
-                "projected overhead: forwarded calls × (forwarded round trip − native call), the refined model's \
-                 delegation term; measured: LWK − native median wall (start-up included)"
+                "measured: LWK − native median wall; projected: the sum of the terms below, each count from the \
+                 run times a cost from a microbenchmark"
             );
+            outln!();
+            outln!("{}", out.bold("Projection of the LWK's overhead, term by term"));
+            out!("{}", proj.render(out));
+            if let Some(sn) = r.rows.iter().find(|x| x.name == "spectral-norm") {
+                let events = sn.counts.local_calls + sn.counts.delegated_calls + sn.counts.shadow_faults;
+                outln!(
+                    "Multiverse's template for spectral-norm (112 M cycles, 51 ms): here {:.0} events left the guest, \
+                     projected {:.1} ms ({:.0} M cycles), measured {:.1} ms",
+                    events,
+                    sn.projection.total_s * 1e3,
+                    sn.projection.total_s * m.tsc_hz * 1e-6,
+                    sn.measured_overhead_s * 1e3
+                );
+            }
             outln!();
             outln!("{}", out.bold("Fig. 11: events natively and in the LWK"));
             outln!(
@@ -130,18 +203,116 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
                 m.cycles_added_per_forward,
                 m.tsc_hz * 1e-9
             );
+            let c = &m.costs;
             outln!(
-                "Fig. 12: page faults taken for the program natively vs by the VMM in the LWK (guest memory is mapped \
-                 before the run: the prefault is built in) are the page_faults columns of Fig. 9"
+                "per-event costs: local call {:.0} ns, doorbell exit {:.0} ns, shadow fault {:.0} ns, first touch per \
+                 4 KiB {:.0} ns in the LWK vs {:.0} ns natively, start-up {:.1} ms, invalidation {:.0} ns",
+                c.local_ns,
+                c.doorbell_ns,
+                c.shadow_fault_ns,
+                c.lwk_touch_ns,
+                c.native_touch_ns,
+                c.startup_ns * 1e-6,
+                c.invalidation_ns
             );
+            outln!(
+                "thread create+join: {:.1} µs natively, {:.1} µs in the LWK, {:.1} µs with the lwk-threads override",
+                m.thread_pair_native_ns * 1e-3,
+                m.thread_pair_lwk_ns * 1e-3,
+                m.thread_pair_override_ns * 1e-3
+            );
+            outln!(
+                "--trace: {:.0} ns per traced event on a {:.0} ns delegated call",
+                m.trace_event_ns,
+                m.trace_plain_call_ns
+            );
+            if let Some(t) = &r.trace_run {
+                outln!(
+                    "--trace on {}: {:.3} s vs {:.3} s ({} [{}]), {} events, {} bytes",
+                    t.program,
+                    t.traced_s,
+                    t.plain_s,
+                    out.num(t.ratio, 3),
+                    ci(t.ci),
+                    t.events,
+                    t.bytes
+                );
+            }
+            outln!();
+            outln!(
+                "{}",
+                out.bold("Fig. 12: the mmap prefault override (Multiverse's MAP_POPULATE change, without touching Racket)")
+            );
+            out!("{}", fig12.render(out));
+            if let Some(py) = &r.cpython {
+                outln!();
+                outln!(
+                    "{}",
+                    out.bold("A second runtime: CPython threads across the LWK's CPUs")
+                );
+                outln!(
+                    "{} threads.py {} threads × {} rounds, --cpus {}: native {:.3} s, LWK {:.3} s, LWK + lwk-threads \
+                     {:.3} s (override/LWK {} [{}]); threads made by clone {} → {}; identical output: {}",
+                    py.python,
+                    py.threads,
+                    py.rounds,
+                    py.cpus,
+                    py.native_s,
+                    py.lwk_s,
+                    py.lwk_override_s,
+                    out.num(py.override_ratio, 3),
+                    ci(py.override_ci),
+                    py.clones,
+                    py.clones_override,
+                    if py.identical_output { "yes" } else { "NO" }
+                );
+            }
+            for h in &r.hotspots {
+                outln!();
+                outln!(
+                    "{}",
+                    out.bold(&format!(
+                        "Hot spots of {} and the override file written from them",
+                        h.program
+                    ))
+                );
+                for (event, count, caller, via) in &h.top {
+                    outln!(
+                        "  {event} × {count} from {caller}{}",
+                        via.as_ref().map(|v| format!(" (via {v})")).unwrap_or_default()
+                    );
+                }
+                outln!(
+                    "  overrides: {}; events that left the guest {} → {}, delegated {} → {}; identical output: {}",
+                    if h.overrides.is_empty() {
+                        "none".to_string()
+                    } else {
+                        h.overrides.join(", ")
+                    },
+                    h.events,
+                    h.events_with,
+                    h.delegated,
+                    h.delegated_with,
+                    if h.identical_output { "yes" } else { "NO" }
+                );
+            }
         }
     }
-    let bad: Vec<&str> = r
+    let mut bad: Vec<&str> = r
         .rows
         .iter()
         .filter(|x| !x.identical_output)
         .map(|x| x.name.as_str())
         .collect();
+    bad.extend(
+        r.prefault
+            .iter()
+            .filter(|f| !f.identical_output)
+            .map(|f| f.name.as_str()),
+    );
+    if r.cpython.as_ref().is_some_and(|p| !p.identical_output) {
+        bad.push("cpython");
+    }
     if !bad.is_empty() {
         eprintln!(
             "multios bench multiverse: output differs from native for {}",

@@ -1,0 +1,242 @@
+//! The microbenchmarks of `bench multiverse` (issue #13): Fig. 11 (mmap/munmap natively and in
+//! the LWK, the cycles a forwarded call adds), the per-event costs the projection multiplies
+//! (`model.rs`), thread create+join natively, in the LWK and with the `lwk-threads` override,
+//! and what `--trace` costs per event.
+
+use super::model::EventCosts;
+use crate::ExperimentError;
+use multios_lwk::fc::{self, Mechanism};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+/// The Fig. 11 microbenchmark and the per-event costs.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Micro {
+    pub mmap_pairs: u64,
+    pub mmap_native_ns: f64,
+    pub mmap_lwk_ns: f64,
+    pub native_call_ns: f64,
+    pub forwarded_call_ns: f64,
+    pub tsc_hz: f64,
+    /// Cycles a forwarded call adds to a native one.
+    pub cycles_added_per_forward: f64,
+    /// What the projection multiplies the counts by.
+    pub costs: EventCosts,
+    /// pthread_create + pthread_join of a function that returns at once, per pair: natively, in
+    /// the LWK, in the LWK with the lwk-threads override.
+    pub thread_pair_native_ns: f64,
+    pub thread_pair_lwk_ns: f64,
+    pub thread_pair_override_ns: f64,
+    /// `lwk run --trace`: what one traced event adds to a delegated call (fcntl), ns.
+    pub trace_event_ns: f64,
+    pub trace_plain_call_ns: f64,
+}
+
+fn io(what: String) -> impl FnOnce(std::io::Error) -> ExperimentError {
+    move |e| ExperimentError::Run(format!("{what}: {e}"))
+}
+
+/// Builds `source` as `name` in `dir` with gcc (dynamically linked, with pthreads).
+pub fn build(dir: &Path, name: &str, source: &str) -> Result<PathBuf, ExperimentError> {
+    let src = dir.join(format!("{name}.c"));
+    std::fs::write(&src, source).map_err(io(format!("writing {}", src.display())))?;
+    let exe = dir.join(name);
+    let o = Command::new("gcc")
+        .args(["-O2", "-pthread", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .map_err(io("running gcc (apt-get install gcc libc6-dev)".into()))?;
+    if !o.status.success() {
+        return Err(ExperimentError::Run(format!(
+            "gcc {}: {}",
+            src.display(),
+            String::from_utf8_lossy(&o.stderr)
+        )));
+    }
+    Ok(exe)
+}
+
+/// Runs `argv` (stdout captured, stderr dropped), returning its wall time and stdout.
+pub fn run(argv: &[OsString]) -> Result<(f64, String), ExperimentError> {
+    let what = format!("{argv:?}");
+    let (prog, rest) = argv
+        .split_first()
+        .ok_or_else(|| ExperimentError::Run("empty command".into()))?;
+    let t0 = Instant::now();
+    let o = Command::new(prog)
+        .args(rest)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .map_err(io(what.clone()))?;
+    let wall = t0.elapsed().as_secs_f64();
+    if !o.status.success() {
+        return Err(ExperimentError::Run(format!("{what} failed: {:?}", o.status)));
+    }
+    Ok((wall, String::from_utf8_lossy(&o.stdout).into_owned()))
+}
+
+/// The number after `key` in `out`.
+pub fn field(out: &str, key: &str) -> Option<f64> {
+    out.split_whitespace()
+        .skip_while(|w| *w != key)
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+}
+
+/// `multios lwk run EXTRA… -- ARGV…`.
+pub fn lwk(multios: &Path, extra: &[OsString], argv: &[OsString]) -> Vec<OsString> {
+    let mut v: Vec<OsString> = vec![multios.into(), "lwk".into(), "run".into()];
+    v.extend_from_slice(extra);
+    v.push("--".into());
+    v.extend_from_slice(argv);
+    v
+}
+
+/// Runs each command of `cmds` `rounds` times, rotating the order (ABBA), and returns the median
+/// of `measure(wall, stdout)` per command.
+pub fn alternate(
+    cmds: &[Vec<OsString>],
+    rounds: usize,
+    measure: impl Fn(f64, &str) -> Option<f64>,
+) -> Result<Vec<f64>, ExperimentError> {
+    let mut got: Vec<Vec<f64>> = vec![Vec::new(); cmds.len()];
+    for r in 0..rounds {
+        let order: Vec<usize> = if r % 2 == 0 {
+            (0..cmds.len()).collect()
+        } else {
+            (0..cmds.len()).rev().collect()
+        };
+        for i in order {
+            let (wall, out) = run(&cmds[i])?;
+            let v = measure(wall, &out).ok_or_else(|| {
+                ExperimentError::Run(format!("{:?} printed no measurement: {out}", cmds[i]))
+            })?;
+            got[i].push(v);
+        }
+    }
+    Ok(got
+        .iter()
+        .map(|v| multios_stats::median(v).unwrap_or(f64::NAN))
+        .collect())
+}
+
+/// Measures everything above; `quick` shrinks the loops.
+pub fn measure(multios: &Path, dir: &Path, quick: bool) -> Result<Micro, ExperimentError> {
+    let os = |s: &str| OsString::from(s);
+    let p = |e: &Path| OsString::from(e);
+    let rounds = if quick { 1 } else { 5 };
+    let none: [OsString; 0] = [];
+
+    // Fig. 11: mmap + touch + munmap of 4 KiB, natively and in the LWK.
+    let mmap = build(dir, "mmapbench", include_str!("../../../csrc/mmapbench.c"))?;
+    let pairs: u64 = if quick { 2_000 } else { 50_000 };
+    let argv = vec![p(&mmap), os(&pairs.to_string())];
+    let kernel = |_: f64, out: &str| field(out, "kernel_ns");
+    let m = alternate(&[argv.clone(), lwk(multios, &none, &argv)], rounds.max(3), kernel)?;
+    let (mmap_native_ns, mmap_lwk_ns) = (m[0] / pairs as f64, m[1] / pairs as f64);
+
+    // System-call round trips from inside the guest (`lwk fc`'s loop).
+    let calls = if quick { 5_000 } else { 50_000 };
+    let fc = |mech: Mechanism| {
+        fc::measure(mech, calls, true)
+            .map(|s| s.median_ns)
+            .map_err(|e| ExperimentError::Run(format!("{}: {e}", mech.name())))
+    };
+    let native_call_ns = fc(Mechanism::Native)?;
+    let delegated_ns = fc(Mechanism::RewrittenDelegated)?;
+    let local_ns = fc(Mechanism::RewrittenLocal)?;
+    let doorbell_ns = fc(Mechanism::ExitDelegated)?;
+
+    // Page faults: first touches natively and in the LWK, and a KVM shadow fault alone.
+    let touch = build(dir, "touchbench", include_str!("../../../csrc/touchbench.c"))?;
+    let argv = vec![p(&touch), os(if quick { "16" } else { "64" })];
+    let first = alternate(
+        &[argv.clone(), lwk(multios, &none, &argv)],
+        rounds.max(3),
+        |_, o| field(o, "first_touch_ns"),
+    )?;
+    let shadow = alternate(&[lwk(multios, &none, &argv)], rounds.max(3), |_, o| {
+        field(o, "shadow_fault_ns")
+    })?;
+
+    // Start-up: an empty dynamically linked program.
+    let empty = build(dir, "empty", "int main(void) { return 0; }\n")?;
+    let argv = vec![p(&empty)];
+    let start = alternate(
+        &[argv.clone(), lwk(multios, &none, &argv)],
+        rounds.max(3) + 2,
+        |w, _| Some(w),
+    )?;
+
+    // A tightening mprotect: a range invalidation in a single-threaded guest.
+    let mprot = multios_lwk::bench::build(dir, multios_lwk::bench::MPROTECT)?;
+    let argv = vec![p(&mprot), os(if quick { "200" } else { "2000" })];
+    let inv = alternate(
+        &[argv.clone(), lwk(multios, &none, &argv)],
+        rounds.max(3),
+        |_, o| field(o, "tighten_median_ns"),
+    )?;
+
+    // Threads: create + join, natively, in the LWK, with the lwk-threads override (100 pairs:
+    // the LWK without it has 128 vCPU ids for the whole run).
+    let tb = build(dir, "threadbench", include_str!("../../../csrc/threadbench.c"))?;
+    let threads_file = dir.join("threads.yaml");
+    std::fs::write(
+        &threads_file,
+        multios_lwk::overrides::Overrides::file_text(&["pthread_create"]),
+    )
+    .map_err(io(format!("writing {}", threads_file.display())))?;
+    let argv = vec![p(&tb), os("100")];
+    let with = [os("--overrides"), p(&threads_file)];
+    let th = alternate(
+        &[
+            argv.clone(),
+            lwk(multios, &none, &argv),
+            lwk(multios, &with, &argv),
+        ],
+        rounds.max(3),
+        |_, o| field(o, "per_pair_ns"),
+    )?;
+
+    // --trace: per event, on a loop of delegated calls.
+    let cl = build(dir, "callloop", include_str!("../../../csrc/callloop.c"))?;
+    let n: u64 = if quick { 10_000 } else { 200_000 };
+    let argv = vec![p(&cl), os(&n.to_string())];
+    let trace = [os("--trace"), p(&dir.join("callloop.trace"))];
+    let tr = alternate(
+        &[lwk(multios, &none, &argv), lwk(multios, &trace, &argv)],
+        rounds.max(3),
+        kernel,
+    )?;
+
+    let tsc_hz = multios_host::tsc::calibration().hz;
+    Ok(Micro {
+        mmap_pairs: pairs,
+        mmap_native_ns,
+        mmap_lwk_ns,
+        native_call_ns,
+        forwarded_call_ns: delegated_ns,
+        tsc_hz,
+        cycles_added_per_forward: (delegated_ns - native_call_ns) * 1e-9 * tsc_hz,
+        costs: EventCosts {
+            native_call_ns,
+            delegated_ns,
+            local_ns,
+            doorbell_ns,
+            native_touch_ns: first[0],
+            lwk_touch_ns: first[1],
+            shadow_fault_ns: shadow[0],
+            startup_ns: (start[1] - start[0]) * 1e9,
+            invalidation_ns: inv[1] - inv[0],
+        },
+        thread_pair_native_ns: th[0],
+        thread_pair_lwk_ns: th[1],
+        thread_pair_override_ns: th[2],
+        trace_event_ns: (tr[1] - tr[0]) / n as f64,
+        trace_plain_call_ns: tr[0] / n as f64,
+    })
+}
