@@ -6,46 +6,24 @@
 //! back, the memfd's contents, EACCES for write access to a read-only file's mapping — against
 //! native. Needs /dev/kvm and gcc: FAILS (never skips) without them.
 
-use std::path::Path;
-use std::process::Command;
-
 #[path = "../../../testsupport/scratch.rs"]
 mod scratch;
 use scratch::Scratch;
 
-const RUNNER: &str = env!("CARGO_BIN_EXE_lwk-run");
+#[path = "common/sidebyside.rs"]
+mod sidebyside;
+use sidebyside::{build_c, lwk, native, require_kvm, show};
 
 #[test]
 fn issue_13_tightening_mprotect_of_private_and_shared_mappings_in_one_thread_like_native() {
-    if let Err(e) = multios_lwk::check_kvm() {
-        panic!("issue #13 tests need KVM and it is not usable here: {e}");
-    }
+    require_kvm("issue #13");
     let dir = Scratch::new("multios-issue-13", "tighten");
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/tighten.c");
-    let prog = dir.path().join("tighten");
-    let o = Command::new("gcc")
-        .args(["-O1", "-g", "-o"])
-        .arg(&prog)
-        .arg(&src)
-        .output()
-        .unwrap_or_else(|e| panic!("running gcc (apt-get install gcc libc6-dev): {e}"));
-    assert!(o.status.success(), "gcc: {}", String::from_utf8_lossy(&o.stderr));
-
-    let native = Command::new(&prog)
-        .arg(dir.path().join("native.data"))
-        .output()
-        .expect("native run");
-    assert!(native.status.success(), "native: {native:?}");
-    let lwk = Command::new(RUNNER)
-        .arg(&prog)
-        .arg(dir.path().join("lwk.data"))
-        .output()
-        .expect("lwk-run");
-    assert!(
-        lwk.status.success(),
-        "in the LWK: {}",
-        String::from_utf8_lossy(&lwk.stderr)
-    );
+    let prog = build_c(dir.path(), "tighten", &["-O1"]);
+    let data = |side: &str| dir.path().join(format!("{side}.data")).display().to_string();
+    let native = native(&prog, &[&data("native")]);
+    assert!(native.status.success(), "native: {}", show(&native));
+    let lwk = lwk(&prog, &[&data("lwk")], &[]);
+    assert!(lwk.status.success(), "in the LWK: {}", show(&lwk));
     let out = String::from_utf8_lossy(&lwk.stdout);
     assert_eq!(
         out,
