@@ -105,6 +105,53 @@ fn issue_12_futex_pair_wake_count_equals_the_programs() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Wake-up edges: each of the parent's writes wakes its sleeping child once (wake_pair.c sleeps
+/// 2 ms before each, so the child is always blocked in read), and the count of parent → child
+/// `sched_wakeup` edges is the number of rounds (a wake-up or two more may come from the fork
+/// and exit paths). The child wakes the parent at most at its exit.
+#[test]
+fn issue_12_wakeup_count_equals_the_writes_that_woke_a_sleeping_child() {
+    let bin = compile("wake_pair");
+    let rounds = 100u64;
+    let dir = std::env::temp_dir().join(format!("multios-map-wake-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch");
+    let log = dir.join("stderr");
+    let r = record(&opts(vec![
+        "/bin/sh".into(),
+        "-c".into(),
+        format!("exec {} {rounds} 2>{}", bin.display(), log.display()),
+    ]))
+    .expect("record (root and BTF tracepoints needed)");
+    assert_eq!(r.exit_code, Some(0));
+    let text = std::fs::read_to_string(&log).expect("program output");
+    let pid = |k: &str| -> u32 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(k).map(|v| v.trim().parse().expect("pid")))
+            .unwrap_or_else(|| panic!("{k} missing in {text}"))
+    };
+    let (parent, child) = (pid("parent "), pid("child "));
+    let count = |from: u32, to: u32| {
+        r.graph
+            .edges
+            .iter()
+            .filter(|e| e.kind == EdgeKind::Wakeup && e.from == from && e.to == to)
+            .map(|e| e.count)
+            .sum::<u64>()
+    };
+    let down = count(parent, child);
+    assert!(
+        (rounds..=rounds + 2).contains(&down),
+        "parent → child wake-ups {down}, expected {rounds} (+ at most 2); edges {:?}",
+        r.graph.edges
+    );
+    assert!(
+        count(child, parent) <= 2,
+        "child → parent wake-ups: edges {:?}",
+        r.graph.edges
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn issue_12_missing_pid_is_named() {
     let mut o = opts(Vec::new());
