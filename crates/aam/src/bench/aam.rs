@@ -5,7 +5,7 @@
 use super::{result, BenchConfig, BenchError, BenchResult};
 use crate::block::block_on;
 use crate::builder::MachineBuilder;
-use crate::interface::{ConnectOptions, ServeOptions};
+use crate::interface::{ConnectOptions, Endpoint, ServeOptions};
 use multios_host::{tsc, CpuSet};
 use std::time::Duration;
 
@@ -59,7 +59,27 @@ pub fn local_task(cfg: &BenchConfig) -> Result<Vec<BenchResult>, BenchError> {
     ])
 }
 
-struct Noop;
+/// A server that does nothing: what the no-op machine calls of the benchmarks reach.
+pub(super) struct Noop;
+
+/// `n` no-op calls after `warm` unmeasured ones, call `i` on endpoint `i % eps.len()`: each call's
+/// direct cost (until the call is issued) and total (until its result is back), in TSC ticks.
+pub(super) async fn noop_calls(eps: Vec<Endpoint<Noop>>, n: usize, warm: usize) -> (Vec<u64>, Vec<u64>) {
+    let mut direct = Vec::with_capacity(n);
+    let mut total = Vec::with_capacity(n);
+    for i in 0..n + warm {
+        let t0 = tsc::now();
+        let c = eps[i % eps.len()].call("Noop::noop", |_s| async { tsc::now() });
+        let t1 = tsc::now();
+        let _ = c.await;
+        let t2 = tsc::now();
+        if i >= warm {
+            direct.push(t1 - t0);
+            total.push(t2 - t0);
+        }
+    }
+    (direct, total)
+}
 
 /// A machine call from a client machine to a server machine on another core. `active`: both
 /// poll forever (no IMS); otherwise both sleep as soon as they are idle (every call needs IMS).
@@ -96,22 +116,7 @@ fn call_between(
         .connect(ConnectOptions::default());
     let (n, warm) = (cfg.iterations, cfg.warmup);
     let (direct, total) = collect(
-        client.spawn("driver", async move {
-            let mut direct = Vec::with_capacity(n);
-            let mut total = Vec::with_capacity(n);
-            for i in 0..n + warm {
-                let t0 = tsc::now();
-                let c = ep.call("Noop::noop", |_s| async { tsc::now() });
-                let t1 = tsc::now();
-                let _ = c.await;
-                let t2 = tsc::now();
-                if i >= warm {
-                    direct.push(t1 - t0);
-                    total.push(t2 - t0);
-                }
-            }
-            (direct, total)
-        }),
+        client.spawn("driver", noop_calls(vec![ep], n, warm)),
         "machine call",
     )?;
     let (tag, how) = if call_spin.is_some() {

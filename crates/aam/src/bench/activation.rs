@@ -3,6 +3,7 @@
 //! a short call to a machine with two workers whose awake worker is blocked in a long call (the
 //! sleeping sibling takes it, or — with the sibling wake-up off — it waits for the busy one).
 
+use super::aam::{noop_calls, Noop};
 use super::{result, BenchConfig, BenchError, BenchResult};
 use crate::block::block_on;
 use crate::builder::MachineBuilder;
@@ -17,8 +18,6 @@ fn failed(bench: &'static str) -> impl Fn(crate::task::TaskError) -> BenchError 
         what: e.to_string(),
     }
 }
-
-struct Noop;
 
 /// Two server machines share the server CPU under a Machine Manager (one holds it, the other
 /// none; both sleep as soon as idle); the client calls them in turn, so every call reaches a
@@ -60,24 +59,8 @@ pub fn coreless_call(cfg: &BenchConfig) -> Result<Vec<BenchResult>, BenchError> 
             .connect(ConnectOptions::default()),
     );
     let (n, warm) = (cfg.iterations, cfg.warmup);
-    let (direct, total) = block_on(client.spawn("driver", async move {
-        let mut direct = Vec::with_capacity(n);
-        let mut total = Vec::with_capacity(n);
-        for i in 0..n + warm {
-            let ep = if i % 2 == 0 { &ey } else { &ex };
-            let t0 = tsc::now();
-            let c = ep.call("Noop::noop", |_s| async { tsc::now() });
-            let t1 = tsc::now();
-            let _ = c.await;
-            let t2 = tsc::now();
-            if i >= warm {
-                direct.push(t1 - t0);
-                total.push(t2 - t0);
-            }
-        }
-        (direct, total)
-    }))
-    .map_err(failed(B))?;
+    let (direct, total) =
+        block_on(client.spawn("driver", noop_calls(vec![ey, ex], n, warm))).map_err(failed(B))?;
     let c = manager.move_counts();
     let how = format!(
         "machine call to a machine that holds no core (two machines share the server CPU; the Machine Manager grants it in the sender's IMS: {} grants on IMS, {} hand-overs by the idle holder, {} by the policy)",
