@@ -73,6 +73,15 @@ pub enum ExitStatus {
 
 /// The guest's address space: the window's allocator and what its ranges hold.
 pub struct AddressSpace {
+    /// Held for the whole of every call that changes the address space (brk, mmap, munmap,
+    /// mremap, mprotect, madvise, shmat, shmdt), as Linux holds its mmap_lock for writing: the
+    /// bookkeeping, the zeroing and copying of guest memory, the VMAs and the page tables of one
+    /// call are done before another call sees the range. Without it, a range an mremap or munmap
+    /// had released in `mm` but not yet zeroed could be handed to another thread's mmap (the proxy
+    /// and a vCPU thread serve calls at the same time), whose fresh data the late zeroing then
+    /// wiped (issue #14: glibc's `free(): invalid pointer` in `tests/c/heap.c`). Taken first,
+    /// before any other lock of the LWK.
+    pub(crate) map: Mutex<()>,
     /// The application window's allocator (brk, mmap, munmap…).
     pub(crate) mm: Mutex<Mm>,
     /// What the ranges of the window hold, for the guest's /proc/self/maps (lock after `mm`).
@@ -100,8 +109,8 @@ pub struct Program {
 /// The LWK state of the one guest process.
 ///
 /// Lock order — the nesting the code does, and the order the VMM's fork holds the busiest locks
-/// in (`machine/fork.rs`): `threads`, then `signals.pending`, then `stats`;
-/// `space.mm` before `space.vmas`; `space.shared` before `space.shm`. Every other lock is taken
+/// in (`machine/fork.rs`): `space.map` before every other; `threads`, then `signals.pending`, then
+/// `stats`; `space.mm` before `space.vmas`; `space.shared` before `space.shm`. Every other lock is taken
 /// alone, released before the next one is taken.
 pub struct Kernel {
     pub mem: Arc<GuestMemory>,
@@ -161,6 +170,7 @@ impl Kernel {
         Kernel {
             mem,
             space: AddressSpace {
+                map: Mutex::new(()),
                 mm: Mutex::new(mm),
                 vmas: Mutex::new(crate::vmas::Vmas::default()),
                 shared: Mutex::new(crate::mm::RangeSet::default()),

@@ -46,6 +46,7 @@ impl Machine {
         // another VMM thread holding one at that instant would leave it locked forever in the
         // child (seen: the statistics' lock, taken by every call of the other vCPUs).
         let held = (
+            lock(&self.kernel.space.map),
             lock(&self.kernel.threads),
             lock(&self.kernel.signals.pending),
             lock(&self.kernel.stats),

@@ -32,6 +32,12 @@ impl Kernel {
             // spins in its stub (`syscall/protect.rs` says why that is safe).
             return Reply::NeedVcpu;
         }
+        // One address-space change at a time, whole (`AddressSpace::map`).
+        let _map = matches!(
+            nr as i64,
+            SYS_brk | SYS_mmap | SYS_munmap | SYS_mremap | SYS_mprotect | SYS_madvise | SYS_shmat | SYS_shmdt
+        )
+        .then(|| lock(&self.space.map));
         match nr as i64 {
             SYS_brk => {
                 let mut fx = Effects::default();
