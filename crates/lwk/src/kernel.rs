@@ -79,7 +79,8 @@ pub struct AddressSpace {
     /// call are done before another call sees the range. Without it, a range an mremap or munmap
     /// had released in `mm` but not yet zeroed could be handed to another thread's mmap (the proxy
     /// and a vCPU thread serve calls at the same time), whose fresh data the late zeroing then
-    /// wiped (issue #14: glibc's `free(): invalid pointer` in `tests/c/heap.c`). Taken first,
+    /// wiped (issue #14: glibc's `free(): invalid pointer` in `tests/c/heap.c`). A thread's exit
+    /// holds it too, from the fall of the thread count to its clear-child-tid write. Taken first,
     /// before any other lock of the LWK.
     pub(crate) map: Mutex<()>,
     /// The application window's allocator (brk, mmap, munmap…).

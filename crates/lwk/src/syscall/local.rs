@@ -439,6 +439,11 @@ impl Kernel {
 
     /// exit (one thread) or exit_group (the process).
     fn exit(&self, cpu: usize, group: bool, code: i32) -> Reply {
+        // Under the address-space lock: the thread count falls and the clear-child-tid word is
+        // written in one step, so no mprotect sees one thread left (and takes the single-thread
+        // path that makes host pages read-only for a moment, `protect.rs`) while the VMM still
+        // has that word to write.
+        let _map = lock(&self.space.map);
         let (ctid, last) = {
             let mut t = lock(&self.threads);
             let ctid = t.get_mut(cpu).and_then(|t| {
