@@ -2,7 +2,7 @@
 //! A pipe pair's recorded bytes equal what was sent; a futex pair's wake counts equal the program's.
 
 use multios_map::graph::EdgeKind;
-use multios_map::record::{record, Options, RecordError};
+use multios_map::record::{record, Options, RecordError, Recorded};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -30,6 +30,31 @@ fn opts(cmd: Vec<String>) -> Options {
         sample_every: Duration::from_millis(20),
         topology: None,
     }
+}
+
+/// Records `bin ARG` run through sh with its stderr on a file (the program prints its own counts
+/// and ids there): the recording and that text. The program must exit 0.
+fn record_with_stderr(bin: &std::path::Path, arg: u64, tag: &str) -> (Recorded, String) {
+    let dir = std::env::temp_dir().join(format!("multios-map-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch");
+    let log = dir.join("stderr");
+    let r = record(&opts(vec![
+        "/bin/sh".into(),
+        "-c".into(),
+        format!("exec {} {arg} 2>{}", bin.display(), log.display()),
+    ]))
+    .expect("record (root and BTF tracepoints needed)");
+    assert_eq!(r.exit_code, Some(0));
+    let text = std::fs::read_to_string(&log).expect("program output");
+    let _ = std::fs::remove_dir_all(&dir);
+    (r, text)
+}
+
+/// The number after `key` on a line of `text`.
+fn value_of(text: &str, key: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(key).map(|v| v.trim().parse().expect("number")))
+        .unwrap_or_else(|| panic!("{key} missing in {text}"))
 }
 
 #[test]
@@ -64,24 +89,8 @@ fn issue_12_futex_pair_wake_count_equals_the_programs() {
     let bin = compile("futex_pair");
     let out = Command::new(&bin).arg("1").output().expect("runs");
     assert!(out.status.success());
-    let rounds = 2000;
-    let dir = std::env::temp_dir().join(format!("multios-map-futex-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("scratch");
-    let log = dir.join("stderr");
-    // Run through sh to capture the program's own counts on a file.
-    let r = record(&opts(vec![
-        "/bin/sh".into(),
-        "-c".into(),
-        format!("exec {} {rounds} 2>{}", bin.display(), log.display()),
-    ]))
-    .expect("record");
-    assert_eq!(r.exit_code, Some(0));
-    let text = std::fs::read_to_string(&log).expect("program output");
-    let value = |k: &str| -> u64 {
-        text.lines()
-            .find_map(|l| l.strip_prefix(k).map(|v| v.trim().parse().expect("number")))
-            .unwrap_or_else(|| panic!("{k} missing in {text}"))
-    };
+    let (r, text) = record_with_stderr(&bin, 2000, "futex");
+    let value = |k: &str| value_of(&text, k);
     let (main, thread) = (value("main_tid") as u32, value("thread_tid") as u32);
     let g = &r.graph;
     let count = |from: u32, to: u32| {
@@ -102,7 +111,6 @@ fn issue_12_futex_pair_wake_count_equals_the_programs() {
         value("thread_woke"),
         "thread → main futex wakes"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Wake-up edges: each of the parent's writes wakes its sleeping child once (wake_pair.c sleeps
@@ -113,22 +121,8 @@ fn issue_12_futex_pair_wake_count_equals_the_programs() {
 fn issue_12_wakeup_count_equals_the_writes_that_woke_a_sleeping_child() {
     let bin = compile("wake_pair");
     let rounds = 100u64;
-    let dir = std::env::temp_dir().join(format!("multios-map-wake-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("scratch");
-    let log = dir.join("stderr");
-    let r = record(&opts(vec![
-        "/bin/sh".into(),
-        "-c".into(),
-        format!("exec {} {rounds} 2>{}", bin.display(), log.display()),
-    ]))
-    .expect("record (root and BTF tracepoints needed)");
-    assert_eq!(r.exit_code, Some(0));
-    let text = std::fs::read_to_string(&log).expect("program output");
-    let pid = |k: &str| -> u32 {
-        text.lines()
-            .find_map(|l| l.strip_prefix(k).map(|v| v.trim().parse().expect("pid")))
-            .unwrap_or_else(|| panic!("{k} missing in {text}"))
-    };
+    let (r, text) = record_with_stderr(&bin, rounds, "wake");
+    let pid = |k: &str| value_of(&text, k) as u32;
     let (parent, child) = (pid("parent "), pid("child "));
     let count = |from: u32, to: u32| {
         r.graph
@@ -149,7 +143,6 @@ fn issue_12_wakeup_count_equals_the_writes_that_woke_a_sleeping_child() {
         "child → parent wake-ups: edges {:?}",
         r.graph.edges
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
