@@ -67,6 +67,19 @@ fn issue_11_ims_grants_a_core_to_a_machine_that_holds_none() {
     let seen_b = Arc::new(Mutex::new(Vec::new()));
     let a = machine("a", &both, &[c0], &seen_a);
     let b = machine("b", &both, &[c1], &seen_b);
+    // The client connects while a still holds its core: registering an interface signals the
+    // machine, and that signal would get a core of its own if a held none (then the call below
+    // could find a polling and need no IMS).
+    let ep = a
+        .serve(Twice, ServeOptions::default())
+        .connect(ConnectOptions::default());
+    until("a's registration handled", || {
+        seen_a
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .any(|s| matches!(s, MachineSignal::InterfaceRegistered { .. }))
+    });
     // a's only core goes to b: a holds none.
     move_core(c0, &a.handle(), &b.handle()).unwrap_or_else(|e| panic!("{e}"));
     let ha = a.handle();
@@ -77,9 +90,6 @@ fn issue_11_ims_grants_a_core_to_a_machine_that_holds_none() {
         Policy::Utilization,
         Duration::from_secs(3600),
     );
-    let ep = a
-        .serve(Twice, ServeOptions::default())
-        .connect(ConnectOptions::default());
     let r = within_a_minute("a call to a machine without a core", move || {
         ep.call("Twice::of", |_t| async { 21 * 2 }).wait()
     });
