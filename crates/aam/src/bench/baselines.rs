@@ -89,32 +89,58 @@ pub fn cache_line(cfg: &BenchConfig) -> Result<BenchResult, BenchError> {
 }
 
 /// Two threads that sleep on futexes and wake each other; per round trip.
+/// How long the client lets a peer that announced its futex wait get into it before a timed
+/// round (the announcement comes just before the system call).
+const SETTLE: std::time::Duration = std::time::Duration::from_micros(20);
+
 fn futex_ping_pong(cfg: &BenchConfig, a: usize, b: usize) -> Result<Vec<u64>, BenchError> {
     const B: &str = "futex";
-    let words = Arc::new((AtomicU32::new(0), AtomicU32::new(0)));
+    // (reply, request, the peer is about to wait for a request)
+    let words = Arc::new((AtomicU32::new(0), AtomicU32::new(0), AtomicU32::new(0)));
     let total = cfg.iterations + cfg.warmup;
     let w = words.clone();
     let peer = on_cpu(B, b, move || {
         for _ in 0..total {
             while w.1.load(Ordering::SeqCst) == 0 {
+                w.2.store(1, Ordering::SeqCst);
                 sys::futex_wait(&w.1, 0);
             }
+            w.2.store(0, Ordering::SeqCst);
             w.1.store(0, Ordering::SeqCst);
             w.0.store(1, Ordering::SeqCst);
             sys::futex_wake(&w.0, 1);
         }
     })?;
     let warm = cfg.warmup;
+    // Across cores the peer must be asleep when it is woken, or the round is a few hundred ns of
+    // cache traffic instead of a wake-up (on a quiet machine most rounds were): wait, untimed,
+    // until it announced its wait and a little longer. On one core it cannot run while the
+    // client spins, and it sleeps anyway when the client waits for the reply.
+    let settle = a != b;
     let me = on_cpu(B, a, move || {
-        timed_rounds(total, warm, |_| {
+        let mut s = Vec::with_capacity(total.saturating_sub(warm));
+        for i in 0..total {
+            if settle {
+                while words.2.load(Ordering::SeqCst) == 0 {
+                    std::hint::spin_loop();
+                }
+                let t = std::time::Instant::now();
+                while t.elapsed() < SETTLE {
+                    std::hint::spin_loop();
+                }
+            }
+            let t0 = tsc::now();
             words.1.store(1, Ordering::SeqCst);
             sys::futex_wake(&words.1, 1);
             while words.0.load(Ordering::SeqCst) == 0 {
                 sys::futex_wait(&words.0, 0);
             }
             words.0.store(0, Ordering::SeqCst);
-            true
-        })
+            if i >= warm {
+                s.push(tsc::now() - t0);
+            }
+        }
+        s
     })?;
     let s = join(B, me)?;
     join(B, peer)?;
