@@ -3,7 +3,7 @@
 //!
 //! * `tests/c/signalfd.c`: the usual pattern (block the signals, read them from a signalfd) — a
 //!   blocking read woken by another thread's kill(), sigqueue'd real-time signals with their
-//!   si_value (several records in one read, in order), EAGAIN on a non-blocking fd, EINVAL for a
+//!   si_value (several records in one read, in order; readv across buffers), EAGAIN on a non-blocking fd, EINVAL for a
 //!   short buffer, readiness in epoll, poll and select (and none once read), epoll_wait woken by a
 //!   signal, a new mask for an existing fd, a forked child's signalfd reporting the child's signal
 //!   and not the parent's, SIGCHLD read through a signalfd, a handled signal interrupting a
@@ -44,6 +44,7 @@ fn issue_14_signalfd_reads_blocked_signals_like_native() {
                 "sigqueue read: 4 records",
                 "  RTMIN+1: signo=35 code=SI_QUEUE pid=self int=7",
                 "  RTMIN+2: signo=36 code=SI_QUEUE pid=self int=103",
+                "readv: 256 bytes, ints 201 202",
                 "nonblocking empty: -1 Resource temporarily unavailable",
                 "short buffer: -1 Invalid argument",
                 "epoll with SIGUSR1 pending: 1",

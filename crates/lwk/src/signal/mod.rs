@@ -51,8 +51,8 @@ pub struct SigAction {
 /// The signal state of the guest process (the per-thread part is [`ThreadSignals`], kept in the
 /// kernel's thread table under its lock).
 ///
-/// Lock order, as every path nests them (and as the VMM's fork holds them): the kernel's `threads`
-/// lock, then `pending`. `actions` and `thread_timers` are never held while taking another lock.
+/// Lock order, as every path nests them (and as the VMM's fork holds them): `sfds`, the kernel's
+/// `threads` lock, then `pending`. `actions` and `thread_timers` are never held while taking another lock.
 pub struct Signals {
     /// Dispositions, indexed by signal number (0 unused).
     pub(crate) actions: Mutex<[SigAction; 65]>,

@@ -241,7 +241,10 @@ mod tests {
         assert_eq!(u32_at(&r, 8) as i32, -1);
         assert_eq!((u32_at(&r, 12), u32_at(&r, 16)), (4321, 1000));
         assert_eq!(u32_at(&r, 44), 7, "ssi_int");
-        assert_eq!(u64::from_le_bytes(r[48..56].try_into().unwrap()), 0xdead_beef_0000_0007);
+        assert_eq!(
+            u64::from_le_bytes(r[48..56].try_into().expect("8 bytes")),
+            0xdead_beef_0000_0007
+        );
     }
 
     #[test]
@@ -253,7 +256,10 @@ mod tests {
             ..Default::default()
         };
         let r = record(10, &kill);
-        assert_eq!((u32_at(&r, 0), u32_at(&r, 12), u32_at(&r, 16), u32_at(&r, 44)), (10, 9, 3, 0));
+        assert_eq!(
+            (u32_at(&r, 0), u32_at(&r, 12), u32_at(&r, 16), u32_at(&r, 44)),
+            (10, 9, 3, 0)
+        );
         let mut fields = [0u64; 14];
         fields[0] = 5 | (2u64 << 32);
         fields[1] = 77;

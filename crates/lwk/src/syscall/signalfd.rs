@@ -20,7 +20,11 @@ impl Kernel {
     /// signalfd(fd, mask, size) and signalfd4(fd, mask, size, flags): a new signalfd (fd = -1)
     /// or a new mask for an existing one.
     pub(super) fn signalfd4(&self, nr: u64, a: [u64; 6]) -> Reply {
-        let flags = if nr == libc::SYS_signalfd4 as u64 { a[3] as i32 } else { 0 };
+        let flags = if nr == libc::SYS_signalfd4 as u64 {
+            a[3] as i32
+        } else {
+            0
+        };
         if flags & !(libc::SFD_CLOEXEC | libc::SFD_NONBLOCK) != 0 || a[2] != 8 {
             return errno(libc::EINVAL);
         }
@@ -83,16 +87,27 @@ impl Kernel {
         Reply::Ret(r)
     }
 
-    /// The LWK's part of `read` and `close` when the guest has signalfds: None when `fd` is not
-    /// one (the call goes on as usual).
+    /// The LWK's part of `read`, `readv` and `close` when the guest has signalfds: None when
+    /// `fd` is not one (the call goes on as usual).
     pub(super) fn signalfd_call(&self, cpu: usize, nr: u64, a: &[u64; 6]) -> Option<Reply> {
         if !self.has_signalfds() {
             return None;
         }
         match nr as i64 {
-            libc::SYS_read => {
+            libc::SYS_read | libc::SYS_readv => {
                 let (_, mask) = self.signalfd_of(a[0] as i32)?;
-                Some(self.signalfd_read(cpu, a[0] as i32, mask, a[1], a[2]))
+                let layout = super::layout::layout(nr as i64)?;
+                // The buffers as any read checks them: in the window, writable by user code.
+                let checked = match super::check::check_call(&self.mem, nr as i64, layout, a, self.fd_floor) {
+                    Ok(c) => c,
+                    Err(e) => return Some(Reply::Ret(e)),
+                };
+                let into: Vec<(u64, u64)> = if nr as i64 == libc::SYS_read {
+                    vec![(a[1], a[2])]
+                } else {
+                    checked.iovecs().chunks(2).map(|p| (p[0], p[1])).collect()
+                };
+                Some(self.signalfd_read(cpu, a[0] as i32, mask, &into))
             }
             libc::SYS_close => {
                 self.signalfd_of(a[0] as i32)?;
@@ -104,23 +119,21 @@ impl Kernel {
         }
     }
 
-    /// read(fd, buf, len) of a signalfd with mask `mask`.
-    fn signalfd_read(&self, cpu: usize, fd: i32, mask: u64, buf: u64, len: u64) -> Reply {
-        if len < RECORD {
+    /// A read of signalfd `fd` (mask `mask`) into the buffers `into` (base, length): whole
+    /// records only, at least one (waiting for it unless the fd is non-blocking).
+    fn signalfd_read(&self, cpu: usize, fd: i32, mask: u64, into: &[(u64, u64)]) -> Reply {
+        let total: u64 = into.iter().map(|&(_, l)| l).fold(0, u64::saturating_add);
+        if total < RECORD {
             return errno(libc::EINVAL);
         }
-        let room = (len / RECORD).min(64 * 1024);
-        if !self.mem.in_app(buf, room * RECORD) {
-            return errno(libc::EFAULT);
-        }
+        let room = (total / RECORD).min(64 * 1024);
         let mut got = 0u64;
         let mut missed = false;
         loop {
             // The mask may change meanwhile (signalfd4 on this fd from another thread).
             let mask = self.signalfd_of(fd).map_or(mask, |(_, m)| m);
             if let Some((sig, info)) = self.take_signal_in(cpu, Some(mask)) {
-                self.mem
-                    .write(buf + got * RECORD, &crate::signal::sfd::record(sig, &info));
+                self.scatter(into, got * RECORD, &crate::signal::sfd::record(sig, &info));
                 got += 1;
                 if got == room {
                     break;
@@ -152,6 +165,23 @@ impl Kernel {
             missed = self.wait_signalfd(cpu, fd);
         }
         Reply::Ret((got * RECORD) as i64)
+    }
+
+    /// Writes `bytes` at offset `at` of the concatenation of the buffers `into`.
+    fn scatter(&self, into: &[(u64, u64)], mut at: u64, mut bytes: &[u8]) {
+        for &(base, len) in into {
+            if bytes.is_empty() {
+                break;
+            }
+            if at >= len {
+                at -= len;
+                continue;
+            }
+            let n = (len - at).min(bytes.len() as u64) as usize;
+            self.mem.write(base + at, &bytes[..n]);
+            bytes = &bytes[n..];
+            at = 0;
+        }
     }
 
     /// Waits until signalfd `fd` is readable (true), or a while, or the signal pump's kick.

@@ -17,6 +17,7 @@
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/signalfd.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -95,6 +96,18 @@ int main(int argc, char **argv) {
         snprintf(what, sizeof what, "  RTMIN+%d", (int)s[k].ssi_signo - SIGRTMIN);
         show(what, &s[k]);
     }
+    /* readv: records split across buffers. */
+    for (int k = 1; k <= 2; k++) {
+        union sigval w = {.sival_int = 200 + k};
+        sigqueue(getpid(), SIGRTMIN + 2, w);
+    }
+    char head[100], tail[300];
+    struct iovec iov[2] = {{head, sizeof head}, {tail, sizeof tail}};
+    n = readv(fd, iov, 2);
+    struct signalfd_siginfo r2[2];
+    memcpy(r2, head, sizeof head);
+    memcpy((char *)r2 + sizeof head, tail, sizeof r2 - sizeof head);
+    printf("readv: %zd bytes, ints %d %d\n", n, r2[0].ssi_int, r2[1].ssi_int);
     sigset_t pend;
     sigpending(&pend);
     printf("still pending after the read: %d\n", sigismember(&pend, SIGRTMIN + 2));
