@@ -297,6 +297,9 @@ impl Kernel {
         self.live_threads.store(1, std::sync::atomic::Ordering::Release);
         self.threads_made.store(0, std::sync::atomic::Ordering::Release);
         lock(&self.signals.pending).clear();
+        drop(threads);
+        // The child's signalfds report the child's signals (`signal/sfd.rs`).
+        self.signalfds_forked();
     }
 
     /// The stack pointer of vCPU `cpu`'s thread at its current system call (its stub saved it in

@@ -67,6 +67,9 @@ pub const MANDATORY_LOCAL: &[&str] = &[
     "tgkill",
     "rt_sigqueueinfo",
     "rt_tgsigqueueinfo",
+    // The guest's signals are the VMM's: a signalfd reports them (`signal/sfd.rs`).
+    "signalfd",
+    "signalfd4",
     // A timer that signals one thread names a guest tid, which the LWK translates.
     "timer_create",
     "timer_delete",

@@ -74,6 +74,18 @@ fn issue_14_conformance_pty_ioctls_match_native() {
     assert_eq!(lwk, native);
 }
 
+/// TIOCGPTPEER from Python, as `pty.openpty` would use it: the slave as a new fd with the flags
+/// given, text through it both ways (it was ENOTTY in the LWK).
+#[test]
+fn issue_14_tiocgptpeer_from_python_matches_native() {
+    let (native, lwk) = both("ptypeer", &["tiocgptpeer"]);
+    assert_eq!(
+        native.trim(),
+        "tiocgptpeer [True, True, False, b'from the slave\\r\\n', b'to the slave', ('on the slave', 5)]"
+    );
+    assert_eq!(lwk, native);
+}
+
 #[test]
 fn issue_14_conformance_fcntl_notify_and_owner_match_native() {
     let (native, lwk) = both("fcntl", &["fcntl"]);

@@ -47,6 +47,8 @@ impl Machine {
         // child (seen: the statistics' lock, taken by every call of the other vCPUs).
         let held = (
             lock(&self.kernel.space.map),
+            // Before `threads`, as the signalfds' sync nests them (`signal/sfd.rs`).
+            lock(&self.kernel.signals.sfds),
             lock(&self.kernel.threads),
             lock(&self.kernel.signals.pending),
             lock(&self.kernel.stats),

@@ -70,6 +70,10 @@ impl Kernel {
         self.signals
             .hint
             .store(true, std::sync::atomic::Ordering::Release);
+        if r.is_ok() {
+            // A signalfd whose mask has it becomes readable (`sfd.rs`).
+            self.sync_signalfds();
+        }
         r
     }
 
@@ -118,6 +122,15 @@ impl Kernel {
     /// Dequeues the lowest pending signal of vCPU `cpu` in `wanted` (None: those it does not
     /// block), thread-directed first.
     pub(crate) fn take_signal_in(&self, cpu: usize, wanted: Option<u64>) -> Option<(u64, SigInfo)> {
+        let taken = self.dequeue(cpu, wanted);
+        if taken.is_some() {
+            // A signalfd that reported only this one is no longer readable (`sfd.rs`).
+            self.sync_signalfds();
+        }
+        taken
+    }
+
+    fn dequeue(&self, cpu: usize, wanted: Option<u64>) -> Option<(u64, SigInfo)> {
         let mut threads = lock(&self.threads);
         let t = threads.get_mut(cpu)?;
         let allowed = wanted.unwrap_or(!t.sig.mask);

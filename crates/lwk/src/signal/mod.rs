@@ -19,7 +19,9 @@
 //! * [`host`]: signals sent to the VMM process on the guest's behalf;
 //! * [`info`]: a signal's siginfo (who sent it, or the CPU exception that raised it);
 //! * [`queue`]: a pending set — real-time signals queue with their siginfo, standard ones
-//!   coalesce, as on Linux.
+//!   coalesce, as on Linux;
+//! * [`sfd`]: the guest's signalfds (a host pipe each, kept readable while a signal of its mask
+//!   is pending) and the records their reads return.
 //!
 //! The system calls themselves (sigaction, sigprocmask, kill, sigaltstack…) are thin entry points
 //! in `syscall/signal.rs`, and interruptible delegated calls are in `syscall/interrupt.rs`.
@@ -31,12 +33,13 @@ pub mod frame;
 pub mod host;
 pub mod info;
 pub mod queue;
+pub mod sfd;
 
 pub use altstack::AltStack;
 pub use info::{SigInfo, Trap, SI_KERNEL, SI_QUEUE, SI_TIMER, SI_TKILL, SI_USER};
 pub use queue::Pending;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize};
 use std::sync::Mutex;
 
 /// A guest signal disposition: the kernel's `struct sigaction` (handler, flags, restorer, mask).
@@ -48,8 +51,8 @@ pub struct SigAction {
 /// The signal state of the guest process (the per-thread part is [`ThreadSignals`], kept in the
 /// kernel's thread table under its lock).
 ///
-/// Lock order, as every path nests them (and as the VMM's fork holds them): the kernel's `threads`
-/// lock, then `pending`. `actions` and `thread_timers` are never held while taking another lock.
+/// Lock order, as every path nests them (and as the VMM's fork holds them): `sfds`, the kernel's
+/// `threads` lock, then `pending`. `actions` and `thread_timers` are never held while taking another lock.
 pub struct Signals {
     /// Dispositions, indexed by signal number (0 unused).
     pub(crate) actions: Mutex<[SigAction; 65]>,
@@ -72,6 +75,9 @@ pub struct Signals {
     /// Per vCPU: the host thread (pthread_t) performing its delegated call, 0 when none; the
     /// signal pump kicks it to interrupt a blocking call.
     pub(crate) serving: Box<[AtomicU64]>,
+    /// The guest's signalfds (`sfd.rs`), and how many there are (0: no per-call work).
+    pub(crate) sfds: Mutex<sfd::Table>,
+    pub(crate) sfd_count: AtomicUsize,
 }
 
 impl Signals {
@@ -87,6 +93,8 @@ impl Signals {
             pump_done: AtomicU64::new(0),
             hint: AtomicBool::new(false),
             serving: (0..vcpus).map(|_| AtomicU64::new(0)).collect(),
+            sfds: Mutex::new(sfd::Table::new()),
+            sfd_count: AtomicUsize::new(0),
         }
     }
 }

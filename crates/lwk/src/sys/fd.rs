@@ -48,14 +48,7 @@ pub fn eventfd_wait(fd: i32) -> bool {
 /// Closes this process's close-on-exec descriptors below `fd_floor` (the guest's: an execve in the
 /// LWK does what the kernel would do on a real one; the VMM's own fds, at or above the floor, stay).
 pub fn close_on_exec(fd_floor: i32) {
-    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
-        return;
-    };
-    let fds: Vec<i32> = dir
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .filter(|&fd| fd < fd_floor)
-        .collect();
-    for fd in fds {
+    for fd in guest_fds(fd_floor) {
         // SAFETY: F_GETFD and close take plain integers; these fds are the guest's, which no Rust
         // object of the VMM owns (the VMM's fds are all at or above the floor).
         unsafe {
@@ -143,4 +136,75 @@ pub fn eventfd_drain(fd: i32) {
     if unsafe { libc::poll(&mut p, 1, 0) } == 1 {
         eventfd_wait(fd);
     }
+}
+
+/// This process's open descriptors below `fd_floor` (the guest's), from /proc/self/fd.
+pub fn guest_fds(fd_floor: i32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|&fd| fd < fd_floor)
+        .collect()
+}
+
+/// A pipe, both ends close-on-exec: (read end, write end), at the lowest free numbers.
+pub fn pipe_cloexec() -> io::Result<(i32, i32)> {
+    let mut p = [0i32; 2];
+    // SAFETY: pipe2 writes two ints into the live array `p`.
+    if unsafe { libc::pipe2(p.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((p[0], p[1]))
+}
+
+/// fcntl(fd, cmd, arg) for the integer commands (F_GETFL, F_SETFL, F_GETFD, F_SETFD); Linux's
+/// return convention (-errno).
+pub fn fcntl_int(fd: i32, cmd: i32, arg: i32) -> i64 {
+    // SAFETY: these commands take and return plain integers; no memory is involved.
+    let r = unsafe { libc::fcntl(fd, cmd, arg) };
+    if r < 0 {
+        -(io::Error::last_os_error().raw_os_error().unwrap_or(libc::EBADF) as i64)
+    } else {
+        r as i64
+    }
+}
+
+/// dup3(from, to, flags): makes `to` refer to `from`'s file (closing what `to` was).
+pub fn dup_onto(from: i32, to: i32, flags: i32) -> io::Result<()> {
+    // SAFETY: dup3 takes plain integers; the caller owns both descriptors.
+    if unsafe { libc::dup3(from, to, flags) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Writes one byte to `fd` (a pipe the VMM owns); true when it was written.
+pub fn write_byte(fd: i32) -> bool {
+    let b = 1u8;
+    // SAFETY: writes one byte from a live local.
+    unsafe { libc::write(fd, (&b as *const u8).cast(), 1) == 1 }
+}
+
+/// Reads one byte from `fd` if one is there (a non-blocking descriptor); true when one was read.
+pub fn read_byte(fd: i32) -> bool {
+    let mut b = 0u8;
+    // SAFETY: reads at most one byte into a live local.
+    unsafe { libc::read(fd, (&mut b as *mut u8).cast(), 1) == 1 }
+}
+
+/// Waits at most `ms` milliseconds for `fd` to be readable: Ok(true) when it is, Err(errno) on
+/// an error (EINTR when a signal interrupted the wait).
+pub fn poll_readable(fd: i32, ms: i32) -> Result<bool, i32> {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: `p` is a live pollfd, the count passed is 1.
+    let r = unsafe { libc::poll(&mut p, 1, ms) };
+    if r < 0 {
+        return Err(io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINTR));
+    }
+    Ok(r == 1)
 }

@@ -106,6 +106,11 @@ pub struct Checked {
 }
 
 impl Checked {
+    /// The checked iovec array (base, length pairs), when the call has one.
+    pub fn iovecs(&self) -> &[u64] {
+        &self.iov
+    }
+
     /// Copies what the kernel wrote into the msghdr copy back to the guest's (recvmsg).
     pub fn finish(&self, mem: &GuestMemory) {
         if let (Some(m), Some(g)) = (&self.msg, self.msg_guest) {

@@ -9,6 +9,9 @@ use crate::kernel::{Kernel, Reply};
 use crate::sys;
 use libc::*;
 
+/// ioctl TIOCGPTPEER (`_IO('T', 0x41)`): opens a pty master's slave and returns the new fd.
+const TIOCGPTPEER: u64 = 0x5441;
+
 impl Kernel {
     pub(super) fn delegate(&self, nr: u64, a: [u64; 6]) -> Reply {
         let layout: &[Arg] = match nr as i64 {
@@ -68,6 +71,11 @@ impl Kernel {
         if a[1] & 0xffff_ffff == layout::PERF_EVENT_IOC_SET_OUTPUT && a[2] as i32 >= self.fd_floor {
             // Its argument is an fd (-1: none).
             return Reply::Ret(-(EBADF as i64));
+        }
+        if a[1] & 0xffff_ffff == TIOCGPTPEER {
+            // A pty master's slave, opened with the flags given: a new fd for the guest.
+            let r = sys::raw_syscall(SYS_ioctl as u64, a);
+            return Reply::Ret(if r >= 0 { self.limit_fd(r) } else { r });
         }
         match layout::ioctl_arg(a[1] & 0xffff_ffff) {
             Some(Some(len)) => {

@@ -133,6 +133,8 @@ impl Kernel {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.reset_handlers();
         sys::close_on_exec(self.fd_floor);
+        // A signalfd survives exec unless it was close-on-exec.
+        self.collect_signalfds();
         if let Some(t) = lock(&self.threads).get_mut(cpu) {
             t.clear_child_tid = None;
             t.sig.saved_mask = None;

@@ -206,6 +206,7 @@ impl Kernel {
                 Ctx::Vcpu(_) => self.sigtimedwait(cpu, a),
             },
             SYS_sigaltstack => self.sigaltstack(cpu, a),
+            SYS_signalfd | SYS_signalfd4 => self.signalfd4(nr, a),
             SYS_kill | SYS_tkill | SYS_tgkill => self.kill(ctx, cpu, nr, a),
             SYS_rt_sigqueueinfo | SYS_rt_tgsigqueueinfo => self.sigqueueinfo(ctx, cpu, nr, a),
             SYS_timer_create => self.timer_create(nr, a),

@@ -16,6 +16,7 @@ mod perf;
 mod protect;
 mod shared;
 pub mod signal;
+mod signalfd;
 mod sigqueue;
 mod uring;
 mod uring_sqe;
@@ -46,6 +47,9 @@ impl Kernel {
             // With several threads a blocking call must not hold the one proxy: its own vCPU
             // thread performs it (McKernel's per-thread proxy, in effect).
             return Reply::NeedVcpu;
+        } else if let Some(r) = self.signalfd_call(cpu, nr, &a) {
+            // A read or close of a signalfd (`signalfd.rs`).
+            r
         } else if local {
             self.local(ctx, cpu, nr, a)
         } else {

@@ -73,6 +73,32 @@ t("pty_more_ioctls", pty_more_ioctls)
 t("tcsetpgrp_badfd", lambda: os.tcsetpgrp(1000, 0))
 
 
+def tiocgptpeer():
+    # pty.openpty-like: the master from /dev/ptmx, the slave from ioctl(TIOCGPTPEER) (a new fd).
+    import fcntl, tty
+    m = os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY)
+    fcntl.ioctl(m, 0x40045431, b"\0\0\0\0")  # TIOCSPTLCK: unlockpt
+    s = fcntl.ioctl(m, 0x5441, os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        out = [s > m, os.isatty(s), os.get_inheritable(s)]
+        os.write(s, b"from the slave\n")
+        out.append(os.read(m, 100))
+        tty.setraw(s)
+        os.write(m, b"to the slave")
+        out.append(os.read(s, 100))
+        try:
+            fcntl.ioctl(s, 0x5441, os.O_RDWR)
+        except OSError as e:
+            out.append(("on the slave", e.errno))
+        return out
+    finally:
+        os.close(s)
+        os.close(m)
+
+
+t("tiocgptpeer", tiocgptpeer)
+
+
 def fcntl_calls():
     import fcntl
     fd = os.open(d, os.O_RDONLY)
