@@ -69,6 +69,12 @@ impl Kernel {
             // Its argument is an fd (-1: none).
             return Reply::Ret(-(EBADF as i64));
         }
+        if a[1] & 0xffff_ffff == super::netdev::SIOCGIFCONF {
+            return self.ifconf(a[0], a[2]);
+        }
+        if a[1] & 0xffff_ffff == super::netdev::SIOCETHTOOL {
+            return self.ethtool(a[0], a[2]);
+        }
         match layout::ioctl_arg(a[1] & 0xffff_ffff) {
             Some(Some(len)) => {
                 if !self.mem.in_app(a[2], len) {

@@ -10,6 +10,7 @@ mod interrupt;
 pub mod layout;
 mod local;
 mod maps;
+mod netdev;
 mod open;
 mod opened;
 mod perf;
