@@ -305,11 +305,14 @@ pub fn ioctl_arg(request: u64) -> Option<Option<u64>> {
         // struct ifreq (40 bytes): SIOCGIFNAME (if_indextoname), SIOCGIFINDEX (if_nametoindex);
         // and what Open MPI's and PMIx's interface lists read of each interface (issue #15):
         // SIOCGIFFLAGS, SIOCGIFADDR, SIOCGIFDSTADDR, SIOCGIFBRDADDR, SIOCGIFNETMASK,
-        // SIOCGIFMETRIC, SIOCGIFMTU, SIOCGIFHWADDR, SIOCGIFTXQLEN. Only the reading requests, and
+        // SIOCGIFMETRIC, SIOCGIFMTU, SIOCGIFHWADDR, SIOCGIFTXQLEN, SIOCGIFMAP (ifconfig's
+        // `struct ifmap`, inside the ifreq). Only the reading requests, and
         // none whose ifreq carries a pointer (SIOCETHTOOL, SIOCDEVPRIVATE…). SIOCGIFCONF holds a
         // pointer and is served by `netdev.rs`.
         0x8910 | 0x8933 => Some(Some(40)),
-        0x8913 | 0x8915 | 0x8917 | 0x8919 | 0x891b | 0x891d | 0x8921 | 0x8927 | 0x8942 => Some(Some(40)),
+        0x8913 | 0x8915 | 0x8917 | 0x8919 | 0x891b | 0x891d | 0x8921 | 0x8927 | 0x8942 | 0x8970 => {
+            Some(Some(40))
+        }
         // perf events (issue #14): ENABLE, DISABLE, REFRESH, RESET, SET_OUTPUT (an fd, checked by
         // the caller), PAUSE_OUTPUT take integers; ID writes a u64, PERIOD reads one.
         0x2400..=0x2403 | PERF_EVENT_IOC_SET_OUTPUT | 0x4004_2409 => Some(None),
