@@ -5,7 +5,7 @@
 //! tests run each program natively and in the LWK and compare what is deterministic: the exit
 //! status, LAMMPS' thermodynamic table, hpcc's summary without its timings; and, with
 //! `tests/c/netif.c` and busybox's `ifconfig -a`, the interface ioctls and sched_getaffinity
-//! lengths that start-up uses. Need /dev/kvm, gcc, Debian's lammps, hpcc, openmpi-bin and
+//! lengths that start-up uses, and with `tests/c/mempolicy.c` the memory-policy calls hwloc makes. Need /dev/kvm, gcc, Debian's lammps, hpcc, openmpi-bin and
 //! busybox-static: FAIL (never skip) without. Take ≈ 20–40 s together.
 
 #[path = "../../../testsupport/scratch.rs"]
@@ -124,6 +124,20 @@ fn issue_15_interface_ioctls_and_affinity_lengths_like_native() {
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(text.contains("lo 127.0.0.1"), "netif.c lists no loopback interface:\n{text}");
         assert!(text.contains("sched_getaffinity pid#0 len 8: 8"), "{text}");
+    }
+}
+
+#[test]
+fn issue_15_memory_policy_calls_like_native() {
+    require_kvm("issue #15");
+    // hwloc's probe in every Open MPI start-up: set_mempolicy was refused with ENOSYS.
+    let dir = Scratch::new("multios-lwk-issue15", "mempolicy");
+    for flags in [&["-O1"][..], &["-O1", "-static"][..]] {
+        let prog = build_c(dir.path(), "mempolicy", flags);
+        let out = assert_same(&prog, &[], &[]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("set_mempolicy BIND {0}: 0"), "{text}");
+        assert!(text.contains("get_mempolicy mask at a page's end: 0"), "{text}");
     }
 }
 
