@@ -50,7 +50,10 @@ fn start(dir: &Path, in_lwk: bool, prog: &str, args: &[&str]) -> Output {
     };
     c.args(args).current_dir(dir).envs(ENV.iter().copied());
     let side = if in_lwk { "in the LWK" } else { "natively" };
-    run(c, &format!("{prog} {side} (Debian packages lammps, hpcc, openmpi-bin)"))
+    run(
+        c,
+        &format!("{prog} {side} (Debian packages lammps, hpcc, openmpi-bin)"),
+    )
 }
 
 /// LAMMPS' thermodynamic table: from the `Step` header to the line before `Loop time`.
@@ -73,9 +76,18 @@ fn issue_15_lammps_singleton_runs_in_the_lwk() {
     let native = start(dir.path(), false, "lmp", &args);
     assert!(native.status.success(), "lmp natively:\n{}", show(&native));
     let lwk = start(dir.path(), true, "lmp", &args);
-    assert_eq!(lwk.status.code(), Some(0), "lmp (singleton MPI) in the LWK:\n{}", show(&lwk));
+    assert_eq!(
+        lwk.status.code(),
+        Some(0),
+        "lmp (singleton MPI) in the LWK:\n{}",
+        show(&lwk)
+    );
     let (n, l) = (thermo(&native.stdout), thermo(&lwk.stdout));
-    assert_eq!(n.lines().count(), 6, "the table's header and 5 rows, natively:\n{n}");
+    assert_eq!(
+        n.lines().count(),
+        6,
+        "the table's header and 5 rows, natively:\n{n}"
+    );
     assert_eq!(n, l, "LAMMPS' thermodynamic output differs:\n{}", show(&lwk));
 }
 
@@ -89,7 +101,11 @@ fn summary(dir: &Path) -> Vec<String> {
         .skip_while(|l| !l.starts_with("Begin of Summary section"))
         .take_while(|l| !l.starts_with("End of Summary section"))
         .filter(|l| l.contains('='))
-        .filter(|l| !timed.iter().any(|t| l.split('=').next().unwrap_or("").contains(t)))
+        .filter(|l| {
+            !timed
+                .iter()
+                .any(|t| l.split('=').next().unwrap_or("").contains(t))
+        })
         .map(str::to_string)
         .collect()
 }
@@ -103,7 +119,12 @@ fn issue_15_hpcc_singleton_runs_in_the_lwk() {
         let dir = Scratch::new("multios-lwk-issue15", if in_lwk { "hpcc-lwk" } else { "hpcc" });
         std::fs::write(dir.path().join("hpccinf.txt"), &input).expect("write hpccinf.txt");
         let o = start(dir.path(), in_lwk, "hpcc", &[]);
-        assert_eq!(o.status.code(), Some(0), "hpcc (singleton MPI), LWK {in_lwk}:\n{}", show(&o));
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "hpcc (singleton MPI), LWK {in_lwk}:\n{}",
+            show(&o)
+        );
         sums.push(summary(dir.path()));
     }
     assert!(
@@ -111,7 +132,10 @@ fn issue_15_hpcc_singleton_runs_in_the_lwk() {
         "hpcc's summary natively: {:?}",
         sums[0]
     );
-    assert_eq!(sums[0], sums[1], "hpcc's summary (timings left out) differs natively / in the LWK");
+    assert_eq!(
+        sums[0], sums[1],
+        "hpcc's summary (timings left out) differs natively / in the LWK"
+    );
 }
 
 #[test]
@@ -122,7 +146,10 @@ fn issue_15_interface_ioctls_and_affinity_lengths_like_native() {
         let prog = build_c(dir.path(), "netif", flags);
         let out = assert_same(&prog, &[], &[]);
         let text = String::from_utf8_lossy(&out.stdout);
-        assert!(text.contains("lo 127.0.0.1"), "netif.c lists no loopback interface:\n{text}");
+        assert!(
+            text.contains("lo 127.0.0.1"),
+            "netif.c lists no loopback interface:\n{text}"
+        );
         assert!(text.contains("sched_getaffinity pid#0 len 8: 8"), "{text}");
     }
 }
@@ -161,9 +188,18 @@ fn issue_15_busybox_ifconfig_lists_the_interfaces_like_native() {
             .join("\n")
     };
     let native = sidebyside::native(busybox, &["ifconfig", "-a"]);
-    assert!(native.status.success(), "busybox ifconfig natively:\n{}", show(&native));
+    assert!(
+        native.status.success(),
+        "busybox ifconfig natively:\n{}",
+        show(&native)
+    );
     let lwk = sidebyside::lwk(busybox, &["ifconfig", "-a"], &[]);
-    assert_eq!(lwk.status.code(), Some(0), "busybox ifconfig in the LWK:\n{}", show(&lwk));
+    assert_eq!(
+        lwk.status.code(),
+        Some(0),
+        "busybox ifconfig in the LWK:\n{}",
+        show(&lwk)
+    );
     assert!(mask(&native).contains("127.0.0.1"), "{}", show(&native));
     assert_eq!(mask(&native), mask(&lwk), "ifconfig -a differs:\n{}", show(&lwk));
     assert!(
