@@ -1,6 +1,7 @@
 //! Threads and their CPU affinity.
 
 use std::io;
+use std::sync::OnceLock;
 
 /// Pins the calling thread to `cpu` (best effort: errors are returned for the caller to report).
 pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
@@ -17,17 +18,34 @@ pub fn affinity_list() -> Vec<usize> {
     multios_host::CpuSet::allowed().to_vec()
 }
 
-/// The kernel's CPU mask size in bytes (what sched_getaffinity returns; a caller's buffer must
-/// be at least this long).
+/// The kernel's CPU mask size in bytes: what sched_getaffinity copies out at most
+/// (`cpumask_size()`, from the kernel's compiled-in CPU count; 32 bytes here for 2 CPUs).
 pub fn cpumask_size() -> usize {
+    static SIZE: OnceLock<usize> = OnceLock::new();
+    *SIZE.get_or_init(|| getaffinity_len(1024).filter(|&r| r > 0).unwrap_or(8))
+}
+
+/// The shortest buffer sched_getaffinity accepts, in bytes: the kernel wants room for
+/// `nr_cpu_ids` bits rounded up to whole longs (8 bytes on a machine of up to 64 possible CPUs),
+/// not room for all of [`cpumask_size`] (issue #15: hwloc asks with 8 bytes).
+pub fn affinity_min_len() -> usize {
+    static MIN: OnceLock<usize> = OnceLock::new();
+    *MIN.get_or_init(|| {
+        (1..=128)
+            .map(|longs| 8 * longs)
+            .find(|&len| getaffinity_len(len).is_some())
+            .unwrap_or_else(cpumask_size)
+    })
+}
+
+/// sched_getaffinity(0, len) of the calling thread into a scratch buffer: Some(bytes copied), or
+/// None when the kernel refuses the length.
+fn getaffinity_len(len: usize) -> Option<usize> {
     let mut buf = [0u64; 128];
-    // SAFETY: the buffer is 1024 bytes long, as passed; the kernel writes at most that much.
-    let r = unsafe { libc::syscall(libc::SYS_sched_getaffinity, 0, 1024usize, buf.as_mut_ptr()) };
-    if r > 0 {
-        r as usize
-    } else {
-        8
-    }
+    let len = len.min(std::mem::size_of_val(&buf));
+    // SAFETY: `buf` is 1024 bytes long and `len` is at most that; the kernel writes at most `len`.
+    let r = unsafe { libc::syscall(libc::SYS_sched_getaffinity, 0, len, buf.as_mut_ptr()) };
+    (r >= 0).then_some(r as usize)
 }
 
 /// The calling thread's CPU affinity, to restore it after pinning.

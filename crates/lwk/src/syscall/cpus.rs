@@ -55,11 +55,13 @@ impl Kernel {
         let Some(id) = self.vcpu_of(pid, cpu) else {
             return self.foreign(libc::SYS_sched_getaffinity, a, len.min(1 << 16));
         };
-        let size = sys::cpumask_size();
-        if len < size || len % 8 != 0 {
+        // Linux's checks: room for every possible CPU (nr_cpu_ids bits), whole longs; it copies
+        // out min(len, cpumask_size()) bytes and returns that count.
+        if len < sys::affinity_min_len() || len % 8 != 0 {
             return err(libc::EINVAL);
         }
-        if !self.mem.in_app(buf, size as u64) {
+        let size = len.min(sys::cpumask_size());
+        if !self.mem.user_can(buf, size as u64, true) {
             return err(libc::EFAULT);
         }
         let cpus = lock(&self.threads)

@@ -77,6 +77,12 @@ impl Kernel {
             let r = sys::raw_syscall(SYS_ioctl as u64, a);
             return Reply::Ret(if r >= 0 { self.limit_fd(r) } else { r });
         }
+        if a[1] & 0xffff_ffff == super::netdev::SIOCGIFCONF {
+            return self.ifconf(a[0], a[2]);
+        }
+        if a[1] & 0xffff_ffff == super::netdev::SIOCETHTOOL {
+            return self.ethtool(a[0], a[2]);
+        }
         match layout::ioctl_arg(a[1] & 0xffff_ffff) {
             Some(Some(len)) => {
                 if !self.mem.in_app(a[2], len) {

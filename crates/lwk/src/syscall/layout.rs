@@ -25,10 +25,10 @@ use libc::{
     SYS_prlimit64, SYS_pselect6, SYS_pwrite64, SYS_pwritev, SYS_pwritev2, SYS_read, SYS_readlink,
     SYS_readlinkat, SYS_readv, SYS_recvfrom, SYS_recvmsg, SYS_removexattr, SYS_rename, SYS_renameat,
     SYS_renameat2, SYS_rmdir, SYS_sched_get_priority_max, SYS_sched_get_priority_min, SYS_sched_getaffinity,
-    SYS_sched_yield, SYS_select, SYS_sendfile, SYS_sendmsg, SYS_sendto, SYS_setitimer, SYS_setpgid,
-    SYS_setrlimit, SYS_setsid, SYS_setsockopt, SYS_setxattr, SYS_shmctl, SYS_shmget, SYS_shutdown,
-    SYS_socket, SYS_socketpair, SYS_splice, SYS_stat, SYS_statfs, SYS_statx, SYS_symlink, SYS_symlinkat,
-    SYS_sync, SYS_syncfs, SYS_sysinfo, SYS_tee, SYS_time, SYS_timer_create, SYS_timer_delete,
+    SYS_sched_yield, SYS_select, SYS_sendfile, SYS_sendmsg, SYS_sendto, SYS_set_mempolicy, SYS_setitimer,
+    SYS_setpgid, SYS_setrlimit, SYS_setsid, SYS_setsockopt, SYS_setxattr, SYS_shmctl, SYS_shmget,
+    SYS_shutdown, SYS_socket, SYS_socketpair, SYS_splice, SYS_stat, SYS_statfs, SYS_statx, SYS_symlink,
+    SYS_symlinkat, SYS_sync, SYS_syncfs, SYS_sysinfo, SYS_tee, SYS_time, SYS_timer_create, SYS_timer_delete,
     SYS_timer_getoverrun, SYS_timer_gettime, SYS_timer_settime, SYS_timerfd_create, SYS_timerfd_gettime,
     SYS_timerfd_settime, SYS_times, SYS_truncate, SYS_umask, SYS_uname, SYS_unlink, SYS_unlinkat,
     SYS_utimensat, SYS_wait4, SYS_waitid, SYS_write, SYS_writev,
@@ -45,7 +45,8 @@ pub enum Len {
     ArgTimes(usize, u64),
     /// The u32 stored at the pointer in argument i (socklen_t *addrlen).
     DerefU32(usize),
-    /// A bit mask of argument-i bits stored in unsigned longs (a NUMA node mask).
+    /// A NUMA node mask of argument i `maxnode` in unsigned longs: Linux reads and writes
+    /// `maxnode - 1` bits (`get_nodes`: "--maxnode"), rounded up to whole longs.
     Bits(usize),
 }
 
@@ -94,7 +95,7 @@ pub fn written(nr: i64) -> &'static [usize] {
         SYS_getrusage | SYS_getgroups => &[1],
         SYS_sched_getaffinity | SYS_timer_create | SYS_socketpair => &[2, 3],
         SYS_getresuid | SYS_getresgid | SYS_getcpu => &[0, 1, 2],
-        SYS_capget => &[0, 1],
+        SYS_capget | SYS_get_mempolicy => &[0, 1],
         SYS_wait4 => &[1, 3],
         SYS_waitid => &[2, 4],
         SYS_nanosleep => &[1],
@@ -191,7 +192,10 @@ pub fn layout(nr: i64) -> Option<&'static [Arg]> {
         SYS_alarm => &[Val],
         SYS_wait4 => &[Val, OptBuf(Fixed(4)), Val, OptBuf(Fixed(144))],
         SYS_waitid => &[Val, Val, OptBuf(Fixed(128)), Val, OptBuf(Fixed(144))],
+        // Made by the guest thread's own vCPU thread (a memory policy is per thread: see
+        // `syscall/mod.rs`), so that it applies to the Linux thread that faults the guest's pages.
         SYS_get_mempolicy => &[OptBuf(Fixed(4)), OptBuf(Bits(2)), Val, Val, Val],
+        SYS_set_mempolicy => &[Val, OptBuf(Bits(2)), Val],
         SYS_setitimer => &[Val, OptBuf(Fixed(32)), OptBuf(Fixed(32))],
         SYS_getitimer => &[Val, Buf(Fixed(32))],
         SYS_timer_create => &[Val, OptBuf(Fixed(64)), Buf(Fixed(4))],
@@ -302,8 +306,17 @@ pub fn ioctl_arg(request: u64) -> Option<Option<u64>> {
         0x8004_5438 | 0x8004_5439 | 0x8004_5440 | 0x8004_5432 => Some(Some(4)),
         // No argument or an integer: TIOCEXCL, TIOCNXCL, TIOCVHANGUP, TIOCSIG.
         0x540c | 0x540d | 0x5437 | 0x4004_5436 => Some(None),
-        // struct ifreq (40 bytes): SIOCGIFNAME (if_indextoname), SIOCGIFINDEX (if_nametoindex).
+        // struct ifreq (40 bytes): SIOCGIFNAME (if_indextoname), SIOCGIFINDEX (if_nametoindex);
+        // and what Open MPI's and PMIx's interface lists read of each interface (issue #15):
+        // SIOCGIFFLAGS, SIOCGIFADDR, SIOCGIFDSTADDR, SIOCGIFBRDADDR, SIOCGIFNETMASK,
+        // SIOCGIFMETRIC, SIOCGIFMTU, SIOCGIFHWADDR, SIOCGIFTXQLEN, SIOCGIFMAP (ifconfig's
+        // `struct ifmap`, inside the ifreq). Only the reading requests, and
+        // none whose ifreq carries a pointer (SIOCETHTOOL, SIOCDEVPRIVATE…). SIOCGIFCONF holds a
+        // pointer and is served by `netdev.rs`.
         0x8910 | 0x8933 => Some(Some(40)),
+        0x8913 | 0x8915 | 0x8917 | 0x8919 | 0x891b | 0x891d | 0x8921 | 0x8927 | 0x8942 | 0x8970 => {
+            Some(Some(40))
+        }
         // perf events (issue #14): ENABLE, DISABLE, REFRESH, RESET, SET_OUTPUT (an fd, checked by
         // the caller), PAUSE_OUTPUT take integers; ID writes a u64, PERIOD reads one.
         0x2400..=0x2403 | PERF_EVENT_IOC_SET_OUTPUT | 0x4004_2409 => Some(None),

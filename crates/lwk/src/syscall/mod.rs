@@ -10,6 +10,7 @@ mod interrupt;
 pub mod layout;
 mod local;
 mod maps;
+mod netdev;
 mod open;
 mod opened;
 mod perf;
@@ -34,6 +35,12 @@ impl Kernel {
         let local = self.policy.is_local(nr) || self.is_proc_self_exe(nr, &a);
         if matches!(ctx, Ctx::Proxy) && self.uring_wants_vcpu(nr, &a) {
             // A ring one task must drive (SINGLE_ISSUER/DEFER_TASKRUN): the guest thread's own.
+            return Reply::NeedVcpu;
+        }
+        if matches!(ctx, Ctx::Proxy) && !local && per_thread(nr) {
+            // A memory policy is the calling thread's (issue #15: hwloc sets and reads one in
+            // every Open MPI start-up): made by the guest thread's own vCPU thread, the one that
+            // faults its pages in, and read back from there.
             return Reply::NeedVcpu;
         }
         let a = match self.perf_args(cpu, nr, a) {
@@ -167,6 +174,12 @@ impl Kernel {
             .read_cstr(path, 64)
             .is_some_and(|p| p == b"/proc/self/exe")
     }
+}
+
+/// Delegated calls about the calling Linux thread itself, with no thread argument to redirect:
+/// the guest thread's vCPU thread must make them.
+fn per_thread(nr: u64) -> bool {
+    [libc::SYS_set_mempolicy, libc::SYS_get_mempolicy].contains(&(nr as i64))
 }
 
 /// Calls that may block for a long time (they must not occupy the shared proxy).
