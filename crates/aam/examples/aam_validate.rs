@@ -1,5 +1,5 @@
 //! Runs the syscall-heavy workload with direct system calls and through the OS machine and
-//! prints measured against the refined model's projection (γ = 1; measured γ; γ and `share`).
+//! prints measured against the refined model's projection (γ = 1; measured γ; γ and the stall per call).
 //! `cargo run -p multios-aam --release --example aam_validate [calls] [compute steps] [--json]`
 
 use multios_aam::bench::{validate, BenchConfig, ValidateConfig};
@@ -30,11 +30,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         v.fc_s * 1e9
     );
     println!(
-        "beside: γ {:.3}, share u {:.3} (compute away {:.3} alone, {:.3} beside)",
-        v.beside.gamma, v.beside.share, v.beside.compute_away_alone, v.beside.compute_away_beside
+        "beside: γ {:.3}, stall {:.0} ns per call, share u {:.3} (compute away {:.3} alone, {:.3} beside)",
+        v.beside.gamma,
+        v.beside.stall_ns,
+        v.beside.share,
+        v.beside.compute_away_alone,
+        v.beside.compute_away_beside
     );
     println!(
-        "direct {:.3} ms; OS machine measured {:.3} ms; projected: γ=1 {:.3} ms ({:+.1} %), γ {:.3} ms ({:+.1} %), γ+share {:.3} ms ({:+.1} %, within 5 %: {}); offload pays: {}",
+        "direct {:.3} ms; OS machine measured {:.3} ms; projected: γ=1 {:.3} ms ({:+.1} %), γ {:.3} ms ({:+.1} %), γ+stall {:.3} ms ({:+.1} %, within 5 %: {}); offload pays: {}",
         v.measured_direct_s * 1e3,
         v.measured_os_machine_s * 1e3,
         v.projected_plain_s * 1e3,

@@ -11,12 +11,14 @@
 //!   arguments in, a 64-byte `Vec` back), both machines polling;
 //! - γ: the compute kernel's rate beside a thread spinning on the OS machine's core over its rate
 //!   alone ([`super::beside`]);
-//! - the `share` term (`multios_model::Term::Share`, off in the paper's model): the fraction of
-//!   time that spinner was descheduled; calls wait while the OS machine's core runs something
-//!   else, which stretches t_d by 1 / (1 − u).
+//! - the stall per call (`multios_model::Term::Wakeup`, off in the paper's model): in the same
+//!   beside phases, at the workload's own call spacing (its compute steps between two calls),
+//!   how long a call waits, on average, beyond the usual cache-line transfer, because the OS
+//!   machine's CPU was running something else; each delegated call pays it once.
 //!
-//! The report gives the paper's model (γ = 1), with the measured γ, and with γ and `share`, each
-//! against the measurement.
+//! The report gives the paper's model (γ = 1), with the measured γ, and with γ and the stall, each
+//! against the measurement; the `share` term (the fraction of compute chunks the spinner did not
+//! run beside) is reported as a diagnostic.
 
 use super::beside::{beside, Beside};
 use super::{BenchConfig, BenchError};
@@ -120,9 +122,9 @@ pub struct Validation {
     pub call_median_ns: f64,
     pub call_mean_ns: f64,
     /// f_c = call_median_ns / 2, seconds (the descheduled spells the mean carries are the
-    /// `share` term's, not the mechanism's).
+    /// stall's, not the mechanism's).
     pub fc_s: f64,
-    /// γ and u measured by the beside microbenchmark.
+    /// γ, the stall per call and u measured by the beside microbenchmark.
     pub beside: Beside,
     pub measured_direct_s: f64,
     pub measured_os_machine_s: f64,
@@ -132,7 +134,11 @@ pub struct Validation {
     /// With the measured γ.
     pub projected_gamma_s: f64,
     pub error_gamma_pct: f64,
-    /// With γ and the `share` term: the projection the verdict judges.
+    /// With γ and the `share` term instead of the stall (a diagnostic: it counts every compute
+    /// chunk the delegate missed as lost whole).
+    pub projected_share_s: f64,
+    pub error_share_pct: f64,
+    /// With γ and the stall per call (the `wakeup` term): the projection the verdict judges.
     pub terms: Terms,
     pub projection: Projection,
     pub projected_os_machine_s: f64,
@@ -141,7 +147,7 @@ pub struct Validation {
     pub within_5pct: bool,
     /// Diagnostics from inside the predicted run (not inputs of the projection): C of the
     /// direct run over the compute time between the calls of the OS-machine run, and the f_c
-    /// that would make the γ-and-share projection exact.
+    /// that would make the γ-and-stall projection exact.
     pub run_gamma: f64,
     pub implied_fc_s: f64,
     /// Should the calls go to the OS machine (projected speedup with the terms > 1)?
@@ -193,12 +199,12 @@ pub fn validate(bench: &BenchConfig, cfg: &ValidateConfig) -> Result<Validation,
     call.sort_by(f64::total_cmp);
     let call_median_ns = call.get(call.len() / 2).copied().unwrap_or(0.0);
 
-    // γ and u, apart from the predicted run.
+    // γ and the stall, apart from the predicted run, at the workload's call spacing.
     let side = beside(
         bench.client_cpu,
         bench.server_cpu,
         compute,
-        500,
+        cfg.compute_steps.max(1),
         4,
         Duration::from_millis(25),
     )
@@ -275,21 +281,30 @@ pub fn validate(bench: &BenchConfig, cfg: &ValidateConfig) -> Result<Validation,
     let plain = model(1.0)?;
     let gamma = if side.gamma > 0.0 { side.gamma } else { 1.0 };
     let projection = model(gamma)?;
+    let stall_s = side.stall_ns * 1e-9;
     let terms = Terms {
-        share: Some(side.share),
+        wakeup_s: Some(stall_s),
         ..Terms::none()
     };
     let full = corrected_t_d(&projection, &terms);
+    let with_share = corrected_t_d(
+        &projection,
+        &Terms {
+            share: Some(side.share),
+            ..Terms::none()
+        },
+    );
     let error_pct = err(full);
     let run_gamma = if c_os_ticks > 0 {
         c_ticks as f64 / c_os_ticks as f64
     } else {
         1.0
     };
-    let u = side.share.clamp(0.0, 0.999);
-    let implied_fc_s =
-        (measured * (1.0 - u) - workload.c / gamma - workload.calls.iter().map(|c| c.g).sum::<f64>())
-            / (2.0 * n.max(1) as f64);
+    let implied_fc_s = (measured
+        - n as f64 * stall_s
+        - workload.c / gamma
+        - workload.calls.iter().map(|c| c.g).sum::<f64>())
+        / (2.0 * n.max(1) as f64);
     Ok(Validation {
         config: *cfg,
         call_median_ns,
@@ -302,6 +317,8 @@ pub fn validate(bench: &BenchConfig, cfg: &ValidateConfig) -> Result<Validation,
         error_plain_pct: err(plain.t_d),
         projected_gamma_s: projection.t_d,
         error_gamma_pct: err(projection.t_d),
+        projected_share_s: with_share,
+        error_share_pct: err(with_share),
         offload_pays: projection.t_nd > full,
         terms,
         projected_os_machine_s: full,

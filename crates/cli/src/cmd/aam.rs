@@ -180,18 +180,22 @@ fn bench(a: BenchArgs, out: &Out) -> crate::cmd::Exit {
     if let (Some(v), Format::Table) = (&r.validation, out.format) {
         outln!();
         outln!(
-            "model check: C {:.1} ms, pread n {} g {:.1} ms; f_c {:.0} ns (pread-shaped call median {:.0} ns / 2); beside: γ {:.3}, co-run {:.3}, u {:.3}",
+            "model check: C {:.1} ms, pread n {} g {:.1} ms; f_c {:.0} ns (pread-shaped call median {:.0} ns / 2); beside ({} steps a chunk): γ {:.3}, wait for the OS machine's CPU mean {:.0} / median {:.0} ns ⇒ stall {:.0} ns per call; co-run {:.3}, u {:.3}",
             v.workload.c * 1e3,
             v.workload.calls.first().map_or(0, |c| c.n),
             v.workload.calls.first().map_or(0.0, |c| c.g) * 1e3,
             v.fc_s * 1e9,
             v.call_median_ns,
+            v.beside.chunk_steps,
             v.beside.gamma,
+            v.beside.wait_mean_ns,
+            v.beside.wait_median_ns,
+            v.beside.stall_ns,
             v.beside.co_run,
             v.beside.share
         );
         outln!(
-            "  direct {:.1} ms; OS machine {:.1} ms measured; projected γ=1 {:.1} ms ({:+.1} %), γ {:.1} ms ({:+.1} %), γ+share {:.1} ms ({:+.1} %)",
+            "  direct {:.1} ms; OS machine {:.1} ms measured; projected γ=1 {:.1} ms ({:+.1} %), γ {:.1} ms ({:+.1} %), γ+stall {:.1} ms ({:+.1} %) [γ+share {:.1} ms ({:+.1} %)]",
             v.measured_direct_s * 1e3,
             v.measured_os_machine_s * 1e3,
             v.projected_plain_s * 1e3,
@@ -199,7 +203,9 @@ fn bench(a: BenchArgs, out: &Out) -> crate::cmd::Exit {
             v.projected_gamma_s * 1e3,
             v.error_gamma_pct,
             v.projected_os_machine_s * 1e3,
-            v.error_pct
+            v.error_pct,
+            v.projected_share_s * 1e3,
+            v.error_share_pct
         );
     }
     let mut v = Table::new(["goal", "measured", "target", "verdict"]);

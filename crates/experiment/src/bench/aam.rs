@@ -323,16 +323,16 @@ pub fn run_bench(o: &BenchOptions) -> Result<AamBench, AamError> {
     let validation = if o.validate {
         let v = bench::validate(&cfg, &ValidateConfig::default())?;
         verdicts.push(verdict(
-            "model: OS-machine variant projected (refined, measured γ, share term) vs measured",
+            "model: OS-machine variant projected (refined, measured γ, stall per call) vs measured",
             format!(
-                "{:+.1} % ({:.3} ms projected, {:.3} ms measured; γ=1: {:+.1} %, γ {:.3}: {:+.1} %, u {:.3})",
+                "{:+.1} % ({:.3} ms projected, {:.3} ms measured; γ=1: {:+.1} %, γ {:.3}: {:+.1} %, stall {:.0} ns/call)",
                 v.error_pct,
                 v.projected_os_machine_s * 1e3,
                 v.measured_os_machine_s * 1e3,
                 v.error_plain_pct,
                 v.beside.gamma,
                 v.error_gamma_pct,
-                v.beside.share
+                v.beside.stall_ns
             ),
             "within 5 %",
             v.within_5pct,

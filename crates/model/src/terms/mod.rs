@@ -17,7 +17,9 @@
 //!   delegate threads (emulator), or building the VM (LWK) — paid once per run (per exec'd process
 //!   with `procs`), not per call. Measured as the paired difference of an empty program run
 //!   natively and intercepted.
-//! - **`wakeup`**: per delegated call (n_D of them), waking a delegate that slept between calls.
+//! - **`wakeup`**: per delegated call (n_D of them), waking a delegate that slept between calls,
+//!   or, for a delegate that polls (the AAM's OS machine), waiting while its CPU runs something
+//!   else (the stall measured at the workload's call spacing, `multios_aam::bench::beside`).
 //! - **`overlap`** and **`cache`**: what delegation spares the compute core ([`spare`]): part of a
 //!   delegated call's time no longer on its clock (ω per class of call, G_k the delegated calls'
 //!   time of class k), and the cache refill after a local call that a delegated one does not cause
