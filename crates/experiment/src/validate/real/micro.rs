@@ -4,8 +4,11 @@
 //!
 //! - `startup`: `true` natively and intercepted, every call delegated ([`STARTUP_PAIRS`] pairs):
 //!   the median paired difference.
-//! - `wakeup`: `csrc/gaps.c` — 2 000 getppid 100 µs apart, with and without the calls: the
-//!   per-call extra time less the back-to-back round trip.
+//! - `wakeup`: `csrc/gaps.c` — getppid calls apart, with and without the calls: the per-call
+//!   extra time less the back-to-back round trip. The calls come at the workload's own spacing
+//!   (its compute time over its calls, rounded to a power of two in µs, [`Spacing`]), so a
+//!   delegate that sleeps, parks or loses its CPU between two calls is met as often as the
+//!   workload meets it; without a workload, 2 000 calls 100 µs apart.
 //! - `overlap` and `cache`: `csrc/offload.c` — N iterations of [call, a pointer chase over a working
 //!   set the size of the compute CPU's L2, a register-only loop], with the call none, null
 //!   (getppid), write or read (16 KiB at rotating offsets of a file), natively and with every call
@@ -27,6 +30,40 @@ pub const STARTUP_PAIRS: usize = 8;
 pub const GAPS_SOURCE: &str = include_str!("../../../csrc/gaps.c");
 pub const GAPS_CALLS: u64 = 2000;
 pub const GAPS_NS: u64 = 100_000;
+/// The gaps program's compute time per run at a workload's spacing (calls = this / spacing,
+/// within [`GAPS_MIN_CALLS`, `GAPS_CALLS`]).
+pub const GAPS_BUDGET_NS: u64 = 250_000_000;
+pub const GAPS_MIN_CALLS: u64 = 50;
+
+/// The calls of the `wakeup` microbenchmark: how many, and how far apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Spacing {
+    pub calls: u64,
+    pub gap_ns: u64,
+}
+
+impl Spacing {
+    /// 2 000 calls 100 µs apart: the spacing when no workload gives one.
+    pub const DEFAULT: Spacing = Spacing {
+        calls: GAPS_CALLS,
+        gap_ns: GAPS_NS,
+    };
+
+    /// A workload's spacing: `c_s` seconds of compute over `calls` calls, rounded to the nearest
+    /// power of two in µs within [1 µs, 64 ms] (workloads close in spacing share one
+    /// measurement), and as many calls as fit in [`GAPS_BUDGET_NS`].
+    pub fn of_workload(c_s: f64, calls: u64) -> Spacing {
+        if calls == 0 || !(c_s > 0.0) {
+            return Spacing::DEFAULT;
+        }
+        let us = (c_s / calls as f64 * 1e6).clamp(1.0, 65_536.0);
+        let gap_ns = (1u64 << us.log2().round() as u32) * 1000;
+        Spacing {
+            calls: (GAPS_BUDGET_NS / gap_ns).clamp(GAPS_MIN_CALLS, GAPS_CALLS),
+            gap_ns,
+        }
+    }
+}
 
 /// The `overlap`/`cache` microbenchmark's source, and how it is run.
 pub const OFFLOAD_SOURCE: &str = include_str!("../../../csrc/offload.c");
@@ -70,6 +107,8 @@ pub struct Measurement {
 #[derive(Debug, Default)]
 pub struct TermCache {
     terms: BTreeMap<String, Terms>,
+    /// The `wakeup` term per target and spacing.
+    wakeups: BTreeMap<(String, Spacing), f64>,
     pub measurements: Vec<Measurement>,
 }
 
@@ -98,10 +137,22 @@ pub fn build_c(dir: &Path, name: &str, source: &str) -> Result<PathBuf, Experime
 
 impl TermCache {
     /// The values of `cfg.terms` on `target`, measured the first time they are asked for.
-    pub fn terms(&mut self, cfg: &Config, target: Target, scratch: &Path) -> Result<Terms, ExperimentError> {
+    /// `spacing`: the workload's calls, for the `wakeup` term (measured once per target and
+    /// spacing; the other terms once per target).
+    pub fn terms(
+        &mut self,
+        cfg: &Config,
+        target: Target,
+        scratch: &Path,
+        spacing: Spacing,
+    ) -> Result<Terms, ExperimentError> {
         let key = target.name();
         if let Some(t) = self.terms.get(&key) {
-            return Ok(t.clone());
+            let mut t = t.clone();
+            if cfg.terms.contains(&Term::Wakeup) {
+                t.wakeup_s = Some(self.wakeup(cfg, target, scratch, spacing)?);
+            }
+            return Ok(t);
         }
         let on = |t| cfg.terms.contains(&t);
         let mut t = Terms {
@@ -119,29 +170,7 @@ impl TermCache {
             t.startup_s = Some(s);
         }
         if on(Term::Wakeup) {
-            let gaps = build_c(scratch, "gaps", GAPS_SOURCE)?;
-            let (w, rt) = match target {
-                Target::Emulate(m) => {
-                    let rt = crate::validate::mechanism_round_trip_at(
-                        m,
-                        0.0,
-                        300,
-                        &cfg.compute,
-                        &cfg.control,
-                        multios_emulate::Wait::default(),
-                    )?
-                    .median;
-                    (wakeup_emulated(cfg, m, &gaps, rt)?, rt)
-                }
-                Target::Lwk => {
-                    let rt = 2.0 * super::lwk_fc(&cfg.exe)?;
-                    (wakeup_lwk(cfg, &gaps, scratch, rt)?, rt)
-                }
-            };
-            self.note(target, "wakeup", format!("{:.1} µs per delegated call", w * 1e6),
-                format!("gaps.c: {GAPS_CALLS} getppid {} µs apart, with and without the calls, {STARTUP_PAIRS} pairs each; per call, less the back-to-back round trip", GAPS_NS / 1000),
-                [("wakeup_ns", w * 1e9), ("round_trip_ns", rt * 1e9)]);
-            t.wakeup_s = Some(w);
+            t.wakeup_s = Some(self.wakeup(cfg, target, scratch, spacing)?);
         }
         if on(Term::Overlap) || on(Term::Cache) {
             let exe = build_c(scratch, "offload", OFFLOAD_SOURCE)?;
@@ -201,6 +230,57 @@ impl TermCache {
         }
         self.terms.insert(key, t.clone());
         Ok(t)
+    }
+
+    /// The `wakeup` term on `target` at `spacing`, measured the first time it is asked for.
+    fn wakeup(
+        &mut self,
+        cfg: &Config,
+        target: Target,
+        scratch: &Path,
+        spacing: Spacing,
+    ) -> Result<f64, ExperimentError> {
+        let key = (target.name(), spacing);
+        if let Some(&w) = self.wakeups.get(&key) {
+            return Ok(w);
+        }
+        let gaps = build_c(scratch, "gaps", GAPS_SOURCE)?;
+        let (w, rt) = match target {
+            Target::Emulate(m) => {
+                let rt = crate::validate::mechanism_round_trip_at(
+                    m,
+                    0.0,
+                    300,
+                    &cfg.compute,
+                    &cfg.control,
+                    multios_emulate::Wait::default(),
+                )?
+                .median;
+                (wakeup_emulated(cfg, m, &gaps, spacing, rt)?, rt)
+            }
+            Target::Lwk => {
+                let rt = 2.0 * super::lwk_fc(&cfg.exe)?;
+                (wakeup_lwk(cfg, &gaps, scratch, spacing, rt)?, rt)
+            }
+        };
+        self.note(
+            target,
+            "wakeup",
+            format!("{:.1} µs per delegated call ({} µs apart)", w * 1e6, spacing.gap_ns / 1000),
+            format!(
+                "gaps.c: {} getppid {} µs apart (the workload's compute over its calls), with and without the calls, {STARTUP_PAIRS} pairs each; per call, less the back-to-back round trip",
+                spacing.calls,
+                spacing.gap_ns / 1000
+            ),
+            [
+                ("wakeup_ns", w * 1e9),
+                ("round_trip_ns", rt * 1e9),
+                ("gap_ns", spacing.gap_ns as f64),
+                ("calls", spacing.calls as f64),
+            ],
+        );
+        self.wakeups.insert(key, w);
+        Ok(w)
     }
 
     fn note<const N: usize>(
@@ -298,12 +378,12 @@ pub fn startup_lwk(cfg: &Config, scratch: &Path) -> Result<f64, ExperimentError>
     Ok(crate::stats::paired_diff(&native[..n], &lwk[..n]).map_or(0.0, |p| p.median.max(0.0)))
 }
 
-/// The gaps program's argv, with or without its calls.
-fn gaps_argv(exe: &Path, calls: bool) -> Vec<String> {
+/// The gaps program's argv at `spacing`, with or without its calls.
+fn gaps_argv(exe: &Path, spacing: Spacing, calls: bool) -> Vec<String> {
     let mut v = vec![
         exe.display().to_string(),
-        GAPS_CALLS.to_string(),
-        GAPS_NS.to_string(),
+        spacing.calls.to_string(),
+        spacing.gap_ns.to_string(),
     ];
     if calls {
         v.push("call".into());
@@ -314,16 +394,28 @@ fn gaps_argv(exe: &Path, calls: bool) -> Vec<String> {
 /// The `wakeup` term under mechanism `m` (seconds per delegated call): the paired extra time of the
 /// gaps program with its calls, less that of the same program without them, per call, less the
 /// back-to-back round trip `rt` (already in the model's f_c).
-pub fn wakeup_emulated(cfg: &Config, m: Mechanism, gaps: &Path, rt: f64) -> Result<f64, ExperimentError> {
-    let extra = |calls: bool| emulated_extra(cfg, m, gaps_argv(gaps, calls));
-    let per_call = (extra(true)? - extra(false)?) / GAPS_CALLS as f64;
+pub fn wakeup_emulated(
+    cfg: &Config,
+    m: Mechanism,
+    gaps: &Path,
+    spacing: Spacing,
+    rt: f64,
+) -> Result<f64, ExperimentError> {
+    let extra = |calls: bool| emulated_extra(cfg, m, gaps_argv(gaps, spacing, calls));
+    let per_call = (extra(true)? - extra(false)?) / spacing.calls.max(1) as f64;
     Ok((per_call - rt).max(0.0))
 }
 
 /// The `wakeup` term in the LWK: as [`wakeup_emulated`] with `multios lwk run --policy all`.
-pub fn wakeup_lwk(cfg: &Config, gaps: &Path, scratch: &Path, rt: f64) -> Result<f64, ExperimentError> {
+pub fn wakeup_lwk(
+    cfg: &Config,
+    gaps: &Path,
+    scratch: &Path,
+    spacing: Spacing,
+    rt: f64,
+) -> Result<f64, ExperimentError> {
     let extra = |calls: bool| -> Result<f64, ExperimentError> {
-        let w = Workload::command("gaps", gaps_argv(gaps, calls));
+        let w = Workload::command("gaps", gaps_argv(gaps, spacing, calls));
         let c = Config {
             pairs: STARTUP_PAIRS,
             ..cfg.clone()
@@ -332,7 +424,7 @@ pub fn wakeup_lwk(cfg: &Config, gaps: &Path, scratch: &Path, rt: f64) -> Result<
         let n = native.len().min(lwk.len());
         Ok(crate::stats::paired_diff(&native[..n], &lwk[..n]).map_or(0.0, |p| p.median))
     };
-    let per_call = (extra(true)? - extra(false)?) / GAPS_CALLS as f64;
+    let per_call = (extra(true)? - extra(false)?) / spacing.calls.max(1) as f64;
     Ok((per_call - rt).max(0.0))
 }
 
@@ -551,6 +643,32 @@ pub fn scratch() -> Result<capture::Scratch, ExperimentError> {
 
 #[cfg(test)]
 mod tests {
+
+    /// The wakeup microbenchmark's calls come at the workload's spacing, rounded to a power of
+    /// two in µs, with as many calls as fit in the budget (at least 50, at most 2 000).
+    #[test]
+    fn issue_15_wakeup_is_measured_at_the_workloads_call_spacing() {
+        // gzip: 1.46 s of compute over 615 calls ≈ 2.4 ms apart → 2 048 µs, 122 calls.
+        let s = Spacing::of_workload(1.463, 615);
+        assert_eq!(s.gap_ns, 2_048_000);
+        assert_eq!(s.calls, 122);
+        // Calls 3 µs apart → 4 µs (log2 3 = 1.58 rounds to 2), capped at 2 000 calls.
+        let s = Spacing::of_workload(0.03, 10_000);
+        assert_eq!((s.gap_ns, s.calls), (4_000, 2_000));
+        // A call every few seconds → 64 ms, 50 calls (the floor).
+        assert_eq!(
+            Spacing::of_workload(10.0, 3),
+            Spacing {
+                calls: 50,
+                gap_ns: 65_536_000
+            }
+        );
+        // No calls, or no compute: the default.
+        assert_eq!(Spacing::of_workload(1.0, 0), Spacing::DEFAULT);
+        assert_eq!(Spacing::of_workload(0.0, 10), Spacing::DEFAULT);
+        assert_eq!(Spacing::of_workload(f64::NAN, 10), Spacing::DEFAULT);
+    }
+
     use super::*;
 
     fn run(call: f64, chase: f64, register: f64) -> OffloadRun {

@@ -486,8 +486,9 @@ pub fn run_workload(
     let mut notes = Vec::new();
     let mut points = Vec::new();
     let wait = multios_emulate::Wait::default();
+    let spacing = micro::Spacing::of_workload(mw.c, mw.calls.iter().map(|c| c.n).sum());
     for &m in &cfg.mechanisms {
-        let terms = cache.terms(cfg, Target::Emulate(m), &scratch.0)?;
+        let terms = cache.terms(cfg, Target::Emulate(m), &scratch.0, spacing)?;
         for fc in &cfg.fcs {
             let rt = super::mechanism_round_trip_at(m, fc.secs(), 300, &cfg.compute, &cfg.control, wait)?;
             let fc_model = fc.secs() + rt.median / 2.0;
@@ -562,7 +563,7 @@ pub fn run_workload(
         }
     }
     if cfg.lwk {
-        let terms = cache.terms(cfg, Target::Lwk, &scratch.0)?;
+        let terms = cache.terms(cfg, Target::Lwk, &scratch.0, spacing)?;
         let fc = lwk_fc(&cfg.exe)?;
         for pol in &cfg.policies {
             let (native, lwk, invalid) = lwk_pairs(cfg, w, pol, &scratch.0)?;
