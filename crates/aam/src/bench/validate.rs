@@ -91,6 +91,13 @@ pub fn shaped_call(bench: &BenchConfig, n: usize, warm: usize, bytes: usize) -> 
     Ok(ticks.iter().map(|&t| t as f64 / tpn).collect())
 }
 
+/// Phases of the beside microbenchmark, of each kind (alone, beside), and their length: 0.4 s
+/// beside in all. On a loaded machine the OS machine's CPU is taken away rarely but for ms at a
+/// time (another task's scheduler slice), so the stall's mean needs a sample long enough to
+/// meet several such absences; 4 × 25 ms met none or one.
+pub const BESIDE_PHASES: usize = 8;
+pub const BESIDE_PHASE: Duration = Duration::from_millis(50);
+
 /// Size of the syscall-heavy workload.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct ValidateConfig {
@@ -205,8 +212,8 @@ pub fn validate(bench: &BenchConfig, cfg: &ValidateConfig) -> Result<Validation,
         bench.server_cpu,
         compute,
         cfg.compute_steps.max(1),
-        4,
-        Duration::from_millis(25),
+        BESIDE_PHASES,
+        BESIDE_PHASE,
     )
     .map_err(io)?;
 
