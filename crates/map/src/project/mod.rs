@@ -29,7 +29,7 @@ mod curves;
 
 pub use curves::{interpolate, Curves, POINTS};
 
-use crate::partition::{CostModel, Pair, Weights};
+use crate::partition::{CostModel, Pair, Partition, Weights};
 use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
 
@@ -242,8 +242,14 @@ pub fn bounds(w: &Weights, topo: &Topology, pu_of: &[usize], free: &[bool], m: &
     }
     let load_ns = load.iter().copied().fold(0.0, f64::max);
     let chain_ns = own.iter().copied().fold(0.0, f64::max);
-    let balance_ns = if free_active > 0 {
-        (load.iter().sum::<f64>() + own.iter().sum::<f64>()) / npu as f64
+    // the paper's T(s) over the PUs' pinned loads and the free nodes, each a cluster of its own
+    let units: Vec<f64> = load.iter().chain(&own).copied().filter(|&x| x > 0.0).collect();
+    let balance_ns = if free_active > 0 && !units.is_empty() {
+        let n = units.len();
+        let w = Weights::from_detail((0..n as u32).collect(), units, Vec::new());
+        Partition::flat((0..n).map(|k| vec![k]).collect(), 0)
+            .quality(&w, Some(npu))
+            .t
     } else {
         0.0
     };

@@ -29,7 +29,7 @@ pub const SIZES: [usize; POINTS] = [256, 2048, 8192, 32768, 131072];
 /// Shared pages written per hand-off in the `pages` runs.
 pub const PAGES: usize = 64;
 /// Multiply-adds per round of the compute loops.
-pub const COMPUTE_UNIT: usize = 10_000;
+pub const COMPUTE_UNIT: usize = 40_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]

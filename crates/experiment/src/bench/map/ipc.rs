@@ -193,7 +193,8 @@ fn learn(ctx: &Context, procs: usize, size: usize, rounds: u64) -> Result<Learne
     })
 }
 
-/// All rows: for each configuration, `repeats` runs of each placement in rotating order.
+/// All rows: for each configuration, `repeats` runs of each placement in rotating order, then
+/// `between` (a round of the calibration, so that it sees the conditions the rows saw).
 pub fn rows(
     ctx: &Context,
     procs: &[usize],
@@ -201,6 +202,7 @@ pub fn rows(
     rounds: u64,
     repeats: usize,
     progress: &mut dyn crate::progress::Progress,
+    between: &mut dyn FnMut() -> Result<(), MapBenchError>,
 ) -> Result<Vec<Row>, MapBenchError> {
     progress.start(
         (procs.len() * sizes.len()) as u64,
@@ -257,6 +259,7 @@ pub fn rows(
                 map_free,
             };
             (row.predicted_round_robin_us, row.predicted_map_us) = predict(ctx, &row);
+            between()?;
             progress.advance(&format!(
                 "{p} procs, {size} B: Linux {:.2} µs, round-robin {:.2} µs, map {:.2} µs per exchange",
                 row.linux_us, row.round_robin_us, row.map_us

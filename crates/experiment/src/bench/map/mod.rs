@@ -2,7 +2,8 @@
 //! machine, side by side in one run, with its targets.
 //!
 //! 1. The cost model calibrated from microbenchmarks ([`calibrate`]), measured before and after the
-//!    rest (the machine's load drifts; both halves count).
+//!    rest and once after each IPC configuration and program (the machine's load drifts; every
+//!    round counts).
 //! 2. The IPC microbenchmark of seed 001 §III ([`ipc`]): pairs exchanging 1–64 KiB messages, 2 to 32
 //!    processes, under Linux's placement, round-robin pinning and `multios map run`, interleaved;
 //!    the model's prediction of the two pinned placements beside the measurement.
@@ -50,7 +51,8 @@ pub struct Config {
     pub rounds: u64,
     /// Runs of each placement per IPC configuration.
     pub repeats: usize,
-    /// Calibration rounds, before and after the rest (each).
+    /// Calibration rounds, before and after the rest (each); one more runs after each IPC
+    /// configuration and each program.
     pub calibration_rounds: usize,
     /// Real programs and their ABBA pairs of runs.
     pub programs: Vec<Program>,
@@ -136,7 +138,7 @@ pub struct Report {
     pub accuracy_ipc_round_robin: Accuracy,
     pub accuracy_ipc_map: Accuracy,
     pub accuracy_programs: Accuracy,
-    /// How far the calibration's two halves (before and after the rest) differ: median over
+    /// How far the calibration's rounds before and after the rest differ: median over
     /// arrangements and sizes of |wall₁ − wall₂| / mean — the run's own noise, a floor under the
     /// prediction's error.
     pub calibration_drift: f64,
@@ -236,7 +238,22 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, MapBench
         first.cost.ns_per_shared_page,
         first.cpu_share
     ));
-    let ipc = ipc::rows(&ctx, &cfg.procs, &cfg.sizes, cfg.rounds, cfg.repeats, progress)?;
+    // a calibration round after each IPC configuration and each program: the calibration then
+    // sees the machine's load as the rows do (it drifts while other programs come and go)
+    let mut middle: Vec<calibrate::Round> = Vec::new();
+    let mut between = || -> Result<(), MapBenchError> {
+        middle.push(calibrate::round(&ipcbench, c0, c1, cal_rounds)?);
+        Ok(())
+    };
+    let ipc = ipc::rows(
+        &ctx,
+        &cfg.procs,
+        &cfg.sizes,
+        cfg.rounds,
+        cfg.repeats,
+        progress,
+        &mut between,
+    )?;
     let mut progs = Vec::new();
     if !cfg.programs.is_empty() {
         progress.start(
@@ -245,12 +262,15 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, MapBench
         );
         for &p in &cfg.programs {
             progs.push(programs::measure(&ctx, p, cfg.pairs, progress)?);
+            between()?;
         }
         progress.finish();
     }
-    rounds.extend(calibrate(progress, "calibration: microbenchmarks (after)")?);
+    let after = calibrate(progress, "calibration: microbenchmarks (after)")?;
+    let calibration_drift = calibrate::drift(&rounds[..before], &after);
+    rounds.extend(middle);
+    rounds.extend(after);
     let calibration = calibrate::fit(&rounds, cal_rounds);
-    let calibration_drift = calibrate::drift(&rounds[..before], &rounds[before..]);
     ctx.hop = model(&calibration, cfg.per_hop, ref_hops);
     // predictions with the whole calibration (both halves)
     let ipc: Vec<ipc::Row> = ipc
