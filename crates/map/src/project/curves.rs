@@ -46,7 +46,47 @@ pub fn interpolate(xs: &[f64; POINTS], ys: &[f64; POINTS], x: f64) -> f64 {
     (ys[b] + slope * (x - xs[b])).max(0.0)
 }
 
+/// The closest non-decreasing sequence to `ys` (least squares, pool-adjacent-violators): a longer
+/// message never costs less, so a dip between two sizes is noise.
+pub fn non_decreasing(ys: [f64; POINTS]) -> [f64; POINTS] {
+    // blocks of (sum, count), merged while a block's mean falls below its predecessor's
+    let mut blocks: Vec<(f64, usize)> = Vec::with_capacity(POINTS);
+    for &y in &ys {
+        blocks.push((y, 1));
+        while blocks.len() > 1 {
+            let (s1, n1) = blocks[blocks.len() - 1];
+            let (s0, n0) = blocks[blocks.len() - 2];
+            if s0 / n0 as f64 <= s1 / n1 as f64 {
+                break;
+            }
+            blocks.pop();
+            let last = blocks.len() - 1;
+            blocks[last] = (s0 + s1, n0 + n1);
+        }
+    }
+    let mut out = [0.0; POINTS];
+    let mut k = 0;
+    for (s, n) in blocks {
+        for _ in 0..n {
+            out[k] = s / n as f64;
+            k += 1;
+        }
+    }
+    out
+}
+
 impl Curves {
+    /// The same curves made non-decreasing in the size ([`non_decreasing`]).
+    pub fn monotone(self) -> Curves {
+        Curves {
+            bytes: self.bytes,
+            together: non_decreasing(self.together),
+            alone: non_decreasing(self.alone),
+            split: non_decreasing(self.split),
+            busy: non_decreasing(self.busy),
+        }
+    }
+
     pub fn together(&self, bytes: f64) -> f64 {
         interpolate(&self.bytes, &self.together, bytes)
     }
@@ -114,7 +154,27 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_dip_is_pooled_with_its_neighbour() {
+        assert_eq!(
+            non_decreasing([15.0, 11.0, 13.0, 20.0, 70.0]),
+            [13.0, 13.0, 13.0, 20.0, 70.0]
+        );
+        let up = [1.0, 2.0, 3.0, 4.0, 5.0];
+        assert_eq!(non_decreasing(up), up);
+    }
+
     proptest! {
+        #[test]
+        fn pooling_is_non_decreasing_and_keeps_the_sum(ys in proptest::array::uniform5(0.0f64..1e6)) {
+            let out = non_decreasing(ys);
+            for k in 1..POINTS {
+                prop_assert!(out[k] >= out[k - 1] - 1e-6);
+            }
+            let (a, b): (f64, f64) = (ys.iter().sum(), out.iter().sum());
+            prop_assert!((a - b).abs() <= 1e-9 * a.max(1.0));
+        }
+
         #[test]
         fn interpolation_stays_within_its_neighbours(x in 0.0f64..400_000.0) {
             let c = curves();

@@ -27,7 +27,7 @@
 
 mod curves;
 
-pub use curves::{interpolate, Curves, POINTS};
+pub use curves::{interpolate, non_decreasing, Curves, POINTS};
 
 use crate::partition::{CostModel, Pair, Partition, Weights};
 use crate::topology::Topology;

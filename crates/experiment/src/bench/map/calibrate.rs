@@ -114,7 +114,8 @@ pub struct Calibration {
     /// CPU time / wall time of the `same` runs (about 0.9 on a quiet machine: a context switch is
     /// partly charged to no process).
     pub cpu_share: f64,
-    /// Wall times per exchange at each size (None when an arrangement is missing).
+    /// Wall times per exchange at each size, made non-decreasing in the size (None when an
+    /// arrangement is missing).
     pub curves: Option<Curves>,
     /// Wall / CPU time of compute loops alone on one CPU, and with both CPUs computing.
     pub stretch_one: f64,
@@ -298,7 +299,8 @@ pub fn fit(rounds: &[Round], per_run: u64) -> Calibration {
             split: curve(Arrangement::Split, false)?,
             busy: curve(Arrangement::Split, true)?,
         })
-    })();
+    })()
+    .map(Curves::monotone);
     // a pair on each CPU: per pair, twice the wall per exchange (either pair's), ÷ one pair alone
     let slowdowns: Vec<f64> = SIZES
         .iter()
