@@ -412,7 +412,7 @@ mod tests {
     #[test]
     fn halves_that_agree_have_no_drift() {
         let r = made_up();
-        assert_eq!(drift(&[r.clone()], &[r.clone()]), 0.0);
+        assert_eq!(drift(std::slice::from_ref(&r), std::slice::from_ref(&r)), 0.0);
         let slower: Round = r.iter().map(|&(a, s, w, c)| (a, s, 1.5 * w, c)).collect();
         assert!((drift(&[r], &[slower]) - 0.4).abs() < 1e-9);
     }
