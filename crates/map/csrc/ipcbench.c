@@ -4,13 +4,15 @@
 // Prints the wall time of the exchanges in ns (from the moment every process is made and released
 // at once to the last one's end: not the forks), the exchanges made and the CPU time the pairs used
 // (user + system, ns, their start-up included: "ns exchanges cpu_ns").
-// Usage: multios-ipcbench PROCS SIZE ROUNDS [CPUS [busy|pages=N]]
+// Usage: multios-ipcbench PROCS SIZE ROUNDS [CPUS [busy|pages=N|compute]]
 // CPUS (for calibration): a comma-separated CPU per process, in the order the pairs' processes are
 // made (pair 0's sender, its receiver, pair 1's sender, …); each pins itself there before it starts.
 // busy: a SCHED_IDLE spinner is kept on each of those CPUs for the run, so that no CPU ever goes
 // idle (a woken process preempts a SCHED_IDLE one at once); its CPU time is not counted.
 // pages=N: each pair shares N pages (MAP_SHARED); on receiving, each side writes one word in every
 // cache line of them before it answers (the cost of data that moves between caches).
+// compute: no messages; every process computes ROUNDS units of SIZE dependent multiply-adds (the
+// wall time of work alone on a CPU, or of work on every CPU at once).
 #define _GNU_SOURCE
 #include <sched.h>
 #include <sys/resource.h>
@@ -42,10 +44,11 @@ static void full_write(int fd, const char *buf, size_t n) {
 }
 
 int main(int argc, char **argv) {
-	if (argc < 4 || argc > 6) { fprintf(stderr, "usage: %s PROCS SIZE ROUNDS [CPUS [busy|pages=N]]\n", argv[0]); return 2; }
+	if (argc < 4 || argc > 6) { fprintf(stderr, "usage: %s PROCS SIZE ROUNDS [CPUS [busy|pages=N|compute]]\n", argv[0]); return 2; }
 	int busy = argc == 6 && strcmp(argv[5], "busy") == 0;
+	int compute = argc == 6 && strcmp(argv[5], "compute") == 0;
 	long pages = argc == 6 && strncmp(argv[5], "pages=", 6) == 0 ? atol(argv[5] + 6) : 0;
-	if (argc == 6 && !busy && pages <= 0) { fprintf(stderr, "the fifth argument is 'busy' or 'pages=N' (N >= 1)\n"); return 2; }
+	if (argc == 6 && !busy && !compute && pages <= 0) { fprintf(stderr, "the fifth argument is 'busy', 'pages=N' (N >= 1) or 'compute'\n"); return 2; }
 	int procs = atoi(argv[1]);
 	size_t size = (size_t)atol(argv[2]);
 	long rounds = atol(argv[3]);
@@ -110,6 +113,15 @@ int main(int argc, char **argv) {
 			char g;
 			if (read(go[0], &g, 1) != 0) _exit(6); /* released when the parent closes the pipe */
 			close(go[0]);
+			if (compute) {
+				volatile unsigned long sink;
+				unsigned long x = (unsigned long)p + 1;
+				for (long r = 0; r < rounds; r++)
+					for (size_t k = 0; k < size; k++) x = x * 6364136223846793005UL + 1442695040888963407UL;
+				sink = x;
+				(void)sink;
+				_exit(0);
+			}
 			char ack = 'k';
 			for (long r = 0; r < rounds; r++) {
 				if (side == 0) {

@@ -438,19 +438,18 @@ fn cmd_place(a: PlaceArgs, out: &Out) -> super::Exit {
     let topo = a.cost.topology()?;
     let w = Weights::new(&g, &cost);
     let part = greedy::partition(&w, Some(topo.len()), a.cost.seed).partition;
-    let hop = HopModel {
-        cost,
-        per_hop: a.per_hop,
-        ref_hops: a.ref_hops,
-        cpu_share: 1.0,
-    };
+    let hop = HopModel::linear(cost, a.per_hop, a.ref_hops);
     let placements: Vec<Placement> = Strategy::ALL
         .iter()
         .map(|&s| place::place(&g, &part, &topo, &cost, s))
         .collect();
     let predicted: Vec<f64> = placements
         .iter()
-        .map(|p| project::predict(&w, &topo, &p.nodes.iter().map(|n| n.pu).collect::<Vec<_>>(), &hop))
+        .map(|p| {
+            let pu: Vec<usize> = p.nodes.iter().map(|n| n.pu).collect();
+            let free: Vec<bool> = p.nodes.iter().map(|n| !n.pinned).collect();
+            project::bounds(&w, &topo, &pu, &free, &hop).ns
+        })
         .collect();
     let affinity = &placements[0];
     for (path, text) in [

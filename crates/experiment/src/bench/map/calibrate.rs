@@ -1,29 +1,35 @@
 //! The cost model measured here, from microbenchmarks that are not the runs it predicts: the IPC
 //! program with each process pinned by itself (`multios-ipcbench … CPUS`), at message sizes the
-//! rows do not use ([`SIZES`]), in four arrangements:
-//! - **same**: one pair on one CPU — the CPU cost of a message when both ends share a CPU;
-//! - **split**: two pairs, each split over the two CPUs — the CPU cost of a message between CPUs
-//!   that are kept busy (the other pair's process is there to run), from the processes' CPU time;
-//! - **alone**: one pair split over the two CPUs with nothing else — what is left of its wall time
-//!   after the CPU cost is the latency of waking an idle CPU (on this VM a halt exit), per wake-up;
+//! rows do not use ([`SIZES`]), in these arrangements:
+//! - **same**: one pair on one CPU — an exchange when both ends share a CPU;
+//! - **split**: two pairs, each split over the two CPUs — an exchange between CPUs that the other
+//!   pair keeps partly busy, and (CPU time) what an exchange between CPUs costs;
+//! - **alone**: one pair split over the two CPUs with nothing else — every hand-off wakes an idle
+//!   CPU (on this VM a halt exit);
+//! - **parallel**: a pair on each CPU — what a pair on one CPU loses while the other CPU works;
 //! - **pages**: same and split again with 64 shared pages written by each side between messages —
-//!   what a shared page costs per round trip when the sharers run apart (cache lines that move).
+//!   what a shared page costs per round trip when the sharers run apart (cache lines that move);
+//! - **compute**: two compute loops on one CPU, then one on each CPU — the wall time per CPU-second
+//!   of work alone and with both CPUs busy (two vCPUs of this VM do not give twice one's speed).
 //!
-//! CPU times come from the processes' rusage and do not depend on other programs sharing the
-//! machine; the share of a CPU the runs got (CPU time / wall time of `same`, 1 on a quiet machine)
-//! is measured too, and the prediction divides its times by it.
+//! The model's curves are wall times per exchange at each size (what the rows measure, in the same
+//! conditions: the machine's load is in both); the linear [`CostModel`] (CPU times, a line over the
+//! sizes) is what the partitioner and the placement use, and what `--costs` writes.
 
 use super::MapBenchError;
 use multios_map::partition::CostModel;
 use multios_map::programs::{parse, IpcRun};
+use multios_map::project::{Curves, POINTS};
 use serde::Serialize;
 use std::path::Path;
 use std::process::Command;
 
-/// Message sizes of the calibration runs (the rows use 1–64 KiB).
-pub const SIZES: [usize; 2] = [128, 32768];
+/// Message sizes of the calibration runs (the rows use 1–64 KiB, powers of 4 from 1 KiB).
+pub const SIZES: [usize; POINTS] = [256, 2048, 8192, 32768, 131072];
 /// Shared pages written per hand-off in the `pages` runs.
 pub const PAGES: usize = 64;
+/// Multiply-adds per round of the compute loops.
+pub const COMPUTE_UNIT: usize = 40_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -31,17 +37,23 @@ pub enum Arrangement {
     Same,
     Split,
     Alone,
+    Parallel,
     SamePages,
     SplitPages,
+    ComputeOne,
+    ComputeBoth,
 }
 
 impl Arrangement {
-    pub const ALL: [Arrangement; 5] = [
+    pub const ALL: [Arrangement; 8] = [
         Arrangement::Same,
         Arrangement::Split,
         Arrangement::Alone,
+        Arrangement::Parallel,
         Arrangement::SamePages,
         Arrangement::SplitPages,
+        Arrangement::ComputeOne,
+        Arrangement::ComputeBoth,
     ];
 
     pub fn name(self) -> &'static str {
@@ -49,27 +61,45 @@ impl Arrangement {
             Arrangement::Same => "one pair, one CPU",
             Arrangement::Split => "two pairs, each split over two CPUs",
             Arrangement::Alone => "one pair split over two otherwise idle CPUs",
+            Arrangement::Parallel => "a pair on each CPU",
             Arrangement::SamePages => "one pair, one CPU, 64 shared pages written per hand-off",
             Arrangement::SplitPages => "two split pairs, 64 shared pages written per hand-off",
+            Arrangement::ComputeOne => "two compute loops on one CPU",
+            Arrangement::ComputeBoth => "a compute loop on each CPU",
         }
     }
 
     /// Process count and the CPU of each process (c0, c1: two CPUs of this machine).
     fn layout(self, c0: u32, c1: u32) -> (usize, Vec<u32>) {
         match self {
-            Arrangement::Same | Arrangement::SamePages => (2, vec![c0, c0]),
+            Arrangement::Same | Arrangement::SamePages | Arrangement::ComputeOne => (2, vec![c0, c0]),
             Arrangement::Split | Arrangement::SplitPages => (4, vec![c0, c1, c0, c1]),
-            Arrangement::Alone => (2, vec![c0, c1]),
+            Arrangement::Parallel => (4, vec![c0, c0, c1, c1]),
+            Arrangement::Alone | Arrangement::ComputeBoth => (2, vec![c0, c1]),
         }
     }
 
-    fn pages(self) -> bool {
-        matches!(self, Arrangement::SamePages | Arrangement::SplitPages)
+    /// The IPC program's fifth argument.
+    fn extra(self) -> Option<String> {
+        match self {
+            Arrangement::SamePages | Arrangement::SplitPages => Some(format!("pages={PAGES}")),
+            Arrangement::ComputeOne | Arrangement::ComputeBoth => Some("compute".into()),
+            _ => None,
+        }
+    }
+
+    /// The sizes (for compute: the unit of work) it runs at.
+    pub fn sizes(self) -> &'static [usize] {
+        match self {
+            Arrangement::SamePages | Arrangement::SplitPages => &SIZES[..1],
+            Arrangement::ComputeOne | Arrangement::ComputeBoth => &[COMPUTE_UNIT],
+            _ => &SIZES,
+        }
     }
 }
 
 /// One arrangement at one size: medians per exchange over the rounds.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize)]
 pub struct Sample {
     pub arrangement: Arrangement,
     pub size: usize,
@@ -81,8 +111,18 @@ pub struct Sample {
 pub struct Calibration {
     pub samples: Vec<Sample>,
     pub cost: CostModel,
-    /// CPU time / wall time of the `same` runs (1 on a quiet machine).
+    /// CPU time / wall time of the `same` runs (about 0.9 on a quiet machine: a context switch is
+    /// partly charged to no process).
     pub cpu_share: f64,
+    /// Wall times per exchange at each size, made non-decreasing in the size (None when an
+    /// arrangement is missing).
+    pub curves: Option<Curves>,
+    /// Wall / CPU time of compute loops alone on one CPU, and with both CPUs computing.
+    pub stretch_one: f64,
+    pub stretch_parallel: f64,
+    /// A pair on one CPU while a pair runs on the other: wall per exchange ÷ alone (median over
+    /// the sizes).
+    pub parallel_ipc: f64,
     /// Exchanges per calibration run.
     pub rounds: u64,
 }
@@ -129,17 +169,9 @@ pub fn round(prog: &Path, c0: u32, c1: u32, rounds: u64) -> Result<Round, MapBen
     let mut out = Vec::new();
     for a in Arrangement::ALL {
         let (procs, cpus) = a.layout(c0, c1);
-        let pages = format!("pages={PAGES}");
-        let sizes: &[usize] = if a.pages() { &SIZES[..1] } else { &SIZES };
-        for &size in sizes {
-            let r = pinned_run(
-                prog,
-                procs,
-                size,
-                rounds,
-                &cpus,
-                a.pages().then_some(pages.as_str()),
-            )?;
+        let extra = a.extra();
+        for &size in a.sizes() {
+            let r = pinned_run(prog, procs, size, rounds, &cpus, extra.as_deref())?;
             let ex = r.exchanges as f64;
             out.push((a, size, r.wall_ns as f64 / 1e3 / ex, r.cpu_ns as f64 / 1e3 / ex));
         }
@@ -165,11 +197,11 @@ fn line(points: &[(f64, f64)]) -> (f64, f64) {
     ((my - slope * mx).max(0.0), slope)
 }
 
-/// The cost model from rounds of measurements (medians per arrangement and size first).
-pub fn fit(rounds: &[Round], per_run: u64) -> Calibration {
+/// Medians per arrangement and size of `rounds`.
+pub fn samples(rounds: &[Round]) -> Vec<Sample> {
     let mut samples = Vec::new();
     for a in Arrangement::ALL {
-        for &size in &SIZES {
+        for &size in a.sizes() {
             let pick: Vec<&(Arrangement, usize, f64, f64)> = rounds
                 .iter()
                 .flatten()
@@ -188,6 +220,29 @@ pub fn fit(rounds: &[Round], per_run: u64) -> Calibration {
             });
         }
     }
+    samples
+}
+
+/// How far two halves of the calibration differ: the median over arrangements and sizes of
+/// |wall₁ − wall₂| / their mean (the noise under which a prediction is made).
+pub fn drift(first: &[Round], second: &[Round]) -> f64 {
+    let (a, b) = (samples(first), samples(second));
+    let d: Vec<f64> = a
+        .iter()
+        .filter_map(|x| {
+            let y = b
+                .iter()
+                .find(|y| y.arrangement == x.arrangement && y.size == x.size)?;
+            let mean = (x.wall_us + y.wall_us) / 2.0;
+            (mean > 0.0).then(|| (x.wall_us - y.wall_us).abs() / mean)
+        })
+        .collect();
+    median(&d)
+}
+
+/// The cost model from rounds of measurements (medians per arrangement and size first).
+pub fn fit(rounds: &[Round], per_run: u64) -> Calibration {
+    let samples = samples(rounds);
     let get = |a: Arrangement| -> Vec<&Sample> { samples.iter().filter(|s| s.arrangement == a).collect() };
     // An exchange is two messages (SIZE bytes one way, one byte back): 2 events, SIZE + 1 bytes.
     let points = |a: Arrangement| -> Vec<(f64, f64)> {
@@ -226,6 +281,49 @@ pub fn fit(rounds: &[Round], per_run: u64) -> Calibration {
         (Some(apart), Some(together)) => ((apart - together) / PAGES as f64).max(0.0),
         _ => CostModel::default().ns_per_shared_page,
     };
+    // the curves: wall (busy: CPU) ns per exchange at each size, all five arrangements present
+    let at = |a: Arrangement, size: usize| get(a).into_iter().find(|s| s.size == size).copied();
+    let curve = |a: Arrangement, cpu: bool| -> Option<[f64; POINTS]> {
+        let mut v = [0.0; POINTS];
+        for (k, &size) in SIZES.iter().enumerate() {
+            let s = at(a, size)?;
+            v[k] = 1e3 * if cpu { s.cpu_us } else { s.wall_us };
+        }
+        Some(v)
+    };
+    let curves = (|| {
+        Some(Curves {
+            bytes: SIZES.map(|s| (s + 1) as f64),
+            together: curve(Arrangement::Same, false)?,
+            alone: curve(Arrangement::Alone, false)?,
+            split: curve(Arrangement::Split, false)?,
+            busy: curve(Arrangement::Split, true)?,
+        })
+    })()
+    .map(Curves::monotone);
+    // a pair on each CPU: per pair, twice the wall per exchange (either pair's), ÷ one pair alone
+    let slowdowns: Vec<f64> = SIZES
+        .iter()
+        .filter_map(|&size| {
+            let (p, s) = (at(Arrangement::Parallel, size)?, at(Arrangement::Same, size)?);
+            (s.wall_us > 0.0).then(|| 2.0 * p.wall_us / s.wall_us)
+        })
+        .collect();
+    let parallel_ipc = if slowdowns.is_empty() {
+        1.0
+    } else {
+        median(&slowdowns)
+    };
+    // compute: wall per CPU-ns; on each CPU at once, each loop had its CPU for the whole wall time
+    let stretch = |a: Arrangement, loops_at_once: f64| -> f64 {
+        at(a, COMPUTE_UNIT)
+            .filter(|s| s.cpu_us > 0.0)
+            .map_or(1.0, |s| loops_at_once * s.wall_us / s.cpu_us)
+    };
+    let (stretch_one, stretch_parallel) = (
+        stretch(Arrangement::ComputeOne, 1.0),
+        stretch(Arrangement::ComputeBoth, 2.0),
+    );
     Calibration {
         cost: CostModel {
             ns_per_event: cross_a / 2.0,
@@ -241,6 +339,10 @@ pub fn fit(rounds: &[Round], per_run: u64) -> Calibration {
         },
         samples,
         cpu_share,
+        curves,
+        stretch_one,
+        stretch_parallel,
+        parallel_ipc,
         rounds: per_run,
     }
 }
@@ -249,10 +351,11 @@ pub fn fit(rounds: &[Round], per_run: u64) -> Calibration {
 mod tests {
     use super::*;
 
-    #[test]
-    fn recovers_the_costs_it_was_given() {
-        // CPU per exchange: same 2·3000 + 0.2·(s+1); split 2·9000 + 0.5·(s+1); alone adds 2·80 µs;
-        // a quiet machine (wall = CPU on one CPU); pages cost 75 ns together, 400 apart, per page
+    /// A round of measurements made from known costs: CPU per exchange same 2·3000 + 0.2·(s+1),
+    /// split 2·9000 + 0.5·(s+1); alone adds 2·80 µs of waiting; a quiet machine (wall = CPU on one
+    /// CPU); a pair on each CPU runs 1.25× slower; compute loops 1.5× slower on both CPUs; pages
+    /// cost 75 ns together, 400 apart, per page.
+    fn made_up() -> Round {
         let mut r: Round = Vec::new();
         for &s in &SIZES {
             let x = (s + 1) as f64;
@@ -261,6 +364,7 @@ mod tests {
             r.push((Arrangement::Same, s, same, same));
             r.push((Arrangement::Split, s, split / 2.0, split));
             r.push((Arrangement::Alone, s, split + 160.0, split + 30.0));
+            r.push((Arrangement::Parallel, s, 1.25 * same / 2.0, same));
         }
         let s = SIZES[0];
         let x = (s + 1) as f64;
@@ -276,7 +380,14 @@ mod tests {
             0.0,
             (18000.0 + 0.5 * x + 64.0 * 400.0) / 1e3,
         ));
-        let c = fit(&[r], 100);
+        r.push((Arrangement::ComputeOne, COMPUTE_UNIT, 20.0, 20.0));
+        r.push((Arrangement::ComputeBoth, COMPUTE_UNIT, 15.0, 20.0));
+        r
+    }
+
+    #[test]
+    fn recovers_the_costs_it_was_given() {
+        let c = fit(&[made_up()], 100);
         let close = |a: f64, b: f64| (a - b).abs() < 1e-6 * b.abs().max(1.0);
         assert!(close(c.cost.local_ns_per_event, 3000.0), "{:?}", c.cost);
         assert!(close(c.cost.local_ns_per_byte, 0.2));
@@ -285,5 +396,24 @@ mod tests {
         assert!(close(c.cost.ns_per_idle_wake, 80_000.0), "{:?}", c.cost);
         assert!(close(c.cost.ns_per_shared_page, 325.0), "{:?}", c.cost);
         assert!(close(c.cpu_share, 1.0));
+        assert!(close(c.parallel_ipc, 1.25), "{}", c.parallel_ipc);
+        assert!(close(c.stretch_one, 1.0));
+        assert!(close(c.stretch_parallel, 1.5));
+        let curves = c.curves.expect("curves");
+        for (k, &s) in SIZES.iter().enumerate() {
+            let x = (s + 1) as f64;
+            assert!(close(curves.together[k], 6000.0 + 0.2 * x));
+            assert!(close(curves.busy[k], 18000.0 + 0.5 * x));
+            assert!(close(curves.split[k], (18000.0 + 0.5 * x) / 2.0));
+            assert!(close(curves.alone[k], 18000.0 + 0.5 * x + 160_000.0));
+        }
+    }
+
+    #[test]
+    fn halves_that_agree_have_no_drift() {
+        let r = made_up();
+        assert_eq!(drift(std::slice::from_ref(&r), std::slice::from_ref(&r)), 0.0);
+        let slower: Round = r.iter().map(|&(a, s, w, c)| (a, s, 1.5 * w, c)).collect();
+        assert!((drift(&[r], &[slower]) - 0.4).abs() < 1e-9);
     }
 }

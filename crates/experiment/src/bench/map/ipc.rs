@@ -38,22 +38,27 @@ pub struct Row {
     pub rr_pu: Vec<usize>,
     #[serde(skip_serializing)]
     pub map_pu: Vec<usize>,
+    /// Whether map run leaves each process free (Linux balances it).
+    #[serde(skip_serializing)]
+    pub map_free: Vec<bool>,
 }
 
 /// The model's time per exchange of `r`'s configuration under round-robin and under map's placement.
 pub fn predict(ctx: &Context, r: &Row) -> (f64, f64) {
     let rounds = 1000;
     let bw = Weights::new(&bench_graph(r.procs, r.size, rounds), &ctx.hop.cost);
-    let per_ex = |pu: &[usize]| {
+    let per_ex = |pu: &[usize], free: &[bool]| {
         let pu: Vec<usize> = pu
             .iter()
             .copied()
             .chain(std::iter::repeat(0))
             .take(r.procs + 1)
             .collect();
-        project::predict(&bw, &ctx.here, &pu, &ctx.hop) / 1e3 / (rounds as f64 * (r.procs / 2).max(1) as f64)
+        project::bounds(&bw, &ctx.here, &pu, free, &ctx.hop).ns
+            / 1e3
+            / (rounds as f64 * (r.procs / 2).max(1) as f64)
     };
-    (per_ex(&r.rr_pu), per_ex(&r.map_pu))
+    (per_ex(&r.rr_pu, &[]), per_ex(&r.map_pu, &r.map_free))
 }
 
 /// The program's name as the kernel shows it (comm: 15 bytes).
@@ -148,6 +153,7 @@ struct Learned {
     rules: Vec<Rule>,
     cpus: Vec<String>,
     pus: Vec<usize>,
+    free: Vec<bool>,
 }
 
 /// Records a short run, places it with the calibrated costs.
@@ -178,14 +184,17 @@ fn learn(ctx: &Context, procs: usize, size: usize, rounds: u64) -> Result<Learne
         .map(|n| multios_host::cpus::format_list(&n.cpus().iter().map(|&c| c as usize).collect::<Vec<_>>()))
         .collect();
     let pus = by_id.iter().map(|n| n.pu).collect();
+    let free = by_id.iter().map(|n| !n.pinned).collect();
     Ok(Learned {
         rules: maprun::rules(&placement),
         cpus,
         pus,
+        free,
     })
 }
 
-/// All rows: for each configuration, `repeats` runs of each placement in rotating order.
+/// All rows: for each configuration, `repeats` runs of each placement in rotating order, then
+/// `between` (a round of the calibration, so that it sees the conditions the rows saw).
 pub fn rows(
     ctx: &Context,
     procs: &[usize],
@@ -193,6 +202,7 @@ pub fn rows(
     rounds: u64,
     repeats: usize,
     progress: &mut dyn crate::progress::Progress,
+    between: &mut dyn FnMut() -> Result<(), MapBenchError>,
 ) -> Result<Vec<Row>, MapBenchError> {
     progress.start(
         (procs.len() * sizes.len()) as u64,
@@ -205,6 +215,7 @@ pub fn rows(
                 rules: map_rules,
                 cpus: map_cpus,
                 pus: map_pu,
+                free: map_free,
             } = learn(ctx, p, size, rounds)?;
             let rr_cpus: Vec<u32> = (0..=p).map(|k| ctx.cpus[k % ctx.cpus.len()]).collect();
             let rr_rules = rules(&rr_cpus);
@@ -245,8 +256,10 @@ pub fn rows(
                 predicted_map_us: 0.0,
                 rr_pu,
                 map_pu,
+                map_free,
             };
             (row.predicted_round_robin_us, row.predicted_map_us) = predict(ctx, &row);
+            between()?;
             progress.advance(&format!(
                 "{p} procs, {size} B: Linux {:.2} µs, round-robin {:.2} µs, map {:.2} µs per exchange",
                 row.linux_us, row.round_robin_us, row.map_us

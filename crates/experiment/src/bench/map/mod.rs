@@ -2,7 +2,8 @@
 //! machine, side by side in one run, with its targets.
 //!
 //! 1. The cost model calibrated from microbenchmarks ([`calibrate`]), measured before and after the
-//!    rest (the machine's load drifts; both halves count).
+//!    rest and once after each IPC configuration and program (the machine's load drifts; every
+//!    round counts).
 //! 2. The IPC microbenchmark of seed 001 §III ([`ipc`]): pairs exchanging 1–64 KiB messages, 2 to 32
 //!    processes, under Linux's placement, round-robin pinning and `multios map run`, interleaved;
 //!    the model's prediction of the two pinned placements beside the measurement.
@@ -50,7 +51,8 @@ pub struct Config {
     pub rounds: u64,
     /// Runs of each placement per IPC configuration.
     pub repeats: usize,
-    /// Calibration rounds, before and after the rest (each).
+    /// Calibration rounds, before and after the rest (each); one more runs after each IPC
+    /// configuration and each program.
     pub calibration_rounds: usize,
     /// Real programs and their ABBA pairs of runs.
     pub programs: Vec<Program>,
@@ -86,7 +88,25 @@ pub struct Accuracy {
     /// |predicted − measured| / measured: median and largest, over the rows compared.
     pub median_error: f64,
     pub max_error: f64,
+    /// (predicted − measured) / measured, median: below 0 the model predicts too little.
+    pub median_bias: f64,
+    /// Rows within ±10 %.
+    pub within_10pct: usize,
     pub compared: usize,
+}
+
+/// The model of a calibration: its curves and stretches, `per_hop` assumed.
+pub fn model(c: &calibrate::Calibration, per_hop: f64, ref_hops: u32) -> HopModel {
+    HopModel {
+        cost: c.cost,
+        per_hop,
+        ref_hops,
+        cpu_share: c.cpu_share,
+        curves: c.curves,
+        stretch_one: c.stretch_one,
+        stretch_parallel: c.stretch_parallel,
+        parallel_ipc: c.parallel_ipc,
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -100,7 +120,7 @@ pub struct Verdicts {
     /// IPC rows at least 1.3× faster than Linux (median map/Linux ≤ 1/1.3), of all IPC rows.
     pub faster_1_3: usize,
     pub ipc_rows: usize,
-    /// The prediction within 10 % (median error).
+    /// The prediction within 10 % (median error of the IPC rows and of the programs, each).
     pub prediction_within_10pct: bool,
     /// At 128 cores, affinity's HOP_BYTE ≤ 1.05 × TreeMatch-style's, per workload.
     pub hop_byte_128: Vec<(String, f64)>,
@@ -113,9 +133,15 @@ pub struct Report {
     pub ipc: Vec<ipc::Row>,
     pub programs: Vec<programs::ProgramRow>,
     pub projection: Vec<projection::Projection>,
-    /// IPC rows (round-robin and map) and programs (placed run).
+    /// IPC rows (round-robin and map; then each alone) and programs (placed run).
     pub accuracy_ipc: Accuracy,
+    pub accuracy_ipc_round_robin: Accuracy,
+    pub accuracy_ipc_map: Accuracy,
     pub accuracy_programs: Accuracy,
+    /// How far the calibration's rounds before and after the rest differ: median over
+    /// arrangements and sizes of |wall₁ − wall₂| / mean — the run's own noise, a floor under the
+    /// prediction's error.
+    pub calibration_drift: f64,
     pub verdicts: Verdicts,
     pub per_hop_assumed: f64,
     pub sweep_ms: f64,
@@ -125,16 +151,19 @@ pub(crate) fn median(v: &[f64]) -> f64 {
     multios_stats::median(v).unwrap_or(f64::NAN)
 }
 
-fn accuracy(pairs: &[(f64, f64)]) -> Accuracy {
-    let mut e: Vec<f64> = pairs
+pub fn accuracy(pairs: &[(f64, f64)]) -> Accuracy {
+    let signed: Vec<f64> = pairs
         .iter()
-        .filter(|(_, m)| *m > 0.0 && m.is_finite())
-        .map(|(p, m)| (p - m).abs() / m)
+        .filter(|(p, m)| *m > 0.0 && m.is_finite() && p.is_finite())
+        .map(|(p, m)| (p - m) / m)
         .collect();
+    let mut e: Vec<f64> = signed.iter().map(|x| x.abs()).collect();
     e.sort_by(f64::total_cmp);
     Accuracy {
         median_error: median(&e),
         max_error: e.last().copied().unwrap_or(f64::NAN),
+        median_bias: median(&signed),
+        within_10pct: e.iter().filter(|&&x| x <= 0.10).count(),
         compared: e.len(),
     }
 }
@@ -187,17 +216,13 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, MapBench
         };
     let mut rounds = calibrate(progress, "calibration: microbenchmarks (before)")?;
     let first = calibrate::fit(&rounds, cal_rounds);
+    let before = rounds.len();
     let pu = |cpu: u32| here.pus.iter().position(|p| p.os == cpu).unwrap_or(0);
     let ref_hops = here.hops(pu(c0), pu(c1)).max(1);
     let mut ctx = Context {
         here: here.clone(),
         cpus: cpus.clone(),
-        hop: HopModel {
-            cost: first.cost,
-            per_hop: cfg.per_hop,
-            ref_hops,
-            cpu_share: first.cpu_share,
-        },
+        hop: model(&first, cfg.per_hop, ref_hops),
         ipcbench: ipcbench.clone(),
         prodcons,
         workdir: cfg.workdir.clone(),
@@ -213,7 +238,22 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, MapBench
         first.cost.ns_per_shared_page,
         first.cpu_share
     ));
-    let ipc = ipc::rows(&ctx, &cfg.procs, &cfg.sizes, cfg.rounds, cfg.repeats, progress)?;
+    // a calibration round after each IPC configuration and each program: the calibration then
+    // sees the machine's load as the rows do (it drifts while other programs come and go)
+    let mut middle: Vec<calibrate::Round> = Vec::new();
+    let mut between = || -> Result<(), MapBenchError> {
+        middle.push(calibrate::round(&ipcbench, c0, c1, cal_rounds)?);
+        Ok(())
+    };
+    let ipc = ipc::rows(
+        &ctx,
+        &cfg.procs,
+        &cfg.sizes,
+        cfg.rounds,
+        cfg.repeats,
+        progress,
+        &mut between,
+    )?;
     let mut progs = Vec::new();
     if !cfg.programs.is_empty() {
         progress.start(
@@ -222,13 +262,16 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, MapBench
         );
         for &p in &cfg.programs {
             progs.push(programs::measure(&ctx, p, cfg.pairs, progress)?);
+            between()?;
         }
         progress.finish();
     }
-    rounds.extend(calibrate(progress, "calibration: microbenchmarks (after)")?);
+    let after = calibrate(progress, "calibration: microbenchmarks (after)")?;
+    let calibration_drift = calibrate::drift(&rounds[..before], &after);
+    rounds.extend(middle);
+    rounds.extend(after);
     let calibration = calibrate::fit(&rounds, cal_rounds);
-    ctx.hop.cost = calibration.cost;
-    ctx.hop.cpu_share = calibration.cpu_share;
+    ctx.hop = model(&calibration, cfg.per_hop, ref_hops);
     // predictions with the whole calibration (both halves)
     let ipc: Vec<ipc::Row> = ipc
         .into_iter()
@@ -242,12 +285,14 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, MapBench
     for r in &mut progs {
         r.predicted_map_s = programs::predict(&ctx, r);
     }
-    let mut pairs = Vec::new();
-    for r in &ipc {
-        pairs.push((r.predicted_round_robin_us, r.round_robin_us));
-        pairs.push((r.predicted_map_us, r.map_us));
-    }
-    let accuracy_ipc = accuracy(&pairs);
+    let rr: Vec<(f64, f64)> = ipc
+        .iter()
+        .map(|r| (r.predicted_round_robin_us, r.round_robin_us))
+        .collect();
+    let mapped: Vec<(f64, f64)> = ipc.iter().map(|r| (r.predicted_map_us, r.map_us)).collect();
+    let accuracy_ipc = accuracy(&[rr.clone(), mapped.clone()].concat());
+    let accuracy_ipc_round_robin = accuracy(&rr);
+    let accuracy_ipc_map = accuracy(&mapped);
     let accuracy_programs = accuracy(
         &progs
             .iter()
@@ -266,7 +311,8 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, MapBench
             .filter(|r| r.map_vs_linux.ratio().0 <= 1.0 / 1.3)
             .count(),
         ipc_rows: ipc.len(),
-        prediction_within_10pct: accuracy_ipc.median_error <= 0.10,
+        prediction_within_10pct: accuracy_ipc.median_error <= 0.10
+            && (accuracy_programs.compared == 0 || accuracy_programs.median_error <= 0.10),
         hop_byte_128: projection
             .iter()
             .filter(|p| p.topology == "pack:2 core:64 pu:1" && p.strategy == "affinity" && p.procs == 128)
@@ -295,7 +341,10 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, MapBench
         programs: progs,
         projection,
         accuracy_ipc,
+        accuracy_ipc_round_robin,
+        accuracy_ipc_map,
         accuracy_programs,
+        calibration_drift,
         verdicts,
         per_hop_assumed: cfg.per_hop,
         sweep_ms: cfg.sweep.as_secs_f64() * 1e3,

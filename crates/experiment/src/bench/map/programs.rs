@@ -67,12 +67,15 @@ pub struct ProgramRow {
     pub graph: Graph,
     #[serde(skip_serializing)]
     pub pus: Vec<usize>,
+    /// Whether the placement leaves each node free (Linux balances it).
+    #[serde(skip_serializing)]
+    pub free: Vec<bool>,
 }
 
 /// The model's time (s) of `r`'s placed run, from its recorded graph.
 pub fn predict(ctx: &Context, r: &ProgramRow) -> f64 {
     let w = Weights::new(&r.graph, &ctx.hop.cost);
-    project::predict(&w, &ctx.here, &r.pus, &ctx.hop) / 1e9
+    project::bounds(&w, &ctx.here, &r.pus, &r.free, &ctx.hop).ns / 1e9
 }
 
 /// The 64 MB input of the pipeline: pseudo-random bytes (xorshift), written once.
@@ -270,6 +273,7 @@ pub fn measure(
     let cmd = command(ctx, p)?;
     let (g, placement) = learn(ctx, &cmd)?;
     let pus: Vec<usize> = placement.nodes.iter().map(|n| n.pu).collect();
+    let free: Vec<bool> = placement.nodes.iter().map(|n| !n.pinned).collect();
     let shown: Vec<String> = placement
         .nodes
         .iter()
@@ -340,6 +344,7 @@ pub fn measure(
         released_runs,
         graph: g,
         pus,
+        free,
     };
     row.predicted_map_s = predict(ctx, &row);
     progress.advance(&format!(

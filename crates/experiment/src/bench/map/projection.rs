@@ -109,6 +109,7 @@ pub fn rows(
                 .map_or(0.0, |x| x.costs.hop_byte);
             for x in ps {
                 let pu: Vec<usize> = x.nodes.iter().map(|n| n.pu).collect();
+                let free: Vec<bool> = x.nodes.iter().map(|n| !n.pinned).collect();
                 out.push(Projection {
                     topology: spec.into(),
                     workload: name.into(),
@@ -116,7 +117,7 @@ pub fn rows(
                     strategy: x.strategy.name().into(),
                     hop_byte: x.costs.hop_byte,
                     hop_byte_vs_treematch: if tm > 0.0 { x.costs.hop_byte / tm } else { 1.0 },
-                    predicted_ms: project::predict(&w, &topo, &pu, &ctx.hop) / 1e6,
+                    predicted_ms: project::bounds(&w, &topo, &pu, &free, &ctx.hop).ns / 1e6,
                 });
             }
         }

@@ -1,0 +1,453 @@
+//! The projection to machines larger than this one: a calibrated model predicts the wall time of a
+//! graph under a placement on a described topology (docs/NETWORKEDOS.md, "Projection").
+//!
+//! What the model charges (with [`Curves`], the times `multios bench map` measures; without them, the
+//! linear [`CostModel`] of the `map` commands' flags, divided by the CPU share):
+//! - **compute**: a node's recorded CPU time less the CPU its messages took (the recorded time
+//!   includes them; half of each pair's cost on one CPU is taken from each end), stretched by the wall
+//!   time per CPU-second the calibration's compute loops got: alone on one CPU, or with every CPU
+//!   computing (on this VM two busy vCPUs each run slower than one);
+//! - **a pair on one PU**: its exchanges at the one-CPU time for their size, × the measured slowdown
+//!   of a pair on one CPU while a pair runs on the other CPU, when more than one PU is busy;
+//! - **a pair on two PUs**: its exchanges at the time of one of k pairs split over the same two CPUs
+//!   (k = the busy nodes on the less busy of its PUs: a lone pair waits for an idle CPU at every
+//!   hand-off, more pairs keep the CPUs awake), on both PUs' timelines, × the distance factor;
+//! - **free nodes** (Linux balances them over the domain): each pair with a free end costs its CPU
+//!   between busy CPUs, half on each end.
+//!
+//! The run takes as long as the largest of three bounds: the busiest pinned PU (`load_ns`); the
+//! paper's quality function T(s) = W_seq + W_par/N + W_c/N for the free nodes as singletons at one
+//! depth with the pinned PUs' loads as work (W_seq = 0, N = PUs: every node's time spread evenly,
+//! `balance_ns`); the longest free node by itself (a thread runs on one CPU at a time, `chain_ns`).
+//!
+//! The distance scaling: 1 up to the calibrated distance `ref_hops` (the hops between the two CPUs
+//! the costs were measured on), 1 + per_hop · (h − ref_hops) further out. On 2 CPUs only two
+//! distances exist (same CPU, the other CPU), so `per_hop` cannot be measured here; `multios bench
+//! map` says which numbers it measured and which it assumed.
+
+mod curves;
+
+pub use curves::{interpolate, non_decreasing, Curves, POINTS};
+
+use crate::partition::{CostModel, Pair, Partition, Weights};
+use crate::topology::Topology;
+use serde::{Deserialize, Serialize};
+
+/// The calibrated model: the cost model, the measured curves and stretches, the distance scaling.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct HopModel {
+    pub cost: CostModel,
+    /// Extra cost per hop beyond `ref_hops`, as a fraction of the calibrated cost.
+    pub per_hop: f64,
+    /// The distance (hops) between the two CPUs the cost model was calibrated on: 2 for two cores of
+    /// one cache or package (core and PU levels), as on this machine.
+    pub ref_hops: u32,
+    /// The share of a CPU the calibration runs got (1 on a quiet machine); divides the linear
+    /// model's times (the curves, measured in wall time, hold it already).
+    #[serde(default = "one")]
+    pub cpu_share: f64,
+    /// Wall ns per exchange measured at a few sizes; None: the linear `cost` alone.
+    #[serde(default)]
+    pub curves: Option<Curves>,
+    /// Wall ns per ns of CPU time of a compute loop alone on one CPU (1 on a quiet machine) …
+    #[serde(default = "one")]
+    pub stretch_one: f64,
+    /// … and of compute loops on every CPU at once.
+    #[serde(default = "one")]
+    pub stretch_parallel: f64,
+    /// Wall time of a pair on one CPU while a pair runs on the other, ÷ alone (1: no slowdown).
+    #[serde(default = "one")]
+    pub parallel_ipc: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+impl HopModel {
+    /// The linear model of `cost` (no curves, no stretch: what the `map` commands' flags give).
+    pub fn linear(cost: CostModel, per_hop: f64, ref_hops: u32) -> HopModel {
+        HopModel {
+            cost,
+            per_hop,
+            ref_hops,
+            cpu_share: 1.0,
+            curves: None,
+            stretch_one: 1.0,
+            stretch_parallel: 1.0,
+            parallel_ipc: 1.0,
+        }
+    }
+
+    /// The factor on a pair's cost apart at `hops` (≥ 1).
+    pub fn factor(&self, hops: u32) -> f64 {
+        1.0 + self.per_hop * hops.saturating_sub(self.ref_hops) as f64
+    }
+
+    fn share(&self) -> f64 {
+        if self.cpu_share > 0.0 {
+            self.cpu_share
+        } else {
+            1.0
+        }
+    }
+
+    /// Wall ns per ns of recorded CPU time, with one PU busy or several.
+    pub fn stretch(&self, parallel: bool) -> f64 {
+        match (self.curves.is_some(), parallel) {
+            (false, _) => 1.0 / self.share(),
+            (true, false) => self.stretch_one.max(0.0),
+            (true, true) => self.stretch_parallel.max(0.0),
+        }
+    }
+
+    /// A pair's exchanges and bytes per exchange (an exchange: two events).
+    fn exchanges(p: &Pair) -> (f64, f64) {
+        let x = (p.traffic.events / 2.0).max(0.0);
+        let b = if x > 0.0 { p.traffic.bytes / x } else { 0.0 };
+        (x, b)
+    }
+
+    fn pages(&self, p: &Pair) -> f64 {
+        p.traffic.pages * p.traffic.round_trips.max(1.0) * self.cost.ns_per_shared_page
+    }
+
+    /// Wall ns a pair's interactions take with both ends on one CPU (the other CPU idle).
+    pub fn local_ns(&self, p: &Pair) -> f64 {
+        match &self.curves {
+            Some(c) => {
+                let (x, b) = Self::exchanges(p);
+                x * c.together(b)
+            }
+            None => p.together / self.share(),
+        }
+    }
+
+    /// CPU ns a pair's interactions take between two busy CPUs (both ends together).
+    pub fn busy_ns(&self, p: &Pair) -> f64 {
+        match &self.curves {
+            Some(c) => {
+                let (x, b) = Self::exchanges(p);
+                x * c.busy(b) + self.pages(p)
+            }
+            None => self.cost.busy_apart(&p.traffic) / self.share(),
+        }
+    }
+
+    /// Wall ns a pair split over two PUs keeps each of them occupied, one of `k` such pairs.
+    pub fn split_ns(&self, p: &Pair, k: usize) -> f64 {
+        match &self.curves {
+            Some(c) => {
+                let (x, b) = Self::exchanges(p);
+                x * c.split_k(b, k) + self.pages(p)
+            }
+            None if k <= 1 => {
+                (self.cost.busy_apart(&p.traffic) + 2.0 * p.traffic.round_trips * self.cost.ns_per_idle_wake)
+                    / self.share()
+            }
+            None => self.cost.busy_apart(&p.traffic) / 2.0 / self.share(),
+        }
+    }
+}
+
+/// A prediction and its three bounds (ns).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct Prediction {
+    pub ns: f64,
+    /// The busiest PU with its pinned nodes.
+    pub load_ns: f64,
+    /// Everything spread evenly over the PUs (the paper's T with N = PUs).
+    #[serde(default)]
+    pub balance_ns: f64,
+    /// The longest free node by itself.
+    pub chain_ns: f64,
+}
+
+/// Predicted run time (ns) of `w` with node i on PU `pu_of[i]`, every node pinned.
+pub fn predict(w: &Weights, topo: &Topology, pu_of: &[usize], m: &HopModel) -> f64 {
+    bounds(w, topo, pu_of, &[], m).ns
+}
+
+/// The prediction with its bounds; `free[i]` marks a node Linux balances over every PU (missing
+/// entries: pinned).
+pub fn bounds(w: &Weights, topo: &Topology, pu_of: &[usize], free: &[bool], m: &HopModel) -> Prediction {
+    let npu = topo.len().max(1);
+    let pu = |i: usize| pu_of.get(i).copied().unwrap_or(0).min(npu - 1);
+    let is_free = |i: usize| free.get(i).copied().unwrap_or(false);
+    let hops = |a: usize, b: usize| if topo.is_empty() { 0 } else { topo.hops(a, b) };
+    // compute: the recorded CPU time less half of each pair's cost on one CPU, on each end
+    let mut net = w.work.clone();
+    let mut talks = vec![false; w.len()];
+    for p in &w.detail {
+        let half = m.local_ns(p) / 2.0;
+        net[p.i] -= half;
+        net[p.j] -= half;
+        talks[p.i] = true;
+        talks[p.j] = true;
+    }
+    for x in &mut net {
+        *x = x.max(0.0);
+    }
+    let active_node = |i: usize| net[i] > 0.0 || talks[i];
+    let mut active = vec![0usize; npu];
+    let mut free_active = 0usize;
+    for i in 0..w.len() {
+        if !active_node(i) {
+            continue;
+        }
+        if is_free(i) {
+            free_active += 1;
+        } else {
+            active[pu(i)] += 1;
+        }
+    }
+    let busy_pus = (active.iter().filter(|&&a| a > 0).count() + free_active).min(npu);
+    let parallel = busy_pus >= 2;
+    let stretch = m.stretch(parallel);
+    let ipc = if parallel && m.curves.is_some() {
+        m.parallel_ipc.max(0.0)
+    } else {
+        1.0
+    };
+    let mut load = vec![0.0; npu];
+    let mut own = vec![0.0; w.len()];
+    for i in 0..w.len() {
+        if is_free(i) {
+            own[i] += net[i] * stretch;
+        } else {
+            load[pu(i)] += net[i] * stretch;
+        }
+    }
+    for p in &w.detail {
+        let (a, b) = (pu(p.i), pu(p.j));
+        match (is_free(p.i), is_free(p.j)) {
+            (false, false) if a == b => load[a] += m.local_ns(p) * ipc,
+            (false, false) => {
+                let k = active[a].min(active[b]).max(1);
+                let t = m.split_ns(p, k) * m.factor(hops(a, b));
+                load[a] += t;
+                load[b] += t;
+            }
+            (fi, fj) => {
+                let half = m.busy_ns(p) / 2.0;
+                for (end, f, at) in [(p.i, fi, a), (p.j, fj, b)] {
+                    if f {
+                        own[end] += half;
+                    } else {
+                        load[at] += half;
+                    }
+                }
+            }
+        }
+    }
+    let load_ns = load.iter().copied().fold(0.0, f64::max);
+    let chain_ns = own.iter().copied().fold(0.0, f64::max);
+    // the paper's T(s) over the PUs' pinned loads and the free nodes, each a cluster of its own
+    let units: Vec<f64> = load.iter().chain(&own).copied().filter(|&x| x > 0.0).collect();
+    let balance_ns = if free_active > 0 && !units.is_empty() {
+        let n = units.len();
+        let w = Weights::from_detail((0..n as u32).collect(), units, Vec::new());
+        Partition::flat((0..n).map(|k| vec![k]).collect(), 0)
+            .quality(&w, Some(npu))
+            .t
+    } else {
+        0.0
+    };
+    Prediction {
+        ns: load_ns.max(balance_ns).max(chain_ns),
+        load_ns,
+        balance_ns,
+        chain_ns,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::partition::{Pair, Traffic};
+    use proptest::prelude::*;
+
+    fn model() -> HopModel {
+        HopModel::linear(
+            CostModel {
+                ns_per_event: 10.0,
+                ns_per_byte: 0.0,
+                local_ns_per_event: 4.0,
+                local_ns_per_byte: 0.0,
+                ns_per_idle_wake: 100.0,
+                ns_per_shared_page: 0.0,
+            },
+            0.5,
+            2,
+        )
+    }
+
+    fn curved() -> HopModel {
+        let mut m = model();
+        m.curves = Some(Curves {
+            bytes: [257.0, 2049.0, 8193.0, 32769.0, 131073.0],
+            together: [7000.0, 7100.0, 8000.0, 14000.0, 40000.0],
+            alone: [80000.0, 82000.0, 90000.0, 110000.0, 160000.0],
+            split: [25000.0, 26000.0, 30000.0, 40000.0, 70000.0],
+            busy: [23000.0, 24000.0, 28000.0, 56000.0, 120000.0],
+        });
+        m.stretch_one = 1.1;
+        m.stretch_parallel = 1.6;
+        m.parallel_ipc = 1.4;
+        m
+    }
+
+    /// `k` ping-pong pairs of `rounds` exchanges of `size` bytes (and a byte back), nodes 2p, 2p + 1.
+    fn pairs_of(k: usize, rounds: f64, size: f64, c: &CostModel) -> Weights {
+        let t = Traffic {
+            bytes: rounds * (size + 1.0),
+            events: 2.0 * rounds,
+            round_trips: rounds,
+            pages: 0.0,
+        };
+        let detail = (0..k)
+            .map(|p| Pair {
+                i: 2 * p,
+                j: 2 * p + 1,
+                apart: c.apart(&t),
+                together: c.together(&t),
+                traffic: t,
+            })
+            .collect();
+        Weights::from_detail((0..2 * k as u32).collect(), vec![0.0; 2 * k], detail)
+    }
+
+    fn pairs(k: usize, rounds: f64, c: &CostModel) -> Weights {
+        pairs_of(k, rounds, 0.0, c)
+    }
+
+    #[test]
+    fn a_lone_pair_across_cpus_pays_the_idle_wake_ups() {
+        let topo = Topology::synthetic("pack:1 core:2").expect("topology");
+        let m = model();
+        let w = pairs(1, 10.0, &m.cost);
+        // together: 10 exchanges × 2 events × 4 ns
+        assert_eq!(predict(&w, &topo, &[0, 0], &m), 80.0);
+        // apart and alone: 10 × (2 × 10 + 2 × 100) on both CPUs' timelines
+        let b = bounds(&w, &topo, &[0, 1], &[], &m);
+        assert_eq!((b.load_ns, b.chain_ns, b.ns), (2200.0, 0.0, 2200.0));
+    }
+
+    #[test]
+    fn busy_cpus_pay_no_idle_wake_up() {
+        let topo = Topology::synthetic("pack:1 core:2").expect("topology");
+        let m = model();
+        let w = pairs(2, 10.0, &m.cost);
+        // each pair split: each CPU does half of both pairs' exchanges, never idle
+        let b = bounds(&w, &topo, &[0, 1, 0, 1], &[], &m);
+        assert_eq!(b.ns, 200.0);
+        // each pair on its own CPU
+        assert_eq!(predict(&w, &topo, &[0, 0, 1, 1], &m), 80.0);
+        // across packages (3 hops, one beyond the calibrated 2) costs half as much again; each PU
+        // has one end of one pair, so each hand-off wakes an idle PU
+        let big = Topology::synthetic("pack:2 core:2").expect("topology");
+        let b = bounds(&w, &big, &[0, 2, 1, 3], &[], &m);
+        assert_eq!(b.ns, 1.5 * 2200.0);
+    }
+
+    #[test]
+    fn a_busier_machine_share_stretches_the_time() {
+        let topo = Topology::synthetic("pack:1 core:2").expect("topology");
+        let mut m = model();
+        m.cpu_share = 0.5;
+        let w = pairs(1, 10.0, &m.cost);
+        assert_eq!(predict(&w, &topo, &[0, 0], &m), 160.0);
+    }
+
+    #[test]
+    fn the_curves_reproduce_the_arrangements_they_were_measured_in() {
+        let topo = Topology::synthetic("pack:1 core:2").expect("topology");
+        let m = curved();
+        let c = m.curves.expect("curves");
+        let size = 8192.0;
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+        // one pair on one CPU: the one-CPU time per exchange
+        let w = pairs_of(1, 100.0, size, &m.cost);
+        assert!(close(predict(&w, &topo, &[0, 0], &m), 100.0 * 8000.0));
+        // a pair on each CPU: both busy, each pair slowed by parallel_ipc
+        let w2 = pairs_of(2, 100.0, size, &m.cost);
+        assert!(close(
+            predict(&w2, &topo, &[0, 0, 1, 1], &m),
+            1.4 * 100.0 * 8000.0
+        ));
+        // one pair split: the lone pair's time; two split pairs: the two-pair time each
+        assert!(close(
+            predict(&w, &topo, &[0, 1], &m),
+            100.0 * c.alone(size + 1.0)
+        ));
+        assert!(close(
+            predict(&w2, &topo, &[0, 1, 0, 1], &m),
+            2.0 * 100.0 * c.split(size + 1.0)
+        ));
+    }
+
+    #[test]
+    fn recorded_cpu_time_holds_the_messages_once() {
+        let topo = Topology::synthetic("pack:1 core:2").expect("topology");
+        let m = curved();
+        let mut w = pairs_of(1, 100.0, 8192.0, &m.cost);
+        let local = m.local_ns(&w.detail[0]);
+        // each end computed 1 ms besides its half of the messages
+        w.work = vec![1e6 + local / 2.0, 1e6 + local / 2.0];
+        let t = predict(&w, &topo, &[0, 0], &m);
+        assert!((t - (2e6 * 1.1 + local)).abs() < 1e-6 * t, "{t}");
+        // apart: both CPUs compute, at the parallel stretch
+        let b = bounds(&w, &topo, &[0, 1], &[], &m);
+        assert!(b.ns >= 1e6 * 1.6);
+    }
+
+    #[test]
+    fn free_nodes_spread_but_a_thread_runs_on_one_cpu() {
+        let topo = Topology::synthetic("pack:1 core:2").expect("topology");
+        let m = curved();
+        // three free nodes computing 3, 1 and 1 ms, no messages
+        let w = Weights::from_detail(vec![1, 2, 3], vec![3e6, 1e6, 1e6], Vec::new());
+        let b = bounds(&w, &topo, &[0, 0, 0], &[true; 3], &m);
+        assert_eq!(b.chain_ns, 3e6 * 1.6);
+        assert_eq!(b.balance_ns, 5e6 * 1.6 / 2.0);
+        assert_eq!(b.ns, b.chain_ns);
+        // five equal ones: the balance bound
+        let w = Weights::from_detail(vec![1, 2, 3, 4, 5], vec![1e6; 5], Vec::new());
+        let b = bounds(&w, &topo, &[0; 5], &[true; 5], &m);
+        assert_eq!(b.ns, 5e6 * 1.6 / 2.0);
+    }
+
+    proptest! {
+        #[test]
+        fn more_work_never_shortens_the_run(
+            work in proptest::collection::vec(0.0f64..1e7, 4),
+            extra in 0.0f64..1e7,
+            node in 0usize..4,
+            pus in proptest::collection::vec(0usize..2, 4),
+            free in proptest::collection::vec(proptest::bool::ANY, 4),
+        ) {
+            let topo = Topology::synthetic("pack:1 core:2").expect("topology");
+            let m = curved();
+            let mut w = pairs_of(2, 50.0, 4096.0, &m.cost);
+            w.work = work.clone();
+            let before = bounds(&w, &topo, &pus, &free, &m).ns;
+            w.work[node] += extra;
+            let after = bounds(&w, &topo, &pus, &free, &m).ns;
+            prop_assert!(after >= before - 1e-6 * before.max(1.0), "{before} → {after}");
+        }
+
+        #[test]
+        fn the_run_is_never_shorter_than_its_compute_spread_over_the_cpus(
+            work in proptest::collection::vec(0.0f64..1e7, 4),
+            pus in proptest::collection::vec(0usize..2, 4),
+            free in proptest::collection::vec(proptest::bool::ANY, 4),
+        ) {
+            let topo = Topology::synthetic("pack:1 core:2").expect("topology");
+            let m = curved();
+            let w = Weights::from_detail((0..4).collect(), work.clone(), Vec::new());
+            let t = bounds(&w, &topo, &pus, &free, &m).ns;
+            let floor = work.iter().sum::<f64>() * m.stretch_one.min(m.stretch_parallel) / 2.0;
+            prop_assert!(t >= floor - 1e-6 * floor.max(1.0));
+        }
+    }
+}
