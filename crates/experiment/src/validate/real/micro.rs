@@ -53,7 +53,7 @@ impl Spacing {
     /// power of two in µs within [1 µs, 64 ms] (workloads close in spacing share one
     /// measurement), and as many calls as fit in [`GAPS_BUDGET_NS`].
     pub fn of_workload(c_s: f64, calls: u64) -> Spacing {
-        if calls == 0 || !(c_s > 0.0) {
+        if calls == 0 || c_s.is_nan() || c_s <= 0.0 {
             return Spacing::DEFAULT;
         }
         let us = (c_s / calls as f64 * 1e6).clamp(1.0, 65_536.0);
