@@ -138,10 +138,20 @@ fn issue_11_aam_bench_json_has_every_part() {
     ] {
         assert!(val[k].is_number(), "validation.{k} missing: {val}");
     }
-    for k in ["gamma", "share", "co_run"] {
+    for k in [
+        "gamma",
+        "share",
+        "co_run",
+        "stall_ns",
+        "wait_mean_ns",
+        "wait_median_ns",
+    ] {
         assert!(val["beside"][k].is_number(), "beside.{k} missing: {val}");
     }
-    assert!(val["terms"]["share"].is_number(), "{val}");
+    // The verdict's projection: γ and the stall per call (the `wakeup` term); `share` is a
+    // diagnostic beside it.
+    assert!(val["terms"]["wakeup_s"].is_number(), "{val}");
+    assert!(val["error_share_pct"].is_number(), "{val}");
     let goals: Vec<&str> = v["verdicts"]
         .as_array()
         .map(|a| a.iter().filter_map(|g| g["goal"].as_str()).collect())

@@ -34,6 +34,7 @@ pub mod host;
 pub mod info;
 pub mod queue;
 pub mod sfd;
+mod sfd_ops;
 
 pub use altstack::AltStack;
 pub use info::{SigInfo, Trap, SI_KERNEL, SI_QUEUE, SI_TIMER, SI_TKILL, SI_USER};
