@@ -17,7 +17,7 @@
 //!   terms that are not events (the proxy polling beside the guest's CPU, priced by γ; the vCPU's
 //!   measured extra wait for its CPU), next to the measured overhead (`multiverse/model.rs`; the
 //!   paper's spectral-norm estimate is the template);
-//! * where the time goes (`--causes`, on by default): the native program also pinned to the
+//! * where the time goes (on unless `--no-causes`): the native program also pinned to the
 //!   vCPU's CPU (like with like: the LWK pins its vCPU) and pinned there beside a thread spinning
 //!   on the proxy's CPU (the busy sibling on the real workload), in the same rotation;
 //! * thread create+join natively / in the LWK / with the lwk-threads override, CPython's threads
@@ -165,8 +165,9 @@ pub struct Row {
     /// The projection's event terms alone (without the sibling and wait terms).
     pub projected_events_s: f64,
     pub runs: Vec<[Usage; 3]>,
-    /// `--causes`: the native program pinned to the vCPU's CPU, alone and beside a spinner on the
-    /// proxy's CPU; pinned / native and beside / pinned (1 / γ of this workload), paired.
+    /// Unless `--no-causes`: the native program pinned to the vCPU's CPU, alone and beside a
+    /// spinner on the proxy's CPU; pinned / native and beside / pinned (1 / γ of this
+    /// workload), paired.
     pub causes: Option<Causes>,
 }
 
@@ -348,6 +349,28 @@ fn run_once(argv: &[OsString], out: &Path) -> Result<Usage, ExperimentError> {
     Ok(u)
 }
 
+/// The medians of `runs`' usage.
+fn medians_of<'a>(runs: impl Iterator<Item = &'a Usage> + Clone) -> Medians {
+    let med = |f: fn(&Usage) -> f64| {
+        multios_stats::median(&runs.clone().map(f).collect::<Vec<_>>()).unwrap_or(f64::NAN)
+    };
+    Medians {
+        wall_s: med(|u| u.wall_s),
+        user_s: med(|u| u.user_s),
+        sys_s: med(|u| u.sys_s),
+        max_rss_kib: med(|u| u.max_rss_kib as f64),
+        page_faults: med(|u| u.page_faults as f64),
+        context_switches: med(|u| u.context_switches as f64),
+    }
+}
+
+/// `b / a`, paired: the median of the per-round ratios and its 95 % interval.
+fn paired_ratio(a: &[f64], b: &[f64]) -> (f64, Option<(f64, f64)>) {
+    multios_stats::paired(a, b)
+        .map(|p| p.ratio())
+        .unwrap_or((f64::NAN, None))
+}
+
 /// Runs `argv` as `run_once` does, pinned to `cpu` when given (the child inherits the affinity
 /// of the thread that spawns it) and, when `spin_on` is given, with a thread spinning on that CPU
 /// for the child's whole life (a busy sibling, as the polling proxy).
@@ -441,7 +464,8 @@ fn bench_one(
         lwk(&["--overrides".into(), overrides.into()], &prof_ovr, &summary),
     ];
     let (vcpu_cpu, proxy_cpu) = micro::lwk_cpus();
-    // Variants 3 and 4 (`--causes`): native pinned to the vCPU's CPU, alone and beside a spinner.
+    // Variants 3 and 4 (unless `--no-causes`): native pinned to the vCPU's CPU, alone and beside
+    // a spinner.
     let nvariants = if cfg.causes { 5 } else { 3 };
     let mut runs: Vec<[Usage; 3]> = Vec::new();
     let mut cause_runs: Vec<[Usage; 2]> = Vec::new();
@@ -494,20 +518,9 @@ fn bench_one(
             .sum()
     };
     let col = |v: usize, f: fn(&Usage) -> f64| -> Vec<f64> { runs.iter().map(|r| f(&r[v])).collect() };
-    let medians = |v: usize| Medians {
-        wall_s: multios_stats::median(&col(v, |u| u.wall_s)).unwrap_or(f64::NAN),
-        user_s: multios_stats::median(&col(v, |u| u.user_s)).unwrap_or(f64::NAN),
-        sys_s: multios_stats::median(&col(v, |u| u.sys_s)).unwrap_or(f64::NAN),
-        max_rss_kib: multios_stats::median(&col(v, |u| u.max_rss_kib as f64)).unwrap_or(f64::NAN),
-        page_faults: multios_stats::median(&col(v, |u| u.page_faults as f64)).unwrap_or(f64::NAN),
-        context_switches: multios_stats::median(&col(v, |u| u.context_switches as f64)).unwrap_or(f64::NAN),
-    };
+    let medians = |v: usize| medians_of(runs.iter().map(|r| &r[v]));
     let walls = |v: usize| col(v, |u| u.wall_s);
-    let ratio = |v: usize| {
-        multios_stats::paired(&walls(0), &walls(v))
-            .map(|p| p.ratio())
-            .unwrap_or((f64::NAN, None))
-    };
+    let ratio = |v: usize| paired_ratio(&walls(0), &walls(v));
     let (lwk_ratio, lwk_ci) = ratio(1);
     let (overrides_ratio, overrides_ci) = ratio(2);
     let (native, lwk_m) = (medians(0), medians(1));
@@ -524,24 +537,11 @@ fn bench_one(
     let causes = (!cause_runs.is_empty()).then(|| {
         let ccol =
             |v: usize, f: fn(&Usage) -> f64| -> Vec<f64> { cause_runs.iter().map(|r| f(&r[v])).collect() };
-        let cmed = |v: usize| Medians {
-            wall_s: multios_stats::median(&ccol(v, |u| u.wall_s)).unwrap_or(f64::NAN),
-            user_s: multios_stats::median(&ccol(v, |u| u.user_s)).unwrap_or(f64::NAN),
-            sys_s: multios_stats::median(&ccol(v, |u| u.sys_s)).unwrap_or(f64::NAN),
-            max_rss_kib: multios_stats::median(&ccol(v, |u| u.max_rss_kib as f64)).unwrap_or(f64::NAN),
-            page_faults: multios_stats::median(&ccol(v, |u| u.page_faults as f64)).unwrap_or(f64::NAN),
-            context_switches: multios_stats::median(&ccol(v, |u| u.context_switches as f64))
-                .unwrap_or(f64::NAN),
-        };
-        let pr = |a: &[f64], b: &[f64]| {
-            multios_stats::paired(a, b)
-                .map(|p| p.ratio())
-                .unwrap_or((f64::NAN, None))
-        };
+        let cmed = |v: usize| medians_of(cause_runs.iter().map(|r| &r[v]));
         let pinned = ccol(0, |u| u.wall_s);
-        let (pinned_ratio, pinned_ci) = pr(&walls(0), &pinned);
-        let (beside_ratio, beside_ci) = pr(&pinned, &ccol(1, |u| u.wall_s));
-        let (lwk_pinned_ratio, lwk_pinned_ci) = pr(&pinned, &walls(1));
+        let (pinned_ratio, pinned_ci) = paired_ratio(&walls(0), &pinned);
+        let (beside_ratio, beside_ci) = paired_ratio(&pinned, &ccol(1, |u| u.wall_s));
+        let (lwk_pinned_ratio, lwk_pinned_ci) = paired_ratio(&pinned, &walls(1));
         Causes {
             vcpu_cpu,
             proxy_cpu,

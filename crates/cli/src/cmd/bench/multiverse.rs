@@ -175,7 +175,8 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             proj.row([
                 row.name.clone(),
                 t.event.to_string(),
-                out.num(t.count, 0),
+                // Terms counted in seconds get decimals; events are whole.
+                out.num(t.count, if t.event.contains("(s") { 3 } else { 0 }),
                 out.num(t.each_ns, 0),
                 out.num(t.total_s * 1e3, 2),
                 if t.included { "yes" } else { "no" }.to_string(),

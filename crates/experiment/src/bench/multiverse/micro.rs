@@ -48,17 +48,6 @@ pub struct Micro {
     pub proxy_cpu: usize,
 }
 
-/// The compute kernel of the γ measurement: `steps` rounds of xorshift (registers only).
-fn spin_compute(steps: u64, seed: u64) -> u64 {
-    let mut x = seed | 1;
-    for _ in 0..steps {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-    }
-    std::hint::black_box(x)
-}
-
 /// The LWK's default CPUs on this machine: (the vCPU's, the proxy's).
 pub fn lwk_cpus() -> (usize, usize) {
     let (proxy, part) = multios_lwk::default_partition(&multios_lwk::available_cpus());
@@ -72,7 +61,7 @@ pub fn gamma(phases: usize) -> Result<(Beside, usize, usize), ExperimentError> {
     let b = multios_aam::bench::beside::beside(
         vcpu,
         proxy,
-        spin_compute,
+        multios_aam::bench::beside::xorshift,
         500,
         phases,
         std::time::Duration::from_millis(25),

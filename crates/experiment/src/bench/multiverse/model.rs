@@ -15,8 +15,8 @@
 //! * `busy sibling`: the guest computes slower while the proxy polls on the other CPU (a busy
 //!   sibling: shared core resources or power budget of this VM's two vCPUs). Its count is the
 //!   proxy's time on its CPU (the LWK's `costs.threads.proxy_run_s`, at most the vCPUs' own), its
-//!   cost per second 1 − γ, γ the compute rate beside a spinner over the rate alone, measured by
-//!   AAM's beside microbenchmark on the same two CPUs.
+//!   cost per second 1 − γ (0 when γ ≥ 1), γ the compute rate beside a spinner over the rate
+//!   alone, measured by AAM's beside microbenchmark on the same two CPUs.
 //! * `run-queue wait`: a measured time, not a priced event: how much longer the vCPU threads
 //!   waited for their CPU than the native program was off its CPU (the scheduler's own count,
 //!   `costs.threads.vcpu_wait_s`, against the native wall − user − sys). The LWK occupies two
@@ -93,9 +93,11 @@ impl Terms {
                 "wait" => t.wait = true,
                 "all" => t = Terms::default(),
                 "events" | "none" => {}
-                other => return Err(format!(
+                other => {
+                    return Err(format!(
                     "--terms {list}: unknown term `{other}` (one of events, wake, sibling, wait, all, none)"
-                )),
+                ))
+                }
             }
         }
         Ok(t)
@@ -227,7 +229,9 @@ pub fn project(n: &Counts, c: &EventCosts, which: Terms) -> Projection {
     let mut wake = term("proxy wake-up", n.proxy_wakes, c.wake_ns);
     wake.included = which.wake;
     let beside = n.proxy_run_s.min(n.vcpu_run_s).max(0.0);
-    let mut sibling = term("busy sibling (s)", beside, (1.0 - c.gamma) * 1e9);
+    // A γ above 1 (the compute ran faster beside the spinner) is noise of a loaded machine: a busy
+    // sibling does not speed a CPU up, so the term is never negative.
+    let mut sibling = term("busy sibling (s)", beside, (1.0 - c.gamma).max(0.0) * 1e9);
     sibling.included = which.sibling;
     let waited = (n.vcpu_wait_s - n.native_off_cpu_s).max(0.0);
     let mut wait = term("run-queue wait (s, measured)", waited, 1e9);
@@ -264,6 +268,7 @@ mod tests {
             startup_ns: 30e6,
             invalidation_ns: 50_000.0,
             gamma: 0.9,
+            wake_ns: 40_000.0,
         };
         let n = Counts {
             local_calls: 1000.0,
