@@ -119,9 +119,9 @@ mod tests {
 
     #[test]
     fn schedstat_lines_parse_and_subtract() {
-        let a = Sched::parse("1500000000 250000000 40\n").unwrap();
+        let a = Sched::parse("1500000000 250000000 40\n").expect("parses");
         assert_eq!((a.run_s, a.wait_s, a.slices), (1.5, 0.25, 40));
-        let b = Sched::parse("2000000000 250000000 50").unwrap();
+        let b = Sched::parse("2000000000 250000000 50").expect("parses");
         let d = b.since(a);
         assert!((d.run_s - 0.5).abs() < 1e-12 && d.wait_s == 0.0 && d.slices == 10);
         assert!(Sched::parse("12 x 3").is_none() && Sched::parse("").is_none());

@@ -312,7 +312,13 @@ mod tests {
             "proxy_run_s": 2.0, "proxy_poll_s": 2.5, "proxy_parked_s": 0.1, "proxy_wakes": 4}}});
         let n = Counts::from_summary(&v, 0.0, 0.1);
         let all = project(&n, &c, Terms::default());
-        let by = |p: &Projection, e: &str| p.terms.iter().find(|t| t.event.starts_with(e)).cloned().unwrap();
+        let by = |p: &Projection, e: &str| {
+            p.terms
+                .iter()
+                .find(|t| t.event.starts_with(e))
+                .cloned()
+                .expect("the term")
+        };
         // The proxy's 2 s count only while a vCPU ran (1 s), at 1 − γ = 0.1 s per s.
         assert!((by(&all, "busy sibling").total_s - 0.1).abs() < 1e-9);
         // The vCPU waited 0.3 s, the native program was off its CPU 0.1 s.
@@ -320,13 +326,13 @@ mod tests {
         // 4 wakes × 50 µs.
         assert!((by(&all, "proxy wake-up").total_s - 2e-4).abs() < 1e-12);
         assert!((all.total_s - 0.3002).abs() < 1e-9);
-        let none = project(&n, &c, Terms::parse("events").unwrap());
+        let none = project(&n, &c, Terms::parse("events").expect("parses"));
         assert!(none.total_s.abs() < 1e-9 && none.terms.len() == all.terms.len());
         assert!(!by(&none, "busy sibling").included && !by(&none, "run-queue wait").included);
         assert!(!by(&none, "proxy wake-up").included);
-        let sib = project(&n, &c, Terms::parse("events,sibling").unwrap());
+        let sib = project(&n, &c, Terms::parse("events,sibling").expect("parses"));
         assert!((sib.total_s - 0.1).abs() < 1e-9);
-        assert!(Terms::parse("events,tlb").unwrap_err().contains("tlb"));
+        assert!(Terms::parse("events,tlb").expect_err("refused").contains("tlb"));
         // Native waited longer than the LWK: no negative wait.
         let calm = Counts::from_summary(&v, 0.0, 1.0);
         assert_eq!(
