@@ -108,6 +108,7 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         "vcpu_wait_s",
         "native_off_cpu_s",
         "proxy_run_s",
+        "proxy_wait_s",
         "proxy_parked_s",
     ]);
     for row in &r.rows {
@@ -165,6 +166,7 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             out.num(c.vcpu_wait_s, 3),
             out.num(c.native_off_cpu_s, 3),
             out.num(c.proxy_run_s, 3),
+            out.num(c.proxy_wait_s, 3),
             out.num(c.proxy_parked_s, 3),
         ]);
     }

@@ -123,6 +123,9 @@ pub struct Counts {
     pub vcpu_run_s: f64,
     pub vcpu_wait_s: f64,
     pub proxy_run_s: f64,
+    /// The proxy runnable but waiting for its CPU: calls made meanwhile spin their budget and
+    /// ring the doorbell.
+    pub proxy_wait_s: f64,
     pub proxy_poll_s: f64,
     pub proxy_parked_s: f64,
     /// Doorbells that woke the parked proxy.
@@ -152,6 +155,7 @@ impl Counts {
             vcpu_run_s: num(&["costs", "threads", "vcpu_run_s"]),
             vcpu_wait_s: num(&["costs", "threads", "vcpu_wait_s"]),
             proxy_run_s: num(&["costs", "threads", "proxy_run_s"]),
+            proxy_wait_s: num(&["costs", "threads", "proxy_wait_s"]),
             proxy_poll_s: num(&["costs", "threads", "proxy_poll_s"]),
             proxy_parked_s: num(&["costs", "threads", "proxy_parked_s"]),
             proxy_wakes: num(&["costs", "threads", "proxy_wakes"]),
@@ -175,6 +179,7 @@ impl Counts {
             vcpu_run_s: m(|c| c.vcpu_run_s),
             vcpu_wait_s: m(|c| c.vcpu_wait_s),
             proxy_run_s: m(|c| c.proxy_run_s),
+            proxy_wait_s: m(|c| c.proxy_wait_s),
             proxy_poll_s: m(|c| c.proxy_poll_s),
             proxy_parked_s: m(|c| c.proxy_parked_s),
             proxy_wakes: m(|c| c.proxy_wakes),
