@@ -142,10 +142,45 @@ fn issue_13_bench_multiverse_runs_racket_natively_and_in_the_lwk_with_identical_
         "1",
         "--only",
         "fannkuch-redux",
+        "--terms",
+        "events,sibling",
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     let row = &v["rows"][0];
+    // Where the time goes: native pinned to the vCPU's CPU alone and beside a spinner ran, with
+    // the program's own output; the LWK's thread times are in the counts.
+    let causes = &row["causes"];
+    assert!(
+        causes["pinned"]["wall_s"].as_f64().expect("pinned") > 0.0,
+        "{row}"
+    );
+    assert!(
+        causes["beside"]["wall_s"].as_f64().expect("beside") > 0.0,
+        "{row}"
+    );
+    assert!(
+        row["counts"]["vcpu_run_s"].as_f64().expect("vcpu_run_s") > 0.0,
+        "{row}"
+    );
+    let g = v["micro"]["costs"]["gamma"].as_f64().expect("gamma");
+    assert!(g > 0.0 && g.is_finite(), "γ {g}");
+    // The terms that are not events are named and switched by --terms: the sibling term is in
+    // the total, the wake-up and wait terms are shown but not added.
+    let terms = row["projection"]["terms"].as_array().expect("terms");
+    let term = |name: &str| {
+        terms
+            .iter()
+            .find(|t| t["event"].as_str().is_some_and(|e| e.starts_with(name)))
+            .unwrap_or_else(|| panic!("no {name} term: {row}"))
+    };
+    assert_eq!(term("busy sibling")["included"], true, "{row}");
+    assert_eq!(term("run-queue wait")["included"], false, "{row}");
+    assert_eq!(term("proxy wake-up")["included"], false, "{row}");
+    let total = row["projected_overhead_s"].as_f64().expect("projected");
+    let events = row["projected_events_s"].as_f64().expect("events");
+    let sibling = term("busy sibling")["total_s"].as_f64().expect("sibling total");
+    assert!((total - events - sibling).abs() < 1e-9, "{row}");
     assert_eq!(row["name"], "fannkuch-redux");
     assert_eq!(row["identical_output"], true, "{row}");
     let (calls, fwd) = (

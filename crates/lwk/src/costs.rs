@@ -208,6 +208,9 @@ pub struct Costs {
     pub kvm: BTreeMap<String, u64>,
     /// The calls served after a doorbell exit (on the vCPU's own thread), by name.
     pub doorbell_calls: BTreeMap<String, u64>,
+    /// The vCPU threads' and the proxy's scheduler times, the proxy's polling and parking
+    /// (`cputime.rs`).
+    pub threads: crate::cputime::Threads,
 }
 
 /// The calling process's page faults so far (minor + major).

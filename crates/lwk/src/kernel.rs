@@ -150,6 +150,8 @@ pub struct Kernel {
     pub(crate) kvm: crate::costs::KvmCounters,
     /// The calls served after a doorbell exit (`costs.rs`).
     pub(crate) doorbell_calls: crate::costs::PerCall,
+    /// The scheduler times of the run's vCPU threads and proxy (`cputime.rs`).
+    pub(crate) cputime: crate::cputime::Collector,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -197,6 +199,7 @@ impl Kernel {
             prefault: false,
             kvm: crate::costs::KvmCounters::default(),
             doorbell_calls: crate::costs::PerCall::default(),
+            cputime: crate::cputime::Collector::default(),
             threads: Mutex::new(vec![ThreadInfo {
                 tid: std::process::id() as i32,
                 clear_child_tid: None,

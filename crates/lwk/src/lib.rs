@@ -11,6 +11,7 @@
 pub mod bench;
 pub mod config;
 pub mod costs;
+pub mod cputime;
 pub mod fc;
 pub mod fds;
 pub(crate) mod iouring;

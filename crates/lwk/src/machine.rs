@@ -185,8 +185,12 @@ pub fn drive(
     phases.mark("proxy and signal threads");
     let startup = t0.elapsed();
     let host_faults_startup = crate::costs::host_faults();
+    let sched0 = crate::cputime::Sched::this_thread();
     let end = m.vcpu_loop(0, &mut vcpu);
     kernel.kvm.add_vcpu(std::os::fd::AsRawFd::as_raw_fd(&vcpu));
+    kernel
+        .cputime
+        .add_vcpu(crate::cputime::Sched::this_thread().since(sched0));
     m.main_done.store(true, Ordering::Release);
     m.main_loop_ended(end);
     m.stop_all();
@@ -218,6 +222,7 @@ pub fn drive(
         host_faults: crate::costs::host_faults(),
         kvm: kernel.kvm.snapshot(),
         doorbell_calls: kernel.doorbell_calls.named(),
+        threads: kernel.cputime.snapshot(),
     };
     let status = kernel.exit_status().unwrap_or(ExitStatus::Code(0));
     Ok(Outcome {
@@ -271,7 +276,7 @@ impl Machine {
                     }
                     self.doorbells.fetch_add(1, Ordering::Relaxed);
                     if let Some(w) = lock(&self.waker).as_ref() {
-                        w.wake(&self.kernel);
+                        w.wake();
                     }
                     match self.serve_doorbell(id, vcpu) {
                         None => {}
@@ -495,8 +500,12 @@ impl Machine {
             .spawn(move || {
                 m.kernel.vcpu_started(id as usize);
                 let _ = tx.send(crate::sys::pthread_self() as libc::pthread_t);
+                let sched0 = crate::cputime::Sched::this_thread();
                 let end = m.vcpu_loop(id, &mut vcpu);
                 m.kernel.kvm.add_vcpu(std::os::fd::AsRawFd::as_raw_fd(&vcpu));
+                m.kernel
+                    .cputime
+                    .add_vcpu(crate::cputime::Sched::this_thread().since(sched0));
                 if m.on_main_thread() {
                     m.main_done.store(true, Ordering::Release);
                     // This thread forked: it is the child's vCPU 0 and the child ends here.

@@ -5,7 +5,11 @@
 //! itself and unparks the proxy for the calls that follow. While parked, the proxy sets every
 //! slot's spin budget to 1, so that the stub rings at once instead of spinning its whole budget
 //! (≈ 40 µs) for a proxy that is not polling: a runtime that makes a call every few ms (Racket's
-//! scheduler) paid that for every call.
+//! scheduler) paid that for every call. The proxy gives the budget back itself, once it polls
+//! again: the doorbell's waker leaves it at 1, because a woken proxy takes a while to run (a
+//! wake-up on the other CPU; much longer on a loaded machine), and the calls that follow the
+//! first one in a burst (a runtime's clock read, poll, write) each spun their whole budget for it
+//! and then rang anyway (`bench multiverse`, the proxy wake-up term; docs/LWK.md).
 
 use crate::kernel::{Ctx, Kernel, Reply};
 use crate::slot::{claim, reply, request, state_of};
@@ -33,8 +37,6 @@ pub struct Proxy {
     stop: Arc<AtomicBool>,
     woken: Arc<AtomicBool>,
     handle: Option<JoinHandle<()>>,
-    nslots: Arc<AtomicUsize>,
-    budget: u32,
 }
 
 /// Wakes a parked proxy (cheap when it is not parked).
@@ -42,16 +44,13 @@ pub struct Proxy {
 pub struct Waker {
     thread: std::thread::Thread,
     woken: Arc<AtomicBool>,
-    nslots: Arc<AtomicUsize>,
-    budget: u32,
 }
 
 impl Waker {
-    /// Wakes the proxy; the stubs get their spin budget back at once (on a loaded machine the
-    /// proxy may take a while to run again: calls made meanwhile spin for it rather than each
-    /// ringing the doorbell).
-    pub fn wake(&self, kernel: &Kernel) {
-        set_budgets(kernel, self.nslots.load(Ordering::Acquire), self.budget);
+    /// Wakes the proxy. The stubs keep the parked budget (they ring at once) until the proxy runs
+    /// and gives them their budget back: calls made before it runs would otherwise spin their
+    /// whole budget for it and ring anyway.
+    pub fn wake(&self) {
         self.woken.store(true, Ordering::Release);
         self.thread.unpark();
     }
@@ -70,23 +69,16 @@ impl Proxy {
         let s = stop.clone();
         let woken = Arc::new(AtomicBool::new(false));
         let w = woken.clone();
-        let slots = nslots.clone();
         let handle = std::thread::Builder::new()
             .name("lwk-proxy".into())
             .spawn(move || {
                 if let Some(c) = cpu {
                     let _ = crate::sys::pin_to_cpu(c);
                 }
-                serve_loop(&kernel, &slots, &s, &w, idle_spin, budget)
+                serve_loop(&kernel, &nslots, &s, &w, idle_spin, budget)
             })
             .ok();
-        Proxy {
-            stop,
-            woken,
-            handle,
-            nslots,
-            budget,
-        }
+        Proxy { stop, woken, handle }
     }
 
     /// The handle that unparks this proxy.
@@ -94,8 +86,6 @@ impl Proxy {
         self.handle.as_ref().map(|h| Waker {
             thread: h.thread().clone(),
             woken: self.woken.clone(),
-            nslots: self.nslots.clone(),
-            budget: self.budget,
         })
     }
 }
@@ -120,6 +110,9 @@ fn serve_loop(
 ) {
     let mut last = Instant::now();
     let mut polls = 0u32;
+    // Its polling and parking, for `costs.threads` (`cputime.rs`).
+    let (born, sched0) = (last, crate::cputime::Sched::this_thread());
+    let (mut parked, mut parks, mut wakes) = (Duration::ZERO, 0u64, 0u64);
     while !stop.load(Ordering::Acquire) {
         let mut served = false;
         for cpu in 0..nslots.load(Ordering::Acquire) {
@@ -160,13 +153,25 @@ fn serve_loop(
                     == state::REQUEST
             });
             if !pending {
+                let p0 = Instant::now();
                 std::thread::park_timeout(PARK_LIMIT);
+                parked += p0.elapsed();
+                parks += 1;
             }
             set_budgets(kernel, n, budget);
-            if woken.swap(false, Ordering::AcqRel) || pending {
+            let rung = woken.swap(false, Ordering::AcqRel);
+            wakes += u64::from(rung);
+            if rung || pending {
                 // A doorbell: the guest is making calls again, spin for the ones that follow.
                 last = Instant::now();
             }
         }
     }
+    kernel.cputime.add_proxy(crate::cputime::ProxyTime {
+        alive: born.elapsed(),
+        parked,
+        parks,
+        wakes,
+        sched: crate::cputime::Sched::this_thread().since(sched0),
+    });
 }

@@ -144,6 +144,18 @@ fn compute_phase(
     p
 }
 
+/// A compute kernel for [`beside`]: `steps` rounds of xorshift, in registers only (AAM's
+/// validation and `bench multiverse`'s γ use it).
+pub fn xorshift(steps: u64, seed: u64) -> u64 {
+    let mut x = seed | 1;
+    for _ in 0..steps {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+    }
+    std::hint::black_box(x)
+}
+
 /// Spins on the current CPU until `stop`, bumping `heartbeat`; returns (seconds, seconds away).
 fn spin(stop: &AtomicBool, heartbeat: &AtomicU64) -> (f64, f64) {
     let cal = tsc::calibration();

@@ -20,7 +20,7 @@
 //! against the measurement; the `share` term (the fraction of compute chunks the spinner did not
 //! run beside) is reported as a diagnostic.
 
-use super::beside::{beside, Beside};
+use super::beside::{beside, xorshift as compute, Beside};
 use super::{BenchConfig, BenchError};
 use crate::builder::MachineBuilder;
 use crate::interface::{ConnectOptions, ServeOptions};
@@ -159,16 +159,6 @@ pub struct Validation {
     pub implied_fc_s: f64,
     /// Should the calls go to the OS machine (projected speedup with the terms > 1)?
     pub offload_pays: bool,
-}
-
-fn compute(steps: u64, seed: u64) -> u64 {
-    let mut x = seed | 1;
-    for _ in 0..steps {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-    }
-    std::hint::black_box(x)
 }
 
 fn failed(what: String) -> BenchError {

@@ -13,8 +13,13 @@
 //! * Fig. 12: n-body and spectral-norm with the `mmap` prefault override, natively and in the LWK
 //!   (`multiverse/extra.rs`);
 //! * the projection of the overhead from every kind of event the run had (calls, doorbell exits,
-//!   KVM's shadow faults, first touches, start-up), each priced by a microbenchmark, next to the
-//!   measured overhead (`multiverse/model.rs`; the paper's spectral-norm estimate is the template);
+//!   KVM's shadow faults, first touches, start-up), each priced by a microbenchmark, and the two
+//!   terms that are not events (the proxy polling beside the guest's CPU, priced by γ; the vCPU's
+//!   measured extra wait for its CPU), next to the measured overhead (`multiverse/model.rs`; the
+//!   paper's spectral-norm estimate is the template);
+//! * where the time goes (on unless `--no-causes`): the native program also pinned to the
+//!   vCPU's CPU (like with like: the LWK pins its vCPU) and pinned there beside a thread spinning
+//!   on the proxy's CPU (the busy sibling on the real workload), in the same rotation;
 //! * thread create+join natively / in the LWK / with the lwk-threads override, CPython's threads
 //!   across the LWK's CPUs with pthread_create overridden, what `--trace` costs, and the hot-spot
 //!   loop (trace → hotspots → override file → fewer events) on Racket and CPython.
@@ -25,13 +30,14 @@ mod model;
 
 pub use extra::{Cpython, HotspotLoop, Prefault, TraceRun};
 pub use micro::Micro;
-pub use model::{Counts, EventCosts, Projection};
+pub use model::{Counts, EventCosts, Projection, Terms};
 
 use crate::{ExperimentError, Progress};
 use multios_host::usage::{self, Usage};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// A benchmark: name, source, argument for the full and the quick size.
@@ -109,6 +115,13 @@ pub struct Config {
     pub python: Option<PathBuf>,
     /// The overrides of the "LWK + overrides" variant (None: the clock family).
     pub overrides: Option<PathBuf>,
+    /// Also run the native program pinned to the vCPU's CPU, alone and beside a spinner on the
+    /// proxy's CPU, in every round (where the LWK's time goes).
+    pub causes: bool,
+    /// The LWK's `--proxy-idle-us` (None: its default): how long the proxy polls after a call.
+    pub proxy_idle_us: Option<u64>,
+    /// The projection's terms that are not events.
+    pub terms: Terms,
 }
 
 /// Medians of one variant's runs.
@@ -149,7 +162,30 @@ pub struct Row {
     /// The events the LWK runs had (medians over the rounds) and the projection from them.
     pub counts: Counts,
     pub projection: Projection,
+    /// The projection's event terms alone (without the sibling and wait terms).
+    pub projected_events_s: f64,
     pub runs: Vec<[Usage; 3]>,
+    /// Unless `--no-causes`: the native program pinned to the vCPU's CPU, alone and beside a
+    /// spinner on the proxy's CPU; pinned / native and beside / pinned (1 / γ of this
+    /// workload), paired.
+    pub causes: Option<Causes>,
+}
+
+/// Where the time goes: the native program on the vCPU's CPU alone and beside a spinner.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Causes {
+    pub vcpu_cpu: usize,
+    pub proxy_cpu: usize,
+    pub pinned: Medians,
+    pub beside: Medians,
+    pub pinned_ratio: f64,
+    pub pinned_ci: Option<(f64, f64)>,
+    pub beside_ratio: f64,
+    pub beside_ci: Option<(f64, f64)>,
+    /// LWK / native pinned (like with like), paired.
+    pub lwk_pinned_ratio: f64,
+    pub lwk_pinned_ci: Option<(f64, f64)>,
+    pub runs: Vec<[Usage; 2]>,
 }
 
 /// What the benchmark measured.
@@ -313,6 +349,66 @@ fn run_once(argv: &[OsString], out: &Path) -> Result<Usage, ExperimentError> {
     Ok(u)
 }
 
+/// The medians of `runs`' usage.
+fn medians_of<'a>(runs: impl Iterator<Item = &'a Usage> + Clone) -> Medians {
+    let med = |f: fn(&Usage) -> f64| {
+        multios_stats::median(&runs.clone().map(f).collect::<Vec<_>>()).unwrap_or(f64::NAN)
+    };
+    Medians {
+        wall_s: med(|u| u.wall_s),
+        user_s: med(|u| u.user_s),
+        sys_s: med(|u| u.sys_s),
+        max_rss_kib: med(|u| u.max_rss_kib as f64),
+        page_faults: med(|u| u.page_faults as f64),
+        context_switches: med(|u| u.context_switches as f64),
+    }
+}
+
+/// `b / a`, paired: the median of the per-round ratios and its 95 % interval.
+fn paired_ratio(a: &[f64], b: &[f64]) -> (f64, Option<(f64, f64)>) {
+    multios_stats::paired(a, b)
+        .map(|p| p.ratio())
+        .unwrap_or((f64::NAN, None))
+}
+
+/// Runs `argv` as `run_once` does, pinned to `cpu` when given (the child inherits the affinity
+/// of the thread that spawns it) and, when `spin_on` is given, with a thread spinning on that CPU
+/// for the child's whole life (a busy sibling, as the polling proxy).
+fn run_placed(
+    argv: &[OsString],
+    out: &Path,
+    cpu: Option<usize>,
+    spin_on: Option<usize>,
+) -> Result<Usage, ExperimentError> {
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|sc| {
+        let spinner = spin_on.map(|c| {
+            let stop = &stop;
+            sc.spawn(move || {
+                let _ = multios_host::cpus::pin_current_thread(&multios_host::CpuSet([c].into()));
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        });
+        let r = sc
+            .spawn(|| {
+                if let Some(c) = cpu {
+                    multios_host::cpus::pin_current_thread(&multios_host::CpuSet([c].into()))
+                        .map_err(io(format!("pinning the native run to CPU {c}")))?;
+                }
+                run_once(argv, out)
+            })
+            .join()
+            .unwrap_or_else(|_| Err(ExperimentError::Run("the run's thread panicked".into())));
+        stop.store(true, Ordering::Relaxed);
+        if let Some(h) = spinner {
+            let _ = h.join();
+        }
+        r
+    })
+}
+
 /// Writes `p`'s source into `dir`, compiles it once (raco make: every run loads the same
 /// bytecode instead of compiling) and returns the command that runs it.
 fn prepare(cfg: &Config, dir: &Path, p: &Program) -> Result<Vec<OsString>, ExperimentError> {
@@ -352,6 +448,9 @@ fn bench_one(
         let mut v: Vec<OsString> = vec![cfg.multios.clone().into(), "lwk".into(), "run".into()];
         v.extend(["--profile".into(), profile.into()]);
         v.extend(["--summary".into(), summary.into()]);
+        if let Some(us) = cfg.proxy_idle_us {
+            v.extend(["--proxy-idle-us".into(), us.to_string().into()]);
+        }
         v.extend_from_slice(extra);
         v.push("--".into());
         v.extend(program.iter().cloned());
@@ -364,16 +463,29 @@ fn bench_one(
         lwk(&[], &prof_plain, &summary),
         lwk(&["--overrides".into(), overrides.into()], &prof_ovr, &summary),
     ];
+    let (vcpu_cpu, proxy_cpu) = micro::lwk_cpus();
+    // Variants 3 and 4 (unless `--no-causes`): native pinned to the vCPU's CPU, alone and beside
+    // a spinner.
+    let nvariants = if cfg.causes { 5 } else { 3 };
     let mut runs: Vec<[Usage; 3]> = Vec::new();
+    let mut cause_runs: Vec<[Usage; 2]> = Vec::new();
     let mut summaries: Vec<serde_json::Value> = Vec::new();
     let mut reference: Option<Vec<u8>> = None;
     let mut identical = true;
     for round in 0..cfg.runs {
-        let order: [usize; 3] = if round % 2 == 0 { [0, 1, 2] } else { [2, 1, 0] };
-        let mut got: [Option<Usage>; 3] = [None; 3];
+        let order: Vec<usize> = if round % 2 == 0 {
+            (0..nvariants).collect()
+        } else {
+            (0..nvariants).rev().collect()
+        };
+        let mut got: [Option<Usage>; 5] = [None; 5];
         for v in order {
             let out = dir.join(format!("out-{v}"));
-            got[v] = Some(run_once(&variants[v], &out)?);
+            got[v] = Some(match v {
+                3 => run_placed(&program, &out, Some(vcpu_cpu), None)?,
+                4 => run_placed(&program, &out, Some(vcpu_cpu), Some(proxy_cpu))?,
+                _ => run_once(&variants[v], &out)?,
+            });
             if v == 1 {
                 let text = std::fs::read_to_string(&summary)
                     .map_err(io(format!("reading {}", summary.display())))?;
@@ -389,8 +501,11 @@ fn bench_one(
                 Some(r) => identical &= *r == bytes,
             }
         }
-        if let [Some(a), Some(b), Some(c)] = got {
+        if let [Some(a), Some(b), Some(c), d, e] = got {
             runs.push([a, b, c]);
+            if let (Some(d), Some(e)) = (d, e) {
+                cause_runs.push([d, e]);
+            }
         }
     }
     let plain = multios_profile::load(&prof_plain)?;
@@ -403,31 +518,44 @@ fn bench_one(
             .sum()
     };
     let col = |v: usize, f: fn(&Usage) -> f64| -> Vec<f64> { runs.iter().map(|r| f(&r[v])).collect() };
-    let medians = |v: usize| Medians {
-        wall_s: multios_stats::median(&col(v, |u| u.wall_s)).unwrap_or(f64::NAN),
-        user_s: multios_stats::median(&col(v, |u| u.user_s)).unwrap_or(f64::NAN),
-        sys_s: multios_stats::median(&col(v, |u| u.sys_s)).unwrap_or(f64::NAN),
-        max_rss_kib: multios_stats::median(&col(v, |u| u.max_rss_kib as f64)).unwrap_or(f64::NAN),
-        page_faults: multios_stats::median(&col(v, |u| u.page_faults as f64)).unwrap_or(f64::NAN),
-        context_switches: multios_stats::median(&col(v, |u| u.context_switches as f64)).unwrap_or(f64::NAN),
-    };
+    let medians = |v: usize| medians_of(runs.iter().map(|r| &r[v]));
     let walls = |v: usize| col(v, |u| u.wall_s);
-    let ratio = |v: usize| {
-        multios_stats::paired(&walls(0), &walls(v))
-            .map(|p| p.ratio())
-            .unwrap_or((f64::NAN, None))
-    };
+    let ratio = |v: usize| paired_ratio(&walls(0), &walls(v));
     let (lwk_ratio, lwk_ci) = ratio(1);
     let (overrides_ratio, overrides_ci) = ratio(2);
     let (native, lwk_m) = (medians(0), medians(1));
     let n_fwd = forwarded(&plain);
+    let off_cpu = (native.wall_s - native.user_s - native.sys_s).max(0.0);
     let counts = Counts::median(
         &summaries
             .iter()
-            .map(|v| Counts::from_summary(v, native.page_faults))
+            .map(|v| Counts::from_summary(v, native.page_faults, off_cpu))
             .collect::<Vec<_>>(),
     );
-    let projection = model::project(&counts, costs);
+    let projection = model::project(&counts, costs, cfg.terms);
+    let projected_events_s = model::project(&counts, costs, Terms::EVENTS).total_s;
+    let causes = (!cause_runs.is_empty()).then(|| {
+        let ccol =
+            |v: usize, f: fn(&Usage) -> f64| -> Vec<f64> { cause_runs.iter().map(|r| f(&r[v])).collect() };
+        let cmed = |v: usize| medians_of(cause_runs.iter().map(|r| &r[v]));
+        let pinned = ccol(0, |u| u.wall_s);
+        let (pinned_ratio, pinned_ci) = paired_ratio(&walls(0), &pinned);
+        let (beside_ratio, beside_ci) = paired_ratio(&pinned, &ccol(1, |u| u.wall_s));
+        let (lwk_pinned_ratio, lwk_pinned_ci) = paired_ratio(&pinned, &walls(1));
+        Causes {
+            vcpu_cpu,
+            proxy_cpu,
+            pinned: cmed(0),
+            beside: cmed(1),
+            pinned_ratio,
+            pinned_ci,
+            beside_ratio,
+            beside_ci,
+            lwk_pinned_ratio,
+            lwk_pinned_ci,
+            runs: cause_runs.clone(),
+        }
+    });
     Ok(Row {
         name: p.name.to_string(),
         arg,
@@ -446,6 +574,35 @@ fn bench_one(
         projected_overhead_s: projection.total_s.is_finite().then_some(projection.total_s),
         counts,
         projection,
+        projected_events_s,
         runs,
+        causes,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_placed_run_is_pinned_where_asked_and_runs_beside_a_spinner() {
+        let dir = std::env::temp_dir().join(format!("multios-mv-placed-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        let out = dir.join("out");
+        let (vcpu, proxy) = micro::lwk_cpus();
+        let argv: Vec<OsString> = ["/bin/sh", "-c", "grep Cpus_allowed_list /proc/self/status"]
+            .map(OsString::from)
+            .to_vec();
+        for spin in [None, Some(proxy)] {
+            let u = run_placed(&argv, &out, Some(vcpu), spin).expect("runs");
+            assert!(u.exit_status().success());
+            let text = std::fs::read_to_string(&out).expect("output");
+            assert_eq!(
+                text.split_whitespace().last(),
+                Some(vcpu.to_string().as_str()),
+                "{text}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

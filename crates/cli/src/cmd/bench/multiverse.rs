@@ -31,6 +31,23 @@ pub struct Args {
     /// The overrides of the "LWK + overrides" variant (default: clock_gettime, gettimeofday, time)
     #[arg(long, value_name = "FILE")]
     overrides: Option<std::path::PathBuf>,
+    /// Do not also run the native program pinned to the vCPU's CPU, alone and beside a spinner on
+    /// the proxy's CPU (the "where the time goes" table)
+    #[arg(long)]
+    no_causes: bool,
+    /// The LWK's --proxy-idle-us: how long its proxy polls after a call before it parks (default:
+    /// lwk run's)
+    #[arg(long, value_name = "US")]
+    proxy_idle_us: Option<u64>,
+    /// The projection's terms besides the events: `wake` (doorbells that woke the parked proxy ×
+    /// a burst's extra cost), `sibling` (the proxy's CPU time × (1 − γ)), `wait` (the vCPU's
+    /// measured extra wait for its CPU), comma-separated; `all`, or `events` for none
+    #[arg(long, default_value = "all", value_parser = parse_terms)]
+    terms: multiverse::Terms,
+}
+
+fn parse_terms(s: &str) -> Result<multiverse::Terms, String> {
+    multiverse::Terms::parse(s)
 }
 
 fn ci(c: Option<(f64, f64)>) -> String {
@@ -46,6 +63,9 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         racket: a.racket,
         python: (!a.no_python).then_some(a.python),
         overrides: a.overrides,
+        causes: !a.no_causes,
+        proxy_idle_us: a.proxy_idle_us,
+        terms: a.terms,
     };
     let r = multiverse::run(&cfg, &mut crate::progress::Bar::new(out))?;
     let mut fig9 = Table::new([
@@ -72,6 +92,24 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         "interval",
         "measured_overhead_s",
         "projected_overhead_s",
+        "projected_events_s",
+    ]);
+    let mut causes = Table::new([
+        "benchmark",
+        "native_s",
+        "native_pinned_s",
+        "pinned/native",
+        "beside_spinner_s",
+        "beside/pinned",
+        "interval",
+        "lwk/pinned",
+        "interval",
+        "vcpu_run_s",
+        "vcpu_wait_s",
+        "native_off_cpu_s",
+        "proxy_run_s",
+        "proxy_wait_s",
+        "proxy_parked_s",
     ]);
     for row in &r.rows {
         fig9.row([
@@ -99,18 +137,51 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             out.num(row.measured_overhead_s, 4),
             row.projected_overhead_s
                 .map_or_else(|| "-".into(), |p| out.num(p, 4)),
+            out.num(row.projected_events_s, 4),
+        ]);
+        let c = &row.counts;
+        let (np, pr, bs, br, bci, lr, lci) = match &row.causes {
+            Some(k) => (
+                out.num(k.pinned.wall_s, 3),
+                out.num(k.pinned_ratio, 3),
+                out.num(k.beside.wall_s, 3),
+                out.num(k.beside_ratio, 3),
+                ci(k.beside_ci),
+                out.num(k.lwk_pinned_ratio, 3),
+                ci(k.lwk_pinned_ci),
+            ),
+            None => Default::default(),
+        };
+        causes.row([
+            row.name.clone(),
+            out.num(row.native.wall_s, 3),
+            np,
+            pr,
+            bs,
+            br,
+            bci,
+            lr,
+            lci,
+            out.num(c.vcpu_run_s, 3),
+            out.num(c.vcpu_wait_s, 3),
+            out.num(c.native_off_cpu_s, 3),
+            out.num(c.proxy_run_s, 3),
+            out.num(c.proxy_wait_s, 3),
+            out.num(c.proxy_parked_s, 3),
         ]);
     }
     let m = &r.micro;
-    let mut proj = Table::new(["benchmark", "event", "count", "each_ns", "total_ms"]);
+    let mut proj = Table::new(["benchmark", "event", "count", "each_ns", "total_ms", "included"]);
     for row in &r.rows {
         for t in &row.projection.terms {
             proj.row([
                 row.name.clone(),
                 t.event.to_string(),
-                out.num(t.count, 0),
+                // Terms counted in seconds get decimals; events are whole.
+                out.num(t.count, if t.event.contains("(s") { 3 } else { 0 }),
                 out.num(t.each_ns, 0),
                 out.num(t.total_s * 1e3, 2),
+                if t.included { "yes" } else { "no" }.to_string(),
             ]);
         }
     }
@@ -143,9 +214,10 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
     match out.format {
         Format::Json => out.json(&r)?,
         Format::Csv => out!(
-            "{}{}{}{}",
+            "{}{}{}{}{}",
             fig9.to_csv(),
             fig10.to_csv(),
+            causes.to_csv(),
             proj.to_csv(),
             fig12.to_csv()
         ),
@@ -171,8 +243,34 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             );
             out!("{}", fig10.render(out));
             outln!(
-                "measured: LWK − native median wall; projected: the sum of the terms below, each count from the \
-                 run times a cost from a microbenchmark"
+                "measured: LWK − native median wall; projected: the sum of the included terms below, each count from \
+                 the run times a cost from a microbenchmark (events: the event terms alone)"
+            );
+            outln!();
+            outln!(
+                "{}",
+                out.bold(&format!(
+                    "Where the time goes: native pinned to the vCPU's CPU {}, alone and beside a spinner on the proxy's \
+                     CPU {}; the LWK's thread times (scheduler's schedstat, medians)",
+                    m.vcpu_cpu, m.proxy_cpu
+                ))
+            );
+            out!("{}", causes.render(out));
+            outln!(
+                "γ (AAM's beside microbenchmark on the same CPUs, {} phases of {:.0} ms): {:.3}; the busy-sibling term \
+                 costs 1 − γ per second the proxy ran",
+                2 * m.beside.phases,
+                m.beside.phase_ms,
+                m.costs.gamma
+            );
+            outln!(
+                "a burst of {} calls after the proxy parked: {:.1} µs natively, {:.1} µs in the LWK with {:.1} doorbell \
+                 exits; beyond its calls and exits a wake-up costs {:.1} µs (the proxy wake-up term)",
+                m.parked_burst,
+                m.parked_burst_native_ns * 1e-3,
+                m.parked_burst_lwk_ns * 1e-3,
+                m.parked_doorbells_per_burst,
+                m.costs.wake_ns * 1e-3
             );
             outln!();
             outln!("{}", out.bold("Projection of the LWK's overhead, term by term"));

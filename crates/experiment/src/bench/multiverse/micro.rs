@@ -1,10 +1,12 @@
 //! The microbenchmarks of `bench multiverse` (issue #13): Fig. 11 (mmap/munmap natively and in
 //! the LWK, the cycles a forwarded call adds), the per-event costs the projection multiplies
 //! (`model.rs`), thread create+join natively, in the LWK and with the `lwk-threads` override,
-//! and what `--trace` costs per event.
+//! what `--trace` costs per event, and γ: a compute loop on the vCPU's CPU beside a spinner on
+//! the proxy's CPU against alone (AAM's beside microbenchmark, `multios_aam::bench::beside`).
 
 use super::model::EventCosts;
 use crate::ExperimentError;
+use multios_aam::bench::beside::Beside;
 use multios_lwk::fc::{self, Mechanism};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -32,6 +34,40 @@ pub struct Micro {
     /// `lwk run --trace`: what one traced event adds to a delegated call (fcntl), ns.
     pub trace_event_ns: f64,
     pub trace_plain_call_ns: f64,
+    /// The beside microbenchmark on the LWK's CPUs (compute on the vCPU's, spinner on the
+    /// proxy's): its γ is `costs.gamma`.
+    pub beside: Beside,
+    /// A burst of `parked_burst` getppid calls after the proxy parked (`csrc/parkbench.c`, median
+    /// per burst): natively, in the LWK, and the doorbell exits per burst there.
+    pub parked_burst: u64,
+    pub parked_burst_native_ns: f64,
+    pub parked_burst_lwk_ns: f64,
+    pub parked_doorbells_per_burst: f64,
+    /// The CPUs it ran on: the vCPU's and the proxy's (the LWK's default partition).
+    pub vcpu_cpu: usize,
+    pub proxy_cpu: usize,
+}
+
+/// The LWK's default CPUs on this machine: (the vCPU's, the proxy's).
+pub fn lwk_cpus() -> (usize, usize) {
+    let (proxy, part) = multios_lwk::default_partition(&multios_lwk::available_cpus());
+    let proxy = proxy.unwrap_or(0);
+    (part.first().copied().unwrap_or(proxy), proxy)
+}
+
+/// γ on the LWK's CPUs: `phases` phases alone and beside a spinner, ABBA.
+pub fn gamma(phases: usize) -> Result<(Beside, usize, usize), ExperimentError> {
+    let (vcpu, proxy) = lwk_cpus();
+    let b = multios_aam::bench::beside::beside(
+        vcpu,
+        proxy,
+        multios_aam::bench::beside::xorshift,
+        500,
+        phases,
+        std::time::Duration::from_millis(25),
+    )
+    .map_err(io("the beside microbenchmark (γ)".into()))?;
+    Ok((b, vcpu, proxy))
 }
 
 fn io(what: String) -> impl FnOnce(std::io::Error) -> ExperimentError {
@@ -213,7 +249,42 @@ pub fn measure(multios: &Path, dir: &Path, quick: bool) -> Result<Micro, Experim
         kernel,
     )?;
 
+    // γ: the guest's compute beside the polling proxy (`model.rs`, the busy-sibling term).
+    let (beside, vcpu_cpu, proxy_cpu) = gamma(if quick { 2 } else { 8 })?;
+
+    // A burst of calls after the proxy parked (`model.rs`, the proxy wake-up term): 3 ms of
+    // compute without calls (the proxy parks after 1 ms), then 8 calls, timed with the TSC.
     let tsc_hz = multios_host::tsc::calibration().hz;
+    let pb = build(dir, "parkbench", include_str!("../../../csrc/parkbench.c"))?;
+    let (prounds, burst): (u64, u64) = if quick { (30, 8) } else { (200, 8) };
+    let argv = vec![
+        p(&pb),
+        os(&prounds.to_string()),
+        os(&burst.to_string()),
+        os(&format!("{:.6}", tsc_hz * 1e-9)),
+        os("3000"),
+    ];
+    let pb_summary = dir.join("parkbench.json");
+    let with_summary = [os("--summary"), p(&pb_summary)];
+    let bursts = alternate(
+        &[argv.clone(), lwk(multios, &with_summary, &argv)],
+        rounds.max(3),
+        |_, o| field(o, "burst_cycles"),
+    )?;
+    let bells = std::fs::read_to_string(&pb_summary)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| v["costs"]["kvm"]["mmio_exits"].as_f64())
+        .ok_or_else(|| ExperimentError::Run(format!("{}: no doorbell count", pb_summary.display())))?;
+    let ns = |cycles: f64| cycles / tsc_hz * 1e9;
+    let (burst_native, burst_lwk) = (ns(bursts[0]), ns(bursts[1]));
+    let bells_per_burst = bells / prounds as f64;
+    // What a burst costs beyond its calls through the ring and its doorbell exits.
+    let wake_ns = burst_lwk
+        - burst_native
+        - burst as f64 * (delegated_ns - native_call_ns)
+        - bells_per_burst * (doorbell_ns - delegated_ns);
+
     Ok(Micro {
         mmap_pairs: pairs,
         mmap_native_ns,
@@ -232,11 +303,20 @@ pub fn measure(multios: &Path, dir: &Path, quick: bool) -> Result<Micro, Experim
             shadow_fault_ns: shadow[0],
             startup_ns: (start[1] - start[0]) * 1e9,
             invalidation_ns: inv[1] - inv[0],
+            gamma: beside.gamma,
+            wake_ns,
         },
         thread_pair_native_ns: th[0],
         thread_pair_lwk_ns: th[1],
         thread_pair_override_ns: th[2],
         trace_event_ns: (tr[1] - tr[0]) / n as f64,
         trace_plain_call_ns: tr[0] / n as f64,
+        beside,
+        parked_burst: burst,
+        parked_burst_native_ns: burst_native,
+        parked_burst_lwk_ns: burst_lwk,
+        parked_doorbells_per_burst: bells_per_burst,
+        vcpu_cpu,
+        proxy_cpu,
     })
 }

@@ -5,6 +5,23 @@
 //! every cost comes from a microbenchmark measured in the same `bench multiverse` invocation
 //! (`micro.rs`), never fitted to the runs. Multiverse's template (§V): spectral-norm's forwarded
 //! events × 1500 cycles = 112 M cycles, 51 ms, next to the measured overhead.
+//!
+//! Three terms came from looking where the time goes (issue #13), each switchable ([`Terms`]):
+//! * `proxy wake-up`: a call made after the proxy parked rings the doorbell and wakes it, and
+//!   the calls that follow in the same burst (a runtime's clock read, poll, write) wait for it
+//!   to run again. Its count is the doorbells that woke the parked proxy
+//!   (`costs.threads.proxy_wakes`), its cost what a burst of calls after a park costs beyond its
+//!   calls through the ring and its doorbell exits (`csrc/parkbench.c`).
+//! * `busy sibling`: the guest computes slower while the proxy polls on the other CPU (a busy
+//!   sibling: shared core resources or power budget of this VM's two vCPUs). Its count is the
+//!   proxy's time on its CPU (the LWK's `costs.threads.proxy_run_s`, at most the vCPUs' own), its
+//!   cost per second 1 − γ (0 when γ ≥ 1), γ the compute rate beside a spinner over the rate
+//!   alone, measured by AAM's beside microbenchmark on the same two CPUs.
+//! * `run-queue wait`: a measured time, not a priced event: how much longer the vCPU threads
+//!   waited for their CPU than the native program was off its CPU (the scheduler's own count,
+//!   `costs.threads.vcpu_wait_s`, against the native wall − user − sys). The LWK occupies two
+//!   CPUs where the native program occupies one, so on a machine with other load it is the LWK
+//!   that waits; the term says how much of the measured overhead that was.
 
 use serde::Serialize;
 
@@ -29,6 +46,62 @@ pub struct EventCosts {
     pub startup_ns: f64,
     /// An mprotect that takes access away in the LWK minus natively (a range invalidation).
     pub invalidation_ns: f64,
+    /// The compute rate beside a spinner on the proxy's CPU over the rate alone (the `busy
+    /// sibling` term costs 1 − γ per second the proxy ran).
+    pub gamma: f64,
+    /// A burst of calls after the proxy parked, beyond its calls and doorbell exits.
+    pub wake_ns: f64,
+}
+
+/// Which of the terms that are not events the projection includes (the event terms always are).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Terms {
+    /// `proxy wake-up`: the doorbells that woke the parked proxy × a burst's extra cost.
+    pub wake: bool,
+    /// `busy sibling`: the proxy's CPU time × (1 − γ).
+    pub sibling: bool,
+    /// `run-queue wait`: the vCPUs' extra wait for a CPU, measured.
+    pub wait: bool,
+}
+
+impl Default for Terms {
+    fn default() -> Self {
+        Terms {
+            wake: true,
+            sibling: true,
+            wait: true,
+        }
+    }
+}
+
+impl Terms {
+    /// The event terms alone.
+    pub const EVENTS: Terms = Terms {
+        wake: false,
+        sibling: false,
+        wait: false,
+    };
+
+    /// Parses `--terms`: a comma-separated list of `wake`, `sibling`, `wait`, `events` (always
+    /// on), `all`, `none`.
+    pub fn parse(list: &str) -> Result<Terms, String> {
+        let mut t = Terms::EVENTS;
+        for w in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+            match w {
+                "wake" => t.wake = true,
+                "sibling" => t.sibling = true,
+                "wait" => t.wait = true,
+                "all" => t = Terms::default(),
+                "events" | "none" => {}
+                other => {
+                    return Err(format!(
+                    "--terms {list}: unknown term `{other}` (one of events, wake, sibling, wait, all, none)"
+                ))
+                }
+            }
+        }
+        Ok(t)
+    }
 }
 
 /// How many events of each kind a run had.
@@ -45,11 +118,26 @@ pub struct Counts {
     pub flushes: f64,
     /// The native run's page faults (minor + major).
     pub native_faults: f64,
+    /// The LWK's thread times (`costs.threads`): the vCPU threads on a CPU and waiting for one,
+    /// the proxy on its CPU, polling and parked, seconds.
+    pub vcpu_run_s: f64,
+    pub vcpu_wait_s: f64,
+    pub proxy_run_s: f64,
+    /// The proxy runnable but waiting for its CPU: calls made meanwhile spin their budget and
+    /// ring the doorbell.
+    pub proxy_wait_s: f64,
+    pub proxy_poll_s: f64,
+    pub proxy_parked_s: f64,
+    /// Doorbells that woke the parked proxy.
+    pub proxy_wakes: f64,
+    /// The native run's time off its CPU: wall − user − sys, seconds.
+    pub native_off_cpu_s: f64,
 }
 
 impl Counts {
-    /// The counts in an `lwk run --summary` JSON (and the native run's faults).
-    pub fn from_summary(v: &serde_json::Value, native_faults: f64) -> Counts {
+    /// The counts in an `lwk run --summary` JSON (and the native run's faults and time off its
+    /// CPU).
+    pub fn from_summary(v: &serde_json::Value, native_faults: f64, native_off_cpu_s: f64) -> Counts {
         let num = |p: &[&str]| {
             p.iter()
                 .try_fold(v, |v, k| v.get(k))
@@ -64,6 +152,14 @@ impl Counts {
             invalidations: num(&["costs", "invalidations"]),
             flushes: num(&["costs", "flushes"]),
             native_faults,
+            vcpu_run_s: num(&["costs", "threads", "vcpu_run_s"]),
+            vcpu_wait_s: num(&["costs", "threads", "vcpu_wait_s"]),
+            proxy_run_s: num(&["costs", "threads", "proxy_run_s"]),
+            proxy_wait_s: num(&["costs", "threads", "proxy_wait_s"]),
+            proxy_poll_s: num(&["costs", "threads", "proxy_poll_s"]),
+            proxy_parked_s: num(&["costs", "threads", "proxy_parked_s"]),
+            proxy_wakes: num(&["costs", "threads", "proxy_wakes"]),
+            native_off_cpu_s,
         }
     }
 
@@ -80,6 +176,14 @@ impl Counts {
             invalidations: m(|c| c.invalidations),
             flushes: m(|c| c.flushes),
             native_faults: m(|c| c.native_faults),
+            vcpu_run_s: m(|c| c.vcpu_run_s),
+            vcpu_wait_s: m(|c| c.vcpu_wait_s),
+            proxy_run_s: m(|c| c.proxy_run_s),
+            proxy_wait_s: m(|c| c.proxy_wait_s),
+            proxy_poll_s: m(|c| c.proxy_poll_s),
+            proxy_parked_s: m(|c| c.proxy_parked_s),
+            proxy_wakes: m(|c| c.proxy_wakes),
+            native_off_cpu_s: m(|c| c.native_off_cpu_s),
         }
     }
 }
@@ -92,6 +196,8 @@ pub struct Term {
     /// What one costs more than natively, ns.
     pub each_ns: f64,
     pub total_s: f64,
+    /// Whether the projection's total includes it ([`Terms`]; event terms always).
+    pub included: bool,
 }
 
 /// The projected overhead and its terms.
@@ -109,9 +215,10 @@ pub struct Projection {
 /// faults; first touches of memory (the LWK's per-page cost against the native fault, for as
 /// many pages as the native run faulted: the same memory, touched once either way); range
 /// invalidations. Memslot flushes (multi-threaded guests' mprotect) have no microbenchmark
-/// here: a run that had any says so in `flushes`, unprojected.
-pub fn project(n: &Counts, c: &EventCosts) -> Projection {
-    let terms = vec![
+/// here: a run that had any says so in `flushes`, unprojected. Then the two terms that are not
+/// events (the module comment), counted in seconds, each included as `which` says.
+pub fn project(n: &Counts, c: &EventCosts, which: Terms) -> Projection {
+    let mut terms = vec![
         term("start-up", 1.0, c.startup_ns),
         term("local call", n.local_calls, c.local_ns - c.native_call_ns),
         term(
@@ -124,7 +231,18 @@ pub fn project(n: &Counts, c: &EventCosts) -> Projection {
         term("first touch", n.native_faults, c.lwk_touch_ns - c.native_touch_ns),
         term("invalidation", n.invalidations, c.invalidation_ns),
     ];
-    let total_s = terms.iter().map(|t| t.total_s).sum();
+    let mut wake = term("proxy wake-up", n.proxy_wakes, c.wake_ns);
+    wake.included = which.wake;
+    let beside = n.proxy_run_s.min(n.vcpu_run_s).max(0.0);
+    // A γ above 1 (the compute ran faster beside the spinner) is noise of a loaded machine: a busy
+    // sibling does not speed a CPU up, so the term is never negative.
+    let mut sibling = term("busy sibling (s)", beside, (1.0 - c.gamma).max(0.0) * 1e9);
+    sibling.included = which.sibling;
+    let waited = (n.vcpu_wait_s - n.native_off_cpu_s).max(0.0);
+    let mut wait = term("run-queue wait (s, measured)", waited, 1e9);
+    wait.included = which.wait;
+    terms.extend([wake, sibling, wait]);
+    let total_s = terms.iter().filter(|t| t.included).map(|t| t.total_s).sum();
     Projection { terms, total_s }
 }
 
@@ -134,6 +252,7 @@ fn term(event: &'static str, count: f64, each_ns: f64) -> Term {
         count,
         each_ns,
         total_s: count * each_ns * 1e-9,
+        included: true,
     }
 }
 
@@ -153,6 +272,8 @@ mod tests {
             shadow_fault_ns: 3000.0,
             startup_ns: 30e6,
             invalidation_ns: 50_000.0,
+            gamma: 0.9,
+            wake_ns: 40_000.0,
         };
         let n = Counts {
             local_calls: 1000.0,
@@ -162,8 +283,9 @@ mod tests {
             invalidations: 2.0,
             flushes: 0.0,
             native_faults: 1000.0,
+            ..Counts::default()
         };
-        let p = project(&n, &c);
+        let p = project(&n, &c, Terms::default());
         let want = 30e6 + 1000.0 * 200.0 + 2000.0 * 500.0 + 100.0 * 20_000.0 + 10.0 * 3000.0
             - 1000.0 * 1000.0
             + 2.0 * 50_000.0;
@@ -173,14 +295,54 @@ mod tests {
             p.total_s,
             want * 1e-9
         );
-        assert_eq!(p.terms.len(), 7);
+        assert_eq!(p.terms.len(), 10);
         let v = serde_json::json!({"local_calls": 5, "delegated_calls": 7,
             "costs": {"kvm": {"mmio_exits": 3, "pf_fixed": 11}, "invalidations": 1, "flushes": 0}});
-        let k = Counts::from_summary(&v, 9.0);
+        let k = Counts::from_summary(&v, 9.0, 0.0);
         assert_eq!(
             (k.local_calls, k.delegated_calls, k.doorbells, k.shadow_faults),
             (5.0, 7.0, 3.0, 11.0)
         );
         assert_eq!(Counts::median(&[k, k, n]).delegated_calls, 7.0);
+    }
+
+    #[test]
+    fn the_sibling_and_wait_terms_count_seconds_and_switch() {
+        let c = EventCosts {
+            gamma: 0.9,
+            wake_ns: 50_000.0,
+            ..EventCosts::default()
+        };
+        let v = serde_json::json!({"costs": {"threads": {"vcpu_run_s": 1.0, "vcpu_wait_s": 0.3,
+            "proxy_run_s": 2.0, "proxy_poll_s": 2.5, "proxy_parked_s": 0.1, "proxy_wakes": 4}}});
+        let n = Counts::from_summary(&v, 0.0, 0.1);
+        let all = project(&n, &c, Terms::default());
+        let by = |p: &Projection, e: &str| {
+            p.terms
+                .iter()
+                .find(|t| t.event.starts_with(e))
+                .cloned()
+                .expect("the term")
+        };
+        // The proxy's 2 s count only while a vCPU ran (1 s), at 1 − γ = 0.1 s per s.
+        assert!((by(&all, "busy sibling").total_s - 0.1).abs() < 1e-9);
+        // The vCPU waited 0.3 s, the native program was off its CPU 0.1 s.
+        assert!((by(&all, "run-queue wait").total_s - 0.2).abs() < 1e-9);
+        // 4 wakes × 50 µs.
+        assert!((by(&all, "proxy wake-up").total_s - 2e-4).abs() < 1e-12);
+        assert!((all.total_s - 0.3002).abs() < 1e-9);
+        let none = project(&n, &c, Terms::parse("events").expect("parses"));
+        assert!(none.total_s.abs() < 1e-9 && none.terms.len() == all.terms.len());
+        assert!(!by(&none, "busy sibling").included && !by(&none, "run-queue wait").included);
+        assert!(!by(&none, "proxy wake-up").included);
+        let sib = project(&n, &c, Terms::parse("events,sibling").expect("parses"));
+        assert!((sib.total_s - 0.1).abs() < 1e-9);
+        assert!(Terms::parse("events,tlb").expect_err("refused").contains("tlb"));
+        // Native waited longer than the LWK: no negative wait.
+        let calm = Counts::from_summary(&v, 0.0, 1.0);
+        assert_eq!(
+            by(&project(&calm, &c, Terms::default()), "run-queue wait").total_s,
+            0.0
+        );
     }
 }
