@@ -274,16 +274,6 @@ pub fn beside(
 mod tests {
     use super::*;
 
-    fn kernel(steps: u64, seed: u64) -> u64 {
-        let mut x = seed | 1;
-        for _ in 0..steps {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-        }
-        std::hint::black_box(x)
-    }
-
     /// The probe waits once per compute chunk beside the spinner, and the stall (mean less median
     /// wait) is a non-negative time; γ is a finite positive ratio.
     #[test]
@@ -293,7 +283,7 @@ mod tests {
             cpus >= 2,
             "this test needs two CPUs (a compute core and the OS machine's), found {cpus}"
         );
-        let b = beside(1, 0, kernel, 2_000, 2, Duration::from_millis(5))?;
+        let b = beside(1, 0, xorshift, 2_000, 2, Duration::from_millis(5))?;
         assert_eq!(b.chunk_steps, 2_000);
         assert!(b.wait_median_ns > 0.0, "no wait recorded: {b:?}");
         assert!(b.stall_ns >= 0.0 && b.stall_ns <= b.wait_mean_ns, "{b:?}");
