@@ -53,14 +53,16 @@ fn timed_rounds(total: usize, warm: usize, mut step: impl FnMut(usize) -> bool) 
 #[derive(Default)]
 struct Line(AtomicU64);
 
-/// A cache line written on the client CPU and answered from the server CPU, both spinning.
+/// A cache line written on the client CPU and answered from the server CPU, both spinning; each
+/// sample is [`super::aam::ACTIVE_BATCH`] round trips (the TSC's ≈ 10 ns steps), divided.
 pub fn cache_line(cfg: &BenchConfig) -> Result<BenchResult, BenchError> {
     const B: &str = "cache line";
+    const K: u64 = super::aam::ACTIVE_BATCH as u64;
     let ball = Arc::new(Line::default());
     let total = (cfg.iterations + cfg.warmup) as u64;
     let b = ball.clone();
     let peer = on_cpu(B, cfg.server_cpu, move || {
-        for i in 0..total {
+        for i in 0..total * K {
             while b.0.load(Ordering::Acquire) != 2 * i + 1 {
                 std::hint::spin_loop();
             }
@@ -70,10 +72,12 @@ pub fn cache_line(cfg: &BenchConfig) -> Result<BenchResult, BenchError> {
     let warm = cfg.warmup;
     let me = on_cpu(B, cfg.client_cpu, move || {
         timed_rounds(total as usize, warm, |i| {
-            let i = i as u64;
-            ball.0.store(2 * i + 1, Ordering::Release);
-            while ball.0.load(Ordering::Acquire) != 2 * i + 2 {
-                std::hint::spin_loop();
+            for j in 0..K {
+                let r = i as u64 * K + j;
+                ball.0.store(2 * r + 1, Ordering::Release);
+                while ball.0.load(Ordering::Acquire) != 2 * r + 2 {
+                    std::hint::spin_loop();
+                }
             }
             true
         })
@@ -82,9 +86,9 @@ pub fn cache_line(cfg: &BenchConfig) -> Result<BenchResult, BenchError> {
     join(B, peer)?;
     Ok(result(
         "cache_line_round_trip",
-        "a cache line written on one core, answered from the other (spinning)",
+        "a cache line written on one core, answered from the other (spinning; samples of 8)",
         &s,
-        1.0,
+        K as f64,
     ))
 }
 
