@@ -24,20 +24,16 @@ mod scratch;
 mod sidebyside;
 
 use scratch::Scratch;
-use sidebyside::{assert_same, build_c, lwk, native, require_kvm, show};
+use sidebyside::{assert_same, build_c, lwk, native, require_kvm, show, BUILDS, VARIANTS};
 use std::path::Path;
 
 #[test]
 fn issue_14_signalfd_reads_blocked_signals_like_native() {
     require_kvm("issue #14");
     let dir = Scratch::new("multios-lwk-issue14", "signalfd");
-    for flags in [&["-O1"][..], &["-O1", "-static"][..]] {
+    for flags in BUILDS {
         let prog = build_c(&dir, "signalfd", flags);
-        for env in [
-            &[][..],
-            &[("LWK_BACKEND", "exit")][..],
-            &[("LWK_NO_REWRITE", "1")][..],
-        ] {
+        for env in VARIANTS {
             let out = assert_same(&prog, &[], env);
             let text = String::from_utf8_lossy(&out.stdout);
             for want in [

@@ -17,19 +17,15 @@ mod scratch;
 mod sidebyside;
 
 use scratch::Scratch;
-use sidebyside::{assert_same, build_c, require_kvm};
+use sidebyside::{assert_same, build_c, require_kvm, BUILDS, VARIANTS};
 
 #[test]
 fn issue_14_real_time_signals_queue_with_their_values_like_native() {
     require_kvm("issue #14");
     let dir = Scratch::new("multios-lwk-issue14", "rtsignals");
-    for flags in [&["-O1"][..], &["-O1", "-static"][..]] {
+    for flags in BUILDS {
         let prog = build_c(&dir, "rtsignals", flags);
-        for env in [
-            &[][..],
-            &[("LWK_BACKEND", "exit")][..],
-            &[("LWK_NO_REWRITE", "1")][..],
-        ] {
+        for env in VARIANTS {
             let out = assert_same(&prog, &[], env);
             let text = String::from_utf8_lossy(&out.stdout);
             for want in [

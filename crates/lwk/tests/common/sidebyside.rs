@@ -14,6 +14,13 @@ pub const RUNNER: &str = env!("CARGO_BIN_EXE_lwk-run");
 /// Only detects a hang: every run of these tests takes seconds when it works.
 pub const DEADLINE: Duration = Duration::from_secs(120);
 
+/// The builds a side-by-side test compiles its C program with: dynamic and static.
+pub const BUILDS: [&[&str]; 2] = [&["-O1"], &["-O1", "-static"]];
+
+/// The LWK variants a side-by-side test runs each build under: the ring backend, the exit
+/// backend, and syscall sites left to trap (not rewritten).
+pub const VARIANTS: [&[(&str, &str)]; 3] = [&[], &[("LWK_BACKEND", "exit")], &[("LWK_NO_REWRITE", "1")]];
+
 /// Fails loudly when KVM is not usable (these tests never skip).
 pub fn require_kvm(issue: &str) {
     if let Err(e) = multios_lwk::check_kvm() {
