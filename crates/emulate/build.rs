@@ -31,6 +31,7 @@ fn main() {
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     println!("cargo:rerun-if-changed=csrc/preload.h");
     println!("cargo:rerun-if-changed=csrc/x86len.h");
+    println!("cargo:rerun-if-changed=csrc/rwcache.h");
     let obj = |name: &str, flags: &[&str]| {
         let o = out.join(format!("{name}.o"));
         let mut f = vec!["-c", "-fPIC"];
@@ -42,6 +43,7 @@ fn main() {
     let fast = obj("fast", &["-mgeneral-regs-only"]);
     let x86len = obj("x86len", &[]);
     let rewrite = obj("rewrite", &[]);
+    let rwcache = obj("rwcache", &[]);
     let so = out.join("libmultios_preload.so");
     compile(
         &cc,
@@ -52,6 +54,7 @@ fn main() {
             &fast,
             &x86len,
             &rewrite,
+            &rwcache,
         ],
         &so,
         "csrc/preload.c",

@@ -156,6 +156,7 @@ static void dump_stats(void) {
     LINE('R', rewritten + rw_start.rewritten + rw_late.rewritten, (uint64_t)rewrite_ok);
     LINE('E', (uint64_t)eager, (uint64_t)!sud_on);
     LINE('U', rw_start.unsure, rw_late.unsure);
+    LINE('C', rw_start.cached + rw_late.cached, rw_start.stored + rw_late.stored);
     LINE('N', multios_nodelegate, 0);
     multios_nodelegate = 0;
     uint64_t ns = multios_nsamp < MAX_SAMPLES ? multios_nsamp : MAX_SAMPLES;
@@ -514,6 +515,8 @@ static int load_config(const char *file) {
     memcpy(&multios_control_set, c->control, sizeof c->control);
     memcpy(stats_dir, c->stats_dir, sizeof stats_dir);
     stats_dir[sizeof stats_dir - 1] = 0;
+    memcpy(multios_rw_cache, c->rewrite_cache, sizeof multios_rw_cache);
+    multios_rw_cache[sizeof multios_rw_cache - 1] = 0;
     for (int nr = 0; nr < NR_MAX; nr++) {
         stub_local[nr] = c->local_stub[nr] != 0;
         if (!c->delegated[nr])
@@ -634,7 +637,7 @@ HIDDEN long multios_slow(long nr, long a0, long a1, long a2, long a3, long a4, l
     if ((nr == SYS_mmap && (unsigned long)r < -4095UL) || (nr != SYS_mmap && r == 0)) {
         while (__atomic_exchange_n(&rewrite_lock, 1, __ATOMIC_ACQUIRE))
             _mm_pause();
-        multios_rewrite_range(lo, lo + (uint64_t)a1, &rw_late);
+        multios_rewrite_range(lo, lo + (uint64_t)a1, nr == SYS_mmap, &rw_late);
         __atomic_store_n(&rewrite_lock, 0, __ATOMIC_RELEASE);
     }
     return r;
@@ -664,7 +667,7 @@ __attribute__((constructor)) static void multios_preload_init(void) {
         /* Eager: rewrite every site now; SUD stays off unless some 0f 05 pair could not be
          * classified (then the lazy machinery below serves those sites, with SUD on). */
         eager = 1;
-        multios_rewrite_range(0, ~0ULL, &rw_start);
+        multios_rewrite_range(0, ~0ULL, 1, &rw_start);
         sud_on = rw_start.unsure != 0;
     }
     /* The calls the SIGSYS handler serves when SUD is on; with SUD off (or in a thread without
@@ -696,6 +699,8 @@ __attribute__((constructor)) static void multios_preload_init(void) {
         memcpy(p, " sud_on ", 8); p += 8; p = put_u64(p, (uint64_t)sud_on);
         memcpy(p, " rewritten ", 11); p += 11; p = put_u64(p, rw_start.rewritten);
         memcpy(p, " unsure ", 8); p += 8; p = put_u64(p, rw_start.unsure);
+        memcpy(p, " cached ", 8); p += 8; p = put_u64(p, rw_start.cached);
+        memcpy(p, " stored ", 8); p += 8; p = put_u64(p, rw_start.stored);
         *p++ = '\n';
         raw6(SYS_write, 2, (long)b, p - b, 0, 0, 0);
     }

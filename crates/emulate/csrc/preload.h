@@ -42,6 +42,8 @@ enum route {
 struct rw_stats {
     uint64_t rewritten; /* `syscall` instructions rewritten into `call *%rax` */
     uint64_t unsure;    /* 0f 05 pairs that could not be classified safely, left alone */
+    uint64_t cached;    /* file mappings patched from the rewrite cache (no scan, no decoding) */
+    uint64_t stored;    /* file mappings classified and stored in the rewrite cache */
 };
 
 struct cost {
@@ -100,7 +102,12 @@ _Static_assert(__builtin_offsetof(struct vf, info) == 72 && __builtin_offsetof(s
                "offsets used by the trampoline (fast.c)");
 
 /* rewrite.c */
-HIDDEN void multios_rewrite_range(uint64_t lo, uint64_t hi, struct rw_stats *st);
+/* fresh: the mappings in [lo, hi) hold their file's bytes as mapped (start-up, a new mmap), so
+ * what is found there may be stored in the rewrite cache (not after an mprotect: the range may
+ * hold sites rewritten before). */
+HIDDEN void multios_rewrite_range(uint64_t lo, uint64_t hi, int fresh, struct rw_stats *st);
+/* The rewrite cache's directory (the configuration's rewrite_cache; empty: none). */
+extern HIDDEN char multios_rw_cache[MULTIOS_PRELOAD_PATH_MAX];
 /* preload.c: the trampoline's slow path */
 HIDDEN long multios_slow(long nr, long a0, long a1, long a2, long a3, long a4, long a5);
 extern HIDDEN uint64_t multios_xsave_size;

@@ -19,8 +19,11 @@
  * deleted files), are "unsure": they are left alone and counted (the caller then keeps Syscall User
  * Dispatch on at start-up). Runs single-threaded in the constructor, or in the trampoline's slow
  * path with the program's full register state saved, so it may use ordinary C; it makes its system
- * calls with multios_xsys (not counted, not rewritten). */
+ * calls with multios_xsys (not counted, not rewritten).
+ * What a mapping of a file was found to hold is kept in the rewrite cache (rwcache.c) when the
+ * mapping was fresh; a later mapping with the same key is patched from the entry instead. */
 #include "preload.h"
+#include "rwcache.h"
 #include "x86len.h"
 #include <elf.h>
 #include <fcntl.h>
@@ -38,6 +41,11 @@ static char shstr[16384];
 static uint8_t ehhdr[1 << 18];
 static uint8_t ehframe[1 << 21];
 static uint64_t sure[MAX_SITES], need_sweep[MAX_SITES];
+
+/* The sites of the mapping being classified, as offsets from its start (rec_base), for the rewrite
+ * cache; rec_ok drops when they cannot stand for the classification (too many, a failed patch). */
+static uint64_t rec[MAX_SITES], nrec, rec_base;
+static int recording, rec_ok;
 
 /* Where an ELF image is read from: a file (fd >= 0) or memory (the vDSO). */
 struct src {
@@ -383,12 +391,41 @@ static void do_section(uint8_t *mem, uint64_t len, uint64_t va, const struct eh 
             st->unsure += hits;
         }
     }
-    patch((uint64_t)mem, (uint64_t)mem + len, prot, ns, st);
+    if (recording) {
+        for (uint64_t k = 0; k < ns; k++) {
+            if (nrec < MAX_SITES)
+                rec[nrec++] = sure[k] - rec_base;
+            else
+                rec_ok = 0;
+        }
+    }
+    if (ns && !patch((uint64_t)mem, (uint64_t)mem + len, prot, ns, st))
+        rec_ok = 0;
+}
+
+/* Patches the mapping [start, end) from its rewrite cache entry: 1, or 0 when there is none. */
+static int from_cache(const struct rwc_key *k, uint64_t start, uint64_t end, int prot, struct rw_stats *st) {
+    uint64_t unsure = 0;
+    long n = multios_rwc_load(k, sure, MAX_SITES, &unsure);
+    if (n < 0)
+        return 0;
+    uint64_t m = 0;
+    for (long i = 0; i < n; i++)
+        if (!exempt(start + sure[i]))
+            sure[m++] = start + sure[i];
+    patch(start, end, prot, m, st);
+    st->unsure += unsure;
+    st->cached++;
+    return 1;
 }
 
 /* One executable mapping [start, end) of file offset `off` (path: a file, "[vdso]" or other). */
-static void do_mapping(uint64_t start, uint64_t end, uint64_t off, const char *path, int prot, struct rw_stats *st) {
+static void do_mapping(uint64_t start, uint64_t end, uint64_t off, const char *path, int prot, int fresh,
+                       struct rw_stats *st) {
     struct src s = {-1, NULL, 0};
+    struct rwc_key key;
+    int keyed = 0;
+    uint64_t unsure0 = st->unsure;
     if (!strcmp(path, "[vdso]")) {
         s.mem = (const uint8_t *)start;
         s.size = end - start;
@@ -399,6 +436,15 @@ static void do_mapping(uint64_t start, uint64_t end, uint64_t off, const char *p
             st->unsure += count_pairs((const uint8_t *)start, (const uint8_t *)end);
             return;
         }
+        keyed = multios_rwc_key(s.fd, off, end - start, &key);
+        if (keyed && from_cache(&key, start, end, prot, st)) {
+            multios_xsys(SYS_close, s.fd, 0, 0, 0, 0, 0);
+            return;
+        }
+        recording = keyed && fresh;
+        rec_ok = 1;
+        nrec = 0;
+        rec_base = start;
     } else {
         if (prot & PROT_READ)
             st->unsure += count_pairs((const uint8_t *)start, (const uint8_t *)end);
@@ -439,6 +485,9 @@ static void do_mapping(uint64_t start, uint64_t end, uint64_t off, const char *p
     }
     if (s.fd >= 0)
         multios_xsys(SYS_close, s.fd, 0, 0, 0, 0, 0);
+    if (recording && rec_ok && multios_rwc_store(&key, rec, nrec, st->unsure - unsure0))
+        st->stored++;
+    recording = 0;
 }
 
 static uint64_t hex(const char **p) {
@@ -454,7 +503,7 @@ static uint64_t hex(const char **p) {
     }
 }
 
-HIDDEN void multios_rewrite_range(uint64_t lo, uint64_t hi, struct rw_stats *st) {
+HIDDEN void multios_rewrite_range(uint64_t lo, uint64_t hi, int fresh, struct rw_stats *st) {
     int fd = (int)multios_xsys(SYS_openat, AT_FDCWD, (long)"/proc/self/maps", O_RDONLY | O_CLOEXEC, 0, 0, 0);
     if (fd < 0) {
         st->unsure++;
@@ -494,7 +543,7 @@ HIDDEN void multios_rewrite_range(uint64_t lo, uint64_t hi, struct rw_stats *st)
         while (*p == ' ')
             p++;
         if ((prot & PROT_EXEC) && (prot & PROT_READ) && start != 0 && end > lo && start < hi)
-            do_mapping(start, end, off, p, prot, st);
+            do_mapping(start, end, off, p, prot, fresh, st);
         line = nl + 1;
     }
 }

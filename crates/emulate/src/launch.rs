@@ -44,23 +44,30 @@ pub fn cstring(p: &Path) -> Result<CString, EmulateError> {
     CString::new(p.as_os_str().as_encoded_bytes()).map_err(|_| EmulateError::Nul(p.display().to_string()))
 }
 
-/// True when the ELF file at `p` has no program interpreter (statically linked).
+/// True when the ELF file at `p` has no program interpreter (statically linked). Reads the ELF
+/// header and the program headers only (not the whole file: gcc's cc1 is 33 MB).
 pub fn is_static(p: &Path) -> bool {
-    let Ok(bytes) = std::fs::read(p) else { return false };
-    if bytes.len() < 64 || &bytes[..4] != b"\x7fELF" || bytes[4] != 2 {
+    use std::os::unix::fs::FileExt;
+    let Ok(f) = std::fs::File::open(p) else {
+        return false;
+    };
+    let mut eh = [0u8; 64];
+    if f.read_exact_at(&mut eh, 0).is_err() || &eh[..4] != b"\x7fELF" || eh[4] != 2 {
         return false; // not a 64-bit ELF (e.g. a script): its interpreter decides
     }
-    let u16_at = |o: usize| u16::from_le_bytes([bytes[o], bytes[o + 1]]) as usize;
-    let u64_at = |o: usize| {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&bytes[o..o + 8]);
-        u64::from_le_bytes(b) as usize
-    };
-    let (phoff, phentsize, phnum) = (u64_at(32), u16_at(54), u16_at(56));
-    !(0..phnum).any(|i| {
-        let o = phoff + i * phentsize;
-        o + 4 <= bytes.len() && u32::from_le_bytes([bytes[o], bytes[o + 1], bytes[o + 2], bytes[o + 3]]) == 3
-    })
+    let u16_at = |o: usize| usize::from(u16::from_le_bytes([eh[o], eh[o + 1]]));
+    let mut off = [0u8; 8];
+    off.copy_from_slice(&eh[32..40]);
+    let (phoff, phentsize, phnum) = (u64::from_le_bytes(off), u16_at(54), u16_at(56));
+    if phentsize < 4 {
+        return false;
+    }
+    let mut ph = vec![0u8; phentsize * phnum];
+    if f.read_exact_at(&mut ph, phoff).is_err() {
+        return false;
+    }
+    !ph.chunks_exact(phentsize)
+        .any(|h| u32::from_le_bytes([h[0], h[1], h[2], h[3]]) == 3)
 }
 
 /// How a native run went.

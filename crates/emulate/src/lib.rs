@@ -42,7 +42,7 @@ pub fn default_mechanism(cmd: &str) -> Mechanism {
     }
 }
 pub use proxy::Wait;
-pub use report::{Counts, Exit, Report, Summary};
+pub use report::{Counts, Exit, Report, RewriteCache, Summary};
 
 use std::sync::Arc;
 
@@ -239,6 +239,7 @@ fn run_inner(
     let cal = tsc::calibration();
     let samplers = Arc::new(cfg.cost.samplers(cal));
     let mut interception_used = None;
+    let mut rewrite_cache = None;
     let mut local_ticks: Option<Vec<u64>> = None;
     let interrupted;
     let (exit, wall_secs, cpu_secs, counts, local, delivered) = match cfg.mechanism {
@@ -258,6 +259,7 @@ fn run_inner(
             let o = preload::run(&path, cfg, &d, cal, interception, timing, io)?;
             warnings.extend(o.warnings);
             interception_used = Some(o.interception);
+            rewrite_cache = o.rewrite_cache;
             interrupted = o.interrupted;
             if timing {
                 local_ticks = Some(o.local_ticks);
@@ -318,6 +320,7 @@ fn run_inner(
         delivered_fc: Summary::of(&mut secs),
         forced_local,
         interception: interception_used,
+        rewrite_cache,
         warnings,
     })
 }

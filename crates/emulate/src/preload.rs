@@ -110,6 +110,8 @@ pub struct Outcome {
     pub delivered: Vec<u64>,
     /// What the library did: see [`crate::Report::interception`].
     pub interception: String,
+    /// What the rewrite cache did (`None`: no cache).
+    pub rewrite_cache: Option<crate::RewriteCache>,
     pub warnings: Vec<String>,
     /// The signal multios received and forwarded to the program (the report is then partial).
     pub interrupted: Option<i32>,
@@ -124,12 +126,38 @@ fn library_path() -> Result<PathBuf, EmulateError> {
     crate::embed::materialize("preload", ".so", LIBRARY, 0o644)
 }
 
+/// Where the eager interception keeps the sites it found, per file (`csrc/rewrite.c`, "rewrite
+/// cache"): `MULTIOS_REWRITE_CACHE` (`off` or empty: no cache), else `rewrite-HASH` in the private
+/// directory the library lives in, HASH the library's own (a new build classifies afresh). The
+/// directory must belong to this user and be writable by no one else: a planted entry would make
+/// the library patch bytes that are not `syscall` instructions.
+fn rewrite_cache_dir(lib: &Path) -> Result<Option<PathBuf>, EmulateError> {
+    let dir = match std::env::var_os("MULTIOS_REWRITE_CACHE") {
+        Some(v) if v.is_empty() || v == "off" => return Ok(None),
+        Some(v) => PathBuf::from(v),
+        None => {
+            let stem = lib.file_stem().and_then(|s| s.to_str()).unwrap_or("preload");
+            let hash = stem.strip_prefix("preload-").unwrap_or(stem);
+            lib.with_file_name(format!("rewrite-{hash}"))
+        }
+    };
+    multios_host::embed::ensure_private(&dir).map_err(|e| EmulateError::Io {
+        what: format!(
+            "{} (MULTIOS_REWRITE_CACHE=off runs without the rewrite cache)",
+            e.what
+        ),
+        cause: e.source,
+    })?;
+    Ok(Some(dir))
+}
+
 /// The configuration block for the preload library (crates/preload-abi).
 fn config_block(
     cfg: &Config,
     d: &Delegation,
     cal: Calibration,
     stats: &Path,
+    rewrite_cache: Option<&Path>,
     icpt: Interception,
     timing: bool,
 ) -> Result<Vec<u8>, EmulateError> {
@@ -154,6 +182,9 @@ fn config_block(
     b.set_cpus(Cpus::Compute, cfg.compute.0.iter().copied())?;
     b.set_cpus(Cpus::Control, cfg.control.0.iter().copied())?;
     b.set_stats_dir(stats.as_os_str().as_bytes())?;
+    if let Some(dir) = rewrite_cache {
+        b.set_rewrite_cache(dir.as_os_str().as_bytes())?;
+    }
     for n in STUB_LOCAL {
         if let Some(nr) = multios_syscalls::by_name(n) {
             b.run_at_local_stub(nr as usize)?;
@@ -216,7 +247,12 @@ pub fn run(
     let stats = run_dir.0.join("stats");
     std::fs::create_dir_all(&stats).map_err(io(format!("creating {}", stats.display())))?;
     let cfg_file = run_dir.0.join("config");
-    let block = config_block(cfg, d, cal, &stats, icpt, timing)?;
+    let cache_dir = if icpt == Interception::Eager && cfg.rewrite {
+        rewrite_cache_dir(&lib)?
+    } else {
+        None
+    };
+    let block = config_block(cfg, d, cal, &stats, cache_dir.as_deref(), icpt, timing)?;
     std::fs::write(&cfg_file, block).map_err(io(format!("writing {}", cfg_file.display())))?;
     let preload = match std::env::var("LD_PRELOAD") {
         Ok(old) if !old.is_empty() => format!("{}:{old}", lib.display()),
@@ -258,12 +294,14 @@ pub fn run(
         local_ticks: vec![0; multios_syscalls::MAX_NR],
         delivered: Vec::new(),
         interception: String::new(),
+        rewrite_cache: None,
         warnings: Vec::new(),
     };
     let mut files = 0;
     let (mut rewritten, mut trampoline, mut nodelegate) = (0u64, true, 0u64);
     // Per image (one stats file each): eager used, SUD off; unsure pairs at start-up and later.
     let (mut eager_files, mut sud_off_files, mut unsure, mut unsure_late) = (0u64, 0u64, 0u64, 0u64);
+    let mut cache = crate::RewriteCache::default();
     for e in std::fs::read_dir(&stats)
         .map_err(io(format!("reading {}", stats.display())))?
         .flatten()
@@ -287,6 +325,10 @@ pub fn run(
                     unsure += a;
                     unsure_late += b;
                 }
+                (Some("C"), [hits, stored]) => {
+                    cache.hits += hits;
+                    cache.stored += stored;
+                }
                 _ => {}
             }
         }
@@ -305,6 +347,9 @@ pub fn run(
              every system call raised SIGSYS (≈ 2 µs each)"
                 .into(),
         );
+    }
+    if cache_dir.is_some() {
+        o.rewrite_cache = Some(cache);
     }
     o.interception = if files == 0 {
         "unknown (no statistics)".into()
@@ -505,6 +550,7 @@ mod tests {
             local_ticks: vec![0; 512],
             delivered: vec![],
             interception: String::new(),
+            rewrite_cache: None,
             warnings: vec![],
             interrupted: None,
         };

@@ -75,6 +75,16 @@ pub struct Counts {
     pub local_secs: Option<f64>,
 }
 
+/// What the rewrite cache did in one run (docs/EMULATOR.md, "Rewrite cache"), summed over every
+/// program image the run executed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RewriteCache {
+    /// Executable file mappings patched from a cache entry (no scan, no decoding).
+    pub hits: u64,
+    /// Mappings classified by scanning and decoding, and stored.
+    pub stored: u64,
+}
+
 /// The result of one emulated run.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Report {
@@ -100,6 +110,10 @@ pub struct Report {
     /// shm/migrate: how calls were intercepted — "eager, SUD off", "eager, SUD on" (some 0f 05
     /// bytes could not be classified), "lazy" (or "lazy (fallback)" when eager was asked for).
     pub interception: Option<String>,
+    /// shm/migrate with the eager interception: how the rewrite cache served the program's
+    /// executable file mappings (`None`: no cache, `MULTIOS_REWRITE_CACHE=off`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rewrite_cache: Option<RewriteCache>,
     pub warnings: Vec<String>,
     /// The signal (SIGINT, SIGTERM, SIGHUP) multios received while the program ran: it was
     /// forwarded to the program, which was waited for; the report is then partial.

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #define MULTIOS_PRELOAD_MAGIC 0x50534f4du /* "MOSP", little-endian */
-#define MULTIOS_PRELOAD_VERSION 1u
+#define MULTIOS_PRELOAD_VERSION 2u
 #define MULTIOS_PRELOAD_NR_MAX 512
 #define MULTIOS_PRELOAD_CPU_WORDS 16
 #define MULTIOS_PRELOAD_PATH_MAX 512
@@ -47,6 +47,7 @@ struct multios_preload_config {
     uint64_t compute[MULTIOS_PRELOAD_CPU_WORDS]; /* CPU c: bit c % 64 of word c / 64 (cpu_set_t) */
     uint64_t control[MULTIOS_PRELOAD_CPU_WORDS];
     char stats_dir[MULTIOS_PRELOAD_PATH_MAX]; /* NUL-terminated */
+    char rewrite_cache[MULTIOS_PRELOAD_PATH_MAX]; /* NUL-terminated; empty: no rewrite cache (v2) */
     uint8_t local_stub[MULTIOS_PRELOAD_NR_MAX]; /* 1: run at a local stub */
     uint8_t delegated[MULTIOS_PRELOAD_NR_MAX];  /* 1: delegated at costs[nr] */
     struct multios_preload_cost costs[MULTIOS_PRELOAD_NR_MAX];

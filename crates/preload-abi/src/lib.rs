@@ -16,7 +16,7 @@ use core::mem::size_of;
 /// First four bytes of every block: "MOSP" (multios preload) read as a little-endian `u32`.
 pub const MAGIC: u32 = u32::from_le_bytes(*b"MOSP");
 /// Version of this ABI; bump on any change of the layout or of a constant's meaning.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// System call numbers the tables cover: `0..NR_MAX`.
 pub const NR_MAX: usize = 512;
 /// Words of a CPU mask (`u64` each, CPU `c` is bit `c % 64` of word `c / 64`): the layout of
@@ -24,7 +24,8 @@ pub const NR_MAX: usize = 512;
 pub const CPU_WORDS: usize = 16;
 /// CPUs a mask can name: `0..MAX_CPUS`.
 pub const MAX_CPUS: usize = CPU_WORDS * 64;
-/// Bytes of the statistics directory's path, its terminating NUL included.
+/// Bytes of a directory path in the block (statistics, rewrite cache), its terminating NUL
+/// included.
 pub const PATH_MAX: usize = 512;
 /// Exit status of a program whose preload library refused the block.
 pub const REJECT_EXIT: i32 = 121;
@@ -106,6 +107,11 @@ pub struct Config {
     pub control: [u64; CPU_WORDS],
     /// The statistics directory, NUL-terminated.
     pub stats_dir: [u8; PATH_MAX],
+    /// The rewrite cache's directory, NUL-terminated; empty: no cache (version 2). The eager
+    /// interception keeps there, per executable mapping of a file (its device, inode, size,
+    /// times, offset and length), the sites it found to be `syscall` instructions, so that the
+    /// next exec of the same file patches them without scanning and decoding it again.
+    pub rewrite_cache: [u8; PATH_MAX],
     /// 1: the call runs at a local stub in the program's own context.
     pub local_stub: [u8; NR_MAX],
     /// 1: the call is delegated, at the cost `costs[nr]`.
@@ -117,7 +123,14 @@ pub struct Config {
 /// The struct has no padding: [`Config::encode`] writes its fields back to back.
 const _: () = assert!(
     size_of::<Config>()
-        == 4 * 4 + 8 + 4 * 4 + 8 * 2 + 8 * CPU_WORDS * 2 + PATH_MAX + NR_MAX * 2 + size_of::<Cost>() * NR_MAX
+        == 4 * 4
+            + 8
+            + 4 * 4
+            + 8 * 2
+            + 8 * CPU_WORDS * 2
+            + PATH_MAX * 2
+            + NR_MAX * 2
+            + size_of::<Cost>() * NR_MAX
 );
 const _: () = assert!(size_of::<Cost>() == 32);
 
@@ -139,6 +152,7 @@ impl Config {
             compute: [0; CPU_WORDS],
             control: [0; CPU_WORDS],
             stats_dir: [0; PATH_MAX],
+            rewrite_cache: [0; PATH_MAX],
             local_stub: [0; NR_MAX],
             delegated: [0; NR_MAX],
             costs: [Cost::default(); NR_MAX],
@@ -160,6 +174,7 @@ impl Config {
             out.extend_from_slice(&w.to_ne_bytes());
         }
         out.extend_from_slice(&self.stats_dir);
+        out.extend_from_slice(&self.rewrite_cache);
         out.extend_from_slice(&self.local_stub);
         out.extend_from_slice(&self.delegated);
         for c in &self.costs {
@@ -170,6 +185,25 @@ impl Config {
             }
         }
     }
+}
+
+/// `path` as a NUL-terminated field of the block (`what` and `fix` for the error).
+fn path_field(what: &'static str, fix: &'static str, path: &[u8]) -> Result<[u8; PATH_MAX], BlockError> {
+    let shown = || String::from_utf8_lossy(path).into_owned();
+    if path.contains(&0) {
+        return Err(BlockError::PathNul { what, path: shown() });
+    }
+    if path.len() >= PATH_MAX {
+        return Err(BlockError::PathTooLong {
+            what,
+            path: shown(),
+            len: path.len(),
+            fix,
+        });
+    }
+    let mut field = [0; PATH_MAX];
+    field[..path.len()].copy_from_slice(path);
+    Ok(field)
 }
 
 impl Default for Config {
@@ -184,13 +218,17 @@ pub enum BlockError {
     #[error("CPU {cpu}: the preload library's CPU masks hold CPUs 0-{} only; choose CPUs below {MAX_CPUS}", MAX_CPUS - 1)]
     Cpu { cpu: usize },
     #[error(
-        "statistics directory '{path}': {len} bytes, the preload library takes at most {} \
-         (set TMPDIR to a shorter directory)",
+        "{what} '{path}': {len} bytes, the preload library takes at most {} ({fix})",
         PATH_MAX - 1
     )]
-    PathTooLong { path: String, len: usize },
-    #[error("statistics directory '{0}' contains a NUL byte")]
-    PathNul(String),
+    PathTooLong {
+        what: &'static str,
+        path: String,
+        len: usize,
+        fix: &'static str,
+    },
+    #[error("{what} '{path}' contains a NUL byte")]
+    PathNul { what: &'static str, path: String },
     #[error("system call number {nr}: the preload library's tables stop at {}", NR_MAX - 1)]
     Nr { nr: usize },
     #[error("{what}: the block is {len} bytes, shorter than its header ({need})")]
@@ -268,18 +306,18 @@ impl Block {
 
     /// Sets the statistics directory (raw bytes of a Unix path).
     pub fn set_stats_dir(&mut self, path: &[u8]) -> Result<(), BlockError> {
-        let shown = || String::from_utf8_lossy(path).into_owned();
-        if path.contains(&0) {
-            return Err(BlockError::PathNul(shown()));
-        }
-        if path.len() >= PATH_MAX {
-            return Err(BlockError::PathTooLong {
-                path: shown(),
-                len: path.len(),
-            });
-        }
-        self.config.stats_dir = [0; PATH_MAX];
-        self.config.stats_dir[..path.len()].copy_from_slice(path);
+        self.config.stats_dir =
+            path_field("statistics directory", "set TMPDIR to a shorter directory", path)?;
+        Ok(())
+    }
+
+    /// Sets the rewrite cache's directory (raw bytes of a Unix path; empty: no cache).
+    pub fn set_rewrite_cache(&mut self, path: &[u8]) -> Result<(), BlockError> {
+        self.config.rewrite_cache = path_field(
+            "rewrite cache directory",
+            "set MULTIOS_REWRITE_CACHE to a shorter directory, or to `off`",
+            path,
+        )?;
         Ok(())
     }
 
@@ -473,6 +511,9 @@ mod tests {
         assert!(b.set_stats_dir(b"a\0b").is_err());
         b.set_stats_dir(b"/tmp/x").expect("short path");
         assert_eq!(&b.config().stats_dir[..7], b"/tmp/x\0");
+        assert!(b.set_rewrite_cache(&[b'a'; PATH_MAX]).is_err());
+        b.set_rewrite_cache(b"/c").expect("short path");
+        assert_eq!(&b.config().rewrite_cache[..3], b"/c\0");
         assert_eq!(b.run_at_local_stub(NR_MAX), Err(BlockError::Nr { nr: NR_MAX }));
         assert_eq!(
             b.delegate(NR_MAX, Delegated::Constant(1)),

@@ -43,6 +43,7 @@ fn expected() -> BTreeMap<String, String> {
     field!(Config, "multios_preload_config", c, compute);
     field!(Config, "multios_preload_config", c, control);
     field!(Config, "multios_preload_config", c, stats_dir);
+    field!(Config, "multios_preload_config", c, rewrite_cache);
     field!(Config, "multios_preload_config", c, local_stub);
     field!(Config, "multios_preload_config", c, delegated);
     field!(Config, "multios_preload_config", c, costs);

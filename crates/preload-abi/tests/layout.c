@@ -29,6 +29,7 @@ int main(void) {
     FIELD(multios_preload_config, compute);
     FIELD(multios_preload_config, control);
     FIELD(multios_preload_config, stats_dir);
+    FIELD(multios_preload_config, rewrite_cache);
     FIELD(multios_preload_config, local_stub);
     FIELD(multios_preload_config, delegated);
     FIELD(multios_preload_config, costs);

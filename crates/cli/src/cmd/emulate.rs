@@ -234,7 +234,15 @@ fn table_text(r: &Report, cmp: Option<&compare::Outcome>, out: &Out) -> String {
         r.control_cpus
     );
     if let Some(i) = &r.interception {
-        let _ = writeln!(s, "interception: {i}");
+        let _ = write!(s, "interception: {i}");
+        if let Some(c) = r.rewrite_cache {
+            let _ = write!(
+                s,
+                " (rewrite cache: {} mappings patched from it, {} classified and stored)",
+                c.hits, c.stored
+            );
+        }
+        let _ = writeln!(s);
     }
     let local = r
         .local_total
