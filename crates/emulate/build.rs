@@ -44,6 +44,7 @@ fn main() {
     let x86len = obj("x86len", &[]);
     let rewrite = obj("rewrite", &[]);
     let rwcache = obj("rwcache", &[]);
+    let static_exec = obj("static_exec", &[]);
     let so = out.join("libmultios_preload.so");
     compile(
         &cc,
@@ -55,6 +56,7 @@ fn main() {
             &x86len,
             &rewrite,
             &rwcache,
+            &static_exec,
         ],
         &so,
         "csrc/preload.c",

@@ -159,6 +159,19 @@ static void dump_stats(void) {
     LINE('C', rw_start.cached + rw_late.cached, rw_start.stored + rw_late.stored);
     LINE('N', multios_nodelegate, 0);
     multios_nodelegate = 0;
+    if (multios_static_execs) {
+        /* X: execve calls whose target is statically linked; P: the first one's path. */
+        LINE('X', multios_static_execs, 0);
+        size_t pl = strnlen(multios_static_exec_path, sizeof multios_static_exec_path);
+        if (n > sizeof buf - pl - 4)
+            FLUSH();
+        buf[n++] = 'P';
+        buf[n++] = ' ';
+        memcpy(buf + n, multios_static_exec_path, pl);
+        n += pl;
+        buf[n++] = '\n';
+        multios_static_execs = 0;
+    }
     uint64_t ns = multios_nsamp < MAX_SAMPLES ? multios_nsamp : MAX_SAMPLES;
     for (uint64_t i = 0; i < ns; i++)
         LINE('S', multios_samples[i], 0);
@@ -304,8 +317,10 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx) {
         char *stub = stub_for(ret);
         if (stub)
             multios_loc_cnt[nr]++; /* before the dump: a successful execve is counted too */
-        if (nr == SYS_execve || nr == SYS_execveat)
+        if (nr == SYS_execve || nr == SYS_execveat) {
+            multios_note_exec(nr, g[REG_RDI]);
             dump_stats(); /* the counts so far; the new image starts its own */
+        }
         if (stub) {
             g[REG_RAX] = nr;
             g[REG_RIP] = (greg_t)stub;
@@ -620,6 +635,7 @@ static int map_trampoline(void) {
 HIDDEN long multios_slow(long nr, long a0, long a1, long a2, long a3, long a4, long a5) {
     if (nr == SYS_execve || nr == SYS_execveat) {
         multios_loc_cnt[nr]++;
+        multios_note_exec(nr, a0);
         dump_stats(); /* the counts so far; the new image starts its own */
         return raw6(nr, a0, a1, a2, a3, a4, a5);
     }

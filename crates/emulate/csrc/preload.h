@@ -106,6 +106,11 @@ _Static_assert(__builtin_offsetof(struct vf, info) == 72 && __builtin_offsetof(s
  * what is found there may be stored in the rewrite cache (not after an mprotect: the range may
  * hold sites rewritten before). */
 HIDDEN void multios_rewrite_range(uint64_t lo, uint64_t hi, int fresh, struct rw_stats *st);
+/* Before an execve (static_exec.c): counts targets that are statically linked (the library cannot
+ * follow them) and keeps the first one's path for the report. */
+HIDDEN void multios_note_exec(long nr, long path);
+extern HIDDEN uint64_t multios_static_execs;
+extern HIDDEN char multios_static_exec_path[256];
 /* The rewrite cache's directory (the configuration's rewrite_cache; empty: none). */
 extern HIDDEN char multios_rw_cache[MULTIOS_PRELOAD_PATH_MAX];
 /* preload.c: the trampoline's slow path */

@@ -302,6 +302,7 @@ pub fn run(
     // Per image (one stats file each): eager used, SUD off; unsure pairs at start-up and later.
     let (mut eager_files, mut sud_off_files, mut unsure, mut unsure_late) = (0u64, 0u64, 0u64, 0u64);
     let mut cache = crate::RewriteCache::default();
+    let (mut static_execs, mut static_path) = (0u64, None::<String>);
     for e in std::fs::read_dir(&stats)
         .map_err(io(format!("reading {}", stats.display())))?
         .flatten()
@@ -310,6 +311,10 @@ pub fn run(
             std::fs::read_to_string(e.path()).map_err(io(format!("reading {}", e.path().display())))?;
         parse_stats(&text, &mut o);
         for l in text.lines() {
+            if let Some(p) = l.strip_prefix("P ") {
+                static_path.get_or_insert_with(|| p.to_string());
+                continue;
+            }
             let f: Vec<u64> = l.split(' ').skip(1).filter_map(|v| v.parse().ok()).collect();
             match (l.split(' ').next(), f.as_slice()) {
                 (Some("R"), [n, ok]) => {
@@ -325,6 +330,7 @@ pub fn run(
                     unsure += a;
                     unsure_late += b;
                 }
+                (Some("X"), [n, _]) => static_execs += n,
                 (Some("C"), [hits, stored]) => {
                     cache.hits += hits;
                     cache.stored += stored;
@@ -381,6 +387,14 @@ pub fn run(
         o.warnings.push(format!(
             "{unsure_late} bytes 0f 05 in code mapped after start-up could not be classified safely and were left \
              alone: system calls made there ran without interception"
+        ));
+    }
+    if static_execs > 0 {
+        o.warnings.push(format!(
+            "{static_execs} execve of statically linked programs (first: {}): the preload library cannot enter \
+             them, so their system calls ran natively, neither counted nor delegated; --mechanism proxy follows \
+             static programs",
+            static_path.as_deref().unwrap_or("?")
         ));
     }
     if nodelegate > 0 {
