@@ -8,6 +8,7 @@ packages=(
   bzip2 busybox-static strace linux-perf stress-ng hyperfine bc perl                   # real workloads, references
   hwloc-nox                                                                           # map: lstopo's XML topologies
   racket                                                                              # Multiverse's benchmarks (bench multiverse)
+  openjdk-17-jdk-headless                                                             # lwk: a JVM sizes its heap from sysinfo
   python3.11 libpython3.11-testsuite                                                  # lwk conformance: CPython's own tests
   xz-utils gzip sqlite3 python3 make tar                                              # validate --suite bundled
   curl                                                                                # map: a real TCP server and client

@@ -67,6 +67,11 @@ impl RangeSet {
         self.0.insert(a, b);
     }
 
+    /// Bytes the ranges cover.
+    pub fn bytes(&self) -> u64 {
+        self.0.iter().map(|(a, b)| b - a).sum()
+    }
+
     /// True when `[a, b)` is entirely covered.
     pub fn covers(&self, a: u64, b: u64) -> bool {
         let mut pos = a;
@@ -199,6 +204,14 @@ impl Mm {
             mmap_hi: hi - STACK_SIZE - STACK_GUARD_GAP,
             maps,
         }
+    }
+
+    /// (total, free) bytes of the window as `sysinfo` reports them: free is what neither a
+    /// mapping, the program image, the stack nor the break holds.
+    pub fn usage(&self) -> (u64, u64) {
+        let total = self.window.1 - self.window.0;
+        let used = self.maps.bytes() + page_up(self.brk_cur).saturating_sub(self.brk_start);
+        (total, total.saturating_sub(used))
     }
 
     /// Marks `[a, a+len)` in use (the image of the interpreter, for example).

@@ -141,6 +141,7 @@ impl Kernel {
             SYS_getuid | SYS_geteuid | SYS_getgid | SYS_getegid => Reply::Ret(sys::raw_syscall(nr, a)),
             SYS_sched_yield => Reply::Ret(0),
             SYS_sched_getaffinity => self.sched_getaffinity(cpu, a),
+            SYS_sysinfo => self.sysinfo(a),
             SYS_sched_setaffinity => self.sched_setaffinity(cpu, a),
             SYS_getcpu => self.getcpu(cpu, a),
             SYS_getpriority | SYS_setpriority => self.priority(cpu, nr, a),

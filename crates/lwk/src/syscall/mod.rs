@@ -19,6 +19,7 @@ mod shared;
 pub mod signal;
 mod signalfd;
 mod sigqueue;
+mod sysinfo;
 mod uring;
 mod uring_sqe;
 
