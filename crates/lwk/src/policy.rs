@@ -25,6 +25,10 @@ pub const MANDATORY_LOCAL: &[&str] = &[
     "munlock",
     "mlockall",
     "munlockall",
+    // Protection keys: the LWK has none beyond key 0, as on a CPU without them (below).
+    "pkey_alloc",
+    "pkey_free",
+    "pkey_mprotect",
     "arch_prctl",
     "set_tid_address",
     "set_robust_list",

@@ -3,14 +3,15 @@
 //! which reserves a quarter of that for its heap, could not start in a 4 GiB window ("Could not
 //! reserve enough space for 6172672KB object heap"). The LWK now answers from the partition's
 //! window, as McKernel does. Needs /dev/kvm, python3 and a JDK (Debian's openjdk-17-jdk-headless):
-//! FAIL (never skip) without. ≈ 5 s.
+//! FAIL (never skip) without. ≈ 5 s. Also protection keys (node's V8 asks for one at start-up):
+//! the same answers as natively.
 
 #[path = "../../../testsupport/scratch.rs"]
 mod scratch;
 #[path = "common/sidebyside.rs"]
 mod sidebyside;
 
-use sidebyside::{require_kvm, run, show, RUNNER};
+use sidebyside::{assert_same, build_c, require_kvm, run, show, RUNNER};
 use std::process::Command;
 
 fn lwk(mem_mib: u32, prog: &str, args: &[&str]) -> std::process::Output {
@@ -55,5 +56,23 @@ fn issue_14_a_jvm_sizes_its_heap_to_the_window_and_runs() {
     assert!(
         max_heap <= 1 << 30,
         "a quarter of the 4 GiB window at most: {max_heap}"
+    );
+}
+
+#[test]
+fn issue_14_protection_keys_answer_as_natively() {
+    require_kvm("issue #14");
+    let dir = scratch::Scratch::new("multios-issue14", "pkeys");
+    let prog = build_c(&dir, "pkeys", &["-O1"]);
+    let o = assert_same(&prog, &[], &[]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("mprotect-key-minus-1 0"),
+        "{}",
+        show(&o)
+    );
+    assert!(
+        !String::from_utf8_lossy(&o.stderr).contains("not supported"),
+        "{}",
+        show(&o)
     );
 }

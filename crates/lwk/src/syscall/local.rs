@@ -21,6 +21,25 @@ fn err(e: i32) -> Reply {
 
 impl Kernel {
     pub(super) fn local(&self, ctx: Ctx<'_>, cpu: usize, nr: u64, a: [u64; 6]) -> Reply {
+        // Protection keys: the guest has none but key 0 (its page tables carry no key bits).
+        // pkey_alloc answers what the host answers when that is an error (EINVAL on this VM, whose
+        // kernel does not enable them), ENOSPC (no key free) when the host could allocate one;
+        // pkey_free EINVAL; pkey_mprotect with key -1 is mprotect, with any other key EINVAL
+        // (never allocated).
+        let nr = match nr as i64 {
+            SYS_pkey_alloc => {
+                let r = sys::raw_syscall(nr, a);
+                if r >= 0 {
+                    sys::raw_syscall(SYS_pkey_free as u64, [r as u64, 0, 0, 0, 0, 0]);
+                    return err(ENOSPC);
+                }
+                return Reply::Ret(r);
+            }
+            SYS_pkey_free => return err(EINVAL),
+            SYS_pkey_mprotect if a[3] as i32 != -1 => return err(EINVAL),
+            SYS_pkey_mprotect => SYS_mprotect as u64,
+            _ => nr,
+        };
         if matches!(ctx, Ctx::Proxy)
             && nr as i64 == SYS_mprotect
             && self.live_threads.load(std::sync::atomic::Ordering::Acquire) > 1
