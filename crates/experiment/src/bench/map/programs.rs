@@ -56,26 +56,50 @@ pub struct ProgramRow {
     pub map_s: f64,
     /// map / Linux per pair of runs: median, 95 % interval, fastest / fastest.
     pub map_vs_linux: Paired,
-    /// The model's time for the placed run, from the recorded graph.
+    /// The prediction of the placed run: Linux's measured time × the model's ratio of the placed
+    /// run to Linux's (`model_map_s` / `model_linux_s`). The recorded graph holds the threads' CPU
+    /// time and interactions, not what the kernel does for them outside (exec, page faults, the
+    /// start-up of short-lived children, the balancing itself), so the model projects the change
+    /// a placement makes to the run it measured under Linux's placement.
     pub predicted_map_s: f64,
+    /// The model's own time of the placed run from the recorded graph …
+    pub model_map_s: f64,
+    /// … and of the same graph with every node free (Linux balances all of them).
+    pub model_linux_s: f64,
     /// Where the placement puts each recorded thread ("gzip→0", "sha256sum→0-1": free).
     pub placement: Vec<String>,
     /// Placed runs in which map run released a CPU's pinned groups (other programs took the CPU).
     pub released_runs: usize,
-    /// The recorded graph and the PU of each of its nodes, for the model.
-    #[serde(skip_serializing)]
+    /// The recorded graph and the PU of each of its nodes, for the model (in the JSON, so that a
+    /// changed model can be replayed on a run's own numbers).
     pub graph: Graph,
-    #[serde(skip_serializing)]
     pub pus: Vec<usize>,
     /// Whether the placement leaves each node free (Linux balances it).
-    #[serde(skip_serializing)]
     pub free: Vec<bool>,
 }
 
-/// The model's time (s) of `r`'s placed run, from its recorded graph.
-pub fn predict(ctx: &Context, r: &ProgramRow) -> f64 {
+/// The model's times (s) of `r`'s recorded graph: (placed, every node free).
+pub fn model_times(ctx: &Context, r: &ProgramRow) -> (f64, f64) {
     let w = Weights::new(&r.graph, &ctx.hop.cost);
-    project::bounds(&w, &ctx.here, &r.pus, &r.free, &ctx.hop).ns / 1e9
+    let placed = project::bounds(&w, &ctx.here, &r.pus, &r.free, &ctx.hop).ns / 1e9;
+    let linux = project::bounds(&w, &ctx.here, &r.pus, &vec![true; r.pus.len()], &ctx.hop).ns / 1e9;
+    (placed, linux)
+}
+
+/// The prediction of the placed run from Linux's measured time and the model's two times (the
+/// model's own time when it has none for Linux's placement).
+pub fn anchored(linux_s: f64, model_map_s: f64, model_linux_s: f64) -> f64 {
+    if model_linux_s > 0.0 && linux_s > 0.0 {
+        linux_s * model_map_s / model_linux_s
+    } else {
+        model_map_s
+    }
+}
+
+/// Fills `r`'s model times and prediction.
+pub fn predict(ctx: &Context, r: &mut ProgramRow) {
+    (r.model_map_s, r.model_linux_s) = model_times(ctx, r);
+    r.predicted_map_s = anchored(r.linux_s, r.model_map_s, r.model_linux_s);
 }
 
 /// The 64 MB input of the pipeline: pseudo-random bytes (xorshift), written once.
@@ -340,13 +364,15 @@ pub fn measure(
         map_s: median(&m),
         map_vs_linux: ratio,
         predicted_map_s: 0.0,
+        model_map_s: 0.0,
+        model_linux_s: 0.0,
         placement: shown,
         released_runs,
         graph: g,
         pus,
         free,
     };
-    row.predicted_map_s = predict(ctx, &row);
+    predict(ctx, &mut row);
     progress.advance(&format!(
         "{}: Linux {:.3} s, placed {:.3} s (median of {pairs} pairs)",
         p.name(),
@@ -354,4 +380,20 @@ pub fn measure(
         row.map_s
     ));
     Ok(row)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issue_12_a_placement_the_model_cannot_tell_from_linuxs_predicts_linuxs_time() {
+        // every node left free: the model's two times agree, the prediction is the measured run
+        assert_eq!(anchored(4.0, 2.3, 2.3), 4.0);
+        // the model says the placement takes 0.8 of Linux's time: 0.8 of the measured run
+        assert!((anchored(4.0, 1.6, 2.0) - 3.2).abs() < 1e-12);
+        // no model time for Linux's placement (or no measurement): the model's own time
+        assert_eq!(anchored(4.0, 1.5, 0.0), 1.5);
+        assert_eq!(anchored(0.0, 1.5, 2.0), 1.5);
+    }
 }
