@@ -68,7 +68,11 @@ pub fn power_interpolate(ks: &[f64], ys: &[f64], k: f64) -> f64 {
     if n == 0 {
         return 0.0;
     }
-    let floor = ys[..n].iter().copied().filter(|&y| y > 0.0).fold(f64::INFINITY, f64::min);
+    let floor = ys[..n]
+        .iter()
+        .copied()
+        .filter(|&y| y > 0.0)
+        .fold(f64::INFINITY, f64::min);
     if !floor.is_finite() {
         return 0.0;
     }
@@ -144,7 +148,9 @@ impl Curves {
 
     /// Wall ns per exchange of `m` ≥ 1 pairs on one CPU (each pair's exchanges at this time): the
     /// one-pair time, and with [`Curves::crowd`] the power law in m through the times measured
-    /// with 1, 3 and 6 pairs (an extrapolation beyond 6); never below the one-pair time.
+    /// with 1, 3 and 6 pairs (an extrapolation beyond 6). On a quiet machine more pairs cost more;
+    /// beside other SCHED_IDLE load more processes also get a larger share of the CPU, and the
+    /// measurement says which wins, so the time is not held at or above the one-pair time.
     pub fn together_k(&self, bytes: f64, m: f64) -> f64 {
         let one = self.together(bytes);
         match &self.crowd {
@@ -155,7 +161,7 @@ impl Curves {
                     interpolate(&self.bytes, &c[0], bytes),
                     interpolate(&self.bytes, &c[1], bytes),
                 ];
-                power_interpolate(&ks, &ys, m).max(one)
+                power_interpolate(&ks, &ys, m)
             }
             _ => one,
         }
@@ -235,7 +241,9 @@ mod tests {
         // between 3 and 6 pairs: a power law (the geometric mean at √18 pairs)
         let mid = c.together_k(257.0, 4.0);
         assert!(mid > 8000.0 && mid < 9000.0, "{mid}");
-        assert!((power_interpolate(&[3.0, 6.0], &[8000.0, 9000.0], 18f64.sqrt()) - (72e6f64).sqrt()).abs() < 1e-6);
+        assert!(
+            (power_interpolate(&[3.0, 6.0], &[8000.0, 9000.0], 18f64.sqrt()) - (72e6f64).sqrt()).abs() < 1e-6
+        );
         // beyond 6: the 3 → 6 power law continued
         let eight = c.together_k(257.0, 8.0);
         let want = 9000.0 * (8.0f64 / 6.0).powf((9000.0f64 / 8000.0).ln() / 2f64.ln());
@@ -303,7 +311,7 @@ mod tests {
         fn issue_12_crowding_never_makes_an_exchange_cheaper(b in 1.0f64..300_000.0, m in 1usize..64) {
             let c = crowded();
             let now = c.together_k(b, m as f64);
-            prop_assert!(now.is_finite() && now >= c.together(b) - 1e-9);
+            prop_assert!(now.is_finite() && now >= c.together(b) - 1e-9, "measured rising: stays above");
             prop_assert!(c.together_k(b, m as f64 + 0.5) >= now - 1e-9);
             let s = c.split_k(b, m);
             prop_assert!(s.is_finite() && s > 0.0);

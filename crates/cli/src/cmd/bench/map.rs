@@ -311,8 +311,14 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         ("IPC rows, both placements", &r.accuracy_ipc),
         ("IPC rows, round-robin", &r.accuracy_ipc_round_robin),
         ("IPC rows, map", &r.accuracy_ipc_map),
-        ("programs (Linux's time × the model's placed/Linux)", &r.accuracy_programs),
-        ("programs, the model's own time (not judged)", &r.accuracy_programs_model),
+        (
+            "programs (Linux's time × the model's placed/Linux)",
+            &r.accuracy_programs,
+        ),
+        (
+            "programs, the model's own time (not judged)",
+            &r.accuracy_programs_model,
+        ),
     ] {
         outln!(
             "    {what}: median |error| {:.1} %, largest {:.1} %, median bias {:+.1} %, {} of {} within ±10 %",

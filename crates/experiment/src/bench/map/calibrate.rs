@@ -115,9 +115,7 @@ impl Arrangement {
             Arrangement::Split | Arrangement::SplitPages => (4, vec![c0, c1, c0, c1]),
             Arrangement::Parallel => (4, vec![c0, c0, c1, c1]),
             Arrangement::Alone | Arrangement::ComputeBoth => (2, vec![c0, c1]),
-            Arrangement::CrowdFew | Arrangement::CrowdMany => {
-                (2 * self.pairs(), vec![c0; 2 * self.pairs()])
-            }
+            Arrangement::CrowdFew | Arrangement::CrowdMany => (2 * self.pairs(), vec![c0; 2 * self.pairs()]),
             Arrangement::SpreadFew | Arrangement::SpreadMany => (
                 2 * self.pairs(),
                 std::iter::repeat([c0, c1]).take(self.pairs()).flatten().collect(),
@@ -350,8 +348,18 @@ pub fn fit(rounds: &[Round], per_run: u64) -> Calibration {
             alone: curve(Arrangement::Alone, false)?,
             split: curve(Arrangement::Split, false)?,
             busy: curve(Arrangement::Split, true)?,
-            crowd: (|| Some([curve(Arrangement::CrowdFew, false)?, curve(Arrangement::CrowdMany, false)?]))(),
-            spread: (|| Some([curve(Arrangement::SpreadFew, false)?, curve(Arrangement::SpreadMany, false)?]))(),
+            crowd: (|| {
+                Some([
+                    curve(Arrangement::CrowdFew, false)?,
+                    curve(Arrangement::CrowdMany, false)?,
+                ])
+            })(),
+            spread: (|| {
+                Some([
+                    curve(Arrangement::SpreadFew, false)?,
+                    curve(Arrangement::SpreadMany, false)?,
+                ])
+            })(),
         })
     })()
     .map(Curves::monotone);

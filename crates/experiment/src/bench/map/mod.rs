@@ -301,12 +301,8 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, MapBench
             .map(|r| (r.predicted_map_s, r.map_s))
             .collect::<Vec<_>>(),
     );
-    let accuracy_programs_model = accuracy(
-        &progs
-            .iter()
-            .map(|r| (r.model_map_s, r.map_s))
-            .collect::<Vec<_>>(),
-    );
+    let accuracy_programs_model =
+        accuracy(&progs.iter().map(|r| (r.model_map_s, r.map_s)).collect::<Vec<_>>());
     let big = cfg.procs.iter().copied().max().unwrap_or(2);
     let size = cfg.sizes.first().copied().unwrap_or(1024);
     let projection = projection::rows(&ctx, big, size, cfg.rounds)?;

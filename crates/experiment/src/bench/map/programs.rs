@@ -287,6 +287,28 @@ fn learn(ctx: &Context, cmd: &[String]) -> Result<(Graph, Placement), MapBenchEr
     Ok((g, placement))
 }
 
+/// What the placed MPI run applies of a placement (each node's PU and whether it is free): the
+/// rankfile binds each ranked process, and with it its threads, to its slot; everything else
+/// (mpirun and its threads) runs where Linux puts it. The ranked processes are those
+/// [`export::placement::rankfile`] names: those with an MPI rank, or every process when none has.
+pub fn rankfile_applied(nodes: &[place::Assigned]) -> (Vec<usize>, Vec<bool>) {
+    let procs: Vec<&place::Assigned> = nodes.iter().filter(|n| n.id == n.tgid).collect();
+    let any_rank = procs.iter().any(|n| n.rank.is_some());
+    let ranked = |tgid: u32| {
+        procs
+            .iter()
+            .find(|n| n.id == tgid && (n.rank.is_some() || !any_rank))
+            .copied()
+    };
+    nodes
+        .iter()
+        .map(|n| match ranked(n.tgid) {
+            Some(proc_) if proc_.pinned => (proc_.pu, false),
+            _ => (n.pu, true),
+        })
+        .unzip()
+}
+
 /// One program: learn, then `pairs` pairs of runs in ABBA order.
 pub fn measure(
     ctx: &Context,
@@ -296,8 +318,13 @@ pub fn measure(
 ) -> Result<ProgramRow, MapBenchError> {
     let cmd = command(ctx, p)?;
     let (g, placement) = learn(ctx, &cmd)?;
-    let pus: Vec<usize> = placement.nodes.iter().map(|n| n.pu).collect();
-    let free: Vec<bool> = placement.nodes.iter().map(|n| !n.pinned).collect();
+    let (pus, free) = match p {
+        Program::Mpi => rankfile_applied(&placement.nodes),
+        _ => (
+            placement.nodes.iter().map(|n| n.pu).collect(),
+            placement.nodes.iter().map(|n| !n.pinned).collect(),
+        ),
+    };
     let shown: Vec<String> = placement
         .nodes
         .iter()
@@ -385,6 +412,34 @@ pub fn measure(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn node(id: u32, tgid: u32, pu: usize, pinned: bool, rank: Option<u32>) -> place::Assigned {
+        place::Assigned {
+            id,
+            tgid,
+            comm: if rank.is_some() { "lmp" } else { "mpirun" }.into(),
+            pu,
+            cpu: pu as u32,
+            pinned,
+            domain: if pinned { Vec::new() } else { vec![0, 1] },
+            rank,
+        }
+    }
+
+    #[test]
+    fn issue_12_the_mpi_run_applies_only_what_the_rankfile_binds() {
+        let nodes = [
+            node(10, 10, 0, true, None), // mpirun, pinned by the placement: not by the rankfile
+            node(11, 10, 1, true, None), // its thread
+            node(20, 20, 0, true, Some(0)), // rank 0 on CPU 0
+            node(21, 20, 1, true, None), // rank 0's thread: bound with its process, to CPU 0
+            node(30, 30, 1, false, Some(1)), // rank 1 left free: slot=0-1
+            node(31, 30, 0, true, None), // its thread, free with it
+        ];
+        let (pus, free) = rankfile_applied(&nodes);
+        assert_eq!(free, [true, true, false, false, true, true]);
+        assert_eq!(&pus[2..4], &[0, 0]);
+    }
 
     #[test]
     fn issue_12_a_placement_the_model_cannot_tell_from_linuxs_predicts_linuxs_time() {
