@@ -7,11 +7,14 @@
 //!   includes them; half of each pair's cost on one CPU is taken from each end), stretched by the wall
 //!   time per CPU-second the calibration's compute loops got: alone on one CPU, or with every CPU
 //!   computing (on this VM two busy vCPUs each run slower than one);
-//! - **a pair on one PU**: its exchanges at the one-CPU time for their size, × the measured slowdown
-//!   of a pair on one CPU while a pair runs on the other CPU, when more than one PU is busy;
+//! - **a pair on one PU**: its exchanges at the one-CPU time for their size and for the number of
+//!   pairs pinned on that PU (more pairs on one run queue cost more per exchange: measured with 1,
+//!   3 and 6), × the measured slowdown of a pair on one CPU while a pair runs on the other CPU, when
+//!   more than one PU is busy;
 //! - **a pair on two PUs**: its exchanges at the time of one of k pairs split over the same two CPUs
 //!   (k = the busy nodes on the less busy of its PUs: a lone pair waits for an idle CPU at every
-//!   hand-off, more pairs keep the CPUs awake), on both PUs' timelines, × the distance factor;
+//!   hand-off, more pairs keep the CPUs awake, many crowd them: measured with 1, 2, 6 and 12), on
+//!   both PUs' timelines, × the distance factor;
 //! - **free nodes** (Linux balances them over the domain): each pair with a free end costs its CPU
 //!   between busy CPUs, half on each end.
 //!
@@ -27,7 +30,7 @@
 
 mod curves;
 
-pub use curves::{interpolate, non_decreasing, Curves, POINTS};
+pub use curves::{interpolate, non_decreasing, power_interpolate, Curves, CROWD, POINTS, SPREAD};
 
 use crate::partition::{CostModel, Pair, Partition, Weights};
 use crate::topology::Topology;
@@ -123,6 +126,18 @@ impl HopModel {
         }
     }
 
+    /// Wall ns a pair's interactions take on one CPU shared with `m` − 1 other such pairs (the
+    /// crowding the calibration measured with 3 and 6 pairs on one CPU; m = 1: [`Self::local_ns`]).
+    pub fn crowded_ns(&self, p: &Pair, m: f64) -> f64 {
+        match &self.curves {
+            Some(c) if m > 1.0 => {
+                let (x, b) = Self::exchanges(p);
+                x * c.together_k(b, m)
+            }
+            _ => self.local_ns(p),
+        }
+    }
+
     /// CPU ns a pair's interactions take between two busy CPUs (both ends together).
     pub fn busy_ns(&self, p: &Pair) -> f64 {
         match &self.curves {
@@ -209,6 +224,22 @@ pub fn bounds(w: &Weights, topo: &Topology, pu_of: &[usize], free: &[bool], m: &
     } else {
         1.0
     };
+    // pairs with both ends pinned on one PU: how many share each PU's run queue, counted by
+    // their exchanges (k equal pairs count k; one busy pair beside a few messages counts ≈ 1)
+    let mut sum = vec![0.0; npu];
+    let mut squares = vec![0.0; npu];
+    for p in &w.detail {
+        if !is_free(p.i) && !is_free(p.j) && pu(p.i) == pu(p.j) {
+            let x = HopModel::exchanges(p).0;
+            sum[pu(p.i)] += x;
+            squares[pu(p.i)] += x * x;
+        }
+    }
+    let crowd: Vec<f64> = sum
+        .iter()
+        .zip(&squares)
+        .map(|(&s, &q)| if q > 0.0 { (s * s / q).max(1.0) } else { 1.0 })
+        .collect();
     let mut load = vec![0.0; npu];
     let mut own = vec![0.0; w.len()];
     for i in 0..w.len() {
@@ -221,7 +252,7 @@ pub fn bounds(w: &Weights, topo: &Topology, pu_of: &[usize], free: &[bool], m: &
     for p in &w.detail {
         let (a, b) = (pu(p.i), pu(p.j));
         match (is_free(p.i), is_free(p.j)) {
-            (false, false) if a == b => load[a] += m.local_ns(p) * ipc,
+            (false, false) if a == b => load[a] += m.crowded_ns(p, crowd[a]) * ipc,
             (false, false) => {
                 let k = active[a].min(active[b]).max(1);
                 let t = m.split_ns(p, k) * m.factor(hops(a, b));
@@ -290,6 +321,8 @@ mod tests {
             alone: [80000.0, 82000.0, 90000.0, 110000.0, 160000.0],
             split: [25000.0, 26000.0, 30000.0, 40000.0, 70000.0],
             busy: [23000.0, 24000.0, 28000.0, 56000.0, 120000.0],
+            crowd: None,
+            spread: None,
         });
         m.stretch_one = 1.1;
         m.stretch_parallel = 1.6;
@@ -415,6 +448,29 @@ mod tests {
         let w = Weights::from_detail(vec![1, 2, 3, 4, 5], vec![1e6; 5], Vec::new());
         let b = bounds(&w, &topo, &[0; 5], &[true; 5], &m);
         assert_eq!(b.ns, 5e6 * 1.6 / 2.0);
+    }
+
+    #[test]
+    fn issue_12_pairs_sharing_a_cpu_pay_the_measured_crowding() {
+        let topo = Topology::synthetic("pack:1 core:2").expect("topology");
+        let mut m = curved();
+        let mut c = m.curves.expect("curves");
+        c.crowd = Some([[9000.0; POINTS], [10000.0; POINTS]]);
+        m.curves = Some(c);
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+        let size = 8192.0;
+        // 6 pairs on CPU 0: each exchange at the 6-pair time
+        let w = pairs_of(6, 100.0, size, &m.cost);
+        assert!(close(predict(&w, &topo, &[0; 12], &m), 600.0 * 10000.0));
+        // 3 pairs on each CPU: the 3-pair time, slowed by parallel_ipc
+        let pus: Vec<usize> = (0..12).map(|i| (i / 2) % 2).collect();
+        assert!(close(predict(&w, &topo, &pus, &m), 1.4 * 300.0 * 9000.0));
+        // one pair beside a pair of a single exchange: hardly crowded
+        let mut w2 = pairs_of(2, 100.0, size, &m.cost);
+        w2.detail[1].traffic.events = 2.0;
+        w2.detail[1].traffic.bytes = size + 1.0;
+        let t = predict(&w2, &topo, &[0; 4], &m);
+        assert!(t < 101.0 * 8100.0 && t > 101.0 * 8000.0, "{t}");
     }
 
     proptest! {

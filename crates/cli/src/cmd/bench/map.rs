@@ -223,6 +223,8 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             "released",
             "predicted s",
             "err",
+            "model placed s",
+            "model Linux s",
         ]);
         for p in &r.programs {
             t.row([
@@ -235,6 +237,8 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
                 format!("{}/{}", p.released_runs, cfg.pairs),
                 format!("{:.3}", p.predicted_map_s),
                 err(p.predicted_map_s, p.map_s),
+                format!("{:.3}", p.model_map_s),
+                format!("{:.3}", p.model_linux_s),
             ]);
         }
         t.print(out);
@@ -307,7 +311,14 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         ("IPC rows, both placements", &r.accuracy_ipc),
         ("IPC rows, round-robin", &r.accuracy_ipc_round_robin),
         ("IPC rows, map", &r.accuracy_ipc_map),
-        ("programs", &r.accuracy_programs),
+        (
+            "programs (Linux's time × the model's placed/Linux)",
+            &r.accuracy_programs,
+        ),
+        (
+            "programs, the model's own time (not judged)",
+            &r.accuracy_programs_model,
+        ),
     ] {
         outln!(
             "    {what}: median |error| {:.1} %, largest {:.1} %, median bias {:+.1} %, {} of {} within ±10 %",

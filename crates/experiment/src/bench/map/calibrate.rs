@@ -10,7 +10,16 @@
 //! - **pages**: same and split again with 64 shared pages written by each side between messages —
 //!   what a shared page costs per round trip when the sharers run apart (cache lines that move);
 //! - **compute**: two compute loops on one CPU, then one on each CPU — the wall time per CPU-second
-//!   of work alone and with both CPUs busy (two vCPUs of this VM do not give twice one's speed).
+//!   of work alone and with both CPUs busy (two vCPUs of this VM do not give twice one's speed);
+//! - **crowd**: 3 and 6 pairs on one CPU — what an exchange costs when more processes share the
+//!   CPU's run queue and caches (one pair alone hands the CPU straight to its partner);
+//! - **spread**: 6 and 12 pairs, each split over the two CPUs — the cross-CPU exchange when the
+//!   CPUs are kept busy and crowded (the two-pair arrangement still waits for idle CPUs).
+//!
+//! The largest size, 60 KiB, stays below the pipe's 64 KiB capacity: a longer message fills the
+//! pipe and costs extra hand-offs, a different regime from the rows' sizes (≤ 64 KiB); and close
+//! to it, so that a 64 KiB row extends the last segment by a little, not by its own length (at
+//! idle priority a 32 → 48 KiB slope extended to 64 KiB doubled its noise).
 //!
 //! The model's curves are wall times per exchange at each size (what the rows measure, in the same
 //! conditions: the machine's load is in both); the linear [`CostModel`] (CPU times, a line over the
@@ -19,13 +28,13 @@
 use super::MapBenchError;
 use multios_map::partition::CostModel;
 use multios_map::programs::{parse, IpcRun};
-use multios_map::project::{Curves, POINTS};
+use multios_map::project::{Curves, CROWD, POINTS, SPREAD};
 use serde::Serialize;
 use std::path::Path;
 use std::process::Command;
 
 /// Message sizes of the calibration runs (the rows use 1–64 KiB, powers of 4 from 1 KiB).
-pub const SIZES: [usize; POINTS] = [256, 2048, 8192, 32768, 131072];
+pub const SIZES: [usize; POINTS] = [256, 2048, 8192, 32768, 61440];
 /// Shared pages written per hand-off in the `pages` runs.
 pub const PAGES: usize = 64;
 /// Multiply-adds per round of the compute loops.
@@ -42,10 +51,18 @@ pub enum Arrangement {
     SplitPages,
     ComputeOne,
     ComputeBoth,
+    /// `CROWD[0]` pairs on one CPU.
+    CrowdFew,
+    /// `CROWD[1]` pairs on one CPU.
+    CrowdMany,
+    /// `SPREAD[0]` pairs, each split over the two CPUs.
+    SpreadFew,
+    /// `SPREAD[1]` pairs, each split over the two CPUs.
+    SpreadMany,
 }
 
 impl Arrangement {
-    pub const ALL: [Arrangement; 8] = [
+    pub const ALL: [Arrangement; 12] = [
         Arrangement::Same,
         Arrangement::Split,
         Arrangement::Alone,
@@ -54,6 +71,10 @@ impl Arrangement {
         Arrangement::SplitPages,
         Arrangement::ComputeOne,
         Arrangement::ComputeBoth,
+        Arrangement::CrowdFew,
+        Arrangement::CrowdMany,
+        Arrangement::SpreadFew,
+        Arrangement::SpreadMany,
     ];
 
     pub fn name(self) -> &'static str {
@@ -66,6 +87,26 @@ impl Arrangement {
             Arrangement::SplitPages => "two split pairs, 64 shared pages written per hand-off",
             Arrangement::ComputeOne => "two compute loops on one CPU",
             Arrangement::ComputeBoth => "a compute loop on each CPU",
+            Arrangement::CrowdFew => "3 pairs on one CPU",
+            Arrangement::CrowdMany => "6 pairs on one CPU",
+            Arrangement::SpreadFew => "6 pairs, each split over two CPUs",
+            Arrangement::SpreadMany => "12 pairs, each split over two CPUs",
+        }
+    }
+
+    /// Pairs in the run (each runs its own exchanges).
+    pub fn pairs(self) -> usize {
+        match self {
+            Arrangement::Same
+            | Arrangement::SamePages
+            | Arrangement::Alone
+            | Arrangement::ComputeOne
+            | Arrangement::ComputeBoth => 1,
+            Arrangement::Split | Arrangement::SplitPages | Arrangement::Parallel => 2,
+            Arrangement::CrowdFew => CROWD[0],
+            Arrangement::CrowdMany => CROWD[1],
+            Arrangement::SpreadFew => SPREAD[0],
+            Arrangement::SpreadMany => SPREAD[1],
         }
     }
 
@@ -76,6 +117,11 @@ impl Arrangement {
             Arrangement::Split | Arrangement::SplitPages => (4, vec![c0, c1, c0, c1]),
             Arrangement::Parallel => (4, vec![c0, c0, c1, c1]),
             Arrangement::Alone | Arrangement::ComputeBoth => (2, vec![c0, c1]),
+            Arrangement::CrowdFew | Arrangement::CrowdMany => (2 * self.pairs(), vec![c0; 2 * self.pairs()]),
+            Arrangement::SpreadFew | Arrangement::SpreadMany => (
+                2 * self.pairs(),
+                std::iter::repeat_n([c0, c1], self.pairs()).flatten().collect(),
+            ),
         }
     }
 
@@ -164,14 +210,20 @@ pub fn pinned_run(
 /// Raw per-exchange measurements of one round: (arrangement, size, wall µs, CPU µs).
 pub type Round = Vec<(Arrangement, usize, f64, f64)>;
 
-/// One round of every arrangement at every size.
+/// One round of every arrangement at every size (`rounds` exchanges per pair; the crowded and
+/// spread arrangements, with 3–12 pairs, share about as many among their pairs).
 pub fn round(prog: &Path, c0: u32, c1: u32, rounds: u64) -> Result<Round, MapBenchError> {
     let mut out = Vec::new();
     for a in Arrangement::ALL {
         let (procs, cpus) = a.layout(c0, c1);
         let extra = a.extra();
+        let per_pair = if a.pairs() > 2 {
+            (rounds / a.pairs() as u64).max(200)
+        } else {
+            rounds
+        };
         for &size in a.sizes() {
-            let r = pinned_run(prog, procs, size, rounds, &cpus, extra.as_deref())?;
+            let r = pinned_run(prog, procs, size, per_pair, &cpus, extra.as_deref())?;
             let ex = r.exchanges as f64;
             out.push((a, size, r.wall_ns as f64 / 1e3 / ex, r.cpu_ns as f64 / 1e3 / ex));
         }
@@ -298,6 +350,18 @@ pub fn fit(rounds: &[Round], per_run: u64) -> Calibration {
             alone: curve(Arrangement::Alone, false)?,
             split: curve(Arrangement::Split, false)?,
             busy: curve(Arrangement::Split, true)?,
+            crowd: (|| {
+                Some([
+                    curve(Arrangement::CrowdFew, false)?,
+                    curve(Arrangement::CrowdMany, false)?,
+                ])
+            })(),
+            spread: (|| {
+                Some([
+                    curve(Arrangement::SpreadFew, false)?,
+                    curve(Arrangement::SpreadMany, false)?,
+                ])
+            })(),
         })
     })()
     .map(Curves::monotone);
@@ -365,6 +429,10 @@ mod tests {
             r.push((Arrangement::Split, s, split / 2.0, split));
             r.push((Arrangement::Alone, s, split + 160.0, split + 30.0));
             r.push((Arrangement::Parallel, s, 1.25 * same / 2.0, same));
+            r.push((Arrangement::CrowdFew, s, 1.2 * same, same));
+            r.push((Arrangement::CrowdMany, s, 1.4 * same, same));
+            r.push((Arrangement::SpreadFew, s, 0.4 * split, split));
+            r.push((Arrangement::SpreadMany, s, 0.5 * split, split));
         }
         let s = SIZES[0];
         let x = (s + 1) as f64;
@@ -406,6 +474,11 @@ mod tests {
             assert!(close(curves.busy[k], 18000.0 + 0.5 * x));
             assert!(close(curves.split[k], (18000.0 + 0.5 * x) / 2.0));
             assert!(close(curves.alone[k], 18000.0 + 0.5 * x + 160_000.0));
+            let (crowd, spread) = (curves.crowd.expect("crowd"), curves.spread.expect("spread"));
+            assert!(close(crowd[0][k], 1.2 * (6000.0 + 0.2 * x)));
+            assert!(close(crowd[1][k], 1.4 * (6000.0 + 0.2 * x)));
+            assert!(close(spread[0][k], 0.4 * (18000.0 + 0.5 * x)));
+            assert!(close(spread[1][k], 0.5 * (18000.0 + 0.5 * x)));
         }
     }
 

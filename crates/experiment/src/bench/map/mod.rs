@@ -138,6 +138,8 @@ pub struct Report {
     pub accuracy_ipc_round_robin: Accuracy,
     pub accuracy_ipc_map: Accuracy,
     pub accuracy_programs: Accuracy,
+    /// The model's own times of the placed programs (not anchored at Linux's measured time).
+    pub accuracy_programs_model: Accuracy,
     /// How far the calibration's rounds before and after the rest differ: median over
     /// arrangements and sizes of |wall₁ − wall₂| / mean — the run's own noise, a floor under the
     /// prediction's error.
@@ -283,7 +285,7 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, MapBench
         })
         .collect();
     for r in &mut progs {
-        r.predicted_map_s = programs::predict(&ctx, r);
+        programs::predict(&ctx, r);
     }
     let rr: Vec<(f64, f64)> = ipc
         .iter()
@@ -299,6 +301,8 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, MapBench
             .map(|r| (r.predicted_map_s, r.map_s))
             .collect::<Vec<_>>(),
     );
+    let accuracy_programs_model =
+        accuracy(&progs.iter().map(|r| (r.model_map_s, r.map_s)).collect::<Vec<_>>());
     let big = cfg.procs.iter().copied().max().unwrap_or(2);
     let size = cfg.sizes.first().copied().unwrap_or(1024);
     let projection = projection::rows(&ctx, big, size, cfg.rounds)?;
@@ -344,6 +348,7 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, MapBench
         accuracy_ipc_round_robin,
         accuracy_ipc_map,
         accuracy_programs,
+        accuracy_programs_model,
         calibration_drift,
         verdicts,
         per_hop_assumed: cfg.per_hop,

@@ -56,26 +56,50 @@ pub struct ProgramRow {
     pub map_s: f64,
     /// map / Linux per pair of runs: median, 95 % interval, fastest / fastest.
     pub map_vs_linux: Paired,
-    /// The model's time for the placed run, from the recorded graph.
+    /// The prediction of the placed run: Linux's measured time × the model's ratio of the placed
+    /// run to Linux's (`model_map_s` / `model_linux_s`). The recorded graph holds the threads' CPU
+    /// time and interactions, not what the kernel does for them outside (exec, page faults, the
+    /// start-up of short-lived children, the balancing itself), so the model projects the change
+    /// a placement makes to the run it measured under Linux's placement.
     pub predicted_map_s: f64,
+    /// The model's own time of the placed run from the recorded graph …
+    pub model_map_s: f64,
+    /// … and of the same graph with every node free (Linux balances all of them).
+    pub model_linux_s: f64,
     /// Where the placement puts each recorded thread ("gzip→0", "sha256sum→0-1": free).
     pub placement: Vec<String>,
     /// Placed runs in which map run released a CPU's pinned groups (other programs took the CPU).
     pub released_runs: usize,
-    /// The recorded graph and the PU of each of its nodes, for the model.
-    #[serde(skip_serializing)]
+    /// The recorded graph and the PU of each of its nodes, for the model (in the JSON, so that a
+    /// changed model can be replayed on a run's own numbers).
     pub graph: Graph,
-    #[serde(skip_serializing)]
     pub pus: Vec<usize>,
     /// Whether the placement leaves each node free (Linux balances it).
-    #[serde(skip_serializing)]
     pub free: Vec<bool>,
 }
 
-/// The model's time (s) of `r`'s placed run, from its recorded graph.
-pub fn predict(ctx: &Context, r: &ProgramRow) -> f64 {
+/// The model's times (s) of `r`'s recorded graph: (placed, every node free).
+pub fn model_times(ctx: &Context, r: &ProgramRow) -> (f64, f64) {
     let w = Weights::new(&r.graph, &ctx.hop.cost);
-    project::bounds(&w, &ctx.here, &r.pus, &r.free, &ctx.hop).ns / 1e9
+    let placed = project::bounds(&w, &ctx.here, &r.pus, &r.free, &ctx.hop).ns / 1e9;
+    let linux = project::bounds(&w, &ctx.here, &r.pus, &vec![true; r.pus.len()], &ctx.hop).ns / 1e9;
+    (placed, linux)
+}
+
+/// The prediction of the placed run from Linux's measured time and the model's two times (the
+/// model's own time when it has none for Linux's placement).
+pub fn anchored(linux_s: f64, model_map_s: f64, model_linux_s: f64) -> f64 {
+    if model_linux_s > 0.0 && linux_s > 0.0 {
+        linux_s * model_map_s / model_linux_s
+    } else {
+        model_map_s
+    }
+}
+
+/// Fills `r`'s model times and prediction.
+pub fn predict(ctx: &Context, r: &mut ProgramRow) {
+    (r.model_map_s, r.model_linux_s) = model_times(ctx, r);
+    r.predicted_map_s = anchored(r.linux_s, r.model_map_s, r.model_linux_s);
 }
 
 /// The 64 MB input of the pipeline: pseudo-random bytes (xorshift), written once.
@@ -263,6 +287,28 @@ fn learn(ctx: &Context, cmd: &[String]) -> Result<(Graph, Placement), MapBenchEr
     Ok((g, placement))
 }
 
+/// What the placed MPI run applies of a placement (each node's PU and whether it is free): the
+/// rankfile binds each ranked process, and with it its threads, to its slot; everything else
+/// (mpirun and its threads) runs where Linux puts it. The ranked processes are those
+/// [`export::placement::rankfile`] names: those with an MPI rank, or every process when none has.
+pub fn rankfile_applied(nodes: &[place::Assigned]) -> (Vec<usize>, Vec<bool>) {
+    let procs: Vec<&place::Assigned> = nodes.iter().filter(|n| n.id == n.tgid).collect();
+    let any_rank = procs.iter().any(|n| n.rank.is_some());
+    let ranked = |tgid: u32| {
+        procs
+            .iter()
+            .find(|n| n.id == tgid && (n.rank.is_some() || !any_rank))
+            .copied()
+    };
+    nodes
+        .iter()
+        .map(|n| match ranked(n.tgid) {
+            Some(proc_) if proc_.pinned => (proc_.pu, false),
+            _ => (n.pu, true),
+        })
+        .unzip()
+}
+
 /// One program: learn, then `pairs` pairs of runs in ABBA order.
 pub fn measure(
     ctx: &Context,
@@ -272,8 +318,13 @@ pub fn measure(
 ) -> Result<ProgramRow, MapBenchError> {
     let cmd = command(ctx, p)?;
     let (g, placement) = learn(ctx, &cmd)?;
-    let pus: Vec<usize> = placement.nodes.iter().map(|n| n.pu).collect();
-    let free: Vec<bool> = placement.nodes.iter().map(|n| !n.pinned).collect();
+    let (pus, free) = match p {
+        Program::Mpi => rankfile_applied(&placement.nodes),
+        _ => (
+            placement.nodes.iter().map(|n| n.pu).collect(),
+            placement.nodes.iter().map(|n| !n.pinned).collect(),
+        ),
+    };
     let shown: Vec<String> = placement
         .nodes
         .iter()
@@ -340,13 +391,15 @@ pub fn measure(
         map_s: median(&m),
         map_vs_linux: ratio,
         predicted_map_s: 0.0,
+        model_map_s: 0.0,
+        model_linux_s: 0.0,
         placement: shown,
         released_runs,
         graph: g,
         pus,
         free,
     };
-    row.predicted_map_s = predict(ctx, &row);
+    predict(ctx, &mut row);
     progress.advance(&format!(
         "{}: Linux {:.3} s, placed {:.3} s (median of {pairs} pairs)",
         p.name(),
@@ -354,4 +407,48 @@ pub fn measure(
         row.map_s
     ));
     Ok(row)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(id: u32, tgid: u32, pu: usize, pinned: bool, rank: Option<u32>) -> place::Assigned {
+        place::Assigned {
+            id,
+            tgid,
+            comm: if rank.is_some() { "lmp" } else { "mpirun" }.into(),
+            pu,
+            cpu: pu as u32,
+            pinned,
+            domain: if pinned { Vec::new() } else { vec![0, 1] },
+            rank,
+        }
+    }
+
+    #[test]
+    fn issue_12_the_mpi_run_applies_only_what_the_rankfile_binds() {
+        let nodes = [
+            node(10, 10, 0, true, None), // mpirun, pinned by the placement: not by the rankfile
+            node(11, 10, 1, true, None), // its thread
+            node(20, 20, 0, true, Some(0)), // rank 0 on CPU 0
+            node(21, 20, 1, true, None), // rank 0's thread: bound with its process, to CPU 0
+            node(30, 30, 1, false, Some(1)), // rank 1 left free: slot=0-1
+            node(31, 30, 0, true, None), // its thread, free with it
+        ];
+        let (pus, free) = rankfile_applied(&nodes);
+        assert_eq!(free, [true, true, false, false, true, true]);
+        assert_eq!(&pus[2..4], &[0, 0]);
+    }
+
+    #[test]
+    fn issue_12_a_placement_the_model_cannot_tell_from_linuxs_predicts_linuxs_time() {
+        // every node left free: the model's two times agree, the prediction is the measured run
+        assert_eq!(anchored(4.0, 2.3, 2.3), 4.0);
+        // the model says the placement takes 0.8 of Linux's time: 0.8 of the measured run
+        assert!((anchored(4.0, 1.6, 2.0) - 3.2).abs() < 1e-12);
+        // no model time for Linux's placement (or no measurement): the model's own time
+        assert_eq!(anchored(4.0, 1.5, 0.0), 1.5);
+        assert_eq!(anchored(0.0, 1.5, 2.0), 1.5);
+    }
 }
