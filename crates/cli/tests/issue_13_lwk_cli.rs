@@ -194,6 +194,18 @@ fn issue_13_bench_multiverse_runs_racket_natively_and_in_the_lwk_with_identical_
         "{row}"
     );
     assert!(v["micro"]["cycles_added_per_forward"].as_f64().expect("cycles") > 0.0);
+    // The overrides variant has its own counts (its own summary, not the plain run's): fewer
+    // calls forwarded, its vCPU's and proxy's times, the run as lwk run timed it; and its wall
+    // against the plain LWK's, paired.
+    let (c, o) = (&row["counts"], &row["counts_overrides"]);
+    let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{k}: {row}"));
+    assert!(f(o, "delegated_calls") < f(c, "delegated_calls"), "{row}");
+    assert!(f(o, "vcpu_run_s") > 0.0 && f(o, "run_wall_s") > 0.0, "{row}");
+    assert!(
+        f(o, "startup_s") > 0.0 && f(o, "startup_s") < f(o, "run_wall_s"),
+        "{row}"
+    );
+    assert!(f(row, "overrides_vs_lwk") > 0.0, "{row}");
 }
 
 #[test]

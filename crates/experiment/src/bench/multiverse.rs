@@ -155,6 +155,13 @@ pub struct Row {
     pub lwk_ci: Option<(f64, f64)>,
     pub overrides_ratio: f64,
     pub overrides_ci: Option<(f64, f64)>,
+    /// LWK + overrides / LWK wall time, paired (the issue's "overrides at least as fast as
+    /// without": ≤ 1).
+    pub overrides_vs_lwk: f64,
+    pub overrides_vs_lwk_ci: Option<(f64, f64)>,
+    /// The same counts for the overrides variant's runs (medians): what the overrides changed in
+    /// the LWK's work (forwarded calls, doorbells, the proxy's parking, the vCPU's time).
+    pub counts_overrides: Counts,
     /// The projected overhead (the sum of `projection`'s terms) and the measured one (LWK −
     /// native median wall), seconds.
     pub projected_overhead_s: Option<f64>,
@@ -457,11 +464,11 @@ fn bench_one(
         v
     };
     let (prof_plain, prof_ovr) = (dir.join("plain.json"), dir.join("ovr.json"));
-    let summary = dir.join("summary.json");
+    let (summary_plain, summary_ovr) = (dir.join("summary.json"), dir.join("summary-ovr.json"));
     let variants: [Vec<OsString>; 3] = [
         program.clone(),
-        lwk(&[], &prof_plain, &summary),
-        lwk(&["--overrides".into(), overrides.into()], &prof_ovr, &summary),
+        lwk(&[], &prof_plain, &summary_plain),
+        lwk(&["--overrides".into(), overrides.into()], &prof_ovr, &summary_ovr),
     ];
     let (vcpu_cpu, proxy_cpu) = micro::lwk_cpus();
     // Variants 3 and 4 (unless `--no-causes`): native pinned to the vCPU's CPU, alone and beside
@@ -469,7 +476,8 @@ fn bench_one(
     let nvariants = if cfg.causes { 5 } else { 3 };
     let mut runs: Vec<[Usage; 3]> = Vec::new();
     let mut cause_runs: Vec<[Usage; 2]> = Vec::new();
-    let mut summaries: Vec<serde_json::Value> = Vec::new();
+    // The LWK runs' summaries: [plain, with the overrides].
+    let mut summaries: [Vec<serde_json::Value>; 2] = [Vec::new(), Vec::new()];
     let mut reference: Option<Vec<u8>> = None;
     let mut identical = true;
     for round in 0..cfg.runs {
@@ -486,10 +494,11 @@ fn bench_one(
                 4 => run_placed(&program, &out, Some(vcpu_cpu), Some(proxy_cpu))?,
                 _ => run_once(&variants[v], &out)?,
             });
-            if v == 1 {
-                let text = std::fs::read_to_string(&summary)
-                    .map_err(io(format!("reading {}", summary.display())))?;
-                summaries.push(
+            if v == 1 || v == 2 {
+                let summary = if v == 1 { &summary_plain } else { &summary_ovr };
+                let text =
+                    std::fs::read_to_string(summary).map_err(io(format!("reading {}", summary.display())))?;
+                summaries[v - 1].push(
                     serde_json::from_str(&text)
                         .map_err(|e| ExperimentError::Run(format!("{}: {e}", summary.display())))?,
                 );
@@ -526,12 +535,15 @@ fn bench_one(
     let (native, lwk_m) = (medians(0), medians(1));
     let n_fwd = forwarded(&plain);
     let off_cpu = (native.wall_s - native.user_s - native.sys_s).max(0.0);
-    let counts = Counts::median(
-        &summaries
-            .iter()
-            .map(|v| Counts::from_summary(v, native.page_faults, off_cpu))
-            .collect::<Vec<_>>(),
-    );
+    let counts_of = |s: &[serde_json::Value]| {
+        Counts::median(
+            &s.iter()
+                .map(|v| Counts::from_summary(v, native.page_faults, off_cpu))
+                .collect::<Vec<_>>(),
+        )
+    };
+    let (counts, counts_overrides) = (counts_of(&summaries[0]), counts_of(&summaries[1]));
+    let (overrides_vs_lwk, overrides_vs_lwk_ci) = paired_ratio(&walls(1), &walls(2));
     let projection = model::project(&counts, costs, cfg.terms);
     let projected_events_s = model::project(&counts, costs, Terms::EVENTS).total_s;
     let causes = (!cause_runs.is_empty()).then(|| {
@@ -571,6 +583,9 @@ fn bench_one(
         lwk_ci,
         overrides_ratio,
         overrides_ci,
+        overrides_vs_lwk,
+        overrides_vs_lwk_ci,
+        counts_overrides,
         projected_overhead_s: projection.total_s.is_finite().then_some(projection.total_s),
         counts,
         projection,

@@ -94,6 +94,20 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         "projected_overhead_s",
         "projected_events_s",
     ]);
+    // The overrides variant beside the plain LWK: each pair is "LWK / LWK + overrides".
+    let mut ovr = Table::new([
+        "benchmark",
+        "lwk_s",
+        "lwk_overrides_s",
+        "overrides/lwk",
+        "interval",
+        "forwarded",
+        "doorbells",
+        "proxy_wakes",
+        "vcpu_run_s",
+        "proxy_parked_s",
+        "outside_run_s",
+    ]);
     let mut causes = Table::new([
         "benchmark",
         "native_s",
@@ -139,7 +153,25 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
                 .map_or_else(|| "-".into(), |p| out.num(p, 4)),
             out.num(row.projected_events_s, 4),
         ]);
-        let c = &row.counts;
+        let (c, o) = (&row.counts, &row.counts_overrides);
+        let pair = |a: f64, b: f64, d: usize| format!("{} / {}", out.num(a, d), out.num(b, d));
+        ovr.row([
+            row.name.clone(),
+            out.num(row.lwk.wall_s, 3),
+            out.num(row.lwk_overrides.wall_s, 3),
+            out.num(row.overrides_vs_lwk, 3),
+            ci(row.overrides_vs_lwk_ci),
+            pair(c.delegated_calls, o.delegated_calls, 0),
+            pair(c.doorbells, o.doorbells, 0),
+            pair(c.proxy_wakes, o.proxy_wakes, 0),
+            pair(c.vcpu_run_s, o.vcpu_run_s, 3),
+            pair(c.proxy_parked_s, o.proxy_parked_s, 3),
+            pair(
+                row.lwk.wall_s - c.run_wall_s,
+                row.lwk_overrides.wall_s - o.run_wall_s,
+                3,
+            ),
+        ]);
         let (np, pr, bs, br, bci, lr, lci) = match &row.causes {
             Some(k) => (
                 out.num(k.pinned.wall_s, 3),
@@ -214,9 +246,10 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
     match out.format {
         Format::Json => out.json(&r)?,
         Format::Csv => out!(
-            "{}{}{}{}{}",
+            "{}{}{}{}{}{}",
             fig9.to_csv(),
             fig10.to_csv(),
+            ovr.to_csv(),
             causes.to_csv(),
             proj.to_csv(),
             fig12.to_csv()
@@ -245,6 +278,18 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             outln!(
                 "measured: LWK − native median wall; projected: the sum of the included terms below, each count from \
                  the run times a cost from a microbenchmark (events: the event terms alone)"
+            );
+            outln!();
+            outln!(
+                "{}",
+                out.bold(
+                    "The overrides against the plain LWK (paired; each pair of columns is LWK / LWK + overrides, medians)"
+                )
+            );
+            out!("{}", ovr.render(out));
+            outln!(
+                "outside_run_s: the process's wall less the run `lwk run` timed (exec, teardown, exit); \
+                 overrides/lwk ≤ 1 is the issue's \"overrides at least as fast as without\""
             );
             outln!();
             outln!(

@@ -132,6 +132,11 @@ pub struct Counts {
     pub proxy_wakes: f64,
     /// The native run's time off its CPU: wall − user − sys, seconds.
     pub native_off_cpu_s: f64,
+    /// The run as `lwk run` timed it (`wall_s`: from its start to the guest's end, with the
+    /// start-up) and its start-up, seconds; the process's wall less `run_wall_s` is the time
+    /// outside the run (exec, teardown, exit).
+    pub run_wall_s: f64,
+    pub startup_s: f64,
 }
 
 impl Counts {
@@ -160,6 +165,8 @@ impl Counts {
             proxy_parked_s: num(&["costs", "threads", "proxy_parked_s"]),
             proxy_wakes: num(&["costs", "threads", "proxy_wakes"]),
             native_off_cpu_s,
+            run_wall_s: num(&["wall_s"]),
+            startup_s: num(&["startup_s"]),
         }
     }
 
@@ -184,6 +191,8 @@ impl Counts {
             proxy_parked_s: m(|c| c.proxy_parked_s),
             proxy_wakes: m(|c| c.proxy_wakes),
             native_off_cpu_s: m(|c| c.native_off_cpu_s),
+            run_wall_s: m(|c| c.run_wall_s),
+            startup_s: m(|c| c.startup_s),
         }
     }
 }
