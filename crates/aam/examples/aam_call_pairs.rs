@@ -1,0 +1,38 @@
+//! The active machine call beside the cache-line round trip, `pairs` pairs back to back (ABBA),
+//! as `multios aam bench` measures them for its verdict, and nothing else (≈ 1 s a pair).
+//! `cargo run -p multios-aam --release --example aam_call_pairs [pairs] [iterations]`
+
+use multios_aam::bench::{cache_line, machine_call, BenchConfig};
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let pairs = args.first().copied().unwrap_or(5);
+    let mut cfg = BenchConfig::default_here();
+    if let Some(&n) = args.get(1) {
+        cfg.iterations = n;
+        cfg.warmup = (n / 10).max(10);
+    }
+    println!("pair  call_total_ns  call_direct_ns  cache_line_rt_ns  ratio");
+    let mut ratios = Vec::new();
+    for i in 0..pairs {
+        let (call, line) = if i % 2 == 0 {
+            let c = machine_call(&cfg, true)?;
+            (c, cache_line(&cfg)?)
+        } else {
+            let l = cache_line(&cfg)?;
+            (machine_call(&cfg, true)?, l)
+        };
+        let get = |n: &str| call.iter().find(|r| r.name == n).map_or(f64::NAN, |r| r.ns.median);
+        let (total, direct) = (get("aam_call_active_total"), get("aam_call_active_direct"));
+        let ratio = total / line.ns.median;
+        ratios.push(ratio);
+        println!("{i:>4}  {total:>13.1}  {direct:>14.1}  {:>16.1}  {ratio:>5.2}", line.ns.median);
+    }
+    println!("median ratio {:.2}", median(&mut ratios));
+    Ok(())
+}
