@@ -34,5 +34,44 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("{i:>4}  {total:>13.1}  {direct:>14.1}  {:>16.1}  {ratio:>5.2}", line.ns.median);
     }
     println!("median ratio {:.2}", median(&mut ratios));
+    let (there, back) = breakdown(&cfg)?;
+    println!("one call split at the server's timestamp: issue -> server {there:.0} ns, server -> result {back:.0} ns");
     Ok(())
+}
+
+/// Where a call's time goes, from the no-op's own timestamp (taken on the server while it runs):
+/// issue → server runs it, and server runs it → the client has the result (medians, ns; the TSC
+/// is the same clock on both CPUs, in ≈ 10 ns steps).
+pub fn breakdown(cfg: &BenchConfig) -> Result<(f64, f64), Box<dyn std::error::Error>> {
+    use multios_aam::{block_on, ConnectOptions, MachineBuilder, ServeOptions};
+    use multios_host::{tsc, CpuSet};
+    use std::time::Duration;
+    struct Nop;
+    let server = MachineBuilder::new("split-server")
+        .cpus(CpuSet([cfg.server_cpu].into()))
+        .idle_spin(Duration::MAX)
+        .build()?;
+    let client = MachineBuilder::new("split-client")
+        .cpus(CpuSet([cfg.client_cpu].into()))
+        .idle_spin(Duration::MAX)
+        .build()?;
+    let ep = server.serve(Nop, ServeOptions::default()).connect(ConnectOptions::default());
+    let n = cfg.iterations + cfg.warmup;
+    let (mut there, mut back) = block_on(client.spawn("split", async move {
+        let (mut there, mut back) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        for _ in 0..n {
+            let t0 = tsc::now();
+            let s = ep.call("nop", |_s| async { tsc::now() }).await.unwrap_or(t0);
+            let t2 = tsc::now();
+            there.push(s.wrapping_sub(t0) as i64);
+            back.push(t2.wrapping_sub(s) as i64);
+        }
+        (there, back)
+    }))?;
+    let tpn = tsc::calibration().ticks_per_ns();
+    let med = |v: &mut Vec<i64>| {
+        v.sort_unstable();
+        v[v.len() / 2] as f64 / tpn
+    };
+    Ok((med(&mut there), med(&mut back)))
 }
