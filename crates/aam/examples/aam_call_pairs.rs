@@ -27,11 +27,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let l = cache_line(&cfg)?;
             (machine_call(&cfg, true)?, l)
         };
-        let get = |n: &str| call.iter().find(|r| r.name == n).map_or(f64::NAN, |r| r.ns.median);
+        let get = |n: &str| {
+            call.iter()
+                .find(|r| r.name == n)
+                .map_or(f64::NAN, |r| r.ns.median)
+        };
         let (total, direct) = (get("aam_call_active_total"), get("aam_call_active_direct"));
         let ratio = total / line.ns.median;
         ratios.push(ratio);
-        println!("{i:>4}  {total:>13.1}  {direct:>14.1}  {:>16.1}  {ratio:>5.2}", line.ns.median);
+        println!(
+            "{i:>4}  {total:>13.1}  {direct:>14.1}  {:>16.1}  {ratio:>5.2}",
+            line.ns.median
+        );
     }
     println!("median ratio {:.2}", median(&mut ratios));
     let (there, back) = breakdown(&cfg)?;
@@ -55,7 +62,9 @@ pub fn breakdown(cfg: &BenchConfig) -> Result<(f64, f64), Box<dyn std::error::Er
         .cpus(CpuSet([cfg.client_cpu].into()))
         .idle_spin(Duration::MAX)
         .build()?;
-    let ep = server.serve(Nop, ServeOptions::default()).connect(ConnectOptions::default());
+    let ep = server
+        .serve(Nop, ServeOptions::default())
+        .connect(ConnectOptions::default());
     let n = cfg.iterations + cfg.warmup;
     let (mut there, mut back) = block_on(client.spawn("split", async move {
         let (mut there, mut back) = (Vec::with_capacity(n), Vec::with_capacity(n));
