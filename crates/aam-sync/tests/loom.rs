@@ -100,21 +100,26 @@ fn serve_one(r: &TestRing) -> Option<Completed> {
     }))
 }
 
+/// Serves `n` requests, yielding while none is there.
+fn serve_n(r: &TestRing, n: usize) {
+    let mut served = 0;
+    while served < n {
+        match serve_one(r) {
+            Some(_) => served += 1,
+            None => thread::yield_now(),
+        }
+    }
+}
+
 /// The client awaits its result (registering a waker) while the server serves; two calls through
-/// a two-slot ring, so the second reuses the slot the first freed.
+/// a two-slot ring, one per slot (a slot reused: `issue_11_loom_ring_slot_reused_through_its_free_word`).
 #[test]
 fn issue_11_loom_ring_call_and_result_no_lost_wakeup() {
     bounded(|| {
         let r = Arc::new(TestRing::new(2));
         let srv = r.clone();
         let server = thread::spawn(move || {
-            let mut served = 0;
-            while served < 2 {
-                match serve_one(&srv) {
-                    Some(_) => served += 1,
-                    None => thread::yield_now(),
-                }
-            }
+            serve_n(&srv, 2);
         });
         for i in 0..2u64 {
             let t = r.claim().expect("a free slot");
@@ -138,17 +143,14 @@ fn issue_11_loom_ring_call_and_result_no_lost_wakeup() {
 /// result arrives (a lost wake-up is a loom deadlock).
 #[test]
 fn issue_11_loom_ring_slot_reused_through_its_free_word() {
-    bounded(|| {
+    // Preemption bound 2: the model has three calls, and bound 3 took ≈ 80 s on a loaded machine.
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(2);
+    b.check(|| {
         let r = Arc::new(TestRing::new(2));
         let srv = r.clone();
         let server = thread::spawn(move || {
-            let mut served = 0;
-            while served < 3 {
-                match serve_one(&srv) {
-                    Some(_) => served += 1,
-                    None => thread::yield_now(),
-                }
-            }
+            serve_n(&srv, 3);
             assert!(serve_one(&srv).is_none(), "no request is taken twice");
         });
         let mut held = Vec::new();
