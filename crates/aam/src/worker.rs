@@ -205,9 +205,12 @@ pub(crate) fn worker_loop(ctx: &WorkerCtx) {
                 break;
             }
             // The clock is read every 16th round only: a round is the idle worker's reaction
-            // time to a request, and `rdtsc` is a good part of it.
+            // time to a request, and `rdtsc` is a good part of it. A machine that does not spin
+            // (`idle_spin(ZERO)`) still goes to sleep after its first round.
             round = round.wrapping_add(1);
-            if round.is_multiple_of(16) && tsc::now().wrapping_sub(start) >= shared.spin_ticks {
+            if (shared.spin_ticks == 0 || round.is_multiple_of(16))
+                && tsc::now().wrapping_sub(start) >= shared.spin_ticks
+            {
                 break;
             }
         }
