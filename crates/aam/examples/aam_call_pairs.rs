@@ -1,5 +1,5 @@
 //! The active machine call beside the cache-line round trip, `pairs` pairs back to back (ABBA),
-//! as `multios aam bench` measures them for its verdict, and nothing else (≈ 1 s a pair).
+//! as `multios aam bench` measures them for its verdict, and nothing else (≈ 3 s a pair here).
 //! `cargo run -p multios-aam --release --example aam_call_pairs [pairs] [iterations]`
 
 use multios_aam::bench::{cache_line, machine_call, BenchConfig};
