@@ -2,18 +2,21 @@
 //! call's request and then its result inline, and the word that hands the slot back and forth.
 //!
 //! A slot's `state` word is `ticket << 8 | flags`. Ticket `h` uses slot `h % N`; the slot is free
-//! for it when `state == h << 8`. The client (producer) claims the next ticket (a CAS on `head`,
-//! so several threads may issue on one endpoint), writes the request, and publishes it (`REQ`,
-//! then a SeqCst fence: the sender side of IMS, see [`crate::parker`]). A server worker
+//! for it when its `free` word (kept apart from the slot, in an array only the client writes on
+//! the common path) says `h`. The client (producer) claims the next ticket (a CAS on `head`, so
+//! several threads may issue on one endpoint), writes the request, and publishes it (`state =
+//! h << 8 | REQ`, then a SeqCst fence: the sender side of IMS, see [`crate::parker`]). A server worker
 //! (consumer) takes the ticket at `tail` when its slot holds `REQ` (a CAS on `tail`, so several
 //! workers may serve one client), runs the call, writes the result over the request and sets
 //! `DONE` with one read-modify-write that also tells it whether the client registered a waker
 //! (`WAKER`) or abandoned the call (`ABANDON`). The client reads the result and frees the slot for
-//! ticket `h + N`.
+//! ticket `h + N` (its `free` word; the slot's line itself is not written again until the next
+//! request: a store there would have to take the line back from the server, which last wrote it,
+//! and the next request, queued behind that store, would wait for it).
 //!
 //! Between two polling machines a call moves one line there (the request) and back (the
-//! result): the counters `head` and `tail` each stay on their owner's core, and nothing is
-//! allocated.
+//! result): the counters `head` and `tail` and the `free` words each stay on their owner's core,
+//! and nothing is allocated.
 //!
 //! No lost wake-up, no use after free:
 //! - the client changes `WAKER` only with a compare-and-swap that fails once `DONE` is set, so
@@ -55,7 +58,9 @@ pub struct Data<M> {
     pub payload: Payload,
 }
 
-#[repr(C, align(64))]
+/// 128-byte aligned: the slot the client polls for a result and the next one, where the server
+/// polls for the next request, must not form one pair of lines for the adjacent-line prefetcher.
+#[repr(C, align(128))]
 struct Slot<M> {
     state: AtomicU64,
     data: UnsafeCell<Data<M>>,
@@ -71,6 +76,8 @@ pub struct Ring<M, A> {
     head: Counter,
     tail: Counter,
     slots: Box<[Slot<M>]>,
+    /// `free[i]`: the ticket that may use slot `i` next.
+    free: Box<[AtomicU64]>,
     wakers: Box<[UnsafeCell<Option<Waker>>]>,
     aux: Box<[UnsafeCell<A>]>,
     mask: u64,
@@ -110,6 +117,7 @@ impl<M: Copy, A: Copy + Default> Ring<M, A> {
                     }),
                 })
                 .collect(),
+            free: (0..n as u64).map(AtomicU64::new).collect(),
             wakers: (0..n).map(|_| UnsafeCell::new(None)).collect(),
             aux: (0..n).map(|_| UnsafeCell::new(A::default())).collect(),
             mask: n as u64 - 1,
@@ -129,9 +137,7 @@ impl<M: Copy, A: Copy + Default> Ring<M, A> {
     }
 
     fn free_for_next_lap(&self, t: u64) {
-        self.slot(t)
-            .state
-            .store((t + self.slots.len() as u64) << SHIFT, Release);
+        self.free[self.at(t)].store(t + self.slots.len() as u64, Release);
     }
 
     /// Producer: claims the next ticket if its slot is free; `None` when the ring is full (the
@@ -139,8 +145,8 @@ impl<M: Copy, A: Copy + Default> Ring<M, A> {
     pub fn claim(&self) -> Option<u64> {
         loop {
             let h = self.head.0.load(Relaxed);
-            let s = self.slot(h).state.load(Acquire);
-            if s == h << SHIFT {
+            let f = self.free[self.at(h)].load(Acquire);
+            if f == h {
                 if self
                     .head
                     .0
@@ -149,7 +155,7 @@ impl<M: Copy, A: Copy + Default> Ring<M, A> {
                 {
                     return Some(h);
                 }
-            } else if (s >> SHIFT) < h {
+            } else if f < h {
                 return None;
             }
             std::hint::spin_loop();

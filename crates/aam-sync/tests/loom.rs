@@ -100,21 +100,26 @@ fn serve_one(r: &TestRing) -> Option<Completed> {
     }))
 }
 
+/// Serves `n` requests, yielding while none is there.
+fn serve_n(r: &TestRing, n: usize) {
+    let mut served = 0;
+    while served < n {
+        match serve_one(r) {
+            Some(_) => served += 1,
+            None => thread::yield_now(),
+        }
+    }
+}
+
 /// The client awaits its result (registering a waker) while the server serves; two calls through
-/// a two-slot ring, so the second reuses the slot the first freed.
+/// a two-slot ring, one per slot (a slot reused: `issue_11_loom_ring_slot_reused_through_its_free_word`).
 #[test]
 fn issue_11_loom_ring_call_and_result_no_lost_wakeup() {
     bounded(|| {
         let r = Arc::new(TestRing::new(2));
         let srv = r.clone();
         let server = thread::spawn(move || {
-            let mut served = 0;
-            while served < 2 {
-                match serve_one(&srv) {
-                    Some(_) => served += 1,
-                    None => thread::yield_now(),
-                }
-            }
+            serve_n(&srv, 2);
         });
         for i in 0..2u64 {
             let t = r.claim().expect("a free slot");
@@ -129,6 +134,56 @@ fn issue_11_loom_ring_call_and_result_no_lost_wakeup() {
         }
         server.join().expect("server");
     });
+}
+
+/// Three calls through a two-slot ring: the third reuses slot 0, which the first call freed through
+/// its `free` word (by the client, or by the server when it was still waking the client), while
+/// the slot's line still says "done" for the first lap and the server polls it. The server never
+/// takes the old lap's request again, the client never claims a slot before it is free, and every
+/// result arrives (a lost wake-up is a loom deadlock).
+#[test]
+fn issue_11_loom_ring_slot_reused_through_its_free_word() {
+    // Preemption bound 2: the model has three calls, and bound 3 took ≈ 80 s on a loaded machine.
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(2);
+    b.check(|| {
+        let r = Arc::new(TestRing::new(2));
+        let srv = r.clone();
+        let server = thread::spawn(move || {
+            serve_n(&srv, 3);
+            assert!(serve_one(&srv).is_none(), "no request is taken twice");
+        });
+        let mut held = Vec::new();
+        for i in 0..3u64 {
+            let t = loop {
+                match r.claim() {
+                    Some(t) => break t,
+                    None => {
+                        // Full: finish the oldest call to free its slot.
+                        let old = held.remove(0);
+                        finish(&r, old);
+                    }
+                }
+            };
+            assert_eq!(t, i);
+            put_request(&r, t, 10 * i);
+            r.publish(t);
+            held.push(t);
+        }
+        for t in held {
+            finish(&r, t);
+        }
+        server.join().expect("server");
+    });
+
+    fn finish(r: &TestRing, t: u64) {
+        let flags = block_on(poll_fn(|cx| r.poll(t, cx.waker())));
+        assert_eq!(flags & CLOSED, 0);
+        // SAFETY: DONE observed; the result is the client's.
+        let v = unsafe { r.with_data(t, |d| ring::take::<Arc<u64>>(&mut d.payload)) };
+        assert_eq!(*v, 10 * t + 1);
+        r.release(t);
+    }
 }
 
 /// A client that drops its call races with the server's completion: the result is dropped once

@@ -159,11 +159,12 @@ impl<S: Send + Sync + 'static> Served for Queue<S> {
         let start = trace.map(|_| tsc::now());
         let name = if let Some(t) = q.client.ring.take() {
             // SAFETY: ticket `t` is ours until completed; the producer wrote `meta` and `aux`
-            // before publishing it.
+            // before publishing it. The name (`aux`, on a line of its own that the client writes
+            // per call) is read only when tracing: reading it per call moved that line too.
             let (exec, name) = unsafe {
                 (
                     q.client.ring.with_data(t, |d| d.meta.assume_init()),
-                    q.client.ring.aux(t),
+                    if trace.is_some() { q.client.ring.aux(t) } else { "" },
                 )
             };
             // SAFETY: `exec` was written for this queue's type by `Endpoint::call`; the queue
@@ -305,19 +306,21 @@ where
         q.client.ring.complete(t, CLOSED, |_| {});
         return;
     }
-    // SAFETY: the ticket is ours; `aux` was written with the request.
-    let name = unsafe { r.aux(t) };
+    // The call's name (`aux`) is read only on the rare paths that need it (a panic, a call that
+    // waits and becomes a task), while the ticket is still ours: see `Queue::run_one`.
+    // SAFETY: the ticket is ours until completed; `aux` was written with the request.
+    let name = || unsafe { r.aux(t) };
     let obj = q.object.clone();
     let fut = match catch_unwind(AssertUnwindSafe(move || f(obj))) {
         Ok(fut) => fut,
         Err(p) => {
-            machine.report_panic(name, panic_message(&*p));
+            machine.report_panic(name(), panic_message(&*p));
             close_call(q, t, true);
             return;
         }
     };
     if std::mem::size_of::<Fut>() > SCRATCH.size() || std::mem::align_of::<Fut>() > SCRATCH.align() {
-        spawn_call(q, t, name, machine, fut, None);
+        spawn_call(q, t, name(), machine, fut, None);
         return;
     }
     let block = scratch_take();
@@ -340,13 +343,13 @@ where
         }
         Ok(Poll::Pending) => {
             let home = InBlock { fut: fp };
-            spawn_call(q, t, name, machine, home, Some(&probe));
+            spawn_call(q, t, name(), machine, home, Some(&probe));
         }
         Err(p) => {
             // SAFETY: as above (a panicking future is dropped once, its panic contained).
             let _ = catch_unwind(AssertUnwindSafe(|| unsafe { fp.as_ptr().drop_in_place() }));
             scratch_put(block);
-            machine.report_panic(name, panic_message(&*p));
+            machine.report_panic(name(), panic_message(&*p));
             close_call(q, t, true);
         }
     }

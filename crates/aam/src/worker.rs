@@ -189,6 +189,7 @@ pub(crate) fn worker_loop(ctx: &WorkerCtx) {
         }
         let start = tsc::now();
         enter_idle(ctx);
+        let mut round = 0u32;
         loop {
             std::hint::spin_loop();
             if shared.signals_pending.load(Ordering::Relaxed) || shared.stopped.load(Ordering::Relaxed) {
@@ -203,7 +204,13 @@ pub(crate) fn worker_loop(ctx: &WorkerCtx) {
             if ctx.wanted.load(Ordering::Relaxed) > 0 {
                 break;
             }
-            if tsc::now().wrapping_sub(start) >= shared.spin_ticks {
+            // The clock is read every 16th round only: a round is the idle worker's reaction
+            // time to a request, and `rdtsc` is a good part of it. A machine that does not spin
+            // (`idle_spin(ZERO)`) still goes to sleep after its first round.
+            round = round.wrapping_add(1);
+            if (shared.spin_ticks == 0 || round.is_multiple_of(16))
+                && tsc::now().wrapping_sub(start) >= shared.spin_ticks
+            {
                 break;
             }
         }

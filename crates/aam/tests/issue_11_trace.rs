@@ -172,3 +172,84 @@ fn issue_11_core_moves_are_in_the_trace() {
         .flat_map(|r| &r.events)
         .all(|e| e.end_ns >= e.start_ns && e.start_ns >= 0.0));
 }
+
+/// A call's name travels beside its slot and the server reads it only where it is used (it is no
+/// longer read per call: that moved a cache line per call). Each place still gets the right name:
+/// the trace of a call run inline, the task of a call that waits, and the panic report of a call
+/// that panics, untraced and traced; and the names of consecutive calls through the same slots
+/// do not mix.
+#[test]
+fn issue_11_call_names_are_read_where_they_are_used() {
+    for traced in [false, true] {
+        let mut b = MachineBuilder::new("named-server");
+        if traced {
+            b = b.trace(10_000);
+        }
+        let server = b.build().unwrap_or_else(|e| panic!("{e}"));
+        let client = MachineBuilder::new("named-client")
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        struct Unit;
+        let ep = server
+            .serve(Unit, ServeOptions::default())
+            .connect(ConnectOptions::default());
+        let r = block_on(client.spawn("driver", async move {
+            let mut sum = 0u64;
+            // More calls than the ring has slots, so every slot is reused with other names.
+            for i in 0..200u64 {
+                sum += match i % 3 {
+                    0 => ep.call("Named::inline", |_u| async { 1u64 }).await,
+                    1 => {
+                        ep.call("Named::waits", |_u| async {
+                            multios_aam::yield_now().await;
+                            1u64
+                        })
+                        .await
+                    }
+                    _ => {
+                        let r = ep
+                            .call("Named::panics", |_u| async {
+                                if std::hint::black_box(true) {
+                                    panic!("named panic");
+                                }
+                                1u64
+                            })
+                            .await;
+                        assert!(r.is_err(), "a panicking call has no result");
+                        Ok(0)
+                    }
+                }
+                .unwrap_or_else(|e| panic!("{e}"));
+            }
+            sum
+        }));
+        assert_eq!(r, Ok(134));
+        let panics = server.panics();
+        assert_eq!(panics.len(), 66, "traced: {traced}");
+        assert!(panics.iter().all(|p| p.task == "Named::panics"
+            && p.machine == "named-server"
+            && p.message.contains("named panic")));
+        let events: Vec<_> = server.trace_events().into_iter().flat_map(|(_, e)| e).collect();
+        if !traced {
+            assert!(events.is_empty());
+            continue;
+        }
+        let count = |n: &str| {
+            events
+                .iter()
+                .filter(|e| e.kind == EventKind::Task && e.name == n)
+                .count()
+        };
+        // Every inline call is one event; a call that waits is its first, inline poll plus at
+        // least one run of its task; each panicking call is one event too.
+        assert_eq!(count("Named::inline"), 67);
+        assert!(count("Named::waits") >= 2 * 67, "{}", count("Named::waits"));
+        assert_eq!(count("Named::panics"), 66);
+        assert!(events.iter().filter(|e| e.kind == EventKind::Task).all(|e| [
+            "Named::inline",
+            "Named::waits",
+            "Named::panics"
+        ]
+        .contains(&e.name)));
+    }
+}
