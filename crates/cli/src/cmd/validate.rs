@@ -82,6 +82,13 @@ pub struct Args {
     /// refined model exactly
     #[arg(long, default_value = "none")]
     terms: String,
+    /// Real programs: the emulator's supervisors and delegate threads keep the caller's scheduling
+    /// class instead of SCHED_FIFO (on a machine shared with others' measurements; noisier)
+    #[arg(long)]
+    no_realtime: bool,
+    /// Real programs: measure in the LWK alone (no emulator mechanism; implies --lwk)
+    #[arg(long, conflicts_with = "mechanism")]
+    lwk_only: bool,
     /// The real program and its arguments (with --workload)
     #[arg(last = true)]
     command: Vec<String>,
@@ -99,7 +106,9 @@ impl Args {
         if self.quick {
             fcs.truncate(1);
         }
-        let mechanisms = if self.mechanism.is_empty() {
+        let mechanisms = if self.lwk_only {
+            Vec::new()
+        } else if self.mechanism.is_empty() {
             vec![Mechanism::Shm, Mechanism::Proxy, Mechanism::Migrate]
         } else {
             self.mechanism
@@ -111,10 +120,11 @@ impl Args {
                 policies: self.policy,
                 fcs,
                 pairs: runs,
-                lwk: self.lwk,
+                lwk: self.lwk || self.lwk_only,
                 terms: validate_terms(&self.terms)?,
                 compute,
                 control,
+                realtime: !self.no_realtime,
             },
             workload: self.workload.map(|w| (w, self.command)),
             suite: self.suite,
