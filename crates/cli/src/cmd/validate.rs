@@ -77,9 +77,9 @@ pub struct Args {
     #[arg(long)]
     lwk: bool,
     /// Real programs: the model's named correction terms to add, each measured by its
-    /// microbenchmark first (none, all, or a list of startup, wakeup, overlap, cache, procs); the
-    /// tables show the accuracy with each term alone and with all of them; `none` is the paper's
-    /// refined model exactly
+    /// microbenchmark first (none, all, or a list of startup, startup-own, wakeup, overlap, cache,
+    /// procs); the tables show the accuracy with each term alone and with all of them; `none` is
+    /// the paper's refined model exactly
     #[arg(long, default_value = "none")]
     terms: String,
     /// Real programs: the emulator's supervisors and delegate threads keep the caller's scheduling
@@ -136,12 +136,12 @@ impl Args {
 }
 
 /// `--terms` for real programs: every term but the AAM's `share` (which `multios aam bench
-/// --validate` measures); `all` means the five validate measures.
+/// --validate` measures); `all` means the six validate measures.
 fn validate_terms(text: &str) -> anyhow::Result<Vec<multios_model::Term>> {
     let mut terms = multios_model::parse_terms(text)?;
     if text.split(',').any(|t| t.trim() == "share") {
         anyhow::bail!(
-            "--terms share: that is the AAM's term (multios aam bench --validate measures it); validate measures startup, wakeup, overlap, cache and procs"
+            "--terms share: that is the AAM's term (multios aam bench --validate measures it); validate measures startup, startup-own, wakeup, overlap, cache and procs"
         );
     }
     terms.retain(|t| *t != multios_model::Term::Share);
