@@ -67,6 +67,9 @@ pub struct Entry {
     /// `startup-own` term; run in a copy of the workload's directory.
     #[serde(default)]
     pub startup_argv: Option<Vec<String>>,
+    /// `startup_argv` in the LWK when not `multios lwk run -- STARTUP_ARGV` (as `lwk_argv`).
+    #[serde(default)]
+    pub startup_lwk_argv: Option<Vec<String>>,
     #[serde(default)]
     pub check: Check,
 }
@@ -328,6 +331,7 @@ pub fn run(cfg: &Config, suite: &Suite, progress: &mut dyn Progress) -> Result<O
             cleanup: e.cleanup.clone(),
             lwk_argv: e.lwk_argv.clone(),
             startup_argv: e.startup_argv.clone(),
+            startup_lwk_argv: e.startup_lwk_argv.clone(),
         };
         let r = real::run_workload(v, &w, &mut terms, progress);
         std::fs::remove_dir_all(&dir).ok();

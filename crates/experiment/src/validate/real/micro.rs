@@ -321,6 +321,7 @@ impl TermCache {
                     name: format!("{}-startup", w.name),
                     argv: argv.clone(),
                     workdir: w.workdir.clone(),
+                    lwk_argv: w.startup_lwk_argv.clone(),
                     ..Workload::command("", Vec::new())
                 };
                 let c = Config {

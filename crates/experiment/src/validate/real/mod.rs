@@ -54,6 +54,9 @@ pub struct Workload {
     /// The workload's own program doing nothing (same binary, libraries and interpreter
     /// start-up, no work; `perl -e 1`), run in the run's copy: the `startup-own` term's program.
     pub startup_argv: Option<Vec<String>>,
+    /// How to run `startup_argv` in the LWK when it is not `multios lwk run -- STARTUP_ARGV`
+    /// (`lwk_argv`'s form: MPI ranks each in an LWK under a Linux `mpirun`).
+    pub startup_lwk_argv: Option<Vec<String>>,
 }
 
 impl Workload {
@@ -67,6 +70,7 @@ impl Workload {
             cleanup: None,
             lwk_argv: None,
             startup_argv: None,
+            startup_lwk_argv: None,
         }
     }
 
