@@ -211,3 +211,85 @@ fn issue_15_unknown_terms_and_a_command_without_workload_are_refused() {
     let o = multios(&dir, &["validate", "--", "true"]);
     assert_ne!(o.status.code(), Some(0));
 }
+
+/// `startup-own`: the workload's own program doing nothing (`startup_argv`) is measured in the LWK
+/// beside `true`, replaces `true`'s start-up in the projection of that workload, and a workload
+/// without one keeps `startup`'s with a note. `--lwk-only` measures no emulator mechanism.
+#[test]
+fn issue_15_startup_own_is_measured_on_the_workloads_own_empty_program() {
+    let dir = scratch::Scratch::new("multios-issue15", "startup-own");
+    let suite = r#"
+[[workload]]
+name = "wc"
+argv = ["wc", "-l", "in.txt"]
+startup_argv = ["wc", "-l", "/dev/null"]
+[[workload.input]]
+file = "in.txt"
+kind = "text"
+mib = 0.25
+
+[[workload]]
+name = "cat"
+argv = ["cat", "in.txt"]
+[[workload.input]]
+file = "in.txt"
+kind = "text"
+mib = 0.25
+"#;
+    std::fs::write(dir.join("own.toml"), suite).expect("write the suite");
+    let o = multios(
+        &dir,
+        &[
+            "--json",
+            "validate",
+            "--suite",
+            "own.toml",
+            "--lwk-only",
+            "--policy",
+            "all",
+            "--runs",
+            "1",
+            "--terms",
+            "startup,startup-own",
+            "--out",
+            "out",
+        ],
+    );
+    let v = json(&o);
+    let ws = v["workloads"].as_array().expect("workloads");
+    assert_eq!(ws.len(), 2, "{v}");
+    for w in ws {
+        let targets: Vec<_> = w["points"]
+            .as_array()
+            .expect("points")
+            .iter()
+            .map(|p| p["target"].as_str())
+            .collect();
+        assert_eq!(targets, [Some("lwk")], "--lwk-only: {v}");
+    }
+    let wc = &ws[0]["points"][0];
+    let own = wc["terms"]["startup_own_s"].as_f64().expect("wc's startup_own_s");
+    let t = wc["terms"]["startup_s"].as_f64().expect("wc's startup_s");
+    assert!(own >= 0.0 && t >= 0.0, "{v}");
+    // With both on, the workload's own start-up is the one added.
+    let with = wc["with_terms"].as_f64().expect("with_terms");
+    let alone = wc["per_term"]["startup-own"].as_f64().expect("+startup-own");
+    assert_eq!(with.to_bits(), alone.to_bits(), "{v}");
+    let cat = &ws[1];
+    assert!(cat["points"][0]["terms"]["startup_own_s"].is_null(), "{v}");
+    assert!(
+        cat["notes"]
+            .as_array()
+            .expect("notes")
+            .iter()
+            .any(|n| n.as_str().is_some_and(|n| n.contains("startup_argv"))),
+        "{v}"
+    );
+    let m = v["term_measurements"].as_array().expect("term_measurements");
+    assert!(
+        m.iter().any(|m| m["term"] == "startup-own"
+            && m["target"] == "lwk"
+            && m["numbers"]["startup_own_ns"].is_number()),
+        "{v}"
+    );
+}

@@ -432,7 +432,11 @@ static void start_delegate(void) {
      * would leave it unable to run next to the spinning thread that waits for it. */
     raw6(SYS_sched_setaffinity, tid, sizeof multios_control_set, (long)&multios_control_set, 0, 0, 0);
     struct sched_param sp = {.sched_priority = realtime ? 50 : 0};
-    if (raw6(SYS_sched_setscheduler, tid, realtime ? SCHED_FIFO : SCHED_OTHER, (long)&sp, 0, 0, 0) != 0) {
+    /* Not realtime: the delegate keeps the program's class (SCHED_IDLE or SCHED_OTHER and its nice
+     * value, e.g. under `chrt --idle` on a shared machine) unless that is a real-time one. */
+    long caller = raw6(SYS_sched_getscheduler, 0, 0, 0, 0, 0, 0);
+    int keep = !realtime && caller != SCHED_FIFO && caller != SCHED_RR;
+    if (!keep && raw6(SYS_sched_setscheduler, tid, realtime ? SCHED_FIFO : SCHED_OTHER, (long)&sp, 0, 0, 0) != 0) {
         sp.sched_priority = 0;
         raw6(SYS_sched_setscheduler, tid, SCHED_OTHER, (long)&sp, 0, 0, 0);
     }

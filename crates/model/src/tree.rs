@@ -158,9 +158,13 @@ pub fn compose(
         });
     }
     let mut shifts = Vec::with_capacity(n);
-    for q in &tree.processes {
+    let root = (0..n).find(|&i| tree.parent(i).is_none());
+    for (i, q) in tree.processes.iter().enumerate() {
+        // `startup-own` was measured on the workload's own program: its root process pays it,
+        // every other process that exec'd pays `startup`'s (an empty program's).
         let own = Terms {
             startup_s: terms.startup_s.filter(|_| q.execs),
+            startup_own_s: terms.startup_own_s.filter(|_| Some(i) == root),
             procs: false,
             ..terms.clone()
         };
@@ -168,9 +172,9 @@ pub fn compose(
             let p = refined(&q.workload, delegated, params)?;
             corrected_t_d(&p, &own) - p.t_nd
         } else {
-            own.startup_s.unwrap_or(0.0)
+            crate::terms::startup_of(&own)
         };
-        let startup = own.startup_s.unwrap_or(0.0);
+        let startup = crate::terms::startup_of(&own);
         let span = q.end_s - q.start_s;
         let stretch = if q.lifetime_s > 0.0 && span > 0.0 {
             startup + (extra - startup) * span / q.lifetime_s
@@ -385,6 +389,27 @@ mod tests {
         tree.processes[1].execs = false;
         let r = compose(&tree, &all(), &Params::new(1.0, 0.0), &t, 2).expect("composes");
         assert!((r.wall_d - 2.1).abs() < 1e-9, "{r:?}");
+    }
+
+    /// `startup-own` is paid by the workload's own process (the root) alone; the other processes
+    /// that exec'd pay `startup`'s.
+    #[test]
+    fn issue_15_startup_own_is_the_root_process_s() {
+        let tree = ProcessTree {
+            processes: vec![
+                node(1, None, 0.0, 2.0, 1.0, 0),
+                node(2, Some(1), 0.5, 1.5, 1.0, 0),
+            ],
+        };
+        let t = Terms {
+            startup_s: Some(0.1),
+            startup_own_s: Some(0.3),
+            ..Terms::none()
+        };
+        let r = compose(&tree, &all(), &Params::new(1.0, 0.0), &t, 2).expect("composes");
+        assert!((r.processes[0].startup_s - 0.3).abs() < 1e-12, "{r:?}");
+        assert!((r.processes[1].startup_s - 0.1).abs() < 1e-12, "{r:?}");
+        assert!((r.wall_d - 2.4).abs() < 1e-9, "{r:?}");
     }
 
     proptest! {

@@ -77,11 +77,18 @@ pub struct Args {
     #[arg(long)]
     lwk: bool,
     /// Real programs: the model's named correction terms to add, each measured by its
-    /// microbenchmark first (none, all, or a list of startup, wakeup, overlap, cache, procs); the
-    /// tables show the accuracy with each term alone and with all of them; `none` is the paper's
-    /// refined model exactly
+    /// microbenchmark first (none, all, or a list of startup, startup-own, wakeup, overlap, cache,
+    /// procs); the tables show the accuracy with each term alone and with all of them; `none` is
+    /// the paper's refined model exactly
     #[arg(long, default_value = "none")]
     terms: String,
+    /// Real programs: the emulator's supervisors and delegate threads keep the caller's scheduling
+    /// class instead of SCHED_FIFO (on a machine shared with others' measurements; noisier)
+    #[arg(long)]
+    no_realtime: bool,
+    /// Real programs: measure in the LWK alone (no emulator mechanism; implies --lwk)
+    #[arg(long, conflicts_with = "mechanism")]
+    lwk_only: bool,
     /// The real program and its arguments (with --workload)
     #[arg(last = true)]
     command: Vec<String>,
@@ -99,7 +106,9 @@ impl Args {
         if self.quick {
             fcs.truncate(1);
         }
-        let mechanisms = if self.mechanism.is_empty() {
+        let mechanisms = if self.lwk_only {
+            Vec::new()
+        } else if self.mechanism.is_empty() {
             vec![Mechanism::Shm, Mechanism::Proxy, Mechanism::Migrate]
         } else {
             self.mechanism
@@ -111,10 +120,11 @@ impl Args {
                 policies: self.policy,
                 fcs,
                 pairs: runs,
-                lwk: self.lwk,
+                lwk: self.lwk || self.lwk_only,
                 terms: validate_terms(&self.terms)?,
                 compute,
                 control,
+                realtime: !self.no_realtime,
             },
             workload: self.workload.map(|w| (w, self.command)),
             suite: self.suite,
@@ -126,12 +136,12 @@ impl Args {
 }
 
 /// `--terms` for real programs: every term but the AAM's `share` (which `multios aam bench
-/// --validate` measures); `all` means the five validate measures.
+/// --validate` measures); `all` means the six validate measures.
 fn validate_terms(text: &str) -> anyhow::Result<Vec<multios_model::Term>> {
     let mut terms = multios_model::parse_terms(text)?;
     if text.split(',').any(|t| t.trim() == "share") {
         anyhow::bail!(
-            "--terms share: that is the AAM's term (multios aam bench --validate measures it); validate measures startup, wakeup, overlap, cache and procs"
+            "--terms share: that is the AAM's term (multios aam bench --validate measures it); validate measures startup, startup-own, wakeup, overlap, cache and procs"
         );
     }
     terms.retain(|t| *t != multios_model::Term::Share);

@@ -14,6 +14,7 @@
 //! cleanup = "…"                     # shell, after every run
 //! lwk_argv = ["mpirun", "-n", "2", "{multios}", "lwk", "run", "--policy", "{policy}", "--", "lmp"]
 //!                                   # how to run it in the LWK, if not `multios lwk run -- ARGV`
+//! startup_argv = ["perl", "-e", "1"] # its program doing nothing: the `startup-own` term's
 //! [[workload.input]]
 //! file = "input.txt"
 //! kind = "text"                     # text | random | content | hpccinf | cproject
@@ -62,6 +63,13 @@ pub struct Entry {
     /// `{policy}` are replaced): MPI ranks each in an LWK under a Linux `mpirun`.
     #[serde(default)]
     pub lwk_argv: Option<Vec<String>>,
+    /// The workload's program doing nothing (same binary and libraries, no work), for the
+    /// `startup-own` term; run in a copy of the workload's directory.
+    #[serde(default)]
+    pub startup_argv: Option<Vec<String>>,
+    /// `startup_argv` in the LWK when not `multios lwk run -- STARTUP_ARGV` (as `lwk_argv`).
+    #[serde(default)]
+    pub startup_lwk_argv: Option<Vec<String>>,
     #[serde(default)]
     pub check: Check,
 }
@@ -322,6 +330,8 @@ pub fn run(cfg: &Config, suite: &Suite, progress: &mut dyn Progress) -> Result<O
             setup: e.setup.clone(),
             cleanup: e.cleanup.clone(),
             lwk_argv: e.lwk_argv.clone(),
+            startup_argv: e.startup_argv.clone(),
+            startup_lwk_argv: e.startup_lwk_argv.clone(),
         };
         let r = real::run_workload(v, &w, &mut terms, progress);
         std::fs::remove_dir_all(&dir).ok();

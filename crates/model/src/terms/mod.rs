@@ -17,6 +17,11 @@
 //!   delegate threads (emulator), or building the VM (LWK) — paid once per run (per exec'd process
 //!   with `procs`), not per call. Measured as the paired difference of an empty program run
 //!   natively and intercepted.
+//! - **`startup-own`**: the same cost measured on the *workload's own* program doing nothing
+//!   (`perl -e 1`, `python3 -c 'import json'`, `lmp` on an input with no run: the same binary,
+//!   libraries, interpreter start-up and, for an MPI singleton, the forked `orted`), natively and
+//!   intercepted, in the same minutes. It replaces `startup`'s `true` for the workload's own
+//!   process (the root of the tree with `procs`); off, or without such a command, `startup` stands.
 //! - **`wakeup`**: per delegated call (n_D of them), waking a delegate that slept between calls,
 //!   or, for a delegate that polls (the AAM's OS machine), waiting while its CPU runs something
 //!   else (the stall measured at the workload's call spacing, `multios_aam::bench::beside`).
@@ -38,6 +43,8 @@ pub use spare::{ByClass, Cache, CallClass};
 #[serde(rename_all = "lowercase")]
 pub enum Term {
     Startup,
+    #[serde(rename = "startup-own")]
+    StartupOwn,
     Wakeup,
     Overlap,
     Cache,
@@ -47,8 +54,9 @@ pub enum Term {
 
 impl Term {
     /// Every term, in the order they are applied.
-    pub const ALL: [Term; 6] = [
+    pub const ALL: [Term; 7] = [
         Term::Startup,
+        Term::StartupOwn,
         Term::Wakeup,
         Term::Overlap,
         Term::Cache,
@@ -59,6 +67,7 @@ impl Term {
     pub fn name(self) -> &'static str {
         match self {
             Term::Startup => "startup",
+            Term::StartupOwn => "startup-own",
             Term::Wakeup => "wakeup",
             Term::Overlap => "overlap",
             Term::Cache => "cache",
@@ -73,6 +82,9 @@ impl Term {
 pub struct Terms {
     /// Seconds added to t_d once per run (`startup`); `None`: off.
     pub startup_s: Option<f64>,
+    /// Seconds added to t_d once per run instead of `startup_s`, measured on the workload's own
+    /// program doing nothing (`startup-own`; only the workload's own process); `None`: off.
+    pub startup_own_s: Option<f64>,
     /// Seconds added to t_d per delegated call (`wakeup`); `None`: off.
     pub wakeup_s: Option<f64>,
     /// ω per class of call: the share of a delegated call's native time off the caller's clock
@@ -101,6 +113,7 @@ impl Terms {
     /// True when no term that changes one projection's t_d is on (`procs` composes projections).
     fn on_projection_is_none(&self) -> bool {
         self.startup_s.is_none()
+            && self.startup_own_s.is_none()
             && self.wakeup_s.is_none()
             && self.overlap.is_none()
             && self.cache.is_none()
@@ -112,6 +125,7 @@ impl Terms {
         let mut t = Terms::none();
         match term {
             Term::Startup => t.startup_s = self.startup_s,
+            Term::StartupOwn => t.startup_own_s = self.startup_own_s,
             Term::Wakeup => t.wakeup_s = self.wakeup_s,
             Term::Overlap => t.overlap = self.overlap,
             Term::Cache => t.cache = self.cache,
@@ -150,6 +164,11 @@ pub fn corrected(p: &Projection, terms: &Terms) -> f64 {
     p.t_nd / corrected_t_d(p, terms)
 }
 
+/// The start-up a run pays: `startup-own`'s when it is on, else `startup`'s, else 0.
+pub fn startup_of(terms: &Terms) -> f64 {
+    terms.startup_own_s.or(terms.startup_s).unwrap_or(0.0)
+}
+
 /// The delegated run's time t_d with `terms` applied (startup and wakeup added, overlap and the
 /// cache's spared compute taken off, then `share`'s stretch 1 / (1 − u)); `p.t_d` when no term that
 /// acts on one projection is on.
@@ -157,7 +176,7 @@ pub fn corrected_t_d(p: &Projection, terms: &Terms) -> f64 {
     if terms.on_projection_is_none() {
         return p.t_d;
     }
-    let startup = terms.startup_s.unwrap_or(0.0);
+    let startup = startup_of(terms);
     let wakeup = terms.wakeup_s.unwrap_or(0.0) * p.delegated_calls as f64;
     let overlap = terms.overlap.map_or(0.0, |w| spare::overlap_s(p, &w));
     let cache = terms
@@ -228,6 +247,7 @@ mod tests {
             let p = refined(&w, &d, &Params::new(gamma, fc)).expect("valid inputs");
             let on = Terms {
                 startup_s: Some(value),
+                startup_own_s: Some(2.0 * value),
                 wakeup_s: Some(value),
                 overlap: Some(ByClass { data_in: omega, data_out: omega, other: omega }),
                 cache: Some(Cache {
@@ -245,6 +265,7 @@ mod tests {
                 let mut off = on.only(t);
                 match t {
                     Term::Startup => off.startup_s = None,
+                    Term::StartupOwn => off.startup_own_s = None,
                     Term::Wakeup => off.wakeup_s = None,
                     Term::Overlap => off.overlap = None,
                     Term::Cache => off.cache = None,
@@ -256,6 +277,7 @@ mod tests {
             }
             let zero = Terms {
                 startup_s: Some(0.0),
+                startup_own_s: Some(0.0),
                 wakeup_s: Some(0.0),
                 overlap: Some(ByClass::default()),
                 cache: Some(Cache { per_call_s: 0.0, rho: ByClass::default(), gain_high: 2.0, gain_low: 0.5 }),
@@ -299,6 +321,30 @@ mod tests {
         assert!((s - 1.0 / 1.12).abs() < 1e-12, "{s}");
     }
 
+    proptest! {
+        /// `startup-own` replaces `startup`'s value (not added to it): t_d + T_own whatever
+        /// `startup` measured, and off it leaves `startup` alone.
+        #[test]
+        fn issue_15_startup_own_replaces_startup(
+            c in 1e-3f64..10.0,
+            n in 1u64..100_000,
+            fc in 0.0f64..1e-4,
+            true_s in 0.0f64..0.2,
+            own_s in 0.0f64..0.5,
+        ) {
+            let w = Workload { c, calls: vec![Call { name: "write".into(), n, g: 0.1 }] };
+            let d: BTreeSet<String> = ["write".to_string()].into();
+            let p = refined(&w, &d, &Params::new(1.0, fc)).expect("projects");
+            let both = Terms { startup_s: Some(true_s), startup_own_s: Some(own_s), ..Terms::none() };
+            let want = p.t_nd / (p.t_d + own_s);
+            prop_assert!((corrected(&p, &both) - want).abs() <= 1e-12 * want);
+            prop_assert_eq!(corrected(&p, &both.only(Term::StartupOwn)).to_bits(), corrected(&p, &both).to_bits());
+            let only_true = Terms { startup_own_s: None, ..both };
+            let want = p.t_nd / (p.t_d + true_s);
+            prop_assert!((corrected(&p, &only_true) - want).abs() <= 1e-12 * want);
+        }
+    }
+
     #[test]
     fn issue_11_share_stretches_the_delegated_run() {
         let w = Workload {
@@ -331,6 +377,8 @@ mod tests {
         );
         assert_eq!(parse_terms("wakeup").expect("one"), [Term::Wakeup]);
         assert_eq!(parse_terms("startup").expect("one"), [Term::Startup]);
+        assert_eq!(parse_terms("startup-own").expect("one"), [Term::StartupOwn]);
+        assert_eq!(Term::StartupOwn.name(), "startup-own");
         let e = parse_terms("startup,tlb").expect_err("unknown").to_string();
         assert!(e.contains("'tlb'") && e.contains("startup"), "{e}");
     }

@@ -253,7 +253,7 @@ impl TermCache {
                     300,
                     &cfg.compute,
                     &cfg.control,
-                    multios_emulate::Wait::default(),
+                    cfg.wait(),
                 )?
                 .median;
                 (wakeup_emulated(cfg, m, &gaps, spacing, rt)?, rt)
@@ -299,6 +299,63 @@ impl TermCache {
             numbers: numbers.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
         });
     }
+
+    /// The `startup-own` term of `w` on `target`: its `startup_argv` (its program doing nothing)
+    /// natively and intercepted, every call delegated, in a copy of its directory
+    /// ([`STARTUP_PAIRS`] pairs, median paired difference); `None` when it names none. Measured
+    /// per workload and target, right before the workload's runs on that target.
+    pub fn startup_own(
+        &mut self,
+        cfg: &Config,
+        target: Target,
+        w: &Workload,
+        scratch: &Path,
+    ) -> Result<Option<f64>, ExperimentError> {
+        let Some(argv) = w.startup_argv.clone() else {
+            return Ok(None);
+        };
+        let s = match target {
+            Target::Emulate(m) => emulated_extra(cfg, m, argv.clone(), w.workdir.clone())?.max(0.0),
+            Target::Lwk => {
+                let empty = Workload {
+                    name: format!("{}-startup", w.name),
+                    argv: argv.clone(),
+                    workdir: w.workdir.clone(),
+                    lwk_argv: w.startup_lwk_argv.clone(),
+                    ..Workload::command("", Vec::new())
+                };
+                let c = Config {
+                    pairs: STARTUP_PAIRS,
+                    ..cfg.clone()
+                };
+                let (native, lwk, invalid) = lwk_pairs(&c, &empty, "all", scratch)?;
+                if let Some(why) = invalid {
+                    // Left off (the workload falls back to `startup`'s `true`), with the reason.
+                    self.note(
+                        target,
+                        "startup-own",
+                        format!("not measured for {}: {why}", w.name),
+                        format!("`{}` natively and in the LWK", argv.join(" ")),
+                        [],
+                    );
+                    return Ok(None);
+                }
+                let n = native.len().min(lwk.len());
+                crate::stats::paired_diff(&native[..n], &lwk[..n]).map_or(0.0, |p| p.median.max(0.0))
+            }
+        };
+        self.note(
+            target,
+            "startup-own",
+            format!("{:.2} ms per run of {} (its own process)", s * 1e3, w.name),
+            format!(
+                "`{}` (the workload's program doing nothing) natively and intercepted, every call delegated, {STARTUP_PAIRS} pairs: median paired difference",
+                argv.join(" ")
+            ),
+            [("startup_own_ns", s * 1e9)],
+        );
+        Ok(Some(s))
+    }
 }
 
 /// The size of the compute CPU's L2 (or 512 KiB when sysfs does not say): the working set the
@@ -329,13 +386,18 @@ fn parse_size(s: &str) -> Option<u64> {
 
 /// The median paired difference (seconds) between `argv` intercepted under mechanism `m`,
 /// delegating every call at no added cost, and run natively (`STARTUP_PAIRS` pairs).
-fn emulated_extra(cfg: &Config, m: Mechanism, argv: Vec<String>) -> Result<f64, ExperimentError> {
+fn emulated_extra(
+    cfg: &Config,
+    m: Mechanism,
+    argv: Vec<String>,
+    workdir: Option<PathBuf>,
+) -> Result<f64, ExperimentError> {
     let c = all_delegated(cfg, m, argv);
     let s = compare::Setup {
         emulate: &c,
         interception: Interception::Eager,
         pairs: STARTUP_PAIRS,
-        workdir: None,
+        workdir,
         setup: None,
         cleanup: None,
     };
@@ -356,14 +418,14 @@ fn all_delegated(cfg: &Config, m: Mechanism, argv: Vec<String>) -> multios_emula
         argv,
         allow_below_floor: true,
         rewrite: true,
-        wait: multios_emulate::Wait::default(),
+        wait: cfg.wait(),
     }
 }
 
 /// The `startup` term under mechanism `m`: the median paired difference (seconds) between an
 /// empty program (`true`) intercepted, delegating every call, and run natively.
 pub fn startup_emulated(cfg: &Config, m: Mechanism) -> Result<f64, ExperimentError> {
-    Ok(emulated_extra(cfg, m, vec!["true".into()])?.max(0.0))
+    Ok(emulated_extra(cfg, m, vec!["true".into()], None)?.max(0.0))
 }
 
 /// The `startup` term in the LWK: as [`startup_emulated`], with `multios lwk run -- true`.
@@ -401,7 +463,7 @@ pub fn wakeup_emulated(
     spacing: Spacing,
     rt: f64,
 ) -> Result<f64, ExperimentError> {
-    let extra = |calls: bool| emulated_extra(cfg, m, gaps_argv(gaps, spacing, calls));
+    let extra = |calls: bool| emulated_extra(cfg, m, gaps_argv(gaps, spacing, calls), None);
     let per_call = (extra(true)? - extra(false)?) / spacing.calls.max(1) as f64;
     Ok((per_call - rt).max(0.0))
 }
@@ -538,7 +600,7 @@ fn run_offload(
     let run_err = |e: multios_emulate::EmulateError| ExperimentError::Run(e.to_string());
     let ok = match (on_target, target) {
         (false, _) => {
-            multios_emulate::run_native_io(&argv, &cfg.compute, &multios_emulate::Wait::default(), &io)
+            multios_emulate::run_native_io(&argv, &cfg.compute, &cfg.wait(), &io)
                 .map_err(run_err)?
                 .exit
                 == multios_emulate::Exit::Code(0)

@@ -51,6 +51,12 @@ pub struct Workload {
     /// `mpirun … {multios} lwk run --policy {policy} -- lmp …`, the runtime's daemons on Linux);
     /// `{multios}` and `{policy}` are replaced.
     pub lwk_argv: Option<Vec<String>>,
+    /// The workload's own program doing nothing (same binary, libraries and interpreter
+    /// start-up, no work; `perl -e 1`), run in the run's copy: the `startup-own` term's program.
+    pub startup_argv: Option<Vec<String>>,
+    /// How to run `startup_argv` in the LWK when it is not `multios lwk run -- STARTUP_ARGV`
+    /// (`lwk_argv`'s form: MPI ranks each in an LWK under a Linux `mpirun`).
+    pub startup_lwk_argv: Option<Vec<String>>,
 }
 
 impl Workload {
@@ -63,6 +69,8 @@ impl Workload {
             setup: None,
             cleanup: None,
             lwk_argv: None,
+            startup_argv: None,
+            startup_lwk_argv: None,
         }
     }
 
@@ -107,6 +115,20 @@ pub struct Config {
     pub control: CpuSet,
     /// The named correction terms turned on (`--terms`; empty: the paper's model alone).
     pub terms: Vec<model::Term>,
+    /// The emulator's supervisors and delegate threads run SCHED_FIFO (the default); false
+    /// (`--no-realtime`) keeps the caller's scheduling class, for a machine shared with others.
+    pub realtime: bool,
+}
+
+impl Config {
+    /// How the emulator's supervisors and delegates wait (`Wait::default()`, SCHED_FIFO unless
+    /// `realtime` is off).
+    pub fn wait(&self) -> multios_emulate::Wait {
+        multios_emulate::Wait {
+            realtime: self.realtime,
+            ..multios_emulate::Wait::default()
+        }
+    }
 }
 
 /// One measured configuration.
@@ -485,10 +507,17 @@ pub fn run_workload(
     };
     let mut notes = Vec::new();
     let mut points = Vec::new();
-    let wait = multios_emulate::Wait::default();
+    let wait = cfg.wait();
     let spacing = micro::Spacing::of_workload(mw.c, mw.calls.iter().map(|c| c.n).sum());
+    let own = cfg.terms.contains(&Term::StartupOwn);
+    if own && w.startup_argv.is_none() {
+        notes.push("startup-own: the workload names no startup_argv (its program doing nothing); `startup`'s `true` stands".into());
+    }
     for &m in &cfg.mechanisms {
-        let terms = cache.terms(cfg, Target::Emulate(m), &scratch.0, spacing)?;
+        let mut terms = cache.terms(cfg, Target::Emulate(m), &scratch.0, spacing)?;
+        if own {
+            terms.startup_own_s = cache.startup_own(cfg, Target::Emulate(m), w, &scratch.0)?;
+        }
         for fc in &cfg.fcs {
             let rt = super::mechanism_round_trip_at(m, fc.secs(), 300, &cfg.compute, &cfg.control, wait)?;
             let fc_model = fc.secs() + rt.median / 2.0;
@@ -563,7 +592,10 @@ pub fn run_workload(
         }
     }
     if cfg.lwk {
-        let terms = cache.terms(cfg, Target::Lwk, &scratch.0, spacing)?;
+        let mut terms = cache.terms(cfg, Target::Lwk, &scratch.0, spacing)?;
+        if own {
+            terms.startup_own_s = cache.startup_own(cfg, Target::Lwk, w, &scratch.0)?;
+        }
         let fc = lwk_fc(&cfg.exe)?;
         for pol in &cfg.policies {
             let (native, lwk, invalid) = lwk_pairs(cfg, w, pol, &scratch.0)?;
