@@ -99,6 +99,7 @@ mod tests {
             delivered_fc: None,
             forced_local: Vec::new(),
             interception: None,
+            rewrite_cache: None,
             warnings: Vec::new(),
             interrupted: None,
             partial: false,
