@@ -44,11 +44,10 @@ pub fn init() -> Result<&'static Proc, String> {
 }
 
 fn open() -> Result<Proc, ProcError> {
-    let low =
-        sys::open_at(libc::AT_FDCWD, "/proc", libc::O_RDONLY | libc::O_DIRECTORY).map_err(ProcError::Open)?;
-    let high = sys::move_fd_high(low, crate::fds::floor());
-    sys::close(low);
-    let dir = high.map_err(ProcError::Open)?;
+    let dir = sys::create_high(crate::fds::floor(), || {
+        sys::open_at(libc::AT_FDCWD, "/proc", libc::O_RDONLY | libc::O_DIRECTORY)
+    })
+    .map_err(ProcError::Open)?;
     if sys::fs_type(dir).ok() != Some(PROC_SUPER_MAGIC) {
         sys::close(dir);
         return Err(ProcError::NotProc);

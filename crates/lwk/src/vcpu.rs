@@ -68,6 +68,8 @@ pub fn create(
     spin_budget: u32,
     fd_floor: i32,
 ) -> Result<VcpuFd, VcpuError> {
+    // The new vCPU's first fd is a temporary in the guest's range (`sys::low_fds`).
+    let low_fds = sys::low_fds();
     let low = vm
         .create_vcpu(id)
         .map_err(|source| VcpuError::Create { id, source })?;
@@ -79,6 +81,7 @@ pub fn create(
     };
     let vcpu = sys::kvm::vcpu_from(vm, high).map_err(|source| VcpuError::Create { id, source })?;
     drop(low);
+    drop(low_fds);
     vcpu.set_cpuid2(cpuid).map_err(|source| VcpuError::Setup {
         id,
         what: "KVM_SET_CPUID2",

@@ -39,6 +39,8 @@ pub fn check_kvm() -> Result<(), VmError> {
 }
 
 fn open_kvm(fd_floor: i32) -> Result<Kvm, VmError> {
+    // /dev/kvm's first fd is a temporary in the guest's range (`sys::low_fds`).
+    let _low = sys::low_fds();
     let fd = Kvm::open_with_cloexec(true).map_err(|e| match e.errno() {
         libc::ENOENT | libc::ENXIO | libc::ENODEV => VmError::NoKvm,
         libc::EACCES | libc::EPERM => VmError::Permission,
@@ -54,6 +56,7 @@ impl Vm {
     /// Opens KVM, creates a VM and registers `mem`; every fd lands at or above `fd_floor`.
     pub fn new(mem: &GuestMemory, fd_floor: i32) -> Result<Self, VmError> {
         let kvm = open_kvm(fd_floor)?;
+        let low_fds = sys::low_fds();
         let low = kvm.create_vm().map_err(|source| VmError::Kvm {
             what: "KVM_CREATE_VM",
             source,
@@ -66,6 +69,7 @@ impl Vm {
             source,
         })?;
         drop(low);
+        drop(low_fds);
         // Two memslots over contiguous host ranges (each memslot update costs milliseconds on
         // this KVM): the LWK's system and stub pages, and the thunk page plus the application window.
         // A third holds the window's page tables (issue #14).

@@ -53,6 +53,9 @@ impl Machine {
             lock(&self.kernel.signals.pending),
             lock(&self.kernel.stats),
             self.kernel.hold_trace(),
+            // Last: a leaf lock (`sys::low_fds`); a temporary fd half-moved at the fork would
+            // be the child's to leak, and the lock would stay taken in the child.
+            crate::sys::low_fds(),
         );
         let forked = crate::sys::fork();
         drop(held);

@@ -213,10 +213,7 @@ pub fn open_event(fd_floor: i32) -> io::Result<i32> {
     if old >= 0 {
         return Ok(old);
     }
-    let fd = crate::sys::eventfd()?;
-    let high = crate::sys::move_fd_high(fd, fd_floor);
-    crate::sys::close(fd);
-    let high = high?;
+    let high = crate::sys::create_high(fd_floor, crate::sys::eventfd)?;
     match EVENT_FD.compare_exchange(-1, high, Ordering::AcqRel, Ordering::Acquire) {
         Ok(_) => {
             if HEAD.load(Ordering::Acquire) != TAIL.load(Ordering::Acquire)
@@ -268,10 +265,7 @@ pub fn nudge() {
 /// Opens the signalfd of the guest's signals (kept blocked in every VMM thread), above the
 /// guest's fds; on failure the pump takes them with the catcher instead (it unblocks them).
 pub fn open_signalfd(fd_floor: i32) -> io::Result<i32> {
-    let fd = crate::sys::signalfd(&guest_set())?;
-    let high = crate::sys::move_fd_high(fd, fd_floor);
-    crate::sys::close(fd);
-    let high = high?;
+    let high = crate::sys::create_high(fd_floor, || crate::sys::signalfd(&guest_set()))?;
     let old = SIGNAL_FD.swap(high, Ordering::AcqRel);
     if old >= 0 {
         crate::sys::close(old);

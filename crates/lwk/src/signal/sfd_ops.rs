@@ -129,6 +129,10 @@ impl Kernel {
     /// the guest) and the VMM's read-write, non-blocking handle on it (in the VMM's range).
     pub(crate) fn new_signalfd_pipe(&self) -> Result<(i32, i32), i64> {
         let errno = |e: std::io::Error| -(e.raw_os_error().unwrap_or(libc::EMFILE) as i64);
+        // The write end and the reopened end are the VMM's temporaries in the guest's range.
+        // (procfs is opened first: its own opening takes the same lock.)
+        crate::procfs::init().map_err(|_| -(libc::EACCES as i64))?;
+        let _low = crate::sys::low_fds();
         let (read, write) = crate::sys::pipe_cloexec().map_err(errno)?;
         // Reopened through procfs, a pipe end opened O_RDWR can both read and write it.
         let low = crate::procfs::reopen(read, libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC);

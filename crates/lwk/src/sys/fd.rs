@@ -1,7 +1,34 @@
 //! Descriptors the VMM owns: its fd range above the guest's, eventfds, the descriptor limit.
 
 use super::file::c_path;
+use super::lowfds::low_fds;
 use std::io;
+
+/// Runs `create`, which makes a descriptor at the lowest free number, and moves that descriptor
+/// to the lowest free number ≥ `floor` (close-on-exec), all under [`low_fds`].
+pub fn create_high(floor: i32, create: impl FnOnce() -> io::Result<i32>) -> io::Result<i32> {
+    let _low = low_fds();
+    let fd = create()?;
+    widen_fd_race_for_tests();
+    let high = move_fd_high(fd, floor);
+    close(fd);
+    high
+}
+
+/// A test hook: `MULTIOS_LWK_TEST_FD_RACE_MS=N` sleeps N ms while a new VMM descriptor is still
+/// in the guest's range, so that a regression test can make the race above happen every time.
+fn widen_fd_race_for_tests() {
+    static MS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let ms = *MS.get_or_init(|| {
+        std::env::var("MULTIOS_LWK_TEST_FD_RACE_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    });
+    if ms > 0 {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+}
 
 /// Duplicates file descriptor `fd` to the lowest free number ≥ `floor` (close-on-exec); the caller
 /// closes `fd`.
@@ -48,7 +75,8 @@ pub fn eventfd_wait(fd: i32) -> bool {
 /// Closes this process's close-on-exec descriptors below `fd_floor` (the guest's: an execve in the
 /// LWK does what the kernel would do on a real one; the VMM's own fds, at or above the floor, stay).
 pub fn close_on_exec(fd_floor: i32) {
-    for fd in guest_fds(fd_floor) {
+    let _low = low_fds();
+    for fd in guest_fds_held(fd_floor) {
         // SAFETY: F_GETFD and close take plain integers; these fds are the guest's, which no Rust
         // object of the VMM owns (the VMM's fds are all at or above the floor).
         unsafe {
@@ -140,6 +168,13 @@ pub fn eventfd_drain(fd: i32) {
 
 /// This process's open descriptors below `fd_floor` (the guest's), from /proc/self/fd.
 pub fn guest_fds(fd_floor: i32) -> Vec<i32> {
+    let _low = low_fds();
+    guest_fds_held(fd_floor)
+}
+
+/// [`guest_fds`] for a caller that holds [`low_fds`] (the listing's own descriptor is one of
+/// the VMM's temporaries in the guest's range).
+fn guest_fds_held(fd_floor: i32) -> Vec<i32> {
     let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
         return Vec::new();
     };

@@ -41,6 +41,8 @@ pub fn open_at(dir: i32, path: &str, flags: i32) -> io::Result<i32> {
 pub fn read_at(dir: i32, path: &str) -> io::Result<Vec<u8>> {
     use std::io::Read;
     use std::os::fd::FromRawFd;
+    // The file's descriptor is a temporary in the guest's range (`low_fds`).
+    let _low = super::lowfds::low_fds();
     let fd = open_at(dir, path, libc::O_RDONLY)?;
     // SAFETY: `fd` was just opened and is owned by nobody else: the File takes it over and closes it.
     let mut f = unsafe { std::fs::File::from_raw_fd(fd) };

@@ -57,6 +57,7 @@ pub fn place_scratch_slot(vm_fd: i32, slot: u32, gpa: u64, host: u64) -> Result<
 /// KVM_GET_STATS_FD (_IO(0xAE, 0xce)): a descriptor of the binary statistics of the VM or vCPU
 /// `fd` (Linux ≥ 5.14), moved to `floor` or above like the VMM's other descriptors.
 pub fn stats_fd(fd: i32, floor: i32) -> std::io::Result<OwnedFd> {
+    let _low = super::low_fds();
     // SAFETY: the ioctl takes no argument and only creates a new descriptor (or fails).
     let low = unsafe { libc::ioctl(fd, 0xAECE as libc::c_ulong, 0) };
     if low < 0 {

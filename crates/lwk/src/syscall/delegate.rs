@@ -55,7 +55,10 @@ impl Kernel {
             }
             _ => {}
         }
+        // dup2/dup3 close their target number: not while a VMM thread has a temporary fd there.
+        let low = matches!(nr as i64, SYS_dup2 | SYS_dup3).then(sys::low_fds);
         let r = sys::raw_syscall(nr, checked.args);
+        drop(low);
         checked.finish(&self.mem);
         if r < 0 {
             return Reply::Ret(r);

@@ -25,6 +25,8 @@ impl Kernel {
         if first > top {
             return Reply::Ret(0);
         }
+        // Not while a VMM thread has a temporary fd in the guest's range (`sys::low_fds`).
+        let _low = sys::low_fds();
         Reply::Ret(sys::raw_syscall(
             libc::SYS_close_range as u64,
             [

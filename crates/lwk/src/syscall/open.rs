@@ -36,23 +36,29 @@ impl Kernel {
             return self.fresh(sys::openat_raw(dirfd, &name, flags, mode));
         }
         for _ in 0..RETRIES {
+            // The O_PATH fd is the VMM's temporary until it is moved above the floor.
+            let low = sys::low_fds();
             let p = sys::openat_raw(
                 dirfd,
                 &name,
                 O_PATH | O_CLOEXEC | (flags & (O_NOFOLLOW | O_DIRECTORY)),
                 0,
             );
-            if p == -(ENOENT as i64) && flags & O_CREAT != 0 {
-                let r = sys::openat_raw(dirfd, &name, flags | O_EXCL, mode);
-                if r == -(EEXIST as i64) {
-                    continue; // created (or made a dangling symlink) meanwhile: look again
-                }
-                return self.fresh(r);
-            }
             if p < 0 {
+                drop(low);
+                if p == -(ENOENT as i64) && flags & O_CREAT != 0 {
+                    let r = sys::openat_raw(dirfd, &name, flags | O_EXCL, mode);
+                    if r == -(EEXIST as i64) {
+                        continue; // created (or made a dangling symlink) meanwhile: look again
+                    }
+                    return self.fresh(r);
+                }
                 return p;
             }
-            return self.reopen(p as i32, flags);
+            let high = sys::move_fd_high(p as i32, fds::floor());
+            sys::close(p as i32);
+            drop(low);
+            return self.reopen(high, flags);
         }
         // A name that keeps changing, or O_CREAT through a dangling symbolic link (which creates
         // its target): open as asked and judge after.
@@ -73,10 +79,9 @@ impl Kernel {
         }
     }
 
-    /// Judges O_PATH fd `low` and, when allowed, opens its file for real with the guest's `flags`.
-    fn reopen(&self, low: i32, flags: i32) -> i64 {
-        let high = sys::move_fd_high(low, fds::floor());
-        sys::close(low);
+    /// Judges O_PATH fd `high` (in the VMM's range) and, when allowed, opens its file for real
+    /// with the guest's `flags`.
+    fn reopen(&self, high: std::io::Result<i32>, flags: i32) -> i64 {
         let p = match high {
             Ok(p) => p,
             Err(e) => return -(e.raw_os_error().unwrap_or(EMFILE) as i64),

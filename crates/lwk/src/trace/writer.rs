@@ -44,9 +44,11 @@ impl Tracer {
         };
         // The file lives in the VMM's fd range, above the guest's (whose fds are the VMM's own:
         // a low fd would be the guest's to close or reuse).
+        let low_fds = crate::sys::low_fds();
         let low = File::create(path).map_err(io)?;
         let file = File::from(crate::sys::dup_high(low.as_raw_fd(), crate::fds::floor()).map_err(io)?);
         drop(low);
+        drop(low_fds);
         let mut w = BufWriter::with_capacity(1 << 20, file);
         let header = Header {
             format: FORMAT.to_string(),
