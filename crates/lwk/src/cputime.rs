@@ -24,6 +24,9 @@ pub struct Sched {
 impl Sched {
     /// The calling thread's times so far; zero when the kernel does not report them.
     pub fn this_thread() -> Sched {
+        // Read at the start and end of the proxy and of every vCPU thread, beside the running
+        // guest: the file's descriptor is a temporary in the guest's range (`sys::low_fds`).
+        let _low = crate::sys::low_fds();
         std::fs::read_to_string("/proc/thread-self/schedstat")
             .ok()
             .and_then(|t| Sched::parse(&t))

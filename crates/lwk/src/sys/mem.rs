@@ -236,6 +236,8 @@ pub struct MappedFile {
 impl MappedFile {
     pub fn open(path: &std::path::Path) -> io::Result<MappedFile> {
         use std::os::fd::AsRawFd;
+        // The file's descriptor is a temporary in the guest's range until it is closed.
+        let _low = super::lowfds::low_fds();
         let file = std::fs::File::open(path)?;
         MappedFile::of_fd(file.as_raw_fd())
     }
