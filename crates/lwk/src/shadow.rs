@@ -5,8 +5,10 @@
 //! not seen the latest generation ([`Shadow::enter`]), and a vCPU that faulted before its reload
 //! retries the access ([`Shadow::stale`], Linux's spurious-fault path). The reload alone did not
 //! make another vCPU drop a writable shadow entry, so an edit that takes access away from pages
-//! that stay mapped also makes KVM drop all its shadow tables ([`Shadow::flush`]: a scratch
-//! memslot moved), and the editing thread waits ([`Shadow::shoot_down`]) until no
+//! that stay mapped also makes KVM drop the range's shadow entries ([`Shadow::invalidate`]: a
+//! host protection flip, `syscall/protect.rs`) or, where the host refuses that, all its shadow
+//! tables ([`Shadow::flush`]: a scratch memslot moved), and then the editing thread waits
+//! ([`Shadow::shoot_down`]) until no
 //! vCPU still runs guest code with an older generation, kicking those inside KVM_RUN out of it
 //! (SIGUSR2, the machine's no-op handler): when mprotect returns, no thread of the guest can
 //! still write a page it made read-only — the TLB shootdown Linux does.

@@ -61,18 +61,32 @@ pub fn mlock(addr: u64, len: u64) -> io::Result<()> {
 }
 
 /// Makes KVM drop its shadow entries for the host pages of `[addr, addr+len)` of the guest window,
-/// keeping their contents: a host mprotect to read-only and back (a protection change runs the
-/// MMU notifiers, and KVM unmaps the range from every shadow table). Between the two calls the
-/// VMM must not write the range: callers make sure no other thread may (a guest with one vCPU,
-/// served on that vCPU's thread).
+/// keeping their contents: a host mprotect that adds execute permission and one that takes it
+/// away again (any protection change runs the MMU notifiers, and KVM unmaps the range from every
+/// shadow table and flushes every vCPU's TLB before the call returns). Reads and writes stay
+/// allowed throughout, so other vCPUs, the proxy and the host kernel may use the range meanwhile
+/// (the earlier flip to read-only and back could only be made with one vCPU and private memory).
+///
+/// Every host mapping of the window is read-write except a shared mapping of a file opened
+/// read-only, whose VMA may not gain write permission: there (and where execution may not be
+/// added: a file on a noexec mount) the first mprotect fails, the range is set back to
+/// read-write where that is allowed — what it was — and the caller drops every shadow table
+/// instead.
 pub fn invalidate_shadow(addr: u64, len: usize) -> io::Result<()> {
-    for prot in [libc::PROT_READ, libc::PROT_READ | libc::PROT_WRITE] {
-        // SAFETY: a range of the guest window (anonymous memory the VMM owns, no Rust reference
-        // into it); the protection is restored to read-write by the second call, and nothing
-        // writes the range in between (see above).
-        if unsafe { libc::mprotect(addr as *mut libc::c_void, len, prot) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
+    let rw = libc::PROT_READ | libc::PROT_WRITE;
+    // SAFETY: a range of the guest window (memory the VMM mapped, no Rust reference into it);
+    // both protections allow reading and writing, so no access by anyone fails meanwhile.
+    if unsafe { libc::mprotect(addr as *mut libc::c_void, len, rw | libc::PROT_EXEC) } != 0 {
+        let e = io::Error::last_os_error();
+        // The VMAs before the one that refused did gain PROT_EXEC: take it away again (this
+        // stops at the same VMA, which was left as it was).
+        // SAFETY: as above.
+        unsafe { libc::mprotect(addr as *mut libc::c_void, len, rw) };
+        return Err(e);
+    }
+    // SAFETY: as above; the range was read-write before the first call.
+    if unsafe { libc::mprotect(addr as *mut libc::c_void, len, rw) } != 0 {
+        return Err(io::Error::last_os_error());
     }
     Ok(())
 }

@@ -44,8 +44,9 @@ impl Kernel {
             && nr as i64 == SYS_mprotect
             && self.live_threads.load(std::sync::atomic::Ordering::Acquire) > 1
         {
-            // mprotect may take access away, which in a multi-threaded guest drops every shadow
-            // table and makes every vCPU reload its CR3 before the call returns: served on the
+            // mprotect may take access away; where the host refuses to drop only the range's
+            // shadow entries (`protect.rs`), a multi-threaded guest has every shadow table
+            // dropped and every vCPU reload its CR3 before the call returns: served on the
             // calling vCPU's own thread (a doorbell exit), its reload needs no kick out of
             // KVM_RUN, which costs more on this KVM. The other edits are made while the caller
             // spins in its stub (`syscall/protect.rs` says why that is safe).
@@ -461,9 +462,8 @@ impl Kernel {
     /// exit (one thread) or exit_group (the process).
     fn exit(&self, cpu: usize, group: bool, code: i32) -> Reply {
         // Under the address-space lock: the thread count falls and the clear-child-tid word is
-        // written in one step, so no mprotect sees one thread left (and takes the single-thread
-        // path that makes host pages read-only for a moment, `protect.rs`) while the VMM still
-        // has that word to write.
+        // written in one step, so no mprotect sees one thread left (and is served on the proxy,
+        // above) while the VMM still has that word to write.
         let _map = lock(&self.space.map);
         let (ctid, last) = {
             let mut t = lock(&self.threads);

@@ -7,15 +7,17 @@
 //! reload) was not enough to make another vCPU drop a writable shadow entry (measured: a thread
 //! kept writing a page another thread had made read-only). So an edit that takes access away
 //! from pages that stay mapped (mprotect) makes KVM drop the shadow entries of those pages: of
-//! the range only when the guest has one thread (a host mprotect to read-only and back, whose
-//! MMU notifier unmaps the range from KVM's shadow tables: `drop_shadow_of`), else all its shadow
-//! page tables (`Shadow::flush`, milliseconds), and the call waits for every vCPU to reload.
+//! the range (a host mprotect that adds execute permission and takes it away, whose MMU notifier
+//! unmaps the range from KVM's shadow tables and flushes every vCPU's TLB: `drop_shadow_of`), or,
+//! where the host refuses that, all its shadow page tables (`Shadow::flush`, milliseconds), and
+//! then the call waits for every vCPU to reload.
 //! Pages the call also gave back to the host (munmap, brk shrink, MAP_FIXED over a mapping:
 //! MADV_DONTNEED) need neither: KVM's MMU notifier has already dropped the shadow entries that
 //! mapped them. Added access needs none either: a stale stricter entry faults into KVM, which
 //! walks the guest tables anew and fixes it. So every edit but a tightening mprotect of a
-//! multi-threaded guest can be made while the calling vCPU spins in its stub (the proxy serves
-//! it, `syscall/local.rs`), and the vCPUs reload their CR3 when they next enter KVM_RUN.
+//! multi-threaded guest that needs the flush can be made while the calling vCPU spins in its stub
+//! (the proxy serves it, `syscall/local.rs`), and the vCPUs reload their CR3 when they next enter
+//! KVM_RUN.
 
 use crate::kernel::{lock, Kernel};
 use crate::memory::PAGE_2M;
@@ -43,8 +45,6 @@ impl Kernel {
         if lo >= hi {
             return;
         }
-        // Decided before mm and vmas are locked (it takes other locks, alone).
-        let range_ok = kept && self.range_invalidation_allowed(a, b);
         let shootdown = {
             let mm = lock(&self.space.mm);
             let vmas = lock(&self.space.vmas);
@@ -60,7 +60,7 @@ impl Kernel {
             // Pages given back to the host (munmap, MAP_FIXED, brk shrink) had their shadow
             // entries dropped by MADV_DONTNEED; added access heals itself (above): only access
             // taken from pages that stay mapped needs KVM's shadow entries dropped here.
-            let dropped = !(kept && what == Change::Tightened) || (range_ok && self.drop_shadow_of(a, b));
+            let dropped = !(kept && what == Change::Tightened) || self.drop_shadow_of(a, b);
             if !dropped {
                 self.mem.shadow.flush(self.mem.pt_pool.base);
             }
@@ -74,29 +74,18 @@ impl Kernel {
         }
     }
 
-    /// With a single vCPU, makes KVM drop the shadow entries of the host pages of `[a, b)` only
-    /// (`sys::invalidate_shadow`: a host mprotect to read-only and back, whose MMU notifier
-    /// unmaps them from KVM's shadow tables and flushes the TLB): microseconds, where dropping
-    /// every shadow table (a memslot move, [`crate::shadow::Shadow::flush`]) costs 0.3–12 ms and
-    /// makes the guest fault every page in again. The guest's only thread is in this call (on
-    /// the proxy it spins in its stub, which touches no window page; on its own thread it is out
-    /// of KVM_RUN) and the VMM's other threads do not write guest memory while no call of the
-    /// guest is in flight, so nothing writes the range while it is read-only in the host. With
-    /// several vCPUs another thread, or a delegated call on its behalf, could: false, and the
-    /// caller flushes. `MULTIOS_LWK_FLUSH=memslot` forces the flush (for measurements).
-    /// Whether the host mprotect of [`Self::drop_shadow_of`] may touch `[a, b)`: not over a host
-    /// mapping of its own (`space.shared`: shared file, memfd, SysV, MAP_SHARED or huge-page
-    /// memory, whose host protection is not always read-write and which other processes or the
-    /// host kernel may write), and not while the guest has an io_uring instance (the host kernel's
-    /// workers complete reads into guest buffers at any time; a transiently read-only page would
-    /// fail them with EFAULT). Otherwise the caller flushes every shadow table instead.
-    fn range_invalidation_allowed(&self, a: u64, b: u64) -> bool {
-        lock(&self.space.uring).is_empty() && !self.overlaps_shared(a, b.saturating_sub(a))
-    }
-
+    /// Makes KVM drop the shadow entries of the host pages of `[a, b)` only
+    /// (`sys::invalidate_shadow`: a host mprotect that adds execute permission and takes it away
+    /// again, whose MMU notifier unmaps them from every shadow table and flushes every vCPU's
+    /// TLB): microseconds, where dropping every shadow table (a memslot move,
+    /// [`crate::shadow::Shadow::flush`]) costs 0.3–12 ms and makes the guest fault every page in
+    /// again. Nobody loses access meanwhile, so it serves guests with any number of threads, an
+    /// io_uring whose workers write guest buffers, and the host's own mappings (shared memory,
+    /// private file mappings such as ld.so's RELRO segments). False when the host refuses (a
+    /// shared mapping of a read-only file, a noexec mount, a huge page cut in two): the caller
+    /// flushes. `MULTIOS_LWK_FLUSH=memslot` forces the flush (for measurements).
     fn drop_shadow_of(&self, a: u64, b: u64) -> bool {
-        let single = self.live_threads.load(std::sync::atomic::Ordering::Acquire) == 1;
-        if !single || std::env::var_os("MULTIOS_LWK_FLUSH").is_some_and(|v| v == "memslot") {
+        if std::env::var_os("MULTIOS_LWK_FLUSH").is_some_and(|v| v == "memslot") {
             return false;
         }
         let (s, e) = (
