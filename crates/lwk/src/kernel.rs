@@ -37,6 +37,9 @@ pub enum Reply {
 pub struct CloneReq {
     /// The child's stack pointer.
     pub stack: u64,
+    /// vfork, or clone with CLONE_VFORK: the parent waits for the child's exec or exit
+    /// (`vfork.rs`).
+    pub vfork: bool,
     pub tls: Option<u64>,
     pub parent_tid: Option<u64>,
     pub child_tid: Option<u64>,
@@ -152,6 +155,8 @@ pub struct Kernel {
     pub(crate) doorbell_calls: crate::costs::PerCall,
     /// The scheduler times of the run's vCPU threads and proxy (`cputime.rs`).
     pub(crate) cputime: crate::cputime::Collector,
+    /// In a vfork child until it execs or exits: what it hands back to its parent (`vfork.rs`).
+    pub(crate) vfork: Mutex<Option<crate::vfork::Release>>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -200,6 +205,7 @@ impl Kernel {
             kvm: crate::costs::KvmCounters::default(),
             doorbell_calls: crate::costs::PerCall::default(),
             cputime: crate::cputime::Collector::default(),
+            vfork: Mutex::new(None),
             threads: Mutex::new(vec![ThreadInfo {
                 tid: std::process::id() as i32,
                 clear_child_tid: None,

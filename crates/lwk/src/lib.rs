@@ -41,6 +41,7 @@ pub mod sys;
 pub mod syscall;
 pub mod trace;
 pub mod vcpu;
+pub mod vfork;
 pub mod vm;
 pub mod vmas;
 

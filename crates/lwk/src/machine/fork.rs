@@ -42,6 +42,23 @@ impl Machine {
             slot::reply(&self.kernel.mem, slot, -(libc::EIO as i64));
             return None;
         };
+        // vfork: the handshake's sockets and the parent's stack range (`vfork.rs`). Made before
+        // the locks below are taken (the sockets take the low-fd lock).
+        let vfork = if req.vfork {
+            match crate::sys::socketpair_high(crate::fds::floor()) {
+                Ok((parent, child)) => Some((parent, child, self.kernel.vfork_span(regs.rsp))),
+                Err(e) => {
+                    slot::reply(
+                        &self.kernel.mem,
+                        slot,
+                        -(e.raw_os_error().unwrap_or(libc::EAGAIN) as i64),
+                    );
+                    return None;
+                }
+            }
+        } else {
+            None
+        };
         // The LWK's busiest locks, taken in the order the LWK nests them and held across fork(2):
         // another VMM thread holding one at that instant would leave it locked forever in the
         // child (seen: the statistics' lock, taken by every call of the other vCPUs).
@@ -61,6 +78,10 @@ impl Machine {
         drop(held);
         match forked {
             Err(e) => {
+                if let Some((parent, child, _)) = vfork {
+                    crate::sys::close(parent);
+                    crate::sys::close(child);
+                }
                 slot::reply(
                     &self.kernel.mem,
                     slot,
@@ -69,6 +90,13 @@ impl Machine {
                 None
             }
             Ok(pid) if pid > 0 => {
+                if let Some((parent, child, (lo, hi))) = vfork {
+                    // As vfork: this thread waits for the child's exec or exit, and sees what
+                    // the child wrote above its stack pointer.
+                    crate::sys::close(child);
+                    let _ = crate::vfork::wait_for_child(parent, lo, hi, |at, d| self.mem.write(at, d));
+                    crate::sys::close(parent);
+                }
                 if let Some(p) = req.parent_tid {
                     self.mem.write(p, &(pid as u32).to_le_bytes());
                 }
@@ -77,6 +105,11 @@ impl Machine {
             }
             Ok(_) => {
                 // The child: this thread is all that is left of the VMM.
+                self.kernel
+                    .set_vfork_release(vfork.map(|(parent, child, (lo, hi))| {
+                        crate::sys::close(parent);
+                        crate::vfork::Release { fd: child, lo, hi }
+                    }));
                 let regs = slot::returned(&self.kernel.mem, slot, regs, 0, req.stack);
                 let entry = Entry {
                     rip: regs.rip,
@@ -161,6 +194,8 @@ impl Machine {
     /// The end of a forked child: its guest is done; exit with its status, or die by its signal,
     /// without unwinding into the parent's frames (their threads do not exist here).
     pub(super) fn exit_forked_child(&self) -> ! {
+        // A vfork child that exits before it execs lets its parent go on (`vfork.rs`).
+        self.kernel.release_vfork_parent();
         self.stop_all();
         self.kernel.finish_trace();
         if let Some(e) = lock(&self.error).take() {

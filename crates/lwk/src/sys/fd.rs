@@ -243,3 +243,78 @@ pub fn poll_readable(fd: i32, ms: i32) -> Result<bool, i32> {
     }
     Ok(r == 1)
 }
+
+/// A connected pair of UNIX stream sockets, both in the VMM's range (≥ `floor`, close-on-exec).
+pub fn socketpair_high(floor: i32) -> io::Result<(i32, i32)> {
+    let _low = low_fds();
+    let mut p = [0i32; 2];
+    // SAFETY: socketpair writes two ints into the live array `p`.
+    if unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+            0,
+            p.as_mut_ptr(),
+        )
+    } != 0
+    {
+        return Err(io::Error::last_os_error());
+    }
+    let a = move_fd_high(p[0], floor);
+    let b = move_fd_high(p[1], floor);
+    close(p[0]);
+    close(p[1]);
+    match (a, b) {
+        (Ok(a), Ok(b)) => Ok((a, b)),
+        (a, b) => {
+            let e = a
+                .as_ref()
+                .err()
+                .or(b.as_ref().err())
+                .map_or(libc::EMFILE, |e| e.raw_os_error().unwrap_or(libc::EMFILE));
+            for fd in [a.ok(), b.ok()].into_iter().flatten() {
+                close(fd);
+            }
+            Err(io::Error::from_raw_os_error(e))
+        }
+    }
+}
+
+/// Sends all of `data` on stream socket `fd` (retrying on EINTR and short sends).
+pub fn send_all(fd: i32, mut data: &[u8]) -> io::Result<()> {
+    while !data.is_empty() {
+        // SAFETY: the pointer and length describe `data`, which send only reads.
+        let n = unsafe { libc::send(fd, data.as_ptr().cast(), data.len(), libc::MSG_NOSIGNAL) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(e);
+        }
+        data = &data[n as usize..];
+    }
+    Ok(())
+}
+
+/// Receives into `buf` from stream socket `fd` until it is full or the stream ends (retrying on
+/// EINTR); returns the bytes received.
+pub fn recv_all(fd: i32, buf: &mut [u8]) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        // SAFETY: the pointer and length describe the rest of `buf`, which recv fills.
+        let n = unsafe { libc::recv(fd, buf[got..].as_mut_ptr().cast(), buf.len() - got, 0) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            break;
+        }
+        got += n as usize;
+    }
+    Ok(got)
+}

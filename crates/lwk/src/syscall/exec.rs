@@ -104,6 +104,8 @@ impl Kernel {
         }
 
         // The point of no return: the old image goes.
+        // A vfork parent gets what the child wrote for it, and goes on (`vfork.rs`).
+        self.release_vfork_parent();
         // A trace names the events so far with the map of the image that made them.
         self.trace_maps();
         let window = (self.mem.app.base, self.mem.app.len);

@@ -246,6 +246,7 @@ impl Kernel {
                 Ctx::Proxy => Reply::NeedVcpu,
                 Ctx::Vcpu(_) => Reply::Fork(crate::kernel::CloneReq {
                     stack: 0,
+                    vfork: nr as i64 == SYS_vfork,
                     tls: None,
                     parent_tid: None,
                     child_tid: None,
@@ -507,6 +508,7 @@ impl Kernel {
         let ptr = |flag: i32, p: u64| (flags & flag as u64 != 0 && self.mem.in_app(p, 4)).then_some(p);
         let req = crate::kernel::CloneReq {
             stack,
+            vfork: flags & CLONE_VFORK as u64 != 0,
             tls: (flags & CLONE_SETTLS as u64 != 0).then_some(tls),
             parent_tid: ptr(CLONE_PARENT_SETTID, ptid),
             child_tid: ptr(CLONE_CHILD_SETTID, ctid),

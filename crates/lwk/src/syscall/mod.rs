@@ -22,6 +22,7 @@ mod sigqueue;
 mod sysinfo;
 mod uring;
 mod uring_sqe;
+mod vfork;
 
 use crate::kernel::{lock, Ctx, ExitStatus, Kernel, Reply};
 use crate::stats::Served;
