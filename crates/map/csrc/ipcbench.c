@@ -3,7 +3,10 @@
 // and answers with one byte through a second pipe; ROUNDS exchanges per pair, all pairs at once.
 // Prints the wall time of the exchanges in ns (from the moment every process is made and released
 // at once to the last one's end: not the forks), the exchanges made and the CPU time the pairs used
-// (user + system, ns, their start-up included: "ns exchanges cpu_ns").
+// (user + system, ns, their start-up included) and the exchanges whose two ends were on one CPU at
+// the hand-off (the receiver answers with its CPU number; the sender compares it with its own when
+// the answer arrives): "ns exchanges cpu_ns together". The last field says where Linux (or a
+// placement) kept each pair: together on one CPU, or split over two.
 // Usage: multios-ipcbench PROCS SIZE ROUNDS [CPUS [busy|pages=N|compute]]
 // CPUS (for calibration): a comma-separated CPU per process, in the order the pairs' processes are
 // made (pair 0's sender, its receiver, pair 1's sender, …); each pins itself there before it starts.
@@ -87,6 +90,9 @@ int main(int argc, char **argv) {
 	struct timespec a, b;
 	int go[2];
 	if (pipe(go)) { perror("pipe"); return 1; }
+	/* per pair: exchanges whose two ends were on one CPU, written by the sender at its end */
+	long *together = mmap(0, sizeof(long) * (size_t)(procs / 2), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (together == MAP_FAILED) { perror("mmap"); return 1; }
 	for (int p = 0; p < procs / 2; p++) {
 		int there[2], back[2];
 		if (pipe(there) || pipe(back)) { perror("pipe"); return 1; }
@@ -123,18 +129,23 @@ int main(int argc, char **argv) {
 				_exit(0);
 			}
 			char ack = 'k';
+			long same = 0;
 			for (long r = 0; r < rounds; r++) {
 				if (side == 0) {
 					full_write(there[1], buf, size);
 					full_read(back[0], &ack, 1);
+					same += (unsigned char)ack == (unsigned char)sched_getcpu();
 				} else {
 					full_read(there[0], buf, size);
 				}
 				for (long w = 0; w < pages * 4096 / (long)sizeof(long); w += 64 / sizeof(long))
 					shared[w] += r;
-				if (side == 1)
+				if (side == 1) {
+					ack = (char)sched_getcpu();
 					full_write(back[1], &ack, 1);
+				}
 			}
+			if (side == 0) together[p] = same;
 			_exit(0);
 		}
 		close(there[0]); close(there[1]); close(back[0]); close(back[1]);
@@ -161,6 +172,8 @@ int main(int argc, char **argv) {
 		waitpid(spinners[i], &status, 0);
 	}
 	long long ns = (b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec);
-	printf("%lld %ld %lld\n", ns, rounds * (procs / 2), cpu);
+	long same = 0;
+	for (int p = 0; p < procs / 2; p++) same += together[p];
+	printf("%lld %ld %lld %ld\n", ns, rounds * (procs / 2), cpu, compute ? 0 : same);
 	return bad;
 }

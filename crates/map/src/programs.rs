@@ -32,14 +32,27 @@ pub struct IpcRun {
     pub exchanges: u64,
     /// CPU time of the pairs' processes (user + system), ns.
     pub cpu_ns: u64,
+    /// Exchanges whose two ends were on one CPU at the hand-off (None from an older build that
+    /// printed three fields).
+    pub together: Option<u64>,
 }
 
-/// Parses the IPC microbenchmark's output "NS EXCHANGES CPU_NS".
+impl IpcRun {
+    /// The share of the exchanges whose two ends were on different CPUs (the pairs Linux or a
+    /// placement split), when the run says.
+    pub fn split_share(&self) -> Option<f64> {
+        let t = self.together?;
+        (self.exchanges > 0).then(|| 1.0 - t.min(self.exchanges) as f64 / self.exchanges as f64)
+    }
+}
+
+/// Parses the IPC microbenchmark's output "NS EXCHANGES CPU_NS [TOGETHER]".
 pub fn parse(stdout: &str) -> Option<IpcRun> {
     let mut it = stdout.split_whitespace();
     Some(IpcRun {
         wall_ns: it.next()?.parse().ok()?,
         exchanges: it.next()?.parse().ok()?,
         cpu_ns: it.next()?.parse().ok()?,
+        together: it.next().and_then(|t| t.parse().ok()),
     })
 }

@@ -30,7 +30,11 @@ pub struct Args {
     /// ABBA pairs of runs per real program (6 or more give an interval)
     #[arg(long, default_value_t = 8)]
     pairs: usize,
-    /// map run's safety-net walk of /proc (new threads are placed from process events)
+    /// ABBA pairs per short program (true, prodcons, a short pipeline) and mode (nothing pinned,
+    /// all pinned) measuring map run's own cost; 0 skips that section
+    #[arg(long, default_value_t = 10)]
+    overhead_pairs: usize,
+    /// map run's contention check of pinned groups (new threads are placed from process events)
     #[arg(long, default_value = "100ms")]
     sweep: multios_units::Duration,
     /// Projection: extra cost per hop beyond the calibrated distance (an assumption: not measurable on 2 CPUs)
@@ -96,6 +100,7 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         calibration_rounds: a.calibration_rounds,
         programs,
         pairs: a.pairs,
+        overhead_pairs: a.overhead_pairs,
         sweep: std::time::Duration::from_secs_f64(a.sweep.secs().max(0.001)),
         per_hop: a.per_hop,
         workdir: a.workdir,
@@ -167,6 +172,8 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         "map",
         "map/Linux",
         "rr/Linux",
+        "Linux split",
+        "map split",
         "≤ 3 % slower?",
         "map CPUs (procs)",
         "released",
@@ -184,6 +191,13 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             format!("{:.2}", row.map_us),
             ratio(&row.map_vs_linux),
             format!("{:.3}", row.round_robin_vs_linux.ratio().0),
+            format!(
+                "{:.0} % [{:.0}, {:.0}]",
+                100.0 * row.linux_split,
+                100.0 * row.linux_split_range.0,
+                100.0 * row.linux_split_range.1
+            ),
+            format!("{:.0} %", 100.0 * row.map_split),
             verdict(&row.map_vs_linux).to_string(),
             {
                 // processes per CPU list, e.g. "0:8 1:8 0-1:1"
@@ -250,6 +264,45 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             }
         }
     }
+    // map run's own cost
+    if !r.overhead.is_empty() {
+        if table {
+            outln!();
+            outln!(
+                "map run's own cost: short programs under Linux and under map run, {} ABBA pairs; seconds (medians), map − Linux in ms",
+                cfg.overhead_pairs
+            );
+        }
+        let mut t = Table::new([
+            "program",
+            "mode",
+            "Linux s",
+            "map run s",
+            "map/Linux",
+            "map − Linux ms",
+            "watched",
+            "runner CPU µs",
+            "events received",
+        ]);
+        for o in &r.overhead {
+            let d = &o.map_minus_linux;
+            t.row([
+                o.program.clone(),
+                o.mode.clone(),
+                format!("{:.4}", o.linux_s),
+                format!("{:.4}", o.map_s),
+                ratio(&o.map_vs_linux),
+                match d.ci {
+                    Some((lo, hi)) => format!("{:+.2} [{:+.2}, {:+.2}]", 1e3 * d.median, 1e3 * lo, 1e3 * hi),
+                    None => format!("{:+.2}", 1e3 * d.median),
+                },
+                if o.watched { "yes" } else { "no" }.to_string(),
+                format!("{:.0}", o.runner_cpu_us),
+                format!("{:.0}", o.received),
+            ]);
+        }
+        t.print(out);
+    }
     if !table {
         return Ok(ExitCode::SUCCESS);
     }
@@ -294,10 +347,25 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         }
     );
     outln!(
-        "  ≥ 1.3× faster on the pipe pairs: {} of {} IPC rows",
+        "  ≥ 1.3× faster where keeping communicating tasks together matters (Linux split ≥ {:.0} % of a row's exchanges over two CPUs): {} of {} such IPC rows ({} of all {} IPC rows)",
+        100.0 * map::SPLIT_MATTERS,
+        v.faster_1_3_where_matters,
+        v.matters_rows,
         v.faster_1_3,
         v.ipc_rows
     );
+    if !v.kept_together.is_empty() {
+        outln!(
+            "    Linux kept the pairs together (placement cannot gain on 2 CPUs; judged by ≤ 3 % slower only): {}",
+            v.kept_together.join(", ")
+        );
+    }
+    if v.split_unknown > 0 {
+        outln!(
+            "    {} IPC rows without the split share (an older benchmark program)",
+            v.split_unknown
+        );
+    }
     outln!(
         "  prediction within 10 % on the 2-CPU runs → {} (the calibration's own halves differ by {:.1} %):",
         if v.prediction_within_10pct {

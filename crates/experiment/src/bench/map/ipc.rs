@@ -26,6 +26,13 @@ pub struct Row {
     /// map / Linux per run (paired by repeat): median, interval, fastest / fastest.
     pub map_vs_linux: Paired,
     pub round_robin_vs_linux: Paired,
+    /// The share of the exchanges whose two ends were on different CPUs at the hand-off, under
+    /// Linux's placement (median over its runs, and the smallest and largest) and under map run
+    /// (median): where Linux already kept every pair together, no placement can do better on 2
+    /// CPUs. NaN when the program did not say (an older build).
+    pub linux_split: f64,
+    pub linux_split_range: (f64, f64),
+    pub map_split: f64,
     /// The CPUs map run gave each process (root first; "0-1": free).
     pub map_cpus: Vec<String>,
     /// map runs in which a CPU's pinned groups were released (other programs took the CPU).
@@ -66,9 +73,13 @@ fn comm() -> String {
     "multios-ipcbench".chars().take(15).collect()
 }
 
-fn per_exchange(stdout: &str, ok: bool, what: &str) -> Result<f64, MapBenchError> {
+/// µs per exchange and the share of split exchanges (NaN if not printed).
+fn per_exchange(stdout: &str, ok: bool, what: &str) -> Result<(f64, f64), MapBenchError> {
     match parse(stdout) {
-        Some(r) if ok && r.exchanges > 0 => Ok(r.wall_ns as f64 / 1e3 / r.exchanges as f64),
+        Some(r) if ok && r.exchanges > 0 => Ok((
+            r.wall_ns as f64 / 1e3 / r.exchanges as f64,
+            r.split_share().unwrap_or(f64::NAN),
+        )),
         _ => Err(MapBenchError::Program(format!(
             "{what}: failed or printed '{}'",
             stdout.trim()
@@ -76,8 +87,8 @@ fn per_exchange(stdout: &str, ok: bool, what: &str) -> Result<f64, MapBenchError
     }
 }
 
-/// Runs the program directly (Linux's placement): µs per exchange.
-fn linux(prog: &Path, procs: usize, size: usize, rounds: u64) -> Result<f64, MapBenchError> {
+/// Runs the program directly (Linux's placement): µs per exchange, split share.
+fn linux(prog: &Path, procs: usize, size: usize, rounds: u64) -> Result<(f64, f64), MapBenchError> {
     let out = Command::new(prog)
         .args([procs.to_string(), size.to_string(), rounds.to_string()])
         .output()
@@ -89,14 +100,14 @@ fn linux(prog: &Path, procs: usize, size: usize, rounds: u64) -> Result<f64, Map
     )
 }
 
-/// Runs it under `map run` with `rules`: µs per exchange.
+/// Runs it under `map run` with `rules`: µs per exchange, split share.
 fn placed(
     ctx: &Context,
     procs: usize,
     size: usize,
     rounds: u64,
     rules: &[Rule],
-) -> Result<(f64, maprun::RunReport), MapBenchError> {
+) -> Result<((f64, f64), maprun::RunReport), MapBenchError> {
     let out = ctx.workdir.join("ipc.out");
     let cmd = vec![
         "/bin/sh".to_string(),
@@ -220,20 +231,37 @@ pub fn rows(
             let rr_cpus: Vec<u32> = (0..=p).map(|k| ctx.cpus[k % ctx.cpus.len()]).collect();
             let rr_rules = rules(&rr_cpus);
             let (mut l, mut r, mut m) = (Vec::new(), Vec::new(), Vec::new());
+            let (mut l_split, mut m_split) = (Vec::new(), Vec::new());
             let mut released = 0usize;
             for k in 0..repeats {
                 for slot in 0..3 {
                     match (k + slot) % 3 {
-                        0 => l.push(linux(&ctx.ipcbench, p, size, rounds)?),
-                        1 => r.push(placed(ctx, p, size, rounds, &rr_rules)?.0),
+                        0 => {
+                            let (t, split) = linux(&ctx.ipcbench, p, size, rounds)?;
+                            l.push(t);
+                            l_split.push(split);
+                        }
+                        1 => r.push(placed(ctx, p, size, rounds, &rr_rules)?.0 .0),
                         _ => {
-                            let (t, rep) = placed(ctx, p, size, rounds, &map_rules)?;
+                            let ((t, split), rep) = placed(ctx, p, size, rounds, &map_rules)?;
                             released += usize::from(!rep.released.is_empty());
                             m.push(t);
+                            m_split.push(split);
                         }
                     }
                 }
             }
+            let l_split: Vec<f64> = l_split.into_iter().filter(|x| x.is_finite()).collect();
+            let m_split: Vec<f64> = m_split.into_iter().filter(|x| x.is_finite()).collect();
+            let lo_hi = |v: &[f64]| {
+                let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+                let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                if v.is_empty() {
+                    (f64::NAN, f64::NAN)
+                } else {
+                    (lo, hi)
+                }
+            };
             let rr_pu: Vec<usize> = rr_cpus.iter().map(|&c| ctx.pu_of_cpu(c)).collect();
             let empty = || Paired {
                 pairs: 0,
@@ -249,6 +277,9 @@ pub fn rows(
                 round_robin_us: median(&r),
                 map_us: median(&m),
                 map_vs_linux: multios_stats::paired(&l, &m).unwrap_or_else(empty),
+                linux_split: median(&l_split),
+                linux_split_range: lo_hi(&l_split),
+                map_split: median(&m_split),
                 round_robin_vs_linux: multios_stats::paired(&l, &r).unwrap_or_else(empty),
                 map_cpus,
                 map_released_runs: released,
