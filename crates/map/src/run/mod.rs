@@ -372,7 +372,10 @@ pub fn run_with(
     a.place(root, &root_name, true);
     let exited: Option<OwnedFd> = crate::sys::pidfd_open(root, false).ok();
     let mut tree: BTreeSet<u32> = BTreeSet::from([root]);
-    // Handle events ahead of the program (children never inherit it; dropped on return).
+    // Handle events ahead of the program (children never inherit it; dropped on return), on the
+    // CPUs the placement pins nothing to when there are any: a wake-up for an event (any
+    // process's, the machine's) then does not take a pinned thread's CPU.
+    let _away = spawn::Away::on(spawn::off_program(rules, &a.allowed).as_ref());
     let _rt = Realtime::on();
     let (mut events, mut walks, mut received) = (0u64, 0u64, 0u64);
     let mut last_check = Instant::now();

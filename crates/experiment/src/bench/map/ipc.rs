@@ -5,7 +5,7 @@
 use super::{median, Context, MapBenchError};
 use multios_map::partition::{greedy, Weights};
 use multios_map::place::{self, Strategy};
-use multios_map::programs::parse;
+use multios_map::programs::{parse, OffIdeal};
 use multios_map::project;
 use multios_map::run::{self as maprun, Rule};
 use multios_map::{record, Edge, EdgeKind, Graph, Node};
@@ -26,13 +26,14 @@ pub struct Row {
     /// map / Linux per run (paired by repeat): median, interval, fastest / fastest.
     pub map_vs_linux: Paired,
     pub round_robin_vs_linux: Paired,
-    /// The share of the exchanges whose two ends were on different CPUs at the hand-off, under
-    /// Linux's placement (median over its runs, and the smallest and largest) and under map run
-    /// (median): where Linux already kept every pair together, no placement can do better on 2
-    /// CPUs. NaN when the program did not say (an older build).
-    pub linux_split: f64,
-    pub linux_split_range: (f64, f64),
-    pub map_split: f64,
+    /// Where Linux put the pairs, as the program counted it: how far from the best placement of
+    /// pairs (each on one CPU, never moved, spread evenly), each share the median over Linux's
+    /// runs; the smallest and largest over those runs of the worst of the three; the same medians
+    /// for map run. None when the program did not say (an older build). Where Linux's placement
+    /// already was the best one, no placement can do better on this machine.
+    pub linux_off: Option<OffIdeal>,
+    pub linux_worst_range: (f64, f64),
+    pub map_off: Option<OffIdeal>,
     /// The CPUs map run gave each process (root first; "0-1": free).
     pub map_cpus: Vec<String>,
     /// map runs in which a CPU's pinned groups were released (other programs took the CPU).
@@ -73,12 +74,17 @@ fn comm() -> String {
     "multios-ipcbench".chars().take(15).collect()
 }
 
-/// µs per exchange and the share of split exchanges (NaN if not printed).
-fn per_exchange(stdout: &str, ok: bool, what: &str) -> Result<(f64, f64), MapBenchError> {
+/// µs per exchange and where the pairs ran (`procs` processes).
+fn per_exchange(
+    stdout: &str,
+    ok: bool,
+    what: &str,
+    procs: usize,
+) -> Result<(f64, Option<OffIdeal>), MapBenchError> {
     match parse(stdout) {
         Some(r) if ok && r.exchanges > 0 => Ok((
             r.wall_ns as f64 / 1e3 / r.exchanges as f64,
-            r.split_share().unwrap_or(f64::NAN),
+            r.off_ideal((procs / 2) as u64),
         )),
         _ => Err(MapBenchError::Program(format!(
             "{what}: failed or printed '{}'",
@@ -87,8 +93,13 @@ fn per_exchange(stdout: &str, ok: bool, what: &str) -> Result<(f64, f64), MapBen
     }
 }
 
-/// Runs the program directly (Linux's placement): µs per exchange, split share.
-fn linux(prog: &Path, procs: usize, size: usize, rounds: u64) -> Result<(f64, f64), MapBenchError> {
+/// Runs the program directly (Linux's placement): µs per exchange, where the pairs ran.
+fn linux(
+    prog: &Path,
+    procs: usize,
+    size: usize,
+    rounds: u64,
+) -> Result<(f64, Option<OffIdeal>), MapBenchError> {
     let out = Command::new(prog)
         .args([procs.to_string(), size.to_string(), rounds.to_string()])
         .output()
@@ -97,17 +108,18 @@ fn linux(prog: &Path, procs: usize, size: usize, rounds: u64) -> Result<(f64, f6
         &String::from_utf8_lossy(&out.stdout),
         out.status.success(),
         "Linux run",
+        procs,
     )
 }
 
-/// Runs it under `map run` with `rules`: µs per exchange, split share.
+/// Runs it under `map run` with `rules`: µs per exchange, where the pairs ran.
 fn placed(
     ctx: &Context,
     procs: usize,
     size: usize,
     rounds: u64,
     rules: &[Rule],
-) -> Result<((f64, f64), maprun::RunReport), MapBenchError> {
+) -> Result<((f64, Option<OffIdeal>), maprun::RunReport), MapBenchError> {
     let out = ctx.workdir.join("ipc.out");
     let cmd = vec![
         "/bin/sh".to_string(),
@@ -120,7 +132,24 @@ fn placed(
     ];
     let rep = maprun::run(&cmd, rules, ctx.sweep)?;
     let text = std::fs::read_to_string(&out).unwrap_or_default();
-    Ok((per_exchange(&text, rep.exit_code == Some(0), "map run")?, rep))
+    Ok((
+        per_exchange(&text, rep.exit_code == Some(0), "map run", procs)?,
+        rep,
+    ))
+}
+
+/// The medians of each share over the runs that said where their pairs ran (None if none did).
+fn summarize(runs: &[Option<OffIdeal>]) -> Option<OffIdeal> {
+    let said: Vec<&OffIdeal> = runs.iter().flatten().collect();
+    if said.is_empty() {
+        return None;
+    }
+    let med = |f: fn(&OffIdeal) -> f64| median(&said.iter().map(|o| f(o)).collect::<Vec<_>>());
+    Some(OffIdeal {
+        split: med(|o| o.split),
+        moved: med(|o| o.moved),
+        excess: med(|o| o.excess),
+    })
 }
 
 /// Rules: the k-th process (root first) on `cpus[k]`.
@@ -251,17 +280,12 @@ pub fn rows(
                     }
                 }
             }
-            let l_split: Vec<f64> = l_split.into_iter().filter(|x| x.is_finite()).collect();
-            let m_split: Vec<f64> = m_split.into_iter().filter(|x| x.is_finite()).collect();
-            let lo_hi = |v: &[f64]| {
-                let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
-                let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                if v.is_empty() {
-                    (f64::NAN, f64::NAN)
-                } else {
-                    (lo, hi)
-                }
-            };
+            let (l_off, m_off) = (summarize(&l_split), summarize(&m_split));
+            let worst: Vec<f64> = l_split.iter().flatten().map(OffIdeal::worst).collect();
+            let linux_worst_range = (
+                worst.iter().copied().fold(f64::NAN, f64::min),
+                worst.iter().copied().fold(f64::NAN, f64::max),
+            );
             let rr_pu: Vec<usize> = rr_cpus.iter().map(|&c| ctx.pu_of_cpu(c)).collect();
             let empty = || Paired {
                 pairs: 0,
@@ -277,9 +301,9 @@ pub fn rows(
                 round_robin_us: median(&r),
                 map_us: median(&m),
                 map_vs_linux: multios_stats::paired(&l, &m).unwrap_or_else(empty),
-                linux_split: median(&l_split),
-                linux_split_range: lo_hi(&l_split),
-                map_split: median(&m_split),
+                linux_off: l_off,
+                linux_worst_range,
+                map_off: m_off,
                 round_robin_vs_linux: multios_stats::paired(&l, &r).unwrap_or_else(empty),
                 map_cpus,
                 map_released_runs: released,
