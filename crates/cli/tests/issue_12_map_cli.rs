@@ -31,6 +31,21 @@ fn graph(dir: &std::path::Path) -> String {
     p.display().to_string()
 }
 
+/// A graph of the given processes in which 11 and 12 exchange 100 000 messages (the placement
+/// pins that pair to one CPU); the others talk to nobody.
+fn pair_graph(dir: &std::path::Path, nodes: &[(u32, &str)]) -> std::path::PathBuf {
+    let node = |(id, comm): &(u32, &str)| {
+        format!(r#"{{"id": {id}, "tgid": {id}, "comm": "{comm}", "cpu_ns": 1000000}}"#)
+    };
+    let text = format!(
+        r#"{{"format": "multios-map-graph", "version": 2, "nodes": [{}], "edges": [{{"from": 11, "to": 12, "kind": "pipe", "bytes": 1000000, "count": 100000}}, {{"from": 12, "to": 11, "kind": "pipe", "bytes": 100000, "count": 100000}}]}}"#,
+        nodes.iter().map(node).collect::<Vec<_>>().join(", ")
+    );
+    let g = dir.join("g.json");
+    std::fs::write(&g, text).expect("write");
+    g
+}
+
 fn scratch(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("multios-issue12-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&d).expect("scratch");
@@ -201,17 +216,10 @@ fn issue_12_map_run_places_children_as_they_appear() {
     let d = scratch("run");
     // two python3 processes started one after the other by a shell: the first pinned to CPU 1 with
     // a partner it talks to, the second free; each prints the CPUs it may run on after a pause
-    let node =
-        |id: u32, comm: &str| format!(r#"{{"id": {id}, "tgid": {id}, "comm": "{comm}", "cpu_ns": 1000000}}"#);
-    let text = format!(
-        r#"{{"format": "multios-map-graph", "version": 2, "nodes": [{}, {}, {}, {}], "edges": [{{"from": 11, "to": 12, "kind": "pipe", "bytes": 1000000, "count": 100000}}, {{"from": 12, "to": 11, "kind": "pipe", "bytes": 100000, "count": 100000}}]}}"#,
-        node(10, "sh"),
-        node(11, "python3"),
-        node(12, "python3"),
-        node(13, "python3")
+    let g = pair_graph(
+        &d,
+        &[(10, "sh"), (11, "python3"), (12, "python3"), (13, "python3")],
     );
-    let g = d.join("g.json");
-    std::fs::write(&g, text).expect("write");
     let probe = "import os, time; time.sleep(0.3); print(sorted(os.sched_getaffinity(0)))";
     let script = format!(
         "python3 -c '{probe}' > {a}; python3 -c '{probe}' > {b}; python3 -c '{probe}' > {c}",
@@ -329,15 +337,7 @@ fn issue_12_map_run_starts_a_pinned_program_on_its_cpu() {
     // the program itself is one of a pair that shares a CPU: it starts there (no helper process
     // runs before it), and its first look at its own affinity already sees one CPU
     let d = scratch("root");
-    let node =
-        |id: u32, comm: &str| format!(r#"{{"id": {id}, "tgid": {id}, "comm": "{comm}", "cpu_ns": 1000000}}"#);
-    let text = format!(
-        r#"{{"format": "multios-map-graph", "version": 2, "nodes": [{}, {}], "edges": [{{"from": 11, "to": 12, "kind": "pipe", "bytes": 1000000, "count": 100000}}, {{"from": 12, "to": 11, "kind": "pipe", "bytes": 100000, "count": 100000}}]}}"#,
-        node(11, "grep"),
-        node(12, "grep"),
-    );
-    let g = d.join("g.json");
-    std::fs::write(&g, text).expect("write");
+    let g = pair_graph(&d, &[(11, "grep"), (12, "grep")]);
     let (code, out, err) = multios(&[
         "map",
         "run",

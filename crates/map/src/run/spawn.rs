@@ -85,7 +85,11 @@ mod tests {
             ordinal: 0,
             cpus: vec![0, 1, 2],
         };
-        assert_eq!(off_program(&[free.clone()], &all), None, "nothing pinned");
+        assert_eq!(
+            off_program(std::slice::from_ref(&free), &all),
+            None,
+            "nothing pinned"
+        );
         let on0 = [free.clone(), Rule::pin("a", 0, 0), Rule::pin("b", 0, 0)];
         assert_eq!(off_program(&on0, &all), Some([1, 2].into_iter().collect()));
         let every = [Rule::pin("a", 0, 0), Rule::pin("b", 0, 1), Rule::pin("c", 0, 2)];

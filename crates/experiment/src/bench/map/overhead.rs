@@ -12,7 +12,6 @@ use multios_host::cpus::CpuSet;
 use multios_map::run::{self as maprun, Rule};
 use multios_stats::Paired;
 use serde::Serialize;
-use std::process::{Command, Stdio};
 use std::time::Instant;
 
 /// One program in one mode.
@@ -68,24 +67,6 @@ fn rules(comms: &[&str], cpus: &[u32]) -> Vec<Rule> {
     out
 }
 
-/// The program under Linux, started on `on` (None: the benchmark's own CPUs): seconds.
-fn linux(cmd: &[String], on: Option<&CpuSet>) -> Result<f64, MapBenchError> {
-    let t0 = Instant::now();
-    let mut c = Command::new(&cmd[0]);
-    c.args(&cmd[1..]).stdout(Stdio::null()).stderr(Stdio::null());
-    let status = maprun::spawn_on(&mut c, on)
-        .and_then(|mut child| child.wait())
-        .map_err(|e| MapBenchError::Program(format!("{}: {e}", cmd[0])))?;
-    let s = t0.elapsed().as_secs_f64();
-    if !status.success() {
-        return Err(MapBenchError::Program(format!(
-            "`{}` failed: {status}",
-            cmd.join(" ")
-        )));
-    }
-    Ok(s)
-}
-
 /// The program under `map run` with `rules`: seconds (the whole call) and its report.
 fn placed(ctx: &Context, cmd: &[String], rules: &[Rule]) -> Result<(f64, maprun::RunReport), MapBenchError> {
     let t0 = Instant::now();
@@ -135,11 +116,11 @@ pub fn rows(
             };
             for k in 0..pairs {
                 if k % 2 == 0 {
-                    l.push(linux(&cmd, on)?);
+                    l.push(super::programs::timed_on(&cmd, on)?);
                     map_once(&mut m)?;
                 } else {
                     map_once(&mut m)?;
-                    l.push(linux(&cmd, on)?);
+                    l.push(super::programs::timed_on(&cmd, on)?);
                 }
             }
             let no = || MapBenchError::Program("no pairs".into());
