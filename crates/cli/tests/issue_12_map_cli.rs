@@ -31,6 +31,21 @@ fn graph(dir: &std::path::Path) -> String {
     p.display().to_string()
 }
 
+/// A graph of the given processes in which 11 and 12 exchange 100 000 messages (the placement
+/// pins that pair to one CPU); the others talk to nobody.
+fn pair_graph(dir: &std::path::Path, nodes: &[(u32, &str)]) -> std::path::PathBuf {
+    let node = |(id, comm): &(u32, &str)| {
+        format!(r#"{{"id": {id}, "tgid": {id}, "comm": "{comm}", "cpu_ns": 1000000}}"#)
+    };
+    let text = format!(
+        r#"{{"format": "multios-map-graph", "version": 2, "nodes": [{}], "edges": [{{"from": 11, "to": 12, "kind": "pipe", "bytes": 1000000, "count": 100000}}, {{"from": 12, "to": 11, "kind": "pipe", "bytes": 100000, "count": 100000}}]}}"#,
+        nodes.iter().map(node).collect::<Vec<_>>().join(", ")
+    );
+    let g = dir.join("g.json");
+    std::fs::write(&g, text).expect("write");
+    g
+}
+
 fn scratch(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("multios-issue12-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&d).expect("scratch");
@@ -201,17 +216,10 @@ fn issue_12_map_run_places_children_as_they_appear() {
     let d = scratch("run");
     // two python3 processes started one after the other by a shell: the first pinned to CPU 1 with
     // a partner it talks to, the second free; each prints the CPUs it may run on after a pause
-    let node =
-        |id: u32, comm: &str| format!(r#"{{"id": {id}, "tgid": {id}, "comm": "{comm}", "cpu_ns": 1000000}}"#);
-    let text = format!(
-        r#"{{"format": "multios-map-graph", "version": 2, "nodes": [{}, {}, {}, {}], "edges": [{{"from": 11, "to": 12, "kind": "pipe", "bytes": 1000000, "count": 100000}}, {{"from": 12, "to": 11, "kind": "pipe", "bytes": 100000, "count": 100000}}]}}"#,
-        node(10, "sh"),
-        node(11, "python3"),
-        node(12, "python3"),
-        node(13, "python3")
+    let g = pair_graph(
+        &d,
+        &[(10, "sh"), (11, "python3"), (12, "python3"), (13, "python3")],
     );
-    let g = d.join("g.json");
-    std::fs::write(&g, text).expect("write");
     let probe = "import os, time; time.sleep(0.3); print(sorted(os.sched_getaffinity(0)))";
     let script = format!(
         "python3 -c '{probe}' > {a}; python3 -c '{probe}' > {b}; python3 -c '{probe}' > {c}",
@@ -289,4 +297,78 @@ fn issue_12_map_run_learn_records_then_places_the_second_run() {
         rep["events"].as_u64().is_some_and(|e| e >= 2),
         "placed from process events: {rep}"
     );
+}
+
+#[test]
+fn issue_12_map_run_with_nothing_pinned_only_runs_the_program() {
+    // a placement that pins nothing (one process that talks to nobody: free on every CPU) leaves
+    // nothing to place: map run spawns and waits, nothing listens, and the exit code comes back
+    let d = scratch("free");
+    let text = r#"{"format": "multios-map-graph", "version": 2, "nodes": [{"id": 7, "tgid": 7, "comm": "sh", "cpu_ns": 1000}], "edges": []}"#;
+    let g = d.join("one.json");
+    std::fs::write(&g, text).expect("write");
+    let (code, out, err) = multios(&[
+        "map",
+        "run",
+        "--graph",
+        &g.display().to_string(),
+        "--json",
+        "--",
+        "sh",
+        "-c",
+        "grep Cpus_allowed_list /proc/self/status >&2; exit 4",
+    ]);
+    assert_eq!(code, 4, "the program's exit code: {err}");
+    let rep: serde_json::Value = serde_json::from_str(&out).expect("json report");
+    assert_eq!(rep["watched"], false, "{rep}");
+    assert_eq!(rep["received"], 0, "no process events listened to: {rep}");
+    let all = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let want = if all == 1 {
+        "0".to_string()
+    } else {
+        format!("0-{}", all - 1)
+    };
+    assert!(err.trim_end().ends_with(&want), "every CPU: {err}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn issue_12_map_run_starts_a_pinned_program_on_its_cpu() {
+    // the program itself is one of a pair that shares a CPU: it starts there (no helper process
+    // runs before it), and its first look at its own affinity already sees one CPU
+    let d = scratch("root");
+    let g = pair_graph(&d, &[(11, "grep"), (12, "grep")]);
+    let (code, out, err) = multios(&[
+        "map",
+        "run",
+        "--graph",
+        &g.display().to_string(),
+        "--sweep",
+        "5s",
+        "--json",
+        "--",
+        "grep",
+        "Cpus_allowed_list",
+        "/proc/self/status",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (first, rest) = out.split_once('\n').expect("grep's line, then the report");
+    let cpus = first.split_whitespace().last().unwrap_or_default();
+    assert!(cpus == "0" || cpus == "1", "one CPU from the start: {first}");
+    let rep: serde_json::Value = serde_json::from_str(rest).expect("json report");
+    assert_eq!(rep["watched"], true, "{rep}");
+    let root = &rep["applied"][0];
+    assert_eq!(root["comm"], "grep", "{rep}");
+    assert_eq!(root["cpus"], cpus, "{rep}");
+    // never given every CPU meanwhile: the kernel's event of the program's own fork (from map
+    // run, under map run's name) is not a thread of the program (a first version took it for one)
+    let applied = rep["applied"].as_array().expect("applied");
+    assert!(
+        applied
+            .iter()
+            .filter(|a| a["tid"] == root["tid"])
+            .all(|a| a["cpus"] == cpus),
+        "{rep}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
 }

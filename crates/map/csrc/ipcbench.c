@@ -3,7 +3,14 @@
 // and answers with one byte through a second pipe; ROUNDS exchanges per pair, all pairs at once.
 // Prints the wall time of the exchanges in ns (from the moment every process is made and released
 // at once to the last one's end: not the forks), the exchanges made and the CPU time the pairs used
-// (user + system, ns, their start-up included: "ns exchanges cpu_ns").
+// (user + system, ns, their start-up included), then where the pairs ran: the exchanges whose two
+// ends were on one CPU at the hand-off (the receiver answers with its CPU number; the sender
+// compares it with its own when the answer arrives), the exchanges after which the sender found
+// itself on another CPU than after the previous one (the pair moved), the exchanges the busiest CPU
+// carried (senders counted on the CPU they were on) and the CPUs this process may use:
+// "ns exchanges cpu_ns together moved busiest cpus". A placement that keeps each pair on one CPU
+// and spreads the pairs evenly has together = exchanges, moved = 0 and busiest = the share of the
+// CPU with the most pairs.
 // Usage: multios-ipcbench PROCS SIZE ROUNDS [CPUS [busy|pages=N|compute]]
 // CPUS (for calibration): a comma-separated CPU per process, in the order the pairs' processes are
 // made (pair 0's sender, its receiver, pair 1's sender, …); each pins itself there before it starts.
@@ -87,6 +94,12 @@ int main(int argc, char **argv) {
 	struct timespec a, b;
 	int go[2];
 	if (pipe(go)) { perror("pipe"); return 1; }
+	/* per pair: exchanges whose two ends were on one CPU, exchanges after which the sender had
+	   moved, and the sender's exchanges per CPU (CPUs 0-255), written by the sender at its end */
+	enum { MAXCPU = 256 };
+	size_t stride = 2 + MAXCPU;
+	long *where = mmap(0, sizeof(long) * stride * (size_t)(procs / 2), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (where == MAP_FAILED) { perror("mmap"); return 1; }
 	for (int p = 0; p < procs / 2; p++) {
 		int there[2], back[2];
 		if (pipe(there) || pipe(back)) { perror("pipe"); return 1; }
@@ -123,17 +136,26 @@ int main(int argc, char **argv) {
 				_exit(0);
 			}
 			char ack = 'k';
+			long *mine = where + stride * (size_t)p;
+			int last = -1;
 			for (long r = 0; r < rounds; r++) {
 				if (side == 0) {
 					full_write(there[1], buf, size);
 					full_read(back[0], &ack, 1);
+					int cpu = sched_getcpu();
+					mine[0] += (unsigned char)ack == (unsigned char)cpu;
+					mine[1] += last >= 0 && cpu != last;
+					if (cpu >= 0 && cpu < MAXCPU) mine[2 + cpu]++;
+					last = cpu;
 				} else {
 					full_read(there[0], buf, size);
 				}
 				for (long w = 0; w < pages * 4096 / (long)sizeof(long); w += 64 / sizeof(long))
 					shared[w] += r;
-				if (side == 1)
+				if (side == 1) {
+					ack = (char)sched_getcpu();
 					full_write(back[1], &ack, 1);
+				}
 			}
 			_exit(0);
 		}
@@ -161,6 +183,18 @@ int main(int argc, char **argv) {
 		waitpid(spinners[i], &status, 0);
 	}
 	long long ns = (b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec);
-	printf("%lld %ld %lld\n", ns, rounds * (procs / 2), cpu);
+	long same = 0, moved = 0, busiest = 0;
+	for (int p = 0; p < procs / 2; p++) {
+		same += where[stride * (size_t)p];
+		moved += where[stride * (size_t)p + 1];
+	}
+	for (int c = 0; c < MAXCPU; c++) {
+		long on = 0;
+		for (int p = 0; p < procs / 2; p++) on += where[stride * (size_t)p + 2 + (size_t)c];
+		if (on > busiest) busiest = on;
+	}
+	cpu_set_t mask;
+	int ncpu = sched_getaffinity(0, sizeof mask, &mask) == 0 ? CPU_COUNT(&mask) : 1;
+	printf("%lld %ld %lld %ld %ld %ld %d\n", ns, rounds * (procs / 2), cpu, same, moved, busiest, ncpu);
 	return bad;
 }

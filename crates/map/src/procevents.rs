@@ -7,8 +7,10 @@ use std::os::fd::OwnedFd;
 /// What happened (the fields `map run` needs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
-    /// `child_tid` of process `child_tgid` was created by a thread of `parent_tgid` (a new thread
-    /// when the two processes are the same).
+    /// `child_tid` of process `child_tgid` was created. For a new process, `parent_tgid` is the
+    /// process that made it; for a new thread (`child_tid != child_tgid`) the kernel reports the
+    /// parent of the thread's *process* (a thread's real parent is its process's), not the process
+    /// that made the thread: match a thread by `child_tgid`.
     Fork {
         parent_tgid: u32,
         child_tid: u32,

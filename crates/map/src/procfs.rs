@@ -11,15 +11,6 @@ pub(crate) fn threads_of(pid: u32) -> Vec<u32> {
         .unwrap_or_default()
 }
 
-/// The process (thread-group id) thread `tid` belongs to, from /proc/TID/status (None when gone).
-pub(crate) fn tgid_of(tid: u32) -> Option<u32> {
-    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Tgid:"))
-        .and_then(|v| v.trim().parse().ok())
-}
-
 /// Whether `pid` is a kernel thread (PF_KTHREAD in the flags of /proc/PID/stat).
 pub(crate) fn is_kernel_thread(pid: u32) -> bool {
     const PF_KTHREAD: u64 = 0x0020_0000;
@@ -53,20 +44,6 @@ fn rank_in(environ: &[u8]) -> Option<u32> {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn a_thread_knows_its_process() {
-        let me = std::process::id();
-        assert_eq!(super::tgid_of(me), Some(me));
-        let t = std::thread::spawn(|| {
-            // SAFETY: gettid has no preconditions.
-            unsafe { libc::gettid() as u32 }
-        })
-        .join()
-        .expect("thread");
-        // the thread has ended: its tid is gone (or reused by another process)
-        assert_ne!(super::tgid_of(t), Some(me));
-    }
-
     #[test]
     fn kthreadd_is_a_kernel_thread_and_this_is_not() {
         assert!(super::is_kernel_thread(2));

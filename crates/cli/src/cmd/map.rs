@@ -189,8 +189,8 @@ struct RunArgs {
     /// Placement strategy
     #[arg(long, default_value = "affinity", value_parser = parse_strategy)]
     strategy: Strategy,
-    /// How often the process tree is also walked through /proc (a safety net: new threads are
-    /// placed from the kernel's process events as they appear)
+    /// How often pinned groups are checked for contention (new threads are placed from the
+    /// kernel's process events as they appear; /proc is walked only when events were lost)
     #[arg(long, default_value = "100ms")]
     sweep: Duration,
     #[command(flatten)]
@@ -562,16 +562,23 @@ fn cmd_run(a: RunArgs, out: &Out) -> super::Exit {
                 if ap.matched { "placed" } else { "no rule: all CPUs" }.to_string(),
             ]);
         }
-        if out.format == Format::Table {
+        if out.format == Format::Table && !rep.watched {
             outln!(
-                "{} threads placed, {} unmatched; {} process events, {} walks of /proc, {} overflows; event → placement {:.0} µs median, {:.0} µs max; {:.3} s",
+                "nothing to place: the placement pins nothing (every thread may use every CPU this process may, as it inherits); the program ran unwatched, as Linux places it; {:.3} s",
+                rep.wall_s
+            );
+        } else if out.format == Format::Table {
+            outln!(
+                "{} threads placed, {} unmatched; {} process events of the program ({} received from the whole machine), {} walks of /proc, {} overflows; event → placement {:.0} µs median, {:.0} µs max; the runner used {:.0} µs of CPU; {:.3} s",
                 rep.applied.len(),
                 rep.unmatched,
                 rep.events,
+                rep.received,
                 rep.walks,
                 rep.overflows,
                 rep.apply_median_us,
                 rep.apply_max_us,
+                rep.runner_cpu_us,
                 rep.wall_s
             );
             for r in &rep.released {

@@ -73,6 +73,11 @@ impl Watch {
         }
     }
 
+    /// Whether any pinned thread is watched (the runner then checks every sweep interval).
+    pub fn watching(&self) -> bool {
+        !self.pinned.is_empty()
+    }
+
     /// Whether `cpu`'s groups were released.
     pub fn is_released(&self, cpu: u32) -> bool {
         self.released.contains(&cpu)

@@ -1,14 +1,20 @@
 //! `multios map run`: runs a program with a placement applied as its processes and threads appear.
 //!
-//! Mechanism: the kernel's process events (the proc connector, [`crate::procevents`]). The program
-//! starts held between fork and exec; its first thread is placed before it execs; then every fork,
-//! exec and command-name change of a process in the program's tree arrives as an event, and the
-//! thread concerned is matched to the placement and given its CPUs with sched_setaffinity. Nothing
-//! runs between events: the runner sleeps in poll(2) on the event socket and on a pidfd of the
-//! program (so it costs no CPU while the program runs, unlike a /proc walk on a timer). A walk of
-//! the tree through /proc/PID/task/TID/children is kept as a safety net: every `sweep` interval, and
-//! at once when the event socket overflowed. A new thread runs where its parent's affinity lets it
-//! until its event is handled; `RunReport` gives the delays measured.
+//! Nothing to place: when every rule gives every CPU this process may use (the placement pins
+//! nothing; a new thread inherits exactly that from its creator), the program is spawned and waited
+//! for, nothing else: no event socket, no watcher, no walk of /proc ([`RunReport::watched`] false).
+//!
+//! Otherwise the mechanism is the kernel's process events (the proc connector,
+//! [`crate::procevents`]). The program is spawned with its first thread's CPUs (inherited from this
+//! thread for the moment of the spawn, [`spawn`]); every fork, exec and command-name change of a
+//! process in the program's tree then arrives as an event, queued from before the spawn, and the
+//! thread concerned is matched to the placement and given its CPUs with sched_setaffinity. Between
+//! events the runner sleeps in poll(2) on the event socket and on a pidfd of the program; it wakes
+//! on a timer (every `sweep`) only while a pinned group is watched for contention ([`contention`]).
+//! A walk of the tree through /proc/PID/task/TID/children makes up for events lost when the socket
+//! overflowed. A new thread runs where its creator's affinity lets it until its event is handled;
+//! `RunReport` gives the delays measured, the events received (the whole machine's: each woke the
+//! runner) and the CPU time the runner used.
 //!
 //! A pinned group whose CPU goes to other programs while its threads wait is released to every CPU
 //! the program may use for the rest of the run ([`contention`]).
@@ -19,15 +25,16 @@
 //! matches gets every CPU this process may use (it would otherwise keep a pinned parent's CPU).
 
 mod contention;
+mod spawn;
 
 pub use contention::Released;
+pub use spawn::spawn_on;
 
 use crate::place::Placement;
 use crate::procevents::{Event, Listener};
 use multios_host::cpus::CpuSet;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
@@ -112,12 +119,24 @@ pub struct Applied {
 pub struct RunReport {
     pub exit_code: Option<i32>,
     pub wall_s: f64,
+    /// Whether the program was watched: false when the placement pins nothing (every rule gives
+    /// every CPU this process may use, which every thread inherits), so it ran as under Linux, with
+    /// nothing applied and nothing listening.
+    #[serde(default = "yes")]
+    pub watched: bool,
     pub applied: Vec<Applied>,
     /// Threads seen that no rule matched (given every allowed CPU).
     pub unmatched: usize,
     /// Process events handled (the program's own) and walks of /proc made.
     pub events: u64,
     pub walks: u64,
+    /// Process events received, the whole machine's (the program's and every other process's):
+    /// each woke the runner.
+    #[serde(default)]
+    pub received: u64,
+    /// CPU time the runner used from the spawn to the program's end, µs.
+    #[serde(default)]
+    pub runner_cpu_us: f64,
     /// Times the event socket overflowed (events lost; a walk made up for them).
     pub overflows: u64,
     /// Median and largest delay from the kernel's event (a fork, an exec) to the thread's
@@ -127,6 +146,10 @@ pub struct RunReport {
     /// CPUs whose pinned groups were released because other programs took the CPU.
     #[serde(default)]
     pub released: Vec<Released>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn children(tid: u32) -> Vec<u32> {
@@ -145,10 +168,22 @@ fn children(tid: u32) -> Vec<u32> {
         .unwrap_or_default()
 }
 
-fn comm(tid: u32) -> Option<String> {
-    std::fs::read_to_string(format!("/proc/{tid}/comm"))
+/// The command name of thread `tid` of process `tgid` (None when it is not, or no longer, one of
+/// its threads).
+fn comm(tgid: u32, tid: u32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{tgid}/task/{tid}/comm"))
         .ok()
         .map(|s| s.trim().to_string())
+}
+
+/// Whether `rules` leave nothing to place: every rule gives exactly the CPUs this process may use
+/// (`allowed`), which is what a program started from here and every thread it makes inherit as
+/// long as nothing is pinned (a thread no rule matches is given the same).
+pub fn nothing_to_place(rules: &[Rule], allowed: &CpuSet) -> bool {
+    rules.iter().all(|r| {
+        let set: CpuSet = r.cpus.iter().map(|&c| c as usize).collect();
+        set == *allowed
+    })
 }
 
 /// The rules and what has been applied so far.
@@ -168,8 +203,30 @@ struct Applier<'a> {
 }
 
 impl Applier<'_> {
-    /// Places `tid`, now named `name`, unless it was placed under that name already.
-    fn place(&mut self, tid: u32, name: &str) {
+    /// The CPUs of the `k`-th thread named `name`, and whether a rule named them.
+    fn cpus_of(&self, name: &str, k: usize) -> (CpuSet, bool) {
+        match self.rules.iter().find(|r| r.comm == name && r.ordinal == k) {
+            Some(r) if matches!(r.cpus[..], [cpu] if self.watch.is_released(cpu)) => {
+                (self.allowed.clone(), true)
+            }
+            Some(r) => (CpuSet(r.cpus.iter().map(|&c| c as usize).collect()), true),
+            None => (self.allowed.clone(), false),
+        }
+    }
+
+    /// The CPUs the next thread named `name` will get (the program's first thread, before it
+    /// starts).
+    fn next_cpus(&self, name: &str) -> CpuSet {
+        let k = self
+            .taken
+            .get(name)
+            .map_or(0, |t| (0..).find(|k| !t.contains_key(k)).unwrap_or(0));
+        self.cpus_of(name, k).0
+    }
+
+    /// Places `tid`, now named `name`, unless it was placed under that name already; `inherited`:
+    /// the thread has those CPUs already (it was started on them), no system call is needed.
+    fn place(&mut self, tid: u32, name: &str, inherited: bool) {
         if self.seen.get(&tid).map(String::as_str) == Some(name) {
             return;
         }
@@ -181,40 +238,33 @@ impl Applier<'_> {
         let t = self.taken.entry(name.to_string()).or_default();
         let k = (0..).find(|k| !t.contains_key(k)).unwrap_or(0);
         t.insert(k, tid);
-        let rule = self.rules.iter().find(|r| r.comm == name && r.ordinal == k);
-        let set = match rule {
-            Some(r) if matches!(r.cpus[..], [cpu] if self.watch.is_released(cpu)) => self.allowed.clone(),
-            Some(r) => CpuSet(r.cpus.iter().map(|&c| c as usize).collect()),
-            None => {
-                self.unmatched += 1;
-                self.allowed.clone()
-            }
-        };
+        let (set, matched) = self.cpus_of(name, k);
+        self.unmatched += usize::from(!matched);
         let cpus: Vec<u32> = set.to_vec().into_iter().map(|c| c as u32).collect();
         self.watch.placed(tid, &cpus);
-        if multios_host::cpus::pin_thread(tid as i32, &set).is_ok() {
+        if inherited || multios_host::cpus::pin_thread(tid as i32, &set).is_ok() {
             self.applied.push(Applied {
                 tid,
                 comm: name.to_string(),
                 cpus: set.to_string(),
-                matched: rule.is_some(),
+                matched,
             });
         }
     }
 
-    /// Places `tid` under its current name if it still exists and belongs to a process of the
-    /// program's tree (`tree`; never this process: process ids are reused, and a tid seen in an
-    /// event may belong to someone else by the time it is handled); `event_ns` is the kernel's time
-    /// of the event that announced it (CLOCK_MONOTONIC), when there was one.
-    fn visit(&mut self, tid: u32, tree: &BTreeSet<u32>, event_ns: Option<u64>) {
-        let ours = crate::procfs::tgid_of(tid)
-            .is_some_and(|tgid| tgid != std::process::id() && tree.contains(&tgid));
-        if !ours {
+    /// Places thread `tid` of process `tgid` under its current name if the process is in the
+    /// program's tree (`tree`; never this process) and the thread is still one of its threads:
+    /// /proc/TGID/task/TID exists only then, so one read of its `comm` both checks that (thread
+    /// ids are reused, and a tid seen in an event may belong to someone else by the time it is
+    /// handled) and gives the name. `event_ns` is the kernel's time of the event that announced
+    /// it (CLOCK_MONOTONIC), when there was one.
+    fn visit(&mut self, tid: u32, tgid: u32, tree: &BTreeSet<u32>, event_ns: Option<u64>) {
+        if tgid == std::process::id() || !tree.contains(&tgid) {
             return;
         }
-        if let Some(name) = comm(tid) {
+        if let Some(name) = comm(tgid, tid) {
             let before = self.applied.len();
-            self.place(tid, &name);
+            self.place(tid, &name, false);
             if let (true, Some(t)) = (self.applied.len() > before, event_ns) {
                 let now = crate::sys::monotonic_ns();
                 self.delays.push(now.saturating_sub(t) as f64 / 1e3);
@@ -241,9 +291,16 @@ impl Drop for Realtime {
 }
 
 /// Runs `command` with `rules` applied; the root's rule (its program's name) is applied before it
-/// execs. `sweep` is the interval of the safety-net walk of /proc.
+/// execs. `sweep` is the interval of the contention check of pinned groups.
 pub fn run(command: &[String], rules: &[Rule], sweep: Duration) -> Result<RunReport, RunError> {
     run_with(command, rules, sweep, false)
+}
+
+fn os(what: &str) -> impl FnOnce(std::io::Error) -> RunError + '_ {
+    move |source| RunError::Os {
+        what: what.into(),
+        source,
+    }
 }
 
 /// [`run`], with the program's standard output and error discarded when `quiet`.
@@ -257,28 +314,45 @@ pub fn run_with(
         return Err(RunError::NoCommand);
     };
     check_allowed(rules)?;
-    let mut listener = Listener::new().map_err(RunError::Events)?;
-    let started = Instant::now();
-    let (hold_r, hold_w) = crate::sys::pipe().map_err(|source| RunError::Os {
-        what: "pipe".into(),
-        source,
-    })?;
-    let mut cmd = crate::sys::held_command(command, &hold_r);
+    let allowed = CpuSet::allowed();
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(&command[1..]);
     if quiet {
         cmd.stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null());
     }
-    let spawned = cmd.spawn();
-    drop(hold_r);
-    let mut child = spawned.map_err(|source| RunError::Spawn {
+    let spawn_error = |source| RunError::Spawn {
         program: program.clone(),
         source,
-    })?;
-    let root = child.id();
-    let exited: Option<OwnedFd> = crate::sys::pidfd_open(root, false).ok();
+    };
+    if nothing_to_place(rules, &allowed) {
+        let started = Instant::now();
+        let status = spawn::spawn_on(&mut cmd, None)
+            .and_then(|mut c| c.wait())
+            .map_err(spawn_error)?;
+        return Ok(RunReport {
+            exit_code: status.code(),
+            wall_s: started.elapsed().as_secs_f64(),
+            watched: false,
+            applied: Vec::new(),
+            unmatched: 0,
+            events: 0,
+            walks: 0,
+            received: 0,
+            runner_cpu_us: 0.0,
+            overflows: 0,
+            apply_median_us: 0.0,
+            apply_max_us: 0.0,
+            released: Vec::new(),
+        });
+    }
+    // listening before the spawn: the program's events are queued from its first fork on
+    let mut listener = Listener::new().map_err(RunError::Events)?;
+    let started = Instant::now();
+    let cpu0 = multios_host::time::thread_cpu_ns();
     let mut a = Applier {
         rules,
-        allowed: CpuSet::allowed(),
+        allowed,
         seen: BTreeMap::new(),
         taken: BTreeMap::new(),
         applied: Vec::new(),
@@ -290,42 +364,57 @@ pub fn run_with(
         .file_name()
         .map(|n| n.to_string_lossy().chars().take(15).collect::<String>())
         .unwrap_or_default();
-    // The root, under the name it will have after exec.
-    a.place(root, &root_name);
+    // the root starts on its CPUs, under the name it has after exec
+    let root_cpus = a.next_cpus(&root_name);
+    let on = (root_cpus != a.allowed).then_some(&root_cpus);
+    let mut child = spawn::spawn_on(&mut cmd, on).map_err(spawn_error)?;
+    let root = child.id();
+    a.place(root, &root_name, true);
+    let exited: Option<OwnedFd> = crate::sys::pidfd_open(root, false).ok();
     let mut tree: BTreeSet<u32> = BTreeSet::from([root]);
-    let mut w = std::fs::File::from(hold_w);
-    let _ = w.write_all(b"go\n");
-    drop(w);
-    // Handle events ahead of the program (children never inherit it; dropped on return).
+    // Handle events ahead of the program (children never inherit it; dropped on return), on the
+    // CPUs the placement pins nothing to when there are any: a wake-up for an event (any
+    // process's, the machine's) then does not take a pinned thread's CPU.
+    let _away = spawn::Away::on(spawn::off_program(rules, &a.allowed).as_ref());
     let _rt = Realtime::on();
-    let (mut events, mut walks) = (0u64, 0u64);
-    let mut last_walk = Instant::now();
+    let (mut events, mut walks, mut received) = (0u64, 0u64, 0u64);
+    let mut last_check = Instant::now();
     let sweep_ms = sweep.as_millis().clamp(1, i32::MAX as u128) as i32;
     let exit_code = loop {
+        // a timer only while pinned groups are watched for contention (or without a pidfd)
+        let timeout = if a.watch.watching() || exited.is_none() {
+            sweep_ms
+        } else {
+            -1
+        };
         let mut fds = vec![listener.fd()];
         if let Some(e) = &exited {
             fds.push(e);
         }
-        let ready = crate::sys::poll_readable(&fds, sweep_ms).map_err(|source| RunError::Os {
-            what: "poll".into(),
-            source,
-        })?;
+        let ready = crate::sys::poll_readable(&fds, timeout).map_err(os("poll"))?;
         let mut lost = false;
         if ready.first().copied().unwrap_or(false) {
             for (t, ev) in listener.drain(&mut lost) {
+                received += 1;
                 match ev {
+                    // a new process of the tree's, or a new thread of a process in it (the
+                    // kernel reports a thread's parent as its process's parent, which is this
+                    // runner for the root's threads: the thread's process decides; the root's
+                    // own fork, from this runner, is not a thread and is left alone)
                     Event::Fork {
                         parent_tgid,
                         child_tid,
                         child_tgid,
-                    } if tree.contains(&parent_tgid) => {
+                    } if tree.contains(&parent_tgid)
+                        || (child_tid != child_tgid && tree.contains(&child_tgid)) =>
+                    {
                         events += 1;
                         tree.insert(child_tgid);
-                        a.visit(child_tid, &tree, Some(t));
+                        a.visit(child_tid, child_tgid, &tree, Some(t));
                     }
                     Event::Exec { tid, tgid } | Event::Comm { tid, tgid } if tree.contains(&tgid) => {
                         events += 1;
-                        a.visit(tid, &tree, Some(t));
+                        a.visit(tid, tgid, &tree, Some(t));
                     }
                     Event::Exit { tid, tgid } if tid == tgid && tgid != root => {
                         tree.remove(&tgid);
@@ -334,9 +423,9 @@ pub fn run_with(
                 }
             }
         }
-        if lost || last_walk.elapsed() >= sweep {
+        if lost {
+            // events were lost: the tree as it is now, and every thread of it
             walks += 1;
-            last_walk = Instant::now();
             let mut stack = vec![root];
             let mut procs = BTreeSet::new();
             while let Some(p) = stack.pop() {
@@ -344,14 +433,16 @@ pub fn run_with(
                     stack.extend(children(p));
                 }
             }
-            // the tree as it is now: processes that ended (and whose ids may be reused) drop out
             tree = procs;
             tree.insert(root);
             for &p in &tree {
                 for tid in crate::procfs::threads_of(p) {
-                    a.visit(tid, &tree, None);
+                    a.visit(tid, p, &tree, None);
                 }
             }
+        }
+        if a.watch.watching() && last_check.elapsed() >= sweep {
+            last_check = Instant::now();
             for tid in a.watch.check() {
                 let _ = multios_host::cpus::pin_thread(tid as i32, &a.allowed);
             }
@@ -359,26 +450,75 @@ pub fn run_with(
         match child.try_wait() {
             Ok(Some(status)) => break status.code(),
             Ok(None) => {}
-            Err(source) => {
-                return Err(RunError::Os {
-                    what: "waiting for the command".into(),
-                    source,
-                })
-            }
+            Err(source) => return Err(os("waiting for the command")(source)),
         }
     };
+    let wall_s = started.elapsed().as_secs_f64();
+    let runner_cpu_us = multios_host::time::thread_cpu_ns().saturating_sub(cpu0) as f64 / 1e3;
     let mut d = a.delays.clone();
     d.sort_by(f64::total_cmp);
     Ok(RunReport {
         exit_code,
-        wall_s: started.elapsed().as_secs_f64(),
+        wall_s,
+        watched: true,
         applied: a.applied,
         unmatched: a.unmatched,
         events,
         walks,
+        received,
+        runner_cpu_us,
         overflows: listener.overflows,
         apply_median_us: multios_stats::median(&d).unwrap_or(0.0),
         apply_max_us: d.last().copied().unwrap_or(0.0),
         released: a.watch.log,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issue_12_a_placement_that_pins_nothing_leaves_nothing_to_place() {
+        let all: CpuSet = [0, 1].into_iter().collect();
+        let free = |comm: &str| Rule {
+            comm: comm.into(),
+            ordinal: 0,
+            cpus: vec![0, 1],
+        };
+        assert!(nothing_to_place(&[], &all));
+        assert!(nothing_to_place(&[free("a"), free("b")], &all));
+        // one pinned thread: watched
+        assert!(!nothing_to_place(&[free("a"), Rule::pin("b", 0, 1)], &all));
+        // a free node's domain smaller than the allowed CPUs (a package of a larger machine)
+        let four: CpuSet = (0..4).collect();
+        assert!(!nothing_to_place(&[free("a")], &four));
+    }
+
+    #[test]
+    fn issue_12_a_thread_is_named_only_under_its_own_process() {
+        let me = std::process::id();
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() } as u32;
+        assert!(comm(me, tid).is_some_and(|c| !c.is_empty()));
+        // the same thread under another process (init's): not found, whatever its name
+        assert_eq!(comm(1, tid), None);
+    }
+
+    #[test]
+    fn issue_12_a_program_left_free_runs_unwatched_with_its_exit_code() {
+        let cmd: Vec<String> = ["sh", "-c", "exit 3"].iter().map(|s| s.to_string()).collect();
+        let allowed = CpuSet::allowed();
+        let rules = vec![Rule {
+            comm: "sh".into(),
+            ordinal: 0,
+            cpus: allowed.to_vec().into_iter().map(|c| c as u32).collect(),
+        }];
+        let rep = run_with(&cmd, &rules, Duration::from_millis(100), true).expect("runs");
+        assert_eq!(rep.exit_code, Some(3));
+        assert!(
+            !rep.watched && rep.applied.is_empty() && rep.received == 0,
+            "{rep:?}"
+        );
+    }
 }

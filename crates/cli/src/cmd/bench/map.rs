@@ -30,7 +30,11 @@ pub struct Args {
     /// ABBA pairs of runs per real program (6 or more give an interval)
     #[arg(long, default_value_t = 8)]
     pairs: usize,
-    /// map run's safety-net walk of /proc (new threads are placed from process events)
+    /// ABBA pairs per short program (true, prodcons, a short pipeline) and mode (nothing pinned,
+    /// all pinned) measuring map run's own cost; 0 skips that section
+    #[arg(long, default_value_t = 10)]
+    overhead_pairs: usize,
+    /// map run's contention check of pinned groups (new threads are placed from process events)
     #[arg(long, default_value = "100ms")]
     sweep: multios_units::Duration,
     /// Projection: extra cost per hop beyond the calibrated distance (an assumption: not measurable on 2 CPUs)
@@ -57,6 +61,18 @@ fn verdict(p: &Paired) -> &'static str {
         Some(true) => "≤ 1.03",
         None => "median ≤ 1.03",
         Some(false) => "SLOWER",
+    }
+}
+
+fn off(o: &Option<multios_map::programs::OffIdeal>) -> String {
+    match o {
+        Some(o) => format!(
+            "{:.0}/{:.0}/{:.0}",
+            100.0 * o.split,
+            100.0 * o.moved,
+            100.0 * o.excess
+        ),
+        None => "-".into(),
     }
 }
 
@@ -96,6 +112,7 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         calibration_rounds: a.calibration_rounds,
         programs,
         pairs: a.pairs,
+        overhead_pairs: a.overhead_pairs,
         sweep: std::time::Duration::from_secs_f64(a.sweep.secs().max(0.001)),
         per_hop: a.per_hop,
         workdir: a.workdir,
@@ -167,6 +184,8 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         "map",
         "map/Linux",
         "rr/Linux",
+        "Linux split/moved/excess %",
+        "map split/moved/excess %",
         "≤ 3 % slower?",
         "map CPUs (procs)",
         "released",
@@ -184,6 +203,8 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             format!("{:.2}", row.map_us),
             ratio(&row.map_vs_linux),
             format!("{:.3}", row.round_robin_vs_linux.ratio().0),
+            off(&row.linux_off),
+            off(&row.map_off),
             verdict(&row.map_vs_linux).to_string(),
             {
                 // processes per CPU list, e.g. "0:8 1:8 0-1:1"
@@ -250,6 +271,45 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             }
         }
     }
+    // map run's own cost
+    if !r.overhead.is_empty() {
+        if table {
+            outln!();
+            outln!(
+                "map run's own cost: short programs under Linux and under map run, {} ABBA pairs; seconds (medians), map − Linux in ms",
+                cfg.overhead_pairs
+            );
+        }
+        let mut t = Table::new([
+            "program",
+            "mode",
+            "Linux s",
+            "map run s",
+            "map/Linux",
+            "map − Linux ms",
+            "watched",
+            "runner CPU µs",
+            "events received",
+        ]);
+        for o in &r.overhead {
+            let d = &o.map_minus_linux;
+            t.row([
+                o.program.clone(),
+                o.mode.clone(),
+                format!("{:.4}", o.linux_s),
+                format!("{:.4}", o.map_s),
+                ratio(&o.map_vs_linux),
+                match d.ci {
+                    Some((lo, hi)) => format!("{:+.2} [{:+.2}, {:+.2}]", 1e3 * d.median, 1e3 * lo, 1e3 * hi),
+                    None => format!("{:+.2}", 1e3 * d.median),
+                },
+                if o.watched { "yes" } else { "no" }.to_string(),
+                format!("{:.0}", o.runner_cpu_us),
+                format!("{:.0}", o.received),
+            ]);
+        }
+        t.print(out);
+    }
     if !table {
         return Ok(ExitCode::SUCCESS);
     }
@@ -294,10 +354,25 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         }
     );
     outln!(
-        "  ≥ 1.3× faster on the pipe pairs: {} of {} IPC rows",
+        "  ≥ 1.3× faster where keeping communicating tasks together matters (Linux's placement ≥ {:.0} % from the best: split, moved or uneven): {} of {} such IPC rows ({} of all {} IPC rows)",
+        100.0 * map::OFF_IDEAL_MATTERS,
+        v.faster_1_3_where_matters,
+        v.matters_rows,
         v.faster_1_3,
         v.ipc_rows
     );
+    if !v.kept_together.is_empty() {
+        outln!(
+            "    Linux already placed the pairs as well as a placement can (together, not moved, even; judged by ≤ 3 % slower only): {}",
+            v.kept_together.join(", ")
+        );
+    }
+    if v.split_unknown > 0 {
+        outln!(
+            "    {} IPC rows without where the pairs ran (an older benchmark program)",
+            v.split_unknown
+        );
+    }
     outln!(
         "  prediction within 10 % on the 2-CPU runs → {} (the calibration's own halves differ by {:.1} %):",
         if v.prediction_within_10pct {

@@ -5,7 +5,7 @@
 use super::{median, Context, MapBenchError};
 use multios_map::partition::{greedy, Weights};
 use multios_map::place::{self, Strategy};
-use multios_map::programs::parse;
+use multios_map::programs::{parse, OffIdeal};
 use multios_map::project;
 use multios_map::run::{self as maprun, Rule};
 use multios_map::{record, Edge, EdgeKind, Graph, Node};
@@ -26,6 +26,14 @@ pub struct Row {
     /// map / Linux per run (paired by repeat): median, interval, fastest / fastest.
     pub map_vs_linux: Paired,
     pub round_robin_vs_linux: Paired,
+    /// Where Linux put the pairs, as the program counted it: how far from the best placement of
+    /// pairs (each on one CPU, never moved, spread evenly), each share the median over Linux's
+    /// runs; the smallest and largest over those runs of the worst of the three; the same medians
+    /// for map run. None when the program did not say (an older build). Where Linux's placement
+    /// already was the best one, no placement can do better on this machine.
+    pub linux_off: Option<OffIdeal>,
+    pub linux_worst_range: (f64, f64),
+    pub map_off: Option<OffIdeal>,
     /// The CPUs map run gave each process (root first; "0-1": free).
     pub map_cpus: Vec<String>,
     /// map runs in which a CPU's pinned groups were released (other programs took the CPU).
@@ -66,9 +74,18 @@ fn comm() -> String {
     "multios-ipcbench".chars().take(15).collect()
 }
 
-fn per_exchange(stdout: &str, ok: bool, what: &str) -> Result<f64, MapBenchError> {
+/// µs per exchange and where the pairs ran (`procs` processes).
+fn per_exchange(
+    stdout: &str,
+    ok: bool,
+    what: &str,
+    procs: usize,
+) -> Result<(f64, Option<OffIdeal>), MapBenchError> {
     match parse(stdout) {
-        Some(r) if ok && r.exchanges > 0 => Ok(r.wall_ns as f64 / 1e3 / r.exchanges as f64),
+        Some(r) if ok && r.exchanges > 0 => Ok((
+            r.wall_ns as f64 / 1e3 / r.exchanges as f64,
+            r.off_ideal((procs / 2) as u64),
+        )),
         _ => Err(MapBenchError::Program(format!(
             "{what}: failed or printed '{}'",
             stdout.trim()
@@ -76,8 +93,13 @@ fn per_exchange(stdout: &str, ok: bool, what: &str) -> Result<f64, MapBenchError
     }
 }
 
-/// Runs the program directly (Linux's placement): µs per exchange.
-fn linux(prog: &Path, procs: usize, size: usize, rounds: u64) -> Result<f64, MapBenchError> {
+/// Runs the program directly (Linux's placement): µs per exchange, where the pairs ran.
+fn linux(
+    prog: &Path,
+    procs: usize,
+    size: usize,
+    rounds: u64,
+) -> Result<(f64, Option<OffIdeal>), MapBenchError> {
     let out = Command::new(prog)
         .args([procs.to_string(), size.to_string(), rounds.to_string()])
         .output()
@@ -86,17 +108,18 @@ fn linux(prog: &Path, procs: usize, size: usize, rounds: u64) -> Result<f64, Map
         &String::from_utf8_lossy(&out.stdout),
         out.status.success(),
         "Linux run",
+        procs,
     )
 }
 
-/// Runs it under `map run` with `rules`: µs per exchange.
+/// Runs it under `map run` with `rules`: µs per exchange, where the pairs ran.
 fn placed(
     ctx: &Context,
     procs: usize,
     size: usize,
     rounds: u64,
     rules: &[Rule],
-) -> Result<(f64, maprun::RunReport), MapBenchError> {
+) -> Result<((f64, Option<OffIdeal>), maprun::RunReport), MapBenchError> {
     let out = ctx.workdir.join("ipc.out");
     let cmd = vec![
         "/bin/sh".to_string(),
@@ -109,7 +132,24 @@ fn placed(
     ];
     let rep = maprun::run(&cmd, rules, ctx.sweep)?;
     let text = std::fs::read_to_string(&out).unwrap_or_default();
-    Ok((per_exchange(&text, rep.exit_code == Some(0), "map run")?, rep))
+    Ok((
+        per_exchange(&text, rep.exit_code == Some(0), "map run", procs)?,
+        rep,
+    ))
+}
+
+/// The medians of each share over the runs that said where their pairs ran (None if none did).
+fn summarize(runs: &[Option<OffIdeal>]) -> Option<OffIdeal> {
+    let said: Vec<&OffIdeal> = runs.iter().flatten().collect();
+    if said.is_empty() {
+        return None;
+    }
+    let med = |f: fn(&OffIdeal) -> f64| median(&said.iter().map(|o| f(o)).collect::<Vec<_>>());
+    Some(OffIdeal {
+        split: med(|o| o.split),
+        moved: med(|o| o.moved),
+        excess: med(|o| o.excess),
+    })
 }
 
 /// Rules: the k-th process (root first) on `cpus[k]`.
@@ -220,20 +260,32 @@ pub fn rows(
             let rr_cpus: Vec<u32> = (0..=p).map(|k| ctx.cpus[k % ctx.cpus.len()]).collect();
             let rr_rules = rules(&rr_cpus);
             let (mut l, mut r, mut m) = (Vec::new(), Vec::new(), Vec::new());
+            let (mut l_split, mut m_split) = (Vec::new(), Vec::new());
             let mut released = 0usize;
             for k in 0..repeats {
                 for slot in 0..3 {
                     match (k + slot) % 3 {
-                        0 => l.push(linux(&ctx.ipcbench, p, size, rounds)?),
-                        1 => r.push(placed(ctx, p, size, rounds, &rr_rules)?.0),
+                        0 => {
+                            let (t, split) = linux(&ctx.ipcbench, p, size, rounds)?;
+                            l.push(t);
+                            l_split.push(split);
+                        }
+                        1 => r.push(placed(ctx, p, size, rounds, &rr_rules)?.0 .0),
                         _ => {
-                            let (t, rep) = placed(ctx, p, size, rounds, &map_rules)?;
+                            let ((t, split), rep) = placed(ctx, p, size, rounds, &map_rules)?;
                             released += usize::from(!rep.released.is_empty());
                             m.push(t);
+                            m_split.push(split);
                         }
                     }
                 }
             }
+            let (l_off, m_off) = (summarize(&l_split), summarize(&m_split));
+            let worst: Vec<f64> = l_split.iter().flatten().map(OffIdeal::worst).collect();
+            let linux_worst_range = (
+                worst.iter().copied().fold(f64::NAN, f64::min),
+                worst.iter().copied().fold(f64::NAN, f64::max),
+            );
             let rr_pu: Vec<usize> = rr_cpus.iter().map(|&c| ctx.pu_of_cpu(c)).collect();
             let empty = || Paired {
                 pairs: 0,
@@ -249,6 +301,9 @@ pub fn rows(
                 round_robin_us: median(&r),
                 map_us: median(&m),
                 map_vs_linux: multios_stats::paired(&l, &m).unwrap_or_else(empty),
+                linux_off: l_off,
+                linux_worst_range,
+                map_off: m_off,
                 round_robin_vs_linux: multios_stats::paired(&l, &r).unwrap_or_else(empty),
                 map_cpus,
                 map_released_runs: released,

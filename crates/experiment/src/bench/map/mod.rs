@@ -15,6 +15,7 @@
 
 pub mod calibrate;
 pub mod ipc;
+pub mod overhead;
 pub mod programs;
 pub mod projection;
 
@@ -57,7 +58,9 @@ pub struct Config {
     /// Real programs and their ABBA pairs of runs.
     pub programs: Vec<Program>,
     pub pairs: usize,
-    /// map run's safety-net walk of /proc.
+    /// ABBA pairs per short program and mode in the section on map run's own cost (0: skipped).
+    pub overhead_pairs: usize,
+    /// map run's contention check of pinned groups.
     pub sweep: Duration,
     /// Projection: extra cost per hop beyond the calibrated distance (assumed).
     pub per_hop: f64,
@@ -120,6 +123,17 @@ pub struct Verdicts {
     /// IPC rows at least 1.3× faster than Linux (median map/Linux ≤ 1/1.3), of all IPC rows.
     pub faster_1_3: usize,
     pub ipc_rows: usize,
+    /// The IPC rows where keeping communicating tasks together can matter: Linux's own placement
+    /// was at least [`OFF_IDEAL_MATTERS`] from the best placement of pairs (split, moved or
+    /// uneven; medians over its runs in this run of the benchmark); of those, the rows at least
+    /// 1.3× faster. Where Linux's placement already was the best one (every pair together, none
+    /// moved, spread evenly), a placement can at best tie it on 2 CPUs: those rows are judged by
+    /// "not slower" only (`kept_together`).
+    pub matters_rows: usize,
+    pub faster_1_3_where_matters: usize,
+    pub kept_together: Vec<String>,
+    /// IPC rows whose program did not report where the pairs were (counted in neither).
+    pub split_unknown: usize,
     /// The prediction within 10 % (median error of the IPC rows and of the programs, each).
     pub prediction_within_10pct: bool,
     /// At 128 cores, affinity's HOP_BYTE ≤ 1.05 × TreeMatch-style's, per workload.
@@ -132,6 +146,8 @@ pub struct Report {
     pub hop: HopModel,
     pub ipc: Vec<ipc::Row>,
     pub programs: Vec<programs::ProgramRow>,
+    /// map run's own cost on short programs (nothing pinned, everything pinned).
+    pub overhead: Vec<overhead::OverheadRow>,
     pub projection: Vec<projection::Projection>,
     /// IPC rows (round-robin and map; then each alone) and programs (placed run).
     pub accuracy_ipc: Accuracy,
@@ -168,6 +184,18 @@ pub fn accuracy(pairs: &[(f64, f64)]) -> Accuracy {
         within_10pct: e.iter().filter(|&&x| x <= 0.10).count(),
         compared: e.len(),
     }
+}
+
+/// A row where Linux's placement of the pairs was at least this far from the best one (a share of
+/// the exchanges split over two CPUs, made after the pair moved, or carried by the busiest CPU
+/// beyond its even share: [`multios_map::programs::OffIdeal`]) is one where keeping communicating
+/// tasks together can matter.
+pub const OFF_IDEAL_MATTERS: f64 = 0.05;
+
+/// Whether keeping the pairs together can matter in `r`, from where Linux put them in this run:
+/// None when the program did not say.
+pub fn placement_can_matter(r: &ipc::Row) -> Option<bool> {
+    r.linux_off.map(|o| o.worst() >= OFF_IDEAL_MATTERS)
 }
 
 /// Where a paired map/Linux comparison stands against "never more than 3 % slower".
@@ -268,6 +296,11 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, MapBench
         }
         progress.finish();
     }
+    let overhead = if cfg.overhead_pairs > 0 {
+        overhead::rows(&ctx, cfg.overhead_pairs, progress)?
+    } else {
+        Vec::new()
+    };
     let after = calibrate(progress, "calibration: microbenchmarks (after)")?;
     let calibration_drift = calibrate::drift(&rounds[..before], &after);
     rounds.extend(middle);
@@ -315,6 +348,20 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, MapBench
             .filter(|r| r.map_vs_linux.ratio().0 <= 1.0 / 1.3)
             .count(),
         ipc_rows: ipc.len(),
+        matters_rows: ipc
+            .iter()
+            .filter(|r| placement_can_matter(r) == Some(true))
+            .count(),
+        faster_1_3_where_matters: ipc
+            .iter()
+            .filter(|r| placement_can_matter(r) == Some(true) && r.map_vs_linux.ratio().0 <= 1.0 / 1.3)
+            .count(),
+        kept_together: ipc
+            .iter()
+            .filter(|r| placement_can_matter(r) == Some(false))
+            .map(|r| format!("{} procs {} B", r.procs, r.size))
+            .collect(),
+        split_unknown: ipc.iter().filter(|r| placement_can_matter(r).is_none()).count(),
         prediction_within_10pct: accuracy_ipc.median_error <= 0.10
             && (accuracy_programs.compared == 0 || accuracy_programs.median_error <= 0.10),
         hop_byte_128: projection
@@ -343,6 +390,7 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, MapBench
         hop: ctx.hop,
         ipc,
         programs: progs,
+        overhead,
         projection,
         accuracy_ipc,
         accuracy_ipc_round_robin,
