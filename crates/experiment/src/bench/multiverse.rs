@@ -481,8 +481,7 @@ fn run_placed(
         let r = sc
             .spawn(|| {
                 if let Some(c) = cpu {
-                    multios_host::cpus::pin_current_thread(&multios_host::CpuSet([c].into()))
-                        .map_err(io(format!("pinning the native run to CPU {c}")))?;
+                    pin_retrying(c).map_err(io(format!("pinning the native run to CPU {c}")))?;
                 }
                 run_once(argv, out)
             })
@@ -494,6 +493,23 @@ fn run_placed(
         }
         r
     })
+}
+
+/// Pins the calling thread to `cpu`. A CPU another program has taken into an exclusive cpuset
+/// partition for a while (the tests of reserved partitions do) refuses with EINVAL: wait for it
+/// up to 10 s rather than lose the whole benchmark to it.
+fn pin_retrying(cpu: usize) -> std::io::Result<()> {
+    let set = multios_host::CpuSet([cpu].into());
+    let mut tries = 0;
+    loop {
+        match multios_host::cpus::pin_current_thread(&set) {
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) && tries < 40 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(250));
+            }
+            r => return r,
+        }
+    }
 }
 
 /// Writes `p`'s source into `dir`, compiles it once (raco make: every run loads the same
