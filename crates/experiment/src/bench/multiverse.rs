@@ -635,9 +635,9 @@ fn bench_one(
     // The warm-up pass (discarded): times one pass for the budget.
     let mut warmup = Vec::new();
     if cfg.warmup {
-        for v in 0..nvariants {
+        for (v, name) in VARIANT_NAMES.iter().enumerate().take(nvariants) {
             let u = run_variant(v, false)?;
-            warmup.push((VARIANT_NAMES[v].to_string(), u.wall_s));
+            warmup.push((name.to_string(), u.wall_s));
         }
     }
     let pass_s: f64 = warmup.iter().map(|(_, w)| w).sum();
