@@ -206,6 +206,23 @@ fn issue_13_bench_multiverse_runs_racket_natively_and_in_the_lwk_with_identical_
         "{row}"
     );
     assert!(f(row, "overrides_vs_lwk") > 0.0, "{row}");
+    // The warm-up ran every variant once (discarded); --runs 1 gave one measured pass, so no
+    // 95 % interval: every timed target is undecided, never met or not met on one pass.
+    assert_eq!(row["passes"], 1, "{row}");
+    assert_eq!(row["warmup"].as_array().map(Vec::len), Some(7), "{row}");
+    assert!(row["outliers"].is_array(), "{row}");
+    let verdicts = row["verdicts"].as_array().expect("verdicts");
+    assert_eq!(verdicts.len(), 5, "{row}");
+    assert_eq!(verdicts[0]["decision"], "met", "{row}");
+    for v in &verdicts[1..] {
+        assert_eq!(v["decision"], "undecided", "{v}");
+    }
+    // The paper's model: forwarded calls × the per-event cost, and the fixed per-run cost
+    // (lwk run -- /bin/true against /bin/true in the same pass) as its own term.
+    let paper = &row["paper"];
+    assert!(f(paper, "forwarding_s") > 0.0, "{row}");
+    let total = f(paper, "forwarding_s") + f(paper, "fixed_s");
+    assert!((f(paper, "total_s") - total).abs() < 1e-12, "{row}");
 }
 
 #[test]

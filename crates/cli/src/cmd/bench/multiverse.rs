@@ -8,13 +8,25 @@ use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Rounds: each runs native, LWK and LWK+overrides once, in rotated order (at least 6 for a
-    /// 95 % interval of the paired ratios)
-    #[arg(long, default_value_t = 6)]
-    runs: usize,
+    /// Measured passes per benchmark: each runs every variant once, forward then reversed in the
+    /// next (ABBA); at least 6 for a 95 % interval of the paired ratios (default: as many as fill
+    /// --budget-s, 12 to 40)
+    #[arg(long)]
+    runs: Option<usize>,
+    /// Seconds of measured passes per benchmark when --runs is not given (short benchmarks get
+    /// more passes)
+    #[arg(long, default_value_t = 24.0, value_name = "S")]
+    budget_s: f64,
+    /// Do not run every variant once, discarded, before a benchmark's measured passes
+    #[arg(long)]
+    no_warmup: bool,
     /// Small problem sizes (seconds instead of minutes; for tests)
     #[arg(long)]
     quick: bool,
+    /// A benchmark's argument instead of its default size, e.g. `--arg spectral-norm=2000`
+    /// (repeatable)
+    #[arg(long = "arg", value_name = "NAME=N", value_parser = parse_arg)]
+    args: Vec<(String, u32)>,
     /// Only these benchmarks (binary-trees, fannkuch-redux, fasta, fasta-3, mandelbrot, n-body,
     /// spectral-norm)
     #[arg(long, value_delimiter = ',')]
@@ -46,6 +58,17 @@ pub struct Args {
     terms: multiverse::Terms,
 }
 
+fn parse_arg(s: &str) -> Result<(String, u32), String> {
+    let (name, n) = s
+        .split_once('=')
+        .ok_or_else(|| format!("--arg {s}: expected NAME=N, e.g. spectral-norm=2000"))?;
+    let n = n
+        .trim()
+        .parse::<u32>()
+        .map_err(|e| format!("--arg {s}: `{n}` is not a whole number ({e})"))?;
+    Ok((name.trim().to_string(), n))
+}
+
 fn parse_terms(s: &str) -> Result<multiverse::Terms, String> {
     multiverse::Terms::parse(s)
 }
@@ -57,7 +80,10 @@ fn ci(c: Option<(f64, f64)>) -> String {
 pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
     let cfg = Config {
         runs: a.runs,
+        budget_s: a.budget_s,
+        warmup: !a.no_warmup,
         quick: a.quick,
+        args: a.args,
         only: a.only,
         multios: std::env::current_exe()?,
         racket: a.racket,
@@ -202,6 +228,69 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             out.num(c.proxy_parked_s, 3),
         ]);
     }
+    // The paper's model beside the measured overhead, both paired, and the fixed per-run cost.
+    let mut paper = Table::new([
+        "benchmark",
+        "passes",
+        "fixed_ms",
+        "interval",
+        "fixed/native",
+        "forwarded",
+        "cycles_each",
+        "paper_ms",
+        "paper+fixed_ms",
+        "refined_ms",
+        "measured_ms",
+        "interval",
+    ]);
+    let ms_ci = |c: Option<(f64, f64)>| {
+        c.map_or_else(
+            || "-".into(),
+            |(lo, hi)| format!("[{}, {}]", out.num(lo * 1e3, 1), out.num(hi * 1e3, 1)),
+        )
+    };
+    let mut verdicts = Table::new(["benchmark", "target", "value", "interval", "verdict"]);
+    let mut outliers = Table::new(["benchmark", "variant", "pass", "wall_s", "over_median"]);
+    for row in &r.rows {
+        let pm = &row.paper;
+        paper.row([
+            row.name.clone(),
+            row.passes.to_string(),
+            out.num(pm.fixed_s * 1e3, 1),
+            ms_ci(pm.fixed_ci),
+            format!("{} %", out.num(row.fixed_share * 100.0, 1)),
+            out.num(pm.forwarded, 0),
+            out.num(pm.each_cycles, 0),
+            out.num(pm.forwarding_s * 1e3, 1),
+            out.num(pm.total_s * 1e3, 1),
+            out.num(row.projection.total_s * 1e3, 1),
+            out.num(row.overhead_paired_s * 1e3, 1),
+            ms_ci(row.overhead_ci),
+        ]);
+        for v in &row.verdicts {
+            let ms = v.key.contains("10 %");
+            verdicts.row([
+                row.name.clone(),
+                v.key.to_string(),
+                if ms {
+                    out.num(v.value * 1e3, 1)
+                } else {
+                    out.num(v.value, 3)
+                },
+                if ms { ms_ci(v.interval) } else { ci(v.interval) },
+                v.decision.word().to_string(),
+            ]);
+        }
+        for o in &row.outliers {
+            outliers.row([
+                row.name.clone(),
+                o.variant.clone(),
+                o.pass.to_string(),
+                out.num(o.wall_s, 3),
+                out.num(o.over_median, 2),
+            ]);
+        }
+    }
     let m = &r.micro;
     let mut proj = Table::new(["benchmark", "event", "count", "each_ns", "total_ms", "included"]);
     for row in &r.rows {
@@ -246,9 +335,12 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
     match out.format {
         Format::Json => out.json(&r)?,
         Format::Csv => out!(
-            "{}{}{}{}{}{}",
+            "{}{}{}{}{}{}{}{}{}",
             fig9.to_csv(),
             fig10.to_csv(),
+            paper.to_csv(),
+            verdicts.to_csv(),
+            outliers.to_csv(),
             ovr.to_csv(),
             causes.to_csv(),
             proj.to_csv(),
@@ -257,7 +349,17 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         Format::Table => {
             outln!(
                 "{}",
-                out.bold(&format!("{} (medians of {} rounds)", r.racket, cfg.runs))
+                out.bold(&format!(
+                    "{} ({}; each benchmark's variants once as a warm-up{}, then in passes alternately forward and \
+                     reversed; {:.0} s in all)",
+                    r.racket,
+                    match cfg.runs {
+                        Some(n) => format!("{n} passes"),
+                        None => format!("passes filling {:.0} s per benchmark, 12 to 40", cfg.budget_s),
+                    },
+                    if cfg.warmup { ", discarded" } else { " (off)" },
+                    r.elapsed_s
+                ))
             );
             outln!(
                 "{}",
@@ -278,6 +380,21 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             outln!(
                 "measured: LWK − native median wall; projected: the sum of the included terms below, each count from \
                  the run times a cost from a microbenchmark (events: the event terms alone)"
+            );
+            outln!();
+            outln!(
+                "{}",
+                out.bold(
+                    "Multiverse's model beside the measured overhead (paired: median of LWK − native per pass, 95 % interval)"
+                )
+            );
+            out!("{}", paper.render(out));
+            outln!(
+                "fixed: `lwk run -- {}` − `{}` paired in the same passes (start-up and exit; fixed/native is the \
+                 least LWK / native can be at this size); paper: forwarded calls × the cycles one adds (Fig. 11); \
+                 refined: every term of the projection table below",
+                "/bin/true",
+                "/bin/true"
             );
             outln!();
             outln!(
@@ -321,14 +438,20 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             outln!("{}", out.bold("Projection of the LWK's overhead, term by term"));
             out!("{}", proj.render(out));
             if let Some(sn) = r.rows.iter().find(|x| x.name == "spectral-norm") {
-                let events = sn.counts.local_calls + sn.counts.delegated_calls + sn.counts.shadow_faults;
+                let pm = &sn.paper;
                 outln!(
-                    "Multiverse's template for spectral-norm (112 M cycles, 51 ms): here {:.0} events left the guest, \
-                     projected {:.1} ms ({:.0} M cycles), measured {:.1} ms",
-                    events,
+                    "Multiverse's template for spectral-norm (events × 1500 cycles = 112 M cycles, 51 ms): here {:.0} \
+                     forwarded × {:.0} cycles = {:.1} M cycles ({:.1} ms); with the fixed per-run cost {:.1} ms: {:.1} ms; \
+                     every term: {:.1} ms; measured {:.1} ms {}",
+                    pm.forwarded,
+                    pm.each_cycles,
+                    pm.forwarded * pm.each_cycles * 1e-6,
+                    pm.forwarding_s * 1e3,
+                    pm.fixed_s * 1e3,
+                    pm.total_s * 1e3,
                     sn.projection.total_s * 1e3,
-                    sn.projection.total_s * m.tsc_hz * 1e-6,
-                    sn.measured_overhead_s * 1e3
+                    sn.overhead_paired_s * 1e3,
+                    ms_ci(sn.overhead_ci)
                 );
             }
             outln!();
@@ -371,7 +494,7 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             );
             if let Some(t) = &r.trace_run {
                 outln!(
-                    "--trace on {}: {:.3} s vs {:.3} s ({} [{}]), {} events, {} bytes",
+                    "--trace on {}: {:.3} s vs {:.3} s ({} {}), {} events, {} bytes",
                     t.program,
                     t.traced_s,
                     t.plain_s,
@@ -395,7 +518,7 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
                 );
                 outln!(
                     "{} threads.py {} threads × {} rounds, --cpus {}: native {:.3} s, LWK {:.3} s, LWK + lwk-threads \
-                     {:.3} s (override/LWK {} [{}]); threads made by clone {} → {}; identical output: {}",
+                     {:.3} s (override/LWK {} {}); threads made by clone {} → {}; identical output: {}",
                     py.python,
                     py.threads,
                     py.rounds,
@@ -439,6 +562,27 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
                     if h.identical_output { "yes" } else { "NO" }
                 );
             }
+            outln!();
+            outln!(
+                "{}",
+                out.bold(&format!(
+                    "Runs slower than {} × their variant's median (warm-up runs excluded)",
+                    multiverse::verdict::OUTLIER_FACTOR
+                ))
+            );
+            if r.rows.iter().all(|x| x.outliers.is_empty()) {
+                outln!("none");
+            } else {
+                out!("{}", outliers.render(out));
+            }
+            outln!();
+            outln!(
+                "{}",
+                out.bold(
+                    "The issue's targets, decided by the paired 95 % intervals (undecided: the interval straddles the limit)"
+                )
+            );
+            out!("{}", verdicts.render(out));
         }
     }
     let mut bad: Vec<&str> = r

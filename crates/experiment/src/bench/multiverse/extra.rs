@@ -76,12 +76,16 @@ fn io(what: String) -> impl FnOnce(std::io::Error) -> ExperimentError {
     move |e| ExperimentError::Run(format!("{what}: {e}"))
 }
 
-/// Runs `cmds` rounds times in rotated order; each command's walls, stdouts and (LWK runs with
-/// `--summary S`) summaries.
+/// Runs every command of `cmds` once (a warm-up: discarded but for its output, which is compared
+/// like the others), then `n` passes in alternating order; each command's walls and stdouts.
 type Runs = (Vec<Vec<f64>>, Vec<Vec<String>>);
 fn rounds(cmds: &[Vec<OsString>], n: usize) -> Result<Runs, ExperimentError> {
     let mut walls = vec![Vec::new(); cmds.len()];
-    let mut outs = vec![Vec::new(); cmds.len()];
+    let mut outs: Vec<Vec<String>> = vec![Vec::new(); cmds.len()];
+    for (i, c) in cmds.iter().enumerate() {
+        let (_, out) = run(c)?;
+        outs[i].push(out);
+    }
     for r in 0..n {
         let order: Vec<usize> = if r % 2 == 0 {
             (0..cmds.len()).collect()
