@@ -124,6 +124,7 @@ pub fn drive(
         None => Vm::new(&mem, crate::fds::floor())?,
     };
     phases.mark("VM and memslots");
+    let vm_steps = vm.steps.clone();
     stub::write_tables(&mem);
     let cpuid = vm
         .kvm
@@ -193,6 +194,8 @@ pub fn drive(
         .add_vcpu(crate::cputime::Sched::this_thread().since(sched0));
     m.main_done.store(true, Ordering::Release);
     m.main_loop_ended(end);
+    // The guest has ended: what follows is the VMM's teardown (`costs.teardown`).
+    let ended = Instant::now();
     m.stop_all();
     if let Some((fd, h)) = pump {
         crate::signal::host::poke(fd);
@@ -213,6 +216,8 @@ pub fn drive(
     let (invalidations, invalidate_time) = m.mem.shadow.invalidations();
     let costs = crate::costs::Costs {
         phases: phases.seconds(),
+        vm_thread: crate::costs::seconds(&vm_steps),
+        teardown: vec![("stop the VMM's threads".into(), ended.elapsed().as_secs_f64())],
         flushes,
         flush_s: flush_time.as_secs_f64(),
         invalidations,
@@ -225,7 +230,7 @@ pub fn drive(
         threads: kernel.cputime.snapshot(),
     };
     let status = kernel.exit_status().unwrap_or(ExitStatus::Code(0));
-    Ok(Outcome {
+    let mut outcome = Outcome {
         status,
         stats: kernel.stats(),
         wall: t0.elapsed(),
@@ -234,7 +239,16 @@ pub fn drive(
         notes: kernel.notes(),
         rewritten: kernel.rewritten_at_run_time(),
         costs,
-    })
+    };
+    // The last references to the vCPUs and the VM: KVM frees its shadow pages and memslots.
+    let t = Instant::now();
+    drop(vcpu);
+    drop(m);
+    outcome
+        .costs
+        .teardown
+        .push(("close the VM and its vCPUs".into(), t.elapsed().as_secs_f64()));
+    Ok(outcome)
 }
 
 impl Machine {

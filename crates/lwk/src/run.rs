@@ -16,6 +16,9 @@ use std::time::Instant;
 /// Runs the program of `cfg` to completion.
 pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     let t0 = Instant::now();
+    // The fd table grows to the VMM's fd range now, before the first VMM thread exists (see
+    // `fds::grow_table`: later, with threads, the growth waits for an RCU grace period).
+    crate::fds::floor();
     // A reservation a killed multios left behind is given back first (issue #14).
     for swept in crate::reserve::sweep_stale() {
         eprintln!("multios lwk: {swept}");
@@ -96,9 +99,10 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
         kernel.set_trace(crate::trace::Tracer::create(path, &cfg.program).map_err(LwkError::Trace)?);
     }
     kernel.note_images(&loaded.image, loaded.interp.as_ref());
+    phases.mark("kernel");
     // Before any vCPU exists: the first CR3 load sees the protections.
     kernel.sync_start_protections();
-    phases.mark("kernel and page tables");
+    phases.mark("page tables");
     let kernel = Arc::new(kernel);
     let traced = kernel.clone();
     let symbols = Symbols {
@@ -133,7 +137,13 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
         traced.mem.unlock();
     }
     drop(reserved);
+    // The last reference to the kernel and so to the guest memory: unmapped here.
+    let t = Instant::now();
+    drop(traced);
     let mut o = driven?;
+    o.costs
+        .teardown
+        .push(("unmap the guest memory".into(), t.elapsed().as_secs_f64()));
     o.rewritten += rewritten;
     Ok(o)
 }

@@ -31,6 +31,8 @@ pub enum VmError {
 pub struct Vm {
     pub kvm: Kvm,
     pub vm: VmFd,
+    /// How long making it took, step by step (`costs.rs`: `lwk run --summary`'s `vm_thread`).
+    pub steps: Vec<(&'static str, std::time::Duration)>,
 }
 
 /// Checks that /dev/kvm can be opened, with the errors the CLI and tests print.
@@ -53,6 +55,12 @@ fn open_kvm(fd_floor: i32) -> Result<Kvm, VmError> {
 impl Vm {
     /// Opens KVM, creates a VM and registers `mem`; every fd lands at or above `fd_floor`.
     pub fn new(mem: &GuestMemory, fd_floor: i32) -> Result<Self, VmError> {
+        let mut t = std::time::Instant::now();
+        let mut steps = Vec::new();
+        let mut mark = |name: &'static str| {
+            steps.push((name, t.elapsed()));
+            t = std::time::Instant::now();
+        };
         let kvm = open_kvm(fd_floor)?;
         let low = kvm.create_vm().map_err(|source| VmError::Kvm {
             what: "KVM_CREATE_VM",
@@ -66,6 +74,7 @@ impl Vm {
             source,
         })?;
         drop(low);
+        mark("open /dev/kvm, create the VM");
         // Two memslots over contiguous host ranges (each memslot update costs milliseconds on
         // this KVM): the LWK's system and stub pages, and the thunk page plus the application window.
         // A third holds the window's page tables (issue #14).
@@ -89,8 +98,9 @@ impl Vm {
                 what: "KVM_SET_USER_MEMORY_REGION",
                 source,
             })?;
+            mark(["memslot: LWK pages", "memslot: thunks and window", "memslot: page-table pool"][slot]);
         }
-        Ok(Vm { kvm, vm })
+        Ok(Vm { kvm, vm, steps })
     }
 }
 
