@@ -64,6 +64,19 @@ impl Vmas {
             .map(|(&s, v)| (s, v))
     }
 
+    /// True when entries cover `[a, b)` without a gap and each is a private mapping of a file
+    /// (an inode: not anonymous memory, not shared).
+    pub fn private_files(&self, a: u64, b: u64) -> bool {
+        let mut pos = a;
+        while pos < b {
+            match self.at(pos) {
+                Some((_, v)) if !v.shared && v.ino != 0 => pos = v.end,
+                _ => return false,
+            }
+        }
+        true
+    }
+
     /// mprotect of `[a, b)`: anonymous gaps get entries of their own so that the protection shows.
     pub fn protect(&mut self, a: u64, b: u64, prot: i32, mm: &Mm) {
         let mut parts: Vec<(u64, Vma)> = Vec::new();

@@ -66,12 +66,18 @@ pub fn mlock(addr: u64, len: u64) -> io::Result<()> {
 /// VMM must not write the range: callers make sure no other thread may (a guest with one vCPU,
 /// served on that vCPU's thread).
 pub fn invalidate_shadow(addr: u64, len: usize) -> io::Result<()> {
-    for prot in [libc::PROT_READ, libc::PROT_READ | libc::PROT_WRITE] {
-        // SAFETY: a range of the guest window (anonymous memory the VMM owns, no Rust reference
-        // into it); the protection is restored to read-write by the second call, and nothing
-        // writes the range in between (see above).
+    let rw = libc::PROT_READ | libc::PROT_WRITE;
+    for prot in [libc::PROT_READ, rw] {
+        // SAFETY: a range of the guest window (memory the VMM mapped read-write: anonymous, or a
+        // private file mapping; no Rust reference into it); the protection is restored to
+        // read-write by the second call, and nothing writes the range in between (see above).
         if unsafe { libc::mprotect(addr as *mut libc::c_void, len, prot) } != 0 {
-            return Err(io::Error::last_os_error());
+            let e = io::Error::last_os_error();
+            // A failed mprotect may have changed the mappings before the one it failed on:
+            // read-write again wherever it can, so no page is left read-only behind the guest.
+            // SAFETY: as above; only restores the protection the range had.
+            unsafe { libc::mprotect(addr as *mut libc::c_void, len, rw) };
+            return Err(e);
         }
     }
     Ok(())

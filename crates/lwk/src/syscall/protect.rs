@@ -87,11 +87,14 @@ impl Kernel {
     /// Whether the host mprotect of [`Self::drop_shadow_of`] may touch `[a, b)`: not over a host
     /// mapping of its own (`space.shared`: shared file, memfd, SysV, MAP_SHARED or huge-page
     /// memory, whose host protection is not always read-write and which other processes or the
-    /// host kernel may write), and not while the guest has an io_uring instance (the host kernel's
-    /// workers complete reads into guest buffers at any time; a transiently read-only page would
-    /// fail them with EFAULT). Otherwise the caller flushes every shadow table instead.
+    /// host kernel may write) other than a private file mapping (read-write in the host and
+    /// written only by the guest, like anonymous memory: ld.so's RELRO mprotect of every library's
+    /// data lands on one, and a flush there cost 0.3–27 ms of every dynamically linked run, issue
+    /// #13), and not while the guest has an io_uring instance (the host kernel's workers complete
+    /// reads into guest buffers at any time; a transiently read-only page would fail them with
+    /// EFAULT). Otherwise the caller flushes every shadow table instead.
     fn range_invalidation_allowed(&self, a: u64, b: u64) -> bool {
-        lock(&self.space.uring).is_empty() && !self.overlaps_shared(a, b.saturating_sub(a))
+        lock(&self.space.uring).is_empty() && self.host_maps_only_private_files(a, b.saturating_sub(a))
     }
 
     fn drop_shadow_of(&self, a: u64, b: u64) -> bool {

@@ -23,6 +23,20 @@ impl Kernel {
             .is_empty()
     }
 
+    /// True when every host mapping of its own inside `[addr, addr+len)` (`space.shared`) is a
+    /// private file mapping (`map_private_file`): read-write in the host whatever the guest asked,
+    /// and written by nobody but the guest — as the window's anonymous memory is. Shared
+    /// mappings, SysV attachments, io_uring rings and MAP_HUGETLB memory are not.
+    pub(super) fn host_maps_only_private_files(&self, addr: u64, len: u64) -> bool {
+        let end = addr.saturating_add(len);
+        let pieces = lock(&self.space.shared).intersections(addr, end);
+        if pieces.is_empty() {
+            return true;
+        }
+        let vmas = lock(&self.space.vmas);
+        pieces.into_iter().all(|(s, e)| vmas.private_files(s, e))
+    }
+
     /// Ends the shared file mappings inside `[addr, addr+len)`: anonymous memory goes back.
     /// Returns a negative errno when the host refuses.
     pub(super) fn unshare(&self, addr: u64, len: u64) -> Result<(), i64> {
