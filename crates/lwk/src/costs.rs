@@ -201,6 +201,9 @@ pub struct Costs {
     /// The steps of the thread that makes the VM and its memslots, seconds: concurrent with the
     /// phases from "guest memory" on (the phase "VM and memslots" is the wait for it).
     pub vm_thread: Vec<(String, f64)>,
+    /// Memslots made over the window as it was used (`winslots.rs`), and their time in seconds.
+    pub window_memslots: u64,
+    pub window_memslot_s: f64,
     /// What the VMM does after the guest has ended, seconds: its threads stopped and joined, the
     /// VM closed (KVM frees its shadow pages and memslots), the guest memory unmapped. Not in
     /// `wall_s`, but in the process's wall time.

@@ -43,6 +43,7 @@ pub mod trace;
 pub mod vcpu;
 pub mod vm;
 pub mod vmas;
+pub mod winslots;
 
 pub use config::{default_partition, Backend, Config};
 pub use fds::floor as fd_floor;

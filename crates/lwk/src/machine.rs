@@ -197,6 +197,12 @@ pub fn drive(
     // The guest has ended: what follows is the VMM's teardown (`costs.teardown`).
     let ended = Instant::now();
     m.stop_all();
+    let vcpus_stopped = ended.elapsed();
+    // The proxy and the signal pump are told to stop together, then joined: each may have to
+    // wait for a CPU to wake up on (the proxy is pinned), and those waits overlap.
+    if let Some(p) = &proxy {
+        p.ask_to_stop();
+    }
     if let Some((fd, h)) = pump {
         crate::signal::host::poke(fd);
         let _ = h.join();
@@ -214,10 +220,19 @@ pub fn drive(
         .add_vm(std::os::fd::AsRawFd::as_raw_fd(&lock(&m.vm).vm));
     let (flushes, flush_time) = m.mem.shadow.flushes();
     let (invalidations, invalidate_time) = m.mem.shadow.invalidations();
+    let (window_memslots, window_memslot_s) = m.mem.slots.made_so_far();
     let costs = crate::costs::Costs {
         phases: phases.seconds(),
         vm_thread: crate::costs::seconds(&vm_steps),
-        teardown: vec![("stop the VMM's threads".into(), ended.elapsed().as_secs_f64())],
+        window_memslots,
+        window_memslot_s,
+        teardown: vec![
+            ("stop the other vCPU threads".into(), vcpus_stopped.as_secs_f64()),
+            (
+                "stop the proxy and the signal pump".into(),
+                (ended.elapsed() - vcpus_stopped).as_secs_f64(),
+            ),
+        ],
         flushes,
         flush_s: flush_time.as_secs_f64(),
         invalidations,

@@ -25,6 +25,8 @@ pub enum VmError {
     },
     #[error("moving the VMM's KVM fds out of the guest's way: {0}")]
     Fd(std::io::Error),
+    #[error("KVM_SET_USER_MEMORY_REGION: {0}")]
+    Memslot(std::io::Error),
 }
 
 /// An open KVM and its VM.
@@ -75,18 +77,17 @@ impl Vm {
         })?;
         drop(low);
         mark("open /dev/kvm, create the VM");
-        // Two memslots over contiguous host ranges (each memslot update costs milliseconds on
-        // this KVM): the LWK's system and stub pages, and the thunk page plus the application window.
-        // A third holds the window's page tables (issue #14).
+        // A memslot over the LWK's system and stub pages (contiguous host ranges), one over the
+        // window's page tables (issue #14), and those of the thunk page and the window that are
+        // used so far (`winslots.rs`: the others are made when first used, issue #13).
         let slots = [
-            (mem.sys.base, mem.stubs.end()),
-            (mem.thunks.base, mem.app.end()),
-            (mem.pt_pool.base, mem.pt_pool.end()),
+            (0, mem.sys.base, mem.stubs.end()),
+            (2, mem.pt_pool.base, mem.pt_pool.end()),
         ];
         debug_assert!(mem.sys.end() == mem.stubs.base && mem.thunks.end() == mem.app.base);
-        for (slot, (start, end)) in slots.into_iter().enumerate() {
+        for (slot, start, end) in slots {
             let region = kvm_userspace_memory_region {
-                slot: slot as u32,
+                slot,
                 flags: 0,
                 guest_phys_addr: start,
                 memory_size: end - start,
@@ -98,8 +99,14 @@ impl Vm {
                 what: "KVM_SET_USER_MEMORY_REGION",
                 source,
             })?;
-            mark(["memslot: LWK pages", "memslot: thunks and window", "memslot: page-table pool"][slot]);
+            mark(if slot == 0 {
+                "memslot: LWK pages"
+            } else {
+                "memslot: page-table pool"
+            });
         }
+        mem.slots.attach(vm.as_raw_fd()).map_err(VmError::Memslot)?;
+        mark("memslots: window used so far");
         Ok(Vm { kvm, vm, steps })
     }
 }
