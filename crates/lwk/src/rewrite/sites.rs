@@ -307,7 +307,11 @@ mod tests {
         let libc = std::fs::read("/lib/x86_64-linux-gnu/libc.so.6").expect("libc.so.6 must exist");
         let mut odd = Vec::new();
         for k in 0..200u32 {
-            odd.push(if k.wrapping_mul(2_654_435_761) >> 31 == 0 { 0x0f } else { 0x05 });
+            odd.push(if k.wrapping_mul(2_654_435_761) >> 31 == 0 {
+                0x0f
+            } else {
+                0x05
+            });
         }
         for code in [&libc[..], &odd[..], &[0x0f][..], &[][..], &[0x0f, 0x05][..]] {
             let found: Vec<usize> = candidates(code).into_iter().map(|c| c.0).collect();
