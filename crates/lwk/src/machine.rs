@@ -119,20 +119,23 @@ pub fn drive(
     // guest's signals (in the order the host sends them).
     let old_mask = crate::signal::host::block_in_this_thread();
     kernel.adopt_host_dispositions();
-    let vm = match vm {
+    let mut vm = match vm {
         Some(vm) => vm,
         None => Vm::new(&mem, crate::fds::floor())?,
     };
     phases.mark("VM and memslots");
     let vm_steps = vm.steps.clone();
     stub::write_tables(&mem);
-    let cpuid = vm
-        .kvm
-        .get_supported_cpuid(kvm_bindings::KVM_MAX_CPUID_ENTRIES)
-        .map_err(|source| VmError::Kvm {
-            what: "KVM_GET_SUPPORTED_CPUID",
-            source,
-        })?;
+    let cpuid = match vm.cpuid.take() {
+        Some(c) => c,
+        None => vm
+            .kvm
+            .get_supported_cpuid(kvm_bindings::KVM_MAX_CPUID_ENTRIES)
+            .map_err(|source| VmError::Kvm {
+                what: "KVM_GET_SUPPORTED_CPUID",
+                source,
+            })?,
+    };
     let budget = if cfg.backend == Backend::Exit {
         1
     } else {

@@ -32,6 +32,22 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
         None
     };
     let mut phases = crate::costs::Phases::new(t0);
+    let mem = Arc::new(GuestMemory::new(cfg.mem_size)?);
+    if cfg.reserve {
+        mem.lock()?;
+    }
+    phases.mark("guest memory");
+    // The VM, its memslots and the CPUID table its vCPUs get are made on another thread while
+    // this one finds and loads the program (`costs.vm_thread` says how long each took).
+    let vm = {
+        let mem = mem.clone();
+        std::thread::Builder::new().name("lwk-vm".into()).spawn(move || {
+            crate::vm::Vm::new(&mem, crate::fds::floor()).map(|mut vm| {
+                vm.supported_cpuid();
+                vm
+            })
+        })
+    };
     let mut path = loader::resolve(&cfg.program)?;
     let mut argv: Vec<Vec<u8>> = cfg.argv.iter().map(|a| a.as_bytes().to_vec()).collect();
     // A `#!` script runs its interpreter on it, as execve does.
@@ -51,19 +67,6 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
         None => cfg.env.clone(),
     };
     phases.mark("resolve and overrides");
-    let mem = Arc::new(GuestMemory::new(cfg.mem_size)?);
-    if cfg.reserve {
-        mem.lock()?;
-    }
-    phases.mark("guest memory");
-    // The VM and its memslots (KVM allocates the window's shadow bookkeeping: milliseconds for
-    // a 4 GiB window) are made on another thread while this one loads the program.
-    let vm = {
-        let mem = mem.clone();
-        std::thread::Builder::new()
-            .name("lwk-vm".into())
-            .spawn(move || crate::vm::Vm::new(&mem, crate::fds::floor()))
-    };
     let loaded = loader::load_program(
         &mem,
         &path,

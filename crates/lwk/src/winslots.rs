@@ -6,7 +6,12 @@
 //! every memslot page). The window is now covered by memslots of [`CHUNK`] bytes (ids from
 //! [`FIRST_SLOT`]), each made the first time a page-table entry in it becomes present
 //! ([`WindowSlots::ensure`], from `GuestMemory::set_chunk`): a program that uses a few MiB makes
-//! two or three. Making a memslot changes nothing KVM has built (no shadow page is dropped), and
+//! three — the window's first chunk (the program and its heap), the one above the heap's 1 GiB
+//! reserve (the libraries, placed low for the rewriter) and its last (the stack and the mappings
+//! below it). The chunks are large because
+//! every memslot update also waits for an SRCU grace period, which KVM's workqueue drives: ≈ 0.1
+//! ms on a quiet machine, 3–15 ms each when every CPU is busy (128 MiB chunks made `true` pay 4 of
+//! them; the old single memslot was one update). Making a memslot changes nothing KVM has built (no shadow page is dropped), and
 //! one that already exists with the same range is a no-op for KVM, so two threads that make the
 //! same one race harmlessly: KVM serializes them, and the second returns only once the first has
 //! made it. The guest cannot reach a chunk before its memslot exists: it is made before the entry
@@ -20,12 +25,14 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering::SeqCst};
 use std::time::Instant;
 
 /// Bytes of window per memslot.
-pub const CHUNK: u64 = 128 << 20;
+pub const CHUNK: u64 = 512 << 20;
 /// The id of the first chunk's memslot (0–2: the LWK's pages, 7: the scratch slot of
 /// `Shadow::flush`).
 pub const FIRST_SLOT: u32 = 8;
 
-/// The memslots of the window `[base, end)` (the thunk page and the application window).
+/// The memslots of the window `[base, end)` (the thunk page and the application window): chunks of
+/// [`CHUNK`] bytes from `base`, the last one taking the remainder (with the default window, the
+/// stack's top pages share the last chunk with the mappings below it).
 #[derive(Debug)]
 pub struct WindowSlots {
     base: u64,
@@ -44,7 +51,11 @@ pub struct WindowSlots {
 impl WindowSlots {
     /// The memslots of `[base, end)`, none made yet.
     pub fn new(base: u64, end: u64) -> Self {
-        let n = end.saturating_sub(base).div_ceil(CHUNK) as usize;
+        let n = if end > base {
+            ((end - base) / CHUNK).max(1) as usize
+        } else {
+            0
+        };
         WindowSlots {
             base,
             end,
@@ -56,13 +67,29 @@ impl WindowSlots {
         }
     }
 
+    /// The chunk holding `a` (inside the window).
+    fn index(&self, a: u64) -> usize {
+        (((a - self.base) / CHUNK) as usize).min(self.marked.len() - 1)
+    }
+
+    /// Chunk `k`'s range.
+    fn bounds(&self, k: usize) -> (u64, u64) {
+        let from = self.base + k as u64 * CHUNK;
+        let to = if k + 1 == self.marked.len() {
+            self.end
+        } else {
+            from + CHUNK
+        };
+        (from, to)
+    }
+
     /// The chunks `[a, b)` touches (clipped to the window).
     fn chunks(&self, a: u64, b: u64) -> std::ops::Range<usize> {
         let (a, b) = (a.max(self.base), b.min(self.end));
         if a >= b {
             return 0..0;
         }
-        ((a - self.base) / CHUNK) as usize..((b - 1 - self.base) / CHUNK) as usize + 1
+        self.index(a)..self.index(b - 1) + 1
     }
 
     /// Makes sure the memslots over `[a, b)` exist before the guest may reach those pages (when
@@ -102,21 +129,24 @@ impl WindowSlots {
     /// Makes chunk `k`'s memslot in VM `fd`.
     fn make(&self, fd: i32, k: usize) -> std::io::Result<()> {
         let t0 = Instant::now();
-        let start = self.base + k as u64 * CHUNK;
-        let len = CHUNK.min(self.end - start);
+        let (start, end) = self.bounds(k);
+        let len = end - start;
         crate::sys::kvm::set_memslot(fd, FIRST_SLOT + k as u32, start, len, start).map_err(|e| {
             std::io::Error::new(
                 e.kind(),
                 format!("the memslot of guest memory {start:#x}+{len:#x}: {e}"),
             )
         })?;
-        self.made[k].store(true, SeqCst);
-        self.count.fetch_add(1, SeqCst);
-        self.ns.fetch_add(t0.elapsed().as_nanos() as u64, SeqCst);
+        // Counted once per chunk and VM (a thread that raced another one here found it made).
+        if !self.made[k].swap(true, SeqCst) {
+            self.count.fetch_add(1, SeqCst);
+            self.ns.fetch_add(t0.elapsed().as_nanos() as u64, SeqCst);
+        }
         Ok(())
     }
 
-    /// Memslots made so far (in every VM of this process) and their total time in seconds.
+    /// Memslots made so far (in every VM of this process; a chunk made by two racing threads
+    /// counts once) and their total time in seconds.
     pub fn made_so_far(&self) -> (u64, f64) {
         (self.count.load(SeqCst), self.ns.load(SeqCst) as f64 * 1e-9)
     }
@@ -130,13 +160,24 @@ mod tests {
     fn chunks_cover_exactly_the_range_clipped_to_the_window() {
         let base = 0x20_0000;
         let w = WindowSlots::new(base, base + 3 * CHUNK + 0x40_0000);
-        assert_eq!(w.marked.len(), 4);
+        assert_eq!(w.marked.len(), 3);
         assert_eq!(w.chunks(0, base), 0..0);
         assert_eq!(w.chunks(base, base + 1), 0..1);
         assert_eq!(w.chunks(base + CHUNK - 1, base + CHUNK + 1), 0..2);
         assert_eq!(w.chunks(base + CHUNK, base + 2 * CHUNK), 1..2);
-        assert_eq!(w.chunks(0, u64::MAX), 0..4);
+        assert_eq!(w.chunks(0, u64::MAX), 0..3);
+        assert_eq!(w.chunks(base + 3 * CHUNK, u64::MAX), 2..3);
         assert_eq!(w.chunks(base + 3 * CHUNK + 0x40_0000, u64::MAX), 0..0);
+        // The chunks tile the window; the last takes the remainder.
+        assert_eq!(w.bounds(0), (base, base + CHUNK));
+        assert_eq!(w.bounds(2), (base + 2 * CHUNK, base + 3 * CHUNK + 0x40_0000));
+        // The default window (thunk page + 4 GiB): 8 chunks, the stack's top in the last.
+        let w = WindowSlots::new(base, 0x40_0000 + (4 << 30));
+        assert_eq!(w.marked.len(), 8);
+        assert_eq!(w.chunks(0x40_0000 + (4 << 30) - 4096, u64::MAX), 7..8);
+        // A window smaller than a chunk is one chunk; an empty one has none.
+        assert_eq!(WindowSlots::new(base, base + 0x20_0000).marked.len(), 1);
+        assert_eq!(WindowSlots::new(base, base).marked.len(), 0);
     }
 
     #[test]
