@@ -47,11 +47,16 @@ impl Phases {
 
     /// The phases so far (name, seconds).
     pub fn seconds(&self) -> Vec<(String, f64)> {
-        self.list
-            .iter()
-            .map(|(n, d)| (n.to_string(), d.as_secs_f64()))
-            .collect()
+        seconds(&self.list)
     }
+}
+
+/// `(name, duration)` steps as `(name, seconds)`.
+pub fn seconds(steps: &[(&'static str, Duration)]) -> Vec<(String, f64)> {
+    steps
+        .iter()
+        .map(|(n, d)| (n.to_string(), d.as_secs_f64()))
+        .collect()
 }
 
 /// Counts per system call number (the calls that took the doorbell exit).
@@ -191,8 +196,18 @@ fn read_stats(fd: i32) -> std::io::Result<Vec<(String, u64)>> {
 /// What a run cost besides the guest's own code, for `lwk run -v` and the projection.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Costs {
-    /// Start-up phases, seconds, in order.
+    /// Start-up phases, seconds, in order (they add up to `startup_s`).
     pub phases: Vec<(String, f64)>,
+    /// The steps of the thread that makes the VM and its memslots, seconds: concurrent with the
+    /// phases from "guest memory" on (the phase "VM and memslots" is the wait for it).
+    pub vm_thread: Vec<(String, f64)>,
+    /// Memslots made over the window as it was used (`winslots.rs`), and their time in seconds.
+    pub window_memslots: u64,
+    pub window_memslot_s: f64,
+    /// What the VMM does after the guest has ended, seconds: its threads stopped and joined, the
+    /// VM closed (KVM frees its shadow pages and memslots), the guest memory unmapped. Not in
+    /// `wall_s`, but in the process's wall time.
+    pub teardown: Vec<(String, f64)>,
     /// Memslot flushes (KVM drops every shadow page table: tightening mprotects) and their time.
     pub flushes: u64,
     pub flush_s: f64,

@@ -39,8 +39,25 @@ pub fn floor() -> i32 {
         }
         GUEST_SOFT.store(soft.min(floor), Ordering::Relaxed);
         GUEST_HARD.store(floor, Ordering::Relaxed);
+        grow_table(top);
         floor as i32
     })
+}
+
+/// Grows the process's fd table to hold fd `top - 1` now, while (at `lwk run`'s start) the VMM
+/// has no other thread: a table shared by several threads grows only after an RCU grace period
+/// (`expand_fdtable` calls synchronize_rcu when the table has more than one user), which cost
+/// 6–15 ms of every run here when the first fd moved to the floor came after the VM thread had
+/// started (issue #13, "The LWK's fixed cost per run" in docs/BENCHMARKS.md). The table never
+/// shrinks, so every later fd of the VMM's range fits without growing it again.
+fn grow_table(top: u64) {
+    let Ok(fd) = crate::sys::eventfd() else {
+        return;
+    };
+    if let Ok(high) = crate::sys::dup_high(fd, top.saturating_sub(1) as i32) {
+        drop(high);
+    }
+    crate::sys::close(fd);
 }
 
 /// The guest's RLIMIT_NOFILE (soft, hard).

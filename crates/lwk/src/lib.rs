@@ -44,6 +44,7 @@ pub mod vcpu;
 pub mod vfork;
 pub mod vm;
 pub mod vmas;
+pub mod winslots;
 
 pub use config::{default_partition, Backend, Config};
 pub use fds::floor as fd_floor;

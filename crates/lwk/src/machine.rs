@@ -119,19 +119,23 @@ pub fn drive(
     // guest's signals (in the order the host sends them).
     let old_mask = crate::signal::host::block_in_this_thread();
     kernel.adopt_host_dispositions();
-    let vm = match vm {
+    let mut vm = match vm {
         Some(vm) => vm,
         None => Vm::new(&mem, crate::fds::floor())?,
     };
     phases.mark("VM and memslots");
+    let vm_steps = vm.steps.clone();
     stub::write_tables(&mem);
-    let cpuid = vm
-        .kvm
-        .get_supported_cpuid(kvm_bindings::KVM_MAX_CPUID_ENTRIES)
-        .map_err(|source| VmError::Kvm {
-            what: "KVM_GET_SUPPORTED_CPUID",
-            source,
-        })?;
+    let cpuid = match vm.cpuid.take() {
+        Some(c) => c,
+        None => vm
+            .kvm
+            .get_supported_cpuid(kvm_bindings::KVM_MAX_CPUID_ENTRIES)
+            .map_err(|source| VmError::Kvm {
+                what: "KVM_GET_SUPPORTED_CPUID",
+                source,
+            })?,
+    };
     let budget = if cfg.backend == Backend::Exit {
         1
     } else {
@@ -193,7 +197,15 @@ pub fn drive(
         .add_vcpu(crate::cputime::Sched::this_thread().since(sched0));
     m.main_done.store(true, Ordering::Release);
     m.main_loop_ended(end);
+    // The guest has ended: what follows is the VMM's teardown (`costs.teardown`).
+    let ended = Instant::now();
     m.stop_all();
+    let vcpus_stopped = ended.elapsed();
+    // The proxy and the signal pump are told to stop together, then joined: each may have to
+    // wait for a CPU to wake up on (the proxy is pinned), and those waits overlap.
+    if let Some(p) = &proxy {
+        p.ask_to_stop();
+    }
     if let Some((fd, h)) = pump {
         crate::signal::host::poke(fd);
         let _ = h.join();
@@ -211,8 +223,19 @@ pub fn drive(
         .add_vm(std::os::fd::AsRawFd::as_raw_fd(&lock(&m.vm).vm));
     let (flushes, flush_time) = m.mem.shadow.flushes();
     let (invalidations, invalidate_time) = m.mem.shadow.invalidations();
+    let (window_memslots, window_memslot_s) = m.mem.slots.made_so_far();
     let costs = crate::costs::Costs {
         phases: phases.seconds(),
+        vm_thread: crate::costs::seconds(&vm_steps),
+        window_memslots,
+        window_memslot_s,
+        teardown: vec![
+            ("stop the other vCPU threads".into(), vcpus_stopped.as_secs_f64()),
+            (
+                "stop the proxy and the signal pump".into(),
+                (ended.elapsed() - vcpus_stopped).as_secs_f64(),
+            ),
+        ],
         flushes,
         flush_s: flush_time.as_secs_f64(),
         invalidations,
@@ -225,7 +248,7 @@ pub fn drive(
         threads: kernel.cputime.snapshot(),
     };
     let status = kernel.exit_status().unwrap_or(ExitStatus::Code(0));
-    Ok(Outcome {
+    let mut outcome = Outcome {
         status,
         stats: kernel.stats(),
         wall: t0.elapsed(),
@@ -234,7 +257,16 @@ pub fn drive(
         notes: kernel.notes(),
         rewritten: kernel.rewritten_at_run_time(),
         costs,
-    })
+    };
+    // The last references to the vCPUs and the VM: KVM frees its shadow pages and memslots.
+    let t = Instant::now();
+    drop(vcpu);
+    drop(m);
+    outcome
+        .costs
+        .teardown
+        .push(("close the VM and its vCPUs".into(), t.elapsed().as_secs_f64()));
+    Ok(outcome)
 }
 
 impl Machine {

@@ -156,6 +156,8 @@ pub struct GuestMemory {
     pub pt_pool: Region,
     /// Which vCPUs have seen the latest page tables (`shadow.rs`).
     pub shadow: crate::shadow::Shadow,
+    /// The memslots of the thunk page and the window, made as they are used (`winslots.rs`).
+    pub slots: crate::winslots::WindowSlots,
 }
 
 pub const PTE_P: u64 = 1;
@@ -192,6 +194,7 @@ impl GuestMemory {
             thunks,
             pt_pool,
             shadow: crate::shadow::Shadow::default(),
+            slots: crate::winslots::WindowSlots::new(THUNK_BASE, APP_BASE + app_size),
         };
         mem.write_page_tables();
         Ok(mem)
@@ -219,6 +222,7 @@ impl GuestMemory {
             thunks: empty(THUNK_BASE),
             pt_pool: Region::map(PT_POOL_BASE, pt_pool_len, rw)?,
             shadow: crate::shadow::Shadow::default(),
+            slots: crate::winslots::WindowSlots::new(THUNK_BASE, THUNK_BASE),
         };
         mem.write_lwk_tables();
         Ok(mem)
@@ -248,6 +252,7 @@ impl GuestMemory {
         self.write_lwk_tables();
         // The thunk page sits in the first GiB, just below the application window.
         self.write_u64(s + PDPT_APP, (s + PD_APP) | table);
+        self.slots.ensure(THUNK_BASE, THUNK_BASE + PAGE_2M);
         self.write_u64(
             s + PD_APP + 8 * (THUNK_BASE >> 21),
             THUNK_BASE | PTE_P | PTE_RW | PTE_US | PTE_PS | AD,
@@ -263,6 +268,7 @@ impl GuestMemory {
     /// Maps the whole window present, writable and executable with 2 MiB pages, with no
     /// protections (`lwk fc`'s hand-made guest, which runs no loader).
     pub fn map_whole_window(&self) {
+        self.slots.ensure(self.app.base, self.app.end());
         let mut addr = self.app.base;
         while addr < self.app.end() {
             let pd = SYS_BASE + sys_page::PD_APP + (addr >> 30) * 0x1000;

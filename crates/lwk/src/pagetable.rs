@@ -107,6 +107,10 @@ impl GuestMemory {
         if what == Change::None {
             return what;
         }
+        if want.iter().any(|&b| b != 0) {
+            // Its memslot before any entry that lets the guest reach it (`winslots.rs`).
+            self.slots.ensure(chunk, chunk + PAGE_2M);
+        }
         let first = want[0];
         let pde = if want.iter().all(|&b| b == first) {
             if first == 0 {

@@ -4,7 +4,7 @@
 //! table ([`Delegation`]); the LWK's local set is what it can serve (MANDATORY_LOCAL ∪ OPTIONAL_LOCAL)
 //! ∩ what the table keeps local, ∪ MANDATORY_LOCAL.
 
-use multios_model::{Delegation, Policy as PolicyText, Workload};
+use multios_model::Delegation;
 use multios_syscalls::{by_number, names, NamedSet};
 use std::collections::BTreeSet;
 
@@ -150,7 +150,13 @@ impl LocalSet {
 
     /// McKernel-like (the default): every call McKernel serves locally that this LWK can serve locally.
     pub fn mckernel() -> Self {
-        Self::from_delegation(&PolicyText::Named(NamedSet::McKernel).resolve_workload(&Workload::default()))
+        // The same table `Policy::resolve` makes of `mckernel` (a test checks it), from the set
+        // parsed once: the resolver parses the list again for every call number, ≈ 1 ms of every
+        // `lwk run` here (issue #13).
+        let listed = NamedSet::McKernel.listed();
+        Self::from_delegation(&Delegation::from_fn(NamedSet::McKernel.name(), |n| {
+            !listed.contains(n)
+        }))
     }
 
     /// The inverse form (`lwk run --local FILE`): the calls in `names` are local (where possible), every
@@ -191,6 +197,7 @@ impl LocalSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use multios_model::{Policy as PolicyText, Workload};
     use multios_syscalls::by_name;
 
     fn nr(n: &str) -> u64 {
@@ -217,6 +224,16 @@ mod tests {
             );
             assert!(!MANDATORY_LOCAL.contains(n), "{n} is in both lists");
         }
+    }
+
+    #[test]
+    fn mckernel_default_is_what_the_policy_resolver_makes() {
+        let resolved = LocalSet::from_delegation(
+            &PolicyText::Named(NamedSet::McKernel).resolve_workload(&Workload::default()),
+        );
+        let direct = LocalSet::mckernel();
+        assert_eq!(direct.table(), resolved.table());
+        assert_eq!(direct.overrides(), resolved.overrides());
     }
 
     #[test]

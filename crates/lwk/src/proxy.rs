@@ -90,11 +90,20 @@ impl Proxy {
     }
 }
 
+impl Proxy {
+    /// Tells the proxy thread to end, without waiting for it (dropping the proxy joins it).
+    pub fn ask_to_stop(&self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(h) = &self.handle {
+            h.thread().unpark();
+        }
+    }
+}
+
 impl Drop for Proxy {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
+        self.ask_to_stop();
         if let Some(h) = self.handle.take() {
-            h.thread().unpark();
             let _ = h.join();
         }
     }

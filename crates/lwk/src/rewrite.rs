@@ -48,10 +48,11 @@
 
 use crate::memory::GuestMemory;
 
+mod cache;
 mod sites;
 
 pub use sites::MAX_NR;
-use sites::{find_sites, Site, CMP_RAX_M4096};
+use sites::{Site, CMP_RAX_M4096};
 
 const THUNK_SIZE: u64 = 32;
 
@@ -170,7 +171,7 @@ pub fn rewrite(mem: &GuestMemory, thunks: &mut Thunks, addr: u64, len: u64) -> u
 pub fn rewrite_from(mem: &GuestMemory, thunks: &mut Thunks, addr: u64, len: u64, starts: &[u64]) -> usize {
     let mut code = vec![0u8; len as usize];
     mem.read(addr, &mut code);
-    let sites = find_sites(&code, addr, starts);
+    let sites = cache::sites(&code, addr, starts);
     let mut n = 0;
     for site in sites {
         let thunk = thunks.next;
@@ -190,6 +191,7 @@ pub fn rewrite_from(mem: &GuestMemory, thunks: &mut Thunks, addr: u64, len: u64,
 
 #[cfg(test)]
 mod tests {
+    use super::sites::find_sites;
     use super::*;
 
     #[test]
@@ -242,6 +244,22 @@ mod tests {
         out
     }
 
+    /// The text segment of the ELF file at `path` (its bytes and address) and its function starts
+    /// from `.eh_frame_hdr`, as the loader sees them; None when there is no such file.
+    pub(super) fn text_and_starts(path: &str) -> Option<(Vec<u8>, u64, Vec<u64>)> {
+        let file = crate::sys::MappedFile::open(std::path::Path::new(path)).ok()?;
+        let bytes = file.bytes();
+        let phs = crate::loader::ehframe::program_headers(bytes).expect("ELF");
+        let text = phs
+            .iter()
+            .find(|p| p.p_type == goblin::elf::program_header::PT_LOAD && p.is_executable())
+            .expect("a text segment");
+        let code = bytes[text.p_offset as usize..(text.p_offset + text.p_filesz) as usize].to_vec();
+        let starts =
+            crate::loader::ehframe::starts_in_mapping(bytes, text.p_offset, text.p_vaddr, text.p_filesz);
+        Some((code, text.p_vaddr, starts))
+    }
+
     /// The `.eh_frame_hdr` function starts find every site a sweep of the whole text finds, in
     /// the stripped libraries this machine's programs load.
     #[test]
@@ -254,21 +272,12 @@ mod tests {
             "/usr/bin/racket",
         ];
         for lib in files {
-            let Ok(file) = crate::sys::MappedFile::open(std::path::Path::new(lib)) else {
+            let Some((code, vaddr, starts)) = text_and_starts(lib) else {
                 assert!(!lib.ends_with("libc.so.6"), "libc.so.6 must exist");
                 continue;
             };
-            let bytes = file.bytes();
-            let phs = crate::loader::ehframe::program_headers(bytes).expect("ELF");
-            let text = phs
-                .iter()
-                .find(|p| p.p_type == goblin::elf::program_header::PT_LOAD && p.is_executable())
-                .expect("a text segment");
-            let code = &bytes[text.p_offset as usize..(text.p_offset + text.p_filesz) as usize];
-            let starts =
-                crate::loader::ehframe::starts_in_mapping(bytes, text.p_offset, text.p_vaddr, text.p_filesz);
-            let swept = find_sites(code, text.p_vaddr, &[]);
-            let with_starts = find_sites(code, text.p_vaddr, &starts);
+            let swept = find_sites(&code, vaddr, &[]);
+            let with_starts = find_sites(&code, vaddr, &starts);
             // Known function starts only add sites: a weak site (a `syscall` moved with its
             // neighbours) is taken only near a known boundary (`sites.rs`), so the starts may
             // confirm more of them than the sweep's own boundaries do.

@@ -16,6 +16,9 @@ use std::time::Instant;
 /// Runs the program of `cfg` to completion.
 pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     let t0 = Instant::now();
+    // The fd table grows to the VMM's fd range now, before the first VMM thread exists (see
+    // `fds::grow_table`: later, with threads, the growth waits for an RCU grace period).
+    crate::fds::floor();
     // A reservation a killed multios left behind is given back first (issue #14).
     for swept in crate::reserve::sweep_stale() {
         eprintln!("multios lwk: {swept}");
@@ -29,6 +32,22 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
         None
     };
     let mut phases = crate::costs::Phases::new(t0);
+    let mem = Arc::new(GuestMemory::new(cfg.mem_size)?);
+    if cfg.reserve {
+        mem.lock()?;
+    }
+    phases.mark("guest memory");
+    // The VM, its memslots and the CPUID table its vCPUs get are made on another thread while
+    // this one finds and loads the program (`costs.vm_thread` says how long each took).
+    let vm = {
+        let mem = mem.clone();
+        std::thread::Builder::new().name("lwk-vm".into()).spawn(move || {
+            crate::vm::Vm::new(&mem, crate::fds::floor()).map(|mut vm| {
+                vm.supported_cpuid();
+                vm
+            })
+        })
+    };
     let mut path = loader::resolve(&cfg.program)?;
     let mut argv: Vec<Vec<u8>> = cfg.argv.iter().map(|a| a.as_bytes().to_vec()).collect();
     // A `#!` script runs its interpreter on it, as execve does.
@@ -48,19 +67,6 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
         None => cfg.env.clone(),
     };
     phases.mark("resolve and overrides");
-    let mem = Arc::new(GuestMemory::new(cfg.mem_size)?);
-    if cfg.reserve {
-        mem.lock()?;
-    }
-    phases.mark("guest memory");
-    // The VM and its memslots (KVM allocates the window's shadow bookkeeping: milliseconds for
-    // a 4 GiB window) are made on another thread while this one loads the program.
-    let vm = {
-        let mem = mem.clone();
-        std::thread::Builder::new()
-            .name("lwk-vm".into())
-            .spawn(move || crate::vm::Vm::new(&mem, crate::fds::floor()))
-    };
     let loaded = loader::load_program(
         &mem,
         &path,
@@ -96,9 +102,10 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
         kernel.set_trace(crate::trace::Tracer::create(path, &cfg.program).map_err(LwkError::Trace)?);
     }
     kernel.note_images(&loaded.image, loaded.interp.as_ref());
+    phases.mark("kernel");
     // Before any vCPU exists: the first CR3 load sees the protections.
     kernel.sync_start_protections();
-    phases.mark("kernel and page tables");
+    phases.mark("page tables");
     let kernel = Arc::new(kernel);
     let traced = kernel.clone();
     let symbols = Symbols {
@@ -133,7 +140,13 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
         traced.mem.unlock();
     }
     drop(reserved);
+    // The last reference to the kernel and so to the guest memory: unmapped here.
+    let t = Instant::now();
+    drop(traced);
     let mut o = driven?;
+    o.costs
+        .teardown
+        .push(("unmap the guest memory".into(), t.elapsed().as_secs_f64()));
     o.rewritten += rewritten;
     Ok(o)
 }

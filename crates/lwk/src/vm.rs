@@ -25,12 +25,18 @@ pub enum VmError {
     },
     #[error("moving the VMM's KVM fds out of the guest's way: {0}")]
     Fd(std::io::Error),
+    #[error("KVM_SET_USER_MEMORY_REGION: {0}")]
+    Memslot(std::io::Error),
 }
 
 /// An open KVM and its VM.
 pub struct Vm {
     pub kvm: Kvm,
     pub vm: VmFd,
+    /// How long making it took, step by step (`costs.rs`: `lwk run --summary`'s `vm_thread`).
+    pub steps: Vec<(&'static str, std::time::Duration)>,
+    /// KVM's supported CPUID table, when asked for already ([`Vm::supported_cpuid`]).
+    pub cpuid: Option<kvm_bindings::CpuId>,
 }
 
 /// Checks that /dev/kvm can be opened, with the errors the CLI and tests print.
@@ -55,6 +61,12 @@ fn open_kvm(fd_floor: i32) -> Result<Kvm, VmError> {
 impl Vm {
     /// Opens KVM, creates a VM and registers `mem`; every fd lands at or above `fd_floor`.
     pub fn new(mem: &GuestMemory, fd_floor: i32) -> Result<Self, VmError> {
+        let mut t = std::time::Instant::now();
+        let mut steps = Vec::new();
+        let mut mark = |name: &'static str| {
+            steps.push((name, t.elapsed()));
+            t = std::time::Instant::now();
+        };
         let kvm = open_kvm(fd_floor)?;
         let low_fds = sys::low_fds();
         let low = kvm.create_vm().map_err(|source| VmError::Kvm {
@@ -70,18 +82,18 @@ impl Vm {
         })?;
         drop(low);
         drop(low_fds);
-        // Two memslots over contiguous host ranges (each memslot update costs milliseconds on
-        // this KVM): the LWK's system and stub pages, and the thunk page plus the application window.
-        // A third holds the window's page tables (issue #14).
+        mark("open /dev/kvm, create the VM");
+        // A memslot over the LWK's system and stub pages (contiguous host ranges), one over the
+        // window's page tables (issue #14), and those of the thunk page and the window that are
+        // used so far (`winslots.rs`: the others are made when first used, issue #13).
         let slots = [
-            (mem.sys.base, mem.stubs.end()),
-            (mem.thunks.base, mem.app.end()),
-            (mem.pt_pool.base, mem.pt_pool.end()),
+            (0, mem.sys.base, mem.stubs.end()),
+            (2, mem.pt_pool.base, mem.pt_pool.end()),
         ];
         debug_assert!(mem.sys.end() == mem.stubs.base && mem.thunks.end() == mem.app.base);
-        for (slot, (start, end)) in slots.into_iter().enumerate() {
+        for (slot, start, end) in slots {
             let region = kvm_userspace_memory_region {
-                slot: slot as u32,
+                slot,
                 flags: 0,
                 guest_phys_addr: start,
                 memory_size: end - start,
@@ -93,8 +105,33 @@ impl Vm {
                 what: "KVM_SET_USER_MEMORY_REGION",
                 source,
             })?;
+            mark(if slot == 0 {
+                "memslot: LWK pages"
+            } else {
+                "memslot: page-table pool"
+            });
         }
-        Ok(Vm { kvm, vm })
+        mem.slots.attach(vm.as_raw_fd()).map_err(VmError::Memslot)?;
+        mark("memslots: window used so far");
+        Ok(Vm {
+            kvm,
+            vm,
+            steps,
+            cpuid: None,
+        })
+    }
+}
+
+impl Vm {
+    /// Asks KVM for the CPUID table the vCPUs get (KVM_GET_SUPPORTED_CPUID, ≈ 0.3 ms here) and
+    /// keeps it in `cpuid`; a failure is left for the caller to report when it needs the table.
+    pub fn supported_cpuid(&mut self) {
+        let t = std::time::Instant::now();
+        self.cpuid = self
+            .kvm
+            .get_supported_cpuid(kvm_bindings::KVM_MAX_CPUID_ENTRIES)
+            .ok();
+        self.steps.push(("KVM_GET_SUPPORTED_CPUID", t.elapsed()));
     }
 }
 

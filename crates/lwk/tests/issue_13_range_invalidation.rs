@@ -1,7 +1,8 @@
 //! Issue #13 (with #14's shared mappings): in a single-threaded guest an mprotect that takes access
 //! away drops only the range's shadow entries, by a host mprotect to read-only and back; over the
 //! host's own mappings (MAP_SHARED anonymous memory, a memfd, a read-only file) it must not touch
-//! the host protection and drops every shadow table instead. `tests/c/tighten.c` checks what the
+//! the host protection and drops every shadow table instead (a private file mapping, read-write in
+//! the host and written only by the guest, takes the range path). `tests/c/tighten.c` checks what the
 //! guest sees in each case — the fault right after mprotect, the access again after it is given
 //! back, the memfd's contents, EACCES for write access to a read-only file's mapping — against
 //! native. Needs /dev/kvm and gcc: FAILS (never skips) without them.
@@ -30,7 +31,12 @@ fn issue_13_tightening_mprotect_of_private_and_shared_mappings_in_one_thread_lik
         String::from_utf8_lossy(&native.stdout),
         "same output as native"
     );
-    for what in ["private anonymous", "shared anonymous", "shared memfd"] {
+    for what in [
+        "private anonymous",
+        "shared anonymous",
+        "shared memfd",
+        "private file",
+    ] {
         assert!(
             out.contains(&format!(
                 "{what}: written, after PROT_READ SIGSEGV, after RW written, holds c"
@@ -39,6 +45,7 @@ fn issue_13_tightening_mprotect_of_private_and_shared_mappings_in_one_thread_lik
         );
     }
     assert!(out.contains("memfd's byte: c"), "{out}");
+    assert!(out.contains("private file's byte: f"), "{out}");
     assert!(
         out.contains("after PROT_NONE SIGSEGV, after PROT_READ read (file); RW: -1"),
         "{out}"

@@ -38,14 +38,21 @@ const KVM_SET_USER_MEMORY_REGION: libc::c_ulong = 0x4020_ae46;
 /// (creating it, or moving it when it exists elsewhere: a move makes this KVM drop every shadow
 /// page table it built, like a deletion).
 pub fn place_scratch_slot(vm_fd: i32, slot: u32, gpa: u64, host: u64) -> Result<(), std::io::Error> {
+    set_memslot(vm_fd, slot, gpa, 4096, host)
+}
+
+/// Sets memslot `slot` of VM `vm_fd`: `len` bytes at guest-physical `gpa`, backed by the host
+/// range at `host` (guest memory the VMM keeps mapped for the VM's lifetime). Setting a memslot
+/// to what it already is does nothing.
+pub fn set_memslot(vm_fd: i32, slot: u32, gpa: u64, len: u64, host: u64) -> Result<(), std::io::Error> {
     let region = kvm_bindings::kvm_userspace_memory_region {
         slot,
         flags: 0,
         guest_phys_addr: gpa,
-        memory_size: 4096,
+        memory_size: len,
         userspace_addr: host,
     };
-    // SAFETY: the ioctl reads `region`, a live local; `host` is a page of guest memory the VMM
+    // SAFETY: the ioctl reads `region`, a live local; `[host, host+len)` is guest memory the VMM
     // owns for the VM's lifetime.
     let r = unsafe { libc::ioctl(vm_fd, KVM_SET_USER_MEMORY_REGION, &region) };
     if r != 0 {

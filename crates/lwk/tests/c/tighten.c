@@ -1,7 +1,8 @@
 /* Issue #13 with #14's shared mappings: a single-threaded guest's mprotect that takes access away.
  * For private anonymous memory the LWK drops only the range's shadow entries (a host mprotect to
  * read-only and back); over the host's own mappings (a memfd or file mapped MAP_SHARED, MAP_SHARED
- * anonymous memory) it drops every shadow table instead, leaving the host protection alone. Either
+ * anonymous memory) it drops every shadow table instead, leaving the host protection alone (a
+ * private file mapping, read-write in the host, takes the range path too). Either
  * way the guest must see Linux's behaviour: the write or read faults right after mprotect, works
  * again after mprotect gives access back, and a read-only file's mapping still refuses write
  * access (EACCES). Prints one line per check; the output is compared with native. */
@@ -62,6 +63,16 @@ int main(int argc, char **argv) {
     cycle("shared memfd", mem);
     char byte = 0;
     printf("memfd's byte: %c\n", pread(mfd, &byte, 1, 0) == 1 ? byte : '?');
+
+    /* A private file mapping (the host's own, read-write there whatever the guest asked: since
+     * issue #13 the LWK drops only its range's shadow entries, as ld.so's RELRO mprotect of a
+     * library's data needs); the file keeps its bytes. */
+    int pfd = memfd_create("tighten-private", 0);
+    if (pfd < 0 || write(pfd, "ffff", 4) != 4 || ftruncate(pfd, 4096) != 0) return 5;
+    char *priv = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE, pfd, 0);
+    if (priv == MAP_FAILED) return 6;
+    cycle("private file", priv);
+    printf("private file's byte: %c\n", pread(pfd, &byte, 1, 0) == 1 ? byte : '?');
 
     /* A file opened read-only, mapped shared and readable: take reading away and give it back. */
     const char *path = argc > 1 ? argv[1] : "tighten.data";
