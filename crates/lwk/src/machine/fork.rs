@@ -9,13 +9,14 @@
 //! and signal pump, and goes on. The parent gets the child's pid; the child is a real Linux
 //! process, so wait4/waitid are delegated, and it exits with its guest's status (or dies by the
 //! same signal). vfork and posix_spawn's clone(CLONE_VM|CLONE_VFORK) are served as fork: the
-//! child works on a copy it only uses until it execs.
+//! child works on a copy it only uses until it execs, and the parent waits for that and gets
+//! back what the child wrote above its stack pointer (`crate::vfork`).
 //!
 //! Any guest thread may fork, as in Linux: the child is a copy of that thread alone (its registers,
 //! TLS, signal mask and alternate stack), which becomes the child's vCPU 0; the host thread that
 //! served the call goes on as the child's only VMM thread besides its new proxy and pump.
 //!
-//! Limits: the parent does not wait for a vfork child to exec. The busiest LWK locks (threads,
+//! Limits: the busiest LWK locks (threads,
 //! pending signals, statistics) are held across the fork, so no other VMM thread holds them at
 //! that instant; another lock held then (another vCPU's thread in the middle of an LWK-local call
 //! such as mmap) would stay locked in the child — the same hazard as a multi-threaded program's
