@@ -69,7 +69,7 @@ fn issue_15_a_tiny_suite_gives_a_row_per_workload() {
             "--fc",
             "10us",
             "--runs",
-            "2",
+            "3",
             "--out",
             "out",
         ],
@@ -78,6 +78,14 @@ fn issue_15_a_tiny_suite_gives_a_row_per_workload() {
     let w = v["workloads"].as_array().expect("workloads");
     let names: Vec<&str> = w.iter().filter_map(|w| w["name"].as_str()).collect();
     assert_eq!(names, ["wc", "sort"], "{v}");
+    // 3 pairs in ABBA order (N E | E N | N E) hold 2 A/A pairs: (E, E) and (N, N); from them the
+    // accuracy's noise ceiling.
+    for w in w {
+        let p = &w["points"][0];
+        assert_eq!(p["aa_log_ratios"].as_array().map(Vec::len), Some(2), "{w}");
+        let c = w["accuracy"][0]["noise_ceiling"].as_f64();
+        assert!(c.is_some_and(|c| c <= 100.0), "{w}");
+    }
     for w in w {
         let points = w["points"].as_array().expect("points");
         assert_eq!(points.len(), 1, "{w}");

@@ -166,6 +166,14 @@ pub struct Point {
     pub procs_serial: Option<f64>,
     /// Why the measurement is not valid (a pair that ended differently, outputs that differ).
     pub invalid: Option<String>,
+    /// Pairs measured.
+    pub pairs: usize,
+    /// ln of the ratio of each two runs of the same side that came one after the other (the A/A
+    /// pairs of the ABBA order, `multios_stats::same_side_log_ratios`): the machine's run-to-run noise.
+    pub aa_log_ratios: Vec<f64>,
+    /// The relative error a perfect projection would have against this point's measurement on
+    /// average, from the A/A pairs of its workload and target (`multios_stats::ceiling_error`).
+    pub ceiling_error: Option<f64>,
 }
 
 /// One workload's results.
@@ -198,6 +206,9 @@ pub struct Accuracy {
     pub fitted_gamma: f64,
     /// Accuracy of the estimated projection with every `--terms` correction.
     pub with_terms: Option<f64>,
+    /// The accuracy a perfect model would reach against these measurements (100 − the mean of the
+    /// points' `ceiling_error`): what the machine's run-to-run noise leaves to be judged.
+    pub noise_ceiling: Option<f64>,
     /// Accuracy with each `--terms` correction alone, by term name.
     pub per_term: BTreeMap<String, f64>,
 }
@@ -447,6 +458,9 @@ struct Measured {
     native_s: f64,
     target_s: f64,
     invalid: Option<String>,
+    /// The run times, pair by pair in ABBA order (native first in even pairs).
+    native_runs: Vec<f64>,
+    target_runs: Vec<f64>,
 }
 
 fn point(
@@ -478,6 +492,9 @@ fn point(
         gamma_delegation,
         procs_serial,
         invalid: m.invalid,
+        pairs: m.native_runs.len().min(m.target_runs.len()),
+        aa_log_ratios: multios_stats::same_side_log_ratios(&m.native_runs, &m.target_runs),
+        ceiling_error: None,
     })
 }
 
@@ -576,6 +593,8 @@ pub fn run_workload(
                         native_s: o.comparison.native_secs,
                         target_s: o.comparison.emulated_secs,
                         invalid,
+                        native_runs: o.pairs.iter().map(|p| p.native_secs).collect(),
+                        target_runs: o.pairs.iter().map(|p| p.emulated_secs).collect(),
                     },
                 )?;
                 progress.advance(&format!(
@@ -617,6 +636,8 @@ pub fn run_workload(
                     native_s: model::median(&native).unwrap_or(f64::NAN),
                     target_s: model::median(&lwk).unwrap_or(f64::NAN),
                     invalid,
+                    native_runs: native[..n].to_vec(),
+                    target_runs: lwk[..n].to_vec(),
                 },
             )?;
             progress.advance(&format!(

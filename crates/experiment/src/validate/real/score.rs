@@ -38,6 +38,14 @@ fn terms_accuracy<'p>(
     Ok((all, each))
 }
 
+/// The noise ceiling of a set of points: 100 · (1 − the mean of their `ceiling_error`), if every
+/// point has one.
+fn ceiling<'p>(points: impl Iterator<Item = &'p Point>) -> Option<f64> {
+    let e: Option<Vec<f64>> = points.map(|p| p.ceiling_error).collect();
+    let e = e.filter(|e| !e.is_empty())?;
+    Some(100.0 * (1.0 - e.iter().sum::<f64>() / e.len() as f64))
+}
+
 fn valid(p: &Point, target: &str) -> bool {
     p.target == target && p.invalid.is_none() && p.measured.is_finite()
 }
@@ -73,6 +81,16 @@ pub fn score(
                 .collect()
         };
         let estimated = model::accuracy(&predict(1.0)?)?;
+        // The run-to-run noise of this workload on this target: the A/A pairs of all its valid points.
+        let aa: Vec<f64> = points
+            .iter()
+            .filter(|p| valid(p, &t))
+            .flat_map(|p| p.aa_log_ratios.iter().copied())
+            .collect();
+        for p in points.iter_mut().filter(|p| valid(p, &t)) {
+            p.ceiling_error = multios_stats::ceiling_error(&aa, p.pairs);
+        }
+        let noise_ceiling = ceiling(points.iter().filter(|p| valid(p, &t)));
         let (with_terms, per_term) = terms_accuracy(points.iter().filter(|p| valid(p, &t)))?;
         let gamma = fit::best_gamma(|g| predict(g).ok().and_then(|v| model::accuracy(&v).ok()));
         let fitted = model::accuracy(&predict(gamma)?)?;
@@ -87,6 +105,7 @@ pub fn score(
             fitted,
             fitted_gamma: gamma,
             with_terms,
+            noise_ceiling,
             per_term,
         });
     }
@@ -123,6 +142,7 @@ pub fn overall(results: &[WorkloadResult]) -> Result<Vec<Accuracy>, ExperimentEr
             fitted: model::accuracy(&fit)?,
             fitted_gamma: f64::NAN,
             with_terms,
+            noise_ceiling: ceiling(pts.iter().copied()),
             per_term,
         });
     }
@@ -154,6 +174,9 @@ mod tests {
             gamma_delegation: None,
             procs_serial: None,
             invalid: None,
+            pairs: 6,
+            aa_log_ratios: Vec::new(),
+            ceiling_error: None,
         }
     }
 
@@ -235,5 +258,24 @@ mod tests {
         assert_eq!(acc[0].with_terms, Some(100.0));
         assert!((acc[0].per_term["startup"] - 90.0).abs() < 1e-9, "{acc:?}");
         assert!((acc[0].per_term["cache"] - 100.0).abs() < 1e-9, "{acc:?}");
+    }
+
+    #[test]
+    fn issue_15_the_noise_ceiling_comes_from_the_points_a_a_pairs() {
+        let w = workload();
+        let mut pts = vec![
+            point("lwk", "all", 10e-6, 0.8),
+            point("lwk", "mckernel", 10e-6, 0.9),
+        ];
+        let acc = score(&w, "w", &mut pts, &mut Vec::new()).expect("scores");
+        assert_eq!(acc[0].noise_ceiling, None, "no A/A pairs, no ceiling");
+        // Same-side runs 0–10 % apart: a perfect model loses a few points against 6-pair medians.
+        for p in &mut pts {
+            p.aa_log_ratios = vec![0.0, 0.05, -0.02, 0.1, 0.03];
+        }
+        let acc = score(&w, "w", &mut pts, &mut Vec::new()).expect("scores");
+        let c = acc[0].noise_ceiling.expect("a ceiling");
+        assert!(c > 90.0 && c < 100.0, "{c}");
+        assert!(pts.iter().all(|p| p.ceiling_error.is_some()));
     }
 }

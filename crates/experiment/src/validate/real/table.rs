@@ -70,6 +70,7 @@ pub fn accuracy_header(terms: &[Term]) -> Vec<String> {
         "estimated %",
         "fitted %",
         "fitted γ",
+        "noise ceiling %",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -95,6 +96,7 @@ pub fn accuracy_rows(acc: &[Accuracy], terms: &[Term]) -> Vec<Vec<String>> {
                 } else {
                     "—".into()
                 },
+                opt(a.noise_ceiling, 2),
             ];
             if !terms.is_empty() {
                 row.extend(terms.iter().map(|t| opt(a.per_term.get(t.name()).copied(), 2)));
@@ -124,7 +126,7 @@ mod tests {
         let terms = [Term::Startup, Term::Cache];
         assert_eq!(point_header(&[]).len(), 9);
         let h = accuracy_header(&terms);
-        assert_eq!(&h[6..], ["+startup %", "+cache %", "with terms %"]);
+        assert_eq!(&h[7..], ["+startup %", "+cache %", "with terms %"]);
         let a = Accuracy {
             workload: "w".into(),
             target: "lwk".into(),
@@ -133,10 +135,11 @@ mod tests {
             fitted: 99.0,
             fitted_gamma: 1.01,
             with_terms: Some(97.5),
+            noise_ceiling: Some(96.0),
             per_term: BTreeMap::from([("startup".to_string(), 96.0)]),
         };
         let rows = accuracy_rows(&[a], &terms);
         assert_eq!(rows[0].len(), h.len());
-        assert_eq!(&rows[0][6..], ["96.00", "—", "97.50"]);
+        assert_eq!(&rows[0][6..], ["96.00", "96.00", "—", "97.50"]);
     }
 }
