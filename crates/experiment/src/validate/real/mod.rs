@@ -29,7 +29,7 @@ use micro::{Target, TermCache};
 use multios_emulate::{CostModel, CpuSet, Interception, Mechanism};
 use multios_model::{self as model, Params, Policy, ProcessTree, Term};
 use multios_units::Duration;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -377,19 +377,54 @@ fn lwk_pairs(cfg: &Config, w: &Workload, policy: &str, scratch: &Path) -> Result
     Ok((native, lwk, None))
 }
 
-/// The refined projection of `w` under `policy` at γ and the model's f_c.
-fn project(w: &model::Workload, policy: &str, gamma: f64, fc: f64) -> Result<(f64, u64), ExperimentError> {
-    let pr = projection(w, policy, gamma, fc)?;
+/// The calls of `w` that `target` delegates under `policy`: the split each target actually runs,
+/// not the list as asked — else a call the target overrides is projected with a cost it does not
+/// pay, or without one it pays. The emulator delegates what the policy says except the calls its
+/// mechanism always keeps local (`Mechanism::always_local`: clone, execve, signal returns; for shm
+/// also futex and the calling thread's identity). The LWK serves some calls itself whatever the
+/// policy (mmap, clone, signals: its `MANDATORY_LOCAL`) and has no implementation of others (it
+/// delegates read, futex, clock_gettime even where McKernel's list keeps them local): its split is
+/// `multios_lwk::policy::LocalSet`'s, whose differences `lwk run` prints as notes.
+fn delegated(w: &model::Workload, target: &str, policy: &str) -> Result<BTreeSet<String>, ExperimentError> {
+    let asked = Policy::parse(policy)?;
+    if let Some(m) = target.strip_prefix("emulate:") {
+        let m: Mechanism = m.parse().map_err(ExperimentError::Config)?;
+        let local = m.always_local();
+        let mut d = asked.delegated(w);
+        d.retain(|n| !local.contains(&n.as_str()));
+        return Ok(d);
+    }
+    if target != Target::Lwk.name() {
+        return Ok(asked.delegated(w));
+    }
+    let split = multios_lwk::policy::LocalSet::from_delegation(&asked.resolve_workload(w));
+    Ok(w.calls
+        .iter()
+        .filter(|c| split.table().is_delegated_name(&c.name))
+        .map(|c| c.name.clone())
+        .collect())
+}
+
+/// The refined projection of `w` on `target` under `policy` at γ and the model's f_c.
+fn project(
+    w: &model::Workload,
+    target: &str,
+    policy: &str,
+    gamma: f64,
+    fc: f64,
+) -> Result<(f64, u64), ExperimentError> {
+    let pr = projection(w, target, policy, gamma, fc)?;
     Ok((pr.speedup, pr.delegated_calls))
 }
 
 fn projection(
     w: &model::Workload,
+    target: &str,
     policy: &str,
     gamma: f64,
     fc: f64,
 ) -> Result<model::Projection, ExperimentError> {
-    let d = Policy::parse(policy)?.delegated(w);
+    let d = delegated(w, target, policy)?;
     Ok(model::refined(w, &d, &Params::new(gamma, fc))?)
 }
 
@@ -405,11 +440,17 @@ pub struct Model<'a> {
 impl Model<'_> {
     /// The estimated projection (γ = 1) with `terms`: composed along the process tree when `procs`
     /// is on and there is a tree, else the summed profile's, corrected.
-    pub fn with(&self, policy: &str, fc: f64, terms: &model::Terms) -> Result<f64, ExperimentError> {
-        let p = projection(self.workload, policy, 1.0, fc)?;
+    pub fn with(
+        &self,
+        target: &str,
+        policy: &str,
+        fc: f64,
+        terms: &model::Terms,
+    ) -> Result<f64, ExperimentError> {
+        let p = projection(self.workload, target, policy, 1.0, fc)?;
         match self.tree {
             Some(tree) if terms.procs => {
-                let d = Policy::parse(policy)?.delegated(self.workload);
+                let d = delegated(self.workload, target, policy)?;
                 Ok(model::compose(tree, &d, &Params::new(1.0, fc), terms, self.cpus)?.speedup)
             }
             _ => Ok(model::corrected(&p, terms)),
@@ -421,6 +462,7 @@ impl Model<'_> {
     #[allow(clippy::type_complexity)]
     fn columns(
         &self,
+        target: &str,
         policy: &str,
         fc: f64,
         terms: &model::Terms,
@@ -429,16 +471,19 @@ impl Model<'_> {
         if selected.is_empty() {
             return Ok((None, BTreeMap::new(), None, None));
         }
-        let all = self.with(policy, fc, terms)?;
+        let all = self.with(target, policy, fc, terms)?;
         let mut each = BTreeMap::new();
         for &t in selected {
-            each.insert(t.name().to_string(), self.with(policy, fc, &terms.only(t))?);
+            each.insert(
+                t.name().to_string(),
+                self.with(target, policy, fc, &terms.only(t))?,
+            );
         }
-        let p = projection(self.workload, policy, 1.0, fc)?;
+        let p = projection(self.workload, target, policy, 1.0, fc)?;
         let gamma_d = terms.cache.map(|c| model::spare::gamma_delegation(&p, &c));
         let serial = match self.tree {
             Some(tree) if terms.procs => {
-                let d = Policy::parse(policy)?.delegated(self.workload);
+                let d = delegated(self.workload, target, policy)?;
                 Some(model::compose(tree, &d, &Params::new(1.0, fc), terms, self.cpus)?.serial_speedup)
             }
             _ => None,
@@ -470,9 +515,9 @@ fn point(
     terms: &model::Terms,
     m: Measured,
 ) -> Result<Point, ExperimentError> {
-    let (projected, delegated_calls) = project(model.workload, &m.policy, 1.0, m.fc_model_s)?;
+    let (projected, delegated_calls) = project(model.workload, &m.target, &m.policy, 1.0, m.fc_model_s)?;
     let (with_terms, per_term, gamma_delegation, procs_serial) =
-        model.columns(&m.policy, m.fc_model_s, terms, &cfg.terms)?;
+        model.columns(&m.target, &m.policy, m.fc_model_s, terms, &cfg.terms)?;
     Ok(Point {
         workload: name.to_string(),
         target: m.target,
@@ -665,6 +710,41 @@ pub fn run_workload(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn issue_15_the_lwk_is_projected_with_the_split_it_runs_not_the_list_asked() {
+        let call = |name: &str| model::Call {
+            name: name.into(),
+            n: 1000,
+            g: 1e-3,
+        };
+        let w = model::Workload {
+            c: 1.0,
+            calls: vec![call("read"), call("mmap"), call("write")],
+        };
+        let d = |target: &str, policy: &str| delegated(&w, target, policy).expect("a policy");
+        // McKernel's list keeps read local; this LWK has no read of its own and delegates it.
+        assert!(!d("emulate:shm", "mckernel").contains("read"));
+        assert!(d("lwk", "mckernel").contains("read"));
+        // "all" delegates mmap on the emulator's proxy (shm keeps it local); the LWK always serves
+        // mmap itself.
+        assert!(d("emulate:proxy", "all").contains("mmap"));
+        assert!(!d("emulate:shm", "all").contains("mmap"));
+        assert!(!d("lwk", "all").contains("mmap"));
+        assert!(d("lwk", "all").contains("write") && d("lwk", "mckernel").contains("write"));
+        // The emulator's mechanisms keep their own calls local: shm keeps futex, proxy nothing.
+        let futex = model::Workload {
+            c: 1.0,
+            calls: vec![call("futex"), call("write")],
+        };
+        let e = |m: &str| delegated(&futex, m, "all").expect("a policy");
+        assert!(!e("emulate:shm").contains("futex") && e("emulate:shm").contains("write"));
+        assert!(e("emulate:proxy").contains("futex"));
+        // So the LWK's projection under mckernel counts read's delegations.
+        let (_, n_emu) = project(&w, "emulate:shm", "mckernel", 1.0, 10e-6).expect("projects");
+        let (_, n_lwk) = project(&w, "lwk", "mckernel", 1.0, 10e-6).expect("projects");
+        assert_eq!(n_lwk, n_emu + 1000);
+    }
 
     #[test]
     fn issue_15_lwk_argv_replaces_multios_and_policy_and_defaults_to_lwk_run() {

@@ -77,7 +77,7 @@ pub fn score(
         }
         let predict = |g: f64| -> Result<Vec<(f64, f64)>, ExperimentError> {
             sel.iter()
-                .map(|(pol, fc, m)| Ok((project(mw, pol, g, *fc)?.0, *m)))
+                .map(|(pol, fc, m)| Ok((project(mw, &t, pol, g, *fc)?.0, *m)))
                 .collect()
         };
         let estimated = model::accuracy(&predict(1.0)?)?;
@@ -95,7 +95,7 @@ pub fn score(
         let gamma = fit::best_gamma(|g| predict(g).ok().and_then(|v| model::accuracy(&v).ok()));
         let fitted = model::accuracy(&predict(gamma)?)?;
         for p in points.iter_mut().filter(|p| p.target == t) {
-            p.fitted = project(mw, &p.policy, gamma, p.fc_model_s)?.0;
+            p.fitted = project(mw, &p.target, &p.policy, gamma, p.fc_model_s)?.0;
         }
         out.push(Accuracy {
             workload: name.to_string(),
@@ -195,7 +195,7 @@ mod tests {
     fn issue_15_a_measurement_the_model_makes_exactly_scores_100_and_invalid_points_are_left_out() {
         let w = workload();
         // What the refined model projects at γ = 1 with f_c = 10 µs: t_nd = 1.01, t_d = 1.01 + 0.2.
-        let exact = project(&w, "all", 1.0, 10e-6).expect("projects").0;
+        let exact = project(&w, "emulate:shm", "all", 1.0, 10e-6).expect("projects").0;
         assert!((exact - 1.01 / 1.21).abs() < 1e-12, "{exact}");
         let mut pts = vec![
             point("emulate:shm", "all", 10e-6, exact),
@@ -220,7 +220,9 @@ mod tests {
             point("lwk", "all", 50e-6, 0.4),
         ];
         for p in &mut pts {
-            p.projected = project(&w, &p.policy, 1.0, p.fc_model_s).expect("projects").0;
+            p.projected = project(&w, &p.target, &p.policy, 1.0, p.fc_model_s)
+                .expect("projects")
+                .0;
         }
         let acc = score(&w, "w", &mut pts, &mut Vec::new()).expect("scores");
         assert!(acc[0].fitted >= acc[0].estimated - 1e-9, "{acc:?}");
