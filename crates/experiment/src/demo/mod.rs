@@ -234,7 +234,8 @@ pub fn emulate(
         // so its ratios are the pairs' speedups T_native / T_emulated.
         let p = crate::stats::paired(&emulated[i], &native);
         let (measured, ci) = p.as_ref().map_or((t_native / t_emu, None), |p| p.ratio());
-        let d = Policy::parse(pol)?.delegated(w);
+        // What the mechanism runs: the policy less the calls it always keeps local.
+        let d = crate::validate::real::delegated(w, &format!("emulate:{}", cfg.mechanism.name()), pol)?;
         let pr = model::refined(w, &d, &Params::new(1.0, fc_s))?;
         let projected = pr.speedup;
         let err = 100.0 * (projected - measured).abs() / measured;

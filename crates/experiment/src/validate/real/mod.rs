@@ -385,7 +385,11 @@ fn lwk_pairs(cfg: &Config, w: &Workload, policy: &str, scratch: &Path) -> Result
 /// policy (mmap, clone, signals: its `MANDATORY_LOCAL`) and has no implementation of others (it
 /// delegates read, futex, clock_gettime even where McKernel's list keeps them local): its split is
 /// `multios_lwk::policy::LocalSet`'s, whose differences `lwk run` prints as notes.
-fn delegated(w: &model::Workload, target: &str, policy: &str) -> Result<BTreeSet<String>, ExperimentError> {
+pub(crate) fn delegated(
+    w: &model::Workload,
+    target: &str,
+    policy: &str,
+) -> Result<BTreeSet<String>, ExperimentError> {
     let asked = Policy::parse(policy)?;
     if let Some(m) = target.strip_prefix("emulate:") {
         let m: Mechanism = m.parse().map_err(ExperimentError::Config)?;
