@@ -166,6 +166,8 @@ pub fn compose(
             startup_s: terms.startup_s.filter(|_| q.execs),
             startup_own_s: terms.startup_own_s.filter(|_| Some(i) == root),
             procs: false,
+            // The tree as a whole is anchored, after composing.
+            anchor_native_s: None,
             ..terms.clone()
         };
         let extra = if q.workload.t_nd() > 0.0 {
@@ -296,8 +298,9 @@ pub fn compose(
         wall_d,
         span_delay_s,
         work_delay_s,
-        speedup: wall_nd / wall_d,
-        serial_speedup: wall_nd / (wall_nd + serial),
+        // `anchor`: the tree's native wall moved onto the measured one (crate::terms::anchored).
+        speedup: crate::terms::anchored(wall_nd, wall_d, params.gamma, terms),
+        serial_speedup: crate::terms::anchored(wall_nd, wall_nd + serial, params.gamma, terms),
         processes: shifts,
     })
 }

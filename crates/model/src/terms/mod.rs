@@ -32,6 +32,11 @@
 //! - **`procs`**: a multi-process program is projected per process and composed along its process
 //!   tree (a pipeline's critical path, not the sum of its processes) — [`crate::tree`].
 //! - **`share`** (issue #11, the AAM): the fraction u of the time the delegate is descheduled.
+//! - **`anchor`**: t_nd from the program's native runs (the median of the native side of the
+//!   paired runs, never the target's), instead of the one profiled run. A short program's profiled
+//!   run can take 0.85–1.5× its median native time (the profiler's start-up, a single run on a
+//!   shared machine); the difference Δ = T_n − t_nd is taken as native compute, kept by the
+//!   delegated run at γ: S' = T_n / (t_d' + Δ/γ), applied last ([`anchored`]).
 
 pub mod spare;
 
@@ -50,11 +55,12 @@ pub enum Term {
     Cache,
     Procs,
     Share,
+    Anchor,
 }
 
 impl Term {
     /// Every term, in the order they are applied.
-    pub const ALL: [Term; 7] = [
+    pub const ALL: [Term; 8] = [
         Term::Startup,
         Term::StartupOwn,
         Term::Wakeup,
@@ -62,6 +68,7 @@ impl Term {
         Term::Cache,
         Term::Procs,
         Term::Share,
+        Term::Anchor,
     ];
 
     pub fn name(self) -> &'static str {
@@ -73,6 +80,7 @@ impl Term {
             Term::Cache => "cache",
             Term::Procs => "procs",
             Term::Share => "share",
+            Term::Anchor => "anchor",
         }
     }
 }
@@ -97,6 +105,8 @@ pub struct Terms {
     pub procs: bool,
     /// Fraction of the delegate's time it is descheduled, in [0, 1) (`share`); `None`: off.
     pub share: Option<f64>,
+    /// The program's median native time T_n that replaces the profiled t_nd (`anchor`); `None`: off.
+    pub anchor_native_s: Option<f64>,
 }
 
 impl Terms {
@@ -118,6 +128,7 @@ impl Terms {
             && self.overlap.is_none()
             && self.cache.is_none()
             && self.share.is_none()
+            && self.anchor_native_s.is_none()
     }
 
     /// Only `term` of these (its measured value kept), every other one off.
@@ -131,6 +142,7 @@ impl Terms {
             Term::Cache => t.cache = self.cache,
             Term::Procs => t.procs = self.procs,
             Term::Share => t.share = self.share,
+            Term::Anchor => t.anchor_native_s = self.anchor_native_s,
         }
         t
     }
@@ -161,7 +173,17 @@ pub fn corrected(p: &Projection, terms: &Terms) -> f64 {
     if terms.on_projection_is_none() {
         return p.speedup;
     }
-    p.t_nd / corrected_t_d(p, terms)
+    anchored(p.t_nd, corrected_t_d(p, terms), p.gamma, terms)
+}
+
+/// t_nd / t_d, or with `anchor` on T_n / (t_d + (T_n − t_nd)/γ): the projection moved onto the
+/// program's median native time T_n, the difference counted as compute (module docs). A T_n that
+/// is not a positive time leaves the projection as it is.
+pub fn anchored(t_nd: f64, t_d: f64, gamma: f64, terms: &Terms) -> f64 {
+    match terms.anchor_native_s {
+        Some(t_n) if t_n.is_finite() && t_n > 0.0 && gamma > 0.0 => t_n / (t_d + (t_n - t_nd) / gamma),
+        _ => t_nd / t_d,
+    }
 }
 
 /// The start-up a run pays: `startup-own`'s when it is on, else `startup`'s, else 0.
@@ -258,6 +280,7 @@ mod tests {
                 }),
                 procs: true,
                 share: Some(0.5),
+                anchor_native_s: Some(3.0 * p.t_nd),
             };
             let paper = p.speedup.to_bits();
             for t in Term::ALL {
@@ -271,6 +294,7 @@ mod tests {
                     Term::Cache => off.cache = None,
                     Term::Procs => off.procs = false,
                     Term::Share => off.share = None,
+                    Term::Anchor => off.anchor_native_s = None,
                 }
                 prop_assert!(off.is_none());
                 prop_assert_eq!(corrected(&p, &off).to_bits(), paper, "{} off", t.name());
@@ -283,6 +307,8 @@ mod tests {
                 cache: Some(Cache { per_call_s: 0.0, rho: ByClass::default(), gain_high: 2.0, gain_low: 0.5 }),
                 procs: true,
                 share: Some(0.0),
+                // T_n equal to the profiled t_nd: nothing to move.
+                anchor_native_s: Some(p.t_nd),
             };
             for t in Term::ALL {
                 prop_assert_eq!(corrected(&p, &zero.only(t)).to_bits(), paper, "{} at 0", t.name());
@@ -365,6 +391,38 @@ mod tests {
             },
         );
         assert!((t - 2.0).abs() < 1e-12, "{t}");
+    }
+
+    #[test]
+    fn issue_15_anchor_moves_the_projection_onto_the_measured_native_time() {
+        // Profiled: C = 10 ms, 100 calls of 10 µs, all delegated at f_c = 50 µs: t_nd = 11 ms,
+        // t_d = 21 ms. Natively the program took 7 ms: 4 ms less compute, kept by the delegated run.
+        let w = Workload {
+            c: 0.010,
+            calls: vec![Call {
+                name: "write".into(),
+                n: 100,
+                g: 0.001,
+            }],
+        };
+        let d: BTreeSet<String> = ["write".to_string()].into();
+        let p = refined(&w, &d, &Params::new(1.0, 50e-6)).expect("projects");
+        assert!(
+            (p.t_nd - 0.011).abs() < 1e-12 && (p.t_d - 0.021).abs() < 1e-12,
+            "{p:?}"
+        );
+        let t = Terms {
+            anchor_native_s: Some(0.007),
+            ..Terms::none()
+        };
+        let s = corrected(&p, &t);
+        assert!((s - 0.007 / 0.017).abs() < 1e-12, "{s}");
+        // Not a time: left as projected.
+        let bad = Terms {
+            anchor_native_s: Some(f64::NAN),
+            ..Terms::none()
+        };
+        assert_eq!(corrected(&p, &bad).to_bits(), p.speedup.to_bits());
     }
 
     #[test]

@@ -520,6 +520,12 @@ fn point(
     m: Measured,
 ) -> Result<Point, ExperimentError> {
     let (projected, delegated_calls) = project(model.workload, &m.target, &m.policy, 1.0, m.fc_model_s)?;
+    // `anchor`: this point's native runs (the native side of its pairs) give T_n.
+    let mut terms = terms.clone();
+    if cfg.terms.contains(&Term::Anchor) {
+        terms.anchor_native_s = Some(m.native_s).filter(|t| t.is_finite() && *t > 0.0);
+    }
+    let terms = &terms;
     let (with_terms, per_term, gamma_delegation, procs_serial) =
         model.columns(&m.target, &m.policy, m.fc_model_s, terms, &cfg.terms)?;
     Ok(Point {
