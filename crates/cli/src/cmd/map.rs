@@ -69,7 +69,7 @@ struct CostArgs {
 #[derive(serde::Deserialize)]
 #[serde(untagged)]
 enum CostsFile {
-    Model(HopModel),
+    Model(Box<HopModel>),
     Cost(CostModel),
 }
 
@@ -102,7 +102,7 @@ impl CostArgs {
     /// scaling from `per_hop` and `ref_hops` either way.
     fn model(&self, per_hop: f64, ref_hops: u32) -> anyhow::Result<HopModel> {
         let mut m = match self.file()? {
-            Some(CostsFile::Model(m)) => m,
+            Some(CostsFile::Model(m)) => *m,
             Some(CostsFile::Cost(c)) => HopModel::linear(c, per_hop, ref_hops),
             None => HopModel::linear(CostModel::default(), per_hop, ref_hops),
         };
