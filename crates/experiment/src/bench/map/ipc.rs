@@ -206,16 +206,18 @@ struct Learned {
     decision: Decision,
 }
 
-/// Records a short run, places it with the calibrated costs.
+/// Records a run of the configuration as the rows run it (as many exchanges: `map run` decides
+/// from the model's time of the whole recorded program, and a run of a tenth of the exchanges made
+/// the parent's start-up look like most of it — the first run with the decision kept Linux's
+/// placement for the lone pair that way), places it with the calibrated model as `map run` does.
 fn learn(ctx: &Context, procs: usize, size: usize, rounds: u64) -> Result<Learned, MapBenchError> {
     let rec = record::record(&record::Options {
         command: vec![
             "/bin/sh".into(),
             "-c".into(),
             format!(
-                "exec {} {procs} {size} {} > /dev/null",
+                "exec {} {procs} {size} {rounds} > /dev/null",
                 ctx.ipcbench.display(),
-                (rounds / 10).max(10)
             ),
         ],
         pid: None,
