@@ -372,3 +372,95 @@ fn issue_12_map_run_starts_a_pinned_program_on_its_cpu() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Two threads of one process (`comm`) that each compute 60 ms and wake each other 2000 times over
+/// futexes: the affinity rule pins them together, the model predicts that slower than Linux's
+/// placement (both CPUs computing).
+fn computing_pair_graph(dir: &std::path::Path, comm: &str) -> std::path::PathBuf {
+    let node = |id: u32| format!(r#"{{"id": {id}, "tgid": 10, "comm": "{comm}", "cpu_ns": 60000000}}"#);
+    let edge = |a: u32, b: u32, kind: &str| {
+        format!(r#"{{"from": {a}, "to": {b}, "kind": "{kind}", "bytes": 0, "count": 2000}}"#)
+    };
+    let text = format!(
+        r#"{{"format": "multios-map-graph", "version": 2, "nodes": [{}, {}], "edges": [{}]}}"#,
+        node(10),
+        node(11),
+        [
+            edge(10, 11, "futex"),
+            edge(11, 10, "futex"),
+            edge(10, 11, "wakeup"),
+            edge(11, 10, "wakeup")
+        ]
+        .join(", ")
+    );
+    let g = dir.join("computing.json");
+    std::fs::write(&g, text).expect("write");
+    g
+}
+
+#[test]
+fn issue_12_map_run_keeps_linuxs_placement_when_its_model_predicts_a_loss() {
+    let d = scratch("decide");
+    let g = computing_pair_graph(&d, "sh");
+    let g = g.display().to_string();
+    // the table says which placement and why, with both predicted times
+    let (code, out, err) = multios(&["map", "run", "--graph", &g, "--", "sh", "-c", "exit 0"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("placement: Linux's (nothing pinned)") && out.contains("under Linux's placement"),
+        "{out}"
+    );
+    assert!(out.contains("--force-placement"), "{out}");
+    // the JSON records the decision; nothing pinned, nothing watched
+    let (code, out, err) = multios(&["map", "run", "--graph", &g, "--json", "--", "sh", "-c", "exit 0"]);
+    assert_eq!(code, 0, "{err}");
+    let rep: serde_json::Value = serde_json::from_str(&out).expect("json report");
+    assert_eq!(rep["decision"]["choice"], "linux", "{rep}");
+    assert_eq!(rep["decision"]["pinned"], 2, "{rep}");
+    let (placed, linux) = (
+        rep["decision"]["placed_s"].as_f64().expect("placed_s"),
+        rep["decision"]["linux_s"].as_f64().expect("linux_s"),
+    );
+    assert!(placed > linux, "{rep}");
+    assert_eq!(rep["watched"], false, "{rep}");
+    // forced: applied, watched, and recorded as forced
+    let (code, out, err) = multios(&[
+        "map",
+        "run",
+        "--graph",
+        &g,
+        "--force-placement",
+        "--sweep",
+        "5s",
+        "--json",
+        "--",
+        "sh",
+        "-c",
+        "exit 0",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let rep: serde_json::Value = serde_json::from_str(&out).expect("json report");
+    assert_eq!(rep["decision"]["choice"], "placement", "{rep}");
+    assert_eq!(rep["decision"]["forced"], true, "{rep}");
+    assert_eq!(rep["watched"], true, "{rep}");
+    // map place reports the same comparison
+    let (code, out, err) = multios(&["map", "place", &g, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["decision"]["choice"], "linux", "{v}");
+    assert!(
+        (v["linux_predicted_ns"].as_f64().expect("linux_predicted_ns") - linux * 1e9).abs() < 1.0,
+        "{v}"
+    );
+    let (code, out, err) = multios(&["map", "place", &g]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("linux (nothing pinned)") && out.contains("map run: Linux's (nothing pinned)"),
+        "{out}"
+    );
+    // a negative margin is refused, naming the flag
+    let (code, _, err) = multios(&["map", "run", "--graph", &g, "--margin=-1", "--", "true"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("--margin"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -157,6 +157,18 @@ pub struct Edge {
     pub count: u64,
 }
 
+impl Edge {
+    pub fn new(from: u32, to: u32, kind: EdgeKind, bytes: u64, count: u64) -> Edge {
+        Edge {
+            from,
+            to,
+            kind,
+            bytes,
+            count,
+        }
+    }
+}
+
 /// Resident physical frames two processes both map (by PFN, /proc/PID/pagemap).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SharedPages {

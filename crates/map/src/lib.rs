@@ -3,8 +3,10 @@
 //! sysfs or an hwloc-style synthetic string), the paper's overlapping greedy hierarchical partitioning
 //! minimizing T(s) = W_seq + W_par/N + W_c/N, a Louvain baseline, the O(P) affinity-aware placement with
 //! TreeMatch-style and round-robin baselines, exports, and `map run` applying a placement as a
-//! program's threads appear. The format and the algorithms are described in docs/NETWORKEDOS.md.
+//! program's threads appear — when its own model predicts the placement faster than Linux's
+//! ([`decide`]). The format and the algorithms are described in docs/NETWORKEDOS.md.
 
+pub mod decide;
 pub mod export;
 pub mod graph;
 pub mod partition;

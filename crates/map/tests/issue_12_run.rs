@@ -5,6 +5,15 @@
 use multios_map::run::{run_with, Rule};
 use std::time::Duration;
 
+/// The tests of this file one at a time: the producer/consumer tests load both CPUs, and beside
+/// them a short-lived `grep` of the pipeline test could exit before its process event was handled
+/// (seen once in four runs).
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
@@ -17,6 +26,7 @@ fn scratch(name: &str) -> std::path::PathBuf {
 
 #[test]
 fn issue_12_a_thread_gets_its_own_cpu_not_its_creators() {
+    let _one = serial();
     // python3's main thread pinned to CPU 0, the thread it starts to CPU 1: the thread starts on
     // its creator's CPU and must be moved when its creation is reported (the kernel reports a new
     // thread with its process's parent as the parent — this runner — which the first version of
@@ -49,6 +59,7 @@ fn issue_12_a_thread_gets_its_own_cpu_not_its_creators() {
 
 #[test]
 fn issue_12_processes_of_a_pipeline_are_placed_and_unnamed_ones_freed() {
+    let _one = serial();
     // sh starts grep, head and cat; grep pinned to CPU 1, cat free; sh itself (no rule) gets every
     // CPU
     assert!(cpus() >= 2, "this test needs 2 CPUs");
@@ -83,4 +94,86 @@ fn issue_12_processes_of_a_pipeline_are_placed_and_unnamed_ones_freed() {
         rep.applied.iter().any(|a| a.comm == "sh" && !a.matched),
         "the shell has no rule: every CPU; {rep:?}"
     );
+}
+
+/// The producer/consumer `multios bench map` runs, recorded with eBPF (root), planned as `map run`
+/// plans it on this machine with the default model: (the plan, the command).
+fn prodcons_plan(tag: &str, force: bool) -> (multios_map::decide::Plan, Vec<String>, std::path::PathBuf) {
+    use multios_map::decide::{plan, Options};
+    use multios_map::project::HopModel;
+    use multios_map::{record, CostModel, Topology};
+    let d = scratch(tag);
+    let prog = multios_map::programs::install_prodcons(&d).expect("install multios-prodcons");
+    let cmd: Vec<String> = vec![prog.display().to_string(), "100000".into(), "100".into()];
+    let rec = record::record(&record::Options {
+        command: cmd.clone(),
+        pid: None,
+        duration: None,
+        sample_every: Duration::from_millis(50),
+        topology: None,
+    })
+    .expect("recording multios-prodcons (root and eBPF needed)");
+    assert_eq!(rec.exit_code, Some(0));
+    let topo = Topology::from_sysfs().expect("this machine's topology");
+    let model = HopModel::linear(CostModel::default(), 0.5, topo.max_hops());
+    let o = Options {
+        force,
+        ..Options::default()
+    };
+    (plan(&rec.graph, &topo, &model, o), cmd, d)
+}
+
+#[test]
+fn issue_12_prodcons_keeps_linuxs_placement_the_model_predicts_faster() {
+    let _one = serial();
+    // The quiet run of 2026-11-26 08:50: map run pinned the producer and the consumer together on
+    // CPU 0 although its own model predicted that placement slower than Linux's (0.179 s against
+    // 0.110 s), and the program ran 1.18× slower. The placement still pins the pair; the decision
+    // now keeps Linux's placement, and the run records it and pins nothing.
+    assert!(cpus() >= 2, "this test needs 2 CPUs");
+    let (plan, cmd, d) = prodcons_plan("prodcons", false);
+    let dec = &plan.decision;
+    assert!(dec.pinned >= 2, "the affinity rule pins the pair: {dec:?}");
+    assert!(
+        dec.predicted_speedup <= 1.0 + dec.margin,
+        "the model predicts no gain: {dec:?}"
+    );
+    assert!(!dec.applies(), "{dec:?}");
+    let rep = multios_map::run::run_plan(&cmd, &plan, Duration::from_secs(10), true).expect("map run");
+    assert_eq!(rep.exit_code, Some(0), "{rep:?}");
+    assert_eq!(rep.decision.as_ref(), Some(dec), "the run records its decision");
+    assert!(
+        !rep.watched && rep.applied.is_empty(),
+        "nothing pinned, nothing watched: {rep:?}"
+    );
+    let json = serde_json::to_value(&rep).expect("json");
+    assert_eq!(json["decision"]["choice"], "linux", "{json}");
+    assert!(json["decision"]["linux_s"].as_f64().is_some_and(|s| s > 0.0));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn issue_12_prodcons_forced_runs_pinned_and_says_so() {
+    let _one = serial();
+    assert!(cpus() >= 2, "this test needs 2 CPUs");
+    let (plan, cmd, d) = prodcons_plan("prodcons-forced", true);
+    let dec = &plan.decision;
+    assert!(dec.applies() && dec.forced, "{dec:?}");
+    let rep = multios_map::run::run_plan(&cmd, &plan, Duration::from_secs(10), true).expect("map run");
+    assert_eq!(rep.exit_code, Some(0), "{rep:?}");
+    assert!(rep.watched, "{rep:?}");
+    // both threads of the program placed by their rules, on one CPU
+    let placed: Vec<&str> = rep
+        .applied
+        .iter()
+        .filter(|a| a.matched)
+        .map(|a| a.cpus.as_str())
+        .collect();
+    assert!(placed.len() >= 2, "{rep:?}");
+    assert!(
+        placed.iter().all(|c| *c == placed[0] && !c.contains('-')),
+        "one CPU for both: {rep:?}"
+    );
+    assert_eq!(rep.decision.as_ref().map(|d| d.forced), Some(true));
+    let _ = std::fs::remove_dir_all(&d);
 }

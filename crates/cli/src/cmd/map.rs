@@ -3,6 +3,7 @@
 
 use crate::output::{Format, Out, Table};
 use anyhow::Context;
+use multios_map::decide::{self, Decision};
 use multios_map::partition::{greedy, louvain, Weights};
 use multios_map::place::{self, Placement, Strategy};
 use multios_map::project::{self, HopModel};
@@ -63,20 +64,55 @@ struct CostArgs {
     seed: u64,
 }
 
+/// What `--costs FILE` holds: the whole calibrated model (`multios bench map --costs FILE` writes
+/// it: the cost model, the measured curves and stretches) or the cost model alone.
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum CostsFile {
+    Model(Box<HopModel>),
+    Cost(CostModel),
+}
+
 impl CostArgs {
+    fn file(&self) -> anyhow::Result<Option<CostsFile>> {
+        let Some(p) = &self.costs else {
+            return Ok(None);
+        };
+        let text = std::fs::read_to_string(p).with_context(|| format!("--costs {}", p.display()))?;
+        let f = serde_json::from_str::<CostsFile>(&text).with_context(|| {
+            format!(
+                "--costs {}: neither a model nor a cost model (write one with `multios bench map --costs FILE`)",
+                p.display()
+            )
+        })?;
+        Ok(Some(f))
+    }
+
     fn cost(&self) -> anyhow::Result<CostModel> {
-        let mut c = match &self.costs {
-            Some(p) => {
-                let text = std::fs::read_to_string(p).with_context(|| format!("--costs {}", p.display()))?;
-                serde_json::from_str::<CostModel>(&text).with_context(|| {
-                    format!(
-                        "--costs {}: not a cost model (write one with `multios bench map --costs FILE`)",
-                        p.display()
-                    )
-                })?
-            }
+        let c = match self.file()? {
+            Some(CostsFile::Model(m)) => m.cost,
+            Some(CostsFile::Cost(c)) => c,
             None => CostModel::default(),
         };
+        self.overridden(c)
+    }
+
+    /// The model the predictions use: the file's whole model when it holds one (its cost model
+    /// with the flags applied), otherwise the linear model of [`CostArgs::cost`]; the distance
+    /// scaling from `per_hop` and `ref_hops` either way.
+    fn model(&self, per_hop: f64, ref_hops: u32) -> anyhow::Result<HopModel> {
+        let mut m = match self.file()? {
+            Some(CostsFile::Model(m)) => *m,
+            Some(CostsFile::Cost(c)) => HopModel::linear(c, per_hop, ref_hops),
+            None => HopModel::linear(CostModel::default(), per_hop, ref_hops),
+        };
+        m.cost = self.overridden(m.cost)?;
+        m.per_hop = per_hop;
+        m.ref_hops = ref_hops;
+        Ok(m)
+    }
+
+    fn overridden(&self, mut c: CostModel) -> anyhow::Result<CostModel> {
         for (v, field) in [
             (self.ns_per_event, &mut c.ns_per_event),
             (self.ns_per_byte, &mut c.ns_per_byte),
@@ -174,6 +210,10 @@ struct PlaceArgs {
     /// Projection: the distance (hops) the costs were calibrated at (2: two cores of one cache)
     #[arg(long, default_value_t = 2)]
     ref_hops: u32,
+    /// `map run` applies the affinity placement only when the model predicts it more than this
+    /// fraction faster than Linux's placement (every thread free)
+    #[arg(long, default_value_t = decide::MARGIN)]
+    margin: f64,
     #[command(flatten)]
     cost: CostArgs,
 }
@@ -193,6 +233,13 @@ struct RunArgs {
     /// kernel's process events as they appear; /proc is walked only when events were lost)
     #[arg(long, default_value = "100ms")]
     sweep: Duration,
+    /// Apply the placement only when the model predicts it more than this fraction faster than
+    /// Linux's placement (every thread free); otherwise nothing is pinned
+    #[arg(long, default_value_t = decide::MARGIN)]
+    margin: f64,
+    /// Apply the placement even when the model predicts it no faster than Linux's
+    #[arg(long)]
+    force_placement: bool,
     #[command(flatten)]
     cost: CostArgs,
     #[arg(last = true)]
@@ -438,7 +485,8 @@ fn cmd_place(a: PlaceArgs, out: &Out) -> super::Exit {
     let topo = a.cost.topology()?;
     let w = Weights::new(&g, &cost);
     let part = greedy::partition(&w, Some(topo.len()), a.cost.seed).partition;
-    let hop = HopModel::linear(cost, a.per_hop, a.ref_hops);
+    check_margin(a.margin)?;
+    let hop = a.cost.model(a.per_hop, a.ref_hops)?;
     let placements: Vec<Placement> = Strategy::ALL
         .iter()
         .map(|&s| place::place(&g, &part, &topo, &cost, s))
@@ -452,6 +500,8 @@ fn cmd_place(a: PlaceArgs, out: &Out) -> super::Exit {
         })
         .collect();
     let affinity = &placements[0];
+    // what `map run` would do with the affinity placement: its time against Linux's (every node free)
+    let decision = decide::decide(&w, &topo, affinity, &hop, a.margin, false);
     for (path, text) in [
         (&a.taskset, export::placement::taskset(affinity)),
         (&a.rankfile, export::placement::rankfile(affinity)),
@@ -467,9 +517,13 @@ fn cmd_place(a: PlaceArgs, out: &Out) -> super::Exit {
             .zip(&predicted)
             .map(|(p, t)| serde_json::json!({ "placement": p, "predicted_ns": t }))
             .collect();
-        out.json(
-            &serde_json::json!({ "topology": topo.describe(), "per_hop": a.per_hop, "placements": rows }),
-        )?;
+        out.json(&serde_json::json!({
+            "topology": topo.describe(),
+            "per_hop": a.per_hop,
+            "placements": rows,
+            "linux_predicted_ns": decision.linux_s * 1e9,
+            "decision": decision,
+        }))?;
         return Ok(ExitCode::SUCCESS);
     }
     let base = placements
@@ -499,6 +553,14 @@ fn cmd_place(a: PlaceArgs, out: &Out) -> super::Exit {
             format!("{:.3}", pred / 1e6),
         ]);
     }
+    t.row([
+        "linux (nothing pinned)".to_string(),
+        "-".into(),
+        "-".into(),
+        "-".into(),
+        "-".into(),
+        format!("{:.3}", decision.linux_s * 1e3),
+    ]);
     if out.format == Format::Table {
         outln!(
             "{} nodes on {}; per-hop factor {} (assumed)",
@@ -508,6 +570,9 @@ fn cmd_place(a: PlaceArgs, out: &Out) -> super::Exit {
         );
     }
     t.print(out);
+    if out.format == Format::Table {
+        outln!("map run: {}", decision_line(&decision));
+    }
     if a.nodes && out.format == Format::Table {
         for p in &placements {
             let cells: Vec<String> = p
@@ -522,6 +587,28 @@ fn cmd_place(a: PlaceArgs, out: &Out) -> super::Exit {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn check_margin(m: f64) -> anyhow::Result<()> {
+    if !m.is_finite() || m < 0.0 {
+        anyhow::bail!("--margin must be a non-negative fraction (0.1: 10 % faster), got {m}");
+    }
+    Ok(())
+}
+
+/// The decision in one line: what was chosen, and the model's two times.
+fn decision_line(d: &Decision) -> String {
+    let what = match (d.applies(), d.forced) {
+        (true, true) => "applied (forced)",
+        (true, false) => "applied",
+        (false, _) => "Linux's (nothing pinned)",
+    };
+    let hint = if !d.applies() && d.pinned > 0 {
+        "; --force-placement applies it anyway"
+    } else {
+        ""
+    };
+    format!("{what} — {}{hint}", d.reason)
 }
 
 fn cmd_run(a: RunArgs, out: &Out) -> super::Exit {
@@ -547,9 +634,24 @@ fn cmd_run(a: RunArgs, out: &Out) -> super::Exit {
         }
         (None, false) => anyhow::bail!("give --graph FILE (from `map record`) or --learn"),
     };
-    let (_, placement, _) = partition_and_place(&g, &a.cost, a.strategy)?;
-    let rules = maprun::rules(&placement);
-    let rep = maprun::run(&a.command, &rules, std_duration(a.sweep))?;
+    check_margin(a.margin)?;
+    let topo = a.cost.topology()?;
+    let model = a.cost.model(0.5, topo.max_hops())?;
+    let plan = decide::plan(
+        &g,
+        &topo,
+        &model,
+        decide::Options {
+            strategy: a.strategy,
+            seed: a.cost.seed,
+            margin: a.margin,
+            force: a.force_placement,
+        },
+    );
+    if out.format == Format::Table {
+        outln!("placement: {}", decision_line(&plan.decision));
+    }
+    let rep = maprun::run_plan(&a.command, &plan, std_duration(a.sweep), false)?;
     if out.format == Format::Json {
         out.json(&rep)?;
     } else {
@@ -564,7 +666,7 @@ fn cmd_run(a: RunArgs, out: &Out) -> super::Exit {
         }
         if out.format == Format::Table && !rep.watched {
             outln!(
-                "nothing to place: the placement pins nothing (every thread may use every CPU this process may, as it inherits); the program ran unwatched, as Linux places it; {:.3} s",
+                "nothing pinned: every thread may use every CPU this process may, as it inherits; the program ran unwatched, as Linux places it; {:.3} s",
                 rep.wall_s
             );
         } else if out.format == Format::Table {

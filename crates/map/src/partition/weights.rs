@@ -268,13 +268,7 @@ mod tests {
     }
 
     fn edge(from: u32, to: u32, kind: EdgeKind, bytes: u64, count: u64) -> Edge {
-        Edge {
-            from,
-            to,
-            kind,
-            bytes,
-            count,
-        }
+        Edge::new(from, to, kind, bytes, count)
     }
 
     #[test]

@@ -10,6 +10,8 @@ pub const POINTS: usize = 5;
 pub const CROWD: [usize; 2] = [3, 6];
 /// Pairs split over the two CPUs in the calibration's many-pair arrangements ([`Curves::spread`]).
 pub const SPREAD: [usize; 2] = [6, 12];
+/// Pairs left to Linux (nothing pinned) in the calibration's arrangements ([`Curves::linux`]).
+pub const LINUX: [usize; 4] = [1, 2, 6, 12];
 
 /// Wall ns per exchange at `bytes` per exchange (the message and its answer), in four arrangements.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -35,6 +37,18 @@ pub struct Curves {
     /// None: not measured; the split pairs follow the power law of [`Curves::split_k`].
     #[serde(default)]
     pub spread: Option<[[f64; POINTS]; 2]>,
+    /// [`LINUX`] pairs started with nothing pinned, Linux placing them over `linux_cpus` CPUs:
+    /// wall time per exchange of all of them. Linux wakes a pair's partner on an idle CPU when
+    /// there is one (a lone pair is split, every hand-off waking the other CPU) and on the
+    /// waker's CPU when every CPU is busy (many pairs stay together), and its balancing spreads
+    /// them unevenly or moves them: this is what its placement of pairs costs here. None: not
+    /// measured.
+    #[serde(default)]
+    pub linux: Option<[[f64; POINTS]; 4]>,
+    /// The CPUs the [`Curves::linux`] arrangements could use (the curve describes a machine of
+    /// this many CPUs only).
+    #[serde(default)]
+    pub linux_cpus: usize,
 }
 
 /// Piecewise-linear through (xs, ys); flat below the first point, the last segment's slope (never
@@ -127,6 +141,8 @@ impl Curves {
             busy: non_decreasing(self.busy),
             crowd: self.crowd.map(|c| c.map(non_decreasing)),
             spread: self.spread.map(|c| c.map(non_decreasing)),
+            linux: self.linux.map(|c| c.map(non_decreasing)),
+            linux_cpus: self.linux_cpus,
         }
     }
 
@@ -165,6 +181,19 @@ impl Curves {
             }
             _ => one,
         }
+    }
+
+    /// Wall ns per exchange of all of `k` ≥ 1 pairs left to Linux on `cpus` CPUs: the power law in
+    /// k through the times measured with [`LINUX`] pairs (an extrapolation beyond the last). None
+    /// when not measured, or measured on another number of CPUs.
+    pub fn linux_k(&self, bytes: f64, k: f64, cpus: usize) -> Option<f64> {
+        let c = self.linux.as_ref()?;
+        if cpus != self.linux_cpus {
+            return None;
+        }
+        let ks = LINUX.map(|k| k as f64);
+        let ys = c.map(|curve| interpolate(&self.bytes, &curve, bytes));
+        Some(power_interpolate(&ks, &ys, k.max(1.0)))
     }
 
     /// Wall ns per exchange of one of `k` ≥ 1 pairs split over the same two CPUs, at `bytes` per
@@ -208,6 +237,8 @@ mod tests {
             busy: [23000.0, 24000.0, 28000.0, 56000.0, 120000.0],
             crowd: None,
             spread: None,
+            linux: None,
+            linux_cpus: 0,
         }
     }
 

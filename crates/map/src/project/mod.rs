@@ -16,7 +16,9 @@
 //!   hand-off, more pairs keep the CPUs awake, many crowd them: measured with 1, 2, 6 and 12), on
 //!   both PUs' timelines, × the distance factor;
 //! - **free nodes** (Linux balances them over the domain): each pair with a free end costs its CPU
-//!   between busy CPUs, half on each end.
+//!   between busy CPUs, half on each end; a pair with both ends free, one of k such pairs, at most
+//!   what Linux's placement of k pairs took per exchange here ([`HopModel::linux_ns`]: with every
+//!   CPU busy Linux wakes a partner on its waker's CPU, so many pairs stay together).
 //!
 //! The run takes as long as the largest of three bounds: the busiest pinned PU (`load_ns`); the
 //! paper's quality function T(s) = W_seq + W_par/N + W_c/N for the free nodes as singletons at one
@@ -30,7 +32,7 @@
 
 mod curves;
 
-pub use curves::{interpolate, non_decreasing, power_interpolate, Curves, CROWD, POINTS, SPREAD};
+pub use curves::{interpolate, non_decreasing, power_interpolate, Curves, CROWD, LINUX, POINTS, SPREAD};
 
 use crate::partition::{CostModel, Pair, Partition, Weights};
 use crate::topology::Topology;
@@ -149,6 +151,20 @@ impl HopModel {
         }
     }
 
+    /// Ns of CPU (all `cpus` CPUs' worth) a pair with both ends left to Linux takes, one of `k`
+    /// such pairs: its exchanges at the time per exchange Linux's placement of k pairs took here
+    /// ([`Curves::linux_k`], wall time of all of them) × the CPUs — the balance bound spreads it
+    /// back over them — but never more than its CPU time between busy CPUs ([`Self::busy_ns`]): the
+    /// measured pairs do nothing else, so one or two of them find idle CPUs at their hand-offs,
+    /// while ends that also compute keep the CPUs busy. None without that curve, or on a machine
+    /// of another number of CPUs.
+    pub fn linux_ns(&self, p: &Pair, k: f64, cpus: usize) -> Option<f64> {
+        let c = self.curves.as_ref()?;
+        let (x, b) = Self::exchanges(p);
+        let per = c.linux_k(b, k, cpus)?;
+        Some((x * per * cpus as f64 + self.pages(p)).min(self.busy_ns(p)))
+    }
+
     /// Wall ns a pair split over two PUs keeps each of them occupied, one of `k` such pairs.
     pub fn split_ns(&self, p: &Pair, k: usize) -> f64 {
         match &self.curves {
@@ -240,6 +256,20 @@ pub fn bounds(w: &Weights, topo: &Topology, pu_of: &[usize], free: &[bool], m: &
         .zip(&squares)
         .map(|(&s, &q)| if q > 0.0 { (s * s / q).max(1.0) } else { 1.0 })
         .collect();
+    // pairs with both ends left to Linux: how many, counted by their exchanges as above
+    let (mut free_sum, mut free_squares) = (0.0, 0.0);
+    for p in &w.detail {
+        if is_free(p.i) && is_free(p.j) {
+            let x = HopModel::exchanges(p).0;
+            free_sum += x;
+            free_squares += x * x;
+        }
+    }
+    let linux_pairs = if free_squares > 0.0 {
+        (free_sum * free_sum / free_squares).max(1.0)
+    } else {
+        1.0
+    };
     let mut load = vec![0.0; npu];
     let mut own = vec![0.0; w.len()];
     for i in 0..w.len() {
@@ -260,7 +290,11 @@ pub fn bounds(w: &Weights, topo: &Topology, pu_of: &[usize], free: &[bool], m: &
                 load[b] += t;
             }
             (fi, fj) => {
-                let half = m.busy_ns(p) / 2.0;
+                let cost = match (fi && fj).then(|| m.linux_ns(p, linux_pairs, npu)) {
+                    Some(Some(t)) => t,
+                    _ => m.busy_ns(p),
+                };
+                let half = cost / 2.0;
                 for (end, f, at) in [(p.i, fi, a), (p.j, fj, b)] {
                     if f {
                         own[end] += half;
@@ -323,6 +357,8 @@ mod tests {
             busy: [23000.0, 24000.0, 28000.0, 56000.0, 120000.0],
             crowd: None,
             spread: None,
+            linux: None,
+            linux_cpus: 0,
         });
         m.stretch_one = 1.1;
         m.stretch_parallel = 1.6;
@@ -471,6 +507,42 @@ mod tests {
         w2.detail[1].traffic.bytes = size + 1.0;
         let t = predict(&w2, &topo, &[0; 4], &m);
         assert!(t < 101.0 * 8100.0 && t > 101.0 * 8000.0, "{t}");
+    }
+
+    #[test]
+    fn issue_12_pairs_left_to_linux_cost_what_linux_took_here_at_most_the_busy_cpu_time() {
+        let two = Topology::synthetic("pack:1 core:2").expect("topology");
+        let mut m = curved();
+        let mut c = m.curves.expect("curves");
+        // Linux's placement of 1, 2, 6 and 12 pairs: a lone pair split (dear), many kept together
+        c.linux = Some([
+            [90000.0; POINTS],
+            [9000.0; POINTS],
+            [5000.0; POINTS],
+            [4500.0; POINTS],
+        ]);
+        c.linux_cpus = 2;
+        m.curves = Some(c);
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+        let size = 8192.0;
+        // a lone free pair: Linux's measured 90 µs per exchange × 2 CPUs is more than its CPU
+        // time between busy CPUs: that (the model before the curve)
+        let w = pairs_of(1, 100.0, size, &m.cost);
+        let busy = m.busy_ns(&w.detail[0]);
+        assert!(close(m.linux_ns(&w.detail[0], 1.0, 2).expect("curve"), busy));
+        assert!(close(bounds(&w, &two, &[0, 0], &[true; 2], &m).ns, busy / 2.0));
+        // 12 free pairs: all their exchanges at Linux's 12-pair time
+        let w12 = pairs_of(12, 100.0, size, &m.cost);
+        let t = bounds(&w12, &two, &[0; 24], &[true; 24], &m).ns;
+        assert!(close(t, 1200.0 * 4500.0), "{t}");
+        // the curve describes 2 CPUs: on 4 the busy CPU time as before
+        let four = Topology::synthetic("pack:1 core:4").expect("topology");
+        assert_eq!(m.linux_ns(&w12.detail[0], 12.0, 4), None);
+        let t4 = bounds(&w12, &four, &[0; 24], &[true; 24], &m).ns;
+        assert!(close(t4, 12.0 * busy / 4.0), "{t4}");
+        // a pair with one end pinned is not left to Linux: its CPU between busy CPUs
+        let one_pinned = bounds(&w, &two, &[0, 0], &[true, false], &m);
+        assert!(close(one_pinned.ns, busy / 2.0), "{one_pinned:?}");
     }
 
     proptest! {

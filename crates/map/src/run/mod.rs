@@ -1,5 +1,10 @@
 //! `multios map run`: runs a program with a placement applied as its processes and threads appear.
 //!
+//! Whether to apply it at all is decided first ([`crate::decide`]): only when the model predicts the
+//! placement faster than Linux's placement (every thread free) by more than a margin; otherwise
+//! the run gets no rules, which is Linux's placement. [`run_plan`] runs such a plan and records its
+//! decision in the report.
+//!
 //! Nothing to place: when every rule gives every CPU this process may use (the placement pins
 //! nothing; a new thread inherits exactly that from its creator), the program is spawned and waited
 //! for, nothing else: no event socket, no watcher, no walk of /proc ([`RunReport::watched`] false).
@@ -146,6 +151,10 @@ pub struct RunReport {
     /// CPUs whose pinned groups were released because other programs took the CPU.
     #[serde(default)]
     pub released: Vec<Released>,
+    /// Which placement the run got and why (the model's time of the placement and of Linux's),
+    /// when it was run from a plan ([`run_plan`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<crate::decide::Decision>,
 }
 
 fn yes() -> bool {
@@ -344,6 +353,7 @@ pub fn run_with(
             apply_median_us: 0.0,
             apply_max_us: 0.0,
             released: Vec::new(),
+            decision: None,
         });
     }
     // listening before the spawn: the program's events are queued from its first fork on
@@ -471,7 +481,24 @@ pub fn run_with(
         apply_median_us: multios_stats::median(&d).unwrap_or(0.0),
         apply_max_us: d.last().copied().unwrap_or(0.0),
         released: a.watch.log,
+        decision: None,
     })
+}
+
+/// Runs `command` as `plan` decided: with its placement's rules when the decision applies it,
+/// otherwise with none (Linux's placement: the program is spawned and waited for). The report
+/// records the decision. A placement naming CPUs this process may not use is refused either way
+/// (it was made for another machine or another cpuset).
+pub fn run_plan(
+    command: &[String],
+    plan: &crate::decide::Plan,
+    sweep: Duration,
+    quiet: bool,
+) -> Result<RunReport, RunError> {
+    check_allowed(&rules(&plan.placement))?;
+    let mut rep = run_with(command, &plan.rules(), sweep, quiet)?;
+    rep.decision = Some(plan.decision.clone());
+    Ok(rep)
 }
 
 #[cfg(test)]

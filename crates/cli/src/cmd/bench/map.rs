@@ -40,7 +40,8 @@ pub struct Args {
     /// Projection: extra cost per hop beyond the calibrated distance (an assumption: not measurable on 2 CPUs)
     #[arg(long, default_value_t = 0.5)]
     per_hop: f64,
-    /// Write the calibrated cost model here (JSON; `multios map … --costs FILE` reads it)
+    /// Write the calibrated model here (JSON: the cost model, the measured curves and stretches;
+    /// `multios map … --costs FILE` reads it, and `map run` then decides with the same model)
     #[arg(long)]
     costs: Option<std::path::PathBuf>,
     /// Scratch directory for the benchmark programs, inputs and outputs
@@ -74,6 +75,15 @@ fn off(o: &Option<multios_map::programs::OffIdeal>) -> String {
         ),
         None => "-".into(),
     }
+}
+
+/// What map run chose and the model's predicted speed-up of the placement over Linux's.
+fn chose(d: &multios_map::decide::Decision) -> String {
+    format!(
+        "{} {:.2}×",
+        if d.applies() { "placed" } else { "Linux" },
+        d.predicted_speedup
+    )
 }
 
 fn err(pred: f64, meas: f64) -> String {
@@ -119,7 +129,7 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
     };
     let r = map::run(&cfg, &mut crate::progress::Bar::new(out))?;
     if let Some(p) = &a.costs {
-        std::fs::write(p, serde_json::to_string_pretty(&r.calibration.cost)? + "\n")
+        std::fs::write(p, serde_json::to_string_pretty(&r.hop)? + "\n")
             .map_err(|e| anyhow::anyhow!("--costs {}: {e}", p.display()))?;
     }
     if out.format == Format::Json {
@@ -187,12 +197,15 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         "Linux split/moved/excess %",
         "map split/moved/excess %",
         "≤ 3 % slower?",
+        "map chose (model Linux/placed)",
         "map CPUs (procs)",
         "released",
         "pred rr",
         "err rr",
         "pred map",
         "err map",
+        "pred Linux",
+        "err Linux",
     ]);
     for row in &r.ipc {
         t.row([
@@ -206,6 +219,7 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             off(&row.linux_off),
             off(&row.map_off),
             verdict(&row.map_vs_linux).to_string(),
+            chose(&row.map_decision),
             {
                 // processes per CPU list, e.g. "0:8 1:8 0-1:1"
                 let mut n: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
@@ -222,6 +236,8 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             err(row.predicted_round_robin_us, row.round_robin_us),
             format!("{:.2}", row.predicted_map_us),
             err(row.predicted_map_us, row.map_us),
+            format!("{:.2}", row.predicted_linux_us),
+            err(row.predicted_linux_us, row.linux_us),
         ]);
     }
     t.print(out);
@@ -268,6 +284,7 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
                 outln!("  {}: {}", p.program.name(), p.command);
                 outln!("    placed: {}", p.placed_command);
                 outln!("    placement: {}", p.placement.join(" "));
+                outln!("    decision: {}", p.decision.reason);
             }
         }
     }
@@ -386,6 +403,10 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         ("IPC rows, both placements", &r.accuracy_ipc),
         ("IPC rows, round-robin", &r.accuracy_ipc_round_robin),
         ("IPC rows, map", &r.accuracy_ipc_map),
+        (
+            "IPC rows, Linux's placement (what map run compares with; not judged)",
+            &r.accuracy_ipc_linux,
+        ),
         (
             "programs (Linux's time × the model's placed/Linux)",
             &r.accuracy_programs,

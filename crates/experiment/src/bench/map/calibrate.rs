@@ -14,7 +14,10 @@
 //! - **crowd**: 3 and 6 pairs on one CPU — what an exchange costs when more processes share the
 //!   CPU's run queue and caches (one pair alone hands the CPU straight to its partner);
 //! - **spread**: 6 and 12 pairs, each split over the two CPUs — the cross-CPU exchange when the
-//!   CPUs are kept busy and crowded (the two-pair arrangement still waits for idle CPUs).
+//!   CPUs are kept busy and crowded (the two-pair arrangement still waits for idle CPUs);
+//! - **linux**: 1, 2, 6 and 12 pairs with nothing pinned — what Linux's own placement of pairs
+//!   costs (a lone pair split at every hand-off, many pairs kept together but spread unevenly or
+//!   moved): the model's time of "leave it to Linux", which `map run` compares a placement with.
 //!
 //! The largest size, 60 KiB, stays below the pipe's 64 KiB capacity: a longer message fills the
 //! pipe and costs extra hand-offs, a different regime from the rows' sizes (≤ 64 KiB); and close
@@ -28,7 +31,7 @@
 use super::MapBenchError;
 use multios_map::partition::CostModel;
 use multios_map::programs::{parse, IpcRun};
-use multios_map::project::{Curves, CROWD, POINTS, SPREAD};
+use multios_map::project::{Curves, CROWD, LINUX, POINTS, SPREAD};
 use serde::Serialize;
 use std::path::Path;
 use std::process::Command;
@@ -59,10 +62,15 @@ pub enum Arrangement {
     SpreadFew,
     /// `SPREAD[1]` pairs, each split over the two CPUs.
     SpreadMany,
+    /// `LINUX[0..4]` pairs with nothing pinned (Linux's placement).
+    LinuxOne,
+    LinuxTwo,
+    LinuxFew,
+    LinuxMany,
 }
 
 impl Arrangement {
-    pub const ALL: [Arrangement; 12] = [
+    pub const ALL: [Arrangement; 16] = [
         Arrangement::Same,
         Arrangement::Split,
         Arrangement::Alone,
@@ -75,6 +83,10 @@ impl Arrangement {
         Arrangement::CrowdMany,
         Arrangement::SpreadFew,
         Arrangement::SpreadMany,
+        Arrangement::LinuxOne,
+        Arrangement::LinuxTwo,
+        Arrangement::LinuxFew,
+        Arrangement::LinuxMany,
     ];
 
     pub fn name(self) -> &'static str {
@@ -91,6 +103,10 @@ impl Arrangement {
             Arrangement::CrowdMany => "6 pairs on one CPU",
             Arrangement::SpreadFew => "6 pairs, each split over two CPUs",
             Arrangement::SpreadMany => "12 pairs, each split over two CPUs",
+            Arrangement::LinuxOne => "1 pair, nothing pinned (Linux)",
+            Arrangement::LinuxTwo => "2 pairs, nothing pinned (Linux)",
+            Arrangement::LinuxFew => "6 pairs, nothing pinned (Linux)",
+            Arrangement::LinuxMany => "12 pairs, nothing pinned (Linux)",
         }
     }
 
@@ -107,10 +123,15 @@ impl Arrangement {
             Arrangement::CrowdMany => CROWD[1],
             Arrangement::SpreadFew => SPREAD[0],
             Arrangement::SpreadMany => SPREAD[1],
+            Arrangement::LinuxOne => LINUX[0],
+            Arrangement::LinuxTwo => LINUX[1],
+            Arrangement::LinuxFew => LINUX[2],
+            Arrangement::LinuxMany => LINUX[3],
         }
     }
 
-    /// Process count and the CPU of each process (c0, c1: two CPUs of this machine).
+    /// Process count and the CPU of each process (c0, c1: two CPUs of this machine; none: nothing
+    /// pinned).
     fn layout(self, c0: u32, c1: u32) -> (usize, Vec<u32>) {
         match self {
             Arrangement::Same | Arrangement::SamePages | Arrangement::ComputeOne => (2, vec![c0, c0]),
@@ -122,7 +143,19 @@ impl Arrangement {
                 2 * self.pairs(),
                 std::iter::repeat_n([c0, c1], self.pairs()).flatten().collect(),
             ),
+            Arrangement::LinuxOne
+            | Arrangement::LinuxTwo
+            | Arrangement::LinuxFew
+            | Arrangement::LinuxMany => (2 * self.pairs(), Vec::new()),
         }
+    }
+
+    /// Whether nothing is pinned (Linux's placement, which varies from run to run by itself).
+    pub fn is_linux(self) -> bool {
+        matches!(
+            self,
+            Arrangement::LinuxOne | Arrangement::LinuxTwo | Arrangement::LinuxFew | Arrangement::LinuxMany
+        )
     }
 
     /// The IPC program's fifth argument.
@@ -173,7 +206,7 @@ pub struct Calibration {
     pub rounds: u64,
 }
 
-/// One run of the IPC program pinned by itself.
+/// One run of the IPC program pinned by itself (`cpus` empty: nothing pinned).
 pub fn pinned_run(
     prog: &Path,
     procs: usize,
@@ -184,12 +217,8 @@ pub fn pinned_run(
 ) -> Result<IpcRun, MapBenchError> {
     let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
     let out = Command::new(prog)
-        .args([
-            procs.to_string(),
-            size.to_string(),
-            rounds.to_string(),
-            list.join(","),
-        ])
+        .args([procs.to_string(), size.to_string(), rounds.to_string()])
+        .args((!list.is_empty()).then(|| list.join(",")))
         .args(extra)
         .output()
         .map_err(|e| MapBenchError::Program(format!("{}: {e}", prog.display())))?;
@@ -276,11 +305,14 @@ pub fn samples(rounds: &[Round]) -> Vec<Sample> {
 }
 
 /// How far two halves of the calibration differ: the median over arrangements and sizes of
-/// |wall₁ − wall₂| / their mean (the noise under which a prediction is made).
+/// |wall₁ − wall₂| / their mean (the noise under which a prediction is made). The arrangements with
+/// nothing pinned are left out: they measure Linux's choices as well as the machine, and the figure
+/// stays comparable with the runs before they were added.
 pub fn drift(first: &[Round], second: &[Round]) -> f64 {
     let (a, b) = (samples(first), samples(second));
     let d: Vec<f64> = a
         .iter()
+        .filter(|x| !x.arrangement.is_linux())
         .filter_map(|x| {
             let y = b
                 .iter()
@@ -292,8 +324,9 @@ pub fn drift(first: &[Round], second: &[Round]) -> f64 {
     median(&d)
 }
 
-/// The cost model from rounds of measurements (medians per arrangement and size first).
-pub fn fit(rounds: &[Round], per_run: u64) -> Calibration {
+/// The cost model from rounds of measurements (medians per arrangement and size first); `cpus`:
+/// the CPUs the arrangements with nothing pinned could use.
+pub fn fit(rounds: &[Round], per_run: u64, cpus: usize) -> Calibration {
     let samples = samples(rounds);
     let get = |a: Arrangement| -> Vec<&Sample> { samples.iter().filter(|s| s.arrangement == a).collect() };
     // An exchange is two messages (SIZE bytes one way, one byte back): 2 events, SIZE + 1 bytes.
@@ -362,6 +395,15 @@ pub fn fit(rounds: &[Round], per_run: u64) -> Calibration {
                     curve(Arrangement::SpreadMany, false)?,
                 ])
             })(),
+            linux: (|| {
+                Some([
+                    curve(Arrangement::LinuxOne, false)?,
+                    curve(Arrangement::LinuxTwo, false)?,
+                    curve(Arrangement::LinuxFew, false)?,
+                    curve(Arrangement::LinuxMany, false)?,
+                ])
+            })(),
+            linux_cpus: cpus,
         })
     })()
     .map(Curves::monotone);
@@ -433,6 +475,17 @@ mod tests {
             r.push((Arrangement::CrowdMany, s, 1.4 * same, same));
             r.push((Arrangement::SpreadFew, s, 0.4 * split, split));
             r.push((Arrangement::SpreadMany, s, 0.5 * split, split));
+            for (k, a) in [
+                Arrangement::LinuxOne,
+                Arrangement::LinuxTwo,
+                Arrangement::LinuxFew,
+                Arrangement::LinuxMany,
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                r.push((a, s, (k + 1) as f64 * same, same));
+            }
         }
         let s = SIZES[0];
         let x = (s + 1) as f64;
@@ -455,7 +508,7 @@ mod tests {
 
     #[test]
     fn recovers_the_costs_it_was_given() {
-        let c = fit(&[made_up()], 100);
+        let c = fit(&[made_up()], 100, 2);
         let close = |a: f64, b: f64| (a - b).abs() < 1e-6 * b.abs().max(1.0);
         assert!(close(c.cost.local_ns_per_event, 3000.0), "{:?}", c.cost);
         assert!(close(c.cost.local_ns_per_byte, 0.2));
@@ -468,6 +521,7 @@ mod tests {
         assert!(close(c.stretch_one, 1.0));
         assert!(close(c.stretch_parallel, 1.5));
         let curves = c.curves.expect("curves");
+        assert_eq!(curves.linux_cpus, 2);
         for (k, &s) in SIZES.iter().enumerate() {
             let x = (s + 1) as f64;
             assert!(close(curves.together[k], 6000.0 + 0.2 * x));
@@ -479,6 +533,10 @@ mod tests {
             assert!(close(crowd[1][k], 1.4 * (6000.0 + 0.2 * x)));
             assert!(close(spread[0][k], 0.4 * (18000.0 + 0.5 * x)));
             assert!(close(spread[1][k], 0.5 * (18000.0 + 0.5 * x)));
+            let linux = curves.linux.expect("linux");
+            for (j, curve) in linux.iter().enumerate() {
+                assert!(close(curve[k], (j + 1) as f64 * (6000.0 + 0.2 * x)));
+            }
         }
     }
 

@@ -3,8 +3,8 @@
 //! recorded run), interleaved, with the model's prediction of the two pinned placements.
 
 use super::{median, Context, MapBenchError};
-use multios_map::partition::{greedy, Weights};
-use multios_map::place::{self, Strategy};
+use multios_map::decide::{self, Decision};
+use multios_map::partition::Weights;
 use multios_map::programs::{parse, OffIdeal};
 use multios_map::project;
 use multios_map::run::{self as maprun, Rule};
@@ -36,11 +36,15 @@ pub struct Row {
     pub map_off: Option<OffIdeal>,
     /// The CPUs map run gave each process (root first; "0-1": free).
     pub map_cpus: Vec<String>,
+    /// Whether map run applied its placement or kept Linux's, and the model's times of both.
+    pub map_decision: Decision,
     /// map runs in which a CPU's pinned groups were released (other programs took the CPU).
     pub map_released_runs: usize,
-    /// The model's time per exchange for the round-robin and map placements.
+    /// The model's time per exchange for the round-robin and map placements …
     pub predicted_round_robin_us: f64,
     pub predicted_map_us: f64,
+    /// … and for Linux's placement (every process free).
+    pub predicted_linux_us: f64,
     /// The PU of each process (root first) under each placement, for the model.
     #[serde(skip_serializing)]
     pub rr_pu: Vec<usize>,
@@ -51,8 +55,9 @@ pub struct Row {
     pub map_free: Vec<bool>,
 }
 
-/// The model's time per exchange of `r`'s configuration under round-robin and under map's placement.
-pub fn predict(ctx: &Context, r: &Row) -> (f64, f64) {
+/// The model's time per exchange of `r`'s configuration under round-robin, under map's placement
+/// and under Linux's (every process free).
+pub fn predict(ctx: &Context, r: &Row) -> (f64, f64, f64) {
     let rounds = 1000;
     let bw = Weights::new(&bench_graph(r.procs, r.size, rounds), &ctx.hop.cost);
     let per_ex = |pu: &[usize], free: &[bool]| {
@@ -66,7 +71,11 @@ pub fn predict(ctx: &Context, r: &Row) -> (f64, f64) {
             / 1e3
             / (rounds as f64 * (r.procs / 2).max(1) as f64)
     };
-    (per_ex(&r.rr_pu, &[]), per_ex(&r.map_pu, &r.map_free))
+    (
+        per_ex(&r.rr_pu, &[]),
+        per_ex(&r.map_pu, &r.map_free),
+        per_ex(&r.map_pu, &vec![true; r.procs + 1]),
+    )
 }
 
 /// The program's name as the kernel shows it (comm: 15 bytes).
@@ -188,24 +197,27 @@ pub fn bench_graph(procs: usize, size: usize, rounds: u64) -> Graph {
 }
 
 /// What `map run` applies to one configuration: its rules, each process's CPUs (root first, as
-/// shown) and PU index (for the model).
+/// shown) and PU index (for the model), and whether it applied its placement at all.
 struct Learned {
     rules: Vec<Rule>,
     cpus: Vec<String>,
     pus: Vec<usize>,
     free: Vec<bool>,
+    decision: Decision,
 }
 
-/// Records a short run, places it with the calibrated costs.
+/// Records a run of the configuration as the rows run it (as many exchanges: `map run` decides
+/// from the model's time of the whole recorded program, and a run of a tenth of the exchanges made
+/// the parent's start-up look like most of it — the first run with the decision kept Linux's
+/// placement for the lone pair that way), places it with the calibrated model as `map run` does.
 fn learn(ctx: &Context, procs: usize, size: usize, rounds: u64) -> Result<Learned, MapBenchError> {
     let rec = record::record(&record::Options {
         command: vec![
             "/bin/sh".into(),
             "-c".into(),
             format!(
-                "exec {} {procs} {size} {} > /dev/null",
+                "exec {} {procs} {size} {rounds} > /dev/null",
                 ctx.ipcbench.display(),
-                (rounds / 10).max(10)
             ),
         ],
         pid: None,
@@ -213,23 +225,32 @@ fn learn(ctx: &Context, procs: usize, size: usize, rounds: u64) -> Result<Learne
         sample_every: Duration::from_millis(50),
         topology: None,
     })?;
-    let g = rec.graph;
-    let w = Weights::new(&g, &ctx.hop.cost);
-    let part = greedy::partition(&w, Some(ctx.here.len()), 1).partition;
-    let placement = place::place(&g, &part, &ctx.here, &ctx.hop.cost, Strategy::Affinity);
-    let mut by_id: Vec<_> = placement.nodes.iter().collect();
+    // placed as `map run` places it: the affinity placement, applied only when the model predicts
+    // it faster than Linux's placement by more than the margin
+    let plan = decide::plan(&rec.graph, &ctx.here, &ctx.hop, decide::Options::default());
+    let apply = plan.decision.applies();
+    let mut by_id: Vec<_> = plan.placement.nodes.iter().collect();
     by_id.sort_by_key(|n| n.id);
+    let all: Vec<usize> = ctx.cpus.iter().map(|&c| c as usize).collect();
     let cpus = by_id
         .iter()
-        .map(|n| multios_host::cpus::format_list(&n.cpus().iter().map(|&c| c as usize).collect::<Vec<_>>()))
+        .map(|n| {
+            let cpus: Vec<usize> = if apply {
+                n.cpus().iter().map(|&c| c as usize).collect()
+            } else {
+                all.clone()
+            };
+            multios_host::cpus::format_list(&cpus)
+        })
         .collect();
     let pus = by_id.iter().map(|n| n.pu).collect();
-    let free = by_id.iter().map(|n| !n.pinned).collect();
+    let free = by_id.iter().map(|n| !apply || !n.pinned).collect();
     Ok(Learned {
-        rules: maprun::rules(&placement),
+        rules: plan.rules(),
         cpus,
         pus,
         free,
+        decision: plan.decision,
     })
 }
 
@@ -256,6 +277,7 @@ pub fn rows(
                 cpus: map_cpus,
                 pus: map_pu,
                 free: map_free,
+                decision: map_decision,
             } = learn(ctx, p, size, rounds)?;
             let rr_cpus: Vec<u32> = (0..=p).map(|k| ctx.cpus[k % ctx.cpus.len()]).collect();
             let rr_rules = rules(&rr_cpus);
@@ -306,14 +328,20 @@ pub fn rows(
                 map_off: m_off,
                 round_robin_vs_linux: multios_stats::paired(&l, &r).unwrap_or_else(empty),
                 map_cpus,
+                map_decision,
                 map_released_runs: released,
                 predicted_round_robin_us: 0.0,
                 predicted_map_us: 0.0,
+                predicted_linux_us: 0.0,
                 rr_pu,
                 map_pu,
                 map_free,
             };
-            (row.predicted_round_robin_us, row.predicted_map_us) = predict(ctx, &row);
+            (
+                row.predicted_round_robin_us,
+                row.predicted_map_us,
+                row.predicted_linux_us,
+            ) = predict(ctx, &row);
             between()?;
             progress.advance(&format!(
                 "{p} procs, {size} B: Linux {:.2} µs, round-robin {:.2} µs, map {:.2} µs per exchange",

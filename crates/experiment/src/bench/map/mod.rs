@@ -153,6 +153,9 @@ pub struct Report {
     pub accuracy_ipc: Accuracy,
     pub accuracy_ipc_round_robin: Accuracy,
     pub accuracy_ipc_map: Accuracy,
+    /// The model's time of Linux's placement (every process free) against Linux's rows: what
+    /// `map run` compares its placement with (not judged).
+    pub accuracy_ipc_linux: Accuracy,
     pub accuracy_programs: Accuracy,
     /// The model's own times of the placed programs (not anchored at Linux's measured time).
     pub accuracy_programs_model: Accuracy,
@@ -245,7 +248,7 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, MapBench
             Ok(v)
         };
     let mut rounds = calibrate(progress, "calibration: microbenchmarks (before)")?;
-    let first = calibrate::fit(&rounds, cal_rounds);
+    let first = calibrate::fit(&rounds, cal_rounds, cpus.len());
     let before = rounds.len();
     let pu = |cpu: u32| here.pus.iter().position(|p| p.os == cpu).unwrap_or(0);
     let ref_hops = here.hops(pu(c0), pu(c1)).max(1);
@@ -305,15 +308,16 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, MapBench
     let calibration_drift = calibrate::drift(&rounds[..before], &after);
     rounds.extend(middle);
     rounds.extend(after);
-    let calibration = calibrate::fit(&rounds, cal_rounds);
+    let calibration = calibrate::fit(&rounds, cal_rounds, cpus.len());
     ctx.hop = model(&calibration, cfg.per_hop, ref_hops);
     // predictions with the whole calibration (both halves)
     let ipc: Vec<ipc::Row> = ipc
         .into_iter()
         .map(|mut r| {
-            let (rr, map) = ipc::predict(&ctx, &r);
+            let (rr, map, linux) = ipc::predict(&ctx, &r);
             r.predicted_round_robin_us = rr;
             r.predicted_map_us = map;
+            r.predicted_linux_us = linux;
             r
         })
         .collect();
@@ -328,6 +332,11 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, MapBench
     let accuracy_ipc = accuracy(&[rr.clone(), mapped.clone()].concat());
     let accuracy_ipc_round_robin = accuracy(&rr);
     let accuracy_ipc_map = accuracy(&mapped);
+    let accuracy_ipc_linux = accuracy(
+        &ipc.iter()
+            .map(|r| (r.predicted_linux_us, r.linux_us))
+            .collect::<Vec<_>>(),
+    );
     let accuracy_programs = accuracy(
         &progs
             .iter()
@@ -395,6 +404,7 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, MapBench
         accuracy_ipc,
         accuracy_ipc_round_robin,
         accuracy_ipc_map,
+        accuracy_ipc_linux,
         accuracy_programs,
         accuracy_programs_model,
         calibration_drift,

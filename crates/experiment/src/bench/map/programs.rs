@@ -5,8 +5,9 @@
 
 use super::{median, Context, MapBenchError};
 use multios_host::cpus::CpuSet;
-use multios_map::partition::{greedy, Weights};
-use multios_map::place::{self, Placement, Strategy};
+use multios_map::decide::{self, Decision, Plan};
+use multios_map::partition::Weights;
+use multios_map::place;
 use multios_map::run::{self as maprun};
 use multios_map::{export, project, record, Graph};
 use multios_stats::Paired;
@@ -67,8 +68,12 @@ pub struct ProgramRow {
     pub model_map_s: f64,
     /// … and of the same graph with every node free (Linux balances all of them).
     pub model_linux_s: f64,
-    /// Where the placement puts each recorded thread ("gzip→0", "sha256sum→0-1": free).
+    /// Where the placed run puts each recorded thread ("gzip→0", "sha256sum→0-1": free).
     pub placement: Vec<String>,
+    /// Whether the placed run applied the placement or kept Linux's (nothing pinned: the placed
+    /// run is then the plain program, under `map run` or, for MPI, mpirun without a rankfile),
+    /// with the model's times of both.
+    pub decision: Decision,
     /// Placed runs in which map run released a CPU's pinned groups (other programs took the CPU).
     pub released_runs: usize,
     /// The recorded graph and the PU of each of its nodes, for the model (in the JSON, so that a
@@ -262,10 +267,11 @@ pub(crate) fn timed_on(cmd: &[String], on: Option<&CpuSet>) -> Result<f64, MapBe
     Ok(s)
 }
 
-/// The graph of one run of `cmd`, placed with the calibrated costs on this machine. The program's
+/// The graph of one run of `cmd`, placed with the calibrated model on this machine as `map run`
+/// places it (applied only when the model predicts it faster than Linux's placement). The program's
 /// output is discarded as in the timed runs (it went to the benchmark's stdout and broke `--json`):
 /// `sh` execs the command with its output on /dev/null, so the recorded process is the command's.
-fn learn(ctx: &Context, cmd: &[String]) -> Result<(Graph, Placement), MapBenchError> {
+fn learn(ctx: &Context, cmd: &[String]) -> Result<(Graph, Plan), MapBenchError> {
     let mut quiet: Vec<String> = vec![
         "/bin/sh".into(),
         "-c".into(),
@@ -287,10 +293,8 @@ fn learn(ctx: &Context, cmd: &[String]) -> Result<(Graph, Placement), MapBenchEr
         )));
     }
     let g = rec.graph;
-    let w = Weights::new(&g, &ctx.hop.cost);
-    let part = greedy::partition(&w, Some(ctx.here.len()), 1).partition;
-    let placement = place::place(&g, &part, &ctx.here, &ctx.hop.cost, Strategy::Affinity);
-    Ok((g, placement))
+    let plan = decide::plan(&g, &ctx.here, &ctx.hop, decide::Options::default());
+    Ok((g, plan))
 }
 
 /// What the placed MPI run applies of a placement (each node's PU and whether it is free): the
@@ -323,28 +327,32 @@ pub fn measure(
     progress: &mut dyn crate::progress::Progress,
 ) -> Result<ProgramRow, MapBenchError> {
     let cmd = command(ctx, p)?;
-    let (g, placement) = learn(ctx, &cmd)?;
+    let (g, plan) = learn(ctx, &cmd)?;
+    let placement = &plan.placement;
+    let apply = plan.decision.applies();
     let (pus, free) = match p {
-        Program::Mpi => rankfile_applied(&placement.nodes),
-        _ => (
-            placement.nodes.iter().map(|n| n.pu).collect(),
-            placement.nodes.iter().map(|n| !n.pinned).collect(),
-        ),
+        Program::Mpi if apply => rankfile_applied(&placement.nodes),
+        _ => plan.applied(),
     };
+    let all: Vec<usize> = ctx.cpus.iter().map(|&c| c as usize).collect();
     let shown: Vec<String> = placement
         .nodes
         .iter()
         .map(|n| {
-            let cpus: Vec<usize> = n.cpus().iter().map(|&c| c as usize).collect();
+            let cpus: Vec<usize> = if apply {
+                n.cpus().iter().map(|&c| c as usize).collect()
+            } else {
+                all.clone()
+            };
             format!("{}→{}", n.comm, multios_host::cpus::format_list(&cpus))
         })
         .collect();
-    // The placed variant: map run with the rules, or mpirun with the rankfile.
-    let rules = maprun::rules(&placement);
+    // The placed variant: map run as it decided, or mpirun with the rankfile (without one when
+    // the decision kept Linux's placement).
     let placed_cmd: Vec<String> = match p {
-        Program::Mpi => {
+        Program::Mpi if apply => {
             let rankfile = ctx.workdir.join("rankfile");
-            std::fs::write(&rankfile, export::placement::rankfile(&placement)).map_err(|source| {
+            std::fs::write(&rankfile, export::placement::rankfile(placement)).map_err(|source| {
                 MapBenchError::Install {
                     dir: rankfile.display().to_string(),
                     source,
@@ -362,7 +370,7 @@ pub fn measure(
             _ => {
                 // timed from outside, as the Linux run is: map run's set-up and end count
                 let t0 = Instant::now();
-                let rep = maprun::run_with(&placed_cmd, &rules, ctx.sweep, true)?;
+                let rep = maprun::run_plan(&placed_cmd, &plan, ctx.sweep, true)?;
                 let s = t0.elapsed().as_secs_f64();
                 if rep.exit_code != Some(0) {
                     return Err(MapBenchError::Program(format!(
@@ -403,6 +411,7 @@ pub fn measure(
         model_map_s: 0.0,
         model_linux_s: 0.0,
         placement: shown,
+        decision: plan.decision.clone(),
         released_runs,
         graph: g,
         pus,

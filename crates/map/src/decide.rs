@@ -1,0 +1,393 @@
+//! Whether `map run` applies a placement: only when its own model predicts that the placement beats
+//! Linux's by more than a stated margin.
+//!
+//! The model is the projection's ([`crate::project::bounds`]). Linux's placement, as that model
+//! sees it, is the graph with every node free (Linux balances each thread over the machine's CPUs):
+//! what `map run` gets by pinning nothing, which costs nothing (the program is only spawned and
+//! waited for). The placement's prediction is the same model with the placement's pins. The
+//! placement is applied when Linux's predicted time exceeds the placement's by more than
+//! [`MARGIN`] (linux / placed > 1 + margin); otherwise nothing is pinned and Linux places every
+//! thread. A placement that pins nothing is Linux's already. `force` applies the placement whatever
+//! the model says (the decision records what the model predicted).
+//!
+//! The quiet run of 2026-11-26 08:50 (docs/BENCHMARKS.md) is why: the affinity rule pinned the
+//! producer and the consumer of `multios-prodcons` to one CPU (eq. 1 charges a pair apart an idle
+//! wake-up per hand-off), while the projection, which charges pairs with free ends between busy
+//! CPUs, predicted that placement 0.179 s against 0.110 s left to Linux — and it ran 1.18× slower.
+
+use crate::graph::Graph;
+use crate::partition::{greedy, Weights};
+use crate::place::{self, Placement, Strategy};
+use crate::project::{self, HopModel};
+use crate::run::{self, Rule};
+use crate::topology::Topology;
+use serde::{Deserialize, Serialize};
+
+/// The placement must be predicted this much faster than Linux's (linux / placed > 1 + MARGIN):
+/// the model's error on the 2-CPU runs is about 10 % at the median (docs/BENCHMARKS.md, #12), and a
+/// placement that wins by less than its own error is a coin toss that pins threads for nothing.
+pub const MARGIN: f64 = 0.10;
+
+/// Which placement a run gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Choice {
+    /// The placement's pins are applied.
+    Placement,
+    /// Linux's placement: nothing pinned.
+    Linux,
+}
+
+/// What was chosen and why: the model's time of both placements.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    pub choice: Choice,
+    /// Applied because the caller forced it, whatever the model predicted.
+    pub forced: bool,
+    /// Nodes the placement pins, of all its nodes.
+    pub pinned: usize,
+    pub nodes: usize,
+    /// The model's time of the placement (s) …
+    pub placed_s: f64,
+    /// … and of Linux's placement (every node free, s).
+    pub linux_s: f64,
+    /// linux_s / placed_s: how much faster the model predicts the placement (below 1: slower).
+    pub predicted_speedup: f64,
+    /// The placement is applied only when `predicted_speedup` > 1 + margin.
+    pub margin: f64,
+    /// The same in words.
+    pub reason: String,
+}
+
+impl Decision {
+    /// Whether the placement's pins are applied.
+    pub fn applies(&self) -> bool {
+        self.choice == Choice::Placement
+    }
+}
+
+/// Decides between `placement` (of the graph whose weights are `w`) and Linux's placement with
+/// `model` on `topo`.
+pub fn decide(
+    w: &Weights,
+    topo: &Topology,
+    placement: &Placement,
+    model: &HopModel,
+    margin: f64,
+    force: bool,
+) -> Decision {
+    let pus: Vec<usize> = placement.nodes.iter().map(|n| n.pu).collect();
+    let free: Vec<bool> = placement.nodes.iter().map(|n| !n.pinned).collect();
+    let pinned = free.iter().filter(|f| !**f).count();
+    let placed_s = project::bounds(w, topo, &pus, &free, model).ns / 1e9;
+    let linux_s = project::bounds(w, topo, &pus, &vec![true; pus.len()], model).ns / 1e9;
+    // a graph the model sees no time in (no work, no traffic) gains nothing from a placement
+    let predicted_speedup = if placed_s > 0.0 { linux_s / placed_s } else { 1.0 };
+    let margin = if margin.is_finite() {
+        margin.max(0.0)
+    } else {
+        MARGIN
+    };
+    let times = format!(
+        "the model predicts {placed_s:.3} s with the placement and {linux_s:.3} s under Linux's placement ({predicted_speedup:.2}×)"
+    );
+    let wins = predicted_speedup > 1.0 + margin;
+    let (choice, reason) = if pinned == 0 {
+        (
+            Choice::Linux,
+            format!("the placement pins nothing: Linux places every thread; {times}"),
+        )
+    } else if force {
+        (
+            Choice::Placement,
+            format!(
+                "forced: {pinned} of {} threads pinned whatever the model says; {times}{}",
+                pus.len(),
+                if wins {
+                    ""
+                } else {
+                    ", not more than the margin faster"
+                }
+            ),
+        )
+    } else if wins {
+        (
+            Choice::Placement,
+            format!(
+                "{pinned} of {} threads pinned: {times}, more than the {:.0} % margin faster",
+                pus.len(),
+                100.0 * margin
+            ),
+        )
+    } else {
+        (
+            Choice::Linux,
+            format!(
+                "Linux's placement kept (nothing pinned): {times}, not more than the {:.0} % margin faster",
+                100.0 * margin
+            ),
+        )
+    };
+    Decision {
+        choice,
+        forced: force && pinned > 0,
+        pinned,
+        nodes: pus.len(),
+        placed_s,
+        linux_s,
+        predicted_speedup,
+        margin,
+        reason,
+    }
+}
+
+/// A placement of a graph and whether a run applies it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub placement: Placement,
+    pub decision: Decision,
+}
+
+impl Plan {
+    /// The rules a run applies: the placement's when the decision applies it, none otherwise (no
+    /// rule: every thread keeps the CPUs it inherits, Linux's placement; `map run` then only
+    /// spawns the program and waits).
+    pub fn rules(&self) -> Vec<Rule> {
+        if self.decision.applies() {
+            run::rules(&self.placement)
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Each node's PU and whether it is free, as the run applies them (every node free when
+    /// Linux's placement was kept).
+    pub fn applied(&self) -> (Vec<usize>, Vec<bool>) {
+        let apply = self.decision.applies();
+        self.placement
+            .nodes
+            .iter()
+            .map(|n| (n.pu, !apply || !n.pinned))
+            .unzip()
+    }
+}
+
+/// How a plan is made.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Options {
+    pub strategy: Strategy,
+    /// Seed of the partitioner's random node order.
+    pub seed: u64,
+    /// See [`MARGIN`].
+    pub margin: f64,
+    /// Apply the placement whatever the model predicts.
+    pub force: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            strategy: Strategy::Affinity,
+            seed: 1,
+            margin: MARGIN,
+            force: false,
+        }
+    }
+}
+
+/// Partitions `g` (the overlapping greedy partitioner), places it with `o.strategy` on `topo` and
+/// decides with `model` whether a run applies the placement.
+pub fn plan(g: &Graph, topo: &Topology, model: &HopModel, o: Options) -> Plan {
+    let w = Weights::new(g, &model.cost);
+    let part = greedy::partition(&w, Some(topo.len()), o.seed).partition;
+    let placement = place::place(g, &part, topo, &model.cost, o.strategy);
+    let decision = decide(&w, topo, &placement, model, o.margin, o.force);
+    Plan { placement, decision }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::{Edge, EdgeKind, Node};
+    use crate::partition::CostModel;
+
+    fn model() -> HopModel {
+        HopModel::linear(CostModel::default(), 0.5, 2)
+    }
+
+    fn two_cpus() -> Topology {
+        Topology::synthetic("pack:1 core:2 pu:1").expect("topology")
+    }
+
+    fn edge(from: u32, to: u32, kind: EdgeKind, bytes: u64, count: u64) -> Edge {
+        Edge::new(from, to, kind, bytes, count)
+    }
+
+    /// A producer and a consumer thread that each compute `work_ms` and hand `wakes` items back and
+    /// forth over futexes (each wake-up a hand-off), as `multios-prodcons` records.
+    fn prodcons(work_ms: u64, wakes: u64) -> Graph {
+        let mut a = Node::process(10, "prodcons", work_ms * 1_000_000);
+        let mut b = Node::process(11, "prodcons", work_ms * 1_000_000);
+        a.tgid = 10;
+        b.tgid = 10;
+        Graph::new(
+            vec![a, b],
+            vec![
+                edge(10, 11, EdgeKind::Futex, 0, wakes),
+                edge(11, 10, EdgeKind::Futex, 0, wakes),
+                edge(10, 11, EdgeKind::Wakeup, 0, wakes),
+                edge(11, 10, EdgeKind::Wakeup, 0, wakes),
+            ],
+        )
+    }
+
+    /// `pairs` pairs of processes that only exchange `rounds` messages of `size` bytes each way
+    /// (the IPC microbenchmark's graph), each message waking its reader.
+    fn pipe_pairs(pairs: u32, size: u64, rounds: u64) -> Graph {
+        let mut nodes = Vec::new();
+        let mut edges = Vec::new();
+        for p in 0..pairs {
+            let (a, b) = (2 + 2 * p, 3 + 2 * p);
+            nodes.push(Node::process(a, "ipc", 0));
+            nodes.push(Node::process(b, "ipc", 0));
+            edges.push(edge(a, b, EdgeKind::Pipe, size * rounds, rounds));
+            edges.push(edge(b, a, EdgeKind::Pipe, rounds, rounds));
+            edges.push(edge(a, b, EdgeKind::Wakeup, 0, rounds));
+            edges.push(edge(b, a, EdgeKind::Wakeup, 0, rounds));
+        }
+        Graph::new(nodes, edges)
+    }
+
+    #[test]
+    fn issue_12_a_placement_the_model_predicts_slower_than_linux_pins_nothing() {
+        // The affinity rule pins the two computing threads together (apart, eq. 1 charges every
+        // hand-off an idle wake-up); the projection sees both CPUs busy computing and predicts
+        // the pinned pair slower than Linux's placement: nothing is pinned.
+        let g = prodcons(60, 2000);
+        let plan = plan(&g, &two_cpus(), &model(), Options::default());
+        assert!(
+            plan.placement.nodes.iter().all(|n| n.pinned),
+            "the affinity rule pins the pair: {:?}",
+            plan.placement
+        );
+        let d = &plan.decision;
+        assert_eq!(d.choice, Choice::Linux, "{d:?}");
+        assert!(d.linux_s < d.placed_s, "{d:?}");
+        assert!(!d.forced && d.pinned == 2 && d.nodes == 2, "{d:?}");
+        assert!(plan.rules().is_empty(), "nothing pinned: {:?}", plan.rules());
+        let (_, free) = plan.applied();
+        assert_eq!(free, [true, true]);
+        assert!(d.reason.contains("Linux's placement kept"), "{}", d.reason);
+    }
+
+    #[test]
+    fn issue_12_pipe_pairs_are_placed() {
+        // pairs that only exchange messages: each pair on one CPU, far faster by the model
+        let g = pipe_pairs(2, 4096, 2000);
+        let plan = plan(&g, &two_cpus(), &model(), Options::default());
+        let d = &plan.decision;
+        assert_eq!(d.choice, Choice::Placement, "{d:?}");
+        assert!(d.predicted_speedup > 1.0 + MARGIN, "{d:?}");
+        assert_eq!(d.pinned, 4, "{d:?}");
+        let rules = plan.rules();
+        assert_eq!(rules.len(), 4);
+        assert!(rules.iter().all(|r| r.cpus.len() == 1), "{rules:?}");
+        // each pair's two ends on one CPU, the two pairs on different CPUs
+        let cpu = |k: usize| rules[k].cpus[0];
+        assert_eq!(cpu(0), cpu(1));
+        assert_eq!(cpu(2), cpu(3));
+        assert_ne!(cpu(0), cpu(2));
+    }
+
+    #[test]
+    fn issue_12_forcing_applies_a_placement_the_model_predicts_slower() {
+        let g = prodcons(60, 2000);
+        let o = Options {
+            force: true,
+            ..Options::default()
+        };
+        let plan = plan(&g, &two_cpus(), &model(), o);
+        let d = &plan.decision;
+        assert_eq!(d.choice, Choice::Placement, "{d:?}");
+        assert!(d.forced && d.predicted_speedup < 1.0, "{d:?}");
+        assert_eq!(plan.rules().len(), 2);
+        assert!(d.reason.starts_with("forced"), "{}", d.reason);
+    }
+
+    #[test]
+    fn issue_12_the_margin_decides_a_close_call() {
+        let g = pipe_pairs(2, 4096, 2000);
+        let topo = two_cpus();
+        let w = Weights::new(&g, &model().cost);
+        let p = plan(&g, &topo, &model(), Options::default()).placement;
+        let s = decide(&w, &topo, &p, &model(), MARGIN, false).predicted_speedup;
+        // a margin just under the predicted gain applies it, one just over keeps Linux's
+        assert!(decide(&w, &topo, &p, &model(), s - 1.0 - 1e-6, false).applies());
+        assert!(!decide(&w, &topo, &p, &model(), s - 1.0 + 1e-6, false).applies());
+    }
+
+    /// The model `multios bench map` calibrated on the quiet VM (2026-11-26 08:50, rounded; its
+    /// Linux curve from that run's Linux rows at 2–32 processes).
+    fn measured() -> HopModel {
+        use crate::project::{Curves, POINTS};
+        let mut m = model();
+        let row = |v: [f64; POINTS]| v.map(|x| x * 1e3);
+        m.curves = Some(Curves {
+            bytes: [257.0, 2049.0, 8193.0, 32769.0, 61441.0],
+            together: row([8.25, 8.27, 8.83, 16.01, 23.10]),
+            alone: row([64.99, 66.11, 70.21, 89.93, 105.29]),
+            split: row([29.89, 31.17, 31.17, 39.18, 46.73]),
+            busy: row([24.81, 25.47, 27.20, 40.39, 52.93]),
+            crowd: Some([
+                row([9.00, 9.24, 9.64, 16.18, 23.95]),
+                row([11.18, 11.42, 12.18, 19.72, 27.68]),
+            ]),
+            spread: Some([
+                row([13.09, 13.09, 13.30, 19.99, 26.75]),
+                row([10.48, 10.93, 11.06, 18.85, 27.43]),
+            ]),
+            linux: Some([
+                row([40.6, 40.6, 40.6, 60.0, 124.2]),
+                row([7.08, 7.08, 7.08, 12.0, 18.25]),
+                row([5.5, 5.9, 7.0, 12.0, 15.6]),
+                row([5.8, 6.0, 7.4, 12.5, 15.6]),
+            ]),
+            linux_cpus: 2,
+        });
+        m.stretch_parallel = 1.02;
+        m.parallel_ipc = 1.09;
+        m
+    }
+
+    #[test]
+    fn issue_12_many_pipe_pairs_linux_keeps_together_are_left_to_linux() {
+        // 16 pairs (the benchmark's 32 processes, 1 KiB): the placement puts 8 pairs on each CPU;
+        // Linux's own placement of that many pairs, measured, keeps them together too (every CPU
+        // busy, a partner is woken on its waker's CPU): no gain predicted, nothing pinned
+        let topo = two_cpus();
+        let m = measured();
+        let many = plan(&pipe_pairs(16, 1024, 2000), &topo, &m, Options::default());
+        assert_eq!(many.decision.choice, Choice::Linux, "{:?}", many.decision);
+        assert!(many.decision.pinned == 32, "{:?}", many.decision);
+        // one pair: Linux splits it over the two CPUs; together it is faster: placed
+        let one = plan(&pipe_pairs(1, 1024, 2000), &topo, &m, Options::default());
+        assert_eq!(one.decision.choice, Choice::Placement, "{:?}", one.decision);
+        // two pairs, which Linux stacked on one CPU here: a pair on each CPU is placed
+        let two = plan(&pipe_pairs(2, 1024, 2000), &topo, &m, Options::default());
+        assert_eq!(two.decision.choice, Choice::Placement, "{:?}", two.decision);
+    }
+
+    #[test]
+    fn issue_12_a_placement_that_pins_nothing_is_linuxs() {
+        // one process talking to nobody: free, nothing to decide
+        let g = Graph::new(vec![Node::process(7, "sh", 1_000_000)], Vec::new());
+        let o = Options {
+            force: true,
+            ..Options::default()
+        };
+        let plan = plan(&g, &two_cpus(), &model(), o);
+        assert_eq!(plan.decision.choice, Choice::Linux);
+        assert!(!plan.decision.forced && plan.rules().is_empty());
+        assert!((plan.decision.predicted_speedup - 1.0).abs() < 1e-12);
+    }
+}
