@@ -2,12 +2,14 @@
 //! proxy after their arguments have been checked against guest memory.
 
 pub mod check;
+mod code;
 mod cpus;
 mod delegate;
 pub(crate) mod exec;
 mod fdrange;
 mod interrupt;
 pub mod layout;
+mod linux_exec;
 mod local;
 mod maps;
 mod netdev;
