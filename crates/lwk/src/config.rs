@@ -51,7 +51,16 @@ pub struct Config {
     /// Reserve the LWK's CPUs (an isolated cpuset partition for the run) and its memory (the
     /// window locked and pre-faulted): IHK's `reserve cpu`/`reserve mem` (`reserve.rs`).
     pub reserve: bool,
+    /// Programs (file names, or absolute paths) that an execve in the guest runs on Linux, outside
+    /// the LWK, as a Linux process with the guest's pid, fds, mask and ignored signals
+    /// (`syscall/linux_exec.rs`). Default [`LINUX_EXEC`]: the MPI runtime's daemons.
+    pub linux_exec: Vec<String>,
 }
+
+/// The programs an execve runs on Linux by default: the MPI runtime's daemons, which stay on
+/// Linux under `mpirun` too (an Open MPI singleton's MPI_Init forks and execs `orted`; Open MPI
+/// 5's is `prted`).
+pub const LINUX_EXEC: &[&str] = &["orted", "prted"];
 
 impl Config {
     /// Runs `program` with `args` and the current environment, default settings.
@@ -84,6 +93,7 @@ impl Config {
             overrides: None,
             prefault: false,
             reserve: false,
+            linux_exec: LINUX_EXEC.iter().map(|s| s.to_string()).collect(),
             spin_budget: 1_000,
             quiet: false,
             rewrite_syscalls: true,

@@ -157,6 +157,8 @@ pub struct Kernel {
     pub(crate) cputime: crate::cputime::Collector,
     /// In a vfork child until it execs or exits: what it hands back to its parent (`vfork.rs`).
     pub(crate) vfork: Mutex<Option<crate::vfork::Release>>,
+    /// Programs an execve runs on Linux, outside the LWK (`syscall/linux_exec.rs`).
+    pub(crate) linux_exec: Vec<String>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -206,6 +208,7 @@ impl Kernel {
             doorbell_calls: crate::costs::PerCall::default(),
             cputime: crate::cputime::Collector::default(),
             vfork: Mutex::new(None),
+            linux_exec: Vec::new(),
             threads: Mutex::new(vec![ThreadInfo {
                 tid: std::process::id() as i32,
                 clear_child_tid: None,
@@ -219,6 +222,11 @@ impl Kernel {
             cpus: crate::sys::affinity_list(),
             pin: false,
         }
+    }
+
+    /// The programs an execve runs on Linux instead of in the LWK (`Config::linux_exec`).
+    pub fn set_linux_exec(&mut self, programs: Vec<String>) {
+        self.linux_exec = programs;
     }
 
     /// Backs anonymous writable mappings with host pages when they are made (`--prefault`).

@@ -46,7 +46,7 @@ pub mod vm;
 pub mod vmas;
 pub mod winslots;
 
-pub use config::{default_partition, Backend, Config};
+pub use config::{default_partition, Backend, Config, LINUX_EXEC};
 pub use fds::floor as fd_floor;
 pub use kernel::ExitStatus;
 pub use outcome::{Fault, LwkError, Outcome};

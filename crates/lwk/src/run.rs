@@ -19,6 +19,9 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     // The fd table grows to the VMM's fd range now, before the first VMM thread exists (see
     // `fds::grow_table`: later, with threads, the growth waits for an RCU grace period).
     crate::fds::floor();
+    // What a program the guest execs on Linux runs on: the VMM's CPUs before any pinning.
+    crate::sys::remember_start_affinity();
+    crate::sys::remember_glibc_signals();
     // A reservation a killed multios left behind is given back first (issue #14).
     for swept in crate::reserve::sweep_stale() {
         eprintln!("multios lwk: {swept}");
@@ -91,6 +94,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     }
     kernel.set_cpus(cfg.cpus.clone(), !cfg.cpus.is_empty());
     kernel.set_prefault(cfg.prefault);
+    kernel.set_linux_exec(cfg.linux_exec.clone());
     if let Some(r) = &reserved {
         kernel.note(format!(
             "{}; {} MiB of guest memory locked and pre-faulted",

@@ -100,6 +100,12 @@ struct RunArgs {
     /// bound to it) and the --mem-mib window locked and pre-faulted; given back at the end. Root
     #[arg(long)]
     reserve: bool,
+    /// Programs that an execve in the guest runs on Linux, outside the LWK, as a Linux process
+    /// with the guest's pid and open files (file names or absolute paths, comma-separated; `none`:
+    /// every program stays in the LWK). Default: orted,prted — the MPI runtime's daemons, which
+    /// stay on Linux under mpirun too (an MPI program started alone execs orted)
+    #[arg(long, value_name = "LIST")]
+    linux_exec: Option<String>,
     /// argv[0] of the program (default: PROG as given); packed executables pass the packed
     /// program's name
     #[arg(long, hide = true, value_name = "NAME")]
@@ -155,6 +161,9 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
     cfg.trace = a.trace.clone();
     cfg.prefault = a.prefault;
     cfg.reserve = a.reserve;
+    if let Some(list) = &a.linux_exec {
+        cfg.linux_exec = linux_exec_list(list);
+    }
     if let (Some(name), Some(first)) = (&a.argv0, cfg.argv.first_mut()) {
         *first = name.into();
     }
@@ -320,4 +329,16 @@ fn run_fc(a: FcArgs, out: &Out) -> super::Exit {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--linux-exec LIST`: the programs named (empty names dropped), none for `none`.
+fn linux_exec_list(list: &str) -> Vec<String> {
+    if list.trim() == "none" {
+        return Vec::new();
+    }
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
 }

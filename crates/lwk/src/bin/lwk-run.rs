@@ -17,7 +17,7 @@
 //! `LWK_BACKEND=exit` selects the doorbell-only backend; `LWK_NO_REWRITE=1` turns off the
 //! rewriting of syscall sites (on by default); `LWK_CPUS=1,2` sets the LWK partition (a CPU list,
 //! e.g. 1-2); `LWK_TRACE=FILE` writes a forwarded-event trace; `LWK_MEM_MIB=N` sizes the window; `LWK_RESERVE=1` reserves the CPUs and memory; `LWK_OVERRIDES=FILE` applies
-//! function overrides; `LWK_VERBOSE=1` prints a summary. `lwk-run --fc N` times N calls per mechanism
+//! function overrides; `LWK_LINUX_EXEC=LIST` names the programs an execve runs on Linux (`none`); `LWK_VERBOSE=1` prints a summary. `lwk-run --fc N` times N calls per mechanism
 //! (the same measurement as `multios lwk fc`, without the CLI).
 
 fn main() {
@@ -74,6 +74,14 @@ fn main() {
         }
     }
     cfg.reserve = std::env::var_os("LWK_RESERVE").is_some();
+    if let Ok(list) = std::env::var("LWK_LINUX_EXEC") {
+        // Programs an execve runs on Linux (`multios lwk run --linux-exec`); `none`: none.
+        cfg.linux_exec = list
+            .split(',')
+            .filter(|s| !s.is_empty() && *s != "none")
+            .map(str::to_string)
+            .collect();
+    }
     if std::env::var("LWK_BACKEND").is_ok_and(|b| b == "exit") {
         cfg.backend = multios_lwk::Backend::Exit;
     }
@@ -90,6 +98,11 @@ fn main() {
                     o.rewritten
                 );
                 eprintln!("lwk: {}", o.trap_note());
+                eprintln!(
+                    "lwk: {} host page faults, {} shadow page faults",
+                    o.costs.host_faults,
+                    o.costs.kvm.get("pf_fixed").copied().unwrap_or(0)
+                );
             }
             o.die_if_signaled();
             std::process::exit(o.code());

@@ -138,3 +138,20 @@ pub fn is_symlink(fd: i32) -> bool {
         libc::fstat(fd, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFLNK
     }
 }
+
+/// True when a read of `fd` returns without waiting for another party: the file is O_NONBLOCK,
+/// or a regular file, block device or directory (their reads wait for the disk at most).
+pub fn never_waits(fd: i32) -> bool {
+    // SAFETY: F_GETFL takes and returns plain integers.
+    let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if fl >= 0 && fl & libc::O_NONBLOCK != 0 {
+        return true;
+    }
+    // SAFETY: `st` is a zeroed, writable stat that fstat fills; nothing else is touched.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        fl >= 0
+            && libc::fstat(fd, &mut st) == 0
+            && [libc::S_IFREG, libc::S_IFBLK, libc::S_IFDIR].contains(&(st.st_mode & libc::S_IFMT))
+    }
+}

@@ -110,3 +110,117 @@ pub fn rusage_self() -> io::Result<libc::rusage> {
     }
     Ok(ru)
 }
+
+/// The kernel's `struct sigaction` (what rt_sigaction reads and writes on x86-64).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct KernelSigaction {
+    handler: usize,
+    flags: u64,
+    restorer: usize,
+    mask: u64,
+}
+
+/// Exchanges host signal `sig`'s disposition for `new` (raw rt_sigaction: glibc refuses its own
+/// internal signals 32 and 33); returns the old one, None when the kernel refuses.
+fn swap_disposition(sig: i32, new: &KernelSigaction) -> Option<KernelSigaction> {
+    let mut old = KernelSigaction::default();
+    // SAFETY: both pointers are to live kernel-layout sigaction structs we own; the sigset size is
+    // the kernel's (8 bytes on x86-64).
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigaction,
+            sig,
+            new as *const _,
+            &mut old as *mut _,
+            8,
+        )
+    };
+    (r == 0).then_some(old)
+}
+
+/// Sets the calling thread's signal mask to `mask` (bit s-1: signal s) exactly, glibc's internal
+/// signals included; returns the old one.
+fn swap_mask(mask: u64) -> u64 {
+    let mut old = 0u64;
+    // SAFETY: both pointers are to u64s we own, the kernel's 8-byte sigset.
+    unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK,
+            &mask as *const u64,
+            &mut old as *mut u64,
+            8,
+        )
+    };
+    old
+}
+
+/// execve(2) of the VMM process itself (issue #15: a guest's exec of a program that runs on
+/// Linux, outside the LWK). Before it, what the program must inherit as a process on Linux would:
+/// every fd from `fd_floor` up (the VMM's own) becomes close-on-exec, the calling thread's signal
+/// mask becomes `mask` and every catchable signal's disposition SIG_IGN where `ignored` has its bit
+/// (bit s-1 for signal s), SIG_DFL elsewhere, and the thread runs on `affinity`. The guest's fds
+/// below the floor are the host's own and keep their flags. Returns only when execve failed, with
+/// its errno, the mask, dispositions and affinity as they were.
+pub fn exec_on_host(
+    path: &std::ffi::CStr,
+    argv: &[std::ffi::CString],
+    envp: &[std::ffi::CString],
+    mask: u64,
+    ignored: u64,
+    affinity: Option<&libc::cpu_set_t>,
+    fd_floor: i32,
+) -> i32 {
+    let list = |v: &[std::ffi::CString]| -> Vec<*const libc::c_char> {
+        v.iter()
+            .map(|s| s.as_ptr())
+            .chain(std::iter::once(std::ptr::null()))
+            .collect()
+    };
+    let (argv, envp) = (list(argv), list(envp));
+    // SAFETY: close_range only changes descriptor flags (CLOSE_RANGE_CLOEXEC closes nothing).
+    unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            fd_floor as u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    let old_affinity = super::thread::affinity();
+    if let Some(a) = affinity {
+        super::thread::set_affinity(a);
+    }
+    let mut old = Vec::new();
+    for sig in 1..=64 {
+        if sig == libc::SIGKILL || sig == libc::SIGSTOP {
+            continue;
+        }
+        let handler = if ignored & (1 << (sig - 1)) != 0 {
+            libc::SIG_IGN
+        } else {
+            libc::SIG_DFL
+        };
+        let new = KernelSigaction {
+            handler,
+            ..Default::default()
+        };
+        if let Some(o) = swap_disposition(sig, &new) {
+            old.push((sig, o));
+        }
+    }
+    let old_mask = swap_mask(mask);
+    // SAFETY: `path`, `argv` and `envp` are NUL-terminated strings and NULL-terminated arrays of
+    // them that live across the call; execve returns only on failure.
+    unsafe { libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr()) };
+    let e = io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOEXEC);
+    swap_mask(old_mask);
+    for (sig, o) in old {
+        swap_disposition(sig, &o);
+    }
+    if let Some(a) = &old_affinity {
+        super::thread::set_affinity(a);
+    }
+    e
+}

@@ -192,3 +192,39 @@ pub fn wait_readable(a: i32, b: i32) -> bool {
     let r = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
     r >= 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
 }
+
+/// glibc's own signals 32 and 33 that the VMM inherited ignored (bit s-1), recorded by
+/// [`remember_glibc_signals`] before glibc in the VMM may install its handlers.
+static GLIBC_IGNORED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+
+/// Records which of glibc's signals 32 and 33 the VMM inherited ignored: a guest cannot change
+/// them, so a program it execs on Linux inherits them as a native one would (`exec_on_host`).
+pub fn remember_glibc_signals() {
+    GLIBC_IGNORED.get_or_init(|| {
+        // Raw rt_sigaction: glibc's sigaction refuses these two.
+        [32, 33].iter().fold(0u64, |m, &sig| {
+            let mut old = [0usize; 4];
+            // SAFETY: a null new action only reads the disposition into `old`, a buffer of the
+            // kernel's sigaction size (handler, flags, restorer, 8-byte mask).
+            let r = unsafe {
+                libc::syscall(
+                    libc::SYS_rt_sigaction,
+                    sig,
+                    std::ptr::null::<u8>(),
+                    old.as_mut_ptr(),
+                    8,
+                )
+            };
+            if r == 0 && old[0] == libc::SIG_IGN {
+                m | (1 << (sig - 1))
+            } else {
+                m
+            }
+        })
+    });
+}
+
+/// The set recorded by [`remember_glibc_signals`].
+pub fn glibc_signals_ignored() -> u64 {
+    GLIBC_IGNORED.get().copied().unwrap_or(0)
+}

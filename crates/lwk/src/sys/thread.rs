@@ -82,3 +82,17 @@ pub fn kick_tid(tid: i32) {
     // SAFETY: tgkill only sends a signal; a stale tid is an ESRCH error, ignored.
     unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, libc::SIGUSR2) };
 }
+
+/// The VMM's CPU affinity before any of its threads was pinned (`remember_start_affinity`).
+static START_AFFINITY: std::sync::OnceLock<Option<libc::cpu_set_t>> = std::sync::OnceLock::new();
+
+/// Records the calling thread's affinity as the run's start affinity (once, before the vCPU
+/// threads are pinned): what a program the guest execs on Linux runs on (`exec_on_host`).
+pub fn remember_start_affinity() {
+    START_AFFINITY.get_or_init(affinity);
+}
+
+/// The affinity recorded by [`remember_start_affinity`].
+pub fn start_affinity() -> Option<libc::cpu_set_t> {
+    START_AFFINITY.get().copied().flatten()
+}

@@ -102,6 +102,10 @@ impl Kernel {
         if !script::is_elf(&prog) {
             return errno(libc::ENOEXEC);
         }
+        if self.runs_on_linux(&prog) {
+            // The MPI runtime's daemons run on Linux (`linux_exec.rs`).
+            return self.exec_on_linux(cpu, &prog, &argv, &envp);
+        }
 
         // The point of no return: the old image goes.
         // A vfork parent gets what the child wrote for it, and goes on (`vfork.rs`).

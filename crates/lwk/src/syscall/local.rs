@@ -371,6 +371,8 @@ impl Kernel {
         }
         if !anon && prot & PROT_EXEC == 0 && self.map_private_file(addr, len, fd, off) {
             // The host's copy-on-write mapping of the file (`shared.rs`).
+        } else if !anon && prot & PROT_EXEC != 0 && self.map_code(addr, len, fd, off) {
+            // Code: the host's copy-on-write mapping too, rewritten in place (issue #15).
         } else if !anon {
             // A private copy of the file: pread into the (zeroed) range, the tail stays zero.
             // Executable mappings are copies: the LWK rewrites their syscall sites.

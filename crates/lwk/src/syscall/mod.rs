@@ -2,12 +2,14 @@
 //! proxy after their arguments have been checked against guest memory.
 
 pub mod check;
+mod code;
 mod cpus;
 mod delegate;
 pub(crate) mod exec;
 mod fdrange;
 mod interrupt;
 pub mod layout;
+mod linux_exec;
 mod local;
 mod maps;
 mod netdev;
@@ -52,6 +54,7 @@ impl Kernel {
         let reply = if matches!(ctx, Ctx::Proxy)
             && self.live_threads.load(std::sync::atomic::Ordering::Acquire) > 1
             && may_block(nr, &a)
+            && !self.returns_at_once(nr, &a)
         {
             // With several threads a blocking call must not hold the one proxy: its own vCPU
             // thread performs it (McKernel's per-thread proxy, in effect).
@@ -182,6 +185,36 @@ impl Kernel {
 /// the guest thread's vCPU thread must make them.
 fn per_thread(nr: u64) -> bool {
     [libc::SYS_set_mempolicy, libc::SYS_get_mempolicy].contains(&(nr as i64))
+}
+
+impl Kernel {
+    /// Calls of the kinds [`may_block`] names that return at once here, which the proxy may serve
+    /// with several threads running (issue #15: each would otherwise take the doorbell exit,
+    /// ≈ 25–30 µs; an Open MPI start-up's progress threads read O_NONBLOCK eventfds and sockets,
+    /// and dlopen reads ELF headers from files): a read, receive, accept or connect on a
+    /// descriptor that never waits (O_NONBLOCK, a regular file, a block device, a directory) or
+    /// with MSG_DONTWAIT; poll and epoll_wait with a zero timeout; wait4/waitid with WNOHANG;
+    /// flock with LOCK_NB. Another thread that clears O_NONBLOCK meanwhile makes the proxy wait
+    /// in the call: the other threads' calls then take the doorbell until it returns.
+    #[allow(non_upper_case_globals)] // libc names the SYS_ constants in lower case
+    fn returns_at_once(&self, nr: u64, a: &[u64; 6]) -> bool {
+        use libc::*;
+        let quick_fd = |fd: u64| {
+            let fd = fd as i32;
+            (0..self.fd_floor).contains(&fd) && crate::sys::never_waits(fd)
+        };
+        match nr as i64 {
+            SYS_read | SYS_readv | SYS_accept | SYS_accept4 | SYS_connect => quick_fd(a[0]),
+            SYS_recvfrom => a[3] as i32 & MSG_DONTWAIT != 0 || quick_fd(a[0]),
+            SYS_recvmsg => a[2] as i32 & MSG_DONTWAIT != 0 || quick_fd(a[0]),
+            SYS_poll => a[2] as i32 == 0,
+            SYS_epoll_wait | SYS_epoll_pwait => a[3] as i32 == 0,
+            SYS_wait4 => a[2] as i32 & WNOHANG != 0,
+            SYS_waitid => a[3] as i32 & WNOHANG != 0,
+            SYS_flock => a[1] as i32 & LOCK_NB != 0,
+            _ => false,
+        }
+    }
 }
 
 /// Calls that may block for a long time (they must not occupy the shared proxy).
