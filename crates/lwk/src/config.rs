@@ -51,6 +51,11 @@ pub struct Config {
     /// Reserve the LWK's CPUs (an isolated cpuset partition for the run) and its memory (the
     /// window locked and pre-faulted): IHK's `reserve cpu`/`reserve mem` (`reserve.rs`).
     pub reserve: bool,
+    /// Transparent huge pages behind the guest's memory (`--huge-pages`): fewer faults and shadow
+    /// entries where the host's free 2 MiB blocks are in use already, but on a VM whose host
+    /// reclaims free memory each one is faulted in below, 4 KiB at a time (`memory.rs`,
+    /// `set_huge_pages`). Off by default.
+    pub huge_pages: bool,
 }
 
 impl Config {
@@ -84,6 +89,7 @@ impl Config {
             overrides: None,
             prefault: false,
             reserve: false,
+            huge_pages: false,
             spin_budget: 1_000,
             quiet: false,
             rewrite_syscalls: true,
