@@ -54,7 +54,9 @@ pub struct Config {
     /// Transparent huge pages behind the guest's memory (`--huge-pages`): fewer faults and shadow
     /// entries where the host's free 2 MiB blocks are in use already, but on a VM whose host
     /// reclaims free memory each one is faulted in below, 4 KiB at a time (`memory.rs`,
-    /// `set_huge_pages`). Off by default.
+    /// `set_huge_pages`). Off by default; `MULTIOS_LWK_HUGE_PAGES=1` turns it on for every run
+    /// (to measure the two side by side through commands that start `lwk run` themselves, such
+    /// as `bench multiverse`).
     pub huge_pages: bool,
 }
 
@@ -89,7 +91,7 @@ impl Config {
             overrides: None,
             prefault: false,
             reserve: false,
-            huge_pages: false,
+            huge_pages: std::env::var_os("MULTIOS_LWK_HUGE_PAGES").is_some_and(|v| v == "1"),
             spin_budget: 1_000,
             quiet: false,
             rewrite_syscalls: true,

@@ -159,7 +159,7 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
     cfg.proxy_idle_spin = std::time::Duration::from_micros(a.proxy_idle_us);
     cfg.trace = a.trace.clone();
     cfg.prefault = a.prefault;
-    cfg.huge_pages = a.huge_pages;
+    cfg.huge_pages |= a.huge_pages;
     cfg.reserve = a.reserve;
     if let (Some(name), Some(first)) = (&a.argv0, cfg.argv.first_mut()) {
         *first = name.into();
