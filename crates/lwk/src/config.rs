@@ -55,6 +55,13 @@ pub struct Config {
     /// the LWK, as a Linux process with the guest's pid, fds, mask and ignored signals
     /// (`syscall/linux_exec.rs`). Default [`LINUX_EXEC`]: the MPI runtime's daemons.
     pub linux_exec: Vec<String>,
+    /// Transparent huge pages behind the guest's memory (`--huge-pages`): fewer faults and shadow
+    /// entries where the host's free 2 MiB blocks are in use already, but on a VM whose host
+    /// reclaims free memory each one is faulted in below, 4 KiB at a time (`memory.rs`,
+    /// `set_huge_pages`). Off by default; `MULTIOS_LWK_HUGE_PAGES=1` turns it on for every run
+    /// (to measure the two side by side through commands that start `lwk run` themselves, such
+    /// as `bench multiverse`).
+    pub huge_pages: bool,
 }
 
 /// The programs an execve runs on Linux by default: the MPI runtime's daemons, which stay on
@@ -94,6 +101,7 @@ impl Config {
             prefault: false,
             reserve: false,
             linux_exec: LINUX_EXEC.iter().map(|s| s.to_string()).collect(),
+            huge_pages: std::env::var_os("MULTIOS_LWK_HUGE_PAGES").is_some_and(|v| v == "1"),
             spin_budget: 1_000,
             quiet: false,
             rewrite_syscalls: true,

@@ -63,6 +63,9 @@ pub struct ProxyTime {
     /// Times it parked, and times a doorbell woke it.
     pub parks: u64,
     pub wakes: u64,
+    /// The longest it polled after a call before parking (`idlespin.rs`: grown by doorbells that
+    /// came soon after a park).
+    pub idle_peak: Duration,
     /// Its scheduler times over its life.
     pub sched: Sched,
 }
@@ -84,6 +87,9 @@ pub struct Threads {
     pub proxy_parked_s: f64,
     pub proxy_parks: u64,
     pub proxy_wakes: u64,
+    /// The longest the proxy polled after a call before parking (`--proxy-idle-us`, grown up to
+    /// 10 ms while the guest's calls came soon after parks).
+    pub proxy_idle_peak_s: f64,
 }
 
 /// Collects the times of a run's threads as they end.
@@ -109,6 +115,7 @@ impl Collector {
         t.proxy_parked_s += p.parked.as_secs_f64();
         t.proxy_parks += p.parks;
         t.proxy_wakes += p.wakes;
+        t.proxy_idle_peak_s = t.proxy_idle_peak_s.max(p.idle_peak.as_secs_f64());
     }
 
     pub fn snapshot(&self) -> Threads {
@@ -158,6 +165,7 @@ mod tests {
             parked: Duration::from_millis(500),
             parks: 7,
             wakes: 5,
+            idle_peak: Duration::from_millis(4),
             sched: s,
         });
         let t = c.snapshot();
@@ -166,5 +174,6 @@ mod tests {
             (t.proxy_poll_s, t.proxy_parked_s, t.proxy_parks, t.proxy_wakes),
             (1.5, 0.5, 7, 5)
         );
+        assert_eq!(t.proxy_idle_peak_s, 0.004);
     }
 }

@@ -14,6 +14,7 @@ pub mod costs;
 pub mod cputime;
 pub mod fc;
 pub mod fds;
+pub mod idlespin;
 pub(crate) mod iouring;
 pub mod kernel;
 pub mod loader;

@@ -158,6 +158,8 @@ pub struct GuestMemory {
     pub shadow: crate::shadow::Shadow,
     /// The memslots of the thunk page and the window, made as they are used (`winslots.rs`).
     pub slots: crate::winslots::WindowSlots,
+    /// Transparent huge pages behind the window (`set_huge_pages`).
+    huge: std::sync::atomic::AtomicBool,
 }
 
 pub const PTE_P: u64 = 1;
@@ -195,6 +197,7 @@ impl GuestMemory {
             pt_pool,
             shadow: crate::shadow::Shadow::default(),
             slots: crate::winslots::WindowSlots::new(THUNK_BASE, APP_BASE + app_size),
+            huge: std::sync::atomic::AtomicBool::new(false),
         };
         mem.write_page_tables();
         Ok(mem)
@@ -223,6 +226,7 @@ impl GuestMemory {
             pt_pool: Region::map(PT_POOL_BASE, pt_pool_len, rw)?,
             shadow: crate::shadow::Shadow::default(),
             slots: crate::winslots::WindowSlots::new(THUNK_BASE, THUNK_BASE),
+            huge: std::sync::atomic::AtomicBool::new(false),
         };
         mem.write_lwk_tables();
         Ok(mem)
@@ -280,11 +284,30 @@ impl GuestMemory {
         }
     }
 
-    /// Asks for transparent huge pages behind the guest's 2 MiB pages from now on (best effort).
+    /// Asks for transparent huge pages behind the guest's 2 MiB pages from now on (best effort),
+    /// or, with `on` false, for 4 KiB pages even where the host's THP setting is `always`.
     /// Called after the program is loaded: a huge-page fault may compact memory synchronously
     /// (milliseconds), which the few pages touched at load time need not pay.
-    pub fn enable_huge_pages(&self) {
-        let _ = sys::madvise(self.app.base, self.app.len as usize, libc::MADV_HUGEPAGE);
+    ///
+    /// Off by default (issue #13): a huge page is a free 2 MiB block of the host, and on a VM
+    /// whose host takes free blocks back (free page reporting, as on this machine) such a block
+    /// must be faulted in by the hypervisor below, 4 KiB at a time, when it is first cleared:
+    /// 0.19 ms per 2 MiB when it was recently used, 5.2 ms when it was given back, against
+    /// 1.1 ms for 512 pages of 4 KiB (`docs/BENCHMARKS.md`). Racket's runs cleared 53 of them, for
+    /// 13–277 ms of the vCPU's time a run, where natively the same memory costs ≈ 9 ms.
+    pub fn set_huge_pages(&self, on: bool) {
+        self.huge.store(on, std::sync::atomic::Ordering::Relaxed);
+        let advice = if on {
+            libc::MADV_HUGEPAGE
+        } else {
+            libc::MADV_NOHUGEPAGE
+        };
+        let _ = sys::madvise(self.app.base, self.app.len as usize, advice);
+    }
+
+    /// True when the window asks for transparent huge pages (`set_huge_pages`).
+    pub fn huge_pages(&self) -> bool {
+        self.huge.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The guest's CR3.

@@ -9,7 +9,9 @@
 //! again: the doorbell's waker leaves it at 1, because a woken proxy takes a while to run (a
 //! wake-up on the other CPU; much longer on a loaded machine), and the calls that follow the
 //! first one in a burst (a runtime's clock read, poll, write) each spun their whole budget for it
-//! and then rang anyway (`bench multiverse`, the proxy wake-up term; docs/LWK.md).
+//! and then rang anyway (`bench multiverse`, the proxy wake-up term; docs/LWK.md). How long it
+//! polls before parking starts at `--proxy-idle-us` and grows while the guest's calls come soon
+//! after its parks (`idlespin.rs`): a runtime that calls every 2 ms no longer parks it each time.
 
 use crate::kernel::{Ctx, Kernel, Reply};
 use crate::slot::{claim, reply, request, state_of};
@@ -119,9 +121,11 @@ fn serve_loop(
 ) {
     let mut last = Instant::now();
     let mut polls = 0u32;
+    let mut idle = crate::idlespin::IdleSpin::new(idle_spin);
     // Its polling and parking, for `costs.threads` (`cputime.rs`).
     let (born, sched0) = (last, crate::cputime::Sched::this_thread());
     let (mut parked, mut parks, mut wakes) = (Duration::ZERO, 0u64, 0u64);
+    let mut idle_peak = idle.current();
     while !stop.load(Ordering::Acquire) {
         let mut served = false;
         for cpu in 0..nslots.load(Ordering::Acquire) {
@@ -150,7 +154,7 @@ fn serve_loop(
         }
         // Spin while calls are coming; once idle, park until a doorbell unparks us.
         polls = polls.wrapping_add(1);
-        if !polls.is_multiple_of(64) || last.elapsed() < idle_spin {
+        if !polls.is_multiple_of(64) || last.elapsed() < idle.current() {
             std::hint::spin_loop();
         } else {
             let n = nslots.load(Ordering::Acquire);
@@ -170,6 +174,10 @@ fn serve_loop(
             set_budgets(kernel, n, budget);
             let rung = woken.swap(false, Ordering::AcqRel);
             wakes += u64::from(rung);
+            if !pending {
+                idle.park_ended(rung, last.elapsed());
+                idle_peak = idle_peak.max(idle.current());
+            }
             if rung || pending {
                 // A doorbell: the guest is making calls again, spin for the ones that follow.
                 last = Instant::now();
@@ -181,6 +189,7 @@ fn serve_loop(
         parked,
         parks,
         wakes,
+        idle_peak,
         sched: crate::cputime::Sched::this_thread().since(sched0),
     });
 }

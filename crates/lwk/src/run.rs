@@ -80,7 +80,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     )?;
     let (entry_rip, rsp, rewritten) = (loaded.entry, loaded.rsp, loaded.rewritten);
     phases.extend(&loaded.phases);
-    mem.enable_huge_pages();
+    mem.set_huge_pages(cfg.huge_pages);
     let mut kernel = Kernel::new(
         mem.clone(),
         loaded.mm,

@@ -95,6 +95,11 @@ struct RunArgs {
     /// one fault per first touch (Multiverse's prefault; costs memory for pages never touched)
     #[arg(long)]
     prefault: bool,
+    /// Ask for transparent huge pages behind the guest's memory (off by default: on a VM whose
+    /// host reclaims free memory, as this one, a fresh 2 MiB page costs the guest up to 5 ms to
+    /// fault in; see docs/LWK.md)
+    #[arg(long)]
+    huge_pages: bool,
     /// Reserve the LWK's CPUs and memory for the run (IHK's reserve cpu/mem): an isolated cpuset
     /// partition (no other task there, no load balancing; cgroup v2, or cgroup v1 where cpuset is
     /// bound to it) and the --mem-mib window locked and pre-faulted; given back at the end. Root
@@ -160,6 +165,7 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
     cfg.proxy_idle_spin = std::time::Duration::from_micros(a.proxy_idle_us);
     cfg.trace = a.trace.clone();
     cfg.prefault = a.prefault;
+    cfg.huge_pages |= a.huge_pages;
     cfg.reserve = a.reserve;
     if let Some(list) = &a.linux_exec {
         cfg.linux_exec = linux_exec_list(list);

@@ -209,12 +209,18 @@ pub fn protect(addr: u64, len: u64, prot: i32) -> io::Result<()> {
     Ok(())
 }
 
-/// Puts fresh private anonymous memory (huge pages allowed) back over `[addr, addr+len)` of the
-/// guest window, after a shared file mapping there ends.
-pub fn map_anonymous(addr: u64, len: u64) -> io::Result<()> {
+/// Puts fresh private anonymous memory back over `[addr, addr+len)` of the guest window, after a
+/// shared file mapping there ends; `huge`: transparent huge pages asked for, as for the rest of
+/// the window (`GuestMemory::set_huge_pages`), else 4 KiB pages.
+pub fn map_anonymous(addr: u64, len: u64, huge: bool) -> io::Result<()> {
     let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE;
     map_over(addr, len, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0)?;
-    let _ = madvise(addr, len as usize, libc::MADV_HUGEPAGE);
+    let advice = if huge {
+        libc::MADV_HUGEPAGE
+    } else {
+        libc::MADV_NOHUGEPAGE
+    };
+    let _ = madvise(addr, len as usize, advice);
     Ok(())
 }
 

@@ -32,7 +32,8 @@ impl Kernel {
         let end = addr.saturating_add(len.div_ceil(PAGE) * PAGE);
         let mut shared = lock(&self.space.shared);
         for (s, e) in shared.intersections(addr, end) {
-            sys::map_anonymous(s, e - s).map_err(|e| -(e.raw_os_error().unwrap_or(libc::ENOMEM) as i64))?;
+            sys::map_anonymous(s, e - s, self.mem.huge_pages())
+                .map_err(|e| -(e.raw_os_error().unwrap_or(libc::ENOMEM) as i64))?;
         }
         shared.remove(addr, end);
         // SysV attachments inside the range are gone with it (munmap detaches, as in Linux).
@@ -81,7 +82,7 @@ impl Kernel {
             }
             Err(e) => {
                 // Whatever the host refused, the range must hold ordinary memory again.
-                let _ = sys::map_anonymous(addr, len);
+                let _ = sys::map_anonymous(addr, len, self.mem.huge_pages());
                 Reply::Ret(-(e.raw_os_error().unwrap_or(libc::ENOMEM) as i64))
             }
         }
@@ -175,7 +176,7 @@ impl Kernel {
         }
         if new != old {
             // The range the mapping left holds ordinary (free) memory again.
-            let _ = sys::map_anonymous(old, old_len);
+            let _ = sys::map_anonymous(old, old_len, self.mem.huge_pages());
         }
         self.note_remap(old, old_len, new, new_len);
         self.sync_protections(old, old + old_len);
@@ -239,7 +240,7 @@ impl Kernel {
             shared.remove(old, old + old_len);
             shared.insert(new, new + new_len);
             drop(shared);
-            let _ = sys::map_anonymous(old, old_len);
+            let _ = sys::map_anonymous(old, old_len, self.mem.huge_pages());
         } else {
             let mut buf = vec![0u8; 1 << 20];
             let mut done = 0;
