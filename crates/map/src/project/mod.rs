@@ -546,12 +546,11 @@ mod tests {
         assert!(t < 101.0 * 8100.0 && t > 101.0 * 8000.0, "{t}");
     }
 
-    #[test]
-    fn issue_12_pairs_left_to_linux_cost_what_linux_took_here_at_most_the_busy_cpu_time() {
-        let two = Topology::synthetic("pack:1 core:2").expect("topology");
+    /// [`curved`] with Linux's placement of 1, 2, 6 and 12 pairs measured on 2 CPUs: a lone pair
+    /// split (90 µs per exchange, dear), many kept together.
+    fn with_linux() -> HopModel {
         let mut m = curved();
         let mut c = m.curves.expect("curves");
-        // Linux's placement of 1, 2, 6 and 12 pairs: a lone pair split (dear), many kept together
         c.linux = Some([
             [90000.0; POINTS],
             [9000.0; POINTS],
@@ -560,6 +559,13 @@ mod tests {
         ]);
         c.linux_cpus = 2;
         m.curves = Some(c);
+        m
+    }
+
+    #[test]
+    fn issue_12_pairs_left_to_linux_cost_what_linux_took_here_at_most_the_busy_cpu_time() {
+        let two = Topology::synthetic("pack:1 core:2").expect("topology");
+        let m = with_linux();
         let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
         let size = 8192.0;
         // a lone free pair: Linux's measured 90 µs per exchange × 2 CPUs is more than its CPU
@@ -610,17 +616,7 @@ mod tests {
     #[test]
     fn issue_12_a_recorded_cpu_time_loses_what_linuxs_placement_of_its_pairs_took() {
         let two = Topology::synthetic("pack:1 core:2").expect("topology");
-        let mut m = curved();
-        let mut c = m.curves.expect("curves");
-        // Linux split a lone pair (90 µs per exchange) and kept 2–12 pairs together
-        c.linux = Some([
-            [90000.0; POINTS],
-            [9000.0; POINTS],
-            [5000.0; POINTS],
-            [4500.0; POINTS],
-        ]);
-        c.linux_cpus = 2;
-        m.curves = Some(c);
+        let m = with_linux();
         let mut w = pairs_of(1, 100.0, 8192.0, &m.cost);
         // recorded under Linux's placement: each end's CPU time is half of the pair's CPU time
         // between busy CPUs (the cross-CPU wake-ups), and nothing else
