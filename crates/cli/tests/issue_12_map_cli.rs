@@ -475,3 +475,48 @@ fn issue_12_map_run_keeps_linuxs_placement_when_its_model_predicts_a_loss() {
     assert!(err.contains("--margin"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn issue_12_a_costs_file_without_the_packed_curve_is_named_with_the_fix() {
+    // a calibrated model as `bench map --costs` wrote it before the packed arrangements
+    let d = scratch("packed");
+    let g = graph(&d);
+    let row = |v: f64| format!("[{v}, {v}, {v}, {v}, {v}]");
+    let curves = format!(
+        r#"{{"bytes": [257.0, 2049.0, 8193.0, 32769.0, 61441.0], "together": {}, "alone": {}, "split": {}, "busy": {}}}"#,
+        row(7000.0),
+        row(50000.0),
+        row(25000.0),
+        row(21000.0)
+    );
+    let cost = r#"{"ns_per_event": 10000.0, "ns_per_byte": 0.4, "local_ns_per_event": 3000.0, "local_ns_per_byte": 0.2, "ns_per_idle_wake": 17000.0, "ns_per_shared_page": 100.0}"#;
+    let old = d.join("old.json");
+    std::fs::write(
+        &old,
+        format!(r#"{{"cost": {cost}, "per_hop": 0.5, "ref_hops": 2, "curves": {curves}}}"#),
+    )
+    .expect("write");
+    let old = old.display().to_string();
+    let (code, out, err) = multios(&["map", "place", &g, "--costs", &old]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("map run:"), "{out}");
+    assert!(
+        err.contains(&old) && err.contains("packed") && err.contains("multios bench map --costs"),
+        "{err}"
+    );
+    // with the curve: no warning
+    let new = d.join("new.json");
+    let packed = format!(r#""packed": [{}, {}]"#, row(4000.0), row(5000.0));
+    std::fs::write(
+        &new,
+        format!(
+            r#"{{"cost": {cost}, "per_hop": 0.5, "ref_hops": 2, "curves": {}}}"#,
+            curves.replacen('}', &format!(", {packed}}}"), 1)
+        ),
+    )
+    .expect("write");
+    let (code, _, err) = multios(&["map", "place", &g, "--costs", &new.display().to_string()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("packed"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

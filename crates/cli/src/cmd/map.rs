@@ -102,7 +102,16 @@ impl CostArgs {
     /// scaling from `per_hop` and `ref_hops` either way.
     fn model(&self, per_hop: f64, ref_hops: u32) -> anyhow::Result<HopModel> {
         let mut m = match self.file()? {
-            Some(CostsFile::Model(m)) => *m,
+            Some(CostsFile::Model(m)) => {
+                if m.curves.is_some_and(|c| c.packed.is_none()) {
+                    // written before the calibration measured many pinned pairs (h-map3)
+                    eprintln!(
+                        "warning: --costs {}: no `packed` curve (written by an older `bench map`): pairs pinned on several busy CPUs are priced from the one-CPU crowding × parallel_ipc, which the quiet runs found optimistic; rewrite it with `multios bench map --costs FILE`",
+                        self.costs.as_deref().map(|p| p.display().to_string()).unwrap_or_default()
+                    );
+                }
+                *m
+            }
             Some(CostsFile::Cost(c)) => HopModel::linear(c, per_hop, ref_hops),
             None => HopModel::linear(CostModel::default(), per_hop, ref_hops),
         };

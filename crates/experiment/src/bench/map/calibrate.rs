@@ -17,7 +17,10 @@
 //!   CPUs are kept busy and crowded (the two-pair arrangement still waits for idle CPUs);
 //! - **linux**: 1, 2, 6 and 12 pairs with nothing pinned — what Linux's own placement of pairs
 //!   costs (a lone pair split at every hand-off, many pairs kept together but spread unevenly or
-//!   moved): the model's time of "leave it to Linux", which `map run` compares a placement with.
+//!   moved): the model's time of "leave it to Linux", which `map run` compares a placement with;
+//! - **packed**: 2 and 6 pairs on *each* CPU, each pair's ends together — the placement `map run`
+//!   applies to many pairs, measured as it runs (both CPUs busy, crowded run queues) rather than
+//!   composed from the one-CPU crowding and the one-pair-per-CPU slowdown.
 //!
 //! The largest size, 60 KiB, stays below the pipe's 64 KiB capacity: a longer message fills the
 //! pipe and costs extra hand-offs, a different regime from the rows' sizes (≤ 64 KiB); and close
@@ -31,7 +34,7 @@
 use super::MapBenchError;
 use multios_map::partition::CostModel;
 use multios_map::programs::{parse, IpcRun};
-use multios_map::project::{Curves, CROWD, LINUX, POINTS, SPREAD};
+use multios_map::project::{Curves, CROWD, LINUX, PACKED, POINTS, SPREAD};
 use serde::Serialize;
 use std::path::Path;
 use std::process::Command;
@@ -67,10 +70,14 @@ pub enum Arrangement {
     LinuxTwo,
     LinuxFew,
     LinuxMany,
+    /// `PACKED[0]` pairs on each of the two CPUs, each pair's ends together.
+    PackedFew,
+    /// `PACKED[1]` pairs on each of the two CPUs.
+    PackedMany,
 }
 
 impl Arrangement {
-    pub const ALL: [Arrangement; 16] = [
+    pub const ALL: [Arrangement; 18] = [
         Arrangement::Same,
         Arrangement::Split,
         Arrangement::Alone,
@@ -87,6 +94,8 @@ impl Arrangement {
         Arrangement::LinuxTwo,
         Arrangement::LinuxFew,
         Arrangement::LinuxMany,
+        Arrangement::PackedFew,
+        Arrangement::PackedMany,
     ];
 
     pub fn name(self) -> &'static str {
@@ -107,6 +116,8 @@ impl Arrangement {
             Arrangement::LinuxTwo => "2 pairs, nothing pinned (Linux)",
             Arrangement::LinuxFew => "6 pairs, nothing pinned (Linux)",
             Arrangement::LinuxMany => "12 pairs, nothing pinned (Linux)",
+            Arrangement::PackedFew => "2 pairs on each CPU, each pair together",
+            Arrangement::PackedMany => "6 pairs on each CPU, each pair together",
         }
     }
 
@@ -127,6 +138,8 @@ impl Arrangement {
             Arrangement::LinuxTwo => LINUX[1],
             Arrangement::LinuxFew => LINUX[2],
             Arrangement::LinuxMany => LINUX[3],
+            Arrangement::PackedFew => 2 * PACKED[0],
+            Arrangement::PackedMany => 2 * PACKED[1],
         }
     }
 
@@ -147,6 +160,13 @@ impl Arrangement {
             | Arrangement::LinuxTwo
             | Arrangement::LinuxFew
             | Arrangement::LinuxMany => (2 * self.pairs(), Vec::new()),
+            // pair p on c0 when p is even, on c1 when odd: both ends of each pair on one CPU
+            Arrangement::PackedFew | Arrangement::PackedMany => (
+                2 * self.pairs(),
+                std::iter::repeat_n([c0, c0, c1, c1], self.pairs() / 2)
+                    .flatten()
+                    .collect(),
+            ),
         }
     }
 
@@ -404,6 +424,12 @@ pub fn fit(rounds: &[Round], per_run: u64, cpus: usize) -> Calibration {
                 ])
             })(),
             linux_cpus: cpus,
+            packed: (|| {
+                Some([
+                    curve(Arrangement::PackedFew, false)?,
+                    curve(Arrangement::PackedMany, false)?,
+                ])
+            })(),
         })
     })()
     .map(Curves::monotone);
@@ -475,6 +501,8 @@ mod tests {
             r.push((Arrangement::CrowdMany, s, 1.4 * same, same));
             r.push((Arrangement::SpreadFew, s, 0.4 * split, split));
             r.push((Arrangement::SpreadMany, s, 0.5 * split, split));
+            r.push((Arrangement::PackedFew, s, 0.7 * same, same));
+            r.push((Arrangement::PackedMany, s, 0.8 * same, same));
             for (k, a) in [
                 Arrangement::LinuxOne,
                 Arrangement::LinuxTwo,
@@ -533,6 +561,9 @@ mod tests {
             assert!(close(crowd[1][k], 1.4 * (6000.0 + 0.2 * x)));
             assert!(close(spread[0][k], 0.4 * (18000.0 + 0.5 * x)));
             assert!(close(spread[1][k], 0.5 * (18000.0 + 0.5 * x)));
+            let packed = curves.packed.expect("packed");
+            assert!(close(packed[0][k], 0.7 * (6000.0 + 0.2 * x)));
+            assert!(close(packed[1][k], 0.8 * (6000.0 + 0.2 * x)));
             let linux = curves.linux.expect("linux");
             for (j, curve) in linux.iter().enumerate() {
                 assert!(close(curve[k], (j + 1) as f64 * (6000.0 + 0.2 * x)));

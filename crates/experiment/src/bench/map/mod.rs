@@ -132,6 +132,11 @@ pub struct Verdicts {
     pub matters_rows: usize,
     pub faster_1_3_where_matters: usize,
     pub kept_together: Vec<String>,
+    /// Rows (IPC and programs) where `map run` kept Linux's placement (pinned nothing): both sides
+    /// ran Linux's placement, so their ratio is the run-to-run noise of one placement (and of how
+    /// the two sides were started), not a placement's effect; still judged by "not slower". A row
+    /// among them at ≥ 1.3× is not counted in `faster_1_3_where_matters` (nothing was placed).
+    pub linux_kept: Vec<String>,
     /// IPC rows whose program did not report where the pairs were (counted in neither).
     pub split_unknown: usize,
     /// The prediction within 10 % (median error of the IPC rows and of the programs, each).
@@ -363,12 +368,27 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, MapBench
             .count(),
         faster_1_3_where_matters: ipc
             .iter()
-            .filter(|r| placement_can_matter(r) == Some(true) && r.map_vs_linux.ratio().0 <= 1.0 / 1.3)
+            .filter(|r| {
+                placement_can_matter(r) == Some(true)
+                    && r.map_decision.applies()
+                    && r.map_vs_linux.ratio().0 <= 1.0 / 1.3
+            })
             .count(),
         kept_together: ipc
             .iter()
             .filter(|r| placement_can_matter(r) == Some(false))
             .map(|r| format!("{} procs {} B", r.procs, r.size))
+            .collect(),
+        linux_kept: ipc
+            .iter()
+            .filter(|r| !r.map_decision.applies())
+            .map(|r| format!("ipc {} procs {} B", r.procs, r.size))
+            .chain(
+                progs
+                    .iter()
+                    .filter(|r| !r.decision.applies())
+                    .map(|r| r.program.name().to_string()),
+            )
             .collect(),
         split_unknown: ipc.iter().filter(|r| placement_can_matter(r).is_none()).count(),
         prediction_within_10pct: accuracy_ipc.median_error <= 0.10
