@@ -367,6 +367,9 @@ pub fn lwk_fc(exe: &Path) -> Result<f64, ExperimentError> {
 /// Native and LWK run times (seconds, in pair order) and why the pairs are invalid, if they are.
 type LwkPairs = (Vec<f64>, Vec<f64>, Option<String>);
 
+/// [`LwkPairs`] and the minor page faults of each native run.
+type LwkPairsCounted = (Vec<f64>, Vec<f64>, Option<String>, Vec<f64>);
+
 /// The paired native/LWK runs of `w` under `policy`, ABBA; returns (native, LWK) times and why
 /// they are invalid, if they are.
 fn lwk_pairs(cfg: &Config, w: &Workload, policy: &str, scratch: &Path) -> Result<LwkPairs, ExperimentError> {
@@ -379,7 +382,7 @@ fn lwk_pairs_counted(
     w: &Workload,
     policy: &str,
     scratch: &Path,
-) -> Result<(Vec<f64>, Vec<f64>, Option<String>, Vec<f64>), ExperimentError> {
+) -> Result<LwkPairsCounted, ExperimentError> {
     let (mut native, mut lwk, mut faults) = (Vec::new(), Vec::new(), Vec::new());
     let mut k = 1000;
     for i in 0..cfg.pairs {
