@@ -6,9 +6,17 @@
 //! if the processes ran one after another. Here each process i (from `processes[]` of a profile
 //! taken with `multios profile --per-process`) is projected on its own — its C_i and g_i(s), the
 //! same policy, parameters and other terms, its own start-up T_i if it exec'd — giving the time it
-//! adds, Δ_i = t_d,i − t_nd,i. The start-up delays it at its start; its threads share the rest, so
-//! its life is stretched by δ_i = T_i + (Δ_i − T_i) · (e_i − s_i) / L_i (L_i: Σ of its threads'
-//! lifetimes; one thread: δ_i = Δ_i).
+//! adds, Δ_i = t_d,i − t_nd,i. The start-up delays it at its start; the rest lands on the threads
+//! that make the calls, so its life is stretched by δ_i = T_i + (Δ_i − T_i) · h_i, where h_i is the
+//! share of the process's calls made by its busiest thread (the profile's per-thread counts): the
+//! calls of one thread are paid one after another, so the process ends no earlier than that thread
+//! does. Without per-thread counts, h_i = (e_i − s_i) / L_i (L_i: Σ of its threads' lifetimes), the
+//! share of evenly busy threads. One thread: δ_i = Δ_i either way.
+//!
+//! Why not always the lifetime share: an MPI rank's Open MPI progress threads live as long as the
+//! rank and sleep in `epoll_wait`; with them, L_i was 2.9× the span of `lmp`, and the rank's delay a
+//! third of what its main thread (94 % of the calls) pays. The quiet suite of 2026-11-26 12:16
+//! (docs/BENCHMARKS.md) measured the whole of it.
 //!
 //! The delays then travel along the tree in native time order. σ_i(t), how much later the native
 //! moment t of process i happens when delegated, jumps by T_i at its start, grows at
@@ -36,7 +44,7 @@
 
 use crate::terms::{corrected_t_d, Terms};
 use crate::{refined, Call, ModelError, Params, Workload};
-use multios_profile::Profile;
+use multios_profile::{Profile, ThreadStats};
 use std::collections::BTreeSet;
 
 /// One process of the tree.
@@ -53,6 +61,12 @@ pub struct ProcessNode {
     pub lifetime_s: f64,
     /// It exec'd an image (it pays the start-up of the interception).
     pub execs: bool,
+    /// The share of its calls made by its busiest thread (h_i), when the profile counted calls per
+    /// thread; `None`: the lifetime share is used.
+    pub busiest_share: Option<f64>,
+    /// It runs on Linux beside the target (the LWK's `--linux-exec` programs): it pays no
+    /// delegation and no start-up, and adds no delay of its own.
+    pub on_linux: bool,
     pub workload: Workload,
 }
 
@@ -81,6 +95,8 @@ impl ProcessTree {
                     end_s: q.end_s,
                     lifetime_s: q.lifetime_s,
                     execs: q.count_of("execve") + q.count_of("execveat") > 0,
+                    busiest_share: busiest_share(&p.threads, q.pid, q.rank),
+                    on_linux: false,
                     workload: Workload {
                         c: q.compute_time_s,
                         calls: q
@@ -98,6 +114,18 @@ impl ProcessTree {
         })
     }
 
+    /// The same tree with the processes named in `names` (by their command name, as the LWK's
+    /// `--linux-exec` matches them) run on Linux: what the LWK target runs.
+    pub fn with_on_linux(&self, names: &[&str]) -> ProcessTree {
+        let mut t = self.clone();
+        for q in &mut t.processes {
+            if names.contains(&q.name.as_str()) {
+                q.on_linux = true;
+            }
+        }
+        t
+    }
+
     /// The index of `i`'s parent: the process with its ppid (in its rank) alive when it started.
     fn parent(&self, i: usize) -> Option<usize> {
         let c = &self.processes[i];
@@ -106,6 +134,19 @@ impl ProcessTree {
             .iter()
             .position(|p| p.pid == pp && p.rank == c.rank && p.start_s <= c.start_s && c.start_s <= p.end_s)
     }
+}
+
+/// The share of process `pid`'s (in `rank`) calls made by its busiest thread; `None` when the
+/// profile has no per-thread counts for it or it made no calls.
+fn busiest_share(threads: &[ThreadStats], pid: u32, rank: Option<u32>) -> Option<f64> {
+    let counts: Vec<u64> = threads
+        .iter()
+        .filter(|t| t.pid == Some(pid) && t.rank == rank)
+        .map(|t| t.syscalls)
+        .collect();
+    let total: u64 = counts.iter().sum();
+    let most = counts.iter().copied().max()?;
+    (total > 0).then(|| most as f64 / total as f64)
 }
 
 /// One process's share of the composed projection.
@@ -173,19 +214,26 @@ pub fn compose(
             touch: terms.touch.filter(|_| Some(i) == root),
             ..terms.clone()
         };
-        let extra = if q.workload.t_nd() > 0.0 {
+        let extra = if q.on_linux {
+            0.0
+        } else if q.workload.t_nd() > 0.0 {
             let p = refined(&q.workload, delegated, params)?;
             corrected_t_d(&p, &own) - p.t_nd
         } else {
             crate::terms::startup_of(&own)
         };
-        let startup = crate::terms::startup_of(&own);
-        let span = q.end_s - q.start_s;
-        let stretch = if q.lifetime_s > 0.0 && span > 0.0 {
-            startup + (extra - startup) * span / q.lifetime_s
+        let startup = if q.on_linux {
+            0.0
         } else {
-            extra
+            crate::terms::startup_of(&own)
         };
+        let span = q.end_s - q.start_s;
+        let share = match q.busiest_share {
+            Some(h) if h > 0.0 && h <= 1.0 => Some(h),
+            _ if q.lifetime_s > 0.0 && span > 0.0 => Some(span / q.lifetime_s),
+            _ => None,
+        };
+        let stretch = share.map_or(extra, |h| startup + (extra - startup) * h);
         shifts.push(ProcessShift {
             pid: q.pid,
             name: q.name.clone(),
@@ -324,6 +372,8 @@ mod tests {
             end_s: end,
             lifetime_s: end - start,
             execs: true,
+            busiest_share: None,
+            on_linux: false,
             workload: Workload {
                 c,
                 calls: vec![Call {
@@ -418,6 +468,79 @@ mod tests {
         assert!((r.wall_d - 2.4).abs() < 1e-9, "{r:?}");
     }
 
+    /// issue #15: a rank whose main thread makes 94 % of the calls, beside two progress threads
+    /// that sleep as long as it lives, is delayed by what its main thread pays, not by a third of
+    /// it (the lifetime share).
+    #[test]
+    fn issue_15_the_busiest_thread_carries_the_delay_not_the_lifetime_share() {
+        let mut rank = node(1, None, 0.0, 1.0, 0.6, 10_000);
+        rank.lifetime_s = 3.0; // three threads alive for the whole second
+        let tree = |q: &ProcessNode| ProcessTree {
+            processes: vec![q.clone()],
+        };
+        let params = Params::new(1.0, 10e-6);
+        let diluted = compose(&tree(&rank), &all(), &params, &Terms::none(), 1).expect("composes");
+        assert!((diluted.wall_d - (1.0 + 0.2 / 3.0)).abs() < 1e-9, "{diluted:?}");
+        rank.busiest_share = Some(0.94);
+        let r = compose(&tree(&rank), &all(), &params, &Terms::none(), 1).expect("composes");
+        assert!((r.wall_d - (1.0 + 0.188)).abs() < 1e-9, "{r:?}");
+        // evenly busy threads: the busiest share is the lifetime share, nothing changes
+        rank.busiest_share = Some(1.0 / 3.0);
+        let even = compose(&tree(&rank), &all(), &params, &Terms::none(), 1).expect("composes");
+        assert!((even.wall_d - diluted.wall_d).abs() < 1e-12, "{even:?}");
+    }
+
+    /// issue #15: the LWK execs Open MPI's daemon on Linux; its calls are not delegated, so it
+    /// delays nothing (the emulator intercepts it, and there it does).
+    #[test]
+    fn issue_15_a_process_on_linux_adds_no_delay() {
+        let mut tree = ProcessTree {
+            processes: vec![
+                node(1, None, 0.0, 1.0, 0.6, 10_000),
+                node(2, Some(1), 0.0, 1.0, 0.6, 10_000),
+            ],
+        };
+        tree.processes[1].name = "orted".into();
+        let t = Terms {
+            startup_s: Some(0.01),
+            ..Terms::none()
+        };
+        let params = Params::new(1.0, 10e-6);
+        let both = compose(&tree, &all(), &params, &t, 1).expect("composes");
+        assert!((both.wall_d - 1.42).abs() < 1e-9, "{both:?}");
+        let lwk =
+            compose(&tree.with_on_linux(&["orted", "prted"]), &all(), &params, &t, 1).expect("composes");
+        assert!((lwk.wall_d - 1.21).abs() < 1e-9, "{lwk:?}");
+        assert_eq!(lwk.processes[1].stretch_s, 0.0);
+    }
+
+    /// The share is read from the profile's per-thread counts, per process and rank.
+    #[test]
+    fn issue_15_busiest_share_from_the_profile_s_threads() {
+        let t = |tid: u32, pid: u32, rank: Option<u32>, syscalls: u64| ThreadStats {
+            tid,
+            pid: Some(pid),
+            rank,
+            syscalls,
+            syscall_time_s: 0.0,
+            lifetime_s: 1.0,
+        };
+        let p = [
+            t(10, 10, None, 94),
+            t(11, 10, None, 6),
+            t(12, 12, None, 0),
+            t(10, 10, Some(1), 5),
+        ];
+        assert_eq!(busiest_share(&p, 10, None), Some(0.94));
+        assert_eq!(busiest_share(&p, 12, None), None, "no calls: the lifetime share");
+        assert_eq!(busiest_share(&p, 99, None), None, "no threads of that process");
+        assert_eq!(
+            busiest_share(&p, 10, Some(1)),
+            Some(1.0),
+            "rank 1's process 10 is its own"
+        );
+    }
+
     proptest! {
         /// One process: the composition is the paper's t_nd / t_d' (with the same terms), to
         /// rounding — with any number of threads when there is no start-up (which is paid before
@@ -445,6 +568,8 @@ mod tests {
                 end_s: life / threads,
                 lifetime_s: life,
                 execs: true,
+                busiest_share: None,
+                on_linux: false,
                 workload: Workload { c, calls: vec![Call { name: "write".into(), n, g }] },
             };
             let tree = ProcessTree { processes: vec![q.clone()] };

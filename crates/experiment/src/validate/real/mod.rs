@@ -520,7 +520,8 @@ impl Model<'_> {
         match self.tree {
             Some(tree) if terms.procs => {
                 let d = delegated(self.workload, target, policy)?;
-                Ok(model::compose(tree, &d, &Params::new(gamma, fc), terms, self.cpus)?.speedup)
+                let tree = target_tree(tree, target);
+                Ok(model::compose(&tree, &d, &Params::new(gamma, fc), terms, self.cpus)?.speedup)
             }
             _ => Ok(model::corrected(&p, terms)),
         }
@@ -553,11 +554,23 @@ impl Model<'_> {
         let serial = match self.tree {
             Some(tree) if terms.procs => {
                 let d = delegated(self.workload, target, policy)?;
-                Some(model::compose(tree, &d, &Params::new(1.0, fc), terms, self.cpus)?.serial_speedup)
+                let tree = target_tree(tree, target);
+                Some(model::compose(&tree, &d, &Params::new(1.0, fc), terms, self.cpus)?.serial_speedup)
             }
             _ => None,
         };
         Ok((Some(all), each, gamma_d, serial))
+    }
+}
+
+/// The process tree as `target` runs it: the LWK execs its `--linux-exec` programs (Open MPI's
+/// daemons, by default) on Linux, where they pay no delegation; the emulator intercepts every
+/// process.
+fn target_tree(tree: &ProcessTree, target: &str) -> ProcessTree {
+    if target == Target::Lwk.name() {
+        tree.with_on_linux(multios_lwk::config::LINUX_EXEC)
+    } else {
+        tree.clone()
     }
 }
 
