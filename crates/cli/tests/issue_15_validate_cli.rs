@@ -192,6 +192,12 @@ fn issue_15_workload_validates_one_command_with_the_startup_term() {
         acc["per_term"]["startup"].is_number() && acc["with_terms"].is_number(),
         "{v}"
     );
+    // The fit on top of the corrected model, beside the paper's fitted column.
+    assert!(
+        acc["fitted_with_terms"].is_number() && acc["fitted_with_terms_gamma"].is_number(),
+        "{v}"
+    );
+    assert!(p["fitted_with_terms"].as_f64().is_some_and(f64::is_finite), "{v}");
     // What its microbenchmark measured, once per target.
     let m = v["term_measurements"].as_array().expect("term_measurements");
     assert_eq!(m.len(), 1, "{v}");
@@ -201,7 +207,9 @@ fn issue_15_workload_validates_one_command_with_the_startup_term() {
     );
     let csv = std::fs::read_to_string(dir.join("out/accuracy.csv")).expect("accuracy.csv");
     assert!(
-        csv.lines().next().is_some_and(|h| h.contains("+startup %")),
+        csv.lines()
+            .next()
+            .is_some_and(|h| h.contains("+startup %") && h.contains("fitted with terms %")),
         "{csv}"
     );
     assert!(dir.join("out/terms.csv").is_file());
@@ -298,6 +306,56 @@ mib = 0.25
         m.iter().any(|m| m["term"] == "startup-own"
             && m["target"] == "lwk"
             && m["numbers"]["startup_own_ns"].is_number()),
+        "{v}"
+    );
+}
+
+/// `touch` (the LWK's first touches): the pages are the workload's native minor faults less its
+/// empty run's — dd reading 32 MiB into one buffer touches ≈ 8 192 pages its `count=0` run does
+/// not — priced by the touch microbenchmark, which the output keeps. No timing is asserted.
+#[test]
+fn issue_15_touch_counts_the_pages_the_workload_touches_beyond_its_empty_run() {
+    let dir = scratch::Scratch::new("multios-issue15", "touch");
+    let suite = r#"
+[[workload]]
+name = "dd"
+argv = ["dd", "if=/dev/zero", "of=/dev/null", "bs=32M", "count=1", "status=none"]
+startup_argv = ["dd", "if=/dev/zero", "of=/dev/null", "bs=32M", "count=0", "status=none"]
+"#;
+    std::fs::write(dir.join("touch.toml"), suite).expect("write the suite");
+    let o = multios(
+        &dir,
+        &[
+            "--json",
+            "validate",
+            "--suite",
+            "touch.toml",
+            "--lwk-only",
+            "--policy",
+            "all",
+            "--runs",
+            "1",
+            "--terms",
+            "startup-own,touch",
+        ],
+    );
+    let v = json(&o);
+    let p = &v["workloads"][0]["points"][0];
+    let pages = p["terms"]["touch"]["pages"].as_f64().expect("touch pages");
+    assert!((4_000.0..20_000.0).contains(&pages), "{pages}: {v}");
+    assert!(
+        p["terms"]["touch"]["per_page_s"]
+            .as_f64()
+            .is_some_and(|s| s >= 0.0),
+        "{v}"
+    );
+    assert!(p["per_term"]["touch"].as_f64().is_some_and(f64::is_finite), "{v}");
+    let m = v["term_measurements"].as_array().expect("term_measurements");
+    assert!(
+        m.iter().any(|m| m["term"] == "touch"
+            && m["target"] == "lwk"
+            && m["numbers"]["lwk_touch_ns"].is_number()
+            && m["numbers"]["native_touch_ns"].is_number()),
         "{v}"
     );
 }

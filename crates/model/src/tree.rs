@@ -209,6 +209,9 @@ pub fn compose(
             procs: false,
             // The tree as a whole is anchored, after composing.
             anchor_native_s: None,
+            // The tree's first touches (all its processes' native faults) are counted once, on
+            // its root, as `startup-own`.
+            touch: terms.touch.filter(|_| Some(i) == root),
             ..terms.clone()
         };
         let extra = if q.on_linux {

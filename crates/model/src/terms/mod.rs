@@ -7,7 +7,7 @@
 //! (`multios_experiment::validate::real::micro`), and applied in this order:
 //!
 //! ```text
-//! t_d' = ( t_d + T_startup + n_D·T_wakeup − Σ_k ω_k·G_k − S_cache/γ ) / (1 − u)
+//! t_d' = ( t_d + T_startup + n_D·T_wakeup + P·T_touch − Σ_k ω_k·G_k − S_cache/γ ) / (1 − u)
 //! S_cache = r·n_D + Σ_k ρ_k·G_k   (within the measured gains)
 //! S'   = t_nd / t_d'
 //! ```
@@ -29,6 +29,12 @@
 //!   delegated call's time no longer on its clock (ω per class of call, G_k the delegated calls'
 //!   time of class k), and the cache refill after a local call that a delegated one does not cause
 //!   (S_cache, a γ for delegation).
+//! - **`touch`** (the LWK): the first touches of memory the program makes beyond its empty run's.
+//!   A page the guest touches first costs the LWK a host fault and a KVM shadow fault on top of
+//!   what the native fault costs (T_touch per 4 KiB page, a microbenchmark's first writes to fresh
+//!   memory natively and in the LWK); P is the program's native minor faults (its native runs)
+//!   less those of the program whose start-up `startup`/`startup-own` already counted. A target
+//!   without guest pages (the emulator) has it off.
 //! - **`procs`**: a multi-process program is projected per process and composed along its process
 //!   tree (a pipeline's critical path, not the sum of its processes) — [`crate::tree`].
 //! - **`share`** (issue #11, the AAM): the fraction u of the time the delegate is descheduled.
@@ -56,11 +62,12 @@ pub enum Term {
     Procs,
     Share,
     Anchor,
+    Touch,
 }
 
 impl Term {
     /// Every term, in the order they are applied.
-    pub const ALL: [Term; 8] = [
+    pub const ALL: [Term; 9] = [
         Term::Startup,
         Term::StartupOwn,
         Term::Wakeup,
@@ -69,6 +76,7 @@ impl Term {
         Term::Procs,
         Term::Share,
         Term::Anchor,
+        Term::Touch,
     ];
 
     pub fn name(self) -> &'static str {
@@ -81,6 +89,7 @@ impl Term {
             Term::Procs => "procs",
             Term::Share => "share",
             Term::Anchor => "anchor",
+            Term::Touch => "touch",
         }
     }
 }
@@ -107,6 +116,31 @@ pub struct Terms {
     pub share: Option<f64>,
     /// The program's median native time T_n that replaces the profiled t_nd (`anchor`); `None`: off.
     pub anchor_native_s: Option<f64>,
+    /// The first touches of memory beyond the empty run's and what each costs more than natively
+    /// (`touch`, the LWK); `None`: off.
+    pub touch: Option<Touch>,
+}
+
+/// The `touch` term's inputs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct Touch {
+    /// P: pages the program touches first beyond those of the empty run whose start-up is counted
+    /// (its native minor faults less the empty program's; below 0 counts as 0).
+    pub pages: f64,
+    /// T_touch: seconds a first touch of a 4 KiB page costs the target more than natively.
+    pub per_page_s: f64,
+}
+
+impl Touch {
+    /// P·T_touch, seconds (0 for a negative or non-finite count).
+    pub fn seconds(&self) -> f64 {
+        let p = if self.pages.is_finite() {
+            self.pages.max(0.0)
+        } else {
+            0.0
+        };
+        p * self.per_page_s
+    }
 }
 
 impl Terms {
@@ -129,6 +163,7 @@ impl Terms {
             && self.cache.is_none()
             && self.share.is_none()
             && self.anchor_native_s.is_none()
+            && self.touch.is_none()
     }
 
     /// Only `term` of these (its measured value kept), every other one off.
@@ -143,6 +178,7 @@ impl Terms {
             Term::Procs => t.procs = self.procs,
             Term::Share => t.share = self.share,
             Term::Anchor => t.anchor_native_s = self.anchor_native_s,
+            Term::Touch => t.touch = self.touch,
         }
         t
     }
@@ -191,7 +227,7 @@ pub fn startup_of(terms: &Terms) -> f64 {
     terms.startup_own_s.or(terms.startup_s).unwrap_or(0.0)
 }
 
-/// The delegated run's time t_d with `terms` applied (startup and wakeup added, overlap and the
+/// The delegated run's time t_d with `terms` applied (startup, wakeup and touch added, overlap and the
 /// cache's spared compute taken off, then `share`'s stretch 1 / (1 − u)); `p.t_d` when no term that
 /// acts on one projection is on.
 pub fn corrected_t_d(p: &Projection, terms: &Terms) -> f64 {
@@ -200,12 +236,13 @@ pub fn corrected_t_d(p: &Projection, terms: &Terms) -> f64 {
     }
     let startup = startup_of(terms);
     let wakeup = terms.wakeup_s.unwrap_or(0.0) * p.delegated_calls as f64;
+    let touch = terms.touch.map_or(0.0, |t| t.seconds());
     let overlap = terms.overlap.map_or(0.0, |w| spare::overlap_s(p, &w));
     let cache = terms
         .cache
         .map_or(0.0, |c| spare::cache_saving_s(p, &c) / p.gamma);
     let u = terms.share.unwrap_or(0.0).clamp(0.0, 0.999);
-    (p.t_d + startup + wakeup - overlap - cache) / (1.0 - u)
+    (p.t_d + startup + wakeup + touch - overlap - cache) / (1.0 - u)
 }
 
 #[cfg(test)]
@@ -277,10 +314,12 @@ mod tests {
                     rho: ByClass { data_in: omega, data_out: omega, other: omega },
                     gain_high: 2.0,
                     gain_low: 0.5,
+                    chase_s: value,
                 }),
                 procs: true,
                 share: Some(0.5),
                 anchor_native_s: Some(3.0 * p.t_nd),
+                touch: Some(Touch { pages: 1e4 * value, per_page_s: value }),
             };
             let paper = p.speedup.to_bits();
             for t in Term::ALL {
@@ -295,6 +334,7 @@ mod tests {
                     Term::Procs => off.procs = false,
                     Term::Share => off.share = None,
                     Term::Anchor => off.anchor_native_s = None,
+                    Term::Touch => off.touch = None,
                 }
                 prop_assert!(off.is_none());
                 prop_assert_eq!(corrected(&p, &off).to_bits(), paper, "{} off", t.name());
@@ -304,11 +344,12 @@ mod tests {
                 startup_own_s: Some(0.0),
                 wakeup_s: Some(0.0),
                 overlap: Some(ByClass::default()),
-                cache: Some(Cache { per_call_s: 0.0, rho: ByClass::default(), gain_high: 2.0, gain_low: 0.5 }),
+                cache: Some(Cache { per_call_s: 0.0, rho: ByClass::default(), gain_high: 2.0, gain_low: 0.5, chase_s: 1e-4 }),
                 procs: true,
                 share: Some(0.0),
                 // T_n equal to the profiled t_nd: nothing to move.
                 anchor_native_s: Some(p.t_nd),
+                touch: Some(Touch { pages: 0.0, per_page_s: value }),
             };
             for t in Term::ALL {
                 prop_assert_eq!(corrected(&p, &zero.only(t)).to_bits(), paper, "{} at 0", t.name());
@@ -393,10 +434,8 @@ mod tests {
         assert!((t - 2.0).abs() < 1e-12, "{t}");
     }
 
-    #[test]
-    fn issue_15_anchor_moves_the_projection_onto_the_measured_native_time() {
-        // Profiled: C = 10 ms, 100 calls of 10 µs, all delegated at f_c = 50 µs: t_nd = 11 ms,
-        // t_d = 21 ms. Natively the program took 7 ms: 4 ms less compute, kept by the delegated run.
+    /// C = 10 ms, 100 writes of 10 µs, all delegated at f_c = 50 µs: t_nd = 11 ms, t_d = 21 ms.
+    fn ten_ms_and_100_writes() -> crate::Projection {
         let w = Workload {
             c: 0.010,
             calls: vec![Call {
@@ -406,7 +445,13 @@ mod tests {
             }],
         };
         let d: BTreeSet<String> = ["write".to_string()].into();
-        let p = refined(&w, &d, &Params::new(1.0, 50e-6)).expect("projects");
+        refined(&w, &d, &Params::new(1.0, 50e-6)).expect("projects")
+    }
+
+    #[test]
+    fn issue_15_anchor_moves_the_projection_onto_the_measured_native_time() {
+        // Natively the program took 7 ms: 4 ms less compute, kept by the delegated run.
+        let p = ten_ms_and_100_writes();
         assert!(
             (p.t_nd - 0.011).abs() < 1e-12 && (p.t_d - 0.021).abs() < 1e-12,
             "{p:?}"
@@ -423,6 +468,33 @@ mod tests {
             ..Terms::none()
         };
         assert_eq!(corrected(&p, &bad).to_bits(), p.speedup.to_bits());
+    }
+
+    #[test]
+    fn issue_15_touch_adds_the_pages_beyond_the_empty_run_at_their_price() {
+        let p = ten_ms_and_100_writes();
+        // 2 000 pages at 3 µs more each: 6 ms more.
+        let t = Terms {
+            touch: Some(Touch {
+                pages: 2000.0,
+                per_page_s: 3e-6,
+            }),
+            ..Terms::none()
+        };
+        let s = corrected(&p, &t);
+        assert!((s - 0.011 / 0.027).abs() < 1e-12, "{s}");
+        // Fewer pages than the empty run's (noise in the counts), or none counted: nothing added.
+        for pages in [-50.0, f64::NAN] {
+            let t = Terms {
+                touch: Some(Touch {
+                    pages,
+                    per_page_s: 3e-6,
+                }),
+                ..Terms::none()
+            };
+            assert_eq!(corrected(&p, &t).to_bits(), p.speedup.to_bits(), "{pages}");
+        }
+        assert_eq!(parse_terms("touch").expect("one"), [Term::Touch]);
     }
 
     #[test]

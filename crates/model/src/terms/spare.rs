@@ -19,6 +19,15 @@
 //!   (C·(1 − 1/γ_high) spared, C·(1/γ_low − 1) lost), comes off C: the compute part is
 //!   (C − S)/γ, i.e. C/(γ·γ_d) with γ_d = C / (C − S).
 //!
+//!   **Bounded by what the workload can lose** (`Cache::chase_s`): the microbenchmark's r and ρ
+//!   are what a working set the size of the L2, traversed warm in X seconds (the native pointer
+//!   chase after no call), loses or is spared after one call. A program that computes only g =
+//!   C / calls between two calls (its profile) re-touches at most what it reaches in g before its
+//!   next call, so it cannot lose or be spared the refill of more than that share of the
+//!   microbenchmark's working set: S is scaled by φ = min(1, g / X) ([`share_reached`]), before
+//!   the measured gains bound it. Both g and X are measured (the profile, the same
+//!   microbenchmark), nothing is fitted; with X unknown (0) φ is 1, the unbounded term.
+//!
 //! Calls that wait by design (wait4, poll, futex, nanosleep, fsync, …) are left out of both: their
 //! time is not the kernel's work.
 
@@ -136,6 +145,20 @@ pub struct Cache {
     pub gain_high: f64,
     /// The smallest (≤ 1; below 1 the delegation cost compute time): S ≥ −C·(1/gain_low − 1).
     pub gain_low: f64,
+    /// X: seconds the microbenchmark's working set takes to traverse warm (its native pointer
+    /// chase after no call). The term is scaled by φ = min(1, (C / calls) / X) per workload
+    /// ([`share_reached`]); 0 (or not a positive time): φ = 1, unbounded.
+    pub chase_s: f64,
+}
+
+/// φ: the share of the microbenchmark's working set a program that computes `c` seconds over
+/// `calls` calls reaches between two of them, min(1, (c / calls) / chase_s); 1 when `chase_s` is
+/// not a positive time or the program makes no call (nothing to bound by).
+pub fn share_reached(c: f64, calls: u64, chase_s: f64) -> f64 {
+    if !(chase_s.is_finite() && chase_s > 0.0) || calls == 0 || !c.is_finite() {
+        return 1.0;
+    }
+    (c.max(0.0) / calls as f64 / chase_s).min(1.0)
 }
 
 /// G_k: Σ g(s) over the delegated calls of each working class.
@@ -164,10 +187,11 @@ pub fn overlap_s(p: &Projection, omega: &ByClass) -> f64 {
     .dot(&delegated_time(p))
 }
 
-/// The `cache` term: compute seconds spared (negative: lost), r·n_D + Σ_k ρ_k·G_k within the
-/// bounds.
+/// The `cache` term: compute seconds spared (negative: lost), φ·(r·n_D + Σ_k ρ_k·G_k) within the
+/// measured gains (φ: [`share_reached`] of the projection's C over its calls).
 pub fn cache_saving_s(p: &Projection, cache: &Cache) -> f64 {
-    let s = cache.per_call_s * p.delegated_calls as f64 + cache.rho.dot(&delegated_time(p));
+    let phi = share_reached(p.c, p.total_calls, cache.chase_s);
+    let s = phi * (cache.per_call_s * p.delegated_calls as f64 + cache.rho.dot(&delegated_time(p)));
     let hi = p.c * (1.0 - 1.0 / cache.gain_high.max(1.0));
     let lo = -p.c * (1.0 / cache.gain_low.clamp(1e-3, 1.0) - 1.0);
     s.clamp(lo, hi)
@@ -273,6 +297,7 @@ mod tests {
             },
             gain_high: 2.0,
             gain_low: 0.5,
+            chase_s: 0.0,
         };
         // 1.0·0.2 + 0.5·0.1 = 0.25 s spared of C = 1 s: γ_d = 1/0.75.
         assert!((cache_saving_s(&p, &c) - 0.25).abs() < 1e-15);
@@ -308,5 +333,54 @@ mod tests {
                 .abs()
                 < 1e-12
         );
+    }
+
+    #[test]
+    fn issue_15_cache_is_bounded_by_the_share_of_the_working_set_reached_between_calls() {
+        let p = projection();
+        // C = 1 s over 2 110 calls: 474 µs of compute between two calls.
+        let c = Cache {
+            per_call_s: -30e-6,
+            rho: ByClass::default(),
+            gain_high: 2.0,
+            gain_low: 0.5,
+            chase_s: 0.0,
+        };
+        let unbounded = cache_saving_s(&p, &c);
+        assert!((unbounded + 2010.0 * 30e-6).abs() < 1e-12, "{unbounded}");
+        // A working set traversed in 60 µs is reached whole between two calls: φ = 1.
+        let whole = Cache { chase_s: 60e-6, ..c };
+        assert_eq!(cache_saving_s(&p, &whole).to_bits(), unbounded.to_bits());
+        // One traversed in 1 ms only 47.4 % of it: the loss scales down.
+        let part = Cache { chase_s: 1e-3, ..c };
+        let phi = 1.0 / 2110.0 / 1e-3;
+        assert!((share_reached(1.0, 2110, 1e-3) - phi).abs() < 1e-15);
+        assert!((cache_saving_s(&p, &part) - phi * unbounded).abs() < 1e-12);
+        // No calls, or no X: nothing to bound by.
+        assert_eq!(share_reached(1.0, 0, 1e-3), 1.0);
+        assert_eq!(share_reached(1.0, 10, f64::NAN), 1.0);
+        assert_eq!(share_reached(1.0, 10, -1.0), 1.0);
+    }
+
+    proptest::proptest! {
+        /// The bounded term never exceeds the unbounded one in size, keeps its sign, and is the
+        /// unbounded one when X is 0; with r = ρ = 0 it spares nothing whatever X.
+        #[test]
+        fn issue_15_the_bounded_cache_term_is_at_most_the_unbounded_one(
+            r in -1e-4f64..1e-4,
+            rho in -20.0f64..20.0,
+            chase in 0.0f64..1e-2,
+            gain_high in 1.0f64..2.0,
+            gain_low in 0.3f64..1.0,
+        ) {
+            let p = projection();
+            let unb = Cache { per_call_s: r, rho: ByClass { data_in: rho, data_out: -rho, other: 0.0 }, gain_high, gain_low, chase_s: 0.0 };
+            let b = Cache { chase_s: chase, ..unb };
+            let (su, sb) = (cache_saving_s(&p, &unb), cache_saving_s(&p, &b));
+            proptest::prop_assert!(sb.abs() <= su.abs() + 1e-15, "{sb} {su}");
+            proptest::prop_assert!(sb * su >= 0.0);
+            let zero = Cache { per_call_s: 0.0, rho: ByClass::default(), ..b };
+            proptest::prop_assert_eq!(cache_saving_s(&p, &zero), 0.0);
+        }
     }
 }

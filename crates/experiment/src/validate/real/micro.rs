@@ -13,12 +13,17 @@
 //!   set the size of the compute CPU's L2, a register-only loop], with the call none, null
 //!   (getppid), write or read (16 KiB at rotating offsets of a file), natively and with every call
 //!   delegated, [`OFFLOAD_ROUNDS`] rounds, medians ([`analyse`]).
+//! - `touch` (the LWK): `csrc/touchbench.c` — first writes to each 4 KiB page of fresh anonymous
+//!   memory ([`TOUCH_MIB`] MiB), natively and in the LWK, [`TOUCH_ROUNDS`] rounds in alternating
+//!   order, medians: the LWK's extra cost per first touch. The pages come from the workload's own
+//!   native runs (their minor faults, [`TermCache::base_faults`] less).
 
-use super::{lwk_pairs, Config, Workload};
+use super::touch::{touch_lwk, TOUCH_MIB, TOUCH_ROUNDS, TOUCH_SOURCE};
+use super::{lwk_pairs, lwk_pairs_counted, Config, Workload};
 use crate::compare::{self, capture};
 use crate::ExperimentError;
 use multios_emulate::{CostModel, Interception, Mechanism, RunIo};
-use multios_model::{ByClass, Cache, Term, Terms};
+use multios_model::{ByClass, Cache, Term, Terms, Touch};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -109,6 +114,10 @@ pub struct TermCache {
     terms: BTreeMap<String, Terms>,
     /// The `wakeup` term per target and spacing.
     wakeups: BTreeMap<(String, Spacing), f64>,
+    /// Median native minor faults of the empty programs whose LWK start-up was measured: `true`
+    /// (`startup`) and, by workload, its own (`startup-own`).
+    true_faults: Option<f64>,
+    own_faults: BTreeMap<String, f64>,
     pub measurements: Vec<Measurement>,
 }
 
@@ -162,7 +171,11 @@ impl TermCache {
         if on(Term::Startup) {
             let s = match target {
                 Target::Emulate(m) => startup_emulated(cfg, m)?,
-                Target::Lwk => startup_lwk(cfg, scratch)?,
+                Target::Lwk => {
+                    let (s, faults) = startup_lwk_counted(cfg, scratch)?;
+                    self.true_faults = Some(faults);
+                    s
+                }
             };
             self.note(target, "startup", format!("{:.2} ms per run (per exec'd process with procs)", s * 1e3),
                 format!("`true` natively and intercepted, every call delegated, {STARTUP_PAIRS} pairs: median paired difference"),
@@ -171,6 +184,22 @@ impl TermCache {
         }
         if on(Term::Wakeup) {
             t.wakeup_s = Some(self.wakeup(cfg, target, scratch, spacing)?);
+        }
+        if on(Term::Touch) && target == Target::Lwk {
+            let exe = build_c(scratch, "touchbench", TOUCH_SOURCE)?;
+            let (native, lwk) = touch_lwk(cfg, &exe, scratch)?;
+            let per_page = ((lwk - native) * 1e-9).max(0.0);
+            self.note(
+                target,
+                "touch",
+                format!("{:.2} µs per first touch of a 4 KiB page more than natively ({native:.0} ns natively, {lwk:.0} ns in the LWK)", per_page * 1e6),
+                format!("touchbench.c: first writes to {TOUCH_MIB} MiB of fresh anonymous memory, natively and `lwk run --policy all`, {TOUCH_ROUNDS} rounds alternating, medians; pages: the workload's native minor faults less its empty run's"),
+                [("native_touch_ns", native), ("lwk_touch_ns", lwk)],
+            );
+            t.touch = Some(Touch {
+                pages: 0.0,
+                per_page_s: per_page,
+            });
         }
         if on(Term::Overlap) || on(Term::Cache) {
             let exe = build_c(scratch, "offload", OFFLOAD_SOURCE)?;
@@ -215,12 +244,13 @@ impl TermCache {
                     target: key.clone(),
                     term: "cache".into(),
                     value: format!(
-                        "r = {:.2} µs per delegated call, ρ = {:.3} (data in), {:.3} (data out) s per s of call time; compute gain {:.3}–{:.3}",
+                        "r = {:.2} µs per delegated call, ρ = {:.3} (data in), {:.3} (data out) s per s of call time; compute gain {:.3}–{:.3}; bounded per workload by φ = min(1, (C / calls) / X), X = {:.1} µs",
                         cache.per_call_s * 1e6,
                         cache.rho.data_in,
                         cache.rho.data_out,
                         cache.gain_low,
-                        cache.gain_high
+                        cache.gain_high,
+                        cache.chase_s * 1e6
                     ),
                     how,
                     numbers,
@@ -328,7 +358,7 @@ impl TermCache {
                     pairs: STARTUP_PAIRS,
                     ..cfg.clone()
                 };
-                let (native, lwk, invalid) = lwk_pairs(&c, &empty, "all", scratch)?;
+                let (native, lwk, invalid, faults) = lwk_pairs_counted(&c, &empty, "all", scratch)?;
                 if let Some(why) = invalid {
                     // Left off (the workload falls back to `startup`'s `true`), with the reason.
                     self.note(
@@ -341,6 +371,9 @@ impl TermCache {
                     return Ok(None);
                 }
                 let n = native.len().min(lwk.len());
+                if let Some(f) = crate::stats::median(&faults) {
+                    self.own_faults.insert(w.name.clone(), f);
+                }
                 crate::stats::paired_diff(&native[..n], &lwk[..n]).map_or(0.0, |p| p.median.max(0.0))
             }
         };
@@ -355,6 +388,19 @@ impl TermCache {
             [("startup_own_ns", s * 1e9)],
         );
         Ok(Some(s))
+    }
+}
+
+impl TermCache {
+    /// The native minor faults of the empty program whose LWK start-up a point of `w` counts:
+    /// its own (`startup-own` on and measured), else `true`'s (`startup` on), else none — the
+    /// first touches the start-up term already holds, which `touch` leaves out.
+    pub fn base_faults(&self, terms: &Terms, w: &Workload) -> f64 {
+        match (terms.startup_own_s, self.own_faults.get(&w.name), terms.startup_s) {
+            (Some(_), Some(&f), _) => f,
+            (_, _, Some(_)) => self.true_faults.unwrap_or(0.0),
+            _ => 0.0,
+        }
     }
 }
 
@@ -430,14 +476,22 @@ pub fn startup_emulated(cfg: &Config, m: Mechanism) -> Result<f64, ExperimentErr
 
 /// The `startup` term in the LWK: as [`startup_emulated`], with `multios lwk run -- true`.
 pub fn startup_lwk(cfg: &Config, scratch: &Path) -> Result<f64, ExperimentError> {
+    startup_lwk_counted(cfg, scratch).map(|(s, _)| s)
+}
+
+/// [`startup_lwk`], and the median native minor faults of `true`.
+fn startup_lwk_counted(cfg: &Config, scratch: &Path) -> Result<(f64, f64), ExperimentError> {
     let w = Workload::command("startup", vec!["true".into()]);
     let c = Config {
         pairs: STARTUP_PAIRS,
         ..cfg.clone()
     };
-    let (native, lwk, _) = lwk_pairs(&c, &w, "all", scratch)?;
+    let (native, lwk, _, faults) = lwk_pairs_counted(&c, &w, "all", scratch)?;
     let n = native.len().min(lwk.len());
-    Ok(crate::stats::paired_diff(&native[..n], &lwk[..n]).map_or(0.0, |p| p.median.max(0.0)))
+    Ok((
+        crate::stats::paired_diff(&native[..n], &lwk[..n]).map_or(0.0, |p| p.median.max(0.0)),
+        crate::stats::median(&faults).unwrap_or(0.0),
+    ))
 }
 
 /// The gaps program's argv at `spacing`, with or without its calls.
@@ -652,11 +706,15 @@ fn run_offload(
 /// ρ_k = ((X_n,k − X_n,null) − (X_t,k − X_t,null)) / d_n
 /// r   = X_n,null − X_t,null          per delegated call, whatever it does
 /// γ_k = X_n,k / X_t,k  (k ∈ null, write, read): gain_high = max(1, max γ_k), gain_low = min(1, min γ_k)
+/// X   = X_n,none                     the working set traversed warm (the bound's `chase_s`)
 /// ```
 ///
 /// The round trip and the delegate's wake-up are the same for the null and the data call, so they
 /// cancel; what is left is the data call's kernel work as the caller sees it (ω) and as the
-/// compute core's caches see it (ρ). A kind whose d_n is not positive gives 0.
+/// compute core's caches see it (ρ). A kind whose d_n is not positive gives 0; without the `none`
+/// run X is 0 (the term unbounded). (Counting each side's eviction as at least 0 — a data call
+/// cannot make the next chase faster than a null call — was tried on the recorded quiet runs of
+/// 2026-11-26 and left out: it lowered pass 1's shm accuracy by 1.3 points.)
 pub fn analyse(m: &Medians) -> Option<(ByClass, Cache)> {
     let get = |side: &str, kind: &str| m.get(&(side.to_string(), kind.to_string())).copied();
     let (nn, tn) = (get("native", "null")?, get("target", "null")?);
@@ -694,6 +752,7 @@ pub fn analyse(m: &Medians) -> Option<(ByClass, Cache)> {
             },
             gain_high: gains.iter().copied().fold(1.0, f64::max),
             gain_low: gains.iter().copied().fold(1.0, f64::min),
+            chase_s: get("native", "none").map_or(0.0, |r| r.chase * 1e-9),
         },
     ))
 }
@@ -753,6 +812,10 @@ mod tests {
         assert!(working_set_bytes() >= 64 << 10);
     }
 
+    fn put_none(m: &mut Medians, r: OffloadRun) {
+        m.insert(("native".into(), "none".into()), r);
+    }
+
     /// The medians measured by hand on this VM (shm, 16 KiB, 512 KiB working set, see
     /// BENCHMARKS.md): write 3807 ns natively and 3887 − 891 over the null delegated.
     #[test]
@@ -774,9 +837,14 @@ mod tests {
         let d_in = 2_384.0 - 320.0;
         let rho_in = ((77_454.0 - 64_645.0) - (57_126.0 - 64_385.0)) / d_in;
         assert!((cache.rho.data_in - rho_in).abs() < 1e-12, "{cache:?}");
+        // Without the `none` run, X is unknown: unbounded.
+        assert_eq!(cache.chase_s, 0.0);
         assert!((cache.per_call_s - 260e-9).abs() < 1e-15);
         assert!((cache.gain_high - 77_454.0 / 57_126.0).abs() < 1e-12);
         assert!((cache.gain_low - 1.0).abs() < 1e-12);
+        put_none(&mut m, run(20.0, 61_000.0, 49_332.0));
+        let (_, cache) = analyse(&m).expect("complete");
+        assert!((cache.chase_s - 61e-6).abs() < 1e-15, "{cache:?}");
         // A missing run gives nothing rather than a made-up value.
         m.remove(&("target".to_string(), "read".to_string()));
         assert!(analyse(&m).is_none());

@@ -22,6 +22,7 @@
 pub mod micro;
 pub mod score;
 pub mod table;
+pub mod touch;
 
 use crate::compare::{self, capture};
 use crate::{ExperimentError, Progress};
@@ -157,6 +158,9 @@ pub struct Point {
     pub with_terms: Option<f64>,
     /// The estimated projection with each `--terms` correction alone, by term name.
     pub per_term: BTreeMap<String, f64>,
+    /// The projection with every `--terms` correction and γ fitted to this workload's points on
+    /// this target (`None` with `--terms none`): the corrected model's best with one free parameter.
+    pub fitted_with_terms: Option<f64>,
     /// The terms' measured values used for `with_terms`.
     pub terms: model::Terms,
     /// With the `cache` term: the γ for delegation it amounts to here, C / (C − S).
@@ -206,6 +210,11 @@ pub struct Accuracy {
     pub fitted_gamma: f64,
     /// Accuracy of the estimated projection with every `--terms` correction.
     pub with_terms: Option<f64>,
+    /// Accuracy with every `--terms` correction and one γ fitted to the workload's points on the
+    /// target (the paper's "fitted" on top of the corrected model, anchored t_nd with `anchor`),
+    /// and that γ; `None` with `--terms none`. `fitted` stays the paper's model's.
+    pub fitted_with_terms: Option<f64>,
+    pub fitted_with_terms_gamma: Option<f64>,
     /// The accuracy a perfect model would reach against these measurements (100 − the mean of the
     /// points' `ceiling_error`): what the machine's run-to-run noise leaves to be judged.
     pub noise_ceiling: Option<f64>,
@@ -237,6 +246,20 @@ fn timed(
         .status()
         .map_err(ExperimentError::io(format!("starting {:?}", cmd.get_program())))?;
     Ok((st, t.elapsed().as_secs_f64()))
+}
+
+/// [`timed`], and the minor page faults of the child and the descendants it waited for (the
+/// difference of `getrusage(RUSAGE_CHILDREN)` around the run: runs are made one at a time).
+fn timed_faults(
+    cmd: &mut Command,
+    cwd: &Path,
+    out: &Path,
+) -> Result<(std::process::ExitStatus, f64, f64), ExperimentError> {
+    use nix::sys::resource::{getrusage, UsageWho};
+    let faults = || getrusage(UsageWho::RUSAGE_CHILDREN).map_or(f64::NAN, |u| u.minor_page_faults() as f64);
+    let before = faults();
+    let (st, secs) = timed(cmd, cwd, out)?;
+    Ok((st, secs, faults() - before))
 }
 
 /// A fresh working copy for one run (of the workload's directory, or empty) inside `scratch`.
@@ -299,6 +322,21 @@ pub fn profile(
     Ok((multios_profile::load(&file)?, file, dir))
 }
 
+/// Independent `multios lwk fc` runs behind the LWK's f_c in a projection ([`lwk_fc_median`]).
+pub const LWK_FC_RUNS: usize = 3;
+
+/// The LWK's one-way f_c for a projection: the median of [`LWK_FC_RUNS`] independent
+/// [`lwk_fc`] runs (each a fresh LWK). One run alone came out 22–26 µs in 3 of the 12
+/// invocations of the quiet suite of 2026-11-26 (pass 3) against 16.3–17.0 µs in the others and in
+/// every invocation of pass 1: a single run's outlier moved a whole workload's projections (awk's
+/// LWK points by 12 %).
+pub fn lwk_fc_median(exe: &Path) -> Result<f64, ExperimentError> {
+    let runs = (0..LWK_FC_RUNS)
+        .map(|_| lwk_fc(exe))
+        .collect::<Result<Vec<f64>, _>>()?;
+    Ok(model::median(&runs).unwrap_or(f64::NAN))
+}
+
 /// The LWK's one-way f_c: half of (delegated getppid − native getppid), medians from `multios lwk fc`.
 pub fn lwk_fc(exe: &Path) -> Result<f64, ExperimentError> {
     let out = Command::new(exe)
@@ -329,10 +367,23 @@ pub fn lwk_fc(exe: &Path) -> Result<f64, ExperimentError> {
 /// Native and LWK run times (seconds, in pair order) and why the pairs are invalid, if they are.
 type LwkPairs = (Vec<f64>, Vec<f64>, Option<String>);
 
+/// [`LwkPairs`] and the minor page faults of each native run.
+type LwkPairsCounted = (Vec<f64>, Vec<f64>, Option<String>, Vec<f64>);
+
 /// The paired native/LWK runs of `w` under `policy`, ABBA; returns (native, LWK) times and why
 /// they are invalid, if they are.
 fn lwk_pairs(cfg: &Config, w: &Workload, policy: &str, scratch: &Path) -> Result<LwkPairs, ExperimentError> {
-    let (mut native, mut lwk) = (Vec::new(), Vec::new());
+    lwk_pairs_counted(cfg, w, policy, scratch).map(|(n, l, why, _)| (n, l, why))
+}
+
+/// [`lwk_pairs`], and the minor page faults of each native run (the `touch` term's count).
+fn lwk_pairs_counted(
+    cfg: &Config,
+    w: &Workload,
+    policy: &str,
+    scratch: &Path,
+) -> Result<LwkPairsCounted, ExperimentError> {
+    let (mut native, mut lwk, mut faults) = (Vec::new(), Vec::new(), Vec::new());
     let mut k = 1000;
     for i in 0..cfg.pairs {
         let order = if i % 2 == 0 { [false, true] } else { [true, false] };
@@ -351,12 +402,13 @@ fn lwk_pairs(cfg: &Config, w: &Workload, policy: &str, scratch: &Path) -> Result
                 c.arg("-c").arg(cfg.compute.to_string()).args(&w.argv);
                 c
             };
-            let (st, secs) = timed(&mut cmd, &dir, &scratch.join(format!("lwk-{k}")))?;
+            let (st, secs, f) = timed_faults(&mut cmd, &dir, &scratch.join(format!("lwk-{k}")))?;
             done(w, &dir, k)?;
             if in_lwk {
                 lwk.push(secs);
             } else {
                 native.push(secs);
+                faults.push(f);
             }
             ends.push(st.code());
         }
@@ -371,10 +423,11 @@ fn lwk_pairs(cfg: &Config, w: &Workload, policy: &str, scratch: &Path) -> Result
                     ends[1],
                     w.argv.join(" ")
                 )),
+                faults,
             ));
         }
     }
-    Ok((native, lwk, None))
+    Ok((native, lwk, None, faults))
 }
 
 /// The calls of `w` that `target` delegates under `policy`: the split each target actually runs,
@@ -451,12 +504,24 @@ impl Model<'_> {
         fc: f64,
         terms: &model::Terms,
     ) -> Result<f64, ExperimentError> {
-        let p = projection(self.workload, target, policy, 1.0, fc)?;
+        self.with_gamma(target, policy, fc, 1.0, terms)
+    }
+
+    /// [`Self::with`] at compute speed `gamma` (the fitted column on top of the terms).
+    pub fn with_gamma(
+        &self,
+        target: &str,
+        policy: &str,
+        fc: f64,
+        gamma: f64,
+        terms: &model::Terms,
+    ) -> Result<f64, ExperimentError> {
+        let p = projection(self.workload, target, policy, gamma, fc)?;
         match self.tree {
             Some(tree) if terms.procs => {
                 let d = delegated(self.workload, target, policy)?;
                 let tree = target_tree(tree, target);
-                Ok(model::compose(&tree, &d, &Params::new(1.0, fc), terms, self.cpus)?.speedup)
+                Ok(model::compose(&tree, &d, &Params::new(gamma, fc), terms, self.cpus)?.speedup)
             }
             _ => Ok(model::corrected(&p, terms)),
         }
@@ -556,6 +621,7 @@ fn point(
         fitted: f64::NAN,
         with_terms,
         per_term,
+        fitted_with_terms: None,
         terms: terms.clone(),
         gamma_delegation,
         procs_serial,
@@ -683,10 +749,16 @@ pub fn run_workload(
         if own {
             terms.startup_own_s = cache.startup_own(cfg, Target::Lwk, w, &scratch.0)?;
         }
-        let fc = lwk_fc(&cfg.exe)?;
+        let fc = lwk_fc_median(&cfg.exe)?;
+        let base_faults = cache.base_faults(&terms, w);
         for pol in &cfg.policies {
-            let (native, lwk, invalid) = lwk_pairs(cfg, w, pol, &scratch.0)?;
+            let (native, lwk, invalid, faults) = lwk_pairs_counted(cfg, w, pol, &scratch.0)?;
             let n = native.len().min(lwk.len());
+            // `touch`: the pages this point's native runs touched beyond the empty run's.
+            let mut terms = terms.clone();
+            if let Some(t) = terms.touch.as_mut() {
+                t.pages = model::median(&faults).map_or(0.0, |f| f - base_faults);
+            }
             let pr = crate::stats::paired(&lwk[..n], &native[..n]);
             let (measured, ci) = pr.as_ref().map_or((f64::NAN, None), |p| p.ratio());
             let p = point(
@@ -715,7 +787,7 @@ pub fn run_workload(
             points.push(p);
         }
     }
-    let accuracy = score::score(&mw, &w.name, &mut points, &mut notes)?;
+    let accuracy = score::score(&model, &w.name, &mut points, &mut notes)?;
     Ok(WorkloadResult {
         name: w.name.clone(),
         argv: w.argv.clone(),

@@ -1,8 +1,9 @@
 //! Accuracy per workload and target (issue #15): 100 − MAPE of the estimated projection, of the
-//! projection with γ fitted to the workload's own points, and of the estimated projection with each
-//! correction term alone and with all of them.
+//! projection with γ fitted to the workload's own points, of the estimated projection with each
+//! correction term alone and with all of them, and of the projection with all of them and γ
+//! fitted (the paper's fitted column on top of the corrected model).
 
-use super::{project, Accuracy, Point, WorkloadResult};
+use super::{project, Accuracy, Model, Point, WorkloadResult};
 use crate::validate::fit;
 use crate::ExperimentError;
 use multios_model as model;
@@ -50,13 +51,42 @@ fn valid(p: &Point, target: &str) -> bool {
     p.target == target && p.invalid.is_none() && p.measured.is_finite()
 }
 
-/// Fits γ per target, fills each point's fitted projection, returns the accuracies.
+/// The corrected model (every term the point carries) with one γ fitted to `t`'s valid points:
+/// its accuracy and γ, and each point's projection at that γ; `None` when the points carry no
+/// terms (`--terms none`).
+fn fit_with_terms(
+    m: &Model<'_>,
+    t: &str,
+    points: &mut [Point],
+) -> Result<Option<(f64, f64)>, ExperimentError> {
+    let sel: Vec<&Point> = points.iter().filter(|p| valid(p, t)).collect();
+    if sel.is_empty() || sel.iter().any(|p| p.with_terms.is_none()) {
+        return Ok(None);
+    }
+    let at = |p: &Point, g: f64| m.with_gamma(t, &p.policy, p.fc_model_s, g, &p.terms);
+    let predict = |g: f64| -> Result<Vec<(f64, f64)>, ExperimentError> {
+        sel.iter().map(|p| Ok((at(p, g)?, p.measured))).collect()
+    };
+    let gamma = fit::best_gamma(|g| predict(g).ok().and_then(|v| model::accuracy(&v).ok()));
+    let acc = model::accuracy(&predict(gamma)?)?;
+    for p in points
+        .iter_mut()
+        .filter(|p| p.target == t && p.with_terms.is_some())
+    {
+        p.fitted_with_terms = Some(at(p, gamma)?);
+    }
+    Ok(Some((acc, gamma)))
+}
+
+/// Fits γ per target (on the paper's model, and with `--terms` on the corrected one), fills each
+/// point's fitted projections, returns the accuracies.
 pub fn score(
-    mw: &model::Workload,
+    m: &Model<'_>,
     name: &str,
     points: &mut [Point],
     notes: &mut Vec<String>,
 ) -> Result<Vec<Accuracy>, ExperimentError> {
+    let mw = m.workload;
     let mut targets: Vec<String> = points.iter().map(|p| p.target.clone()).collect();
     targets.dedup();
     let mut out = Vec::new();
@@ -97,6 +127,7 @@ pub fn score(
         for p in points.iter_mut().filter(|p| p.target == t) {
             p.fitted = project(mw, &p.target, &p.policy, gamma, p.fc_model_s)?.0;
         }
+        let fwt = fit_with_terms(m, &t, points)?;
         out.push(Accuracy {
             workload: name.to_string(),
             target: t,
@@ -105,6 +136,8 @@ pub fn score(
             fitted,
             fitted_gamma: gamma,
             with_terms,
+            fitted_with_terms: fwt.map(|f| f.0),
+            fitted_with_terms_gamma: fwt.map(|f| f.1),
             noise_ceiling,
             per_term,
         });
@@ -134,6 +167,14 @@ pub fn overall(results: &[WorkloadResult]) -> Result<Vec<Accuracy>, ExperimentEr
         let est: Vec<(f64, f64)> = pts.iter().map(|p| (p.projected, p.measured)).collect();
         let fit: Vec<(f64, f64)> = pts.iter().map(|p| (p.fitted, p.measured)).collect();
         let (with_terms, per_term) = terms_accuracy(pts.iter().copied())?;
+        let fwt: Option<Vec<(f64, f64)>> = pts
+            .iter()
+            .map(|p| p.fitted_with_terms.map(|f| (f, p.measured)))
+            .collect();
+        let fitted_with_terms = match fwt {
+            Some(v) => Some(model::accuracy(&v)?),
+            None => None,
+        };
         out.push(Accuracy {
             workload: "(all)".into(),
             target: t,
@@ -142,6 +183,8 @@ pub fn overall(results: &[WorkloadResult]) -> Result<Vec<Accuracy>, ExperimentEr
             fitted: model::accuracy(&fit)?,
             fitted_gamma: f64::NAN,
             with_terms,
+            fitted_with_terms,
+            fitted_with_terms_gamma: None,
             noise_ceiling: ceiling(pts.iter().copied()),
             per_term,
         });
@@ -170,6 +213,7 @@ mod tests {
             fitted: f64::NAN,
             with_terms: None,
             per_term: BTreeMap::new(),
+            fitted_with_terms: None,
             terms: model::Terms::none(),
             gamma_delegation: None,
             procs_serial: None,
@@ -177,6 +221,30 @@ mod tests {
             pairs: 6,
             aa_log_ratios: Vec::new(),
             ceiling_error: None,
+        }
+    }
+
+    fn of(w: &model::Workload) -> Model<'_> {
+        Model {
+            workload: w,
+            tree: None,
+            cpus: 1,
+        }
+    }
+
+    /// `workload()`'s result with `points` and their accuracies.
+    fn result(points: Vec<Point>, accuracy: Vec<Accuracy>) -> WorkloadResult {
+        WorkloadResult {
+            name: "w".into(),
+            argv: vec!["w".into()],
+            c_s: 1.0,
+            p: 0.01,
+            calls: 10_000,
+            processes: 1,
+            wall_s: 1.01,
+            points,
+            accuracy,
+            notes: Vec::new(),
         }
     }
 
@@ -203,7 +271,7 @@ mod tests {
         ];
         pts[1].invalid = Some("pair 1 is invalid".into());
         let mut notes = Vec::new();
-        let acc = score(&w, "w", &mut pts, &mut notes).expect("scores");
+        let acc = score(&of(&w), "w", &mut pts, &mut notes).expect("scores");
         assert_eq!(acc.len(), 1);
         assert!((acc[0].estimated - 100.0).abs() < 1e-9, "{acc:?}");
         assert!((acc[0].fitted - 100.0).abs() < 1e-6, "{acc:?}");
@@ -224,21 +292,10 @@ mod tests {
                 .expect("projects")
                 .0;
         }
-        let acc = score(&w, "w", &mut pts, &mut Vec::new()).expect("scores");
+        let acc = score(&of(&w), "w", &mut pts, &mut Vec::new()).expect("scores");
         assert!(acc[0].fitted >= acc[0].estimated - 1e-9, "{acc:?}");
         assert!(pts.iter().all(|p| p.fitted.is_finite()));
-        let r = WorkloadResult {
-            name: "w".into(),
-            argv: vec!["w".into()],
-            c_s: 1.0,
-            p: 0.01,
-            calls: 10_000,
-            processes: 1,
-            wall_s: 1.01,
-            points: pts,
-            accuracy: acc.clone(),
-            notes: Vec::new(),
-        };
+        let r = result(pts, acc.clone());
         let all = overall(&[r]).expect("overall");
         assert_eq!((all[0].workload.as_str(), all[0].points), ("(all)", 3));
         assert!((all[0].estimated - acc[0].estimated).abs() < 1e-9);
@@ -256,7 +313,7 @@ mod tests {
             p.per_term.insert("startup".into(), p.measured * 1.1);
             p.per_term.insert("cache".into(), p.measured);
         }
-        let acc = score(&w, "w", &mut pts, &mut Vec::new()).expect("scores");
+        let acc = score(&of(&w), "w", &mut pts, &mut Vec::new()).expect("scores");
         assert_eq!(acc[0].with_terms, Some(100.0));
         assert!((acc[0].per_term["startup"] - 90.0).abs() < 1e-9, "{acc:?}");
         assert!((acc[0].per_term["cache"] - 100.0).abs() < 1e-9, "{acc:?}");
@@ -269,15 +326,59 @@ mod tests {
             point("lwk", "all", 10e-6, 0.8),
             point("lwk", "mckernel", 10e-6, 0.9),
         ];
-        let acc = score(&w, "w", &mut pts, &mut Vec::new()).expect("scores");
+        let acc = score(&of(&w), "w", &mut pts, &mut Vec::new()).expect("scores");
         assert_eq!(acc[0].noise_ceiling, None, "no A/A pairs, no ceiling");
         // Same-side runs 0–10 % apart: a perfect model loses a few points against 6-pair medians.
         for p in &mut pts {
             p.aa_log_ratios = vec![0.0, 0.05, -0.02, 0.1, 0.03];
         }
-        let acc = score(&w, "w", &mut pts, &mut Vec::new()).expect("scores");
+        let acc = score(&of(&w), "w", &mut pts, &mut Vec::new()).expect("scores");
         let c = acc[0].noise_ceiling.expect("a ceiling");
         assert!(c > 90.0 && c < 100.0, "{c}");
         assert!(pts.iter().all(|p| p.ceiling_error.is_some()));
+    }
+
+    /// The corrected model with γ fitted: a measurement the corrected model makes exactly at
+    /// γ = 1.3 is found (γ, 100 %), each point gets its fitted projection, and the paper's own
+    /// fitted column is the same with the terms on as off.
+    #[test]
+    fn issue_15_fitted_with_terms_fits_gamma_on_the_corrected_model_and_keeps_the_papers_column() {
+        let w = workload();
+        let m = of(&w);
+        let terms = model::Terms {
+            startup_s: Some(0.05),
+            wakeup_s: Some(20e-6),
+            anchor_native_s: Some(0.9),
+            ..model::Terms::none()
+        };
+        let mut pts: Vec<Point> = [("all", 10e-6), ("mckernel", 50e-6), ("all", 50e-6)]
+            .iter()
+            .map(|&(pol, fc)| {
+                let measured = m.with_gamma("lwk", pol, fc, 1.3, &terms).expect("projects");
+                let mut p = point("lwk", pol, fc, measured);
+                p.projected = project(&w, "lwk", pol, 1.0, fc).expect("projects").0;
+                p.terms = terms.clone();
+                p.with_terms = Some(m.with("lwk", pol, fc, &terms).expect("projects"));
+                p
+            })
+            .collect();
+        let mut bare = pts.clone();
+        for p in &mut bare {
+            p.with_terms = None;
+            p.terms = model::Terms::none();
+        }
+        let acc = score(&m, "w", &mut pts, &mut Vec::new()).expect("scores");
+        let f = acc[0].fitted_with_terms.expect("a fitted column with the terms");
+        let g = acc[0].fitted_with_terms_gamma.expect("its γ");
+        assert!((f - 100.0).abs() < 1e-6 && (g - 1.3).abs() < 1e-4, "{acc:?}");
+        assert!(f >= acc[0].with_terms.expect("with terms") - 1e-9, "{acc:?}");
+        assert!(pts.iter().all(|p| p.fitted_with_terms.is_some()));
+        let off = score(&m, "w", &mut bare, &mut Vec::new()).expect("scores");
+        assert_eq!(off[0].fitted_with_terms, None);
+        assert_eq!(off[0].fitted.to_bits(), acc[0].fitted.to_bits());
+        assert_eq!(off[0].fitted_gamma.to_bits(), acc[0].fitted_gamma.to_bits());
+        let r = result(pts, acc);
+        let all = overall(&[r]).expect("overall");
+        assert!((all[0].fitted_with_terms.expect("overall") - 100.0).abs() < 1e-6);
     }
 }

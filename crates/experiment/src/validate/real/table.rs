@@ -1,6 +1,7 @@
 //! The tables of `multios validate --workload/--suite` (issue #15): one row per point, one row per
 //! workload and target with the accuracy of every column — estimated, fitted, each `--terms`
-//! correction alone ("+NAME %") and all of them — and the terms' measurements.
+//! correction alone ("+NAME %"), all of them, and all of them with γ fitted — and the terms'
+//! measurements.
 
 use super::{Accuracy, Measurement, WorkloadResult};
 use multios_model::Term;
@@ -28,6 +29,7 @@ pub fn point_header(terms: &[Term]) -> Vec<String> {
     if !terms.is_empty() {
         h.extend(terms.iter().map(|t| format!("+{}", t.name())));
         h.push("with terms".into());
+        h.push("fitted with terms".into());
     }
     h
 }
@@ -55,13 +57,15 @@ pub fn point_rows(results: &[WorkloadResult], terms: &[Term]) -> Vec<Vec<String>
             if !terms.is_empty() {
                 row.extend(terms.iter().map(|t| opt(p.per_term.get(t.name()).copied(), 4)));
                 row.push(opt(p.with_terms, 4));
+                row.push(opt(p.fitted_with_terms, 4));
             }
             row
         })
         .collect()
 }
 
-/// The accuracy header: estimated, fitted, then each term alone and all of them.
+/// The accuracy header: estimated, fitted, then each term alone, all of them, and all of them with
+/// γ fitted (and that γ).
 pub fn accuracy_header(terms: &[Term]) -> Vec<String> {
     let mut h: Vec<String> = [
         "workload",
@@ -78,6 +82,8 @@ pub fn accuracy_header(terms: &[Term]) -> Vec<String> {
     if !terms.is_empty() {
         h.extend(terms.iter().map(|t| format!("+{} %", t.name())));
         h.push("with terms %".into());
+        h.push("fitted with terms %".into());
+        h.push("fitted γ with terms".into());
     }
     h
 }
@@ -101,6 +107,8 @@ pub fn accuracy_rows(acc: &[Accuracy], terms: &[Term]) -> Vec<Vec<String>> {
             if !terms.is_empty() {
                 row.extend(terms.iter().map(|t| opt(a.per_term.get(t.name()).copied(), 2)));
                 row.push(opt(a.with_terms, 2));
+                row.push(opt(a.fitted_with_terms, 2));
+                row.push(opt(a.fitted_with_terms_gamma, 4));
             }
             row
         })
@@ -126,7 +134,16 @@ mod tests {
         let terms = [Term::Startup, Term::Cache];
         assert_eq!(point_header(&[]).len(), 9);
         let h = accuracy_header(&terms);
-        assert_eq!(&h[7..], ["+startup %", "+cache %", "with terms %"]);
+        assert_eq!(
+            &h[7..],
+            [
+                "+startup %",
+                "+cache %",
+                "with terms %",
+                "fitted with terms %",
+                "fitted γ with terms"
+            ]
+        );
         let a = Accuracy {
             workload: "w".into(),
             target: "lwk".into(),
@@ -135,11 +152,13 @@ mod tests {
             fitted: 99.0,
             fitted_gamma: 1.01,
             with_terms: Some(97.5),
+            fitted_with_terms: Some(99.1),
+            fitted_with_terms_gamma: Some(0.93),
             noise_ceiling: Some(96.0),
             per_term: BTreeMap::from([("startup".to_string(), 96.0)]),
         };
         let rows = accuracy_rows(&[a], &terms);
         assert_eq!(rows[0].len(), h.len());
-        assert_eq!(&rows[0][6..], ["96.00", "96.00", "—", "97.50"]);
+        assert_eq!(&rows[0][6..], ["96.00", "96.00", "—", "97.50", "99.10", "0.9300"]);
     }
 }
