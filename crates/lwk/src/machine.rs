@@ -225,7 +225,12 @@ pub fn drive(
     let (invalidations, invalidate_time) = m.mem.shadow.invalidations();
     let (window_memslots, window_memslot_s) = m.mem.slots.made_so_far();
     let areas = if cfg.count_resident {
-        crate::residency::areas(&kernel)
+        let list = {
+            let mm = lock(&kernel.space.mm);
+            let vmas = lock(&kernel.space.vmas);
+            vmas.areas(&mm)
+        };
+        crate::residency::areas(list)
     } else {
         Vec::new()
     };

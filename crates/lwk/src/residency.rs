@@ -25,14 +25,9 @@ pub struct Area {
     pub resident: u64,
 }
 
-/// The areas of `kernel`'s address space with their resident pages (empty when the VMM cannot
-/// read its pagemap).
-pub fn areas(kernel: &crate::kernel::Kernel) -> Vec<Area> {
-    let list = {
-        let mm = crate::kernel::lock(&kernel.space.mm);
-        let vmas = crate::kernel::lock(&kernel.space.vmas);
-        vmas.areas(&mm)
-    };
+/// The guest's areas `list` (`Vmas::areas`: start, what it holds) with their resident pages
+/// (empty when the VMM cannot read its pagemap).
+pub fn areas(list: Vec<(u64, crate::vmas::Vma)>) -> Vec<Area> {
     let file = {
         let _low = crate::sys::low_fds();
         std::fs::File::open("/proc/self/pagemap")
