@@ -62,6 +62,13 @@ pub struct Config {
     /// (to measure the two side by side through commands that start `lwk run` themselves, such
     /// as `bench multiverse`).
     pub huge_pages: bool,
+    /// Populate new anonymous memory (mmap, brk) on the proxy's CPU before the guest touches it,
+    /// up to this many bytes of each range (`--populate`, `populate.rs`; 0: off). Default from
+    /// `MULTIOS_LWK_POPULATE` (`off`, `ahead`, or MiB per range).
+    pub populate_cap: u64,
+    /// List the guest's areas with their resident pages at the end (`costs.areas`;
+    /// `residency.rs`): `lwk run -v` and `--summary` ask for it.
+    pub count_resident: bool,
 }
 
 /// The programs an execve runs on Linux by default: the MPI runtime's daemons, which stay on
@@ -102,6 +109,8 @@ impl Config {
             reserve: false,
             linux_exec: LINUX_EXEC.iter().map(|s| s.to_string()).collect(),
             huge_pages: std::env::var_os("MULTIOS_LWK_HUGE_PAGES").is_some_and(|v| v == "1"),
+            populate_cap: crate::populate::Ahead::cap_from_env(0),
+            count_resident: false,
             spin_budget: 1_000,
             quiet: false,
             rewrite_syscalls: true,

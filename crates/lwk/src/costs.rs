@@ -226,6 +226,12 @@ pub struct Costs {
     /// The vCPU threads' and the proxy's scheduler times, the proxy's polling and parking
     /// (`cputime.rs`).
     pub threads: crate::cputime::Threads,
+    /// What the proxy populated ahead of the guest (`populate.rs`).
+    pub populate: crate::populate::Populated,
+    /// The guest's areas at its end with their pages that have a host page behind them
+    /// (`residency.rs`; only when the run was asked for them, `Config::count_resident`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub areas: Vec<crate::residency::Area>,
 }
 
 /// The calling process's page faults so far (minor + major).

@@ -19,6 +19,9 @@ pub struct Sched {
     pub wait_s: f64,
     /// Time slices (times the thread was put on a CPU).
     pub slices: u64,
+    /// Host page faults the thread took (minor + major; KVM's faults on a vCPU thread that make
+    /// the host allocate count too, as the faults of its `get_user_pages`).
+    pub faults: u64,
 }
 
 impl Sched {
@@ -26,11 +29,15 @@ impl Sched {
     pub fn this_thread() -> Sched {
         // Read at the start and end of the proxy and of every vCPU thread, beside the running
         // guest: the file's descriptor is a temporary in the guest's range (`sys::low_fds`).
+        let faults = crate::sys::rusage_thread()
+            .map(|ru| (ru.ru_minflt + ru.ru_majflt).max(0) as u64)
+            .unwrap_or(0);
         let _low = crate::sys::low_fds();
-        std::fs::read_to_string("/proc/thread-self/schedstat")
+        let s = std::fs::read_to_string("/proc/thread-self/schedstat")
             .ok()
             .and_then(|t| Sched::parse(&t))
-            .unwrap_or_default()
+            .unwrap_or_default();
+        Sched { faults, ..s }
     }
 
     /// Parses a schedstat line: `run_ns wait_ns slices`.
@@ -41,6 +48,7 @@ impl Sched {
             run_s: run as f64 * 1e-9,
             wait_s: wait as f64 * 1e-9,
             slices,
+            faults: 0,
         })
     }
 
@@ -50,6 +58,7 @@ impl Sched {
             run_s: (self.run_s - earlier.run_s).max(0.0),
             wait_s: (self.wait_s - earlier.wait_s).max(0.0),
             slices: self.slices.saturating_sub(earlier.slices),
+            faults: self.faults.saturating_sub(earlier.faults),
         }
     }
 }
@@ -77,6 +86,11 @@ pub struct Threads {
     pub vcpu_run_s: f64,
     pub vcpu_wait_s: f64,
     pub vcpu_slices: u64,
+    /// Host page faults on the vCPU threads (KVM's faults that made the host allocate: the
+    /// guest's first touches) and on the proxy (the delegated calls' own, and the pages it
+    /// populated ahead: `populate.rs`), from their first guest entry / poll to their end.
+    pub vcpu_faults: u64,
+    pub proxy_faults: u64,
     /// The proxy: on a CPU, waiting for one, time slices.
     pub proxy_run_s: f64,
     pub proxy_wait_s: f64,
@@ -103,6 +117,7 @@ impl Collector {
         t.vcpu_run_s += s.run_s;
         t.vcpu_wait_s += s.wait_s;
         t.vcpu_slices += s.slices;
+        t.vcpu_faults += s.faults;
     }
 
     /// Adds the proxy's times (at its end).
@@ -111,6 +126,7 @@ impl Collector {
         t.proxy_run_s += p.sched.run_s;
         t.proxy_wait_s += p.sched.wait_s;
         t.proxy_slices += p.sched.slices;
+        t.proxy_faults += p.sched.faults;
         t.proxy_poll_s += p.alive.saturating_sub(p.parked).as_secs_f64();
         t.proxy_parked_s += p.parked.as_secs_f64();
         t.proxy_parks += p.parks;
@@ -157,6 +173,7 @@ mod tests {
             run_s: 1.0,
             wait_s: 0.5,
             slices: 3,
+            faults: 4,
         };
         c.add_vcpu(s);
         c.add_vcpu(s);
@@ -170,6 +187,7 @@ mod tests {
         });
         let t = c.snapshot();
         assert_eq!((t.vcpu_run_s, t.vcpu_wait_s, t.vcpu_slices), (2.0, 1.0, 6));
+        assert_eq!((t.vcpu_faults, t.proxy_faults), (8, 4));
         assert_eq!(
             (t.proxy_poll_s, t.proxy_parked_s, t.proxy_parks, t.proxy_wakes),
             (1.5, 0.5, 7, 5)

@@ -149,6 +149,9 @@ pub struct Kernel {
     pub(crate) trace: Option<crate::trace::writer::Tracer>,
     /// `--prefault`: anonymous writable mappings are backed by host pages when they are made.
     pub(crate) prefault: bool,
+    /// `--populate`: new anonymous memory populated by the proxy before the guest touches it
+    /// (`populate.rs`).
+    pub(crate) ahead: crate::populate::Ahead,
     /// KVM's statistics of the run's vCPUs and VM (`costs.rs`).
     pub(crate) kvm: crate::costs::KvmCounters,
     /// The calls served after a doorbell exit (`costs.rs`).
@@ -204,6 +207,7 @@ impl Kernel {
             quiet,
             trace: None,
             prefault: false,
+            ahead: crate::populate::Ahead::new(0),
             kvm: crate::costs::KvmCounters::default(),
             doorbell_calls: crate::costs::PerCall::default(),
             cputime: crate::cputime::Collector::default(),
@@ -232,6 +236,12 @@ impl Kernel {
     /// Backs anonymous writable mappings with host pages when they are made (`--prefault`).
     pub fn set_prefault(&mut self, on: bool) {
         self.prefault = on;
+    }
+
+    /// Populates new anonymous memory ahead of the guest, up to `cap` bytes of each range (0:
+    /// off; `populate.rs`).
+    pub fn set_populate(&mut self, cap: u64) {
+        self.ahead = crate::populate::Ahead::new(cap);
     }
 
     /// Rewrites syscall sites of executable file mappings made by the program from now on.

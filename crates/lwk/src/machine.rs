@@ -224,6 +224,16 @@ pub fn drive(
     let (flushes, flush_time) = m.mem.shadow.flushes();
     let (invalidations, invalidate_time) = m.mem.shadow.invalidations();
     let (window_memslots, window_memslot_s) = m.mem.slots.made_so_far();
+    let areas = if cfg.count_resident {
+        let list = {
+            let mm = lock(&kernel.space.mm);
+            let vmas = lock(&kernel.space.vmas);
+            vmas.areas(&mm)
+        };
+        crate::residency::areas(list)
+    } else {
+        Vec::new()
+    };
     let costs = crate::costs::Costs {
         phases: phases.seconds(),
         vm_thread: crate::costs::seconds(&vm_steps),
@@ -246,6 +256,8 @@ pub fn drive(
         kvm: kernel.kvm.snapshot(),
         doorbell_calls: kernel.doorbell_calls.named(),
         threads: kernel.cputime.snapshot(),
+        populate: kernel.ahead.snapshot(),
+        areas,
     };
     let status = kernel.exit_status().unwrap_or(ExitStatus::Code(0));
     let mut outcome = Outcome {

@@ -152,6 +152,11 @@ fn serve_loop(
             polls = 0;
             continue;
         }
+        // Between calls: populate the guest's new memory ahead of its first touch
+        // (`populate.rs`); the proxy does not park while some is left.
+        if kernel.populate_step() {
+            continue;
+        }
         // Spin while calls are coming; once idle, park until a doorbell unparks us.
         polls = polls.wrapping_add(1);
         if !polls.is_multiple_of(64) || last.elapsed() < idle.current() {

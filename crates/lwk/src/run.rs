@@ -94,6 +94,10 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     }
     kernel.set_cpus(cfg.cpus.clone(), !cfg.cpus.is_empty());
     kernel.set_prefault(cfg.prefault);
+    // A reserved window is faulted in already; --prefault populates when the mapping is made.
+    if !cfg.reserve && !cfg.prefault && cfg.backend != crate::config::Backend::Exit {
+        kernel.set_populate(cfg.populate_cap);
+    }
     kernel.set_linux_exec(cfg.linux_exec.clone());
     if let Some(r) = &reserved {
         kernel.note(format!(

@@ -150,6 +150,12 @@ impl Vmas {
 
     /// The text of /proc/self/maps for the window `mm` manages, in Linux's format.
     pub fn render(&self, mm: &Mm) -> String {
+        self.areas(mm).iter().map(|(s, v)| line(*s, v)).collect()
+    }
+
+    /// The areas /proc/self/maps lists for the window `mm` manages (start, what it holds), in
+    /// address order.
+    pub fn areas(&self, mm: &Mm) -> Vec<(u64, Vma)> {
         let (lo, hi) = mm.window;
         let stack = (hi - STACK_SIZE, hi);
         let heap_end = mm.brk_cur.div_ceil(PAGE) * PAGE;
@@ -223,7 +229,7 @@ impl Vmas {
             }
             merged.push((s, v));
         }
-        merged.iter().map(|(s, v)| line(*s, v)).collect()
+        merged
     }
 }
 

@@ -100,6 +100,12 @@ struct RunArgs {
     /// fault in; see docs/LWK.md)
     #[arg(long)]
     huge_pages: bool,
+    /// Make the host pages behind new anonymous memory (mmap, brk growth) on the proxy's CPU
+    /// before the program touches them, instead of one KVM fault per first-touched page: `ahead`
+    /// (at most 64 MiB of each range), a number of MiB per range, or `off`. Default: the
+    /// environment's MULTIOS_LWK_POPULATE, else off (see docs/LWK.md)
+    #[arg(long, value_name = "ahead|MIB|off")]
+    populate: Option<String>,
     /// Reserve the LWK's CPUs and memory for the run (IHK's reserve cpu/mem): an isolated cpuset
     /// partition (no other task there, no load balancing; cgroup v2, or cgroup v1 where cpuset is
     /// bound to it) and the --mem-mib window locked and pre-faulted; given back at the end. Root
@@ -166,6 +172,12 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
     cfg.trace = a.trace.clone();
     cfg.prefault = a.prefault;
     cfg.huge_pages |= a.huge_pages;
+    if let Some(p) = &a.populate {
+        cfg.populate_cap = multios_lwk::populate::parse_cap(p).ok_or_else(|| {
+            anyhow::anyhow!("--populate {p}: expected `ahead`, `off` or a number of MiB per range")
+        })?;
+    }
+    cfg.count_resident = a.verbose || out.format == Format::Json || a.summary.is_some();
     cfg.reserve = a.reserve;
     if let Some(list) = &a.linux_exec {
         cfg.linux_exec = linux_exec_list(list);

@@ -102,10 +102,19 @@ pub fn credentials() -> (u32, u32, u32, u32) {
 
 /// getrusage(RUSAGE_SELF): the whole VMM's usage so far.
 pub fn rusage_self() -> io::Result<libc::rusage> {
+    rusage(libc::RUSAGE_SELF)
+}
+
+/// The calling thread's resource usage (its own page faults, CPU times).
+pub fn rusage_thread() -> io::Result<libc::rusage> {
+    rusage(libc::RUSAGE_THREAD)
+}
+
+fn rusage(who: i32) -> io::Result<libc::rusage> {
     // SAFETY: rusage is plain data for which all-zero bytes are valid; getrusage fills it.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: `ru` is a live, writable rusage.
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+    if unsafe { libc::getrusage(who, &mut ru) } != 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(ru)

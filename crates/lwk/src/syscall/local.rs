@@ -67,6 +67,9 @@ impl Kernel {
                 };
                 self.apply(fx);
                 self.sync_protections(old.min(r), old.max(r).saturating_add(crate::mm::PAGE));
+                if r > old {
+                    self.populate_now(self.ahead.push(old, r));
+                }
                 Reply::Ret(r as i64)
             }
             SYS_mmap => self.mmap(a),
@@ -408,6 +411,9 @@ impl Kernel {
             // `--prefault` (Multiverse's Fig. 12 change): the host pages behind the range are
             // allocated now, in one call, instead of by one fault per first touch of the guest.
             let _ = sys::madvise(addr, len as usize, MADV_POPULATE_WRITE);
+        } else if anon && prot & PROT_WRITE != 0 {
+            // `--populate`: the proxy makes the host pages before the guest touches them.
+            self.populate_now(self.ahead.push(addr, addr.saturating_add(len)));
         }
         let file = (!anon).then_some(fd);
         self.note_map(addr, len, prot, flags & MAP_SHARED != 0, file, off);

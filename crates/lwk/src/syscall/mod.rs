@@ -16,6 +16,7 @@ mod netdev;
 mod open;
 mod opened;
 mod perf;
+mod populate;
 mod protect;
 mod shared;
 pub mod signal;

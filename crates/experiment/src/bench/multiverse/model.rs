@@ -40,8 +40,12 @@ pub struct EventCosts {
     pub native_touch_ns: f64,
     /// The same in the LWK, per 4 KiB (KVM's fault, the host's 2 MiB page, its zeroing).
     pub lwk_touch_ns: f64,
-    /// A KVM shadow fault on a 4 KiB guest page whose host page exists.
+    /// A KVM shadow fault on a 4 KiB guest page whose host page exists, per page touched (its
+    /// prefetch fills the neighbours' entries too).
     pub shadow_fault_ns: f64,
+    /// One KVM fault whose host pages exist, with the 7 neighbours of its group its prefetch
+    /// fills, per fault: one page of each group of 8 touched (`touchbench.c`).
+    pub kvm_fault_ns: f64,
     /// Start-up: an empty dynamically linked program in the LWK minus natively.
     pub startup_ns: f64,
     /// An mprotect that takes access away in the LWK minus natively (a range invalidation).
@@ -113,11 +117,20 @@ pub struct Counts {
     pub doorbells: f64,
     /// KVM's `pf_fixed`: shadow entries it built on faults.
     pub shadow_faults: f64,
+    /// KVM's 4 KiB shadow leaves at the end of the run (`pages_4k`): those it built on faults
+    /// and those its prefetch filled.
+    pub shadow_leaves: f64,
     /// Range invalidations and memslot flushes of tightening mprotects.
     pub invalidations: f64,
     pub flushes: f64,
     /// The native run's page faults (minor + major).
     pub native_faults: f64,
+    /// Host page faults on the LWK's vCPU threads (those of KVM's faults that made the host
+    /// allocate) and on the proxy (`costs.threads`), and the pages the proxy populated ahead of
+    /// the guest (`costs.populate.pages`, off the guest's path).
+    pub vcpu_faults: f64,
+    pub proxy_faults: f64,
+    pub populated: f64,
     /// The LWK's thread times (`costs.threads`): the vCPU threads on a CPU and waiting for one,
     /// the proxy on its CPU, polling and parked, seconds.
     pub vcpu_run_s: f64,
@@ -154,9 +167,13 @@ impl Counts {
             delegated_calls: num(&["delegated_calls"]),
             doorbells: num(&["costs", "kvm", "mmio_exits"]),
             shadow_faults: num(&["costs", "kvm", "pf_fixed"]),
+            shadow_leaves: num(&["costs", "kvm", "pages_4k"]),
             invalidations: num(&["costs", "invalidations"]),
             flushes: num(&["costs", "flushes"]),
             native_faults,
+            vcpu_faults: num(&["costs", "threads", "vcpu_faults"]),
+            proxy_faults: num(&["costs", "threads", "proxy_faults"]),
+            populated: num(&["costs", "populate", "pages"]),
             vcpu_run_s: num(&["costs", "threads", "vcpu_run_s"]),
             vcpu_wait_s: num(&["costs", "threads", "vcpu_wait_s"]),
             proxy_run_s: num(&["costs", "threads", "proxy_run_s"]),
@@ -180,9 +197,13 @@ impl Counts {
             delegated_calls: m(|c| c.delegated_calls),
             doorbells: m(|c| c.doorbells),
             shadow_faults: m(|c| c.shadow_faults),
+            shadow_leaves: m(|c| c.shadow_leaves),
             invalidations: m(|c| c.invalidations),
             flushes: m(|c| c.flushes),
             native_faults: m(|c| c.native_faults),
+            vcpu_faults: m(|c| c.vcpu_faults),
+            proxy_faults: m(|c| c.proxy_faults),
+            populated: m(|c| c.populated),
             vcpu_run_s: m(|c| c.vcpu_run_s),
             vcpu_wait_s: m(|c| c.vcpu_wait_s),
             proxy_run_s: m(|c| c.proxy_run_s),
@@ -266,13 +287,29 @@ pub fn paper(
 /// Terms: the fixed per-run cost (once: `startup_ns`, which `bench multiverse` sets to the
 /// benchmark's own paired `lwk run -- /bin/true` − `/bin/true`); every call leaves the guest (the ring's round trip instead of a
 /// native call, a delegated one also the host call the native run would make anyway, so the
-/// difference); calls that took the doorbell pay the exit instead of the ring; KVM's shadow
-/// faults; first touches of memory (the LWK's per-page cost against the native fault, for as
-/// many pages as the native run faulted: the same memory, touched once either way); range
-/// invalidations. Memslot flushes (multi-threaded guests' mprotect) have no microbenchmark
+/// difference); calls that took the doorbell pay the exit instead of the ring; the page faults
+/// (below); range invalidations.
+///
+/// Page faults, each count from the run (issue #13), each price from `touchbench.c` in the same
+/// invocation:
+/// * every KVM fault (`pf_fixed`) pays the exit and the walk: what a fresh page's first touch
+///   costs in the LWK beyond the native program's fault (the host's allocation is in both);
+/// * every shadow entry KVM's prefetch filled (the 4 KiB leaves beyond the faults) pays its
+///   share of a fault whose 7 neighbours were filled, beyond the exit;
+/// * the host faults on the guest's path — on the vCPU threads (inside KVM's faults) and on the
+///   proxy (in delegated calls while the guest waits; the pages it populated ahead, off the
+///   guest's path, left out) — beyond the native program's own faults pay a native fault each
+///   (fewer than natively when the proxy made them ahead: a negative term).
+///
+/// Before, the first touch was priced as the native run's faults × (an LWK first touch − a
+/// native one) beside the shadow faults: a KVM fault counted twice, and pages the guest never
+/// faulted (a neighbour filled by KVM's prefetch, a buffer a delegated read filled) priced as
+/// faults. Memslot flushes (multi-threaded guests' mprotect) have no microbenchmark
 /// here: a run that had any says so in `flushes`, unprojected. Then the two terms that are not
 /// events (the module comment), counted in seconds, each included as `which` says.
 pub fn project(n: &Counts, c: &EventCosts, which: Terms) -> Projection {
+    // A KVM fault's exit and walk: a fresh first touch in the LWK less the native fault.
+    let exit_ns = (c.lwk_touch_ns - c.native_touch_ns).max(0.0);
     let mut terms = vec![
         term("fixed per run (start-up, exit)", 1.0, c.startup_ns),
         term("local call", n.local_calls, c.local_ns - c.native_call_ns),
@@ -282,8 +319,17 @@ pub fn project(n: &Counts, c: &EventCosts, which: Terms) -> Projection {
             c.delegated_ns - c.native_call_ns,
         ),
         term("doorbell exit", n.doorbells, c.doorbell_ns - c.delegated_ns),
-        term("shadow fault", n.shadow_faults, c.shadow_fault_ns),
-        term("first touch", n.native_faults, c.lwk_touch_ns - c.native_touch_ns),
+        term("KVM fault (exit, walk)", n.shadow_faults, exit_ns),
+        term(
+            "KVM prefetched entry",
+            (n.shadow_leaves - n.shadow_faults).max(0.0),
+            ((c.kvm_fault_ns - exit_ns) / 7.0).max(0.0),
+        ),
+        term(
+            "host fault beyond native's",
+            n.vcpu_faults + (n.proxy_faults - n.populated).max(0.0) - n.native_faults,
+            c.native_touch_ns,
+        ),
         term("invalidation", n.invalidations, c.invalidation_ns),
     ];
     let mut wake = term("proxy wake-up", n.proxy_wakes, c.wake_ns);
@@ -323,8 +369,9 @@ mod tests {
             local_ns: 300.0,
             doorbell_ns: 20_600.0,
             native_touch_ns: 2000.0,
-            lwk_touch_ns: 1000.0,
-            shadow_fault_ns: 3000.0,
+            lwk_touch_ns: 5000.0,
+            shadow_fault_ns: 400.0,
+            kvm_fault_ns: 3700.0,
             startup_ns: 30e6,
             invalidation_ns: 50_000.0,
             gamma: 0.9,
@@ -335,29 +382,38 @@ mod tests {
             delegated_calls: 2000.0,
             doorbells: 100.0,
             shadow_faults: 10.0,
+            shadow_leaves: 50.0,
             invalidations: 2.0,
             flushes: 0.0,
             native_faults: 1000.0,
+            vcpu_faults: 800.0,
+            proxy_faults: 300.0,
+            populated: 100.0,
             ..Counts::default()
         };
         let p = project(&n, &c, Terms::default());
-        let want = 30e6 + 1000.0 * 200.0 + 2000.0 * 500.0 + 100.0 * 20_000.0 + 10.0 * 3000.0
-            - 1000.0 * 1000.0
-            + 2.0 * 50_000.0;
+        // Page faults: 10 KVM faults × (5 − 2) µs, 40 prefetched entries × (3.7 − 3) / 7 µs, and
+        // 800 host faults on the vCPU + the proxy's 300 less the 100 it populated ahead, less the
+        // native program's 1000, × 2 µs.
+        let faults = 10.0 * 3000.0 + 40.0 * 100.0 + (800.0 + 200.0 - 1000.0) * 2000.0;
+        let want = 30e6 + 1000.0 * 200.0 + 2000.0 * 500.0 + 100.0 * 20_000.0 + faults + 2.0 * 50_000.0;
         assert!(
             (p.total_s - want * 1e-9).abs() < 1e-12,
             "{} vs {}",
             p.total_s,
             want * 1e-9
         );
-        assert_eq!(p.terms.len(), 10);
+        assert_eq!(p.terms.len(), 11);
         let v = serde_json::json!({"local_calls": 5, "delegated_calls": 7,
-            "costs": {"kvm": {"mmio_exits": 3, "pf_fixed": 11}, "invalidations": 1, "flushes": 0}});
+            "costs": {"kvm": {"mmio_exits": 3, "pf_fixed": 11, "pages_4k": 20}, "invalidations": 1, "flushes": 0,
+                      "threads": {"vcpu_faults": 12, "proxy_faults": 13}, "populate": {"pages": 6}}});
         let k = Counts::from_summary(&v, 9.0, 0.0);
         assert_eq!(
             (k.local_calls, k.delegated_calls, k.doorbells, k.shadow_faults),
             (5.0, 7.0, 3.0, 11.0)
         );
+        assert_eq!((k.vcpu_faults, k.proxy_faults, k.populated), (12.0, 13.0, 6.0));
+        assert_eq!(k.shadow_leaves, 20.0);
         assert_eq!(Counts::median(&[k, k, n]).delegated_calls, 7.0);
     }
 

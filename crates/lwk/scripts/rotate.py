@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Paired wall times of several commands in rotated order, with the LWK's own counts (issue #13:
+the guest's first touches).
+
+usage: rotate.py ROUNDS 'COMMAND 1' 'COMMAND 2' ...
+
+Runs one warm-up of each, then ROUNDS rounds, forward and reversed in turn (1 2 3, 3 2 1, …),
+each command split as a shell splits words and run without a shell, output thrown away. A
+command containing `--summary @` gets a fresh summary file in place of `@` each run; from those
+it reports the medians of the LWK's vCPU time on a CPU, KVM's faults (`pf_fixed`), the host
+faults on the vCPU and proxy threads and the pages populated ahead. Prints each command's median
+wall time, and per command after the first the median of the per-round ratios to the first with
+their quartiles, and the load average before and after. No statistics beyond that: a wide
+quartile range says the machine was noisy.
+"""
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def once(argv, summary):
+    wants = "@" in argv
+    argv = [summary if a == "@" else a for a in argv]
+    t0 = time.perf_counter()
+    r = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    dt = time.perf_counter() - t0
+    if r.returncode != 0:
+        sys.exit(f"{' '.join(argv)}: exit {r.returncode}")
+    counts = None
+    if wants:
+        with open(summary) as f:
+            s = json.load(f)
+        c = s["costs"]
+        counts = {
+            "vcpu_run_ms": c["threads"]["vcpu_run_s"] * 1e3,
+            "pf_fixed": c["kvm"].get("pf_fixed", 0),
+            "vcpu_faults": c["threads"].get("vcpu_faults", 0),
+            "proxy_faults": c["threads"].get("proxy_faults", 0),
+            "populated": c.get("populate", {}).get("pages", 0),
+            "startup_ms": s["startup_s"] * 1e3,
+            "run_ms": s["wall_s"] * 1e3,
+        }
+        os.unlink(summary)
+    return dt, counts
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    rounds = int(sys.argv[1])
+    cmds = [shlex.split(c) for c in sys.argv[2:]]
+    tmp = tempfile.mkdtemp(prefix="rotate-")
+    summary = os.path.join(tmp, "summary.json")
+    load0 = os.getloadavg()[0]
+    for c in cmds:
+        once(c, summary)
+    walls = [[] for _ in cmds]
+    counts = [[] for _ in cmds]
+    for r in range(rounds):
+        order = range(len(cmds)) if r % 2 == 0 else reversed(range(len(cmds)))
+        for i in order:
+            dt, k = once(cmds[i], summary)
+            walls[i].append(dt)
+            if k:
+                counts[i].append(k)
+    print(f"rounds {rounds}, load average {load0:.2f} -> {os.getloadavg()[0]:.2f}")
+    for i, c in enumerate(sys.argv[2:]):
+        line = f"[{i + 1}] median wall {statistics.median(walls[i]) * 1e3:.1f} ms"
+        if i > 0:
+            ratios = sorted(b / a for a, b in zip(walls[0], walls[i]))
+            q = statistics.quantiles(ratios, n=4) if len(ratios) >= 2 else [ratios[0]] * 3
+            line += f", /[1] median {statistics.median(ratios):.3f} [{q[0]:.3f}, {q[2]:.3f}]"
+        if counts[i]:
+            med = {k: statistics.median(x[k] for x in counts[i]) for k in counts[i][0]}
+            line += "; " + ", ".join(f"{k} {v:.1f}" for k, v in med.items())
+        print(line)
+        print(f"    {c}")
+    os.rmdir(tmp)
+
+
+if __name__ == "__main__":
+    main()
