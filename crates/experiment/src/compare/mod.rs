@@ -39,6 +39,35 @@ pub enum CompareError {
     Emulate(#[from] multios_emulate::EmulateError),
     #[error(transparent)]
     Model(#[from] multios_model::ModelError),
+    /// A [`PairHook`] could not do its part (its message names what).
+    #[error("{0}")]
+    Hook(String),
+}
+
+/// Called around each pair's runs (`multios validate --suite`'s cross-CPU guard,
+/// `validate::real::level`): [`PairHook::start`] before the pair's first run,
+/// [`PairHook::between`] after each of its two runs, and [`PairHook::keep`] decides whether the
+/// pair stands or is run again (same order, same index). A pair run again is left out of the
+/// measurement; its runs' outputs are still compared.
+pub trait PairHook {
+    fn start(&mut self, pair: usize) -> Result<(), String>;
+    fn between(&mut self) -> Result<(), String>;
+    fn keep(&mut self, pair: usize, native_secs: f64, emulated_secs: f64) -> bool;
+}
+
+/// The hook of a plain comparison: every pair stands.
+pub struct NoHook;
+
+impl PairHook for NoHook {
+    fn start(&mut self, _: usize) -> Result<(), String> {
+        Ok(())
+    }
+    fn between(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+    fn keep(&mut self, _: usize, _: f64, _: f64) -> bool {
+        true
+    }
 }
 
 /// A comparison's setup: the emulated run's configuration and how the runs are made alike.
@@ -139,12 +168,21 @@ impl Outcome {
 pub fn run(s: &Setup<'_>) -> Result<Outcome, CompareError> {
     let scratch = capture::Scratch::new()?;
     let stdin = capture::capture_own_stdin(&scratch.0, STDIN_CAP)?;
-    run_with_stdin(s, scratch, stdin)
+    run_with_stdin(s, scratch, stdin, &mut NoHook)
 }
 
 /// Runs the comparison with every run reading `stdin` (a file), or nothing (`/dev/null`) — for
 /// callers whose own stdin is not the program's (`multios validate --workload/--suite`).
 pub fn run_with_input(s: &Setup<'_>, stdin: Option<&std::path::Path>) -> Result<Outcome, CompareError> {
+    run_hooked(s, stdin, &mut NoHook)
+}
+
+/// [`run_with_input`] with `hook` called around each pair's runs, deciding which pairs stand.
+pub fn run_hooked(
+    s: &Setup<'_>,
+    stdin: Option<&std::path::Path>,
+    hook: &mut dyn PairHook,
+) -> Result<Outcome, CompareError> {
     let scratch = capture::Scratch::new()?;
     let file = stdin.map_or_else(|| PathBuf::from("/dev/null"), std::path::Path::to_path_buf);
     let bytes = std::fs::metadata(&file)
@@ -156,10 +194,15 @@ pub fn run_with_input(s: &Setup<'_>, stdin: Option<&std::path::Path>) -> Result<
         bytes,
         truncated: false,
     };
-    run_with_stdin(s, scratch, stdin)
+    run_with_stdin(s, scratch, stdin, hook)
 }
 
-fn run_with_stdin(s: &Setup<'_>, scratch: capture::Scratch, stdin: Stdin) -> Result<Outcome, CompareError> {
+fn run_with_stdin(
+    s: &Setup<'_>,
+    scratch: capture::Scratch,
+    stdin: Stdin,
+    hook: &mut dyn PairHook,
+) -> Result<Outcome, CompareError> {
     if s.pairs == 0 {
         return Err(CompareError::Runs(0));
     }
@@ -174,7 +217,8 @@ fn run_with_stdin(s: &Setup<'_>, scratch: capture::Scratch, stdin: Stdin) -> Res
     let mut pairs = Vec::new();
     let mut first_report: Option<Report> = None;
     let mut invalid = None;
-    for i in 0..s.pairs {
+    let mut i = 0;
+    while i < s.pairs {
         let order = if i % 2 == 0 {
             [Side::Native, Side::Emulated]
         } else {
@@ -182,6 +226,7 @@ fn run_with_stdin(s: &Setup<'_>, scratch: capture::Scratch, stdin: Stdin) -> Res
         };
         let mut native = None;
         let mut emulated = None;
+        hook.start(i).map_err(CompareError::Hook)?;
         for side in order {
             match side {
                 Side::Native => {
@@ -203,10 +248,15 @@ fn run_with_stdin(s: &Setup<'_>, scratch: capture::Scratch, stdin: Stdin) -> Res
             if invalid.is_some() {
                 break;
             }
+            hook.between().map_err(CompareError::Hook)?;
         }
         let (Some((ne, ns)), Some((ee, es))) = (native, emulated) else {
             break;
         };
+        // A pair that ended differently or was interrupted stands (it invalidates the comparison).
+        if invalid.is_none() && ne == ee && !hook.keep(i, ns, es) {
+            continue;
+        }
         pairs.push(Pair {
             order: if i % 2 == 0 { "NE" } else { "EN" },
             native_secs: ns,
@@ -226,6 +276,7 @@ fn run_with_stdin(s: &Setup<'_>, scratch: capture::Scratch, stdin: Stdin) -> Res
         if invalid.is_some() {
             break;
         }
+        i += 1;
     }
     let report = first_report
         .ok_or_else(|| CompareError::Stopped(invalid.clone().unwrap_or_else(|| "no pair was run".into())))?;
