@@ -359,3 +359,75 @@ startup_argv = ["dd", "if=/dev/zero", "of=/dev/null", "bs=32M", "count=0", "stat
         "{v}"
     );
 }
+
+/// Every pair records the cross-CPU round trip its runs saw and, with the guard (the default),
+/// the f_c measured in its own group; without it (`--no-level-guard`) the probes are recorded,
+/// nothing is repeated, and f_c comes from one measurement whose level is recorded too.
+#[test]
+fn issue_15_every_pair_records_the_cross_cpu_level_and_the_f_c_it_is_projected_from() {
+    let dir = scratch::Scratch::new("multios-issue15", "level");
+    std::fs::write(dir.join("tiny.toml"), TINY).expect("write the suite");
+    let args = |guard: bool, lwk: bool| {
+        let mut a = vec![
+            "--json",
+            "validate",
+            "--suite",
+            "tiny.toml",
+            "--only",
+            "wc",
+            "--mechanism",
+            "shm",
+            "--policy",
+            "all",
+            "--fc",
+            "10us",
+            "--runs",
+            "2",
+            "--out",
+            "out",
+        ];
+        if lwk {
+            a.push("--lwk");
+        }
+        if !guard {
+            a.push("--no-level-guard");
+        }
+        a
+    };
+    let on = json(&multios(&dir, &args(true, true)));
+    let points = on["workloads"][0]["points"].as_array().expect("points").clone();
+    assert_eq!(points.len(), 2, "shm and the LWK: {on}");
+    for p in &points {
+        assert_eq!(p["level_guard"], true, "{p}");
+        let kept = p["levels"]["kept"].as_array().expect("the kept pairs");
+        assert_eq!(kept.len(), 2, "one record per pair: {p}");
+        let fc = p["fc_s"].as_f64().expect("f_c");
+        for k in kept {
+            // Start, after the f_c microbenchmark, between the runs, after them.
+            assert_eq!(k["probes_ns"].as_array().map(Vec::len), Some(4), "{k}");
+            assert!(k["level_ns"].as_f64().is_some_and(|l| l > 0.0), "{k}");
+            assert!(k["fc_model_s"].as_f64().is_some_and(|f| f > fc), "{k}");
+        }
+        let repeats = p["level_repeats"].as_u64().expect("repeats");
+        assert_eq!(p["levels"]["repeated"].as_array().map(|r| r.len() as u64), Some(repeats));
+        assert!(repeats <= 2 * 3, "bounded: {p}");
+        assert!(p["level_ns"].as_f64().is_some() && p["fc_level_ns"].as_f64().is_some(), "{p}");
+        // The point's model f_c is the median of its pairs' (each measured in its level).
+        let m: Vec<f64> = kept.iter().filter_map(|k| k["fc_model_s"].as_f64()).collect();
+        let median = (m[0] + m[1]) / 2.0;
+        assert!((p["fc_model_s"].as_f64().expect("model f_c") - median).abs() < 1e-12, "{p}");
+    }
+    let csv = std::fs::read_to_string(dir.join("out/points.csv")).expect("points.csv");
+    assert!(csv.lines().next().is_some_and(|h| h.contains("cross-CPU ns")), "{csv}");
+
+    let off = json(&multios(&dir, &args(false, false)));
+    let p = &off["workloads"][0]["points"][0];
+    assert_eq!(p["level_guard"], false, "{p}");
+    assert_eq!(p["level_repeats"], 0, "{p}");
+    for k in p["levels"]["kept"].as_array().expect("kept") {
+        // Start, between the runs, after them; no f_c in the group.
+        assert_eq!(k["probes_ns"].as_array().map(Vec::len), Some(3), "{k}");
+        assert!(k["fc_model_s"].is_null(), "{k}");
+    }
+    assert!(p["fc_level_ns"].as_f64().is_some_and(|l| l > 0.0), "{p}");
+}

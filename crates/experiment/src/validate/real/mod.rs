@@ -8,7 +8,10 @@
 //!    `validate` does), so the model's f_c is f_c + ½·round trip; in the LWK, f_c is half of
 //!    (delegated getppid − native getppid) from `multios lwk fc`; γ is the stated prior 1 (both sides
 //!    compute on the same Linux CPUs: the emulator does not speed computation up, the LWK's guest
-//!    runs at native speed) — never fitted to the run being predicted;
+//!    runs at native speed) — never fitted to the run being predicted; with the cross-CPU guard
+//!    ([`level`], the default) f_c is measured at the start of every pair, in the same group of
+//!    probes of the compute ↔ control round trip as the pair's runs, and a pair whose probes
+//!    disagree is run again (bounded);
 //! 3. **measure** with the paired comparison of `emulate --compare` ([`crate::compare`]: ABBA
 //!    pairs, outputs captured, a fresh working copy per run, median of the paired speedups with its
 //!    interval) for each mechanism × policy × f_c, and in the LWK (`multios lwk run --policy P`,
@@ -19,13 +22,15 @@
 //!    `--terms`, the estimated projection with each named correction term alone and with all of them
 //!    ([`micro`] measures them, [`score`] scores them, [`table`] lays them out).
 
+pub mod level;
 pub mod micro;
 pub mod score;
 pub mod table;
 pub mod touch;
 
-use crate::compare::{self, capture};
+use crate::compare::{self, capture, PairHook};
 use crate::{ExperimentError, Progress};
+use level::{FcProbe, Guard, Levels, LEVEL_BUDGET_PER_PAIR, LEVEL_RETRIES};
 use micro::{Target, TermCache};
 use multios_emulate::{CostModel, CpuSet, Interception, Mechanism};
 use multios_model::{self as model, Params, Policy, ProcessTree, Term};
@@ -119,6 +124,10 @@ pub struct Config {
     /// The emulator's supervisors and delegate threads run SCHED_FIFO (the default); false
     /// (`--no-realtime`) keeps the caller's scheduling class, for a machine shared with others.
     pub realtime: bool,
+    /// Repeat a pair whose probes of the cross-CPU round trip disagree, and measure each pair's
+    /// f_c in the same group ([`level`]; the default). False (`--no-level-guard`): the levels are
+    /// only recorded, f_c measured once per configuration.
+    pub level_guard: bool,
 }
 
 impl Config {
@@ -178,6 +187,20 @@ pub struct Point {
     /// The relative error a perfect projection would have against this point's measurement on
     /// average, from the A/A pairs of its workload and target (`multios_stats::ceiling_error`).
     pub ceiling_error: Option<f64>,
+    /// The cross-CPU guard was on ([`level`]): pairs whose probes disagreed were run again, each
+    /// pair's f_c measured in its group.
+    pub level_guard: bool,
+    /// The cross-CPU round trip the kept pairs saw (median of their levels, ns).
+    pub level_ns: Option<f64>,
+    /// The level the f_c estimate was measured in (ns): with the guard, the pairs' own; without,
+    /// the probes around the one estimate.
+    pub fc_level_ns: Option<f64>,
+    /// Tries run again because their probes disagreed.
+    pub level_repeats: usize,
+    /// Kept pairs whose probes still disagreed when the retries ran out.
+    pub level_unsteady: usize,
+    /// Every pair with its probes, and the tries run again.
+    pub levels: Levels,
 }
 
 /// One workload's results.
@@ -322,6 +345,22 @@ pub fn profile(
     Ok((multios_profile::load(&file)?, file, dir))
 }
 
+/// Getppid trials of the mechanism's round trip behind a point's f_c.
+const RT_TRIALS: usize = 300;
+
+/// `measure` with probes of the cross-CPU round trip before and after it: its value and the
+/// level it was measured in (the median probe, ns; `None` on one CPU).
+fn in_level(
+    cfg: &Config,
+    measure: impl FnOnce() -> Result<f64, ExperimentError>,
+) -> Result<(f64, Option<f64>), ExperimentError> {
+    let mut link = level::link(&cfg.compute, &cfg.control);
+    let mut w = crate::crosslink::Watch::start(&mut link)?;
+    let v = measure()?;
+    w.mark()?;
+    Ok((v, multios_stats::median(w.probes())))
+}
+
 /// Independent `multios lwk fc` runs behind the LWK's f_c in a projection ([`lwk_fc_median`]).
 pub const LWK_FC_RUNS: usize = 3;
 
@@ -383,11 +422,26 @@ fn lwk_pairs_counted(
     policy: &str,
     scratch: &Path,
 ) -> Result<LwkPairsCounted, ExperimentError> {
+    lwk_pairs_hooked(cfg, w, policy, scratch, &mut compare::NoHook)
+}
+
+/// [`lwk_pairs_counted`] with `hook` called around each pair's runs, deciding which pairs stand
+/// (as [`compare::run_hooked`] does for the emulator's).
+fn lwk_pairs_hooked(
+    cfg: &Config,
+    w: &Workload,
+    policy: &str,
+    scratch: &Path,
+    hook: &mut dyn PairHook,
+) -> Result<LwkPairsCounted, ExperimentError> {
     let (mut native, mut lwk, mut faults) = (Vec::new(), Vec::new(), Vec::new());
     let mut k = 1000;
-    for i in 0..cfg.pairs {
+    let mut i = 0;
+    while i < cfg.pairs {
         let order = if i % 2 == 0 { [false, true] } else { [true, false] };
         let mut ends = Vec::new();
+        let (mut n_secs, mut l_secs, mut n_faults) = (f64::NAN, f64::NAN, f64::NAN);
+        hook.start(i).map_err(ExperimentError::Run)?;
         for in_lwk in order {
             k += 1;
             let dir = fresh(w, scratch, k)?;
@@ -405,20 +459,28 @@ fn lwk_pairs_counted(
             let (st, secs, f) = timed_faults(&mut cmd, &dir, &scratch.join(format!("lwk-{k}")))?;
             done(w, &dir, k)?;
             if in_lwk {
-                lwk.push(secs);
+                l_secs = secs;
             } else {
-                native.push(secs);
-                faults.push(f);
+                (n_secs, n_faults) = (secs, f);
             }
             ends.push(st.code());
+            hook.between().map_err(ExperimentError::Run)?;
         }
-        if ends[0] != ends[1] {
+        let differ = ends[0] != ends[1];
+        if !differ && !hook.keep(i, n_secs, l_secs) {
+            continue;
+        }
+        native.push(n_secs);
+        lwk.push(l_secs);
+        faults.push(n_faults);
+        i += 1;
+        if differ {
             return Ok((
                 native,
                 lwk,
                 Some(format!(
                     "LWK pair {} is invalid: the runs ended with {:?} and {:?} (see `multios lwk run --policy {policy} -- {}`)",
-                    i + 1,
+                    i,
                     ends[0],
                     ends[1],
                     w.argv.join(" ")
@@ -588,6 +650,8 @@ struct Measured {
     /// The run times, pair by pair in ABBA order (native first in even pairs).
     native_runs: Vec<f64>,
     target_runs: Vec<f64>,
+    levels: Levels,
+    fc_level_ns: Option<f64>,
 }
 
 fn point(
@@ -629,6 +693,12 @@ fn point(
         pairs: m.native_runs.len().min(m.target_runs.len()),
         aa_log_ratios: multios_stats::same_side_log_ratios(&m.native_runs, &m.target_runs),
         ceiling_error: None,
+        level_guard: cfg.level_guard,
+        level_ns: m.levels.level_ns(),
+        fc_level_ns: m.fc_level_ns,
+        level_repeats: m.levels.repeated.len(),
+        level_unsteady: m.levels.unsteady(),
+        levels: m.levels,
     })
 }
 
@@ -670,8 +740,17 @@ pub fn run_workload(
             terms.startup_own_s = cache.startup_own(cfg, Target::Emulate(m), w, &scratch.0)?;
         }
         for fc in &cfg.fcs {
-            let rt = super::mechanism_round_trip_at(m, fc.secs(), 300, &cfg.compute, &cfg.control, wait)?;
-            let fc_model = fc.secs() + rt.median / 2.0;
+            // Without the guard: one estimate per configuration, the level around it recorded.
+            let once = if cfg.level_guard {
+                None
+            } else {
+                let (fc_model, level) = in_level(cfg, || {
+                    let rt =
+                        super::mechanism_round_trip_at(m, fc.secs(), RT_TRIALS, &cfg.compute, &cfg.control, wait)?;
+                    Ok(fc.secs() + rt.median / 2.0)
+                })?;
+                Some((fc_model, level))
+            };
             for pol in &cfg.policies {
                 let delegation = crate::setup::resolve_delegation(pol, Some(&prof_file))?;
                 let c = multios_emulate::Config {
@@ -703,7 +782,29 @@ pub fn run_workload(
                     setup: w.setup.clone(),
                     cleanup: w.cleanup.clone(),
                 };
-                let o = compare::run_with_input(&s, None).map_err(|e| ExperimentError::Run(e.to_string()))?;
+                let mut guard = match once {
+                    Some(_) => Guard::record_only(level::link(&cfg.compute, &cfg.control)),
+                    None => {
+                        let f = fc.secs();
+                        let probe: FcProbe<'_> = Box::new(move || {
+                            super::mechanism_round_trip_at(m, f, RT_TRIALS, &cfg.compute, &cfg.control, wait)
+                                .map(|rt| f + rt.median / 2.0)
+                                .map_err(|e| format!("{} round trip at f_c {f} s: {e}", m.name()))
+                        });
+                        Guard::on(
+                            level::link(&cfg.compute, &cfg.control),
+                            LEVEL_RETRIES,
+                            LEVEL_BUDGET_PER_PAIR * cfg.pairs,
+                            Some(probe),
+                        )
+                    }
+                };
+                let o = compare::run_hooked(&s, None, &mut guard).map_err(|e| ExperimentError::Run(e.to_string()))?;
+                let levels = guard.levels;
+                let (fc_model, fc_level_ns) = match once {
+                    Some((f, l)) => (f, l),
+                    None => (levels.fc_model_s().unwrap_or(f64::NAN), levels.level_ns()),
+                };
                 let mut invalid = o.invalid.clone();
                 if invalid.is_none() && !o.output_differences.is_empty() {
                     let d = &o.output_differences[0];
@@ -729,6 +830,8 @@ pub fn run_workload(
                         invalid,
                         native_runs: o.pairs.iter().map(|p| p.native_secs).collect(),
                         target_runs: o.pairs.iter().map(|p| p.emulated_secs).collect(),
+                        levels,
+                        fc_level_ns,
                     },
                 )?;
                 progress.advance(&format!(
@@ -749,10 +852,34 @@ pub fn run_workload(
         if own {
             terms.startup_own_s = cache.startup_own(cfg, Target::Lwk, w, &scratch.0)?;
         }
-        let fc = lwk_fc_median(&cfg.exe)?;
+        // Without the guard: the median of LWK_FC_RUNS `lwk fc` runs for every policy, the level
+        // around them recorded; with it, one `lwk fc` run in each pair's group.
+        let once = if cfg.level_guard {
+            None
+        } else {
+            Some(in_level(cfg, || lwk_fc_median(&cfg.exe))?)
+        };
         let base_faults = cache.base_faults(&terms, w);
         for pol in &cfg.policies {
-            let (native, lwk, invalid, faults) = lwk_pairs_counted(cfg, w, pol, &scratch.0)?;
+            let mut guard = match once {
+                Some(_) => Guard::record_only(level::link(&cfg.compute, &cfg.control)),
+                None => {
+                    let probe: FcProbe<'_> =
+                        Box::new(|| lwk_fc(&cfg.exe).map_err(|e| format!("the LWK's f_c: {e}")));
+                    Guard::on(
+                        level::link(&cfg.compute, &cfg.control),
+                        LEVEL_RETRIES,
+                        LEVEL_BUDGET_PER_PAIR * cfg.pairs,
+                        Some(probe),
+                    )
+                }
+            };
+            let (native, lwk, invalid, faults) = lwk_pairs_hooked(cfg, w, pol, &scratch.0, &mut guard)?;
+            let levels = guard.levels;
+            let (fc, fc_level_ns) = match once {
+                Some((f, l)) => (f, l),
+                None => (levels.fc_model_s().unwrap_or(f64::NAN), levels.level_ns()),
+            };
             let n = native.len().min(lwk.len());
             // `touch`: the pages this point's native runs touched beyond the empty run's.
             let mut terms = terms.clone();
@@ -778,6 +905,8 @@ pub fn run_workload(
                     invalid,
                     native_runs: native[..n].to_vec(),
                     target_runs: lwk[..n].to_vec(),
+                    levels,
+                    fc_level_ns,
                 },
             )?;
             progress.advance(&format!(

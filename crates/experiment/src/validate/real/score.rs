@@ -221,6 +221,12 @@ mod tests {
             pairs: 6,
             aa_log_ratios: Vec::new(),
             ceiling_error: None,
+            level_guard: true,
+            level_ns: None,
+            fc_level_ns: None,
+            level_repeats: 0,
+            level_unsteady: 0,
+            levels: Default::default(),
         }
     }
 

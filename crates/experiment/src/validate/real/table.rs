@@ -22,6 +22,8 @@ pub fn point_header(terms: &[Term]) -> Vec<String> {
         "95 % interval",
         "estimated",
         "fitted",
+        "cross-CPU ns",
+        "repeats",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -53,6 +55,12 @@ pub fn point_rows(results: &[WorkloadResult], terms: &[Term]) -> Vec<Vec<String>
                     .map_or_else(|| "—".into(), |(lo, hi)| format!("[{lo:.4}, {hi:.4}]")),
                 format!("{:.4}", p.projected),
                 format!("{:.4}", p.fitted),
+                // The level the kept pairs saw; "*" when some kept pair's probes disagreed.
+                p.level_ns.map_or_else(
+                    || "—".into(),
+                    |l| format!("{l:.0}{}", if p.level_unsteady > 0 { "*" } else { "" }),
+                ),
+                p.level_repeats.to_string(),
             ];
             if !terms.is_empty() {
                 row.extend(terms.iter().map(|t| opt(p.per_term.get(t.name()).copied(), 4)));
@@ -132,7 +140,7 @@ mod tests {
     #[test]
     fn issue_15_the_tables_have_a_column_per_term() {
         let terms = [Term::Startup, Term::Cache];
-        assert_eq!(point_header(&[]).len(), 9);
+        assert_eq!(point_header(&[]).len(), 11);
         let h = accuracy_header(&terms);
         assert_eq!(
             &h[7..],
