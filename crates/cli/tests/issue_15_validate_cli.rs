@@ -409,16 +409,28 @@ fn issue_15_every_pair_records_the_cross_cpu_level_and_the_f_c_it_is_projected_f
             assert!(k["fc_model_s"].as_f64().is_some_and(|f| f > fc), "{k}");
         }
         let repeats = p["level_repeats"].as_u64().expect("repeats");
-        assert_eq!(p["levels"]["repeated"].as_array().map(|r| r.len() as u64), Some(repeats));
+        assert_eq!(
+            p["levels"]["repeated"].as_array().map(|r| r.len() as u64),
+            Some(repeats)
+        );
         assert!(repeats <= 2 * 3, "bounded: {p}");
-        assert!(p["level_ns"].as_f64().is_some() && p["fc_level_ns"].as_f64().is_some(), "{p}");
+        assert!(
+            p["level_ns"].as_f64().is_some() && p["fc_level_ns"].as_f64().is_some(),
+            "{p}"
+        );
         // The point's model f_c is the median of its pairs' (each measured in its level).
         let m: Vec<f64> = kept.iter().filter_map(|k| k["fc_model_s"].as_f64()).collect();
         let median = (m[0] + m[1]) / 2.0;
-        assert!((p["fc_model_s"].as_f64().expect("model f_c") - median).abs() < 1e-12, "{p}");
+        assert!(
+            (p["fc_model_s"].as_f64().expect("model f_c") - median).abs() < 1e-12,
+            "{p}"
+        );
     }
     let csv = std::fs::read_to_string(dir.join("out/points.csv")).expect("points.csv");
-    assert!(csv.lines().next().is_some_and(|h| h.contains("cross-CPU ns")), "{csv}");
+    assert!(
+        csv.lines().next().is_some_and(|h| h.contains("cross-CPU ns")),
+        "{csv}"
+    );
 
     let off = json(&multios(&dir, &args(false, false)));
     let p = &off["workloads"][0]["points"][0];

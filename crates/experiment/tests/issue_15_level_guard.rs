@@ -55,18 +55,16 @@ fn issue_15_a_pair_that_saw_two_levels_is_run_again_in_the_same_order() {
     ];
     let mut fcs = [20e-6, 21e-6, 22e-6, 23e-6].into_iter();
     let fc: FcProbe<'_> = Box::new(move || fcs.next().ok_or_else(|| "no f_c left".to_string()));
-    let mut g = Guard::on(
-        Script(seq.into_iter().collect()),
-        LEVEL_RETRIES,
-        3,
-        Some(fc),
-    );
+    let mut g = Guard::on(Script(seq.into_iter().collect()), LEVEL_RETRIES, 3, Some(fc));
     let o = compare::run_hooked(&s, None, &mut g).expect("the comparison runs (as root)");
     assert!(o.invalid.is_none(), "{:?}", o.invalid);
     assert!(o.output_differences.is_empty(), "{:?}", o.output_differences);
     let l = &g.levels;
     // Three pairs kept, in ABBA order, one try run again.
-    assert_eq!(o.pairs.iter().map(|p| p.order).collect::<Vec<_>>(), ["NE", "EN", "NE"]);
+    assert_eq!(
+        o.pairs.iter().map(|p| p.order).collect::<Vec<_>>(),
+        ["NE", "EN", "NE"]
+    );
     assert_eq!((l.kept.len(), l.repeated.len()), (3, 1));
     assert_eq!(l.repeated[0].probes_ns, [140.0, 140.0, 600.0, 610.0]);
     // Each kept pair is the comparison's pair, with its own level and f_c.

@@ -254,7 +254,9 @@ mod tests {
     fn issue_15_a_point_s_repeats_are_bounded_too() {
         // Every group moves (a loaded machine): 2 pairs, a budget of 2 repeats for the point —
         // pair 0 is repeated twice and kept, pair 1 is kept at its first try.
-        let seq: Vec<f64> = (0..3 * 4).map(|k| if k % 3 == 2 { 9000.0 } else { 2000.0 }).collect();
+        let seq: Vec<f64> = (0..3 * 4)
+            .map(|k| if k % 3 == 2 { 9000.0 } else { 2000.0 })
+            .collect();
         let mut g = Guard::on(script(&seq), LEVEL_RETRIES, 2, None);
         assert_eq!(drive(&mut g, 2), 4);
         assert_eq!(g.levels.repeated.len(), 2);

@@ -745,8 +745,14 @@ pub fn run_workload(
                 None
             } else {
                 let (fc_model, level) = in_level(cfg, || {
-                    let rt =
-                        super::mechanism_round_trip_at(m, fc.secs(), RT_TRIALS, &cfg.compute, &cfg.control, wait)?;
+                    let rt = super::mechanism_round_trip_at(
+                        m,
+                        fc.secs(),
+                        RT_TRIALS,
+                        &cfg.compute,
+                        &cfg.control,
+                        wait,
+                    )?;
                     Ok(fc.secs() + rt.median / 2.0)
                 })?;
                 Some((fc_model, level))
@@ -799,7 +805,8 @@ pub fn run_workload(
                         )
                     }
                 };
-                let o = compare::run_hooked(&s, None, &mut guard).map_err(|e| ExperimentError::Run(e.to_string()))?;
+                let o = compare::run_hooked(&s, None, &mut guard)
+                    .map_err(|e| ExperimentError::Run(e.to_string()))?;
                 let levels = guard.levels;
                 let (fc_model, fc_level_ns) = match once {
                     Some((f, l)) => (f, l),
