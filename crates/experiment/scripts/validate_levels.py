@@ -23,8 +23,11 @@ seeded) from all A/A pairs, from the native side's alone and from the target sid
 native run never crosses CPUs (one process pinned to the compute CPU), so noise that comes from
 the cross-CPU level shows in the target side's A/A pairs and not in the native side's.
 """
-import json, math, random, statistics as st, sys
+import json, math, os, random, statistics as st, sys
 from collections import defaultdict
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from validate_ceiling import error as ceiling_error  # noqa: E402  (the same bootstrap)
 
 RATIO = 1.5
 
@@ -52,18 +55,6 @@ def fmt(v, d=2):
 
 
 TARGETS = ['emulate:shm', 'emulate:proxy', 'emulate:migrate', 'lwk']
-
-
-def ceiling_error(pool, n, rng, draws=2000):
-    pool = [x for v in pool for x in (v, -v)]
-    if len(pool) < 4:
-        return None
-    s = 0.0
-    for _ in range(draws):
-        d = sorted(rng.choice(pool) for _ in range(n))
-        m = d[n // 2] if n % 2 else (d[n // 2 - 1] + d[n // 2]) / 2
-        s += abs(math.exp(-m) - 1)
-    return s / draws
 
 
 def sides(files, n=6):
