@@ -25,6 +25,7 @@
 //!   loop (trace → hotspots → override file → fewer events) on Racket and CPython.
 
 mod extra;
+pub mod level;
 mod micro;
 mod model;
 pub mod verdict;
@@ -231,6 +232,12 @@ pub struct Row {
     /// The γ the busy-sibling term used: the workload's own (1 / beside-spinner over pinned,
     /// paired) with the causes on, else the microbenchmark's.
     pub gamma: f64,
+    /// Passes run again because their runs saw two cross-CPU levels (`level.rs`).
+    pub repeated: usize,
+    /// Every measured pass: its level, the native and LWK walls, what the LWK run did.
+    pub per_pass: Vec<PassRecord>,
+    /// The passes grouped by level, LWK / native within each.
+    pub by_level: Vec<LevelRow>,
     /// The fixed per-run cost over native's wall: the LWK / native ratio cannot be below
     /// 1 + this, so "within 2 %" is out of reach at this size when it exceeds 0.02.
     pub fixed_share: f64,
@@ -246,6 +253,43 @@ pub struct Row {
     /// spinner on the proxy's CPU; pinned / native and beside / pinned (1 / γ of this
     /// workload), paired.
     pub causes: Option<Causes>,
+}
+
+/// One measured pass: its cross-CPU level and what its native and plain LWK runs did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PassRecord {
+    pub level: level::PassLevel,
+    pub native_s: f64,
+    pub lwk_s: f64,
+    /// The native run's user + sys time, and the LWK run's vCPU and proxy times (schedstat).
+    pub native_cpu_s: f64,
+    pub lwk_vcpu_run_s: f64,
+    pub lwk_vcpu_wait_s: f64,
+    pub lwk_proxy_run_s: f64,
+    pub lwk_proxy_wakes: f64,
+    pub lwk_doorbells: f64,
+    /// The run as `lwk run` timed it (start-up to the guest's end).
+    pub lwk_run_wall_s: f64,
+    /// With the causes: the native program pinned to the vCPU's CPU, alone and beside a spinner.
+    pub pinned_s: Option<f64>,
+    pub beside_s: Option<f64>,
+}
+
+/// The passes of one cross-CPU level.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct LevelRow {
+    /// The median of its passes' levels, ns.
+    pub level_ns: f64,
+    pub passes: usize,
+    /// LWK / native within these passes, paired (an interval from 6 passes on).
+    pub lwk_ratio: f64,
+    pub lwk_ci: Option<(f64, f64)>,
+    /// Medians over these passes.
+    pub native_s: f64,
+    pub lwk_s: f64,
+    pub native_cpu_s: f64,
+    pub lwk_vcpu_run_s: f64,
+    pub lwk_proxy_run_s: f64,
 }
 
 /// The LWK with other `lwk run` flags (`--alt`, e.g. `--populate ahead`) against the plain LWK,
@@ -668,9 +712,10 @@ fn bench_one(
     let mut reference: Option<Vec<u8>> = None;
     let mut reference_tiny: Option<Vec<u8>> = None;
     let mut identical = true;
-    // One run of variant `v`; its summary kept when `keep`; its output compared (the Racket
-    // variants; `true` prints nothing).
-    let mut run_variant = |v: usize, keep: bool| -> Result<Usage, ExperimentError> {
+    // One run of variant `v`, with its LWK summary (which of `summaries` it goes to, and the
+    // summary) when `keep`; its output compared (the Racket variants; `true` prints nothing).
+    type Kept = Option<(usize, serde_json::Value)>;
+    let mut run_variant = |v: usize, keep: bool| -> Result<(Usage, Kept), ExperimentError> {
         let out = dir.join(format!("out-{v}"));
         let u = match v {
             PINNED => run_placed(&program, &out, Some(vcpu_cpu), None)?,
@@ -684,13 +729,15 @@ fn bench_one(
             ALT => Some((3, &summary_alt)),
             _ => None,
         };
+        let mut summary_of_run = None;
         if let (true, Some((k, summary))) = (keep, kept) {
             let text =
                 std::fs::read_to_string(summary).map_err(io(format!("reading {}", summary.display())))?;
-            summaries[k].push(
+            summary_of_run = Some((
+                k,
                 serde_json::from_str(&text)
                     .map_err(|e| ExperimentError::Run(format!("{}: {e}", summary.display())))?,
-            );
+            ));
         }
         if v != TRUE_NATIVE && v != TRUE_LWK {
             let bytes = std::fs::read(&out).map_err(io(format!("reading {}", out.display())))?;
@@ -705,28 +752,48 @@ fn bench_one(
                 Some(r) => identical &= *r == bytes,
             }
         }
-        Ok(u)
+        Ok((u, summary_of_run))
     };
     // The warm-up pass (discarded): times one pass for the budget.
     let mut warmup = Vec::new();
     if cfg.warmup {
         for &v in &list {
-            let u = run_variant(v, false)?;
+            let (u, _) = run_variant(v, false)?;
             warmup.push((VARIANT_NAMES[v].to_string(), u.wall_s));
         }
     }
     let pass_s: f64 = warmup.iter().map(|(_, w)| w).sum();
     let npasses = verdict::passes(cfg.runs, cfg.budget_s, pass_s, MIN_PASSES, MAX_PASSES);
     let mut got: Vec<Vec<Usage>> = vec![Vec::new(); VARIANT_NAMES.len()];
+    let mut levels: Vec<level::PassLevel> = Vec::new();
     for pass in 0..npasses {
         // A round is two passes, forward then reversed: A B C … C B A.
         let mut order = list.clone();
         if pass % 2 == 1 {
             order.reverse();
         }
-        for v in order {
-            let u = run_variant(v, true)?;
-            got[v].push(u);
+        // The cross-CPU level before the pass and after each run: a pass that saw two levels is
+        // run again (`level.rs`).
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let mut probes: Vec<f64> = level::probe(vcpu_cpu, proxy_cpu).into_iter().collect();
+            let mut runs = Vec::with_capacity(order.len());
+            for &v in &order {
+                runs.push((v, run_variant(v, true)?));
+                probes.extend(level::probe(vcpu_cpu, proxy_cpu));
+            }
+            let seen = level::PassLevel::of(&probes, tries);
+            if seen.one_level || tries > level::MAX_REPEATS {
+                for (v, (u, kept)) in runs {
+                    got[v].push(u);
+                    if let Some((k, summary)) = kept {
+                        summaries[k].push(summary);
+                    }
+                }
+                levels.push(seen);
+                break;
+            }
         }
     }
     let plain = multios_profile::load(&prof_plain)?;
@@ -854,6 +921,54 @@ fn bench_one(
     let runs: Vec<[Usage; 3]> = (0..npasses)
         .map(|i| [got[NATIVE][i], got[LWK][i], got[OVR][i]])
         .collect();
+    // Each pass with its level and what its LWK run did; the LWK against native within each
+    // level's passes.
+    let per_pass: Vec<PassRecord> = levels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let c = summaries[0]
+                .get(i)
+                .map(|v| Counts::from_summary(v, native.page_faults, off_cpu))
+                .unwrap_or_default();
+            PassRecord {
+                level: l.clone(),
+                native_s: got[NATIVE][i].wall_s,
+                lwk_s: got[LWK][i].wall_s,
+                native_cpu_s: got[NATIVE][i].user_s + got[NATIVE][i].sys_s,
+                lwk_vcpu_run_s: c.vcpu_run_s,
+                lwk_vcpu_wait_s: c.vcpu_wait_s,
+                lwk_proxy_run_s: c.proxy_run_s,
+                lwk_proxy_wakes: c.proxy_wakes,
+                lwk_doorbells: c.doorbells,
+                lwk_run_wall_s: c.run_wall_s,
+                pinned_s: got[PINNED].get(i).map(|u| u.wall_s),
+                beside_s: got[BESIDE].get(i).map(|u| u.wall_s),
+            }
+        })
+        .collect();
+    let by_level: Vec<LevelRow> = level::groups(&levels.iter().map(|l| l.level_ns).collect::<Vec<_>>())
+        .into_iter()
+        .map(|g| {
+            let pick = |v: usize| -> Vec<f64> { g.iter().map(|&i| got[v][i].wall_s).collect() };
+            let (lwk_ratio, lwk_ci) = paired_ratio(&pick(NATIVE), &pick(LWK));
+            let med = |f: &dyn Fn(&PassRecord) -> f64| {
+                multios_stats::median(&g.iter().map(|&i| f(&per_pass[i])).collect::<Vec<_>>())
+                    .unwrap_or(f64::NAN)
+            };
+            LevelRow {
+                level_ns: med(&|r| r.level.level_ns),
+                passes: g.len(),
+                lwk_ratio,
+                lwk_ci,
+                native_s: med(&|r| r.native_s),
+                lwk_s: med(&|r| r.lwk_s),
+                native_cpu_s: med(&|r| r.native_cpu_s),
+                lwk_vcpu_run_s: med(&|r| r.lwk_vcpu_run_s),
+                lwk_proxy_run_s: med(&|r| r.lwk_proxy_run_s),
+            }
+        })
+        .collect();
     let alt = (!cfg.alt.is_empty()).then(|| {
         let (ratio, ci) = paired_ratio(&walls(LWK), &walls(ALT));
         Alt {
@@ -914,6 +1029,9 @@ fn bench_one(
         image,
         alt,
         gamma: own.gamma,
+        repeated: levels.iter().map(|l| l.tries - 1).sum(),
+        per_pass,
+        by_level,
         passes: npasses,
         warmup,
         outliers,

@@ -292,6 +292,20 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         "vcpu_run_s",
         "proxy_run_s",
     ]);
+    // The passes by cross-CPU level.
+    let mut levels = Table::new([
+        "benchmark",
+        "level_ns",
+        "passes",
+        "lwk/native",
+        "interval",
+        "native_s",
+        "lwk_s",
+        "native_cpu_s",
+        "lwk_vcpu_run_s",
+        "lwk_proxy_run_s",
+        "repeated",
+    ]);
     let mut verdicts = Table::new(["benchmark", "target", "value", "interval", "verdict"]);
     let mut outliers = Table::new(["benchmark", "variant", "pass", "wall_s", "over_median"]);
     for row in &r.rows {
@@ -331,6 +345,21 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
                 pair(c.populated, k.populated, 0),
                 pair(c.vcpu_run_s, k.vcpu_run_s, 3),
                 pair(c.proxy_run_s, k.proxy_run_s, 3),
+            ]);
+        }
+        for l in &row.by_level {
+            levels.row([
+                row.name.clone(),
+                out.num(l.level_ns, 0),
+                l.passes.to_string(),
+                out.num(l.lwk_ratio, 3),
+                ci(l.lwk_ci),
+                out.num(l.native_s, 3),
+                out.num(l.lwk_s, 3),
+                out.num(l.native_cpu_s, 3),
+                out.num(l.lwk_vcpu_run_s, 3),
+                out.num(l.lwk_proxy_run_s, 3),
+                row.repeated.to_string(),
             ]);
         }
         let im = &row.image;
@@ -416,12 +445,13 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
     match out.format {
         Format::Json => out.json(&r)?,
         Format::Csv => out!(
-            "{}{}{}{}{}{}{}{}{}{}{}",
+            "{}{}{}{}{}{}{}{}{}{}{}{}",
             fig9.to_csv(),
             fig10.to_csv(),
             paper.to_csv(),
             image.to_csv(),
             alt.to_csv(),
+            levels.to_csv(),
             verdicts.to_csv(),
             outliers.to_csv(),
             ovr.to_csv(),
@@ -488,6 +518,12 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
                 )
             );
             out!("{}", image.render(out));
+            outln!(
+                "image_fixed: the trivial run's paired overhead less its own events priced as below (the refined \
+                 projection's fixed term; the boot's events are in both runs and counted once); true_fixed: \
+                 `lwk run -- /bin/true` − `/bin/true` (the paper's fixed term); outside_run: the LWK process's wall \
+                 less the run `lwk run` timed (exec, teardown, exit)"
+            );
             if r.rows.iter().any(|x| x.alt.is_some()) {
                 outln!();
                 outln!(
@@ -500,11 +536,18 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
                      columns are plain / alt (medians)"
                 );
             }
+            outln!();
             outln!(
-                "image_fixed: the trivial run's paired overhead less its own events priced as below (the refined \
-                 projection's fixed term; the boot's events are in both runs and counted once); true_fixed: \
-                 `lwk run -- /bin/true` − `/bin/true` (the paper's fixed term); outside_run: the LWK process's wall \
-                 less the run `lwk run` timed (exec, teardown, exit)"
+                "{}",
+                out.bold(
+                    "The passes by cross-CPU level (the cache-line round trip between the vCPU's and the proxy's CPUs, \
+                     probed before each pass and after each run; a pass that saw two levels is run again)"
+                )
+            );
+            out!("{}", levels.render(out));
+            outln!(
+                "lwk/native: paired within the level's passes; repeated: passes of the benchmark run again because \
+                 their runs saw two levels; every pass's level and counts are in --json (`per_pass`)"
             );
             outln!();
             outln!(
