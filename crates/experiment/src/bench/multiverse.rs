@@ -258,7 +258,8 @@ pub struct Row {
 /// One measured pass: its cross-CPU level and what its native and plain LWK runs did.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct PassRecord {
-    pub level: level::PassLevel,
+    /// The pass's cross-CPU level (its probes, the median, whether they agreed, retries).
+    pub level: crate::crosslink::Level,
     pub native_s: f64,
     pub lwk_s: f64,
     /// The native run's user + sys time, and the LWK run's vCPU and proxy times (schedstat).
@@ -765,7 +766,8 @@ fn bench_one(
     let pass_s: f64 = warmup.iter().map(|(_, w)| w).sum();
     let npasses = verdict::passes(cfg.runs, cfg.budget_s, pass_s, MIN_PASSES, MAX_PASSES);
     let mut got: Vec<Vec<Usage>> = vec![Vec::new(); VARIANT_NAMES.len()];
-    let mut levels: Vec<level::PassLevel> = Vec::new();
+    let mut levels: Vec<crate::crosslink::Level> = Vec::new();
+    let mut link = crate::crosslink::Link(vcpu_cpu, proxy_cpu);
     for pass in 0..npasses {
         // A round is two passes, forward then reversed: A B C … C B A.
         let mut order = list.clone();
@@ -774,27 +776,21 @@ fn bench_one(
         }
         // The cross-CPU level before the pass and after each run: a pass that saw two levels is
         // run again (`level.rs`).
-        let mut tries = 0;
-        loop {
-            tries += 1;
-            let mut probes: Vec<f64> = level::probe(vcpu_cpu, proxy_cpu).into_iter().collect();
+        let (runs, seen) = crate::crosslink::guarded(&mut link, level::MAX_REPEATS, |w| {
             let mut runs = Vec::with_capacity(order.len());
             for &v in &order {
                 runs.push((v, run_variant(v, true)?));
-                probes.extend(level::probe(vcpu_cpu, proxy_cpu));
+                w.mark()?;
             }
-            let seen = level::PassLevel::of(&probes, tries);
-            if seen.one_level || tries > level::MAX_REPEATS {
-                for (v, (u, kept)) in runs {
-                    got[v].push(u);
-                    if let Some((k, summary)) = kept {
-                        summaries[k].push(summary);
-                    }
-                }
-                levels.push(seen);
-                break;
+            Ok::<_, ExperimentError>(runs)
+        })?;
+        for (v, (u, kept)) in runs {
+            got[v].push(u);
+            if let Some((k, summary)) = kept {
+                summaries[k].push(summary);
             }
         }
+        levels.push(seen);
     }
     let plain = multios_profile::load(&prof_plain)?;
     let with_ovr = multios_profile::load(&prof_ovr)?;
@@ -1029,7 +1025,7 @@ fn bench_one(
         image,
         alt,
         gamma: own.gamma,
-        repeated: levels.iter().map(|l| l.tries - 1).sum(),
+        repeated: levels.iter().map(|l| l.retries).sum(),
         per_pass,
         by_level,
         passes: npasses,
