@@ -120,7 +120,10 @@ fn issue_5_lwk_validate_reports_model_and_measurement_side_by_side() {
         rep["level"]["level_ns"].as_f64().is_some_and(|ns| ns > 0.0),
         "the level of a repeat on two CPUs: {rep}"
     );
-    assert!(rep["level"]["probes_ns"].as_array().is_some_and(|p| p.len() >= 5), "{rep}");
+    assert!(
+        rep["level"]["probes_ns"].as_array().is_some_and(|p| p.len() >= 5),
+        "{rep}"
+    );
     assert!(
         v["accuracy_refined_medians"].as_f64().is_some_and(f64::is_finite),
         "{v}"

@@ -528,7 +528,9 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
                 outln!();
                 outln!(
                     "{}",
-                    out.bold("The LWK with other flags (--alt) against the plain LWK, paired in the same passes")
+                    out.bold(
+                        "The LWK with other flags (--alt) against the plain LWK, paired in the same passes"
+                    )
                 );
                 out!("{}", alt.render(out));
                 outln!(
