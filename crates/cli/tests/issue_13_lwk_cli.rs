@@ -144,6 +144,7 @@ fn issue_13_bench_multiverse_runs_racket_natively_and_in_the_lwk_with_identical_
         "fannkuch-redux",
         "--terms",
         "events,sibling",
+        "--alt=--populate ahead",
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
@@ -209,7 +210,8 @@ fn issue_13_bench_multiverse_runs_racket_natively_and_in_the_lwk_with_identical_
     // The warm-up ran every variant once (discarded); --runs 1 gave one measured pass, so no
     // 95 % interval: every timed target is undecided, never met or not met on one pass.
     assert_eq!(row["passes"], 1, "{row}");
-    assert_eq!(row["warmup"].as_array().map(Vec::len), Some(7), "{row}");
+    // native, LWK, overrides, the `true` pair, the trivial size's pair, --alt, pinned, beside.
+    assert_eq!(row["warmup"].as_array().map(Vec::len), Some(10), "{row}");
     assert!(row["outliers"].is_array(), "{row}");
     let verdicts = row["verdicts"].as_array().expect("verdicts");
     assert_eq!(verdicts.len(), 5, "{row}");
@@ -223,6 +225,28 @@ fn issue_13_bench_multiverse_runs_racket_natively_and_in_the_lwk_with_identical_
     assert!(f(paper, "forwarding_s") > 0.0, "{row}");
     let total = f(paper, "forwarding_s") + f(paper, "fixed_s");
     assert!((f(paper, "total_s") - total).abs() < 1e-12, "{row}");
+    issue_13_image_and_alt(row);
+}
+
+/// The program at its trivial size ran natively and in the LWK beside the benchmark, and its
+/// overhead less its own events is the refined projection's fixed term; `--alt` ran the LWK with
+/// those flags in the same pass, with its own counts.
+fn issue_13_image_and_alt(row: &serde_json::Value) {
+    let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{k}: {row}"));
+    let image = &row["image"];
+    assert_eq!(image["arg"], 3, "{row}");
+    assert!(f(image, "native_s") > 0.0 && f(image, "lwk_s") > 0.0, "{row}");
+    assert!(f(&image["counts"], "vcpu_run_s") > 0.0, "{row}");
+    let fixed = f(image, "overhead_s") - f(image, "events_s");
+    assert!((f(image, "fixed_s") - fixed).abs() < 1e-12, "{row}");
+    let first = &row["projection"]["terms"][0];
+    assert!((f(first, "total_s") - fixed).abs() < 1e-9, "{row}");
+    let alt = &row["alt"];
+    assert_eq!(alt["flags"], serde_json::json!(["--populate", "ahead"]), "{row}");
+    assert!(f(&alt["alt"], "wall_s") > 0.0 && f(alt, "ratio") > 0.0, "{row}");
+    // Populating ahead made pages the plain runs did not.
+    assert!(f(&alt["counts"], "populated") > 0.0, "{row}");
+    assert_eq!(f(&row["counts"], "populated"), 0.0, "{row}");
 }
 
 #[test]

@@ -110,6 +110,24 @@ fn issue_5_lwk_validate_reports_model_and_measurement_side_by_side() {
         v["accuracy_refined_raw"].as_f64().is_some_and(f64::is_finite),
         "{v}"
     );
+    // issue 15: each repeat with its own projection and the cross-CPU level it saw (the probe's
+    // median round trip between the vCPU's CPU and the proxy's), and the old scoring beside
+    let rep = &point["repeats"][0];
+    for key in ["measured", "refined"] {
+        assert!(rep[key].as_f64().is_some_and(|x| x > 0.0), "{key} in {rep}");
+    }
+    assert!(
+        rep["level"]["level_ns"].as_f64().is_some_and(|ns| ns > 0.0),
+        "the level of a repeat on two CPUs: {rep}"
+    );
+    assert!(
+        rep["level"]["probes_ns"].as_array().is_some_and(|p| p.len() >= 5),
+        "{rep}"
+    );
+    assert!(
+        v["accuracy_refined_medians"].as_f64().is_some_and(f64::is_finite),
+        "{v}"
+    );
     assert!(
         v["inputs"][0]["per_call_lwk_s"]["write"]
             .as_f64()

@@ -25,13 +25,14 @@
 //!   loop (trace → hotspots → override file → fewer events) on Racket and CPython.
 
 mod extra;
+pub mod level;
 mod micro;
 mod model;
 pub mod verdict;
 
 pub use extra::{Cpython, HotspotLoop, Prefault, TraceRun};
 pub use micro::Micro;
-pub use model::{Counts, EventCosts, PaperModel, Projection, Terms};
+pub use model::{Counts, EventCosts, ImageFixed, PaperModel, Projection, Terms};
 pub use verdict::{Decision, Outlier, Verdict};
 
 use crate::{ExperimentError, Progress};
@@ -42,12 +43,14 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-/// A benchmark: name, source, argument for the full and the quick size.
+/// A benchmark: name, source, argument for the full and the quick size, and a trivial size (the
+/// same program and libraries, next to no work: the image's fixed cost, `model::image_fixed`).
 struct Program {
     name: &'static str,
     source: &'static str,
     full: u32,
     quick: u32,
+    tiny: u32,
 }
 
 const PROGRAMS: [Program; 7] = [
@@ -56,42 +59,49 @@ const PROGRAMS: [Program; 7] = [
         source: include_str!("../../racket/binary-trees.rkt"),
         full: 16,
         quick: 10,
+        tiny: 1,
     },
     Program {
         name: "fannkuch-redux",
         source: include_str!("../../racket/fannkuch-redux.rkt"),
         full: 10,
         quick: 8,
+        tiny: 3,
     },
     Program {
         name: "fasta",
         source: include_str!("../../racket/fasta.rkt"),
         full: 1_000_000,
         quick: 20_000,
+        tiny: 1,
     },
     Program {
         name: "fasta-3",
         source: include_str!("../../racket/fasta-3.rkt"),
         full: 1_000_000,
         quick: 20_000,
+        tiny: 1,
     },
     Program {
         name: "mandelbrot",
         source: include_str!("../../racket/mandelbrot.rkt"),
         full: 2000,
         quick: 200,
+        tiny: 8,
     },
     Program {
         name: "n-body",
         source: include_str!("../../racket/n-body.rkt"),
         full: 1_000_000,
         quick: 10_000,
+        tiny: 1,
     },
     Program {
         name: "spectral-norm",
         source: include_str!("../../racket/spectral-norm.rkt"),
         full: 1000,
         quick: 100,
+        tiny: 1,
     },
 ];
 
@@ -154,6 +164,9 @@ pub struct Config {
     pub causes: bool,
     /// The LWK's `--proxy-idle-us` (None: its default): how long the proxy polls after a call.
     pub proxy_idle_us: Option<u64>,
+    /// Extra `lwk run` flags of an "LWK alt" variant run in every pass and paired against the
+    /// plain LWK (empty: no such variant), e.g. `--populate ahead`.
+    pub alt: Vec<OsString>,
     /// The projection's terms that are not events.
     pub terms: Terms,
 }
@@ -211,6 +224,20 @@ pub struct Row {
     pub overhead_ci: Option<(f64, f64)>,
     /// Multiverse's model (forwarded × per-event cost) with the fixed per-run cost beside it.
     pub paper: PaperModel,
+    /// The image's fixed cost, from the program at its trivial size paired in the same passes:
+    /// the refined projection's fixed term.
+    pub image: ImageFixed,
+    /// With `--alt`: the LWK with those flags against the plain LWK, paired.
+    pub alt: Option<Alt>,
+    /// The γ the busy-sibling term used: the workload's own (1 / beside-spinner over pinned,
+    /// paired) with the causes on, else the microbenchmark's.
+    pub gamma: f64,
+    /// Passes run again because their runs saw two cross-CPU levels (`level.rs`).
+    pub repeated: usize,
+    /// Every measured pass: its level, the native and LWK walls, what the LWK run did.
+    pub per_pass: Vec<PassRecord>,
+    /// The passes grouped by level, LWK / native within each.
+    pub by_level: Vec<LevelRow>,
     /// The fixed per-run cost over native's wall: the LWK / native ratio cannot be below
     /// 1 + this, so "within 2 %" is out of reach at this size when it exceeds 0.02.
     pub fixed_share: f64,
@@ -226,6 +253,60 @@ pub struct Row {
     /// spinner on the proxy's CPU; pinned / native and beside / pinned (1 / γ of this
     /// workload), paired.
     pub causes: Option<Causes>,
+}
+
+/// One measured pass: its cross-CPU level and what its native and plain LWK runs did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PassRecord {
+    /// The pass's cross-CPU level (its probes, the median, whether they agreed, retries).
+    pub level: crate::crosslink::Level,
+    pub native_s: f64,
+    pub lwk_s: f64,
+    /// The native run's user + sys time, and the LWK run's vCPU and proxy times (schedstat).
+    pub native_cpu_s: f64,
+    pub lwk_vcpu_run_s: f64,
+    pub lwk_vcpu_wait_s: f64,
+    pub lwk_proxy_run_s: f64,
+    pub lwk_proxy_wakes: f64,
+    pub lwk_doorbells: f64,
+    /// The run as `lwk run` timed it (start-up to the guest's end).
+    pub lwk_run_wall_s: f64,
+    /// With the causes: the native program pinned to the vCPU's CPU, alone and beside a spinner.
+    pub pinned_s: Option<f64>,
+    pub beside_s: Option<f64>,
+}
+
+/// The passes of one cross-CPU level.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct LevelRow {
+    /// The median of its passes' levels, ns.
+    pub level_ns: f64,
+    pub passes: usize,
+    /// LWK / native within these passes, paired (an interval from 6 passes on).
+    pub lwk_ratio: f64,
+    pub lwk_ci: Option<(f64, f64)>,
+    /// Medians over these passes.
+    pub native_s: f64,
+    pub lwk_s: f64,
+    pub native_cpu_s: f64,
+    pub lwk_vcpu_run_s: f64,
+    pub lwk_proxy_run_s: f64,
+}
+
+/// The LWK with other `lwk run` flags (`--alt`, e.g. `--populate ahead`) against the plain LWK,
+/// in the same passes.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Alt {
+    pub flags: Vec<String>,
+    pub lwk: Medians,
+    pub alt: Medians,
+    /// alt / plain LWK wall, paired: median and 95 % interval.
+    pub ratio: f64,
+    pub ci: Option<(f64, f64)>,
+    /// Met: the whole interval at or below 1 (faster); not met: wholly above (slower).
+    pub faster: Decision,
+    /// The alt runs' counts (medians).
+    pub counts: Counts,
 }
 
 /// Where the time goes: the native program on the vCPU's CPU alone and beside a spinner.
@@ -540,19 +621,28 @@ fn prepare(cfg: &Config, dir: &Path, p: &Program) -> Result<Vec<OsString>, Exper
 
 /// The variants of a pass, in forward order. The fixed-cost pair (`/bin/true` natively and in the
 /// LWK) sits between the LWK runs and the causes so each compared pair stays adjacent.
+/// The pair of the program at its trivial size (`Program::tiny`) follows: the fixed cost of this
+/// image (its start-up, loading and exit), measured beside the runs it is a part of.
 const NATIVE: usize = 0;
 const LWK: usize = 1;
 const OVR: usize = 2;
 const TRUE_NATIVE: usize = 3;
 const TRUE_LWK: usize = 4;
-const PINNED: usize = 5;
-const BESIDE: usize = 6;
-const VARIANT_NAMES: [&str; 7] = [
+const TINY_NATIVE: usize = 5;
+const TINY_LWK: usize = 6;
+/// The LWK with `--alt`'s extra flags (when given), paired against the plain LWK.
+const ALT: usize = 7;
+const PINNED: usize = 8;
+const BESIDE: usize = 9;
+const VARIANT_NAMES: [&str; 10] = [
     "native",
     "lwk",
     "lwk+overrides",
     "true",
     "lwk true",
+    "tiny",
+    "lwk tiny",
+    "lwk alt",
     "native pinned",
     "native beside spinner",
 ];
@@ -584,8 +674,14 @@ fn bench_one(
     let (prof_plain, prof_ovr) = (dir.join("plain.json"), dir.join("ovr.json"));
     let (summary_plain, summary_ovr) = (dir.join("summary.json"), dir.join("summary-ovr.json"));
     let (prof_true, summary_true) = (dir.join("true-profile.json"), dir.join("true-summary.json"));
+    let (prof_tiny, summary_tiny) = (dir.join("tiny-profile.json"), dir.join("tiny-summary.json"));
+    let (prof_alt, summary_alt) = (dir.join("alt-profile.json"), dir.join("alt-summary.json"));
     let truev: Vec<OsString> = vec![TRUE.into()];
-    let commands: [Vec<OsString>; 5] = [
+    let mut tinyv = program.clone();
+    if let Some(last) = tinyv.last_mut() {
+        *last = p.tiny.to_string().into();
+    }
+    let commands: [Vec<OsString>; 8] = [
         program.clone(),
         lwk(&[], &prof_plain, &summary_plain, &program),
         lwk(
@@ -597,63 +693,104 @@ fn bench_one(
         truev.clone(),
         // The same flags as the benchmark's plain LWK runs: the fixed cost they pay.
         lwk(&[], &prof_true, &summary_true, &truev),
+        tinyv.clone(),
+        lwk(&[], &prof_tiny, &summary_tiny, &tinyv),
+        lwk(&cfg.alt, &prof_alt, &summary_alt, &program),
     ];
     let (vcpu_cpu, proxy_cpu) = micro::lwk_cpus();
-    let nvariants = if cfg.causes { 7 } else { 5 };
-    // The LWK runs' summaries: [plain, with the overrides].
-    let mut summaries: [Vec<serde_json::Value>; 2] = [Vec::new(), Vec::new()];
+    // The variants of a pass, in forward order.
+    let mut list: Vec<usize> = (NATIVE..=TINY_LWK).collect();
+    if !cfg.alt.is_empty() {
+        list.push(ALT);
+    }
+    if cfg.causes {
+        list.extend([PINNED, BESIDE]);
+    }
+    // The LWK runs' summaries: [plain, with the overrides, the trivial size, alt].
+    let mut summaries: [Vec<serde_json::Value>; 4] = Default::default();
+    // The first native output of the program and of its trivial size: every other run of the
+    // same size must print the same.
     let mut reference: Option<Vec<u8>> = None;
+    let mut reference_tiny: Option<Vec<u8>> = None;
     let mut identical = true;
-    // One run of variant `v`; its summary kept when `keep`; its output compared (the Racket
-    // variants; `true` prints nothing).
-    let mut run_variant = |v: usize, keep: bool| -> Result<Usage, ExperimentError> {
+    // One run of variant `v`, with its LWK summary (which of `summaries` it goes to, and the
+    // summary) when `keep`; its output compared (the Racket variants; `true` prints nothing).
+    type Kept = Option<(usize, serde_json::Value)>;
+    let mut run_variant = |v: usize, keep: bool| -> Result<(Usage, Kept), ExperimentError> {
         let out = dir.join(format!("out-{v}"));
         let u = match v {
             PINNED => run_placed(&program, &out, Some(vcpu_cpu), None)?,
             BESIDE => run_placed(&program, &out, Some(vcpu_cpu), Some(proxy_cpu))?,
             _ => run_once(&commands[v], &out)?,
         };
-        if keep && (v == LWK || v == OVR) {
-            let summary = if v == LWK { &summary_plain } else { &summary_ovr };
+        let kept = match v {
+            LWK => Some((0, &summary_plain)),
+            OVR => Some((1, &summary_ovr)),
+            TINY_LWK => Some((2, &summary_tiny)),
+            ALT => Some((3, &summary_alt)),
+            _ => None,
+        };
+        let mut summary_of_run = None;
+        if let (true, Some((k, summary))) = (keep, kept) {
             let text =
                 std::fs::read_to_string(summary).map_err(io(format!("reading {}", summary.display())))?;
-            summaries[v - 1].push(
+            summary_of_run = Some((
+                k,
                 serde_json::from_str(&text)
                     .map_err(|e| ExperimentError::Run(format!("{}: {e}", summary.display())))?,
-            );
+            ));
         }
         if v != TRUE_NATIVE && v != TRUE_LWK {
             let bytes = std::fs::read(&out).map_err(io(format!("reading {}", out.display())))?;
-            match &reference {
-                None if v == NATIVE => reference = Some(bytes),
+            let (first, first_variant) = if v == TINY_NATIVE || v == TINY_LWK {
+                (&mut reference_tiny, TINY_NATIVE)
+            } else {
+                (&mut reference, NATIVE)
+            };
+            match first {
+                None if v == first_variant => *first = Some(bytes),
                 None => {}
                 Some(r) => identical &= *r == bytes,
             }
         }
-        Ok(u)
+        Ok((u, summary_of_run))
     };
     // The warm-up pass (discarded): times one pass for the budget.
     let mut warmup = Vec::new();
     if cfg.warmup {
-        for (v, name) in VARIANT_NAMES.iter().enumerate().take(nvariants) {
-            let u = run_variant(v, false)?;
-            warmup.push((name.to_string(), u.wall_s));
+        for &v in &list {
+            let (u, _) = run_variant(v, false)?;
+            warmup.push((VARIANT_NAMES[v].to_string(), u.wall_s));
         }
     }
     let pass_s: f64 = warmup.iter().map(|(_, w)| w).sum();
     let npasses = verdict::passes(cfg.runs, cfg.budget_s, pass_s, MIN_PASSES, MAX_PASSES);
-    let mut got: Vec<Vec<Usage>> = vec![Vec::new(); nvariants];
+    let mut got: Vec<Vec<Usage>> = vec![Vec::new(); VARIANT_NAMES.len()];
+    let mut levels: Vec<crate::crosslink::Level> = Vec::new();
+    let mut link = crate::crosslink::Link(vcpu_cpu, proxy_cpu);
     for pass in 0..npasses {
         // A round is two passes, forward then reversed: A B C … C B A.
-        let order: Vec<usize> = if pass % 2 == 0 {
-            (0..nvariants).collect()
-        } else {
-            (0..nvariants).rev().collect()
-        };
-        for v in order {
-            let u = run_variant(v, true)?;
-            got[v].push(u);
+        let mut order = list.clone();
+        if pass % 2 == 1 {
+            order.reverse();
         }
+        // The cross-CPU level before the pass and after each run: a pass that saw two levels is
+        // run again (`level.rs`).
+        let (runs, seen) = crate::crosslink::guarded(&mut link, level::MAX_REPEATS, |w| {
+            let mut runs = Vec::with_capacity(order.len());
+            for &v in &order {
+                runs.push((v, run_variant(v, true)?));
+                w.mark()?;
+            }
+            Ok::<_, ExperimentError>(runs)
+        })?;
+        for (v, (u, kept)) in runs {
+            got[v].push(u);
+            if let Some((k, summary)) = kept {
+                summaries[k].push(summary);
+            }
+        }
+        levels.push(seen);
     }
     let plain = multios_profile::load(&prof_plain)?;
     let with_ovr = multios_profile::load(&prof_ovr)?;
@@ -679,6 +816,14 @@ fn bench_one(
         )
     };
     let (counts, counts_overrides) = (counts_of(&summaries[0]), counts_of(&summaries[1]));
+    let tiny_native = medians(TINY_NATIVE);
+    let tiny_off_cpu = (tiny_native.wall_s - tiny_native.user_s - tiny_native.sys_s).max(0.0);
+    let counts_tiny = Counts::median(
+        &summaries[2]
+            .iter()
+            .map(|v| Counts::from_summary(v, tiny_native.page_faults, tiny_off_cpu))
+            .collect::<Vec<_>>(),
+    );
     let (overrides_vs_lwk, overrides_vs_lwk_ci) = paired_ratio(&walls(LWK), &walls(OVR));
     let diff = |a: &[f64], b: &[f64]| {
         multios_stats::paired_diff(a, b)
@@ -689,8 +834,28 @@ fn bench_one(
     // in this benchmark's projection.
     let (fixed_s, fixed_ci) = diff(&walls(TRUE_NATIVE), &walls(TRUE_LWK));
     let (overhead_paired_s, overhead_ci) = diff(&walls(NATIVE), &walls(LWK));
+    // The image's fixed cost (the trivial size's paired overhead less its own events) replaces
+    // `true`'s in the refined projection; `true`'s stays the paper's fixed term.
+    let (tiny_s, tiny_ci) = diff(&walls(TINY_NATIVE), &walls(TINY_LWK));
     let mut own = costs.clone();
-    if fixed_s.is_finite() {
+    // The busy sibling priced on this workload: the native program pinned to the vCPU's CPU
+    // beside a spinner on the proxy's against alone, paired in these passes (γ = 1 / that
+    // ratio), in place of the microbenchmark's compute loop.
+    let beside_gamma = cfg.causes.then(|| {
+        let (r, _) = paired_ratio(&walls(PINNED), &walls(BESIDE));
+        1.0 / r
+    });
+    if let Some(g) = beside_gamma.filter(|g| g.is_finite() && *g > 0.0) {
+        own.gamma = g;
+    }
+    let image = ImageFixed {
+        native_s: tiny_native.wall_s,
+        lwk_s: medians(TINY_LWK).wall_s,
+        ..model::image_fixed(p.tiny, tiny_s, tiny_ci, counts_tiny, &own, cfg.terms)
+    };
+    if image.fixed_s.is_finite() {
+        own.startup_ns = image.fixed_s * 1e9;
+    } else if fixed_s.is_finite() {
         own.startup_ns = fixed_s * 1e9;
     }
     let projection = model::project(&counts, &own, cfg.terms);
@@ -703,10 +868,10 @@ fn bench_one(
         fixed_ci,
     );
     let mut outliers = Vec::new();
-    for (v, name) in VARIANT_NAMES.iter().enumerate().take(nvariants) {
+    for &v in &list {
         for (pass, over) in verdict::slow_runs(&walls(v), verdict::OUTLIER_FACTOR) {
             outliers.push(Outlier {
-                variant: name.to_string(),
+                variant: VARIANT_NAMES[v].to_string(),
                 pass,
                 wall_s: got[v][pass].wall_s,
                 over_median: over,
@@ -752,6 +917,66 @@ fn bench_one(
     let runs: Vec<[Usage; 3]> = (0..npasses)
         .map(|i| [got[NATIVE][i], got[LWK][i], got[OVR][i]])
         .collect();
+    // Each pass with its level and what its LWK run did; the LWK against native within each
+    // level's passes.
+    let per_pass: Vec<PassRecord> = levels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let c = summaries[0]
+                .get(i)
+                .map(|v| Counts::from_summary(v, native.page_faults, off_cpu))
+                .unwrap_or_default();
+            PassRecord {
+                level: l.clone(),
+                native_s: got[NATIVE][i].wall_s,
+                lwk_s: got[LWK][i].wall_s,
+                native_cpu_s: got[NATIVE][i].user_s + got[NATIVE][i].sys_s,
+                lwk_vcpu_run_s: c.vcpu_run_s,
+                lwk_vcpu_wait_s: c.vcpu_wait_s,
+                lwk_proxy_run_s: c.proxy_run_s,
+                lwk_proxy_wakes: c.proxy_wakes,
+                lwk_doorbells: c.doorbells,
+                lwk_run_wall_s: c.run_wall_s,
+                pinned_s: got[PINNED].get(i).map(|u| u.wall_s),
+                beside_s: got[BESIDE].get(i).map(|u| u.wall_s),
+            }
+        })
+        .collect();
+    let by_level: Vec<LevelRow> = level::groups(&levels.iter().map(|l| l.level_ns).collect::<Vec<_>>())
+        .into_iter()
+        .map(|g| {
+            let pick = |v: usize| -> Vec<f64> { g.iter().map(|&i| got[v][i].wall_s).collect() };
+            let (lwk_ratio, lwk_ci) = paired_ratio(&pick(NATIVE), &pick(LWK));
+            let med = |f: &dyn Fn(&PassRecord) -> f64| {
+                multios_stats::median(&g.iter().map(|&i| f(&per_pass[i])).collect::<Vec<_>>())
+                    .unwrap_or(f64::NAN)
+            };
+            LevelRow {
+                level_ns: med(&|r| r.level.level_ns),
+                passes: g.len(),
+                lwk_ratio,
+                lwk_ci,
+                native_s: med(&|r| r.native_s),
+                lwk_s: med(&|r| r.lwk_s),
+                native_cpu_s: med(&|r| r.native_cpu_s),
+                lwk_vcpu_run_s: med(&|r| r.lwk_vcpu_run_s),
+                lwk_proxy_run_s: med(&|r| r.lwk_proxy_run_s),
+            }
+        })
+        .collect();
+    let alt = (!cfg.alt.is_empty()).then(|| {
+        let (ratio, ci) = paired_ratio(&walls(LWK), &walls(ALT));
+        Alt {
+            flags: cfg.alt.iter().map(|f| f.to_string_lossy().into_owned()).collect(),
+            lwk: medians(LWK),
+            alt: medians(ALT),
+            ratio,
+            ci,
+            faster: verdict::at_most(ci, 1.0),
+            counts: counts_of(&summaries[3]),
+        }
+    });
     let causes = cfg.causes.then(|| {
         let pinned = walls(PINNED);
         let (pinned_ratio, pinned_ci) = paired_ratio(&walls(NATIVE), &pinned);
@@ -797,6 +1022,12 @@ fn bench_one(
         overhead_paired_s,
         overhead_ci,
         paper,
+        image,
+        alt,
+        gamma: own.gamma,
+        repeated: levels.iter().map(|l| l.retries).sum(),
+        per_pass,
+        by_level,
         passes: npasses,
         warmup,
         outliers,

@@ -56,6 +56,10 @@ pub struct Args {
     /// measured extra wait for its CPU), comma-separated; `all`, or `events` for none
     #[arg(long, default_value = "all", value_parser = parse_terms)]
     terms: multiverse::Terms,
+    /// Also run the LWK with these extra `lwk run` flags in every pass, paired against the plain
+    /// LWK (e.g. `--alt='--populate ahead'`; the flags are split at spaces)
+    #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
+    alt: Option<String>,
 }
 
 fn parse_arg(s: &str) -> Result<(String, u32), String> {
@@ -92,6 +96,13 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         causes: !a.no_causes,
         proxy_idle_us: a.proxy_idle_us,
         terms: a.terms,
+        alt: a
+            .alt
+            .as_deref()
+            .unwrap_or("")
+            .split_whitespace()
+            .map(std::ffi::OsString::from)
+            .collect(),
     };
     let r = multiverse::run(&cfg, &mut crate::progress::Bar::new(out))?;
     let mut fig9 = Table::new([
@@ -150,6 +161,7 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         "proxy_run_s",
         "proxy_wait_s",
         "proxy_parked_s",
+        "gamma_used",
     ]);
     for row in &r.rows {
         fig9.row([
@@ -226,6 +238,7 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             out.num(c.proxy_run_s, 3),
             out.num(c.proxy_wait_s, 3),
             out.num(c.proxy_parked_s, 3),
+            out.num(row.gamma, 3),
         ]);
     }
     // The paper's model beside the measured overhead, both paired, and the fixed per-run cost.
@@ -249,6 +262,50 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             |(lo, hi)| format!("[{}, {}]", out.num(lo * 1e3, 1), out.num(hi * 1e3, 1)),
         )
     };
+    // The image's fixed cost: the program at its trivial size, paired in the same passes.
+    let mut image = Table::new([
+        "benchmark",
+        "tiny_arg",
+        "tiny_native_s",
+        "tiny_lwk_s",
+        "tiny_overhead_ms",
+        "interval",
+        "its_events_ms",
+        "image_fixed_ms",
+        "true_fixed_ms",
+        "tiny_vcpu_run_s",
+        "tiny_startup_ms",
+        "tiny_outside_run_ms",
+    ]);
+    // `--alt`: the LWK with other flags against the plain LWK.
+    let mut alt = Table::new([
+        "benchmark",
+        "flags",
+        "lwk_s",
+        "alt_s",
+        "alt/lwk",
+        "interval",
+        "faster",
+        "kvm_faults",
+        "vcpu_host_faults",
+        "populated",
+        "vcpu_run_s",
+        "proxy_run_s",
+    ]);
+    // The passes by cross-CPU level.
+    let mut levels = Table::new([
+        "benchmark",
+        "level_ns",
+        "passes",
+        "lwk/native",
+        "interval",
+        "native_s",
+        "lwk_s",
+        "native_cpu_s",
+        "lwk_vcpu_run_s",
+        "lwk_proxy_run_s",
+        "repeated",
+    ]);
     let mut verdicts = Table::new(["benchmark", "target", "value", "interval", "verdict"]);
     let mut outliers = Table::new(["benchmark", "variant", "pass", "wall_s", "over_median"]);
     for row in &r.rows {
@@ -266,6 +323,59 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             out.num(row.projection.total_s * 1e3, 1),
             out.num(row.overhead_paired_s * 1e3, 1),
             ms_ci(row.overhead_ci),
+        ]);
+        if let Some(a) = &row.alt {
+            let (c, k) = (&row.counts, &a.counts);
+            let pair = |x: f64, y: f64, d: usize| format!("{} / {}", out.num(x, d), out.num(y, d));
+            alt.row([
+                row.name.clone(),
+                a.flags.join(" "),
+                out.num(a.lwk.wall_s, 3),
+                out.num(a.alt.wall_s, 3),
+                out.num(a.ratio, 3),
+                ci(a.ci),
+                match a.faster {
+                    multiverse::Decision::Met => "yes",
+                    multiverse::Decision::NotMet => "no (slower)",
+                    multiverse::Decision::Undecided => "undecided",
+                }
+                .to_string(),
+                pair(c.shadow_faults, k.shadow_faults, 0),
+                pair(c.vcpu_faults, k.vcpu_faults, 0),
+                pair(c.populated, k.populated, 0),
+                pair(c.vcpu_run_s, k.vcpu_run_s, 3),
+                pair(c.proxy_run_s, k.proxy_run_s, 3),
+            ]);
+        }
+        for l in &row.by_level {
+            levels.row([
+                row.name.clone(),
+                out.num(l.level_ns, 0),
+                l.passes.to_string(),
+                out.num(l.lwk_ratio, 3),
+                ci(l.lwk_ci),
+                out.num(l.native_s, 3),
+                out.num(l.lwk_s, 3),
+                out.num(l.native_cpu_s, 3),
+                out.num(l.lwk_vcpu_run_s, 3),
+                out.num(l.lwk_proxy_run_s, 3),
+                row.repeated.to_string(),
+            ]);
+        }
+        let im = &row.image;
+        image.row([
+            row.name.clone(),
+            im.arg.to_string(),
+            out.num(im.native_s, 3),
+            out.num(im.lwk_s, 3),
+            out.num(im.overhead_s * 1e3, 1),
+            ms_ci(im.overhead_ci),
+            out.num(im.events_s * 1e3, 1),
+            out.num(im.fixed_s * 1e3, 1),
+            out.num(pm.fixed_s * 1e3, 1),
+            out.num(im.counts.vcpu_run_s, 3),
+            out.num(im.counts.startup_s * 1e3, 1),
+            out.num((im.lwk_s - im.counts.run_wall_s) * 1e3, 1),
         ]);
         for v in &row.verdicts {
             let ms = v.key.contains("10 %");
@@ -335,10 +445,13 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
     match out.format {
         Format::Json => out.json(&r)?,
         Format::Csv => out!(
-            "{}{}{}{}{}{}{}{}{}",
+            "{}{}{}{}{}{}{}{}{}{}{}{}",
             fig9.to_csv(),
             fig10.to_csv(),
             paper.to_csv(),
+            image.to_csv(),
+            alt.to_csv(),
+            levels.to_csv(),
             verdicts.to_csv(),
             outliers.to_csv(),
             ovr.to_csv(),
@@ -400,6 +513,48 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             outln!(
                 "{}",
                 out.bold(
+                    "The fixed cost of each benchmark's image: the same program at a trivial size, natively and in the \
+                     LWK, paired in the same passes"
+                )
+            );
+            out!("{}", image.render(out));
+            outln!(
+                "image_fixed: the trivial run's paired overhead less its own events priced as below (the refined \
+                 projection's fixed term; the boot's events are in both runs and counted once); true_fixed: \
+                 `lwk run -- /bin/true` − `/bin/true` (the paper's fixed term); outside_run: the LWK process's wall \
+                 less the run `lwk run` timed (exec, teardown, exit)"
+            );
+            if r.rows.iter().any(|x| x.alt.is_some()) {
+                outln!();
+                outln!(
+                    "{}",
+                    out.bold(
+                        "The LWK with other flags (--alt) against the plain LWK, paired in the same passes"
+                    )
+                );
+                out!("{}", alt.render(out));
+                outln!(
+                    "faster: yes when the whole interval of alt/lwk is at or below 1, no when it is above; the count \
+                     columns are plain / alt (medians)"
+                );
+            }
+            outln!();
+            outln!(
+                "{}",
+                out.bold(
+                    "The passes by cross-CPU level (the cache-line round trip between the vCPU's and the proxy's CPUs, \
+                     probed before each pass and after each run; a pass that saw two levels is run again)"
+                )
+            );
+            out!("{}", levels.render(out));
+            outln!(
+                "lwk/native: paired within the level's passes; repeated: passes of the benchmark run again because \
+                 their runs saw two levels; every pass's level and counts are in --json (`per_pass`)"
+            );
+            outln!();
+            outln!(
+                "{}",
+                out.bold(
                     "The overrides against the plain LWK (paired; each pair of columns is LWK / LWK + overrides, medians)"
                 )
             );
@@ -420,7 +575,8 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             out!("{}", causes.render(out));
             outln!(
                 "γ (AAM's beside microbenchmark on the same CPUs, {} phases of {:.0} ms): {:.3}; the busy-sibling term \
-                 costs 1 − γ per second the proxy ran",
+                 costs 1 − γ per second the proxy ran, with γ the workload's own (gamma_used: 1 / beside/pinned) \
+                 where the causes ran, else this one",
                 2 * m.beside.phases,
                 m.beside.phase_ms,
                 m.costs.gamma
