@@ -360,8 +360,8 @@ startup_argv = ["dd", "if=/dev/zero", "of=/dev/null", "bs=32M", "count=0", "stat
     );
 }
 
-/// Every pair records the cross-CPU round trip its runs saw and, with the guard (the default),
-/// the f_c measured in its own group; without it (`--no-level-guard`) the probes are recorded,
+/// Every pair records the cross-CPU round trip its runs saw and, with the guard
+/// (`--level-guard`), the f_c measured in its own group; without it (the default) the probes are recorded,
 /// nothing is repeated, and f_c comes from one measurement whose level is recorded too.
 #[test]
 fn issue_15_every_pair_records_the_cross_cpu_level_and_the_f_c_it_is_projected_from() {
@@ -389,8 +389,8 @@ fn issue_15_every_pair_records_the_cross_cpu_level_and_the_f_c_it_is_projected_f
         if lwk {
             a.push("--lwk");
         }
-        if !guard {
-            a.push("--no-level-guard");
+        if guard {
+            a.push("--level-guard");
         }
         a
     };

@@ -2,7 +2,7 @@
 """Does the cross-CPU level explain the noise of `multios validate --suite`? (issue #15)
 
 Usage: validate_levels.py W1.json W2.json ...   (outputs of `multios --json validate --suite ...`,
-                                                 with and without --no-level-guard, any mix)
+                                                 with and without --level-guard, any mix)
        validate_levels.py --sides W1.json ...     (any run, also those made before the guard)
 
 Reads each point's pairs with the level their probes saw (`levels.kept`, `levels.repeated`) and

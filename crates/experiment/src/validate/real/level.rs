@@ -111,7 +111,7 @@ impl<'a, P: Prober> Guard<'a, P> {
         }
     }
 
-    /// A guard that only records the levels (`--no-level-guard`).
+    /// A guard that only records the levels (the default; `--level-guard` repeats).
     pub fn record_only(prober: P) -> Self {
         Guard::on(prober, 0, 0, None)
     }

@@ -125,7 +125,7 @@ pub struct Config {
     /// (`--no-realtime`) keeps the caller's scheduling class, for a machine shared with others.
     pub realtime: bool,
     /// Repeat a pair whose probes of the cross-CPU round trip disagree, and measure each pair's
-    /// f_c in the same group ([`level`]; the default). False (`--no-level-guard`): the levels are
+    /// f_c in the same group ([`level`]; `--level-guard`). False (the default): the levels are
     /// only recorded, f_c measured once per configuration.
     pub level_guard: bool,
 }
