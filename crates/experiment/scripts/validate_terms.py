@@ -28,7 +28,7 @@ Multi-process workloads are left out (`procs` composes a tree and does not combi
 import itertools, json, math, sys
 
 TARGETS = ['emulate:shm', 'emulate:proxy', 'emulate:migrate', 'lwk']
-ADDITIVE = ['startup', 'startup-own', 'wakeup', 'touch', 'overlap', 'cache']
+ADDITIVE = ['startup', 'startup-own', 'wakeup', 'touch', 'memcalls', 'overlap', 'cache']
 GAMMA_RANGE = (0.25, 4.0)
 
 
@@ -148,7 +148,9 @@ def main():
     if fit:
         for label, ks in [('fitted γ, the paper\'s model', []), ('fitted γ, every term', names),
                           ('fitted γ, startup-own + wakeup + anchor', ['startup-own', 'wakeup', 'anchor']),
-                          ('fitted γ, startup-own + wakeup + touch + anchor', ['startup-own', 'wakeup', 'touch', 'anchor'])]:
+                          ('fitted γ, startup-own + wakeup + touch + anchor', ['startup-own', 'wakeup', 'touch', 'anchor']),
+                          ('fitted γ, startup-own + wakeup + touch + memcalls + anchor',
+                           ['startup-own', 'wakeup', 'touch', 'memcalls', 'anchor'])]:
             print(label + ' | ' + ' | '.join(f'{fitted(by[t], ks):.1f}' for t in TARGETS))
     if not bound:
         had = [n for n in names if n in ps[0]['per_term']] if ps else []

@@ -48,7 +48,8 @@ fn check_tree(p: &Profile) {
         "Σ per-process C {c} vs C {}",
         p.compute_time_s
     );
-    assert_eq!(p.written_version(), 3);
+    // 4 with the eBPF backend's memory_bytes, 3 without (ptrace).
+    assert_eq!(p.written_version(), if p.memory_bytes.is_some() { 4 } else { 3 });
 }
 
 fn pipeline(backend: Backend) {
@@ -144,4 +145,24 @@ fn issue_15_without_per_process_the_profile_stays_version_2() {
     let p = common::profile(Backend::Ebpf, &["sh", "-c", "true | cat"]);
     assert!(p.processes.is_empty());
     assert_eq!(p.written_version(), 2);
+}
+
+/// Issue #15 (`memcalls`): with `--per-process` the eBPF backend sums the lengths the memory calls
+/// ask for — dd with a 24 MiB block maps (and unmaps) at least 24 MiB beyond its start-up — and
+/// the profile says version 4; ptrace leaves them out.
+#[test]
+fn issue_15_ebpf_records_the_memory_calls_lengths() {
+    let _g = serial();
+    require_root();
+    let dir = scratch("membytes");
+    let cmd = ["dd", "if=/dev/zero", "of=/dev/null", "bs=24M", "count=1", "status=none"];
+    let p = per_process(Backend::Ebpf, &cmd, &dir);
+    let b = p.memory_bytes.expect("memory_bytes with --per-process under eBPF");
+    assert!(b.mmap >= 24 << 20, "{b:?}");
+    assert!(b.munmap >= 24 << 20, "{b:?}");
+    assert!(p.syscall("mmap").is_some_and(|s| s.count > 0));
+    assert_eq!(p.written_version(), 4);
+    let t = per_process(Backend::Ptrace, &cmd, &dir);
+    assert_eq!(t.memory_bytes, None);
+    assert_eq!(t.written_version(), 3);
 }

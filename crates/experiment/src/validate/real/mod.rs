@@ -19,6 +19,8 @@
 //!    `--terms`, the estimated projection with each named correction term alone and with all of them
 //!    ([`micro`] measures them, [`score`] scores them, [`table`] lays them out).
 
+pub mod fc;
+pub mod memcalls;
 pub mod micro;
 pub mod score;
 pub mod table;
@@ -322,23 +324,20 @@ pub fn profile(
     Ok((multios_profile::load(&file)?, file, dir))
 }
 
-/// Independent `multios lwk fc` runs behind the LWK's f_c in a projection ([`lwk_fc_median`]).
+/// Independent `multios lwk fc` runs behind the LWK's f_c in a projection
+/// ([`micro::TermCache::lwk_fc`], the lowest: [`fc::polling_one_way_s`]). One run alone came out 22–26 µs in 3 of the 12
+/// invocations of the quiet suite of 2026-11-26 (pass 3) against 16.3–17.0 µs in the others: a
+/// single run's outlier moved a whole workload's projections (awk's LWK points by 12 %).
 pub const LWK_FC_RUNS: usize = 3;
 
-/// The LWK's one-way f_c for a projection: the median of [`LWK_FC_RUNS`] independent
-/// [`lwk_fc`] runs (each a fresh LWK). One run alone came out 22–26 µs in 3 of the 12
-/// invocations of the quiet suite of 2026-11-26 (pass 3) against 16.3–17.0 µs in the others and in
-/// every invocation of pass 1: a single run's outlier moved a whole workload's projections (awk's
-/// LWK points by 12 %).
-pub fn lwk_fc_median(exe: &Path) -> Result<f64, ExperimentError> {
-    let runs = (0..LWK_FC_RUNS)
-        .map(|_| lwk_fc(exe))
-        .collect::<Result<Vec<f64>, _>>()?;
-    Ok(model::median(&runs).unwrap_or(f64::NAN))
+/// The LWK's one-way f_c: half of (delegated getppid through a rewritten site − native getppid),
+/// medians from `multios lwk fc` ([`fc`]: the path a program's calls take).
+pub fn lwk_fc(exe: &Path) -> Result<f64, ExperimentError> {
+    lwk_fc_rows(exe).map(|r| r.one_way_s())
 }
 
-/// The LWK's one-way f_c: half of (delegated getppid − native getppid), medians from `multios lwk fc`.
-pub fn lwk_fc(exe: &Path) -> Result<f64, ExperimentError> {
+/// The rows of one `multios --json lwk fc` run that a projection uses.
+pub fn lwk_fc_rows(exe: &Path) -> Result<fc::FcRows, ExperimentError> {
     let out = Command::new(exe)
         .args(["--json", "lwk", "fc", "--calls", "5000"])
         .stdin(Stdio::null())
@@ -350,18 +349,7 @@ pub fn lwk_fc(exe: &Path) -> Result<f64, ExperimentError> {
             "multios lwk fc --json: {e} (did it run? is /dev/kvm there?)"
         ))
     })?;
-    let median = |prefix: &str| {
-        v.as_array()?
-            .iter()
-            .find(|r| r["mechanism"].as_str().is_some_and(|m| m.starts_with(prefix)))?["summary"]["median_ns"]
-            .as_f64()
-    };
-    match (median("delegated getppid"), median("native getppid")) {
-        (Some(d), Some(n)) => Ok(((d - n) / 2.0).max(0.0) * 1e-9),
-        _ => Err(ExperimentError::Run(
-            "multios lwk fc --json has no 'delegated getppid' or 'native getppid' row".into(),
-        )),
-    }
+    fc::parse_fc_rows(&v)
 }
 
 /// Native and LWK run times (seconds, in pair order) and why the pairs are invalid, if they are.
@@ -749,7 +737,8 @@ pub fn run_workload(
         if own {
             terms.startup_own_s = cache.startup_own(cfg, Target::Lwk, w, &scratch.0)?;
         }
-        let fc = lwk_fc_median(&cfg.exe)?;
+        memcalls::fill_terms(cfg, w, &mut terms, &prof, &scratch.0, &mut notes)?;
+        let fc = cache.lwk_fc(cfg, &w.name)?;
         let base_faults = cache.base_faults(&terms, w);
         for pol in &cfg.policies {
             let (native, lwk, invalid, faults) = lwk_pairs_counted(cfg, w, pol, &scratch.0)?;
