@@ -59,6 +59,9 @@ pub fn pingpong(a: usize, b: usize, trials: usize) -> Result<Summary, EmulateErr
     let pong = Arc::new(Line(AtomicU64::new(0)));
     let (p2, q2) = (ping.clone(), pong.clone());
     let total = (trials + 1000) as u64;
+    // The caller's own mask, given back at the end (read before pinning: afterwards the thread's
+    // allowed set is `{a}`).
+    let callers = CpuSet::allowed();
     let echo = std::thread::spawn(move || {
         let pinned = pin_current_thread(&CpuSet([b].into()));
         for i in 1..=total {
@@ -92,7 +95,7 @@ pub fn pingpong(a: usize, b: usize, trials: usize) -> Result<Summary, EmulateErr
             what: format!("pinning to CPU {b}"),
             cause,
         })?;
-    pin_current_thread(&CpuSet::allowed()).ok();
+    pin_current_thread(&callers).ok();
     Summary::of(&mut v).ok_or_else(|| EmulateError::Supervisor("no ping-pong samples".into()))
 }
 

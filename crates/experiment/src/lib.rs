@@ -23,6 +23,7 @@
 pub mod bench;
 pub mod compare;
 pub mod conformance;
+pub mod crosslink;
 pub mod demo;
 mod error;
 pub mod figures;

@@ -43,6 +43,8 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         "refined_S",
         "acc_naive_%",
         "acc_refined_%",
+        "level_ns",
+        "retries",
     ]);
     for p in points {
         t.row([
@@ -61,6 +63,16 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             out.num(p.refined, 3),
             out.num(p.accuracy_naive, 1),
             out.num(p.accuracy_refined, 1),
+            p.repeats
+                .iter()
+                .map(|r| format!("{:.0}{}", r.level.level_ns, if r.level.steady { "" } else { "?" }))
+                .collect::<Vec<_>>()
+                .join("/"),
+            p.repeats
+                .iter()
+                .map(|r| r.level.retries)
+                .sum::<usize>()
+                .to_string(),
         ]);
     }
     match out.format {
@@ -69,14 +81,22 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         Format::Table => {
             outln!(
                 "Model inputs (measured apart): γ = {gamma:.3} (synth without calls); per-call costs natively \
-                 and in the LWK from synth without computation, alternated with each point's runs (--json lists them)"
+                 and in the LWK from synth without computation, run beside each repeat's measured pair (--json lists them)"
             );
             out!("{}", t.render(out));
             outln!(
                 "accuracy (100 − MAPE) over {} intensities: refined {acc_refined:.1} %, naïve {acc_naive:.1} % \
-                 (refined against raw_S, interrupted phases kept: {:.1} %)",
+                 (refined against raw_S, interrupted phases kept: {:.1} %; the medians of refined_S and \
+                 measured_S compared apart: {:.1} %)",
                 points.len(),
-                r.accuracy_refined_raw
+                r.accuracy_refined_raw,
+                r.accuracy_refined_medians
+            );
+            outln!(
+                "level_ns: the cross-CPU round trip (vCPU's CPU ↔ proxy's) each repeat saw, probed between its \
+                 runs; a repeat whose probes disagreed by more than 1.5× was run again (retries), '?' where the \
+                 retries ran out. refined_S: median of each repeat's projection from its own calls-only runs; \
+                 acc_refined_%: 100 − the median of each repeat's error against its own measured pair"
             );
             outln!(
                 "measured_S: median of the paired native/LWK ratios (ABBA); a phase part (compute or its calls) \

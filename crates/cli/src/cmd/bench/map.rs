@@ -200,6 +200,7 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         "map chose (model Linux/placed)",
         "map CPUs (procs)",
         "released",
+        "level ns (retries)",
         "pred rr",
         "err rr",
         "pred map",
@@ -232,6 +233,21 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
                     .join(" ")
             },
             format!("{}/{}", row.map_released_runs, cfg.repeats),
+            {
+                let ns: Vec<f64> = row.levels.iter().map(|l| l.level_ns).collect();
+                let lo = ns.iter().copied().fold(f64::NAN, f64::min);
+                let hi = ns.iter().copied().fold(f64::NAN, f64::max);
+                let retries: usize = row.levels.iter().map(|l| l.retries).sum();
+                let unsteady = row.levels.iter().filter(|l| !l.steady).count();
+                format!(
+                    "{lo:.0}–{hi:.0} ({retries}{})",
+                    if unsteady > 0 {
+                        format!(", {unsteady} unsteady")
+                    } else {
+                        String::new()
+                    }
+                )
+            },
             format!("{:.2}", row.predicted_round_robin_us),
             err(row.predicted_round_robin_us, row.round_robin_us),
             format!("{:.2}", row.predicted_map_us),

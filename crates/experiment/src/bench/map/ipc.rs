@@ -3,6 +3,7 @@
 //! recorded run), interleaved, with the model's prediction of the two pinned placements.
 
 use super::{median, Context, MapBenchError};
+use crate::crosslink::{self, Level};
 use multios_map::decide::{self, Decision};
 use multios_map::partition::Weights;
 use multios_map::programs::{parse, OffIdeal};
@@ -40,6 +41,9 @@ pub struct Row {
     pub map_decision: Decision,
     /// map runs in which a CPU's pinned groups were released (other programs took the CPU).
     pub map_released_runs: usize,
+    /// The cross-CPU level each repeat saw (`crosslink`; a repeat whose probes disagreed was run
+    /// again, up to [`LEVEL_RETRIES`] times).
+    pub levels: Vec<Level>,
     /// The model's time per exchange for the round-robin and map placements …
     pub predicted_round_robin_us: f64,
     pub predicted_map_us: f64,
@@ -54,6 +58,10 @@ pub struct Row {
     #[serde(skip_serializing)]
     pub map_free: Vec<bool>,
 }
+
+/// How many times a repeat whose runs saw different cross-CPU levels is run again before it is
+/// kept anyway (marked `steady: false`).
+pub const LEVEL_RETRIES: usize = 3;
 
 /// The model's time per exchange of `r`'s configuration under round-robin, under map's placement
 /// and under Linux's (every process free).
@@ -284,23 +292,36 @@ pub fn rows(
             let (mut l, mut r, mut m) = (Vec::new(), Vec::new(), Vec::new());
             let (mut l_split, mut m_split) = (Vec::new(), Vec::new());
             let mut released = 0usize;
+            let mut levels = Vec::new();
+            let mut link = crosslink::Link(ctx.cpus[0] as usize, ctx.cpus[1] as usize);
             for k in 0..repeats {
-                for slot in 0..3 {
-                    match (k + slot) % 3 {
-                        0 => {
-                            let (t, split) = linux(&ctx.ipcbench, p, size, rounds)?;
-                            l.push(t);
-                            l_split.push(split);
+                // One repeat = the three placements, in rotating order, with the cross-CPU round
+                // trip probed between them: a pipe pair that Linux splits pays it on every
+                // exchange, so a repeat whose runs saw different levels is run again.
+                let (runs, level) = crosslink::guarded(&mut link, LEVEL_RETRIES, |w| {
+                    let mut lin = None;
+                    let mut rr = None;
+                    let mut map = None;
+                    for slot in 0..3 {
+                        match (k + slot) % 3 {
+                            0 => lin = Some(linux(&ctx.ipcbench, p, size, rounds)?),
+                            1 => rr = Some(placed(ctx, p, size, rounds, &rr_rules)?.0 .0),
+                            _ => map = Some(placed(ctx, p, size, rounds, &map_rules)?),
                         }
-                        1 => r.push(placed(ctx, p, size, rounds, &rr_rules)?.0 .0),
-                        _ => {
-                            let ((t, split), rep) = placed(ctx, p, size, rounds, &map_rules)?;
-                            released += usize::from(!rep.released.is_empty());
-                            m.push(t);
-                            m_split.push(split);
-                        }
+                        w.mark()?;
                     }
-                }
+                    Ok::<_, MapBenchError>((lin, rr, map))
+                })?;
+                let (Some((t, split)), Some(t_rr), Some(((t_m, m_sp), rep))) = runs else {
+                    unreachable!("each of the three slots runs once per repeat")
+                };
+                l.push(t);
+                l_split.push(split);
+                r.push(t_rr);
+                released += usize::from(!rep.released.is_empty());
+                m.push(t_m);
+                m_split.push(m_sp);
+                levels.push(level);
             }
             let (l_off, m_off) = (summarize(&l_split), summarize(&m_split));
             let worst: Vec<f64> = l_split.iter().flatten().map(OffIdeal::worst).collect();
@@ -330,6 +351,7 @@ pub fn rows(
                 map_cpus,
                 map_decision,
                 map_released_runs: released,
+                levels,
                 predicted_round_robin_us: 0.0,
                 predicted_map_us: 0.0,
                 predicted_linux_us: 0.0,

@@ -42,6 +42,15 @@ pub enum MapBenchError {
     Run(#[from] multios_map::run::RunError),
     #[error(transparent)]
     Topology(#[from] multios_map::topology::TopologyError),
+    /// The cross-CPU probe between runs (`crosslink`).
+    #[error("probing the cross-CPU round trip: {0}")]
+    Probe(Box<crate::ExperimentError>),
+}
+
+impl From<crate::ExperimentError> for MapBenchError {
+    fn from(e: crate::ExperimentError) -> Self {
+        MapBenchError::Probe(Box::new(e))
+    }
 }
 
 #[derive(Debug, Clone)]
