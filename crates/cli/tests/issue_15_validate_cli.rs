@@ -420,4 +420,5 @@ argv = ["dd", "if=/dev/zero", "of=/dev/null", "bs=16M", "count=1", "status=none"
         "{v}"
     );
     assert!(fc["numbers"]["run0.rewritten_ns"].is_number(), "{v}");
+    assert!(fc["numbers"]["run0.crosslink_ns"].is_number(), "{v}");
 }

@@ -449,9 +449,19 @@ impl TermCache {
     /// workload; every run's rows are kept in the output (`fc`, target `lwk`), with the trapping
     /// site's row that the estimated column took before for comparison.
     pub fn lwk_fc(&mut self, cfg: &Config, workload: &str) -> Result<f64, ExperimentError> {
-        let rows = (0..super::LWK_FC_RUNS)
-            .map(|_| super::lwk_fc_rows(&cfg.exe))
-            .collect::<Result<Vec<_>, _>>()?;
+        // The cross-CPU level (`crate::crosslink`) before each run, between the LWK's proxy CPU
+        // (the first control CPU) and its vCPU's (the first compute CPU): every delegated call
+        // crosses it twice, so the f_c measured follows it.
+        let cpus = (
+            cfg.control.0.iter().next().copied().unwrap_or(0),
+            cfg.compute.0.iter().next().copied().unwrap_or(1),
+        );
+        let mut levels = Vec::new();
+        let mut rows = Vec::new();
+        for _ in 0..super::LWK_FC_RUNS {
+            levels.push(crate::crosslink::probe(cpus.0, cpus.1)?.unwrap_or(f64::NAN));
+            rows.push(super::lwk_fc_rows(&cfg.exe)?);
+        }
         let fc = super::fc::polling_one_way_s(&rows);
         let ring = crate::stats::median(&rows.iter().filter_map(|r| r.ring_one_way_s()).collect::<Vec<_>>())
             .unwrap_or(f64::NAN);
@@ -460,6 +470,7 @@ impl TermCache {
             ("ring_one_way_ns".to_string(), ring * 1e9),
         ]);
         for (i, r) in rows.iter().enumerate() {
+            numbers.insert(format!("run{i}.crosslink_ns"), levels[i]);
             numbers.insert(format!("run{i}.rewritten_ns"), r.rewritten_ns);
             numbers.insert(format!("run{i}.native_ns"), r.native_ns);
             if let Some(x) = r.ring_ns {
@@ -470,12 +481,13 @@ impl TermCache {
             target: Target::Lwk.name(),
             term: "fc".into(),
             value: format!(
-                "f_c {:.2} µs one-way for {workload} (the rewritten site's row; the trapping site's: {:.2} µs)",
+                "f_c {:.2} µs one-way for {workload} (the rewritten site's row; the trapping site's: {:.2} µs); cross-CPU round trip {:.0} ns",
                 fc * 1e6,
-                ring * 1e6
+                ring * 1e6,
+                crate::stats::median(&levels).unwrap_or(f64::NAN)
             ),
             how: format!(
-                "`multios --json lwk fc --calls 5000`, {} runs: ½ (delegated getppid, rewritten site − native getppid), medians per run, the lowest run (the polling proxy's; a run whose proxy stayed parked measured the doorbell, which `wakeup` prices)",
+                "`multios --json lwk fc --calls 5000`, {} runs: ½ (delegated getppid, rewritten site − native getppid), medians per run, the lowest run (the polling proxy's; a run whose proxy stayed parked measured the doorbell, which `wakeup` prices); the cross-CPU level probed before each run (crosslink::probe, control CPU ↔ compute CPU)",
                 super::LWK_FC_RUNS
             ),
             numbers,
