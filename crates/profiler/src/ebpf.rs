@@ -267,7 +267,10 @@ impl Probe {
                 .lookup_percpu(&(slot as u32).to_ne_bytes(), MapFlags::ANY)
                 .map_err(|e| ebpf_err("reading the memory calls' lengths", e))?
                 .unwrap_or_default();
-            *o = per_cpu.iter().flat_map(|v| words(v)).fold(0u64, u64::wrapping_add);
+            *o = per_cpu
+                .iter()
+                .flat_map(|v| words(v))
+                .fold(0u64, u64::wrapping_add);
         }
         Ok(out)
     }

@@ -148,19 +148,29 @@ fn issue_15_without_per_process_the_profile_stays_version_2() {
 }
 
 /// Issue #15 (`memcalls`): with `--per-process` the eBPF backend sums the lengths the memory calls
-/// ask for — dd with a 24 MiB block maps (and unmaps) at least 24 MiB beyond its start-up — and
-/// the profile says version 4; ptrace leaves them out.
+/// ask for — python3 maps and unmaps 24 MiB of anonymous memory and grows an 8 MiB buffer to
+/// 24 MiB (glibc's realloc: one mremap) — and counts the mmaps of files (its libraries) apart;
+/// the profile says version 4. ptrace leaves them out.
 #[test]
 fn issue_15_ebpf_records_the_memory_calls_lengths() {
     let _g = serial();
     require_root();
     let dir = scratch("membytes");
-    let cmd = ["dd", "if=/dev/zero", "of=/dev/null", "bs=24M", "count=1", "status=none"];
+    let code = "import mmap; m = mmap.mmap(-1, 24 << 20); m.close(); b = bytearray(8 << 20); b.extend(bytes(16 << 20))";
+    let cmd = ["python3", "-c", code];
     let p = per_process(Backend::Ebpf, &cmd, &dir);
-    let b = p.memory_bytes.expect("memory_bytes with --per-process under eBPF");
+    let b = p
+        .memory_bytes
+        .expect("memory_bytes with --per-process under eBPF");
     assert!(b.mmap >= 24 << 20, "{b:?}");
     assert!(b.munmap >= 24 << 20, "{b:?}");
-    assert!(p.syscall("mmap").is_some_and(|s| s.count > 0));
+    assert!(b.mremap_old >= 8 << 20 && b.mremap_new >= 24 << 20, "{b:?}");
+    assert!(
+        b.mmap_file_calls >= 1 && b.mmap_file > 0 && b.mmap_file < b.mmap,
+        "{b:?}"
+    );
+    let mmaps = p.syscall("mmap").map_or(0, |s| s.count);
+    assert!(b.mmap_file_calls < mmaps, "{b:?}: {mmaps} mmaps");
     assert_eq!(p.written_version(), 4);
     let t = per_process(Backend::Ptrace, &cmd, &dir);
     assert_eq!(t.memory_bytes, None);

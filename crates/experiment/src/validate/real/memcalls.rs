@@ -67,27 +67,32 @@ fn bench_bytes(kib: u64) -> [f64; 4] {
     [b, b, 2.0 * b, b]
 }
 
-/// Per kind (mmap, mremap, munmap, mmap of a file), the line through a side's two lengths:
-/// (per call s, per byte s).
-fn lines(runs: &[MemRun; 2]) -> [(f64, f64); 4] {
+/// Per kind (mmap, mremap, munmap, mmap of a file), the LWK's extra time per call over native's
+/// at each length, ns.
+fn extras(m: &MemMedians) -> [[f64; 4]; 2] {
     let kinds = |r: &MemRun| [r.mmap, r.mremap, r.munmap, r.fmmap];
-    let (lo, hi) = (kinds(&runs[0]), kinds(&runs[1]));
-    let (blo, bhi) = (bench_bytes(runs[0].kib), bench_bytes(runs[1].kib));
-    std::array::from_fn(|k| {
-        let slope = (hi[k] - lo[k]) / (bhi[k] - blo[k]) * 1e-9;
-        (lo[k] * 1e-9 - slope * blo[k], slope)
+    std::array::from_fn(|i| {
+        let (n, l) = (kinds(&m.native[i]), kinds(&m.lwk[i]));
+        std::array::from_fn(|k| l[k] - n[k])
     })
 }
 
-/// The term's prices: per kind, the LWK's per-call and per-byte cost less native's (`calls` and
-/// `bytes` left at 0 for [`fill`]).
+/// The term's prices: per kind, the line through the LWK's extra time over native's at the two
+/// lengths — a per-call and a per-byte price — with the per-byte price at least 0 (a longer
+/// call never costs the LWK less than a shorter one; a negative slope is noise, e.g. a native
+/// munmap of 8 MiB that took 14 ms on a loaded machine) and the per-call price then what the
+/// short length leaves (`calls` and `bytes` left at 0 for [`fill`]).
 pub fn prices(m: &MemMedians) -> MemCalls {
-    let (n, l) = (lines(&m.native), lines(&m.lwk));
-    let price = |k: usize| MemCall {
-        calls: 0.0,
-        bytes: 0.0,
-        per_call_s: l[k].0 - n[k].0,
-        per_byte_s: l[k].1 - n[k].1,
+    let [lo, hi] = extras(m);
+    let (blo, bhi) = (bench_bytes(m.native[0].kib), bench_bytes(m.native[1].kib));
+    let price = |k: usize| {
+        let slope = ((hi[k] - lo[k]) / (bhi[k] - blo[k])).max(0.0);
+        MemCall {
+            calls: 0.0,
+            bytes: 0.0,
+            per_call_s: (lo[k] - slope * blo[k]) * 1e-9,
+            per_byte_s: slope * 1e-9,
+        }
     };
     MemCalls {
         mmap: price(0),
@@ -103,7 +108,12 @@ fn counts(prof: &multios_profile::Profile) -> ([f64; 4], Option<[f64; 4]>) {
     let n = |name: &str| prof.syscall(name).map_or(0.0, |s| s.count as f64);
     let b = prof.memory_bytes;
     let file_calls = b.map_or(0.0, |b| b.mmap_file_calls as f64);
-    let calls = [(n("mmap") - file_calls).max(0.0), file_calls, n("munmap"), n("mremap")];
+    let calls = [
+        (n("mmap") - file_calls).max(0.0),
+        file_calls,
+        n("munmap"),
+        n("mremap"),
+    ];
     let bytes = b.map(|b| {
         [
             b.mmap.saturating_sub(b.mmap_file) as f64,
@@ -120,7 +130,11 @@ fn counts(prof: &multios_profile::Profile) -> ([f64; 4], Option<[f64; 4]>) {
 /// apart), munmap and mremap, and `memory_bytes` (mmap and munmap length, mremap old length). A
 /// profile without lengths (a backend that does not record them) gives 0 bytes and every mmap
 /// as anonymous — the per-call price alone — and false is returned so that the caller notes it.
-pub fn fill(m: &mut MemCalls, prof: &multios_profile::Profile, base: Option<&multios_profile::Profile>) -> bool {
+pub fn fill(
+    m: &mut MemCalls,
+    prof: &multios_profile::Profile,
+    base: Option<&multios_profile::Profile>,
+) -> bool {
     let (calls, bytes) = counts(prof);
     let (base_calls, base_bytes) = base.map_or(([0.0; 4], None), counts);
     let bytes_known = bytes.is_some();
@@ -180,7 +194,9 @@ pub fn fill_terms(
         .as_mut()
         .is_some_and(|m| fill(m, prof, base.as_ref()));
     if !known {
-        let note = "memcalls: the profile records no memory_bytes (not the eBPF profiler): the per-call price alone".to_string();
+        let note =
+            "memcalls: the profile records no memory_bytes (not the eBPF profiler): the per-call price alone"
+                .to_string();
         if !notes.contains(&note) {
             notes.push(note);
         }
@@ -193,10 +209,18 @@ pub fn fill_terms(
 pub fn memcalls_lwk(cfg: &Config, exe: &Path, scratch: &Path) -> Result<MemMedians, ExperimentError> {
     let mut out = MemMedians::default();
     for (i, kib) in MEMCALLS_KIB.into_iter().enumerate() {
-        let argv = vec![exe.display().to_string(), kib.to_string(), MEMCALLS_INNER.to_string()];
+        let argv = vec![
+            exe.display().to_string(),
+            kib.to_string(),
+            MEMCALLS_INNER.to_string(),
+        ];
         let (mut native, mut lwk) = (Vec::new(), Vec::new());
         for round in 0..MEMCALLS_ROUNDS {
-            let order = if round % 2 == 0 { [false, true] } else { [true, false] };
+            let order = if round % 2 == 0 {
+                [false, true]
+            } else {
+                [true, false]
+            };
             for in_lwk in order {
                 let dir = scratch.join(format!("memcalls-{kib}-{round}-{in_lwk}"));
                 std::fs::create_dir_all(&dir)
@@ -218,13 +242,15 @@ pub fn memcalls_lwk(cfg: &Config, exe: &Path, scratch: &Path) -> Result<MemMedia
                     .map_err(ExperimentError::io("running the memcalls microbenchmark"))?;
                 std::fs::remove_dir_all(&dir).ok();
                 let text = String::from_utf8_lossy(&o.stdout);
-                let r = parse_memcalls(&text).filter(|_| o.status.success()).ok_or_else(|| {
-                    ExperimentError::Run(format!(
-                        "the memcalls microbenchmark ({}, {kib} KiB) printed no memcalls line: {}",
-                        if in_lwk { "lwk" } else { "native" },
-                        text.trim()
-                    ))
-                })?;
+                let r = parse_memcalls(&text)
+                    .filter(|_| o.status.success())
+                    .ok_or_else(|| {
+                        ExperimentError::Run(format!(
+                            "the memcalls microbenchmark ({}, {kib} KiB) printed no memcalls line: {}",
+                            if in_lwk { "lwk" } else { "native" },
+                            text.trim()
+                        ))
+                    })?;
                 if in_lwk { &mut lwk } else { &mut native }.push(r);
             }
         }
@@ -292,15 +318,39 @@ mod tests {
         };
         let p = prices(&m);
         let close = |x: f64, y: f64| (x - y).abs() <= 1e-9 * y.abs().max(1e-15);
-        assert!(close(p.mmap.per_call_s, 9e-6) && close(p.mmap.per_byte_s, 1e-9), "{p:?}");
-        assert!(close(p.mremap.per_call_s, 48e-6) && close(p.mremap.per_byte_s, 2.9e-9), "{p:?}");
-        assert!(close(p.munmap.per_call_s, 17e-6) && close(p.munmap.per_byte_s, 0.5e-9), "{p:?}");
-        assert!(close(p.mmap_file.per_call_s, 97e-6) && close(p.mmap_file.per_byte_s, 0.5e-9), "{p:?}");
+        assert!(
+            close(p.mmap.per_call_s, 9e-6) && close(p.mmap.per_byte_s, 1e-9),
+            "{p:?}"
+        );
+        assert!(
+            close(p.mremap.per_call_s, 48e-6) && close(p.mremap.per_byte_s, 2.9e-9),
+            "{p:?}"
+        );
+        assert!(
+            close(p.munmap.per_call_s, 17e-6) && close(p.munmap.per_byte_s, 0.5e-9),
+            "{p:?}"
+        );
+        assert!(
+            close(p.mmap_file.per_call_s, 97e-6) && close(p.mmap_file.per_byte_s, 0.5e-9),
+            "{p:?}"
+        );
+        // A long call that took natively more than in the LWK (noise): no negative per-byte
+        // price, the short length's extra per call.
+        let mut noisy = m;
+        noisy.native[1].munmap = 14e6;
+        let p = prices(&noisy);
+        let short = m.lwk[0].munmap - m.native[0].munmap;
+        assert_eq!(p.munmap.per_byte_s, 0.0, "{p:?}");
+        assert!(close(p.munmap.per_call_s, short * 1e-9), "{p:?}");
     }
 
     fn profile(counts: [u64; 3], bytes: Option<multios_profile::MemoryBytes>) -> multios_profile::Profile {
         let mut p = multios_profile::Profile::new(vec!["sqlite3".into()], "multios-ebpf", "high");
-        let calls = [("mmap", 9, counts[0]), ("munmap", 11, counts[1]), ("mremap", 25, counts[2])];
+        let calls = [
+            ("mmap", 9, counts[0]),
+            ("munmap", 11, counts[1]),
+            ("mremap", 25, counts[2]),
+        ];
         for (name, nr, count) in calls.into_iter().chain([("read", 0, 900)]) {
             p.syscalls.push(multios_profile::SyscallStats {
                 name: name.into(),
@@ -332,14 +382,25 @@ mod tests {
         assert!(fill(&mut m, &w, None));
         assert_eq!((m.mmap.calls, m.mmap_file.calls), (17.0, 14.0));
         assert_eq!((m.munmap.calls, m.mremap.calls), (12.0, 3.0));
-        assert_eq!(m.mmap.bytes, (7u64 << 20) as f64, "anonymous: every mmap less the files'");
+        assert_eq!(
+            m.mmap.bytes,
+            (7u64 << 20) as f64,
+            "anonymous: every mmap less the files'"
+        );
         assert_eq!(m.mmap_file.bytes, (2u64 << 20) as f64);
         assert_eq!(m.munmap.bytes, (5u64 << 20) as f64);
-        assert_eq!(m.mremap.bytes, (3u64 << 20) as f64, "mremap is priced on its old length");
+        assert_eq!(
+            m.mremap.bytes,
+            (3u64 << 20) as f64,
+            "mremap is priced on its old length"
+        );
         // Less the empty run's (its start-up term holds them); a kind it has more of counts 0.
         let empty = profile([20, 1, 0], Some(bytes(3 << 20, (12, 1 << 20), 8 << 20, 0)));
         assert!(fill(&mut m, &w, Some(&empty)));
-        assert_eq!((m.mmap.calls, m.mmap_file.calls, m.munmap.calls), (9.0, 2.0, 11.0));
+        assert_eq!(
+            (m.mmap.calls, m.mmap_file.calls, m.munmap.calls),
+            (9.0, 2.0, 11.0)
+        );
         assert_eq!(m.mmap.bytes, (5u64 << 20) as f64);
         assert_eq!(m.munmap.bytes, 0.0);
         // Without lengths: the counts (every mmap as anonymous), no bytes, and false.

@@ -217,7 +217,13 @@ impl TermCache {
             ];
             let value = kinds
                 .iter()
-                .map(|(k, c)| format!("{k} {:+.1} µs + {:+.3} ns/KiB", c.per_call_s * 1e6, c.per_byte_s * 1e9 * 1024.0))
+                .map(|(k, c)| {
+                    format!(
+                        "{k} {:+.1} µs + {:+.3} ns/KiB",
+                        c.per_call_s * 1e6,
+                        c.per_byte_s * 1e9 * 1024.0
+                    )
+                })
                 .collect::<Vec<_>>()
                 .join(", ");
             let mut numbers = BTreeMap::new();
@@ -487,7 +493,7 @@ impl TermCache {
                 crate::stats::median(&levels).unwrap_or(f64::NAN)
             ),
             how: format!(
-                "`multios --json lwk fc --calls 5000`, {} runs: ½ (delegated getppid, rewritten site − native getppid), medians per run, the lowest run (the polling proxy's; a run whose proxy stayed parked measured the doorbell, which `wakeup` prices); the cross-CPU level probed before each run (crosslink::probe, control CPU ↔ compute CPU)",
+                "`multios --json lwk fc --calls 5000`, {} runs: ½ (delegated getppid, rewritten site − native getppid), medians per run, the median of the runs within 5× the lowest (a run whose proxy stayed parked measured the doorbell, which `wakeup` prices); the cross-CPU level probed before each run (crosslink::probe, control CPU ↔ compute CPU)",
                 super::LWK_FC_RUNS
             ),
             numbers,

@@ -325,7 +325,7 @@ pub fn profile(
 }
 
 /// Independent `multios lwk fc` runs behind the LWK's f_c in a projection
-/// ([`micro::TermCache::lwk_fc`], the lowest: [`fc::polling_one_way_s`]). One run alone came out 22–26 µs in 3 of the 12
+/// ([`micro::TermCache::lwk_fc`], [`fc::polling_one_way_s`]). One run alone came out 22–26 µs in 3 of the 12
 /// invocations of the quiet suite of 2026-11-26 (pass 3) against 16.3–17.0 µs in the others: a
 /// single run's outlier moved a whole workload's projections (awk's LWK points by 12 %).
 pub const LWK_FC_RUNS: usize = 3;
