@@ -363,8 +363,8 @@ fn measure(a: &Config, r: &Runner, progress: &mut dyn Progress) -> Result<Outcom
             ratios_raw.push(n_raw.total / l_raw.total);
             let proj = project(
                 &n,
-                &per_call(&[c_n.clone()]),
-                &per_call(&[c_l.clone()]),
+                &per_call(std::slice::from_ref(&c_n)),
+                &per_call(std::slice::from_ref(&c_l)),
                 gamma,
                 &policy,
             )?;
