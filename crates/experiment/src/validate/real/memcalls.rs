@@ -15,7 +15,6 @@ use super::{Config, Workload};
 use crate::ExperimentError;
 use multios_model::{MemCall, MemCalls, Terms};
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 /// The microbenchmark's source, the two lengths it is run at (KiB), its runs per side and length,
 /// and the rounds inside each run.
@@ -214,46 +213,10 @@ pub fn memcalls_lwk(cfg: &Config, exe: &Path, scratch: &Path) -> Result<MemMedia
             kib.to_string(),
             MEMCALLS_INNER.to_string(),
         ];
-        let (mut native, mut lwk) = (Vec::new(), Vec::new());
-        for round in 0..MEMCALLS_ROUNDS {
-            let order = if round % 2 == 0 {
-                [false, true]
-            } else {
-                [true, false]
-            };
-            for in_lwk in order {
-                let dir = scratch.join(format!("memcalls-{kib}-{round}-{in_lwk}"));
-                std::fs::create_dir_all(&dir)
-                    .map_err(ExperimentError::io(format!("creating {}", dir.display())))?;
-                let mut cmd = if in_lwk {
-                    let mut c = Command::new(&cfg.exe);
-                    c.args(["lwk", "run", "--policy", "all", "--"]).args(&argv);
-                    c
-                } else {
-                    let mut c = Command::new("taskset");
-                    c.arg("-c").arg(cfg.compute.to_string()).args(&argv);
-                    c
-                };
-                let o = cmd
-                    .current_dir(&dir)
-                    .stdin(Stdio::null())
-                    .stderr(Stdio::null())
-                    .output()
-                    .map_err(ExperimentError::io("running the memcalls microbenchmark"))?;
-                std::fs::remove_dir_all(&dir).ok();
-                let text = String::from_utf8_lossy(&o.stdout);
-                let r = parse_memcalls(&text)
-                    .filter(|_| o.status.success())
-                    .ok_or_else(|| {
-                        ExperimentError::Run(format!(
-                            "the memcalls microbenchmark ({}, {kib} KiB) printed no memcalls line: {}",
-                            if in_lwk { "lwk" } else { "native" },
-                            text.trim()
-                        ))
-                    })?;
-                if in_lwk { &mut lwk } else { &mut native }.push(r);
-            }
-        }
+        let label = format!("memcalls-{kib}kib");
+        let (native, lwk) = super::touch::alternate(cfg, &argv, scratch, &label, MEMCALLS_ROUNDS, |t| {
+            parse_memcalls(t).ok_or("memcalls line")
+        })?;
         out.native[i] = medians(kib, &native);
         out.lwk[i] = medians(kib, &lwk);
     }
