@@ -443,3 +443,69 @@ fn issue_15_every_pair_records_the_cross_cpu_level_and_the_f_c_it_is_projected_f
     }
     assert!(p["fc_level_ns"].as_f64().is_some_and(|l| l > 0.0), "{p}");
 }
+
+/// `memcalls` (the LWK's own mmap/munmap/mremap) and the LWK's f_c from the rewritten site's row:
+/// dd with a 16 MiB block maps at least 16 MiB (and its libraries' files), which the eBPF profile records
+/// (`memory_bytes`) and the term prices with the memcalls microbenchmark, whose medians the
+/// output keeps; the f_c's `lwk fc` rows are kept too. No timing is asserted.
+#[test]
+fn issue_15_memcalls_prices_the_bytes_the_profile_records_and_fc_is_the_rewritten_sites() {
+    let dir = scratch::Scratch::new("multios-issue15", "memcalls");
+    let suite = r#"
+[[workload]]
+name = "dd"
+argv = ["dd", "if=/dev/zero", "of=/dev/null", "bs=16M", "count=1", "status=none"]
+"#;
+    std::fs::write(dir.join("mem.toml"), suite).expect("write the suite");
+    let o = multios(
+        &dir,
+        &[
+            "--json",
+            "validate",
+            "--suite",
+            "mem.toml",
+            "--lwk-only",
+            "--policy",
+            "all",
+            "--runs",
+            "1",
+            "--terms",
+            "memcalls",
+        ],
+    );
+    let v = json(&o);
+    let p = &v["workloads"][0]["points"][0];
+    let mmap = &p["terms"]["memcalls"]["mmap"];
+    assert!(mmap["calls"].as_f64().is_some_and(|n| n >= 1.0), "{v}");
+    assert!(
+        mmap["bytes"].as_f64().is_some_and(|b| b >= (16u64 << 20) as f64),
+        "{v}"
+    );
+    let file = &p["terms"]["memcalls"]["mmap_file"];
+    assert!(file["calls"].as_f64().is_some_and(|n| n >= 1.0), "{v}");
+    assert!(file["bytes"].as_f64().is_some_and(|b| b > 0.0), "{v}");
+    assert!(mmap["per_byte_s"].as_f64().is_some_and(f64::is_finite), "{v}");
+    assert!(
+        p["per_term"]["memcalls"].as_f64().is_some_and(f64::is_finite),
+        "{v}"
+    );
+    let m = v["term_measurements"].as_array().expect("term_measurements");
+    assert!(
+        m.iter().any(|m| m["term"] == "memcalls"
+            && m["target"] == "lwk"
+            && m["numbers"]["lwk.mremap.4096kib_ns"].is_number()
+            && m["numbers"]["native.munmap.64kib_ns"].is_number()),
+        "{v}"
+    );
+    let fc = m
+        .iter()
+        .find(|m| m["term"] == "fc" && m["target"] == "lwk")
+        .unwrap_or_else(|| panic!("the f_c's rows: {v}"));
+    let one_way = fc["numbers"]["fc_one_way_ns"].as_f64().expect("f_c");
+    assert!(
+        (p["fc_model_s"].as_f64().expect("fc_model_s") * 1e9 - one_way).abs() < 1e-3,
+        "{v}"
+    );
+    assert!(fc["numbers"]["run0.rewritten_ns"].is_number(), "{v}");
+    assert!(fc["numbers"]["run0.crosslink_ns"].is_number(), "{v}");
+}

@@ -212,6 +212,8 @@ pub fn compose(
             // The tree's first touches (all its processes' native faults) are counted once, on
             // its root, as `startup-own`.
             touch: terms.touch.filter(|_| Some(i) == root),
+            // So are the memory calls (the summed profile's counts and lengths).
+            memcalls: terms.memcalls.filter(|_| Some(i) == root),
             ..terms.clone()
         };
         let extra = if q.on_linux {

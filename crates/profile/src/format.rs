@@ -6,8 +6,12 @@ use serde::{Deserialize, Serialize};
 
 /// The newest version this build reads. Version 2 added `collection.coverage` (a version-1 file reads
 /// as one without it: coverage unknown); version 3 added `processes` (written only when the run was
-/// profiled per process, so that a profile without it stays a version-2 file older readers take).
-pub const SCHEMA_VERSION: u32 = 3;
+/// profiled per process, so that a profile without it stays a version-2 file older readers take);
+/// version 4 added `memory_bytes` (written only by a backend that records it).
+pub const SCHEMA_VERSION: u32 = 4;
+
+/// The version of a profile with `processes` and without `memory_bytes`.
+pub const SCHEMA_VERSION_NO_MEMORY_BYTES: u32 = 3;
 
 /// The version of a profile without `processes`.
 pub const SCHEMA_VERSION_NO_PROCESSES: u32 = 2;
@@ -40,6 +44,28 @@ pub struct Profile {
     /// along the tree needs (the top-level fields sum every process).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub processes: Vec<ProcessStats>,
+    /// Σ of the lengths the memory calls asked for (schema 4; the eBPF backend): what the LWK's
+    /// own mmap/munmap/mremap cost grows with (`validate --terms memcalls`, issue #15).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<MemoryBytes>,
+}
+
+/// The bytes the memory calls of a run asked for, summed over every call (failed ones too).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryBytes {
+    /// Σ mmap length.
+    pub mmap: u64,
+    /// Σ munmap length.
+    pub munmap: u64,
+    /// Σ mremap old length (what a moving mremap copies).
+    pub mremap_old: u64,
+    /// Σ mremap new length.
+    pub mremap_new: u64,
+    /// The mmaps of a file (without MAP_ANONYMOUS), counted in `mmap` too: how many …
+    pub mmap_file_calls: u64,
+    /// … and their Σ length.
+    pub mmap_file: u64,
 }
 
 /// Facts about the machine the profile was taken on.
@@ -316,15 +342,19 @@ impl Profile {
             threads: Vec::new(),
             ranks: Vec::new(),
             processes: Vec::new(),
+            memory_bytes: None,
         }
     }
 
-    /// The schema version this profile is written with: 3 with `processes`, 2 without.
+    /// The schema version this profile is written with: 4 with `memory_bytes`, else 3 with
+    /// `processes`, else 2.
     pub fn written_version(&self) -> u32 {
-        if self.processes.is_empty() {
-            SCHEMA_VERSION_NO_PROCESSES
-        } else {
+        if self.memory_bytes.is_some() {
             SCHEMA_VERSION
+        } else if !self.processes.is_empty() {
+            SCHEMA_VERSION_NO_MEMORY_BYTES
+        } else {
+            SCHEMA_VERSION_NO_PROCESSES
         }
     }
 

@@ -13,8 +13,9 @@ mod merge;
 
 pub use error::ProfileError;
 pub use format::{
-    Collection, Coverage, Exit, Machine, Placement, ProcessCall, ProcessStats, Profile, RankSummary,
-    SyscallStats, ThreadStats, SCHEMA_VERSION, SCHEMA_VERSION_NO_PROCESSES,
+    Collection, Coverage, Exit, Machine, MemoryBytes, Placement, ProcessCall, ProcessStats, Profile,
+    RankSummary, SyscallStats, ThreadStats, SCHEMA_VERSION, SCHEMA_VERSION_NO_MEMORY_BYTES,
+    SCHEMA_VERSION_NO_PROCESSES,
 };
 pub use hist::Log2Histogram;
 pub use load::{check_writable, from_json_str, load, read_bounded, save, MAX_PROFILE_BYTES};

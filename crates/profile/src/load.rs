@@ -186,6 +186,16 @@ pub(crate) fn validate(origin: &str, p: &Profile) -> Result<(), ProfileError> {
             ),
         ));
     }
+    if p.schema_version < 4 && p.memory_bytes.is_some() {
+        return Err(invalid(
+            origin,
+            "memory_bytes".into(),
+            format!(
+                "first written by schema_version 4, but the file says {}: set \"schema_version\": 4",
+                p.schema_version
+            ),
+        ));
+    }
     check_time(origin, "wall_time_s".into(), p.wall_time_s)?;
     check_time(origin, "compute_time_s".into(), p.compute_time_s)?;
     check_processes(origin, p)?;
@@ -363,7 +373,7 @@ mod tests {
             .replace("\"schema_version\":2", "\"schema_version\":7");
         assert_eq!(
             err(&text),
-            "p.json: schema_version 7 is newer than this multios reads (up to 3): upgrade multios"
+            "p.json: schema_version 7 is newer than this multios reads (up to 4): upgrade multios"
         );
     }
 
@@ -521,6 +531,33 @@ mod tests {
         );
         let late = text.replace("\"start_s\":0.0", "\"start_s\":2.0");
         assert!(err(&late).contains("processes[0].start_s"), "{}", err(&late));
+    }
+
+    #[test]
+    fn issue_15_memory_bytes_need_version_4_and_round_trip() {
+        let mut p = sample();
+        p.schema_version = 4;
+        p.memory_bytes = Some(crate::MemoryBytes {
+            mmap: 9 << 20,
+            munmap: 4 << 20,
+            mremap_old: 3 << 20,
+            mremap_new: 6 << 20,
+            mmap_file_calls: 12,
+            mmap_file: 2 << 20,
+        });
+        assert_eq!(p.written_version(), 4);
+        let text = serde_json::to_string(&p).unwrap_or_default();
+        assert_eq!(from_json_str("p.json", &text).ok().as_ref(), Some(&p));
+        let old = text.replace("\"schema_version\":4", "\"schema_version\":3");
+        assert!(
+            err(&old).contains("memory_bytes") && err(&old).contains("4"),
+            "{}",
+            err(&old)
+        );
+        // A profile without lengths is still written as version 2 (or 3 with processes).
+        assert_eq!(sample().written_version(), 2);
+        let typo = text.replace("\"mremap_old\"", "\"mremap_olds\"");
+        assert!(err(&typo).contains("mremap_olds"), "{}", err(&typo));
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! Turning what a backend collected into a profile: names, C, per-thread rates.
 
 use crate::raw::Raw;
-use multios_profile::{Exit, Log2Histogram, ProcessCall, ProcessStats, Profile, SyscallStats, ThreadStats};
+use multios_profile::{
+    Exit, Log2Histogram, MemoryBytes, ProcessCall, ProcessStats, Profile, SyscallStats, ThreadStats,
+};
 use std::collections::BTreeMap;
 
 /// How the run went, besides the counts.
@@ -42,6 +44,16 @@ pub fn assemble(raw: &Raw, facts: RunFacts) -> Profile {
     });
     p.exit = facts.exit;
     p.wall_time_s = secs(facts.wall_ns);
+    p.memory_bytes = raw.mem_bytes.map(
+        |[mmap, munmap, mremap_old, mremap_new, mmap_file_calls, mmap_file]| MemoryBytes {
+            mmap,
+            munmap,
+            mremap_old,
+            mremap_new,
+            mmap_file_calls,
+            mmap_file,
+        },
+    );
     let mut unknown = 0u64;
     for c in &raw.calls {
         let Some(name) = multios_syscalls::by_number(c.nr) else {
@@ -184,6 +196,7 @@ mod tests {
         read.record(1_000, false);
         read.record(3_000, true);
         let raw = Raw {
+            mem_bytes: None,
             calls: vec![read],
             threads: vec![
                 RawThread {
@@ -239,6 +252,7 @@ mod tests {
             syscall_ns: 0,
         };
         let raw = Raw {
+            mem_bytes: None,
             calls: Vec::new(),
             threads: vec![
                 t(100, 100, 0, "sh", 1_000, 11_000),

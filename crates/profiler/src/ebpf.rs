@@ -210,6 +210,12 @@ impl Probe {
                 .update_percpu(&nr.to_ne_bytes(), &zero, MapFlags::ANY)
                 .map_err(|e| ebpf_err("clearing the statistics", e))?;
         }
+        let mem = self.map("mem_bytes")?;
+        let zero = vec![vec![0u8; 8]; ncpu];
+        for slot in 0..6u32 {
+            mem.update_percpu(&slot.to_ne_bytes(), &zero, MapFlags::ANY)
+                .map_err(|e| ebpf_err("clearing the memory calls' lengths", e))?;
+        }
         for name in ["threads", "proc_calls"] {
             let m = self.map(name)?;
             let keys: Vec<Vec<u8>> = m.keys().collect();
@@ -251,6 +257,24 @@ impl Probe {
         Ok(out)
     }
 
+    /// Σ of the memory calls' lengths (mmap, munmap, mremap old, mremap new) and the file-backed
+    /// mmaps' count and Σ length, summed over CPUs.
+    fn mem_bytes(&self) -> Result<[u64; 6], ProfilerError> {
+        let m = self.map("mem_bytes")?;
+        let mut out = [0u64; 6];
+        for (slot, o) in out.iter_mut().enumerate() {
+            let per_cpu = m
+                .lookup_percpu(&(slot as u32).to_ne_bytes(), MapFlags::ANY)
+                .map_err(|e| ebpf_err("reading the memory calls' lengths", e))?
+                .unwrap_or_default();
+            *o = per_cpu
+                .iter()
+                .flat_map(|v| words(v))
+                .fold(0u64, u64::wrapping_add);
+        }
+        Ok(out)
+    }
+
     /// Reads everything: per-syscall statistics and the records of exited threads.
     pub fn collect(&self) -> Result<Raw, ProfilerError> {
         let mut raw = Raw::default();
@@ -284,6 +308,7 @@ impl Probe {
         }
         raw.threads.sort_by_key(|t| (t.start_ns, t.tid));
         raw.proc_calls = self.proc_calls()?;
+        raw.mem_bytes = Some(self.mem_bytes()?);
         Ok(raw)
     }
 }

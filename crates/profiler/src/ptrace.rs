@@ -423,6 +423,7 @@ pub fn attach(
         proc_calls: tracer.proc_calls(),
         calls: tracer.calls.into_iter().filter(|c| c.count > 0).collect(),
         threads: tracer.done,
+        mem_bytes: None,
     };
     let mut notes = vec![format!(
         "per-call correction: ptrace syscall-stop cost B = {b:.0} ns subtracted (median over traced null system calls), kernel entry/exit cost E = {e:.0} ns added; stop costs vary widely, so per-call times are approximate"
@@ -517,6 +518,7 @@ fn launch_with(
         proc_calls: tracer.proc_calls(),
         calls: tracer.calls.into_iter().filter(|c| c.count > 0).collect(),
         threads: tracer.done,
+        mem_bytes: None,
     };
     let start = raw
         .threads

@@ -82,4 +82,8 @@ pub struct Raw {
     pub threads: Vec<RawThread>,
     /// Per process and number (empty unless the run was profiled per process).
     pub proc_calls: Vec<RawProcCall>,
+    /// Σ of the lengths the memory calls asked for: mmap, munmap, mremap's old and new length,
+    /// then the file-backed mmaps' count and Σ length (the eBPF backend; `None` where the backend
+    /// does not record them).
+    pub mem_bytes: Option<[u64; 6]>,
 }

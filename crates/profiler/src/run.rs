@@ -28,7 +28,8 @@ pub struct Options {
     pub attach: Option<u32>,
     /// With `attach`: how long to trace (until the process exits if None).
     pub duration: Option<Duration>,
-    /// Also record each process's own calls, parent and span (`processes[]`, schema 3).
+    /// Also record each process's own calls, parent and span (`processes[]`, schema 3) and, with
+    /// the eBPF backend, the lengths the memory calls ask for (`memory_bytes`, schema 4).
     pub per_process: bool,
 }
 
@@ -143,8 +144,13 @@ fn launch_ebpf(command: &[String], per_process: bool) -> Result<Profile, Profile
     let status = wait_tree(child.pid)?;
     let interrupted = fwd.interrupted();
     drop(fwd);
-    let raw = probe.collect()?;
+    let mut raw = probe.collect()?;
     drop(probe);
+    // The memory calls' lengths (schema 4) come with the detailed, per-process profile only, so
+    // that a plain profile stays a version-2 file.
+    if !per_process {
+        raw.mem_bytes = None;
+    }
     let start = raw
         .threads
         .iter()
@@ -239,6 +245,9 @@ fn attach_ebpf(pid: u32, duration: Option<Duration>, per_process: bool) -> Resul
     drop(fwd);
     let end = sys::monotonic_ns();
     let mut raw = probe.collect()?;
+    if !per_process {
+        raw.mem_bytes = None;
+    }
     // Tasks still alive: read their state in place.
     for (tid, tgid) in all_tasks() {
         if let Some((s, calls, ns)) = probe.live_thread(tid, tgid) {

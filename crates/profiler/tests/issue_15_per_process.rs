@@ -48,7 +48,8 @@ fn check_tree(p: &Profile) {
         "Σ per-process C {c} vs C {}",
         p.compute_time_s
     );
-    assert_eq!(p.written_version(), 3);
+    // 4 with the eBPF backend's memory_bytes, 3 without (ptrace).
+    assert_eq!(p.written_version(), if p.memory_bytes.is_some() { 4 } else { 3 });
 }
 
 fn pipeline(backend: Backend) {
@@ -144,4 +145,34 @@ fn issue_15_without_per_process_the_profile_stays_version_2() {
     let p = common::profile(Backend::Ebpf, &["sh", "-c", "true | cat"]);
     assert!(p.processes.is_empty());
     assert_eq!(p.written_version(), 2);
+}
+
+/// Issue #15 (`memcalls`): with `--per-process` the eBPF backend sums the lengths the memory calls
+/// ask for — python3 maps and unmaps 24 MiB of anonymous memory and grows an 8 MiB buffer to
+/// 24 MiB (glibc's realloc: one mremap) — and counts the mmaps of files (its libraries) apart;
+/// the profile says version 4. ptrace leaves them out.
+#[test]
+fn issue_15_ebpf_records_the_memory_calls_lengths() {
+    let _g = serial();
+    require_root();
+    let dir = scratch("membytes");
+    let code = "import mmap; m = mmap.mmap(-1, 24 << 20); m.close(); b = bytearray(8 << 20); b.extend(bytes(16 << 20))";
+    let cmd = ["python3", "-c", code];
+    let p = per_process(Backend::Ebpf, &cmd, &dir);
+    let b = p
+        .memory_bytes
+        .expect("memory_bytes with --per-process under eBPF");
+    assert!(b.mmap >= 24 << 20, "{b:?}");
+    assert!(b.munmap >= 24 << 20, "{b:?}");
+    assert!(b.mremap_old >= 8 << 20 && b.mremap_new >= 24 << 20, "{b:?}");
+    assert!(
+        b.mmap_file_calls >= 1 && b.mmap_file > 0 && b.mmap_file < b.mmap,
+        "{b:?}"
+    );
+    let mmaps = p.syscall("mmap").map_or(0, |s| s.count);
+    assert!(b.mmap_file_calls < mmaps, "{b:?}: {mmaps} mmaps");
+    assert_eq!(p.written_version(), 4);
+    let t = per_process(Backend::Ptrace, &cmd, &dir);
+    assert_eq!(t.memory_bytes, None);
+    assert_eq!(t.written_version(), 3);
 }

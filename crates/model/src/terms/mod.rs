@@ -7,7 +7,8 @@
 //! (`multios_experiment::validate::real::micro`), and applied in this order:
 //!
 //! ```text
-//! t_d' = ( t_d + T_startup + n_D·T_wakeup + P·T_touch − Σ_k ω_k·G_k − S_cache/γ ) / (1 − u)
+//! t_d' = ( t_d + T_startup + n_D·T_wakeup + P·T_touch + T_mem − Σ_k ω_k·G_k − S_cache/γ ) / (1 − u)
+//! T_mem = Σ_m (n_m·a_m + B_m·b_m)   over mmap (anonymous), mmap of a file, munmap, mremap (`memcalls`)
 //! S_cache = r·n_D + Σ_k ρ_k·G_k   (within the measured gains)
 //! S'   = t_nd / t_d'
 //! ```
@@ -35,6 +36,12 @@
 //!   memory natively and in the LWK); P is the program's native minor faults (its native runs)
 //!   less those of the program whose start-up `startup`/`startup-own` already counted. A target
 //!   without guest pages (the emulator) has it off.
+//! - **`memcalls`** (the LWK): the LWK serves mmap, munmap and mremap itself (bookkeeping, zeroing,
+//!   giving pages back with MADV_DONTNEED, a moving mremap's copy, a host mapping per file), while
+//!   the paper's model prices every local call at its native time. Per kind m, the extra cost
+//!   over native is a per-call a_m plus a per-byte b_m of the call's length (mremap: the old
+//!   length), both from a microbenchmark at two lengths natively and in the LWK; n_m and B_m
+//!   (calls and bytes) come from the workload's profile less its empty run's ([`MemCalls`]).
 //! - **`procs`**: a multi-process program is projected per process and composed along its process
 //!   tree (a pipeline's critical path, not the sum of its processes) — [`crate::tree`].
 //! - **`share`** (issue #11, the AAM): the fraction u of the time the delegate is descheduled.
@@ -63,11 +70,12 @@ pub enum Term {
     Share,
     Anchor,
     Touch,
+    Memcalls,
 }
 
 impl Term {
     /// Every term, in the order they are applied.
-    pub const ALL: [Term; 9] = [
+    pub const ALL: [Term; 10] = [
         Term::Startup,
         Term::StartupOwn,
         Term::Wakeup,
@@ -77,6 +85,7 @@ impl Term {
         Term::Share,
         Term::Anchor,
         Term::Touch,
+        Term::Memcalls,
     ];
 
     pub fn name(self) -> &'static str {
@@ -90,6 +99,7 @@ impl Term {
             Term::Share => "share",
             Term::Anchor => "anchor",
             Term::Touch => "touch",
+            Term::Memcalls => "memcalls",
         }
     }
 }
@@ -119,6 +129,9 @@ pub struct Terms {
     /// The first touches of memory beyond the empty run's and what each costs more than natively
     /// (`touch`, the LWK); `None`: off.
     pub touch: Option<Touch>,
+    /// The LWK's own memory calls: their counts and lengths and what each costs more than
+    /// natively (`memcalls`, the LWK); `None`: off.
+    pub memcalls: Option<MemCalls>,
 }
 
 /// The `touch` term's inputs.
@@ -143,6 +156,49 @@ impl Touch {
     }
 }
 
+/// One kind of memory call of the `memcalls` term: how many the program makes and with how many
+/// bytes (its profile), and the target's extra cost per call and per byte (a microbenchmark).
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct MemCall {
+    /// n_m: calls of this kind.
+    pub calls: f64,
+    /// B_m: the bytes they asked for (mmap's and munmap's length, mremap's old length).
+    pub bytes: f64,
+    /// a_m: seconds per call more than natively.
+    pub per_call_s: f64,
+    /// b_m: seconds per byte more than natively.
+    pub per_byte_s: f64,
+}
+
+impl MemCall {
+    /// n_m·a_m + B_m·b_m, never below 0 (a price measured below native adds nothing) and 0 for
+    /// non-finite inputs.
+    pub fn seconds(&self) -> f64 {
+        let s = self.calls * self.per_call_s + self.bytes * self.per_byte_s;
+        if s.is_finite() {
+            s.max(0.0)
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The `memcalls` term's inputs: mmap of anonymous memory, mmap of a file, munmap and mremap.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct MemCalls {
+    pub mmap: MemCall,
+    pub mmap_file: MemCall,
+    pub munmap: MemCall,
+    pub mremap: MemCall,
+}
+
+impl MemCalls {
+    /// T_mem: the four kinds' extra seconds.
+    pub fn seconds(&self) -> f64 {
+        self.mmap.seconds() + self.mmap_file.seconds() + self.munmap.seconds() + self.mremap.seconds()
+    }
+}
+
 impl Terms {
     /// Every term off: the paper's refined model.
     pub fn none() -> Terms {
@@ -164,6 +220,7 @@ impl Terms {
             && self.share.is_none()
             && self.anchor_native_s.is_none()
             && self.touch.is_none()
+            && self.memcalls.is_none()
     }
 
     /// Only `term` of these (its measured value kept), every other one off.
@@ -179,6 +236,7 @@ impl Terms {
             Term::Share => t.share = self.share,
             Term::Anchor => t.anchor_native_s = self.anchor_native_s,
             Term::Touch => t.touch = self.touch,
+            Term::Memcalls => t.memcalls = self.memcalls,
         }
         t
     }
@@ -227,7 +285,7 @@ pub fn startup_of(terms: &Terms) -> f64 {
     terms.startup_own_s.or(terms.startup_s).unwrap_or(0.0)
 }
 
-/// The delegated run's time t_d with `terms` applied (startup, wakeup and touch added, overlap and the
+/// The delegated run's time t_d with `terms` applied (startup, wakeup, touch and memcalls added, overlap and the
 /// cache's spared compute taken off, then `share`'s stretch 1 / (1 − u)); `p.t_d` when no term that
 /// acts on one projection is on.
 pub fn corrected_t_d(p: &Projection, terms: &Terms) -> f64 {
@@ -237,12 +295,13 @@ pub fn corrected_t_d(p: &Projection, terms: &Terms) -> f64 {
     let startup = startup_of(terms);
     let wakeup = terms.wakeup_s.unwrap_or(0.0) * p.delegated_calls as f64;
     let touch = terms.touch.map_or(0.0, |t| t.seconds());
+    let mem = terms.memcalls.map_or(0.0, |m| m.seconds());
     let overlap = terms.overlap.map_or(0.0, |w| spare::overlap_s(p, &w));
     let cache = terms
         .cache
         .map_or(0.0, |c| spare::cache_saving_s(p, &c) / p.gamma);
     let u = terms.share.unwrap_or(0.0).clamp(0.0, 0.999);
-    (p.t_d + startup + wakeup + touch - overlap - cache) / (1.0 - u)
+    (p.t_d + startup + wakeup + touch + mem - overlap - cache) / (1.0 - u)
 }
 
 #[cfg(test)]
@@ -320,6 +379,10 @@ mod tests {
                 share: Some(0.5),
                 anchor_native_s: Some(3.0 * p.t_nd),
                 touch: Some(Touch { pages: 1e4 * value, per_page_s: value }),
+                memcalls: Some(MemCalls {
+                    mmap: MemCall { calls: 30.0, bytes: 1e7, per_call_s: value, per_byte_s: value * 1e-6 },
+                    ..MemCalls::default()
+                }),
             };
             let paper = p.speedup.to_bits();
             for t in Term::ALL {
@@ -335,6 +398,7 @@ mod tests {
                     Term::Share => off.share = None,
                     Term::Anchor => off.anchor_native_s = None,
                     Term::Touch => off.touch = None,
+                    Term::Memcalls => off.memcalls = None,
                 }
                 prop_assert!(off.is_none());
                 prop_assert_eq!(corrected(&p, &off).to_bits(), paper, "{} off", t.name());
@@ -350,6 +414,11 @@ mod tests {
                 // T_n equal to the profiled t_nd: nothing to move.
                 anchor_native_s: Some(p.t_nd),
                 touch: Some(Touch { pages: 0.0, per_page_s: value }),
+                // No memory calls in the profile: nothing to price.
+                memcalls: Some(MemCalls {
+                    mmap: MemCall { calls: 0.0, bytes: 0.0, per_call_s: value, per_byte_s: value },
+                    ..MemCalls::default()
+                }),
             };
             for t in Term::ALL {
                 prop_assert_eq!(corrected(&p, &zero.only(t)).to_bits(), paper, "{} at 0", t.name());
@@ -495,6 +564,53 @@ mod tests {
             assert_eq!(corrected(&p, &t).to_bits(), p.speedup.to_bits(), "{pages}");
         }
         assert_eq!(parse_terms("touch").expect("one"), [Term::Touch]);
+    }
+
+    #[test]
+    fn issue_15_memcalls_adds_each_kinds_calls_and_bytes_at_their_price() {
+        let p = ten_ms_and_100_writes();
+        // 3 mremaps of 3.5 MiB in all at 1 ms a call and 2 ns a byte more, 30 mmaps at 50 µs:
+        // 3 ms + 7.34 ms + 1.5 ms.
+        let m = MemCalls {
+            mmap: MemCall {
+                calls: 30.0,
+                bytes: 9.0 * 1048576.0,
+                per_call_s: 50e-6,
+                per_byte_s: 0.0,
+            },
+            mremap: MemCall {
+                calls: 3.0,
+                bytes: 3.5 * 1048576.0,
+                per_call_s: 1e-3,
+                per_byte_s: 2e-9,
+            },
+            ..MemCalls::default()
+        };
+        let want_s = 30.0 * 50e-6 + 3.0 * 1e-3 + 3.5 * 1048576.0 * 2e-9;
+        assert!((m.seconds() - want_s).abs() < 1e-15, "{}", m.seconds());
+        let t = Terms {
+            memcalls: Some(m),
+            ..Terms::none()
+        };
+        let s = corrected(&p, &t);
+        assert!((s - 0.011 / (0.021 + want_s)).abs() < 1e-12, "{s}");
+        // A kind priced below native (noise) adds nothing, and does not cancel another kind's cost.
+        let below = MemCalls {
+            munmap: MemCall {
+                calls: 10.0,
+                bytes: 1e6,
+                per_call_s: -1e-3,
+                per_byte_s: 0.0,
+            },
+            ..m
+        };
+        assert_eq!(below.seconds().to_bits(), m.seconds().to_bits());
+        let nan = MemCall {
+            calls: f64::NAN,
+            ..m.mmap
+        };
+        assert_eq!(nan.seconds(), 0.0);
+        assert_eq!(parse_terms("memcalls").expect("one"), [Term::Memcalls]);
     }
 
     #[test]

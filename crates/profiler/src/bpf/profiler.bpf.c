@@ -11,7 +11,12 @@
 // and adds it to the per-CPU per-syscall statistics. Calls that never return (exit, exit_group) are
 // closed at sched_process_exit. Per-thread totals are copied into `threads` when the thread exits,
 // with the process that forked it and its command name. With config[1] bit 0 set (`--per-process`),
-// each call is also added to `proc_calls`, per process (tgid) and number.
+// each call is also added to `proc_calls`, per process (tgid) and number. The lengths the memory
+// calls ask for (mmap's and munmap's length, mremap's old and new lengths) are summed per CPU in
+// `mem_bytes` at sys_enter, for the projection's `memcalls` term (issue #15): a read or two of the
+// caller's saved registers and a per-CPU add, on those three calls only. File-backed mmaps (no
+// MAP_ANONYMOUS in the flags) are also counted apart, with their lengths: the LWK maps a file far
+// more slowly than anonymous memory.
 
 #include <linux/types.h>
 #include <linux/bpf.h>
@@ -28,6 +33,18 @@
 #define WAIT_EXEC (~0ULL)
 #define NR_EXECVE 59
 #define NR_EXECVEAT 322
+#define NR_MMAP 9
+#define NR_MUNMAP 11
+#define NR_MREMAP 25
+/* Offsets in x86_64's struct pt_regs of the second and third argument registers (si, dx). */
+#define PT_REGS_SI 104
+#define PT_REGS_DX 96
+/* ... and of the fourth (r10: mmap's flags). */
+#define PT_REGS_R10 56
+#define MAP_ANONYMOUS_FLAG 0x20
+/* mem_bytes slots: mmap length, munmap length, mremap old length, mremap new length, file-backed
+ * mmap calls, file-backed mmap length. */
+#define MEM_SLOTS 6
 
 struct task_struct;
 
@@ -40,6 +57,7 @@ static void *(*bpf_task_storage_get)(void *map, struct task_struct *task, void *
 	(void *)BPF_FUNC_task_storage_get;
 static struct task_struct *(*bpf_get_current_task_btf)(void) = (void *)BPF_FUNC_get_current_task_btf;
 static long (*bpf_get_current_comm)(void *buf, __u32 size) = (void *)BPF_FUNC_get_current_comm;
+static long (*bpf_probe_read_kernel)(void *dst, __u32 size, const void *src) = (void *)BPF_FUNC_probe_read_kernel;
 
 /* Per task: the call in flight and the thread's totals. Layout shared with user space (bpf.rs). */
 struct task_state {
@@ -111,6 +129,14 @@ struct {
 	__type(value, struct proc_val);
 } proc_calls SEC(".maps");
 
+/* Σ lengths of the memory calls, per CPU (slots above). Read by user space (ebpf.rs). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MEM_SLOTS);
+	__type(key, __u32);
+	__type(value, __u64);
+} mem_bytes SEC(".maps");
+
 /* config[0]: signed per-call correction in ns (added to every raw duration, result clamped at 0);
  * config[1]: flags, bit 0 = count per process. */
 struct {
@@ -180,6 +206,16 @@ static inline __attribute__((always_inline)) void account(struct task_state *s, 
 	v->total_ns += dur;
 }
 
+static inline __attribute__((always_inline)) void add_bytes(__u32 slot, const char *regs, __u32 off)
+{
+	__u64 len = 0;
+	if (bpf_probe_read_kernel(&len, sizeof(len), regs + off) != 0)
+		return;
+	__u64 *b = bpf_map_lookup_elem(&mem_bytes, &slot);
+	if (b)
+		*b += len;
+}
+
 SEC("tp_btf/sys_enter")
 int on_sys_enter(__u64 *ctx)
 {
@@ -189,6 +225,24 @@ int on_sys_enter(__u64 *ctx)
 	__u64 nr = ctx[1];
 	if (s->nr == WAIT_EXEC && nr != NR_EXECVE && nr != NR_EXECVEAT)
 		return 0;
+	if (nr == NR_MMAP || nr == NR_MUNMAP || nr == NR_MREMAP) {
+		/* ctx[0]: the caller's saved registers; the length is the second argument (si).
+		 * Read before the entry stamp, so that the call's time does not carry it. */
+		const char *regs = (const char *)ctx[0];
+		add_bytes(nr == NR_MMAP ? 0 : nr == NR_MUNMAP ? 1 : 2, regs, PT_REGS_SI);
+		if (nr == NR_MREMAP)
+			add_bytes(3, regs, PT_REGS_DX);
+		__u64 flags = MAP_ANONYMOUS_FLAG;
+		if (nr == NR_MMAP)
+			bpf_probe_read_kernel(&flags, sizeof(flags), regs + PT_REGS_R10);
+		if (!(flags & MAP_ANONYMOUS_FLAG)) {
+			__u32 calls = 4;
+			__u64 *n = bpf_map_lookup_elem(&mem_bytes, &calls);
+			if (n)
+				*n += 1;
+			add_bytes(5, regs, PT_REGS_SI);
+		}
+	}
 	__u64 now = bpf_ktime_get_ns();
 	if (!s->start_ns)
 		s->start_ns = now;

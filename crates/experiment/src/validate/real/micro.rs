@@ -17,7 +17,11 @@
 //!   memory ([`TOUCH_MIB`] MiB), natively and in the LWK, [`TOUCH_ROUNDS`] rounds in alternating
 //!   order, medians: the LWK's extra cost per first touch. The pages come from the workload's own
 //!   native runs (their minor faults, [`TermCache::base_faults`] less).
+//! - `memcalls` (the LWK): `csrc/memcalls.c` — mmap, mremap and munmap of anonymous memory at two
+//!   lengths, natively and in the LWK ([`super::memcalls`]): the LWK's extra cost per call and per
+//!   byte. The calls and bytes come from the workload's profile.
 
+use super::memcalls::{memcalls_lwk, prices, MEMCALLS_KIB, MEMCALLS_ROUNDS, MEMCALLS_SOURCE};
 use super::touch::{touch_lwk, TOUCH_MIB, TOUCH_ROUNDS, TOUCH_SOURCE};
 use super::{lwk_pairs, lwk_pairs_counted, Config, Workload};
 use crate::compare::{self, capture};
@@ -201,6 +205,56 @@ impl TermCache {
                 per_page_s: per_page,
             });
         }
+        if on(Term::Memcalls) && target == Target::Lwk {
+            let exe = build_c(scratch, "memcalls", MEMCALLS_SOURCE)?;
+            let m = memcalls_lwk(cfg, &exe, scratch)?;
+            let p = prices(&m);
+            let kinds = [
+                ("mmap", p.mmap),
+                ("mmap_file", p.mmap_file),
+                ("mremap", p.mremap),
+                ("munmap", p.munmap),
+            ];
+            let value = kinds
+                .iter()
+                .map(|(k, c)| {
+                    format!(
+                        "{k} {:+.1} µs + {:+.3} ns/KiB",
+                        c.per_call_s * 1e6,
+                        c.per_byte_s * 1e9 * 1024.0
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+            let mut numbers = BTreeMap::new();
+            for (side, runs) in [("native", &m.native), ("lwk", &m.lwk)] {
+                for r in runs {
+                    for (k, v) in [
+                        ("mmap", r.mmap),
+                        ("mmap_file", r.fmmap),
+                        ("mremap", r.mremap),
+                        ("munmap", r.munmap),
+                    ] {
+                        numbers.insert(format!("{side}.{k}.{}kib_ns", r.kib), v);
+                    }
+                }
+            }
+            for (k, c) in kinds {
+                numbers.insert(format!("{k}.per_call_ns"), c.per_call_s * 1e9);
+                numbers.insert(format!("{k}.per_kib_ns"), c.per_byte_s * 1e9 * 1024.0);
+            }
+            self.measurements.push(Measurement {
+                target: key.clone(),
+                term: "memcalls".into(),
+                value: format!("more than natively, per call and per KiB asked: {value}"),
+                how: format!(
+                    "memcalls.c: mmap, mremap (to twice, moving) and munmap of touched anonymous memory, and mmap of a file, at {} and {} KiB, natively and `lwk run --policy all`, {MEMCALLS_ROUNDS} runs a side alternating, medians; a line per kind through the two lengths; calls and bytes: the workload's profile (memory_bytes) less its empty run's",
+                    MEMCALLS_KIB[0], MEMCALLS_KIB[1]
+                ),
+                numbers,
+            });
+            t.memcalls = Some(p);
+        }
         if on(Term::Overlap) || on(Term::Cache) {
             let exe = build_c(scratch, "offload", OFFLOAD_SOURCE)?;
             let ws = working_set_bytes();
@@ -289,7 +343,11 @@ impl TermCache {
                 (wakeup_emulated(cfg, m, &gaps, spacing, rt)?, rt)
             }
             Target::Lwk => {
-                let rt = 2.0 * super::lwk_fc(&cfg.exe)?;
+                // The same back-to-back round trip as the projection's f_c (`TermCache::lwk_fc`).
+                let rows = (0..super::LWK_FC_RUNS)
+                    .map(|_| super::lwk_fc_rows(&cfg.exe))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let rt = 2.0 * super::fc::polling_one_way_s(&rows);
                 (wakeup_lwk(cfg, &gaps, scratch, spacing, rt)?, rt)
             }
         };
@@ -392,6 +450,57 @@ impl TermCache {
 }
 
 impl TermCache {
+    /// The LWK's one-way f_c for a workload's projections ([`super::fc::polling_one_way_s`] of
+    /// [`super::LWK_FC_RUNS`] independent `lwk fc` runs' rewritten-site rows), measured per
+    /// workload; every run's rows are kept in the output (`fc`, target `lwk`), with the trapping
+    /// site's row that the estimated column took before for comparison.
+    pub fn lwk_fc(&mut self, cfg: &Config, workload: &str) -> Result<f64, ExperimentError> {
+        // The cross-CPU level (`crate::crosslink`) before each run, between the LWK's proxy CPU
+        // (the first control CPU) and its vCPU's (the first compute CPU): every delegated call
+        // crosses it twice, so the f_c measured follows it.
+        let cpus = (
+            cfg.control.0.iter().next().copied().unwrap_or(0),
+            cfg.compute.0.iter().next().copied().unwrap_or(1),
+        );
+        let mut levels = Vec::new();
+        let mut rows = Vec::new();
+        for _ in 0..super::LWK_FC_RUNS {
+            levels.push(crate::crosslink::probe(cpus.0, cpus.1)?.unwrap_or(f64::NAN));
+            rows.push(super::lwk_fc_rows(&cfg.exe)?);
+        }
+        let fc = super::fc::polling_one_way_s(&rows);
+        let ring = crate::stats::median(&rows.iter().filter_map(|r| r.ring_one_way_s()).collect::<Vec<_>>())
+            .unwrap_or(f64::NAN);
+        let mut numbers: BTreeMap<String, f64> = BTreeMap::from([
+            ("fc_one_way_ns".to_string(), fc * 1e9),
+            ("ring_one_way_ns".to_string(), ring * 1e9),
+        ]);
+        for (i, r) in rows.iter().enumerate() {
+            numbers.insert(format!("run{i}.crosslink_ns"), levels[i]);
+            numbers.insert(format!("run{i}.rewritten_ns"), r.rewritten_ns);
+            numbers.insert(format!("run{i}.native_ns"), r.native_ns);
+            if let Some(x) = r.ring_ns {
+                numbers.insert(format!("run{i}.ring_ns"), x);
+            }
+        }
+        self.measurements.push(Measurement {
+            target: Target::Lwk.name(),
+            term: "fc".into(),
+            value: format!(
+                "f_c {:.2} µs one-way for {workload} (the rewritten site's row; the trapping site's: {:.2} µs); cross-CPU round trip {:.0} ns",
+                fc * 1e6,
+                ring * 1e6,
+                crate::stats::median(&levels).unwrap_or(f64::NAN)
+            ),
+            how: format!(
+                "`multios --json lwk fc --calls 5000`, {} runs: ½ (delegated getppid, rewritten site − native getppid), medians per run, the median of the runs within 5× the lowest (a run whose proxy stayed parked measured the doorbell, which `wakeup` prices); the cross-CPU level probed before each run (crosslink::probe, control CPU ↔ compute CPU)",
+                super::LWK_FC_RUNS
+            ),
+            numbers,
+        });
+        Ok(fc)
+    }
+
     /// The native minor faults of the empty program whose LWK start-up a point of `w` counts:
     /// its own (`startup-own` on and measured), else `true`'s (`startup` on), else none — the
     /// first touches the start-up term already holds, which `touch` leaves out.

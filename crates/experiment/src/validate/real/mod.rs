@@ -22,7 +22,9 @@
 //!    `--terms`, the estimated projection with each named correction term alone and with all of them
 //!    ([`micro`] measures them, [`score`] scores them, [`table`] lays them out).
 
+pub mod fc;
 pub mod level;
+pub mod memcalls;
 pub mod micro;
 pub mod score;
 pub mod table;
@@ -361,23 +363,20 @@ fn in_level(
     Ok((v, multios_stats::median(w.probes())))
 }
 
-/// Independent `multios lwk fc` runs behind the LWK's f_c in a projection ([`lwk_fc_median`]).
+/// Independent `multios lwk fc` runs behind the LWK's f_c in a projection
+/// ([`micro::TermCache::lwk_fc`], [`fc::polling_one_way_s`]). One run alone came out 22–26 µs in 3 of the 12
+/// invocations of the quiet suite of 2026-11-26 (pass 3) against 16.3–17.0 µs in the others: a
+/// single run's outlier moved a whole workload's projections (awk's LWK points by 12 %).
 pub const LWK_FC_RUNS: usize = 3;
 
-/// The LWK's one-way f_c for a projection: the median of [`LWK_FC_RUNS`] independent
-/// [`lwk_fc`] runs (each a fresh LWK). One run alone came out 22–26 µs in 3 of the 12
-/// invocations of the quiet suite of 2026-11-26 (pass 3) against 16.3–17.0 µs in the others and in
-/// every invocation of pass 1: a single run's outlier moved a whole workload's projections (awk's
-/// LWK points by 12 %).
-pub fn lwk_fc_median(exe: &Path) -> Result<f64, ExperimentError> {
-    let runs = (0..LWK_FC_RUNS)
-        .map(|_| lwk_fc(exe))
-        .collect::<Result<Vec<f64>, _>>()?;
-    Ok(model::median(&runs).unwrap_or(f64::NAN))
+/// The LWK's one-way f_c: half of (delegated getppid through a rewritten site − native getppid),
+/// medians from `multios lwk fc` ([`fc`]: the path a program's calls take).
+pub fn lwk_fc(exe: &Path) -> Result<f64, ExperimentError> {
+    lwk_fc_rows(exe).map(|r| r.one_way_s())
 }
 
-/// The LWK's one-way f_c: half of (delegated getppid − native getppid), medians from `multios lwk fc`.
-pub fn lwk_fc(exe: &Path) -> Result<f64, ExperimentError> {
+/// The rows of one `multios --json lwk fc` run that a projection uses.
+pub fn lwk_fc_rows(exe: &Path) -> Result<fc::FcRows, ExperimentError> {
     let out = Command::new(exe)
         .args(["--json", "lwk", "fc", "--calls", "5000"])
         .stdin(Stdio::null())
@@ -389,18 +388,7 @@ pub fn lwk_fc(exe: &Path) -> Result<f64, ExperimentError> {
             "multios lwk fc --json: {e} (did it run? is /dev/kvm there?)"
         ))
     })?;
-    let median = |prefix: &str| {
-        v.as_array()?
-            .iter()
-            .find(|r| r["mechanism"].as_str().is_some_and(|m| m.starts_with(prefix)))?["summary"]["median_ns"]
-            .as_f64()
-    };
-    match (median("delegated getppid"), median("native getppid")) {
-        (Some(d), Some(n)) => Ok(((d - n) / 2.0).max(0.0) * 1e-9),
-        _ => Err(ExperimentError::Run(
-            "multios lwk fc --json has no 'delegated getppid' or 'native getppid' row".into(),
-        )),
-    }
+    fc::parse_fc_rows(&v)
 }
 
 /// Native and LWK run times (seconds, in pair order) and why the pairs are invalid, if they are.
@@ -859,12 +847,14 @@ pub fn run_workload(
         if own {
             terms.startup_own_s = cache.startup_own(cfg, Target::Lwk, w, &scratch.0)?;
         }
-        // Without the guard: the median of LWK_FC_RUNS `lwk fc` runs for every policy, the level
-        // around them recorded; with it, one `lwk fc` run in each pair's group.
+        memcalls::fill_terms(cfg, w, &mut terms, &prof, &scratch.0, &mut notes)?;
+        // Without the guard (the default): the LWK's f_c from LWK_FC_RUNS `lwk fc` runs
+        // (`TermCache::lwk_fc`: the rewritten site's row, runs that met a parked proxy left out),
+        // the level around them recorded; with it, one `lwk fc` run in each pair's group.
         let once = if cfg.level_guard {
             None
         } else {
-            Some(in_level(cfg, || lwk_fc_median(&cfg.exe))?)
+            Some(in_level(cfg, || cache.lwk_fc(cfg, &w.name))?)
         };
         let base_faults = cache.base_faults(&terms, w);
         for pol in &cfg.policies {

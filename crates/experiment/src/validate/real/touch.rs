@@ -19,25 +19,44 @@ pub const TOUCH_ROUNDS: usize = 3;
 /// touchbench.c natively and in the LWK ([`TOUCH_ROUNDS`] rounds, alternating): the median
 /// first-touch cost per 4 KiB page on each side, ns.
 pub fn touch_lwk(cfg: &Config, exe: &Path, scratch: &Path) -> Result<(f64, f64), ExperimentError> {
-    let (mut native, mut lwk) = (Vec::new(), Vec::new());
     let argv = vec![exe.display().to_string(), TOUCH_MIB.to_string()];
-    for round in 0..TOUCH_ROUNDS {
+    let (native, lwk) = alternate(cfg, &argv, scratch, "touch", TOUCH_ROUNDS, |text| {
+        parse_touch(text).ok_or("first_touch_ns")
+    })?;
+    let med = |v: &[f64]| crate::stats::median(v).unwrap_or(f64::NAN);
+    Ok((med(&native), med(&lwk)))
+}
+
+/// A microbenchmark `argv` natively on the compute CPUs and in `multios lwk run --policy all`,
+/// `rounds` runs a side in alternating order (native first in even rounds), each in a fresh
+/// directory under `scratch`: what `parse` reads from each run's output, per side. A run that
+/// fails or prints nothing `parse` takes is an error naming `label` and what was missing.
+pub fn alternate<T>(
+    cfg: &Config,
+    argv: &[String],
+    scratch: &Path,
+    label: &str,
+    rounds: usize,
+    parse: impl Fn(&str) -> Result<T, &'static str>,
+) -> Result<(Vec<T>, Vec<T>), ExperimentError> {
+    let (mut native, mut lwk) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
         let order = if round % 2 == 0 {
             [false, true]
         } else {
             [true, false]
         };
         for in_lwk in order {
-            let dir = scratch.join(format!("touch-{round}-{in_lwk}"));
+            let dir = scratch.join(format!("{label}-{round}-{in_lwk}"));
             std::fs::create_dir_all(&dir)
                 .map_err(ExperimentError::io(format!("creating {}", dir.display())))?;
             let mut cmd = if in_lwk {
                 let mut c = Command::new(&cfg.exe);
-                c.args(["lwk", "run", "--policy", "all", "--"]).args(&argv);
+                c.args(["lwk", "run", "--policy", "all", "--"]).args(argv);
                 c
             } else {
                 let mut c = Command::new("taskset");
-                c.arg("-c").arg(cfg.compute.to_string()).args(&argv);
+                c.arg("-c").arg(cfg.compute.to_string()).args(argv);
                 c
             };
             let o = cmd
@@ -45,21 +64,30 @@ pub fn touch_lwk(cfg: &Config, exe: &Path, scratch: &Path) -> Result<(f64, f64),
                 .stdin(Stdio::null())
                 .stderr(Stdio::null())
                 .output()
-                .map_err(ExperimentError::io("running the touch microbenchmark"))?;
+                .map_err(ExperimentError::io(format!("running the {label} microbenchmark")))?;
             std::fs::remove_dir_all(&dir).ok();
             let text = String::from_utf8_lossy(&o.stdout);
-            let v = parse_touch(&text).filter(|_| o.status.success()).ok_or_else(|| {
-                ExperimentError::Run(format!(
-                    "the touch microbenchmark ({}) printed no first_touch_ns: {}",
-                    if in_lwk { "lwk" } else { "native" },
-                    text.trim()
-                ))
-            })?;
+            let side = if in_lwk { "lwk" } else { "native" };
+            let v = match parse(&text) {
+                Ok(v) if o.status.success() => v,
+                Ok(_) => {
+                    return Err(ExperimentError::Run(format!(
+                        "the {label} microbenchmark ({side}) failed ({}): {}",
+                        o.status,
+                        text.trim()
+                    )))
+                }
+                Err(what) => {
+                    return Err(ExperimentError::Run(format!(
+                        "the {label} microbenchmark ({side}) printed no {what}: {}",
+                        text.trim()
+                    )))
+                }
+            };
             if in_lwk { &mut lwk } else { &mut native }.push(v);
         }
     }
-    let med = |v: &[f64]| crate::stats::median(v).unwrap_or(f64::NAN);
-    Ok((med(&native), med(&lwk)))
+    Ok((native, lwk))
 }
 
 /// touchbench.c's `first_touch_ns N …` line: N.
