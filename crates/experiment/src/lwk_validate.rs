@@ -20,6 +20,7 @@ use crate::crosslink::{self, Level, Link, Watch};
 use crate::synth::{self, SynthRun};
 use crate::{ExperimentError, Progress};
 use multios_lwk::bench::{self, Program};
+use multios_lwk::cputime::Threads;
 use multios_stats::median;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -52,7 +53,7 @@ pub struct Config {
     /// Monte Carlo samples per phase.
     pub iters: u64,
     pub phases: u64,
-    /// Alternating native/LWK runs per point (medians are compared).
+    /// Repeats per point: a measured native/LWK pair and a calls-only pair each.
     pub repeat: usize,
 }
 
@@ -110,6 +111,44 @@ pub struct Repeat {
     /// The cross-CPU level the repeat saw (probes between its runs; a repeat whose probes
     /// disagreed was run again, up to [`LEVEL_RETRIES`] times).
     pub level: Level,
+    /// Where a repeat's error comes from: the measured runs' own parts against what the
+    /// projection assumed for them (seconds).
+    pub split: Split,
+    /// The LWK's thread times in the measured run and in the calls-only run.
+    pub threads: [Threads; 2],
+}
+
+/// A repeat's measured LWK run taken apart: its calls' time against the calls-only LWK run's
+/// per-call costs applied to the same counts, and its compute against the native run's / γ.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct Split {
+    pub lwk_calls_s: f64,
+    pub lwk_calls_from_inputs_s: f64,
+    pub native_calls_s: f64,
+    pub native_calls_from_inputs_s: f64,
+    pub lwk_compute_s: f64,
+    pub lwk_compute_from_native_s: f64,
+}
+
+impl Split {
+    fn of(n: &SynthRun, l: &SynthRun, c_n: &SynthRun, c_l: &SynthRun, gamma: f64) -> Split {
+        let own = |r: &SynthRun| r.calls.iter().map(|c| c.g).sum::<f64>();
+        let from = |r: &SynthRun, inputs: &SynthRun| {
+            let t = per_call(std::slice::from_ref(inputs));
+            r.calls
+                .iter()
+                .map(|c| c.n as f64 * t.get(&c.name).copied().unwrap_or(f64::NAN))
+                .sum::<f64>()
+        };
+        Split {
+            lwk_calls_s: own(l),
+            lwk_calls_from_inputs_s: from(l, c_l),
+            native_calls_s: own(n),
+            native_calls_from_inputs_s: from(n, c_n),
+            lwk_compute_s: l.compute,
+            lwk_compute_from_native_s: n.compute / gamma,
+        }
+    }
 }
 
 /// How many times a repeat whose runs saw different cross-CPU levels is run again before it is
@@ -160,20 +199,28 @@ impl Runner<'_> {
         iters: u64,
         phases: u64,
         lwk_first: bool,
-    ) -> Result<(SynthRun, SynthRun), ExperimentError> {
+    ) -> Result<(SynthRun, SynthRun, Threads), ExperimentError> {
         let first = self.once(k, iters, phases, lwk_first)?;
         w.mark()?;
         let second = self.once(k, iters, phases, !lwk_first)?;
         w.mark()?;
-        Ok(if lwk_first {
+        let ((n, _), (l, t)) = if lwk_first {
             (second, first)
         } else {
             (first, second)
-        })
+        };
+        Ok((n, l, t))
     }
 
     /// Runs synth once at intensity `k`, natively pinned to the LWK's CPU or in the LWK.
-    fn once(&self, k: f64, iters: u64, phases: u64, lwk: bool) -> Result<SynthRun, ExperimentError> {
+    /// Also returns the LWK's thread times (zero for a native run).
+    fn once(
+        &self,
+        k: f64,
+        iters: u64,
+        phases: u64,
+        lwk: bool,
+    ) -> Result<(SynthRun, Threads), ExperimentError> {
         let mix = self.dir.join(format!("mix-{k}"));
         let text: String = MIX
             .iter()
@@ -182,6 +229,7 @@ impl Runner<'_> {
         std::fs::write(&mix, text).map_err(ExperimentError::io(format!("writing {}", mix.display())))?;
         let out = self.dir.join(if lwk { "lwk.out" } else { "native.out" });
         let _ = std::fs::remove_file(&out);
+        let mut threads = Threads::default();
         let args = [
             iters.to_string(),
             phases.to_string(),
@@ -200,6 +248,7 @@ impl Runner<'_> {
                     o.code()
                 )));
             }
+            threads = o.costs.threads;
         } else {
             bench::run_native(self.exe, &argv, self.cpu)
                 .map_err(|e| ExperimentError::Run(format!("synth natively: {e}")))?;
@@ -208,7 +257,7 @@ impl Runner<'_> {
             "reading {} (synth's output)",
             out.display()
         )))?;
-        Ok(synth::parse(&text))
+        Ok((synth::parse(&text), threads))
     }
 }
 
@@ -325,8 +374,8 @@ fn measure(a: &Config, r: &Runner, progress: &mut dyn Progress) -> Result<Outcom
     let (mut gn, mut gl) = (Vec::new(), Vec::new());
     let mut skip = Tally::default();
     for _ in 0..a.repeat {
-        gn.push(skip.clean(r.once(0.0, a.iters, a.phases, false)?).0.compute);
-        gl.push(skip.clean(r.once(0.0, a.iters, a.phases, true)?).0.compute);
+        gn.push(skip.clean(r.once(0.0, a.iters, a.phases, false)?.0).0.compute);
+        gl.push(skip.clean(r.once(0.0, a.iters, a.phases, true)?.0).0.compute);
     }
     let med = |v: &[f64]| median(v).unwrap_or(f64::NAN);
     let gamma = med(&gn) / med(&gl);
@@ -351,11 +400,11 @@ fn measure(a: &Config, r: &Runner, progress: &mut dyn Progress) -> Result<Outcom
         let mut link = r.link;
         for i in 0..a.repeat {
             let lwk_first = i % 2 == 1;
-            let ((n, l, c_n, c_l), level) =
+            let ((n, l, c_n, c_l, threads), level) =
                 crosslink::guarded(&mut link, LEVEL_RETRIES, |w| -> Result<_, ExperimentError> {
-                    let (n, l) = r.pair(w, k, a.iters, a.phases, lwk_first)?;
-                    let (c_n, c_l) = r.pair(w, k, 0, a.phases, lwk_first)?;
-                    Ok((n, l, c_n, c_l))
+                    let (n, l, t) = r.pair(w, k, a.iters, a.phases, lwk_first)?;
+                    let (c_n, c_l, c_t) = r.pair(w, k, 0, a.phases, lwk_first)?;
+                    Ok((n, l, c_n, c_l, [t, c_t]))
                 })?;
             let ((n, n_raw), (l, l_raw)) = (tn.clean(n), tl.clean(l));
             let (c_n, c_l) = (tn.clean(c_n).0, tl.clean(c_l).0);
@@ -376,6 +425,8 @@ fn measure(a: &Config, r: &Runner, progress: &mut dyn Progress) -> Result<Outcom
                 measured_raw: n_raw.total / l_raw.total,
                 refined: proj.speedup,
                 level,
+                split: Split::of(&n, &l, &c_n, &c_l, gamma),
+                threads,
             });
             nat.push(n);
             lwk.push(l);
@@ -477,6 +528,33 @@ mod tests {
         let apart = accuracy(0.606, 0.709).expect("two positive numbers");
         assert!(apart < 86.0, "{apart}");
         assert!(paired_accuracy(&[1.0], &[]).is_err());
+    }
+
+    #[test]
+    fn issue_15_a_repeat_s_split_sets_its_calls_against_its_inputs() {
+        let run = |compute: f64, g: f64, n: u64| SynthRun {
+            compute,
+            calls: vec![Call {
+                name: "read".into(),
+                n,
+                g,
+            }],
+            total: compute + g,
+            phases: Vec::new(),
+        };
+        // Measured: 1000 reads took 3 ms in the LWK; the calls-only run: 500 took 1 ms (2 µs
+        // each, so 2 ms expected). Native: 1000 took 1 ms, calls-only 500 took 0.5 ms.
+        let s = Split::of(
+            &run(1.0, 1e-3, 1000),
+            &run(1.2, 3e-3, 1000),
+            &run(0.0, 0.5e-3, 500),
+            &run(0.0, 1e-3, 500),
+            0.8,
+        );
+        assert!((s.lwk_calls_s - 3e-3).abs() < 1e-12, "{s:?}");
+        assert!((s.lwk_calls_from_inputs_s - 2e-3).abs() < 1e-12, "{s:?}");
+        assert!((s.native_calls_from_inputs_s - 1e-3).abs() < 1e-12, "{s:?}");
+        assert!((s.lwk_compute_from_native_s - 1.25).abs() < 1e-12, "{s:?}");
     }
 
     #[test]

@@ -17,8 +17,10 @@ pub struct Args {
     /// Phases per run
     #[arg(long, default_value_t = 400)]
     phases: u64,
-    /// Alternating native/LWK runs per point (medians are compared)
-    #[arg(long, default_value_t = 5)]
+    /// Repeats per point, each a measured native/LWK pair beside a calls-only pair (the point's
+    /// accuracy is the median of the repeats' errors; 9 because a repeat's LWK calls can cost
+    /// 10–30 % more or less than its calls-only partner's, docs/LWK.md "lwk validate")
+    #[arg(long, default_value_t = 9)]
     repeat: usize,
 }
 
