@@ -128,6 +128,23 @@ fn issue_5_lwk_validate_reports_model_and_measurement_side_by_side() {
         v["accuracy_refined_medians"].as_f64().is_some_and(f64::is_finite),
         "{v}"
     );
+    // issue 15: where a repeat's error comes from — its LWK calls against its calls-only inputs,
+    // and the LWK's thread times of its measured and calls-only runs
+    for key in [
+        "lwk_calls_s",
+        "lwk_calls_from_inputs_s",
+        "lwk_compute_s",
+        "lwk_compute_from_native_s",
+    ] {
+        assert!(
+            rep["split"][key].as_f64().is_some_and(|x| x > 0.0),
+            "split.{key} in {rep}"
+        );
+    }
+    assert!(
+        rep["threads"][0]["vcpu_run_s"].as_f64().is_some_and(|x| x > 0.0),
+        "the measured LWK run's vCPU time in {rep}"
+    );
     assert!(
         v["inputs"][0]["per_call_lwk_s"]["write"]
             .as_f64()
