@@ -3,7 +3,9 @@
  *
  *   offload KIND N WS_BYTES BYTES FILE
  *
- * KIND is none, null (getppid), write (pwrite of BYTES) or read (pread of BYTES). Each of the N
+ * KIND is none, null (getppid), write (pwrite of BYTES), read (pread of BYTES) or all (the four
+ * in turn, N iterations of each, one line per kind: every kind then chases the same physical
+ * pages, whose placement moves a run's chase by ±6–8 % from one run to the next). Each of the N
  * iterations makes the call (none: nothing), then a *cache phase* — one pass of a pointer chase
  * over a working set of WS_BYTES in a random order, so that every line the kernel evicted is
  * missed again — then a *register phase* — a fixed amount of arithmetic that touches no memory,
@@ -61,14 +63,17 @@ static double mean(const uint64_t *v, long n) {
 
 int main(int argc, char **argv) {
     if (argc != 6) {
-        fprintf(stderr, "usage: offload none|null|write|read N WS_BYTES BYTES FILE\n");
+        fprintf(stderr, "usage: offload none|null|write|read|all N WS_BYTES BYTES FILE\n");
         return 2;
     }
     const char *kind = argv[1];
     long n = atol(argv[2]);
     size_t ws = (size_t)atol(argv[3]), bytes = (size_t)atol(argv[4]);
+    static const char *const names[4] = {"none", "null", "write", "read"};
     int k = !strcmp(kind, "none") ? 0 : !strcmp(kind, "null") ? 1 : !strcmp(kind, "write") ? 2
-          : !strcmp(kind, "read") ? 3 : -1;
+          : !strcmp(kind, "read") ? 3 : !strcmp(kind, "all") ? 4 : -1;
+    /* Kinds measured, and iterations in all. */
+    long kinds = k == 4 ? 4 : 1, total = n * kinds;
     if (k < 0 || n < 1 || ws < 2 * LINE || bytes < 1 || bytes > REGION) {
         fprintf(stderr, "offload: bad arguments\n");
         return 2;
@@ -78,8 +83,8 @@ int main(int argc, char **argv) {
     char *set = aligned_alloc(LINE, lines * LINE);
     size_t *order = malloc(lines * sizeof *order);
     char *buf = aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
-    uint64_t *t_call = malloc((size_t)n * sizeof *t_call), *t_ws = malloc((size_t)n * sizeof *t_ws),
-             *t_reg = malloc((size_t)n * sizeof *t_reg);
+    uint64_t *t_call = malloc((size_t)total * sizeof *t_call),
+             *t_ws = malloc((size_t)total * sizeof *t_ws), *t_reg = malloc((size_t)total * sizeof *t_reg);
     if (!set || !order || !buf || !t_call || !t_ws || !t_reg)
         return 3;
     uint64_t seed = 0x9e3779b97f4a7c15ull;
@@ -107,14 +112,17 @@ int main(int argc, char **argv) {
     volatile uint64_t sink = 0;
     uint64_t x = 1;
     uint64_t m0 = mono_ns(), c0 = ticks();
-    for (long i = 0; i < n; i++) {
-        off_t off = (off_t)((size_t)i % slots * bytes);
+    for (long i = 0; i < total; i++) {
+        off_t off = (off_t)((size_t)(i / kinds) % slots * bytes);
+        /* This iteration's kind, and its slot: kind-major, so each kind's times are contiguous. */
+        int kk = k == 4 ? (int)(i % 4) : k;
+        long at = k == 4 ? (i % 4) * n + i / 4 : i;
         uint64_t a = ticks();
-        if (k == 1)
+        if (kk == 1)
             sink += (uint64_t)getppid();
-        else if (k == 2)
+        else if (kk == 2)
             sink += (uint64_t)pwrite(fd, buf, bytes, off);
-        else if (k == 3)
+        else if (kk == 3)
             sink += (uint64_t)pread(fd, buf, bytes, off);
         uint64_t b = ticks();
         for (size_t j = 0; j < lines; j++)
@@ -123,19 +131,22 @@ int main(int argc, char **argv) {
         for (int j = 0; j < REG_ITERS; j++)
             x = x * 6364136223846793005ull + 1442695040888963407ull;
         uint64_t d = ticks();
-        t_call[i] = b - a;
-        t_ws[i] = c - b;
-        t_reg[i] = d - c;
+        t_call[at] = b - a;
+        t_ws[at] = c - b;
+        t_reg[at] = d - c;
     }
     uint64_t c1 = ticks(), m1 = mono_ns();
     sink += (uint64_t)(uintptr_t)p + x;
     close(fd);
     unlink(argv[5]);
     double hz = (double)(c1 - c0) / ((double)(m1 - m0) * 1e-9), ns = 1e9 / hz;
-    printf("offload kind=%s n=%ld tsc_hz=%.0f call_med_ns=%.1f call_mean_ns=%.1f ws_med_ns=%.1f "
-           "ws_mean_ns=%.1f reg_med_ns=%.1f reg_mean_ns=%.1f sink=%llu\n",
-           kind, n, hz, median(t_call, n) * ns, mean(t_call, n) * ns, median(t_ws, n) * ns,
-           mean(t_ws, n) * ns, median(t_reg, n) * ns, mean(t_reg, n) * ns,
-           (unsigned long long)(sink & 1));
+    for (long q = 0; q < kinds; q++) {
+        uint64_t *tc = t_call + q * n, *tw = t_ws + q * n, *tr = t_reg + q * n;
+        printf("offload kind=%s n=%ld tsc_hz=%.0f call_med_ns=%.1f call_mean_ns=%.1f ws_med_ns=%.1f "
+               "ws_mean_ns=%.1f reg_med_ns=%.1f reg_mean_ns=%.1f sink=%llu\n",
+               k == 4 ? names[q] : kind, n, hz, median(tc, n) * ns, mean(tc, n) * ns,
+               median(tw, n) * ns, mean(tw, n) * ns, median(tr, n) * ns, mean(tr, n) * ns,
+               (unsigned long long)(sink & 1));
+    }
     return 0;
 }
