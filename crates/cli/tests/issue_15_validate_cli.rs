@@ -509,3 +509,66 @@ argv = ["dd", "if=/dev/zero", "of=/dev/null", "bs=16M", "count=1", "status=none"
     assert!(fc["numbers"]["run0.rewritten_ns"].is_number(), "{v}");
     assert!(fc["numbers"]["run0.crosslink_ns"].is_number(), "{v}");
 }
+
+/// `images`: the profile records the images a shell and its children exec'd (schema 5), the
+/// microbenchmark prices them (its rows kept in term_measurements), and the JSON shows the term's
+/// price and the workload's own image bytes on the LWK's point, with its column. No timing is
+/// asserted.
+#[test]
+fn issue_15_images_prices_each_process_s_image_and_the_json_shows_it() {
+    let dir = scratch::Scratch::new("multios-issue15", "images");
+    let suite = r#"
+[[workload]]
+name = "sh-true-busybox"
+argv = ["sh", "-c", "/bin/true; busybox true"]
+"#;
+    std::fs::write(dir.join("img.toml"), suite).expect("write the suite");
+    let o = multios(
+        &dir,
+        &[
+            "--json",
+            "validate",
+            "--suite",
+            "img.toml",
+            "--lwk-only",
+            "--policy",
+            "all",
+            "--runs",
+            "1",
+            "--terms",
+            "startup,images,procs",
+        ],
+    );
+    let v = json(&o);
+    let p = &v["workloads"][0]["points"][0];
+    let im = &p["terms"]["images"];
+    for k in [
+        "fixed_s",
+        "per_loaded_byte_s",
+        "per_exec_byte_s",
+        "per_library_byte_s",
+    ] {
+        assert!(im["price"][k].as_f64().is_some_and(f64::is_finite), "{k}: {v}");
+    }
+    // The shell's own image (sh and its ld.so) and the libraries it mapped.
+    let b = &im["bytes"];
+    assert!(b["loaded"].as_f64().is_some_and(|x| x > 10_000.0), "{v}");
+    assert!(b["exec"].as_f64().is_some_and(|x| x > 10_000.0), "{v}");
+    assert!(b["libraries"].as_f64().is_some_and(|x| x > 100_000.0), "{v}");
+    assert!(
+        p["per_term"]["images"].as_f64().is_some_and(f64::is_finite),
+        "{v}"
+    );
+    assert!(p["with_terms"].as_f64().is_some_and(f64::is_finite), "{v}");
+    let m = v["term_measurements"].as_array().expect("term_measurements");
+    assert!(
+        m.iter().any(|m| m["term"] == "images"
+            && m["target"] == "lwk"
+            && m["numbers"]["static+text.extra_ms"].is_number()
+            && m["numbers"]["dynamic+library.library_mib"]
+                .as_f64()
+                .is_some_and(|x| x > 15.0)
+            && m["numbers"]["true.priced_ms"].is_number()),
+        "{v}"
+    );
+}

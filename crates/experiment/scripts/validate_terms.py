@@ -6,7 +6,8 @@ Usage: validate_terms.py [--fit] [--cache-bound] W1.json W2.json ...
 
 Each point carries the paper's projection S0 and, per term, the projection with that term alone
 (`per_term`). A term that adds time to t_d adds its 1/S difference: 1/S = 1/S0 + sum_k (1/S_k - 1/S0)
-(startup-own replaces startup where the workload has one). `anchor` is applied last, as in multios_model::terms::anchored:
+(startup-own replaces startup where the workload has one, and images replaces startup where
+the profile knows the workload's image, unless startup-own does). `anchor` is applied last, as in multios_model::terms::anchored:
 S = T_n / (t_nd/S + T_n - t_nd), with t_nd = C / (1 - p) from the workload's profile summary. With
 every term the result equals the run's own "with terms" column (a check printed at the end).
 Multi-process workloads are left out (`procs` composes a tree and does not combine this way).
@@ -33,7 +34,7 @@ Multi-process workloads are left out (`procs` composes a tree and does not combi
 import itertools, json, math, sys
 
 TARGETS = ['emulate:shm', 'emulate:proxy', 'emulate:migrate', 'lwk']
-ADDITIVE = ['startup', 'startup-own', 'wakeup', 'touch', 'memcalls', 'overlap', 'cache']
+ADDITIVE = ['startup', 'startup-own', 'wakeup', 'touch', 'memcalls', 'images', 'overlap', 'cache']
 GAMMA_RANGE = (0.25, 4.0)
 
 
@@ -117,7 +118,10 @@ def combo(p, ks, gamma=1.0):
     tnd, c = p['t_nd'], p['c']
     td = tnd / p['projected'] - c + c / gamma
     for k in ks:
-        if k == 'anchor' or (k == 'startup' and 'startup-own' in ks and p['terms']['startup_own_s'] is not None):
+        own = 'startup-own' in ks and p['terms']['startup_own_s'] is not None
+        image = 'images' in ks and ((p['terms'].get('images') or {}).get('bytes') is not None)
+        # startup-own, else images (a known image), else startup: one start-up per run.
+        if k == 'anchor' or (k == 'startup' and (own or image)) or (k == 'images' and own):
             continue
         td += seconds(p, k) / gamma if k == 'cache' else seconds(p, k)
     if 'anchor' in ks:

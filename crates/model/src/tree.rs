@@ -61,6 +61,9 @@ pub struct ProcessNode {
     pub lifetime_s: f64,
     /// It exec'd an image (it pays the start-up of the interception).
     pub execs: bool,
+    /// The bytes of the images it exec'd and of its libraries' text (schema 5), for `images`;
+    /// `None` when the profile does not know them.
+    pub image: Option<crate::ImageBytes>,
     /// The share of its calls made by its busiest thread (h_i), when the profile counted calls per
     /// thread; `None`: the lifetime share is used.
     pub busiest_share: Option<f64>,
@@ -94,7 +97,8 @@ impl ProcessTree {
                     start_s: q.start_s,
                     end_s: q.end_s,
                     lifetime_s: q.lifetime_s,
-                    execs: q.count_of("execve") + q.count_of("execveat") > 0,
+                    execs: q.count_of("execve") + q.count_of("execveat") > 0 || !q.images.is_empty(),
+                    image: crate::ImageBytes::of_process(q),
                     busiest_share: busiest_share(&p.threads, q.pid, q.rank),
                     on_linux: false,
                     workload: Workload {
@@ -206,6 +210,8 @@ pub fn compose(
         let own = Terms {
             startup_s: terms.startup_s.filter(|_| q.execs),
             startup_own_s: terms.startup_own_s.filter(|_| Some(i) == root),
+            // `images`: the process's own image (its bytes; unknown ones fall back to `startup`).
+            images: terms.images.filter(|_| q.execs).map(|im| im.with_bytes(q.image)),
             procs: false,
             // The tree as a whole is anchored, after composing.
             anchor_native_s: None,
@@ -374,6 +380,7 @@ mod tests {
             end_s: end,
             lifetime_s: end - start,
             execs: true,
+            image: None,
             busiest_share: None,
             on_linux: false,
             workload: Workload {
@@ -447,6 +454,53 @@ mod tests {
         tree.processes[1].execs = false;
         let r = compose(&tree, &all(), &Params::new(1.0, 0.0), &t, 2).expect("composes");
         assert!((r.wall_d - 2.1).abs() < 1e-9, "{r:?}");
+    }
+
+    /// `images`: each process that exec'd pays its own image's start-up instead of `true`'s; one
+    /// whose sizes are unknown keeps `startup`'s, one that did not exec pays none.
+    #[test]
+    fn issue_15_images_charges_each_process_its_own_image() {
+        let mut tree = ProcessTree {
+            processes: vec![
+                node(1, None, 0.0, 2.0, 1.0, 0),
+                node(2, Some(1), 0.5, 1.5, 1.0, 0),
+            ],
+        };
+        let bytes = |mb: f64| crate::ImageBytes {
+            loaded: mb * 1e6,
+            exec: 0.0,
+            libraries: 0.0,
+        };
+        tree.processes[0].image = Some(bytes(1.0));
+        tree.processes[1].image = Some(bytes(30.0));
+        // a = 10 ms, 1 ms per loaded MB: the root 11 ms, the child 40 ms (instead of 100 ms each).
+        let t = Terms {
+            startup_s: Some(0.1),
+            images: Some(crate::Images {
+                price: crate::ImagePrice {
+                    fixed_s: 0.010,
+                    per_loaded_byte_s: 1e-9,
+                    per_exec_byte_s: 0.0,
+                    per_library_byte_s: 0.0,
+                },
+                bytes: None,
+            }),
+            ..Terms::none()
+        };
+        let r = compose(&tree, &all(), &Params::new(1.0, 0.0), &t, 2).expect("composes");
+        let starts: Vec<f64> = r.processes.iter().map(|p| p.startup_s).collect();
+        assert!(
+            (starts[0] - 0.011).abs() < 1e-12 && (starts[1] - 0.040).abs() < 1e-12,
+            "{starts:?}"
+        );
+        // The child starts 11 ms late and pays 40 ms, and its parent waits for it: 2.051.
+        assert!((r.wall_d - 2.051).abs() < 1e-9, "{r:?}");
+        tree.processes[1].image = None;
+        let r = compose(&tree, &all(), &Params::new(1.0, 0.0), &t, 2).expect("composes");
+        assert!((r.processes[1].startup_s - 0.1).abs() < 1e-12, "{r:?}");
+        tree.processes[1].execs = false;
+        let r = compose(&tree, &all(), &Params::new(1.0, 0.0), &t, 2).expect("composes");
+        assert_eq!(r.processes[1].startup_s, 0.0, "{r:?}");
     }
 
     /// `startup-own` is paid by the workload's own process (the root) alone; the other processes
@@ -570,6 +624,7 @@ mod tests {
                 end_s: life / threads,
                 lifetime_s: life,
                 execs: true,
+                image: None,
                 busiest_share: None,
                 on_linux: false,
                 workload: Workload { c, calls: vec![Call { name: "write".into(), n, g }] },

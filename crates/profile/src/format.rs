@@ -7,8 +7,12 @@ use serde::{Deserialize, Serialize};
 /// The newest version this build reads. Version 2 added `collection.coverage` (a version-1 file reads
 /// as one without it: coverage unknown); version 3 added `processes` (written only when the run was
 /// profiled per process, so that a profile without it stays a version-2 file older readers take);
-/// version 4 added `memory_bytes` (written only by a backend that records it).
-pub const SCHEMA_VERSION: u32 = 4;
+/// version 4 added `memory_bytes` (written only by a backend that records it); version 5 added
+/// `processes[].images` and `processes[].code_mappings` (written only when some process has them).
+pub const SCHEMA_VERSION: u32 = 5;
+
+/// The version of a profile with `memory_bytes` and without the processes' images.
+pub const SCHEMA_VERSION_NO_IMAGES: u32 = 4;
 
 /// The version of a profile with `processes` and without `memory_bytes`.
 pub const SCHEMA_VERSION_NO_MEMORY_BYTES: u32 = 3;
@@ -282,6 +286,13 @@ pub struct ProcessStats {
     pub compute_time_s: f64,
     /// Its own n(s) and g(s), largest g first.
     pub syscalls: Vec<ProcessCall>,
+    /// The images it exec'd, in order (schema 5; the eBPF backend): what its start-up costs the
+    /// LWK grows with (`validate --terms images`, issue #15).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<crate::ExecImage>,
+    /// Its executable file mappings (schema 5; the eBPF backend): its libraries' text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code_mappings: Option<crate::CodeMappings>,
 }
 
 /// n(s) and g(s) of one system call within one process.
@@ -346,16 +357,25 @@ impl Profile {
         }
     }
 
-    /// The schema version this profile is written with: 4 with `memory_bytes`, else 3 with
-    /// `processes`, else 2.
+    /// The schema version this profile is written with: 5 with a process's images or code
+    /// mappings, else 4 with `memory_bytes`, else 3 with `processes`, else 2.
     pub fn written_version(&self) -> u32 {
-        if self.memory_bytes.is_some() {
+        if self.has_images() {
             SCHEMA_VERSION
+        } else if self.memory_bytes.is_some() {
+            SCHEMA_VERSION_NO_IMAGES
         } else if !self.processes.is_empty() {
             SCHEMA_VERSION_NO_MEMORY_BYTES
         } else {
             SCHEMA_VERSION_NO_PROCESSES
         }
+    }
+
+    /// Whether a process records the images it exec'd or its code mappings (schema 5).
+    pub fn has_images(&self) -> bool {
+        self.processes
+            .iter()
+            .any(|q| !q.images.is_empty() || q.code_mappings.is_some())
     }
 
     /// The profiled program's file name (the last component of `command[0]`), if there is a command.

@@ -6,6 +6,7 @@
 mod error;
 mod format;
 mod hist;
+mod image;
 pub mod import;
 mod load;
 mod machine;
@@ -14,9 +15,10 @@ mod merge;
 pub use error::ProfileError;
 pub use format::{
     Collection, Coverage, Exit, Machine, MemoryBytes, Placement, ProcessCall, ProcessStats, Profile,
-    RankSummary, SyscallStats, ThreadStats, SCHEMA_VERSION, SCHEMA_VERSION_NO_MEMORY_BYTES,
-    SCHEMA_VERSION_NO_PROCESSES,
+    RankSummary, SyscallStats, ThreadStats, SCHEMA_VERSION, SCHEMA_VERSION_NO_IMAGES,
+    SCHEMA_VERSION_NO_MEMORY_BYTES, SCHEMA_VERSION_NO_PROCESSES,
 };
 pub use hist::Log2Histogram;
+pub use image::{CodeMappings, ExecImage, ImageFile, ImageSizes};
 pub use load::{check_writable, from_json_str, load, read_bounded, save, MAX_PROFILE_BYTES};
 pub use merge::merge;

@@ -196,6 +196,16 @@ pub(crate) fn validate(origin: &str, p: &Profile) -> Result<(), ProfileError> {
             ),
         ));
     }
+    if p.schema_version < 5 && p.has_images() {
+        return Err(invalid(
+            origin,
+            "processes[].images".into(),
+            format!(
+                "first written by schema_version 5, but the file says {}: set \"schema_version\": 5",
+                p.schema_version
+            ),
+        ));
+    }
     check_time(origin, "wall_time_s".into(), p.wall_time_s)?;
     check_time(origin, "compute_time_s".into(), p.compute_time_s)?;
     check_processes(origin, p)?;
@@ -373,7 +383,7 @@ mod tests {
             .replace("\"schema_version\":2", "\"schema_version\":7");
         assert_eq!(
             err(&text),
-            "p.json: schema_version 7 is newer than this multios reads (up to 4): upgrade multios"
+            "p.json: schema_version 7 is newer than this multios reads (up to 5): upgrade multios"
         );
     }
 
@@ -512,6 +522,7 @@ mod tests {
                 count: 10,
                 total_s: 0.1,
             }],
+            ..Default::default()
         });
         let text = serde_json::to_string(&p).unwrap_or_default();
         assert_eq!(from_json_str("p.json", &text).ok().as_ref(), Some(&p));
@@ -558,6 +569,66 @@ mod tests {
         assert_eq!(sample().written_version(), 2);
         let typo = text.replace("\"mremap_old\"", "\"mremap_olds\"");
         assert!(err(&typo).contains("mremap_olds"), "{}", err(&typo));
+    }
+
+    #[test]
+    fn issue_15_images_need_version_5_and_older_profiles_still_load() {
+        let mut p = sample();
+        p.schema_version = 5;
+        p.memory_bytes = Some(crate::MemoryBytes::default());
+        p.processes.push(crate::ProcessStats {
+            pid: 7,
+            name: "cc1".into(),
+            start_s: 0.0,
+            end_s: 1.0,
+            threads: 1,
+            lifetime_s: 1.0,
+            images: vec![crate::ExecImage {
+                at_s: 0.25,
+                image: crate::ImageFile {
+                    path: "/usr/lib/gcc/x86_64-linux-gnu/12/cc1".into(),
+                    sizes: Some(crate::ImageSizes {
+                        loaded_bytes: 33 << 20,
+                        memory_bytes: 34 << 20,
+                        exec_bytes: 20 << 20,
+                    }),
+                    unknown: None,
+                },
+                interp: Some(crate::ImageFile {
+                    path: "./gone".into(),
+                    sizes: None,
+                    unknown: Some("relative to a directory the profiler does not know".into()),
+                }),
+            }],
+            code_mappings: Some(crate::CodeMappings {
+                calls: 4,
+                bytes: 3 << 20,
+            }),
+            ..Default::default()
+        });
+        assert_eq!(p.written_version(), 5);
+        let text = serde_json::to_string(&p).unwrap_or_default();
+        assert_eq!(from_json_str("p.json", &text).ok().as_ref(), Some(&p));
+        let old = text.replace("\"schema_version\":5", "\"schema_version\":4");
+        assert!(
+            err(&old).contains("images") && err(&old).contains("5"),
+            "{}",
+            err(&old)
+        );
+        // A version-4 profile (memory_bytes, processes without images) still loads as it was.
+        let mut v4 = p.clone();
+        v4.processes[0].images.clear();
+        v4.processes[0].code_mappings = None;
+        v4.schema_version = 4;
+        assert_eq!(v4.written_version(), 4);
+        let text4 = serde_json::to_string(&v4).unwrap_or_default();
+        assert!(
+            !text4.contains("images") && !text4.contains("code_mappings"),
+            "{text4}"
+        );
+        assert_eq!(from_json_str("p.json", &text4).ok().as_ref(), Some(&v4));
+        let typo = text.replace("\"exec_bytes\"", "\"exe_bytes\"");
+        assert!(err(&typo).contains("exe_bytes"), "{}", err(&typo));
     }
 
     #[test]

@@ -24,6 +24,8 @@ pub struct RunFacts {
     pub per_process: bool,
     /// The run's start on the threads' clock (ns): `processes[]` times count from it.
     pub origin_ns: u64,
+    /// The directory the traced program started in: a relative name it exec'd is read from there.
+    pub cwd: Option<std::path::PathBuf>,
 }
 
 fn secs(ns: u64) -> f64 {
@@ -95,6 +97,7 @@ pub fn assemble(raw: &Raw, facts: RunFacts) -> Profile {
     };
     if facts.per_process {
         p.processes = processes(raw, facts.origin_ns);
+        add_images(&mut p, raw, facts.origin_ns, facts.cwd.as_deref());
         let per: u64 = p
             .processes
             .iter()
@@ -126,6 +129,40 @@ pub fn assemble(raw: &Raw, facts: RunFacts) -> Profile {
         })
         .collect();
     p
+}
+
+/// Each process's execs (their files' sizes read back, `images.rs`) and executable file
+/// mappings; a note for the images whose sizes are unknown.
+fn add_images(p: &mut Profile, raw: &Raw, origin: u64, cwd: Option<&std::path::Path>) {
+    let mut unknown = Vec::new();
+    for q in &mut p.processes {
+        q.images = raw
+            .execs
+            .iter()
+            .filter(|e| e.tgid == q.pid)
+            .map(|e| crate::images::exec_image(e, origin, cwd))
+            .collect();
+        q.code_mappings = raw
+            .code
+            .iter()
+            .find(|c| c.tgid == q.pid)
+            .map(|c| multios_profile::CodeMappings {
+                calls: c.calls,
+                bytes: c.bytes,
+            });
+        for i in &q.images {
+            let files = std::iter::once(&i.image).chain(&i.interp);
+            unknown.extend(files.filter_map(|f| f.unknown.clone()));
+        }
+    }
+    if !unknown.is_empty() {
+        unknown.dedup();
+        p.collection.notes.push(format!(
+            "the sizes of {} exec'd image(s) are unknown (processes[].images[].unknown), e.g. {}",
+            unknown.len(),
+            unknown[0]
+        ));
+    }
 }
 
 fn secs_since(ns: u64, origin: u64) -> f64 {
@@ -175,6 +212,8 @@ fn processes(raw: &Raw, origin: u64) -> Vec<ProcessStats> {
                 lifetime_s: secs(lifetime),
                 compute_time_s: (secs(lifetime) - g).max(0.0),
                 syscalls,
+                images: Vec::new(),
+                code_mappings: None,
             }
         })
         .collect();
@@ -221,6 +260,7 @@ mod tests {
                 },
             ],
             proc_calls: Vec::new(),
+            ..Raw::default()
         };
         let p = assemble(
             &raw,
@@ -274,6 +314,7 @@ mod tests {
                     total_ns: 8_000,
                 },
             ],
+            ..Raw::default()
         };
         let ps = processes(&raw, 1_000);
         assert_eq!(ps.iter().map(|p| p.pid).collect::<Vec<_>>(), [100, 101, 103]);

@@ -1,9 +1,9 @@
 //! The eBPF backend: loads `bpf/profiler.bpf.c` (compiled by build.rs), attaches it to the
-//! sys_enter/sys_exit/sched_process_fork/sched_process_exit BTF tracepoints, calibrates the probe
+//! sys_enter/sys_exit/sched_process_fork/sched_process_exec/sched_process_exit BTF tracepoints, calibrates the probe
 //! bias and reads the per-CPU statistics back.
 
 use crate::error::ProfilerError;
-use crate::raw::{Raw, RawCall, RawProcCall, RawThread};
+use crate::raw::{Raw, RawCall, RawCode, RawExec, RawProcCall, RawThread};
 use crate::sys;
 use libbpf_rs::{Link, Map, MapCore, MapFlags, Object, ObjectBuilder};
 use std::os::fd::AsRawFd;
@@ -66,11 +66,16 @@ pub fn attach_floor(v: usize) -> Result<Attached, ProfilerError> {
 const MAX_NR: u32 = 512;
 /// Must match `MAX_THREADS` in profiler.bpf.c.
 pub const MAX_THREADS: usize = 65536;
+/// Must match `MAX_EXECS` in profiler.bpf.c.
+pub const MAX_EXECS: usize = 8192;
 const HIST_BUCKETS: usize = 40;
 const TASK_STATE_LEN: usize = 6 * 8;
 /// `struct thread_rec`: tgid, ptgid, four u64s, comm[16].
 const THREAD_REC_LEN: usize = 8 + 4 * 8 + 16;
 const SC_STATS_WORDS: usize = 5 + HIST_BUCKETS;
+/// `struct exec_key` (tgid, pad, ns) and `struct exec_rec` (ino, size, path[PATH_LEN]).
+const EXEC_KEY_LEN: usize = 16;
+const EXEC_REC_LEN: usize = 16 + 256;
 
 /// The loaded and attached probes.
 pub struct Probe {
@@ -216,7 +221,7 @@ impl Probe {
             mem.update_percpu(&slot.to_ne_bytes(), &zero, MapFlags::ANY)
                 .map_err(|e| ebpf_err("clearing the memory calls' lengths", e))?;
         }
-        for name in ["threads", "proc_calls"] {
+        for name in ["threads", "proc_calls", "execs", "proc_code"] {
             let m = self.map(name)?;
             let keys: Vec<Vec<u8>> = m.keys().collect();
             for k in keys {
@@ -254,6 +259,55 @@ impl Probe {
             }
         }
         out.sort_by_key(|c| (c.tgid, c.nr));
+        Ok(out)
+    }
+
+    /// The traced processes' execs, in time order.
+    fn execs(&self) -> Result<Vec<RawExec>, ProfilerError> {
+        let m = self.map("execs")?;
+        let mut out = Vec::new();
+        for k in m.keys() {
+            let Ok(Some(v)) = m.lookup(&k, MapFlags::ANY) else {
+                continue;
+            };
+            if k.len() < EXEC_KEY_LEN || v.len() < EXEC_REC_LEN {
+                continue;
+            }
+            let kw: Vec<u64> = words(&k).collect();
+            let vw: Vec<u64> = words(&v[..16]).collect();
+            let path = &v[16..EXEC_REC_LEN];
+            let path = &path[..path.iter().position(|b| *b == 0).unwrap_or(path.len())];
+            out.push(RawExec {
+                tgid: (kw[0] & 0xffff_ffff) as u32,
+                ns: kw[1],
+                path: String::from_utf8_lossy(path).into_owned(),
+                ino: vw[0],
+                size: vw[1],
+            });
+        }
+        out.sort_by_key(|e| (e.ns, e.tgid));
+        Ok(out)
+    }
+
+    /// Per process, its executable file mappings.
+    fn code(&self) -> Result<Vec<RawCode>, ProfilerError> {
+        let m = self.map("proc_code")?;
+        let mut out = Vec::new();
+        for k in m.keys() {
+            let Ok(Some(v)) = m.lookup(&k, MapFlags::ANY) else {
+                continue;
+            };
+            let w: Vec<u64> = words(&v).collect();
+            if k.len() < 4 || w.len() < 2 {
+                continue;
+            }
+            out.push(RawCode {
+                tgid: u32::from_ne_bytes([k[0], k[1], k[2], k[3]]),
+                calls: w[0],
+                bytes: w[1],
+            });
+        }
+        out.sort_by_key(|c| c.tgid);
         Ok(out)
     }
 
@@ -309,6 +363,8 @@ impl Probe {
         raw.threads.sort_by_key(|t| (t.start_ns, t.tid));
         raw.proc_calls = self.proc_calls()?;
         raw.mem_bytes = Some(self.mem_bytes()?);
+        raw.execs = self.execs()?;
+        raw.code = self.code()?;
         Ok(raw)
     }
 }

@@ -424,6 +424,7 @@ pub fn attach(
         calls: tracer.calls.into_iter().filter(|c| c.count > 0).collect(),
         threads: tracer.done,
         mem_bytes: None,
+        ..Raw::default()
     };
     let mut notes = vec![format!(
         "per-call correction: ptrace syscall-stop cost B = {b:.0} ns subtracted (median over traced null system calls), kernel entry/exit cost E = {e:.0} ns added; stop costs vary widely, so per-call times are approximate"
@@ -443,6 +444,7 @@ pub fn attach(
             notes,
             per_process,
             origin_ns: start,
+            cwd: None,
         },
     ))
 }
@@ -519,6 +521,7 @@ fn launch_with(
         calls: tracer.calls.into_iter().filter(|c| c.count > 0).collect(),
         threads: tracer.done,
         mem_bytes: None,
+        ..Raw::default()
     };
     let start = raw
         .threads
@@ -548,6 +551,7 @@ fn launch_with(
             misses: Vec::new(),
             per_process,
             origin_ns: start,
+            cwd: None,
         },
     );
     Ok((p, records))

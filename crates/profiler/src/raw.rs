@@ -75,6 +75,25 @@ pub struct RawProcCall {
     pub total_ns: u64,
 }
 
+/// One exec of a traced process (the eBPF backend): the file the kernel ran, as the exec named
+/// it (a script's interpreter for a `#!` script), its inode and size then.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RawExec {
+    pub tgid: u32,
+    pub ns: u64,
+    pub path: String,
+    pub ino: u64,
+    pub size: u64,
+}
+
+/// One process's executable file mappings: calls and Σ length (`--per-process`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RawCode {
+    pub tgid: u32,
+    pub calls: u64,
+    pub bytes: u64,
+}
+
 /// Everything one run collected.
 #[derive(Debug, Clone, Default)]
 pub struct Raw {
@@ -86,4 +105,8 @@ pub struct Raw {
     /// then the file-backed mmaps' count and Σ length (the eBPF backend; `None` where the backend
     /// does not record them).
     pub mem_bytes: Option<[u64; 6]>,
+    /// The traced processes' execs (the eBPF backend), in time order.
+    pub execs: Vec<RawExec>,
+    /// Per process, its executable file mappings (the eBPF backend with `--per-process`).
+    pub code: Vec<RawCode>,
 }

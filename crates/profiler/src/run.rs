@@ -171,6 +171,12 @@ fn launch_ebpf(command: &[String], per_process: bool) -> Result<Profile, Profile
             crate::ebpf::MAX_THREADS
         ));
     }
+    if per_process && raw.execs.len() >= crate::ebpf::MAX_EXECS {
+        misses.push(format!(
+            "processes[].images beyond {} execs",
+            crate::ebpf::MAX_EXECS
+        ));
+    }
     let partial = note_interruption(interrupted, &exit, &mut notes);
     Ok(assemble(
         &raw,
@@ -186,6 +192,8 @@ fn launch_ebpf(command: &[String], per_process: bool) -> Result<Profile, Profile
             misses,
             per_process,
             origin_ns: start,
+            // The child was started in ours: a relative name it exec'd is read from here.
+            cwd: std::env::current_dir().ok(),
         },
     ))
 }
@@ -283,6 +291,7 @@ fn attach_ebpf(pid: u32, duration: Option<Duration>, per_process: bool) -> Resul
             misses: attach_misses(!exited),
             per_process,
             origin_ns: start,
+            cwd: std::fs::read_link(format!("/proc/{pid}/cwd")).ok(),
         },
     ))
 }

@@ -48,8 +48,15 @@ fn check_tree(p: &Profile) {
         "Σ per-process C {c} vs C {}",
         p.compute_time_s
     );
-    // 4 with the eBPF backend's memory_bytes, 3 without (ptrace).
-    assert_eq!(p.written_version(), if p.memory_bytes.is_some() { 4 } else { 3 });
+    // 5 with the eBPF backend's images, 4 with its memory_bytes alone, 3 without (ptrace).
+    let want = if p.has_images() {
+        5
+    } else if p.memory_bytes.is_some() {
+        4
+    } else {
+        3
+    };
+    assert_eq!(p.written_version(), want);
 }
 
 fn pipeline(backend: Backend) {
@@ -171,8 +178,78 @@ fn issue_15_ebpf_records_the_memory_calls_lengths() {
     );
     let mmaps = p.syscall("mmap").map_or(0, |s| s.count);
     assert!(b.mmap_file_calls < mmaps, "{b:?}: {mmaps} mmaps");
-    assert_eq!(p.written_version(), 4);
+    assert_eq!(p.written_version(), 5, "python3's exec is recorded too");
     let t = per_process(Backend::Ptrace, &cmd, &dir);
     assert_eq!(t.memory_bytes, None);
     assert_eq!(t.written_version(), 3);
+}
+
+/// Issue #15 (`validate --terms images`): the eBPF profile records the image every process
+/// exec'd — `sh -c '/bin/true; busybox true'` execs the dynamically linked `true` in a child and
+/// (dash execs the last command in place) the statically linked busybox in the shell itself —
+/// with its interpreter and sizes that agree with the files' program headers; the shell's
+/// libraries' text is counted as its executable file mappings.
+#[test]
+fn issue_15_ebpf_records_each_process_s_exec_d_image_and_its_sizes() {
+    let _g = serial();
+    require_root();
+    let dir = scratch("images");
+    let p = per_process(Backend::Ebpf, &["sh", "-c", "/bin/true; busybox true"], &dir);
+    check_tree(&p);
+    let images: Vec<_> = p.processes.iter().flat_map(|q| &q.images).collect();
+    let find = |end: &str| {
+        images
+            .iter()
+            .find(|i| i.image.path.ends_with(end))
+            .unwrap_or_else(|| panic!("no exec of …{end} in {images:#?}"))
+    };
+    let t = find("/true");
+    let ts = t.image.sizes.unwrap_or_else(|| panic!("true's sizes: {t:?}"));
+    let len = std::fs::metadata("/bin/true").map(|m| m.len()).unwrap_or(0);
+    assert!(
+        ts.exec_bytes > 0 && ts.exec_bytes < ts.loaded_bytes && ts.loaded_bytes <= len,
+        "{ts:?} of {len}"
+    );
+    let ld = t
+        .interp
+        .as_ref()
+        .unwrap_or_else(|| panic!("true is dynamic: {t:?}"));
+    assert!(ld.path.contains("ld-linux"), "{ld:?}");
+    assert!(ld.sizes.is_some_and(|s| s.exec_bytes > 10_000), "{ld:?}");
+    let b = find("busybox");
+    let bs = b.image.sizes.unwrap_or_else(|| panic!("busybox's sizes: {b:?}"));
+    assert!(b.interp.is_none(), "busybox is static here: {b:?}");
+    assert!(
+        bs.exec_bytes > 500_000 && bs.exec_bytes < bs.loaded_bytes && bs.loaded_bytes <= bs.memory_bytes,
+        "{bs:?}"
+    );
+    // The same numbers as the files' own headers.
+    let (want, _) = multios_profiler::elf_sizes(std::path::Path::new(&b.image.path)).expect("busybox reads");
+    assert_eq!(bs, want);
+    // The shell's own exec is its first image; `true` ran in a child, busybox in the shell or a
+    // child (dash execs a `-c` script's last command in place).
+    let root = &p.processes[0];
+    assert!(
+        root.images.first().is_some_and(|i| i.image.path.ends_with("sh")),
+        "{root:?}"
+    );
+    assert!(root.images.windows(2).all(|w| w[0].at_s <= w[1].at_s), "{root:?}");
+    let bb = p
+        .processes
+        .iter()
+        .find(|q| q.images.iter().any(|i| i.image.path.ends_with("busybox")))
+        .expect("busybox's process");
+    assert!(bb.pid == root.pid || bb.ppid == Some(root.pid), "{bb:?}");
+    let child = p
+        .processes
+        .iter()
+        .find(|q| q.images.iter().any(|i| i.image.path.ends_with("/true")))
+        .expect("true's process");
+    assert_eq!(child.ppid, Some(root.pid));
+    // The shell's and true's libraries (libc's text), mapped by ld.so.
+    let code = child
+        .code_mappings
+        .unwrap_or_else(|| panic!("true maps libc's text: {child:?}"));
+    assert!(code.calls >= 1 && code.bytes > 100_000, "{code:?}");
+    assert_eq!(p.written_version(), 5);
 }

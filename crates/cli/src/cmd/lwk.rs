@@ -32,6 +32,9 @@ enum Which {
     /// CPython's regression tests and stress-ng natively and in the LWK, side by side; every
     /// difference is explained by a documented limit or reported as unexplained (exit 1)
     Conformance(super::lwk_conformance::Args),
+    /// What starting an image costs the LWK more than natively, by its loaded and executable
+    /// bytes and its libraries' text (the `validate --terms images` microbenchmark)
+    Images(super::lwk_images::Args),
 }
 
 #[derive(clap::Args, Debug)]
@@ -155,6 +158,7 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
         Which::Hotspots(a) => super::lwk_hotspots::run(a, out),
         Which::Pack(a) => super::lwk_pack::run(a, out),
         Which::Conformance(a) => super::lwk_conformance::run(a, out),
+        Which::Images(a) => super::lwk_images::run(a, out),
     }
 }
 

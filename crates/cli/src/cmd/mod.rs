@@ -8,6 +8,7 @@ pub mod fc;
 pub mod lwk;
 pub mod lwk_conformance;
 pub mod lwk_hotspots;
+pub mod lwk_images;
 pub mod lwk_pack;
 pub mod lwk_validate;
 pub mod map;

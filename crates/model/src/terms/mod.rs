@@ -42,6 +42,11 @@
 //!   over native is a per-call a_m plus a per-byte b_m of the call's length (mremap: the old
 //!   length), both from a microbenchmark at two lengths natively and in the LWK; n_m and B_m
 //!   (calls and bytes) come from the workload's profile less its empty run's ([`MemCalls`]).
+//! - **`images`** (the LWK): a process's start-up priced by the image it exec'd,
+//!   T = a + b·L + c·X + d·X_lib ([`images`]), instead of `startup`'s empty program — its loaded
+//!   and executable bytes and its libraries' text, from the profile (schema 5); `startup-own`
+//!   still stands for the root when it is on, and a process whose image sizes are unknown keeps
+//!   `startup`'s.
 //! - **`procs`**: a multi-process program is projected per process and composed along its process
 //!   tree (a pipeline's critical path, not the sum of its processes) — [`crate::tree`].
 //! - **`share`** (issue #11, the AAM): the fraction u of the time the delegate is descheduled.
@@ -51,9 +56,11 @@
 //!   shared machine); the difference Δ = T_n − t_nd is taken as native compute, kept by the
 //!   delegated run at γ: S' = T_n / (t_d' + Δ/γ), applied last ([`anchored`]).
 
+pub mod images;
 pub mod spare;
 
 use crate::{ModelError, Projection};
+pub use images::{ImageBytes, ImagePrice, Images};
 pub use spare::{ByClass, Cache, CallClass};
 
 /// One named term.
@@ -71,11 +78,12 @@ pub enum Term {
     Anchor,
     Touch,
     Memcalls,
+    Images,
 }
 
 impl Term {
     /// Every term, in the order they are applied.
-    pub const ALL: [Term; 10] = [
+    pub const ALL: [Term; 11] = [
         Term::Startup,
         Term::StartupOwn,
         Term::Wakeup,
@@ -86,6 +94,7 @@ impl Term {
         Term::Anchor,
         Term::Touch,
         Term::Memcalls,
+        Term::Images,
     ];
 
     pub fn name(self) -> &'static str {
@@ -100,6 +109,7 @@ impl Term {
             Term::Anchor => "anchor",
             Term::Touch => "touch",
             Term::Memcalls => "memcalls",
+            Term::Images => "images",
         }
     }
 }
@@ -132,6 +142,9 @@ pub struct Terms {
     /// The LWK's own memory calls: their counts and lengths and what each costs more than
     /// natively (`memcalls`, the LWK); `None`: off.
     pub memcalls: Option<MemCalls>,
+    /// The start-up price of an image and the bytes of the process it applies to (`images`, the
+    /// LWK); `None`: off.
+    pub images: Option<Images>,
 }
 
 /// The `touch` term's inputs.
@@ -221,6 +234,7 @@ impl Terms {
             && self.anchor_native_s.is_none()
             && self.touch.is_none()
             && self.memcalls.is_none()
+            && self.images.is_none()
     }
 
     /// Only `term` of these (its measured value kept), every other one off.
@@ -237,6 +251,28 @@ impl Terms {
             Term::Anchor => t.anchor_native_s = self.anchor_native_s,
             Term::Touch => t.touch = self.touch,
             Term::Memcalls => t.memcalls = self.memcalls,
+            Term::Images => t.images = self.images,
+        }
+        t
+    }
+}
+
+impl Terms {
+    /// Every term of these but `term` (turned off).
+    pub fn without(&self, term: Term) -> Terms {
+        let mut t = self.clone();
+        match term {
+            Term::Startup => t.startup_s = None,
+            Term::StartupOwn => t.startup_own_s = None,
+            Term::Wakeup => t.wakeup_s = None,
+            Term::Overlap => t.overlap = None,
+            Term::Cache => t.cache = None,
+            Term::Procs => t.procs = false,
+            Term::Share => t.share = None,
+            Term::Anchor => t.anchor_native_s = None,
+            Term::Touch => t.touch = None,
+            Term::Memcalls => t.memcalls = None,
+            Term::Images => t.images = None,
         }
         t
     }
@@ -280,9 +316,14 @@ pub fn anchored(t_nd: f64, t_d: f64, gamma: f64, terms: &Terms) -> f64 {
     }
 }
 
-/// The start-up a run pays: `startup-own`'s when it is on, else `startup`'s, else 0.
+/// The start-up a run pays: `startup-own`'s when it is on, else its image's (`images`, when its
+/// bytes are known), else `startup`'s, else 0.
 pub fn startup_of(terms: &Terms) -> f64 {
-    terms.startup_own_s.or(terms.startup_s).unwrap_or(0.0)
+    terms
+        .startup_own_s
+        .or_else(|| terms.images.and_then(|i| i.seconds()))
+        .or(terms.startup_s)
+        .unwrap_or(0.0)
 }
 
 /// The delegated run's time t_d with `terms` applied (startup, wakeup, touch and memcalls added, overlap and the
@@ -383,23 +424,15 @@ mod tests {
                     mmap: MemCall { calls: 30.0, bytes: 1e7, per_call_s: value, per_byte_s: value * 1e-6 },
                     ..MemCalls::default()
                 }),
+                images: Some(Images {
+                    price: ImagePrice { fixed_s: value, per_loaded_byte_s: value * 1e-7, per_exec_byte_s: value * 1e-7, per_library_byte_s: 0.0 },
+                    bytes: Some(ImageBytes { loaded: 3e7, exec: 2e7, libraries: 1e6 }),
+                }),
             };
             let paper = p.speedup.to_bits();
             for t in Term::ALL {
                 // That term alone, off: the paper.
-                let mut off = on.only(t);
-                match t {
-                    Term::Startup => off.startup_s = None,
-                    Term::StartupOwn => off.startup_own_s = None,
-                    Term::Wakeup => off.wakeup_s = None,
-                    Term::Overlap => off.overlap = None,
-                    Term::Cache => off.cache = None,
-                    Term::Procs => off.procs = false,
-                    Term::Share => off.share = None,
-                    Term::Anchor => off.anchor_native_s = None,
-                    Term::Touch => off.touch = None,
-                    Term::Memcalls => off.memcalls = None,
-                }
+                let off = on.only(t).without(t);
                 prop_assert!(off.is_none());
                 prop_assert_eq!(corrected(&p, &off).to_bits(), paper, "{} off", t.name());
             }
@@ -418,6 +451,11 @@ mod tests {
                 memcalls: Some(MemCalls {
                     mmap: MemCall { calls: 0.0, bytes: 0.0, per_call_s: value, per_byte_s: value },
                     ..MemCalls::default()
+                }),
+                // A free image: nothing to add.
+                images: Some(Images {
+                    price: ImagePrice::default(),
+                    bytes: Some(ImageBytes { loaded: 3e7, exec: 2e7, libraries: 1e6 }),
                 }),
             };
             for t in Term::ALL {
@@ -611,6 +649,48 @@ mod tests {
         };
         assert_eq!(nan.seconds(), 0.0);
         assert_eq!(parse_terms("memcalls").expect("one"), [Term::Memcalls]);
+    }
+
+    #[test]
+    fn issue_15_images_replaces_startup_s_true_and_yields_to_startup_own() {
+        let p = ten_ms_and_100_writes();
+        let images = Images {
+            price: ImagePrice {
+                fixed_s: 4e-3,
+                per_loaded_byte_s: 1e-9,
+                per_exec_byte_s: 0.5e-9,
+                per_library_byte_s: 0.0,
+            },
+            bytes: Some(ImageBytes {
+                loaded: 2e6,
+                exec: 4e6,
+                libraries: 0.0,
+            }),
+        };
+        // 4 ms + 2 ms + 2 ms = 8 ms instead of `true`'s 9 ms.
+        let t = Terms {
+            startup_s: Some(9e-3),
+            images: Some(images),
+            ..Terms::none()
+        };
+        assert!((startup_of(&t) - 8e-3).abs() < 1e-15, "{}", startup_of(&t));
+        let s = corrected(&p, &t);
+        assert!((s - 0.011 / 0.029).abs() < 1e-12, "{s}");
+        assert_eq!(corrected(&p, &t.only(Term::Images)).to_bits(), s.to_bits());
+        // Sizes unknown: `startup`'s `true` stands.
+        let unknown = Terms {
+            images: Some(images.with_bytes(None)),
+            ..t.clone()
+        };
+        assert!((corrected(&p, &unknown) - 0.011 / 0.030).abs() < 1e-12);
+        // `startup-own` (measured on the workload's own program) stands for the run.
+        let own = Terms {
+            startup_own_s: Some(20e-3),
+            ..t
+        };
+        assert!((corrected(&p, &own) - 0.011 / 0.041).abs() < 1e-12);
+        assert_eq!(parse_terms("images").expect("one"), [Term::Images]);
+        assert_eq!(Term::Images.name(), "images");
     }
 
     #[test]

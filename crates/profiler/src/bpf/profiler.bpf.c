@@ -17,6 +17,13 @@
 // caller's saved registers and a per-CPU add, on those three calls only. File-backed mmaps (no
 // MAP_ANONYMOUS in the flags) are also counted apart, with their lengths: the LWK maps a file far
 // more slowly than anonymous memory.
+//
+// Images (issue #15): at sched_process_exec of a traced task, the file the kernel ran
+// (bprm->interp: the program, or a script's interpreter) is recorded in `execs` with its inode
+// and size, keyed by the process and the time; user space reads the ELF's segment sizes back
+// (images.rs). With `--per-process`, the executable file mappings (mmap of a file with PROT_EXEC:
+// the libraries' text ld.so maps) are counted per process in `proc_code`. The few kernel fields
+// read are relocated against the running kernel's BTF (CO-RE: preserve_access_index).
 
 #include <linux/types.h>
 #include <linux/bpf.h>
@@ -42,11 +49,30 @@
 /* ... and of the fourth (r10: mmap's flags). */
 #define PT_REGS_R10 56
 #define MAP_ANONYMOUS_FLAG 0x20
+#define PROT_EXEC_FLAG 0x4
+#define MAX_EXECS 8192
+#define MAX_PROCS 16384
+#define PATH_LEN 256
 /* mem_bytes slots: mmap length, munmap length, mremap old length, mremap new length, file-backed
  * mmap calls, file-backed mmap length. */
 #define MEM_SLOTS 6
 
 struct task_struct;
+
+/* The kernel's own layouts, only the fields read; libbpf relocates their offsets (CO-RE). */
+struct inode {
+	unsigned long i_ino;
+	long long i_size;
+} __attribute__((preserve_access_index));
+
+struct file {
+	struct inode *f_inode;
+} __attribute__((preserve_access_index));
+
+struct linux_binprm {
+	struct file *file;
+	const char *interp;
+} __attribute__((preserve_access_index));
 
 static void *(*bpf_map_lookup_elem)(void *map, const void *key) = (void *)BPF_FUNC_map_lookup_elem;
 static long (*bpf_map_update_elem)(void *map, const void *key, const void *value, __u64 flags) =
@@ -58,6 +84,8 @@ static void *(*bpf_task_storage_get)(void *map, struct task_struct *task, void *
 static struct task_struct *(*bpf_get_current_task_btf)(void) = (void *)BPF_FUNC_get_current_task_btf;
 static long (*bpf_get_current_comm)(void *buf, __u32 size) = (void *)BPF_FUNC_get_current_comm;
 static long (*bpf_probe_read_kernel)(void *dst, __u32 size, const void *src) = (void *)BPF_FUNC_probe_read_kernel;
+static long (*bpf_probe_read_kernel_str)(void *dst, __u32 size, const void *src) =
+	(void *)BPF_FUNC_probe_read_kernel_str;
 
 /* Per task: the call in flight and the thread's totals. Layout shared with user space (bpf.rs). */
 struct task_state {
@@ -136,6 +164,34 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } mem_bytes SEC(".maps");
+
+/* One exec of a traced process. Layouts shared with user space (ebpf.rs). */
+struct exec_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 ns;
+};
+
+struct exec_rec {
+	__u64 ino;
+	__u64 size;
+	char path[PATH_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_EXECS);
+	__type(key, struct exec_key);
+	__type(value, struct exec_rec);
+} execs SEC(".maps");
+
+/* Per process (tgid): executable file mappings, [0] calls and [1] Σ length (`--per-process`). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_PROCS);
+	__type(key, __u32);
+	__type(value, __u64[2]);
+} proc_code SEC(".maps");
 
 /* config[0]: signed per-call correction in ns (added to every raw duration, result clamped at 0);
  * config[1]: flags, bit 0 = count per process. */
@@ -216,6 +272,32 @@ static inline __attribute__((always_inline)) void add_bytes(__u32 slot, const ch
 		*b += len;
 }
 
+/* An mmap of a file: with PROT_EXEC and `--per-process`, its length is added to the process's
+ * executable mappings. */
+static inline __attribute__((always_inline)) void add_code(const char *regs)
+{
+	__u32 one = 1;
+	__s64 *flags = bpf_map_lookup_elem(&config, &one);
+	__u64 prot = 0, len = 0;
+	if (!flags || !(*flags & 1))
+		return;
+	if (bpf_probe_read_kernel(&prot, sizeof(prot), regs + PT_REGS_DX) != 0 || !(prot & PROT_EXEC_FLAG))
+		return;
+	if (bpf_probe_read_kernel(&len, sizeof(len), regs + PT_REGS_SI) != 0)
+		return;
+	__u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
+	__u64 *v = bpf_map_lookup_elem(&proc_code, &tgid);
+	if (!v) {
+		__u64 z[2] = { 0, 0 };
+		bpf_map_update_elem(&proc_code, &tgid, &z, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&proc_code, &tgid);
+		if (!v)
+			return;
+	}
+	__sync_fetch_and_add(&v[0], 1);
+	__sync_fetch_and_add(&v[1], len);
+}
+
 SEC("tp_btf/sys_enter")
 int on_sys_enter(__u64 *ctx)
 {
@@ -241,6 +323,8 @@ int on_sys_enter(__u64 *ctx)
 			if (n)
 				*n += 1;
 			add_bytes(5, regs, PT_REGS_SI);
+			if (nr == NR_MMAP)
+				add_code(regs);
 		}
 	}
 	__u64 now = bpf_ktime_get_ns();
@@ -276,6 +360,37 @@ int on_fork(__u64 *ctx)
 		/* The tracepoint runs in the forking task: its tgid is the child's parent process. */
 		c->ptgid = bpf_get_current_pid_tgid() >> 32;
 	}
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int on_exec(__u64 *ctx)
+{
+	/* (struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm); runs in the task that
+	 * exec'd, past the point of no return. */
+	if (!bpf_task_storage_get(&tasks, bpf_get_current_task_btf(), 0, 0))
+		return 0;
+	struct linux_binprm *bprm = (struct linux_binprm *)ctx[2];
+	struct exec_key k = {
+		.tgid = (__u32)(bpf_get_current_pid_tgid() >> 32),
+		.pad = 0,
+		.ns = bpf_ktime_get_ns(),
+	};
+	struct exec_rec r = { 0 };
+	const char *interp = 0;
+	struct file *f = 0;
+	struct inode *ino = 0;
+	bpf_probe_read_kernel(&interp, sizeof(interp), &bprm->interp);
+	if (interp)
+		bpf_probe_read_kernel_str(r.path, sizeof(r.path), interp);
+	bpf_probe_read_kernel(&f, sizeof(f), &bprm->file);
+	if (f)
+		bpf_probe_read_kernel(&ino, sizeof(ino), &f->f_inode);
+	if (ino) {
+		bpf_probe_read_kernel(&r.ino, sizeof(r.ino), &ino->i_ino);
+		bpf_probe_read_kernel(&r.size, sizeof(r.size), &ino->i_size);
+	}
+	bpf_map_update_elem(&execs, &k, &r, BPF_ANY);
 	return 0;
 }
 

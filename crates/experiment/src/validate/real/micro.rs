@@ -22,6 +22,9 @@
 //! - `memcalls` (the LWK): `csrc/memcalls.c` — mmap, mremap and munmap of anonymous memory at two
 //!   lengths, natively and in the LWK ([`super::memcalls`]): the LWK's extra cost per call and per
 //!   byte. The calls and bytes come from the workload's profile.
+//! - `images` (the LWK): generated images of several sizes started natively and in the LWK
+//!   ([`super::images`]): the start-up's price per process, per loaded and executable byte and per
+//!   byte of library text. The bytes come from the workload's profile.
 
 use super::memcalls::{memcalls_lwk, prices, MEMCALLS_KIB, MEMCALLS_ROUNDS, MEMCALLS_SOURCE};
 use super::touch::{touch_lwk, TOUCH_MIB, TOUCH_ROUNDS, TOUCH_SOURCE};
@@ -29,7 +32,7 @@ use super::{lwk_pairs, lwk_pairs_counted, Config, Workload};
 use crate::compare::{self, capture};
 use crate::ExperimentError;
 use multios_emulate::{CostModel, Interception, Mechanism, RunIo};
-use multios_model::{ByClass, Cache, Term, Terms, Touch};
+use multios_model::{ByClass, Cache, Images, Term, Terms, Touch};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -260,6 +263,14 @@ impl TermCache {
                 numbers,
             });
             t.memcalls = Some(p);
+        }
+        if on(Term::Images) && target == Target::Lwk {
+            let cal = super::images::calibrate(cfg, scratch)?;
+            self.measurements.push(images_measurement(&key, &cal));
+            t.images = Some(Images {
+                price: cal.price,
+                bytes: None,
+            });
         }
         if on(Term::Overlap) || on(Term::Cache) {
             let exe = build_c(scratch, "offload", OFFLOAD_SOURCE)?;
@@ -516,6 +527,49 @@ impl TermCache {
             (_, _, Some(_)) => self.true_faults.unwrap_or(0.0),
             _ => 0.0,
         }
+    }
+}
+
+/// The `images` term as the output shows it: the price, and every image's sizes and times.
+fn images_measurement(target: &str, cal: &super::images::Calibration) -> Measurement {
+    let p = &cal.price;
+    let per_mib = |s: f64| s * 1048576.0 * 1e3;
+    let mut numbers = BTreeMap::from([
+        ("fixed_ms".to_string(), p.fixed_s * 1e3),
+        ("per_loaded_mib_ms".to_string(), per_mib(p.per_loaded_byte_s)),
+        ("per_exec_mib_ms".to_string(), per_mib(p.per_exec_byte_s)),
+        ("per_library_mib_ms".to_string(), per_mib(p.per_library_byte_s)),
+    ]);
+    for r in &cal.runs {
+        for (k, v) in [
+            ("loaded_mib", r.bytes.loaded / 1048576.0),
+            ("exec_mib", r.bytes.exec / 1048576.0),
+            ("library_mib", r.bytes.libraries / 1048576.0),
+            ("native_ms", r.native_s * 1e3),
+            ("lwk_ms", r.lwk_s * 1e3),
+            ("extra_ms", r.extra_s * 1e3),
+            ("priced_ms", r.priced_s * 1e3),
+        ] {
+            numbers.insert(format!("{}.{k}", r.name), v);
+        }
+    }
+    Measurement {
+        target: target.to_string(),
+        term: "images".into(),
+        value: format!(
+            "a process's start-up {:.2} ms + {:.3} ms per loaded MiB + {:.3} ms per executable MiB + {:.3} ms per MiB of library text, more than natively{}",
+            p.fixed_s * 1e3,
+            per_mib(p.per_loaded_byte_s),
+            per_mib(p.per_exec_byte_s),
+            per_mib(p.per_library_byte_s),
+            if cal.notes.is_empty() { String::new() } else { format!(" ({})", cal.notes.join("; ")) }
+        ),
+        how: format!(
+            "generated images (static, +{m} MiB text, +{m} MiB data; dynamic, its library +{m} MiB text) natively and `lwk run --policy all`, {} pairs each, median paired differences; real programs (true, busybox, cc1 --version) as checks; bytes: the workload's profile (processes[].images, code_mappings)",
+            super::images::IMAGE_PAIRS,
+            m = super::images::IMAGES_MIB
+        ),
+        numbers,
     }
 }
 

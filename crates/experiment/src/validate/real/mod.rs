@@ -23,6 +23,7 @@
 //!    ([`micro`] measures them, [`score`] scores them, [`table`] lays them out).
 
 pub mod fc;
+pub mod images;
 pub mod level;
 pub mod memcalls;
 pub mod micro;
@@ -169,6 +170,10 @@ pub struct Point {
     pub with_terms: Option<f64>,
     /// The estimated projection with each `--terms` correction alone, by term name.
     pub per_term: BTreeMap<String, f64>,
+    /// The estimated projection with every `--terms` correction but one, by the name of the one
+    /// left out: each term's effect on top of the others (`with_terms` against this), on the
+    /// same measured pairs.
+    pub without_term: BTreeMap<String, f64>,
     /// The projection with every `--terms` correction and γ fitted to this workload's points on
     /// this target (`None` with `--terms none`): the corrected model's best with one free parameter.
     pub fitted_with_terms: Option<f64>,
@@ -245,6 +250,8 @@ pub struct Accuracy {
     pub noise_ceiling: Option<f64>,
     /// Accuracy with each `--terms` correction alone, by term name.
     pub per_term: BTreeMap<String, f64>,
+    /// Accuracy with every `--terms` correction but one, by the name of the one left out.
+    pub without_term: BTreeMap<String, f64>,
 }
 
 /// A child process's end, as text for errors.
@@ -577,9 +584,8 @@ impl Model<'_> {
         }
     }
 
-    /// A point's term columns: every term on, each term alone (by name), the cache's γ for
-    /// delegation and, with `procs` and a tree, the serial composition.
-    #[allow(clippy::type_complexity)]
+    /// A point's term columns: every term on, each term alone and every term but one (by name),
+    /// the cache's γ for delegation and, with `procs` and a tree, the serial composition.
     fn columns(
         &self,
         target: &str,
@@ -587,16 +593,20 @@ impl Model<'_> {
         fc: f64,
         terms: &model::Terms,
         selected: &[Term],
-    ) -> Result<(Option<f64>, BTreeMap<String, f64>, Option<f64>, Option<f64>), ExperimentError> {
+    ) -> Result<Columns, ExperimentError> {
         if selected.is_empty() {
-            return Ok((None, BTreeMap::new(), None, None));
+            return Ok((None, BTreeMap::new(), BTreeMap::new(), None, None));
         }
         let all = self.with(target, policy, fc, terms)?;
-        let mut each = BTreeMap::new();
+        let (mut each, mut without) = (BTreeMap::new(), BTreeMap::new());
         for &t in selected {
             each.insert(
                 t.name().to_string(),
                 self.with(target, policy, fc, &terms.only(t))?,
+            );
+            without.insert(
+                t.name().to_string(),
+                self.with(target, policy, fc, &terms.without(t))?,
             );
         }
         let p = projection(self.workload, target, policy, 1.0, fc)?;
@@ -609,9 +619,18 @@ impl Model<'_> {
             }
             _ => None,
         };
-        Ok((Some(all), each, gamma_d, serial))
+        Ok((Some(all), each, without, gamma_d, serial))
     }
 }
+
+/// A point's term columns ([`Model::columns`]).
+type Columns = (
+    Option<f64>,
+    BTreeMap<String, f64>,
+    BTreeMap<String, f64>,
+    Option<f64>,
+    Option<f64>,
+);
 
 /// The process tree as `target` runs it: the LWK execs its `--linux-exec` programs (Open MPI's
 /// daemons, by default) on Linux, where they pay no delegation; the emulator intercepts every
@@ -656,7 +675,7 @@ fn point(
         terms.anchor_native_s = Some(m.native_s).filter(|t| t.is_finite() && *t > 0.0);
     }
     let terms = &terms;
-    let (with_terms, per_term, gamma_delegation, procs_serial) =
+    let (with_terms, per_term, without_term, gamma_delegation, procs_serial) =
         model.columns(&m.target, &m.policy, m.fc_model_s, terms, &cfg.terms)?;
     Ok(Point {
         workload: name.to_string(),
@@ -673,6 +692,7 @@ fn point(
         fitted: f64::NAN,
         with_terms,
         per_term,
+        without_term,
         fitted_with_terms: None,
         terms: terms.clone(),
         gamma_delegation,
@@ -848,6 +868,7 @@ pub fn run_workload(
             terms.startup_own_s = cache.startup_own(cfg, Target::Lwk, w, &scratch.0)?;
         }
         memcalls::fill_terms(cfg, w, &mut terms, &prof, &scratch.0, &mut notes)?;
+        images::fill_terms(&mut terms, &prof, &mut notes);
         // Without the guard (the default): the LWK's f_c from LWK_FC_RUNS `lwk fc` runs
         // (`TermCache::lwk_fc`: the rewritten site's row, runs that met a parked proxy left out),
         // the level around them recorded; with it, one `lwk fc` run in each pair's group.

@@ -9,10 +9,12 @@ use crate::ExperimentError;
 use multios_model as model;
 use std::collections::BTreeMap;
 
-/// The projection columns of the terms, scored over `points`: every term on, and each alone.
+/// The projection columns of the terms, scored over `points`: every term on, each alone, and
+/// every term but one.
+#[allow(clippy::type_complexity)]
 fn terms_accuracy<'p>(
     points: impl Iterator<Item = &'p Point> + Clone,
-) -> Result<(Option<f64>, BTreeMap<String, f64>), ExperimentError> {
+) -> Result<(Option<f64>, BTreeMap<String, f64>, BTreeMap<String, f64>), ExperimentError> {
     let all: Option<Vec<(f64, f64)>> = points
         .clone()
         .map(|p| p.with_terms.map(|t| (t, p.measured)))
@@ -21,22 +23,32 @@ fn terms_accuracy<'p>(
         Some(v) if !v.is_empty() => Some(model::accuracy(&v)?),
         _ => None,
     };
-    let mut each = BTreeMap::new();
+    let each = by_name(points.clone(), |p| &p.per_term)?;
+    let without = by_name(points, |p| &p.without_term)?;
+    Ok((all, each, without))
+}
+
+/// The accuracy of each named projection column of `points` (`col`), by name.
+fn by_name<'p>(
+    points: impl Iterator<Item = &'p Point> + Clone,
+    col: impl Fn(&Point) -> &BTreeMap<String, f64>,
+) -> Result<BTreeMap<String, f64>, ExperimentError> {
+    let mut out = BTreeMap::new();
     let names: Vec<String> = points
         .clone()
         .next()
-        .map(|p| p.per_term.keys().cloned().collect())
+        .map(|p| col(p).keys().cloned().collect())
         .unwrap_or_default();
     for name in names {
         let v: Option<Vec<(f64, f64)>> = points
             .clone()
-            .map(|p| p.per_term.get(&name).map(|t| (*t, p.measured)))
+            .map(|p| col(p).get(&name).map(|t| (*t, p.measured)))
             .collect();
         if let Some(v) = v.filter(|v| !v.is_empty()) {
-            each.insert(name, model::accuracy(&v)?);
+            out.insert(name, model::accuracy(&v)?);
         }
     }
-    Ok((all, each))
+    Ok(out)
 }
 
 /// The noise ceiling of a set of points: 100 · (1 − the mean of their `ceiling_error`), if every
@@ -121,7 +133,7 @@ pub fn score(
             p.ceiling_error = multios_stats::ceiling_error(&aa, p.pairs);
         }
         let noise_ceiling = ceiling(points.iter().filter(|p| valid(p, &t)));
-        let (with_terms, per_term) = terms_accuracy(points.iter().filter(|p| valid(p, &t)))?;
+        let (with_terms, per_term, without_term) = terms_accuracy(points.iter().filter(|p| valid(p, &t)))?;
         let gamma = fit::best_gamma(|g| predict(g).ok().and_then(|v| model::accuracy(&v).ok()));
         let fitted = model::accuracy(&predict(gamma)?)?;
         for p in points.iter_mut().filter(|p| p.target == t) {
@@ -140,6 +152,7 @@ pub fn score(
             fitted_with_terms_gamma: fwt.map(|f| f.1),
             noise_ceiling,
             per_term,
+            without_term,
         });
     }
     Ok(out)
@@ -166,7 +179,7 @@ pub fn overall(results: &[WorkloadResult]) -> Result<Vec<Accuracy>, ExperimentEr
         }
         let est: Vec<(f64, f64)> = pts.iter().map(|p| (p.projected, p.measured)).collect();
         let fit: Vec<(f64, f64)> = pts.iter().map(|p| (p.fitted, p.measured)).collect();
-        let (with_terms, per_term) = terms_accuracy(pts.iter().copied())?;
+        let (with_terms, per_term, without_term) = terms_accuracy(pts.iter().copied())?;
         let fwt: Option<Vec<(f64, f64)>> = pts
             .iter()
             .map(|p| p.fitted_with_terms.map(|f| (f, p.measured)))
@@ -187,6 +200,7 @@ pub fn overall(results: &[WorkloadResult]) -> Result<Vec<Accuracy>, ExperimentEr
             fitted_with_terms_gamma: None,
             noise_ceiling: ceiling(pts.iter().copied()),
             per_term,
+            without_term,
         });
     }
     Ok(out)
@@ -213,6 +227,7 @@ mod tests {
             fitted: f64::NAN,
             with_terms: None,
             per_term: BTreeMap::new(),
+            without_term: BTreeMap::new(),
             fitted_with_terms: None,
             terms: model::Terms::none(),
             gamma_delegation: None,

@@ -164,6 +164,7 @@ mod tests {
             fitted_with_terms_gamma: Some(0.93),
             noise_ceiling: Some(96.0),
             per_term: BTreeMap::from([("startup".to_string(), 96.0)]),
+            without_term: BTreeMap::new(),
         };
         let rows = accuracy_rows(&[a], &terms);
         assert_eq!(rows[0].len(), h.len());
