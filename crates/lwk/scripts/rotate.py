@@ -12,6 +12,11 @@ faults on the vCPU and proxy threads and the pages populated ahead. Prints each 
 wall time, and per command after the first the median of the per-round ratios to the first with
 their quartiles, and the load average before and after. No statistics beyond that: a wide
 quartile range says the machine was noisy.
+
+With ROTATE_PROBE set to a command that prints the cross-CPU round trip in ns (e.g. a cache-line
+ping-pong between the vCPU's and the proxy's CPUs), it is run before each round and after the
+last: each round's level is printed, and the ratios are also given over the rounds whose two
+probes agree within 1.5x (the rounds that saw one level; crosslink.rs's rule).
 """
 import json
 import os
@@ -44,9 +49,25 @@ def once(argv, summary):
             "populated": c.get("populate", {}).get("pages", 0),
             "startup_ms": s["startup_s"] * 1e3,
             "run_ms": s["wall_s"] * 1e3,
+            "outside_ms": dt * 1e3 - s["wall_s"] * 1e3,
+            "teardown_ms": sum(t[1] for t in c.get("teardown", [])) * 1e3,
+            "host_faults": c.get("host_faults", 0),
+            "sync_populated": c.get("populate", {}).get("sync_pages", 0),
+            "sync_ms": c.get("populate", {}).get("sync_seconds", 0) * 1e3,
+            "doorbell_waits": c.get("doorbell_waits", 0),
+            "wait_sleeps": c.get("doorbell_wait_sleeps", 0),
         }
         os.unlink(summary)
     return dt, counts
+
+
+def probe(cmd):
+    out = subprocess.run(shlex.split(cmd), capture_output=True, text=True, check=True).stdout
+    return float(out.split()[0])
+
+
+def steady(a, b):
+    return max(a, b) <= 1.5 * min(a, b)
 
 
 def main():
@@ -61,6 +82,8 @@ def main():
         once(c, summary)
     walls = [[] for _ in cmds]
     counts = [[] for _ in cmds]
+    probe_cmd = os.environ.get("ROTATE_PROBE")
+    levels = [probe(probe_cmd)] if probe_cmd else []
     for r in range(rounds):
         order = range(len(cmds)) if r % 2 == 0 else reversed(range(len(cmds)))
         for i in order:
@@ -68,6 +91,8 @@ def main():
             walls[i].append(dt)
             if k:
                 counts[i].append(k)
+        if probe_cmd:
+            levels.append(probe(probe_cmd))
     print(f"rounds {rounds}, load average {load0:.2f} -> {os.getloadavg()[0]:.2f}")
     for i, c in enumerate(sys.argv[2:]):
         line = f"[{i + 1}] median wall {statistics.median(walls[i]) * 1e3:.1f} ms"
@@ -78,8 +103,14 @@ def main():
         if counts[i]:
             med = {k: statistics.median(x[k] for x in counts[i]) for k in counts[i][0]}
             line += "; " + ", ".join(f"{k} {v:.1f}" for k, v in med.items())
+        if i > 0 and probe_cmd:
+            kept = [b / a for r, (a, b) in enumerate(zip(walls[0], walls[i])) if steady(levels[r], levels[r + 1])]
+            if kept:
+                line += f"; over the {len(kept)} one-level rounds {statistics.median(kept):.3f}"
         print(line)
         print(f"    {c}")
+    if probe_cmd:
+        print("levels ns, before each round and after the last: " + " ".join(f"{x:.0f}" for x in levels))
     os.rmdir(tmp)
 
 

@@ -66,6 +66,10 @@ pub struct Config {
     /// up to this many bytes of each range (`--populate`, `populate.rs`; 0: off). Default from
     /// `MULTIOS_LWK_POPULATE` (`off`, `ahead`, or MiB per range).
     pub populate_cap: u64,
+    /// Populate up to this many bytes of each new anonymous range (mmap, brk) in the call that
+    /// makes it (`--populate-at-map`, `atmap.rs`; 0: off). Default
+    /// [`crate::atmap::DEFAULT_PER_RANGE`], or `MULTIOS_LWK_POPULATE_SYNC` (KiB, `off`).
+    pub populate_at_map: u64,
     /// List the guest's areas with their resident pages at the end (`costs.areas`;
     /// `residency.rs`): `lwk run -v` and `--summary` ask for it.
     pub count_resident: bool,
@@ -110,6 +114,7 @@ impl Config {
             linux_exec: LINUX_EXEC.iter().map(|s| s.to_string()).collect(),
             huge_pages: std::env::var_os("MULTIOS_LWK_HUGE_PAGES").is_some_and(|v| v == "1"),
             populate_cap: crate::populate::Ahead::cap_from_env(0),
+            populate_at_map: crate::atmap::AtMap::per_range_from_env(crate::atmap::DEFAULT_PER_RANGE),
             count_resident: false,
             spin_budget: 1_000,
             quiet: false,

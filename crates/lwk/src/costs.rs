@@ -216,6 +216,10 @@ pub struct Costs {
     pub invalidate_s: f64,
     /// CR3 reloads after page-table edits.
     pub reloads: u64,
+    /// Doorbells that found their call still being served by the proxy (a call longer than the
+    /// stub's spin), and the sleeps of the vCPU threads waiting for them (`machine/claimed.rs`).
+    pub doorbell_waits: u64,
+    pub doorbell_wait_sleeps: u64,
     /// The VMM's page faults (minor + major) before the first guest instruction, and in all.
     pub host_faults_startup: u64,
     pub host_faults: u64,

@@ -152,6 +152,9 @@ pub struct Kernel {
     /// `--populate`: new anonymous memory populated by the proxy before the guest touches it
     /// (`populate.rs`).
     pub(crate) ahead: crate::populate::Ahead,
+    /// `--populate-at-map`: the head of new anonymous memory populated in the call that maps it
+    /// (`atmap.rs`).
+    pub(crate) at_map: crate::atmap::AtMap,
     /// KVM's statistics of the run's vCPUs and VM (`costs.rs`).
     pub(crate) kvm: crate::costs::KvmCounters,
     /// The calls served after a doorbell exit (`costs.rs`).
@@ -208,6 +211,7 @@ impl Kernel {
             trace: None,
             prefault: false,
             ahead: crate::populate::Ahead::new(0),
+            at_map: crate::atmap::AtMap::new(0),
             kvm: crate::costs::KvmCounters::default(),
             doorbell_calls: crate::costs::PerCall::default(),
             cputime: crate::cputime::Collector::default(),
@@ -242,6 +246,12 @@ impl Kernel {
     /// off; `populate.rs`).
     pub fn set_populate(&mut self, cap: u64) {
         self.ahead = crate::populate::Ahead::new(cap);
+    }
+
+    /// Populates up to `per_range` bytes of each new anonymous range in the call that maps it
+    /// (0: off; `atmap.rs`).
+    pub fn set_populate_at_map(&mut self, per_range: u64) {
+        self.at_map = crate::atmap::AtMap::new(per_range);
     }
 
     /// Rewrites syscall sites of executable file mappings made by the program from now on.

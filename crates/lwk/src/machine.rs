@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+mod claimed;
 mod fork;
 
 /// Why a vCPU loop ended.
@@ -65,6 +66,8 @@ pub struct Machine {
     threads: Mutex<Vec<VcpuThread>>,
     error: Mutex<Option<LwkError>>,
     doorbells: AtomicU64,
+    /// How vCPU threads wait for calls the proxy claimed after their doorbell (`claimed.rs`).
+    claimed: claimed::Claimed,
     /// Number of vCPU slots the proxy polls.
     nslots: Arc<AtomicUsize>,
     /// Unparks the proxy after a doorbell.
@@ -157,6 +160,7 @@ pub fn drive(
         threads: Mutex::new(Vec::new()),
         error: Mutex::new(None),
         doorbells: AtomicU64::new(0),
+        claimed: claimed::Claimed::from_env(),
         nslots: Arc::new(AtomicUsize::new(1)),
         waker: Mutex::new(None),
         proxy_cfg: match cfg.backend {
@@ -215,6 +219,7 @@ pub fn drive(
         crate::sys::set_affinity(a);
     }
     crate::signal::host::restore_mask(&old_mask);
+    let stopped = ended.elapsed();
     if let Some(e) = lock(&m.error).take() {
         return Err(e);
     }
@@ -234,6 +239,7 @@ pub fn drive(
     } else {
         Vec::new()
     };
+    let (doorbell_waits, doorbell_wait_sleeps) = m.claimed.counts();
     let costs = crate::costs::Costs {
         phases: phases.seconds(),
         vm_thread: crate::costs::seconds(&vm_steps),
@@ -243,7 +249,11 @@ pub fn drive(
             ("stop the other vCPU threads".into(), vcpus_stopped.as_secs_f64()),
             (
                 "stop the proxy and the signal pump".into(),
-                (ended.elapsed() - vcpus_stopped).as_secs_f64(),
+                (stopped - vcpus_stopped).as_secs_f64(),
+            ),
+            (
+                "read KVM's statistics and count the resident pages".into(),
+                (ended.elapsed() - stopped).as_secs_f64(),
             ),
         ],
         flushes,
@@ -251,12 +261,14 @@ pub fn drive(
         invalidations,
         invalidate_s: invalidate_time.as_secs_f64(),
         reloads: m.mem.shadow.reloads(),
+        doorbell_waits,
+        doorbell_wait_sleeps,
         host_faults_startup,
         host_faults: crate::costs::host_faults(),
         kvm: kernel.kvm.snapshot(),
         doorbell_calls: kernel.doorbell_calls.named(),
         threads: kernel.cputime.snapshot(),
-        populate: kernel.ahead.snapshot(),
+        populate: kernel.populated(),
         areas,
     };
     let status = kernel.exit_status().unwrap_or(ExitStatus::Code(0));
@@ -376,7 +388,7 @@ impl Machine {
     fn serve_doorbell(self: &Arc<Self>, id: u64, vcpu: &mut VcpuFd) -> Option<End> {
         let slot = stub::slot_addr(id);
         let st = slot::state_of(&self.kernel.mem, slot);
-        let mut waited = 0u32;
+        let (mut since, mut sleeps) = (None, 0u32);
         loop {
             match st.load(Ordering::Acquire) {
                 state::REQUEST => {
@@ -397,17 +409,12 @@ impl Machine {
                         .then_some(End::Process);
                 }
                 state::CLAIMED => {
-                    // The proxy is serving it (maybe a blocking call): wait without burning the CPU.
+                    // The proxy is serving it: spin a while, then sleep (`claimed.rs`).
                     if self.exiting.load(Ordering::Acquire) {
                         return Some(End::Kicked);
                     }
-                    waited = waited.saturating_add(1);
-                    if waited < 1000 {
-                        std::hint::spin_loop();
-                    } else {
-                        // Back off from 20 µs to 1 ms: the proxy may be in a long blocking call.
-                        std::thread::sleep(Duration::from_micros(20 * u64::from((waited - 999).min(50))));
-                    }
+                    let t = *since.get_or_insert_with(|| self.claimed.begin());
+                    self.claimed.step(t, &mut sleeps);
                     continue;
                 }
                 _ => return None,

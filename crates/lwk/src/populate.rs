@@ -15,9 +15,8 @@
 //! batches of [`BATCH`] bytes between its polls, newest range first, each from its low end, at
 //! most `cap` bytes of each (a mapping larger than that is populated only at its start: a
 //! runtime's reservation stays lazy; a run queues at most 16 caps in all).
-//! `MULTIOS_LWK_POPULATE_SYNC=KIB` populates the first KiB of each range at once instead, in the
-//! call that made it (for memory a program touches as soon as it has it). A call that comes
-//! during a batch waits for it (tens of µs). The guest's touch of a page that is there takes
+//! What the call that made a range populated at once (`atmap.rs`, `--populate-at-map`) is not
+//! queued again. A call that comes during a batch waits for it (tens of µs). The guest's touch of a page that is there takes
 //! KVM's fault with its prefetch; a touch that comes first takes the fault as before — the two
 //! race harmlessly, as two threads touching one page do on Linux. The proxy never parks while
 //! the queue holds work.
@@ -49,9 +48,6 @@ const PAGE: u64 = 4096;
 pub struct Ahead {
     /// The most bytes of one range populated (0: off).
     cap: u64,
-    /// Bytes at the start of each range populated at once, by the thread serving the call,
-    /// before it returns (`MULTIOS_LWK_POPULATE_SYNC`, KiB; 0 by default).
-    sync: u64,
     /// `[start, end)` ranges, the newest last.
     queue: Mutex<Vec<(u64, u64)>>,
     /// The queue is not empty (read on every idle poll without the lock).
@@ -64,7 +60,6 @@ pub struct Ahead {
 struct Counters {
     queued: AtomicU64,
     pages: AtomicU64,
-    sync_pages: AtomicU64,
     batches: AtomicU64,
     skipped: AtomicU64,
     ns: AtomicU64,
@@ -80,8 +75,11 @@ pub struct Populated {
     /// Pages of the batches populated (a page the guest touched first is not made again), in
     /// how many batches, and the proxy's time doing it.
     pub pages: u64,
-    /// Pages populated at once by the call that mapped them (`MULTIOS_LWK_POPULATE_SYNC`).
+    /// Pages populated at once by the call that mapped them (`atmap.rs`, `--populate-at-map`;
+    /// filled in by the kernel, which holds both).
     pub sync_pages: u64,
+    /// The time the calls spent populating them.
+    pub sync_seconds: f64,
     pub batches: u64,
     pub seconds: f64,
     /// Batches skipped: the range was unmapped or became a host mapping before its turn.
@@ -91,14 +89,8 @@ pub struct Populated {
 impl Ahead {
     /// Populating ranges up to `cap` bytes each (0: off).
     pub fn new(cap: u64) -> Self {
-        let sync = std::env::var("MULTIOS_LWK_POPULATE_SYNC")
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .unwrap_or(0)
-            << 10;
         Ahead {
             cap: cap / PAGE * PAGE,
-            sync: sync / PAGE * PAGE,
             ..Default::default()
         }
     }
@@ -117,26 +109,18 @@ impl Ahead {
         self.cap > 0
     }
 
-    /// Queues `[a, b)` (page-aligned inward, clipped to the cap). Returns the part the caller
-    /// populates at once (`MULTIOS_LWK_POPULATE_SYNC`), which is not queued.
-    pub fn push(&self, a: u64, b: u64) -> Option<(u64, u64)> {
+    /// Queues `[a, b)` (page-aligned inward, clipped to the cap and to what is left of the run's
+    /// caps).
+    pub fn push(&self, a: u64, b: u64) {
         if self.cap == 0 {
-            return None;
+            return;
         }
         let a = a.div_ceil(PAGE) * PAGE;
         let b = (b / PAGE * PAGE).min(a.saturating_add(self.cap));
-        if b <= a {
-            return None;
-        }
-        let head = (self.sync > 0).then(|| (a, b.min(a + self.sync)));
-        if let Some((s, e)) = head {
-            self.stats.sync_pages.fetch_add((e - s) / PAGE, Relaxed);
-        }
-        let a = head.map_or(a, |h| h.1);
         let left = (self.cap * RUN_CAPS).saturating_sub(self.stats.queued.load(Relaxed));
         let b = b.min(a.saturating_add(left));
         if b <= a {
-            return head;
+            return;
         }
         let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
         if q.len() >= MAX_QUEUED {
@@ -145,7 +129,6 @@ impl Ahead {
         q.push((a, b));
         self.stats.queued.fetch_add(b - a, Relaxed);
         self.pending.store(true, Relaxed);
-        head
     }
 
     /// True while ranges wait.
@@ -184,7 +167,8 @@ impl Ahead {
             cap_bytes: self.cap,
             queued_bytes: self.stats.queued.load(Relaxed),
             pages: self.stats.pages.load(Relaxed),
-            sync_pages: self.stats.sync_pages.load(Relaxed),
+            sync_pages: 0,
+            sync_seconds: 0.0,
             batches: self.stats.batches.load(Relaxed),
             seconds: self.stats.ns.load(Relaxed) as f64 * 1e-9,
             skipped: self.stats.skipped.load(Relaxed),

@@ -98,6 +98,9 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     if !cfg.reserve && !cfg.prefault && cfg.backend != crate::config::Backend::Exit {
         kernel.set_populate(cfg.populate_cap);
     }
+    if !cfg.reserve && !cfg.prefault {
+        kernel.set_populate_at_map(cfg.populate_at_map);
+    }
     kernel.set_linux_exec(cfg.linux_exec.clone());
     if let Some(r) = &reserved {
         kernel.note(format!(

@@ -54,6 +54,7 @@ fn issue_13_a_dynamic_program_starts_without_a_flush_and_with_few_window_memslot
         [
             "stop the other vCPU threads",
             "stop the proxy and the signal pump",
+            "read KVM's statistics and count the resident pages",
             "close the VM and its vCPUs",
             "unmap the guest memory"
         ]

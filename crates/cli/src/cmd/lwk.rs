@@ -109,6 +109,12 @@ struct RunArgs {
     /// environment's MULTIOS_LWK_POPULATE, else off (see docs/LWK.md)
     #[arg(long, value_name = "ahead|MIB|off")]
     populate: Option<String>,
+    /// Make the host pages behind the first KIB of each new anonymous range (mmap, brk growth) in
+    /// the call that maps it, so that the program's first touches find them (not MAP_NORESERVE,
+    /// MAP_STACK or MAP_GROWSDOWN mappings; at most 256 ranges' worth in a run), or `off`.
+    /// Default: the environment's MULTIOS_LWK_POPULATE_SYNC, else 4096 (see docs/LWK.md)
+    #[arg(long, value_name = "KIB|off")]
+    populate_at_map: Option<String>,
     /// Reserve the LWK's CPUs and memory for the run (IHK's reserve cpu/mem): an isolated cpuset
     /// partition (no other task there, no load balancing; cgroup v2, or cgroup v1 where cpuset is
     /// bound to it) and the --mem-mib window locked and pre-faulted; given back at the end. Root
@@ -179,6 +185,11 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
     if let Some(p) = &a.populate {
         cfg.populate_cap = multios_lwk::populate::parse_cap(p).ok_or_else(|| {
             anyhow::anyhow!("--populate {p}: expected `ahead`, `off` or a number of MiB per range")
+        })?;
+    }
+    if let Some(p) = &a.populate_at_map {
+        cfg.populate_at_map = multios_lwk::atmap::parse_kib(p).ok_or_else(|| {
+            anyhow::anyhow!("--populate-at-map {p}: expected `off` or a number of KiB per range")
         })?;
     }
     cfg.count_resident = a.verbose || out.format == Format::Json || a.summary.is_some();

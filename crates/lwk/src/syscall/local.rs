@@ -68,7 +68,7 @@ impl Kernel {
                 self.apply(fx);
                 self.sync_protections(old.min(r), old.max(r).saturating_add(crate::mm::PAGE));
                 if r > old {
-                    self.populate_now(self.ahead.push(old, r));
+                    self.populate_new(old, r, crate::atmap::New::Break);
                 }
                 Reply::Ret(r as i64)
             }
@@ -412,8 +412,9 @@ impl Kernel {
             // allocated now, in one call, instead of by one fault per first touch of the guest.
             let _ = sys::madvise(addr, len as usize, MADV_POPULATE_WRITE);
         } else if anon && prot & PROT_WRITE != 0 {
-            // `--populate`: the proxy makes the host pages before the guest touches them.
-            self.populate_now(self.ahead.push(addr, addr.saturating_add(len)));
+            // `--populate-at-map`: the head of the range made now; `--populate`: the rest by the
+            // proxy before the guest touches it.
+            self.populate_new(addr, addr.saturating_add(len), crate::atmap::New::Map(flags));
         }
         let file = (!anon).then_some(fd);
         self.note_map(addr, len, prot, flags & MAP_SHARED != 0, file, off);

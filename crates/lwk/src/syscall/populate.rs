@@ -1,5 +1,6 @@
 //! The proxy's side of populating ahead (`crate::populate`, `--populate`): one batch between
-//! its polls, checked under the address-space lock, and the head a call populates at once.
+//! its polls, checked under the address-space lock; and what a call that maps new anonymous
+//! memory populates at once (`crate::atmap`, `--populate-at-map`).
 
 use crate::kernel::{lock, Kernel};
 use crate::mm::PAGE;
@@ -32,11 +33,26 @@ impl Kernel {
         true
     }
 
-    /// Populates the part of a new range `Ahead::push` left to the call that made it (the
-    /// caller holds `space.map`; the range was just mapped).
-    pub(crate) fn populate_now(&self, head: Option<(u64, u64)>) {
-        if let Some((a, b)) = head {
-            let _ = crate::sys::madvise(a, (b - a) as usize, libc::MADV_POPULATE_WRITE);
+    /// A new range of the guest's own anonymous memory, `[a, b)` of kind `new` (the caller holds
+    /// `space.map`; the range was just mapped or the break grown): its head is populated now
+    /// (`atmap.rs`, `--populate-at-map`) and the rest queued for the proxy (`--populate ahead`).
+    pub(crate) fn populate_new(&self, a: u64, b: u64, new: crate::atmap::New) {
+        let mut rest = a;
+        if let Some((s, e)) = self.at_map.take(a, b, new) {
+            let t0 = std::time::Instant::now();
+            let _ = crate::sys::madvise(s, (e - s) as usize, libc::MADV_POPULATE_WRITE);
+            self.at_map.took(t0.elapsed().as_nanos() as u64);
+            rest = e;
+        }
+        self.ahead.push(rest, b);
+    }
+
+    /// `costs.populate`: what populating ahead and at map time did.
+    pub fn populated(&self) -> crate::populate::Populated {
+        crate::populate::Populated {
+            sync_pages: self.at_map.pages(),
+            sync_seconds: self.at_map.seconds(),
+            ..self.ahead.snapshot()
         }
     }
 

@@ -1,0 +1,87 @@
+//! How a vCPU thread waits for a call the proxy is still serving after the vCPU rang its doorbell
+//! (issue #13). The stub spins its budget (≈ 40 µs) and rings; when the proxy has claimed the call
+//! meanwhile — a call longer than the budget: an mmap populating its range at map time
+//! (`atmap.rs`), a large read — the vCPU's thread waits for its reply. It spins first, for
+//! `MULTIOS_LWK_DOORBELL_SPIN_US` (default [`DEFAULT_SPIN`]): the vCPU's CPU has nothing else to
+//! run, and a sleep here costs a timer's slack and a wake-up (tens of µs each on this VM), so a
+//! call of a few hundred µs was paid ≈ 1.5× before. Then it sleeps, from 20 µs up to 1 ms: the
+//! proxy may be in a long blocking call. `costs.doorbell_waits` counts the waits and
+//! `doorbell_wait_sleeps` their sleeps.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+/// How long a waiting vCPU thread spins before it sleeps, by default.
+pub const DEFAULT_SPIN: Duration = Duration::from_millis(1);
+
+/// The wait of vCPU threads for calls the proxy claimed, and its counts.
+#[derive(Debug)]
+pub(super) struct Claimed {
+    spin: Duration,
+    waits: AtomicU64,
+    sleeps: AtomicU64,
+}
+
+impl Claimed {
+    /// Spinning for `MULTIOS_LWK_DOORBELL_SPIN_US` µs when set and understood, else
+    /// [`DEFAULT_SPIN`].
+    pub fn from_env() -> Self {
+        let spin = std::env::var("MULTIOS_LWK_DOORBELL_SPIN_US")
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map_or(DEFAULT_SPIN, Duration::from_micros);
+        Claimed {
+            spin,
+            waits: AtomicU64::new(0),
+            sleeps: AtomicU64::new(0),
+        }
+    }
+
+    /// A wait begins: counted, and its start returned.
+    pub fn begin(&self) -> Instant {
+        self.waits.fetch_add(1, Relaxed);
+        Instant::now()
+    }
+
+    /// One step of a wait begun at `since` that has slept `sleeps` times so far.
+    pub fn step(&self, since: Instant, sleeps: &mut u32) {
+        match pause(since.elapsed(), self.spin, *sleeps) {
+            None => std::hint::spin_loop(),
+            Some(d) => {
+                *sleeps += 1;
+                self.sleeps.fetch_add(1, Relaxed);
+                std::thread::sleep(d);
+            }
+        }
+    }
+
+    /// (waits, sleeps) so far.
+    pub fn counts(&self) -> (u64, u64) {
+        (self.waits.load(Relaxed), self.sleeps.load(Relaxed))
+    }
+}
+
+/// The next step of a wait `elapsed` into it with `sleeps` sleeps so far: None to spin while
+/// within `spin`, else the sleep, 20 µs more each time up to 1 ms.
+fn pause(elapsed: Duration, spin: Duration, sleeps: u32) -> Option<Duration> {
+    (elapsed >= spin).then(|| Duration::from_micros(20 * u64::from(sleeps.saturating_add(1).min(50))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issue_13_a_claimed_call_is_waited_for_spinning_then_sleeping_longer() {
+        let ms = Duration::from_millis(1);
+        assert_eq!(pause(Duration::from_micros(300), ms, 0), None);
+        assert_eq!(pause(ms, ms, 0), Some(Duration::from_micros(20)));
+        assert_eq!(pause(ms * 3, ms, 2), Some(Duration::from_micros(60)));
+        assert_eq!(pause(ms * 90, ms, 400), Some(Duration::from_millis(1)));
+        // No spin: sleeps at once.
+        assert_eq!(
+            pause(Duration::ZERO, Duration::ZERO, 0),
+            Some(Duration::from_micros(20))
+        );
+    }
+}
