@@ -594,11 +594,11 @@ fn issue_12_bench_map_tags_each_calibration_run_with_its_level() {
     let row = &j["ipc"][0];
     assert_eq!(row["levels"].as_array().map(Vec::len), Some(1));
     assert_eq!(row["map_runs_us"].as_array().map(Vec::len), Some(1));
-    for p in ["predicted_pooled", "predicted_linear"] {
+    for p in ["predicted_pooled", "predicted_linear", "predicted_crossing"] {
         assert!(row[p]["map_us"].as_f64().is_some_and(|x| x > 0.0), "{p}: {row}");
     }
     assert!(row["predicted_map_us"].as_f64().is_some_and(|x| x > 0.0));
-    for a in ["accuracy_pooled", "accuracy_linear"] {
+    for a in ["accuracy_pooled", "accuracy_linear", "accuracy_crossing"] {
         assert_eq!(j[a]["ipc"]["compared"], 2, "{a}");
     }
     assert_eq!(j["accuracy_ipc"]["compared"], 2);
@@ -613,6 +613,7 @@ fn issue_12_bench_map_tags_each_calibration_run_with_its_level() {
         "err map pooled",
         "pooled, IPC rows, both placements",
         "line in the round trip, IPC rows, both placements",
+        "per level, crossing arrangements only, IPC rows, both placements",
     ] {
         assert!(out.contains(s), "missing '{s}':\n{out}");
     }

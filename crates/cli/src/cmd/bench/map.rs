@@ -458,9 +458,10 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             a.compared
         );
     }
-    outln!("  the same rows by the calibration of every run whatever its level (the fit before), and by the calibration as a line in the round trip (not judged):");
+    outln!("  the same rows by the calibration of every run whatever its level (the fit before), by the calibration as a line in the round trip, and per level for the crossing arrangements only (not judged):");
     super::map_levels::print_accuracies("pooled", &r.accuracy_pooled);
     super::map_levels::print_accuracies("line in the round trip", &r.accuracy_linear);
+    super::map_levels::print_accuracies("per level, crossing arrangements only", &r.accuracy_crossing);
     for (w, x) in &v.hop_byte_128 {
         outln!(
             "  HOP_BYTE at 128 cores ({w}): affinity / TreeMatch-style = {x:.3} → {}",

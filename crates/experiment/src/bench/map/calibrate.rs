@@ -180,6 +180,20 @@ impl Arrangement {
         cpus.is_empty() || (cpus.contains(&0) && cpus.contains(&1))
     }
 
+    /// Whether a pair's two ends may run on different CPUs (pinned apart, or nothing pinned): the
+    /// runs whose exchanges pay the round trip itself. A pair on each CPU, pairs packed on each
+    /// CPU and a compute loop on each use both CPUs without crossing.
+    pub fn crosses(self) -> bool {
+        matches!(
+            self,
+            Arrangement::Split
+                | Arrangement::Alone
+                | Arrangement::SplitPages
+                | Arrangement::SpreadFew
+                | Arrangement::SpreadMany
+        ) || self.is_linux()
+    }
+
     /// Whether nothing is pinned (Linux's placement, which varies from run to run by itself).
     pub fn is_linux(self) -> bool {
         matches!(

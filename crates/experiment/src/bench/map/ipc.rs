@@ -57,6 +57,8 @@ pub struct Row {
     /// The same from the calibration fitted on every run whatever its level (the fit before the
     /// calibration was tagged by level) …
     pub predicted_pooled: Predicted,
+    /// … from the calibration per level of the crossing arrangements only (`Arrangement::crosses`) …
+    pub predicted_crossing: Predicted,
     /// … and from the calibration as a line in the round trip (`levels::at_round_trip`).
     pub predicted_linear: Predicted,
     /// The PU of each process (root first) under each placement, for the model.
@@ -377,6 +379,7 @@ pub fn rows(
                 predicted_map_us: 0.0,
                 predicted_linux_us: 0.0,
                 predicted_pooled: Predicted::default(),
+                predicted_crossing: Predicted::default(),
                 predicted_linear: Predicted::default(),
                 rr_pu,
                 map_pu,

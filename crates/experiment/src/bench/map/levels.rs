@@ -78,16 +78,28 @@ fn all(rounds: &[Round]) -> impl Iterator<Item = &Run> {
     rounds.iter().flatten()
 }
 
-/// The calibration at level `k` of `levels`.
-pub fn fit_at(rounds: &[Round], levels: &[f64], k: usize, per_run: u64, cpus: usize) -> LevelFit {
+/// Which arrangements a per-level fit takes at the level alone: [`Arrangement::uses_both_cpus`]
+/// or [`Arrangement::crosses`].
+pub type ByLevel = fn(Arrangement) -> bool;
+
+/// The calibration at level `k` of `levels`: the arrangements `by_level` accepts from their runs
+/// at that level, the others from every run.
+pub fn fit_at(
+    rounds: &[Round],
+    levels: &[f64],
+    k: usize,
+    per_run: u64,
+    cpus: usize,
+    by_level: ByLevel,
+) -> LevelFit {
     let at_k = |r: &Run| r.steady_level().and_then(|ns| nearest(levels, ns)) == Some(k);
     let mut runs: Round = all(rounds)
-        .filter(|r| !r.arrangement.uses_both_cpus() || at_k(r))
+        .filter(|r| !by_level(r.arrangement) || at_k(r))
         .copied()
         .collect();
-    let two_cpu = runs.iter().filter(|r| r.arrangement.uses_both_cpus()).count();
+    let two_cpu = runs.iter().filter(|r| by_level(r.arrangement)).count();
     let mut pooled = Vec::new();
-    for (a, s) in measurements().filter(|(a, _)| a.uses_both_cpus()) {
+    for (a, s) in measurements().filter(|(a, _)| by_level(*a)) {
         if !runs.iter().any(|r| r.arrangement == a && r.size == s) {
             pooled.push((a, s));
             runs.extend(all(rounds).filter(|r| r.arrangement == a && r.size == s));
@@ -102,9 +114,15 @@ pub fn fit_at(rounds: &[Round], levels: &[f64], k: usize, per_run: u64, cpus: us
 }
 
 /// The calibration at each of `levels`.
-pub fn per_level(rounds: &[Round], levels: &[f64], per_run: u64, cpus: usize) -> Vec<LevelFit> {
+pub fn per_level(
+    rounds: &[Round],
+    levels: &[f64],
+    per_run: u64,
+    cpus: usize,
+    by_level: ByLevel,
+) -> Vec<LevelFit> {
     (0..levels.len())
-        .map(|k| fit_at(rounds, levels, k, per_run, cpus))
+        .map(|k| fit_at(rounds, levels, k, per_run, cpus, by_level))
         .collect()
 }
 
@@ -296,7 +314,7 @@ mod tests {
                 .collect::<Vec<_>>(),
         );
         assert_eq!(l, [140.0, 600.0]);
-        let fits = per_level(&rounds, &l, 2000, 2);
+        let fits = per_level(&rounds, &l, 2000, 2, Arrangement::uses_both_cpus);
         // at each level the two-CPU costs are that level's, never a mixture …
         assert!((split_wall_at_2k(&fits[0].calibration) - 24.0).abs() < 1e-9);
         assert!((split_wall_at_2k(&fits[1].calibration) - 70.0).abs() < 1e-9);
@@ -309,6 +327,12 @@ mod tests {
         // the pooled fit mixes them (median of 24, 24, 70, 40)
         let pooled = calibrate::fit(&rounds, 2000, 2);
         assert!((split_wall_at_2k(&pooled) - 32.0).abs() < 1e-9);
+        // crossing arrangements only: split at its level, a pair on each CPU from every level
+        let crossing = per_level(&rounds, &l, 2000, 2, Arrangement::crosses);
+        assert!((split_wall_at_2k(&crossing[0].calibration) - 24.0).abs() < 1e-9);
+        let par = |c: &Calibration| c.parallel_ipc;
+        assert!((par(&crossing[0].calibration) - par(&crossing[1].calibration)).abs() < 1e-9);
+        assert!((par(&fits[0].calibration) - par(&fits[1].calibration)).abs() > 0.1);
         // as a line in the round trip: exact at the levels and between them
         for rt in [140.0, 380.0, 600.0] {
             let c = at_round_trip(&rounds, rt, 2000, 2);
@@ -321,7 +345,7 @@ mod tests {
         let mut low = scripted(140.0, true);
         low.retain(|r| r.arrangement != Arrangement::Alone);
         let rounds = [low, scripted(600.0, true)];
-        let fits = per_level(&rounds, &[140.0, 600.0], 2000, 2);
+        let fits = per_level(&rounds, &[140.0, 600.0], 2000, 2, Arrangement::uses_both_cpus);
         assert_eq!(fits[0].pooled.len(), Arrangement::Alone.sizes().len());
         assert!(fits[0].pooled.iter().all(|p| p.0 == Arrangement::Alone));
         assert!(fits[0].calibration.curves.is_some(), "the curves stay complete");

@@ -193,6 +193,9 @@ pub struct Report {
     /// before the level was known) and with the calibration as a line in the round trip.
     pub accuracy_pooled: predict::Accuracies,
     pub accuracy_linear: predict::Accuracies,
+    /// The same rows by the calibration per level of the crossing arrangements only (a pair on
+    /// each CPU, packed pairs and compute loops from every level).
+    pub accuracy_crossing: predict::Accuracies,
     pub verdicts: Verdicts,
     pub per_hop_assumed: f64,
     pub sweep_ms: f64,
@@ -375,7 +378,20 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, MapBench
         .filter_map(calibrate::Run::steady_level)
         .collect();
     let levels_ns = levels::levels(&probes);
-    let fits = levels::per_level(&rounds, &levels_ns, cal_rounds, cpus.len());
+    let fits = levels::per_level(
+        &rounds,
+        &levels_ns,
+        cal_rounds,
+        cpus.len(),
+        calibrate::Arrangement::uses_both_cpus,
+    );
+    let crossing = levels::per_level(
+        &rounds,
+        &levels_ns,
+        cal_rounds,
+        cpus.len(),
+        calibrate::Arrangement::crosses,
+    );
     let cal = predict::Calibrations {
         rounds: &rounds,
         per_run: cal_rounds,
@@ -388,9 +404,20 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, MapBench
             .iter()
             .map(|f| model(&f.calibration, cfg.per_hop, ref_hops))
             .collect(),
+        per_level_crossing: crossing
+            .iter()
+            .map(|f| model(&f.calibration, cfg.per_hop, ref_hops))
+            .collect(),
     };
     let accuracy_pooled = predict::apply(&ctx, &cal, predict::Variant::Pooled, &mut ipc, &mut progs);
     let accuracy_linear = predict::apply(&ctx, &cal, predict::Variant::Linear, &mut ipc, &mut progs);
+    let accuracy_crossing = predict::apply(
+        &ctx,
+        &cal,
+        predict::Variant::PerLevelCrossing,
+        &mut ipc,
+        &mut progs,
+    );
     let per_level = predict::apply(&ctx, &cal, predict::Variant::PerLevel, &mut ipc, &mut progs);
     let levels = LevelsReport {
         halves: levels::halves(&first_half, &after, &levels_ns),
@@ -493,6 +520,7 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, MapBench
         levels,
         accuracy_pooled,
         accuracy_linear,
+        accuracy_crossing,
         verdicts,
         per_hop_assumed: cfg.per_hop,
         sweep_ms: cfg.sweep.as_secs_f64() * 1e3,

@@ -19,6 +19,8 @@ use serde::Serialize;
 pub enum Variant {
     Pooled,
     PerLevel,
+    /// Per level for the arrangements whose pairs cross between the CPUs only.
+    PerLevelCrossing,
     Linear,
 }
 
@@ -34,6 +36,7 @@ pub struct Calibrations<'a> {
     /// The levels seen (ns, ascending) and the model fitted at each.
     pub levels: Vec<f64>,
     pub per_level: Vec<HopModel>,
+    pub per_level_crossing: Vec<HopModel>,
 }
 
 impl Calibrations<'_> {
@@ -46,6 +49,9 @@ impl Calibrations<'_> {
             Variant::Pooled => self.pooled,
             Variant::PerLevel => levels::nearest(&self.levels, ns)
                 .and_then(|k| self.per_level.get(k).copied())
+                .unwrap_or(self.pooled),
+            Variant::PerLevelCrossing => levels::nearest(&self.levels, ns)
+                .and_then(|k| self.per_level_crossing.get(k).copied())
                 .unwrap_or(self.pooled),
             Variant::Linear => model(
                 &levels::at_round_trip(self.rounds, ns, self.per_run, self.cpus),
@@ -148,6 +154,7 @@ pub fn apply(
                 r.predicted_linux_us = p.linux_us;
             }
             Variant::Pooled => r.predicted_pooled = *p,
+            Variant::PerLevelCrossing => r.predicted_crossing = *p,
             Variant::Linear => r.predicted_linear = *p,
         }
     }
