@@ -378,20 +378,16 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, MapBench
         .filter_map(calibrate::Run::steady_level)
         .collect();
     let levels_ns = levels::levels(&probes);
-    let fits = levels::per_level(
-        &rounds,
-        &levels_ns,
-        cal_rounds,
-        cpus.len(),
-        calibrate::Arrangement::uses_both_cpus,
+    let fit_by = |by: levels::ByLevel| levels::per_level(&rounds, &levels_ns, cal_rounds, cpus.len(), by);
+    let (fits, crossing) = (
+        fit_by(calibrate::Arrangement::uses_both_cpus),
+        fit_by(calibrate::Arrangement::crosses),
     );
-    let crossing = levels::per_level(
-        &rounds,
-        &levels_ns,
-        cal_rounds,
-        cpus.len(),
-        calibrate::Arrangement::crosses,
-    );
+    let models = |f: &[levels::LevelFit]| -> Vec<HopModel> {
+        f.iter()
+            .map(|f| model(&f.calibration, cfg.per_hop, ref_hops))
+            .collect()
+    };
     let cal = predict::Calibrations {
         rounds: &rounds,
         per_run: cal_rounds,
@@ -400,14 +396,8 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, MapBench
         ref_hops,
         pooled: ctx.hop,
         levels: levels_ns.clone(),
-        per_level: fits
-            .iter()
-            .map(|f| model(&f.calibration, cfg.per_hop, ref_hops))
-            .collect(),
-        per_level_crossing: crossing
-            .iter()
-            .map(|f| model(&f.calibration, cfg.per_hop, ref_hops))
-            .collect(),
+        per_level: models(&fits),
+        per_level_crossing: models(&crossing),
     };
     let accuracy_pooled = predict::apply(&ctx, &cal, predict::Variant::Pooled, &mut ipc, &mut progs);
     let accuracy_linear = predict::apply(&ctx, &cal, predict::Variant::Linear, &mut ipc, &mut progs);
