@@ -520,3 +520,102 @@ fn issue_12_a_costs_file_without_the_packed_curve_is_named_with_the_fix() {
     assert!(!err.contains("packed"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `bench map` at its smallest: every calibration run carries the cross-CPU level probed around
+/// it, the calibration is fitted per level, and each row is predicted per level with the pooled
+/// and the line-in-the-round-trip predictions beside it (JSON and table).
+#[test]
+fn issue_12_bench_map_tags_each_calibration_run_with_its_level() {
+    let dir = scratch("bench-levels");
+    let work = dir.join("w");
+    let args = |json: bool| -> Vec<String> {
+        let mut v: Vec<String> = [
+            "bench",
+            "map",
+            "--procs",
+            "2",
+            "--sizes",
+            "1024",
+            "--rounds",
+            "200",
+            "--repeats",
+            "1",
+            "--calibration-rounds",
+            "1",
+            "--programs",
+            "none",
+            "--overhead-pairs",
+            "0",
+            "--workdir",
+        ]
+        .map(String::from)
+        .to_vec();
+        v.push(work.display().to_string());
+        if json {
+            v.push("--json".into());
+        }
+        v
+    };
+    let a = args(true);
+    let (code, out, err) = multios(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    let runs = &j["calibration_runs"];
+    let mut n = 0;
+    for half in ["before", "middle", "after"] {
+        for run in runs[half]
+            .as_array()
+            .expect(half)
+            .iter()
+            .flat_map(|r| r.as_array().expect("round"))
+        {
+            n += 1;
+            let ns = run["level_ns"].as_f64().expect("every calibration run is probed");
+            assert!(ns > 1.0 && ns < 1e6, "{run}");
+            assert!(
+                run["steady"].is_boolean() && run["arrangement"].is_string(),
+                "{run}"
+            );
+        }
+    }
+    // one round before, one after the IPC configuration, one after: 74 runs each
+    assert_eq!(n, 3 * 74, "{runs}");
+    let levels = j["levels"]["levels_ns"].as_array().expect("levels");
+    assert!(!levels.is_empty());
+    let fits = j["levels"]["fits"].as_array().expect("fits");
+    assert_eq!(fits.len(), levels.len());
+    assert!(fits.iter().all(|f| f["calibration"]["samples"]
+        .as_array()
+        .is_some_and(|s| !s.is_empty())));
+    assert!(
+        j["levels"]["halves"]["two_cpu_same_level"].is_number()
+            || j["levels"]["halves"]["two_cpu_same_level"].is_null()
+    );
+    let row = &j["ipc"][0];
+    assert_eq!(row["levels"].as_array().map(Vec::len), Some(1));
+    assert_eq!(row["map_runs_us"].as_array().map(Vec::len), Some(1));
+    for p in ["predicted_pooled", "predicted_linear", "predicted_crossing"] {
+        assert!(row[p]["map_us"].as_f64().is_some_and(|x| x > 0.0), "{p}: {row}");
+    }
+    assert!(row["predicted_map_us"].as_f64().is_some_and(|x| x > 0.0));
+    for a in ["accuracy_pooled", "accuracy_linear", "accuracy_crossing"] {
+        assert_eq!(j[a]["ipc"]["compared"], 2, "{a}");
+    }
+    assert_eq!(j["accuracy_ipc"]["compared"], 2);
+    // the table says the same
+    let a = args(false);
+    let (code, out, err) = multios(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(code, 0, "{err}");
+    for s in [
+        "Calibration by cross-CPU level",
+        "every level (pooled)",
+        "two-CPU within one level",
+        "err map pooled",
+        "pooled, IPC rows, both placements",
+        "line in the round trip, IPC rows, both placements",
+        "per level, crossing arrangements only, IPC rows, both placements",
+    ] {
+        assert!(out.contains(s), "missing '{s}':\n{out}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -180,6 +180,8 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             100.0 * r.calibration_drift
         );
         outln!();
+        super::map_levels::print_levels(&r, out);
+        outln!();
         outln!(
             "IPC microbenchmark (seed 001 §III on pipes): µs per exchange, medians of {} interleaved runs of {} exchanges per pair; map/Linux: median of the paired ratios [95 % interval]",
             cfg.repeats, cfg.rounds
@@ -207,6 +209,8 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         "err map",
         "pred Linux",
         "err Linux",
+        "err rr pooled",
+        "err map pooled",
     ]);
     for row in &r.ipc {
         t.row([
@@ -254,6 +258,8 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             err(row.predicted_map_us, row.map_us),
             format!("{:.2}", row.predicted_linux_us),
             err(row.predicted_linux_us, row.linux_us),
+            err(row.predicted_pooled.round_robin_us, row.round_robin_us),
+            err(row.predicted_pooled.map_us, row.map_us),
         ]);
     }
     t.print(out);
@@ -278,6 +284,7 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             "err",
             "model placed s",
             "model Linux s",
+            "level ns",
         ]);
         for p in &r.programs {
             t.row([
@@ -292,6 +299,10 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
                 err(p.predicted_map_s, p.map_s),
                 format!("{:.3}", p.model_map_s),
                 format!("{:.3}", p.model_linux_s),
+                match p.level_ns {
+                    Some(ns) => format!("{ns:.0}{}", if p.level_steady { "" } else { " (moved)" }),
+                    None => "-".into(),
+                },
             ]);
         }
         t.print(out);
@@ -413,7 +424,7 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         );
     }
     outln!(
-        "  prediction within 10 % on the 2-CPU runs → {} (the calibration's own halves differ by {:.1} %):",
+        "  prediction within 10 % on the 2-CPU runs, each row by the calibration of the cross-CPU level probed around it → {} (the calibration's own halves differ by {:.1} %):",
         if v.prediction_within_10pct {
             "met"
         } else {
@@ -447,6 +458,10 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             a.compared
         );
     }
+    outln!("  the same rows by the calibration of every run whatever its level (the fit before), by the calibration as a line in the round trip, and per level for the crossing arrangements only (not judged):");
+    super::map_levels::print_accuracies("pooled", &r.accuracy_pooled);
+    super::map_levels::print_accuracies("line in the round trip", &r.accuracy_linear);
+    super::map_levels::print_accuracies("per level, crossing arrangements only", &r.accuracy_crossing);
     for (w, x) in &v.hop_byte_128 {
         outln!(
             "  HOP_BYTE at 128 cores ({w}): affinity / TreeMatch-style = {x:.3} → {}",

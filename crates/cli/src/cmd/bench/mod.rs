@@ -6,6 +6,7 @@ mod hpcc;
 mod hrt;
 mod lwk;
 mod map;
+mod map_levels;
 mod multiverse;
 mod noise;
 mod profiler;

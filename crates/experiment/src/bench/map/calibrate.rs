@@ -32,6 +32,7 @@
 //! sizes) is what the partitioner and the placement use, and what `--costs` writes.
 
 use super::MapBenchError;
+use crate::crosslink::{self, Prober};
 use multios_map::partition::CostModel;
 use multios_map::programs::{parse, IpcRun};
 use multios_map::project::{Curves, CROWD, LINUX, PACKED, POINTS, SPREAD};
@@ -170,6 +171,29 @@ impl Arrangement {
         }
     }
 
+    /// Whether the run uses both CPUs (pinned on both, or nothing pinned): what the cross-CPU
+    /// level can move — a crossing pays the round trip, and at the lowest level (≈ 60 ns) the two
+    /// vCPUs share a core, so two busy CPUs slow each other more. The one-CPU arrangements cannot
+    /// see it.
+    pub fn uses_both_cpus(self) -> bool {
+        let (_, cpus) = self.layout(0, 1);
+        cpus.is_empty() || (cpus.contains(&0) && cpus.contains(&1))
+    }
+
+    /// Whether a pair's two ends may run on different CPUs (pinned apart, or nothing pinned): the
+    /// runs whose exchanges pay the round trip itself. A pair on each CPU, pairs packed on each
+    /// CPU and a compute loop on each use both CPUs without crossing.
+    pub fn crosses(self) -> bool {
+        matches!(
+            self,
+            Arrangement::Split
+                | Arrangement::Alone
+                | Arrangement::SplitPages
+                | Arrangement::SpreadFew
+                | Arrangement::SpreadMany
+        ) || self.is_linux()
+    }
+
     /// Whether nothing is pinned (Linux's placement, which varies from run to run by itself).
     pub fn is_linux(self) -> bool {
         matches!(
@@ -256,13 +280,63 @@ pub fn pinned_run(
     }
 }
 
-/// Raw per-exchange measurements of one round: (arrangement, size, wall µs, CPU µs).
-pub type Round = Vec<(Arrangement, usize, f64, f64)>;
+/// One calibration run: its per-exchange times and the cross-CPU level probed around it.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Run {
+    pub arrangement: Arrangement,
+    pub size: usize,
+    pub wall_us: f64,
+    pub cpu_us: f64,
+    /// The round trip between the two CPUs, ns: the mean of the probes just before and just after
+    /// the run (None: not probed).
+    pub level_ns: Option<f64>,
+    /// Whether those two probes saw one level ([`crosslink::steady`]); a run that did not is left
+    /// out of the per-level fits (its level changed while it ran).
+    pub steady: bool,
+    /// Other tasks' CPU time and the hypervisor's steal during the run, each a share of the two
+    /// CPUs' time ([`super::busy`]; 10 ms ticks: a mean over many runs tells, one run does not).
+    pub others_share: Option<f64>,
+    pub steal_share: Option<f64>,
+}
+
+impl From<(Arrangement, usize, f64, f64)> for Run {
+    /// An unprobed run.
+    fn from((arrangement, size, wall_us, cpu_us): (Arrangement, usize, f64, f64)) -> Run {
+        Run {
+            arrangement,
+            size,
+            wall_us,
+            cpu_us,
+            level_ns: None,
+            steady: true,
+            others_share: None,
+            steal_share: None,
+        }
+    }
+}
+
+impl Run {
+    /// The level of a steady probed run.
+    pub fn steady_level(&self) -> Option<f64> {
+        self.level_ns.filter(|_| self.steady)
+    }
+}
+
+/// The runs of one round.
+pub type Round = Vec<Run>;
 
 /// One round of every arrangement at every size (`rounds` exchanges per pair; the crowded and
-/// spread arrangements, with 3–12 pairs, share about as many among their pairs).
-pub fn round(prog: &Path, c0: u32, c1: u32, rounds: u64) -> Result<Round, MapBenchError> {
+/// spread arrangements, with 3–12 pairs, share about as many among their pairs), with the cross-CPU
+/// round trip probed before the first run and after each (`prober`).
+pub fn round(
+    prog: &Path,
+    c0: u32,
+    c1: u32,
+    rounds: u64,
+    prober: &mut dyn Prober,
+) -> Result<Round, MapBenchError> {
     let mut out = Vec::new();
+    let mut before = prober.probe()?;
     for a in Arrangement::ALL {
         let (procs, cpus) = a.layout(c0, c1);
         let extra = a.extra();
@@ -272,9 +346,19 @@ pub fn round(prog: &Path, c0: u32, c1: u32, rounds: u64) -> Result<Round, MapBen
             rounds
         };
         for &size in a.sizes() {
+            let busy = super::busy::start([c0, c1]);
             let r = pinned_run(prog, procs, size, per_pair, &cpus, extra.as_deref())?;
+            let used = super::busy::end(busy, r.cpu_ns as f64);
+            let after = prober.probe()?;
             let ex = r.exchanges as f64;
-            out.push((a, size, r.wall_ns as f64 / 1e3 / ex, r.cpu_ns as f64 / 1e3 / ex));
+            let mut run = Run::from((a, size, r.wall_ns as f64 / 1e3 / ex, r.cpu_ns as f64 / 1e3 / ex));
+            (run.others_share, run.steal_share) = (used.map(|u| u.0), used.map(|u| u.1));
+            if let (Some(x), Some(y)) = (before, after) {
+                run.level_ns = Some((x + y) / 2.0);
+                run.steady = crosslink::steady(&[x, y]);
+            }
+            out.push(run);
+            before = after;
         }
     }
     Ok(out)
@@ -303,16 +387,16 @@ pub fn samples(rounds: &[Round]) -> Vec<Sample> {
     let mut samples = Vec::new();
     for a in Arrangement::ALL {
         for &size in a.sizes() {
-            let pick: Vec<&(Arrangement, usize, f64, f64)> = rounds
+            let pick: Vec<&Run> = rounds
                 .iter()
                 .flatten()
-                .filter(|x| x.0 == a && x.1 == size)
+                .filter(|x| x.arrangement == a && x.size == size)
                 .collect();
             if pick.is_empty() {
                 continue;
             }
-            let wall: Vec<f64> = pick.iter().map(|x| x.2).collect();
-            let cpu: Vec<f64> = pick.iter().map(|x| x.3).collect();
+            let wall: Vec<f64> = pick.iter().map(|x| x.wall_us).collect();
+            let cpu: Vec<f64> = pick.iter().map(|x| x.cpu_us).collect();
             samples.push(Sample {
                 arrangement: a,
                 size,
@@ -329,10 +413,15 @@ pub fn samples(rounds: &[Round]) -> Vec<Sample> {
 /// nothing pinned are left out: they measure Linux's choices as well as the machine, and the figure
 /// stays comparable with the runs before they were added.
 pub fn drift(first: &[Round], second: &[Round]) -> f64 {
+    drift_of(first, second, |_| true)
+}
+
+/// [`drift`] over the arrangements `keep` accepts.
+pub fn drift_of(first: &[Round], second: &[Round], keep: impl Fn(Arrangement) -> bool) -> f64 {
     let (a, b) = (samples(first), samples(second));
     let d: Vec<f64> = a
         .iter()
-        .filter(|x| !x.arrangement.is_linux())
+        .filter(|x| !x.arrangement.is_linux() && keep(x.arrangement))
         .filter_map(|x| {
             let y = b
                 .iter()
@@ -361,8 +450,8 @@ pub fn fit(rounds: &[Round], per_run: u64, cpus: usize) -> Calibration {
     let shares: Vec<f64> = rounds
         .iter()
         .flatten()
-        .filter(|x| x.0 == Arrangement::Same && x.2 > 0.0)
-        .map(|x| (x.3 / x.2).clamp(0.05, 1.0))
+        .filter(|x| x.arrangement == Arrangement::Same && x.wall_us > 0.0)
+        .map(|x| (x.cpu_us / x.wall_us).clamp(0.05, 1.0))
         .collect();
     let cpu_share = if shares.is_empty() { 1.0 } else { median(&shares) };
     // alone: wall = CPU path / share + 2 idle wake-ups per exchange
@@ -488,7 +577,7 @@ mod tests {
     /// CPU); a pair on each CPU runs 1.25× slower; compute loops 1.5× slower on both CPUs; pages
     /// cost 75 ns together, 400 apart, per page.
     fn made_up() -> Round {
-        let mut r: Round = Vec::new();
+        let mut r: Vec<(Arrangement, usize, f64, f64)> = Vec::new();
         for &s in &SIZES {
             let x = (s + 1) as f64;
             let same = (6000.0 + 0.2 * x) / 1e3;
@@ -531,7 +620,7 @@ mod tests {
         ));
         r.push((Arrangement::ComputeOne, COMPUTE_UNIT, 20.0, 20.0));
         r.push((Arrangement::ComputeBoth, COMPUTE_UNIT, 15.0, 20.0));
-        r
+        r.into_iter().map(Run::from).collect()
     }
 
     #[test]
@@ -575,7 +664,13 @@ mod tests {
     fn halves_that_agree_have_no_drift() {
         let r = made_up();
         assert_eq!(drift(std::slice::from_ref(&r), std::slice::from_ref(&r)), 0.0);
-        let slower: Round = r.iter().map(|&(a, s, w, c)| (a, s, 1.5 * w, c)).collect();
+        let slower: Round = r
+            .iter()
+            .map(|&x| Run {
+                wall_us: 1.5 * x.wall_us,
+                ..x
+            })
+            .collect();
         assert!((drift(&[r], &[slower]) - 0.4).abs() < 1e-9);
     }
 }

@@ -44,11 +44,23 @@ pub struct Row {
     /// The cross-CPU level each repeat saw (`crosslink`; a repeat whose probes disagreed was run
     /// again, up to [`LEVEL_RETRIES`] times).
     pub levels: Vec<Level>,
+    /// Each repeat's time per exchange (µs) under Linux's placement, round-robin and map run.
+    pub linux_runs_us: Vec<f64>,
+    pub round_robin_runs_us: Vec<f64>,
+    pub map_runs_us: Vec<f64>,
     /// The model's time per exchange for the round-robin and map placements …
     pub predicted_round_robin_us: f64,
     pub predicted_map_us: f64,
-    /// … and for Linux's placement (every process free).
+    /// … and for Linux's placement (every process free): with each repeat predicted by the
+    /// calibration of the cross-CPU level it saw (`levels`), the median over the repeats.
     pub predicted_linux_us: f64,
+    /// The same from the calibration fitted on every run whatever its level (the fit before the
+    /// calibration was tagged by level) …
+    pub predicted_pooled: Predicted,
+    /// … from the calibration per level of the crossing arrangements only (`Arrangement::crosses`) …
+    pub predicted_crossing: Predicted,
+    /// … and from the calibration as a line in the round trip (`levels::at_round_trip`).
+    pub predicted_linear: Predicted,
     /// The PU of each process (root first) under each placement, for the model.
     #[serde(skip_serializing)]
     pub rr_pu: Vec<usize>,
@@ -57,6 +69,14 @@ pub struct Row {
     /// Whether map run leaves each process free (Linux balances it).
     #[serde(skip_serializing)]
     pub map_free: Vec<bool>,
+}
+
+/// The model's time per exchange of a row under its three placements, µs.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Predicted {
+    pub round_robin_us: f64,
+    pub map_us: f64,
+    pub linux_us: f64,
 }
 
 /// How many times a repeat whose runs saw different cross-CPU levels is run again before it is
@@ -352,9 +372,15 @@ pub fn rows(
                 map_decision,
                 map_released_runs: released,
                 levels,
+                linux_runs_us: l,
+                round_robin_runs_us: r,
+                map_runs_us: m,
                 predicted_round_robin_us: 0.0,
                 predicted_map_us: 0.0,
                 predicted_linux_us: 0.0,
+                predicted_pooled: Predicted::default(),
+                predicted_crossing: Predicted::default(),
+                predicted_linear: Predicted::default(),
                 rr_pu,
                 map_pu,
                 map_free,

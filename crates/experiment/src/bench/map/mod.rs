@@ -9,13 +9,19 @@
 //!    the model's prediction of the two pinned placements beside the measurement.
 //! 3. Real programs ([`programs`]): a pipeline, `make -j4`, a producer/consumer over futexes and
 //!    LAMMPS on two MPI ranks with the rankfile, each against Linux's placement in ABBA pairs.
-//! 4. The projection to 16-, 64- and 128-core described machines ([`projection`]): HOP_BYTE of the
+//! 4. Every calibration run is probed for the cross-CPU level around it ([`levels`]); each row is
+//!    predicted by the calibration of the level probed around it, beside the calibration of every
+//!    run whatever its level (the fit before) and a line in the round trip ([`predict`]).
+//! 5. The projection to 16-, 64- and 128-core described machines ([`projection`]): HOP_BYTE of the
 //!    mapping against the TreeMatch-style baseline's, and the model's times. The per-hop cost beyond
 //!    two cores of one cache cannot be measured on 2 CPUs: it is an assumption, printed as such.
 
+pub mod busy;
 pub mod calibrate;
 pub mod ipc;
+pub mod levels;
 pub mod overhead;
+pub mod predict;
 pub mod programs;
 pub mod projection;
 
@@ -77,6 +83,7 @@ pub struct Config {
 }
 
 /// What every part of the benchmark shares.
+#[derive(Clone)]
 pub struct Context {
     pub here: Topology,
     /// This process's CPUs in OS order.
@@ -177,9 +184,40 @@ pub struct Report {
     /// arrangements and sizes of |wall₁ − wall₂| / mean — the run's own noise, a floor under the
     /// prediction's error.
     pub calibration_drift: f64,
+    /// Every calibration run with the cross-CPU level probed around it.
+    pub calibration_runs: CalibrationRuns,
+    /// The levels the calibration saw, the calibration fitted at each, and the halves compared
+    /// within one level. The accuracies above are the per-level calibration's …
+    pub levels: LevelsReport,
+    /// … and these the same rows' with the calibration of every run whatever its level (the fit
+    /// before the level was known) and with the calibration as a line in the round trip.
+    pub accuracy_pooled: predict::Accuracies,
+    pub accuracy_linear: predict::Accuracies,
+    /// The same rows by the calibration per level of the crossing arrangements only (a pair on
+    /// each CPU, packed pairs and compute loops from every level).
+    pub accuracy_crossing: predict::Accuracies,
     pub verdicts: Verdicts,
     pub per_hop_assumed: f64,
     pub sweep_ms: f64,
+}
+
+/// The calibration's rounds: before the rest, one after each IPC configuration and program, after.
+#[derive(Debug, Clone, Serialize)]
+pub struct CalibrationRuns {
+    pub before: Vec<calibrate::Round>,
+    pub middle: Vec<calibrate::Round>,
+    pub after: Vec<calibrate::Round>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LevelsReport {
+    /// The cross-CPU levels seen in the calibration's steady runs, ns.
+    pub levels_ns: Vec<f64>,
+    pub fits: Vec<levels::LevelFit>,
+    /// The rounds before against the rounds after, overall and within one level.
+    pub halves: levels::Halves,
+    /// Calibration runs whose probes before and after disagreed (left out of the per-level fits).
+    pub unsteady_runs: usize,
 }
 
 pub(crate) fn median(v: &[f64]) -> f64 {
@@ -249,13 +287,15 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, MapBench
         return Err(MapBenchError::OneCpu(cpus.len()));
     }
     let (c0, c1) = (cpus[0], cpus[1]);
+    let link = crate::crosslink::Link(c0 as usize, c1 as usize);
     let cal_rounds = cfg.rounds.max(200);
     let calibrate =
         |progress: &mut dyn Progress, what: &str| -> Result<Vec<calibrate::Round>, MapBenchError> {
             progress.start(cfg.calibration_rounds as u64, what);
             let mut v = Vec::new();
             for _ in 0..cfg.calibration_rounds {
-                v.push(calibrate::round(&ipcbench, c0, c1, cal_rounds)?);
+                let mut probe = link;
+                v.push(calibrate::round(&ipcbench, c0, c1, cal_rounds, &mut probe)?);
                 progress.advance("a round of the calibration microbenchmarks");
             }
             progress.finish();
@@ -289,10 +329,11 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, MapBench
     // sees the machine's load as the rows do (it drifts while other programs come and go)
     let mut middle: Vec<calibrate::Round> = Vec::new();
     let mut between = || -> Result<(), MapBenchError> {
-        middle.push(calibrate::round(&ipcbench, c0, c1, cal_rounds)?);
+        let mut probe = link;
+        middle.push(calibrate::round(&ipcbench, c0, c1, cal_rounds, &mut probe)?);
         Ok(())
     };
-    let ipc = ipc::rows(
+    let mut ipc = ipc::rows(
         &ctx,
         &cfg.procs,
         &cfg.sizes,
@@ -308,7 +349,12 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, MapBench
             "real programs: Linux vs placed, ABBA pairs",
         );
         for &p in &cfg.programs {
-            progs.push(programs::measure(&ctx, p, cfg.pairs, progress)?);
+            let mut probe = link;
+            let mut w = crate::crosslink::Watch::start(&mut probe)?;
+            let mut row = programs::measure(&ctx, p, cfg.pairs, progress)?;
+            w.mark()?;
+            (row.level_ns, row.level_steady) = (Some(w.level_ns()).filter(|x| x.is_finite()), w.steady());
+            progs.push(row);
             between()?;
         }
         progress.finish();
@@ -320,45 +366,68 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, MapBench
     };
     let after = calibrate(progress, "calibration: microbenchmarks (after)")?;
     let calibration_drift = calibrate::drift(&rounds[..before], &after);
-    rounds.extend(middle);
-    rounds.extend(after);
+    let first_half = rounds.clone();
+    rounds.extend(middle.iter().cloned());
+    rounds.extend(after.iter().cloned());
     let calibration = calibrate::fit(&rounds, cal_rounds, cpus.len());
     ctx.hop = model(&calibration, cfg.per_hop, ref_hops);
-    // predictions with the whole calibration (both halves)
-    let ipc: Vec<ipc::Row> = ipc
-        .into_iter()
-        .map(|mut r| {
-            let (rr, map, linux) = ipc::predict(&ctx, &r);
-            r.predicted_round_robin_us = rr;
-            r.predicted_map_us = map;
-            r.predicted_linux_us = linux;
-            r
-        })
-        .collect();
-    for r in &mut progs {
-        programs::predict(&ctx, r);
-    }
-    let rr: Vec<(f64, f64)> = ipc
+    // the levels the calibration saw, the calibration at each, every row predicted three ways
+    let probes: Vec<f64> = rounds
         .iter()
-        .map(|r| (r.predicted_round_robin_us, r.round_robin_us))
+        .flatten()
+        .filter_map(calibrate::Run::steady_level)
         .collect();
-    let mapped: Vec<(f64, f64)> = ipc.iter().map(|r| (r.predicted_map_us, r.map_us)).collect();
-    let accuracy_ipc = accuracy(&[rr.clone(), mapped.clone()].concat());
-    let accuracy_ipc_round_robin = accuracy(&rr);
-    let accuracy_ipc_map = accuracy(&mapped);
-    let accuracy_ipc_linux = accuracy(
-        &ipc.iter()
-            .map(|r| (r.predicted_linux_us, r.linux_us))
-            .collect::<Vec<_>>(),
+    let levels_ns = levels::levels(&probes);
+    let fit_by = |by: levels::ByLevel| levels::per_level(&rounds, &levels_ns, cal_rounds, cpus.len(), by);
+    let (fits, crossing) = (
+        fit_by(calibrate::Arrangement::uses_both_cpus),
+        fit_by(calibrate::Arrangement::crosses),
     );
-    let accuracy_programs = accuracy(
-        &progs
-            .iter()
-            .map(|r| (r.predicted_map_s, r.map_s))
-            .collect::<Vec<_>>(),
+    let models = |f: &[levels::LevelFit]| -> Vec<HopModel> {
+        f.iter()
+            .map(|f| model(&f.calibration, cfg.per_hop, ref_hops))
+            .collect()
+    };
+    let cal = predict::Calibrations {
+        rounds: &rounds,
+        per_run: cal_rounds,
+        cpus: cpus.len(),
+        per_hop: cfg.per_hop,
+        ref_hops,
+        pooled: ctx.hop,
+        levels: levels_ns.clone(),
+        per_level: models(&fits),
+        per_level_crossing: models(&crossing),
+    };
+    let accuracy_pooled = predict::apply(&ctx, &cal, predict::Variant::Pooled, &mut ipc, &mut progs);
+    let accuracy_linear = predict::apply(&ctx, &cal, predict::Variant::Linear, &mut ipc, &mut progs);
+    let accuracy_crossing = predict::apply(
+        &ctx,
+        &cal,
+        predict::Variant::PerLevelCrossing,
+        &mut ipc,
+        &mut progs,
     );
-    let accuracy_programs_model =
-        accuracy(&progs.iter().map(|r| (r.model_map_s, r.map_s)).collect::<Vec<_>>());
+    let per_level = predict::apply(&ctx, &cal, predict::Variant::PerLevel, &mut ipc, &mut progs);
+    let levels = LevelsReport {
+        halves: levels::halves(&first_half, &after, &levels_ns),
+        unsteady_runs: rounds.iter().flatten().filter(|r| !r.steady).count(),
+        levels_ns,
+        fits,
+    };
+    let calibration_runs = CalibrationRuns {
+        before: first_half,
+        middle,
+        after,
+    };
+    let predict::Accuracies {
+        ipc: accuracy_ipc,
+        ipc_round_robin: accuracy_ipc_round_robin,
+        ipc_map: accuracy_ipc_map,
+        ipc_linux: accuracy_ipc_linux,
+        programs: accuracy_programs,
+        programs_model: accuracy_programs_model,
+    } = per_level;
     let big = cfg.procs.iter().copied().max().unwrap_or(2);
     let size = cfg.sizes.first().copied().unwrap_or(1024);
     let projection = projection::rows(&ctx, big, size, cfg.rounds)?;
@@ -437,6 +506,11 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, MapBench
         accuracy_programs,
         accuracy_programs_model,
         calibration_drift,
+        calibration_runs,
+        levels,
+        accuracy_pooled,
+        accuracy_linear,
+        accuracy_crossing,
         verdicts,
         per_hop_assumed: cfg.per_hop,
         sweep_ms: cfg.sweep.as_secs_f64() * 1e3,

@@ -76,6 +76,10 @@ pub struct ProgramRow {
     pub decision: Decision,
     /// Placed runs in which map run released a CPU's pinned groups (other programs took the CPU).
     pub released_runs: usize,
+    /// The cross-CPU round trip probed before and after the program's pairs of runs (median, ns;
+    /// None: not probed), and whether the probes agreed: the level its prediction is made at.
+    pub level_ns: Option<f64>,
+    pub level_steady: bool,
     /// The recorded graph and the PU of each of its nodes, for the model (in the JSON, so that a
     /// changed model can be replayed on a run's own numbers).
     pub graph: Graph,
@@ -413,6 +417,8 @@ pub fn measure(
         placement: shown,
         decision: plan.decision.clone(),
         released_runs,
+        level_ns: None,
+        level_steady: true,
         graph: g,
         pus,
         free,
