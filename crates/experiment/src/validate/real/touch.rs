@@ -27,8 +27,8 @@ pub fn touch_lwk(cfg: &Config, exe: &Path, scratch: &Path) -> Result<(f64, f64),
     Ok((med(&native), med(&lwk)))
 }
 
-/// A microbenchmark `argv` natively on the compute CPUs and in `multios lwk run --policy all`,
-/// `rounds` runs a side in alternating order (native first in even rounds), each in a fresh
+/// A microbenchmark `argv` natively on the compute CPUs and in `multios lwk run --policy all
+/// --populate-at-map off`, `rounds` runs a side in alternating order (native first in even rounds), each in a fresh
 /// directory under `scratch`: what `parse` reads from each run's output, per side. A run that
 /// fails or prints nothing `parse` takes is an error naming `label` and what was missing.
 pub fn alternate<T>(
@@ -52,7 +52,13 @@ pub fn alternate<T>(
                 .map_err(ExperimentError::io(format!("creating {}", dir.display())))?;
             let mut cmd = if in_lwk {
                 let mut c = Command::new(&cfg.exe);
-                c.args(["lwk", "run", "--policy", "all", "--"]).args(argv);
+                // The `touch` and `memcalls` prices are a first touch's and a call's own cost:
+                // with the LWK populating new memory in the mapping call (its default since the
+                // seventh session), the mmap would carry the touches' work and the touches none,
+                // priced per byte of any length while the LWK populates only a range's first
+                // 4 MiB. How the model should charge the populated pages is open (VALIDATE.md).
+                c.args(["lwk", "run", "--policy", "all", "--populate-at-map", "off", "--"])
+                    .args(argv);
                 c
             } else {
                 let mut c = Command::new("taskset");
