@@ -130,7 +130,9 @@ fn issue_11_dropped_endpoints_are_unregistered() {
     until("99 + 1 queues gone", || server.client_queues() == 1);
     // The signal runs on the server machine after the queue has left it, so it can come a little
     // later than the count (CI, 2026-11-26: 99 of 100 when the queues were counted).
-    until("100 InterfaceClosed signals", || closed.load(Ordering::SeqCst) >= 100);
+    until("100 InterfaceClosed signals", || {
+        closed.load(Ordering::SeqCst) >= 100
+    });
     assert_eq!(closed.load(Ordering::SeqCst), 100);
 
     // A call in flight (its future waits for a gate) outlives its endpoint.
