@@ -113,8 +113,8 @@ fn issue_12_futex_pair_wake_count_equals_the_programs() {
     );
 }
 
-/// Wake-up edges: each of the parent's writes wakes its sleeping child once (wake_pair.c sleeps
-/// 2 ms before each, so the child is always blocked in read), and the count of parent → child
+/// Wake-up edges: each of the parent's writes wakes its sleeping child once (wake_pair.c waits
+/// until /proc shows the child asleep before each, so it is always blocked in read), and the count of parent → child
 /// `sched_wakeup` edges is the number of rounds (a wake-up or two more may come from the fork
 /// and exit paths). The child wakes the parent at most at its exit.
 #[test]
