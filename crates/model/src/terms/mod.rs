@@ -319,10 +319,13 @@ pub fn anchored(t_nd: f64, t_d: f64, gamma: f64, terms: &Terms) -> f64 {
 /// The start-up a run pays: `startup-own`'s when it is on, else its image's (`images`, when its
 /// bytes are known), else `startup`'s, else 0.
 pub fn startup_of(terms: &Terms) -> f64 {
+    // A process forked inside the target whose image's sizes are unknown: `startup`'s empty
+    // program, started the fork's way.
+    let spawn = terms.images.map_or(0.0, |i| i.spawn_extra());
     terms
         .startup_own_s
         .or_else(|| terms.images.and_then(|i| i.seconds()))
-        .or(terms.startup_s)
+        .or(terms.startup_s.map(|s| s + spawn))
         .unwrap_or(0.0)
 }
 
@@ -425,8 +428,9 @@ mod tests {
                     ..MemCalls::default()
                 }),
                 images: Some(Images {
-                    price: ImagePrice { fixed_s: value, per_loaded_byte_s: value * 1e-7, per_exec_byte_s: value * 1e-7, per_library_byte_s: 0.0 },
+                    price: ImagePrice { fixed_s: value, per_loaded_byte_s: value * 1e-7, per_exec_byte_s: value * 1e-7, per_library_byte_s: 0.0, spawn_s: value },
                     bytes: Some(ImageBytes { loaded: 3e7, exec: 2e7, libraries: 1e6 }),
+                    spawned: true,
                 }),
             };
             let paper = p.speedup.to_bits();
@@ -456,6 +460,7 @@ mod tests {
                 images: Some(Images {
                     price: ImagePrice::default(),
                     bytes: Some(ImageBytes { loaded: 3e7, exec: 2e7, libraries: 1e6 }),
+                    spawned: true,
                 }),
             };
             for t in Term::ALL {
@@ -660,12 +665,14 @@ mod tests {
                 per_loaded_byte_s: 1e-9,
                 per_exec_byte_s: 0.5e-9,
                 per_library_byte_s: 0.0,
+                spawn_s: 0.0,
             },
             bytes: Some(ImageBytes {
                 loaded: 2e6,
                 exec: 4e6,
                 libraries: 0.0,
             }),
+            spawned: false,
         };
         // 4 ms + 2 ms + 2 ms = 8 ms instead of `true`'s 9 ms.
         let t = Terms {
