@@ -354,7 +354,10 @@ startup_argv = ["dd", "if=/dev/zero", "of=/dev/null", "bs=32M", "count=0", "stat
             .is_some_and(|s| s >= 0.0),
         "{v}"
     );
-    assert!(p["without_term"]["at-map"].as_f64().is_some_and(f64::is_finite), "{v}");
+    assert!(
+        p["without_term"]["at-map"].as_f64().is_some_and(f64::is_finite),
+        "{v}"
+    );
     assert!((4_000.0..20_000.0).contains(&pages), "{pages}: {v}");
     assert!(
         p["terms"]["touch"]["per_page_s"]

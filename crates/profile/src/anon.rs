@@ -86,7 +86,11 @@ impl AnonMaps {
             .enumerate()
             .map(|(k, (&n, &sum))| {
                 let lo = if k == 0 { 0 } else { 1u64 << k };
-                let hi = if k + 1 >= ANON_BUCKETS { u64::MAX } else { 1u64 << (k + 1) };
+                let hi = if k + 1 >= ANON_BUCKETS {
+                    u64::MAX
+                } else {
+                    1u64 << (k + 1)
+                };
                 let (n, sum, cap_f) = (n as f64, sum as f64, cap as f64);
                 if hi <= cap {
                     sum

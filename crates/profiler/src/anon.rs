@@ -79,7 +79,7 @@ mod tests {
         t.mmap(7, 1 << 20, rw, private_anon | 0x20000, 0x7f00_0000_0000); // MAP_STACK
         t.mmap(7, 1 << 20, rw, 0x2, 0x7f00_0000_0000); // a file
         t.mmap(7, 1 << 20, rw, private_anon, -12); // ENOMEM
-        // The first brk tells the break, a growth is a range, a shrink none, an exec forgets it.
+                                                   // The first brk tells the break, a growth is a range, a shrink none, an exec forgets it.
         t.brk(7, 0x55_0000);
         t.brk(7, 0x57_1000);
         t.brk(7, 0x56_0000);

@@ -223,7 +223,14 @@ impl Probe {
             mem.update_percpu(&slot.to_ne_bytes(), &zero, MapFlags::ANY)
                 .map_err(|e| ebpf_err("clearing the memory calls' lengths", e))?;
         }
-        for name in ["threads", "proc_calls", "execs", "proc_code", "proc_anon", "proc_brk"] {
+        for name in [
+            "threads",
+            "proc_calls",
+            "execs",
+            "proc_code",
+            "proc_anon",
+            "proc_brk",
+        ] {
             let m = self.map(name)?;
             let keys: Vec<Vec<u8>> = m.keys().collect();
             for k in keys {

@@ -68,7 +68,11 @@ fn check(backend: Backend) {
     let (a, b) = (root_maps(&quiet), root_maps(&maps));
     let want: [(u64, u64); 3] = [(64 << 10, 3), (256 << 10, 1), (6 << 20, 1)];
     assert_eq!(b.calls - a.calls, 5, "{a:?} → {b:?}");
-    assert_eq!(b.bytes - a.bytes, 3 * (64 << 10) + (256 << 10) + (6 << 20), "{a:?} → {b:?}");
+    assert_eq!(
+        b.bytes - a.bytes,
+        3 * (64 << 10) + (256 << 10) + (6 << 20),
+        "{a:?} → {b:?}"
+    );
     let at = |m: &AnonMaps, k: usize| {
         (
             m.hist_log2_bytes.get(k).copied().unwrap_or(0),

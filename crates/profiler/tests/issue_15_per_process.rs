@@ -181,10 +181,17 @@ fn issue_15_ebpf_records_the_memory_calls_lengths() {
     );
     let mmaps = p.syscall("mmap").map_or(0, |s| s.count);
     assert!(b.mmap_file_calls < mmaps, "{b:?}: {mmaps} mmaps");
-    assert_eq!(p.written_version(), 6, "python3's exec and anonymous ranges are recorded too");
+    assert_eq!(
+        p.written_version(),
+        6,
+        "python3's exec and anonymous ranges are recorded too"
+    );
     let t = per_process(Backend::Ptrace, &cmd, &dir);
     assert_eq!(t.memory_bytes, None);
-    assert!(t.has_anon_maps() && !t.has_images(), "ptrace records the ranges, not the images");
+    assert!(
+        t.has_anon_maps() && !t.has_images(),
+        "ptrace records the ranges, not the images"
+    );
     assert_eq!(t.written_version(), 6);
 }
 

@@ -9,7 +9,7 @@
 //! ```text
 //! t_d' = ( t_d + T_startup + n_D·T_wakeup + T_first + T_mem − Σ_k ω_k·G_k − S_cache/γ ) / (1 − u)
 //! T_first = P·T_touch (`touch`), or with `at-map` (pages populated at map time)
-//!           P_pop·T_pop + min(P_pop, P)·T_after + (P − min(P_pop, P))·T_touch
+//!           P_pop·T_pop + min(P_in, P)·T_after + (P − min(P_in, P))·T_touch
 //! T_mem = Σ_m (n_m·a_m + B_m·b_m)   over mmap (anonymous), mmap of a file, munmap, mremap (`memcalls`)
 //! S_cache = r·n_D + Σ_k ρ_k·G_k   (within the measured gains)
 //! S'   = t_nd / t_d'
@@ -39,8 +39,9 @@
 //!   less those of the program whose start-up `startup`/`startup-own` already counted. The LWK
 //!   populates the head of each new anonymous range at map time (its default): those P_pop pages
 //!   cost the mapping call T_pop each and a touch then T_after, not T_touch: with **`at-map`**
-//!   on ([`AtMapTouch`]) P·T_touch becomes P_pop·T_pop + min(P_pop, P)·T_after +
-//!   (P − min(P_pop, P))·T_touch (`at-map` refines `touch` and adds nothing without it). A target
+//!   on ([`AtMapTouch`]) P·T_touch becomes P_pop·T_pop + min(P_in, P)·T_after +
+//!   (P − min(P_in, P))·T_touch, P_in the populated pages the extra touches can land in
+//!   (`at-map` refines `touch` and adds nothing without it). A target
 //!   without guest pages (the emulator) has both off.
 //! - **`memcalls`** (the LWK): the LWK serves mmap, munmap and mremap itself (bookkeeping, zeroing,
 //!   giving pages back with MADV_DONTNEED, a moving mremap's copy, a host mapping per file), while
@@ -180,8 +181,14 @@ pub struct Touch {
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
 pub struct AtMapTouch {
     /// P_pop: pages populated at map time beyond the empty run's (from the profile's anonymous
-    /// ranges, Σ min(length, cap) per process within the run's budget; below 0 counts as 0).
+    /// ranges, Σ min(length, cap) per process within the run's budget; below 0 counts as 0): the
+    /// populating the empty run's start-up does not already hold.
     pub pages: f64,
+    /// P_in: the populated pages the program's touches beyond the empty run's can land in — every
+    /// page it populates, less those the empty run may have touched itself (at most its own
+    /// populated pages, at most its faults); at least `pages`. The touched pages are taken to
+    /// lie there first.
+    pub touchable: f64,
     /// T_pop: seconds the mapping call takes more per page it populates (populate-at-map on less
     /// off, in the LWK).
     pub populate_s: f64,
@@ -200,7 +207,7 @@ impl Touch {
     /// The term's seconds with the pages populated at map time priced apart (`at-map`), never
     /// below 0 and 0 for non-finite inputs; without `at_map`, [`Touch::seconds`]. The touched
     /// pages are taken to lie in the populated heads first:
-    /// P_pop·T_pop + min(P_pop, P)·T_after + (P − min(P_pop, P))·T_touch.
+    /// P_pop·T_pop + min(P_in, P)·T_after + (P − min(P_in, P))·T_touch, P_in ≥ P_pop.
     pub fn seconds_with(&self, at_map: Option<&AtMapTouch>) -> f64 {
         let count = |x: f64| if x.is_finite() { x.max(0.0) } else { 0.0 };
         let p = count(self.pages);
@@ -208,7 +215,7 @@ impl Touch {
             return p * self.per_page_s;
         };
         let pop = count(m.pages);
-        let touched = pop.min(p);
+        let touched = count(m.touchable).max(pop).min(p);
         let s = pop * m.populate_s + touched * m.touch_s + (p - touched) * self.per_page_s;
         if s.is_finite() {
             s.max(0.0)
@@ -387,9 +394,7 @@ pub fn corrected_t_d(p: &Projection, terms: &Terms) -> f64 {
     }
     let startup = startup_of(terms);
     let wakeup = terms.wakeup_s.unwrap_or(0.0) * p.delegated_calls as f64;
-    let touch = terms
-        .touch
-        .map_or(0.0, |t| t.seconds_with(terms.at_map.as_ref()));
+    let touch = terms.touch.map_or(0.0, |t| t.seconds_with(terms.at_map.as_ref()));
     let mem = terms.memcalls.map_or(0.0, |m| m.seconds());
     let overlap = terms.overlap.map_or(0.0, |w| spare::overlap_s(p, &w));
     let cache = terms
@@ -482,7 +487,7 @@ mod tests {
                     price: ImagePrice { fixed_s: value, per_loaded_byte_s: value * 1e-7, per_exec_byte_s: value * 1e-7, per_library_byte_s: 0.0 },
                     bytes: Some(ImageBytes { loaded: 3e7, exec: 2e7, libraries: 1e6 }),
                 }),
-                at_map: Some(AtMapTouch { pages: 5e3 * value, populate_s: value, touch_s: -0.1 * value }),
+                at_map: Some(AtMapTouch { pages: 5e3 * value, touchable: 6e3 * value, populate_s: value, touch_s: -0.1 * value }),
             };
             let paper = p.speedup.to_bits();
             for t in Term::ALL {
@@ -513,7 +518,7 @@ mod tests {
                     bytes: Some(ImageBytes { loaded: 3e7, exec: 2e7, libraries: 1e6 }),
                 }),
                 // Nothing populated at map time: `touch` as it was (and alone, nothing).
-                at_map: Some(AtMapTouch { pages: 0.0, populate_s: value, touch_s: value }),
+                at_map: Some(AtMapTouch { pages: 0.0, touchable: 0.0, populate_s: value, touch_s: value }),
             };
             for t in Term::ALL {
                 prop_assert_eq!(corrected(&p, &zero.only(t)).to_bits(), paper, "{} at 0", t.name());
@@ -668,6 +673,7 @@ mod tests {
         // 1 500 touches at 0.8 µs less than natively, 500 first touches at 3.4 µs more.
         let at_map = AtMapTouch {
             pages: 1500.0,
+            touchable: 1500.0,
             populate_s: 2e-6,
             touch_s: -0.8e-6,
         };
@@ -687,23 +693,51 @@ mod tests {
         // `touch`): nothing.
         let today = 0.011 / (0.021 + 2000.0 * 3.4e-6);
         assert!((corrected(&p, &on.without(Term::AtMap)) - today).abs() < 1e-12);
-        assert_eq!(corrected(&p, &on.only(Term::AtMap)).to_bits(), p.speedup.to_bits());
+        assert_eq!(
+            corrected(&p, &on.only(Term::AtMap)).to_bits(),
+            p.speedup.to_bits()
+        );
         // More populated than touched (a buffer mapped whole, touched in part): every populated
         // page pays its populating, the touched ones the touch after it, none the first touch.
         let part = Touch { pages: 1000.0, ..t };
         let want = 1500.0 * 2e-6 - 1000.0 * 0.8e-6;
         assert!((part.seconds_with(Some(&at_map)) - want).abs() < 1e-15);
+        // The empty run populated the same heads (their populating is in its start-up) but
+        // touched few of them: no populating to add, the touches that land there at T_after.
+        let same = AtMapTouch {
+            pages: 0.0,
+            touchable: 1200.0,
+            ..at_map
+        };
+        let want = -1200.0 * 0.8e-6 + 800.0 * 3.4e-6;
+        assert!((t.seconds_with(Some(&same)) - want).abs() < 1e-15);
         // Nothing populated: the first-touch price, bit for bit.
-        let none = AtMapTouch { pages: 0.0, ..at_map };
+        let none = AtMapTouch {
+            pages: 0.0,
+            touchable: 0.0,
+            ..at_map
+        };
         assert_eq!(t.seconds_with(Some(&none)).to_bits(), t.seconds().to_bits());
         assert_eq!(t.seconds(), 2000.0 * 3.4e-6);
         // A populated touch far below native never makes the term negative; a NaN count of
         // populated pages counts 0.
-        let cheap = AtMapTouch { pages: 100.0, populate_s: 0.0, touch_s: -5e-6 };
+        let cheap = AtMapTouch {
+            pages: 100.0,
+            touchable: 100.0,
+            populate_s: 0.0,
+            touch_s: -5e-6,
+        };
         assert_eq!(Touch { pages: 100.0, ..t }.seconds_with(Some(&cheap)), 0.0);
-        let nan = AtMapTouch { pages: f64::NAN, ..at_map };
+        let nan = AtMapTouch {
+            pages: f64::NAN,
+            touchable: f64::NAN,
+            ..at_map
+        };
         assert_eq!(t.seconds_with(Some(&nan)).to_bits(), t.seconds().to_bits());
-        assert_eq!(parse_terms("touch,at-map").expect("two"), [Term::Touch, Term::AtMap]);
+        assert_eq!(
+            parse_terms("touch,at-map").expect("two"),
+            [Term::Touch, Term::AtMap]
+        );
         assert_eq!(Term::AtMap.name(), "at-map");
     }
 

@@ -204,7 +204,11 @@ impl TermCache {
             let m = touch_lwk(cfg, &exe, scratch)?;
             let (prices, at_map) = m.prices();
             let mut numbers = BTreeMap::new();
-            for (side, r) in [("native", m.native), ("lwk_off", m.lwk_off), ("lwk_at_map", m.lwk_on)] {
+            for (side, r) in [
+                ("native", m.native),
+                ("lwk_off", m.lwk_off),
+                ("lwk_at_map", m.lwk_on),
+            ] {
                 numbers.insert(format!("{side}.first_touch_ns"), r.first);
                 numbers.insert(format!("{side}.map_per_page_ns"), r.map);
                 numbers.insert(format!("{side}.chunk_touch_ns"), r.touch);

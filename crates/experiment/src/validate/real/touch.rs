@@ -54,6 +54,7 @@ impl TouchMedians {
             },
             AtMapTouch {
                 pages: 0.0,
+                touchable: 0.0,
                 populate_s: ((self.lwk_on.map - self.lwk_off.map) * 1e-9).max(0.0),
                 touch_s: (self.lwk_on.touch - self.native.first) * 1e-9,
             },
@@ -69,7 +70,11 @@ pub fn touch_lwk(cfg: &Config, exe: &Path, scratch: &Path) -> Result<TouchMedian
         TOUCH_MIB.to_string(),
         "populate".to_string(),
     ];
-    let sides = [Side::Native, Side::Lwk { at_map: false }, Side::Lwk { at_map: true }];
+    let sides = [
+        Side::Native,
+        Side::Lwk { at_map: false },
+        Side::Lwk { at_map: true },
+    ];
     let runs = rotate(cfg, &argv, scratch, "touch", TOUCH_ROUNDS, &sides, |text| {
         parse_touch_run(text).ok_or("first_touch_ns or populate_map_ns line")
     })?;
@@ -107,38 +112,46 @@ impl Side {
     }
 }
 
-/// The pages the LWK populates at map time for `prof` beyond `base`'s (the empty run whose
-/// start-up is counted): per process Σ min(length, `cap`) over its new anonymous ranges, at most
-/// `budget` bytes a process, in 4 KiB pages; `None` when the profile does not record the ranges
-/// (schema < 6, a backend or a run without `--per-process`).
-pub fn at_map_pages(
-    prof: &multios_profile::Profile,
-    base: Option<&multios_profile::Profile>,
-    cap: u64,
-    budget: u64,
-) -> Option<f64> {
-    let pages = |p: &multios_profile::Profile| -> f64 {
-        p.processes
+/// The pages the LWK populates at map time for a profile: per process Σ min(length, `cap`) over
+/// its new anonymous ranges, at most `budget` bytes a process, in 4 KiB pages; `None` when the
+/// profile does not record the ranges (schema < 6, a backend or a run without `--per-process`).
+pub fn populated_pages(prof: &multios_profile::Profile, cap: u64, budget: u64) -> Option<f64> {
+    prof.has_anon_maps().then(|| {
+        prof.processes
             .iter()
             .filter_map(|q| q.anon_maps.as_ref())
             .map(|a| a.populated_bytes(cap).min(budget as f64) / 4096.0)
             .sum()
-    };
-    if !prof.has_anon_maps() {
-        return None;
-    }
-    let base = base.filter(|b| b.has_anon_maps()).map_or(0.0, pages);
-    Some((pages(prof) - base).max(0.0))
+    })
 }
 
-/// Sets `at-map`'s populated pages from the workload's profile less `base`'s ([`at_map_pages`],
-/// the LWK's cap and budget as `lwk run` will use them) when `touch` and `at-map` are on; without
-/// the ranges, or with at-map off, `at-map` is turned off (`touch` then prices every page as a
-/// first touch, as before the split) and a note says so.
+/// `at-map`'s counts for `prof` against `base` (the empty run whose start-up is counted, with
+/// `base_faults` native minor faults): (P_pop, P_in) — the pages populated beyond the empty
+/// run's, and the populated pages the workload's touches beyond the empty run's can land in
+/// (all of its own, less as many of the empty run's as it may have touched: at most its
+/// faults), at least P_pop. `None` when `prof` does not record its ranges.
+pub fn at_map_pages(
+    prof: &multios_profile::Profile,
+    base: Option<&multios_profile::Profile>,
+    base_faults: f64,
+    cap: u64,
+    budget: u64,
+) -> Option<(f64, f64)> {
+    let full = populated_pages(prof, cap, budget)?;
+    let empty = base.and_then(|b| populated_pages(b, cap, budget)).unwrap_or(0.0);
+    let pages = (full - empty).max(0.0);
+    let touched_before = empty.min(base_faults.max(0.0));
+    Some((pages, (full - touched_before).max(pages)))
+}
+
+/// Sets `at-map`'s counts ([`at_map_pages`], the LWK's cap and budget as `lwk run` will use them)
+/// when `touch` and `at-map` are on; without the ranges, or with at-map off, `at-map` is turned
+/// off (`touch` then prices every page as a first touch, as before the split) and a note says so.
 pub fn fill_terms(
     terms: &mut multios_model::Terms,
     prof: &multios_profile::Profile,
     base: Option<&multios_profile::Profile>,
+    base_faults: f64,
     notes: &mut Vec<String>,
 ) {
     if terms.touch.is_none() {
@@ -149,11 +162,12 @@ pub fn fill_terms(
     };
     let cap = multios_lwk::atmap::AtMap::per_range_from_env(multios_lwk::atmap::DEFAULT_PER_RANGE);
     let budget = cap.saturating_mul(multios_lwk::atmap::BUDGET_RANGES);
-    let note = match (cap, at_map_pages(prof, base, cap, budget)) {
+    let note = match (cap, at_map_pages(prof, base, base_faults, cap, budget)) {
         (0, _) => "at-map: populate-at-map is off (MULTIOS_LWK_POPULATE_SYNC): touch prices every page as a first touch",
         (_, None) => "at-map: the profile records no anonymous ranges (processes[].anon_maps, schema 6: `multios profile --per-process`): touch prices every page as a first touch, as if nothing were populated at map time",
-        (_, Some(pages)) => {
+        (_, Some((pages, touchable))) => {
             m.pages = pages;
+            m.touchable = touchable;
             return;
         }
     };
@@ -302,9 +316,21 @@ mod tests {
     #[test]
     fn issue_15_touch_prices_split_the_populated_pages_from_the_first_touches() {
         let m = TouchMedians {
-            native: TouchRun { first: 2100.0, map: 10.0, touch: 2200.0 },
-            lwk_off: TouchRun { first: 5500.0, map: 250.0, touch: 5400.0 },
-            lwk_on: TouchRun { first: 4000.0, map: 2250.0, touch: 1200.0 },
+            native: TouchRun {
+                first: 2100.0,
+                map: 10.0,
+                touch: 2200.0,
+            },
+            lwk_off: TouchRun {
+                first: 5500.0,
+                map: 250.0,
+                touch: 5400.0,
+            },
+            lwk_on: TouchRun {
+                first: 4000.0,
+                map: 2250.0,
+                touch: 1200.0,
+            },
         };
         let (t, a) = m.prices();
         let close = |x: f64, y: f64| (x - y).abs() < 1e-15;
@@ -314,8 +340,14 @@ mod tests {
         // The LWK's first touch measured below native (noise): no negative premium, as before;
         // at-map's call measured cheaper than without it: no negative populating.
         let noisy = TouchMedians {
-            lwk_off: TouchRun { first: 2000.0, ..m.lwk_off },
-            lwk_on: TouchRun { map: 100.0, ..m.lwk_on },
+            lwk_off: TouchRun {
+                first: 2000.0,
+                ..m.lwk_off
+            },
+            lwk_on: TouchRun {
+                map: 100.0,
+                ..m.lwk_on
+            },
             ..m
         };
         let (t, a) = noisy.prices();
@@ -344,23 +376,52 @@ mod tests {
         let cap = 4u64 << 20;
         // xz: a 64 MiB dictionary (its first 4 MiB), two 1 MiB buffers, 132 KiB of heap; a
         // child with 12 MiB in 3 ranges of 4 MiB under a budget of 8 MiB.
-        let w = profile_with(&[&[64 << 20, 1 << 20, 1 << 20, 132 << 10], &[4 << 20, 4 << 20, 4 << 20]]);
+        let w = profile_with(&[
+            &[64 << 20, 1 << 20, 1 << 20, 132 << 10],
+            &[4 << 20, 4 << 20, 4 << 20],
+        ]);
         let base = profile_with(&[&[132 << 10]]);
-        let pages = at_map_pages(&w, Some(&base), cap, 8 << 20).expect("recorded");
-        assert_eq!(pages, ((6u64 << 20) + (8 << 20)) as f64 / 4096.0);
+        let (pages, touchable) = at_map_pages(&w, Some(&base), 100.0, cap, 8 << 20).expect("recorded");
+        let full = ((6u64 << 20) + (8 << 20) + (132 << 10)) as f64 / 4096.0;
+        assert_eq!(pages, full - 33.0);
+        // The empty run's 33 populated pages: at most all of them touched (100 faults).
+        assert_eq!(touchable, full - 33.0);
+        // sort: the empty run maps the same head (8.5 MB buffer, 4 MiB populated) but touches
+        // only 150 pages: nothing more to populate, most of the head left for the touches.
+        let sort = profile_with(&[&[545 << 20]]);
+        let empty = profile_with(&[&[8 << 20]]);
+        assert_eq!(
+            at_map_pages(&sort, Some(&empty), 150.0, cap, 1 << 30),
+            Some((0.0, 1024.0 - 150.0))
+        );
         // No ranges recorded (an older profile): no split.
         let old = multios_profile::Profile::new(vec!["xz".into()], "multios-ebpf", "high");
-        assert_eq!(at_map_pages(&old, None, cap, 8 << 20), None);
+        assert_eq!(at_map_pages(&old, None, 0.0, cap, 8 << 20), None);
         // The empty run larger than the workload: 0, not below.
-        assert_eq!(at_map_pages(&base, Some(&w), cap, 1 << 30), Some(0.0));
+        assert_eq!(
+            at_map_pages(&base, Some(&w), 0.0, cap, 1 << 30).map(|p| p.0),
+            Some(0.0)
+        );
     }
 
     #[test]
     fn issue_15_a_profile_without_ranges_falls_back_to_the_first_touch_price_and_says_so() {
         let (touch, at_map) = TouchMedians {
-            native: TouchRun { first: 2100.0, map: 10.0, touch: 2200.0 },
-            lwk_off: TouchRun { first: 5500.0, map: 250.0, touch: 5400.0 },
-            lwk_on: TouchRun { first: 4000.0, map: 2250.0, touch: 1200.0 },
+            native: TouchRun {
+                first: 2100.0,
+                map: 10.0,
+                touch: 2200.0,
+            },
+            lwk_off: TouchRun {
+                first: 5500.0,
+                map: 250.0,
+                touch: 5400.0,
+            },
+            lwk_on: TouchRun {
+                first: 4000.0,
+                map: 2250.0,
+                touch: 1200.0,
+            },
         }
         .prices();
         let on = multios_model::Terms {
@@ -371,7 +432,7 @@ mod tests {
         let mut terms = on.clone();
         let mut notes = Vec::new();
         let old = multios_profile::Profile::new(vec!["xz".into()], "multios-ebpf", "high");
-        fill_terms(&mut terms, &old, None, &mut notes);
+        fill_terms(&mut terms, &old, None, 0.0, &mut notes);
         assert_eq!(terms.at_map, None);
         assert_eq!(terms.touch, Some(touch));
         assert!(notes.iter().any(|n| n.contains("anon_maps")), "{notes:?}");
@@ -379,13 +440,13 @@ mod tests {
         // turns at-map off for the LWK runs as well).
         if std::env::var_os("MULTIOS_LWK_POPULATE_SYNC").is_none() {
             let mut terms = on.clone();
-            fill_terms(&mut terms, &profile_with(&[&[1 << 20]]), None, &mut notes);
+            fill_terms(&mut terms, &profile_with(&[&[1 << 20]]), None, 0.0, &mut notes);
             assert_eq!(terms.at_map.map(|a| a.pages), Some(256.0));
         }
         // `touch` off: nothing to split, nothing noted.
         let mut terms = multios_model::Terms { touch: None, ..on };
         let mut notes = Vec::new();
-        fill_terms(&mut terms, &old, None, &mut notes);
+        fill_terms(&mut terms, &old, None, 0.0, &mut notes);
         assert!(notes.is_empty() && terms.at_map == Some(at_map));
     }
 }
