@@ -17,8 +17,9 @@
 //!   [`OFFLOAD_ROUNDS`] rounds, each run's chases against its own `none` chase, medians
 //!   ([`analyse`]).
 //! - `touch` (the LWK): `csrc/touchbench.c` — first writes to each 4 KiB page of fresh anonymous
-//!   memory ([`TOUCH_MIB`] MiB), natively and in the LWK, [`TOUCH_ROUNDS`] rounds in alternating
-//!   order, medians: the LWK's extra cost per first touch. The pages come from the workload's own
+//!   memory ([`TOUCH_MIB`] MiB), natively and in the LWK, [`TOUCH_ROUNDS`] rounds in rotated
+//!   order, medians: the LWK's extra cost per first touch; and, with the LWK populating at map
+//!   time beside it, the mapping call's cost per populated page and a populated page's touch. The pages come from the workload's own
 //!   native runs (their minor faults, [`TermCache::base_faults`] less).
 //! - `memcalls` (the LWK): `csrc/memcalls.c` — mmap, mremap and munmap of anonymous memory at two
 //!   lengths, natively and in the LWK ([`super::memcalls`]): the LWK's extra cost per call and per
@@ -33,7 +34,7 @@ use super::{lwk_pairs, lwk_pairs_counted, Config, Workload};
 use crate::compare::{self, capture};
 use crate::ExperimentError;
 use multios_emulate::{CostModel, Interception, Mechanism, RunIo};
-use multios_model::{ByClass, Cache, Images, Term, Terms, Touch};
+use multios_model::{ByClass, Cache, Images, Term, Terms};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -201,19 +202,43 @@ impl TermCache {
         }
         if on(Term::Touch) && target == Target::Lwk {
             let exe = build_c(scratch, "touchbench", TOUCH_SOURCE)?;
-            let (native, lwk) = touch_lwk(cfg, &exe, scratch)?;
-            let per_page = ((lwk - native) * 1e-9).max(0.0);
-            self.note(
-                target,
-                "touch",
-                format!("{:.2} µs per first touch of a 4 KiB page more than natively ({native:.0} ns natively, {lwk:.0} ns in the LWK)", per_page * 1e6),
-                format!("touchbench.c: first writes to {TOUCH_MIB} MiB of fresh anonymous memory, natively and `lwk run --policy all`, {TOUCH_ROUNDS} rounds alternating, medians; pages: the workload's native minor faults less its empty run's"),
-                [("native_touch_ns", native), ("lwk_touch_ns", lwk)],
-            );
-            t.touch = Some(Touch {
-                pages: 0.0,
-                per_page_s: per_page,
+            let m = touch_lwk(cfg, &exe, scratch)?;
+            let (prices, at_map) = m.prices();
+            let mut numbers = BTreeMap::new();
+            for (side, r) in [
+                ("native", m.native),
+                ("lwk_off", m.lwk_off),
+                ("lwk_at_map", m.lwk_on),
+            ] {
+                numbers.insert(format!("{side}.first_touch_ns"), r.first);
+                numbers.insert(format!("{side}.map_per_page_ns"), r.map);
+                numbers.insert(format!("{side}.chunk_touch_ns"), r.touch);
+            }
+            numbers.insert("native_touch_ns".into(), m.native.first);
+            numbers.insert("lwk_touch_ns".into(), m.lwk_off.first);
+            numbers.insert("first_touch_extra_ns".into(), prices.per_page_s * 1e9);
+            numbers.insert("populate_per_page_ns".into(), at_map.populate_s * 1e9);
+            numbers.insert("populated_touch_extra_ns".into(), at_map.touch_s * 1e9);
+            self.measurements.push(Measurement {
+                target: key.clone(),
+                term: "touch".into(),
+                value: format!(
+                    "a first touch of a 4 KiB page {:.2} µs more than natively ({:.0} ns natively, {:.0} ns in the LWK, at-map off); a page populated at map time {:.2} µs in its mapping call and {:+.2} µs at its touch against a native first touch ({:.0} ns in the LWK)",
+                    prices.per_page_s * 1e6,
+                    m.native.first,
+                    m.lwk_off.first,
+                    at_map.populate_s * 1e6,
+                    at_map.touch_s * 1e6,
+                    m.lwk_on.touch
+                ),
+                how: format!("touchbench.c {TOUCH_MIB} populate: first writes to {TOUCH_MIB} MiB of fresh anonymous memory, then {TOUCH_MIB} chunks of 1 MiB + 4 KiB mapped one by one (the calls timed) and written, natively and `lwk run --policy all` with `--populate-at-map off` and at its default, {TOUCH_ROUNDS} rounds with the order rotated, medians; pages: the workload's native minor faults less its empty run's; populated pages: its profile's anonymous ranges (Σ min(length, cap) per process) less its empty run's"),
+                numbers,
             });
+            t.touch = Some(prices);
+            // `at-map` refines `touch`: its prices come from the same runs.
+            if on(Term::AtMap) {
+                t.at_map = Some(at_map);
+            }
         }
         if on(Term::Memcalls) && target == Target::Lwk {
             let exe = build_c(scratch, "memcalls", MEMCALLS_SOURCE)?;
