@@ -28,7 +28,7 @@ pub fn touch_lwk(cfg: &Config, exe: &Path, scratch: &Path) -> Result<(f64, f64),
 }
 
 /// A microbenchmark `argv` natively on the compute CPUs and in `multios lwk run --policy all
-/// --populate-at-map off`, `rounds` runs a side in alternating order (native first in even rounds), each in a fresh
+/// --populate-at-map off --populate-next off`, `rounds` runs a side in alternating order (native first in even rounds), each in a fresh
 /// directory under `scratch`: what `parse` reads from each run's output, per side. A run that
 /// fails or prints nothing `parse` takes is an error naming `label` and what was missing.
 pub fn alternate<T>(
@@ -57,8 +57,20 @@ pub fn alternate<T>(
                 // seventh session), the mmap would carry the touches' work and the touches none,
                 // priced per byte of any length while the LWK populates only a range's first
                 // 4 MiB. How the model should charge the populated pages is open (VALIDATE.md).
-                c.args(["lwk", "run", "--policy", "all", "--populate-at-map", "off", "--"])
-                    .args(argv);
+                // Nor does the proxy make the next mappings' pages ahead (`--populate-next`,
+                // the LWK's default since the eighth session): the mmap would find them made.
+                c.args([
+                    "lwk",
+                    "run",
+                    "--policy",
+                    "all",
+                    "--populate-at-map",
+                    "off",
+                    "--populate-next",
+                    "off",
+                    "--",
+                ])
+                .args(argv);
                 c
             } else {
                 let mut c = Command::new("taskset");
