@@ -72,7 +72,7 @@ pub struct Config {
     pub populate_at_map: u64,
     /// Keep this many bytes of the free memory the next anonymous mappings will get populated,
     /// by the proxy between calls (`--populate-next`, `next.rs`; 0: off). Default
-    /// [`crate::next::DEFAULT_AHEAD`], or `MULTIOS_LWK_POPULATE_NEXT` (KiB, `off`).
+    /// [`crate::next::DEFAULT_AHEAD`] (off), or `MULTIOS_LWK_POPULATE_NEXT` (`on`, KiB, `off`).
     pub populate_next: u64,
     /// List the guest's areas with their resident pages at the end (`costs.areas`;
     /// `residency.rs`): `lwk run -v` and `--summary` ask for it.

@@ -29,8 +29,13 @@ use crate::mm::{Mm, RangeSet, PAGE};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Mutex;
 
-/// The default bytes of foreseen mappings kept populated (two of Racket's heap chunks).
-pub const DEFAULT_AHEAD: u64 = 4 << 20;
+/// The bytes of foreseen mappings kept populated when it is on (`--populate-next on`: two of
+/// Racket's heap chunks).
+pub const AHEAD: u64 = 4 << 20;
+/// The default: off. On the loaded machine of 2026-11-26 21:15–21:38 no paired interval decided
+/// either way (docs/BENCHMARKS.md, "The next mappings populated while the proxy idles"); a quiet
+/// paired run decides.
+pub const DEFAULT_AHEAD: u64 = 0;
 /// How many of the last mappings' sizes the forecast repeats.
 pub const SIZES: usize = 2;
 /// How many mappings' sizes are kept to tell recurring sizes from one-off ones.
@@ -107,12 +112,12 @@ impl Next {
         }
     }
 
-    /// `MULTIOS_LWK_POPULATE_NEXT` (KiB; `off` or 0: off) when set and understood, else
-    /// `default` (bytes).
+    /// `MULTIOS_LWK_POPULATE_NEXT` ([`parse_ahead`]) when set and understood, else `default`
+    /// (bytes).
     pub fn ahead_from_env(default: u64) -> u64 {
         std::env::var("MULTIOS_LWK_POPULATE_NEXT")
             .ok()
-            .and_then(|v| crate::atmap::parse_kib(&v))
+            .and_then(|v| parse_ahead(&v))
             .unwrap_or(default)
     }
 
@@ -281,6 +286,15 @@ impl Next {
             seconds: st.ns as f64 * 1e-9,
             ..st.counts
         }
+    }
+}
+
+/// `--populate-next`'s value as bytes: `on` ([`AHEAD`]), `off` or `0` (0), or KiB; None when not
+/// understood.
+pub fn parse_ahead(v: &str) -> Option<u64> {
+    match v.trim() {
+        "on" => Some(AHEAD),
+        n => crate::atmap::parse_kib(n),
     }
 }
 
@@ -557,5 +571,9 @@ mod tests {
         assert_eq!(outside(0, 100, &[(10, 20), (50, 100)]), vec![(0, 10), (20, 50)]);
         assert_eq!(outside(0, 100, &[]), vec![(0, 100)]);
         assert_eq!(outside(0, 100, &[(0, 100)]), vec![]);
+        assert_eq!(parse_ahead("on"), Some(AHEAD));
+        assert_eq!(parse_ahead("off"), Some(0));
+        assert_eq!(parse_ahead("8192"), Some(8 << 20));
+        assert_eq!(parse_ahead("lots"), None);
     }
 }

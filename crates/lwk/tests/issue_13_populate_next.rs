@@ -5,8 +5,8 @@
 //! checks every byte of each new mapping reads zero, fills it, unmaps and maps again every third
 //! pair (new mappings land where old data was), and computes between pairs without calls. Its
 //! output must be native's — no stale byte, every pattern kept — with populating the next
-//! mappings off, on by default, with a small budget and a large one, with and without populating
-//! at map time; and the counters must move: pages made ahead, mappings that found them (hits),
+//! mappings off (the default), on, with a small budget and a large one, with and without
+//! populating at map time; and the counters must move: pages made ahead, mappings that found them (hits),
 //! fewer pages made in the mapping calls, and every page made accounted for once.
 //!
 //! Needs /dev/kvm and gcc: FAILS (never skips) without them.
@@ -34,7 +34,7 @@ fn issue_13_fresh_mappings_read_zero_with_the_next_mappings_populated_ahead() {
     let dir = Scratch::new("multios-issue-13", "nextmaps");
     for flags in sidebyside::BUILDS {
         let prog = build_c(dir.path(), "nextmaps", flags);
-        for next in ["off", "default", "64", "16384"] {
+        for next in ["default", "on", "64", "16384"] {
             for at_map in ["default", "off"] {
                 let mut env = Vec::new();
                 if next != "default" {
@@ -69,7 +69,7 @@ fn issue_13_the_proxy_populates_where_the_next_mappings_land() {
     let dir = Scratch::new("multios-issue-13", "nextcounts");
     let prog = build_c(dir.path(), "nextmaps", &["-O1"]);
     let off = run_lwk(&prog, 0);
-    let on = run_lwk(&prog, multios_lwk::next::DEFAULT_AHEAD);
+    let on = run_lwk(&prog, multios_lwk::next::AHEAD);
     let (p_off, p_on) = (off.costs.populate, on.costs.populate);
     assert_eq!(
         p_off.next,
@@ -77,7 +77,7 @@ fn issue_13_the_proxy_populates_where_the_next_mappings_land() {
         "off: {p_off:?}"
     );
     let n = p_on.next;
-    assert_eq!(n.ahead_bytes, multios_lwk::next::DEFAULT_AHEAD);
+    assert_eq!(n.ahead_bytes, multios_lwk::next::AHEAD);
     // 16 pairs and 5 pairs mapped again: 21 chunks of 516 pages and their bookkeeping. The
     // proxy has milliseconds of the guest's computing after each pair: most chunks find their
     // pages made (one is enough here: the counts, not the timing, are the test).

@@ -37,13 +37,13 @@ fn issue_13_racket_gives_native_output_with_populating_at_map_time_on_or_off() {
     let racket = racket();
     for (prog, arg) in [("fannkuch-redux.rkt", "7"), ("n-body.rkt", "1000")] {
         let file = program(prog);
-        // The defaults (populating at map time and the next mappings ahead), at map time off
-        // or small, and the next mappings not populated ahead (`next.rs`).
+        // The defaults (populating at map time), at map time off or small, and the next
+        // mappings populated ahead while the proxy idles (`next.rs`).
         let settings: [&[(&str, &str)]; 4] = [
             &[],
             &[("MULTIOS_LWK_POPULATE_SYNC", "off")],
             &[("MULTIOS_LWK_POPULATE_SYNC", "64")],
-            &[("MULTIOS_LWK_POPULATE_NEXT", "off")],
+            &[("MULTIOS_LWK_POPULATE_NEXT", "on")],
         ];
         for env in settings {
             let o = assert_same(&racket, &[&file, arg], env);
@@ -97,7 +97,7 @@ fn issue_13_racket_s_next_heap_chunks_are_populated_while_the_proxy_idles() {
         o
     };
     let off = run(0);
-    let on = run(multios_lwk::next::DEFAULT_AHEAD);
+    let on = run(multios_lwk::next::AHEAD);
     let n = on.costs.populate.next;
     // The heap chunks Racket maps while it loads its boot files: some found their pages made
     // (how many depends on the proxy's CPU; a chunk is 516 pages), and every page made ahead

@@ -117,10 +117,10 @@ struct RunArgs {
     populate_at_map: Option<String>,
     /// While the proxy idles between calls, make the host pages of the free memory where the
     /// next anonymous mappings will land (the LWK's mmap is deterministic; the forecast repeats
-    /// the last two mappings' sizes), KIB of them at a time, so that the mapping call finds them
-    /// made; or `off`. Pages no mapping gets are given back. Default: the environment's
-    /// MULTIOS_LWK_POPULATE_NEXT, else 4096 (see docs/LWK.md)
-    #[arg(long, value_name = "KIB|off")]
+    /// the recurring sizes of the last mappings), KIB of them at a time, so that the mapping call
+    /// finds them made: `on` (4096), a number of KiB, or `off`. Pages no mapping gets are given
+    /// back. Default: the environment's MULTIOS_LWK_POPULATE_NEXT, else off (see docs/LWK.md)
+    #[arg(long, value_name = "on|KIB|off")]
     populate_next: Option<String>,
     /// Reserve the LWK's CPUs and memory for the run (IHK's reserve cpu/mem): an isolated cpuset
     /// partition (no other task there, no load balancing; cgroup v2, or cgroup v1 where cpuset is
@@ -200,8 +200,10 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
         })?;
     }
     if let Some(p) = &a.populate_next {
-        cfg.populate_next = multios_lwk::atmap::parse_kib(p).ok_or_else(|| {
-            anyhow::anyhow!("--populate-next {p}: expected `off` or a number of KiB kept populated ahead")
+        cfg.populate_next = multios_lwk::next::parse_ahead(p).ok_or_else(|| {
+            anyhow::anyhow!(
+                "--populate-next {p}: expected `on`, `off` or a number of KiB kept populated ahead"
+            )
         })?;
     }
     cfg.count_resident = a.verbose || out.format == Format::Json || a.summary.is_some();

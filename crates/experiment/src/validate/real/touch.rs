@@ -57,8 +57,9 @@ pub fn alternate<T>(
                 // seventh session), the mmap would carry the touches' work and the touches none,
                 // priced per byte of any length while the LWK populates only a range's first
                 // 4 MiB. How the model should charge the populated pages is open (VALIDATE.md).
-                // Nor does the proxy make the next mappings' pages ahead (`--populate-next`,
-                // the LWK's default since the eighth session): the mmap would find them made.
+                // Nor does the proxy make the next mappings' pages ahead (`--populate-next`, off
+                // by default, kept off here should the default change): the mmap would find
+                // them made.
                 c.args([
                     "lwk",
                     "run",
