@@ -178,10 +178,10 @@ pub fn fill_terms(
 }
 
 /// A microbenchmark `argv` natively on the compute CPUs and in `multios lwk run --policy all
-/// --populate-at-map off`, `rounds` runs a side in alternating order (native first in even
-/// rounds), each in a fresh directory under `scratch`: what `parse` reads from each run's output,
-/// per side. A run that fails or prints nothing `parse` takes is an error naming `label` and
-/// what was missing.
+/// --populate-at-map off --populate-next off`, `rounds` runs a side in alternating order (native
+/// first in even rounds), each in a fresh directory under `scratch`: what `parse` reads from each
+/// run's output, per side. A run that fails or prints nothing `parse` takes is an error naming
+/// `label` and what was missing.
 pub fn alternate<T>(
     cfg: &Config,
     argv: &[String],
@@ -224,7 +224,10 @@ pub fn rotate<T>(
                     // touch's own cost: with the LWK populating new memory in the mapping call
                     // (its default since the seventh session) the mmap would carry the touches'
                     // work and the touches none. `touch` measures the populating apart, with
-                    // at-map on (its default cap), beside.
+                    // at-map on (its default cap), beside. Nor does the proxy make the next
+                    // mappings' pages ahead (`--populate-next`, off by default, kept off here
+                    // should the default change): the mmap would find them made.
+                    c.args(["--populate-next", "off"]);
                     if !at_map {
                         c.args(["--populate-at-map", "off"]);
                     }
