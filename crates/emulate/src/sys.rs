@@ -410,6 +410,11 @@ pub fn fork_child(child: impl FnOnce()) -> io::Result<libc::pid_t> {
         return Err(io::Error::last_os_error());
     }
     if pid == 0 {
+        // The program starts with SIGPIPE at its default disposition, as std's Command gives it:
+        // Rust's runtime ignores SIGPIPE in multios itself, and an ignored disposition survives
+        // exec (under proxy `yes | head -1` exited 1 on EPIPE instead of dying by SIGPIPE).
+        // SAFETY: signal is async-signal-safe; SIG_DFL is a valid disposition.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
         child();
         // SAFETY: _exit ends the child at once, async-signal-safe.
         unsafe { libc::_exit(127) }
