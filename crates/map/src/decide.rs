@@ -11,13 +11,12 @@
 //! the model says (the decision records what the model predicted).
 //!
 //! Since h-map4 the model also carries the calibration's spread (each measurement's median's 95 %
-//! interval over its rounds, [`HopModel::spread`]), and the placement must also hold at the ends
-//! least favourable to it — Linux's own placement of pairs at the low end of its interval, every
-//! arrangement the placement pins at the high end — within [`TOLERANCE`] (no more than 3 % slower
-//! than Linux's). A gain the calibration's own rounds do not show beyond their spread is a gain
-//! the model read into noise: on the quiet 2-CPU VM Linux keeps two or more pairs together and
-//! even, a placement can at best tie there, and the rows placed for a predicted 1.1–1.15× measured
-//! 0.89–1.03× (docs/BENCHMARKS.md, h-map3 and h-map4).
+//! interval over its rounds, [`HopModel::spread`]), and the decision reports the same comparison
+//! at the ends least favourable to the placement — Linux's own placement of pairs at the low end
+//! of its interval, every arrangement the placement pins at the high end — as
+//! `least_favourable_speedup`, flagged when the placement is more than [`TOLERANCE`] slower there.
+//! It is evidence for the reader, not a gate: tried as one, it threw away real gains under load
+//! (docs/BENCHMARKS.md, h-map4).
 //!
 //! The quiet run of 2026-11-26 08:50 (docs/BENCHMARKS.md) is why: the affinity rule pinned the
 //! producer and the consumer of `multios-prodcons` to one CPU (eq. 1 charges a pair apart an idle
@@ -37,10 +36,12 @@ use serde::{Deserialize, Serialize};
 /// placement that wins by less than its own error is a coin toss that pins threads for nothing.
 pub const MARGIN: f64 = 0.10;
 
-/// With the calibration's spread ([`HopModel::spread`]), the placement must also be predicted no
-/// more than this much slower than Linux's at the ends of the measurements least favourable to it
-/// ([`HopModel::least_favourable`]): linux / placed ≥ 1 / (1 + TOLERANCE). The issue's target
-/// ("never more than 3 % slower than Linux's placement"), asked of the calibration's own rounds.
+/// With the calibration's spread ([`HopModel::spread`]) the decision also reports the model's
+/// ratio at the ends of its measurements least favourable to the placement
+/// ([`HopModel::least_favourable`]) and says when it is below 1 / (1 + TOLERANCE) (the placement
+/// more than 3 % slower there: the predicted gain is within the calibration's own spread). It
+/// does not decide: as a gate, with `bench map`'s 3-round first half on a loaded VM, it kept
+/// Linux's placement in 15 of 16 IPC rows, where the placements had run 0.44–0.90× Linux's time.
 pub const TOLERANCE: f64 = 0.03;
 
 /// Which placement a run gets.
@@ -68,11 +69,11 @@ pub struct Decision {
     pub linux_s: f64,
     /// linux_s / placed_s: how much faster the model predicts the placement (below 1: slower).
     pub predicted_speedup: f64,
-    /// The placement is applied only when `predicted_speedup` > 1 + margin …
+    /// The placement is applied only when `predicted_speedup` > 1 + margin.
     pub margin: f64,
-    /// … and, when the model has the calibration's spread, the same ratio at the ends of its
-    /// measurements least favourable to the placement is ≥ 1 / (1 + [`TOLERANCE`]) (since
-    /// h-map4; None: no spread in the model).
+    /// The same ratio at the ends of the calibration's measurements least favourable to the
+    /// placement (since h-map4, reported, not deciding; below 1 / (1 + [`TOLERANCE`]) the
+    /// predicted gain is within the calibration's own spread; None: no spread in the model).
     #[serde(default)]
     pub least_favourable_speedup: Option<f64>,
     /// The same in words.
@@ -122,8 +123,10 @@ pub fn decide(
     let times = format!(
         "the model predicts {placed_s:.3} s with the placement and {linux_s:.3} s under Linux's placement ({predicted_speedup:.2}×)"
     );
-    let by_margin = predicted_speedup > 1.0 + margin;
+    let wins = predicted_speedup > 1.0 + margin;
     // the calibration's rounds least favourable to the placement: still no more than 3 % slower?
+    // Reported, not deciding (measured: as a gate it kept Linux's placement in 15 of 16 loaded
+    // rows whose placements won 0.44–0.90×; docs/BENCHMARKS.md, h-map4)
     let holds = least_favourable_speedup.is_none_or(|x| x >= 1.0 / (1.0 + TOLERANCE));
     let edges = match least_favourable_speedup {
         Some(x) => format!(
@@ -131,13 +134,11 @@ pub fn decide(
             if holds {
                 ""
             } else {
-                // the gain is within the calibration's own spread
-                " (more than 3 % slower: the gain is not shown beyond the calibration's own spread)"
+                " (more than 3 % slower there: the gain is within the calibration's own spread)"
             }
         ),
         None => String::new(),
     };
-    let wins = by_margin && holds;
     let (choice, reason) = if pinned == 0 {
         (
             Choice::Linux,
@@ -147,12 +148,12 @@ pub fn decide(
         (
             Choice::Placement,
             format!(
-                "forced: {pinned} of {} threads pinned whatever the model says; {times}{edges}{}",
+                "forced: {pinned} of {} threads pinned whatever the model says; {times}{}{edges}",
                 pus.len(),
                 if wins {
                     ""
                 } else {
-                    ", not shown faster"
+                    ", not more than the margin faster"
                 }
             ),
         )
@@ -165,19 +166,11 @@ pub fn decide(
                 100.0 * margin
             ),
         )
-    } else if !by_margin {
-        (
-            Choice::Linux,
-            format!(
-                "Linux's placement kept (nothing pinned): {times}, not more than the {:.0} % margin faster{edges}",
-                100.0 * margin
-            ),
-        )
     } else {
         (
             Choice::Linux,
             format!(
-                "Linux's placement kept (nothing pinned): {times}, more than the {:.0} % margin faster{edges}",
+                "Linux's placement kept (nothing pinned): {times}, not more than the {:.0} % margin faster{edges}",
                 100.0 * margin
             ),
         )
@@ -540,10 +533,10 @@ mod tests {
     }
 
     #[test]
-    fn issue_12_a_gain_within_the_calibrations_own_spread_keeps_linuxs_placement() {
+    fn issue_12_a_gain_within_the_calibrations_own_spread_is_reported_not_decided() {
         // 16 pairs of 64 KiB, the calibration's medians 1.2× in favour of the packed placement
-        // (the margin passed), but its rounds spread ±15 %: at the ends least favourable to the
-        // placement it is more than 3 % slower — the gain is not shown, Linux's placement kept
+        // (the margin passed), its rounds spread ±15 %: at the ends least favourable to the
+        // placement it is more than 3 % slower — reported and said, the margin decides
         let topo = two_cpus();
         let g = recorded_pairs(16, 65536, 2000, 2.0 * 16.0);
         let wide = plan(&g, &topo, &with_spread(measured_packed(1.2), 0.85, 1.15), Options::default());
@@ -551,28 +544,21 @@ mod tests {
         assert!(d.predicted_speedup > 1.0 + MARGIN, "{d:?}");
         let lf = d.least_favourable_speedup.expect("spread");
         assert!(lf < 1.0 / (1.0 + TOLERANCE), "{d:?}");
-        assert_eq!(d.choice, Choice::Linux, "{d:?}");
-        assert!(wide.rules().is_empty());
-        assert!(d.reason.contains("least favourable"), "{}", d.reason);
-        // the same medians measured tightly (±1 %): placed
+        assert_eq!(d.choice, Choice::Placement, "{d:?}");
+        assert!(
+            d.reason.contains("least favourable") && d.reason.contains("within the calibration's own spread"),
+            "{}",
+            d.reason
+        );
+        // measured tightly (±1 %): the least favourable ends still faster, nothing flagged
         let tight = plan(&g, &topo, &with_spread(measured_packed(1.2), 0.99, 1.01), Options::default());
-        assert_eq!(tight.decision.choice, Choice::Placement, "{:?}", tight.decision);
-        // without a spread (a model written before): the margin alone, as before
+        let t = &tight.decision;
+        assert!(t.least_favourable_speedup.is_some_and(|x| x > 1.0 + MARGIN), "{t:?}");
+        assert!(!t.reason.contains("own spread"), "{}", t.reason);
+        // without a spread (a model written before): nothing reported
         let before = plan(&g, &topo, &measured_packed(1.2), Options::default());
         assert_eq!(before.decision.least_favourable_speedup, None);
-        assert_eq!(before.decision.choice, Choice::Placement, "{:?}", before.decision);
-        // forced: applied whatever the spread says, and the reason says it was not shown faster
-        let forced = plan(
-            &g,
-            &topo,
-            &with_spread(measured_packed(1.2), 0.85, 1.15),
-            Options {
-                force: true,
-                ..Options::default()
-            },
-        );
-        assert_eq!(forced.decision.choice, Choice::Placement);
-        assert!(forced.decision.reason.contains("not shown faster"), "{}", forced.decision.reason);
+        assert!(!before.decision.reason.contains("least favourable"));
     }
 
     #[test]

@@ -66,9 +66,9 @@ pub struct HopModel {
     #[serde(default = "one")]
     pub parallel_ipc: f64,
     /// The curves at the ends of each measurement's interval over the calibration's rounds (since
-    /// h-map4): `map run` applies a placement only when the model still predicts it no slower than
-    /// Linux's at the ends least favourable to it ([`HopModel::least_favourable`]). None: not
-    /// measured (a model written before, or the linear model).
+    /// h-map4): `map run` reports its decision also at the ends least favourable to the placement
+    /// ([`HopModel::least_favourable`]). None: not measured (a model written before, or the linear
+    /// model).
     #[serde(default)]
     pub spread: Option<CurveSpread>,
     /// The curves a recorded run's messages are priced with ([`HopModel::recorded_ns`]) when

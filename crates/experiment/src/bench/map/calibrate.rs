@@ -230,8 +230,8 @@ pub struct Sample {
     pub cpu_us: f64,
     /// The wall time's median's 95 % interval over the rounds ([`median_interval`]: with fewer
     /// than 6 rounds the smallest and largest run): how far the median could be from this
-    /// measurement's own rounds (since h-map4; `map run` decides with the ends least favourable
-    /// to a placement).
+    /// measurement's own rounds (since h-map4; `map run` reports its decision at the ends least
+    /// favourable to a placement).
     pub wall_low_us: f64,
     pub wall_high_us: f64,
 }
@@ -268,7 +268,8 @@ pub struct Calibration {
     pub rounds: u64,
     /// The curves at the low and at the high end of each median's interval over the rounds
     /// ([`Sample::wall_low_us`], `wall_high_us`), each made non-decreasing in the size: what
-    /// `map run` decides with at the ends least favourable to a placement (since h-map4).
+    /// `map run` reports its decision with at the ends least favourable to a placement (since
+    /// h-map4).
     pub spread: Option<CurveSpread>,
 }
 
