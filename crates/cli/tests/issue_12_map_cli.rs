@@ -419,7 +419,8 @@ fn issue_12_map_run_keeps_linuxs_placement_when_its_model_predicts_a_loss() {
     assert_eq!(code, 0, "{err}");
     let _ = out;
     assert!(
-        err.contains("map run: placement Linux's (nothing pinned)") && err.contains("under Linux's placement"),
+        err.contains("map run: placement Linux's (nothing pinned)")
+            && err.contains("under Linux's placement"),
         "{err}"
     );
     assert!(err.contains("--force-placement"), "{err}");

@@ -539,7 +539,12 @@ mod tests {
         // placement it is more than 3 % slower — reported and said, the margin decides
         let topo = two_cpus();
         let g = recorded_pairs(16, 65536, 2000, 2.0 * 16.0);
-        let wide = plan(&g, &topo, &with_spread(measured_packed(1.2), 0.85, 1.15), Options::default());
+        let wide = plan(
+            &g,
+            &topo,
+            &with_spread(measured_packed(1.2), 0.85, 1.15),
+            Options::default(),
+        );
         let d = &wide.decision;
         assert!(d.predicted_speedup > 1.0 + MARGIN, "{d:?}");
         let lf = d.least_favourable_speedup.expect("spread");
@@ -551,9 +556,17 @@ mod tests {
             d.reason
         );
         // measured tightly (±1 %): the least favourable ends still faster, nothing flagged
-        let tight = plan(&g, &topo, &with_spread(measured_packed(1.2), 0.99, 1.01), Options::default());
+        let tight = plan(
+            &g,
+            &topo,
+            &with_spread(measured_packed(1.2), 0.99, 1.01),
+            Options::default(),
+        );
         let t = &tight.decision;
-        assert!(t.least_favourable_speedup.is_some_and(|x| x > 1.0 + MARGIN), "{t:?}");
+        assert!(
+            t.least_favourable_speedup.is_some_and(|x| x > 1.0 + MARGIN),
+            "{t:?}"
+        );
         assert!(!t.reason.contains("own spread"), "{}", t.reason);
         // without a spread (a model written before): nothing reported
         let before = plan(&g, &topo, &measured_packed(1.2), Options::default());
@@ -567,7 +580,12 @@ mod tests {
         // ≈ 25 µs, against ≈ 8 together; the model predicts 1.52×) is beyond a ±10 % spread
         // (1.24× at the least favourable ends): placed
         let g = recorded_pairs(1, 1024, 2000, 24.0);
-        let plan = plan(&g, &two_cpus(), &with_spread(measured(), 0.9, 1.1), Options::default());
+        let plan = plan(
+            &g,
+            &two_cpus(),
+            &with_spread(measured(), 0.9, 1.1),
+            Options::default(),
+        );
         let d = &plan.decision;
         assert_eq!(d.choice, Choice::Placement, "{d:?}");
         assert!(d.least_favourable_speedup.is_some_and(|x| x > 1.2), "{d:?}");

@@ -567,9 +567,7 @@ pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Report, MapBench
         match Standing::of(p) {
             Standing::NotSlower => verdicts.not_slower += 1,
             Standing::MedianOnly => verdicts.not_slower_median_only += 1,
-            Standing::Undecided => verdicts
-                .undecided
-                .push(format!("{name}: {}{aa}", ratio_text(p))),
+            Standing::Undecided => verdicts.undecided.push(format!("{name}: {}{aa}", ratio_text(p))),
             Standing::Slower => verdicts.slower.push(format!("{name}: {}{aa}", ratio_text(p))),
         }
     }
@@ -625,9 +623,18 @@ mod tests {
     #[test]
     fn issue_12_a_ratio_inside_linuxs_own_spread_is_within_the_aa() {
         let aa = ratios(&[0.92, 0.97, 1.0, 1.02, 1.05, 1.09]);
-        assert_eq!(within_aa(&ratios(&[1.0, 1.05, 1.06, 1.07, 1.08, 1.1]), &aa), Some(true));
-        assert_eq!(within_aa(&ratios(&[1.1, 1.12, 1.13, 1.14, 1.15, 1.2]), &aa), Some(false));
-        assert_eq!(within_aa(&ratios(&[0.5, 0.6, 0.7, 0.7, 0.8, 0.9]), &aa), Some(false));
+        assert_eq!(
+            within_aa(&ratios(&[1.0, 1.05, 1.06, 1.07, 1.08, 1.1]), &aa),
+            Some(true)
+        );
+        assert_eq!(
+            within_aa(&ratios(&[1.1, 1.12, 1.13, 1.14, 1.15, 1.2]), &aa),
+            Some(false)
+        );
+        assert_eq!(
+            within_aa(&ratios(&[0.5, 0.6, 0.7, 0.7, 0.8, 0.9]), &aa),
+            Some(false)
+        );
         // an A/A without an interval: within |median − 1| of 1
         let short = ratios(&[1.04, 1.06]);
         assert_eq!(within_aa(&ratios(&[1.03, 1.04]), &short), Some(true));
