@@ -312,7 +312,9 @@ mib = 0.25
 
 /// `touch` (the LWK's first touches): the pages are the workload's native minor faults less its
 /// empty run's — dd reading 32 MiB into one buffer touches ≈ 8 192 pages its `count=0` run does
-/// not — priced by the touch microbenchmark, which the output keeps. No timing is asserted.
+/// not — priced by the touch microbenchmark, which the output keeps; with `at-map`, the pages the
+/// LWK populates at map time come from the profile's anonymous ranges, priced by the same
+/// microbenchmark's populate phase. No timing is asserted.
 #[test]
 fn issue_15_touch_counts_the_pages_the_workload_touches_beyond_its_empty_run() {
     let dir = scratch::Scratch::new("multios-issue15", "touch");
@@ -336,12 +338,26 @@ startup_argv = ["dd", "if=/dev/zero", "of=/dev/null", "bs=32M", "count=0", "stat
             "--runs",
             "1",
             "--terms",
-            "startup-own,touch",
+            "startup-own,touch,at-map",
         ],
     );
     let v = json(&o);
     let p = &v["workloads"][0]["points"][0];
     let pages = p["terms"]["touch"]["pages"].as_f64().expect("touch pages");
+    // dd's 32 MiB buffer: the LWK populates its first 4 MiB (its `count=0` run's buffer too,
+    // when it allocates one), so 0 to 1 024 pages beyond the empty run's.
+    let populated = p["terms"]["at_map"]["pages"].as_f64().expect("at-map pages");
+    assert!((0.0..=1100.0).contains(&populated), "{populated}: {v}");
+    assert!(
+        p["terms"]["at_map"]["populate_s"]
+            .as_f64()
+            .is_some_and(|s| s >= 0.0),
+        "{v}"
+    );
+    assert!(
+        p["without_term"]["at-map"].as_f64().is_some_and(f64::is_finite),
+        "{v}"
+    );
     assert!((4_000.0..20_000.0).contains(&pages), "{pages}: {v}");
     assert!(
         p["terms"]["touch"]["per_page_s"]
@@ -355,7 +371,9 @@ startup_argv = ["dd", "if=/dev/zero", "of=/dev/null", "bs=32M", "count=0", "stat
         m.iter().any(|m| m["term"] == "touch"
             && m["target"] == "lwk"
             && m["numbers"]["lwk_touch_ns"].is_number()
-            && m["numbers"]["native_touch_ns"].is_number()),
+            && m["numbers"]["native_touch_ns"].is_number()
+            && m["numbers"]["populate_per_page_ns"].is_number()
+            && m["numbers"]["lwk_at_map.chunk_touch_ns"].is_number()),
         "{v}"
     );
 }

@@ -8,7 +8,8 @@ Runs one warm-up of each, then ROUNDS rounds, forward and reversed in turn (1 2 
 each command split as a shell splits words and run without a shell, output thrown away. A
 command containing `--summary @` gets a fresh summary file in place of `@` each run; from those
 it reports the medians of the LWK's vCPU time on a CPU, KVM's faults (`pf_fixed`), the host
-faults on the vCPU and proxy threads and the pages populated ahead. Prints each command's median
+faults on the vCPU and proxy threads, the pages populated ahead, at map time and ahead
+of the next mappings (`next_pages`, `next_hits`, `next_ms`). Prints each command's median
 wall time, and per command after the first the median of the per-round ratios to the first with
 their quartiles, and the load average before and after. No statistics beyond that: a wide
 quartile range says the machine was noisy.
@@ -54,6 +55,9 @@ def once(argv, summary):
             "host_faults": c.get("host_faults", 0),
             "sync_populated": c.get("populate", {}).get("sync_pages", 0),
             "sync_ms": c.get("populate", {}).get("sync_seconds", 0) * 1e3,
+            "next_pages": c.get("populate", {}).get("next", {}).get("pages", 0),
+            "next_hits": c.get("populate", {}).get("next", {}).get("hits", 0),
+            "next_ms": c.get("populate", {}).get("next", {}).get("seconds", 0) * 1e3,
             "doorbell_waits": c.get("doorbell_waits", 0),
             "wait_sleeps": c.get("doorbell_wait_sleeps", 0),
         }

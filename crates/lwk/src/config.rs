@@ -70,6 +70,10 @@ pub struct Config {
     /// makes it (`--populate-at-map`, `atmap.rs`; 0: off). Default
     /// [`crate::atmap::DEFAULT_PER_RANGE`], or `MULTIOS_LWK_POPULATE_SYNC` (KiB, `off`).
     pub populate_at_map: u64,
+    /// Keep this many bytes of the free memory the next anonymous mappings will get populated,
+    /// by the proxy between calls (`--populate-next`, `next.rs`; 0: off). Default
+    /// [`crate::next::DEFAULT_AHEAD`] (off), or `MULTIOS_LWK_POPULATE_NEXT` (`on`, KiB, `off`).
+    pub populate_next: u64,
     /// List the guest's areas with their resident pages at the end (`costs.areas`;
     /// `residency.rs`): `lwk run -v` and `--summary` ask for it.
     pub count_resident: bool,
@@ -115,6 +119,7 @@ impl Config {
             huge_pages: std::env::var_os("MULTIOS_LWK_HUGE_PAGES").is_some_and(|v| v == "1"),
             populate_cap: crate::populate::Ahead::cap_from_env(0),
             populate_at_map: crate::atmap::AtMap::per_range_from_env(crate::atmap::DEFAULT_PER_RANGE),
+            populate_next: crate::next::Next::ahead_from_env(crate::next::DEFAULT_AHEAD),
             count_resident: false,
             spin_budget: 1_000,
             quiet: false,

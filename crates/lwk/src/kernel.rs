@@ -155,6 +155,9 @@ pub struct Kernel {
     /// `--populate-at-map`: the head of new anonymous memory populated in the call that maps it
     /// (`atmap.rs`).
     pub(crate) at_map: crate::atmap::AtMap,
+    /// `--populate-next`: the free memory the next mappings will get, populated by the proxy
+    /// while it idles (`next.rs`).
+    pub(crate) next: crate::next::Next,
     /// KVM's statistics of the run's vCPUs and VM (`costs.rs`).
     pub(crate) kvm: crate::costs::KvmCounters,
     /// The calls served after a doorbell exit (`costs.rs`).
@@ -212,6 +215,7 @@ impl Kernel {
             prefault: false,
             ahead: crate::populate::Ahead::new(0),
             at_map: crate::atmap::AtMap::new(0),
+            next: crate::next::Next::new(0),
             kvm: crate::costs::KvmCounters::default(),
             doorbell_calls: crate::costs::PerCall::default(),
             cputime: crate::cputime::Collector::default(),
@@ -252,6 +256,12 @@ impl Kernel {
     /// (0: off; `atmap.rs`).
     pub fn set_populate_at_map(&mut self, per_range: u64) {
         self.at_map = crate::atmap::AtMap::new(per_range);
+    }
+
+    /// Keeps `ahead` bytes of the free memory the next anonymous mappings will get populated,
+    /// by the proxy between calls (0: off; `next.rs`).
+    pub fn set_populate_next(&mut self, ahead: u64) {
+        self.next = crate::next::Next::new(ahead);
     }
 
     /// Rewrites syscall sites of executable file mappings made by the program from now on.

@@ -23,6 +23,7 @@ pub mod local;
 pub mod machine;
 pub mod memory;
 pub mod mm;
+pub mod next;
 pub mod outcome;
 pub mod overrides;
 pub mod pack;

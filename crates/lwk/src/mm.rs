@@ -67,6 +67,24 @@ impl RangeSet {
         self.0.insert(a, b);
     }
 
+    /// Inserts `[a, b)` joined with the ranges it overlaps or touches (one range where a run of
+    /// adjacent batches was inserted).
+    pub fn insert_joined(&mut self, a: u64, b: u64) {
+        let (mut lo, mut hi) = (a, b);
+        let near: Vec<(u64, u64)> = self
+            .0
+            .range(..=b)
+            .filter(|(_, &e)| e >= a)
+            .map(|(&s, &e)| (s, e))
+            .collect();
+        for (s, e) in near {
+            self.0.remove(&s);
+            lo = lo.min(s);
+            hi = hi.max(e);
+        }
+        self.0.insert(lo, hi);
+    }
+
     /// Bytes the ranges cover.
     pub fn bytes(&self) -> u64 {
         self.0.iter().map(|(a, b)| b - a).sum()
@@ -267,16 +285,22 @@ impl Mm {
         // keep 2 MiB guest pages (`pagetable.rs`), which KVM backs with 2 MiB host pages: one
         // fault per 2 MiB on first touch instead of 512 (a runtime's heap of 2 MiB + 16 KiB
         // segments next to its code segments got 4 KiB pages only).
-        let a = if len >= HUGE {
+        let a = self.place(len).ok_or(MmError::NoMemory)?;
+        self.maps.insert(a, a + len);
+        Ok(a)
+    }
+
+    /// Where mmap(NULL, len) of anonymous memory would put `len` (page-aligned) bytes now: the
+    /// highest free gap of the mmap area, 2 MiB-aligned for 2 MiB or more where one is free. The
+    /// placement is deterministic, so the next mappings can be foreseen (`next.rs`).
+    pub fn place(&self, len: u64) -> Option<u64> {
+        if len >= HUGE {
             self.maps
                 .highest_aligned_gap(self.mmap_lo, self.mmap_hi, len, HUGE)
                 .or_else(|| self.maps.highest_gap(self.mmap_lo, self.mmap_hi, len))
         } else {
             self.maps.highest_gap(self.mmap_lo, self.mmap_hi, len)
         }
-        .ok_or(MmError::NoMemory)?;
-        self.maps.insert(a, a + len);
-        Ok(a)
     }
 
     /// mmap(NULL, len) at an `align`-aligned address (a power of two): MAP_HUGETLB mappings,
@@ -470,5 +494,14 @@ mod tests {
         assert_eq!(t.lowest_gap(100, 1000, 51), Some(400));
         assert_eq!(t.lowest_gap(0, 1000, 100), Some(0));
         assert_eq!(t.lowest_gap(100, 450, 51), None);
+        // Joined: adjacent and overlapping ranges become one.
+        let mut j = RangeSet::default();
+        j.insert_joined(100, 200);
+        j.insert_joined(300, 400);
+        j.insert_joined(200, 300);
+        j.insert_joined(50, 120);
+        assert_eq!(j.intersections(0, 1000), vec![(50, 400)]);
+        j.insert_joined(500, 600);
+        assert_eq!(j.len(), 2);
     }
 }

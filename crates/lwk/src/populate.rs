@@ -80,6 +80,9 @@ pub struct Populated {
     pub sync_pages: u64,
     /// The time the calls spent populating them.
     pub sync_seconds: f64,
+    /// What populating the free memory of the next mappings did (`next.rs`,
+    /// `--populate-next`; filled in by the kernel).
+    pub next: crate::next::NextCounts,
     pub batches: u64,
     pub seconds: f64,
     /// Batches skipped: the range was unmapped or became a host mapping before its turn.
@@ -169,6 +172,7 @@ impl Ahead {
             pages: self.stats.pages.load(Relaxed),
             sync_pages: 0,
             sync_seconds: 0.0,
+            next: crate::next::NextCounts::default(),
             batches: self.stats.batches.load(Relaxed),
             seconds: self.stats.ns.load(Relaxed) as f64 * 1e-9,
             skipped: self.stats.skipped.load(Relaxed),

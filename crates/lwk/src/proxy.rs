@@ -21,6 +21,10 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// How long an idle proxy polls before it yields its CPU at every 64th poll (issue #15: each
+/// process of a pipeline run in the LWK has a proxy of its own, and they share one CPU).
+pub const IDLE_YIELD_AFTER: Duration = Duration::from_micros(20);
+
 /// The longest an idle proxy stays parked without being unparked (a safety net).
 const PARK_LIMIT: Duration = Duration::from_millis(20);
 /// The stubs' spin budget while the proxy is parked: ring the doorbell at once.
@@ -159,8 +163,16 @@ fn serve_loop(
         }
         // Spin while calls are coming; once idle, park until a doorbell unparks us.
         polls = polls.wrapping_add(1);
-        if !polls.is_multiple_of(64) || last.elapsed() < idle.current() {
-            std::hint::spin_loop();
+        let quiet = polls.is_multiple_of(64).then(|| last.elapsed());
+        if quiet.is_none_or(|q| q < idle.current()) {
+            if quiet.is_some_and(|q| q >= IDLE_YIELD_AFTER) {
+                // Idle a while, not yet parked: let whatever else is runnable on this CPU run
+                // first (the proxies of a pipeline's other stages share it); it returns at once
+                // when nothing is.
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
         } else {
             let n = nslots.load(Ordering::Acquire);
             set_budgets(kernel, n, PARKED_BUDGET);

@@ -101,6 +101,10 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     if !cfg.reserve && !cfg.prefault {
         kernel.set_populate_at_map(cfg.populate_at_map);
     }
+    // Populated by the proxy between calls: not without one.
+    if !cfg.reserve && !cfg.prefault && cfg.backend != crate::config::Backend::Exit {
+        kernel.set_populate_next(cfg.populate_next);
+    }
     kernel.set_linux_exec(cfg.linux_exec.clone());
     if let Some(r) = &reserved {
         kernel.note(format!(

@@ -37,13 +37,17 @@ fn issue_13_racket_gives_native_output_with_populating_at_map_time_on_or_off() {
     let racket = racket();
     for (prog, arg) in [("fannkuch-redux.rkt", "7"), ("n-body.rkt", "1000")] {
         let file = program(prog);
-        for at_map in [None, Some("off"), Some("64")] {
-            let env: Vec<(&str, &str)> = at_map
-                .map(|v| ("MULTIOS_LWK_POPULATE_SYNC", v))
-                .into_iter()
-                .collect();
-            let o = assert_same(&racket, &[&file, arg], &env);
-            assert!(!o.stdout.is_empty(), "{prog} {arg} {at_map:?}: no output");
+        // The defaults (populating at map time), at map time off or small, and the next
+        // mappings populated ahead while the proxy idles (`next.rs`).
+        let settings: [&[(&str, &str)]; 4] = [
+            &[],
+            &[("MULTIOS_LWK_POPULATE_SYNC", "off")],
+            &[("MULTIOS_LWK_POPULATE_SYNC", "64")],
+            &[("MULTIOS_LWK_POPULATE_NEXT", "on")],
+        ];
+        for env in settings {
+            let o = assert_same(&racket, &[&file, arg], env);
+            assert!(!o.stdout.is_empty(), "{prog} {arg} {env:?}: no output");
         }
     }
 }
@@ -58,6 +62,7 @@ fn issue_13_racket_s_heap_chunks_are_populated_when_mapped() {
         cfg.quiet = true;
         cfg.populate_cap = 0;
         cfg.populate_at_map = at_map;
+        cfg.populate_next = 0;
         let o = multios_lwk::run(&cfg).unwrap_or_else(|e| panic!("racket in the LWK: {e}"));
         assert_eq!(o.code(), 0, "{:?}", o.notes);
         o
@@ -74,5 +79,35 @@ fn issue_13_racket_s_heap_chunks_are_populated_when_mapped() {
         "KVM faults {} with populating at map time, {} without",
         kvm(&on),
         kvm(&off)
+    );
+}
+
+#[test]
+fn issue_13_racket_s_next_heap_chunks_are_populated_while_the_proxy_idles() {
+    require_kvm("issue #13");
+    let racket = racket();
+    let file = program("fannkuch-redux.rkt");
+    let run = |next: u64| {
+        let mut cfg = multios_lwk::Config::new(racket.to_str().expect("utf-8 path"), &[&file, "3"]);
+        cfg.quiet = true;
+        cfg.populate_cap = 0;
+        cfg.populate_next = next;
+        let o = multios_lwk::run(&cfg).unwrap_or_else(|e| panic!("racket in the LWK: {e}"));
+        assert_eq!(o.code(), 0, "{:?}", o.notes);
+        o
+    };
+    let off = run(0);
+    let on = run(multios_lwk::next::AHEAD);
+    let n = on.costs.populate.next;
+    // The heap chunks Racket maps while it loads its boot files: some found their pages made
+    // (how many depends on the proxy's CPU; a chunk is 516 pages), and every page made ahead
+    // is accounted for once.
+    assert!(n.pages > 0 && n.hits > 0, "{n:?}");
+    assert_eq!(n.pages, n.hits + n.dropped + n.left, "{n:?}");
+    assert!(
+        on.costs.populate.sync_pages < off.costs.populate.sync_pages,
+        "pages made in the mapping calls: {} with, {} without",
+        on.costs.populate.sync_pages,
+        off.costs.populate.sync_pages
     );
 }

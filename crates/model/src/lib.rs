@@ -29,8 +29,8 @@ pub use policy::{Order, Policy};
 pub use queue::{erlang_c, mmc, QueueParams, QueueResult};
 pub use refined::{refined, Breakdown, GPrime, Params, Projection};
 pub use terms::{
-    corrected, corrected_t_d, parse_terms, spare, ByClass, Cache, CallClass, ImageBytes, ImagePrice, Images,
-    MemCall, MemCalls, Term, Terms, Touch,
+    corrected, corrected_t_d, parse_terms, spare, AtMapTouch, ByClass, Cache, CallClass, ImageBytes,
+    ImagePrice, Images, MemCall, MemCalls, Term, Terms, Touch,
 };
 pub use tree::{compose, ProcessTree, TreeProjection};
 pub use workload::{Call, Workload};

@@ -210,8 +210,12 @@ pub fn compose(
         let own = Terms {
             startup_s: terms.startup_s.filter(|_| q.execs),
             startup_own_s: terms.startup_own_s.filter(|_| Some(i) == root),
-            // `images`: the process's own image (its bytes; unknown ones fall back to `startup`).
-            images: terms.images.filter(|_| q.execs).map(|im| im.with_bytes(q.image)),
+            // `images`: the process's own image (its bytes; unknown ones fall back to `startup`);
+            // forked inside the target (every process but the root) it pays the fork path's extra.
+            images: terms
+                .images
+                .filter(|_| q.execs)
+                .map(|im| im.with_bytes(q.image).with_spawned(Some(i) != root)),
             procs: false,
             // The tree as a whole is anchored, after composing.
             anchor_native_s: None,
@@ -482,8 +486,10 @@ mod tests {
                     per_loaded_byte_s: 1e-9,
                     per_exec_byte_s: 0.0,
                     per_library_byte_s: 0.0,
+                    spawn_s: 0.0,
                 },
                 bytes: None,
+                spawned: false,
             }),
             ..Terms::none()
         };
@@ -495,9 +501,24 @@ mod tests {
         );
         // The child starts 11 ms late and pays 40 ms, and its parent waits for it: 2.051.
         assert!((r.wall_d - 2.051).abs() < 1e-9, "{r:?}");
+        // The fork path's extra (e = 25 ms): the child, forked inside the target, pays it; the
+        // root, started afresh, does not.
+        let mut forked = t.clone();
+        if let Some(im) = forked.images.as_mut() {
+            im.price.spawn_s = 0.025;
+        }
+        let r = compose(&tree, &all(), &Params::new(1.0, 0.0), &forked, 2).expect("composes");
+        let starts: Vec<f64> = r.processes.iter().map(|p| p.startup_s).collect();
+        assert!(
+            (starts[0] - 0.011).abs() < 1e-12 && (starts[1] - 0.065).abs() < 1e-12,
+            "{starts:?}"
+        );
         tree.processes[1].image = None;
         let r = compose(&tree, &all(), &Params::new(1.0, 0.0), &t, 2).expect("composes");
         assert!((r.processes[1].startup_s - 0.1).abs() < 1e-12, "{r:?}");
+        // Its sizes unknown: `startup`'s empty program, and the fork path's extra.
+        let r = compose(&tree, &all(), &Params::new(1.0, 0.0), &forked, 2).expect("composes");
+        assert!((r.processes[1].startup_s - 0.125).abs() < 1e-12, "{r:?}");
         tree.processes[1].execs = false;
         let r = compose(&tree, &all(), &Params::new(1.0, 0.0), &t, 2).expect("composes");
         assert_eq!(r.processes[1].startup_s, 0.0, "{r:?}");

@@ -8,8 +8,12 @@ use serde::{Deserialize, Serialize};
 /// as one without it: coverage unknown); version 3 added `processes` (written only when the run was
 /// profiled per process, so that a profile without it stays a version-2 file older readers take);
 /// version 4 added `memory_bytes` (written only by a backend that records it); version 5 added
-/// `processes[].images` and `processes[].code_mappings` (written only when some process has them).
-pub const SCHEMA_VERSION: u32 = 5;
+/// `processes[].images` and `processes[].code_mappings` (written only when some process has them);
+/// version 6 added `processes[].anon_maps` (written only when some process has them).
+pub const SCHEMA_VERSION: u32 = 6;
+
+/// The version of a profile with the processes' images and without their anonymous mappings.
+pub const SCHEMA_VERSION_NO_ANON_MAPS: u32 = 5;
 
 /// The version of a profile with `memory_bytes` and without the processes' images.
 pub const SCHEMA_VERSION_NO_IMAGES: u32 = 4;
@@ -293,6 +297,10 @@ pub struct ProcessStats {
     /// Its executable file mappings (schema 5; the eBPF backend): its libraries' text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code_mappings: Option<crate::CodeMappings>,
+    /// Its new anonymous ranges, by length (schema 6; the eBPF and ptrace backends): what the LWK
+    /// populates at map time (`validate --terms touch`, issue #15).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anon_maps: Option<crate::AnonMaps>,
 }
 
 /// n(s) and g(s) of one system call within one process.
@@ -357,11 +365,14 @@ impl Profile {
         }
     }
 
-    /// The schema version this profile is written with: 5 with a process's images or code
-    /// mappings, else 4 with `memory_bytes`, else 3 with `processes`, else 2.
+    /// The schema version this profile is written with: 6 with a process's anonymous mappings,
+    /// else 5 with a process's images or code mappings, else 4 with `memory_bytes`, else 3 with
+    /// `processes`, else 2.
     pub fn written_version(&self) -> u32 {
-        if self.has_images() {
+        if self.has_anon_maps() {
             SCHEMA_VERSION
+        } else if self.has_images() {
+            SCHEMA_VERSION_NO_ANON_MAPS
         } else if self.memory_bytes.is_some() {
             SCHEMA_VERSION_NO_IMAGES
         } else if !self.processes.is_empty() {
@@ -369,6 +380,11 @@ impl Profile {
         } else {
             SCHEMA_VERSION_NO_PROCESSES
         }
+    }
+
+    /// Whether a process records its new anonymous ranges (schema 6).
+    pub fn has_anon_maps(&self) -> bool {
+        self.processes.iter().any(|q| q.anon_maps.is_some())
     }
 
     /// Whether a process records the images it exec'd or its code mappings (schema 5).

@@ -206,6 +206,16 @@ pub(crate) fn validate(origin: &str, p: &Profile) -> Result<(), ProfileError> {
             ),
         ));
     }
+    if p.schema_version < 6 && p.has_anon_maps() {
+        return Err(invalid(
+            origin,
+            "processes[].anon_maps".into(),
+            format!(
+                "first written by schema_version 6, but the file says {}: set \"schema_version\": 6",
+                p.schema_version
+            ),
+        ));
+    }
     check_time(origin, "wall_time_s".into(), p.wall_time_s)?;
     check_time(origin, "compute_time_s".into(), p.compute_time_s)?;
     check_processes(origin, p)?;
@@ -337,6 +347,9 @@ fn check_processes(origin: &str, p: &Profile) -> Result<(), ProfileError> {
             }
             check_time(origin, g("total_s"), c.total_s)?;
         }
+        if let Some(why) = q.anon_maps.as_ref().and_then(|a| a.inconsistency()) {
+            return Err(invalid(origin, f("anon_maps"), why));
+        }
     }
     Ok(())
 }
@@ -380,10 +393,10 @@ mod tests {
     fn newer_schema_is_refused_by_name() {
         let text = serde_json::to_string(&sample())
             .unwrap_or_default()
-            .replace("\"schema_version\":2", "\"schema_version\":7");
+            .replace("\"schema_version\":2", "\"schema_version\":8");
         assert_eq!(
             err(&text),
-            "p.json: schema_version 7 is newer than this multios reads (up to 5): upgrade multios"
+            "p.json: schema_version 8 is newer than this multios reads (up to 6): upgrade multios"
         );
     }
 
@@ -629,6 +642,47 @@ mod tests {
         assert_eq!(from_json_str("p.json", &text4).ok().as_ref(), Some(&v4));
         let typo = text.replace("\"exec_bytes\"", "\"exe_bytes\"");
         assert!(err(&typo).contains("exe_bytes"), "{}", err(&typo));
+    }
+
+    #[test]
+    fn issue_15_anon_maps_say_version_6_and_older_profiles_still_load() {
+        let mut p = sample();
+        p.schema_version = 6;
+        let mut anon = crate::AnonMaps::default();
+        for len in [132 << 10, 2 << 20, 64 << 20] {
+            anon.record(len);
+        }
+        p.processes.push(crate::ProcessStats {
+            pid: 9,
+            name: "sort".into(),
+            start_s: 0.0,
+            end_s: 1.0,
+            threads: 1,
+            lifetime_s: 1.0,
+            anon_maps: Some(anon),
+            ..Default::default()
+        });
+        assert_eq!(p.written_version(), 6);
+        let text = serde_json::to_string(&p).unwrap_or_default();
+        assert_eq!(from_json_str("p.json", &text).ok().as_ref(), Some(&p));
+        let old = text.replace("\"schema_version\":6", "\"schema_version\":5");
+        assert!(
+            err(&old).contains("anon_maps") && err(&old).contains("6"),
+            "{}",
+            err(&old)
+        );
+        // Tables that do not add up are named.
+        let bad = text.replace("\"calls\":3", "\"calls\":4");
+        assert!(err(&bad).contains("processes[0].anon_maps"), "{}", err(&bad));
+        // A version-5 profile (processes without anon_maps) loads as it was.
+        let mut v5 = p.clone();
+        v5.processes[0].anon_maps = None;
+        v5.schema_version = 3;
+        assert_eq!(v5.written_version(), 3);
+        let text5 = serde_json::to_string(&v5).unwrap_or_default();
+        assert!(!text5.contains("anon_maps"), "{text5}");
+        let back = from_json_str("p.json", &text5).ok();
+        assert!(back.as_ref().is_some_and(|b| !b.has_anon_maps()), "{back:?}");
     }
 
     #[test]

@@ -214,6 +214,7 @@ fn processes(raw: &Raw, origin: u64) -> Vec<ProcessStats> {
                 syscalls,
                 images: Vec::new(),
                 code_mappings: None,
+                anon_maps: raw.anon.iter().find(|a| a.tgid == pid).map(|a| a.maps.clone()),
             }
         })
         .collect();

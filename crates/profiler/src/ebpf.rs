@@ -3,9 +3,11 @@
 //! bias and reads the per-CPU statistics back.
 
 use crate::error::ProfilerError;
-use crate::raw::{Raw, RawCall, RawCode, RawExec, RawProcCall, RawThread};
+use crate::raw::{Raw, RawAnon, RawCall, RawCode, RawExec, RawProcCall, RawThread};
 use crate::sys;
 use libbpf_rs::{Link, Map, MapCore, MapFlags, Object, ObjectBuilder};
+use multios_profile::{AnonMaps, ANON_BUCKETS};
+use std::collections::BTreeMap;
 use std::os::fd::AsRawFd;
 
 static BPF_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/profiler.bpf.o"));
@@ -221,7 +223,14 @@ impl Probe {
             mem.update_percpu(&slot.to_ne_bytes(), &zero, MapFlags::ANY)
                 .map_err(|e| ebpf_err("clearing the memory calls' lengths", e))?;
         }
-        for name in ["threads", "proc_calls", "execs", "proc_code"] {
+        for name in [
+            "threads",
+            "proc_calls",
+            "execs",
+            "proc_code",
+            "proc_anon",
+            "proc_brk",
+        ] {
             let m = self.map(name)?;
             let keys: Vec<Vec<u8>> = m.keys().collect();
             for k in keys {
@@ -311,6 +320,35 @@ impl Probe {
         Ok(out)
     }
 
+    /// Per process, its new anonymous ranges (count and Σ length per log2 bucket of the length).
+    fn anon(&self) -> Result<Vec<RawAnon>, ProfilerError> {
+        let m = self.map("proc_anon")?;
+        let mut by: BTreeMap<u32, ([u64; ANON_BUCKETS], [u64; ANON_BUCKETS])> = BTreeMap::new();
+        for k in m.keys() {
+            let Ok(Some(v)) = m.lookup(&k, MapFlags::ANY) else {
+                continue;
+            };
+            let w: Vec<u64> = words(&v).collect();
+            if k.len() < 8 || w.len() < 2 {
+                continue;
+            }
+            let tgid = u32::from_ne_bytes([k[0], k[1], k[2], k[3]]);
+            let b = u32::from_ne_bytes([k[4], k[5], k[6], k[7]]) as usize;
+            let e = by.entry(tgid).or_insert(([0; ANON_BUCKETS], [0; ANON_BUCKETS]));
+            if let (Some(c), Some(s)) = (e.0.get_mut(b), e.1.get_mut(b)) {
+                *c += w[0];
+                *s += w[1];
+            }
+        }
+        Ok(by
+            .into_iter()
+            .map(|(tgid, (c, s))| RawAnon {
+                tgid,
+                maps: AnonMaps::from_buckets(&c, &s),
+            })
+            .collect())
+    }
+
     /// Σ of the memory calls' lengths (mmap, munmap, mremap old, mremap new) and the file-backed
     /// mmaps' count and Σ length, summed over CPUs.
     fn mem_bytes(&self) -> Result<[u64; 6], ProfilerError> {
@@ -365,6 +403,7 @@ impl Probe {
         raw.mem_bytes = Some(self.mem_bytes()?);
         raw.execs = self.execs()?;
         raw.code = self.code()?;
+        raw.anon = self.anon()?;
         Ok(raw)
     }
 }

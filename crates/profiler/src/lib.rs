@@ -9,6 +9,7 @@
 //!
 //! And [`inproc`]: `--backend inproc`, the emulator's preload library timing each call in-process.
 
+mod anon;
 mod assemble;
 pub mod bench;
 pub mod calibrate;

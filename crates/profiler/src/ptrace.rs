@@ -76,6 +76,8 @@ struct Tracer {
     comms: HashMap<u32, String>,
     /// Per (process, number): n and g in ns (`--per-process`).
     per_process: Option<HashMap<(u32, u32), (u64, u64)>>,
+    /// Per process, its new anonymous ranges (`--per-process`; `anon.rs`).
+    anon: Option<crate::anon::Tracker>,
 }
 
 impl Tracer {
@@ -96,6 +98,34 @@ impl Tracer {
             records: None,
             comms: HashMap::new(),
             per_process: None,
+            anon: None,
+        }
+    }
+
+    /// Counts per process (`--per-process`): the calls and the new anonymous ranges.
+    fn count_per_process(&mut self) {
+        self.per_process = Some(HashMap::new());
+        self.anon = Some(crate::anon::Tracker::default());
+    }
+
+    /// After the exit stop of call `nr` of process `tgid` (what [`Tracer::account`] closed): an
+    /// mmap's or brk's new anonymous range, an exec's new break (`--per-process`).
+    fn note_anon(&mut self, tid: u32, closed: Option<(u64, u32)>) {
+        let (Some(anon), Some((nr, tgid))) = (self.anon.as_mut(), closed) else {
+            return;
+        };
+        if ![crate::anon::NR_MMAP, crate::anon::NR_BRK, NR_EXECVE, NR_EXECVEAT].contains(&nr) {
+            return;
+        }
+        // The task may be gone (killed meanwhile): nothing to read.
+        let Ok(([len, prot, flags], ret)) = sys::ptrace_exit_args(tid) else {
+            return;
+        };
+        match nr {
+            crate::anon::NR_MMAP => anon.mmap(tgid, len, prot, flags, ret),
+            crate::anon::NR_BRK => anon.brk(tgid, ret as u64),
+            _ if ret == 0 => anon.exec(tgid),
+            _ => {}
         }
     }
 
@@ -133,9 +163,10 @@ impl Tracer {
         }
     }
 
-    fn account(&mut self, tid: u32, now: u64, ret: Option<i64>) {
-        let Some(t) = self.tasks.get_mut(&tid) else { return };
-        let Some((nr, t0)) = t.entry.take() else { return };
+    /// Closes the call in flight of `tid` at `now`; returns its number and process.
+    fn account(&mut self, tid: u32, now: u64, ret: Option<i64>) -> Option<(u64, u32)> {
+        let t = self.tasks.get_mut(&tid)?;
+        let (nr, t0) = t.entry.take()?;
         let raw = now.saturating_sub(t0);
         if let Some((want, v)) = &mut self.durations_of {
             if *want == nr {
@@ -173,6 +204,7 @@ impl Tracer {
         if let Some(c) = self.calls.get_mut(nr as usize) {
             c.record(d, ret.is_some_and(|r| (-4095..0).contains(&r)));
         }
+        Some((nr, tgid))
     }
 
     fn task(&mut self, tid: u32, tgid: u32, now: u64) -> &mut Task {
@@ -219,7 +251,7 @@ impl Tracer {
             };
             let now = sys::monotonic_ns();
             if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
-                self.account(tid, now, None); // exit/exit_group, or a call cut short by a kill
+                let _ = self.account(tid, now, None); // exit/exit_group, or a call cut short by a kill
                 self.finish(tid, now);
                 if tid == root {
                     root_status = Some(status);
@@ -268,7 +300,10 @@ impl Tracer {
                                 t.entry = Some((nr, now));
                             }
                         }
-                        Ok(sys::SyscallStop::Exit { ret }) => self.account(tid, now, Some(ret)),
+                        Ok(sys::SyscallStop::Exit { ret }) => {
+                            let closed = self.account(tid, now, Some(ret));
+                            self.note_anon(tid, closed);
+                        }
                         _ => {}
                     }
                     self.resume(tid, 0);
@@ -276,7 +311,8 @@ impl Tracer {
                 0 if sig == (libc::SIGTRAP | 0x80) => {
                     // The syscall-exit stop of the call entered at the last seccomp stop.
                     let ret = sys::ptrace_syscall_regs(tid).ok().map(|(_, r)| r);
-                    self.account(tid, now, ret);
+                    let closed = self.account(tid, now, ret);
+                    self.note_anon(tid, closed);
                     self.resume(tid, 0);
                 }
                 0 => {
@@ -383,7 +419,7 @@ pub fn attach(
     let mut tracer = Tracer::new(true, (e - b).round() as i64);
     tracer.plain = true;
     if per_process {
-        tracer.per_process = Some(HashMap::new());
+        tracer.count_per_process();
     }
     let start = sys::monotonic_ns();
     let tids: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))
@@ -422,6 +458,7 @@ pub fn attach(
     let raw = Raw {
         proc_calls: tracer.proc_calls(),
         calls: tracer.calls.into_iter().filter(|c| c.count > 0).collect(),
+        anon: tracer.anon.as_ref().map(|a| a.raw()).unwrap_or_default(),
         threads: tracer.done,
         mem_bytes: None,
         ..Raw::default()
@@ -509,7 +546,7 @@ fn launch_with(
         tracer.records = Some(Vec::new());
     }
     if per_process {
-        tracer.per_process = Some(HashMap::new());
+        tracer.count_per_process();
     }
     let status = tracer.run(child.pid)?;
     let mut records = tracer.records.take().unwrap_or_default();
@@ -519,6 +556,7 @@ fn launch_with(
     let raw = Raw {
         proc_calls: tracer.proc_calls(),
         calls: tracer.calls.into_iter().filter(|c| c.count > 0).collect(),
+        anon: tracer.anon.as_ref().map(|a| a.raw()).unwrap_or_default(),
         threads: tracer.done,
         mem_bytes: None,
         ..Raw::default()

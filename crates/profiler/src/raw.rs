@@ -109,4 +109,13 @@ pub struct Raw {
     pub execs: Vec<RawExec>,
     /// Per process, its executable file mappings (the eBPF backend with `--per-process`).
     pub code: Vec<RawCode>,
+    /// Per process, its new anonymous ranges by length (`--per-process`, both backends).
+    pub anon: Vec<RawAnon>,
+}
+
+/// One process's new anonymous ranges: what the LWK populates at map time (`--per-process`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RawAnon {
+    pub tgid: u32,
+    pub maps: multios_profile::AnonMaps,
 }

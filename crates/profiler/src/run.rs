@@ -29,7 +29,8 @@ pub struct Options {
     /// With `attach`: how long to trace (until the process exits if None).
     pub duration: Option<Duration>,
     /// Also record each process's own calls, parent and span (`processes[]`, schema 3) and, with
-    /// the eBPF backend, the lengths the memory calls ask for (`memory_bytes`, schema 4).
+    /// the eBPF backend, the lengths the memory calls ask for (`memory_bytes`, schema 4); with
+    /// either backend, each process's new anonymous ranges (`processes[].anon_maps`, schema 6).
     pub per_process: bool,
 }
 

@@ -162,6 +162,20 @@ pub fn ptrace_syscall_regs(pid: u32) -> std::io::Result<(u64, i64)> {
     }
 }
 
+/// PTRACE_GETREGS at a syscall-exit stop: the call's second, third and fourth arguments (rsi,
+/// rdx, r10: the kernel leaves them as the caller set them) and its result (rax).
+pub fn ptrace_exit_args(pid: u32) -> std::io::Result<([u64; 3], i64)> {
+    // SAFETY: user_regs_struct is plain data; zeroed is valid.
+    let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
+    // SAFETY: GETREGS writes a user_regs_struct to the valid address given.
+    let r = unsafe { libc::ptrace(PTRACE_GETREGS, pid as libc::pid_t, 0usize, &mut regs as *mut _) };
+    if r < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(([regs.rsi, regs.rdx, regs.r10], regs.rax as i64))
+    }
+}
+
 /// waitpid(-1, __WALL): (pid, status); EINTR is returned as an error for the caller to retry.
 pub fn wait_any() -> std::io::Result<(u32, i32)> {
     let mut status = 0;

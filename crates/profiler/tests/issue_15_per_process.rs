@@ -48,8 +48,11 @@ fn check_tree(p: &Profile) {
         "Σ per-process C {c} vs C {}",
         p.compute_time_s
     );
-    // 5 with the eBPF backend's images, 4 with its memory_bytes alone, 3 without (ptrace).
-    let want = if p.has_images() {
+    // 6 with the processes' anonymous ranges (both backends), 5 with the eBPF backend's images,
+    // 4 with its memory_bytes alone, 3 without.
+    let want = if p.has_anon_maps() {
+        6
+    } else if p.has_images() {
         5
     } else if p.memory_bytes.is_some() {
         4
@@ -178,10 +181,18 @@ fn issue_15_ebpf_records_the_memory_calls_lengths() {
     );
     let mmaps = p.syscall("mmap").map_or(0, |s| s.count);
     assert!(b.mmap_file_calls < mmaps, "{b:?}: {mmaps} mmaps");
-    assert_eq!(p.written_version(), 5, "python3's exec is recorded too");
+    assert_eq!(
+        p.written_version(),
+        6,
+        "python3's exec and anonymous ranges are recorded too"
+    );
     let t = per_process(Backend::Ptrace, &cmd, &dir);
     assert_eq!(t.memory_bytes, None);
-    assert_eq!(t.written_version(), 3);
+    assert!(
+        t.has_anon_maps() && !t.has_images(),
+        "ptrace records the ranges, not the images"
+    );
+    assert_eq!(t.written_version(), 6);
 }
 
 /// Issue #15 (`validate --terms images`): the eBPF profile records the image every process
@@ -251,5 +262,5 @@ fn issue_15_ebpf_records_each_process_s_exec_d_image_and_its_sizes() {
         .code_mappings
         .unwrap_or_else(|| panic!("true maps libc's text: {child:?}"));
     assert!(code.calls >= 1 && code.bytes > 100_000, "{code:?}");
-    assert_eq!(p.written_version(), 5);
+    assert_eq!(p.written_version(), 6);
 }

@@ -115,6 +115,13 @@ struct RunArgs {
     /// Default: the environment's MULTIOS_LWK_POPULATE_SYNC, else 4096 (see docs/LWK.md)
     #[arg(long, value_name = "KIB|off")]
     populate_at_map: Option<String>,
+    /// While the proxy idles between calls, make the host pages of the free memory where the
+    /// next anonymous mappings will land (the LWK's mmap is deterministic; the forecast repeats
+    /// the recurring sizes of the last mappings), KIB of them at a time, so that the mapping call
+    /// finds them made: `on` (4096), a number of KiB, or `off`. Pages no mapping gets are given
+    /// back. Default: the environment's MULTIOS_LWK_POPULATE_NEXT, else off (see docs/LWK.md)
+    #[arg(long, value_name = "on|KIB|off")]
+    populate_next: Option<String>,
     /// Reserve the LWK's CPUs and memory for the run (IHK's reserve cpu/mem): an isolated cpuset
     /// partition (no other task there, no load balancing; cgroup v2, or cgroup v1 where cpuset is
     /// bound to it) and the --mem-mib window locked and pre-faulted; given back at the end. Root
@@ -190,6 +197,13 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
     if let Some(p) = &a.populate_at_map {
         cfg.populate_at_map = multios_lwk::atmap::parse_kib(p).ok_or_else(|| {
             anyhow::anyhow!("--populate-at-map {p}: expected `off` or a number of KiB per range")
+        })?;
+    }
+    if let Some(p) = &a.populate_next {
+        cfg.populate_next = multios_lwk::next::parse_ahead(p).ok_or_else(|| {
+            anyhow::anyhow!(
+                "--populate-next {p}: expected `on`, `off` or a number of KiB kept populated ahead"
+            )
         })?;
     }
     cfg.count_resident = a.verbose || out.format == Format::Json || a.summary.is_some();

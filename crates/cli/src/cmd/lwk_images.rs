@@ -60,11 +60,12 @@ pub fn run(_a: Args, out: &Out) -> crate::cmd::Exit {
         Format::Table => {
             out!("{}", t.render(out));
             outln!(
-                "price: {:.2} ms a process + {:.3} ms per loaded MiB + {:.3} ms per executable MiB + {:.3} ms per MiB of library text ({} pairs per image, medians of paired differences)",
+                "price: {:.2} ms a process + {:.3} ms per loaded MiB + {:.3} ms per executable MiB + {:.3} ms per MiB of library text, + {:.2} ms for a process forked inside the LWK ({} pairs per image, medians of paired differences)",
                 p.fixed_s * 1e3,
                 per_mib(p.per_loaded_byte_s),
                 per_mib(p.per_exec_byte_s),
                 per_mib(p.per_library_byte_s),
+                p.spawn_s * 1e3,
                 images::IMAGE_PAIRS
             );
             for n in &cal.notes {

@@ -78,7 +78,7 @@ pub struct Args {
     lwk: bool,
     /// Real programs: the model's named correction terms to add, each measured by its
     /// microbenchmark first (none, all, or a list of startup, startup-own, wakeup, overlap, cache,
-    /// procs, anchor, touch, memcalls, images); the tables show the accuracy with each term alone, with all of them
+    /// procs, anchor, touch, memcalls, images, at-map); the tables show the accuracy with each term alone, with all of them
     /// and with all of them and γ fitted; `none` is the paper's refined model exactly
     #[arg(long, default_value = "none")]
     terms: String,
@@ -148,7 +148,7 @@ fn validate_terms(text: &str) -> anyhow::Result<Vec<multios_model::Term>> {
     let mut terms = multios_model::parse_terms(text)?;
     if text.split(',').any(|t| t.trim() == "share") {
         anyhow::bail!(
-            "--terms share: that is the AAM's term (multios aam bench --validate measures it); validate measures startup, startup-own, wakeup, overlap, cache, procs, anchor, touch, memcalls and images"
+            "--terms share: that is the AAM's term (multios aam bench --validate measures it); validate measures startup, startup-own, wakeup, overlap, cache, procs, anchor, touch, memcalls, images and at-map"
         );
     }
     terms.retain(|t| *t != multios_model::Term::Share);

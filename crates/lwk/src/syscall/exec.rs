@@ -117,6 +117,7 @@ impl Kernel {
             return Reply::Ret(e);
         }
         self.mem.zero(window.0, window.1);
+        self.next.exec((window.0, window.0.saturating_add(window.1)));
         let rewrite = lock(&self.program.thunks).is_some();
         let name = String::from_utf8_lossy(&path).into_owned();
         let loaded = match crate::loader::load_program(&self.mem, &prog, &name, argv, envp, rewrite) {

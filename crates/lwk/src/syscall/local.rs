@@ -58,6 +58,10 @@ impl Kernel {
             SYS_brk | SYS_mmap | SYS_munmap | SYS_mremap | SYS_mprotect | SYS_madvise | SYS_shmat | SYS_shmdt
         )
         .then(|| lock(&self.space.map));
+        if _map.is_some() && nr as i64 != SYS_mprotect {
+            // Free memory may change: the next mappings are foreseen again (`next.rs`).
+            self.next.changed();
+        }
         match nr as i64 {
             SYS_brk => {
                 let mut fx = Effects::default();
@@ -129,6 +133,7 @@ impl Kernel {
                         return Reply::Ret(sys::raw_syscall(nr, a));
                     }
                     self.mem.zero(a[0], a[1]);
+                    self.next.dropped(a[0], a[0].saturating_add(a[1]));
                 }
                 if [MADV_POPULATE_READ, MADV_POPULATE_WRITE].contains(&(a[2] as i32)) {
                     // Prefaulting (the `mmap` override `prefault`, Multiverse's Fig. 12): the
@@ -288,6 +293,7 @@ impl Kernel {
         }
         for (a, l) in fx.zero {
             self.mem.zero(a, l);
+            self.next.dropped(a, a.saturating_add(l));
         }
     }
 

@@ -15,6 +15,18 @@
 //! microbenchmark that starts generated images of several sizes natively and in the target
 //! (`multios_experiment::validate::real::images`); L, X and X_lib come from the profile
 //! (`processes[].images`, `processes[].code_mappings`, schema 5).
+//!
+//! A process that a process of the run forks (a pipeline's stages, a build's compilers) does not
+//! start the way the microbenchmark's images do, from a fresh `multios lwk run`: the LWK forks its
+//! VMM, makes a new VM for the child, starts its threads and tears it all down at its exit, then
+//! the child's exec loads the image into that VM. So such a process pays, on top of its image's
+//! price, e = the extra of the fork path over a fresh start of the same image — measured by a
+//! generated launcher that forks and execs the `dynamic` image N times inside the target, per
+//! child, less the `dynamic` image's own fresh-start extra:
+//!
+//! ```text
+//! T_spawned = T_image + e
+//! ```
 
 use multios_profile::ProcessStats;
 
@@ -29,6 +41,9 @@ pub struct ImagePrice {
     pub per_exec_byte_s: f64,
     /// d: per byte of executable file mappings (the libraries' text).
     pub per_library_byte_s: f64,
+    /// e: per process forked inside the target (not the run's root), beyond a fresh start of its
+    /// image (module docs).
+    pub spawn_s: f64,
 }
 
 /// What one process loads at its start.
@@ -69,11 +84,13 @@ impl ImageBytes {
 pub struct Images {
     pub price: ImagePrice,
     pub bytes: Option<ImageBytes>,
+    /// The process was forked inside the target (it pays `spawn_s` too).
+    pub spawned: bool,
 }
 
 impl Images {
-    /// T_image = a + b·L + c·X + d·X_lib, at least 0; `None` without bytes or for a non-finite
-    /// result.
+    /// T_image = a + b·L + c·X + d·X_lib, at least 0, plus [`Images::spawn_extra`]; `None`
+    /// without bytes or for a non-finite result.
     pub fn seconds(&self) -> Option<f64> {
         let b = self.bytes?;
         let p = &self.price;
@@ -81,12 +98,27 @@ impl Images {
             + p.per_loaded_byte_s * b.loaded
             + p.per_exec_byte_s * b.exec
             + p.per_library_byte_s * b.libraries;
-        s.is_finite().then(|| s.max(0.0))
+        s.is_finite().then(|| s.max(0.0) + self.spawn_extra())
+    }
+
+    /// e for a process forked inside the target (at least 0), 0 for the run's root.
+    pub fn spawn_extra(&self) -> f64 {
+        let e = self.price.spawn_s;
+        if self.spawned && e.is_finite() {
+            e.max(0.0)
+        } else {
+            0.0
+        }
     }
 
     /// The same price applied to `bytes`.
     pub fn with_bytes(&self, bytes: Option<ImageBytes>) -> Images {
         Images { bytes, ..*self }
+    }
+
+    /// The same price for a process forked inside the target (`true`) or the run's root.
+    pub fn with_spawned(&self, spawned: bool) -> Images {
+        Images { spawned, ..*self }
     }
 }
 
@@ -144,15 +176,25 @@ mod tests {
             per_loaded_byte_s: 1e-3 / mb,
             per_exec_byte_s: 0.9e-3 / mb,
             per_library_byte_s: 0.5e-3 / mb,
+            spawn_s: 40e-3,
         };
         let t = Images {
             price,
             bytes: Some(bytes),
+            spawned: false,
         }
         .seconds()
         .expect("priced");
         let want = 5e-3 + 33.2e-3 + 0.9e-3 * 20.15 + 0.5e-3 * 2.0;
         assert!((t - want).abs() < 1e-12, "{t} vs {want}");
+        // Forked inside the target: e on top.
+        let forked = Images {
+            price,
+            bytes: Some(bytes),
+            spawned: true,
+        };
+        assert!((forked.seconds().expect("priced") - want - 40e-3).abs() < 1e-12);
+        assert_eq!(forked.with_spawned(false).spawn_extra(), 0.0);
         // Two execs in one process (a shell that execs in place): both images load, a once.
         let two = ProcessStats {
             images: vec![
@@ -171,7 +213,15 @@ mod tests {
         let mut gone = two.clone();
         gone.images[1].image.sizes = None;
         assert_eq!(ImageBytes::of_process(&gone), None);
-        assert_eq!(Images { price, bytes: None }.seconds(), None);
+        assert_eq!(
+            Images {
+                price,
+                bytes: None,
+                spawned: false
+            }
+            .seconds(),
+            None
+        );
         // A price below native (noise in the fit) adds nothing.
         let below = ImagePrice {
             fixed_s: -1.0,
@@ -180,7 +230,8 @@ mod tests {
         assert_eq!(
             Images {
                 price: below,
-                bytes: Some(bytes)
+                bytes: Some(bytes),
+                spawned: false,
             }
             .seconds(),
             Some(0.0)

@@ -7,7 +7,9 @@
 //! (`multios_experiment::validate::real::micro`), and applied in this order:
 //!
 //! ```text
-//! t_d' = ( t_d + T_startup + n_D·T_wakeup + P·T_touch + T_mem − Σ_k ω_k·G_k − S_cache/γ ) / (1 − u)
+//! t_d' = ( t_d + T_startup + n_D·T_wakeup + T_first + T_mem − Σ_k ω_k·G_k − S_cache/γ ) / (1 − u)
+//! T_first = P·T_touch (`touch`), or with `at-map` (pages populated at map time)
+//!           P_pop·T_pop + min(P_in, P)·T_after + (P − min(P_in, P))·T_touch
 //! T_mem = Σ_m (n_m·a_m + B_m·b_m)   over mmap (anonymous), mmap of a file, munmap, mremap (`memcalls`)
 //! S_cache = r·n_D + Σ_k ρ_k·G_k   (within the measured gains)
 //! S'   = t_nd / t_d'
@@ -34,8 +36,13 @@
 //!   A page the guest touches first costs the LWK a host fault and a KVM shadow fault on top of
 //!   what the native fault costs (T_touch per 4 KiB page, a microbenchmark's first writes to fresh
 //!   memory natively and in the LWK); P is the program's native minor faults (its native runs)
-//!   less those of the program whose start-up `startup`/`startup-own` already counted. A target
-//!   without guest pages (the emulator) has it off.
+//!   less those of the program whose start-up `startup`/`startup-own` already counted. The LWK
+//!   populates the head of each new anonymous range at map time (its default): those P_pop pages
+//!   cost the mapping call T_pop each and a touch then T_after, not T_touch: with **`at-map`**
+//!   on ([`AtMapTouch`]) P·T_touch becomes P_pop·T_pop + min(P_in, P)·T_after +
+//!   (P − min(P_in, P))·T_touch, P_in the populated pages the extra touches can land in
+//!   (`at-map` refines `touch` and adds nothing without it). A target
+//!   without guest pages (the emulator) has both off.
 //! - **`memcalls`** (the LWK): the LWK serves mmap, munmap and mremap itself (bookkeeping, zeroing,
 //!   giving pages back with MADV_DONTNEED, a moving mremap's copy, a host mapping per file), while
 //!   the paper's model prices every local call at its native time. Per kind m, the extra cost
@@ -79,11 +86,13 @@ pub enum Term {
     Touch,
     Memcalls,
     Images,
+    #[serde(rename = "at-map")]
+    AtMap,
 }
 
 impl Term {
     /// Every term, in the order they are applied.
-    pub const ALL: [Term; 11] = [
+    pub const ALL: [Term; 12] = [
         Term::Startup,
         Term::StartupOwn,
         Term::Wakeup,
@@ -95,6 +104,7 @@ impl Term {
         Term::Touch,
         Term::Memcalls,
         Term::Images,
+        Term::AtMap,
     ];
 
     pub fn name(self) -> &'static str {
@@ -110,6 +120,7 @@ impl Term {
             Term::Touch => "touch",
             Term::Memcalls => "memcalls",
             Term::Images => "images",
+            Term::AtMap => "at-map",
         }
     }
 }
@@ -145,6 +156,11 @@ pub struct Terms {
     /// The start-up price of an image and the bytes of the process it applies to (`images`, the
     /// LWK); `None`: off.
     pub images: Option<Images>,
+    /// The pages the LWK populates at map time and their prices (`at-map`, a refinement of
+    /// `touch`: it changes how `touch` prices its pages and adds nothing without it); `None`: off,
+    /// or nothing to split (the profile does not record its anonymous ranges, or the LWK
+    /// populates nothing at map time), and `touch` prices every page as a first touch.
+    pub at_map: Option<AtMapTouch>,
 }
 
 /// The `touch` term's inputs.
@@ -153,19 +169,59 @@ pub struct Touch {
     /// P: pages the program touches first beyond those of the empty run whose start-up is counted
     /// (its native minor faults less the empty program's; below 0 counts as 0).
     pub pages: f64,
-    /// T_touch: seconds a first touch of a 4 KiB page costs the target more than natively.
+    /// T_touch: seconds a first touch of a 4 KiB page costs the target more than natively (the
+    /// LWK with nothing populated at map time).
     pub per_page_s: f64,
 }
 
+/// The part of `touch` the LWK populates at map time (`--populate-at-map`, on by default): each
+/// new anonymous range's head, up to the per-range cap, gets its host pages in the call that maps
+/// it; a first touch there then costs the guest less than a fresh page's, and the populating
+/// costs the mapping call a price per page whether the program touches the page or not.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct AtMapTouch {
+    /// P_pop: pages populated at map time beyond the empty run's (from the profile's anonymous
+    /// ranges, Σ min(length, cap) per process within the run's budget; below 0 counts as 0): the
+    /// populating the empty run's start-up does not already hold.
+    pub pages: f64,
+    /// P_in: the populated pages the program's touches beyond the empty run's can land in — every
+    /// page it populates, less those the empty run may have touched itself (at most its own
+    /// populated pages, at most its faults); at least `pages`. The touched pages are taken to
+    /// lie there first.
+    pub touchable: f64,
+    /// T_pop: seconds the mapping call takes more per page it populates (populate-at-map on less
+    /// off, in the LWK).
+    pub populate_s: f64,
+    /// T_after: seconds a touch of a populated page costs the LWK more than a native first touch
+    /// (often below 0: the host page is there).
+    pub touch_s: f64,
+}
+
 impl Touch {
-    /// P·T_touch, seconds (0 for a negative or non-finite count).
+    /// P·T_touch, seconds (0 for a negative or non-finite count): every page at the first-touch
+    /// price.
     pub fn seconds(&self) -> f64 {
-        let p = if self.pages.is_finite() {
-            self.pages.max(0.0)
+        self.seconds_with(None)
+    }
+
+    /// The term's seconds with the pages populated at map time priced apart (`at-map`), never
+    /// below 0 and 0 for non-finite inputs; without `at_map`, [`Touch::seconds`]. The touched
+    /// pages are taken to lie in the populated heads first:
+    /// P_pop·T_pop + min(P_in, P)·T_after + (P − min(P_in, P))·T_touch, P_in ≥ P_pop.
+    pub fn seconds_with(&self, at_map: Option<&AtMapTouch>) -> f64 {
+        let count = |x: f64| if x.is_finite() { x.max(0.0) } else { 0.0 };
+        let p = count(self.pages);
+        let Some(m) = at_map else {
+            return p * self.per_page_s;
+        };
+        let pop = count(m.pages);
+        let touched = count(m.touchable).max(pop).min(p);
+        let s = pop * m.populate_s + touched * m.touch_s + (p - touched) * self.per_page_s;
+        if s.is_finite() {
+            s.max(0.0)
         } else {
             0.0
-        };
-        p * self.per_page_s
+        }
     }
 }
 
@@ -235,6 +291,7 @@ impl Terms {
             && self.touch.is_none()
             && self.memcalls.is_none()
             && self.images.is_none()
+            && self.at_map.is_none()
     }
 
     /// Only `term` of these (its measured value kept), every other one off.
@@ -252,6 +309,7 @@ impl Terms {
             Term::Touch => t.touch = self.touch,
             Term::Memcalls => t.memcalls = self.memcalls,
             Term::Images => t.images = self.images,
+            Term::AtMap => t.at_map = self.at_map,
         }
         t
     }
@@ -273,6 +331,7 @@ impl Terms {
             Term::Touch => t.touch = None,
             Term::Memcalls => t.memcalls = None,
             Term::Images => t.images = None,
+            Term::AtMap => t.at_map = None,
         }
         t
     }
@@ -319,10 +378,13 @@ pub fn anchored(t_nd: f64, t_d: f64, gamma: f64, terms: &Terms) -> f64 {
 /// The start-up a run pays: `startup-own`'s when it is on, else its image's (`images`, when its
 /// bytes are known), else `startup`'s, else 0.
 pub fn startup_of(terms: &Terms) -> f64 {
+    // A process forked inside the target whose image's sizes are unknown: `startup`'s empty
+    // program, started the fork's way.
+    let spawn = terms.images.map_or(0.0, |i| i.spawn_extra());
     terms
         .startup_own_s
         .or_else(|| terms.images.and_then(|i| i.seconds()))
-        .or(terms.startup_s)
+        .or(terms.startup_s.map(|s| s + spawn))
         .unwrap_or(0.0)
 }
 
@@ -335,7 +397,7 @@ pub fn corrected_t_d(p: &Projection, terms: &Terms) -> f64 {
     }
     let startup = startup_of(terms);
     let wakeup = terms.wakeup_s.unwrap_or(0.0) * p.delegated_calls as f64;
-    let touch = terms.touch.map_or(0.0, |t| t.seconds());
+    let touch = terms.touch.map_or(0.0, |t| t.seconds_with(terms.at_map.as_ref()));
     let mem = terms.memcalls.map_or(0.0, |m| m.seconds());
     let overlap = terms.overlap.map_or(0.0, |w| spare::overlap_s(p, &w));
     let cache = terms
@@ -425,9 +487,11 @@ mod tests {
                     ..MemCalls::default()
                 }),
                 images: Some(Images {
-                    price: ImagePrice { fixed_s: value, per_loaded_byte_s: value * 1e-7, per_exec_byte_s: value * 1e-7, per_library_byte_s: 0.0 },
+                    price: ImagePrice { fixed_s: value, per_loaded_byte_s: value * 1e-7, per_exec_byte_s: value * 1e-7, per_library_byte_s: 0.0, spawn_s: value },
                     bytes: Some(ImageBytes { loaded: 3e7, exec: 2e7, libraries: 1e6 }),
+                    spawned: true,
                 }),
+                at_map: Some(AtMapTouch { pages: 5e3 * value, touchable: 6e3 * value, populate_s: value, touch_s: -0.1 * value }),
             };
             let paper = p.speedup.to_bits();
             for t in Term::ALL {
@@ -456,7 +520,10 @@ mod tests {
                 images: Some(Images {
                     price: ImagePrice::default(),
                     bytes: Some(ImageBytes { loaded: 3e7, exec: 2e7, libraries: 1e6 }),
+                    spawned: true,
                 }),
+                // Nothing populated at map time: `touch` as it was (and alone, nothing).
+                at_map: Some(AtMapTouch { pages: 0.0, touchable: 0.0, populate_s: value, touch_s: value }),
             };
             for t in Term::ALL {
                 prop_assert_eq!(corrected(&p, &zero.only(t)).to_bits(), paper, "{} at 0", t.name());
@@ -605,6 +672,81 @@ mod tests {
     }
 
     #[test]
+    fn issue_15_at_map_splits_the_pages_populated_at_map_time_from_the_first_touches() {
+        let p = ten_ms_and_100_writes();
+        // 2 000 pages touched, 1 500 of them populated at map time: 1 500 × 2 µs to populate,
+        // 1 500 touches at 0.8 µs less than natively, 500 first touches at 3.4 µs more.
+        let at_map = AtMapTouch {
+            pages: 1500.0,
+            touchable: 1500.0,
+            populate_s: 2e-6,
+            touch_s: -0.8e-6,
+        };
+        let t = Touch {
+            pages: 2000.0,
+            per_page_s: 3.4e-6,
+        };
+        let want = 1500.0 * 2e-6 - 1500.0 * 0.8e-6 + 500.0 * 3.4e-6;
+        assert!((t.seconds_with(Some(&at_map)) - want).abs() < 1e-15);
+        let on = Terms {
+            touch: Some(t),
+            at_map: Some(at_map),
+            ..Terms::none()
+        };
+        assert!((corrected(&p, &on) - 0.011 / (0.021 + want)).abs() < 1e-12);
+        // `at-map` off: every page at the first-touch price, as before the split; alone (without
+        // `touch`): nothing.
+        let today = 0.011 / (0.021 + 2000.0 * 3.4e-6);
+        assert!((corrected(&p, &on.without(Term::AtMap)) - today).abs() < 1e-12);
+        assert_eq!(
+            corrected(&p, &on.only(Term::AtMap)).to_bits(),
+            p.speedup.to_bits()
+        );
+        // More populated than touched (a buffer mapped whole, touched in part): every populated
+        // page pays its populating, the touched ones the touch after it, none the first touch.
+        let part = Touch { pages: 1000.0, ..t };
+        let want = 1500.0 * 2e-6 - 1000.0 * 0.8e-6;
+        assert!((part.seconds_with(Some(&at_map)) - want).abs() < 1e-15);
+        // The empty run populated the same heads (their populating is in its start-up) but
+        // touched few of them: no populating to add, the touches that land there at T_after.
+        let same = AtMapTouch {
+            pages: 0.0,
+            touchable: 1200.0,
+            ..at_map
+        };
+        let want = -1200.0 * 0.8e-6 + 800.0 * 3.4e-6;
+        assert!((t.seconds_with(Some(&same)) - want).abs() < 1e-15);
+        // Nothing populated: the first-touch price, bit for bit.
+        let none = AtMapTouch {
+            pages: 0.0,
+            touchable: 0.0,
+            ..at_map
+        };
+        assert_eq!(t.seconds_with(Some(&none)).to_bits(), t.seconds().to_bits());
+        assert_eq!(t.seconds(), 2000.0 * 3.4e-6);
+        // A populated touch far below native never makes the term negative; a NaN count of
+        // populated pages counts 0.
+        let cheap = AtMapTouch {
+            pages: 100.0,
+            touchable: 100.0,
+            populate_s: 0.0,
+            touch_s: -5e-6,
+        };
+        assert_eq!(Touch { pages: 100.0, ..t }.seconds_with(Some(&cheap)), 0.0);
+        let nan = AtMapTouch {
+            pages: f64::NAN,
+            touchable: f64::NAN,
+            ..at_map
+        };
+        assert_eq!(t.seconds_with(Some(&nan)).to_bits(), t.seconds().to_bits());
+        assert_eq!(
+            parse_terms("touch,at-map").expect("two"),
+            [Term::Touch, Term::AtMap]
+        );
+        assert_eq!(Term::AtMap.name(), "at-map");
+    }
+
+    #[test]
     fn issue_15_memcalls_adds_each_kinds_calls_and_bytes_at_their_price() {
         let p = ten_ms_and_100_writes();
         // 3 mremaps of 3.5 MiB in all at 1 ms a call and 2 ns a byte more, 30 mmaps at 50 µs:
@@ -660,12 +802,14 @@ mod tests {
                 per_loaded_byte_s: 1e-9,
                 per_exec_byte_s: 0.5e-9,
                 per_library_byte_s: 0.0,
+                spawn_s: 0.0,
             },
             bytes: Some(ImageBytes {
                 loaded: 2e6,
                 exec: 4e6,
                 libraries: 0.0,
             }),
+            spawned: false,
         };
         // 4 ms + 2 ms + 2 ms = 8 ms instead of `true`'s 9 ms.
         let t = Terms {

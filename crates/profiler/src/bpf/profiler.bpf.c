@@ -24,6 +24,13 @@
 // (images.rs). With `--per-process`, the executable file mappings (mmap of a file with PROT_EXEC:
 // the libraries' text ld.so maps) are counted per process in `proc_code`. The few kernel fields
 // read are relocated against the running kernel's BTF (CO-RE: preserve_access_index).
+//
+// New anonymous memory (issue #15, `--per-process`): at sys_exit, after the call's time is
+// taken, each successful mmap of anonymous, private, writable memory that is not a reservation
+// or a stack (no MAP_SHARED, MAP_NORESERVE, MAP_STACK, MAP_GROWSDOWN, MAP_HUGETLB) and each
+// growth of the break (brk's result less the process's last one, `proc_brk`, forgotten at exec)
+// is added to `proc_anon`, per process and log2 bucket of its length: what the LWK populates at
+// map time (the filter is the LWK's, crates/lwk/src/syscall/local.rs; ptrace.rs keeps the same).
 
 #include <linux/types.h>
 #include <linux/bpf.h>
@@ -43,6 +50,7 @@
 #define NR_MMAP 9
 #define NR_MUNMAP 11
 #define NR_MREMAP 25
+#define NR_BRK 12
 /* Offsets in x86_64's struct pt_regs of the second and third argument registers (si, dx). */
 #define PT_REGS_SI 104
 #define PT_REGS_DX 96
@@ -50,6 +58,12 @@
 #define PT_REGS_R10 56
 #define MAP_ANONYMOUS_FLAG 0x20
 #define PROT_EXEC_FLAG 0x4
+#define PROT_WRITE_FLAG 0x2
+/* mmap flags that keep a new anonymous range from being populated at map time by the LWK. */
+#define NOT_POPULATED_FLAGS (0x01 /* MAP_SHARED */ | 0x100 /* MAP_GROWSDOWN */ | 0x4000 /* MAP_NORESERVE */ | \
+			     0x20000 /* MAP_STACK */ | 0x40000 /* MAP_HUGETLB */)
+#define ANON_BUCKETS 48
+#define MAX_ANON 65536
 #define MAX_EXECS 8192
 #define MAX_PROCS 16384
 #define PATH_LEN 256
@@ -77,6 +91,7 @@ struct linux_binprm {
 static void *(*bpf_map_lookup_elem)(void *map, const void *key) = (void *)BPF_FUNC_map_lookup_elem;
 static long (*bpf_map_update_elem)(void *map, const void *key, const void *value, __u64 flags) =
 	(void *)BPF_FUNC_map_update_elem;
+static long (*bpf_map_delete_elem)(void *map, const void *key) = (void *)BPF_FUNC_map_delete_elem;
 static __u64 (*bpf_ktime_get_ns)(void) = (void *)BPF_FUNC_ktime_get_ns;
 static __u64 (*bpf_get_current_pid_tgid)(void) = (void *)BPF_FUNC_get_current_pid_tgid;
 static void *(*bpf_task_storage_get)(void *map, struct task_struct *task, void *value, __u64 flags) =
@@ -193,6 +208,23 @@ struct {
 	__type(value, __u64[2]);
 } proc_code SEC(".maps");
 
+/* Per (process, log2 bucket of the length): new anonymous ranges, count and Σ length
+ * (`--per-process`); the key and value layouts are proc_calls'. Read by user space (ebpf.rs). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_ANON);
+	__type(key, struct proc_key);
+	__type(value, struct proc_val);
+} proc_anon SEC(".maps");
+
+/* Per process: its break after its last brk (`--per-process`), to tell a growth's length. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_PROCS);
+	__type(key, __u32);
+	__type(value, __u64);
+} proc_brk SEC(".maps");
+
 /* config[0]: signed per-call correction in ns (added to every raw duration, result clamped at 0);
  * config[1]: flags, bit 0 = count per process. */
 struct {
@@ -298,6 +330,57 @@ static inline __attribute__((always_inline)) void add_code(const char *regs)
 	__sync_fetch_and_add(&v[1], len);
 }
 
+static inline __attribute__((always_inline)) void add_anon(__u32 tgid, __u64 len)
+{
+	__u32 b = log2_bucket(len);
+	if (b >= ANON_BUCKETS)
+		b = ANON_BUCKETS - 1;
+	struct proc_key k = { .tgid = tgid, .nr = b };
+	struct proc_val *v = bpf_map_lookup_elem(&proc_anon, &k);
+	if (!v) {
+		struct proc_val z = { 0, 0 };
+		/* A full table drops the range; user space cannot tell, the table is sized for it. */
+		bpf_map_update_elem(&proc_anon, &k, &z, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&proc_anon, &k);
+		if (!v)
+			return;
+	}
+	__sync_fetch_and_add(&v->count, 1);
+	__sync_fetch_and_add(&v->total_ns, len);
+}
+
+/* After an mmap or brk returned `ret` (header comment: new anonymous memory). */
+static inline __attribute__((always_inline)) void note_anon(const char *regs, __u64 nr, long ret)
+{
+	__u32 one = 1;
+	__s64 *flags = bpf_map_lookup_elem(&config, &one);
+	if (!flags || !(*flags & 1))
+		return;
+	__u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
+	if (nr == NR_BRK) {
+		__u64 now_brk = (__u64)ret;
+		__u64 *old = bpf_map_lookup_elem(&proc_brk, &tgid);
+		if (old) {
+			if (now_brk > *old)
+				add_anon(tgid, now_brk - *old);
+			*old = now_brk;
+		} else {
+			bpf_map_update_elem(&proc_brk, &tgid, &now_brk, BPF_ANY);
+		}
+		return;
+	}
+	if (ret < 0 && ret >= -4095)
+		return;
+	__u64 len = 0, prot = 0, mflags = 0;
+	if (bpf_probe_read_kernel(&len, sizeof(len), regs + PT_REGS_SI) != 0 ||
+	    bpf_probe_read_kernel(&prot, sizeof(prot), regs + PT_REGS_DX) != 0 ||
+	    bpf_probe_read_kernel(&mflags, sizeof(mflags), regs + PT_REGS_R10) != 0)
+		return;
+	if (!(mflags & MAP_ANONYMOUS_FLAG) || (mflags & NOT_POPULATED_FLAGS) || !(prot & PROT_WRITE_FLAG))
+		return;
+	add_anon(tgid, len);
+}
+
 SEC("tp_btf/sys_enter")
 int on_sys_enter(__u64 *ctx)
 {
@@ -344,6 +427,9 @@ int on_sys_exit(__u64 *ctx)
 	if (!s || !s->entry_ns)
 		return 0;
 	account(s, bpf_ktime_get_ns(), (long)ctx[1], 1);
+	/* After the call's time is taken: the arguments are still in the caller's saved registers. */
+	if (s->nr == NR_MMAP || s->nr == NR_BRK)
+		note_anon((const char *)ctx[0], s->nr, (long)ctx[1]);
 	return 0;
 }
 
@@ -391,6 +477,8 @@ int on_exec(__u64 *ctx)
 		bpf_probe_read_kernel(&r.size, sizeof(r.size), &ino->i_size);
 	}
 	bpf_map_update_elem(&execs, &k, &r, BPF_ANY);
+	/* A new image has a new break. */
+	bpf_map_delete_elem(&proc_brk, &k.tgid);
 	return 0;
 }
 

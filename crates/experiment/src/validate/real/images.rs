@@ -8,12 +8,16 @@
 //! - `static+text`: the same with [`IMAGES_MIB`] MiB more executable text;
 //! - `static+data`: the same with [`IMAGES_MIB`] MiB more initialised data (loaded, not executable);
 //! - `dynamic`: a dynamically linked program (ld.so, libc and a small library of its own);
-//! - `dynamic+library`: the same with its library [`IMAGES_MIB`] MiB of text larger.
+//! - `dynamic+library`: the same with its library [`IMAGES_MIB`] MiB of text larger;
+//! - `spawn×0` and `spawn×N`: a launcher that forks N = [`SPAWNS`] times, each child exec'ing the
+//!   `dynamic` image, and waits for each (0 forks, then N): how a process forked inside the target
+//!   starts (the LWK forks its VMM and makes the child a VM of its own).
 //!
 //! The price T = a + b·L + c·X + d·X_lib ([`multios_model::ImagePrice`]) follows from their
 //! differences ([`fit`]): b from the data, c from the text (less its loaded bytes' b), d from the
 //! library, and a from `dynamic` (what a dynamically linked program's start-up costs beyond its
-//! bytes — the processes a workload execs are). Real images (`true`, busybox, `cc1 --version`,
+//! bytes — the processes a workload execs are), and e (the fork path's extra per child over a fresh
+//! start, [`fit_spawn`]) from the launcher's rows less `dynamic`'s. Real images (`true`, busybox, `cc1 --version`,
 //! where installed) are measured beside them as checks: their rows say what the price projects
 //! for them and what they cost. L and X are the program's and its interpreter's loaded and
 //! executable bytes (ELF program headers), X_lib its libraries' text (`ldd`).
@@ -29,6 +33,31 @@ use std::process::Command;
 pub const IMAGES_MIB: u64 = 16;
 /// Pairs per image.
 pub const IMAGE_PAIRS: usize = 8;
+/// Children the launcher forks in its `spawn×N` row.
+pub const SPAWNS: usize = 8;
+
+/// The launcher: `img-spawner N PROG ARGS…` forks N times, each child exec'ing PROG, and waits
+/// for each; any child that fails fails it.
+const SPAWNER_C: &str = r#"#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    if (argc < 3)
+        return 2;
+    int n = atoi(argv[1]);
+    for (int i = 0; i < n; i++) {
+        pid_t p = fork();
+        if (p == 0) {
+            execv(argv[2], argv + 2);
+            _exit(127);
+        }
+        int st;
+        if (p < 0 || waitpid(p, &st, 0) != p || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            return 1;
+    }
+    return 0;
+}
+"#;
 
 /// One image started natively and in the LWK.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -127,6 +156,9 @@ fn build(dir: &Path) -> Result<Vec<(&'static str, PathBuf)>, ExperimentError> {
         )?;
         out.push((name, dir.join(file)));
     }
+    write("spawner.c", SPAWNER_C)?;
+    tool("gcc", &["-O2", "-o", "img-spawner", "spawner.c"], dir)?;
+    out.push(("spawner", dir.join("img-spawner")));
     Ok(out)
 }
 
@@ -270,9 +302,36 @@ pub fn fit(runs: &[ImageRun]) -> Result<(ImagePrice, Vec<String>), ExperimentErr
             per_loaded_byte_s: b,
             per_exec_byte_s: c,
             per_library_byte_s: d,
+            spawn_s: 0.0,
         },
         notes,
     ))
+}
+
+/// e: the launcher's extra per child (its `spawn×N` row less its `spawn×0` row, over N) less the
+/// `dynamic` image's fresh-start extra, at least 0 (a note when the difference came out negative:
+/// noise). Rows found by name.
+pub fn fit_spawn(runs: &[ImageRun]) -> Result<(f64, Vec<String>), ExperimentError> {
+    let row = |name: &str| {
+        runs.iter()
+            .find(|r| r.name == name)
+            .ok_or_else(|| run_err("fitting the fork path", format!("no '{name}' row")))
+    };
+    let (none, many, dynamic) = (row("spawn×0")?, row(&format!("spawn×{SPAWNS}"))?, row("dynamic")?);
+    let per_child = (many.extra_s - none.extra_s) / SPAWNS as f64;
+    let e = per_child - dynamic.extra_s;
+    if e.is_finite() && e >= 0.0 {
+        Ok((e, Vec::new()))
+    } else {
+        Ok((
+            0.0,
+            vec![format!(
+                "images: a forked child cost {:.2} ms more than natively, the dynamic image's fresh start {:.2} ms: the fork path's extra taken as 0",
+                per_child * 1e3,
+                dynamic.extra_s * 1e3
+            )],
+        ))
+    }
 }
 
 /// The microbenchmark: builds the generated images under `scratch`, measures them and the checks,
@@ -280,8 +339,20 @@ pub fn fit(runs: &[ImageRun]) -> Result<(ImagePrice, Vec<String>), ExperimentErr
 pub fn calibrate(cfg: &Config, scratch: &Path) -> Result<Calibration, ExperimentError> {
     let dir = scratch.join("images");
     let mut runs = Vec::new();
-    for (name, exe) in build(&dir)? {
-        let bytes = image_bytes(&exe)?;
+    let built = build(&dir)?;
+    let path_of = |name: &str| {
+        built
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, p)| p.display().to_string())
+            .ok_or_else(|| run_err("building", format!("no '{name}' image")))
+    };
+    let (spawner, dynamic) = (path_of("spawner")?, path_of("dynamic")?);
+    for (name, exe) in &built {
+        if *name == "spawner" {
+            continue;
+        }
+        let bytes = image_bytes(exe)?;
         runs.push(measure(
             cfg,
             name,
@@ -291,19 +362,48 @@ pub fn calibrate(cfg: &Config, scratch: &Path) -> Result<Calibration, Experiment
             scratch,
         )?);
     }
+    let spawner_bytes = image_bytes(Path::new(&spawner))?;
+    for n in [0, SPAWNS] {
+        let argv = vec![spawner.clone(), n.to_string(), dynamic.clone()];
+        runs.push(measure(
+            cfg,
+            &format!("spawn×{n}"),
+            argv,
+            spawner_bytes,
+            true,
+            scratch,
+        )?);
+    }
     for (name, argv) in checks() {
         let exe = multios_profiler::resolve(&argv[0]).map_err(|e| run_err(name, e))?;
         let bytes = image_bytes(&exe)?;
         runs.push(measure(cfg, name, argv, bytes, false, scratch)?);
     }
-    let (price, notes) = fit(&runs)?;
-    for r in &mut runs {
-        r.priced_s = Images {
+    let (mut price, mut notes) = fit(&runs)?;
+    let (spawn_s, spawn_notes) = fit_spawn(&runs)?;
+    price.spawn_s = spawn_s;
+    notes.extend(spawn_notes);
+    let priced = |bytes: ImageBytes, spawned: bool| {
+        Images {
             price,
-            bytes: Some(r.bytes),
+            bytes: Some(bytes),
+            spawned,
         }
         .seconds()
-        .unwrap_or(f64::NAN);
+        .unwrap_or(f64::NAN)
+    };
+    let dynamic_bytes = runs
+        .iter()
+        .find(|r| r.name == "dynamic")
+        .map(|r| r.bytes)
+        .unwrap_or_default();
+    for r in &mut runs {
+        // The launcher's rows: its own start-up and its children's, each started the fork's way.
+        let children = match r.name.strip_prefix("spawn×") {
+            Some(n) => n.parse::<f64>().unwrap_or(0.0),
+            None => 0.0,
+        };
+        r.priced_s = priced(r.bytes, false) + children * priced(dynamic_bytes, true);
     }
     Ok(Calibration { runs, price, notes })
 }
@@ -377,6 +477,30 @@ mod tests {
         // A missing row is named.
         let e = fit(&runs[..4]).expect_err("no library row").to_string();
         assert!(e.contains("dynamic+library"), "{e}");
+    }
+
+    /// The launcher's rows: 3 ms of its own, each child 5 ms (`dynamic`'s fresh start) + 20 ms
+    /// (the fork path): e = 20 ms. A child cheaper than a fresh start (noise) gives 0 and a note.
+    #[test]
+    fn issue_15_the_fork_path_s_extra_is_a_child_s_cost_less_a_fresh_start() {
+        let n = SPAWNS as f64;
+        let runs = vec![
+            row("dynamic", 0.3, 0.2, 1.5, 5.0),
+            row("spawn×0", 0.3, 0.2, 1.5, 3.0),
+            row(&format!("spawn×{SPAWNS}"), 0.3, 0.2, 1.5, 3.0 + n * 25.0),
+        ];
+        let (e, notes) = fit_spawn(&runs).expect("fits");
+        assert!((e - 0.020).abs() < 1e-12, "{e}");
+        assert!(notes.is_empty());
+        let mut noisy = runs.clone();
+        noisy[2].extra_s = (3.0 + n * 4.0) * 1e-3;
+        let (e, notes) = fit_spawn(&noisy).expect("fits");
+        assert_eq!(e, 0.0);
+        assert!(notes.iter().any(|n| n.contains("fork path")), "{notes:?}");
+        assert!(fit_spawn(&runs[..2])
+            .expect_err("no spawn×N row")
+            .to_string()
+            .contains("spawn×"));
     }
 
     #[test]

@@ -174,25 +174,32 @@ pub fn base_profile(
     Ok(Some(p))
 }
 
-/// [`fill`] on `terms` when `memcalls` is on, less the empty run's calls ([`base_profile`]); a
-/// note when the profile has no lengths.
-pub fn fill_terms(
+/// The empty run's profile when a term that subtracts it is on (`memcalls`, `touch`):
+/// [`base_profile`], else `None`.
+pub fn base_for_terms(
     cfg: &Config,
     w: &Workload,
+    terms: &Terms,
+    scratch: &Path,
+) -> Result<Option<multios_profile::Profile>, ExperimentError> {
+    if terms.memcalls.is_none() && terms.touch.is_none() {
+        return Ok(None);
+    }
+    base_profile(cfg, w, terms, scratch)
+}
+
+/// [`fill`] on `terms` when `memcalls` is on, less the empty run's calls (`base`,
+/// [`base_for_terms`]); a note when the profile has no lengths.
+pub fn fill_terms(
     terms: &mut Terms,
     prof: &multios_profile::Profile,
-    scratch: &Path,
+    base: Option<&multios_profile::Profile>,
     notes: &mut Vec<String>,
-) -> Result<(), ExperimentError> {
-    if terms.memcalls.is_none() {
-        return Ok(());
-    }
-    let base = base_profile(cfg, w, terms, scratch)?;
-    let known = terms
-        .memcalls
-        .as_mut()
-        .is_some_and(|m| fill(m, prof, base.as_ref()));
-    if !known {
+) {
+    let Some(m) = terms.memcalls.as_mut() else {
+        return;
+    };
+    if !fill(m, prof, base) {
         let note =
             "memcalls: the profile records no memory_bytes (not the eBPF profiler): the per-call price alone"
                 .to_string();
@@ -200,7 +207,6 @@ pub fn fill_terms(
             notes.push(note);
         }
     }
-    Ok(())
 }
 
 /// memcalls.c natively and in the LWK at each length of [`MEMCALLS_KIB`], [`MEMCALLS_ROUNDS`] runs

@@ -867,7 +867,10 @@ pub fn run_workload(
         if own {
             terms.startup_own_s = cache.startup_own(cfg, Target::Lwk, w, &scratch.0)?;
         }
-        memcalls::fill_terms(cfg, w, &mut terms, &prof, &scratch.0, &mut notes)?;
+        // The empty run whose start-up is counted: its memory calls and its populated pages are
+        // in the start-up term already.
+        let base = memcalls::base_for_terms(cfg, w, &terms, &scratch.0)?;
+        memcalls::fill_terms(&mut terms, &prof, base.as_ref(), &mut notes);
         images::fill_terms(&mut terms, &prof, &mut notes);
         // Without the guard (the default): the LWK's f_c from LWK_FC_RUNS `lwk fc` runs
         // (`TermCache::lwk_fc`: the rewritten site's row, runs that met a parked proxy left out),
@@ -878,6 +881,7 @@ pub fn run_workload(
             Some(in_level(cfg, || cache.lwk_fc(cfg, &w.name))?)
         };
         let base_faults = cache.base_faults(&terms, w);
+        touch::fill_terms(&mut terms, &prof, base.as_ref(), base_faults, &mut notes);
         for pol in &cfg.policies {
             let mut guard = match once {
                 Some(_) => Guard::record_only(level::link(&cfg.compute, &cfg.control)),
