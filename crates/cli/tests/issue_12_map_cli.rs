@@ -417,15 +417,19 @@ fn issue_12_map_run_keeps_linuxs_placement_when_its_model_predicts_a_loss() {
     // the table says which placement and why, with both predicted times
     let (code, out, err) = multios(&["map", "run", "--graph", &g, "--", "sh", "-c", "exit 0"]);
     assert_eq!(code, 0, "{err}");
+    let _ = out;
     assert!(
-        out.contains("placement: Linux's (nothing pinned)") && out.contains("under Linux's placement"),
-        "{out}"
+        err.contains("map run: placement Linux's (nothing pinned)")
+            && err.contains("under Linux's placement"),
+        "{err}"
     );
-    assert!(out.contains("--force-placement"), "{out}");
+    assert!(err.contains("--force-placement"), "{err}");
     // the JSON records the decision; nothing pinned, nothing watched
     let (code, out, err) = multios(&["map", "run", "--graph", &g, "--json", "--", "sh", "-c", "exit 0"]);
     assert_eq!(code, 0, "{err}");
     let rep: serde_json::Value = serde_json::from_str(&out).expect("json report");
+    // the line on stderr in JSON mode too, the JSON on stdout alone
+    assert!(err.contains("map run: placement Linux's"), "{err}");
     assert_eq!(rep["decision"]["choice"], "linux", "{rep}");
     assert_eq!(rep["decision"]["pinned"], 2, "{rep}");
     let (placed, linux) = (

@@ -657,9 +657,8 @@ fn cmd_run(a: RunArgs, out: &Out) -> super::Exit {
             force: a.force_placement,
         },
     );
-    if out.format == Format::Table {
-        outln!("placement: {}", decision_line(&plan.decision));
-    }
+    // the choice and why, on stderr whatever the format (the JSON report has it as `decision`)
+    eprintln!("map run: placement {}", decision_line(&plan.decision));
     let rep = maprun::run_plan(&a.command, &plan, std_duration(a.sweep), false)?;
     if out.format == Format::Json {
         out.json(&rep)?;

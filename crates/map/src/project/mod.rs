@@ -65,10 +65,32 @@ pub struct HopModel {
     /// Wall time of a pair on one CPU while a pair runs on the other, ÷ alone (1: no slowdown).
     #[serde(default = "one")]
     pub parallel_ipc: f64,
+    /// The curves at the ends of each measurement's interval over the calibration's rounds (since
+    /// h-map4): `map run` reports its decision also at the ends least favourable to the placement
+    /// ([`HopModel::least_favourable`]). None: not measured (a model written before, or the linear
+    /// model).
+    #[serde(default)]
+    pub spread: Option<CurveSpread>,
+    /// The curves a recorded run's messages are priced with ([`HopModel::recorded_ns`]) when
+    /// they are not `curves`: the least favourable model ([`HopModel::least_favourable`]) prices
+    /// Linux's placement at the low end of its spread, but a recording is what Linux's placement
+    /// did in that run, read with the medians. Not written.
+    #[serde(skip)]
+    pub recorded: Option<Curves>,
 }
 
 fn one() -> f64 {
     1.0
+}
+
+/// The calibration's curves at the low and the high end of each median's 95 % interval over its
+/// rounds (with fewer than 6 rounds: the smallest and the largest run).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CurveSpread {
+    pub low: Curves,
+    pub high: Curves,
+    /// Rounds of the calibration the ends come from.
+    pub rounds: usize,
 }
 
 impl HopModel {
@@ -83,7 +105,30 @@ impl HopModel {
             stretch_one: 1.0,
             stretch_parallel: 1.0,
             parallel_ipc: 1.0,
+            spread: None,
+            recorded: None,
         }
+    }
+
+    /// The model at the ends of its measurements least favourable to a placement: Linux's own
+    /// placement of pairs (`curves.linux`) and the CPU an exchange between busy CPUs takes (the
+    /// cap on it, `busy`) at the low ends of their intervals, every arrangement a placement pins
+    /// (one CPU, crowded, packed, split) at the high ends. None without [`HopModel::spread`].
+    /// Everything else (the cost model, the stretches) is the model's own, and a recording's
+    /// messages are still read with the medians (`recorded`): a lone pair recorded at 24 µs of CPU
+    /// per exchange was split by Linux in that run, whatever Linux's best rounds did.
+    pub fn least_favourable(&self) -> Option<HopModel> {
+        let s = self.spread?;
+        let mut c = s.high;
+        c.linux = s.low.linux;
+        c.busy = s.low.busy;
+        c.linux_cpus = s.low.linux_cpus;
+        Some(HopModel {
+            curves: Some(c),
+            spread: None,
+            recorded: self.curves,
+            ..*self
+        })
     }
 
     /// The factor on a pair's cost apart at `hops` (≥ 1).
@@ -157,6 +202,15 @@ impl HopModel {
     /// the crowded one-CPU cost), never less than the pair's cost on one CPU; without the curve
     /// (or on another number of CPUs), its cost on one CPU.
     pub fn recorded_ns(&self, p: &Pair, k: f64, cpus: usize) -> f64 {
+        if let Some(c) = self.recorded {
+            // the least favourable model: the recording read with the medians
+            let m = HopModel {
+                curves: Some(c),
+                recorded: None,
+                ..*self
+            };
+            return m.recorded_ns(p, k, cpus);
+        }
         let local = self.local_ns(p);
         self.linux_ns(p, k, cpus).map_or(local, |t| t.max(local))
     }

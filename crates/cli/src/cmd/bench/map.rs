@@ -50,18 +50,17 @@ pub struct Args {
 }
 
 fn ratio(p: &Paired) -> String {
-    let (m, ci) = p.ratio();
-    match ci {
-        Some((lo, hi)) => format!("{m:.3} [{lo:.3}, {hi:.3}]"),
-        None => format!("{m:.3}"),
-    }
+    map::ratio_text(p)
 }
 
-fn verdict(p: &Paired) -> &'static str {
-    match map::not_slower(p) {
-        Some(true) => "≤ 1.03",
-        None => "median ≤ 1.03",
-        Some(false) => "SLOWER",
+/// Where a row stands against "never more than 3 % slower" (slower only when the whole interval
+/// is above 1.03), and for an IPC row whether the ratio is within Linux's own A/A spread.
+fn verdict(p: &Paired, aa: Option<&Paired>) -> String {
+    let s = map::Standing::of(p).label();
+    match aa.and_then(|a| map::within_aa(p, a)) {
+        Some(true) => format!("{s} (within A/A)"),
+        Some(false) => format!("{s} (outside A/A)"),
+        None => s.to_string(),
     }
 }
 
@@ -80,9 +79,12 @@ fn off(o: &Option<multios_map::programs::OffIdeal>) -> String {
 /// What map run chose and the model's predicted speed-up of the placement over Linux's.
 fn chose(d: &multios_map::decide::Decision) -> String {
     format!(
-        "{} {:.2}×",
+        "{} {:.2}×{}",
         if d.applies() { "placed" } else { "Linux" },
-        d.predicted_speedup
+        d.predicted_speedup,
+        d.least_favourable_speedup
+            .map(|x| format!(" (least favourable {x:.2}×)"))
+            .unwrap_or_default()
     )
 }
 
@@ -183,7 +185,7 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         super::map_levels::print_levels(&r, out);
         outln!();
         outln!(
-            "IPC microbenchmark (seed 001 §III on pipes): µs per exchange, medians of {} interleaved runs of {} exchanges per pair; map/Linux: median of the paired ratios [95 % interval]",
+            "IPC microbenchmark (seed 001 §III on pipes): µs per exchange, medians of {} interleaved runs of {} exchanges per pair; map/Linux: median of the paired ratios [95 % interval]; Linux/Linux: a second Linux run in each repeat against the first (A/A: the spread of one placement run twice)",
             cfg.repeats, cfg.rounds
         );
     }
@@ -195,11 +197,12 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
         "round-robin",
         "map",
         "map/Linux",
+        "Linux/Linux (A/A)",
         "rr/Linux",
         "Linux split/moved/excess %",
         "map split/moved/excess %",
         "≤ 3 % slower?",
-        "map chose (model Linux/placed)",
+        "map chose (model Linux/placed; at the calibration's least favourable ends)",
         "map CPUs (procs)",
         "released",
         "level ns (retries)",
@@ -220,10 +223,11 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
             format!("{:.2}", row.round_robin_us),
             format!("{:.2}", row.map_us),
             ratio(&row.map_vs_linux),
+            ratio(&row.linux_vs_linux),
             format!("{:.3}", row.round_robin_vs_linux.ratio().0),
             off(&row.linux_off),
             off(&row.map_off),
-            verdict(&row.map_vs_linux).to_string(),
+            verdict(&row.map_vs_linux, Some(&row.linux_vs_linux)),
             chose(&row.map_decision),
             {
                 // processes per CPU list, e.g. "0:8 1:8 0-1:1"
@@ -293,7 +297,7 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
                 format!("{:.3}", p.map_s),
                 ratio(&p.map_vs_linux),
                 format!("{:.3}", 1.0 + p.map_vs_linux.fastest / 100.0),
-                verdict(&p.map_vs_linux).to_string(),
+                verdict(&p.map_vs_linux, None),
                 format!("{}/{}", p.released_runs, cfg.pairs),
                 format!("{:.3}", p.predicted_map_s),
                 err(p.predicted_map_s, p.map_s),
@@ -387,15 +391,26 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
     outln!();
     outln!("Targets:");
     outln!(
-        "  never more than 3 % slower than Linux: {} rows with the interval ≤ 1.03, {} with only the median, {} slower{}",
+        "  never more than 3 % slower than Linux: {} rows with the interval ≤ 1.03, {} with only the median, {} undecided (median above 1.03, interval reaching 1.03 or below){}, {} slower (the whole interval above 1.03){}",
         v.not_slower,
         v.not_slower_median_only,
+        v.undecided.len(),
+        if v.undecided.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", v.undecided.join("; "))
+        },
         v.slower.len(),
         if v.slower.is_empty() {
             String::new()
         } else {
             format!(" ({})", v.slower.join("; "))
         }
+    );
+    outln!(
+        "    Linux against itself (A/A, a second Linux run in each repeat): {} of {} IPC rows have map/Linux within Linux/Linux's interval",
+        v.within_aa,
+        v.aa_rows
     );
     outln!(
         "  ≥ 1.3× faster where keeping communicating tasks together matters (Linux's placement ≥ {:.0} % from the best: split, moved or uneven), placed: {} of {} such IPC rows ({} of all {} IPC rows at ≥ 1.3×, placed or not)",

@@ -35,7 +35,7 @@ use super::MapBenchError;
 use crate::crosslink::{self, Prober};
 use multios_map::partition::CostModel;
 use multios_map::programs::{parse, IpcRun};
-use multios_map::project::{Curves, CROWD, LINUX, PACKED, POINTS, SPREAD};
+use multios_map::project::{CurveSpread, Curves, CROWD, LINUX, PACKED, POINTS, SPREAD};
 use serde::Serialize;
 use std::path::Path;
 use std::process::Command;
@@ -228,6 +228,24 @@ pub struct Sample {
     pub size: usize,
     pub wall_us: f64,
     pub cpu_us: f64,
+    /// The wall time's median's 95 % interval over the rounds ([`median_interval`]: with fewer
+    /// than 6 rounds the smallest and largest run): how far the median could be from this
+    /// measurement's own rounds (since h-map4; `map run` reports its decision at the ends least
+    /// favourable to a placement).
+    pub wall_low_us: f64,
+    pub wall_high_us: f64,
+}
+
+/// The 95 % interval of the median of `v` (distribution-free, order statistics); with fewer than
+/// 6 values, where no such interval reaches 95 %, the smallest and the largest.
+pub fn median_interval(v: &[f64]) -> (f64, f64) {
+    let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    if s.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    s.sort_by(f64::total_cmp);
+    let k = multios_stats::median_ci_rank(s.len(), 0.95).map_or(1, |(k, _)| k);
+    (s[k - 1], s[s.len() - k])
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -248,6 +266,11 @@ pub struct Calibration {
     pub parallel_ipc: f64,
     /// Exchanges per calibration run.
     pub rounds: u64,
+    /// The curves at the low and at the high end of each median's interval over the rounds
+    /// ([`Sample::wall_low_us`], `wall_high_us`), each made non-decreasing in the size: what
+    /// `map run` reports its decision with at the ends least favourable to a placement (since
+    /// h-map4).
+    pub spread: Option<CurveSpread>,
 }
 
 /// One run of the IPC program pinned by itself (`cpus` empty: nothing pinned).
@@ -397,11 +420,14 @@ pub fn samples(rounds: &[Round]) -> Vec<Sample> {
             }
             let wall: Vec<f64> = pick.iter().map(|x| x.wall_us).collect();
             let cpu: Vec<f64> = pick.iter().map(|x| x.cpu_us).collect();
+            let (wall_low_us, wall_high_us) = median_interval(&wall);
             samples.push(Sample {
                 arrangement: a,
                 size,
                 wall_us: median(&wall),
                 cpu_us: median(&cpu),
+                wall_low_us,
+                wall_high_us,
             });
         }
     }
@@ -477,51 +503,77 @@ pub fn fit(rounds: &[Round], per_run: u64, cpus: usize) -> Calibration {
     };
     // the curves: wall (busy: CPU) ns per exchange at each size, all five arrangements present
     let at = |a: Arrangement, size: usize| get(a).into_iter().find(|s| s.size == size).copied();
-    let curve = |a: Arrangement, cpu: bool| -> Option<[f64; POINTS]> {
+    // which value of a sample a curve takes: the median, or an end of its interval
+    #[derive(Clone, Copy)]
+    enum End {
+        Median,
+        Low,
+        High,
+    }
+    let curve_at = |a: Arrangement, cpu: bool, end: End| -> Option<[f64; POINTS]> {
         let mut v = [0.0; POINTS];
         for (k, &size) in SIZES.iter().enumerate() {
             let s = at(a, size)?;
-            v[k] = 1e3 * if cpu { s.cpu_us } else { s.wall_us };
+            v[k] = 1e3
+                * match (cpu, end) {
+                    (true, _) => s.cpu_us,
+                    (false, End::Median) => s.wall_us,
+                    (false, End::Low) => s.wall_low_us,
+                    (false, End::High) => s.wall_high_us,
+                };
         }
         Some(v)
     };
-    let curves = (|| {
-        Some(Curves {
-            bytes: SIZES.map(|s| (s + 1) as f64),
-            together: curve(Arrangement::Same, false)?,
-            alone: curve(Arrangement::Alone, false)?,
-            split: curve(Arrangement::Split, false)?,
-            busy: curve(Arrangement::Split, true)?,
-            crowd: (|| {
-                Some([
-                    curve(Arrangement::CrowdFew, false)?,
-                    curve(Arrangement::CrowdMany, false)?,
-                ])
-            })(),
-            spread: (|| {
-                Some([
-                    curve(Arrangement::SpreadFew, false)?,
-                    curve(Arrangement::SpreadMany, false)?,
-                ])
-            })(),
-            linux: (|| {
-                Some([
-                    curve(Arrangement::LinuxOne, false)?,
-                    curve(Arrangement::LinuxTwo, false)?,
-                    curve(Arrangement::LinuxFew, false)?,
-                    curve(Arrangement::LinuxMany, false)?,
-                ])
-            })(),
-            linux_cpus: cpus,
-            packed: (|| {
-                Some([
-                    curve(Arrangement::PackedFew, false)?,
-                    curve(Arrangement::PackedMany, false)?,
-                ])
-            })(),
-        })
-    })()
-    .map(Curves::monotone);
+    let curves_at = |end: End| {
+        let curve = |a: Arrangement, cpu: bool| curve_at(a, cpu, end);
+        (|| {
+            Some(Curves {
+                bytes: SIZES.map(|s| (s + 1) as f64),
+                together: curve(Arrangement::Same, false)?,
+                alone: curve(Arrangement::Alone, false)?,
+                split: curve(Arrangement::Split, false)?,
+                busy: curve(Arrangement::Split, true)?,
+                crowd: (|| {
+                    Some([
+                        curve(Arrangement::CrowdFew, false)?,
+                        curve(Arrangement::CrowdMany, false)?,
+                    ])
+                })(),
+                spread: (|| {
+                    Some([
+                        curve(Arrangement::SpreadFew, false)?,
+                        curve(Arrangement::SpreadMany, false)?,
+                    ])
+                })(),
+                linux: (|| {
+                    Some([
+                        curve(Arrangement::LinuxOne, false)?,
+                        curve(Arrangement::LinuxTwo, false)?,
+                        curve(Arrangement::LinuxFew, false)?,
+                        curve(Arrangement::LinuxMany, false)?,
+                    ])
+                })(),
+                linux_cpus: cpus,
+                packed: (|| {
+                    Some([
+                        curve(Arrangement::PackedFew, false)?,
+                        curve(Arrangement::PackedMany, false)?,
+                    ])
+                })(),
+            })
+        })()
+        .map(Curves::monotone)
+    };
+    let curves = curves_at(End::Median);
+    let rounds_seen = rounds.iter().filter(|r| !r.is_empty()).count();
+    let spread = match (curves_at(End::Low), curves_at(End::High)) {
+        (Some(low), Some(high)) => Some(CurveSpread {
+            low,
+            high,
+            rounds: rounds_seen,
+        }),
+        _ => None,
+    };
     // a pair on each CPU: per pair, twice the wall per exchange (either pair's), ÷ one pair alone
     let slowdowns: Vec<f64> = SIZES
         .iter()
@@ -565,6 +617,7 @@ pub fn fit(rounds: &[Round], per_run: u64, cpus: usize) -> Calibration {
         stretch_parallel,
         parallel_ipc,
         rounds: per_run,
+        spread,
     }
 }
 
@@ -658,6 +711,40 @@ mod tests {
                 assert!(close(curve[k], (j + 1) as f64 * (6000.0 + 0.2 * x)));
             }
         }
+    }
+
+    #[test]
+    fn issue_12_the_spread_is_each_medians_interval_over_the_rounds() {
+        // three rounds: the same costs × 0.9, × 1, × 1.2 (fewer than 6: the ends are the smallest
+        // and the largest run)
+        let scaled = |f: f64| -> Round {
+            made_up()
+                .into_iter()
+                .map(|r| Run {
+                    wall_us: r.wall_us * f,
+                    ..r
+                })
+                .collect()
+        };
+        let c = fit(&[scaled(0.9), scaled(1.0), scaled(1.2)], 100, 2);
+        let (curves, spread) = (c.curves.expect("curves"), c.spread.expect("spread"));
+        assert_eq!(spread.rounds, 3);
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-6 * b.abs().max(1.0);
+        for k in 0..POINTS {
+            assert!(close(spread.low.together[k], 0.9 * curves.together[k]));
+            assert!(close(spread.high.together[k], 1.2 * curves.together[k]));
+            let (lo, hi, med) = (
+                spread.low.linux.expect("linux"),
+                spread.high.linux.expect("linux"),
+                curves.linux.expect("linux"),
+            );
+            assert!(close(lo[3][k], 0.9 * med[3][k]) && close(hi[3][k], 1.2 * med[3][k]));
+        }
+        // 9 values: the 95 % interval of the median is the 2nd and the 8th
+        let v: Vec<f64> = (1..=9).map(f64::from).collect();
+        assert_eq!(median_interval(&v), (2.0, 8.0));
+        assert_eq!(median_interval(&[3.0, 1.0, 2.0]), (1.0, 3.0));
+        assert!(median_interval(&[]).0.is_nan());
     }
 
     #[test]

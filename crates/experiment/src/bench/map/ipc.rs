@@ -26,6 +26,10 @@ pub struct Row {
     pub map_us: f64,
     /// map / Linux per run (paired by repeat): median, interval, fastest / fastest.
     pub map_vs_linux: Paired,
+    /// Linux against itself (A/A): a second run of Linux's placement in each repeat, ÷ the first
+    /// (paired by repeat). The spread of one placement run twice on this row: a map/Linux ratio
+    /// inside it is not a placement's effect (since h-map4).
+    pub linux_vs_linux: Paired,
     pub round_robin_vs_linux: Paired,
     /// Where Linux put the pairs, as the program counted it: how far from the best placement of
     /// pairs (each on one CPU, never moved, spread evenly), each share the median over Linux's
@@ -46,6 +50,8 @@ pub struct Row {
     pub levels: Vec<Level>,
     /// Each repeat's time per exchange (µs) under Linux's placement, round-robin and map run.
     pub linux_runs_us: Vec<f64>,
+    /// The second Linux run of each repeat (the A/A side).
+    pub linux_aa_runs_us: Vec<f64>,
     pub round_robin_runs_us: Vec<f64>,
     pub map_runs_us: Vec<f64>,
     /// The model's time per exchange for the round-robin and map placements …
@@ -282,8 +288,9 @@ fn learn(ctx: &Context, procs: usize, size: usize, rounds: u64) -> Result<Learne
     })
 }
 
-/// All rows: for each configuration, `repeats` runs of each placement in rotating order, then
-/// `between` (a round of the calibration, so that it sees the conditions the rows saw).
+/// All rows: for each configuration, `repeats` runs of each placement and a second run of Linux's
+/// (the A/A side) in rotating order, then `between` (a round of the calibration, so that it sees
+/// the conditions the rows saw).
 pub fn rows(
     ctx: &Context,
     procs: &[usize],
@@ -309,34 +316,38 @@ pub fn rows(
             } = learn(ctx, p, size, rounds)?;
             let rr_cpus: Vec<u32> = (0..=p).map(|k| ctx.cpus[k % ctx.cpus.len()]).collect();
             let rr_rules = rules(&rr_cpus);
-            let (mut l, mut r, mut m) = (Vec::new(), Vec::new(), Vec::new());
+            let (mut l, mut aa, mut r, mut m) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
             let (mut l_split, mut m_split) = (Vec::new(), Vec::new());
             let mut released = 0usize;
             let mut levels = Vec::new();
             let mut link = crosslink::Link(ctx.cpus[0] as usize, ctx.cpus[1] as usize);
             for k in 0..repeats {
-                // One repeat = the three placements, in rotating order, with the cross-CPU round
+                // One repeat = the three placements and Linux's again, in rotating order, with the cross-CPU round
                 // trip probed between them: a pipe pair that Linux splits pays it on every
                 // exchange, so a repeat whose runs saw different levels is run again.
                 let (runs, level) = crosslink::guarded(&mut link, LEVEL_RETRIES, |w| {
                     let mut lin = None;
+                    let mut lin2 = None;
                     let mut rr = None;
                     let mut map = None;
-                    for slot in 0..3 {
-                        match (k + slot) % 3 {
+                    // four slots, rotating: Linux, round-robin, map run, Linux again (A/A)
+                    for slot in 0..4 {
+                        match (k + slot) % 4 {
                             0 => lin = Some(linux(&ctx.ipcbench, p, size, rounds)?),
                             1 => rr = Some(placed(ctx, p, size, rounds, &rr_rules)?.0 .0),
-                            _ => map = Some(placed(ctx, p, size, rounds, &map_rules)?),
+                            2 => map = Some(placed(ctx, p, size, rounds, &map_rules)?),
+                            _ => lin2 = Some(linux(&ctx.ipcbench, p, size, rounds)?.0),
                         }
                         w.mark()?;
                     }
-                    Ok::<_, MapBenchError>((lin, rr, map))
+                    Ok::<_, MapBenchError>((lin, lin2, rr, map))
                 })?;
-                let (Some((t, split)), Some(t_rr), Some(((t_m, m_sp), rep))) = runs else {
-                    unreachable!("each of the three slots runs once per repeat")
+                let (Some((t, split)), Some(t_aa), Some(t_rr), Some(((t_m, m_sp), rep))) = runs else {
+                    unreachable!("each of the four slots runs once per repeat")
                 };
                 l.push(t);
                 l_split.push(split);
+                aa.push(t_aa);
                 r.push(t_rr);
                 released += usize::from(!rep.released.is_empty());
                 m.push(t_m);
@@ -364,6 +375,7 @@ pub fn rows(
                 round_robin_us: median(&r),
                 map_us: median(&m),
                 map_vs_linux: multios_stats::paired(&l, &m).unwrap_or_else(empty),
+                linux_vs_linux: multios_stats::paired(&l, &aa).unwrap_or_else(empty),
                 linux_off: l_off,
                 linux_worst_range,
                 map_off: m_off,
@@ -373,6 +385,7 @@ pub fn rows(
                 map_released_runs: released,
                 levels,
                 linux_runs_us: l,
+                linux_aa_runs_us: aa,
                 round_robin_runs_us: r,
                 map_runs_us: m,
                 predicted_round_robin_us: 0.0,
