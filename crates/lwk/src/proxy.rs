@@ -21,9 +21,17 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// How long an idle proxy polls before it yields its CPU at every 64th poll (issue #15: each
-/// process of a pipeline run in the LWK has a proxy of its own, and they share one CPU).
-pub const IDLE_YIELD_AFTER: Duration = Duration::from_micros(20);
+/// `MULTIOS_LWK_PROXY_YIELD_US=N`: an idle proxy that has polled N µs without a call yields its
+/// CPU at every 64th poll until it parks (off by default). Measured on a quiet VM (2026-11-26
+/// 22:25 UTC, docs/BENCHMARKS.md): with it at 20 µs a pipeline run in the LWK, whose stages' proxies
+/// share one CPU, took 0.41–0.48 s against 0.49–0.53 s, but `make -j2` 3.05–3.07 s against
+/// 2.49–2.50 s, so it is a knob, not the default.
+fn idle_yield_after() -> Option<Duration> {
+    std::env::var("MULTIOS_LWK_PROXY_YIELD_US")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_micros)
+}
 
 /// The longest an idle proxy stays parked without being unparked (a safety net).
 const PARK_LIMIT: Duration = Duration::from_millis(20);
@@ -130,6 +138,7 @@ fn serve_loop(
     let (born, sched0) = (last, crate::cputime::Sched::this_thread());
     let (mut parked, mut parks, mut wakes) = (Duration::ZERO, 0u64, 0u64);
     let mut idle_peak = idle.current();
+    let yield_after = idle_yield_after();
     while !stop.load(Ordering::Acquire) {
         let mut served = false;
         for cpu in 0..nslots.load(Ordering::Acquire) {
@@ -165,7 +174,7 @@ fn serve_loop(
         polls = polls.wrapping_add(1);
         let quiet = polls.is_multiple_of(64).then(|| last.elapsed());
         if quiet.is_none_or(|q| q < idle.current()) {
-            if quiet.is_some_and(|q| q >= IDLE_YIELD_AFTER) {
+            if quiet.zip(yield_after).is_some_and(|(q, y)| q >= y) {
                 // Idle a while, not yet parked: let whatever else is runnable on this CPU run
                 // first (the proxies of a pipeline's other stages share it); it returns at once
                 // when nothing is.

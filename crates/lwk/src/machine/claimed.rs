@@ -27,6 +27,7 @@ pub const YIELD_AFTER: Duration = Duration::from_micros(20);
 #[derive(Debug)]
 pub(super) struct Claimed {
     spin: Duration,
+    yield_after: Duration,
     waits: AtomicU64,
     sleeps: AtomicU64,
 }
@@ -39,8 +40,13 @@ impl Claimed {
             .ok()
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map_or(DEFAULT_SPIN, Duration::from_micros);
+        let yield_after = std::env::var("MULTIOS_LWK_DOORBELL_YIELD_US")
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map_or(YIELD_AFTER, Duration::from_micros);
         Claimed {
             spin,
+            yield_after,
             waits: AtomicU64::new(0),
             sleeps: AtomicU64::new(0),
         }
@@ -54,7 +60,7 @@ impl Claimed {
 
     /// One step of a wait begun at `since` that has slept `sleeps` times so far.
     pub fn step(&self, since: Instant, sleeps: &mut u32) {
-        match pause(since.elapsed(), self.spin, *sleeps) {
+        match pause(since.elapsed(), self.spin, self.yield_after, *sleeps) {
             Step::Spin => std::hint::spin_loop(),
             Step::Yield => std::thread::yield_now(),
             Step::Sleep(d) => {
@@ -81,13 +87,13 @@ enum Step {
 }
 
 /// The next step of a wait `elapsed` into it with `sleeps` sleeps so far: spin within `spin`
-/// (yielding after [`YIELD_AFTER`]), else sleep, 20 µs more each time up to 1 ms.
-fn pause(elapsed: Duration, spin: Duration, sleeps: u32) -> Step {
+/// (yielding after `yield_after`), else sleep, 20 µs more each time up to 1 ms.
+fn pause(elapsed: Duration, spin: Duration, yield_after: Duration, sleeps: u32) -> Step {
     if elapsed >= spin {
         Step::Sleep(Duration::from_micros(
             20 * u64::from(sleeps.saturating_add(1).min(50)),
         ))
-    } else if elapsed >= YIELD_AFTER {
+    } else if elapsed >= yield_after {
         Step::Yield
     } else {
         Step::Spin
@@ -101,13 +107,22 @@ mod tests {
     #[test]
     fn issue_13_a_claimed_call_is_waited_for_spinning_then_sleeping_longer() {
         let ms = Duration::from_millis(1);
-        assert_eq!(pause(Duration::from_micros(5), ms, 0), Step::Spin);
-        assert_eq!(pause(ms, ms, 0), Step::Sleep(Duration::from_micros(20)));
-        assert_eq!(pause(ms * 3, ms, 2), Step::Sleep(Duration::from_micros(60)));
-        assert_eq!(pause(ms * 90, ms, 400), Step::Sleep(Duration::from_millis(1)));
+        assert_eq!(pause(Duration::from_micros(5), ms, YIELD_AFTER, 0), Step::Spin);
+        assert_eq!(
+            pause(ms, ms, YIELD_AFTER, 0),
+            Step::Sleep(Duration::from_micros(20))
+        );
+        assert_eq!(
+            pause(ms * 3, ms, YIELD_AFTER, 2),
+            Step::Sleep(Duration::from_micros(60))
+        );
+        assert_eq!(
+            pause(ms * 90, ms, YIELD_AFTER, 400),
+            Step::Sleep(Duration::from_millis(1))
+        );
         // No spin: sleeps at once.
         assert_eq!(
-            pause(Duration::ZERO, Duration::ZERO, 0),
+            pause(Duration::ZERO, Duration::ZERO, YIELD_AFTER, 0),
             Step::Sleep(Duration::from_micros(20))
         );
     }
@@ -117,9 +132,15 @@ mod tests {
     #[test]
     fn issue_15_the_claimed_call_spin_yields_its_cpu_after_20_us() {
         let ms = Duration::from_millis(1);
-        assert_eq!(pause(YIELD_AFTER - Duration::from_nanos(1), ms, 0), Step::Spin);
-        assert_eq!(pause(YIELD_AFTER, ms, 0), Step::Yield);
-        assert_eq!(pause(Duration::from_micros(300), ms, 0), Step::Yield);
-        assert_eq!(pause(ms - Duration::from_nanos(1), ms, 0), Step::Yield);
+        assert_eq!(
+            pause(YIELD_AFTER - Duration::from_nanos(1), ms, YIELD_AFTER, 0),
+            Step::Spin
+        );
+        assert_eq!(pause(YIELD_AFTER, ms, YIELD_AFTER, 0), Step::Yield);
+        assert_eq!(pause(Duration::from_micros(300), ms, YIELD_AFTER, 0), Step::Yield);
+        assert_eq!(
+            pause(ms - Duration::from_nanos(1), ms, YIELD_AFTER, 0),
+            Step::Yield
+        );
     }
 }
