@@ -316,9 +316,9 @@ mod tests {
         assert_eq!(parse_touch_run("first_touch_ns 2100 pages 8192\n"), None);
     }
 
-    #[test]
-    fn issue_15_touch_prices_split_the_populated_pages_from_the_first_touches() {
-        let m = TouchMedians {
+    /// Medians like a quiet run's: native, the LWK with at-map off and on (ns a page).
+    fn sample_medians() -> TouchMedians {
+        TouchMedians {
             native: TouchRun {
                 first: 2100.0,
                 map: 10.0,
@@ -334,7 +334,12 @@ mod tests {
                 map: 2250.0,
                 touch: 1200.0,
             },
-        };
+        }
+    }
+
+    #[test]
+    fn issue_15_touch_prices_split_the_populated_pages_from_the_first_touches() {
+        let m = sample_medians();
         let (t, a) = m.prices();
         let close = |x: f64, y: f64| (x - y).abs() < 1e-15;
         assert!(close(t.per_page_s, 3.4e-6), "{t:?}");
@@ -409,24 +414,7 @@ mod tests {
 
     #[test]
     fn issue_15_a_profile_without_ranges_falls_back_to_the_first_touch_price_and_says_so() {
-        let (touch, at_map) = TouchMedians {
-            native: TouchRun {
-                first: 2100.0,
-                map: 10.0,
-                touch: 2200.0,
-            },
-            lwk_off: TouchRun {
-                first: 5500.0,
-                map: 250.0,
-                touch: 5400.0,
-            },
-            lwk_on: TouchRun {
-                first: 4000.0,
-                map: 2250.0,
-                touch: 1200.0,
-            },
-        }
-        .prices();
+        let (touch, at_map) = sample_medians().prices();
         let on = multios_model::Terms {
             touch: Some(touch),
             at_map: Some(at_map),
