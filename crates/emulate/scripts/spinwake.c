@@ -1,17 +1,21 @@
 /* spinwake: what a SCHED_IDLE spinner on a CPU does to a task woken there (issue #15).
  *
- * A pipe ping-pong between CPU 0 and CPU 1, 2000 round trips, with on CPU 0 nothing else (mode 0),
- * a SCHED_IDLE spinner that only executes `pause` (mode 1), or one that makes a raw getppid per
- * turn (mode 2). On Linux 6.18 a wake-up marks the spinning task for a lazy reschedule, taken at
- * the next tick or return to user mode: mode 1 pays about a millisecond per round trip.
+ * `pipe`: a pipe ping-pong between CPU 0 and CPU 1, 2000 round trips, with on CPU 0 nothing else
+ * (mode 0), a SCHED_IDLE spinner that only executes `pause` (mode 1), or one that makes a raw
+ * getppid per turn (mode 2). `migrate`: the thread moves to CPU 1, makes a getppid there and moves
+ * back, 2000 times, with such spinners on both CPUs. On Linux 6.18 a wake-up marks the spinning
+ * task for a lazy reschedule, taken at the next tick or return to user mode: mode 1 pays about a
+ * millisecond per round trip; without spinners (mode 0) each wake-up of a halted vCPU is paid.
  *
- *   gcc -O2 -o spinwake crates/emulate/scripts/spinwake.c && for m in 0 1 2; do ./spinwake $m; done
+ *   gcc -O2 -o spinwake crates/emulate/scripts/spinwake.c
+ *   for m in 0 1 2; do ./spinwake pipe $m; ./spinwake migrate $m; done
  */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -33,23 +37,35 @@ static void pin(int cpu) {
     }
 }
 
-int main(int argc, char **argv) {
-    int mode = argc > 1 ? atoi(argv[1]) : 0, n = 2000;
-    pid_t spinner = 0;
-    if (mode) {
-        spinner = fork();
-        if (spinner == 0) {
-            pin(0);
-            struct sched_param p = {0};
-            sched_setscheduler(0, SCHED_IDLE, &p);
-            for (;;) {
-                if (mode == 1)
-                    __builtin_ia32_pause();
-                else
-                    syscall(SYS_getppid);
-            }
+static pid_t spin_on(int cpu, int mode) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        pin(cpu);
+        struct sched_param p = {0};
+        sched_setscheduler(0, SCHED_IDLE, &p);
+        for (;;) {
+            if (mode == 1)
+                __builtin_ia32_pause();
+            else
+                syscall(SYS_getppid);
         }
     }
+    return pid;
+}
+
+static void stop(pid_t pid) {
+    if (pid > 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, 0, 0);
+    }
+}
+
+static const char *name(int mode) {
+    return mode == 0 ? "no spinner" : mode == 1 ? "pause spinner" : "getppid spinner";
+}
+
+static int pingpong(int mode, int n) {
+    pid_t spinner = mode ? spin_on(0, mode) : 0;
     int there[2], back[2];
     if (pipe(there) || pipe(back)) {
         perror("pipe");
@@ -71,12 +87,33 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; i++)
         if (write(there[1], &c, 1) != 1 || read(back[0], &c, 1) != 1)
             return 1;
-    printf("mode %d (%s): round trip %.1f us\n", mode,
-           mode == 0 ? "no spinner" : mode == 1 ? "pause spinner" : "getppid spinner", (now() - t0) / n * 1e6);
+    printf("pipe, mode %d (%s): round trip %.1f us\n", mode, name(mode), (now() - t0) / n * 1e6);
     waitpid(echo, 0, 0);
-    if (spinner) {
-        kill(spinner, SIGKILL);
-        waitpid(spinner, 0, 0);
-    }
+    stop(spinner);
     return 0;
+}
+
+static int migrate(int mode, int n) {
+    pid_t s0 = mode ? spin_on(0, mode) : 0, s1 = mode ? spin_on(1, mode) : 0;
+    pin(0);
+    usleep(10000);
+    double t0 = now();
+    for (int i = 0; i < n; i++) {
+        pin(1);
+        syscall(SYS_getppid);
+        pin(0);
+    }
+    printf("migrate, mode %d (%s): there and back %.1f us\n", mode, name(mode), (now() - t0) / n * 1e6);
+    stop(s0);
+    stop(s1);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3 || (strcmp(argv[1], "pipe") && strcmp(argv[1], "migrate"))) {
+        fprintf(stderr, "usage: %s pipe|migrate 0|1|2\n", argv[0]);
+        return 2;
+    }
+    int mode = atoi(argv[2]);
+    return argv[1][0] == 'p' ? pingpong(mode, 2000) : migrate(mode, 2000);
 }

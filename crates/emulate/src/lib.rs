@@ -22,6 +22,7 @@ mod preload;
 mod proxy;
 pub mod report;
 mod runio;
+mod spinner;
 mod sys;
 pub mod tsc;
 

@@ -218,7 +218,7 @@ pub fn run(
     let listener = Arc::new(listener);
     let busy = d.count() > 0 && wait.busy_supervisor;
     let rt = wait.realtime;
-    let awake = (d.count() > 0 && wait.idle_spinner).then(|| IdleSpinner::start(compute));
+    let awake = (d.count() > 0 && wait.idle_spinner).then(|| crate::spinner::IdleSpinner::start(compute));
     let mut handles = Vec::new();
     for (i, cpu) in control.0.iter().enumerate() {
         let (l, s, cpu) = (listener.clone(), samplers.clone(), *cpu);
@@ -269,8 +269,9 @@ fn read_child_error(err_r: &OwnedFd, cmd: &str) -> Option<EmulateError> {
 pub struct Wait {
     /// The supervisor busy-polls the listener (else it sleeps in poll until a call arrives).
     pub busy_supervisor: bool,
-    /// A SCHED_IDLE thread spins on the compute CPUs, so a CPU whose program waits for a delegated
-    /// call never halts (on a VM, waking a halted vCPU costs tens to hundreds of µs).
+    /// A SCHED_IDLE thread spins on the compute CPUs (migrate: and the control CPUs), so a CPU
+    /// whose program waits for a delegated call never halts (on a VM, waking a halted vCPU costs
+    /// tens to hundreds of µs). See `spinner.rs`.
     pub idle_spinner: bool,
     /// The supervisors run SCHED_FIFO (root only; silently normal priority otherwise), so other
     /// processes on the control CPU do not delay delegated calls.
@@ -297,47 +298,6 @@ impl Default for Wait {
 
 /// SCHED_FIFO priority of the program with `app_realtime` (the supervisors use 50).
 pub const APP_PRIO: i32 = 40;
-
-/// SCHED_IDLE spinners on the compute CPUs, stopped on drop.
-struct IdleSpinner {
-    stop: Arc<std::sync::atomic::AtomicBool>,
-    threads: Vec<std::thread::JoinHandle<()>>,
-}
-
-impl IdleSpinner {
-    fn start(cpus: &CpuSet) -> IdleSpinner {
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let threads = cpus
-            .0
-            .iter()
-            .map(|&cpu| {
-                let stop = stop.clone();
-                std::thread::spawn(move || {
-                    if pin_current_thread(&CpuSet([cpu].into())).is_err() || !sys::set_sched_idle() {
-                        return;
-                    }
-                    // Enter the kernel on every turn: a wake-up of a normal task only marks a
-                    // SCHED_IDLE spinner for a lazy reschedule, which Linux 6.18 takes at the next
-                    // tick or return to user mode. A spinner that never enters the kernel held the
-                    // woken program off its CPU for ≈ 1.3 ms a call here (issue #15).
-                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                        sys::enter_kernel();
-                    }
-                })
-            })
-            .collect();
-        IdleSpinner { stop, threads }
-    }
-}
-
-impl Drop for IdleSpinner {
-    fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        for t in self.threads.drain(..) {
-            t.join().ok();
-        }
-    }
-}
 
 /// One supervisor: pinned on `cpu`, busy-polls the listener until every filtered task is gone.
 /// With `busy` the supervisor spins on the listener (the low-latency stand-in for a dedicated Linux
