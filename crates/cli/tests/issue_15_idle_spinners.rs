@@ -1,9 +1,9 @@
 //! Issue #15: the SCHED_IDLE spinners that keep CPUs from halting during delegated calls. proxy
-//! keeps one on each compute CPU, migrate one on each compute and control CPU, shm none;
-//! `--no-idle-spin` removes them. Each must enter the kernel as it spins: on Linux 6.18 a woken
-//! task only preempts a SCHED_IDLE task spinning in user mode at the next tick, and a spinner of
-//! pure `pause`s made every proxy call cost ≈ 1.3 ms (`crates/emulate/scripts/spinwake.c`). So a
-//! spinner's system time must grow. Needs root (the emulator's mechanisms) and at least 2 CPUs.
+//! keeps one on each compute CPU, shm and migrate none (migrate's were tried and slowed programs:
+//! docs/EMULATOR.md); `--no-idle-spin` removes the proxy's. That the spinner enters the kernel on
+//! each turn (a spinner of pure `pause`s made every proxy call cost ≈ 1.3 ms on this VM) is a
+//! matter of time, so `multios fc` shows it (docs/BENCHMARKS.md), not this test: this VM's
+//! user/system split of a thread's ticks does not tell the two loops apart. Needs root and 2 CPUs.
 
 use std::process::{Command, Stdio};
 
@@ -55,26 +55,18 @@ fn spinners(t: &[(u32, u64, u64)]) -> Vec<(u32, u64, u64)> {
 }
 
 #[test]
-fn issue_15_proxy_and_migrate_keep_kernel_entering_idle_spinners() {
+fn issue_15_the_proxy_keeps_a_kernel_entering_idle_spinner() {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     assert!(
         cpus >= 2,
         "this test needs 2 CPUs (compute and control), found {cpus}"
     );
-    for (mechanism, want) in [("proxy", 1), ("migrate", 2)] {
+    let s = spinners(&parent_threads("proxy", &[]));
+    assert!(!s.is_empty(), "proxy: no SCHED_IDLE spinner on the compute CPU");
+    let none = spinners(&parent_threads("proxy", &["--no-idle-spin"]));
+    assert!(none.is_empty(), "proxy --no-idle-spin: {none:?}");
+    for mechanism in ["shm", "migrate"] {
         let s = spinners(&parent_threads(mechanism, &[]));
-        assert!(
-            s.len() >= want,
-            "{mechanism}: SCHED_IDLE spinners {s:?}, want at least {want}"
-        );
-        // 300 ms of a getppid loop puts several ticks in system time; a `pause` loop none.
-        assert!(
-            s.iter().all(|&(_, _, stime)| stime > 0),
-            "{mechanism}: a spinner never entered the kernel: {s:?}"
-        );
-        let none = spinners(&parent_threads(mechanism, &["--no-idle-spin"]));
-        assert!(none.is_empty(), "{mechanism} --no-idle-spin: {none:?}");
+        assert!(s.is_empty(), "{mechanism} keeps no spinner: {s:?}");
     }
-    let shm = spinners(&parent_threads("shm", &[]));
-    assert!(shm.is_empty(), "shm keeps no spinner: {shm:?}");
 }

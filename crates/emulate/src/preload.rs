@@ -271,18 +271,8 @@ pub fn run(
         &cfg.argv[0],
         "starting it",
     )?;
-    // migrate: the calling thread moves to a control CPU and back for each delegated call, and
-    // each move wakes a CPU that has halted since the thread left it (≈ 25 µs each way here).
-    // Spinners keep both sides awake, as the proxy's keep the compute CPUs.
-    let awake =
-        (cfg.mechanism == crate::Mechanism::Migrate && d.count() > 0 && cfg.wait.idle_spinner).then(|| {
-            crate::spinner::IdleSpinner::start(&crate::cpus::CpuSet(
-                cfg.compute.0.union(&cfg.control.0).copied().collect(),
-            ))
-        });
     let fwd = crate::sys::Forward::to(child.id() as libc::pid_t);
     let waited = crate::sys::wait_child(child.id() as libc::pid_t);
-    drop(awake);
     let interrupted = fwd.caught();
     drop(fwd);
     let (status, cpu_secs) = waited.map_err(|cause| EmulateError::Io {

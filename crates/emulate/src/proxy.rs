@@ -269,8 +269,8 @@ fn read_child_error(err_r: &OwnedFd, cmd: &str) -> Option<EmulateError> {
 pub struct Wait {
     /// The supervisor busy-polls the listener (else it sleeps in poll until a call arrives).
     pub busy_supervisor: bool,
-    /// A SCHED_IDLE thread spins on the compute CPUs (migrate: and the control CPUs), so a CPU
-    /// whose program waits for a delegated call never halts (on a VM, waking a halted vCPU costs
+    /// proxy: a SCHED_IDLE thread spins on each compute CPU, so a CPU whose program waits for a
+    /// delegated call never halts (on a VM, waking a halted vCPU costs
     /// tens to hundreds of µs). See `spinner.rs`.
     pub idle_spinner: bool,
     /// The supervisors run SCHED_FIFO (root only; silently normal priority otherwise), so other

@@ -1,12 +1,19 @@
-//! SCHED_IDLE spinners that keep CPUs from halting while a program waits for a delegated call
-//! (proxy: on the compute CPUs; migrate: on the compute and control CPUs).
+//! SCHED_IDLE spinners that keep the compute CPUs from halting while a program waits for a
+//! delegated call (proxy).
 //!
 //! On this VM a vCPU that halts takes tens of µs to wake, and a waiting program's CPU would halt
 //! at every delegated call. A spinner of the lowest class keeps it running and gives way to any
-//! other task. It must enter the kernel on every turn: on Linux 6.18 a wake-up of a normal task
-//! marks the SCHED_IDLE task spinning there for a *lazy* reschedule, taken at the next tick or at
-//! its next return to user mode, so a spinner of pure `pause`s held the woken program off its CPU
-//! for ≈ 1.3 ms a call (`scripts/spinwake.c`; docs/EMULATOR.md, "Waiting").
+//! other task. It must enter the kernel on every turn: a wake-up of the program only marks the
+//! spinner for rescheduling, and a task spinning in user mode acts on that at the next interrupt
+//! its vCPU takes (on this VM, with Linux 6.18's lazy preemption and delayed IPIs to a running vCPU,
+//! about a millisecond later), while one that enters the kernel acts on it on its way out. A spinner
+//! of pure `pause`s held the woken program off its CPU ≈ 1.3 ms a call (`scripts/spinwake.c`;
+//! docs/EMULATOR.md, "Waiting").
+//!
+//! Not for migrate (tried, 2026-11-27, docs/EMULATOR.md): on the control CPUs a CPU that never
+//! halts takes the block device's interrupts milliseconds late (an fdatasync 0.2 → 8 ms), and on
+//! the compute CPU alone a program that computes between calls ran up to 2× slower, as if the
+//! spinner shared its CPU each time the program migrated back.
 
 use crate::cpus::{pin_current_thread, CpuSet};
 use crate::sys;

@@ -66,8 +66,7 @@ pub struct Args {
     /// on a VM it slows the compute CPU)
     #[arg(long)]
     pub busy_supervisor: bool,
-    /// proxy, migrate: no SCHED_IDLE spinners keeping the CPUs from halting while a delegated
-    /// call is under way (proxy: the compute CPUs; migrate: compute and control CPUs)
+    /// proxy: no SCHED_IDLE spinner keeping the compute CPU from halting while it waits
     #[arg(long)]
     pub no_idle_spin: bool,
     /// proxy: supervisors at normal priority instead of SCHED_FIFO
