@@ -24,6 +24,7 @@ pub fn run(_a: Args, out: &Out) -> crate::cmd::Exit {
         terms: Vec::new(),
         realtime: true,
         level_guard: false,
+        profile_runs: 1,
     };
     let scratch = micro::scratch()?;
     let cal = images::calibrate(&cfg, &scratch.0)?;

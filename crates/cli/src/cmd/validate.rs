@@ -92,6 +92,10 @@ pub struct Args {
     /// probes are taken and recorded either way)
     #[arg(long)]
     level_guard: bool,
+    /// Real programs: profiled runs per workload; the projection uses the one whose t_nd = C + Σg
+    /// is the median (one profiled run's t_nd was up to 18 % off the native runs' median here)
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    profile_runs: usize,
     /// Real programs: measure in the LWK alone (no emulator mechanism; implies --lwk)
     #[arg(long, conflicts_with = "mechanism")]
     lwk_only: bool,
@@ -105,6 +109,9 @@ impl Args {
     fn into_real(self) -> anyhow::Result<real::Real> {
         let (compute, control) = multios_experiment::setup::cpu_split(None, None)?;
         let runs = self.runs.unwrap_or(if self.quick { 2 } else { 6 });
+        if self.profile_runs == 0 {
+            anyhow::bail!("--profile-runs 0: need at least 1 profiled run");
+        }
         if runs == 0 {
             anyhow::bail!("--runs 0: need at least 1 pair (6 or more for a 95 % interval)");
         }
@@ -132,6 +139,7 @@ impl Args {
                 control,
                 realtime: !self.no_realtime,
                 level_guard: self.level_guard,
+                profile_runs: self.profile_runs,
             },
             workload: self.workload.map(|w| (w, self.command)),
             suite: self.suite,
