@@ -335,8 +335,10 @@ pub fn profile(
 /// (the lower middle one of an even number): one profiled run's t_nd was 3 % below to 18 % above
 /// the median of the native runs measured after it on a quiet VM (sqlite3 +6 %, xz +12 %; by
 /// hand, sqlite3's first of five profiled runs +11 %, the other four within 2 %), and the
-/// projection moves with it (2026-11-27, docs/BENCHMARKS.md). Returns the kept profile, its file
-/// and every run's t_nd in order.
+/// projection moves with it. Three runs did not raise the suite's accuracy in the one quiet
+/// comparison (perl's three profiled runs were all 1.67× its native runs: the slowness is
+/// correlated), so the default stays one (2026-11-27, docs/BENCHMARKS.md). Returns the kept
+/// profile, its file and every run's t_nd in order.
 pub fn profile_median(
     cfg: &Config,
     w: &Workload,
