@@ -12,12 +12,17 @@ const SCHED_IDLE: u32 = 5;
 /// (policy, utime, stime) of every thread of the `multios emulate` process, read by the program it
 /// runs (its parent) after 300 ms of sleep, every call delegated.
 fn parent_threads(mechanism: &str, extra: &[&str]) -> Vec<(u32, u64, u64)> {
+    threads_under(mechanism, "all", extra)
+}
+
+/// [`parent_threads`] under `policy`.
+fn threads_under(mechanism: &str, policy: &str, extra: &[&str]) -> Vec<(u32, u64, u64)> {
     let mut args = vec![
         "emulate",
         "--mechanism",
         mechanism,
         "--policy",
-        "all",
+        policy,
         "--fc",
         "0us",
         "--allow-below-floor",
@@ -69,4 +74,24 @@ fn issue_15_the_proxy_keeps_a_kernel_entering_idle_spinner() {
         let s = spinners(&parent_threads(mechanism, &[]));
         assert!(s.is_empty(), "{mechanism} keeps no spinner: {s:?}");
     }
+}
+
+/// The `startup` and `startup-own` terms are measured with one call the program never makes
+/// delegated (`kexec_load`), so that its calls' round trips, which the model charges per call,
+/// are not counted twice. That only measures the start-up if the mechanism still sets itself up
+/// in full: the proxy keeps its supervisor's spinner under such a policy (an empty policy would
+/// install nothing).
+#[test]
+fn issue_15_the_start_up_policy_still_sets_the_proxy_up() {
+    let dir = std::env::temp_dir().join(format!("multios-intercept-only-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let list = dir.join("calls");
+    std::fs::write(&list, "kexec_load\n").expect("write the policy file");
+    let policy = format!("list:{}", list.display());
+    let s = spinners(&threads_under("proxy", &policy, &[]));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        !s.is_empty(),
+        "proxy under {policy}: no spinner, so the mechanism was not set up"
+    );
 }
