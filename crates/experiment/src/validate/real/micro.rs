@@ -1144,7 +1144,11 @@ mod tests {
             .output()
             .expect("run offload");
         let text = String::from_utf8_lossy(&o.stdout);
-        assert!(o.status.success(), "{text} {}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "{text} {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         let kinds = parse_offload_kinds(&text);
         let names: Vec<&str> = kinds.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(names, OFFLOAD_KINDS, "{text}");
