@@ -36,9 +36,15 @@ impl IdleSpinner {
             .map(|&cpu| {
                 let stop = stop.clone();
                 std::thread::spawn(move || {
-                    if pin_current_thread(&CpuSet([cpu].into())).is_err() || !sys::set_sched_idle() {
+                    // Started a SCHED_OTHER thread, it may have preempted the program on its CPU,
+                    // and turning SCHED_IDLE does not give the CPU back: the class change keeps
+                    // the priority, so the kernel does not reschedule, and the spinner kept the
+                    // CPU for the rest of its slice (a `true` under proxy took +2–5 ms in about a
+                    // quarter of its runs). So: the class first, then the CPU, then a yield.
+                    if !sys::set_sched_idle() || pin_current_thread(&CpuSet([cpu].into())).is_err() {
                         return;
                     }
+                    std::thread::yield_now();
                     while !stop.load(Relaxed) {
                         sys::enter_kernel();
                     }
