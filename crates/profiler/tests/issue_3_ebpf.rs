@@ -119,7 +119,19 @@ fn issue_3_counts_match_strace_process_tree() {
     let cmd = ["make", "-s", "-j2", "-C", s(&dir)];
     let ours = profile(Backend::Ebpf, &cmd);
     let st = strace_counts(&cmd, &dir);
-    assert_counts_match(&counts(&ours), &st, &[]);
+    // How many wait4 calls make makes depends on when its two jobs end relative to each other (a
+    // WNOHANG round that finds nothing, or both children reaped in one pass): 9 against strace's
+    // 8 in one CI run of 2026-11-27. The two are separate executions, so wait4 is compared
+    // within ±2 and every other call exactly.
+    assert_counts_match(&counts(&ours), &st, &["wait4"]);
+    let (w_ours, w_st) = (
+        counts(&ours).get("wait4").copied().unwrap_or(0),
+        st.get("wait4").copied().unwrap_or(0),
+    );
+    assert!(
+        w_ours.abs_diff(w_st) <= 2 && w_ours >= 3,
+        "wait4: ours {w_ours}, strace {w_st}"
+    );
     let pids: std::collections::BTreeSet<_> = ours.threads.iter().filter_map(|t| t.pid).collect();
     assert!(pids.len() >= 4, "make, two shells, bzip2, busybox: {pids:?}");
     assert!(ours.syscall("execve").is_some_and(|s| s.count >= 4));
