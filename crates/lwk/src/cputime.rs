@@ -33,9 +33,14 @@ impl Sched {
             .map(|ru| (ru.ru_minflt + ru.ru_majflt).max(0) as u64)
             .unwrap_or(0);
         let _low = crate::sys::low_fds();
-        let s = std::fs::read_to_string("/proc/thread-self/schedstat")
+        let s = std::fs::File::open("/proc/thread-self/schedstat")
             .ok()
-            .and_then(|t| Sched::parse(&t))
+            .and_then(|mut f| {
+                crate::sys::widen_fd_race_for_tests();
+                let mut t = String::new();
+                std::io::Read::read_to_string(&mut f, &mut t).ok()?;
+                Sched::parse(&t)
+            })
             .unwrap_or_default();
         Sched { faults, ..s }
     }

@@ -17,7 +17,7 @@ pub fn create_high(floor: i32, create: impl FnOnce() -> io::Result<i32>) -> io::
 
 /// A test hook: `MULTIOS_LWK_TEST_FD_RACE_MS=N` sleeps N ms while a new VMM descriptor is still
 /// in the guest's range, so that a regression test can make the race above happen every time.
-fn widen_fd_race_for_tests() {
+pub fn widen_fd_race_for_tests() {
     static MS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     let ms = *MS.get_or_init(|| {
         std::env::var("MULTIOS_LWK_TEST_FD_RACE_MS")

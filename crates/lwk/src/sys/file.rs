@@ -130,6 +130,17 @@ pub fn openat_raw(dir: i32, path: &std::ffi::CStr, flags: i32, mode: u32) -> i64
     }
 }
 
+/// True when opening `fd`'s file (an O_PATH descriptor) waits for no other party: a regular
+/// file, a directory or a block device (a FIFO's open waits for its other end, a device's may).
+pub fn opens_at_once(fd: i32) -> bool {
+    // SAFETY: stat is plain data that fstat fills.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        libc::fstat(fd, &mut st) == 0
+            && [libc::S_IFREG, libc::S_IFDIR, libc::S_IFBLK].contains(&(st.st_mode & libc::S_IFMT))
+    }
+}
+
 /// True when `fd` (an O_PATH|O_NOFOLLOW descriptor) is a symbolic link.
 pub fn is_symlink(fd: i32) -> bool {
     // SAFETY: stat is plain data that fstat fills.

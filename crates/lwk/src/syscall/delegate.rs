@@ -56,7 +56,9 @@ impl Kernel {
             _ => {}
         }
         // dup2/dup3 close their target number: not while a VMM thread has a temporary fd there.
-        let low = matches!(nr as i64, SYS_dup2 | SYS_dup3).then(sys::low_fds);
+        // The calls that create a guest descriptor without waiting for another party take the
+        // lowest free number: not while a VMM temporary holds one (it would push the guest's up).
+        let low = (matches!(nr as i64, SYS_dup2 | SYS_dup3) || creates_fd_at_once(nr)).then(sys::low_fds);
         let r = sys::raw_syscall(nr, checked.args);
         drop(low);
         checked.finish(&self.mem);
@@ -119,7 +121,9 @@ impl Kernel {
                 if !crate::fds::guest_may_hold(a[2] as i64) {
                     return Reply::Ret(-(EINVAL as i64));
                 }
+                let low = sys::low_fds();
                 let r = sys::raw_syscall(SYS_fcntl as u64, a);
+                drop(low);
                 return Reply::Ret(if r >= 0 { self.limit_fd(r) } else { r });
             }
             F_GETLK | F_SETLK | F_SETLKW | F_OFD_GETLK | F_OFD_SETLK | F_OFD_SETLKW => {
@@ -214,4 +218,30 @@ impl Kernel {
         }
         Reply::Ret(sys::raw_syscall(nr, c.args))
     }
+}
+
+/// Calls that create a descriptor at the lowest free number and return without waiting for
+/// another party (accept, recvmsg's SCM_RIGHTS and opens of FIFOs wait, and are not here: holding
+/// the lock there could keep it from the party they wait for).
+fn creates_fd_at_once(nr: u64) -> bool {
+    matches!(
+        nr as i64,
+        SYS_dup
+            | SYS_pipe
+            | SYS_pipe2
+            | SYS_socket
+            | SYS_socketpair
+            | SYS_eventfd
+            | SYS_eventfd2
+            | SYS_epoll_create
+            | SYS_epoll_create1
+            | SYS_inotify_init
+            | SYS_inotify_init1
+            | SYS_timerfd_create
+            | SYS_memfd_create
+            | SYS_pidfd_open
+            | SYS_pidfd_getfd
+            | SYS_fanotify_init
+            | SYS_userfaultfd
+    )
 }

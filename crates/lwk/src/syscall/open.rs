@@ -33,7 +33,11 @@ impl Kernel {
         };
         let creates = flags & O_TMPFILE == O_TMPFILE || flags & (O_CREAT | O_EXCL) == O_CREAT | O_EXCL;
         if creates {
-            return self.fresh(sys::openat_raw(dirfd, &name, flags, mode));
+            // A new file: nothing to wait for, so under the lock of the guest's fd range (`fresh`).
+            let low = sys::low_fds();
+            let r = sys::openat_raw(dirfd, &name, flags, mode);
+            drop(low);
+            return self.fresh(r);
         }
         for _ in 0..RETRIES {
             // The O_PATH fd is the VMM's temporary until it is moved above the floor.
@@ -47,7 +51,9 @@ impl Kernel {
             if p < 0 {
                 drop(low);
                 if p == -(ENOENT as i64) && flags & O_CREAT != 0 {
+                    let low = sys::low_fds();
                     let r = sys::openat_raw(dirfd, &name, flags | O_EXCL, mode);
+                    drop(low);
                     if r == -(EEXIST as i64) {
                         continue; // created (or made a dangling symlink) meanwhile: look again
                     }
@@ -95,13 +101,22 @@ impl Kernel {
                 } else {
                     F_DUPFD
                 };
-                self.fresh(sys::raw_syscall(
-                    SYS_fcntl as u64,
-                    [p as u64, cmd as u64, 0, 0, 0, 0],
-                ))
+                let low = sys::low_fds();
+                let r = sys::raw_syscall(SYS_fcntl as u64, [p as u64, cmd as u64, 0, 0, 0, 0]);
+                drop(low);
+                self.fresh(r)
             }
             None if flags & O_NOFOLLOW != 0 && sys::is_symlink(p) => -(ELOOP as i64),
-            None => self.fresh(procfs::reopen(p, flags & !(O_CREAT | O_EXCL | O_NOFOLLOW))),
+            None => {
+                // Opening a file, directory or block device waits for nobody: under the lock of
+                // the guest's fd range, so that a VMM temporary does not push the guest's number
+                // up. A FIFO's or a device's open may wait for another party, so not those.
+                let _ = procfs::init(); // before the lock: its first call takes it itself
+                let low = sys::opens_at_once(p).then(sys::low_fds);
+                let r = procfs::reopen(p, flags & !(O_CREAT | O_EXCL | O_NOFOLLOW));
+                drop(low);
+                self.fresh(r)
+            }
         };
         sys::close(p);
         r
