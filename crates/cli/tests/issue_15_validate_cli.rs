@@ -590,3 +590,67 @@ argv = ["sh", "-c", "/bin/true; busybox true"]
         "{v}"
     );
 }
+
+/// The `wakeup` term priced gap by gap: the profile's gaps decide which spacings `gaps.c` is
+/// measured at (the middles of the buckets that hold the delegated calls, not the workload's mean
+/// spacing), each policy's point gets T_wakeup over its own delegated calls, and a note says how.
+#[test]
+fn issue_15_wakeup_is_priced_from_the_profiles_gaps() {
+    let dir = scratch::Scratch::new("multios-issue15", "wakeup-gaps");
+    let o = multios(
+        &dir,
+        &[
+            "--json",
+            "validate",
+            "--workload",
+            "seq",
+            "--mechanism",
+            "shm",
+            "--policy",
+            "all,mckernel",
+            "--fc",
+            "10us",
+            "--runs",
+            "1",
+            "--terms",
+            "wakeup",
+            "--",
+            "seq",
+            "200000",
+        ],
+    );
+    let v = json(&o);
+    let w = &v["workloads"][0];
+    let notes: Vec<&str> = w["notes"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|n| n.as_str()).collect())
+        .unwrap_or_default();
+    for pol in ["all", "mckernel"] {
+        let head = format!("wakeup on emulate:shm under {pol}: ");
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.starts_with(&head) && n.contains("priced by their gaps")),
+            "{notes:?}"
+        );
+    }
+    for p in w["points"].as_array().expect("points") {
+        let ws = p["terms"]["wakeup_s"].as_f64().expect("wakeup_s");
+        assert!(ws.is_finite() && ws >= 0.0, "{p}");
+    }
+    // Every wakeup measurement is at a bucket's middle, 2^k·√2 ns to the nearest 100 ns.
+    let middles: Vec<u64> = (10..=22)
+        .map(|k| ((1u64 << k) as f64 * std::f64::consts::SQRT_2 / 100.0).round() as u64 * 100)
+        .collect();
+    let m = v["term_measurements"].as_array().expect("term_measurements");
+    let gaps: Vec<u64> = m
+        .iter()
+        .filter(|x| x["term"] == "wakeup")
+        .filter_map(|x| x["numbers"]["gap_ns"].as_f64())
+        .map(|g| g as u64)
+        .collect();
+    assert!(
+        gaps.iter().all(|g| middles.contains(g)),
+        "{gaps:?} not among {middles:?}"
+    );
+}

@@ -116,7 +116,7 @@ fn issue_2_profile_errors_name_file_line_field() {
     let newer = dir.join("newer.json");
     let _ = std::fs::write(
         &newer,
-        good.replacen("\"schema_version\": 1", "\"schema_version\": 7", 1),
+        good.replacen("\"schema_version\": 1", "\"schema_version\": 8", 1),
     );
     let e = err_line(&[
         "model",
@@ -125,7 +125,7 @@ fn issue_2_profile_errors_name_file_line_field() {
         newer.to_str().unwrap_or_default(),
     ]);
     assert!(
-        e.contains("newer.json: schema_version 7 is newer than this multios reads (up to 6)"),
+        e.contains("newer.json: schema_version 8 is newer than this multios reads (up to 7)"),
         "{e}"
     );
     let bad = dir.join("bad.json");

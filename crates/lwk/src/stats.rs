@@ -137,6 +137,7 @@ impl Stats {
                 median_s: e.hist.quantile_ns(0.5).map(|q| q * 1e-9),
                 max_s: Some(e.max_ns as f64 * 1e-9),
                 hist_log2_ns: e.hist.clone(),
+                gap_hist_log2_ns: Default::default(),
                 placement: Some(Placement {
                     local_count: e.local_count,
                     local_total_s: e.local_ns as f64 * 1e-9,

@@ -9,8 +9,12 @@ use serde::{Deserialize, Serialize};
 /// profiled per process, so that a profile without it stays a version-2 file older readers take);
 /// version 4 added `memory_bytes` (written only by a backend that records it); version 5 added
 /// `processes[].images` and `processes[].code_mappings` (written only when some process has them);
-/// version 6 added `processes[].anon_maps` (written only when some process has them).
-pub const SCHEMA_VERSION: u32 = 6;
+/// version 6 added `processes[].anon_maps` (written only when some process has them); version 7
+/// added `syscalls[].gap_hist_log2_ns` (written only when some call has it).
+pub const SCHEMA_VERSION: u32 = 7;
+
+/// The version of a profile with the processes' anonymous mappings and without the calls' gaps.
+pub const SCHEMA_VERSION_NO_GAPS: u32 = 6;
 
 /// The version of a profile with the processes' images and without their anonymous mappings.
 pub const SCHEMA_VERSION_NO_ANON_MAPS: u32 = 5;
@@ -206,6 +210,11 @@ pub struct SyscallStats {
     /// Log2 histogram of per-call times in ns (bucket k: [2^k, 2^(k+1)) ns).
     #[serde(default, skip_serializing_if = "is_empty_hist")]
     pub hist_log2_ns: Log2Histogram,
+    /// Log2 histogram of the time in ns from the calling thread's previous call's return to each
+    /// call (a thread's first call: from its start) (schema 7; the eBPF backend): how far apart the
+    /// calls come, which decides whether a delegate idling between them has gone to sleep.
+    #[serde(default, skip_serializing_if = "is_empty_hist")]
+    pub gap_hist_log2_ns: Log2Histogram,
     /// Where the calls were served, for runs under the emulator or the LWK.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placement: Option<Placement>,
@@ -365,12 +374,14 @@ impl Profile {
         }
     }
 
-    /// The schema version this profile is written with: 6 with a process's anonymous mappings,
-    /// else 5 with a process's images or code mappings, else 4 with `memory_bytes`, else 3 with
+    /// The schema version this profile is written with: 7 with a call's gaps, else 6 with a
+    /// process's anonymous mappings, else 5 with a process's images or code mappings, else 4 with `memory_bytes`, else 3 with
     /// `processes`, else 2.
     pub fn written_version(&self) -> u32 {
-        if self.has_anon_maps() {
+        if self.has_gaps() {
             SCHEMA_VERSION
+        } else if self.has_anon_maps() {
+            SCHEMA_VERSION_NO_GAPS
         } else if self.has_images() {
             SCHEMA_VERSION_NO_ANON_MAPS
         } else if self.memory_bytes.is_some() {
@@ -380,6 +391,11 @@ impl Profile {
         } else {
             SCHEMA_VERSION_NO_PROCESSES
         }
+    }
+
+    /// Whether a call records its gaps (schema 7).
+    pub fn has_gaps(&self) -> bool {
+        self.syscalls.iter().any(|c| !c.gap_hist_log2_ns.0.is_empty())
     }
 
     /// Whether a process records its new anonymous ranges (schema 6).

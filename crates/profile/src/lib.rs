@@ -18,7 +18,8 @@ pub use error::ProfileError;
 pub use format::{
     Collection, Coverage, Exit, Machine, MemoryBytes, Placement, ProcessCall, ProcessStats, Profile,
     RankSummary, SyscallStats, ThreadStats, SCHEMA_VERSION, SCHEMA_VERSION_NO_ANON_MAPS,
-    SCHEMA_VERSION_NO_IMAGES, SCHEMA_VERSION_NO_MEMORY_BYTES, SCHEMA_VERSION_NO_PROCESSES,
+    SCHEMA_VERSION_NO_GAPS, SCHEMA_VERSION_NO_IMAGES, SCHEMA_VERSION_NO_MEMORY_BYTES,
+    SCHEMA_VERSION_NO_PROCESSES,
 };
 pub use hist::Log2Histogram;
 pub use image::{CodeMappings, ExecImage, ImageFile, ImageSizes};

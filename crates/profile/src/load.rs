@@ -290,6 +290,20 @@ pub(crate) fn validate(origin: &str, p: &Profile) -> Result<(), ProfileError> {
                 format!("histogram holds {h} calls but count is {}", s.count),
             ));
         }
+        let g = s.gap_hist_log2_ns.checked_total().ok_or_else(|| {
+            invalid(
+                origin,
+                f("gap_hist_log2_ns"),
+                "the buckets add up past 2^64 - 1: the file is corrupt",
+            )
+        })?;
+        if g != 0 && g != s.count {
+            return Err(invalid(
+                origin,
+                f("gap_hist_log2_ns"),
+                format!("histogram holds {g} calls but count is {}", s.count),
+            ));
+        }
     }
     let mut thread_calls = 0u64;
     for (i, t) in p.threads.iter().enumerate() {
@@ -396,7 +410,7 @@ mod tests {
             .replace("\"schema_version\":2", "\"schema_version\":8");
         assert_eq!(
             err(&text),
-            "p.json: schema_version 8 is newer than this multios reads (up to 6): upgrade multios"
+            "p.json: schema_version 8 is newer than this multios reads (up to 7): upgrade multios"
         );
     }
 

@@ -89,6 +89,15 @@ pub fn merge(parts: Vec<(u32, String, Profile)>) -> Result<Profile, ProfileError
                         .hist_log2_ns
                         .checked_merge(&s.hist_log2_ns)
                         .ok_or_else(|| overflow("hist_log2_ns"))?;
+                    // Gaps only where every rank has them: a partial histogram would not sum to count.
+                    o.gap_hist_log2_ns = if o.gap_hist_log2_ns.0.is_empty() || s.gap_hist_log2_ns.0.is_empty()
+                    {
+                        crate::Log2Histogram::default()
+                    } else {
+                        o.gap_hist_log2_ns
+                            .checked_merge(&s.gap_hist_log2_ns)
+                            .ok_or_else(|| overflow("gap_hist_log2_ns"))?
+                    };
                     o.median_s = None;
                 }
             }

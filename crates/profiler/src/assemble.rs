@@ -28,6 +28,12 @@ pub struct RunFacts {
     pub cwd: Option<std::path::PathBuf>,
 }
 
+/// `v` without its trailing empty buckets.
+fn trimmed(v: &[u64]) -> Vec<u64> {
+    let n = v.iter().rposition(|&c| c > 0).map_or(0, |i| i + 1);
+    v[..n].to_vec()
+}
+
 fn secs(ns: u64) -> f64 {
     ns as f64 / 1e9
 }
@@ -75,6 +81,12 @@ pub fn assemble(raw: &Raw, facts: RunFacts) -> Profile {
                 .map(|ns| (ns * 1e-9).clamp(secs(c.min_ns), secs(c.max_ns))),
             max_s: Some(secs(c.max_ns)),
             hist_log2_ns: hist,
+            // With the per-process record only: a profile without it stays readable by older readers.
+            gap_hist_log2_ns: if facts.per_process {
+                Log2Histogram(trimmed(&c.gaps))
+            } else {
+                Log2Histogram::default()
+            },
             placement: None,
         });
     }

@@ -71,10 +71,11 @@ pub const MAX_THREADS: usize = 65536;
 /// Must match `MAX_EXECS` in profiler.bpf.c.
 pub const MAX_EXECS: usize = 8192;
 const HIST_BUCKETS: usize = 40;
-const TASK_STATE_LEN: usize = 6 * 8;
+const TASK_STATE_LEN: usize = 8 * 8;
 /// `struct thread_rec`: tgid, ptgid, four u64s, comm[16].
 const THREAD_REC_LEN: usize = 8 + 4 * 8 + 16;
-const SC_STATS_WORDS: usize = 5 + HIST_BUCKETS;
+/// `struct sc_stats`: five counters, the per-call times' buckets and the gaps' buckets.
+const SC_STATS_WORDS: usize = 5 + 2 * HIST_BUCKETS;
 /// `struct exec_key` (tgid, pad, ns) and `struct exec_rec` (ino, size, path[PATH_LEN]).
 const EXEC_KEY_LEN: usize = 16;
 const EXEC_REC_LEN: usize = 16 + 256;
@@ -160,7 +161,7 @@ impl Probe {
             .lookup(&fd.as_raw_fd().to_ne_bytes(), MapFlags::ANY)
             .ok()??;
         let w: Vec<u64> = words(&v).collect();
-        (w.len() == 6).then(|| (w[2], w[3], w[4]))
+        (w.len() == TASK_STATE_LEN / 8).then(|| (w[2], w[3], w[4]))
     }
 
     /// Sets the correction (ns, may be negative) added to every raw per-call duration in the kernel.
@@ -200,7 +201,8 @@ impl Probe {
                 min_ns: w[2],
                 max_ns: w[3],
                 errors: w[4],
-                hist: w[5..SC_STATS_WORDS].to_vec(),
+                hist: w[5..5 + HIST_BUCKETS].to_vec(),
+                gaps: w[5 + HIST_BUCKETS..SC_STATS_WORDS].to_vec(),
             };
             total.merge(&one);
         }

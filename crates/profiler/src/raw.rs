@@ -11,6 +11,9 @@ pub struct RawCall {
     pub errors: u64,
     /// Log2 buckets of per-call ns (bucket k: [2^k, 2^(k+1))).
     pub hist: Vec<u64>,
+    /// Log2 buckets of the ns between the calling thread's previous call's return and each call
+    /// (its first call: since the thread started); empty when the backend does not record them.
+    pub gaps: Vec<u64>,
 }
 
 impl RawCall {
@@ -46,6 +49,12 @@ impl RawCall {
             self.hist.resize(o.hist.len(), 0);
         }
         for (a, b) in self.hist.iter_mut().zip(&o.hist) {
+            *a += b;
+        }
+        if self.gaps.len() < o.gaps.len() {
+            self.gaps.resize(o.gaps.len(), 0);
+        }
+        for (a, b) in self.gaps.iter_mut().zip(&o.gaps) {
             *a += b;
         }
     }

@@ -30,7 +30,9 @@ pub struct Options {
     pub duration: Option<Duration>,
     /// Also record each process's own calls, parent and span (`processes[]`, schema 3) and, with
     /// the eBPF backend, the lengths the memory calls ask for (`memory_bytes`, schema 4); with
-    /// either backend, each process's new anonymous ranges (`processes[].anon_maps`, schema 6).
+    /// either backend, each process's new anonymous ranges (`processes[].anon_maps`, schema 6);
+    /// with the eBPF backend, the gaps between each thread's calls (`syscalls[].gap_hist_log2_ns`,
+    /// schema 7).
     pub per_process: bool,
 }
 

@@ -48,9 +48,11 @@ fn check_tree(p: &Profile) {
         "Σ per-process C {c} vs C {}",
         p.compute_time_s
     );
-    // 6 with the processes' anonymous ranges (both backends), 5 with the eBPF backend's images,
-    // 4 with its memory_bytes alone, 3 without.
-    let want = if p.has_anon_maps() {
+    // 7 with the eBPF backend's gaps, 6 with the processes' anonymous ranges (both backends), 5
+    // with the eBPF backend's images, 4 with its memory_bytes alone, 3 without.
+    let want = if p.has_gaps() {
+        7
+    } else if p.has_anon_maps() {
         6
     } else if p.has_images() {
         5
@@ -183,8 +185,8 @@ fn issue_15_ebpf_records_the_memory_calls_lengths() {
     assert!(b.mmap_file_calls < mmaps, "{b:?}: {mmaps} mmaps");
     assert_eq!(
         p.written_version(),
-        6,
-        "python3's exec and anonymous ranges are recorded too"
+        7,
+        "python3's exec, anonymous ranges and gaps are recorded too"
     );
     let t = per_process(Backend::Ptrace, &cmd, &dir);
     assert_eq!(t.memory_bytes, None);
@@ -262,5 +264,5 @@ fn issue_15_ebpf_records_each_process_s_exec_d_image_and_its_sizes() {
         .code_mappings
         .unwrap_or_else(|| panic!("true maps libc's text: {child:?}"));
     assert!(code.calls >= 1 && code.bytes > 100_000, "{code:?}");
-    assert_eq!(p.written_version(), 6);
+    assert_eq!(p.written_version(), 7, "images, anonymous ranges and gaps");
 }

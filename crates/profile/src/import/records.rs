@@ -78,6 +78,7 @@ pub fn profile_of(
             median_s: multios_stats::median(&d),
             max_s: d.last().copied(),
             hist_log2_ns: hist,
+            gap_hist_log2_ns: Log2Histogram::default(),
             placement: None,
         });
     }

@@ -31,6 +31,12 @@
 // growth of the break (brk's result less the process's last one, `proc_brk`, forgotten at exec)
 // is added to `proc_anon`, per process and log2 bucket of its length: what the LWK populates at
 // map time (the filter is the LWK's, crates/lwk/src/syscall/local.rs; ptrace.rs keeps the same).
+//
+// Gaps (issue #15): at sys_enter, the time since the thread's previous call returned (its first
+// call: since its start) is put in a log2 bucket, and at sys_exit the call is counted in that
+// bucket of its number's `gaps`: how far apart a program's calls come, which decides whether a
+// delegate that idles between calls has gone to sleep (`validate --terms wakeup`). One subtraction
+// and one bucket per call, on the state and the statistics already at hand.
 
 #include <linux/types.h>
 #include <linux/bpf.h>
@@ -110,6 +116,8 @@ struct task_state {
 	__u64 calls;
 	__u64 syscall_ns;
 	__u64 ptgid;      /* the process that forked it (its own tgid for a thread); 0: seeded */
+	__u64 last_ns;    /* when its previous call returned; 0: none yet */
+	__u64 gap;        /* log2 bucket of the time between that return and the call in flight */
 };
 
 /* Per system call number, per CPU. Layout shared with user space (bpf.rs). */
@@ -120,6 +128,7 @@ struct sc_stats {
 	__u64 max_ns;
 	__u64 errors;
 	__u64 hist[HIST_BUCKETS];
+	__u64 gaps[HIST_BUCKETS]; /* log2 buckets of the time since the thread's previous call */
 };
 
 /* A thread that exited. Layout shared with user space (bpf.rs). */
@@ -257,6 +266,7 @@ static inline __attribute__((always_inline)) void account(struct task_state *s, 
 	__u64 dur = d > 0 ? (__u64)d : 0;
 
 	s->entry_ns = 0;
+	s->last_ns = now;
 	s->calls += 1;
 	s->syscall_ns += dur;
 	if (nr >= MAX_NR)
@@ -276,6 +286,10 @@ static inline __attribute__((always_inline)) void account(struct task_state *s, 
 	if (b >= HIST_BUCKETS)
 		b = HIST_BUCKETS - 1;
 	st->hist[b] += 1;
+	__u32 g = (__u32)s->gap;
+	if (g >= HIST_BUCKETS)
+		g = HIST_BUCKETS - 1;
+	st->gaps[g] += 1;
 	__u32 one = 1;
 	__s64 *flags = bpf_map_lookup_elem(&config, &one);
 	if (!flags || !(*flags & 1))
@@ -413,6 +427,8 @@ int on_sys_enter(__u64 *ctx)
 	__u64 now = bpf_ktime_get_ns();
 	if (!s->start_ns)
 		s->start_ns = now;
+	__u64 since = s->last_ns ? s->last_ns : s->start_ns;
+	s->gap = log2_bucket(now > since ? now - since : 0);
 	s->nr = nr;
 	s->entry_ns = now;
 	return 0;
@@ -507,6 +523,7 @@ int on_exit(__u64 *ctx)
 	s->calls = 0;
 	s->syscall_ns = 0;
 	s->start_ns = 0;
+	s->last_ns = 0;
 	return 0;
 }
 

@@ -43,7 +43,9 @@ pub struct RunArgs {
     trace: Vec<PathBuf>,
     /// Also record each process of the tree apart (its parent, when it ran, its own n(s), g(s) and
     /// C: `processes[]`, schema 3), for projections that compose the processes (`validate --terms
-    /// procs`); eBPF and ptrace; eBPF pays one more hash update per call
+    /// procs`); eBPF and ptrace; eBPF pays one more hash update per call. With eBPF, also the gaps
+    /// between each thread's calls (`syscalls[].gap_hist_log2_ns`, schema 7: `validate --terms
+    /// wakeup` prices a delegate's wake-ups from them)
     #[arg(long)]
     per_process: bool,
     /// The command to profile, after `--`

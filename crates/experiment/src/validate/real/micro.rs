@@ -163,18 +163,19 @@ pub fn build_c(dir: &Path, name: &str, source: &str) -> Result<PathBuf, Experime
 impl TermCache {
     /// The values of `cfg.terms` on `target`, measured the first time they are asked for.
     /// `spacing`: the workload's calls, for the `wakeup` term (measured once per target and
-    /// spacing; the other terms once per target).
+    /// spacing; the other terms once per target); `None` leaves `wakeup_s` to the caller, who
+    /// prices the workload's calls gap by gap ([`super::gaps`], [`Self::wakeup`]).
     pub fn terms(
         &mut self,
         cfg: &Config,
         target: Target,
         scratch: &Path,
-        spacing: Spacing,
+        spacing: Option<Spacing>,
     ) -> Result<Terms, ExperimentError> {
         let key = target.name();
         if let Some(t) = self.terms.get(&key) {
             let mut t = t.clone();
-            if cfg.terms.contains(&Term::Wakeup) {
+            if let (true, Some(spacing)) = (cfg.terms.contains(&Term::Wakeup), spacing) {
                 t.wakeup_s = Some(self.wakeup(cfg, target, scratch, spacing)?);
             }
             return Ok(t);
@@ -205,7 +206,7 @@ impl TermCache {
             );
             t.startup_s = Some(s);
         }
-        if on(Term::Wakeup) {
+        if let (true, Some(spacing)) = (on(Term::Wakeup), spacing) {
             t.wakeup_s = Some(self.wakeup(cfg, target, scratch, spacing)?);
         }
         if on(Term::Touch) && target == Target::Lwk {
@@ -369,7 +370,7 @@ impl TermCache {
     }
 
     /// The `wakeup` term on `target` at `spacing`, measured the first time it is asked for.
-    fn wakeup(
+    pub fn wakeup(
         &mut self,
         cfg: &Config,
         target: Target,
@@ -406,11 +407,11 @@ impl TermCache {
         self.note(
             target,
             "wakeup",
-            format!("{:.1} µs per delegated call ({} µs apart)", w * 1e6, spacing.gap_ns / 1000),
+            format!("{:.1} µs per delegated call ({:.1} µs apart)", w * 1e6, spacing.gap_ns as f64 / 1000.0),
             format!(
-                "gaps.c: {} getppid {} µs apart (the workload's compute over its calls), with and without the calls, {WAKEUP_BLOCKS} blocks of {WAKEUP_PAIRS} pairs each (with, without | without, with | …): the median block per call, less the back-to-back round trip",
+                "gaps.c: {} getppid {:.1} µs apart (a bucket of the workload's gaps between calls, or its compute over its calls), with and without the calls, {WAKEUP_BLOCKS} blocks of {WAKEUP_PAIRS} pairs each (with, without | without, with | …): the median block per call, less the back-to-back round trip",
                 spacing.calls,
-                spacing.gap_ns / 1000
+                spacing.gap_ns as f64 / 1000.0
             ),
             [
                 ("wakeup_ns", w * 1e9),

@@ -23,6 +23,7 @@
 //!    ([`micro`] measures them, [`score`] scores them, [`table`] lays them out).
 
 pub mod fc;
+pub mod gaps;
 pub mod images;
 pub mod level;
 pub mod memcalls;
@@ -565,6 +566,61 @@ pub(crate) fn delegated(
         .collect())
 }
 
+/// The `wakeup` term per delegated call of `w` on `target` under `policy`, priced gap by gap
+/// ([`gaps`]): each bucket of the delegated calls' gaps that holds a share of them measured by
+/// `gaps.c` on the target (cached per target and spacing), the rest at the nearest; T_wakeup over
+/// the delegated calls, so that the model's n_D·T_wakeup gives T_wakeup back. Notes the sum.
+#[allow(clippy::too_many_arguments)]
+fn wakeup_from_gaps(
+    cfg: &Config,
+    cache: &mut TermCache,
+    target: Target,
+    scratch: &Path,
+    w: &model::Workload,
+    g: &gaps::Gaps,
+    policy: &str,
+    notes: &mut Vec<String>,
+) -> Result<f64, ExperimentError> {
+    let d = delegated(w, &target.name(), policy)?;
+    let h = g.of(&d);
+    let n: u64 = h.iter().sum();
+    if n == 0 {
+        return Ok(0.0);
+    }
+    let mut prices = BTreeMap::new();
+    for b in gaps::buckets_to_measure(&h) {
+        if let Some(s) = gaps::spacing_of_bucket(b) {
+            prices.insert(b, cache.wakeup(cfg, target, scratch, s)?);
+        }
+    }
+    let smooth = gaps::monotone(&prices);
+    let total = gaps::price(&h, &smooth).unwrap_or(0.0);
+    let apart: u64 = h.iter().skip(gaps::FIRST_BUCKET).sum();
+    let list: Vec<String> = prices
+        .iter()
+        .map(|(b, p)| {
+            let m = smooth.get(b).copied().unwrap_or(*p);
+            format!(
+                "2^{b} ns: {} calls, {:.1} µs → {:.1}",
+                h.get(*b).copied().unwrap_or(0),
+                p * 1e6,
+                m * 1e6
+            )
+        })
+        .collect();
+    let note = format!(
+        "wakeup on {} under {policy}: {n} delegated calls, {apart} of them ≥ 1 µs after the thread's previous call; priced by their gaps (bucket: calls, measured → made non-decreasing: {}) at {:.3} ms, {:.2} µs a call",
+        target.name(),
+        if list.is_empty() { "none measured".to_string() } else { list.join("; ") },
+        total * 1e3,
+        total / n as f64 * 1e6
+    );
+    if !notes.contains(&note) {
+        notes.push(note);
+    }
+    Ok(total / n as f64)
+}
+
 /// The refined projection of `w` on `target` under `policy` at γ and the model's f_c.
 fn project(
     w: &model::Workload,
@@ -790,7 +846,11 @@ pub fn run_workload(
     }
     let mut points = Vec::new();
     let wait = cfg.wait();
-    let spacing = micro::Spacing::of_workload(mw.c, mw.calls.iter().map(|c| c.n).sum());
+    // The `wakeup` term: gap by gap from the profile's gaps when it has them, else at the mean spacing.
+    let gap_hists = gaps::Gaps::of_profile(&prof);
+    let spacing = gap_hists
+        .is_none()
+        .then(|| micro::Spacing::of_workload(mw.c, mw.calls.iter().map(|c| c.n).sum()));
     let own = cfg.terms.contains(&Term::StartupOwn);
     if own && w.startup_argv.is_none() {
         notes.push("startup-own: the workload names no startup_argv (its program doing nothing); `startup`'s `true` stands".into());
@@ -819,6 +879,14 @@ pub fn run_workload(
                 Some((fc_model, level))
             };
             for pol in &cfg.policies {
+                let mut terms = terms.clone();
+                if let Some(g) = gap_hists.as_ref().filter(|_| cfg.terms.contains(&Term::Wakeup)) {
+                    let t = Target::Emulate(m);
+                    terms.wakeup_s = Some(wakeup_from_gaps(
+                        cfg, cache, t, &scratch.0, &mw, g, pol, &mut notes,
+                    )?);
+                }
+                let terms = &terms;
                 let delegation = crate::setup::resolve_delegation(pol, Some(&prof_file))?;
                 let c = multios_emulate::Config {
                     mechanism: m,
@@ -885,7 +953,7 @@ pub fn run_workload(
                     cfg,
                     &w.name,
                     &model,
-                    &terms,
+                    terms,
                     Measured {
                         target: Target::Emulate(m).name(),
                         policy: pol.clone(),
@@ -958,6 +1026,18 @@ pub fn run_workload(
             let n = native.len().min(lwk.len());
             // `touch`: the pages this point's native runs touched beyond the empty run's.
             let mut terms = terms.clone();
+            if let Some(g) = gap_hists.as_ref().filter(|_| cfg.terms.contains(&Term::Wakeup)) {
+                terms.wakeup_s = Some(wakeup_from_gaps(
+                    cfg,
+                    cache,
+                    Target::Lwk,
+                    &scratch.0,
+                    &mw,
+                    g,
+                    pol,
+                    &mut notes,
+                )?);
+            }
             if let Some(t) = terms.touch.as_mut() {
                 t.pages = model::median(&faults).map_or(0.0, |f| f - base_faults);
             }
