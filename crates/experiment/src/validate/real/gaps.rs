@@ -4,7 +4,7 @@
 //! comes after it went to sleep pays its wake-up. Whether a call meets a sleeping delegate
 //! depends on how long before it the previous call returned, not on the workload's mean spacing:
 //! bzip2 -9 on 4 MiB makes 1 870 calls over 0.23 s of compute (124 µs apart on average), but
-//! 1 850 of them come 4–16 µs after the previous one and five come after 16–32 ms of
+//! 1 474 of them come 4–16 µs after the previous one and five after 16–32 ms of
 //! compressing. The eBPF profiler records, per call, the time since the calling thread's previous
 //! call returned (`syscalls[].gap_hist_log2_ns`, log2 buckets); the term is then
 //!
