@@ -276,33 +276,24 @@ pub(crate) fn validate(origin: &str, p: &Profile) -> Result<(), ProfileError> {
                 format!("{} errors but only {} calls", s.errors, s.count),
             ));
         }
-        let h = s.hist_log2_ns.checked_total().ok_or_else(|| {
-            invalid(
-                origin,
-                f("hist_log2_ns"),
-                "the buckets add up past 2^64 - 1: the file is corrupt",
-            )
-        })?;
-        if h != 0 && h != s.count {
-            return Err(invalid(
-                origin,
-                f("hist_log2_ns"),
-                format!("histogram holds {h} calls but count is {}", s.count),
-            ));
-        }
-        let g = s.gap_hist_log2_ns.checked_total().ok_or_else(|| {
-            invalid(
-                origin,
-                f("gap_hist_log2_ns"),
-                "the buckets add up past 2^64 - 1: the file is corrupt",
-            )
-        })?;
-        if g != 0 && g != s.count {
-            return Err(invalid(
-                origin,
-                f("gap_hist_log2_ns"),
-                format!("histogram holds {g} calls but count is {}", s.count),
-            ));
+        for (name, h) in [
+            ("hist_log2_ns", &s.hist_log2_ns),
+            ("gap_hist_log2_ns", &s.gap_hist_log2_ns),
+        ] {
+            let n = h.checked_total().ok_or_else(|| {
+                invalid(
+                    origin,
+                    f(name),
+                    "the buckets add up past 2^64 - 1: the file is corrupt",
+                )
+            })?;
+            if n != 0 && n != s.count {
+                return Err(invalid(
+                    origin,
+                    f(name),
+                    format!("histogram holds {n} calls but count is {}", s.count),
+                ));
+            }
         }
     }
     let mut thread_calls = 0u64;
@@ -471,6 +462,24 @@ mod tests {
         p.syscalls[0].hist_log2_ns = crate::Log2Histogram(vec![u64::MAX, 11]);
         let e = err(&serde_json::to_string(&p).unwrap_or_default());
         assert!(e.contains("field 'syscalls[0].hist_log2_ns'"), "{e}");
+    }
+
+    /// Gaps must add up to the call's count, as its times do; a profile without them still loads.
+    #[test]
+    fn issue_15_gaps_that_do_not_add_up_are_refused_by_name() {
+        let mut p = sample();
+        let n = p.syscalls[0].count;
+        p.syscalls[0].gap_hist_log2_ns = crate::Log2Histogram(vec![0, n + 1]);
+        let e = err(&serde_json::to_string(&p).unwrap_or_default());
+        assert!(
+            e.contains("field 'syscalls[0].gap_hist_log2_ns'") && e.contains(&format!("count is {n}")),
+            "{e}"
+        );
+        p.syscalls[0].gap_hist_log2_ns = crate::Log2Histogram(vec![0, n]);
+        let text = serde_json::to_string(&p).unwrap_or_default();
+        let back = from_json_str("p.json", &text).expect("gaps that add up load");
+        assert_eq!(back.written_version(), crate::SCHEMA_VERSION);
+        assert_eq!(sample().written_version(), 2);
     }
 
     #[test]

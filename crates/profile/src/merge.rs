@@ -154,4 +154,34 @@ mod tests {
         );
         assert_eq!(m.and_then(|m| m.syscalls[0].min_s), Some(0.5));
     }
+
+    /// Gaps add up where every rank has them; one rank without them leaves none (a partial
+    /// histogram would not add up to the merged count).
+    #[test]
+    fn issue_15_gaps_merge_only_where_every_rank_has_them() {
+        let mk = |n: u64, gaps: Vec<u64>| {
+            let mut p = Profile::new(vec!["a.out".into()], "t", "high");
+            p.syscalls.push(SyscallStats {
+                name: "write".into(),
+                nr: 1,
+                count: n,
+                gap_hist_log2_ns: crate::Log2Histogram(gaps),
+                ..Default::default()
+            });
+            p
+        };
+        let both = merge(vec![
+            (0, "a".into(), mk(2, vec![0, 2])),
+            (1, "b".into(), mk(3, vec![1, 0, 2])),
+        ])
+        .expect("merge");
+        assert_eq!(both.syscalls[0].gap_hist_log2_ns.0, vec![1, 2, 2]);
+        let one = merge(vec![
+            (0, "a".into(), mk(2, vec![0, 2])),
+            (1, "b".into(), mk(3, vec![])),
+        ])
+        .expect("merge");
+        assert!(one.syscalls[0].gap_hist_log2_ns.0.is_empty());
+        assert_eq!(one.syscalls[0].count, 5);
+    }
 }
