@@ -614,8 +614,17 @@ fn images_measurement(target: &str, cal: &super::images::Calibration) -> Measure
 }
 
 /// The size of the compute CPU's L2 (or 512 KiB when sysfs does not say): the working set the
-/// `cache` microbenchmark chases, so that what the kernel evicts is missed again.
+/// `cache` microbenchmark chases, so that what the kernel evicts is missed again. The loss after a
+/// delegated call peaks at this size (BENCHMARKS.md, "`cache`'s r against the working set's
+/// size"); `MULTIOS_VALIDATE_CACHE_WS` (bytes, ≥ 4096) measures at another, for that experiment.
 pub fn working_set_bytes() -> u64 {
+    if let Some(ws) = std::env::var("MULTIOS_VALIDATE_CACHE_WS")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|&b| b >= 4096)
+    {
+        return ws;
+    }
     let base = Path::new("/sys/devices/system/cpu/cpu0/cache");
     (0..8)
         .filter_map(|i| {
