@@ -20,7 +20,8 @@
 //!   (C − S)/γ, i.e. C/(γ·γ_d) with γ_d = C / (C − S).
 //!
 //!   **Bounded by what the workload can lose** (`Cache::chase_s`): the microbenchmark's r and ρ
-//!   are what a working set the size of the L2, traversed warm in X seconds (the native pointer
+//!   are what the microbenchmark's working set (half the L2 since 2026-11-27: at the L2's own
+//!   size the chase measures its own LRU cliff), traversed warm in X seconds (the native pointer
 //!   chase after no call), loses or is spared after one call. A program that computes only g =
 //!   C / calls between two calls (its profile) re-touches at most what it reaches in g before its
 //!   next call, so it cannot lose or be spared the refill of more than that share of the
