@@ -111,9 +111,13 @@ fn prodcons_plan(tag: &str, force: bool) -> (multios_map::decide::Plan, Vec<Stri
         force,
         ..Options::default()
     };
-    // These tests are about the decision on a recorded pair. A recording in which the two threads'
-    // interaction did not show (twice in five CI runs of 2026-11-27: "pinned 0, nodes 2") is recorded
-    // again, at most three times in all; the last one is returned whatever it shows.
+    // These tests are about the decision on a recorded pair. The pair's interaction depends on the
+    // load: with two CPU hogs beside it (`yes > /dev/null` twice, 2026-11-27 08:23) three of six
+    // recordings held 39–71 and 452–610 futex wake-ups each way instead of ≈ 1 600 and ≈ 3 800 (the
+    // threads time-share a CPU and fill or drain the whole ring per slice), and the affinity rule
+    // rightly joins nothing: "pinned 0, nodes 2" (twice in five CI runs). The recorder is right;
+    // such a recording is made again, at most three times in all, and the last one is returned
+    // whatever it shows.
     let mut attempt = 0;
     loop {
         attempt += 1;
