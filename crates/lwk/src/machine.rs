@@ -413,8 +413,11 @@ impl Machine {
                     if self.exiting.load(Ordering::Acquire) {
                         return Some(End::Kicked);
                     }
-                    let t = *since.get_or_insert_with(|| self.claimed.begin());
-                    self.claimed.step(t, &mut sleeps);
+                    let (t, yields) = *since.get_or_insert_with(|| {
+                        let (nr, a) = slot::request(&self.kernel.mem, slot);
+                        (self.claimed.begin(), crate::syscall::may_wait_for_another(nr, &a))
+                    });
+                    self.claimed.step(t, yields, &mut sleeps);
                     continue;
                 }
                 _ => return None,

@@ -8,12 +8,15 @@
 //! proxy may be in a long blocking call. `costs.doorbell_waits` counts the waits and
 //! `doorbell_wait_sleeps` their sleeps.
 //!
-//! After [`YIELD_AFTER`] of it the spin yields its CPU at every step (`sched_yield`, which
-//! returns at once when nothing else is runnable there, so a lone guest waits as before). A
-//! pipeline's stages run in VMs of their own whose vCPUs share the LWK's CPUs: a reader's call
-//! that blocks on its pipe was spun on for 1 ms, on the very CPU the writer needed to fill the
-//! pipe — `sh -c "sort | uniq -c | sort -rn"` took 1.24–1.62 s in the LWK against 0.79–0.82 s
-//! with a 30 µs spin (2026-11-26 21:22 UTC, loaded VM, 3 pairs).
+//! For a call that may wait for another party (`syscall::may_wait_for_another`: reads, writes,
+//! waits, polls, opens…), after [`YIELD_AFTER`] the spin yields its CPU at every step
+//! (`sched_yield`, which returns at once when nothing else is runnable there). A pipeline's
+//! stages run in VMs of their own whose vCPUs share the LWK's CPUs: a reader's call that blocks
+//! on its pipe was spun on for 1 ms, on the very CPU the writer needed to fill the pipe —
+//! `sh -c "sort | uniq -c | sort -rn"` took 1.24–1.62 s in the LWK against 0.79–0.82 s with a
+//! 30 µs spin (2026-11-26 21:22 UTC, loaded VM, 3 pairs). The other calls (mmap, mprotect,
+//! exit_group…) keep the CPU for the whole spin: yielding there handed it to whatever else was
+//! runnable and cost `true` ≈ 1.3 ms of its ≈ 15 ms (2026-11-27, docs/BENCHMARKS.md).
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
@@ -58,9 +61,11 @@ impl Claimed {
         Instant::now()
     }
 
-    /// One step of a wait begun at `since` that has slept `sleeps` times so far.
-    pub fn step(&self, since: Instant, sleeps: &mut u32) {
-        match pause(since.elapsed(), self.spin, self.yield_after, *sleeps) {
+    /// One step of a wait begun at `since` that has slept `sleeps` times so far, for a call that
+    /// may (`yields`) or may not wait for another party.
+    pub fn step(&self, since: Instant, yields: bool, sleeps: &mut u32) {
+        let yield_after = if yields { self.yield_after } else { self.spin };
+        match pause(since.elapsed(), self.spin, yield_after, *sleeps) {
             Step::Spin => std::hint::spin_loop(),
             Step::Yield => std::thread::yield_now(),
             Step::Sleep(d) => {
@@ -137,6 +142,8 @@ mod tests {
             Step::Spin
         );
         assert_eq!(pause(YIELD_AFTER, ms, YIELD_AFTER, 0), Step::Yield);
+        // a call that waits for no other party: `step` puts the yield point at the spin's end
+        assert_eq!(pause(Duration::from_micros(300), ms, ms, 0), Step::Spin);
         assert_eq!(pause(Duration::from_micros(300), ms, YIELD_AFTER, 0), Step::Yield);
         assert_eq!(
             pause(ms - Duration::from_nanos(1), ms, YIELD_AFTER, 0),

@@ -218,6 +218,37 @@ impl Kernel {
     }
 }
 
+/// Calls that may wait for another party: the blocking kinds [`may_block`] names, and writes,
+/// sends and opens (a full pipe or socket, a FIFO without its other end), SysV messages and
+/// semaphores, signal waits. A vCPU thread waiting for the proxy to finish one of these yields its
+/// CPU (`machine/claimed.rs`): the other party may be a guest process whose vCPU shares that CPU.
+#[allow(non_upper_case_globals)] // libc names the SYS_ constants in lower case
+pub(crate) fn may_wait_for_another(nr: u64, a: &[u64; 6]) -> bool {
+    use libc::*;
+    may_block(nr, a)
+        || [
+            SYS_write,
+            SYS_writev,
+            SYS_sendto,
+            SYS_sendmsg,
+            SYS_sendmmsg,
+            SYS_recvmmsg,
+            SYS_splice,
+            SYS_tee,
+            SYS_open,
+            SYS_openat,
+            SYS_msgsnd,
+            SYS_msgrcv,
+            SYS_semop,
+            SYS_semtimedop,
+            SYS_rt_sigsuspend,
+            SYS_rt_sigtimedwait,
+            SYS_epoll_pwait2,
+            SYS_fcntl,
+        ]
+        .contains(&(nr as i64))
+}
+
 /// Calls that may block for a long time (they must not occupy the shared proxy).
 #[allow(non_upper_case_globals)] // libc names the SYS_ constants in lower case
 fn may_block(nr: u64, a: &[u64; 6]) -> bool {
@@ -251,5 +282,35 @@ fn may_block(nr: u64, a: &[u64; 6]) -> bool {
             SYS_flock,
         ]
         .contains(&n),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::may_wait_for_another;
+
+    /// A vCPU waiting for one of these yields its CPU (a pipeline's other stage may need it); for
+    /// the rest it keeps the CPU for its spin (`machine/claimed.rs`).
+    #[test]
+    fn issue_15_calls_that_may_wait_for_another_party() {
+        let a = [0u64; 6];
+        for nr in [
+            libc::SYS_read,
+            libc::SYS_write,
+            libc::SYS_wait4,
+            libc::SYS_openat,
+            libc::SYS_poll,
+        ] {
+            assert!(may_wait_for_another(nr as u64, &a), "{nr}");
+        }
+        for nr in [
+            libc::SYS_mmap,
+            libc::SYS_mprotect,
+            libc::SYS_exit_group,
+            libc::SYS_brk,
+            libc::SYS_close,
+        ] {
+            assert!(!may_wait_for_another(nr as u64, &a), "{nr}");
+        }
     }
 }
