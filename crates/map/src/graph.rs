@@ -115,6 +115,12 @@ pub struct Node {
     /// Time on a CPU, ns.
     #[serde(default)]
     pub cpu_ns: u64,
+    /// Time runnable but waiting for a CPU, ns (from its wake-up, creation or preemption to its
+    /// next switch in): behind the program's own threads (a woken partner placed on its waker's
+    /// CPU waits for it) or other load ([`Graph::other_load`] tells). 0 in graphs written before
+    /// it was recorded, and by hand.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub wait_ns: u64,
     #[serde(default)]
     pub syscalls: Families,
     /// Resident pages of its process at the last sample (0 for threads other than the first, and when
@@ -137,11 +143,16 @@ impl Node {
             parent: None,
             comm: comm.to_string(),
             cpu_ns,
+            wait_ns: 0,
             syscalls: Families::default(),
             rss_pages: 0,
             rank: None,
         }
     }
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// A directed interaction between two nodes.
@@ -195,9 +206,37 @@ pub struct Graph {
     /// The machine the run was recorded on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topology: Option<Topology>,
+    /// What else ran on the machine's CPUs during the recording (absent in graphs written before
+    /// it was recorded, and by hand).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_load: Option<OtherLoad>,
 }
 
+/// The time tasks other than the recorded ones, the recorder and the idle task ran on the CPUs
+/// during a recording: the load the run shared the machine with.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct OtherLoad {
+    /// CPU time of the other tasks, ns.
+    pub cpu_ns: u64,
+    /// The CPUs online during the recording.
+    pub cpus: u32,
+}
+
+/// A recording during which other tasks took more than this share of the CPUs' time ran beside
+/// other load. Quiet, the recorder's own sampling and the VM's kernel threads took 0–4 % (of 2
+/// CPUs, `multios-prodcons 100000 100`); two CPU hogs take ≈ 100 %, and beside them the
+/// producer/consumer pair woke each other 5–10× less (docs/NETWORKEDOS.md, "A recording is one
+/// run's interaction").
+pub const CONTENDED_SHARE: f64 = 0.25;
+
 impl Graph {
+    /// Other tasks' CPU time over the CPUs' time during the recording (None when not recorded).
+    pub fn other_load_share(&self) -> Option<f64> {
+        let l = self.other_load?;
+        let capacity = self.duration_s * 1e9 * f64::from(l.cpus.max(1));
+        (capacity > 0.0).then(|| l.cpu_ns as f64 / capacity)
+    }
+
     pub fn new(nodes: Vec<Node>, edges: Vec<Edge>) -> Graph {
         Graph {
             format: FORMAT.into(),
@@ -208,6 +247,7 @@ impl Graph {
             edges,
             shared_pages: Vec::new(),
             topology: None,
+            other_load: None,
         }
     }
 
@@ -291,6 +331,30 @@ impl Graph {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn issue_12_other_load_is_a_share_of_the_cpus_time_and_optional() {
+        let mut a = Node::process(1, "a", 30_000_000);
+        let mut g = Graph::new(vec![a.clone()], Vec::new());
+        assert_eq!(g.other_load_share(), None, "not recorded");
+        let old = serde_json::to_string(&g).expect("json");
+        assert!(!old.contains("other_load") && !old.contains("wait_ns"), "{old}");
+        g.duration_s = 0.5;
+        g.other_load = Some(OtherLoad {
+            cpu_ns: 250_000_000,
+            cpus: 2,
+        });
+        assert!((g.other_load_share().unwrap_or(0.0) - 0.25).abs() < 1e-12);
+        a.wait_ns = 2_000_000;
+        g.nodes = vec![a];
+        let json = serde_json::to_string(&g).expect("json");
+        assert!(
+            json.contains("\"wait_ns\":2000000") && json.contains("\"cpus\":2"),
+            "{json}"
+        );
+        let back: Graph = serde_json::from_str(&json).expect("read back");
+        assert_eq!(back, g);
+    }
 
     fn node(id: u32) -> Node {
         Node::process(id, &format!("n{id}"), 0)

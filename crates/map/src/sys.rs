@@ -15,6 +15,13 @@ pub fn pidfd_open(tid: u32, thread: bool) -> std::io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
+/// The CPUs online (at least 1).
+pub fn cpus_online() -> u32 {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    u32::try_from(n).unwrap_or(1).max(1)
+}
+
 /// The page size in bytes.
 pub fn page_size() -> u64 {
     // SAFETY: sysconf has no memory-safety preconditions.

@@ -408,3 +408,40 @@ fn issue_12_shared_pages_between_two_processes() {
     assert!(shared.pages >= 64, "{} shared pages, 64 written", shared.pages);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Beside two CPU hogs, the recording says how much of the CPUs' time other tasks took (the
+/// prodcons recordings that showed no pair were made beside such load), and the recorded threads'
+/// waits for a CPU are counted.
+#[test]
+fn issue_12_other_load_during_the_recording_is_recorded() {
+    let hog = || {
+        Command::new("yes")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("yes runs")
+    };
+    let mut hogs = [hog(), hog()];
+    std::thread::sleep(Duration::from_millis(100));
+    let r = record(&opts(vec![
+        "/bin/sh".into(),
+        "-c".into(),
+        "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done".into(),
+    ]));
+    for h in &mut hogs {
+        let _ = h.kill();
+        let _ = h.wait();
+    }
+    let r = r.expect("record (root and BTF tracepoints needed)");
+    assert_eq!(r.exit_code, Some(0));
+    let g = &r.graph;
+    let load = g.other_load.expect("other load recorded");
+    assert!(load.cpus >= 1, "{load:?}");
+    let share = g.other_load_share().expect("a share");
+    assert!(
+        share > multios_map::graph::CONTENDED_SHARE,
+        "two hogs beside a busy shell: other tasks took {share:.2} of the CPUs' time ({load:?}, {} s)",
+        g.duration_s
+    );
+    let waited: u64 = g.nodes.iter().map(|n| n.wait_ns).sum();
+    assert!(waited > 0, "the shell waited for a CPU: {:?}", g.nodes);
+}

@@ -300,6 +300,15 @@ fn cmd_record(a: RecordArgs, out: &Out) -> super::Exit {
     })?;
     r.graph.save(&a.output)?;
     let g = &r.graph;
+    if let Some(share) = g
+        .other_load_share()
+        .filter(|&s| s > multios_map::graph::CONTENDED_SHARE)
+    {
+        eprintln!(
+            "multios map record: note: other tasks ran {:.0} % of the CPUs' time during the recording: the run shared the machine with other load, and a program's interaction can change with that (a producer/consumer pair woke each other 5–10× less beside two CPU hogs); record on the machine and load the placement is for",
+            share * 100.0
+        );
+    }
     if out.format == Format::Json {
         out.json(g)?;
     } else {

@@ -19,7 +19,9 @@
 //   connection.
 // - sched_waking: waker -> wakee counts (and the wakees of a futex wake in flight).
 // - signal_generate: sender -> target counts.
-// - sched_switch: time on a CPU per thread.
+// - sched_switch: time on a CPU per thread, and time runnable but waiting for a CPU (from its wake-up,
+//   its creation or its preemption to its next switch in); and per CPU the time other tasks ran
+//   (neither traced nor the recorder nor idle): the load the run shared its CPUs with.
 // - sched_process_fork/exit: the nodes (tid, tgid, parent, comm, times).
 
 #include <linux/types.h>
@@ -128,6 +130,8 @@ struct task_state {
 	__u64 oncpu_ns;
 	__u32 dport_hint;  /* the port a sendto/sendmsg in flight names (host order; 0: none) */
 	__u32 pad;
+	__u64 queued;      /* runnable, waiting for a CPU, since (0: not waiting) */
+	__u64 wait_ns;     /* time runnable but not on a CPU */
 };
 
 /* A node. Layout shared with user space. */
@@ -138,6 +142,7 @@ struct node_rec {
 	__u64 end_ns;
 	__u64 oncpu_ns;
 	char comm[16];
+	__u64 wait_ns;
 };
 
 struct flow_key {
@@ -207,6 +212,28 @@ struct {
 	__type(key, __u64);
 	__type(value, __u32);
 } tcp_ports SEC(".maps");
+
+/* Per CPU: the last switch's time and the time tasks other than the traced ones, the recorder's
+ * and the idle task ran since the probes were attached. Layout shared with user space. */
+struct cpu_acct {
+	__u64 last;
+	__u64 others_ns;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cpu_acct);
+} cpu_time SEC(".maps");
+
+/* [0]: the recorder's own process (its threads are not "other load"). Set by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} config SEC(".maps");
 
 static inline __attribute__((always_inline)) void add_edge(__u32 from, __u32 to, __u32 kind, __u64 n)
 {
@@ -483,8 +510,13 @@ SEC("tp_btf/sched_waking")
 int on_waking(__u64 *ctx)
 {
 	struct task_struct *p = (struct task_struct *)ctx[0];
+	struct task_state *ps = bpf_task_storage_get(&tasks, p, 0, 0);
+	if (!ps)
+		return 0;
+	if (!ps->queued)
+		ps->queued = bpf_ktime_get_ns();
 	struct task_state *s = bpf_task_storage_get(&tasks, bpf_get_current_task_btf(), 0, 0);
-	if (!s || !bpf_task_storage_get(&tasks, p, 0, 0))
+	if (!s)
 		return 0;
 	int wakee = 0;
 	RD(wakee, p->pid);
@@ -513,23 +545,41 @@ int on_signal(__u64 *ctx)
 	return 0;
 }
 
+/* sched_switch(bool preempt, prev, next, unsigned int prev_state): a prev still runnable (preempted,
+ * or yielding: state 0) waits for a CPU from now on; the next one's wait ends. */
 SEC("tp_btf/sched_switch")
 int on_switch(__u64 *ctx)
 {
 	struct task_struct *prev = (struct task_struct *)ctx[1];
 	struct task_struct *next = (struct task_struct *)ctx[2];
-	__u64 now = 0;
+	unsigned int prev_state = (unsigned int)ctx[3];
+	__u64 now = bpf_ktime_get_ns();
 	struct task_state *s = bpf_task_storage_get(&tasks, prev, 0, 0);
-	if (s && s->since) {
-		now = bpf_ktime_get_ns();
-		s->oncpu_ns += now - s->since;
+	__u32 zero = 0;
+	struct cpu_acct *acct = bpf_map_lookup_elem(&cpu_time, &zero);
+	if (acct) {
+		if (!s && acct->last) {
+			int pid = 0, tgid = 0;
+			RD(pid, prev->pid);
+			RD(tgid, prev->tgid);
+			__u32 *recorder = bpf_map_lookup_elem(&config, &zero);
+			if (pid != 0 && (!recorder || (__u32)tgid != *recorder))
+				acct->others_ns += now - acct->last;
+		}
+		acct->last = now;
+	}
+	if (s) {
+		if (s->since)
+			s->oncpu_ns += now - s->since;
 		s->since = 0;
+		s->queued = (ctx[0] || prev_state == 0) ? now : 0;
 	}
 	s = bpf_task_storage_get(&tasks, next, 0, 0);
 	if (s) {
-		if (!now)
-			now = bpf_ktime_get_ns();
 		s->since = now;
+		if (s->queued && now > s->queued)
+			s->wait_ns += now - s->queued;
+		s->queued = 0;
 	}
 	return 0;
 }
@@ -541,8 +591,10 @@ int on_fork(__u64 *ctx)
 	struct task_struct *child = (struct task_struct *)ctx[1];
 	if (!bpf_task_storage_get(&tasks, parent, 0, 0))
 		return 0;
-	if (!bpf_task_storage_get(&tasks, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE))
+	struct task_state *cs = bpf_task_storage_get(&tasks, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!cs)
 		return 0;
+	cs->queued = bpf_ktime_get_ns(); /* runnable from its creation */
 	int pid = 0, tgid = 0, ppid = 0;
 	RD(pid, child->pid);
 	RD(tgid, child->tgid);
@@ -577,6 +629,7 @@ int on_exit(__u64 *ctx)
 	r->tgid = (__u32)(pid_tgid >> 32);
 	r->end_ns = now;
 	r->oncpu_ns = s->oncpu_ns;
+	r->wait_ns = s->wait_ns;
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	return 0;
 }

@@ -13,6 +13,8 @@ pub struct RawNode {
     pub parent: Option<u32>,
     pub comm: String,
     pub oncpu_ns: u64,
+    /// Time runnable but waiting for a CPU.
+    pub wait_ns: u64,
 }
 
 /// Bytes one thread moved through one channel in one direction.
@@ -86,6 +88,7 @@ pub fn assemble(raw: &Raw) -> Graph {
                 parent: n.parent,
                 comm: n.comm.clone(),
                 cpu_ns: n.oncpu_ns,
+                wait_ns: n.wait_ns,
                 syscalls: Families::default(),
                 rss_pages: 0,
                 rank: None,

@@ -10,8 +10,11 @@ use std::os::fd::AsRawFd;
 static BPF_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/map.bpf.o"));
 
 /// Must match `struct task_state` in map.bpf.c.
-const TASK_STATE_LEN: usize = 8 + 4 * 4 + 8 + 8 + 4 + 4;
+const TASK_STATE_LEN: usize = 8 + 4 * 4 + 8 + 8 + 4 + 4 + 8 + 8;
 const ONCPU_OFFSET: usize = 8 + 4 * 4 + 8;
+const WAIT_OFFSET: usize = 8 + 4 * 4 + 8 + 8 + 4 + 4 + 8;
+/// `struct node_rec`: its `wait_ns` follows the 16 bytes of comm.
+const NODE_WAIT_OFFSET: usize = 48;
 
 /// The attached probes; detached when dropped.
 pub struct Probe {
@@ -78,6 +81,23 @@ impl Probe {
             })
     }
 
+    /// Names the recorder's own process, whose threads are not counted as other load.
+    pub fn set_recorder(&self, tgid: u32) -> Result<(), RecordError> {
+        self.map("config")?
+            .update(&0u32.to_ne_bytes(), &tgid.to_ne_bytes(), MapFlags::ANY)
+            .map_err(|e| ebpf_err("naming the recorder", e))
+    }
+
+    /// The time other tasks ran on the CPUs since the probes were attached, ns (every CPU's sum).
+    pub fn others_ns(&self) -> Result<u64, RecordError> {
+        let per_cpu = self
+            .map("cpu_time")?
+            .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
+            .map_err(|e| ebpf_err("reading the other tasks' CPU time", e))?
+            .unwrap_or_default();
+        Ok(per_cpu.iter().map(|v| u64_at(v, 8)).sum())
+    }
+
     /// Starts tracing thread `tid` of process `tgid` (and what it creates from now on).
     pub fn seed(&self, tid: u32, tgid: u32) -> Result<(), RecordError> {
         let fd = sys::pidfd_open(tid, tid != tgid).map_err(|e| match e.raw_os_error() {
@@ -94,15 +114,15 @@ impl Probe {
             .map_err(|e| ebpf_err(&format!("registering task {tid}"), e))
     }
 
-    /// Time on a CPU of a live traced thread, if it is traced.
-    pub fn live_oncpu(&self, tid: u32, tgid: u32) -> Option<u64> {
+    /// Time on a CPU and time waiting for one (ns) of a live traced thread, if it is traced.
+    pub fn live_times(&self, tid: u32, tgid: u32) -> Option<(u64, u64)> {
         let fd = sys::pidfd_open(tid, tid != tgid).ok()?;
         let v = self
             .map("tasks")
             .ok()?
             .lookup(&fd.as_raw_fd().to_ne_bytes(), MapFlags::ANY)
             .ok()??;
-        Some(u64_at(&v, ONCPU_OFFSET))
+        Some((u64_at(&v, ONCPU_OFFSET), u64_at(&v, WAIT_OFFSET)))
     }
 
     /// The nodes created or ended during the run: (tid, node).
@@ -124,6 +144,7 @@ impl Probe {
                     parent: (ptid != 0).then_some(ptid),
                     comm: String::from_utf8_lossy(&comm[..end]).into_owned(),
                     oncpu_ns: u64_at(&v, 24),
+                    wait_ns: u64_at(&v, NODE_WAIT_OFFSET),
                 },
                 ended,
             ));

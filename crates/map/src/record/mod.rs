@@ -90,7 +90,10 @@ pub fn record(opts: &Options) -> Result<Recorded, RecordError> {
         }
     }
     let probe = bpf::Probe::load()?;
+    probe.set_recorder(std::process::id())?;
     let started = Instant::now();
+    // other tasks' CPU time counts over the recording's window only (it is added up at switches)
+    let others_before = probe.others_ns()?;
     let mut seeds: Vec<(u32, u32)> = Vec::new();
     let mut child = None;
     let root = if let Some(pid) = opts.pid {
@@ -171,25 +174,28 @@ pub fn record(opts: &Options) -> Result<Recorded, RecordError> {
         );
     }
     let elapsed = started.elapsed();
+    let others = probe.others_ns()?.saturating_sub(others_before);
     // Nodes: those the probes saw fork or exit, plus the seeds; live ones completed from /proc.
     let mut nodes: Vec<RawNode> = Vec::new();
     let mut known = BTreeSet::new();
     for (mut n, ended) in probe.nodes()? {
         if !ended {
             n.comm = comm_of(n.tgid, n.tid).unwrap_or_default();
-            n.oncpu_ns = probe.live_oncpu(n.tid, n.tgid).unwrap_or(0);
+            (n.oncpu_ns, n.wait_ns) = probe.live_times(n.tid, n.tgid).unwrap_or((0, 0));
         }
         known.insert(n.tid);
         nodes.push(n);
     }
     for &(tid, tgid) in &seeds {
         if known.insert(tid) {
+            let (oncpu_ns, wait_ns) = probe.live_times(tid, tgid).unwrap_or((0, 0));
             nodes.push(RawNode {
                 tid,
                 tgid,
                 parent: None,
                 comm: comm_of(tgid, tid).unwrap_or_default(),
-                oncpu_ns: probe.live_oncpu(tid, tgid).unwrap_or(0),
+                oncpu_ns,
+                wait_ns,
             });
         }
     }
@@ -207,5 +213,9 @@ pub fn record(opts: &Options) -> Result<Recorded, RecordError> {
     }
     graph.duration_s = elapsed.as_secs_f64();
     graph.topology = opts.topology.clone();
+    graph.other_load = Some(crate::graph::OtherLoad {
+        cpu_ns: others,
+        cpus: crate::sys::cpus_online(),
+    });
     Ok(Recorded { graph, exit_code })
 }
