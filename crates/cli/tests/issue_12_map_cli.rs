@@ -623,3 +623,36 @@ fn issue_12_bench_map_tags_each_calibration_run_with_its_level() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A graph recorded beside other load (its `other_load`: 75 % of 2 CPUs for 1 s) is placed, with a
+/// note on stderr that its interaction may not be the program's on a quiet machine; without the
+/// field (older graphs, graphs by hand) nothing is said.
+#[test]
+fn issue_12_map_run_notes_a_graph_recorded_beside_other_load() {
+    let d = scratch("other-load");
+    let node = |id: u32| format!(r#"{{"id": {id}, "tgid": {id}, "comm": "p{id}", "cpu_ns": 1000000}}"#);
+    let write = |name: &str, extra: &str| {
+        let p = d.join(name);
+        let text = format!(
+            r#"{{"format": "multios-map-graph", "version": 2, "duration_s": 1.0, "nodes": [{}], "edges": []{extra}}}"#,
+            [1, 2].map(node).join(",")
+        );
+        std::fs::write(&p, text).expect("write graph");
+        p.display().to_string()
+    };
+    let loaded = write(
+        "loaded.json",
+        r#", "other_load": {"cpu_ns": 1500000000, "cpus": 2}"#,
+    );
+    let (code, _, err) = multios(&["map", "run", "--graph", &loaded, "--", "true"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("note: other tasks ran 75 % of the CPUs' time"),
+        "{err}"
+    );
+    let quiet = write("quiet.json", "");
+    let (code, _, err) = multios(&["map", "run", "--graph", &quiet, "--", "true"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("other tasks ran"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -284,6 +284,22 @@ fn load(path: &Path) -> anyhow::Result<Graph> {
     Ok(Graph::load(path)?)
 }
 
+/// On stderr: a recording made beside other load (more than [`CONTENDED_SHARE`] of the CPUs'
+/// time), whose interaction may not be the program's on a quiet machine.
+///
+/// [`CONTENDED_SHARE`]: multios_map::graph::CONTENDED_SHARE
+fn note_other_load(cmd: &str, g: &Graph) {
+    if let Some(share) = g
+        .other_load_share()
+        .filter(|&s| s > multios_map::graph::CONTENDED_SHARE)
+    {
+        eprintln!(
+            "multios {cmd}: note: other tasks ran {:.0} % of the CPUs' time during the recording: the run shared the machine with other load, and a program's interaction can change with that (a producer/consumer pair woke each other 5–10× less beside two CPU hogs); record on the machine and load the placement is for",
+            share * 100.0
+        );
+    }
+}
+
 fn cmd_record(a: RecordArgs, out: &Out) -> super::Exit {
     let topology = Some(Topology::resolve(a.topology.as_deref()).context("--topology")?);
     if !a.command.is_empty() && a.pid.is_some() {
@@ -300,15 +316,7 @@ fn cmd_record(a: RecordArgs, out: &Out) -> super::Exit {
     })?;
     r.graph.save(&a.output)?;
     let g = &r.graph;
-    if let Some(share) = g
-        .other_load_share()
-        .filter(|&s| s > multios_map::graph::CONTENDED_SHARE)
-    {
-        eprintln!(
-            "multios map record: note: other tasks ran {:.0} % of the CPUs' time during the recording: the run shared the machine with other load, and a program's interaction can change with that (a producer/consumer pair woke each other 5–10× less beside two CPU hogs); record on the machine and load the placement is for",
-            share * 100.0
-        );
-    }
+    note_other_load("map record", g);
     if out.format == Format::Json {
         out.json(g)?;
     } else {
@@ -652,6 +660,7 @@ fn cmd_run(a: RunArgs, out: &Out) -> super::Exit {
         }
         (None, false) => anyhow::bail!("give --graph FILE (from `map record`) or --learn"),
     };
+    note_other_load("map run", &g);
     check_margin(a.margin)?;
     let topo = a.cost.topology()?;
     let model = a.cost.model(0.5, topo.max_hops())?;
