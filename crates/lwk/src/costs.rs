@@ -216,6 +216,10 @@ pub struct Costs {
     pub invalidate_s: f64,
     /// CR3 reloads after page-table edits.
     pub reloads: u64,
+    /// Calls a vCPU thread served with the proxy parked (`aside.rs`), and those for which the
+    /// proxy did not park within `aside::PATIENCE`.
+    pub aside: u64,
+    pub aside_late: u64,
     /// Doorbells that found their call still being served by the proxy (a call longer than the
     /// stub's spin), and the sleeps of the vCPU threads waiting for them (`machine/claimed.rs`).
     pub doorbell_waits: u64,

@@ -158,6 +158,8 @@ pub struct Kernel {
     /// `--populate-next`: the free memory the next mappings will get, populated by the proxy
     /// while it idles (`next.rs`).
     pub(crate) next: crate::next::Next,
+    /// The proxy parks while a vCPU thread edits the host's mappings (`aside.rs`).
+    pub(crate) aside: crate::aside::Aside,
     /// KVM's statistics of the run's vCPUs and VM (`costs.rs`).
     pub(crate) kvm: crate::costs::KvmCounters,
     /// The calls served after a doorbell exit (`costs.rs`).
@@ -216,6 +218,7 @@ impl Kernel {
             ahead: crate::populate::Ahead::new(0),
             at_map: crate::atmap::AtMap::new(0),
             next: crate::next::Next::new(0),
+            aside: crate::aside::Aside::default(),
             kvm: crate::costs::KvmCounters::default(),
             doorbell_calls: crate::costs::PerCall::default(),
             cputime: crate::cputime::Collector::default(),

@@ -8,6 +8,7 @@
 //! memory is one address space with the VMM (guest-physical == host-virtual), so delegated
 //! pointers need no translation. See docs/LWK.md.
 
+pub mod aside;
 pub mod atmap;
 pub mod bench;
 pub mod config;

@@ -261,6 +261,8 @@ pub fn drive(
         invalidations,
         invalidate_s: invalidate_time.as_secs_f64(),
         reloads: m.mem.shadow.reloads(),
+        aside: kernel.aside.counts().0,
+        aside_late: kernel.aside.counts().1,
         doorbell_waits,
         doorbell_wait_sleeps,
         host_faults_startup,

@@ -89,6 +89,7 @@ impl Proxy {
                 if let Some(c) = cpu {
                     let _ = crate::sys::pin_to_cpu(c);
                 }
+                kernel.aside.register();
                 serve_loop(&kernel, &nslots, &s, &w, idle_spin, budget)
             })
             .ok();
@@ -140,6 +141,12 @@ fn serve_loop(
     let mut idle_peak = idle.current();
     let yield_after = idle_yield_after();
     while !stop.load(Ordering::Acquire) {
+        if kernel.aside.wanted() {
+            // A vCPU thread edits the host's mappings: its TLB flushes need this CPU idle
+            // (`aside.rs`).
+            kernel.aside.park_while_wanted();
+            continue;
+        }
         let mut served = false;
         for cpu in 0..nslots.load(Ordering::Acquire) {
             let slot = crate::stub::slot_addr(cpu as u64);
@@ -193,7 +200,9 @@ fn serve_loop(
             });
             if !pending {
                 let p0 = Instant::now();
+                kernel.aside.idle_parked(true);
                 std::thread::park_timeout(PARK_LIMIT);
+                kernel.aside.idle_parked(false);
                 parked += p0.elapsed();
                 parks += 1;
             }

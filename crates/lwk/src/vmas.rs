@@ -144,6 +144,32 @@ impl Vmas {
         out
     }
 
+    /// True when mprotect of `[a, b)` to `prot` would take some access (read, write or execute)
+    /// away from a page in use (the brk heap and unannotated ranges count as read-write).
+    pub fn takes_away(&self, mm: &Mm, a: u64, b: u64, prot: i32) -> bool {
+        let rwx = libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC;
+        let lost = |old: i32| old & rwx & !prot != 0;
+        let rw = libc::PROT_READ | libc::PROT_WRITE;
+        let heap_end = mm.brk_cur.div_ceil(PAGE) * PAGE;
+        if a.max(mm.brk_start) < b.min(heap_end) && lost(rw) {
+            return true;
+        }
+        mm.maps.intersections(a, b).into_iter().any(|(s, e)| {
+            let mut pos = s;
+            while pos < e {
+                let (next, old) = match self.at(pos) {
+                    Some((_, v)) => (v.end.min(e), v.prot),
+                    None => (self.0.range(pos..e).next().map_or(e, |(&n, _)| n), rw),
+                };
+                if lost(old) {
+                    return true;
+                }
+                pos = next;
+            }
+            false
+        })
+    }
+
     pub fn clear(&mut self) {
         self.0.clear();
     }

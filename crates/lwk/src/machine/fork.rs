@@ -63,6 +63,9 @@ impl Machine {
         // The LWK's busiest locks, taken in the order the LWK nests them and held across fork(2):
         // another VMM thread holding one at that instant would leave it locked forever in the
         // child (seen: the statistics' lock, taken by every call of the other vCPUs).
+        // fork(2) write-protects the parent's pages: its TLB flush needs the proxy's CPU idle
+        // (`aside.rs`). Asked before the locks, which the proxy may hold while it finishes a call.
+        let aside = self.kernel.aside.stand_aside();
         let held = (
             lock(&self.kernel.space.map),
             // Before `threads`, as the signalfds' sync nests them (`signal/sfd.rs`).
@@ -77,6 +80,7 @@ impl Machine {
         );
         let forked = crate::sys::fork();
         drop(held);
+        drop(aside);
         match forked {
             Err(e) => {
                 if let Some((parent, child, _)) = vfork {

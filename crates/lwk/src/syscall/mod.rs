@@ -13,6 +13,7 @@ mod linux_exec;
 mod local;
 mod maps;
 mod netdev;
+mod onvcpu;
 mod open;
 mod opened;
 mod perf;
@@ -48,6 +49,14 @@ impl Kernel {
             // faults its pages in, and read back from there.
             return Reply::NeedVcpu;
         }
+        if matches!(ctx, Ctx::Proxy) && local && self.edits_host_mappings(nr, &a) {
+            // Its TLB flushes would wait for the calling vCPU to leave guest mode (`onvcpu.rs`).
+            return Reply::NeedVcpu;
+        }
+        // On the vCPU's thread the same calls are made with the proxy parked (`aside.rs`).
+        let _aside = (matches!(ctx, Ctx::Vcpu(_)) && local && self.edits_host_mappings(nr, &a))
+            .then(|| self.aside.stand_aside())
+            .flatten();
         let a = match self.perf_args(cpu, nr, a) {
             Ok(a) => a,
             Err(r) => return r,
