@@ -7,6 +7,7 @@
 //! - [`process`]: children that die with multios, programs prepared for exec, close-on-exec pipes;
 //! - [`output`]: output files checked before a run;
 //! - [`embed`]: files embedded in a binary, written out once per content;
+//! - [`irqs`]: which CPUs take the device interrupts (the LWK leaves them to Linux);
 //! - [`usage`]: a child's resource usage (wait4);
 //! - [`cgroup`]: cpuset cgroups — the noise tools' cpuset for an in-situ load, and the LWK's
 //!   reserved partition of CPUs (`multios lwk run --reserve`), with the sweep of those a killed
@@ -17,6 +18,7 @@
 pub mod cgroup;
 pub mod cpus;
 pub mod embed;
+pub mod irqs;
 pub mod output;
 pub mod process;
 mod sys;

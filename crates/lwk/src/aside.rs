@@ -15,8 +15,10 @@
 //! proxy to park first ([`Aside::stand_aside`]), waits until it says it is about to, makes the
 //! edit, and unparks it (the guard's drop). The wait is bounded ([`PATIENCE`]): a proxy inside a
 //! long call of another vCPU's is not waited for, and the edit pays the slow IPI as before.
-//! Without a proxy (the exit backend) it does nothing. `MULTIOS_LWK_ASIDE=off` turns both this and
-//! the handing of those calls to the vCPU's thread off (to measure the two side by side). fork(2) of the VMM is made the same way:
+//! Without a proxy (the exit backend) it does nothing. Afterwards the proxy stays parked until the
+//! guest's next doorbell ([`stay_parked`]; `MULTIOS_LWK_ASIDE=resume` makes it poll again at once).
+//! `MULTIOS_LWK_ASIDE=off` turns both this and the handing of those calls to the vCPU's thread
+//! off (to measure the two side by side). fork(2) of the VMM is made the same way:
 //! it write-protects every page of the parent, and with the proxy spinning a fork of a guest
 //! with 8 MiB touched took ≈ 11 ms in the LWK, against ≈ 3.3 ms with the proxy parked
 //! (`machine/fork.rs`).
@@ -29,6 +31,16 @@ use std::time::{Duration, Instant};
 pub fn on() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
     *ON.get_or_init(|| std::env::var_os("MULTIOS_LWK_ASIDE").is_none_or(|v| v != "off"))
+}
+
+/// True unless `MULTIOS_LWK_ASIDE=resume`: once it has stood aside, the proxy stays parked until
+/// the guest's next doorbell instead of polling again — the faults that follow a mapping call
+/// (relocations, first writes to copy-on-write pages) flush TLBs too. Paired on a loaded VM
+/// (docs/BENCHMARKS.md): a WAL sqlite3 load with commits 0.842 of resuming, a fork loop 0.954,
+/// `true`, `python3 -c pass`, Racket's boot and xz 0.995–1.015 (undecided).
+pub fn stay_parked() -> bool {
+    static STAY: OnceLock<bool> = OnceLock::new();
+    *STAY.get_or_init(|| std::env::var_os("MULTIOS_LWK_ASIDE").is_none_or(|v| v != "resume"))
 }
 
 /// The longest a vCPU thread waits for the proxy to stand aside.

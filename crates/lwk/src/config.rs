@@ -129,12 +129,24 @@ impl Config {
     }
 }
 
-/// The default split of `available` CPUs: the first serves Linux (the proxy), the rest are the
-/// LWK's; with a single CPU both share it.
+/// The default split of `available` CPUs: the one that takes the most device interrupts serves
+/// Linux (the proxy; the first on a tie), the rest are the LWK's; with a single CPU both share
+/// it (`multios_host::irqs`: a device's interrupt for a CPU busy with the guest waits ms here).
 pub fn default_partition(available: &[usize]) -> (Option<usize>, Vec<usize>) {
+    partition_by_interrupts(available, &multios_host::irqs::device_interrupts_per_cpu())
+}
+
+/// [`default_partition`] with the device interrupts each CPU took (index = CPU).
+pub fn partition_by_interrupts(available: &[usize], per_cpu: &[u64]) -> (Option<usize>, Vec<usize>) {
     match available {
         [] => (None, Vec::new()),
         [only] => (Some(*only), vec![*only]),
-        [first, rest @ ..] => (Some(*first), rest.to_vec()),
+        _ => {
+            let linux = multios_host::irqs::busiest(available, per_cpu).unwrap_or(available[0]);
+            (
+                Some(linux),
+                available.iter().copied().filter(|&c| c != linux).collect(),
+            )
+        }
     }
 }

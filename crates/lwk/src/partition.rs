@@ -1,7 +1,7 @@
 //! The LWK partition chosen from `--cpus` and `--proxy-cpu`: which CPUs run the guest's vCPUs and
 //! which one the proxy (Linux's side) polls on. CPUs must be available to this process.
 
-use crate::config::{default_partition, Backend, Config};
+use crate::config::{partition_by_interrupts, Backend, Config};
 use multios_host::cpus::format_list;
 use multios_host::{CpuListError, CpuSet};
 
@@ -34,12 +34,23 @@ pub struct Partition {
 
 impl Partition {
     /// Chooses the partition among `available` CPUs. `cpus` is `--cpus` (a CPU list; default:
-    /// every available CPU but the first), `proxy` is `--proxy-cpu` (default: the first available
-    /// CPU that is not the LWK's, else the first available CPU).
+    /// every available CPU but Linux's, the one that takes the most device interrupts), `proxy`
+    /// is `--proxy-cpu` (default: the first available CPU that is not the LWK's, else Linux's).
     pub fn choose(
         available: &[usize],
         cpus: Option<&str>,
         proxy: Option<usize>,
+    ) -> Result<Partition, PartitionError> {
+        let irqs = multios_host::irqs::device_interrupts_per_cpu();
+        Self::choose_with(available, cpus, proxy, &irqs)
+    }
+
+    /// [`Self::choose`] with the device interrupts each CPU took (index = CPU).
+    pub fn choose_with(
+        available: &[usize],
+        cpus: Option<&str>,
+        proxy: Option<usize>,
+        irqs: &[u64],
     ) -> Result<Partition, PartitionError> {
         let check = |flag: &'static str, cpu: usize| {
             if available.contains(&cpu) {
@@ -52,7 +63,7 @@ impl Partition {
                 })
             }
         };
-        let (default_proxy, default_cpus) = default_partition(available);
+        let (default_proxy, default_cpus) = partition_by_interrupts(available, irqs);
         let mut lwk = match cpus {
             Some(text) => {
                 let v = CpuSet::parse(text)
@@ -112,8 +123,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn issue_15_linux_keeps_the_cpu_that_takes_the_device_interrupts() {
+        // The block device's completions land on CPU 1 (this VM): the proxy gets it.
+        let p = Partition::choose_with(&[0, 1], None, None, &[6244, 1_575_168]).expect("default");
+        assert_eq!((p.proxy, p.cpus.clone()), (Some(1), vec![0]));
+        let p = Partition::choose_with(&[0, 1, 2, 3], None, None, &[0, 10, 900, 10]).expect("default");
+        assert_eq!((p.proxy, p.cpus.clone()), (Some(2), vec![0, 1, 3]));
+        // --cpus names the LWK's CPUs: the proxy takes another one, as before.
+        let p = Partition::choose_with(&[0, 1], Some("1"), None, &[0, 99]).expect("--cpus 1");
+        assert_eq!((p.proxy, p.cpus), (Some(0), vec![1]));
+    }
+
+    #[test]
     fn issue_17_default_gives_the_first_cpu_to_the_proxy() {
-        let p = Partition::choose(&[0, 1, 2, 3], None, None).expect("default");
+        let p = Partition::choose_with(&[0, 1, 2, 3], None, None, &[]).expect("default");
         assert_eq!(p.cpus, vec![1, 2, 3]);
         assert_eq!(p.proxy, Some(0));
         assert_eq!((p.shared, p.doubled), (None, None));
@@ -121,7 +144,7 @@ mod tests {
 
     #[test]
     fn issue_17_a_single_cpu_is_shared() {
-        let p = Partition::choose(&[5], None, None).expect("one CPU");
+        let p = Partition::choose_with(&[5], None, None, &[]).expect("one CPU");
         assert_eq!(p.cpus, vec![5]);
         assert_eq!(p.proxy, Some(5));
         assert_eq!(p.shared, Some(5));
@@ -129,7 +152,7 @@ mod tests {
 
     #[test]
     fn issue_17_listed_cpus_leave_the_proxy_the_first_other_cpu() {
-        let p = Partition::choose(&[0, 1, 2, 3], Some("0-1"), None).expect("--cpus 0-1");
+        let p = Partition::choose_with(&[0, 1, 2, 3], Some("0-1"), None, &[]).expect("--cpus 0-1");
         assert_eq!(p.cpus, vec![0, 1]);
         assert_eq!(p.proxy, Some(2));
         assert_eq!((p.shared, p.doubled), (None, None));
@@ -137,7 +160,7 @@ mod tests {
 
     #[test]
     fn issue_17_all_cpus_listed_fall_back_to_the_default_proxy() {
-        let p = Partition::choose(&[0, 1], Some("0,1"), None).expect("--cpus 0,1");
+        let p = Partition::choose_with(&[0, 1], Some("0,1"), None, &[]).expect("--cpus 0,1");
         // The proxy (CPU 0) goes last so vCPU 0 has a CPU of its own.
         assert_eq!(p.cpus, vec![1, 0]);
         assert_eq!(p.proxy, Some(0));
@@ -147,31 +170,31 @@ mod tests {
 
     #[test]
     fn issue_17_proxy_on_the_only_lwk_cpu_is_shared() {
-        let p = Partition::choose(&[0, 1], Some("1"), Some(1)).expect("--cpus 1 --proxy-cpu 1");
+        let p = Partition::choose_with(&[0, 1], Some("1"), Some(1), &[]).expect("--cpus 1 --proxy-cpu 1");
         assert_eq!(p.cpus, vec![1]);
         assert_eq!(p.shared, Some(1));
     }
 
     #[test]
     fn issue_17_unavailable_cpus_name_the_flag() {
-        let e = Partition::choose(&[0, 1], Some("0-2"), None).expect_err("CPU 2");
+        let e = Partition::choose_with(&[0, 1], Some("0-2"), None, &[]).expect_err("CPU 2");
         assert_eq!(
             e.to_string(),
             "--cpus: CPU 2 is not available to this process (available: 0-1); pick CPUs from that list"
         );
-        let e = Partition::choose(&[0, 1], None, Some(7)).expect_err("CPU 7");
+        let e = Partition::choose_with(&[0, 1], None, Some(7), &[]).expect_err("CPU 7");
         assert!(e.to_string().starts_with("--proxy-cpu: CPU 7 "), "{e}");
     }
 
     #[test]
     fn issue_17_a_bad_list_names_the_flag_and_the_text() {
-        let e = Partition::choose(&[0, 1], Some("x"), None).expect_err("syntax");
+        let e = Partition::choose_with(&[0, 1], Some("x"), None, &[]).expect_err("syntax");
         assert!(e.to_string().starts_with("--cpus x: CPU list 'x'"), "{e}");
     }
 
     #[test]
     fn issue_17_apply_sets_cpus_and_ring_backend() {
-        let p = Partition::choose(&[0, 1, 2], None, None).expect("default");
+        let p = Partition::choose_with(&[0, 1, 2], None, None, &[]).expect("default");
         let mut cfg = Config::new("/bin/true", &[]);
         p.apply(&mut cfg);
         assert_eq!(cfg.cpus, vec![1, 2]);

@@ -140,11 +140,14 @@ fn serve_loop(
     let (mut parked, mut parks, mut wakes) = (Duration::ZERO, 0u64, 0u64);
     let mut idle_peak = idle.current();
     let yield_after = idle_yield_after();
+    // Parked for a vCPU thread's call that flushes TLBs: stay parked until the next doorbell.
+    let mut stay = false;
     while !stop.load(Ordering::Acquire) {
         if kernel.aside.wanted() {
             // A vCPU thread edits the host's mappings: its TLB flushes need this CPU idle
             // (`aside.rs`).
             kernel.aside.park_while_wanted();
+            stay = crate::aside::stay_parked();
             continue;
         }
         let mut served = false;
@@ -180,7 +183,7 @@ fn serve_loop(
         // Spin while calls are coming; once idle, park until a doorbell unparks us.
         polls = polls.wrapping_add(1);
         let quiet = polls.is_multiple_of(64).then(|| last.elapsed());
-        if quiet.is_none_or(|q| q < idle.current()) {
+        if !stay && quiet.is_none_or(|q| q < idle.current()) {
             if quiet.zip(yield_after).is_some_and(|(q, y)| q >= y) {
                 // Idle a while, not yet parked: let whatever else is runnable on this CPU run
                 // first (the proxies of a pipeline's other stages share it); it returns at once
@@ -190,6 +193,7 @@ fn serve_loop(
                 std::hint::spin_loop();
             }
         } else {
+            let after_aside = std::mem::take(&mut stay);
             let n = nslots.load(Ordering::Acquire);
             set_budgets(kernel, n, PARKED_BUDGET);
             // A request posted before the stubs saw the new budget is served now, not after the
@@ -201,7 +205,20 @@ fn serve_loop(
             if !pending {
                 let p0 = Instant::now();
                 kernel.aside.idle_parked(true);
-                std::thread::park_timeout(PARK_LIMIT);
+                if after_aside {
+                    // The doorbell of the call it stood aside for does not wake it; the next
+                    // one does (or the safety net).
+                    woken.store(false, Ordering::Release);
+                    while !woken.load(Ordering::Acquire)
+                        && !stop.load(Ordering::Acquire)
+                        && !kernel.aside.wanted()
+                        && p0.elapsed() < PARK_LIMIT
+                    {
+                        std::thread::park_timeout(PARK_LIMIT.saturating_sub(p0.elapsed()));
+                    }
+                } else {
+                    std::thread::park_timeout(PARK_LIMIT);
+                }
                 kernel.aside.idle_parked(false);
                 parked += p0.elapsed();
                 parks += 1;
@@ -209,7 +226,7 @@ fn serve_loop(
             set_budgets(kernel, n, budget);
             let rung = woken.swap(false, Ordering::AcqRel);
             wakes += u64::from(rung);
-            if !pending {
+            if !pending && !after_aside {
                 idle.park_ended(rung, last.elapsed());
                 idle_peak = idle_peak.max(idle.current());
             }

@@ -381,4 +381,33 @@ mod tests {
             "the stack"
         );
     }
+
+    #[test]
+    fn issue_15_takes_away_tells_a_tightening_mprotect_from_a_loosening_one() {
+        let mut mm = Mm::new(0x40_0000, 0x40_0000 + (64 << 20), 0x40_2000);
+        let mut fx = crate::mm::Effects::default();
+        mm.brk(mm.brk_start + 0x3000, &mut fx);
+        let anon = mm.mmap(0, 0x4000, false, &mut fx).expect("room for 16 KiB");
+        let mut v = Vmas::default();
+        let (r, rw, rwx) = (libc::PROT_READ, libc::PROT_READ | libc::PROT_WRITE, 7);
+        // Unannotated anonymous memory and the heap are read-write.
+        assert!(v.takes_away(&mm, anon, anon + 0x1000, r));
+        assert!(!v.takes_away(&mm, anon, anon + 0x4000, rw));
+        assert!(!v.takes_away(&mm, anon, anon + 0x4000, rwx));
+        assert!(v.takes_away(&mm, mm.brk_start, mm.brk_start + 0x1000, libc::PROT_NONE));
+        // A guard page made PROT_NONE, then given access back: loosening, nothing taken.
+        v.protect(anon, anon + 0x1000, libc::PROT_NONE, &mm);
+        assert!(!v.takes_away(&mm, anon, anon + 0x1000, rw));
+        // W^X: read-execute to read-write takes execute away.
+        v.protect(
+            anon + 0x1000,
+            anon + 0x2000,
+            libc::PROT_READ | libc::PROT_EXEC,
+            &mm,
+        );
+        assert!(v.takes_away(&mm, anon + 0x1000, anon + 0x2000, rw));
+        assert!(!v.takes_away(&mm, anon + 0x1000, anon + 0x2000, rwx));
+        // Unmapped memory has nothing to take.
+        assert!(!v.takes_away(&mm, anon + (32 << 20), anon + (33 << 20), libc::PROT_NONE));
+    }
 }

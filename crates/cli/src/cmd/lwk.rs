@@ -77,10 +77,12 @@ struct RunArgs {
     proxy_idle_us: u64,
     /// The LWK partition: CPUs for the guest's threads (vCPU k runs on the k-th, round robin;
     /// the guest's sched_getaffinity reports them all, so OpenMP starts one thread per CPU).
-    /// Default: every available CPU but the first, which serves Linux (the proxy)
+    /// Default: every available CPU but Linux's (the proxy's): the one that takes the most device
+    /// interrupts, the first on a tie
     #[arg(long, value_name = "LIST")]
     cpus: Option<String>,
-    /// The Linux CPU the proxy thread runs on (default: the first available CPU)
+    /// The Linux CPU the proxy thread runs on (default: the available CPU that takes the most
+    /// device interrupts, the first on a tie; with --cpus, the first CPU not listed)
     #[arg(long, value_name = "CPU")]
     proxy_cpu: Option<usize>,
     /// Write every system call that left the guest (delegated to Linux, or served by the LWK:

@@ -41,9 +41,13 @@ impl Kernel {
             SYS_madvise => drops_pages(a[2] as i32),
             SYS_mprotect | SYS_pkey_mprotect => {
                 let (s, e) = (a[0], a[0].saturating_add(a[1]));
-                let mm = lock(&self.space.mm);
-                lock(&self.space.vmas).takes_away(&mm, s, e, a[2] as i32)
-                    || !lock(&self.space.shared).intersections(s, e).is_empty()
+                // The locks in the LWK's order, one at a time: mm, then vmas; shared alone.
+                let tightens = {
+                    let mm = lock(&self.space.mm);
+                    let vmas = lock(&self.space.vmas);
+                    vmas.takes_away(&mm, s, e, a[2] as i32)
+                };
+                tightens || !lock(&self.space.shared).intersections(s, e).is_empty()
             }
             _ => false,
         }
