@@ -165,6 +165,26 @@ impl KvmCounters {
 /// Documentation/virt/kvm/api.rst, "KVM_GET_STATS_FD" (a header, descriptors, data).
 fn read_stats(fd: i32) -> std::io::Result<Vec<(String, u64)>> {
     let file = std::fs::File::from(crate::sys::kvm::stats_fd(fd, crate::fds::floor())?);
+    let mut out = Vec::new();
+    for (name, at) in single_values(&file)? {
+        let mut v = [0u8; 8];
+        file.read_exact_at(&mut v, at)?;
+        out.push((name, u64::from_le_bytes(v)));
+    }
+    Ok(out)
+}
+
+/// Where statistic `name` (single-valued) is in the statistics `file` (`faultwatch.rs` reads it
+/// on its own).
+pub(crate) fn stat_offset(file: &std::fs::File, name: &str) -> Option<u64> {
+    single_values(file)
+        .ok()?
+        .into_iter()
+        .find_map(|(n, at)| (n == name).then_some(at))
+}
+
+/// The single-valued statistics of a statistics file: (name, offset of the value in the file).
+fn single_values(file: &std::fs::File) -> std::io::Result<Vec<(String, u64)>> {
     let mut header = [0u8; 24];
     file.read_exact_at(&mut header, 0)?;
     let word = |b: &[u8], i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
@@ -186,9 +206,7 @@ fn read_stats(fd: i32) -> std::io::Result<Vec<(String, u64)>> {
         let offset = word(d, 8) as u64;
         let name = &d[16..];
         let name = String::from_utf8_lossy(&name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())]);
-        let mut v = [0u8; 8];
-        file.read_exact_at(&mut v, data_off + offset)?;
-        out.push((name.into_owned(), u64::from_le_bytes(v)));
+        out.push((name.into_owned(), data_off + offset));
     }
     Ok(out)
 }
@@ -220,6 +238,8 @@ pub struct Costs {
     /// proxy did not park within `aside::PATIENCE`.
     pub aside: u64,
     pub aside_late: u64,
+    /// Parks of the proxy because the guest was faulting, not calling (`faultwatch.rs`).
+    pub fault_parks: u64,
     /// Doorbells that found their call still being served by the proxy (a call longer than the
     /// stub's spin), and the sleeps of the vCPU threads waiting for them (`machine/claimed.rs`).
     pub doorbell_waits: u64,

@@ -160,6 +160,9 @@ pub struct Kernel {
     pub(crate) next: crate::next::Next,
     /// The proxy parks while a vCPU thread edits the host's mappings (`aside.rs`).
     pub(crate) aside: crate::aside::Aside,
+    /// vCPU 0's fault count, which makes a polling proxy park while the guest faults
+    /// (`faultwatch.rs`).
+    pub(crate) faults: crate::faultwatch::FaultWatch,
     /// KVM's statistics of the run's vCPUs and VM (`costs.rs`).
     pub(crate) kvm: crate::costs::KvmCounters,
     /// The calls served after a doorbell exit (`costs.rs`).
@@ -219,6 +222,7 @@ impl Kernel {
             at_map: crate::atmap::AtMap::new(0),
             next: crate::next::Next::new(0),
             aside: crate::aside::Aside::default(),
+            faults: crate::faultwatch::FaultWatch::default(),
             kvm: crate::costs::KvmCounters::default(),
             doorbell_calls: crate::costs::PerCall::default(),
             cputime: crate::cputime::Collector::default(),

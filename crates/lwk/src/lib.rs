@@ -14,6 +14,7 @@ pub mod bench;
 pub mod config;
 pub mod costs;
 pub mod cputime;
+pub mod faultwatch;
 pub mod fc;
 pub mod fds;
 pub mod idlespin;

@@ -146,6 +146,7 @@ pub fn drive(
     };
     mem.shadow.set_vm(std::os::fd::AsRawFd::as_raw_fd(&vm.vm));
     let mut vcpu = vcpu::create(&vm.vm, &mem, &cpuid, 0, entry, budget, crate::fds::floor())?;
+    kernel.faults.watch(&vcpu);
     phases.mark("vCPU 0");
     let m = Arc::new(Machine {
         vm: Mutex::new(vm),
@@ -263,6 +264,7 @@ pub fn drive(
         reloads: m.mem.shadow.reloads(),
         aside: kernel.aside.counts().0,
         aside_late: kernel.aside.counts().1,
+        fault_parks: kernel.faults.parks(),
         doorbell_waits,
         doorbell_wait_sleeps,
         host_faults_startup,

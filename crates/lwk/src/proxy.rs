@@ -140,8 +140,11 @@ fn serve_loop(
     let (mut parked, mut parks, mut wakes) = (Duration::ZERO, 0u64, 0u64);
     let mut idle_peak = idle.current();
     let yield_after = idle_yield_after();
-    // Parked for a vCPU thread's call that flushes TLBs: stay parked until the next doorbell.
+    // Parked for a vCPU thread's call that flushes TLBs, or while the guest faults: stay parked
+    // until the next doorbell.
     let mut stay = false;
+    let fault_burst = crate::faultwatch::burst();
+    let mut fault_look = Instant::now();
     while !stop.load(Ordering::Acquire) {
         if kernel.aside.wanted() {
             // A vCPU thread edits the host's mappings: its TLB flushes need this CPU idle
@@ -183,6 +186,13 @@ fn serve_loop(
         // Spin while calls are coming; once idle, park until a doorbell unparks us.
         polls = polls.wrapping_add(1);
         let quiet = polls.is_multiple_of(64).then(|| last.elapsed());
+        if let (Some(_), Some(b)) = (quiet, fault_burst) {
+            // The guest faulting, not calling: its flushes need this CPU idle (`faultwatch.rs`).
+            if fault_look.elapsed() >= crate::faultwatch::CHECK_EVERY {
+                fault_look = Instant::now();
+                stay |= kernel.faults.faulting(b);
+            }
+        }
         if !stay && quiet.is_none_or(|q| q < idle.current()) {
             if quiet.zip(yield_after).is_some_and(|(q, y)| q >= y) {
                 // Idle a while, not yet parked: let whatever else is runnable on this CPU run
@@ -193,7 +203,7 @@ fn serve_loop(
                 std::hint::spin_loop();
             }
         } else {
-            let after_aside = std::mem::take(&mut stay);
+            let until_doorbell = std::mem::take(&mut stay);
             let n = nslots.load(Ordering::Acquire);
             set_budgets(kernel, n, PARKED_BUDGET);
             // A request posted before the stubs saw the new budget is served now, not after the
@@ -205,7 +215,7 @@ fn serve_loop(
             if !pending {
                 let p0 = Instant::now();
                 kernel.aside.idle_parked(true);
-                if after_aside {
+                if until_doorbell {
                     // The doorbell of the call it stood aside for does not wake it; the next
                     // one does (or the safety net).
                     woken.store(false, Ordering::Release);
@@ -226,7 +236,7 @@ fn serve_loop(
             set_budgets(kernel, n, budget);
             let rung = woken.swap(false, Ordering::AcqRel);
             wakes += u64::from(rung);
-            if !pending && !after_aside {
+            if !pending && !until_doorbell {
                 idle.park_ended(rung, last.elapsed());
                 idle_peak = idle_peak.max(idle.current());
             }

@@ -5,9 +5,10 @@
 //!
 //! `tests/c/flushcalls.c` takes access away with mprotect, drops pages, maps a file over
 //! anonymous data, mremaps, unmaps and maps again, shrinks and grows the break and forks, checking
-//! every result: its output must be native's with the calls handed to the vCPU (the default) and
-//! with `MULTIOS_LWK_ASIDE=off`, in every backend and build; and the counters must say where the
-//! calls went.
+//! every result: its output must be native's with the calls handed to the vCPU (the default),
+//! with `MULTIOS_LWK_ASIDE=off` and `=resume`, and with the proxy parked at every fault
+//! (`MULTIOS_LWK_FAULT_PARK=1`, `faultwatch.rs`), in every backend and build; and the counters
+//! must say where the calls went.
 //!
 //! Needs /dev/kvm and gcc: FAILS (never skips) without them.
 
@@ -28,9 +29,15 @@ fn issue_15_flushing_calls_give_native_results_on_the_vcpu_and_on_the_proxy() {
     for flags in sidebyside::BUILDS {
         let prog = build_c(dir.path(), "flushcalls", flags);
         for variant in sidebyside::VARIANTS {
-            for aside in [None, Some("off")] {
+            let extra: [&[(&str, &str)]; 4] = [
+                &[],
+                &[("MULTIOS_LWK_ASIDE", "off")],
+                &[("MULTIOS_LWK_ASIDE", "resume")],
+                &[("MULTIOS_LWK_FAULT_PARK", "1")],
+            ];
+            for more in extra {
                 let mut env = variant.to_vec();
-                env.extend(aside.map(|v| ("MULTIOS_LWK_ASIDE", v)));
+                env.extend_from_slice(more);
                 let o = assert_same(&prog, &[ROUNDS], &env);
                 let out = String::from_utf8_lossy(&o.stdout);
                 assert!(out.contains("wrong 0"), "{flags:?} {env:?}: {out}");

@@ -179,6 +179,7 @@ impl Machine {
         self.mem.shadow.forked(0);
         self.mem.shadow.set_vm(std::os::fd::AsRawFd::as_raw_fd(&vm.vm));
         *vcpu = fresh;
+        self.kernel.faults.watch(vcpu);
         *lock(&self.vm) = vm;
         crate::signal::host::forget_event();
         let pump = self.start_signal_pump();
