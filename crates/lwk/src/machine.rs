@@ -557,8 +557,10 @@ impl Machine {
             .name(format!("lwk-vcpu{id}"))
             .spawn(move || {
                 m.kernel.vcpu_started(id as usize);
-                let _ = tx.send(crate::sys::pthread_self() as libc::pthread_t);
+                // Read before the creator goes on: the read's descriptor is a temporary in the
+                // guest's range, where a guest thread's fcntl or fstat would see it.
                 let sched0 = crate::cputime::Sched::this_thread();
+                let _ = tx.send(crate::sys::pthread_self() as libc::pthread_t);
                 let end = m.vcpu_loop(id, &mut vcpu);
                 m.kernel.kvm.add_vcpu(std::os::fd::AsRawFd::as_raw_fd(&vcpu));
                 m.kernel

@@ -83,6 +83,7 @@ impl Proxy {
         let s = stop.clone();
         let woken = Arc::new(AtomicBool::new(false));
         let w = woken.clone();
+        let (ready, started) = std::sync::mpsc::channel();
         let handle = std::thread::Builder::new()
             .name("lwk-proxy".into())
             .spawn(move || {
@@ -90,9 +91,18 @@ impl Proxy {
                     let _ = crate::sys::pin_to_cpu(c);
                 }
                 kernel.aside.register();
-                serve_loop(&kernel, &nslots, &s, &w, idle_spin, budget)
+                // Its scheduler times at the start: read before the guest runs, because the
+                // read's descriptor is a temporary in the guest's range, where the guest's fcntl
+                // or fstat of a number it just closed would see it (a thread started late on a
+                // loaded machine did: `issue_16_closefrom_proc_self_fd_and_1021_files_like_native`).
+                let sched0 = crate::cputime::Sched::this_thread();
+                let _ = ready.send(());
+                serve_loop(&kernel, &nslots, &s, &w, idle_spin, budget, sched0)
             })
             .ok();
+        if handle.is_some() {
+            let _ = started.recv_timeout(Duration::from_secs(5));
+        }
         Proxy { stop, woken, handle }
     }
 
@@ -131,12 +141,13 @@ fn serve_loop(
     woken: &AtomicBool,
     idle_spin: Duration,
     budget: u32,
+    sched0: crate::cputime::Sched,
 ) {
     let mut last = Instant::now();
     let mut polls = 0u32;
     let mut idle = crate::idlespin::IdleSpin::new(idle_spin);
     // Its polling and parking, for `costs.threads` (`cputime.rs`).
-    let (born, sched0) = (last, crate::cputime::Sched::this_thread());
+    let born = last;
     let (mut parked, mut parks, mut wakes) = (Duration::ZERO, 0u64, 0u64);
     let mut idle_peak = idle.current();
     let yield_after = idle_yield_after();

@@ -31,3 +31,18 @@ fn issue_16_new_guest_fds_are_the_lowest_free_while_a_helper_holds_a_temporary()
         }
     }
 }
+
+#[test]
+fn issue_16_a_closed_number_never_shows_a_vmm_temporary() {
+    require_kvm("issue #16");
+    let dir = scratch::Scratch::new("multios-issue16", "fdpeek");
+    let prog = build_c(&dir, "fdpeek", &["-O1", "-pthread"]);
+    for widen in ["0", "300"] {
+        let o = assert_same(&prog, &[], &[("MULTIOS_LWK_TEST_FD_RACE_MS", widen)]);
+        assert!(
+            String::from_utf8_lossy(&o.stdout).starts_with("open answers 0 (asked)"),
+            "helper's temporary held {widen} ms: {}",
+            show(&o)
+        );
+    }
+}

@@ -58,7 +58,10 @@ impl Kernel {
         // dup2/dup3 close their target number: not while a VMM thread has a temporary fd there.
         // The calls that create a guest descriptor without waiting for another party take the
         // lowest free number: not while a VMM temporary holds one (it would push the guest's up).
-        let low = (matches!(nr as i64, SYS_dup2 | SYS_dup3) || creates_fd_at_once(nr)).then(sys::low_fds);
+        // And a quick call on a descriptor number (fstat, lseek, fchmod…) must not find a VMM
+        // temporary at a number the guest closed (it would act on the VMM's file).
+        let low = (matches!(nr as i64, SYS_dup2 | SYS_dup3) || creates_fd_at_once(nr) || quick_on_fd(nr))
+            .then(sys::low_fds);
         let r = sys::raw_syscall(nr, checked.args);
         drop(low);
         checked.finish(&self.mem);
@@ -142,6 +145,9 @@ impl Kernel {
         if let Err(e) = check(&self.mem, arg, &a, self.fd_floor) {
             return Reply::Ret(e);
         }
+        // Not on a VMM temporary at a number the guest closed (see `delegate`); a lock that
+        // waits for another process is made without the lock.
+        let _low = (!matches!(a[1] as i32, F_SETLKW | F_OFD_SETLKW)).then(sys::low_fds);
         Reply::Ret(sys::raw_syscall(SYS_fcntl as u64, a))
     }
 
@@ -243,5 +249,27 @@ fn creates_fd_at_once(nr: u64) -> bool {
             | SYS_pidfd_getfd
             | SYS_fanotify_init
             | SYS_userfaultfd
+    )
+}
+
+/// Calls on a descriptor number that return at once and only look at or change that file: made
+/// under `sys::low_fds`, so that a number the guest closed is not found holding a VMM temporary
+/// (issue #16: the guest's fcntl of a closed number saw the proxy's /proc read of its schedstat).
+fn quick_on_fd(nr: u64) -> bool {
+    matches!(
+        nr as i64,
+        SYS_fstat
+            | SYS_newfstatat
+            | SYS_statx
+            | SYS_lseek
+            | SYS_fstatfs
+            | SYS_getdents64
+            | SYS_fchdir
+            | SYS_fchmod
+            | SYS_fchown
+            | SYS_ftruncate
+            | SYS_fadvise64
+            | SYS_fgetxattr
+            | SYS_flistxattr
     )
 }
