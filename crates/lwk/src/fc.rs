@@ -113,14 +113,16 @@ pub fn tsc_per_ns(d: Duration) -> f64 {
     multios_host::tsc::calibrate(d / 3).ticks_per_ns()
 }
 
-/// Times `calls` system calls through `mech`, pinned like `multios lwk run` (vCPU on CPU 1,
-/// proxy on CPU 0) when `pin`.
+/// Times `calls` system calls through `mech`, pinned like `multios lwk run` (the default
+/// partition: the proxy on the CPU that takes the device interrupts, vCPU 0 on the first other)
+/// when `pin`.
 pub fn measure(mech: Mechanism, calls: u32, pin: bool) -> Result<Summary, LwkError> {
     let per_ns = tsc_per_ns(Duration::from_millis(20));
     if mech == Mechanism::Native {
         let saved = crate::sys::affinity();
         if pin {
-            let _ = crate::sys::pin_to_cpu(1);
+            let (_, lwk) = crate::config::default_partition(&crate::sys::affinity_list());
+            let _ = crate::sys::pin_to_cpu(lwk.first().copied().unwrap_or(0));
         }
         let mut v = Vec::with_capacity(calls as usize);
         for _ in 0..calls {

@@ -133,7 +133,7 @@ fn measure(cfg: &Config, dir: &Path, progress: &mut dyn Progress) -> Result<Outc
         "bench lwk: round trips and programs",
     );
 
-    // 1. Round trips (the bench process is pinned like the LWK's vCPU thread: CPU 1).
+    // 1. Round trips (the bench process is pinned like the LWK's vCPU thread: the default partition's).
     let mut ring_delegated_ns = f64::NAN;
     let mut round_trips = Vec::new();
     for m in Mechanism::ALL {
@@ -180,6 +180,10 @@ fn measure(cfg: &Config, dir: &Path, progress: &mut dyn Progress) -> Result<Outc
             .iter()
             .map(|(name, a)| (*name, maps.as_path(), a.to_vec())),
     );
+    // Natively on the CPU where `multios lwk run` puts its vCPU 0: the first of the default
+    // partition's (the proxy takes the CPU with the device interrupts; `multios_host::irqs`).
+    let (_, lwk_cpus) = multios_lwk::default_partition(&multios_lwk::available_cpus());
+    let vcpu_cpu = lwk_cpus.first().copied().unwrap_or(0);
     let mut rows = Vec::new();
     let mut profiles = Vec::new();
     for (name, exe, a) in &programs {
@@ -194,14 +198,13 @@ fn measure(cfg: &Config, dir: &Path, progress: &mut dyn Progress) -> Result<Outc
             lwk: Vec::new(),
         };
         for i in 0..reps {
-            // Natively on CPU 1, where `multios lwk run` puts its vCPU (the proxy is on CPU 0);
             // ABBA order, so neither side always runs right after the other.
             if i % 2 == 0 {
-                row.native.push(bench::run_native(exe, a, 1)?);
+                row.native.push(bench::run_native(exe, a, vcpu_cpu)?);
             }
             row.lwk.push(bench::run(&lwk_prefix, exe, a)?);
             if i % 2 == 1 {
-                row.native.push(bench::run_native(exe, a, 1)?);
+                row.native.push(bench::run_native(exe, a, vcpu_cpu)?);
             }
         }
         profiles.push(multios_profile::load(&profile)?);
