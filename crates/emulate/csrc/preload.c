@@ -68,7 +68,7 @@ static int any_delegated; /* the policy delegates something: shm threads need a 
 static struct rw_stats rw_start, rw_late;
 static unsigned char stub_local[NR_MAX];
 static char stats_dir[512];
-static uint64_t dump_seq, idle_ticks, rewritten;
+static uint64_t dump_seq, idle_ticks, hv_exit_ticks, rewritten;
 static volatile int rewrite_lock;
 static __thread char selector __attribute__((tls_model("initial-exec")));
 static int (*real_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
@@ -370,7 +370,7 @@ static double neg_ln(double u) {
 /* A bare thread (multios_spawn): no libc, no TLS of its own, all signals blocked. */
 static void delegate_main(void *p) {
     struct mbox *m = p;
-    uint64_t last = __rdtsc(), polls = 0;
+    uint64_t last = __rdtsc(), polls = 0, exited = last;
     for (;;) {
         uint32_t s = __atomic_load_n(&m->state, __ATOMIC_ACQUIRE);
         if (s == 1) {
@@ -395,6 +395,15 @@ static void delegate_main(void *p) {
              * time-slice, so a spinning delegate used to keep another one from serving its request
              * for its whole idle spin; with nobody else runnable sched_yield returns at once. */
             raw6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+            /* And exits to the hypervisor now and then: on a VM an IPI for a CPU that runs code
+             * arrives only at its next exit, and the program's TLB flushes (an munmap, a write to a
+             * page that read the zero page) wait for this CPU's answer: 1-3 ms each, against
+             * ≈ hv_exit_ticks with the exits (multios_host::hvexit). cpuid always exits. */
+            if (hv_exit_ticks && __rdtsc() - last >= hv_exit_ticks && __rdtsc() - exited >= hv_exit_ticks) {
+                unsigned a = 0, b, c = 0, d;
+                __asm__ volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
+                exited = __rdtsc();
+            }
         } else {
             __atomic_store_n(&m->sleeping, 1, __ATOMIC_SEQ_CST);
             if (__atomic_load_n(&m->state, __ATOMIC_SEQ_CST) == 0)
@@ -530,6 +539,7 @@ static int load_config(const char *file) {
     multios_timing = c->timing != 0;
     multios_patience_ticks = c->patience_ticks;
     idle_ticks = c->idle_ticks;
+    hv_exit_ticks = c->hv_exit_ticks;
     memcpy(&multios_compute_set, c->compute, sizeof c->compute);
     memcpy(&multios_control_set, c->control, sizeof c->control);
     memcpy(stats_dir, c->stats_dir, sizeof stats_dir);

@@ -179,6 +179,8 @@ fn config_block(
     c.realtime = u32::from(cfg.wait.realtime);
     c.idle_ticks = cal.ticks(SHM_IDLE_SECS);
     c.patience_ticks = cal.ticks(SHM_PATIENCE_SECS);
+    c.hv_exit_ticks =
+        multios_host::hvexit::period_from_env().map_or(0, |p| cal.ticks(p.as_secs_f64()).max(1));
     b.set_cpus(Cpus::Compute, cfg.compute.0.iter().copied())?;
     b.set_cpus(Cpus::Control, cfg.control.0.iter().copied())?;
     b.set_stats_dir(stats.as_os_str().as_bytes())?;

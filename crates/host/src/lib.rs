@@ -7,6 +7,7 @@
 //! - [`process`]: children that die with multios, programs prepared for exec, close-on-exec pipes;
 //! - [`output`]: output files checked before a run;
 //! - [`embed`]: files embedded in a binary, written out once per content;
+//! - [`hvexit`]: exits to the hypervisor from a polling thread, so that its CPU's IPIs arrive;
 //! - [`irqs`]: which CPUs take the device interrupts (the LWK leaves them to Linux);
 //! - [`usage`]: a child's resource usage (wait4);
 //! - [`cgroup`]: cpuset cgroups — the noise tools' cpuset for an in-situ load, and the LWK's
@@ -18,6 +19,7 @@
 pub mod cgroup;
 pub mod cpus;
 pub mod embed;
+pub mod hvexit;
 pub mod irqs;
 pub mod output;
 pub mod process;

@@ -37,6 +37,10 @@ pub struct Config {
     /// later rings the doorbell (≈ 20 µs) and unparks it; a polling proxy slows a computing guest
     /// on this machine (its sibling CPU), hence the short default.
     pub proxy_idle_spin: Duration,
+    /// How often the proxy, polling idle, exits to the hypervisor so that the guest's TLB-flush
+    /// IPIs reach its CPU in µs rather than ms (`multios_host::hvexit`); `None`: never. From
+    /// `MULTIOS_HV_EXIT_US` (default 20 µs).
+    pub proxy_hv_exit: Option<Duration>,
     /// The LWK partition's CPUs: vCPU k runs pinned on `cpus[k % len]`, and the guest's
     /// sched_getaffinity reports the whole list. Empty: vCPUs are not pinned and the VMM's own
     /// affinity is reported.
@@ -85,6 +89,14 @@ pub struct Config {
 pub const LINUX_EXEC: &[&str] = &["orted", "prted"];
 
 impl Config {
+    /// The proxy's idle behaviour: its polling threshold and its exits to the hypervisor.
+    pub fn proxy_idle(&self) -> crate::proxy::Idle {
+        crate::proxy::Idle {
+            spin: self.proxy_idle_spin,
+            hv_exit: self.proxy_hv_exit,
+        }
+    }
+
     /// Runs `program` with `args` and the current environment, default settings.
     pub fn new(program: &str, args: &[&str]) -> Self {
         let (proxy_cpu, cpus) = default_partition(&crate::sys::affinity_list());
@@ -125,6 +137,7 @@ impl Config {
             quiet: false,
             rewrite_syscalls: true,
             proxy_idle_spin: Duration::from_millis(1),
+            proxy_hv_exit: multios_host::hvexit::period_from_env(),
         }
     }
 }

@@ -80,6 +80,8 @@ pub struct ProxyTime {
     /// The longest it polled after a call before parking (`idlespin.rs`: grown by doorbells that
     /// came soon after a park).
     pub idle_peak: Duration,
+    /// Its exits to the hypervisor while idle (`multios_host::hvexit`).
+    pub hv_exits: u64,
     /// Its scheduler times over its life.
     pub sched: Sched,
 }
@@ -109,6 +111,9 @@ pub struct Threads {
     /// The longest the proxy polled after a call before parking (`--proxy-idle-us`, grown up to
     /// 10 ms while the guest's calls came soon after parks).
     pub proxy_idle_peak_s: f64,
+    /// The idle proxy's exits to the hypervisor, which let the guest's TLB-flush IPIs reach its
+    /// CPU (`multios_host::hvexit`; `MULTIOS_HV_EXIT_US`).
+    pub proxy_hv_exits: u64,
 }
 
 /// Collects the times of a run's threads as they end.
@@ -137,6 +142,7 @@ impl Collector {
         t.proxy_parks += p.parks;
         t.proxy_wakes += p.wakes;
         t.proxy_idle_peak_s = t.proxy_idle_peak_s.max(p.idle_peak.as_secs_f64());
+        t.proxy_hv_exits += p.hv_exits;
     }
 
     pub fn snapshot(&self) -> Threads {
@@ -188,6 +194,7 @@ mod tests {
             parks: 7,
             wakes: 5,
             idle_peak: Duration::from_millis(4),
+            hv_exits: 9,
             sched: s,
         });
         let t = c.snapshot();
@@ -198,5 +205,6 @@ mod tests {
             (1.5, 0.5, 7, 5)
         );
         assert_eq!(t.proxy_idle_peak_s, 0.004);
+        assert_eq!(t.proxy_hv_exits, 9);
     }
 }

@@ -73,7 +73,7 @@ pub struct Machine {
     /// Unparks the proxy after a doorbell.
     waker: Mutex<Option<proxy::Waker>>,
     /// The proxy's CPU and idle spin (None: exit backend), to start one in a forked child.
-    proxy_cfg: Option<(Option<usize>, Duration)>,
+    proxy_cfg: Option<(Option<usize>, crate::proxy::Idle)>,
     /// A forked child's own proxy and signal pump (the parent's threads do not exist there).
     child_threads: Mutex<(Option<Proxy>, Option<SignalPump>)>,
     /// True in a forked child: it exits when its guest does, without returning.
@@ -165,7 +165,7 @@ pub fn drive(
         nslots: Arc::new(AtomicUsize::new(1)),
         waker: Mutex::new(None),
         proxy_cfg: match cfg.backend {
-            Backend::Ring { proxy_cpu } => Some((proxy_cpu, cfg.proxy_idle_spin)),
+            Backend::Ring { proxy_cpu } => Some((proxy_cpu, cfg.proxy_idle())),
             Backend::Exit => None,
         },
         child_threads: Mutex::new((None, None)),
@@ -184,7 +184,7 @@ pub fn drive(
             kernel.clone(),
             m.nslots.clone(),
             proxy_cpu,
-            cfg.proxy_idle_spin,
+            cfg.proxy_idle(),
             m.budget,
         )),
         Backend::Exit => None,

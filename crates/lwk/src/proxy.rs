@@ -12,6 +12,10 @@
 //! and then rang anyway (`bench multiverse`, the proxy wake-up term; docs/LWK.md). How long it
 //! polls before parking starts at `--proxy-idle-us` and grows while the guest's calls come soon
 //! after its parks (`idlespin.rs`): a runtime that calls every 2 ms no longer parks it each time.
+//! While it polls idle it exits to the hypervisor once every 20 µs (`multios_host::hvexit`): on
+//! this VM an IPI for a busy CPU arrives only at its next exit, and the guest's faults that copy
+//! a host page (the zero page, copy-on-write) flush this CPU's TLB by IPI — 1–3 ms each for a
+//! proxy polling with `pause` alone.
 
 use crate::kernel::{Ctx, Kernel, Reply};
 use crate::slot::{claim, reply, request, state_of};
@@ -70,13 +74,23 @@ impl Waker {
     }
 }
 
+/// What an idle proxy does between calls.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Idle {
+    /// How long it polls after a call before it parks (`--proxy-idle-us`; grown by `idlespin.rs`).
+    pub spin: Duration,
+    /// How often it exits to the hypervisor while it polls idle (`multios_host::hvexit`); `None`:
+    /// never.
+    pub hv_exit: Option<Duration>,
+}
+
 impl Proxy {
     /// Starts the proxy serving `slots`, pinned to `cpu` when given.
     pub fn start(
         kernel: Arc<Kernel>,
         nslots: Arc<AtomicUsize>,
         cpu: Option<usize>,
-        idle_spin: Duration,
+        idle: Idle,
         budget: u32,
     ) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
@@ -97,7 +111,7 @@ impl Proxy {
                 // loaded machine did: `issue_16_closefrom_proc_self_fd_and_1021_files_like_native`).
                 let sched0 = crate::cputime::Sched::this_thread();
                 let _ = ready.send(());
-                serve_loop(&kernel, &nslots, &s, &w, idle_spin, budget, sched0)
+                serve_loop(&kernel, &nslots, &s, &w, idle, budget, sched0)
             })
             .ok();
         if handle.is_some() {
@@ -139,13 +153,13 @@ fn serve_loop(
     nslots: &AtomicUsize,
     stop: &AtomicBool,
     woken: &AtomicBool,
-    idle_spin: Duration,
+    idle_cfg: Idle,
     budget: u32,
     sched0: crate::cputime::Sched,
 ) {
     let mut last = Instant::now();
     let mut polls = 0u32;
-    let mut idle = crate::idlespin::IdleSpin::new(idle_spin);
+    let mut idle = crate::idlespin::IdleSpin::new(idle_cfg.spin);
     // Its polling and parking, for `costs.threads` (`cputime.rs`).
     let born = last;
     let (mut parked, mut parks, mut wakes) = (Duration::ZERO, 0u64, 0u64);
@@ -156,6 +170,9 @@ fn serve_loop(
     let mut stay = false;
     let fault_burst = crate::faultwatch::burst();
     let mut fault_look = Instant::now();
+    // An idle poller exits to the hypervisor now and then, so that the guest's TLB flushes reach
+    // this CPU in µs rather than ms (`multios_host::hvexit`).
+    let mut hv = multios_host::hvexit::HvExit::new(idle_cfg.hv_exit);
     while !stop.load(Ordering::Acquire) {
         if kernel.aside.wanted() {
             // A vCPU thread edits the host's mappings: its TLB flushes need this CPU idle
@@ -210,7 +227,7 @@ fn serve_loop(
                 // first (the proxies of a pipeline's other stages share it); it returns at once
                 // when nothing is.
                 std::thread::yield_now();
-            } else {
+            } else if !quiet.is_some_and(|q| hv.tick(q)) {
                 std::hint::spin_loop();
             }
         } else {
@@ -263,6 +280,7 @@ fn serve_loop(
         parks,
         wakes,
         idle_peak,
+        hv_exits: hv.exits(),
         sched: crate::cputime::Sched::this_thread().since(sched0),
     });
 }

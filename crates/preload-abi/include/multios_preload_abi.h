@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #define MULTIOS_PRELOAD_MAGIC 0x50534f4du /* "MOSP", little-endian */
-#define MULTIOS_PRELOAD_VERSION 2u
+#define MULTIOS_PRELOAD_VERSION 3u
 #define MULTIOS_PRELOAD_NR_MAX 512
 #define MULTIOS_PRELOAD_CPU_WORDS 16
 #define MULTIOS_PRELOAD_PATH_MAX 512
@@ -44,6 +44,7 @@ struct multios_preload_config {
     uint32_t realtime;  /* 1: SCHED_FIFO delegate threads */
     uint64_t idle_ticks;     /* an idle shm delegate spins this long before it sleeps */
     uint64_t patience_ticks; /* a caller spins this long on its mailbox before it sleeps */
+    uint64_t hv_exit_ticks;  /* an idle shm delegate exits to the hypervisor this often; 0: never (v3) */
     uint64_t compute[MULTIOS_PRELOAD_CPU_WORDS]; /* CPU c: bit c % 64 of word c / 64 (cpu_set_t) */
     uint64_t control[MULTIOS_PRELOAD_CPU_WORDS];
     char stats_dir[MULTIOS_PRELOAD_PATH_MAX]; /* NUL-terminated */

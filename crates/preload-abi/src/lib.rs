@@ -16,7 +16,7 @@ use core::mem::size_of;
 /// First four bytes of every block: "MOSP" (multios preload) read as a little-endian `u32`.
 pub const MAGIC: u32 = u32::from_le_bytes(*b"MOSP");
 /// Version of this ABI; bump on any change of the layout or of a constant's meaning.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// System call numbers the tables cover: `0..NR_MAX`.
 pub const NR_MAX: usize = 512;
 /// Words of a CPU mask (`u64` each, CPU `c` is bit `c % 64` of word `c / 64`): the layout of
@@ -101,6 +101,10 @@ pub struct Config {
     pub idle_ticks: u64,
     /// Ticks a caller spins on its mailbox before it sleeps until the reply.
     pub patience_ticks: u64,
+    /// Ticks between an idle shm delegate's exits to the hypervisor; 0: none (version 3). On a VM
+    /// an IPI for a CPU busy running code arrives only at that CPU's next exit, so the program's
+    /// TLB flushes waited milliseconds for a delegate spinning beside it (`multios_host::hvexit`).
+    pub hv_exit_ticks: u64,
     /// The compute CPUs (mask, see [`CPU_WORDS`]).
     pub compute: [u64; CPU_WORDS],
     /// The control CPUs.
@@ -126,7 +130,7 @@ const _: () = assert!(
         == 4 * 4
             + 8
             + 4 * 4
-            + 8 * 2
+            + 8 * 3
             + 8 * CPU_WORDS * 2
             + PATH_MAX * 2
             + NR_MAX * 2
@@ -149,6 +153,7 @@ impl Config {
             realtime: 0,
             idle_ticks: 0,
             patience_ticks: 0,
+            hv_exit_ticks: 0,
             compute: [0; CPU_WORDS],
             control: [0; CPU_WORDS],
             stats_dir: [0; PATH_MAX],
@@ -169,7 +174,7 @@ impl Config {
         for w in [self.intercept, self.timing, self.rewrite, self.realtime] {
             out.extend_from_slice(&w.to_ne_bytes());
         }
-        let words = [self.idle_ticks, self.patience_ticks].into_iter();
+        let words = [self.idle_ticks, self.patience_ticks, self.hv_exit_ticks].into_iter();
         for w in words.chain(self.compute).chain(self.control) {
             out.extend_from_slice(&w.to_ne_bytes());
         }
@@ -433,7 +438,7 @@ mod tests {
         let mut b = Block::new();
         let c = b.config_mut();
         (c.mode, c.intercept, c.timing, c.rewrite, c.realtime) = (1, 1, 1, 1, 1);
-        (c.idle_ticks, c.patience_ticks) = (11, 12);
+        (c.idle_ticks, c.patience_ticks, c.hv_exit_ticks) = (11, 12, 13);
         b.set_cpus(Cpus::Compute, [3]).expect("CPU 3");
         b.set_cpus(Cpus::Control, [64]).expect("CPU 64");
         b.set_stats_dir(b"/s").expect("short path");
@@ -456,6 +461,7 @@ mod tests {
         }
         assert_eq!(u64_at(&bytes, offset_of!(Config, idle_ticks)), 11);
         assert_eq!(u64_at(&bytes, offset_of!(Config, patience_ticks)), 12);
+        assert_eq!(u64_at(&bytes, offset_of!(Config, hv_exit_ticks)), 13);
         assert_eq!(u64_at(&bytes, offset_of!(Config, compute)), 1 << 3);
         assert_eq!(u64_at(&bytes, offset_of!(Config, control) + 8), 1);
         assert_eq!(&bytes[offset_of!(Config, stats_dir)..][..3], b"/s\0");

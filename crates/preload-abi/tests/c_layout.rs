@@ -40,6 +40,7 @@ fn expected() -> BTreeMap<String, String> {
     field!(Config, "multios_preload_config", c, realtime);
     field!(Config, "multios_preload_config", c, idle_ticks);
     field!(Config, "multios_preload_config", c, patience_ticks);
+    field!(Config, "multios_preload_config", c, hv_exit_ticks);
     field!(Config, "multios_preload_config", c, compute);
     field!(Config, "multios_preload_config", c, control);
     field!(Config, "multios_preload_config", c, stats_dir);

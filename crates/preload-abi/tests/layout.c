@@ -26,6 +26,7 @@ int main(void) {
     FIELD(multios_preload_config, realtime);
     FIELD(multios_preload_config, idle_ticks);
     FIELD(multios_preload_config, patience_ticks);
+    FIELD(multios_preload_config, hv_exit_ticks);
     FIELD(multios_preload_config, compute);
     FIELD(multios_preload_config, control);
     FIELD(multios_preload_config, stats_dir);

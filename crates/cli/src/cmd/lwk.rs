@@ -75,6 +75,11 @@ struct RunArgs {
     /// doorbell exit, ≈ 20 µs; a polling proxy slows a computing guest on its sibling CPU)
     #[arg(long, default_value_t = 1000)]
     proxy_idle_us: u64,
+    /// Microseconds between the idle proxy's exits to the hypervisor, 0 for none (on a VM an IPI
+    /// for a busy CPU waits for its next exit; the guest's TLB flushes waited ms for a polling
+    /// proxy). Default: MULTIOS_HV_EXIT_US, else 20
+    #[arg(long, value_name = "US")]
+    proxy_hv_exit_us: Option<u64>,
     /// The LWK partition: CPUs for the guest's threads (vCPU k runs on the k-th, round robin;
     /// the guest's sched_getaffinity reports them all, so OpenMP starts one thread per CPU).
     /// Default: every available CPU but Linux's (the proxy's): the one that takes the most device
@@ -188,6 +193,9 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
     cfg.mem_size = a.mem_mib << 20;
     cfg.rewrite_syscalls = a.rewrite_syscalls || !a.no_rewrite_syscalls;
     cfg.proxy_idle_spin = std::time::Duration::from_micros(a.proxy_idle_us);
+    if let Some(us) = a.proxy_hv_exit_us {
+        cfg.proxy_hv_exit = (us > 0).then(|| std::time::Duration::from_micros(us));
+    }
     cfg.trace = a.trace.clone();
     cfg.prefault = a.prefault;
     cfg.huge_pages |= a.huge_pages;
