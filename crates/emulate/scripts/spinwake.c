@@ -2,13 +2,14 @@
  *
  * `pipe`: a pipe ping-pong between CPU 0 and CPU 1, 2000 round trips, with on CPU 0 nothing else
  * (mode 0), a SCHED_IDLE spinner that only executes `pause` (mode 1), or one that makes a raw
- * getppid per turn (mode 2). `migrate`: the thread moves to CPU 1, makes a getppid there and moves
+ * getppid per turn (mode 2), or that and a `cpuid` every 5 µs (mode 3: an exit to the hypervisor, at
+ * which the vCPU takes the IPIs pending for it; `crates/host/src/hvexit.rs`). `migrate`: the thread moves to CPU 1, makes a getppid there and moves
  * back, 2000 times, with such spinners on both CPUs. On Linux 6.18 a wake-up marks the spinning
  * task for a lazy reschedule, taken at the next tick or return to user mode: mode 1 pays about a
  * millisecond per round trip; without spinners (mode 0) each wake-up of a halted vCPU is paid.
  *
  *   gcc -O2 -o spinwake crates/emulate/scripts/spinwake.c
- *   for m in 0 1 2; do ./spinwake pipe $m; ./spinwake migrate $m; done
+ *   for m in 0 1 2 3; do ./spinwake pipe $m; ./spinwake migrate $m; done
  */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -19,6 +20,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <cpuid.h>
 #include <unistd.h>
 
 static double now(void) {
@@ -43,11 +45,17 @@ static pid_t spin_on(int cpu, int mode) {
         pin(cpu);
         struct sched_param p = {0};
         sched_setscheduler(0, SCHED_IDLE, &p);
+        double last = now();
+        unsigned a, b, c, d;
         for (;;) {
             if (mode == 1)
                 __builtin_ia32_pause();
             else
                 syscall(SYS_getppid);
+            if (mode == 3 && now() - last >= 5e-6) {
+                __cpuid(0, a, b, c, d);
+                last = now();
+            }
         }
     }
     return pid;
@@ -61,7 +69,7 @@ static void stop(pid_t pid) {
 }
 
 static const char *name(int mode) {
-    return mode == 0 ? "no spinner" : mode == 1 ? "pause spinner" : "getppid spinner";
+    return mode == 0 ? "no spinner" : mode == 1 ? "pause spinner" : mode == 2 ? "getppid spinner" : "getppid + cpuid spinner";
 }
 
 static int pingpong(int mode, int n) {
@@ -111,7 +119,7 @@ static int migrate(int mode, int n) {
 
 int main(int argc, char **argv) {
     if (argc != 3 || (strcmp(argv[1], "pipe") && strcmp(argv[1], "migrate"))) {
-        fprintf(stderr, "usage: %s pipe|migrate 0|1|2\n", argv[0]);
+        fprintf(stderr, "usage: %s pipe|migrate 0|1|2|3\n", argv[0]);
         return 2;
     }
     int mode = atoi(argv[2]);

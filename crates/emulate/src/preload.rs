@@ -266,6 +266,17 @@ pub fn run(
         .env("LD_PRELOAD", preload)
         .env("MULTIOS_EMU_CONFIG", &cfg_file);
     run_io.apply(&mut cmd)?;
+    // migrate: SCHED_IDLE spinners on the compute and control CPUs, so that neither halts
+    // between the thread's moves (`spinner.rs`; `--no-idle-spin` or MULTIOS_EMU_MIGRATE_SPIN=off
+    // turns them off, for measurement side by side).
+    let _awake = (cfg.mechanism == crate::Mechanism::Migrate
+        && d.count() > 0
+        && cfg.wait.idle_spinner
+        && std::env::var_os("MULTIOS_EMU_MIGRATE_SPIN").is_none_or(|v| v != "off"))
+    .then(|| {
+        let both = crate::cpus::CpuSet(cfg.compute.0.union(&cfg.control.0).copied().collect());
+        crate::spinner::IdleSpinner::start(&both)
+    });
     let (child, t0) = crate::launch::spawn_pinned(
         &mut cmd,
         &cfg.compute,

@@ -271,7 +271,8 @@ pub struct Wait {
     pub busy_supervisor: bool,
     /// proxy: a SCHED_IDLE thread spins on each compute CPU, so a CPU whose program waits for a
     /// delegated call never halts (on a VM, waking a halted vCPU costs
-    /// tens to hundreds of µs). See `spinner.rs`.
+    /// tens to hundreds of µs); migrate: on each compute and control CPU, so that neither halts
+    /// between the thread's moves. See `spinner.rs`.
     pub idle_spinner: bool,
     /// The supervisors run SCHED_FIFO (root only; silently normal priority otherwise), so other
     /// processes on the control CPU do not delay delegated calls.

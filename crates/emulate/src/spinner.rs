@@ -10,10 +10,12 @@
 //! of pure `pause`s held the woken program off its CPU ≈ 1.3 ms a call (`scripts/spinwake.c`;
 //! docs/EMULATOR.md, "Waiting").
 //!
-//! Not for migrate (tried, 2026-11-27, docs/EMULATOR.md): on the control CPUs a CPU that never
-//! halts takes the block device's interrupts milliseconds late (an fdatasync 0.2 → 8 ms), and on
-//! the compute CPU alone a program that computes between calls ran up to 2× slower, as if the
-//! spinner shared its CPU each time the program migrated back.
+//! For migrate too, on the compute and control CPUs, since each spinner exits to the hypervisor
+//! every 20 µs (`multios_host::hvexit`): a first trial without the exits (2026-11-27, ninth
+//! session) was dropped because a CPU that never halts took the block device's interrupts
+//! milliseconds late (an fdatasync 0.2 → 8 ms; with the exits 0.17 ms). With them the migrate
+//! round trip fell from 41–64 µs to 27–30 µs (`multios fc`) and the suite's migrate accuracy with
+//! every term rose (docs/EMULATOR.md, "Waiting").
 
 use crate::cpus::{pin_current_thread, CpuSet};
 use crate::sys;
@@ -45,8 +47,13 @@ impl IdleSpinner {
                         return;
                     }
                     std::thread::yield_now();
+                    // And it exits to the hypervisor now and then: on a VM a busy vCPU takes its
+                    // interrupts (a block device's completions, IPIs) only at its next exit, ms
+                    // later for one that never halts (`multios_host::hvexit`).
+                    let mut hv = multios_host::hvexit::HvExit::from_env();
                     while !stop.load(Relaxed) {
                         sys::enter_kernel();
+                        hv.tick(std::time::Duration::MAX);
                     }
                 })
             })

@@ -66,7 +66,8 @@ pub struct Args {
     /// on a VM it slows the compute CPU)
     #[arg(long)]
     pub busy_supervisor: bool,
-    /// proxy: no SCHED_IDLE spinner keeping the compute CPU from halting while it waits
+    /// No SCHED_IDLE spinners keeping CPUs from halting (proxy: on the compute CPU while it waits;
+    /// migrate: on the compute and control CPUs between the thread's moves)
     #[arg(long)]
     pub no_idle_spin: bool,
     /// proxy: supervisors at normal priority instead of SCHED_FIFO
