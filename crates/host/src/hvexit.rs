@@ -4,12 +4,12 @@
 //! On this kind of VM an interrupt for a virtual CPU that is busy running code is delivered only
 //! at that CPU's next exit to the hypervisor beneath: a thread that spins on one CPU gets the
 //! TLB-flush IPIs of its process 1–3 ms late, and the CPU that sent them waits as long. Measured
-//! natively (`crates/lwk/scripts/ipi.c`): with a second thread of the process spinning on the
-//! other CPU, an mprotect that takes write access away cost 1.6–3.3 ms a pair instead of 5 µs,
-//! and a write to a page that had read the zero page 0.7–1.7 ms instead of 2.5 µs. `cpuid` always
-//! exits to the hypervisor (≈ 7 µs here); a spinner that runs it every `E` µs receives the IPIs
-//! within ≈ `E` µs (E = 5: 26 µs a pair, 11 µs a page; E = 20: 51 and 25 µs; E = 100: 204 and
-//! 101 µs). On bare metal there is no hypervisor: the interrupt arrives at once and `cpuid` is an
+//! natively (`crates/lwk/scripts/ipi.c spin E`; docs/BENCHMARKS.md, "Exits to the hypervisor"):
+//! with a second thread of the process polling on the other CPU, an mprotect that takes write
+//! access away cost 1.45–1.78 ms a pair instead of 5 µs, and a write to a page that had read the
+//! zero page 0.59–1.06 ms instead of 2.5 µs. `cpuid` always exits to the hypervisor (≈ 7 µs
+//! here); a poller that runs it every `E` µs receives the IPIs within ≈ `E` µs (E = 5: 29–44 µs a
+//! pair, 14–16 µs a page; E = 20: 56–57 and 20–28 µs; E = 100: 207–215 and 106–108 µs). On bare metal there is no hypervisor: the interrupt arrives at once and `cpuid` is an
 //! ordinary instruction of ≈ 100–200 cycles, so the pacing costs little there.
 //!
 //! [`HvExit`] is the pacing a polling loop uses: it exits only once the poller has been idle for
