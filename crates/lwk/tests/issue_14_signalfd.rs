@@ -26,10 +26,25 @@ mod sidebyside;
 use scratch::Scratch;
 use sidebyside::{assert_same, build_c, lwk, native, require_kvm, show, BUILDS, VARIANTS};
 use std::path::Path;
+use std::sync::Mutex;
+
+/// Held by the two signal tests so that they never run at once. stress-ng's `sigfd` stressor
+/// floods its parent with sigqueue'd signals; when that parent is starved (a loaded CI machine),
+/// the queue grows to RLIMIT_SIGPENDING, which counts every signal queued to any process of the
+/// same user. A `raise()` in signalfd.c's child then loses its siginfo (the kernel queues a
+/// kill-type signal without it when the user's queue is full: `ssi_pid` reads 0) and the native
+/// run printed `pid=other` (CI of stop 35). Shown by hand: a SIGSTOPped stressor parent filled
+/// root's 96 365 slots in 0.5 s here.
+static USER_SIGNAL_QUEUE: Mutex<()> = Mutex::new(());
+
+fn hold_the_signal_queue() -> std::sync::MutexGuard<'static, ()> {
+    USER_SIGNAL_QUEUE.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 #[test]
 fn issue_14_signalfd_reads_blocked_signals_like_native() {
     require_kvm("issue #14");
+    let _alone = hold_the_signal_queue();
     let dir = Scratch::new("multios-lwk-issue14", "signalfd");
     for flags in BUILDS {
         let prog = build_c(&dir, "signalfd", flags);
@@ -65,6 +80,7 @@ fn issue_14_signalfd_reads_blocked_signals_like_native() {
 #[test]
 fn issue_14_signalfd_stress_ng_sigfd_verifies_in_the_lwk() {
     require_kvm("issue #14");
+    let _alone = hold_the_signal_queue();
     let stress = Path::new("/usr/bin/stress-ng");
     assert!(
         stress.exists(),
