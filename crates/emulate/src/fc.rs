@@ -136,6 +136,24 @@ pub fn run_at(
     fc: f64,
     wait: crate::Wait,
 ) -> Result<FcReport, EmulateError> {
+    run_spaced(mechanisms, trials, compute, control, fc, wait, 0)
+}
+
+/// As [`run_at`], each call made `gap_ns` after the previous one returned (a busy wait between
+/// them; 0: back to back). On this VM the proxy's back-to-back round trip is bimodal — whether
+/// the supervisor had gone to sleep before the next notification — and its median flips between
+/// ≈ 11 and ≈ 39 µs over f_c from run to run, while calls 1–3 µs apart meet a sleeping supervisor
+/// every time (≈ 20 µs over f_c; docs/BENCHMARKS.md, "The proxy's round trip, back to back and
+/// spaced").
+pub fn run_spaced(
+    mechanisms: &[Mechanism],
+    trials: usize,
+    compute: &CpuSet,
+    control: &CpuSet,
+    fc: f64,
+    wait: crate::Wait,
+    gap_ns: u64,
+) -> Result<FcReport, EmulateError> {
     let bench = crate::embed::materialize("fcbench", "", BENCH, 0o755)?;
     let cal = tsc::calibration();
     let dir = std::env::temp_dir().join(format!("multios-fc-{}-{}", std::process::id(), tsc::now()));
@@ -149,12 +167,15 @@ pub fn run_at(
     for m in modes {
         let name = m.map(Mechanism::name).unwrap_or("native");
         let out = dir.join(format!("{name}.txt"));
-        let argv: Vec<String> = vec![
+        let mut argv: Vec<String> = vec![
             bench.display().to_string(),
             trials.to_string(),
             out.display().to_string(),
             dir.join("scratch").display().to_string(),
         ];
+        if gap_ns > 0 {
+            argv.push(gap_ns.to_string());
+        }
         let exit = crate::launch::run_at(m, &Delegation::all(), fc, compute, control, argv, wait)?;
         if exit != Exit::Code(0) {
             return Err(EmulateError::Supervisor(format!(

@@ -19,6 +19,11 @@ pub struct Args {
     /// CPU serving delegated calls (default: the last available)
     #[arg(long, value_name = "LIST")]
     pub control_cpus: Option<String>,
+    /// Busy-wait this long before each timed call, as a program computes between its calls
+    /// (e.g. 2us; default 0: back to back). A delegate that sleeps between calls is met asleep
+    /// by spaced calls; back to back it may still be awake
+    #[arg(long, value_name = "DURATION")]
+    pub gap: Option<String>,
 }
 
 pub fn run(args: Args, out: &Out) -> super::Exit {
@@ -30,8 +35,28 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
     if compute.overlaps(&control) {
         eprintln!("warning: control CPUs {control} overlap compute CPUs {compute}");
     }
+    let gap_ns = match args.gap.as_deref() {
+        None => 0,
+        Some(g) => {
+            let d = multios_units::Duration::parse(g).map_err(|e| anyhow::anyhow!("--gap '{g}': {e}"))?;
+            if d.secs() > 1.0 {
+                anyhow::bail!(
+                    "--gap '{g}' is over 1 s: each of the 5 × (trials + 100) calls waits that long"
+                );
+            }
+            d.nanos().round() as u64
+        }
+    };
     let mechs = table3::mechanisms(&args.mechanism)?;
-    let r = fc::run(&mechs, args.trials, &compute, &control)?;
+    let r = fc::run_spaced(
+        &mechs,
+        args.trials,
+        &compute,
+        &control,
+        0.0,
+        Default::default(),
+        gap_ns,
+    )?;
     if out.format == Format::Json {
         out.json(&r)?;
         return Ok(ExitCode::SUCCESS);
@@ -42,9 +67,14 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
     }
     if out.format == Format::Table {
         outln!(
-            "Table 3 microbenchmarks, {} trials each, every call delegated at f_c = 0; program on CPU {}, \
+            "Table 3 microbenchmarks, {} trials each{}, every call delegated at f_c = 0; program on CPU {}, \
              control CPU {} (console = /dev/null)",
             r.trials,
+            if gap_ns > 0 {
+                format!(" {gap_ns} ns apart")
+            } else {
+                String::new()
+            },
             r.compute_cpu,
             r.control_cpu
         );

@@ -10,7 +10,9 @@ pub mod real;
 pub mod realplots;
 mod score;
 
-pub use score::{mechanism_round_trip, mechanism_round_trip_at, score, Point, RoundTrip};
+pub use score::{
+    mechanism_round_trip, mechanism_round_trip_at, mechanism_round_trip_spaced, score, Point, RoundTrip,
+};
 
 use crate::synth::{self, Mix, SynthRun};
 use crate::{ExperimentError, Progress};

@@ -75,7 +75,21 @@ pub fn mechanism_round_trip_at(
     control: &CpuSet,
     wait: multios_emulate::Wait,
 ) -> Result<RoundTrip, ExperimentError> {
-    let r = multios_emulate::fc::run_at(&[m], trials, compute, control, fc, wait)?;
+    mechanism_round_trip_spaced(m, fc, trials, compute, control, wait, 0)
+}
+
+/// As [`mechanism_round_trip_at`], each call `gap_ns` after the previous one returned
+/// ([`multios_emulate::fc::run_spaced`]); the native time is measured the same way.
+pub fn mechanism_round_trip_spaced(
+    m: Mechanism,
+    fc: f64,
+    trials: usize,
+    compute: &CpuSet,
+    control: &CpuSet,
+    wait: multios_emulate::Wait,
+    gap_ns: u64,
+) -> Result<RoundTrip, ExperimentError> {
+    let r = multios_emulate::fc::run_spaced(&[m], trials, compute, control, fc, wait, gap_ns)?;
     let (Some(n), Some(e)) = (r.get("raw_getppid", "native"), r.get("raw_getppid", m.name())) else {
         return Err(ExperimentError::Run(
             "the fc benchmark returned no getppid numbers".into(),

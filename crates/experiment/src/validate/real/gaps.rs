@@ -13,8 +13,16 @@
 //! with w measured by `csrc/gaps.c` at the bucket's gap ([`spacing_of_bucket`]) on the target, for
 //! the buckets that hold a share of the delegated calls ([`buckets_to_measure`]); the other
 //! buckets take the nearest measured one's price ([`price`]), the prices made non-decreasing in the
-//! gap first ([`monotone`]). A call within 1 µs of the previous
-//! one meets the delegate as the back-to-back round trip does (f_c's own measurement): w = 0.
+//! gap first ([`monotone`]). w is taken relative to the round trip of calls
+//! [`PROBE_GAP_NS`] apart, which is also how f_c's own probe is measured: a call that close to the
+//! previous one is priced at the probe's round trip (w = 0).
+//!
+//! Why spaced and not back to back: on this VM the proxy's back-to-back getppid is bimodal (the
+//! supervisor has or has not gone to sleep when the next notification comes), p25 ≈ 11 µs and p75
+//! ≈ 31 µs over 2·f_c within one run, so a probe's median fell on either mode (10–43 µs in the
+//! suite's points) while the programs' calls cost 26–45 µs each. Calls 1–3 µs apart cost ≈ 20 µs
+//! over 2·f_c in every run, at f_c 0, 10 and 50 µs (docs/BENCHMARKS.md, "The proxy's round trip,
+//! back to back and spaced").
 //!
 //! The gap is the thread's, since its previous call of any kind: under a policy that serves some
 //! calls locally, a delegated call after a local one has been apart from the previous delegated
@@ -24,6 +32,10 @@
 use super::micro::Spacing;
 use multios_profile::Profile;
 use std::collections::{BTreeMap, BTreeSet};
+
+/// The spacing of the calls of every round-trip probe behind a point's f_c and behind the
+/// `wakeup` term's baseline (ns): the busy wait before each timed call.
+pub const PROBE_GAP_NS: u64 = 2_000;
 
 /// The first bucket a wake-up can be met in: gaps of 2^10 ns ≈ 1 µs and more.
 pub const FIRST_BUCKET: usize = 10;

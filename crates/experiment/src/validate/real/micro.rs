@@ -5,7 +5,8 @@
 //! - `startup`: `true` natively and intercepted, every call delegated ([`STARTUP_PAIRS`] pairs):
 //!   the median paired difference.
 //! - `wakeup`: `csrc/gaps.c` — getppid calls apart, with and without the calls: the per-call
-//!   extra time less the back-to-back round trip. The calls come at the workload's own spacing
+//!   extra time less the round trip already in f_c (emulated: calls 2 µs apart; LWK: back to
+//!   back). The calls come at the workload's own spacing
 //!   (its compute time over its calls, rounded to a power of two in µs, [`Spacing`]), so a
 //!   delegate that sleeps, parks or loses its CPU between two calls is met as often as the
 //!   workload meets it; without a workload, 2 000 calls 100 µs apart. [`WAKEUP_BLOCKS`] blocks of
@@ -384,13 +385,15 @@ impl TermCache {
         let gaps = build_c(scratch, "gaps", GAPS_SOURCE)?;
         let (w, rt) = match target {
             Target::Emulate(m) => {
-                let rt = crate::validate::mechanism_round_trip_at(
+                // Spaced as the points' f_c probes are ([`super::gaps::PROBE_GAP_NS`]).
+                let rt = crate::validate::mechanism_round_trip_spaced(
                     m,
                     0.0,
                     300,
                     &cfg.compute,
                     &cfg.control,
                     cfg.wait(),
+                    super::gaps::PROBE_GAP_NS,
                 )?
                 .median;
                 (wakeup_emulated(cfg, m, &gaps, spacing, rt)?, rt)
@@ -409,7 +412,7 @@ impl TermCache {
             "wakeup",
             format!("{:.1} µs per delegated call ({:.1} µs apart)", w * 1e6, spacing.gap_ns as f64 / 1000.0),
             format!(
-                "gaps.c: {} getppid {:.1} µs apart (a bucket of the workload's gaps between calls, or its compute over its calls), with and without the calls, {WAKEUP_BLOCKS} blocks of {WAKEUP_PAIRS} pairs each (with, without | without, with | …): the median block per call, less the back-to-back round trip",
+                "gaps.c: {} getppid {:.1} µs apart (a bucket of the workload's gaps between calls, or its compute over its calls), with and without the calls, {WAKEUP_BLOCKS} blocks of {WAKEUP_PAIRS} pairs each (with, without | without, with | …): the median block per call, less the round trip of calls 2 µs apart (the points' f_c probe)",
                 spacing.calls,
                 spacing.gap_ns as f64 / 1000.0
             ),
@@ -787,7 +790,7 @@ fn gaps_argv(exe: &Path, spacing: Spacing, calls: bool) -> Vec<String> {
 
 /// The `wakeup` term under mechanism `m` (seconds per delegated call): the paired extra time of the
 /// gaps program with its calls, less that of the same program without them, per call, less the
-/// back-to-back round trip `rt` (already in the model's f_c).
+/// round trip `rt` of calls [`super::gaps::PROBE_GAP_NS`] apart (already in the model's f_c).
 pub fn wakeup_emulated(
     cfg: &Config,
     m: Mechanism,
@@ -827,7 +830,8 @@ pub const WAKEUP_BLOCKS: usize = 3;
 
 /// The per-call cost from [`WAKEUP_BLOCKS`] blocks, each the extra time with the calls less the
 /// extra time without them, run in the order with, without | without, with | with, without: the
-/// median of the blocks' estimates, less the back-to-back round trip `rt`, never negative.
+/// median of the blocks' estimates, less the round trip `rt` already in the model's f_c (emulated:
+/// of calls 2 µs apart; LWK: back to back), never negative.
 ///
 /// One estimate from one with-run and one without-run, as it was, took whatever the machine did
 /// in those minutes: on 2026-11-26 20:48 UTC a quiet run measured 2 239 µs per call on shm at

@@ -401,7 +401,8 @@ fn profile_run(
     Ok((multios_profile::load(&file)?, file, dir))
 }
 
-/// Getppid trials of the mechanism's round trip behind a point's f_c.
+/// Getppid trials of the mechanism's round trip behind a point's f_c, each
+/// [`gaps::PROBE_GAP_NS`] after the previous one.
 const RT_TRIALS: usize = 300;
 
 /// `measure` with probes of the cross-CPU round trip before and after it: its value and the
@@ -866,13 +867,14 @@ pub fn run_workload(
                 None
             } else {
                 let (fc_model, level) = in_level(cfg, || {
-                    let rt = super::mechanism_round_trip_at(
+                    let rt = super::mechanism_round_trip_spaced(
                         m,
                         fc.secs(),
                         RT_TRIALS,
                         &cfg.compute,
                         &cfg.control,
                         wait,
+                        gaps::PROBE_GAP_NS,
                     )?;
                     Ok(fc.secs() + rt.median / 2.0)
                 })?;
@@ -922,9 +924,17 @@ pub fn run_workload(
                     None => {
                         let f = fc.secs();
                         let probe: FcProbe<'_> = Box::new(move || {
-                            super::mechanism_round_trip_at(m, f, RT_TRIALS, &cfg.compute, &cfg.control, wait)
-                                .map(|rt| f + rt.median / 2.0)
-                                .map_err(|e| format!("{} round trip at f_c {f} s: {e}", m.name()))
+                            super::mechanism_round_trip_spaced(
+                                m,
+                                f,
+                                RT_TRIALS,
+                                &cfg.compute,
+                                &cfg.control,
+                                wait,
+                                gaps::PROBE_GAP_NS,
+                            )
+                            .map(|rt| f + rt.median / 2.0)
+                            .map_err(|e| format!("{} round trip at f_c {f} s: {e}", m.name()))
                         });
                         Guard::on(
                             level::link(&cfg.compute, &cfg.control),
