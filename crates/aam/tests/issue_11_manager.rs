@@ -201,14 +201,21 @@ fn issue_11_core_moves_are_machine_signals_and_switches_are_traced() {
             .unwrap_or_else(|e| panic!("{e}"))
     };
     let (a, b) = (build("a", c0), build("b", c1));
+    // Each move is waited for on both sides: a worker marks "left" when it notices the revoke and
+    // "entered" when it wakes with the core, and a machine stopped before its worker woke marks
+    // neither (CI of 2026-11-27: a stopped before its worker re-entered, `["machine switch: left"]`).
+    let moved = |what: &'static str, from: &multios_aam::Machine, to: &multios_aam::Machine| {
+        let (hf, ht) = (from.handle(), to.handle());
+        within_a_minute(what, move || {
+            while hf.serving_cpus().contains(&c0) || !ht.serving_cpus().contains(&c0) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+    };
     move_core(c0, &a.handle(), &b.handle()).unwrap_or_else(|e| panic!("{e}"));
-    let ha = a.handle();
-    within_a_minute("a's worker leaving", move || {
-        while !ha.serving_cpus().is_empty() {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    });
+    moved("CPU c0 moving from a to b", &a, &b);
     move_core(c0, &b.handle(), &a.handle()).unwrap_or_else(|e| panic!("{e}"));
+    moved("CPU c0 moving from b back to a", &b, &a);
     // A task on each machine after the moves: signals are handled between tasks.
     for m in [&a, &b] {
         assert_eq!(block_on(m.spawn("after", async { 1 })), Ok(1));

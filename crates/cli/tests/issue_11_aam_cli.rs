@@ -1,20 +1,8 @@
 //! Issue #11: `multios aam kv` with small bounds and `multios aam trace` print JSON of the
 //! documented shape (no timing assertions: the numbers go to `multios aam bench`).
 
-use std::process::Command;
-
-fn multios(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_multios"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run multios: {e}"));
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod common;
+use common::multios;
 
 #[path = "../../../testsupport/scratch.rs"]
 mod scratch;

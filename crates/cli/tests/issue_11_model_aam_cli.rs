@@ -3,20 +3,9 @@
 //! f_c, and clear errors without --profile or a call cost (no timing assertions).
 
 use std::path::PathBuf;
-use std::process::Command;
 
-fn multios(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_multios"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run multios: {e}"));
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod common;
+use common::multios;
 
 fn profile() -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -3,20 +3,8 @@
 //! the proxy's back-to-back round trip is bimodal on this VM). Runs the real benchmark natively and
 //! under shm (needs address 0 mappable: root, as in CI).
 
-use std::process::Command;
-
-fn multios(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_multios"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run multios: {e}"));
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod common;
+use common::multios;
 
 #[test]
 fn issue_15_fc_gap_spaces_the_calls_and_says_so() {
