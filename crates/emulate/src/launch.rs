@@ -104,8 +104,9 @@ pub fn run_native_io(
     let mut cmd = std::process::Command::new(path);
     cmd.arg0(first).args(&argv[1..]);
     io.apply(&mut cmd)?;
+    let fwd = crate::sys::Forward::prepare();
     let (child, t0) = spawn_pinned(&mut cmd, compute, rt, first, "starting it natively")?;
-    let fwd = crate::sys::Forward::to(child.id() as libc::pid_t);
+    fwd.arm(child.id() as libc::pid_t);
     let (st, cpu_secs) =
         crate::sys::wait_child(child.id() as libc::pid_t).map_err(|cause| EmulateError::Io {
             what: "wait4".into(),

@@ -277,6 +277,7 @@ pub fn run(
         let both = crate::cpus::CpuSet(cfg.compute.0.union(&cfg.control.0).copied().collect());
         crate::spinner::IdleSpinner::start(&both)
     });
+    let fwd = crate::sys::Forward::prepare();
     let (child, t0) = crate::launch::spawn_pinned(
         &mut cmd,
         &cfg.compute,
@@ -284,7 +285,7 @@ pub fn run(
         &cfg.argv[0],
         "starting it",
     )?;
-    let fwd = crate::sys::Forward::to(child.id() as libc::pid_t);
+    fwd.arm(child.id() as libc::pid_t);
     let waited = crate::sys::wait_child(child.id() as libc::pid_t);
     let interrupted = fwd.caught();
     drop(fwd);

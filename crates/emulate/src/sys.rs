@@ -272,6 +272,10 @@ static TARGETS: [std::sync::atomic::AtomicI32; SLOTS] =
     [const { std::sync::atomic::AtomicI32::new(0) }; SLOTS];
 static CAUGHT: [std::sync::atomic::AtomicI32; SLOTS] =
     [const { std::sync::atomic::AtomicI32::new(0) }; SLOTS];
+/// A signal that arrived while its slot's program was still being started (slot −1): forwarded by
+/// [`Forward::arm`] once the pid is known.
+static PENDING: [std::sync::atomic::AtomicI32; SLOTS] =
+    [const { std::sync::atomic::AtomicI32::new(0) }; SLOTS];
 static HANDLERS: std::sync::Once = std::sync::Once::new();
 /// The signals forwarded to a running program.
 pub const FORWARDED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
@@ -279,12 +283,17 @@ pub const FORWARDED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGH
 extern "C" fn forward(sig: libc::c_int) {
     use std::sync::atomic::Ordering::SeqCst;
     let mut any = false;
-    for (t, c) in TARGETS.iter().zip(CAUGHT.iter()) {
+    for ((t, c), p) in TARGETS.iter().zip(CAUGHT.iter()).zip(PENDING.iter()) {
         let pid = t.load(SeqCst);
         if pid > 0 {
             c.store(sig, SeqCst);
             // SAFETY: kill is async-signal-safe; a pid already reaped at worst gets ESRCH.
             unsafe { libc::kill(pid, sig) };
+            any = true;
+        } else if pid == -1 {
+            // Its program is being started: kept for `arm`, which forwards it.
+            c.store(sig, SeqCst);
+            p.store(sig, SeqCst);
             any = true;
         }
     }
@@ -305,7 +314,34 @@ pub struct Forward {
 }
 
 impl Forward {
+    /// Installs the handlers and reserves a slot before the program is started, so that a signal
+    /// arriving while it starts is kept and forwarded by [`Forward::arm`] instead of ending
+    /// multios (CI of 2026-11-27: `profile --backend inproc` died of a SIGINT sent right after its
+    /// program wrote its pid, before `to` ran).
+    pub fn prepare() -> Forward {
+        Self::reserve()
+    }
+
+    /// Forwards to `pid` from now on, and the signal that came while it started, if any.
+    pub fn arm(&self, pid: libc::pid_t) {
+        use std::sync::atomic::Ordering::SeqCst;
+        if let Some(i) = self.slot {
+            TARGETS[i].store(pid, SeqCst);
+            let early = PENDING[i].swap(0, SeqCst);
+            if early != 0 {
+                // SAFETY: kill only sends a signal; a pid already reaped at worst gets ESRCH.
+                unsafe { libc::kill(pid, early) };
+            }
+        }
+    }
+
     pub fn to(pid: libc::pid_t) -> Forward {
+        let f = Self::reserve();
+        f.arm(pid);
+        f
+    }
+
+    fn reserve() -> Forward {
         use std::sync::atomic::Ordering::SeqCst;
         HANDLERS.call_once(|| {
             for sig in FORWARDED {
@@ -318,11 +354,11 @@ impl Forward {
                 }
             }
         });
-        // Reserved (-1, which the handler skips), cleared, then armed.
+        // Reserved (-1: the handler keeps a signal for `arm`), cleared; `arm` sets the pid.
         let slot = (0..SLOTS).find(|&i| TARGETS[i].compare_exchange(0, -1, SeqCst, SeqCst).is_ok());
         if let Some(i) = slot {
             CAUGHT[i].store(0, SeqCst);
-            TARGETS[i].store(pid, SeqCst);
+            PENDING[i].store(0, SeqCst);
         }
         Forward { slot }
     }
@@ -336,8 +372,18 @@ impl Forward {
 
 impl Drop for Forward {
     fn drop(&mut self) {
+        use std::sync::atomic::Ordering::SeqCst;
         if let Some(i) = self.slot {
-            TARGETS[i].store(0, std::sync::atomic::Ordering::SeqCst);
+            TARGETS[i].store(0, SeqCst);
+            // Never armed (the program did not start) and a signal came: what it would have done.
+            let early = PENDING[i].swap(0, SeqCst);
+            if early != 0 {
+                // SAFETY: signal and raise are async-signal-safe; SIG_DFL is a valid disposition.
+                unsafe {
+                    libc::signal(early, libc::SIG_DFL);
+                    libc::raise(early);
+                }
+            }
         }
     }
 }
