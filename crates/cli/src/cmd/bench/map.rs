@@ -142,7 +142,7 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
     // 1. calibration
     if table {
         outln!(
-            "Calibration ({} rounds before and {} after the rest, {} exchanges per run; medians per exchange):",
+            "Calibration ({} rounds before and {} after the rest, {} exchanges per pair in every run; medians per exchange):",
             cfg.calibration_rounds,
             cfg.calibration_rounds,
             r.calibration.rounds

@@ -348,9 +348,17 @@ impl Run {
 /// The runs of one round.
 pub type Round = Vec<Run>;
 
-/// One round of every arrangement at every size (`rounds` exchanges per pair; the crowded and
-/// spread arrangements, with 3–12 pairs, share about as many among their pairs), with the cross-CPU
-/// round trip probed before the first run and after each (`prober`).
+/// One round of every arrangement at every size, `rounds` exchanges per pair (the IPC rows' own
+/// count, whatever the number of pairs), with the cross-CPU round trip probed before the first run
+/// and after each (`prober`).
+///
+/// Until 2026-11-27 the arrangements of 3–12 pairs shared about `rounds` exchanges among their
+/// pairs (200 each for 12). A run's time per exchange counts from the common start to the last
+/// pair's end, so a short run carries its uneven start and its tail: 6 pairs left to Linux took
+/// 4.5–4.9 µs per exchange of 1 KiB at 333 exchanges each and 3.2–3.7 µs at 2 000 (3.4–3.5 at
+/// 6 000), 12 pairs 4.5–6.6 at 200 and 4.0–4.2 at 2 000. The curves of many pairs were 20–40 %
+/// dear, and the projection of 8–32 processes with them (docs/BENCHMARKS.md, "The calibration's
+/// crowded runs at the rows' length").
 pub fn round(
     prog: &Path,
     c0: u32,
@@ -363,14 +371,9 @@ pub fn round(
     for a in Arrangement::ALL {
         let (procs, cpus) = a.layout(c0, c1);
         let extra = a.extra();
-        let per_pair = if a.pairs() > 2 {
-            (rounds / a.pairs() as u64).max(200)
-        } else {
-            rounds
-        };
         for &size in a.sizes() {
             let busy = super::busy::start([c0, c1]);
-            let r = pinned_run(prog, procs, size, per_pair, &cpus, extra.as_deref())?;
+            let r = pinned_run(prog, procs, size, rounds, &cpus, extra.as_deref())?;
             let used = super::busy::end(busy, r.cpu_ns as f64);
             let after = prober.probe()?;
             let ex = r.exchanges as f64;
