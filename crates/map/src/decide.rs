@@ -404,6 +404,7 @@ mod tests {
             ]),
             linux_cpus: 2,
             packed: None,
+            alone_cpu: None,
         });
         m.stretch_parallel = 1.02;
         m.parallel_ipc = 1.09;

@@ -1,5 +1,5 @@
 //! The multi-layer graph of one run and its versioned JSON format (`"format": "multios-map-graph"`,
-//! `"version": 1`; docs/NETWORKEDOS.md describes every field).
+//! `"version": 3`; docs/NETWORKEDOS.md describes every field).
 //!
 //! - interaction layer: [`Node`]s (one per thread; `tgid == id` for a process's main thread) and
 //!   directed [`Edge`]s by kind (bytes and messages over pipes and UNIX sockets, wake-ups, futex
@@ -17,8 +17,9 @@ use std::path::Path;
 /// The `format` field of a graph file.
 pub const FORMAT: &str = "multios-map-graph";
 /// The version this build writes. Version 2 added the `tcp` and `udp` edge kinds and a node's MPI
-/// `rank`; version 1 files (a subset) are still read.
-pub const VERSION: u32 = 2;
+/// `rank`; version 3 a wake-up edge's `across` (the wake-ups after which the woken thread ran on
+/// another CPU than its waker's). Files of versions 1 and 2 (subsets) are still read.
+pub const VERSION: u32 = 3;
 /// The oldest version this build reads.
 pub const OLDEST_VERSION: u32 = 1;
 
@@ -166,6 +167,11 @@ pub struct Edge {
     pub bytes: u64,
     /// Messages (successful write/send calls), wake-ups, woken tasks or signals.
     pub count: u64,
+    /// Wake-up edges: of the `count` wake-ups, those after which `to` first ran on another CPU
+    /// than the one `from` woke it on (the hand-offs Linux's placement made across CPUs in this
+    /// run). None: not recorded (other kinds, graphs before version 3, graphs written by hand).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub across: Option<u64>,
 }
 
 impl Edge {
@@ -176,6 +182,7 @@ impl Edge {
             kind,
             bytes,
             count,
+            across: None,
         }
     }
 }
@@ -364,13 +371,7 @@ mod tests {
     fn round_trips_and_checks() {
         let g = Graph::new(
             vec![node(1), node(2)],
-            vec![Edge {
-                from: 1,
-                to: 2,
-                kind: EdgeKind::Pipe,
-                bytes: 10,
-                count: 1,
-            }],
+            vec![Edge::new(1, 2, EdgeKind::Pipe, 10, 1)],
         );
         let back = Graph::from_json(&g.to_json(), "g.json").expect("test");
         assert_eq!(back, g);
@@ -378,15 +379,28 @@ mod tests {
         let bad = g.to_json().replace("\"to\": 2", "\"to\": 7");
         let e = Graph::from_json(&bad, "g.json").expect_err("test").to_string();
         assert!(e.contains("edge 0 names node 7"), "{e}");
-        let v1 = g.to_json().replace("\"version\": 2", "\"version\": 1");
-        assert_eq!(
-            Graph::from_json(&v1, "g.json").expect("version 1 is read").nodes,
-            g.nodes
-        );
-        let v3 = g.to_json().replace("\"version\": 2", "\"version\": 3");
-        assert!(Graph::from_json(&v3, "g.json")
+        for old in [1, 2] {
+            let v = g
+                .to_json()
+                .replace("\"version\": 3", &format!("\"version\": {old}"));
+            assert_eq!(
+                Graph::from_json(&v, "g.json")
+                    .expect("older versions are read")
+                    .nodes,
+                g.nodes
+            );
+        }
+        let v4 = g.to_json().replace("\"version\": 3", "\"version\": 4");
+        assert!(Graph::from_json(&v4, "g.json")
             .expect_err("test")
             .to_string()
-            .contains("version 3"));
+            .contains("version 4"));
+        // an edge's `across` is written only when known, and read back
+        let mut e = Edge::new(1, 2, EdgeKind::Wakeup, 0, 10);
+        assert!(!serde_json::to_string(&e).expect("json").contains("across"));
+        e.across = Some(4);
+        let j = serde_json::to_string(&e).expect("json");
+        assert!(j.contains("\"across\":4"), "{j}");
+        assert_eq!(serde_json::from_str::<Edge>(&j).expect("read back"), e);
     }
 }

@@ -122,6 +122,7 @@ fn pipe(from: u32, to: u32, bytes: u64) -> Edge {
         kind: EdgeKind::Pipe,
         bytes,
         count: bytes / 4096,
+        across: None,
     }
 }
 

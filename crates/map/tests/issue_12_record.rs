@@ -445,3 +445,67 @@ fn issue_12_other_load_during_the_recording_is_recorded() {
     let waited: u64 = g.nodes.iter().map(|n| n.wait_ns).sum();
     assert!(waited > 0, "the shell waited for a CPU: {:?}", g.nodes);
 }
+
+/// The wake-up edges between the two ends of a pipe pair recorded with the IPC program pinned by
+/// `cpus` (its sender, its receiver): (count, across) summed over both directions.
+fn pinned_pair_wakeups(cpus: &str, tag: &str) -> (u64, u64) {
+    let dir = std::env::temp_dir().join(format!("multios-map-across-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch");
+    let ipc = multios_map::programs::install_ipcbench(&dir).expect("IPC program installed");
+    let r = record(&opts(vec![
+        ipc.display().to_string(),
+        "2".into(),
+        "1024".into(),
+        "300".into(),
+        cpus.into(),
+    ]))
+    .expect("record (root and BTF tracepoints needed)");
+    assert_eq!(r.exit_code, Some(0));
+    let g = &r.graph;
+    assert_eq!(g.version, multios_map::graph::VERSION);
+    // the pair: the two nodes the root (the program's first process) forked
+    let root = g
+        .nodes
+        .iter()
+        .find(|n| n.parent.is_none())
+        .map(|n| n.id)
+        .expect("the recorded program's first process");
+    let ends: Vec<u32> = g
+        .nodes
+        .iter()
+        .filter(|n| n.parent == Some(root))
+        .map(|n| n.id)
+        .collect();
+    assert_eq!(ends.len(), 2, "two ends forked by {root}: {:?}", g.nodes);
+    let (mut count, mut across) = (0, 0);
+    for e in &g.edges {
+        if e.kind == EdgeKind::Wakeup && ends.contains(&e.from) && ends.contains(&e.to) {
+            count += e.count;
+            across += e
+                .across
+                .expect("a recording counts the wake-ups that crossed CPUs");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    (count, across)
+}
+
+/// A recording counts, per wake-up edge, the wake-ups after which the woken thread ran on another
+/// CPU than its waker's: all of them for a pair pinned on two CPUs, none for a pair pinned on one
+/// (what `map run` prices the recorded messages with instead of guessing how Linux placed them).
+#[test]
+fn issue_12_wakeups_across_cpus_are_counted_per_edge() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert!(cpus >= 2, "this test needs 2 CPUs, the machine gives {cpus}");
+    let (count, across) = pinned_pair_wakeups("0,1", "apart");
+    assert!(count >= 600, "300 exchanges wake each end 300 times: {count}");
+    assert_eq!(across, count, "pinned on CPUs 0 and 1, every wake-up crosses");
+    // on one CPU a woken end may preempt its waker before the waker sleeps, and then needs no
+    // wake-up itself: fewer wake-ups than hand-offs (339 of 600 in one run)
+    let (count, across) = pinned_pair_wakeups("0,0", "together");
+    assert!(count >= 100, "{count}");
+    assert_eq!(
+        across, 0,
+        "pinned on CPU 0, no wake-up crosses ({count} wake-ups)"
+    );
+}

@@ -320,14 +320,20 @@ fn cmd_record(a: RecordArgs, out: &Out) -> super::Exit {
     if out.format == Format::Json {
         out.json(g)?;
     } else {
-        let mut t = Table::new(["kind", "edges", "bytes", "count"]);
+        // `across`: the wake-ups after which the woken thread ran on another CPU than its waker's
+        let mut t = Table::new(["kind", "edges", "bytes", "count", "across"]);
         for k in multios_map::EdgeKind::ALL {
             let es: Vec<_> = g.edges.iter().filter(|e| e.kind == k).collect();
+            let across: Option<u64> = es.iter().map(|e| e.across).sum();
             t.row([
                 k.name().to_string(),
                 es.len().to_string(),
                 es.iter().map(|e| e.bytes).sum::<u64>().to_string(),
                 es.iter().map(|e| e.count).sum::<u64>().to_string(),
+                match (k, across) {
+                    (multios_map::EdgeKind::Wakeup, Some(a)) => a.to_string(),
+                    _ => "-".to_string(),
+                },
             ]);
         }
         if out.format == Format::Table {

@@ -41,6 +41,9 @@
 #define KIND_SIGNAL 4
 #define KIND_TCP 5
 #define KIND_UDP 6
+/* Not an edge of the graph: wake-ups (from, to) after which `to` first ran on another CPU than the
+ * one `from` woke it on; user space folds them into the wake-up edge (`across`). */
+#define KIND_WAKEUP_ACROSS 7
 
 #define IO_NONE 0
 #define IO_WRITE 1
@@ -109,6 +112,7 @@ static long (*bpf_map_update_elem)(void *map, const void *key, const void *value
 	(void *)BPF_FUNC_map_update_elem;
 static __u64 (*bpf_ktime_get_ns)(void) = (void *)BPF_FUNC_ktime_get_ns;
 static __u64 (*bpf_get_current_pid_tgid)(void) = (void *)BPF_FUNC_get_current_pid_tgid;
+static __u32 (*bpf_get_smp_processor_id)(void) = (void *)BPF_FUNC_get_smp_processor_id;
 static void *(*bpf_task_storage_get)(void *map, struct task_struct *task, void *value, __u64 flags) =
 	(void *)BPF_FUNC_task_storage_get;
 static struct task_struct *(*bpf_get_current_task_btf)(void) = (void *)BPF_FUNC_get_current_task_btf;
@@ -132,6 +136,8 @@ struct task_state {
 	__u32 pad;
 	__u64 queued;      /* runnable, waiting for a CPU, since (0: not waiting) */
 	__u64 wait_ns;     /* time runnable but not on a CPU */
+	__u32 woken_by;    /* the traced task that woke this one and it has not run since (0: none) */
+	__u32 woken_on;    /* the CPU its waker was on then */
 };
 
 /* A node. Layout shared with user space. */
@@ -524,6 +530,8 @@ int on_waking(__u64 *ctx)
 	if ((__u32)wakee == waker)
 		return 0;
 	add_edge(waker, (__u32)wakee, KIND_WAKEUP, 1);
+	ps->woken_by = waker;
+	ps->woken_on = bpf_get_smp_processor_id();
 	if (s->io == IO_FUTEX_WAKE) {
 		add_edge(waker, (__u32)wakee, KIND_FUTEX, 1);
 		s->woken_seen += 1;
@@ -576,6 +584,14 @@ int on_switch(__u64 *ctx)
 	}
 	s = bpf_task_storage_get(&tasks, next, 0, 0);
 	if (s) {
+		if (s->woken_by) {
+			if (bpf_get_smp_processor_id() != s->woken_on) {
+				int pid = 0;
+				RD(pid, next->pid);
+				add_edge(s->woken_by, (__u32)pid, KIND_WAKEUP_ACROSS, 1);
+			}
+			s->woken_by = 0;
+		}
 		s->since = now;
 		if (s->queued && now > s->queued)
 			s->wait_ns += now - s->queued;

@@ -63,6 +63,23 @@ pub struct Traffic {
     pub round_trips: f64,
     /// Resident pages both map (the physical-frame layer).
     pub pages: f64,
+    /// Wake-ups between the two, both directions.
+    #[serde(default)]
+    pub wakeups: f64,
+    /// Of those, the ones after which the woken end first ran on another CPU than its waker's (how
+    /// often Linux's placement split the pair's hand-offs in the recorded run); None: not recorded
+    /// (graphs before version 3, written by hand).
+    #[serde(default)]
+    pub across: Option<f64>,
+}
+
+impl Traffic {
+    /// The share of the wake-ups that crossed CPUs in the recorded run (None: not recorded, or no
+    /// wake-ups).
+    pub fn crossed_share(&self) -> Option<f64> {
+        let a = self.across?;
+        (self.wakeups > 0.0).then(|| (a / self.wakeups).clamp(0.0, 1.0))
+    }
 }
 
 impl CostModel {
@@ -108,7 +125,8 @@ pub struct Weights {
     pub adj: Vec<Vec<(usize, f64)>>,
 }
 
-/// Per direction of a pair: messages, futex wakes, wake-ups; and signals and bytes.
+/// Per direction of a pair: messages, futex wakes, wake-ups; and signals, bytes and the wake-ups
+/// that crossed CPUs (None: not recorded).
 #[derive(Default, Clone, Copy)]
 struct Directed {
     messages: [u64; 2],
@@ -116,6 +134,7 @@ struct Directed {
     wakeups: [u64; 2],
     signals: u64,
     bytes: u64,
+    across: Option<u64>,
 }
 
 /// The traffic of every pair of `g` (node ids, smaller first).
@@ -134,7 +153,12 @@ pub fn traffic(g: &Graph) -> BTreeMap<(u32, u32), Traffic> {
                 x.bytes += e.bytes;
             }
             EdgeKind::Futex => x.futex[dir] += e.count,
-            EdgeKind::Wakeup => x.wakeups[dir] += e.count,
+            EdgeKind::Wakeup => {
+                x.wakeups[dir] += e.count;
+                if let Some(a) = e.across {
+                    x.across = Some(x.across.unwrap_or(0) + a);
+                }
+            }
             EdgeKind::Signal => x.signals += e.count,
         }
     }
@@ -154,6 +178,8 @@ pub fn traffic(g: &Graph) -> BTreeMap<(u32, u32), Traffic> {
                     events: per(0) + per(1) + x.signals as f64,
                     round_trips,
                     pages: 0.0,
+                    wakeups: (x.wakeups[0] + x.wakeups[1]) as f64,
+                    across: x.across.map(|a| a as f64),
                 },
             )
         })
@@ -212,19 +238,22 @@ impl Weights {
                 continue;
             }
             let (i, j) = (p.i.min(p.j), p.i.max(p.j));
-            let e = m.entry((i, j)).or_insert(Pair {
-                i,
-                j,
-                apart: 0.0,
-                together: 0.0,
-                traffic: Traffic::default(),
-            });
+            let e = match m.entry((i, j)) {
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    v.insert(Pair { i, j, ..p });
+                    continue;
+                }
+                std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+            };
             e.apart += p.apart;
             e.together += p.together;
             e.traffic.bytes += p.traffic.bytes;
             e.traffic.events += p.traffic.events;
             e.traffic.round_trips += p.traffic.round_trips;
             e.traffic.pages += p.traffic.pages;
+            e.traffic.wakeups += p.traffic.wakeups;
+            // the share crossed is known only if it is known for every part
+            e.traffic.across = e.traffic.across.zip(p.traffic.across).map(|(a, b)| a + b);
         }
         let detail: Vec<Pair> = m.into_values().collect();
         let mut adj = vec![Vec::new(); n];
@@ -291,5 +320,37 @@ mod tests {
         assert_eq!(w.detail[0].together, c.together(&t));
         assert_eq!(w.together(1, 0), c.together(&t));
         assert!(w.detail[0].apart > w.detail[0].together);
+        // written by hand: the crossings are not known
+        assert_eq!((t.wakeups, t.across, t.crossed_share()), (199.0, None, None));
+    }
+
+    #[test]
+    fn issue_12_the_wakeups_that_crossed_cpus_make_a_share_of_the_pairs_wakeups() {
+        let mut down = edge(1, 2, EdgeKind::Wakeup, 0, 100);
+        down.across = Some(30);
+        let mut up = edge(2, 1, EdgeKind::Wakeup, 0, 100);
+        up.across = Some(50);
+        let g = Graph::new(
+            vec![node(1), node(2)],
+            vec![edge(1, 2, EdgeKind::Pipe, 1000, 100), down, up],
+        );
+        let t = traffic(&g)[&(1, 2)];
+        assert_eq!((t.wakeups, t.across), (200.0, Some(80.0)));
+        assert_eq!(t.crossed_share(), Some(0.4));
+        // duplicates merge their counts; the share stays known only if known for both parts
+        let p = Pair {
+            i: 0,
+            j: 1,
+            apart: 1.0,
+            together: 1.0,
+            traffic: t,
+        };
+        let w = Weights::from_detail(vec![1, 2], vec![0.0; 2], vec![p, Pair { i: 1, j: 0, ..p }]);
+        assert_eq!(w.detail[0].traffic.across, Some(160.0));
+        assert_eq!(w.detail[0].traffic.crossed_share(), Some(0.4));
+        let mut blind = p;
+        blind.traffic.across = None;
+        let w = Weights::from_detail(vec![1, 2], vec![0.0; 2], vec![p, blind]);
+        assert_eq!(w.detail[0].traffic.crossed_share(), None);
     }
 }

@@ -60,6 +60,12 @@ pub struct Curves {
     /// per CPU. None: not measured (an older calibration).
     #[serde(default)]
     pub packed: Option<[[f64; POINTS]; 2]>,
+    /// CPU time per exchange (both ends together) of one pair split over two otherwise idle CPUs:
+    /// what a hand-off across CPUs costs on the ends' own clocks when the other CPU must wake (more
+    /// than `busy`). Prices the hand-offs a recording saw cross CPUs ([`Curves::recorded`]). None:
+    /// not measured (an older calibration).
+    #[serde(default)]
+    pub alone_cpu: Option<[f64; POINTS]>,
 }
 
 /// Piecewise-linear through (xs, ys); flat below the first point, the last segment's slope (never
@@ -155,7 +161,29 @@ impl Curves {
             linux: self.linux.map(|c| c.map(non_decreasing)),
             linux_cpus: self.linux_cpus,
             packed: self.packed.map(|c| c.map(non_decreasing)),
+            alone_cpu: self.alone_cpu.map(non_decreasing),
         }
+    }
+
+    /// CPU ns per exchange (both ends) a pair took in a recorded run in which the share `crossed`
+    /// of its hand-offs went across CPUs: those at the cross-CPU price — a lone pair's over idle
+    /// CPUs (`alone_cpu`, when measured) for `k` < 1.5 pairs, else between busy CPUs (`busy`) —
+    /// the rest at the one-CPU price (`together`, whose wall time is CPU time: nothing waits).
+    pub fn recorded(&self, bytes: f64, crossed: f64, k: f64) -> f64 {
+        let f = crossed.clamp(0.0, 1.0);
+        let across = match &self.alone_cpu {
+            Some(c) if k < 1.5 => interpolate(&self.bytes, c, bytes),
+            _ => self.busy(bytes),
+        };
+        (1.0 - f) * self.together(bytes) + f * across
+    }
+
+    /// Wall ns per exchange of a lone pair that Linux's placement split for the share `crossed` of
+    /// its hand-offs, as in a recorded run: those at the lone split pair's time (`alone`), the rest
+    /// at the one-CPU time.
+    pub fn recorded_wall(&self, bytes: f64, crossed: f64) -> f64 {
+        let f = crossed.clamp(0.0, 1.0);
+        (1.0 - f) * self.together(bytes) + f * self.alone(bytes)
     }
 
     pub fn together(&self, bytes: f64) -> f64 {
@@ -268,6 +296,7 @@ mod tests {
             linux: None,
             linux_cpus: 0,
             packed: None,
+            alone_cpu: None,
         }
     }
 

@@ -35,6 +35,11 @@ pub struct Raw {
     pub flows: Vec<Flow>,
     /// (from, to, kind, count) for wake-ups, futex wakes and signals.
     pub events: Vec<(u32, u32, EdgeKind, u64)>,
+    /// (waker, wakee, count): wake-ups after which the wakee first ran on another CPU than the one
+    /// its waker woke it on.
+    pub across: Vec<(u32, u32, u64)>,
+    /// Whether the probes counted `across` (every wake-up edge then carries its count, 0 included).
+    pub crossings_recorded: bool,
     /// (tid, syscall number, count).
     pub calls: Vec<(u32, u32, u64)>,
     /// Per process: resident pages and the PFNs of its writable mappings at its last sample.
@@ -109,13 +114,7 @@ pub fn assemble(raw: &Raw) -> Graph {
     let mut edges = Vec::new();
     for ((from, to, kind), (bytes, count)) in pair_flows(&raw.flows) {
         if nodes.contains_key(&from) && nodes.contains_key(&to) {
-            edges.push(Edge {
-                from,
-                to,
-                kind,
-                bytes,
-                count,
-            });
+            edges.push(Edge::new(from, to, kind, bytes, count));
         }
     }
     let mut ev: BTreeMap<(u32, u32, EdgeKind), u64> = BTreeMap::new();
@@ -124,14 +123,18 @@ pub fn assemble(raw: &Raw) -> Graph {
             *ev.entry((from, to, kind)).or_default() += count;
         }
     }
+    // wake-ups whose wakee next ran on another CPU than its waker's (recorded since version 3: every
+    // wake-up edge of a recording carries the count, 0 included)
+    let mut across: BTreeMap<(u32, u32), u64> = BTreeMap::new();
+    for &(from, to, count) in &raw.across {
+        *across.entry((from, to)).or_default() += count;
+    }
     for ((from, to, kind), count) in ev {
-        edges.push(Edge {
-            from,
-            to,
-            kind,
-            bytes: 0,
-            count,
-        });
+        let mut e = Edge::new(from, to, kind, 0, count);
+        if kind == EdgeKind::Wakeup && raw.crossings_recorded {
+            e.across = Some(across.get(&(from, to)).copied().unwrap_or(0).min(count));
+        }
+        edges.push(e);
     }
     let shared_pages: Vec<SharedPages> = raw
         .shared

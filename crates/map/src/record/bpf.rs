@@ -10,9 +10,11 @@ use std::os::fd::AsRawFd;
 static BPF_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/map.bpf.o"));
 
 /// Must match `struct task_state` in map.bpf.c.
-const TASK_STATE_LEN: usize = 8 + 4 * 4 + 8 + 8 + 4 + 4 + 8 + 8;
+const TASK_STATE_LEN: usize = 8 + 4 * 4 + 8 + 8 + 4 + 4 + 8 + 8 + 4 + 4;
 const ONCPU_OFFSET: usize = 8 + 4 * 4 + 8;
 const WAIT_OFFSET: usize = 8 + 4 * 4 + 8 + 8 + 4 + 4 + 8;
+/// `KIND_WAKEUP_ACROSS` in map.bpf.c: counted in the edges map, not an edge kind of the graph.
+const KIND_WAKEUP_ACROSS: u32 = 7;
 /// `struct node_rec`: its `wait_ns` follows the 16 bytes of comm.
 const NODE_WAIT_OFFSET: usize = 48;
 
@@ -184,6 +186,22 @@ impl Probe {
             };
             if let Some(kind) = kind_of(u32_at(&k, 8)) {
                 out.push((u32_at(&k, 0), u32_at(&k, 4), kind, u64_at(&v, 0)));
+            }
+        }
+        Ok(out)
+    }
+
+    /// (waker, wakee, count): the wake-ups after which the wakee first ran on another CPU than the
+    /// one its waker woke it on (`KIND_WAKEUP_ACROSS` in map.bpf.c).
+    pub fn across(&self) -> Result<Vec<(u32, u32, u64)>, RecordError> {
+        let m = self.map("edges")?;
+        let mut out = Vec::new();
+        for k in m.keys() {
+            if u32_at(&k, 8) != KIND_WAKEUP_ACROSS {
+                continue;
+            }
+            if let Ok(Some(v)) = m.lookup(&k, MapFlags::ANY) {
+                out.push((u32_at(&k, 0), u32_at(&k, 4), u64_at(&v, 0)));
             }
         }
         Ok(out)

@@ -202,6 +202,8 @@ pub fn record(opts: &Options) -> Result<Recorded, RecordError> {
     raw.nodes = nodes;
     raw.flows = probe.flows()?;
     raw.events = probe.events()?;
+    raw.across = probe.across()?;
+    raw.crossings_recorded = true;
     raw.calls = probe.calls()?;
     if std::env::var_os("MULTIOS_MAP_DEBUG").is_some() {
         eprintln!("multios map: raw flows {:?}", raw.flows);

@@ -563,6 +563,7 @@ pub fn fit(rounds: &[Round], per_run: u64, cpus: usize) -> Calibration {
                         curve(Arrangement::PackedMany, false)?,
                     ])
                 })(),
+                alone_cpu: curve(Arrangement::Alone, true),
             })
         })()
         .map(Curves::monotone)

@@ -219,6 +219,7 @@ pub fn bench_graph(procs: usize, size: usize, rounds: u64) -> Graph {
         kind,
         bytes,
         count,
+        across: None,
     };
     for p in 0..(procs / 2) as u32 {
         let (a, b) = (2 + 2 * p, 3 + 2 * p);

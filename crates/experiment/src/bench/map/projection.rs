@@ -56,6 +56,7 @@ pub fn stencil_graph(cols: usize, rows: usize, steps: u64, seed: u64) -> Graph {
                         kind: EdgeKind::Unix,
                         bytes: 64 * 1024 * steps,
                         count: steps,
+                        across: None,
                     });
                     edges.push(Edge {
                         from,
@@ -63,6 +64,7 @@ pub fn stencil_graph(cols: usize, rows: usize, steps: u64, seed: u64) -> Graph {
                         kind: EdgeKind::Wakeup,
                         bytes: 0,
                         count: steps,
+                        across: None,
                     });
                 }
             };
