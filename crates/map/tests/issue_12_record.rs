@@ -497,9 +497,19 @@ fn pinned_pair_wakeups(cpus: &str, tag: &str) -> (u64, u64) {
 fn issue_12_wakeups_across_cpus_are_counted_per_edge() {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     assert!(cpus >= 2, "this test needs 2 CPUs, the machine gives {cpus}");
+    // Apart, each of the 600 hand-offs wakes the other end and the woken end runs on the other CPU.
+    // A few are not seen as either (quiet: 598–599 of 599–600 crossed; more beside `stress-ng
+    // --cpu 2`): an end can find its message before it sleeps (no wake-up), or be woken while
+    // still on its CPU on the way to sleep (a wake-up, but no switch-in after it).
     let (count, across) = pinned_pair_wakeups("0,1", "apart");
-    assert!(count >= 600, "300 exchanges wake each end 300 times: {count}");
-    assert_eq!(across, count, "pinned on CPUs 0 and 1, every wake-up crosses");
+    assert!(
+        count >= 570,
+        "300 exchanges wake each end about 300 times: {count}"
+    );
+    assert!(
+        across as f64 >= 0.95 * count as f64,
+        "pinned on CPUs 0 and 1, the wake-ups cross: {across} of {count}"
+    );
     // on one CPU a woken end may preempt its waker before the waker sleeps, and then needs no
     // wake-up itself: fewer wake-ups than hand-offs (339 of 600 in one run)
     let (count, across) = pinned_pair_wakeups("0,0", "together");

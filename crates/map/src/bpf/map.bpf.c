@@ -580,6 +580,9 @@ int on_switch(__u64 *ctx)
 		if (s->since)
 			s->oncpu_ns += now - s->since;
 		s->since = 0;
+		/* a wake-up that found it still on its CPU (on its way to sleep) is not followed by a
+		 * switch-in: forget it, so that a later switch-in after a preemption is not taken for it */
+		s->woken_by = 0;
 		s->queued = (ctx[0] || prev_state == 0) ? now : 0;
 	}
 	s = bpf_task_storage_get(&tasks, next, 0, 0);
