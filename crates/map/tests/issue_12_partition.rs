@@ -203,6 +203,19 @@ fn issue_12_placement_exports() {
     assert!(dot.contains("subgraph cluster_0") && dot.contains("CPU 0"));
     let gml = multios_map::export::graph::graphml(&g, &[]);
     assert_eq!(gml.matches("<edge ").count(), g.edges.len());
+    assert!(
+        !gml.contains("<data key=\"across\">"),
+        "written by hand: not known"
+    );
+    // a recorded wake-up edge carries its crossings in both renderings
+    let mut gx = g.clone();
+    let mut wake = Edge::new(100, 101, EdgeKind::Wakeup, 0, 40);
+    wake.across = Some(30);
+    gx.edges.push(wake);
+    let gml = multios_map::export::graph::graphml(&gx, &[]);
+    assert!(gml.contains("<data key=\"across\">30</data></edge>"), "{gml}");
+    let dot = multios_map::export::graph::dot(&gx, &[], &[]);
+    assert!(dot.contains("wakeup ×40 (30 across CPUs)"), "{dot}");
     let dir = std::env::temp_dir().join(format!("multios-map-pic-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("scratch");
     for (name, svg) in [("g.svg", true), ("g.png", false)] {

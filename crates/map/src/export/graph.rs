@@ -6,7 +6,8 @@ use crate::graph::Graph;
 use std::fmt::Write;
 
 /// GraphML: node attributes tgid, comm, cpu_ns, rss_pages, syscall families (and cpu when placed);
-/// edge attributes kind, bytes, count.
+/// edge attributes kind, bytes, count (and across: a wake-up edge's wake-ups that crossed CPUs, when
+/// recorded).
 pub fn graphml(g: &Graph, cpu_of: &[(u32, u32)]) -> String {
     let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<graphml xmlns=\"http://graphml.graphdrawing.org/xmlns\">\n");
     for (id, for_, ty) in [
@@ -23,6 +24,7 @@ pub fn graphml(g: &Graph, cpu_of: &[(u32, u32)]) -> String {
         ("kind", "edge", "string"),
         ("bytes", "edge", "long"),
         ("count", "edge", "long"),
+        ("across", "edge", "long"),
     ] {
         let _ = writeln!(
             s,
@@ -42,11 +44,15 @@ pub fn graphml(g: &Graph, cpu_of: &[(u32, u32)]) -> String {
         s.push_str("</node>\n");
     }
     for (k, e) in g.edges.iter().enumerate() {
-        let _ = writeln!(
+        let _ = write!(
             s,
-            "    <edge id=\"e{k}\" source=\"n{}\" target=\"n{}\"><data key=\"kind\">{}</data><data key=\"bytes\">{}</data><data key=\"count\">{}</data></edge>",
+            "    <edge id=\"e{k}\" source=\"n{}\" target=\"n{}\"><data key=\"kind\">{}</data><data key=\"bytes\">{}</data><data key=\"count\">{}</data>",
             e.from, e.to, e.kind.name(), e.bytes, e.count
         );
+        if let Some(a) = e.across {
+            let _ = write!(s, "<data key=\"across\">{a}</data>");
+        }
+        s.push_str("</edge>\n");
     }
     s.push_str("  </graph>\n</graphml>\n");
     s
@@ -89,10 +95,10 @@ pub fn dot(g: &Graph, clusters: &[Vec<u32>], cpu_of: &[(u32, u32)]) -> String {
     let max = g.edges.iter().map(weight).fold(1.0, f64::max);
     for e in &g.edges {
         let w = weight(e);
-        let what = if e.bytes > 0 {
-            format!("{} {} B/{}", e.kind.name(), e.bytes, e.count)
-        } else {
-            format!("{} ×{}", e.kind.name(), e.count)
+        let what = match (e.bytes, e.across) {
+            (b, _) if b > 0 => format!("{} {} B/{}", e.kind.name(), b, e.count),
+            (_, Some(a)) => format!("{} ×{} ({a} across CPUs)", e.kind.name(), e.count),
+            _ => format!("{} ×{}", e.kind.name(), e.count),
         };
         let _ = writeln!(
             s,
