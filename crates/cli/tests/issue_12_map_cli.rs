@@ -656,3 +656,48 @@ fn issue_12_map_run_notes_a_graph_recorded_beside_other_load() {
     assert!(!err.contains("other tasks ran"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `map record`'s table gives the wake-ups that crossed CPUs beside the wake-up count (a number,
+/// 0 included), and "-" for the kinds that have none; the graph file is version 3 with `across`
+/// on its wake-up edges.
+#[test]
+fn issue_12_record_table_shows_the_wakeups_across_cpus() {
+    let d = scratch("across");
+    let g = d.join("g.json");
+    let (code, out, err) = multios(&[
+        "map",
+        "record",
+        "-o",
+        &g.display().to_string(),
+        "--",
+        "sh",
+        "-c",
+        "for i in 1 2 3 4 5; do echo $i; done | cat > /dev/null",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let header = out.lines().find(|l| l.starts_with("kind")).expect("a table");
+    assert!(header.split_whitespace().last() == Some("across"), "{out}");
+    let wakeup: Vec<&str> = out
+        .lines()
+        .find(|l| l.starts_with("wakeup"))
+        .expect("a wakeup row")
+        .split_whitespace()
+        .collect();
+    assert!(wakeup[4].parse::<u64>().is_ok(), "{out}");
+    let pipe = out.lines().find(|l| l.starts_with("pipe")).expect("a pipe row");
+    assert!(pipe.trim_end().ends_with('-'), "{out}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&g).expect("graph written")).expect("json");
+    assert_eq!(v["version"], 3);
+    let wakes: Vec<&serde_json::Value> = v["edges"]
+        .as_array()
+        .expect("edges")
+        .iter()
+        .filter(|e| e["kind"] == "wakeup")
+        .collect();
+    assert!(
+        wakes.iter().all(|e| e["across"].as_u64().is_some()),
+        "every recorded wake-up edge carries `across`: {wakes:?}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
