@@ -654,3 +654,63 @@ fn issue_15_wakeup_is_priced_from_the_profiles_gaps() {
         "{gaps:?} not among {middles:?}"
     );
 }
+
+/// `validate --workload NAME -- CMD < FILE`: multios's stdin is captured once and every run of the
+/// workload reads all of it — the profiled run, both sides of each emulator pair and of each LWK
+/// pair — where before this every run read /dev/null and `sort -n < big` was validated on an
+/// empty input without a word.
+#[test]
+fn issue_15_validate_workload_replays_stdin_to_every_run() {
+    use std::io::Write;
+    let dir = scratch::Scratch::new("multios-issue15", "workload-stdin");
+    let log = dir.join("counts.log");
+    let input: Vec<u8> = (0..50_000).flat_map(|i| format!("{i}\n").into_bytes()).collect();
+    let script = format!("wc -c >> {}", log.display());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_multios"))
+        .args([
+            "--json",
+            "validate",
+            "--workload",
+            "count",
+            "--mechanism",
+            "shm",
+            "--policy",
+            "all",
+            "--fc",
+            "10us",
+            "--runs",
+            "1",
+            "--lwk",
+            "--out",
+            "out",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .current_dir(&*dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run multios validate");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(&input)
+        .expect("write stdin");
+    let o = child.wait_with_output().expect("multios validate");
+    let v = json(&o);
+    let counts = std::fs::read_to_string(&log).expect("the runs wrote their counts");
+    let counts: Vec<&str> = counts.lines().map(str::trim).collect();
+    // One profiled run, a native and an emulated run, a native and an LWK run.
+    assert_eq!(counts.len(), 5, "{counts:?}\n{v}");
+    let want = input.len().to_string();
+    assert!(
+        counts.iter().all(|c| *c == want),
+        "every run read {want} bytes: {counts:?}"
+    );
+    let notes = v["workloads"][0]["notes"].to_string();
+    assert!(notes.contains(&format!("the same {want} bytes")), "{notes}");
+}

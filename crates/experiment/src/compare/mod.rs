@@ -172,7 +172,8 @@ pub fn run(s: &Setup<'_>) -> Result<Outcome, CompareError> {
 }
 
 /// Runs the comparison with every run reading `stdin` (a file), or nothing (`/dev/null`) — for
-/// callers whose own stdin is not the program's (`multios validate --workload/--suite`).
+/// callers that captured the program's stdin themselves (`multios validate --workload`) or name a
+/// file for it (a suite's `stdin`).
 pub fn run_with_input(s: &Setup<'_>, stdin: Option<&std::path::Path>) -> Result<Outcome, CompareError> {
     run_hooked(s, stdin, &mut NoHook)
 }

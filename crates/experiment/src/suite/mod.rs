@@ -15,6 +15,7 @@
 //! lwk_argv = ["mpirun", "-n", "2", "{multios}", "lwk", "run", "--policy", "{policy}", "--", "lmp"]
 //!                                   # how to run it in the LWK, if not `multios lwk run -- ARGV`
 //! startup_argv = ["perl", "-e", "1"] # its program doing nothing: the `startup-own` term's
+//! stdin = "input.txt"               # a file of its directory every run reads on stdin
 //! [[workload.input]]
 //! file = "input.txt"
 //! kind = "text"                     # text | random | content | hpccinf | cproject
@@ -70,6 +71,10 @@ pub struct Entry {
     /// `startup_argv` in the LWK when not `multios lwk run -- STARTUP_ARGV` (as `lwk_argv`).
     #[serde(default)]
     pub startup_lwk_argv: Option<Vec<String>>,
+    /// A file of the workload's directory (an input or one `prepare` made) that every run reads
+    /// on stdin, as `ARGV < FILE` would; without it the runs read `/dev/null`.
+    #[serde(default)]
+    pub stdin: Option<String>,
     #[serde(default)]
     pub check: Check,
 }
@@ -140,6 +145,12 @@ impl Suite {
             {
                 return Err(invalid(format!(
                     "workload name '{}': use letters, digits, '-', '_' or '.'",
+                    w.name
+                )));
+            }
+            if w.stdin.as_deref().is_some_and(str::is_empty) {
+                return Err(invalid(format!(
+                    "workload '{}': stdin is empty: name a file of the workload's directory, or leave stdin out",
                     w.name
                 )));
             }
@@ -249,10 +260,18 @@ pub fn check(e: &Entry, dir: &Path) -> Result<(), SuiteError> {
         Ok(())
     };
     run(&e.setup)?;
+    let input = match &e.stdin {
+        Some(f) => std::process::Stdio::from(std::fs::File::open(dir.join(f)).map_err(|x| {
+            fail(format!(
+                "stdin = \"{f}\": cannot open it in the workload's directory: {x}"
+            ))
+        })?),
+        None => std::process::Stdio::null(),
+    };
     let out = std::process::Command::new(&e.argv[0])
         .args(&e.argv[1..])
         .current_dir(&copy)
-        .stdin(std::process::Stdio::null())
+        .stdin(input)
         .output()
         .map_err(|x| fail(format!("cannot start {}: {x}", e.argv[0])))?;
     let r = (|| {
@@ -332,6 +351,7 @@ pub fn run(cfg: &Config, suite: &Suite, progress: &mut dyn Progress) -> Result<O
             lwk_argv: e.lwk_argv.clone(),
             startup_argv: e.startup_argv.clone(),
             startup_lwk_argv: e.startup_lwk_argv.clone(),
+            stdin: e.stdin.as_ref().map(|f| dir.join(f)),
         };
         let r = real::run_workload(v, &w, &mut terms, progress);
         std::fs::remove_dir_all(&dir).ok();
@@ -384,6 +404,36 @@ mod tests {
             .expect_err("twice")
             .to_string();
         assert!(e.contains("twice"), "{e}");
+        let e = Suite::parse(
+            "s.toml",
+            "[[workload]]\nname = \"a\"\nargv = [\"x\"]\nstdin = \"\"\n",
+        )
+        .expect_err("empty stdin")
+        .to_string();
+        assert!(e.contains("'a'") && e.contains("stdin"), "{e}");
+    }
+
+    /// A suite's `stdin` is read by the check's run as `ARGV < FILE` would be (and named in the
+    /// error when it is missing).
+    #[test]
+    fn issue_15_a_suite_workload_reads_its_stdin_file() {
+        let dir = std::env::temp_dir().join(format!("multios-suite-stdin-{}", std::process::id()));
+        let s = Suite::parse(
+            "t",
+            "[[workload]]\nname = \"wc\"\nargv = [\"wc\", \"-l\"]\nstdin = \"in.txt\"\n\
+             [[workload.input]]\nfile = \"in.txt\"\nkind = \"content\"\ntext = \"a\\nb\\nc\\n\"\n\
+             [workload.check]\nstdout_contains = \"3\"\n",
+        )
+        .expect("parses");
+        let e = &s.workloads[0];
+        assert_eq!(e.stdin.as_deref(), Some("in.txt"));
+        prepare(e, &dir, "t").expect("prepared");
+        check(e, &dir).expect("wc -l counts the 3 lines of its stdin");
+        let mut missing = e.clone();
+        missing.stdin = Some("nope.txt".into());
+        let x = check(&missing, &dir).expect_err("no such file").to_string();
+        assert!(x.contains("nope.txt"), "{x}");
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]

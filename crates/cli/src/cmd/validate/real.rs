@@ -4,6 +4,7 @@
 //! points.csv, accuracy.csv and the figures into --out, and prints the JSON.
 
 use crate::output::{Format, Out, Table};
+use multios_experiment::compare::{self, capture};
 use multios_experiment::suite::{self, Suite};
 use multios_experiment::validate::{real, realplots};
 use multios_experiment::Progress;
@@ -28,7 +29,21 @@ pub fn run(r: Real, out: &Out) -> super::super::Exit {
     let mut bar = crate::progress::Bar::new(out);
     let (results, skipped, overall, measurements) = match (&r.workload, &r.suite) {
         (Some((name, argv)), _) => {
-            let w = real::Workload::command(name, argv.clone());
+            let mut w = real::Workload::command(name, argv.clone());
+            // multios's stdin is the program's (`validate --workload wc -- wc -l < file`): captured
+            // once and replayed to every run, as `emulate --compare` does; a terminal is not read.
+            let scratch = capture::Scratch::new()?;
+            let stdin = capture::capture_own_stdin(&scratch.0, compare::STDIN_CAP)?;
+            if stdin.truncated {
+                eprintln!(
+                    "warning: stdin is longer than {} bytes: every run reads only its first {} bytes (give the program its input as a file argument instead)",
+                    compare::STDIN_CAP,
+                    compare::STDIN_CAP
+                );
+            }
+            if stdin.bytes.is_some_and(|n| n > 0) {
+                w.stdin = Some(stdin.file.clone());
+            }
             let per = r.cfg.mechanisms.len() * r.cfg.fcs.len() * r.cfg.policies.len()
                 + if r.cfg.lwk { r.cfg.policies.len() } else { 0 };
             bar.start(per as u64, "validate: targets × policies × f_c");

@@ -67,6 +67,10 @@ pub struct Workload {
     /// How to run `startup_argv` in the LWK when it is not `multios lwk run -- STARTUP_ARGV`
     /// (`lwk_argv`'s form: MPI ranks each in an LWK under a Linux `mpirun`).
     pub startup_lwk_argv: Option<Vec<String>>,
+    /// A file every run of the workload reads on stdin (the profiled, native, emulated and LWK
+    /// runs alike; `multios validate --workload` captures its own stdin into one, a suite names a
+    /// file of the workload's directory). `None`: the runs read `/dev/null`.
+    pub stdin: Option<PathBuf>,
 }
 
 impl Workload {
@@ -81,6 +85,7 @@ impl Workload {
             lwk_argv: None,
             startup_argv: None,
             startup_lwk_argv: None,
+            stdin: None,
         }
     }
 
@@ -263,18 +268,27 @@ fn status_text(s: std::process::ExitStatus) -> String {
     s.to_string()
 }
 
-/// Runs `args` (a child of `exe` or a program) in `cwd` with stdin from /dev/null and outputs to
-/// files in `dir`; returns its exit status and wall time.
+/// Runs `args` (a child of `exe` or a program) in `cwd` with stdin from `stdin` (a file opened
+/// afresh for the run; `None`: /dev/null) and outputs to files in `dir`; returns its exit status
+/// and wall time.
 fn timed(
     cmd: &mut Command,
     cwd: &Path,
     out: &Path,
+    stdin: Option<&Path>,
 ) -> Result<(std::process::ExitStatus, f64), ExperimentError> {
     let file = |p: PathBuf| {
         std::fs::File::create(&p).map_err(ExperimentError::io(format!("creating {}", p.display())))
     };
+    let input = match stdin {
+        Some(p) => Stdio::from(std::fs::File::open(p).map_err(ExperimentError::io(format!(
+            "opening the stdin file {}",
+            p.display()
+        )))?),
+        None => Stdio::null(),
+    };
     cmd.current_dir(cwd)
-        .stdin(Stdio::null())
+        .stdin(input)
         .stdout(file(out.with_extension("out"))?)
         .stderr(file(out.with_extension("err"))?);
     let t = std::time::Instant::now();
@@ -290,11 +304,12 @@ fn timed_faults(
     cmd: &mut Command,
     cwd: &Path,
     out: &Path,
+    stdin: Option<&Path>,
 ) -> Result<(std::process::ExitStatus, f64, f64), ExperimentError> {
     use nix::sys::resource::{getrusage, UsageWho};
     let faults = || getrusage(UsageWho::RUSAGE_CHILDREN).map_or(f64::NAN, |u| u.minor_page_faults() as f64);
     let before = faults();
-    let (st, secs) = timed(cmd, cwd, out)?;
+    let (st, secs) = timed(cmd, cwd, out, stdin)?;
     Ok((st, secs, faults() - before))
 }
 
@@ -386,7 +401,7 @@ fn profile_run(
         .arg(&file)
         .arg("--")
         .args(&w.argv);
-    let (st, _) = timed(&mut cmd, &dir, &scratch.join("profile-run"))?;
+    let (st, _) = timed(&mut cmd, &dir, &scratch.join("profile-run"), w.stdin.as_deref())?;
     // `multios profile` exits as the program did; only a missing profile is a failure.
     if !file.is_file() {
         let err = std::fs::read_to_string(scratch.join("profile-run.err")).unwrap_or_default();
@@ -499,7 +514,12 @@ fn lwk_pairs_hooked(
                 c.arg("-c").arg(cfg.compute.to_string()).args(&w.argv);
                 c
             };
-            let (st, secs, f) = timed_faults(&mut cmd, &dir, &scratch.join(format!("lwk-{k}")))?;
+            let (st, secs, f) = timed_faults(
+                &mut cmd,
+                &dir,
+                &scratch.join(format!("lwk-{k}")),
+                w.stdin.as_deref(),
+            )?;
             done(w, &dir, k)?;
             if in_lwk {
                 l_secs = secs;
@@ -837,6 +857,12 @@ pub fn run_workload(
         cpus: cfg.compute.len().max(1),
     };
     let mut notes = Vec::new();
+    if let Some(f) = &w.stdin {
+        let n = std::fs::metadata(f).map(|m| m.len()).unwrap_or(0);
+        notes.push(format!(
+            "stdin: every run (profiled, native, emulated, LWK) read the same {n} bytes"
+        ));
+    }
     if t_nds.len() > 1 {
         let list: Vec<String> = t_nds.iter().map(|t| format!("{:.4}", t)).collect();
         notes.push(format!(
@@ -944,7 +970,7 @@ pub fn run_workload(
                         )
                     }
                 };
-                let o = compare::run_hooked(&s, None, &mut guard)
+                let o = compare::run_hooked(&s, w.stdin.as_deref(), &mut guard)
                     .map_err(|e| ExperimentError::Run(e.to_string()))?;
                 let levels = guard.levels;
                 let (fc_model, fc_level_ns) = match once {
