@@ -122,6 +122,12 @@ fn main() -> std::process::ExitCode {
         Ok(cli) => cli,
         Err(e) => return parse_error(e),
     };
+    if let Some(path) = &cli.out.results {
+        if let Err(e) = stdout::results_to(path) {
+            eprintln!("error: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    }
     let out = cli.out.resolve();
     let result = match cli.command {
         Command::Profile(a) => cmd::profile::run(a, &out),

@@ -11,6 +11,10 @@ pub struct OutputArgs {
     /// Print CSV on stdout instead of a table
     #[arg(long, global = true)]
     pub csv: bool,
+    /// Write multios's own output (the table, --json or --csv) to FILE instead of stdout, which then
+    /// carries only the program's output (profile, emulate, lwk run, map run)
+    #[arg(long, global = true, value_name = "FILE")]
+    pub results: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,7 +45,7 @@ impl OutputArgs {
         Out::new(
             format,
             no_color(std::env::var_os("NO_COLOR").as_deref()),
-            std::io::stdout().is_terminal(),
+            std::io::stdout().is_terminal() && self.results.is_none(),
             std::io::stderr().is_terminal(),
         )
     }

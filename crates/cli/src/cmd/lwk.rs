@@ -293,7 +293,10 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
             std::fs::write(path, serde_json::to_string_pretty(&summary)?)
                 .map_err(|e| anyhow::anyhow!("--summary {}: {e}", path.display()))?;
         }
-        if a.verbose || out.format == Format::Json {
+        // stdout is the program's: the summary goes on stderr, or into the `--results` file.
+        if out.format == Format::Json && crate::stdout::to_file() {
+            outln!("{}", serde_json::to_string_pretty(&summary)?);
+        } else if a.verbose || out.format == Format::Json {
             eprintln!("{}", serde_json::to_string_pretty(&summary)?);
         }
     }
