@@ -641,7 +641,20 @@ static int map_trampoline(void) {
     v[SLED_END + 10] = 0x41; /* jmp *%r11 */
     v[SLED_END + 11] = 0xff;
     v[SLED_END + 12] = 0xe3;
-    return raw6(SYS_mprotect, 0, 4096, PROT_READ | PROT_EXEC, 0, 0, 0) == 0;
+    /* Execute-only: a program's NULL-pointer read must still fault, as it does natively (a JVM's
+     * implicit null checks and Go's nil checks count on it; a readable page 0 handed HotSpot the
+     * sled's bytes, 0x40eb40eb, as an object's class, and it crashed). Without read access in the
+     * protection, x86 Linux gives the page its execute-only protection key (PKU: reads and writes
+     * fault with SEGV_PKUERR, instruction fetches go through); without PKU the page stays readable,
+     * which zero_page_readable() reports. */
+    return raw6(SYS_mprotect, 0, 4096, PROT_EXEC, 0, 0, 0) == 0;
+}
+
+/* Whether the trampoline's page can be read (no execute-only protection key on this machine): the
+ * kernel copies a path from address 1, which reaches the NUL at SLED_END - 1 if the page is
+ * readable (ENOENT) and faults at once if it is not (EFAULT). */
+static int zero_page_readable(void) {
+    return raw6(SYS_access, 1, F_OK, 0, 0, 0, 0) != -EFAULT;
 }
 
 /* The trampoline's slow path (SUD off), with the program's registers and extended state saved:
@@ -691,8 +704,15 @@ __attribute__((constructor)) static void multios_preload_init(void) {
         return;
     for (int i = 0; i < 4096; i++)
         multios_expq[i] = (uint32_t)(neg_ln((i + 0.5) / 4096.0) * 65536.0 + 0.5);
-    if (rewrite)
+    if (rewrite) {
         rewrite_ok = map_trampoline();
+        /* No execute-only page here (no PKU): a NULL read would return the sled's bytes instead of
+         * faulting. Correct results first: no trampoline, every call through SUD (as --no-rewrite). */
+        if (rewrite_ok && zero_page_readable()) {
+            raw6(SYS_munmap, 0, 4096, 0, 0, 0, 0);
+            rewrite_ok = 0;
+        }
+    }
     if (want_eager && rewrite_ok && xsave_ready()) {
         /* Eager: rewrite every site now; SUD stays off unless some 0f 05 pair could not be
          * classified (then the lazy machinery below serves those sites, with SUD on). */

@@ -385,7 +385,8 @@ pub fn run(
     if icpt == Interception::Eager && cfg.rewrite && files > 0 && eager_files < files {
         o.warnings.push(format!(
             "eager rewriting was not possible in {} of {files} program images (it needs the trampoline page at \
-             address 0 and xsave): they ran in the lazy mode, with Syscall User Dispatch on",
+             address 0, execute-only so that NULL-pointer accesses still fault — x86 protection keys, `pku` in \
+             /proc/cpuinfo — and xsave): they ran in the lazy mode, with Syscall User Dispatch on",
             files - eager_files
         ));
     }
