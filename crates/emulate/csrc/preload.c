@@ -225,6 +225,61 @@ struct ksigaction {
     uint64_t mask;
 };
 
+/* A program's SIGSEGV handler while the trampoline's page sits at address 0, execute-only: a
+ * NULL-pointer access faults there with SEGV_PKUERR, where natively (nothing mapped) it is
+ * SEGV_MAPERR, and runtimes read the code — Go's treats an access error it does not expect as
+ * fatal ("unexpected fault address 0x0") instead of a nil-pointer panic. So the program's handler
+ * is installed behind segv_shim, which gives it the native code for a fault in page 0, and the
+ * program is shown its own handler when it asks (sigaction_call). */
+static struct ksigaction prog_segv; /* the program's action, while segv_shim stands in for it */
+static int segv_shimmed;
+
+static void segv_shim(int sig, siginfo_t *si, void *uc) {
+    if (si->si_code == SEGV_PKUERR && (uintptr_t)si->si_addr < 4096) {
+        si->si_code = SEGV_MAPERR;
+        si->si_pkey = 0;
+    }
+    struct ksigaction a = prog_segv;
+    if (a.flags & SA_RESETHAND) { /* the kernel reset the disposition (ours) as it delivered */
+        prog_segv.handler = SIG_DFL;
+        segv_shimmed = 0;
+    }
+    if (a.flags & SA_SIGINFO)
+        ((void (*)(int, siginfo_t *, void *))a.handler)(sig, si, uc);
+    else
+        ((void (*)(int))a.handler)(sig);
+}
+
+/* rt_sigaction as the program made it; for SIGSEGV with the trampoline's page mapped, its handler
+ * goes behind segv_shim. The kernel reads `act` and writes `old` first (so bad pointers give
+ * EFAULT as natively); `old` then gets the program's own action in place of the shim. */
+static long sigaction_call(long sig, const struct ksigaction *act, struct ksigaction *old, long size) {
+    if (sig != SIGSEGV || !rewrite_ok)
+        return raw6(SYS_rt_sigaction, sig, (long)act, (long)old, size, 0, 0);
+    struct ksigaction before = prog_segv;
+    int was = segv_shimmed;
+    long r = raw6(SYS_rt_sigaction, sig, (long)act, (long)old, size, 0, 0);
+    if (r != 0)
+        return r;
+    if (old && was && old->handler == (void *)segv_shim)
+        *old = before;
+    if (act) {
+        struct ksigaction k;
+        if (raw6(SYS_rt_sigaction, SIGSEGV, 0, (long)&k, 8, 0, 0) != 0)
+            return 0;
+        segv_shimmed = 0;
+        if (k.handler != SIG_DFL && k.handler != SIG_IGN) {
+            prog_segv = k;
+            struct ksigaction w = k;
+            w.handler = (void *)segv_shim;
+            w.flags |= SA_SIGINFO;
+            if (raw6(SYS_rt_sigaction, SIGSEGV, (long)&w, 0, 8, 0, 0) == 0)
+                segv_shimmed = 1;
+        }
+    }
+    return 0;
+}
+
 static void on_sigsys(int sig, siginfo_t *si, void *ctx) {
     (void)sig;
     ucontext_t *uc = ctx;
@@ -289,9 +344,9 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx) {
         } else if (act) {
             struct ksigaction k = *act;
             k.mask &= ~(1ULL << (SIGSYS - 1));
-            g[REG_RAX] = raw6(nr, g[REG_RDI], (long)&k, g[REG_RDX], g[REG_R10], 0, 0);
+            g[REG_RAX] = sigaction_call(g[REG_RDI], &k, (struct ksigaction *)g[REG_RDX], g[REG_R10]);
         } else {
-            g[REG_RAX] = raw6(nr, g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], 0, 0);
+            g[REG_RAX] = sigaction_call(g[REG_RDI], NULL, (struct ksigaction *)g[REG_RDX], g[REG_R10]);
         }
         selector = SEL_BLOCK;
         return;
@@ -668,6 +723,10 @@ HIDDEN long multios_slow(long nr, long a0, long a1, long a2, long a3, long a4, l
     }
     if (nr == SYS_exit_group)
         exit_group_now(a0);
+    if (nr == SYS_rt_sigaction) {
+        __atomic_fetch_add(&multios_loc_cnt[nr], 1, __ATOMIC_RELAXED);
+        return sigaction_call(a0, (const struct ksigaction *)a1, (struct ksigaction *)a2, a3);
+    }
     /* mmap, mprotect, pkey_mprotect with PROT_EXEC: new code to rewrite once the call succeeded. */
     long r;
     if ((multios_kind[nr] & 0x3f) == R_DELEGATED) {
@@ -738,6 +797,8 @@ __attribute__((constructor)) static void multios_preload_init(void) {
             return;
     }
     if (eager) {
+        /* A SIGSEGV handler goes behind segv_shim (threads with SUD on: through on_sigsys). */
+        multios_kind[SYS_rt_sigaction] = (multios_kind[SYS_rt_sigaction] & R_VIA_SIGSYS) | R_SLOW;
         multios_kind[SYS_mmap] |= R_EXECCHK;
         multios_kind[SYS_mprotect] |= R_EXECCHK;
         multios_kind[SYS_pkey_mprotect] |= R_EXECCHK;
