@@ -86,7 +86,8 @@ pub struct Args {
     /// MULTIOS_EMU_INTERCEPT, else eager (lazy when address 0 cannot be mapped)
     #[arg(long, value_name = "eager|lazy")]
     pub interception: Option<multios_emulate::Interception>,
-    /// Write the report (table, --json or --csv) to FILE instead of stderr (table) / stdout (JSON, CSV)
+    /// Write the report (table, --json or --csv) to FILE instead of stderr (table) / stdout (JSON, CSV);
+    /// the global --results FILE does the same for every command
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
     /// The program and its arguments (after --)
@@ -193,8 +194,8 @@ fn finish(args: &Args, out: &Out, report: &Report, compare: Option<&compare::Out
     };
     match (&args.report, out.format) {
         (Some(f), _) => std::fs::write(f, text).with_context(|| format!("--report {}", f.display()))?,
-        // The program owns stdout; the human report goes to stderr.
-        (None, Format::Table) => eprint!("{text}"),
+        // The program owns stdout; the human report goes to stderr (or to the `--results` file).
+        (None, Format::Table) if !crate::stdout::to_file() => eprint!("{text}"),
         (None, _) => out!("{text}"),
     }
     // Interrupted: the shell's code for the signal (130 for SIGINT, 143 for SIGTERM), whatever the
