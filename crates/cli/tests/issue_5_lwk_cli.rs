@@ -183,3 +183,26 @@ fn issue_5_hpcc_runs_in_the_lwk_and_bench_hpcc_reports_every_kernel() {
         }
     }
 }
+
+/// A guest mmap larger than the application window gets ENOMEM, as an LWK with a fixed partition
+/// answers, and `lwk run` says once why and what to change (it said nothing: a 5 GiB bytearray
+/// raised MemoryError in the LWK, where natively it fit); with a larger --mem-mib it fits.
+#[test]
+fn issue_5_an_mmap_beyond_the_window_is_named_with_the_flag_that_fixes_it() {
+    let prog = "b = bytearray(96 << 20); b[-1] = 1; print(len(b))";
+    let run = |mib: &str| {
+        Command::new(env!("CARGO_BIN_EXE_multios"))
+            .args(["lwk", "run", "--mem-mib", mib, "--", "python3", "-c", prog])
+            .output()
+            .expect("run multios lwk run")
+    };
+    let small = run("64");
+    let err = String::from_utf8_lossy(&small.stderr);
+    assert_eq!(small.status.code(), Some(1), "{err}");
+    assert!(err.contains("MemoryError"), "{err}");
+    assert_eq!(err.matches("--mem-mib").count(), 1, "said once: {err}");
+    assert!(err.contains("found no room in the guest's 64 MiB"), "{err}");
+    let big = run("512");
+    assert!(big.status.success(), "{}", String::from_utf8_lossy(&big.stderr));
+    assert_eq!(String::from_utf8_lossy(&big.stdout), format!("{}\n", 96 << 20));
+}

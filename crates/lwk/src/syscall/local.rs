@@ -345,7 +345,13 @@ impl Kernel {
         };
         let addr = match r {
             Ok(v) => v,
-            Err(e) => return Reply::Ret(e.errno()),
+            Err(e) => {
+                if e == crate::mm::MmError::NoMemory {
+                    let window = lock(&self.space.mm).window;
+                    no_room_note(len, window.1 - window.0);
+                }
+                return Reply::Ret(e.errno());
+            }
         };
         if let Err(e) = self.unshare(addr, len) {
             return Reply::Ret(e);
@@ -548,5 +554,21 @@ impl Kernel {
             return err(EINVAL);
         }
         Reply::Clone(req)
+    }
+}
+
+/// Says once on stderr that a guest mmap found no room in the application window: the program
+/// gets ENOMEM (as an LWK with a fixed partition answers), where natively the same call may have
+/// succeeded, and the fix is a larger `--mem-mib`.
+fn no_room_note(len: u64, window: u64) {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        eprintln!(
+            "multios lwk: note: the program's mmap of {} MiB found no room in the guest's {} MiB of \
+             application memory and got ENOMEM; natively it may have succeeded: give --mem-mib more \
+             (at most 65532)",
+            len.div_ceil(1 << 20),
+            window >> 20
+        );
     }
 }
