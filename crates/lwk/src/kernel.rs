@@ -108,6 +108,8 @@ pub struct Program {
     /// With rewriting on (the default): thunks for code mapped later (shared libraries), and the count.
     pub(crate) thunks: Mutex<Option<crate::rewrite::Thunks>>,
     pub(crate) rewritten: AtomicUsize,
+    /// Its auxiliary vector as the loader wrote it, the answer to `/proc/self/auxv`.
+    pub(crate) auxv: Mutex<Vec<u64>>,
 }
 
 /// The LWK state of the one guest process.
@@ -206,6 +208,7 @@ impl Kernel {
                 execs: AtomicUsize::new(0),
                 thunks: Mutex::new(None),
                 rewritten: AtomicUsize::new(0),
+                auxv: Mutex::new(Vec::new()),
             },
             policy,
             pid: AtomicI32::new(std::process::id() as i32),
@@ -269,6 +272,11 @@ impl Kernel {
     /// by the proxy between calls (0: off; `next.rs`).
     pub fn set_populate_next(&mut self, ahead: u64) {
         self.next = crate::next::Next::new(ahead);
+    }
+
+    /// The program's auxiliary vector (`/proc/self/auxv`).
+    pub(crate) fn set_auxv(&mut self, auxv: Vec<u64>) {
+        self.program.auxv = Mutex::new(auxv);
     }
 
     /// Rewrites syscall sites of executable file mappings made by the program from now on.

@@ -65,6 +65,9 @@ pub enum Verdict {
     Refuse,
     /// The guest's own maps: answered from the LWK's view of its address space.
     OwnMaps,
+    /// The guest's own auxiliary vector: the one the LWK's loader wrote on its stack (procps reads
+    /// it at start-up, and `ps` died of "fatal library error" when it was refused).
+    OwnAuxv,
     /// The fd (or fdinfo) directory of a VMM: listable, with the VMM's fds hidden.
     FdDir,
 }
@@ -110,12 +113,6 @@ pub fn is_vmm(pid: i32) -> bool {
 pub fn fd_path(fd: i32) -> Option<String> {
     let p = init().ok()?;
     String::from_utf8(sys::readlink_at(p.dir, &format!("self/fd/{fd}")).ok()?).ok()
-}
-
-/// True when `fd` is the VMM's own procfs directory (the same inode), reached again through a
-/// `fd/N` link.
-pub fn is_vmm_dir(fd: i32) -> bool {
-    init().is_ok_and(|p| sys::fd_file_id(fd).ok() == sys::fd_file_id(p.dir).ok())
 }
 
 /// Opens again, with `flags` exactly, the file this process's descriptor `fd` refers to (through
@@ -246,6 +243,7 @@ pub fn classify(comps: &[&str], facts: &impl Facts) -> Verdict {
     }
     let verdict = match rest {
         [] => Verdict::Allow,
+        ["auxv"] if facts.is_own(pid) => Verdict::OwnAuxv,
         ["mem" | "map_files" | "pagemap" | "auxv" | "syscall" | "smaps" | "smaps_rollup" | "numa_maps", ..] => {
             Verdict::Refuse
         }
@@ -328,12 +326,14 @@ mod tests {
             "self/fd/1000".into(),
             "77/fdinfo/1003".into(),
             "self/smaps".into(),
-            "self/auxv".into(),
+            "77/auxv".into(),
             "self/map_files".into(),
         ] {
             assert_eq!(v(&p), Verdict::Refuse, "{p}");
         }
         assert_eq!(v(&format!("{me}/maps")), Verdict::OwnMaps);
+        assert_eq!(v("self/auxv"), Verdict::OwnAuxv);
+        assert_eq!(v(&format!("{me}/task/{me}/auxv")), Verdict::OwnAuxv);
         assert_eq!(v(&format!("{me}/task/{me}/maps")), Verdict::OwnMaps);
         assert_eq!(v("self/fd"), Verdict::FdDir);
         for p in [

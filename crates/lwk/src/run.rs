@@ -92,6 +92,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     if let Some(thunks) = loaded.thunks {
         kernel.set_thunks(thunks);
     }
+    kernel.set_auxv(loaded.auxv);
     kernel.set_cpus(cfg.cpus.clone(), !cfg.cpus.is_empty());
     kernel.set_prefault(cfg.prefault);
     // A reserved window is faulted in already; --prefault populates when the mapping is made.

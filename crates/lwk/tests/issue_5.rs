@@ -721,3 +721,21 @@ fn issue_5_fork_wait_and_pipelines_run_like_native() {
     let out = assert_same(Path::new("/usr/bin/make"), &["-s", "-B", "-C", d]);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "2\ndone\n");
 }
+
+/// /proc in the LWK as natively: the procfs root lists (opening it was refused as if it were the
+/// VMM's own procfs directory, so `ls /proc`, every /proc/* glob and `ps` failed), and
+/// /proc/self/auxv is the program's own auxiliary vector (it was refused: procps reads it at
+/// start-up and `ps` died of "fatal library error, reap").
+#[test]
+fn issue_5_proc_lists_and_self_auxv_is_the_programs_own() {
+    require_kvm();
+    let prog = build_c("procdir");
+    let out = assert_same(&prog, &[]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "/proc lists processes: 1, this one among them: 1\n\
+         auxv: ends with AT_NULL 1, every entry as getauxval says 1, AT_PAGESZ 4096 1\n"
+    );
+    // procps itself: the same line as natively.
+    assert_same(Path::new("/bin/ps"), &["-o", "pid=,stat=", "-p", "1"]);
+}

@@ -62,6 +62,8 @@ pub(crate) struct Loaded {
     pub entry: u64,
     /// The initial stack pointer (argc, argv, envp, auxv).
     pub rsp: u64,
+    /// The auxiliary vector on that stack, (type, value) words to AT_NULL (`/proc/self/auxv`).
+    pub auxv: Vec<u64>,
     /// The memory manager, with the images reserved.
     pub mm: Mm,
     /// With rewriting: the thunks handed out so far.
@@ -144,13 +146,14 @@ pub(crate) fn load_program(
         ],
         random: random16(),
     };
-    let rsp = stack::build(mem, mem.app.end(), &spec);
+    let (rsp, auxv) = stack::build(mem, mem.app.end(), &spec);
     mark("stack");
     Ok(Loaded {
         image,
         interp: interp_image,
         entry,
         rsp,
+        auxv,
         mm: mm2,
         thunks: rewrite.then_some(thunks),
         rewritten,

@@ -33,8 +33,9 @@ pub struct StackSpec {
     pub random: [u8; 16],
 }
 
-/// Writes the stack below `top` and returns the initial rsp (pointing at argc, 16-byte aligned).
-pub fn build(mem: &GuestMemory, top: u64, spec: &StackSpec) -> u64 {
+/// Writes the stack below `top` and returns the initial rsp (pointing at argc, 16-byte aligned) and
+/// the auxiliary vector as written, AT_NULL included (what `/proc/self/auxv` shows).
+pub fn build(mem: &GuestMemory, top: u64, spec: &StackSpec) -> (u64, Vec<u64>) {
     let mut sp = top - 8;
     let push_bytes = |data: &[u8], sp: &mut u64| -> u64 {
         *sp -= data.len() as u64 + 1;
@@ -69,10 +70,11 @@ pub fn build(mem: &GuestMemory, top: u64, spec: &StackSpec) -> u64 {
         AT_NULL,
         0,
     ]);
+    let auxv = words[words.len() - 2 * (spec.auxv.len() + 4)..].to_vec();
     sp -= 8 * words.len() as u64;
     sp &= !15;
     for (i, w) in words.iter().enumerate() {
         mem.write_u64(sp + 8 * i as u64, *w);
     }
-    sp
+    (sp, auxv)
 }

@@ -125,6 +125,7 @@ impl Kernel {
             Err(e) => return self.exec_failed(format!("loading {}: {e}", prog.display())),
         };
         *lock(&self.space.mm) = loaded.mm;
+        *lock(&self.program.auxv) = loaded.auxv;
         self.note_images(&loaded.image, loaded.interp.as_ref());
         self.sync_all_protections();
         if let Some(t) = loaded.thunks {

@@ -5,7 +5,7 @@
 
 #![allow(non_upper_case_globals)] // libc names the SYS_ constants in lower case
 
-use crate::kernel::Kernel;
+use crate::kernel::{lock, Kernel};
 use crate::procfs::{self, Verdict};
 use crate::{fds, sys};
 use libc::*;
@@ -92,6 +92,18 @@ impl Kernel {
                     },
                 )
             }
+            Verdict::OwnAuxv => {
+                let bytes: Vec<u8> = lock(&self.program.auxv)
+                    .iter()
+                    .flat_map(|w| w.to_le_bytes())
+                    .collect();
+                Some(
+                    match sys::memfd_with("auxv", &bytes, flags & O_CLOEXEC as u64 != 0) {
+                        Ok(m) => self.limit_fd(m as i64),
+                        Err(e) => -(e.raw_os_error().unwrap_or(ENOMEM) as i64),
+                    },
+                )
+            }
             Verdict::Allow | Verdict::FdDir if is_vmm_file(fd, fs) => Some(-(EACCES as i64)),
             Verdict::Allow | Verdict::FdDir => None,
         }
@@ -111,14 +123,17 @@ impl Kernel {
     }
 }
 
-/// True when `fd` is one of the VMM's own files (/dev/kvm, the VM, a vCPU, its eventfd, its
-/// procfs directory), opened again through a `fd/N` link of any procfs mount. An open through such
+/// True when `fd` is one of the VMM's own files (/dev/kvm, the VM, a vCPU, its eventfd), opened
+/// again through a `fd/N` link of any procfs mount. An open through such
 /// a link makes a new open file description, so the file is recognised by its inode (dev, ino);
 /// the VM, vCPU and eventfd fds share the one anonymous inode, so any anonymous-inode file
 /// reopened this way is refused, a guest's own eventfd included.
 fn is_vmm_file(fd: i32, fs: Option<i64>) -> bool {
     if fs == Some(PROC_SUPER_MAGIC) {
-        return sys::is_directory(fd) && procfs::is_vmm_dir(fd);
+        // A procfs directory — the VMM's own procfs root too, reopened through its fd/N — gives
+        // the guest nothing an open("/proc") would not: what it opens below it is classified in
+        // turn. Refusing the root made `ls /proc`, `ps` and every /proc/* glob fail in the LWK.
+        return false;
     }
     let anon = fs == Some(ANON_INODE_FS_MAGIC);
     let kvm_dev = sys::char_device(fd) == Some(libc::makedev(10, 232));

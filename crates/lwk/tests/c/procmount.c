@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -61,15 +63,31 @@ int main(int argc, char **argv) {
     /* The VMM's fds: at and above the guest's hard limit. */
     struct rlimit rl;
     getrlimit(RLIMIT_NOFILE, &rl);
-    int vmm_opened = 0, vmm_eacces = 0;
+    /* The VMM's procfs directory reopened this way is a procfs directory like open("/proc") gives
+     * (harmless: what is opened below it is judged in turn, and its mem must stay refused); every
+     * other VMM fd must be refused. */
+    int vmm_opened = 0, vmm_eacces = 0, proc_dirs = 0, proc_dirs_safe = 0;
     for (long fd = rl.rlim_max; fd < (long)rl.rlim_max + 16; fd++) {
         int r = at("self/fd/%ld", O_RDONLY, fd);
-        vmm_opened += r >= 0;
         vmm_eacces += r < 0 && errno == EACCES;
-        if (r >= 0) close(r);
+        if (r < 0)
+            continue;
+        struct statfs sf;
+        struct stat st;
+        if (fstatfs(r, &sf) == 0 && sf.f_type == 0x9fa0 && fstat(r, &st) == 0 && S_ISDIR(st.st_mode)) {
+            proc_dirs++;
+            int x = openat(r, "self/mem", O_RDWR);
+            proc_dirs_safe += x < 0 && errno == EACCES;
+            if (x >= 0) close(x);
+        } else {
+            vmm_opened++;
+        }
+        close(r);
     }
     printf("<mnt>/self/fd/<VMM fds>: %s\n", vmm_opened == 0 && vmm_eacces > 0 ? "refused" : "NOT REFUSED");
     bad += !(vmm_opened == 0 && vmm_eacces > 0);
+    works("the VMM's procfs directory through its fd link: a procfs directory, its self/mem refused",
+          proc_dirs == proc_dirs_safe);
     /* A directory fd on the second mount, and a symlink to it. */
     snprintf(dir, sizeof dir, "%s/self", m);
     int dfd = open(dir, O_RDONLY | O_DIRECTORY);
