@@ -125,6 +125,8 @@ pub struct Kernel {
     pub(crate) policy: LocalSet,
     /// The guest's pid: the VMM's (a forked child's after fork).
     pub(crate) pid: AtomicI32,
+    /// The guest's execution domain (`personality`), inherited across exec and fork as on Linux.
+    pub(crate) persona: std::sync::atomic::AtomicU64,
     /// The lowest of the VMM's own descriptors (`fds.rs`): the guest's stay below it.
     pub(crate) fd_floor: i32,
     /// The guest's threads, indexed by vCPU id, each with its signal state.
@@ -212,6 +214,7 @@ impl Kernel {
             },
             policy,
             pid: AtomicI32::new(std::process::id() as i32),
+            persona: std::sync::atomic::AtomicU64::new(crate::sys::personality_now()),
             fd_floor,
             signals: crate::signal::Signals::new(crate::memory::sys_page::MAX_VCPUS as usize),
             reported: Mutex::new(BTreeSet::new()),

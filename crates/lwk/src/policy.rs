@@ -88,6 +88,9 @@ pub const MANDATORY_LOCAL: &[&str] = &[
     "wait4",
     "waitid",
     "prctl",
+    // The execution domain (setarch): kept by the LWK, whose address-space layout it does not
+    // change; delegated, READ_IMPLIES_EXEC would make the VMM's own later mappings executable.
+    "personality",
 ];
 
 /// Calls the LWK can serve either way (each has a delegation layout); local when the policy keeps

@@ -68,6 +68,8 @@ pub enum Verdict {
     /// The guest's own auxiliary vector: the one the LWK's loader wrote on its stack (procps reads
     /// it at start-up, and `ps` died of "fatal library error" when it was refused).
     OwnAuxv,
+    /// The guest's own execution domain (`personality`, which the LWK keeps).
+    OwnPersonality,
     /// The fd (or fdinfo) directory of a VMM: listable, with the VMM's fds hidden.
     FdDir,
 }
@@ -244,6 +246,7 @@ pub fn classify(comps: &[&str], facts: &impl Facts) -> Verdict {
     let verdict = match rest {
         [] => Verdict::Allow,
         ["auxv"] if facts.is_own(pid) => Verdict::OwnAuxv,
+        ["personality"] if facts.is_own(pid) => Verdict::OwnPersonality,
         ["mem" | "map_files" | "pagemap" | "auxv" | "syscall" | "smaps" | "smaps_rollup" | "numa_maps", ..] => {
             Verdict::Refuse
         }
@@ -333,6 +336,7 @@ mod tests {
         }
         assert_eq!(v(&format!("{me}/maps")), Verdict::OwnMaps);
         assert_eq!(v("self/auxv"), Verdict::OwnAuxv);
+        assert_eq!(v("self/personality"), Verdict::OwnPersonality);
         assert_eq!(v(&format!("{me}/task/{me}/auxv")), Verdict::OwnAuxv);
         assert_eq!(v(&format!("{me}/task/{me}/maps")), Verdict::OwnMaps);
         assert_eq!(v("self/fd"), Verdict::FdDir);

@@ -722,7 +722,8 @@ fn issue_5_fork_wait_and_pipelines_run_like_native() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "2\ndone\n");
 }
 
-/// /proc in the LWK as natively: the procfs root lists (opening it was refused as if it were the
+/// /proc in the LWK as natively (and `personality`, which setarch needs): the procfs root lists
+/// (opening it was refused as if it were the
 /// VMM's own procfs directory, so `ls /proc`, every /proc/* glob and `ps` failed), and
 /// /proc/self/auxv is the program's own auxiliary vector (it was refused: procps reads it at
 /// start-up and `ps` died of "fatal library error, reap").
@@ -738,4 +739,11 @@ fn issue_5_proc_lists_and_self_auxv_is_the_programs_own() {
     );
     // procps itself: the same line as natively.
     assert_same(Path::new("/bin/ps"), &["-o", "pid=,stat=", "-p", "1"]);
+    // personality (setarch) is kept by the LWK and shown in /proc/self/personality; it was
+    // refused with ENOSYS (no layout to delegate it with), and setarch failed.
+    let out = assert_same(
+        Path::new("/usr/bin/setarch"),
+        &["-R", "sh", "-c", "cat /proc/self/personality"],
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "00040000\n");
 }

@@ -100,6 +100,12 @@ pub fn credentials() -> (u32, u32, u32, u32) {
     unsafe { (libc::getuid(), libc::geteuid(), libc::getgid(), libc::getegid()) }
 }
 
+/// The VMM's execution domain (personality(0xffffffff) only reads it), the guest's at start.
+pub fn personality_now() -> u64 {
+    // SAFETY: personality with 0xffffffff only queries; it has no memory arguments and cannot fail.
+    (unsafe { libc::personality(0xffff_ffff) }) as u32 as u64
+}
+
 /// getrusage(RUSAGE_SELF): the whole VMM's usage so far.
 pub fn rusage_self() -> io::Result<libc::rusage> {
     rusage(libc::RUSAGE_SELF)

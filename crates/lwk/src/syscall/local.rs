@@ -156,6 +156,16 @@ impl Kernel {
             SYS_mincore => self.mincore(a),
             SYS_arch_prctl => self.arch_prctl(ctx, a),
             SYS_getpid => Reply::Ret(self.pid() as i64),
+            SYS_personality => {
+                // Kept and reported as Linux does (setarch sets it, then execs); the LWK's layout
+                // is the same whatever the flags: it has no address randomization to turn off.
+                let old = self.persona.load(std::sync::atomic::Ordering::Relaxed);
+                if a[0] as u32 != u32::MAX {
+                    self.persona
+                        .store(a[0] & 0xffff_ffff, std::sync::atomic::Ordering::Relaxed);
+                }
+                Reply::Ret(old as i64)
+            }
             SYS_gettid => Reply::Ret(self.tid(cpu) as i64),
             SYS_set_tid_address => {
                 if let Some(t) = lock(&self.threads).get_mut(cpu) {

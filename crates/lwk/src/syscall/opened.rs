@@ -83,29 +83,28 @@ impl Kernel {
         };
         match verdict {
             Verdict::Refuse => Some(-(EACCES as i64)),
-            Verdict::OwnMaps => {
-                let text = self.maps_text();
-                Some(
-                    match sys::memfd_with("maps", text.as_bytes(), flags & O_CLOEXEC as u64 != 0) {
-                        Ok(m) => self.limit_fd(m as i64),
-                        Err(e) => -(e.raw_os_error().unwrap_or(ENOMEM) as i64),
-                    },
-                )
-            }
+            Verdict::OwnMaps => Some(self.answer_with("maps", self.maps_text().as_bytes(), flags)),
             Verdict::OwnAuxv => {
                 let bytes: Vec<u8> = lock(&self.program.auxv)
                     .iter()
                     .flat_map(|w| w.to_le_bytes())
                     .collect();
-                Some(
-                    match sys::memfd_with("auxv", &bytes, flags & O_CLOEXEC as u64 != 0) {
-                        Ok(m) => self.limit_fd(m as i64),
-                        Err(e) => -(e.raw_os_error().unwrap_or(ENOMEM) as i64),
-                    },
-                )
+                Some(self.answer_with("auxv", &bytes, flags))
+            }
+            Verdict::OwnPersonality => {
+                let p = self.persona.load(std::sync::atomic::Ordering::Relaxed);
+                Some(self.answer_with("personality", format!("{p:08x}\n").as_bytes(), flags))
             }
             Verdict::Allow | Verdict::FdDir if is_vmm_file(fd, fs) => Some(-(EACCES as i64)),
             Verdict::Allow | Verdict::FdDir => None,
+        }
+    }
+
+    /// A memfd holding `bytes`, in the guest's fd range, instead of the procfs file it opened.
+    fn answer_with(&self, name: &str, bytes: &[u8], flags: u64) -> i64 {
+        match sys::memfd_with(name, bytes, flags & O_CLOEXEC as u64 != 0) {
+            Ok(m) => self.limit_fd(m as i64),
+            Err(e) => -(e.raw_os_error().unwrap_or(ENOMEM) as i64),
         }
     }
 
