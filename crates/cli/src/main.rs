@@ -122,7 +122,7 @@ fn main() -> std::process::ExitCode {
         Ok(cli) => cli,
         Err(e) => return parse_error(e),
     };
-    if let Some(path) = &cli.out.results {
+    if let Some(path) = &cli.out.results_file {
         if let Err(e) = stdout::results_to(path) {
             eprintln!("error: {e}");
             return std::process::ExitCode::from(2);

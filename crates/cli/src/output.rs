@@ -13,8 +13,10 @@ pub struct OutputArgs {
     pub csv: bool,
     /// Write multios's own output (the table, --json or --csv) to FILE instead of stdout, which then
     /// carries only the program's output (profile, emulate, lwk run, map run)
-    #[arg(long, global = true, value_name = "FILE")]
-    pub results: Option<std::path::PathBuf>,
+    // Its own id: `report`'s positional RESULTS files share the name `results`, and clap, given the
+    // same id twice, handed a report's first input file to this option, which emptied it.
+    #[arg(long = "results", id = "results_file", global = true, value_name = "FILE")]
+    pub results_file: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,7 +47,7 @@ impl OutputArgs {
         Out::new(
             format,
             no_color(std::env::var_os("NO_COLOR").as_deref()),
-            std::io::stdout().is_terminal() && self.results.is_none(),
+            std::io::stdout().is_terminal() && self.results_file.is_none(),
             std::io::stderr().is_terminal(),
         )
     }

@@ -75,3 +75,31 @@ fn results_file_keeps_stdout_for_the_program() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("--results no/such/dir/r.json"), "{err}");
 }
+
+/// `report`'s positional RESULTS files are not `--results`: clap once gave both the same id and
+/// handed a report's first input to the global option, which emptied it before reading it.
+#[test]
+fn results_file_is_not_reports_input() {
+    let dir = scratch::Scratch::new("multios-results", "report-input");
+    let input = dir.join("in.json");
+    std::fs::write(&input, "not json").expect("write the input");
+    let profile = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/bzip2/profile.json");
+    let o = Command::new(env!("CARGO_BIN_EXE_multios"))
+        .args(["report", "-o"])
+        .arg(dir.join("r.html"))
+        .arg("--profile")
+        .arg(&profile)
+        .arg(&input)
+        .output()
+        .expect("run multios report");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("in.json") && err.contains("not JSON"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&input).expect("the input"),
+        "not json",
+        "the input is untouched"
+    );
+}
