@@ -64,6 +64,23 @@ impl Input {
             return Err(self.bad("file must be a relative path inside the workload's directory"));
         }
         let path = dir.join(&self.file);
+        // A malformed input is an error before anything is made on disk.
+        match self.kind.as_str() {
+            "text" | "random" => {
+                self.bytes()?;
+            }
+            "content" if self.text.is_none() => return Err(self.bad("kind 'content' needs text = \"…\"")),
+            "hpccinf" if self.count.is_none() => {
+                return Err(self.bad("kind 'hpccinf' needs count = N (HPL order)"))
+            }
+            "cproject" if self.count.is_none() => return Err(self.bad("kind 'cproject' needs count = FILES")),
+            "content" | "hpccinf" | "cproject" => {}
+            k => {
+                return Err(self.bad(format!(
+                    "unknown kind '{k}': use text, random, content, hpccinf or cproject"
+                )))
+            }
+        }
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(io(parent))?;
         }
@@ -200,11 +217,12 @@ mod tests {
             text: None,
             seed: None,
         };
-        let e = i
-            .generate(Path::new("/nonexistent"))
-            .expect_err("no size")
-            .to_string();
+        // A malformed input makes nothing on disk (this test once left a /nonexistent directory
+        // behind, as root, which later runs' tests and preload statistics then found).
+        let dir = std::env::temp_dir().join(format!("multios-inputs-never-made-{}", std::process::id()));
+        let e = i.generate(&dir).expect_err("no size").to_string();
         assert!(e.contains("'x'") && e.contains("mib"), "{e}");
+        assert!(!dir.exists(), "{} was made", dir.display());
         let e = Input {
             file: "../y".into(),
             ..i

@@ -249,6 +249,15 @@ pub fn check(e: &Entry, dir: &Path) -> Result<(), SuiteError> {
         cmd: e.argv.join(" "),
         dir: dir.display().to_string(),
     };
+    // Before the copy is made: an error here leaves nothing behind.
+    let input = match &e.stdin {
+        Some(f) => std::process::Stdio::from(std::fs::File::open(dir.join(f)).map_err(|x| {
+            fail(format!(
+                "stdin = \"{f}\": cannot open it in the workload's directory: {x}"
+            ))
+        })?),
+        None => std::process::Stdio::null(),
+    };
     let copy = dir.with_extension("check");
     std::fs::remove_dir_all(&copy).ok();
     crate::compare::capture::copy_tree(dir, &copy).map_err(|x| fail(x.to_string()))?;
@@ -260,14 +269,6 @@ pub fn check(e: &Entry, dir: &Path) -> Result<(), SuiteError> {
         Ok(())
     };
     run(&e.setup)?;
-    let input = match &e.stdin {
-        Some(f) => std::process::Stdio::from(std::fs::File::open(dir.join(f)).map_err(|x| {
-            fail(format!(
-                "stdin = \"{f}\": cannot open it in the workload's directory: {x}"
-            ))
-        })?),
-        None => std::process::Stdio::null(),
-    };
     let out = std::process::Command::new(&e.argv[0])
         .args(&e.argv[1..])
         .current_dir(&copy)
