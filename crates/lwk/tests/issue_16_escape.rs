@@ -249,3 +249,23 @@ fn issue_16_closefrom_proc_self_fd_and_1021_files_like_native() {
         );
     }
 }
+
+/// Reported 2026-11-28: sendmsg's SCM_RIGHTS carried the VMM's fds (KVM's, the vCPU's whose mmap
+/// is the live `kvm_run`, procfs, the eventfd, the signalfd) back to the guest as its own; a guest
+/// that set `immediate_exit` in the mapped `kvm_run` hung the VMM.
+#[test]
+fn issue_16_scm_rights_cannot_pass_a_vmms_fd_to_the_guest() {
+    require_kvm();
+    let dir = Scratch::new("multios-issue16", "scmrights");
+    for flags in [&["-static"][..], &[][..]] {
+        let prog = build_c("scmrights", flags, &dir);
+        let out = lwk(&prog, &[]);
+        let s = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            s.contains("scmrights: 32 refused, 0 passed") && s.contains("own pipe end passed: ok"),
+            "{flags:?}\n{}",
+            show(&out)
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    }
+}

@@ -102,6 +102,8 @@ pub struct Checked {
     pub args: [u64; 6],
     iov: Vec<u64>,
     msg: Option<Box<[u64; 7]>>,
+    /// A sent msghdr's control buffer, copied: the kernel reads the fds that were checked.
+    control: Vec<u8>,
     /// The guest's msghdr, for results the kernel writes into the copy (recvmsg).
     msg_guest: Option<u64>,
 }
@@ -150,6 +152,55 @@ fn copy_iov(mem: &GuestMemory, v: u64, n: u64) -> Result<Vec<u64>, i64> {
     Ok(out)
 }
 
+/// The most control bytes a sendmsg may pass (Linux refuses more than its `optmem_max`, 20 KiB by
+/// default, with ENOBUFS).
+const CONTROL_MAX: u64 = 1 << 20;
+
+/// Copies the control buffer of a message being sent (`len` bytes at `addr`, inside the window)
+/// and holds the fds of its SCM_RIGHTS messages to the guest's range: a VMM fd (at or above the
+/// floor: KVM's, the vCPUs' whose mmap is the live `kvm_run`, the procfs directory) passed to a
+/// socket would come back to the guest as one of its own. The walk is the kernel's
+/// (`__scm_send`): 8-byte-aligned headers, each at least 16 bytes and inside the buffer; a
+/// malformed one stops it, as the kernel then refuses the message (EINVAL) without passing fds.
+fn sent_control(mem: &GuestMemory, addr: u64, len: u64, fd_floor: i32) -> Result<Vec<u8>, i64> {
+    if len > CONTROL_MAX {
+        return Err(-(libc::ENOBUFS as i64));
+    }
+    let mut ctl = vec![0u8; len as usize];
+    mem.read(addr, &mut ctl);
+    vmm_fds_in_control(&ctl, fd_floor)?;
+    Ok(ctl)
+}
+
+/// EBADF when an SCM_RIGHTS message of `ctl` names an fd outside `[0, floor)`.
+fn vmm_fds_in_control(ctl: &[u8], fd_floor: i32) -> Result<(), i64> {
+    const HDR: usize = 16; // cmsg_len (8), cmsg_level (4), cmsg_type (4)
+    let u32_at = |o: usize| u32::from_le_bytes([ctl[o], ctl[o + 1], ctl[o + 2], ctl[o + 3]]);
+    let mut off = 0usize;
+    while off + HDR <= ctl.len() {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&ctl[off..off + 8]);
+        let clen = u64::from_le_bytes(w);
+        if clen < HDR as u64 || clen > (ctl.len() - off) as u64 {
+            break;
+        }
+        let clen = clen as usize;
+        let (level, kind) = (u32_at(off + 8) as i32, u32_at(off + 12) as i32);
+        if level == libc::SOL_SOCKET && kind == libc::SCM_RIGHTS {
+            let mut p = off + HDR;
+            while p + 4 <= off + clen {
+                let fd = u32_at(p) as i32;
+                if fd < 0 || fd >= fd_floor {
+                    return Err(EBADF);
+                }
+                p += 4;
+            }
+        }
+        off += clen.div_ceil(8) * 8;
+    }
+    Ok(())
+}
+
 /// Checks the arguments `a` of a call with layout `layout`; Err holds the negative errno to return.
 pub fn check(mem: &GuestMemory, layout: &[Arg], a: &[u64; 6], fd_floor: i32) -> Result<Checked, i64> {
     let mut c = Checked {
@@ -178,7 +229,7 @@ pub fn check(mem: &GuestMemory, layout: &[Arg], a: &[u64; 6], fd_floor: i32) -> 
                     c.iov.as_ptr() as u64
                 };
             }
-            Arg::MsgHdr => {
+            Arg::MsgHdr(send) => {
                 // struct msghdr: name, namelen(u32), iov, iovlen, control, controllen, flags.
                 buf(mem, v, 56, false)?;
                 let mut m = [0u64; 7];
@@ -190,6 +241,10 @@ pub fn check(mem: &GuestMemory, layout: &[Arg], a: &[u64; 6], fd_floor: i32) -> 
                 c.iov = copy_iov(mem, m[2], m[3])?;
                 if !c.iov.is_empty() {
                     m[2] = c.iov.as_ptr() as u64;
+                }
+                if send && m[4] != 0 && m[5] != 0 {
+                    c.control = sent_control(mem, m[4], m[5], fd_floor)?;
+                    m[4] = c.control.as_ptr() as u64;
                 }
                 let boxed = Box::new(m);
                 c.args[i] = boxed.as_ptr() as u64;
@@ -235,7 +290,7 @@ pub fn check_call(
     for (i, arg) in layout.iter().enumerate() {
         match *arg {
             Arg::Buf(l) | Arg::OptBuf(l) => ok(a[i], length(mem, a, l)?, written.contains(&i))?,
-            Arg::Iov(_) | Arg::MsgHdr => {
+            Arg::Iov(_) | Arg::MsgHdr(_) => {
                 let into = matches!(
                     nr,
                     libc::SYS_readv | libc::SYS_preadv | libc::SYS_preadv2 | libc::SYS_recvmsg
@@ -310,5 +365,44 @@ mod tests {
         ] {
             assert!(!forbidden_path(p.as_bytes(), 1000), "{p}");
         }
+    }
+
+    fn cmsg(level: i32, kind: i32, fds: &[i32]) -> Vec<u8> {
+        let len = 16 + 4 * fds.len();
+        let mut v = (len as u64).to_le_bytes().to_vec();
+        v.extend(level.to_le_bytes());
+        v.extend(kind.to_le_bytes());
+        for fd in fds {
+            v.extend(fd.to_le_bytes());
+        }
+        v.resize(len.div_ceil(8) * 8, 0);
+        v
+    }
+
+    #[test]
+    fn scm_rights_may_not_pass_a_vmms_fd() {
+        let (sol, rights, creds) = (libc::SOL_SOCKET, libc::SCM_RIGHTS, libc::SCM_CREDENTIALS);
+        assert_eq!(vmm_fds_in_control(&cmsg(sol, rights, &[0, 5, 999]), 1000), Ok(()));
+        assert_eq!(
+            vmm_fds_in_control(&cmsg(sol, rights, &[3, 1000]), 1000),
+            Err(EBADF)
+        );
+        assert_eq!(vmm_fds_in_control(&cmsg(sol, rights, &[-1]), 1000), Err(EBADF));
+        // Behind another message (credentials: three u32s, not fds, padded to 8).
+        let mut two = cmsg(sol, creds, &[1000, 1000, 1000]);
+        two.extend(cmsg(sol, rights, &[1, 19744]));
+        assert_eq!(vmm_fds_in_control(&two, 1000), Err(EBADF));
+        let mut ok = cmsg(sol, creds, &[1000, 1000, 1000]);
+        ok.extend(cmsg(sol, rights, &[1, 2]));
+        assert_eq!(vmm_fds_in_control(&ok, 1000), Ok(()));
+        // Another level's type 1 is not SCM_RIGHTS; a header that overruns stops the walk (the
+        // kernel refuses such a message with EINVAL and passes nothing).
+        assert_eq!(
+            vmm_fds_in_control(&cmsg(libc::IPPROTO_IP, rights, &[1000]), 1000),
+            Ok(())
+        );
+        let mut bad = cmsg(sol, rights, &[1000]);
+        bad[0] = 200;
+        assert_eq!(vmm_fds_in_control(&bad, 1000), Ok(()));
     }
 }

@@ -69,8 +69,9 @@ pub enum Arg {
     Iov(usize),
     /// A pollfd array with the count in argument i.
     PollFds(usize),
-    /// A struct msghdr (sendmsg/recvmsg): name, iovec array and control buffer are checked.
-    MsgHdr,
+    /// A struct msghdr (sendmsg: true, recvmsg: false): name, iovec array and control buffer
+    /// are checked; a sent control buffer is copied and its SCM_RIGHTS fds held to the floor.
+    MsgHdr(bool),
 }
 
 use self::Arg::*;
@@ -257,7 +258,8 @@ pub fn layout(nr: i64) -> Option<&'static [Arg]> {
         SYS_chroot => &[Path],
         // The host's clock, as for a native process (EPERM without CAP_SYS_TIME).
         SYS_clock_settime => &[Val, Buf(Fixed(16))],
-        SYS_sendmsg | SYS_recvmsg => &[Fd, MsgHdr, Val],
+        SYS_sendmsg => &[Fd, MsgHdr(true), Val],
+        SYS_recvmsg => &[Fd, MsgHdr(false), Val],
         SYS_epoll_create | SYS_epoll_create1 => &[Val],
         SYS_epoll_ctl => &[Fd, Val, Fd, OptBuf(Fixed(12))],
         SYS_epoll_wait => &[Fd, Buf(ArgTimes(2, 12)), Val, Val],
