@@ -342,17 +342,23 @@ __asm__(".text\n"
         "4:\n"
         "  leaq 128(%rsp), %rsp\n"
         "  jmp multios_fallback\n"
-        /* multios_spawn(stack top, fn, arg): a bare thread (no libc thread structure, the creator's
-         * TLS pointer) running fn(arg) on the given stack; returns the new tid or -errno. Used for
-         * shm delegate threads, so that creating them makes no call through a rewritten site. */
+        /* multios_spawn(stack top, fn, arg, ctid): a bare thread (no libc thread structure, the
+         * creator's TLS pointer) running fn(arg) on the given stack; returns the new tid or -errno.
+         * Used for shm delegate threads, so that creating them makes no call through a rewritten
+         * site. A non-NULL ctid is cleared (and futex-woken) by the kernel when the thread is gone
+         * (CLONE_CHILD_CLEARTID): its stack may then be unmapped. */
         ".globl multios_spawn\n.hidden multios_spawn\n"
         "multios_spawn:\n"
         "  movq %rdx, -8(%rdi)\n"
         "  movq %rsi, -16(%rdi)\n"
         "  leaq -16(%rdi), %rsi\n"
+        "  movq %rcx, %r10\n"
         "  movl $0x50f00, %edi\n"           /* CLONE_VM|FS|FILES|SIGHAND|THREAD|SYSVSEM */
+        "  testq %r10, %r10\n"
+        "  jz 2f\n"
+        "  orl $0x200000, %edi\n"           /* CLONE_CHILD_CLEARTID */
+        "2:\n"
         "  xorl %edx, %edx\n"
-        "  xorl %r10d, %r10d\n"
         "  xorl %r8d, %r8d\n"
         "  movl $56, %eax\n"
         "  syscall\n"
@@ -473,6 +479,11 @@ static int sigpipe_due(long nr, long r, long a2, long a3) {
 /* Set while this thread waits for its delegate (shm). */
 static __thread int busy __attribute__((tls_model("initial-exec")));
 
+/* Whether this thread is inside its own delegated call (a signal handler interrupted it). */
+HIDDEN int multios_in_call(void) {
+    return busy;
+}
+
 /* Serves one delegated call from the program's thread. */
 HIDDEN long multios_delegate(long nr, long a0, long a1, long a2, long a3, long a4, long a5) {
     __atomic_fetch_add(&multios_del_cnt[nr], 1, __ATOMIC_RELAXED);
@@ -494,7 +505,7 @@ HIDDEN long multios_delegate(long nr, long a0, long a1, long a2, long a3, long a
         return r;
     }
     struct mbox *m = multios_my_mbox;
-    if (!m || multios_my_gen != multios_fork_gen || busy) {
+    if (!m || multios_my_gen != multios_fork_gen || busy || multios_renew_due) {
         /* A thread without a delegate (made by a raw clone), or a signal handler that interrupted
          * this thread's own delegated call (the mailbox is in use): the call runs here, uncharged. */
         __atomic_fetch_add(&multios_nodelegate, 1, __ATOMIC_RELAXED);
@@ -534,6 +545,10 @@ HIDDEN long multios_delegate(long nr, long a0, long a1, long a2, long a3, long a
     long r = m->nr;
     __atomic_store_n(&m->state, 0, __ATOMIC_RELEASE);
     busy = 0;
+    /* A signal handler changed this thread's credentials during the call: the delegate that made
+     * it still has the old ones and is replaced now, before another call goes to it. */
+    if (multios_renew_due)
+        multios_renew_delegate();
     /* A signal the call sent to this process (raise's tgkill, kill of its own pid, sigqueue) is
      * pending on this thread once the delegate has made the call, but the kernel delivers it
      * only when this thread next enters it, or when the IPI the send kicked it with arrives:

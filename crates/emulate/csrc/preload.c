@@ -61,6 +61,7 @@ __thread struct mbox *multios_my_mbox __attribute__((tls_model("initial-exec")))
 __thread uint64_t multios_my_gen __attribute__((tls_model("initial-exec")));
 
 static int active, rewrite, rewrite_ok, realtime, exit_group_delegated;
+static void after_local(long nr, long a0, long r);
 /* Eager mode (the configuration's `intercept`): every site rewritten at start-up; sud_on = 0 when that
  * succeeded for every 0f 05 pair in the process (then SUD is never turned on). */
 static int want_eager, eager, sud_on = 1;
@@ -388,10 +389,18 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx) {
     if (!via_tramp && !(multios_kind[nr] & R_VIA_SIGSYS))
         try_rewrite((unsigned char *)ret - 2);
     if (multios_kind[nr] == R_DELEGATED) {
-        g[REG_RAX] = multios_delegate(nr, g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]);
+        /* The wait for the delegate may be interrupted by a handler (a program's, or glibc's
+         * setxid broadcast changing this thread's credentials): its calls are intercepted like any
+         * other (the wait itself makes only calls from the exempt range), so a credential change
+         * there renews the delegate and its other calls run in place. */
+        selector = SEL_BLOCK;
+        long r = multios_delegate(nr, g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]);
+        selector = SEL_ALLOW;
+        g[REG_RAX] = r;
     } else {
         multios_loc_cnt[nr]++;
         g[REG_RAX] = raw6(nr, g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]);
+        after_local(nr, g[REG_RDI], g[REG_RAX]);
     }
     selector = SEL_BLOCK;
 }
@@ -422,6 +431,9 @@ static double neg_ln(double u) {
 
 /* ---- shm delegate threads ---- */
 
+/* The request that ends a delegate thread (not a system call number). */
+#define DELEGATE_RETIRE (-1L)
+
 /* A bare thread (multios_spawn): no libc, no TLS of its own, all signals blocked. */
 static void delegate_main(void *p) {
     struct mbox *m = p;
@@ -430,6 +442,8 @@ static void delegate_main(void *p) {
         uint32_t s = __atomic_load_n(&m->state, __ATOMIC_ACQUIRE);
         if (s == 1) {
             long nr = m->nr;
+            if (nr == DELEGATE_RETIRE)
+                raw6(SYS_exit, 0, 0, 0, 0, 0, 0); /* the kernel then clears m->tid */
             multios_record(multios_spin(multios_draw(nr, &m->rng)));
             __atomic_store_n(&m->call_t0, __rdtsc(), __ATOMIC_RELAXED); /* the caller's clock for "blocked" */
             long ret = raw6(nr, m->a[0], m->a[1], m->a[2], m->a[3], m->a[4], m->a[5]);
@@ -486,12 +500,14 @@ static void start_delegate(void) {
     struct mbox *m = (struct mbox *)base; /* zero-filled, 64-byte aligned */
     uint64_t all = ~0ULL, old = 0;
     raw6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, (long)&old, 8, 0, 0); /* inherited: all blocked */
-    long tid = multios_spawn(base + 4096 + DELEGATE_STACK, delegate_main, m);
+    m->tid = -1; /* until the clone returns: the thread exits only when told to */
+    long tid = multios_spawn(base + 4096 + DELEGATE_STACK, delegate_main, m, &m->tid);
     raw6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0);
     if (tid <= 0) {
         raw6(SYS_munmap, (long)base, 4096 + DELEGATE_STACK, 0, 0, 0, 0);
         return;
     }
+    m->tid = (int32_t)tid;
     /* To the control CPUs with its own policy: inheriting a SCHED_FIFO program's policy and CPU
      * would leave it unable to run next to the spinning thread that waits for it. */
     raw6(SYS_sched_setaffinity, tid, sizeof multios_control_set, (long)&multios_control_set, 0, 0, 0);
@@ -507,6 +523,77 @@ static void start_delegate(void) {
     multios_my_mbox = m;
     multios_my_gen = multios_fork_gen;
     multios_vf.solo = 0; /* this process has its own delegate now */
+}
+
+/* ---- credentials: a delegate acts with the credentials of the thread it serves ----
+ *
+ * Linux keeps credentials per thread (glibc's setuid reaches every thread it made, with a
+ * signal; a delegate is not one of them). A delegate made with root's credentials kept them after
+ * the program dropped its own, and the program's delegated calls (openat, getuid, unlink) ran as
+ * root: a program that became `nobody` still read /etc/shadow. A call that may change the
+ * calling thread's credentials (uids, gids, groups, capabilities, the capability prctls) is
+ * therefore made locally, and the thread's delegate is then replaced by one it makes, which
+ * starts with its credentials as they are now. Rare calls; a replacement costs a thread's exit
+ * and a clone (tens of µs). */
+
+__thread int multios_renew_due __attribute__((tls_model("initial-exec")));
+
+/* Whether call nr (first argument a0), which returned r, may have changed the caller's credentials. */
+static int changes_creds(long nr, long a0, long r) {
+    switch (nr) {
+    case SYS_setfsuid:
+    case SYS_setfsgid:
+        return 1; /* they return the previous id, changed or not */
+    case SYS_setuid:
+    case SYS_setgid:
+    case SYS_setreuid:
+    case SYS_setregid:
+    case SYS_setresuid:
+    case SYS_setresgid:
+    case SYS_setgroups:
+    case SYS_capset:
+        return r == 0;
+    case SYS_prctl:
+        return r == 0 && (a0 == PR_SET_KEEPCAPS || a0 == PR_SET_SECUREBITS || a0 == PR_CAPBSET_DROP ||
+                          a0 == PR_CAP_AMBIENT);
+    }
+    return 0;
+}
+
+static const int cred_calls[] = {SYS_setuid,   SYS_setgid,    SYS_setreuid, SYS_setregid,
+                                 SYS_setresuid, SYS_setresgid, SYS_setfsuid, SYS_setfsgid,
+                                 SYS_setgroups, SYS_capset,    SYS_prctl};
+
+/* Ends this thread's delegate (waiting until the kernel says it is gone, then unmapping its
+ * stack and mailbox) and makes a new one with the thread's present credentials. Without a new
+ * one (the clone failed) the thread's calls run in place, uncharged: never on the old one. */
+HIDDEN void multios_renew_delegate(void) {
+    struct mbox *old = multios_my_mbox;
+    multios_renew_due = 0;
+    if (!old || multios_my_gen != multios_fork_gen || multios_vf.solo)
+        return;
+    multios_my_mbox = NULL;
+    old->nr = DELEGATE_RETIRE;
+    __atomic_store_n(&old->state, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&old->sleeping, __ATOMIC_SEQ_CST))
+        raw6(SYS_futex, (long)&old->state, FUTEX_WAKE, 1, 0, 0, 0);
+    int32_t t;
+    while ((t = __atomic_load_n(&old->tid, __ATOMIC_ACQUIRE)) != 0)
+        raw6(SYS_futex, (long)&old->tid, FUTEX_WAIT, t, 0, 0, 0);
+    raw6(SYS_munmap, (long)old, 4096 + DELEGATE_STACK, 0, 0, 0, 0);
+    start_delegate();
+}
+
+/* After a local call: a new delegate if the call changed the credentials (shm). A vfork or
+ * posix_spawn child (solo) makes its calls itself: the delegate it sees is its parent's. During
+ * this thread's own delegated call (a signal handler: glibc's setxid broadcast), later. */
+static void after_local(long nr, long a0, long r) {
+    if (multios_mode != MODE_SHM || multios_vf.solo || !multios_my_mbox || !changes_creds(nr, a0, r))
+        return;
+    if (multios_in_call())
+        multios_renew_due = 1;
+    else
+        multios_renew_delegate();
 }
 
 /* ---- configuration (the block of crates/preload-abi, mapped from MULTIOS_EMU_CONFIG) ---- */
@@ -723,6 +810,16 @@ HIDDEN long multios_slow(long nr, long a0, long a1, long a2, long a3, long a4, l
     }
     if (nr == SYS_exit_group)
         exit_group_now(a0);
+    if ((multios_kind[nr] & 0x3f) == R_SLOW && nr != SYS_rt_sigaction) {
+        /* A call that may change the credentials (shm with a delegate): made here, counted and
+         * timed as a local call, then the delegate follows. */
+        uint64_t t0 = __rdtsc();
+        long r = raw6(nr, a0, a1, a2, a3, a4, a5);
+        __atomic_fetch_add(&multios_loc_ticks[nr], __rdtsc() - t0, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&multios_loc_cnt[nr], 1, __ATOMIC_RELAXED);
+        after_local(nr, a0, r);
+        return r;
+    }
     if (nr == SYS_rt_sigaction) {
         /* Counted and timed as the fast path times a local call (`profile --backend inproc`). */
         uint64_t t0 = __rdtsc();
@@ -800,6 +897,12 @@ __attribute__((constructor)) static void multios_preload_init(void) {
         if (install(SIGSYS, on_sigsys, SA_NODEFER) != 0)
             return;
     }
+    /* shm with delegates: the calls that may change the credentials take the slow path, which
+     * renews the delegate after them (they are local: SHM_ONLY_LOCAL). */
+    if (multios_mode == MODE_SHM && any_delegated)
+        for (unsigned i = 0; i < sizeof cred_calls / sizeof cred_calls[0]; i++)
+            if (multios_kind[cred_calls[i]] == R_LOCAL)
+                multios_kind[cred_calls[i]] = R_SLOW;
     if (eager) {
         /* A SIGSEGV handler goes behind segv_shim (threads with SUD on: through on_sigsys). */
         multios_kind[SYS_rt_sigaction] = (multios_kind[SYS_rt_sigaction] & R_VIA_SIGSYS) | R_SLOW;

@@ -62,7 +62,8 @@ struct mbox {
     /* Second cache line (the request and the reply share the first; nothing else does): */
     volatile uint64_t call_t0; /* TSC when the delegate entered the call, 0 outside it */
     volatile uint32_t waiting; /* the caller sleeps on `state` (a call that blocks) */
-    char pad[52];
+    volatile int32_t tid;      /* the delegate's tid; 0 once it has exited (CLONE_CHILD_CLEARTID) */
+    char pad[48];
     uint64_t rng; /* the delegate's random generator (exponential f_c) */
 };
 
@@ -121,7 +122,14 @@ extern HIDDEN uint64_t multios_xsave_size;
 HIDDEN long multios_xsys(long nr, long a, long b, long c, long d, long e, long f);
 HIDDEN long multios_delegate(long nr, long a0, long a1, long a2, long a3, long a4, long a5);
 HIDDEN uint64_t multios_draw(long nr, uint64_t *rng);
-HIDDEN long multios_spawn(void *stack_top, void (*fn)(void *), void *arg);
+HIDDEN long multios_spawn(void *stack_top, void (*fn)(void *), void *arg, volatile int32_t *ctid);
+/* preload.c: a thread whose credentials changed gets a new delegate made with them (shm). Set
+ * when a signal handler changed them during this thread's own delegated call: the renewal waits
+ * for the reply (fast.c), and calls run in place until then. */
+extern __thread int multios_renew_due __attribute__((tls_model("initial-exec")));
+HIDDEN void multios_renew_delegate(void);
+/* fast.c: whether this thread is inside its own delegated call (a signal handler interrupted it). */
+HIDDEN int multios_in_call(void);
 HIDDEN uint64_t multios_spin(uint64_t ticks);
 HIDDEN void multios_record(uint64_t t);
 extern HIDDEN char multios_exempt_begin[], multios_exempt_end[], multios_restorer[], multios_sigreturn_syscall[],

@@ -62,6 +62,11 @@ pub const SHM_ONLY_LOCAL: &[&str] = &[
     "sched_setattr",
     "sched_getattr",
     "sched_yield",
+    // Priorities: `who` 0 is the calling thread (nice, ionice).
+    "getpriority",
+    "setpriority",
+    "ioprio_get",
+    "ioprio_set",
     "setuid",
     "setgid",
     "setreuid",
