@@ -370,6 +370,26 @@ impl Machine {
                         return End::Process;
                     }
                 }
+                Err(e) if e.errno() == libc::EFAULT => {
+                    use crate::signal::deliver::HostFault;
+                    match crate::signal::deliver::on_host_fault(&self.kernel, id, vcpu) {
+                        HostFault::Handled => {}
+                        HostFault::Fatal(addr) => {
+                            self.kernel.note(format!(
+                                "guest fault: no file behind {addr:#x} (past the end of a mapped file): \
+                                 killed by signal {}, as on Linux",
+                                libc::SIGBUS
+                            ));
+                            lock(&self.kernel.exit).get_or_insert(ExitStatus::Signal(libc::SIGBUS));
+                            self.exiting.store(true, Ordering::Release);
+                            if id != 0 {
+                                self.stop_main_thread();
+                            }
+                            return End::Process;
+                        }
+                        HostFault::Unknown => return self.fail(LwkError::Run(e)),
+                    }
+                }
                 Err(e) => return self.fail(LwkError::Run(e)),
             }
         }

@@ -313,3 +313,70 @@ fn issue_16_sigtimedwait_takes_blocked_signals_like_native() {
         assert_eq!(lines, native, "{env:?}: {err}");
     }
 }
+
+/// Reported 2026-11-28: a guest that raised SIGSTOP on itself ended with status 147 once
+/// continued, and SIGTSTP, SIGTTIN and SIGTTOU at their default action were ignored (Ctrl-Z did
+/// nothing). Raised by the program (a forked child, seen by its parent's waitpid) and sent from
+/// outside, they stop it and SIGCONT continues it, as natively.
+#[test]
+fn issue_16_stop_signals_stop_and_continue_like_native() {
+    require_kvm();
+    let dir = Scratch::new("multios-issue16", "stops");
+    for flags in [&[][..], &["-static"][..]] {
+        let prog = build_c(&dir, "stops", flags);
+        let (status, native, _) = run(&mut Command::new(&prog), "native stops");
+        assert!(status.success(), "{native:?}");
+        assert!(
+            native.iter().any(|l| l == "signal 19: stopped by 19"),
+            "{native:?}"
+        );
+        let (status, lines, err) = run(&mut lwk_cmd(&prog, &[], &[]), "stops");
+        assert!(status.success(), "{flags:?}: {status:?} {lines:?} {err}");
+        assert_eq!(lines, native, "{flags:?}: {err}");
+        // From outside, as a terminal's Ctrl-Z would send it.
+        let mut r = Run::start(&mut lwk_cmd(&prog, &["wait"], &[]));
+        r.expect_line("ready");
+        r.signal(libc::SIGTSTP);
+        let status_file = format!("/proc/{}/status", r.child.id());
+        let stopped = (0..100).any(|_| {
+            std::thread::sleep(Duration::from_millis(20));
+            std::fs::read_to_string(&status_file)
+                .unwrap_or_default()
+                .lines()
+                .any(|l| l.starts_with("State:") && l.contains("stopped"))
+        });
+        r.signal(libc::SIGCONT);
+        let (status, lines, err) = r.finish("stopped from outside");
+        assert!(
+            stopped,
+            "{flags:?}: SIGTSTP did not stop the run: {lines:?} {err}"
+        );
+        assert!(status.success(), "{flags:?}: {status:?} {lines:?} {err}");
+        assert_eq!(lines, ["ready", "done"], "{flags:?}: {err}");
+    }
+}
+
+/// Reported 2026-11-28: a read of a file mapping's page past the end of its file stopped the VMM
+/// ("KVM_RUN failed: Bad address", the guest's handler never ran) where Linux raises SIGBUS with
+/// BUS_ADRERR. Handled (private and shared mappings, a file truncated under its mapping) and not
+/// (death by SIGBUS, 135 from a shell), as natively.
+#[test]
+fn issue_5_a_read_past_the_end_of_a_mapped_file_is_sigbus_as_natively() {
+    require_kvm();
+    let dir = Scratch::new("multios-issue5", "pasteof");
+    for flags in [&[][..], &["-static"][..]] {
+        let prog = build_c(&dir, "pasteof", flags);
+        for mode in ["0", "1", "2", "die"] {
+            let (nstatus, native, _) = run(Command::new(&prog).arg(mode), "native pasteof");
+            let (status, lines, err) = run(&mut lwk_cmd(&prog, &[mode], &[]), "pasteof");
+            assert_eq!(lines, native, "{flags:?} {mode}: {err}");
+            assert_eq!(status.code(), nstatus.code(), "{flags:?} {mode}: {err}");
+            assert_eq!(status.signal(), nstatus.signal(), "{flags:?} {mode}: {err}");
+            if mode == "die" {
+                assert_eq!(nstatus.signal(), Some(libc::SIGBUS), "{native:?}");
+            } else {
+                assert!(native.iter().any(|l| l == "recovered"), "{native:?}");
+            }
+        }
+    }
+}

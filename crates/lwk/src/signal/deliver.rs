@@ -15,7 +15,8 @@
 //! `immediate_exit` KVM_RUN (the KVM API's rule for changing state after an I/O exit).
 
 use super::{
-    bit, default_ignored, is_restart, Delivery, SigInfo, Trap, ERESTARTNOINTR, ERESTARTSYS, SA_RESTART,
+    bit, default_ignored, is_restart, stop_signal, Delivery, SigInfo, Trap, ERESTARTNOINTR, ERESTARTSYS,
+    SA_RESTART,
 };
 use crate::kernel::{lock, ExitStatus, Kernel};
 use crate::slot;
@@ -96,6 +97,46 @@ pub fn on_kick(kernel: &Kernel, id: u64, vcpu: &mut VcpuFd) -> bool {
     }
     kernel.deliver(id as usize, vcpu, &regs, None) == Delivery::Stop
 }
+
+/// What became of a KVM_RUN that failed with EFAULT ([`on_host_fault`]).
+pub enum HostFault {
+    /// The guest's SIGBUS handler was entered.
+    Handled,
+    /// SIGBUS at this address, which the guest does not handle: the process dies of it.
+    Fatal(u64),
+    /// Not a page the host cannot back: a VMM failure.
+    Unknown,
+}
+
+/// KVM_RUN failed with EFAULT: the host could not back a page the guest touched, which for a
+/// file mapping's page past the end of its file is Linux's SIGBUS with BUS_ADRERR (the VMM used
+/// to stop with "KVM_RUN failed: Bad address"). The vCPU is still at the instruction, in ring 3,
+/// so its registers are the program's; the signal goes to its handler as a fault's would.
+pub fn on_host_fault(kernel: &Kernel, id: u64, vcpu: &mut VcpuFd) -> HostFault {
+    let Ok(regs) = vcpu.get_regs() else {
+        return HostFault::Unknown;
+    };
+    let Some(addr) = kernel.unbacked_file_page(&regs) else {
+        return HostFault::Unknown;
+    };
+    let info = SigInfo {
+        code: BUS_ADRERR,
+        trap: Some(Trap {
+            vector: vector::PF,
+            error: 4, // a user-mode access (KVM does not say whether it was a read or a write)
+            addr,
+            cr2: addr,
+        }),
+        ..Default::default()
+    };
+    match kernel.deliver_fault(id as usize, vcpu, &regs, libc::SIGBUS as u64, info) {
+        Delivery::Entered => HostFault::Handled,
+        _ => HostFault::Fatal(addr),
+    }
+}
+
+/// si_code of SIGBUS: an address the mapping has no backing for.
+const BUS_ADRERR: i32 = 2;
 
 /// si_code of SIGSEGV: no mapping at the address / a mapping that forbids the access.
 const SEGV_MAPERR: i32 = 1;
@@ -318,6 +359,11 @@ impl Kernel {
             let act = lock(&self.signals.actions)[sig as usize];
             let handler = act.raw[0];
             if handler == libc::SIG_IGN as u64 || (handler == libc::SIG_DFL as u64 && default_ignored(sig)) {
+                continue;
+            }
+            if handler == libc::SIG_DFL as u64 && stop_signal(sig) {
+                // The program stops, and goes on with its next signal once continued.
+                crate::signal::host::stop_like_the_program(sig as i32);
                 continue;
             }
             if handler == libc::SIG_DFL as u64 {

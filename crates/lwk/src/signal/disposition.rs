@@ -3,7 +3,7 @@
 //! duration (rt_sigsuspend, pselect6, ppoll, epoll_pwait).
 
 use super::queue::NotQueued;
-use super::{default_ignored, signals_in, SigInfo, UNBLOCKABLE};
+use super::{default_ignored, signals_in, stop_signal, SigInfo, UNBLOCKABLE};
 use crate::kernel::{lock, Kernel};
 
 impl Kernel {
@@ -100,7 +100,9 @@ impl Kernel {
             .filter(|t| t.alive)
             .fold(0, |all, t| all | ((t.sig.pending.set | process) & !t.sig.mask));
         signals_in(deliverable)
-            .find(|&sig| acts[sig as usize] == libc::SIG_DFL as u64 && !default_ignored(sig))
+            .find(|&sig| {
+                acts[sig as usize] == libc::SIG_DFL as u64 && !default_ignored(sig) && !stop_signal(sig)
+            })
             .map(|sig| sig as i32)
     }
 

@@ -5,7 +5,8 @@
 //! machine's signal pump (`machine.rs`) then queues it for the guest and kicks the vCPU, or the
 //! host thread serving its call. Signals the guest ignores — explicitly, or by default (SIGCHLD,
 //! SIGWINCH, SIGURG) — are ignored (or left to their default) by the VMM too, and the stop signals
-//! keep their default action, which stops the VMM as it would stop the program. The catcher is
+//! keep their default action: the pump takes them (blocked in every thread) and the LWK stops the
+//! VMM process with the same signal when the guest's action is the default one. The catcher is
 //! installed with SA_RESTART: whether a guest call is interrupted is the LWK's decision
 //! (`syscall/interrupt.rs`), never a side effect of where the host signal landed.
 //!
@@ -123,13 +124,23 @@ pub fn follow(sig: i32, handler: u64, _restart: bool) {
         return;
     }
     let dfl = handler == libc::SIG_DFL as u64;
-    let action = if handler == libc::SIG_IGN as u64 || dfl && crate::signal::default_ignored(sig as u64) {
+    let kept = crate::signal::default_ignored(sig as u64) || crate::signal::stop_signal(sig as u64);
+    let action = if handler == libc::SIG_IGN as u64 || dfl && kept {
         handler as libc::sighandler_t
     } else {
         // Only touches atomics and writes an eventfd: async-signal-safe.
         catcher as *const () as libc::sighandler_t
     };
     crate::sys::set_signal_action(sig, action, libc::SA_RESTART);
+}
+
+/// Stops the VMM process as the default action of stop signal `sig` stops a program, and
+/// returns once it is continued. `sig` is raised on this thread, unblocked here for the moment,
+/// with the VMM's action for it left at the default (`follow`): the kernel applies its own rules
+/// (a process group without a parent in the session does not stop for SIGTSTP, SIGTTIN and
+/// SIGTTOU), and the parent's wait sees the program stopped by `sig`.
+pub fn stop_like_the_program(sig: i32) {
+    crate::sys::raise_here_unblocked(sig);
 }
 
 /// Catches glibc's internal signal `sig` (32, SIGTIMER, with which glibc's SIGEV_THREAD timers

@@ -144,18 +144,21 @@ pub(crate) fn signals_in(set: u64) -> impl Iterator<Item = u64> {
     (1..=64u64).filter(move |&s| set & bit(s) != 0)
 }
 
-/// Signals whose default action is to ignore them (or to stop/continue, which one process in a
-/// VM cannot do meaningfully).
+/// Signals whose default action is to ignore them, or to continue (SIGCONT: the kernel continues
+/// the VMM process itself when it is sent).
 pub fn default_ignored(sig: u64) -> bool {
     matches!(
         sig as i32,
-        libc::SIGCHLD
-            | libc::SIGURG
-            | libc::SIGWINCH
-            | libc::SIGCONT
-            | libc::SIGTSTP
-            | libc::SIGTTIN
-            | libc::SIGTTOU
+        libc::SIGCHLD | libc::SIGURG | libc::SIGWINCH | libc::SIGCONT
+    )
+}
+
+/// The stop signals: their default action stops the process until SIGCONT (in the LWK, the VMM
+/// process, every vCPU with it: `host::stop_like_the_program`).
+pub fn stop_signal(sig: u64) -> bool {
+    matches!(
+        sig as i32,
+        libc::SIGSTOP | libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU
     )
 }
 

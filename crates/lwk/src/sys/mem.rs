@@ -310,3 +310,23 @@ impl Drop for MappedFile {
         unsafe { libc::munmap(self.addr, self.len) };
     }
 }
+
+/// Whether the host can back the byte at `addr` of this process (a page of a file mapping past
+/// the end of its file cannot: an access would raise SIGBUS). Read through process_vm_readv,
+/// which reports such a page as EFAULT instead of a signal; a page that can be backed is
+/// faulted in by the read.
+pub fn host_page_backed(addr: u64) -> bool {
+    let mut byte = 0u8;
+    let local = libc::iovec {
+        iov_base: (&mut byte as *mut u8).cast(),
+        iov_len: 1,
+    };
+    let remote = libc::iovec {
+        iov_base: addr as *mut libc::c_void,
+        iov_len: 1,
+    };
+    // SAFETY: the local iovec names one byte we own; the remote one is read by the kernel, which
+    // checks it against this process's mappings and fails with EFAULT rather than faulting.
+    let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+    n == 1
+}

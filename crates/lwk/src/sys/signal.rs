@@ -47,6 +47,19 @@ pub fn change_mask(how: i32, set: &libc::sigset_t) -> libc::sigset_t {
     }
 }
 
+/// Raises `sig` on the calling thread with it unblocked there for the moment, so that the
+/// kernel acts on it at once with the process's disposition (the default action of a stop
+/// signal stops every thread of the process until SIGCONT); restores the thread's mask after.
+pub fn raise_here_unblocked(sig: i32) {
+    let set = sigset_of(std::iter::once(sig));
+    let old = change_mask(libc::SIG_UNBLOCK, &set);
+    // SAFETY: tgkill to this process's own calling thread; no memory is passed.
+    unsafe {
+        libc::syscall(libc::SYS_tgkill, libc::getpid(), libc::gettid(), sig);
+    }
+    change_mask(libc::SIG_SETMASK, &old);
+}
+
 /// How many real-time signals may wait in one pending set: the VMM's RLIMIT_SIGPENDING (soft),
 /// as Linux bounds a user's queued signals; 1024 when it cannot be read.
 pub fn sigpending_limit() -> usize {

@@ -23,6 +23,9 @@ use crate::kernel::{lock, Kernel};
 use crate::memory::PAGE_2M;
 use crate::pagetable::Change;
 
+/// The most pages [`Kernel::unbacked_file_page`] probes when no register names the page.
+const HOST_FAULT_SCAN: u64 = 1 << 18;
+
 impl Kernel {
     /// Rewrites the page tables of `[a, b)` (clipped to the window, widened to 2 MiB pages) and,
     /// when they changed, makes the vCPUs reload them; when access was taken from pages that stay
@@ -101,6 +104,47 @@ impl Kernel {
         let mm = lock(&self.space.mm);
         let heap = mm.brk_start..mm.brk_cur.div_ceil(crate::mm::PAGE) * crate::mm::PAGE;
         mm.in_window(addr, 1) && (heap.contains(&addr) || mm.maps.covers(addr, addr + 1))
+    }
+
+    /// The guest address whose page the host could not back when KVM_RUN failed with EFAULT (a
+    /// file mapping's page past the end of its file, natively SIGBUS with BUS_ADRERR): KVM says
+    /// neither the address nor the access here. A general register holding an address in such
+    /// a page (the load's or store's base, usually) gives it exactly; otherwise the first such
+    /// page of the guest's file mappings is taken (at most [`HOST_FAULT_SCAN`] pages probed).
+    pub(crate) fn unbacked_file_page(&self, regs: &kvm_bindings::kvm_regs) -> Option<u64> {
+        let files: Vec<(u64, u64)> = {
+            let mm = lock(&self.space.mm);
+            let vmas = lock(&self.space.vmas);
+            vmas.areas(&mm)
+                .into_iter()
+                .filter(|(_, v)| !v.name.is_empty() && v.name != "[stack]" && !v.name.starts_with('['))
+                .map(|(s, v)| (s, v.end))
+                .collect()
+        };
+        let in_file = |a: u64| files.iter().any(|&(s, e)| (s..e).contains(&a));
+        let r = regs;
+        let gprs = [
+            r.rax, r.rbx, r.rcx, r.rdx, r.rsi, r.rdi, r.rbp, r.rsp, r.r8, r.r9, r.r10, r.r11, r.r12, r.r13,
+            r.r14, r.r15,
+        ];
+        if let Some(&a) = gprs
+            .iter()
+            .find(|&&a| in_file(a) && !crate::sys::host_page_backed(a))
+        {
+            return Some(a);
+        }
+        let mut budget = HOST_FAULT_SCAN;
+        for (s, e) in files {
+            let mut p = s;
+            while p < e && budget > 0 {
+                if !crate::sys::host_page_backed(p) {
+                    return Some(p);
+                }
+                p += crate::mm::PAGE;
+                budget -= 1;
+            }
+        }
+        None
     }
 
     /// The whole window (execve).
