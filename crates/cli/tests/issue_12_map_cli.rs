@@ -701,3 +701,26 @@ fn issue_12_record_table_shows_the_wakeups_across_cpus() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Reported 2026-11-28: a program a signal ended was reported as exiting 0 by `map record` and 1
+/// by `map run`; both now exit as a shell reports it, 128 + the signal (139 for SIGSEGV), as
+/// `emulate` and `profile` do.
+#[test]
+fn issue_12_map_record_and_run_exit_as_the_program_a_signal_ended() {
+    let d = scratch("signaled");
+    let g = d.join("g.json").display().to_string();
+    let kill = ["sh", "-c", "kill -SEGV $$"];
+    let mut args = vec!["map", "record", "-o", &g, "--"];
+    args.extend(kill);
+    let (code, _, err) = multios(&args);
+    assert_eq!(code, 139, "map record: {err}");
+    for extra in [&["--graph", &g][..], &["--learn"][..]] {
+        let mut args = vec!["map", "run"];
+        args.extend(extra);
+        args.push("--");
+        args.extend(kill);
+        let (code, _, err) = multios(&args);
+        assert_eq!(code, 139, "map run {extra:?}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

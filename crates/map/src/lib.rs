@@ -24,3 +24,11 @@ pub use graph::{Edge, EdgeKind, Families, Graph, Node, SharedPages};
 pub use partition::{CostModel, Partition, Quality};
 pub use place::{Costs, Placement, Strategy};
 pub use topology::Topology;
+
+/// A finished command's status as a shell reports it: its exit code, or 128 + the signal that
+/// ended it (a program killed by SIGSEGV was reported as exiting 0 by `map record` and 1 by
+/// `map run`).
+pub fn shell_status(status: &std::process::ExitStatus) -> Option<i32> {
+    use std::os::unix::process::ExitStatusExt;
+    status.code().or_else(|| status.signal().map(|s| 128 + s))
+}

@@ -49,7 +49,7 @@ pub struct Options {
     pub topology: Option<Topology>,
 }
 
-/// The exit status of the recorded command, if one was run.
+/// The exit status of the recorded command, if one was run (128 + the signal when one ended it).
 #[derive(Debug, Clone)]
 pub struct Recorded {
     pub graph: Graph,
@@ -151,7 +151,7 @@ pub fn record(opts: &Options) -> Result<Recorded, RecordError> {
         let done = match child.as_mut() {
             Some(c) => match c.try_wait() {
                 Ok(Some(status)) => {
-                    exit_code = status.code();
+                    exit_code = crate::shell_status(&status);
                     true
                 }
                 Ok(None) => false,

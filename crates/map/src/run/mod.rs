@@ -340,7 +340,7 @@ pub fn run_with(
             .and_then(|mut c| c.wait())
             .map_err(spawn_error)?;
         return Ok(RunReport {
-            exit_code: status.code(),
+            exit_code: crate::shell_status(&status),
             wall_s: started.elapsed().as_secs_f64(),
             watched: false,
             applied: Vec::new(),
@@ -458,7 +458,7 @@ pub fn run_with(
             }
         }
         match child.try_wait() {
-            Ok(Some(status)) => break status.code(),
+            Ok(Some(status)) => break crate::shell_status(&status),
             Ok(None) => {}
             Err(source) => return Err(os("waiting for the command")(source)),
         }
