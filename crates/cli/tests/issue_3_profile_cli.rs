@@ -242,3 +242,34 @@ fn issue_3_inproc_backend_counts_and_times_without_kernel_tracing() {
     }
     assert!(n(&inproc, "rt_sigaction") > 0, "dd installs its signal handlers");
 }
+
+/// Reported 2026-11-28: the ptrace backend set no-new-privileges for root too, so a setgid
+/// program profiled by root ran without its group (`id` printed no egid), unlike natively and
+/// under the other backends. It is now set only when the seccomp filter needs it.
+#[test]
+fn issue_3_ptrace_backend_keeps_setgid_programs_privileges_for_root() {
+    require_root();
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("setgid");
+    let id = dir.join("id");
+    std::fs::copy("/usr/bin/id", &id).expect("copy /usr/bin/id");
+    std::os::unix::fs::chown(&id, None, Some(8)).expect("chgrp 8 (mail)");
+    std::fs::set_permissions(&id, std::fs::Permissions::from_mode(0o2755)).expect("chmod g+s");
+    let native = Command::new(&id).output().expect("run id");
+    let native = String::from_utf8_lossy(&native.stdout).into_owned();
+    assert!(
+        native.contains("egid=8"),
+        "the scratch directory must allow setgid programs: {native}"
+    );
+    for backend in ["ptrace", "ebpf"] {
+        let out = multios()
+            .args(["profile", "--backend", backend, "--results", "/dev/null", "-o"])
+            .arg(dir.join(format!("{backend}.json")))
+            .arg("--")
+            .arg(&id)
+            .output()
+            .expect("run multios");
+        assert!(out.status.success(), "{backend}: {out:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), native, "{backend}");
+    }
+}

@@ -375,15 +375,23 @@ unsafe fn stopped_child(
         break;
     }
     if pre == PreExec::SeccompTrace || pre == PreExec::CalibrateNull {
+        // No-new-privileges only when the filter needs it (no CAP_SYS_ADMIN): set for root too, it
+        // kept setuid and setgid programs from gaining their privileges under the profiler (a
+        // setgid `id` printed no egid), which they do natively and under the other backends.
         // SAFETY: plain prctl/seccomp calls; `prog` points to a valid one-instruction filter.
         unsafe {
-            libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-            libc::syscall(
-                libc::SYS_seccomp,
-                libc::SECCOMP_SET_MODE_FILTER,
-                0,
-                prog as *const libc::sock_fprog,
-            );
+            let install = || {
+                libc::syscall(
+                    libc::SYS_seccomp,
+                    libc::SECCOMP_SET_MODE_FILTER,
+                    0,
+                    prog as *const libc::sock_fprog,
+                )
+            };
+            if install() != 0 {
+                libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+                install();
+            }
         }
     }
     if pre == PreExec::CalibrateNull || pre == PreExec::CalibratePlain {
