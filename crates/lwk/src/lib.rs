@@ -23,6 +23,7 @@ pub mod kernel;
 pub mod loader;
 pub mod local;
 pub mod machine;
+pub mod memlimit;
 pub mod memory;
 pub mod mm;
 pub mod next;

@@ -25,6 +25,8 @@ fn page_up(x: u64) -> u64 {
 pub enum MmError {
     #[error("out of guest memory (ENOMEM): raise --mem-mib")]
     NoMemory,
+    #[error("over the guest's RLIMIT_AS (ENOMEM)")]
+    OverLimit,
     #[error("invalid argument (EINVAL)")]
     Invalid,
 }
@@ -32,7 +34,7 @@ pub enum MmError {
 impl MmError {
     pub fn errno(self) -> i64 {
         match self {
-            MmError::NoMemory => -(libc::ENOMEM as i64),
+            MmError::NoMemory | MmError::OverLimit => -(libc::ENOMEM as i64),
             MmError::Invalid => -(libc::EINVAL as i64),
         }
     }
@@ -228,8 +230,23 @@ impl Mm {
     /// mapping, the program image, the stack nor the break holds.
     pub fn usage(&self) -> (u64, u64) {
         let total = self.window.1 - self.window.0;
-        let used = self.maps.bytes() + page_up(self.brk_cur).saturating_sub(self.brk_start);
+        let used = self.mapped();
         (total, total.saturating_sub(used))
+    }
+
+    /// Bytes the guest has mapped (mappings, image, stack reservation, break), as RLIMIT_AS
+    /// counts them.
+    pub fn mapped(&self) -> u64 {
+        self.maps.bytes() + page_up(self.brk_cur).saturating_sub(self.brk_start)
+    }
+
+    /// Ok when `more` bytes may be mapped under the guest's RLIMIT_AS (`memlimit.rs`).
+    fn may_grow(&self, more: u64) -> Result<(), MmError> {
+        if crate::memlimit::room_for(self.mapped(), more) {
+            Ok(())
+        } else {
+            Err(MmError::OverLimit)
+        }
     }
 
     /// Marks `[a, a+len)` in use (the image of the interpreter, for example).
@@ -245,6 +262,8 @@ impl Mm {
         let (old, new) = (page_up(self.brk_cur), page_up(want));
         if new < old {
             fx.zero.push((new, old - new));
+        } else if self.may_grow(new - old).is_err() {
+            return self.brk_cur;
         }
         self.brk_cur = want;
         want
@@ -264,12 +283,20 @@ impl Mm {
             if addr < self.window.0 || end > self.window.1 {
                 return Err(MmError::NoMemory);
             }
+            let taken: u64 = self
+                .maps
+                .intersections(addr, end)
+                .iter()
+                .map(|(a, b)| b - a)
+                .sum();
+            self.may_grow(len - taken)?;
             if !self.maps.is_free(addr, end) {
                 fx.zero.push((addr, len));
             }
             self.maps.insert(addr, end);
             return Ok(addr);
         }
+        self.may_grow(len)?;
         // A hint that is free is honoured, as Linux does.
         if addr != 0
             && addr.is_multiple_of(PAGE)
@@ -307,6 +334,7 @@ impl Mm {
     /// which the host maps with 2 MiB pages only at 2 MiB-aligned addresses.
     pub fn mmap_aligned(&mut self, len: u64, align: u64) -> Result<u64, MmError> {
         let len = len.div_ceil(align).checked_mul(align).ok_or(MmError::NoMemory)?;
+        self.may_grow(len)?;
         let room = len.checked_add(align - PAGE).ok_or(MmError::NoMemory)?;
         let a = self
             .maps
@@ -320,6 +348,7 @@ impl Mm {
     /// mmap(NULL, len) placed bottom-up, close to the program (within rel32 reach of the thunks).
     pub fn mmap_low(&mut self, len: u64) -> Result<u64, MmError> {
         let len = page_up(len);
+        self.may_grow(len)?;
         let a = self
             .maps
             .lowest_gap(self.mmap_lo, self.mmap_hi, len)
@@ -361,6 +390,7 @@ impl Mm {
             self.munmap(old + new_len, old_len - new_len, fx).ok();
             return Ok(old);
         }
+        self.may_grow(new_len - old_len)?;
         let grow_end = old + new_len;
         if grow_end <= self.mmap_hi && self.maps.is_free(old + old_len, grow_end) {
             self.maps.insert(old, grow_end);
@@ -369,7 +399,9 @@ impl Mm {
         if !may_move {
             return Err(MmError::NoMemory);
         }
-        let new = self.mmap(0, new_len, false, fx)?;
+        // (Placed as mmap would place it; the limit was checked for the growth alone.)
+        let new = self.place(new_len).ok_or(MmError::NoMemory)?;
+        self.maps.insert(new, new + new_len);
         fx.copy = Some((old, new, old_len));
         self.maps.remove(old, old + old_len);
         fx.zero.push((old, old_len));

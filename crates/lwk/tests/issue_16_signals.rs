@@ -380,3 +380,27 @@ fn issue_5_a_read_past_the_end_of_a_mapped_file_is_sigbus_as_natively() {
         }
     }
 }
+
+/// Reported 2026-11-28: `ulimit -v` (RLIMIT_AS) was applied to the VMM, whose 4 GiB window then
+/// left no room: every later fork failed ("KVM_CREATE_VCPU: Cannot allocate memory") and a shell
+/// that set it could run nothing. The limit is now the guest's, kept and enforced by the LWK.
+#[test]
+fn issue_5_rlimit_as_is_the_guests_and_fork_still_works() {
+    require_kvm();
+    let dir = Scratch::new("multios-issue5", "rlimitas");
+    for flags in [&[][..], &["-static"][..]] {
+        let prog = build_c(&dir, "rlimitas", flags);
+        let (status, native, _) = run(&mut Command::new(&prog), "native rlimitas");
+        assert!(status.success(), "{native:?}");
+        let (status, lines, err) = run(&mut lwk_cmd(&prog, &[], &[]), "rlimitas");
+        assert!(status.success(), "{flags:?}: {status:?} {lines:?} {err}");
+        assert_eq!(lines, native, "{flags:?}: {err}");
+    }
+    let script = "ulimit -v 2000000; /bin/true; echo $?";
+    let (status, lines, err) = run(
+        &mut lwk_cmd(Path::new("/bin/sh"), &["-c", script], &[]),
+        "ulimit -v",
+    );
+    assert!(status.success(), "{status:?} {lines:?} {err}");
+    assert_eq!(lines, ["0"], "{err}");
+}

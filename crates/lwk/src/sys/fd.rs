@@ -100,6 +100,19 @@ pub fn nofile_limit() -> (u64, u64) {
     }
 }
 
+/// Resource limit `res` of this process (soft, hard); RLIM_INFINITY reads as u64::MAX, and a
+/// limit that cannot be read as unlimited.
+pub fn rlimit(res: libc::__rlimit_resource_t) -> (u64, u64) {
+    // SAFETY: rlimit is plain data that getrlimit fills.
+    unsafe {
+        let mut r: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(res, &mut r) != 0 {
+            return (u64::MAX, u64::MAX);
+        }
+        (r.rlim_cur, r.rlim_max)
+    }
+}
+
 /// Sets RLIMIT_NOFILE of this process.
 pub fn set_nofile_limit(soft: u64, hard: u64) -> io::Result<()> {
     let r = libc::rlimit {

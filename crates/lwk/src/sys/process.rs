@@ -94,6 +94,12 @@ pub fn uid() -> u32 {
     unsafe { libc::getuid() }
 }
 
+/// The effective uid of this process (0: root, which may raise a hard resource limit).
+pub fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
 /// The VMM's real and effective user and group ids: (uid, euid, gid, egid).
 pub fn credentials() -> (u32, u32, u32, u32) {
     // SAFETY: these identity getters have no arguments and cannot fail.

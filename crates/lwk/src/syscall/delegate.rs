@@ -26,6 +26,12 @@ impl Kernel {
             SYS_io_uring_register => return self.io_uring_register(a),
             SYS_perf_event_open => return self.perf_event_open(a),
             SYS_getrlimit | SYS_setrlimit if a[0] == RLIMIT_NOFILE as u64 => return self.nofile(nr, a),
+            SYS_getrlimit | SYS_setrlimit if a[0] == RLIMIT_AS as u64 => {
+                return self.address_space_limit(nr, a)
+            }
+            SYS_prlimit64 if a[1] == RLIMIT_AS as u64 && (a[0] == 0 || self.is_self(a[0] as i32)) => {
+                return self.address_space_limit(nr, a)
+            }
             SYS_prlimit64 if a[1] == RLIMIT_NOFILE as u64 && (a[0] == 0 || self.is_self(a[0] as i32)) => {
                 return self.nofile(nr, a)
             }

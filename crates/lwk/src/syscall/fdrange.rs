@@ -1,5 +1,5 @@
 //! The guest's side of the fd space (`fds.rs`): close_range clamped below the VMM's fds, and
-//! RLIMIT_NOFILE as the guest sees and sets it.
+//! RLIMIT_NOFILE as the guest sees and sets it; RLIMIT_AS likewise (`memlimit.rs`).
 
 use crate::kernel::{Kernel, Reply};
 use crate::{fds, sys};
@@ -38,6 +38,33 @@ impl Kernel {
                 0,
             ],
         ))
+    }
+
+    /// getrlimit/setrlimit/prlimit64 of RLIMIT_AS for the guest itself: the guest's limit, kept
+    /// and enforced by the LWK (`memlimit.rs`), never the VMM's.
+    pub(super) fn address_space_limit(&self, nr: u64, a: [u64; 6]) -> Reply {
+        let (new, old) = match nr as i64 {
+            libc::SYS_getrlimit => (0, a[1]),
+            libc::SYS_setrlimit => (a[1], 0),
+            _ => (a[2], a[3]),
+        };
+        for p in [new, old] {
+            if p != 0 && !self.mem.in_app(p, 16) {
+                return err(libc::EFAULT);
+            }
+        }
+        let (soft, hard) = crate::memlimit::guest_limit();
+        if new != 0 {
+            let (s, h) = (self.mem.read_u64(new), self.mem.read_u64(new + 8));
+            if let Err(e) = crate::memlimit::set_guest_limit(s, h, sys::euid() == 0) {
+                return err(e);
+            }
+        }
+        if old != 0 {
+            self.mem.write_u64(old, soft);
+            self.mem.write_u64(old + 8, hard);
+        }
+        Reply::Ret(0)
     }
 
     /// getrlimit/setrlimit/prlimit64 of RLIMIT_NOFILE for the guest itself: the guest's limit,
