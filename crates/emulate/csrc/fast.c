@@ -479,6 +479,76 @@ static int sigpipe_due(long nr, long r, long a2, long a3) {
 /* Set while this thread waits for its delegate (shm). */
 static __thread int busy __attribute__((tls_model("initial-exec")));
 
+/* The signal whose handler last ran on this thread, and how many have (preload.c's wrap_handler,
+ * which every handler of the program is installed behind under shm with delegates). */
+__thread int multios_last_sig __attribute__((tls_model("initial-exec")));
+__thread uint64_t multios_sig_seq __attribute__((tls_model("initial-exec")));
+
+/* Calls that a handler's signal interrupts whether or not the handler has SA_RESTART (Linux
+ * returns EINTR for them, or their remaining time: signal(7), "Interruption of system calls"). */
+static int always_interrupted(long nr) {
+    switch (nr) {
+    case SYS_poll:
+    case SYS_ppoll:
+    case SYS_select:
+    case SYS_pselect6:
+    case SYS_epoll_wait:
+    case SYS_epoll_pwait:
+    case SYS_epoll_pwait2:
+    case SYS_nanosleep:
+    case SYS_clock_nanosleep:
+    case SYS_rt_sigtimedwait:
+    case SYS_rt_sigsuspend:
+    case SYS_pause:
+    case SYS_msgrcv:
+    case SYS_msgsnd:
+    case SYS_semop:
+    case SYS_semtimedop:
+    case SYS_io_getevents:
+    case SYS_io_pgetevents:
+    case SYS_mq_timedreceive:
+    case SYS_mq_timedsend:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Whether the return of the program's handler for `sig` during delegated call `nr` means that
+ * Linux would have interrupted the call (EINTR): always for the calls above, else unless the
+ * handler has SA_RESTART. */
+static int handler_interrupts(long nr, int sig) {
+    if (always_interrupted(nr))
+        return 1;
+    if (sig <= 0 || sig > 64)
+        return 1;
+    struct {
+        void *handler;
+        unsigned long flags;
+        void *restorer;
+        uint64_t mask;
+    } k;
+    if (multios_xsys(SYS_rt_sigaction, sig, 0, (long)&k, 8, 0, 0) != 0)
+        return 1;
+    return !(k.flags & 0x10000000 /* SA_RESTART */);
+}
+
+/* Interrupts the delegate's call: the kick signal, queued to the delegate thread with the
+ * mailbox as its value (preload.c's kick handler counts it in kicks_seen and returns, so the call
+ * gets EINTR, as the program's would have). */
+static void kick(struct mbox *m) {
+    long pid = multios_xsys(SYS_getpid, 0, 0, 0, 0, 0, 0);
+    int info[32] = {0};
+    info[0] = MULTIOS_KICK_SIG; /* si_signo */
+    info[2] = -1;               /* si_code: SI_QUEUE */
+    info[4] = (int)pid;         /* si_pid */
+    info[5] = (int)multios_xsys(SYS_getuid, 0, 0, 0, 0, 0, 0);
+    uint64_t v = (uint64_t)m; /* si_value */
+    info[6] = (int)(v & 0xffffffffu);
+    info[7] = (int)(v >> 32);
+    multios_xsys(SYS_rt_tgsigqueueinfo, pid, m->tid, MULTIOS_KICK_SIG, (long)info, 0, 0);
+}
+
 /* Whether this thread is inside its own delegated call (a signal handler interrupted it). */
 HIDDEN int multios_in_call(void) {
     return busy;
@@ -528,21 +598,51 @@ HIDDEN long multios_delegate(long nr, long a0, long a1, long a2, long a3, long a
      * socket): the caller sleeps on `state` until the delegate's reply wakes it, so the compute CPU
      * goes to whatever else is runnable there — in a pipeline, the very process that will unblock
      * the call (a spinning reader used to hold the CPU its writer needed, issue #16). */
-    uint64_t polls = 0;
+    /* A handler of the program that runs during the wait (its return bumps multios_sig_seq) would
+     * natively have interrupted the call: then the delegate's call is interrupted too (a kick,
+     * repeated every millisecond until the reply: one sent just before the delegate entered the
+     * call is not lost). The futex sleep has a timeout so that a handler makes it return. */
+    uint64_t polls = 0, seq0 = multios_sig_seq, kicked_at = 0;
+    uint32_t kicks = 0;
     while (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) != 2) {
         if ((++polls & 255) != 0)
             continue;
+        if (multios_sig_seq != seq0) {
+            seq0 = multios_sig_seq;
+            if (!kicks && m->tid > 0 && handler_interrupts(nr, multios_last_sig)) {
+                kick(m);
+                kicks = 1;
+                kicked_at = __rdtsc();
+            }
+        }
+        if (kicks && __rdtsc() - kicked_at > multios_patience_ticks * 32) {
+            kick(m);
+            kicks++;
+            kicked_at = __rdtsc();
+        }
         uint64_t c0 = m->call_t0;
         /* Signed: the delegate read its TSC on another CPU, which may be a little ahead. */
         if (!c0 || (int64_t)(__rdtsc() - c0) <= (int64_t)multios_patience_ticks)
             continue;
         /* Dekker with the delegate: waiting = 1, then state; it stores state = 2, then reads waiting. */
         __atomic_store_n(&m->waiting, 1, __ATOMIC_SEQ_CST);
-        if (__atomic_load_n(&m->state, __ATOMIC_SEQ_CST) == 1)
-            multios_xsys(SYS_futex, (long)&m->state, FUTEX_WAIT, 1, 0, 0, 0);
+        if (__atomic_load_n(&m->state, __ATOMIC_SEQ_CST) == 1) {
+            struct {
+                long sec, nsec;
+            } limit = {0, kicks ? 1000000 : 100000000};
+            multios_xsys(SYS_futex, (long)&m->state, FUTEX_WAIT, 1, (long)&limit, 0, 0);
+        }
         __atomic_store_n(&m->waiting, 0, __ATOMIC_SEQ_CST);
     }
     long r = m->nr;
+    /* Every kick sent must have reached the delegate before it takes another call, which a late
+     * one would interrupt: it is delivered at the delegate's next kernel entry (it yields its CPU
+     * within microseconds of idling). */
+    for (uint64_t spins = 0; kicks && __atomic_load_n(&m->kicks_seen, __ATOMIC_ACQUIRE) < kicks; spins++)
+        if (spins > 4096)
+            multios_xsys(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+    if (kicks)
+        __atomic_store_n(&m->kicks_seen, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&m->state, 0, __ATOMIC_RELEASE);
     busy = 0;
     /* A signal handler changed this thread's credentials during the call: the delegate that made

@@ -33,6 +33,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <ucontext.h>
 #include <unistd.h>
 #include <x86intrin.h>
@@ -226,56 +227,177 @@ struct ksigaction {
     uint64_t mask;
 };
 
-/* A program's SIGSEGV handler while the trampoline's page sits at address 0, execute-only: a
- * NULL-pointer access faults there with SEGV_PKUERR, where natively (nothing mapped) it is
- * SEGV_MAPERR, and runtimes read the code — Go's treats an access error it does not expect as
- * fatal ("unexpected fault address 0x0") instead of a nil-pointer panic. So the program's handler
- * is installed behind segv_shim, which gives it the native code for a fault in page 0, and the
- * program is shown its own handler when it asks (sigaction_call). */
-static struct ksigaction prog_segv; /* the program's action, while segv_shim stands in for it */
-static int segv_shimmed;
+/* The program's handlers, installed behind wrap_handler (the program is shown its own action when
+ * it asks: sigaction_call), for two reasons:
+ * - SIGSEGV while the trampoline's page sits at address 0, execute-only: a NULL-pointer access
+ *   faults there with SEGV_PKUERR, where natively (nothing mapped) it is SEGV_MAPERR, and runtimes
+ *   read the code — Go's treats an access error it does not expect as fatal ("unexpected fault
+ *   address 0x0") instead of a nil-pointer panic; the wrapper gives the handler the native code;
+ * - every signal under shm with delegates: the wrapper notes which signal's handler ran on the
+ *   thread (multios_last_sig, multios_sig_seq), so that a delegated call the thread waits for is
+ *   interrupted as Linux would interrupt it (fast.c; the kick signal below). */
+static struct ksigaction prog_act[65]; /* the program's actions of the wrapped signals */
+static int kick_on;                    /* the kick signal's handler is installed (below) */
+static volatile uint64_t wrapped;      /* bit sig-1: the signal's handler is behind wrap_handler */
 
-static void segv_shim(int sig, siginfo_t *si, void *uc) {
-    if (si->si_code == SEGV_PKUERR && (uintptr_t)si->si_addr < 4096) {
+static void wrap_handler(int sig, siginfo_t *si, void *uc) {
+    multios_last_sig = sig;
+    multios_sig_seq++;
+    if (sig == SIGSEGV && si->si_code == SEGV_PKUERR && (uintptr_t)si->si_addr < 4096) {
         si->si_code = SEGV_MAPERR;
         si->si_pkey = 0;
     }
-    struct ksigaction a = prog_segv;
+    struct ksigaction a = prog_act[sig];
     if (a.flags & SA_RESETHAND) { /* the kernel reset the disposition (ours) as it delivered */
-        prog_segv.handler = SIG_DFL;
-        segv_shimmed = 0;
+        prog_act[sig].handler = SIG_DFL;
+        __atomic_fetch_and(&wrapped, ~(1ULL << (sig - 1)), __ATOMIC_RELAXED);
     }
+    if (a.handler == SIG_DFL || a.handler == SIG_IGN)
+        return; /* (changed while this delivery was on its way) */
     if (a.flags & SA_SIGINFO)
         ((void (*)(int, siginfo_t *, void *))a.handler)(sig, si, uc);
     else
         ((void (*)(int))a.handler)(sig);
 }
 
-/* rt_sigaction as the program made it; for SIGSEGV with the trampoline's page mapped, its handler
- * goes behind segv_shim. The kernel reads `act` and writes `old` first (so bad pointers give
- * EFAULT as natively); `old` then gets the program's own action in place of the shim. */
+/* ---- the kick signal (shm): interrupting a delegate's blocking call ----
+ *
+ * When a handler of the program runs while one of its threads waits for a delegated call that
+ * Linux would then interrupt (fast.c: EINTR unless SA_RESTART, or always for poll, nanosleep and
+ * the like), the waiting thread queues MULTIOS_KICK_SIG to its delegate, whose handler
+ * (kick_handler) only counts it: the delegate's call returns EINTR, as the program's would have.
+ * Before, such a call went on (a Python program's SIGALRM or Ctrl-C left it blocked in read on an
+ * empty pipe for ever). Delegates block every other signal. The program's own action for the
+ * kick signal is kept apart (prog_kick) and shown to it; the library's handler stays installed
+ * and gives the program's handler the signals that are not kicks. */
+static struct ksigaction prog_kick; /* the program's action for MULTIOS_KICK_SIG (zero: SIG_DFL) */
+#define MAX_DELEGATES 1024
+static volatile int32_t delegate_tids[MAX_DELEGATES]; /* live delegates of this process */
+
+static void note_delegate(int32_t tid, int add) {
+    for (int i = 0; i < MAX_DELEGATES; i++) {
+        int32_t want = add ? 0 : tid, put = add ? tid : 0;
+        if (__atomic_compare_exchange_n(&delegate_tids[i], &want, put, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            return;
+    }
+}
+
+static int is_delegate(int32_t tid) {
+    for (int i = 0; i < MAX_DELEGATES; i++)
+        if (__atomic_load_n(&delegate_tids[i], __ATOMIC_ACQUIRE) == tid)
+            return 1;
+    return 0;
+}
+
+/* Runs on a delegate (a kick) or, for a signal that is not one, on whichever thread took it. A
+ * delegate has no TLS of its own: nothing here touches thread-local state. */
+static void kick_handler(int sig, siginfo_t *si, void *ucv) {
+    long pid = raw6(SYS_getpid, 0, 0, 0, 0, 0, 0);
+    int32_t tid = (int32_t)raw6(SYS_gettid, 0, 0, 0, 0, 0, 0);
+    if (si->si_code == SI_QUEUE && si->si_pid == pid && is_delegate(tid)) {
+        struct mbox *m = si->si_value.sival_ptr;
+        if (m && m->tid == tid)
+            __atomic_fetch_add(&m->kicks_seen, 1, __ATOMIC_ACQ_REL);
+        return;
+    }
+    ucontext_t *uc = ucv;
+    if (is_delegate(tid)) {
+        /* The program's signal, taken by a delegate because every thread of the program blocks
+         * it: queued again for the process, and blocked in this delegate from now on. */
+        sigaddset(&uc->uc_sigmask, sig);
+        raw6(SYS_rt_sigqueueinfo, pid, sig, (long)si, 0, 0, 0);
+        return;
+    }
+    struct ksigaction a = prog_kick;
+    if (a.handler == SIG_IGN)
+        return;
+    if (a.handler == SIG_DFL) {
+        /* Its default action (termination): made again with the default disposition, delivered
+         * once this handler returns and the signal is unblocked. */
+        struct ksigaction d = {SIG_DFL, 0, 0, 0};
+        raw6(SYS_rt_sigaction, sig, (long)&d, 0, 8, 0, 0);
+        raw6(SYS_tgkill, pid, tid, sig, 0, 0, 0);
+        return;
+    }
+    if (a.flags & SA_RESETHAND)
+        prog_kick.handler = SIG_DFL;
+    if (a.flags & SA_SIGINFO)
+        ((void (*)(int, siginfo_t *, void *))a.handler)(sig, si, ucv);
+    else
+        ((void (*)(int))a.handler)(sig);
+}
+
+/* The library's action for the kick signal, with the program's mask; no SA_RESTART (a kick must
+ * interrupt the delegate's call). */
+static int install_kick(void) {
+    struct ksigaction sa = {(void *)kick_handler, SA_SIGINFO | 0x04000000 /* SA_RESTORER */, multios_restorer,
+                            prog_kick.mask};
+    return (int)raw6(SYS_rt_sigaction, MULTIOS_KICK_SIG, (long)&sa, 0, 8, 0, 0);
+}
+
+/* rt_sigaction of the kick signal as the program made it: recorded, the library's handler kept. */
+static long kick_sigaction(const struct ksigaction *act, struct ksigaction *old, long size) {
+    if (size != 8)
+        return -EINVAL;
+    struct ksigaction mine = prog_kick;
+    /* Reads and writes through the kernel, so that bad pointers give EFAULT as natively: the
+     * library's own action read into `old` first, then replaced by the program's. */
+    long r = raw6(SYS_rt_sigaction, MULTIOS_KICK_SIG, 0, (long)old, 8, 0, 0);
+    if (r != 0)
+        return r;
+    if (old)
+        *old = mine;
+    if (act) {
+        struct ksigaction a;
+        struct iovec to = {&a, sizeof a}, from = {(void *)act, sizeof a};
+        if (raw6(SYS_process_vm_readv, raw6(SYS_getpid, 0, 0, 0, 0, 0, 0), (long)&to, 1, (long)&from, 1, 0) !=
+            (long)sizeof a)
+            return -EFAULT;
+        prog_kick = a;
+        install_kick();
+    }
+    return 0;
+}
+
+/* Before an execve: the new image inherits an ignored kick signal as ignored (handlers are reset
+ * by the kernel; the library's is one). */
+static void kick_before_exec(void) {
+    if (kick_on && prog_kick.handler == SIG_IGN) {
+        struct ksigaction ign = {SIG_IGN, 0, 0, 0};
+        raw6(SYS_rt_sigaction, MULTIOS_KICK_SIG, (long)&ign, 0, 8, 0, 0);
+    }
+}
+
+/* rt_sigaction as the program made it; a handler goes behind wrap_handler when the library needs
+ * to see it (SIGSEGV with the trampoline's page mapped; every signal under shm with delegates).
+ * The kernel reads `act` and writes `old` first (so bad pointers give EFAULT as natively); `old`
+ * then gets the program's own action in place of the wrapper. */
 static long sigaction_call(long sig, const struct ksigaction *act, struct ksigaction *old, long size) {
-    if (sig != SIGSEGV || !rewrite_ok)
+    if (sig == MULTIOS_KICK_SIG && kick_on)
+        return kick_sigaction(act, old, size);
+    int wrap = sig >= 1 && sig <= 64 && sig != SIGKILL && sig != SIGSTOP && (kick_on || (sig == SIGSEGV && rewrite_ok));
+    if (!wrap)
         return raw6(SYS_rt_sigaction, sig, (long)act, (long)old, size, 0, 0);
-    struct ksigaction before = prog_segv;
-    int was = segv_shimmed;
+    uint64_t bit = 1ULL << (sig - 1);
+    struct ksigaction before = prog_act[sig];
+    int was = (wrapped & bit) != 0;
     long r = raw6(SYS_rt_sigaction, sig, (long)act, (long)old, size, 0, 0);
     if (r != 0)
         return r;
-    if (old && was && old->handler == (void *)segv_shim)
+    if (old && was && old->handler == (void *)wrap_handler)
         *old = before;
     if (act) {
         struct ksigaction k;
-        if (raw6(SYS_rt_sigaction, SIGSEGV, 0, (long)&k, 8, 0, 0) != 0)
+        if (raw6(SYS_rt_sigaction, sig, 0, (long)&k, 8, 0, 0) != 0)
             return 0;
-        segv_shimmed = 0;
+        __atomic_fetch_and(&wrapped, ~bit, __ATOMIC_RELAXED);
         if (k.handler != SIG_DFL && k.handler != SIG_IGN) {
-            prog_segv = k;
+            prog_act[sig] = k;
             struct ksigaction w = k;
-            w.handler = (void *)segv_shim;
+            w.handler = (void *)wrap_handler;
             w.flags |= SA_SIGINFO;
-            if (raw6(SYS_rt_sigaction, SIGSEGV, (long)&w, 0, 8, 0, 0) == 0)
-                segv_shimmed = 1;
+            if (raw6(SYS_rt_sigaction, sig, (long)&w, 0, 8, 0, 0) == 0)
+                __atomic_fetch_or(&wrapped, bit, __ATOMIC_RELAXED);
         }
     }
     return 0;
@@ -283,6 +405,8 @@ static long sigaction_call(long sig, const struct ksigaction *act, struct ksigac
 
 static void on_sigsys(int sig, siginfo_t *si, void *ctx) {
     (void)sig;
+    if (si->si_code != 2 /* SYS_USER_DISPATCH */)
+        return; /* a SIGSYS another process (or the program itself) sent: not a trapped call */
     ucontext_t *uc = ctx;
     greg_t *g = uc->uc_mcontext.gregs;
     selector = SEL_ALLOW;
@@ -375,6 +499,7 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx) {
             multios_loc_cnt[nr]++; /* before the dump: a successful execve is counted too */
         if (nr == SYS_execve || nr == SYS_execveat) {
             multios_note_exec(nr, g[REG_RDI]);
+            kick_before_exec();
             dump_stats(); /* the counts so far; the new image starts its own */
         }
         if (stub) {
@@ -498,8 +623,9 @@ static void start_delegate(void) {
     if ((unsigned long)base >= -4095UL)
         return;
     struct mbox *m = (struct mbox *)base; /* zero-filled, 64-byte aligned */
-    uint64_t all = ~0ULL, old = 0;
-    raw6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, (long)&old, 8, 0, 0); /* inherited: all blocked */
+    /* Inherited: every signal blocked but the kick (its handler only counts it, see fast.c). */
+    uint64_t all = kick_on ? ~(1ULL << (MULTIOS_KICK_SIG - 1)) : ~0ULL, old = 0;
+    raw6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, (long)&old, 8, 0, 0);
     m->tid = -1; /* until the clone returns: the thread exits only when told to */
     long tid = multios_spawn(base + 4096 + DELEGATE_STACK, delegate_main, m, &m->tid);
     raw6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0);
@@ -508,6 +634,7 @@ static void start_delegate(void) {
         return;
     }
     m->tid = (int32_t)tid;
+    note_delegate((int32_t)tid, 1);
     /* To the control CPUs with its own policy: inheriting a SCHED_FIFO program's policy and CPU
      * would leave it unable to run next to the spinning thread that waits for it. */
     raw6(SYS_sched_setaffinity, tid, sizeof multios_control_set, (long)&multios_control_set, 0, 0, 0);
@@ -577,7 +704,8 @@ HIDDEN void multios_renew_delegate(void) {
     __atomic_store_n(&old->state, 1, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&old->sleeping, __ATOMIC_SEQ_CST))
         raw6(SYS_futex, (long)&old->state, FUTEX_WAKE, 1, 0, 0, 0);
-    int32_t t;
+    int32_t t = old->tid;
+    note_delegate(t, 0);
     while ((t = __atomic_load_n(&old->tid, __ATOMIC_ACQUIRE)) != 0)
         raw6(SYS_futex, (long)&old->tid, FUTEX_WAIT, t, 0, 0, 0);
     raw6(SYS_munmap, (long)old, 4096 + DELEGATE_STACK, 0, 0, 0, 0);
@@ -743,6 +871,8 @@ int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *)
 }
 
 static void after_fork_child(void) {
+    for (int i = 0; i < MAX_DELEGATES; i++)
+        delegate_tids[i] = 0; /* the parent's; this process makes its own */
     for (int i = 0; i < NR_MAX; i++)
         multios_del_cnt[i] = multios_loc_cnt[i] = multios_loc_ticks[i] = 0;
     multios_nsamp = 0;
@@ -805,6 +935,7 @@ HIDDEN long multios_slow(long nr, long a0, long a1, long a2, long a3, long a4, l
     if (nr == SYS_execve || nr == SYS_execveat) {
         multios_loc_cnt[nr]++;
         multios_note_exec(nr, a0);
+        kick_before_exec();
         dump_stats(); /* the counts so far; the new image starts its own */
         return raw6(nr, a0, a1, a2, a3, a4, a5);
     }
@@ -897,6 +1028,11 @@ __attribute__((constructor)) static void multios_preload_init(void) {
         if (install(SIGSYS, on_sigsys, SA_NODEFER) != 0)
             return;
     }
+    /* shm with delegates: the kick signal's handler (before any delegate exists). */
+    if (multios_mode == MODE_SHM && any_delegated) {
+        raw6(SYS_rt_sigaction, MULTIOS_KICK_SIG, 0, (long)&prog_kick, 8, 0, 0); /* SIG_IGN is inherited */
+        kick_on = install_kick() == 0;
+    }
     /* shm with delegates: the calls that may change the credentials take the slow path, which
      * renews the delegate after them (they are local: SHM_ONLY_LOCAL). */
     if (multios_mode == MODE_SHM && any_delegated)
@@ -904,7 +1040,7 @@ __attribute__((constructor)) static void multios_preload_init(void) {
             if (multios_kind[cred_calls[i]] == R_LOCAL)
                 multios_kind[cred_calls[i]] = R_SLOW;
     if (eager) {
-        /* A SIGSEGV handler goes behind segv_shim (threads with SUD on: through on_sigsys). */
+        /* A SIGSEGV handler goes behind wrap_handler (threads with SUD on: through on_sigsys). */
         multios_kind[SYS_rt_sigaction] = (multios_kind[SYS_rt_sigaction] & R_VIA_SIGSYS) | R_SLOW;
         multios_kind[SYS_mmap] |= R_EXECCHK;
         multios_kind[SYS_mprotect] |= R_EXECCHK;

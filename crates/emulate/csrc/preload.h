@@ -63,7 +63,8 @@ struct mbox {
     volatile uint64_t call_t0; /* TSC when the delegate entered the call, 0 outside it */
     volatile uint32_t waiting; /* the caller sleeps on `state` (a call that blocks) */
     volatile int32_t tid;      /* the delegate's tid; 0 once it has exited (CLONE_CHILD_CLEARTID) */
-    char pad[48];
+    volatile uint32_t kicks_seen; /* kicks (MULTIOS_KICK_SIG) the delegate's handler has taken */
+    char pad[44];
     uint64_t rng; /* the delegate's random generator (exponential f_c) */
 };
 
@@ -123,6 +124,12 @@ HIDDEN long multios_xsys(long nr, long a, long b, long c, long d, long e, long f
 HIDDEN long multios_delegate(long nr, long a0, long a1, long a2, long a3, long a4, long a5);
 HIDDEN uint64_t multios_draw(long nr, uint64_t *rng);
 HIDDEN long multios_spawn(void *stack_top, void (*fn)(void *), void *arg, volatile int32_t *ctid);
+/* The signal that interrupts a delegate's blocking call when a handler of the program ran during
+ * it (SIGRTMAX: its handler is the library's, the program's own action for it is kept apart). */
+#define MULTIOS_KICK_SIG 64
+/* fast.c: the signal whose handler last ran on this thread, and a count of such runs (preload.c). */
+extern __thread int multios_last_sig __attribute__((tls_model("initial-exec")));
+extern __thread uint64_t multios_sig_seq __attribute__((tls_model("initial-exec")));
 /* preload.c: a thread whose credentials changed gets a new delegate made with them (shm). Set
  * when a signal handler changed them during this thread's own delegated call: the renewal waits
  * for the reply (fast.c), and calls run in place until then. */
