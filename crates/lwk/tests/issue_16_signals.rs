@@ -404,3 +404,42 @@ fn issue_5_rlimit_as_is_the_guests_and_fork_still_works() {
     assert!(status.success(), "{status:?} {lines:?} {err}");
     assert_eq!(lines, ["0"], "{err}");
 }
+
+/// Reported 2026-11-28: with SIGPIPE blocked a write to a pipe without readers left nothing
+/// pending (natively it stays pending and kills once unblocked), splice into such a pipe raised
+/// no SIGPIPE, and a write past RLIMIT_FSIZE gave EFBIG without SIGXFSZ (a shell's `ulimit -f`
+/// printed "File too large" where the program dies with 153).
+#[test]
+fn issue_5_signals_the_kernel_sends_with_epipe_and_efbig_like_native() {
+    require_kvm();
+    let dir = Scratch::new("multios-issue5", "kernelsigs");
+    for flags in [&[][..], &["-static"][..]] {
+        let prog = build_c(&dir, "kernelsigs", flags);
+        for mode in ["blocked", "splice", "xfsz", "xfsz-die"] {
+            let (nstatus, native, _) = run(Command::new(&prog).arg(mode), "native kernelsigs");
+            let (status, lines, err) = run(&mut lwk_cmd(&prog, &[mode], &[]), "kernelsigs");
+            assert_eq!(lines, native, "{flags:?} {mode}: {err}");
+            assert_eq!(status.code(), nstatus.code(), "{flags:?} {mode}: {err}");
+            assert_eq!(status.signal(), nstatus.signal(), "{flags:?} {mode}: {err}");
+        }
+    }
+}
+
+/// Reported 2026-11-28: inotify (init, init1, add_watch, rm_watch) and ioprio_get/ioprio_set were
+/// ENOSYS in the LWK (`tail -f` fell back to polling, `ionice` failed).
+#[test]
+fn issue_5_inotify_and_ioprio_work_like_native() {
+    require_kvm();
+    let dir = Scratch::new("multios-issue5", "inotify");
+    let prog = build_c(&dir, "inotify", &[]);
+    let (status, native, _) = run(&mut Command::new(&prog), "native inotify");
+    assert!(status.success(), "{native:?}");
+    assert_eq!(
+        native.first().map(String::as_str),
+        Some("event: created new-file")
+    );
+    let (status, lines, err) = run(&mut lwk_cmd(&prog, &[], &[]), "inotify");
+    assert!(status.success(), "{status:?} {lines:?} {err}");
+    assert_eq!(lines, native, "{err}");
+    assert!(!err.contains("not supported"), "{err}");
+}

@@ -77,17 +77,31 @@ impl Kernel {
         } else {
             // Interrupted by a signal the guest takes, or restarted as Linux would (`interrupt.rs`).
             let r = self.delegate_interruptibly(cpu, nr, a);
-            if r == Reply::Ret(-(libc::EPIPE as i64)) && self.sigpipe_caught(cpu, nr, &a) {
-                // Linux sends the writer SIGPIPE; it has a handler, which runs on the way back.
-                self.queue_signal(Some(cpu), libc::SIGPIPE as u64, self.kernel_info());
-            } else if r == Reply::Ret(-(libc::EPIPE as i64)) && self.sigpipe_kills(cpu, nr, &a) {
-                // Linux would kill the writer with SIGPIPE; the VMM ignores SIGPIPE itself, so
-                // the LWK ends the guest the same way (the vCPU thread repeats the call to stop).
-                match ctx {
-                    Ctx::Proxy => return Reply::NeedVcpu,
-                    Ctx::Vcpu(_) => {
-                        lock(&self.exit).get_or_insert(ExitStatus::Signal(libc::SIGPIPE));
-                        return Reply::Stop;
+            // The signal Linux sends the caller with this result: SIGPIPE with EPIPE from a
+            // write-like call, SIGXFSZ with EFBIG past RLIMIT_FSIZE. The VMM's own copy (the
+            // host sent it to the thread that made the call) is ignored or stays blocked there.
+            let sent = match r {
+                Reply::Ret(e) if e == -(libc::EPIPE as i64) && sigpipe_due(nr, &a) => Some(libc::SIGPIPE),
+                Reply::Ret(e) if e == -(libc::EFBIG as i64) && sigxfsz_due(nr) => Some(libc::SIGXFSZ),
+                _ => None,
+            };
+            if let Some(sig) = sent {
+                let handler = lock(&self.signals.actions)[sig as usize].raw[0];
+                let blocked = self.sigmask_of(cpu) & (1 << (sig - 1)) != 0;
+                if handler == libc::SIG_IGN as u64 {
+                } else if handler != libc::SIG_DFL as u64 || blocked {
+                    // A handler runs on the way back; a blocked signal stays pending (and kills
+                    // at its default action once unblocked), as on Linux.
+                    self.queue_signal(Some(cpu), sig as u64, self.kernel_info());
+                } else {
+                    // Linux would end the caller with the signal; the LWK ends the guest the same
+                    // way (the vCPU thread repeats the call to stop).
+                    match ctx {
+                        Ctx::Proxy => return Reply::NeedVcpu,
+                        Ctx::Vcpu(_) => {
+                            lock(&self.exit).get_or_insert(ExitStatus::Signal(sig));
+                            return Reply::Stop;
+                        }
                     }
                 }
             }
@@ -130,42 +144,6 @@ impl Kernel {
             uid: crate::sys::uid(),
             ..Default::default()
         }
-    }
-
-    /// True when an EPIPE from `nr` raises a SIGPIPE the guest catches.
-    fn sigpipe_caught(&self, cpu: usize, nr: u64, a: &[u64; 6]) -> bool {
-        let h = lock(&self.signals.actions)[libc::SIGPIPE as usize].raw[0];
-        h != libc::SIG_DFL as u64 && h != libc::SIG_IGN as u64 && self.sigpipe_raised(cpu, nr, a)
-    }
-
-    /// True when an EPIPE from `nr` means death by SIGPIPE (default disposition, not blocked).
-    fn sigpipe_kills(&self, cpu: usize, nr: u64, a: &[u64; 6]) -> bool {
-        lock(&self.signals.actions)[libc::SIGPIPE as usize].raw[0] == libc::SIG_DFL as u64
-            && self.sigpipe_raised(cpu, nr, a)
-    }
-
-    /// True when an EPIPE from `nr` comes with SIGPIPE on Linux (a write-like call without
-    /// MSG_NOSIGNAL) and the calling thread does not block it.
-    #[allow(non_upper_case_globals)] // libc names the SYS_ constants in lower case
-    fn sigpipe_raised(&self, cpu: usize, nr: u64, a: &[u64; 6]) -> bool {
-        use libc::*;
-        let writes = [
-            SYS_write,
-            SYS_writev,
-            SYS_pwrite64,
-            SYS_pwritev,
-            SYS_pwritev2,
-            SYS_sendto,
-            SYS_sendmsg,
-            SYS_sendfile,
-        ];
-        let sig = SIGPIPE as usize;
-        let nosignal = match nr as i64 {
-            SYS_sendto => a[3] & MSG_NOSIGNAL as u64 != 0,
-            SYS_sendmsg => a[2] & MSG_NOSIGNAL as u64 != 0,
-            _ => false,
-        };
-        writes.contains(&(nr as i64)) && !nosignal && self.sigmask_of(cpu) & (1 << (sig - 1)) == 0
     }
 
     /// Refuses `nr` with ENOSYS, reporting it once with what would cover it.
@@ -292,6 +270,42 @@ fn may_block(nr: u64, a: &[u64; 6]) -> bool {
         ]
         .contains(&n),
     }
+}
+
+/// True when an EPIPE from `nr` comes with SIGPIPE on Linux: a write-like call (splice and tee
+/// into a pipe without readers too) without MSG_NOSIGNAL.
+#[allow(non_upper_case_globals)] // libc names the SYS_ constants in lower case
+fn sigpipe_due(nr: u64, a: &[u64; 6]) -> bool {
+    use libc::*;
+    match nr as i64 {
+        SYS_sendto => a[3] & MSG_NOSIGNAL as u64 == 0,
+        SYS_sendmsg => a[2] & MSG_NOSIGNAL as u64 == 0,
+        SYS_write | SYS_writev | SYS_pwrite64 | SYS_pwritev | SYS_pwritev2 | SYS_sendfile | SYS_splice
+        | SYS_tee | SYS_vmsplice => true,
+        _ => false,
+    }
+}
+
+/// True when an EFBIG from `nr` comes with SIGXFSZ on Linux: a call that writes or extends a file
+/// past RLIMIT_FSIZE (the VMM's, which the guest's setrlimit sets). Without a finite limit EFBIG is
+/// the file system's maximum size, which sends nothing.
+#[allow(non_upper_case_globals)] // libc names the SYS_ constants in lower case
+fn sigxfsz_due(nr: u64) -> bool {
+    use libc::*;
+    matches!(
+        nr as i64,
+        SYS_write
+            | SYS_writev
+            | SYS_pwrite64
+            | SYS_pwritev
+            | SYS_pwritev2
+            | SYS_sendfile
+            | SYS_splice
+            | SYS_copy_file_range
+            | SYS_truncate
+            | SYS_ftruncate
+            | SYS_fallocate
+    ) && crate::sys::rlimit(RLIMIT_FSIZE).0 != u64::MAX
 }
 
 #[cfg(test)]

@@ -23,7 +23,8 @@ impl Kernel {
     pub(super) fn after_delegated(&self, nr: u64, a: &[u64; 6], r: i64) -> i64 {
         match nr as i64 {
             SYS_dup | SYS_socket | SYS_accept | SYS_accept4 | SYS_eventfd2 | SYS_epoll_create
-            | SYS_epoll_create1 | SYS_timerfd_create | SYS_memfd_create | SYS_pidfd_open => self.limit_fd(r),
+            | SYS_epoll_create1 | SYS_timerfd_create | SYS_memfd_create | SYS_pidfd_open
+            | SYS_inotify_init | SYS_inotify_init1 => self.limit_fd(r),
             SYS_pipe | SYS_pipe2 => self.limit_pair(a[0], r),
             SYS_socketpair => self.limit_pair(a[3], r),
             SYS_getdents if r > 0 => self.listed(a[0] as i32, a[1], r, 18),
