@@ -724,3 +724,27 @@ fn issue_12_map_record_and_run_exit_as_the_program_a_signal_ended() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Reported 2026-11-28: `map run --learn` runs the program twice, and both runs wrote to stdout
+/// (the output appeared twice) while the first used up stdin (the placed run read nothing). The
+/// learning run now reads the same captured stdin and its output is discarded.
+#[test]
+fn issue_12_map_run_learn_shows_the_output_once_and_replays_stdin() {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_multios"))
+        .args(["map", "run", "--learn", "--results", "/dev/null", "--"])
+        .args(["sh", "-c", "read x; echo got $x"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run multios");
+    if let Some(mut i) = child.stdin.take() {
+        i.write_all(b"hello\n").expect("write stdin");
+    }
+    let out = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "got hello\n", "{err}");
+    assert!(err.contains("learning run's output was discarded"), "{err}");
+}

@@ -32,3 +32,29 @@ pub fn shell_status(status: &std::process::ExitStatus) -> Option<i32> {
     use std::os::unix::process::ExitStatusExt;
     status.code().or_else(|| status.signal().map(|s| 128 + s))
 }
+
+/// Where a program run by `map record` or `map run` reads and writes (default: multios's own
+/// streams, inherited). `map run --learn` runs the program twice: the learning run reads the
+/// same captured stdin as the placed run and its output is discarded, so the program's output
+/// appears once and its input is not used up by the first run.
+#[derive(Debug, Clone, Default)]
+pub struct ChildIo {
+    /// A file the program reads as its stdin.
+    pub stdin: Option<std::path::PathBuf>,
+    /// Its stdout and stderr to /dev/null.
+    pub quiet: bool,
+}
+
+impl ChildIo {
+    /// Sets `cmd`'s streams.
+    pub fn apply(&self, cmd: &mut std::process::Command) -> std::io::Result<()> {
+        if let Some(p) = &self.stdin {
+            cmd.stdin(std::fs::File::open(p)?);
+        }
+        if self.quiet {
+            cmd.stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null());
+        }
+        Ok(())
+    }
+}

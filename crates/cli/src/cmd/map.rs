@@ -652,16 +652,49 @@ fn cmd_run(a: RunArgs, out: &Out) -> super::Exit {
             "--topology: `map run` places on this machine; describe other machines with `map place`"
         );
     }
+    // --learn runs the program twice: both runs read the same stdin (captured once unless it is
+    // a terminal), and the learning run's output is discarded, so the program's output appears
+    // once (it used to appear twice, and the placed run found its stdin used up).
+    use multios_experiment::compare::{self, capture};
+    let mut io = multios_map::ChildIo::default();
+    let scratch = capture::Scratch::new()?;
     let g = match (&a.graph, a.learn) {
         (Some(p), _) => load(p)?,
         (None, true) => {
-            let r = record::record(&record::Options {
-                command: a.command.clone(),
-                pid: None,
-                duration: None,
-                sample_every: std::time::Duration::from_millis(50),
-                topology: None,
+            let stdin = capture::capture_own_stdin(&scratch.0, compare::STDIN_CAP).map_err(|e| {
+                anyhow::anyhow!("map run --learn: capturing stdin to replay it to both runs: {e}")
             })?;
+            if stdin.truncated {
+                eprintln!(
+                    "warning: stdin is longer than {} bytes: both runs read only its first {} bytes",
+                    compare::STDIN_CAP,
+                    compare::STDIN_CAP
+                );
+            }
+            if stdin.bytes.is_some() {
+                io.stdin = Some(stdin.file.clone());
+            }
+            let learn = multios_map::ChildIo {
+                stdin: io.stdin.clone(),
+                quiet: true,
+            };
+            let r = record::record_io(
+                &record::Options {
+                    command: a.command.clone(),
+                    pid: None,
+                    duration: None,
+                    sample_every: std::time::Duration::from_millis(50),
+                    topology: None,
+                },
+                &learn,
+            )?;
+            eprintln!(
+                "map run --learn: the learning run's output was discarded{}",
+                match stdin.bytes {
+                    Some(b) => format!("; both runs read the same {b} bytes of stdin"),
+                    None => String::new(),
+                }
+            );
             r.graph
         }
         (None, false) => anyhow::bail!("give --graph FILE (from `map record`) or --learn"),
@@ -683,7 +716,7 @@ fn cmd_run(a: RunArgs, out: &Out) -> super::Exit {
     );
     // the choice and why, on stderr whatever the format (the JSON report has it as `decision`)
     eprintln!("map run: placement {}", decision_line(&plan.decision));
-    let rep = maprun::run_plan(&a.command, &plan, std_duration(a.sweep), false)?;
+    let rep = maprun::run_plan_io(&a.command, &plan, std_duration(a.sweep), &io)?;
     if out.format == Format::Json {
         out.json(&rep)?;
     } else {

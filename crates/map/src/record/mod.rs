@@ -75,6 +75,11 @@ fn comm_of(tgid: u32, tid: u32) -> Option<String> {
 
 /// Records one run.
 pub fn record(opts: &Options) -> Result<Recorded, RecordError> {
+    record_io(opts, &crate::ChildIo::default())
+}
+
+/// [`record`] with the command's streams set by `io`.
+pub fn record_io(opts: &Options, io: &crate::ChildIo) -> Result<Recorded, RecordError> {
     if opts.command.is_empty() && opts.pid.is_none() {
         return Err(RecordError::Nothing);
     }
@@ -111,7 +116,8 @@ pub fn record(opts: &Options) -> Result<Recorded, RecordError> {
             what: "pipe".into(),
             source,
         })?;
-        let spawned = crate::sys::held_command(&opts.command, &hold_r).spawn();
+        let mut cmd = crate::sys::held_command(&opts.command, &hold_r);
+        let spawned = io.apply(&mut cmd).and_then(|()| cmd.spawn());
         drop(hold_r);
         let c = spawned.map_err(|source| RecordError::Spawn {
             program: program.clone(),

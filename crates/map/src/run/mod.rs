@@ -319,6 +319,17 @@ pub fn run_with(
     sweep: Duration,
     quiet: bool,
 ) -> Result<RunReport, RunError> {
+    let io = crate::ChildIo { stdin: None, quiet };
+    run_with_io(command, rules, sweep, &io)
+}
+
+/// [`run_with`] with the program's streams set by `io`.
+pub fn run_with_io(
+    command: &[String],
+    rules: &[Rule],
+    sweep: Duration,
+    io: &crate::ChildIo,
+) -> Result<RunReport, RunError> {
     let Some(program) = command.first() else {
         return Err(RunError::NoCommand);
     };
@@ -326,14 +337,11 @@ pub fn run_with(
     let allowed = CpuSet::allowed();
     let mut cmd = std::process::Command::new(program);
     cmd.args(&command[1..]);
-    if quiet {
-        cmd.stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
-    }
     let spawn_error = |source| RunError::Spawn {
         program: program.clone(),
         source,
     };
+    io.apply(&mut cmd).map_err(spawn_error)?;
     if nothing_to_place(rules, &allowed) {
         let started = Instant::now();
         let status = spawn::spawn_on(&mut cmd, None)
@@ -495,8 +503,19 @@ pub fn run_plan(
     sweep: Duration,
     quiet: bool,
 ) -> Result<RunReport, RunError> {
+    let io = crate::ChildIo { stdin: None, quiet };
+    run_plan_io(command, plan, sweep, &io)
+}
+
+/// [`run_plan`] with the program's streams set by `io`.
+pub fn run_plan_io(
+    command: &[String],
+    plan: &crate::decide::Plan,
+    sweep: Duration,
+    io: &crate::ChildIo,
+) -> Result<RunReport, RunError> {
     check_allowed(&rules(&plan.placement))?;
-    let mut rep = run_with(command, &plan.rules(), sweep, quiet)?;
+    let mut rep = run_with_io(command, &plan.rules(), sweep, io)?;
     rep.decision = Some(plan.decision.clone());
     Ok(rep)
 }
