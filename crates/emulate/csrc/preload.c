@@ -71,6 +71,9 @@ static struct rw_stats rw_start, rw_late;
 static unsigned char stub_local[NR_MAX];
 static char stats_dir[512];
 static uint64_t dump_seq, idle_ticks, hv_exit_ticks, rewritten;
+/* This image's (or fork child's) identity in the statistics: its marker file at start and the `I`
+ * line of its dumps, so that a process that never dumped (killed by a signal) is counted. */
+static uint64_t image_id;
 static volatile int rewrite_lock;
 static __thread char selector __attribute__((tls_model("initial-exec")));
 static int (*real_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
@@ -104,6 +107,26 @@ static char *put_u64(char *p, uint64_t v) {
     while (n)
         *p++ = tmp[--n];
     return p;
+}
+
+/* Creates STATS_DIR/PID-ID.start: this image of the process has started (it dumps its counts at
+ * execve and exit_group; one that dies by a signal never does, which the report counts). */
+static void mark_started(void) {
+    if (!stats_dir[0])
+        return;
+    image_id = __rdtsc();
+    char path[600], *p = path;
+    size_t l = strlen(stats_dir);
+    memcpy(p, stats_dir, l);
+    p += l;
+    *p++ = '/';
+    p = put_u64(p, (uint64_t)raw6(SYS_getpid, 0, 0, 0, 0, 0, 0));
+    *p++ = '-';
+    p = put_u64(p, image_id);
+    memcpy(p, ".start", 7);
+    long fd = raw6(SYS_openat, AT_FDCWD, (long)path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644, 0, 0);
+    if (fd >= 0)
+        raw6(SYS_close, fd, 0, 0, 0, 0, 0);
 }
 
 /* Writes this process's counts and samples to STATS_DIR/PID-SEQ-TSC.stats and resets them. */
@@ -161,6 +184,20 @@ static void dump_stats(void) {
     LINE('C', rw_start.cached + rw_late.cached, rw_start.stored + rw_late.stored);
     LINE('N', multios_nodelegate, 0);
     multios_nodelegate = 0;
+    LINE('I', (uint64_t)raw6(SYS_getpid, 0, 0, 0, 0, 0, 0), image_id);
+    if (multios_bare_execs) {
+        /* W: execve calls whose environment dropped the library; B: the first one's path. */
+        LINE('W', multios_bare_execs, 0);
+        size_t pl = strnlen(multios_bare_exec_path, sizeof multios_bare_exec_path);
+        if (n > sizeof buf - pl - 4)
+            FLUSH();
+        buf[n++] = 'B';
+        buf[n++] = ' ';
+        memcpy(buf + n, multios_bare_exec_path, pl);
+        n += pl;
+        buf[n++] = '\n';
+        multios_bare_execs = 0;
+    }
     if (multios_static_execs) {
         /* X: execve calls whose target is statically linked; P: the first one's path. */
         LINE('X', multios_static_execs, 0);
@@ -498,7 +535,7 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx) {
         if (stub)
             multios_loc_cnt[nr]++; /* before the dump: a successful execve is counted too */
         if (nr == SYS_execve || nr == SYS_execveat) {
-            multios_note_exec(nr, g[REG_RDI]);
+            multios_note_exec(nr, g[REG_RDI], nr == SYS_execve ? g[REG_RDX] : g[REG_R10]);
             kick_before_exec();
             dump_stats(); /* the counts so far; the new image starts its own */
         }
@@ -878,6 +915,7 @@ static void after_fork_child(void) {
     multios_nsamp = 0;
     multios_nodelegate = 0;
     dump_seq = 0;
+    mark_started();
     multios_fork_gen++;
     if (active) {
         start_delegate();
@@ -934,7 +972,7 @@ static int zero_page_readable(void) {
 HIDDEN long multios_slow(long nr, long a0, long a1, long a2, long a3, long a4, long a5) {
     if (nr == SYS_execve || nr == SYS_execveat) {
         multios_loc_cnt[nr]++;
-        multios_note_exec(nr, a0);
+        multios_note_exec(nr, a0, nr == SYS_execve ? a2 : a3);
         kick_before_exec();
         dump_stats(); /* the counts so far; the new image starts its own */
         return raw6(nr, a0, a1, a2, a3, a4, a5);
@@ -993,6 +1031,13 @@ __attribute__((constructor)) static void multios_preload_init(void) {
     real_pthread_create = dlsym(RTLD_NEXT, "pthread_create");
     if (!cfg || !real_pthread_create || load_config(cfg) != 0)
         return;
+    mark_started();
+    Dl_info self;
+    if (dladdr((void *)multios_preload_init, &self) && self.dli_fname) {
+        size_t n = strnlen(self.dli_fname, sizeof multios_library_path - 1);
+        memcpy(multios_library_path, self.dli_fname, n);
+        multios_library_path[n] = 0;
+    }
     for (int i = 0; i < 4096; i++)
         multios_expq[i] = (uint32_t)(neg_ln((i + 0.5) / 4096.0) * 65536.0 + 0.5);
     if (rewrite) {

@@ -110,7 +110,11 @@ _Static_assert(__builtin_offsetof(struct vf, info) == 72 && __builtin_offsetof(s
 HIDDEN void multios_rewrite_range(uint64_t lo, uint64_t hi, int fresh, struct rw_stats *st);
 /* Before an execve (static_exec.c): counts targets that are statically linked (the library cannot
  * follow them) and keeps the first one's path for the report. */
-HIDDEN void multios_note_exec(long nr, long path);
+HIDDEN void multios_note_exec(long nr, long path, long envp);
+/* ... and execve calls whose environment no longer preloads this library (its path, from dladdr). */
+extern HIDDEN uint64_t multios_bare_execs;
+extern HIDDEN char multios_bare_exec_path[256];
+extern HIDDEN char multios_library_path[512];
 extern HIDDEN uint64_t multios_static_execs;
 extern HIDDEN char multios_static_exec_path[256];
 /* The rewrite cache's directory (the configuration's rewrite_cache; empty: none). */

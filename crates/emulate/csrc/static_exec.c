@@ -35,7 +35,33 @@ static int is_static_elf(const char *path) {
     return st;
 }
 
-HIDDEN void multios_note_exec(long nr, long path) {
+HIDDEN uint64_t multios_bare_execs;
+HIDDEN char multios_bare_exec_path[256];
+HIDDEN char multios_library_path[512];
+
+/* Whether the environment `envp` of an execve still names this library in LD_PRELOAD (`env -i`, or a
+ * program that builds its children's environment, drops it: the new image then runs natively). */
+static int keeps_library(char *const *envp) {
+    if (!multios_library_path[0])
+        return 1; /* unknown: not reported */
+    if (!envp)
+        return 0;
+    for (char *const *e = envp; *e; e++)
+        if (!strncmp(*e, "LD_PRELOAD=", 11) && strstr(*e + 11, multios_library_path))
+            return 1;
+    return 0;
+}
+
+HIDDEN void multios_note_exec(long nr, long path, long envp) {
+    if (path && (nr == SYS_execve || nr == SYS_execveat) && !keeps_library((char *const *)envp)) {
+        if (!multios_bare_execs++) {
+            const char *p = (const char *)path;
+            size_t n = strnlen(p, sizeof multios_bare_exec_path - 1);
+            memcpy(multios_bare_exec_path, p, n);
+            multios_bare_exec_path[n] = 0;
+        }
+        return;
+    }
     if (nr != SYS_execve || !path || !is_static_elf((const char *)path))
         return;
     if (!multios_static_execs++) {

@@ -322,16 +322,33 @@ pub fn run(
     let (mut eager_files, mut sud_off_files, mut unsure, mut unsure_late) = (0u64, 0u64, 0u64, 0u64);
     let mut cache = crate::RewriteCache::default();
     let (mut static_execs, mut static_path) = (0u64, None::<String>);
+    let (mut bare_execs, mut bare_path) = (0u64, None::<String>);
+    // Images that started (a PID-ID.start marker each) and those whose counts were dumped.
+    let (mut started, mut dumped) = (
+        std::collections::BTreeSet::<u64>::new(),
+        std::collections::BTreeSet::<u64>::new(),
+    );
     for e in std::fs::read_dir(&stats)
         .map_err(io(format!("reading {}", stats.display())))?
         .flatten()
     {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if let Some(stem) = name.strip_suffix(".start") {
+            if let Some(id) = stem.rsplit('-').next().and_then(|v| v.parse().ok()) {
+                started.insert(id);
+            }
+            continue;
+        }
         let text =
             std::fs::read_to_string(e.path()).map_err(io(format!("reading {}", e.path().display())))?;
         parse_stats(&text, &mut o);
         for l in text.lines() {
             if let Some(p) = l.strip_prefix("P ") {
                 static_path.get_or_insert_with(|| p.to_string());
+                continue;
+            }
+            if let Some(p) = l.strip_prefix("B ") {
+                bare_path.get_or_insert_with(|| p.to_string());
                 continue;
             }
             let f: Vec<u64> = l.split(' ').skip(1).filter_map(|v| v.parse().ok()).collect();
@@ -350,6 +367,10 @@ pub fn run(
                     unsure_late += b;
                 }
                 (Some("X"), [n, _]) => static_execs += n,
+                (Some("W"), [n, _]) => bare_execs += n,
+                (Some("I"), [_, id]) => {
+                    dumped.insert(*id);
+                }
                 (Some("C"), [hits, stored]) => {
                     cache.hits += hits;
                     cache.stored += stored;
@@ -415,6 +436,23 @@ pub fn run(
              them, so their system calls ran natively, neither counted nor delegated; --mechanism proxy follows \
              static programs",
             static_path.as_deref().unwrap_or("?")
+        ));
+    }
+    let lost = started.difference(&dumped).count();
+    if files > 0 && lost > 0 {
+        o.warnings.push(format!(
+            "{lost} of {} processes (or exec'd images) wrote no statistics — killed by a signal (a pipeline's \
+             reader that quit early leaves its writer to SIGPIPE), or ended without exit_group: their system \
+             calls are missing from the counts",
+            started.len()
+        ));
+    }
+    if bare_execs > 0 {
+        o.warnings.push(format!(
+            "{bare_execs} execve whose environment no longer preloads the library (first: {}; `env -i`, or a \
+             program that builds its children's environment): those programs ran natively, neither counted nor \
+             delegated",
+            bare_path.as_deref().unwrap_or("?")
         ));
     }
     if nodelegate > 0 {
