@@ -109,19 +109,25 @@ static char *put_u64(char *p, uint64_t v) {
     return p;
 }
 
-/* Creates STATS_DIR/PID-ID.start: this image of the process has started (it dumps its counts at
- * execve and exit_group; one that dies by a signal never does, which the report counts). */
-static void mark_started(void) {
-    if (!stats_dir[0])
-        return;
-    image_id = __rdtsc();
-    char path[600], *p = path;
+/* Writes "STATS_DIR/PID-" into `path` (600 bytes); returns where the rest of the name goes. */
+static char *stats_file(char *path) {
+    char *p = path;
     size_t l = strlen(stats_dir);
     memcpy(p, stats_dir, l);
     p += l;
     *p++ = '/';
     p = put_u64(p, (uint64_t)raw6(SYS_getpid, 0, 0, 0, 0, 0, 0));
     *p++ = '-';
+    return p;
+}
+
+/* Creates STATS_DIR/PID-ID.start: this image of the process has started (it dumps its counts at
+ * execve and exit_group; one that dies by a signal never does, which the report counts). */
+static void mark_started(void) {
+    if (!stats_dir[0])
+        return;
+    image_id = __rdtsc();
+    char path[600], *p = stats_file(path);
     p = put_u64(p, image_id);
     memcpy(p, ".start", 7);
     long fd = raw6(SYS_openat, AT_FDCWD, (long)path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644, 0, 0);
@@ -133,13 +139,7 @@ static void mark_started(void) {
 static void dump_stats(void) {
     if (!stats_dir[0])
         return;
-    char path[600], *p = path;
-    size_t l = strlen(stats_dir);
-    memcpy(p, stats_dir, l);
-    p += l;
-    *p++ = '/';
-    p = put_u64(p, (uint64_t)raw6(SYS_getpid, 0, 0, 0, 0, 0, 0));
-    *p++ = '-';
+    char path[600], *p = stats_file(path);
     p = put_u64(p, dump_seq++);
     /* An exec'd image keeps the pid and restarts dump_seq: the TSC keeps its file from
      * overwriting the one the old image wrote just before the exec. */

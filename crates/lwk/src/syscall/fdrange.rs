@@ -43,33 +43,26 @@ impl Kernel {
     /// getrlimit/setrlimit/prlimit64 of RLIMIT_AS for the guest itself: the guest's limit, kept
     /// and enforced by the LWK (`memlimit.rs`), never the VMM's.
     pub(super) fn address_space_limit(&self, nr: u64, a: [u64; 6]) -> Reply {
-        let (new, old) = match nr as i64 {
-            libc::SYS_getrlimit => (0, a[1]),
-            libc::SYS_setrlimit => (a[1], 0),
-            _ => (a[2], a[3]),
-        };
-        for p in [new, old] {
-            if p != 0 && !self.mem.in_app(p, 16) {
-                return err(libc::EFAULT);
-            }
-        }
-        let (soft, hard) = crate::memlimit::guest_limit();
-        if new != 0 {
-            let (s, h) = (self.mem.read_u64(new), self.mem.read_u64(new + 8));
-            if let Err(e) = crate::memlimit::set_guest_limit(s, h, sys::euid() == 0) {
-                return err(e);
-            }
-        }
-        if old != 0 {
-            self.mem.write_u64(old, soft);
-            self.mem.write_u64(old + 8, hard);
-        }
-        Reply::Ret(0)
+        self.guest_rlimit(nr, a, crate::memlimit::guest_limit, |s, h| {
+            crate::memlimit::set_guest_limit(s, h, sys::euid() == 0)
+        })
     }
 
     /// getrlimit/setrlimit/prlimit64 of RLIMIT_NOFILE for the guest itself: the guest's limit,
     /// kept by the LWK (`fds.rs`).
     pub(super) fn nofile(&self, nr: u64, a: [u64; 6]) -> Reply {
+        self.guest_rlimit(nr, a, fds::guest_limit, fds::set_guest_limit)
+    }
+
+    /// getrlimit/setrlimit/prlimit64 (arguments `a`) of a limit the LWK keeps for the guest:
+    /// `current` gives (soft, hard), `set` takes a new pair or the errno that refuses it.
+    fn guest_rlimit(
+        &self,
+        nr: u64,
+        a: [u64; 6],
+        current: impl Fn() -> (u64, u64),
+        set: impl Fn(u64, u64) -> Result<(), i32>,
+    ) -> Reply {
         let (new, old) = match nr as i64 {
             libc::SYS_getrlimit => (0, a[1]),
             libc::SYS_setrlimit => (a[1], 0),
@@ -80,10 +73,9 @@ impl Kernel {
                 return err(libc::EFAULT);
             }
         }
-        let (soft, hard) = fds::guest_limit();
+        let (soft, hard) = current();
         if new != 0 {
-            let (s, h) = (self.mem.read_u64(new), self.mem.read_u64(new + 8));
-            if let Err(e) = fds::set_guest_limit(s, h) {
+            if let Err(e) = set(self.mem.read_u64(new), self.mem.read_u64(new + 8)) {
                 return err(e);
             }
         }
