@@ -62,7 +62,8 @@ __thread struct mbox *multios_my_mbox __attribute__((tls_model("initial-exec")))
 __thread uint64_t multios_my_gen __attribute__((tls_model("initial-exec")));
 
 static int active, rewrite, rewrite_ok, realtime, exit_group_delegated;
-static void after_local(long nr, long a0, long r);
+static void after_local(long nr, long a0, long a2, long r);
+static int before_local(long nr);
 /* Eager mode (the configuration's `intercept`): every site rewritten at start-up; sud_on = 0 when that
  * succeeded for every 0f 05 pair in the process (then SUD is never turned on). */
 static int want_eager, eager, sud_on = 1;
@@ -561,8 +562,9 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx) {
         g[REG_RAX] = r;
     } else {
         multios_loc_cnt[nr]++;
+        before_local(nr);
         g[REG_RAX] = raw6(nr, g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]);
-        after_local(nr, g[REG_RDI], g[REG_RAX]);
+        after_local(nr, g[REG_RDI], g[REG_RDX], g[REG_RAX]);
     }
     selector = SEL_BLOCK;
 }
@@ -702,9 +704,16 @@ static void start_delegate(void) {
 
 __thread int multios_renew_due __attribute__((tls_model("initial-exec")));
 
-/* Whether call nr (first argument a0), which returned r, may have changed the caller's credentials. */
-static int changes_creds(long nr, long a0, long r) {
+/* Whether call nr (arguments a0, a2), which returned r, may have changed what the caller's
+ * delegate must share with it: its credentials, or (unshare, setns, close_range's
+ * CLOSE_RANGE_UNSHARE) its namespaces, file table or filesystem context. */
+static int changes_creds(long nr, long a0, long a2, long r) {
     switch (nr) {
+    case SYS_unshare:
+    case SYS_setns:
+        return r == 0;
+    case SYS_close_range:
+        return r == 0 && (a2 & 2 /* CLOSE_RANGE_UNSHARE */);
     case SYS_setfsuid:
     case SYS_setfsgid:
         return 1; /* they return the previous id, changed or not */
@@ -724,18 +733,18 @@ static int changes_creds(long nr, long a0, long r) {
     return 0;
 }
 
-static const int cred_calls[] = {SYS_setuid,   SYS_setgid,    SYS_setreuid, SYS_setregid,
-                                 SYS_setresuid, SYS_setresgid, SYS_setfsuid, SYS_setfsgid,
-                                 SYS_setgroups, SYS_capset,    SYS_prctl};
+static const int cred_calls[] = {SYS_setuid,    SYS_setgid,    SYS_setreuid, SYS_setregid, SYS_setresuid,
+                                 SYS_setresgid, SYS_setfsuid,  SYS_setfsgid, SYS_setgroups, SYS_capset,
+                                 SYS_prctl,     SYS_unshare,   SYS_setns,    SYS_close_range};
 
 /* Ends this thread's delegate (waiting until the kernel says it is gone, then unmapping its
  * stack and mailbox) and makes a new one with the thread's present credentials. Without a new
  * one (the clone failed) the thread's calls run in place, uncharged: never on the old one. */
-HIDDEN void multios_renew_delegate(void) {
+/* Ends this thread's delegate; returns 0 when it had none to end. */
+static int retire_delegate(void) {
     struct mbox *old = multios_my_mbox;
-    multios_renew_due = 0;
     if (!old || multios_my_gen != multios_fork_gen || multios_vf.solo)
-        return;
+        return 0;
     multios_my_mbox = NULL;
     old->nr = DELEGATE_RETIRE;
     __atomic_store_n(&old->state, 1, __ATOMIC_SEQ_CST);
@@ -746,14 +755,38 @@ HIDDEN void multios_renew_delegate(void) {
     while ((t = __atomic_load_n(&old->tid, __ATOMIC_ACQUIRE)) != 0)
         raw6(SYS_futex, (long)&old->tid, FUTEX_WAIT, t, 0, 0, 0);
     raw6(SYS_munmap, (long)old, 4096 + DELEGATE_STACK, 0, 0, 0, 0);
-    start_delegate();
+    return 1;
+}
+
+HIDDEN void multios_renew_delegate(void) {
+    multios_renew_due = 0;
+    if (retire_delegate())
+        start_delegate();
+}
+
+/* The delegate ended for a call that a multi-threaded process may not make (unshare or setns of
+ * a user namespace refuses one with EINVAL: `unshare -r` failed under shm), made again after it. */
+static __thread int retired_for_call __attribute__((tls_model("initial-exec")));
+
+/* Before a local call (shm): no delegate thread while unshare or setns runs. Returns 1 when the
+ * delegate was ended for it. */
+static int before_local(long nr) {
+    if (multios_mode != MODE_SHM || multios_vf.solo || multios_in_call() || (nr != SYS_unshare && nr != SYS_setns))
+        return 0;
+    retired_for_call = retire_delegate();
+    return retired_for_call;
 }
 
 /* After a local call: a new delegate if the call changed the credentials (shm). A vfork or
  * posix_spawn child (solo) makes its calls itself: the delegate it sees is its parent's. During
  * this thread's own delegated call (a signal handler: glibc's setxid broadcast), later. */
-static void after_local(long nr, long a0, long r) {
-    if (multios_mode != MODE_SHM || multios_vf.solo || !multios_my_mbox || !changes_creds(nr, a0, r))
+static void after_local(long nr, long a0, long a2, long r) {
+    if (retired_for_call) {
+        retired_for_call = 0;
+        start_delegate(); /* with what the call changed */
+        return;
+    }
+    if (multios_mode != MODE_SHM || multios_vf.solo || !multios_my_mbox || !changes_creds(nr, a0, a2, r))
         return;
     if (multios_in_call())
         multios_renew_due = 1;
@@ -980,13 +1013,14 @@ HIDDEN long multios_slow(long nr, long a0, long a1, long a2, long a3, long a4, l
     if (nr == SYS_exit_group)
         exit_group_now(a0);
     if ((multios_kind[nr] & 0x3f) == R_SLOW && nr != SYS_rt_sigaction) {
-        /* A call that may change the credentials (shm with a delegate): made here, counted and
-         * timed as a local call, then the delegate follows. */
+        /* A call that may change the credentials, namespaces or file table (shm with a delegate):
+         * made here, counted and timed as a local call, then the delegate follows. */
+        before_local(nr);
         uint64_t t0 = __rdtsc();
         long r = raw6(nr, a0, a1, a2, a3, a4, a5);
         __atomic_fetch_add(&multios_loc_ticks[nr], __rdtsc() - t0, __ATOMIC_RELAXED);
         __atomic_fetch_add(&multios_loc_cnt[nr], 1, __ATOMIC_RELAXED);
-        after_local(nr, a0, r);
+        after_local(nr, a0, a2, r);
         return r;
     }
     if (nr == SYS_rt_sigaction) {

@@ -79,6 +79,8 @@ pub const SHM_ONLY_LOCAL: &[&str] = &[
     "capset",
     "unshare",
     "setns",
+    // The calling thread's file table (CLOSE_RANGE_UNSHARE gives it its own).
+    "close_range",
     "personality",
     "seccomp",
     "rt_sigtimedwait",

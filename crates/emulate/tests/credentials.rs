@@ -157,3 +157,45 @@ fn nice_and_ionice_act_on_the_program_not_its_delegate() {
         }
     }
 }
+
+const UNSHARE: &str = r#"
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    (void)argc;
+    /* close_range with CLOSE_RANGE_UNSHARE (2): the thread gets its own file table; a file opened
+     * after it must be usable by the next (local) mmap. */
+    long r = syscall(SYS_close_range, 3, ~0U, 2);
+    int fd = open(argv[1], O_RDONLY);
+    char *p = fd < 0 ? MAP_FAILED : mmap(0, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+    printf("close_range %ld, mmap %s\n", r, p == MAP_FAILED ? "failed" : (p[1] == '#' ? "reads the file" : "?"));
+    return 0;
+}
+"#;
+
+/// Reported 2026-11-28: under shm the delegate thread made the process multi-threaded, so
+/// `unshare -r` (a user namespace wants a single-threaded caller) failed with EINVAL; and after
+/// close_range's CLOSE_RANGE_UNSHARE the program and its delegate had two file tables (a file the
+/// delegate opened was EBADF to the program's mmap). The delegate now ends for unshare and setns
+/// and is made again after them (and after CLOSE_RANGE_UNSHARE), sharing what the call changed.
+#[test]
+fn unshare_and_a_private_file_table_work_as_natively() {
+    require_root();
+    let dir = common::tmpdir("unshare");
+    let prog = cc(&dir, "unshare", UNSHARE);
+    let cmd = format!("{} {}", prog.display(), dir.join("unshare.c").display());
+    for cmd in [cmd.as_str(), "unshare -r id -u"] {
+        let want = native(cmd);
+        assert!(want.contains("reads the file") || want == "0\n", "{cmd}: {want}");
+        for m in [Mechanism::Shm, Mechanism::Migrate] {
+            for i in [Interception::Eager, Interception::Lazy] {
+                let got = emulated(&dir, "unshare", cmd, m, i);
+                assert_eq!(got, want, "{cmd} under {} ({})", m.name(), i.name());
+            }
+        }
+    }
+}
