@@ -47,6 +47,12 @@ pub enum ModelError {
         text: String,
         source: std::num::ParseFloatError,
     },
+    #[error("{at}: {column} {value} is not a speedup (a finite number > 0)")]
+    PairsValue {
+        at: String,
+        column: &'static str,
+        value: f64,
+    },
     #[error(
         "the workload is empty: C = 0 and every g(s) = 0, so there is no time to speed up; give a compute \
          time (--compute) or a profile of a run that took time"

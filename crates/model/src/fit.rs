@@ -93,12 +93,21 @@ pub fn parse_pairs(source: &str, text: &str) -> Result<Vec<(f64, f64)>, ModelErr
             return Err(ModelError::PairsLine { at });
         };
         let number = |column: &'static str, text: &str| {
-            text.parse::<f64>().map_err(|source| ModelError::PairsNumber {
+            let v = text.parse::<f64>().map_err(|source| ModelError::PairsNumber {
                 at: at.clone(),
                 column,
                 text: text.to_string(),
                 source,
-            })
+            })?;
+            // NaN gave an accuracy of NaN %, a negative measured speedup an accuracy below 0.
+            if !v.is_finite() || v <= 0.0 {
+                return Err(ModelError::PairsValue {
+                    at: at.clone(),
+                    column,
+                    value: v,
+                });
+            }
+            Ok(v)
         };
         pairs.push((number("predicted", p)?, number("measured", m)?));
     }
@@ -144,5 +153,16 @@ mod tests {
         assert!(std::error::Error::source(&e).is_some());
         let e = parse_pairs("p.csv", "only\n").expect_err("one column");
         assert_eq!(e.to_string(), "p.csv:1: expected name,predicted,measured");
+    }
+
+    /// Reported 2026-11-28: NaN and negative speedups in a pairs file gave an accuracy of NaN %
+    /// or below 0 instead of an error naming the line.
+    #[test]
+    fn pairs_must_be_positive_finite_speedups() {
+        for bad in ["1.0,nan", "nan,1.0", "1.0,-3", "0,1.0", "inf,1"] {
+            let e = parse_pairs("p.csv", bad).expect_err(bad).to_string();
+            assert!(e.contains("p.csv:1") && e.contains("not a speedup"), "{bad}: {e}");
+        }
+        assert_eq!(parse_pairs("p.csv", "x,1.5,1.4").ok(), Some(vec![(1.5, 1.4)]));
     }
 }

@@ -19,6 +19,10 @@ use serde::Serialize;
 pub enum ScaleError {
     #[error("--ranks '{0}': expected N, A..B (log-spaced 1-2-5 series) or a comma list, with counts ≥ 1")]
     Ranks(String),
+    #[error(
+        "--ranks '{0}': at most {MAX_RANKS} ranks (the simulation keeps a phase per rank, 8 bytes each)"
+    )]
+    TooManyRanks(String),
     #[error("--work must be positive")]
     Work,
     #[error("--steps must be at least 1")]
@@ -68,15 +72,24 @@ pub struct Point {
 }
 
 /// Parses "1..1000000" (1-2-5 series), "1,10,100" or "1000".
+/// The most ranks one simulated point may have (its phases take 8 bytes each: 800 MB). A larger
+/// count panicked (capacity overflow) or aborted allocating.
+pub const MAX_RANKS: u64 = 100_000_000;
+
 pub fn parse_ranks(s: &str) -> Result<Vec<u64>, ScaleError> {
     let bad = || ScaleError::Ranks(s.to_string());
     let num = |x: &str| {
-        x.trim()
+        let n = x
+            .trim()
             .replace('_', "")
             .parse::<u64>()
             .ok()
             .filter(|&n| n >= 1)
-            .ok_or_else(bad)
+            .ok_or_else(bad)?;
+        if n > MAX_RANKS {
+            return Err(ScaleError::TooManyRanks(s.to_string()));
+        }
+        Ok(n)
     };
     let mut v = if let Some((a, b)) = s.split_once("..") {
         let (a, b) = (num(a)?, num(b)?);

@@ -53,7 +53,7 @@ struct BenchArgs {
     iterations: usize,
     /// Pairs of (active machine call, cache-line round trip) measured back to back; the verdict
     /// takes the median of the per-pair ratios
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1000))]
     runs: usize,
     /// Requests per server for the key-value comparison (4 connections, 256-byte values)
     #[arg(long, default_value_t = 10_000)]
@@ -76,16 +76,16 @@ struct BenchArgs {
 #[derive(clap::Args, Debug)]
 struct KvArgs {
     /// At most this many requests in all (per server)
-    #[arg(long, default_value_t = 20_000)]
+    #[arg(long, default_value_t = 20_000, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     requests: usize,
-    /// Concurrent connections
-    #[arg(long, default_value_t = 4)]
+    /// Concurrent connections (a thread each in the load generator)
+    #[arg(long, default_value_t = 4, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=256))]
     connections: usize,
     /// Stop issuing requests after this long (per server)
     #[arg(long, default_value = "10s")]
     duration: multios_units::Duration,
     /// Bytes per value (the small values of the phased mix)
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = 256, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=(64 << 20)))]
     value_bytes: usize,
     /// The request mix
     #[arg(long, value_enum, default_value = "phased")]
@@ -98,7 +98,7 @@ struct TraceArgs {
     #[arg(short = 'o', long = "output", value_name = "FILE.json")]
     output: PathBuf,
     /// Machine calls to record
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 200, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=10_000_000))]
     calls: usize,
     /// Trace the key-value service (network, storage and compression machines under the Machine
     /// Manager's utilization policy, phased load) instead
@@ -108,7 +108,7 @@ struct TraceArgs {
     #[arg(long, default_value_t = 300)]
     requests: usize,
     /// With --kv: connections of the load
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=256))]
     connections: usize,
 }
 
@@ -291,6 +291,9 @@ fn kv_row(r: &LoadReport) -> [String; 8] {
 }
 
 fn kv(a: KvArgs, out: &Out) -> crate::cmd::Exit {
+    if a.duration.nanos() <= 0.0 {
+        anyhow::bail!("--duration {}: give a positive time (e.g. 10s)", a.duration);
+    }
     let load = LoadConfig {
         requests: a.requests,
         connections: a.connections,

@@ -256,9 +256,13 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
         cfg.policy = multios_lwk::local::from_policy(text, a.policy_profile.as_deref())?;
         note_overrides(text, cfg.policy.overrides());
     }
+    // Before the program runs, not after: a run must not be lost to a bad path (--summary was
+    // checked only after it, and its error replaced the program's exit status).
     if let Some(path) = &a.profile {
-        // Before the program runs, not after: a run must not be lost to a bad path.
-        check_writable(path)?;
+        check_writable("--profile", path)?;
+    }
+    if let Some(path) = &a.summary {
+        check_writable("--summary", path)?;
     }
     let o = multios_lwk::run(&cfg).map_err(|e| anyhow::anyhow!("multios lwk: {e}"))?;
     if let Some(path) = &a.profile {
@@ -325,8 +329,8 @@ fn note_overrides(text: &str, o: &Overrides) {
 }
 
 /// Fails with a message naming `path` when the profile could not be written there.
-fn check_writable(path: &std::path::Path) -> anyhow::Result<()> {
-    multios_host::output::check_writable(path).map_err(|e| anyhow::anyhow!("--profile {e}"))
+fn check_writable(flag: &str, path: &std::path::Path) -> anyhow::Result<()> {
+    multios_host::output::check_writable(path).map_err(|e| anyhow::anyhow!("{flag} {e}"))
 }
 
 /// Applies `--cpus` and `--proxy-cpu` (see [`multios_lwk::Partition`]), saying on stderr when the

@@ -22,6 +22,12 @@ pub struct Args {
 
 pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
     let trace = Trace::load(&a.trace)?;
+    if let Some(line) = trace.truncated_line {
+        eprintln!(
+            "warning: {}:{line}: the last event is cut off (the run was killed while writing it): left out",
+            a.trace.display()
+        );
+    }
     let h = hotspots(&trace, a.top);
     let mut t = Table::new([
         "rank", "event", "count", "total", "mean", "share_%", "caller", "site", "via",

@@ -486,6 +486,10 @@ fn fit(a: FitArgs, out: &Out) -> super::Exit {
     }
     if let Some(list) = &a.gammas {
         let v = parse_list("--gammas", list)?;
+        // γ is a speedup: finite and > 0 (NaN was skipped by the median, 0 and negatives taken).
+        if let Some(bad) = v.iter().find(|g| !g.is_finite() || **g <= 0.0) {
+            anyhow::bail!("--gammas: {bad} is not a compute speedup γ (a finite number > 0, e.g. 1.04)");
+        }
         let m = model::median(&v).context("--gammas: no finite values")?;
         report.insert("gamma_median".into(), m.into());
         if out.format == Format::Table {

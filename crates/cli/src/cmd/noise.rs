@@ -164,6 +164,12 @@ fn measure(kind: Kind, a: MeasureArgs, out: &Out) -> super::Exit {
         &cpus,
         &online,
     )?;
+    if !a.threshold.is_finite() {
+        anyhow::bail!(
+            "--threshold {}: give a finite multiple of the shortest iteration above 1 (e.g. 9)",
+            a.threshold
+        );
+    }
     let cfg = noise_measure::Config {
         kind,
         cpus,

@@ -21,6 +21,8 @@ pub enum LoadError {
     Elf(#[from] ElfError),
     #[error("program '{0}' not found (looked in PATH)")]
     NotFound(String),
+    #[error("program '{0}': permission denied (not executable by you, a directory, or on a noexec mount: Linux would not run it either)")]
+    NotExecutable(String),
     #[error("interpreter '{interp}' of '{program}': {source}")]
     Interp {
         program: String,
@@ -29,16 +31,27 @@ pub enum LoadError {
     },
 }
 
-/// Finds `program` like execvp.
+/// Finds `program` like execvp: a path is taken as it is (it must be executable: the loader reads
+/// the file itself, so the kernel's execute check is made here — a mode-644 file ran before); a
+/// name is the first executable file of that name in PATH, a non-executable one skipped.
 pub fn resolve(program: &str) -> Result<PathBuf, LoadError> {
+    let runnable = |p: &Path| p.is_file() && crate::sys::may_execute(p);
     if program.contains('/') {
-        return Ok(PathBuf::from(program));
+        let p = PathBuf::from(program);
+        if p.exists() && !runnable(&p) {
+            return Err(LoadError::NotExecutable(program.to_string()));
+        }
+        return Ok(p);
     }
     let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
-    std::env::split_paths(&path)
-        .map(|d| d.join(program))
-        .find(|p| p.is_file())
-        .ok_or_else(|| LoadError::NotFound(program.to_string()))
+    let candidates: Vec<PathBuf> = std::env::split_paths(&path).map(|d| d.join(program)).collect();
+    if let Some(p) = candidates.iter().find(|p| runnable(p)) {
+        return Ok(p.clone());
+    }
+    if candidates.iter().any(|p| p.is_file()) {
+        return Err(LoadError::NotExecutable(program.to_string()));
+    }
+    Err(LoadError::NotFound(program.to_string()))
 }
 
 fn random16() -> [u8; 16] {

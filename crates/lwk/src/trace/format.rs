@@ -119,6 +119,9 @@ pub struct Trace {
     pub maps: Vec<String>,
     /// For each event, the index in `maps` of the map it was made under.
     pub epoch: Vec<usize>,
+    /// The line of an event cut off at the end of the file (a run killed while it wrote it, with
+    /// SIGKILL: no trace end), which was left out.
+    pub truncated_line: Option<usize>,
 }
 
 impl Trace {
@@ -158,7 +161,9 @@ impl Trace {
         let mut events = Vec::new();
         let mut maps = Vec::new();
         let mut epoch = Vec::new();
-        for (i, line) in lines.enumerate() {
+        let mut truncated_line = None;
+        let mut lines = lines.enumerate().peekable();
+        while let Some((i, line)) = lines.next() {
             let line = line.map_err(io)?;
             if line.is_empty() {
                 continue;
@@ -168,7 +173,15 @@ impl Trace {
                 maps.push(f.maps);
                 continue;
             }
-            events.push(serde_json::from_str(&line).map_err(|e| parse(i + 2, e.to_string()))?);
+            match serde_json::from_str(&line) {
+                Ok(e) => events.push(e),
+                // The file's last line, cut off (the run was killed while writing it): left out.
+                Err(e) if e.is_eof() && lines.peek().is_none() => {
+                    truncated_line = Some(i + 2);
+                    break;
+                }
+                Err(e) => return Err(parse(i + 2, format!("{e} (within the line)"))),
+            }
             epoch.push(maps.len());
         }
         // Events after the last map (a run that did not end its trace) are named with it.
@@ -181,6 +194,7 @@ impl Trace {
             events,
             maps,
             epoch,
+            truncated_line,
         })
     }
 }
@@ -230,6 +244,40 @@ mod tests {
             e.contains("not a multios LWK trace") && e.contains("--trace"),
             "{e}"
         );
+        std::fs::remove_dir_all(&dir).expect("test setup");
+    }
+
+    /// Reported 2026-11-28: a trace whose run was killed with SIGKILL ends in a cut-off line, and
+    /// `lwk hotspots` refused the whole file.
+    #[test]
+    fn a_trace_cut_off_in_its_last_line_reads_without_it() {
+        let dir = std::env::temp_dir().join(format!("multios-trace-cut-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("test setup");
+        let p = dir.join("t.jsonl");
+        let header = format!(r#"{{"format":"{FORMAT}","version":1,"program":"p","pid":1}}"#);
+        let e = Event {
+            t_ns: 12,
+            cpu: 0,
+            kind: Kind::Call,
+            name: "write".into(),
+            nr: 1,
+            dur_ns: 900,
+            ret: 1,
+            rip: 0x40_1000,
+            caller: 0,
+            frames: vec![],
+        };
+        let mut body = Vec::new();
+        e.write_line(&mut body).expect("test setup");
+        let whole = [header.as_bytes(), b"\n", &body, &body[..body.len() / 2]].concat();
+        std::fs::write(&p, &whole).expect("test setup");
+        let t = Trace::load(&p).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((t.events.len(), t.truncated_line), (1, Some(3)));
+        // A bad line that is not the last is still an error naming its line.
+        let bad = [header.as_bytes(), b"\n", &body[..body.len() / 2], b"\n", &body].concat();
+        std::fs::write(&p, &bad).expect("test setup");
+        let err = Trace::load(&p).expect_err("a bad line in the middle").to_string();
+        assert!(err.contains(":2"), "{err}");
         std::fs::remove_dir_all(&dir).expect("test setup");
     }
 }

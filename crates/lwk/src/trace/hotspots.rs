@@ -166,6 +166,7 @@ mod tests {
     #[test]
     fn rows_are_ranked_by_total_time_and_shares_add_up() {
         let trace = Trace {
+            truncated_line: None,
             header: Header {
                 format: crate::trace::format::FORMAT.into(),
                 version: 1,
