@@ -111,6 +111,23 @@ fn issue_13_a_packed_executable_runs_its_program_in_the_lwk() {
         Some(1),
         "the guest's exit status passes through"
     );
+    // Reported 2026-11-28: started through a link with another name, the program sees that name
+    // (busybox dispatches on it: a symlink `echo` ran "hi: applet not found"), and arguments that
+    // are not UTF-8 pass through (they were refused).
+    let link = d.path().join("echo");
+    std::os::unix::fs::symlink(&out, &link).expect("symlink");
+    let o = Command::new(&link)
+        .args(["via", "a", "link"])
+        .output()
+        .expect("run the link");
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "via a link\n", "{o:?}");
+    use std::os::unix::ffi::OsStrExt;
+    let o = Command::new(&out)
+        .arg("echo")
+        .arg(std::ffi::OsStr::from_bytes(b"a\xffb"))
+        .output()
+        .expect("run the packed file");
+    assert_eq!(o.stdout, b"a\xffb\n", "{o:?}");
     // A bad overrides file is refused when packing, with its line, not on the first run.
     let bad = d.path().join("bad.yaml");
     std::fs::write(&bad, "overrides:\n  - function: fopen\n    with: tsc\n").expect("write");

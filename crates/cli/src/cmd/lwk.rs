@@ -143,7 +143,7 @@ struct RunArgs {
     /// argv[0] of the program (default: PROG as given); packed executables pass the packed
     /// program's name
     #[arg(long, hide = true, value_name = "NAME")]
-    argv0: Option<String>,
+    argv0: Option<std::ffi::OsString>,
     /// Print a summary of the run on stderr
     #[arg(long, short)]
     verbose: bool,
@@ -157,7 +157,7 @@ struct RunArgs {
         allow_hyphen_values = true,
         value_name = "PROG ARGS"
     )]
-    command: Vec<String>,
+    command: Vec<std::ffi::OsString>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -184,12 +184,13 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
 
 fn run_program(a: RunArgs, out: &Out) -> super::Exit {
     multios_lwk::check_kvm()?;
-    let (prog, rest) = a
-        .command
-        .split_first()
-        .ok_or_else(|| anyhow::anyhow!("missing PROG"))?;
-    let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
-    let mut cfg = Config::new(prog, &rest);
+    let prog = a.command.first().ok_or_else(|| anyhow::anyhow!("missing PROG"))?;
+    let prog = prog.to_str().ok_or_else(|| {
+        anyhow::anyhow!("PROG {prog:?}: give the program's path in UTF-8 (its arguments may be any bytes)")
+    })?;
+    let mut cfg = Config::new(prog, &[]);
+    // The arguments as given, any bytes (a non-UTF-8 argument was refused: Linux passes them on).
+    cfg.argv = a.command.clone();
     cfg.mem_size = a.mem_mib << 20;
     cfg.rewrite_syscalls = a.rewrite_syscalls || !a.no_rewrite_syscalls;
     cfg.proxy_idle_spin = std::time::Duration::from_micros(a.proxy_idle_us);
@@ -222,7 +223,7 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
         cfg.linux_exec = linux_exec_list(list);
     }
     if let (Some(name), Some(first)) = (&a.argv0, cfg.argv.first_mut()) {
-        *first = name.into();
+        *first = name.clone();
     }
     if let Some(f) = &a.overrides {
         cfg.overrides = Some(multios_lwk::overrides::Overrides::load(f)?);
@@ -267,7 +268,12 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
     let o = multios_lwk::run(&cfg).map_err(|e| anyhow::anyhow!("multios lwk: {e}"))?;
     if let Some(path) = &a.profile {
         // A run that a signal ended (Ctrl-C, kill) still gets its profile, marked partial.
-        let p = o.profile(a.command.clone(), cfg.policy.label());
+        let command = a
+            .command
+            .iter()
+            .map(|s| s.to_string_lossy().into_owned())
+            .collect();
+        let p = o.profile(command, cfg.policy.label());
         multios_profile::save(&p, path)?;
     }
     if a.verbose || out.format == Format::Json || a.summary.is_some() {

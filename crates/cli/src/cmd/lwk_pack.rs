@@ -88,8 +88,21 @@ pub fn packed_argv() -> Result<Option<Vec<OsString>>, anyhow::Error> {
     let prog = multios_host::embed::materialize(&format!("lwkpack-{}", s.name), "", &bytes, 0o755)?;
     let mut argv: Vec<OsString> = ["multios", "lwk", "run"].map(OsString::from).to_vec();
     argv.extend(s.flags.iter().map(OsString::from));
-    // The program sees its own name, as when it runs natively (multi-call programs depend on it).
-    argv.extend([OsString::from("--argv0"), OsString::from(&s.name)]);
+    // The program sees its own name when the packed file is started by its own name (`bb.lwk echo
+    // hi` runs busybox's echo, as `busybox echo hi` does), and the name it was started by when
+    // that is another one — a link: a multi-call program dispatches on it (a symlink `echo` to
+    // the packed busybox ran "hi: applet not found" while the program always saw its own name).
+    let invoked = std::env::args_os().next().unwrap_or_default();
+    let own = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_name().map(OsString::from));
+    let by_link = std::path::Path::new(&invoked).file_name().map(OsString::from) != own;
+    let argv0 = if by_link && !invoked.is_empty() {
+        invoked
+    } else {
+        OsString::from(&s.name)
+    };
+    argv.extend([OsString::from("--argv0"), argv0]);
     if let Some(text) = &s.overrides {
         let f = multios_host::embed::materialize("lwkpack-overrides", ".yaml", text.as_bytes(), 0o644)?;
         argv.extend([OsString::from("--overrides"), f.into_os_string()]);
