@@ -127,3 +127,21 @@ fn issue_16_lwk_run_refuses_what_linux_would_not_run_and_checks_summary_first() 
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Reported 2026-11-28: `lwk pack --mem-mib 0` (or 3) wrote a file whose every run failed with an
+/// error about a flag its user never gave; the packed settings are checked when packing.
+#[test]
+fn issue_16_lwk_pack_checks_its_settings_when_packing() {
+    let out = std::env::temp_dir().join(format!("multios-pack-odd-{}.lwk", std::process::id()));
+    let o = out.to_str().unwrap_or_default();
+    refused(
+        &["lwk", "pack", "/bin/true", "-o", o, "--mem-mib", "0"],
+        "--mem-mib",
+    );
+    refused(
+        &["lwk", "pack", "/bin/true", "-o", o, "--mem-mib", "3"],
+        "--mem-mib",
+    );
+    refused(&["lwk", "pack", "/bin/true", "-o", o, "--cpus", "4096"], "--cpus");
+    assert!(!out.exists(), "nothing written for refused settings");
+}

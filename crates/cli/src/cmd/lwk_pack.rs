@@ -24,8 +24,9 @@ pub struct Args {
     /// LWK CPUs of the packed runs (as `lwk run --cpus`)
     #[arg(long, value_name = "LIST")]
     cpus: Option<String>,
-    /// Guest memory of the packed runs in MiB (as `lwk run --mem-mib`)
-    #[arg(long)]
+    /// Guest memory of the packed runs in MiB (as `lwk run --mem-mib`: even, 2 to 65532; checked
+    /// now, not on every run of the packed file)
+    #[arg(long, value_parser = clap::value_parser!(u64).range(2..=65532))]
     mem_mib: Option<u64>,
 }
 
@@ -51,7 +52,15 @@ pub fn run(a: Args, _out: &Out) -> crate::cmd::Exit {
         flags.extend(["--cpus".to_string(), c.clone()]);
     }
     if let Some(m) = a.mem_mib {
+        if m % 2 != 0 {
+            anyhow::bail!("--mem-mib {m}: give an even number of MiB (the guest's memory is 2 MiB pages)");
+        }
         flags.extend(["--mem-mib".to_string(), m.to_string()]);
+    }
+    if let Some(c) = &a.cpus {
+        // Parsed now as a packed run would parse it (a bad list failed on every run).
+        multios_lwk::Partition::choose(&multios_lwk::available_cpus(), Some(c), None)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
     }
     let name = program
         .file_name()
