@@ -186,32 +186,26 @@ static void dump_stats(void) {
     LINE('N', multios_nodelegate, 0);
     multios_nodelegate = 0;
     LINE('I', (uint64_t)raw6(SYS_getpid, 0, 0, 0, 0, 0, 0), image_id);
-    if (multios_bare_execs) {
-        /* W: execve calls whose environment dropped the library; B: the first one's path. */
-        LINE('W', multios_bare_execs, 0);
-        size_t pl = strnlen(multios_bare_exec_path, sizeof multios_bare_exec_path);
-        if (n > sizeof buf - pl - 4)
-            FLUSH();
-        buf[n++] = 'B';
-        buf[n++] = ' ';
-        memcpy(buf + n, multios_bare_exec_path, pl);
-        n += pl;
-        buf[n++] = '\n';
-        multios_bare_execs = 0;
-    }
-    if (multios_static_execs) {
-        /* X: execve calls whose target is statically linked; P: the first one's path. */
-        LINE('X', multios_static_execs, 0);
-        size_t pl = strnlen(multios_static_exec_path, sizeof multios_static_exec_path);
-        if (n > sizeof buf - pl - 4)
-            FLUSH();
-        buf[n++] = 'P';
-        buf[n++] = ' ';
-        memcpy(buf + n, multios_static_exec_path, pl);
-        n += pl;
-        buf[n++] = '\n';
-        multios_static_execs = 0;
-    }
+/* A count of execve calls (line `tag`) and the first one's path (line `ptag`), then reset. */
+#define EXECS(tag, count, ptag, path)                                                                      \
+    do {                                                                                                   \
+        if (count) {                                                                                       \
+            LINE(tag, count, 0);                                                                           \
+            size_t pl = strnlen(path, sizeof path);                                                        \
+            if (n > sizeof buf - pl - 4)                                                                   \
+                FLUSH();                                                                                   \
+            buf[n++] = ptag;                                                                               \
+            buf[n++] = ' ';                                                                                \
+            memcpy(buf + n, path, pl);                                                                     \
+            n += pl;                                                                                       \
+            buf[n++] = '\n';                                                                               \
+            count = 0;                                                                                     \
+        }                                                                                                  \
+    } while (0)
+    /* W: execve calls whose environment dropped the library; X: whose target is statically
+     * linked; B and P: the first one's path of each. */
+    EXECS('W', multios_bare_execs, 'B', multios_bare_exec_path);
+    EXECS('X', multios_static_execs, 'P', multios_static_exec_path);
     uint64_t ns = multios_nsamp < MAX_SAMPLES ? multios_nsamp : MAX_SAMPLES;
     for (uint64_t i = 0; i < ns; i++)
         LINE('S', multios_samples[i], 0);
