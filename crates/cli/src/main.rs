@@ -108,6 +108,8 @@ pub(crate) fn error_chain(e: &anyhow::Error) -> String {
 }
 
 fn main() -> std::process::ExitCode {
+    // A standard stream closed when multios started stays closed for the programs it runs.
+    multios_host::stdio::hide_placeholders();
     // A packed executable (`multios lwk pack`) is multios with a program at its end: it runs that
     // program in the LWK with the options it was packed with.
     let parsed = match cmd::lwk_pack::packed_argv() {

@@ -10,6 +10,7 @@
 //! - [`hvexit`]: exits to the hypervisor from a polling thread, so that its CPU's IPIs arrive;
 //! - [`irqs`]: which CPUs take the device interrupts (the LWK leaves them to Linux);
 //! - [`usage`]: a child's resource usage (wait4);
+//! - [`stdio`]: standard streams closed when multios started, kept closed for the programs it runs;
 //! - [`cgroup`]: cpuset cgroups — the noise tools' cpuset for an in-situ load, and the LWK's
 //!   reserved partition of CPUs (`multios lwk run --reserve`), with the sweep of those a killed
 //!   multios left behind.
@@ -23,6 +24,7 @@ pub mod hvexit;
 pub mod irqs;
 pub mod output;
 pub mod process;
+pub mod stdio;
 mod sys;
 pub mod time;
 pub mod tsc;

@@ -166,3 +166,39 @@ pub fn gettid() -> i32 {
     // SAFETY: gettid has no arguments and cannot fail.
     unsafe { libc::gettid() }
 }
+
+/// Whether `fd` is an open descriptor (F_GETFD succeeds). Async-signal-safe and usable before
+/// `main` (no allocation).
+pub fn fd_is_open(fd: i32) -> bool {
+    // SAFETY: F_GETFD only reads the descriptor's flags.
+    unsafe { libc::fcntl(fd, libc::F_GETFD) >= 0 }
+}
+
+/// Whether `fd` is open on the null device (character device 1:3).
+pub fn is_dev_null(fd: i32) -> bool {
+    // SAFETY: `st` is plain data that fstat fills in; a failure leaves it unread.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        libc::fstat(fd, &mut st) == 0
+            && st.st_mode & libc::S_IFMT == libc::S_IFCHR
+            && st.st_rdev == libc::makedev(1, 3)
+    }
+}
+
+/// Sets FD_CLOEXEC on `fd`.
+pub fn set_cloexec(fd: i32) -> io::Result<()> {
+    // SAFETY: F_GETFD/F_SETFD only read and change the descriptor's flags.
+    let r = unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFD);
+        if flags < 0 {
+            flags
+        } else {
+            libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC)
+        }
+    };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}

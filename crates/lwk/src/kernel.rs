@@ -400,7 +400,7 @@ impl Kernel {
     /// Reports `msg`: on stderr (unless quiet) and in the run's notes.
     pub(crate) fn note(&self, msg: String) {
         if !self.quiet {
-            eprintln!("multios lwk: {msg}");
+            crate::diag!("multios lwk: {msg}");
         }
         lock(&self.notes).push(msg);
     }

@@ -44,6 +44,7 @@ pub mod shadow;
 pub mod signal;
 pub mod slot;
 pub mod stats;
+pub mod streams;
 pub mod stub;
 pub mod sys;
 pub mod syscall;

@@ -691,7 +691,7 @@ impl Machine {
                             if let Some(sig) = m.kernel.fatal_pending() {
                                 // The guest should have died of it long ago: whatever holds it
                                 // up, the VMM dies of it now, as it would have without the LWK.
-                                eprintln!(
+                                crate::diag!(
                                     "multios lwk: signal {sig} not delivered within {FATAL_GRACE:?}; ending the run by it"
                                 );
                                 crate::reserve::release();

@@ -58,7 +58,7 @@ pub fn admit_this_thread() -> Result<(), ReserveError> {
 pub fn release() {
     if let Some(mut r) = held().take() {
         if let Err(e) = r.restore() {
-            eprintln!("multios lwk: {e}");
+            crate::diag!("multios lwk: {e}");
         }
     }
 }

@@ -19,12 +19,14 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     // The fd table grows to the VMM's fd range now, before the first VMM thread exists (see
     // `fds::grow_table`: later, with threads, the growth waits for an RCU grace period).
     crate::fds::floor();
+    // The VMM's own streams, kept above the floor: the guest's 0–2 are its to close and reopen.
+    let streams = crate::streams::Streams::take(crate::fds::floor());
     // What a program the guest execs on Linux runs on: the VMM's CPUs before any pinning.
     crate::sys::remember_start_affinity();
     crate::sys::remember_glibc_signals();
     // A reservation a killed multios left behind is given back first (issue #14).
     for swept in crate::reserve::sweep_stale() {
-        eprintln!("multios lwk: {swept}");
+        crate::diag!("multios lwk: {swept}");
     }
     let reserved = if cfg.reserve {
         if cfg.cpus.is_empty() {
@@ -63,7 +65,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     let env = match &cfg.overrides {
         Some(o) => {
             for w in o.warnings(&path) {
-                eprintln!("multios lwk: {w}");
+                crate::diag!("multios lwk: {w}");
             }
             o.environment(&cfg.env)?
         }
@@ -137,6 +139,8 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
         // No thread: the VM is made in `drive`.
         Err(_) => None,
     };
+    // A stream closed when multios started is closed for the guest too (not Rust's /dev/null).
+    streams.close_placeholders();
     let driven = drive(
         cfg,
         mem,
@@ -159,10 +163,10 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     // The last reference to the kernel and so to the guest memory: unmapped here.
     let t = Instant::now();
     drop(traced);
+    let unmap = t.elapsed().as_secs_f64();
+    streams.restore();
     let mut o = driven?;
-    o.costs
-        .teardown
-        .push(("unmap the guest memory".into(), t.elapsed().as_secs_f64()));
+    o.costs.teardown.push(("unmap the guest memory".into(), unmap));
     o.rewritten += rewritten;
     Ok(o)
 }

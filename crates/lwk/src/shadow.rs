@@ -107,7 +107,7 @@ impl Shadow {
         };
         match r {
             Ok(to) => self.scratch.store(to, SeqCst),
-            Err(e) => eprintln!("multios lwk: dropping KVM's shadow page tables: {e}"),
+            Err(e) => crate::diag!("multios lwk: dropping KVM's shadow page tables: {e}"),
         }
         self.flushes.fetch_add(1, SeqCst);
         self.flush_ns.fetch_add(t0.elapsed().as_nanos() as u64, SeqCst);

@@ -105,7 +105,7 @@ impl WindowSlots {
                 if let Err(e) = self.make(fd, k) {
                     // The guest then stops at its first access there ("access to unmapped
                     // memory", with the address).
-                    eprintln!("multios lwk: {e}");
+                    crate::diag!("multios lwk: {e}");
                 }
             }
         }

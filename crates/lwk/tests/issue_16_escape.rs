@@ -269,3 +269,29 @@ fn issue_16_scm_rights_cannot_pass_a_vmms_fd_to_the_guest() {
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     }
 }
+
+/// Pointers inside the structs some calls take, which the kernel follows: a perf sample of user
+/// registers and stack copied the VMM's (its stack held return addresses into multios),
+/// TCP_ZEROCOPY_RECEIVE wrote received bytes at a VMM address (a proxy thread's stack: the VMM's
+/// control flow taken), SO_ATTACH_FILTER read a program from VMM memory; select polled the VMM's
+/// fds and reported them ready (`tests/c/innerptrs.c`).
+#[test]
+fn issue_16_pointers_inside_structs_and_select_sets_stay_in_the_guest() {
+    require_kvm();
+    let dir = Scratch::new("multios-issue16", "innerptrs");
+    let prog = build_c("innerptrs", &[], &dir);
+    let out = lwk(&prog, &[]);
+    let s = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "perf-stack: Permission denied",
+        "perf-tid: ok",
+        "zerocopy: Protocol not available",
+        "filter-vmm: Bad address",
+        "filter-ok: ok 4 ping",
+        "select-vmm: Bad file descriptor",
+        "select-ok: 1 1",
+    ] {
+        assert!(s.lines().any(|l| l == line), "missing {line:?}\n{}", show(&out));
+    }
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+}

@@ -21,6 +21,8 @@
 //! (the same measurement as `multios lwk fc`, without the CLI).
 
 fn main() {
+    // A standard stream closed when lwk-run started stays closed for the guest.
+    multios_host::stdio::hide_placeholders();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(program) = args.first() else {
         eprintln!("usage: lwk-run PROG [ARGS…]");

@@ -124,7 +124,7 @@ impl Machine {
                     regs: Some(regs),
                 };
                 if let Err(why) = self.become_child(id, vcpu, entry, &xsave, &req) {
-                    eprintln!("multios lwk: forked child: {why}");
+                    crate::diag!("multios lwk: forked child: {why}");
                     crate::sys::exit_now(127);
                 }
                 slot::state_of(&self.kernel.mem, slot).store(state::IDLE, Ordering::Release);
@@ -205,7 +205,7 @@ impl Machine {
         self.stop_all();
         self.kernel.finish_trace();
         if let Some(e) = lock(&self.error).take() {
-            eprintln!("multios lwk: {e}");
+            crate::diag!("multios lwk: {e}");
             crate::sys::die_by_signal(libc::SIGSEGV);
         }
         match self.kernel.exit_status().unwrap_or(ExitStatus::Code(0)) {

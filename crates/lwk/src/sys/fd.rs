@@ -331,3 +331,44 @@ pub fn recv_all(fd: i32, buf: &mut [u8]) -> io::Result<usize> {
     }
     Ok(got)
 }
+
+/// Whether `fd` is an open descriptor.
+pub fn fd_is_open(fd: i32) -> bool {
+    // SAFETY: F_GETFD only reads the descriptor's flags.
+    unsafe { libc::fcntl(fd, libc::F_GETFD) >= 0 }
+}
+
+/// Writes all of `data` to `fd`, retrying on EINTR and short writes; errors are dropped (a
+/// message that cannot be written is lost, as eprintln's are on a closed stderr).
+pub fn write_all_to(fd: i32, mut data: &[u8]) {
+    while !data.is_empty() {
+        // SAFETY: the pointer and length describe `data`, which write only reads.
+        let n = unsafe { libc::write(fd, data.as_ptr().cast(), data.len()) };
+        if n < 0 {
+            if io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return;
+        }
+        if n == 0 {
+            return;
+        }
+        data = &data[n as usize..];
+    }
+}
+
+/// Puts /dev/null on `fd`, close-on-exec (whatever was there is closed); best effort.
+pub fn null_onto(fd: i32) {
+    // SAFETY: open of a constant NUL-terminated path; dup3 and close take plain integers.
+    unsafe {
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+        if null < 0 {
+            libc::close(fd);
+            return;
+        }
+        if null != fd {
+            libc::dup3(null, fd, libc::O_CLOEXEC);
+            libc::close(null);
+        }
+    }
+}

@@ -106,6 +106,10 @@ pub struct Checked {
     control: Vec<u8>,
     /// The guest's msghdr, for results the kernel writes into the copy (recvmsg).
     msg_guest: Option<u64>,
+    /// Copied pollfd arrays and fd_sets: (the guest's address, the copy), written back after
+    /// the call (pollfds: their revents; fd_sets: whole, when the call succeeded).
+    polled: Option<(u64, Vec<u64>)>,
+    fd_sets: Vec<(u64, Vec<u64>)>,
 }
 
 impl Checked {
@@ -114,13 +118,27 @@ impl Checked {
         &self.iov
     }
 
-    /// Copies what the kernel wrote into the msghdr copy back to the guest's (recvmsg).
-    pub fn finish(&self, mem: &GuestMemory) {
+    /// Copies what the kernel wrote into the copies back to the guest's memory: a received
+    /// msghdr's lengths and flags, pollfds' revents (as Linux, whatever the result), fd_sets when
+    /// the call returned `r` ≥ 0 (as Linux).
+    pub fn finish(&self, mem: &GuestMemory, r: i64) {
         if let (Some(m), Some(g)) = (&self.msg, self.msg_guest) {
             let namelen = (m[1] as u32).to_le_bytes();
             mem.write(g + 8, &namelen);
             mem.write_u64(g + 40, m[5]);
             mem.write(g + 48, &(m[6] as u32).to_le_bytes());
+        }
+        if let Some((g, fds)) = &self.polled {
+            for (k, pfd) in fds.iter().enumerate() {
+                mem.write(g + 8 * k as u64 + 6, &((pfd >> 48) as u16).to_le_bytes());
+            }
+        }
+        if r >= 0 {
+            for (g, set) in &self.fd_sets {
+                for (k, w) in set.iter().enumerate() {
+                    mem.write_u64(g + 8 * k as u64, *w);
+                }
+            }
         }
     }
 }
@@ -253,14 +271,48 @@ pub fn check(mem: &GuestMemory, layout: &[Arg], a: &[u64; 6], fd_floor: i32) -> 
             }
             Arg::PollFds(ci) => {
                 let n = a[ci];
-                buf(mem, v, n.checked_mul(8).ok_or(EFAULT)?, n == 0)?;
-                for k in 0..n {
-                    let mut b = [0u8; 4];
-                    mem.read(v + 8 * k, &mut b);
-                    if i32::from_le_bytes(b) >= fd_floor {
-                        return Err(EBADF);
-                    }
+                // Linux refuses more entries than RLIMIT_NOFILE allows fds.
+                if n > crate::fds::guest_limit().0 {
+                    return Err(-(libc::EINVAL as i64));
                 }
+                buf(mem, v, n.checked_mul(8).ok_or(EFAULT)?, n == 0)?;
+                let fds: Vec<u64> = (0..n).map(|k| mem.read_u64(v + 8 * k)).collect();
+                if fds.iter().any(|&p| p as u32 as i32 >= fd_floor) {
+                    return Err(EBADF);
+                }
+                if n > 0 {
+                    c.args[i] = fds.as_ptr() as u64;
+                    c.polled = Some((v, fds));
+                }
+            }
+            Arg::FdSet(ni) => {
+                // Linux: a negative count is EINVAL; the kernel reads ⌈n / 64⌉ words of a set.
+                let n = a[ni] as i32;
+                if n < 0 {
+                    return Err(-(libc::EINVAL as i64));
+                }
+                if v == 0 {
+                    continue;
+                }
+                let words = (n as u64).div_ceil(64);
+                buf(mem, v, words * 8, false)?;
+                let set: Vec<u64> = (0..words).map(|k| mem.read_u64(v + 8 * k)).collect();
+                // The VMM's fds are not the guest's: a bit at or above the floor is EBADF, as a
+                // closed fd's is natively.
+                let floor = fd_floor.max(0) as u64;
+                let above = set.iter().enumerate().any(|(k, &w)| {
+                    let first = 64 * k as u64;
+                    if first + 64 <= floor {
+                        return false;
+                    }
+                    let keep = floor.saturating_sub(first);
+                    w >> keep != 0
+                });
+                if above {
+                    return Err(EBADF);
+                }
+                c.args[i] = set.as_ptr() as u64;
+                c.fd_sets.push((v, set));
             }
         }
     }
@@ -290,6 +342,9 @@ pub fn check_call(
     for (i, arg) in layout.iter().enumerate() {
         match *arg {
             Arg::Buf(l) | Arg::OptBuf(l) => ok(a[i], length(mem, a, l)?, written.contains(&i))?,
+            // The kernel writes revents and the sets back.
+            Arg::PollFds(ci) => ok(a[i], a[ci].saturating_mul(8), true)?,
+            Arg::FdSet(ni) => ok(a[i], ((a[ni] as i32).max(0) as u64).div_ceil(64) * 8, true)?,
             Arg::Iov(_) | Arg::MsgHdr(_) => {
                 let into = matches!(
                     nr,

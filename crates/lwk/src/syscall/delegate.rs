@@ -35,6 +35,12 @@ impl Kernel {
             SYS_prlimit64 if a[1] == RLIMIT_NOFILE as u64 && (a[0] == 0 || self.is_self(a[0] as i32)) => {
                 return self.nofile(nr, a)
             }
+            SYS_setsockopt if super::sockopt::takes_fprog(a[1] as i32, a[2] as i32) => return self.setsockopt_fprog(a),
+            SYS_setsockopt | SYS_getsockopt
+                if super::sockopt::refused(a[1] as i32, a[2] as i32, nr as i64 == SYS_setsockopt).is_some() =>
+            {
+                return self.refuse_sockopt(nr, a)
+            }
             SYS_dup2 | SYS_dup3 if !crate::fds::guest_may_hold(a[1] as i32 as i64) => {
                 return Reply::Ret(-(EBADF as i64))
             }
@@ -70,11 +76,53 @@ impl Kernel {
             .then(sys::low_fds);
         let r = sys::raw_syscall(nr, checked.args);
         drop(low);
-        checked.finish(&self.mem);
+        checked.finish(&self.mem, r);
         if r < 0 {
             return Reply::Ret(r);
         }
         Reply::Ret(self.after_delegated(nr, &a, r))
+    }
+
+    /// A socket option whose value holds a pointer the kernel follows (`sockopt.rs`): ENOPROTOOPT,
+    /// reported once per option.
+    fn refuse_sockopt(&self, nr: u64, a: [u64; 6]) -> Reply {
+        let set = nr as i64 == SYS_setsockopt;
+        let name = super::sockopt::refused(a[1] as i32, a[2] as i32, set).unwrap_or("?");
+        let key = 0x2_0000_0000 | u64::from(set) << 32 | (a[1] & 0xffff) << 16 | (a[2] & 0xffff);
+        if crate::kernel::lock(&self.reported).insert(key) {
+            self.note(format!(
+                "socket option {name}: its value holds a pointer the kernel would follow, which the \
+                 proxy does not check; returning ENOPROTOOPT"
+            ));
+        }
+        Reply::Ret(-(ENOPROTOOPT as i64))
+    }
+
+    /// setsockopt with a `struct sock_fprog { u16 len; struct sock_filter *filter; }`: the
+    /// program (8 bytes an instruction) must lie in the window; the kernel reads copies of both.
+    fn setsockopt_fprog(&self, a: [u64; 6]) -> Reply {
+        if a[0] as i32 >= self.fd_floor {
+            return Reply::Ret(-(EBADF as i64));
+        }
+        // Linux takes exactly a sock_fprog (EINVAL otherwise).
+        if a[4] != 16 {
+            return Reply::Ret(-(EINVAL as i64));
+        }
+        if !self.mem.user_can(a[3], 16, false) {
+            return Reply::Ret(EFAULT);
+        }
+        let len = u64::from(self.mem.read_u64(a[3]) as u16);
+        let filter = self.mem.read_u64(a[3] + 8);
+        if len > 0 && !self.mem.user_can(filter, len * 8, false) {
+            return Reply::Ret(EFAULT);
+        }
+        let mut insns = vec![0u8; (len * 8) as usize];
+        if len > 0 {
+            self.mem.read(filter, &mut insns);
+        }
+        let prog: [u64; 2] = [len, if len > 0 { insns.as_ptr() as u64 } else { 0 }];
+        let b = [a[0], a[1], a[2], prog.as_ptr() as u64, 16, 0];
+        Reply::Ret(sys::raw_syscall(SYS_setsockopt as u64, b))
     }
 
     fn ioctl(&self, a: [u64; 6]) -> Reply {
@@ -109,7 +157,7 @@ impl Kernel {
                 if crate::kernel::lock(&self.reported).insert(0x1_0000_0000 | (a[1] & 0xffff_ffff))
                     && !self.quiet
                 {
-                    eprintln!(
+                    crate::diag!(
                         "multios lwk: ioctl request {:#x} has no known layout: returning ENOTTY",
                         a[1]
                     );

@@ -68,8 +68,13 @@ pub enum Arg {
     OptPath,
     /// An iovec array with the count in argument i; every iov_base/iov_len is checked too.
     Iov(usize),
-    /// A pollfd array with the count in argument i.
+    /// A pollfd array with the count in argument i: copied into VMM memory (the kernel polls
+    /// the checked fds), the revents written back.
     PollFds(usize),
+    /// An fd_set of select/pselect6 (NULL allowed) with the number of fds in argument i: copied
+    /// into VMM memory (the kernel polls the checked fds) and written back when the call
+    /// succeeds; a bit at or above the floor is EBADF.
+    FdSet(usize),
     /// A struct msghdr (sendmsg: true, recvmsg: false): name, iovec array and control buffer
     /// are checked; a sent control buffer is copied and its SCM_RIGHTS fds held to the floor.
     MsgHdr(bool),
@@ -169,18 +174,12 @@ pub fn layout(nr: i64) -> Option<&'static [Arg]> {
         SYS_umask | SYS_sync => &[Val],
         SYS_poll => &[PollFds(1), Val, Val],
         SYS_ppoll => &[PollFds(1), Val, OptBuf(Fixed(16)), OptBuf(Fixed(8)), Val],
-        SYS_select => &[
-            Val,
-            OptBuf(Fixed(128)),
-            OptBuf(Fixed(128)),
-            OptBuf(Fixed(128)),
-            OptBuf(Fixed(16)),
-        ],
+        SYS_select => &[Val, FdSet(0), FdSet(0), FdSet(0), OptBuf(Fixed(16))],
         SYS_pselect6 => &[
             Val,
-            OptBuf(Fixed(128)),
-            OptBuf(Fixed(128)),
-            OptBuf(Fixed(128)),
+            FdSet(0),
+            FdSet(0),
+            FdSet(0),
             OptBuf(Fixed(16)),
             OptBuf(Fixed(16)),
         ],
@@ -348,7 +347,7 @@ mod tests {
                         Buf(Arg(i)) | OptBuf(Arg(i)) | Buf(ArgTimes(i, _)) | OptBuf(ArgTimes(i, _)) => {
                             Some(*i)
                         }
-                        Buf(DerefU32(i)) | OptBuf(DerefU32(i)) | Iov(i) | PollFds(i) => Some(*i),
+                        Buf(DerefU32(i)) | OptBuf(DerefU32(i)) | Iov(i) | PollFds(i) | FdSet(i) => Some(*i),
                         _ => None,
                     };
                     if let Some(i) = idx {

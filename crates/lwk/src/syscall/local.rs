@@ -573,7 +573,7 @@ impl Kernel {
 fn no_room_note(len: u64, window: u64) {
     static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
-        eprintln!(
+        crate::diag!(
             "multios lwk: note: the program's mmap of {} MiB found no room in the guest's {} MiB of \
              application memory and got ENOMEM; natively it may have succeeded: give --mem-mib more \
              (at most 65532)",

@@ -23,6 +23,7 @@ mod shared;
 pub mod signal;
 mod signalfd;
 mod sigqueue;
+mod sockopt;
 mod sysinfo;
 mod uring;
 mod uring_sqe;

@@ -20,6 +20,45 @@ const FLAGS: usize = 40;
 const DISABLED: u64 = 1 << 0;
 const ENABLE_ON_EXEC: u64 = 1 << 12;
 const PERF_FLAG_PID_CGROUP: u64 = 1 << 2;
+/// perf_event_attr: `type` at 0, `sample_type` at 24, `bp_addr`/`config1` at 56.
+const TYPE: usize = 0;
+const SAMPLE_TYPE: usize = 24;
+const CONFIG1: usize = 56;
+const PERF_TYPE_BREAKPOINT: u32 = 5;
+/// Sample contents copied from the sampled thread's registers and memory: the sampled Linux
+/// thread of a guest thread is a VMM thread (a vCPU's), and a guest that asked for its user
+/// stack and registers read the VMM's stack and return addresses (callchains walk the same
+/// frames; branch records, raw tracepoint data, physical addresses and AUX traces likewise
+/// describe the VMM). Refused for every target: EACCES, as a kernel that forbids the sample.
+const SAMPLE_CALLCHAIN: u64 = 1 << 5;
+const SAMPLE_RAW: u64 = 1 << 10;
+const SAMPLE_BRANCH_STACK: u64 = 1 << 11;
+const SAMPLE_REGS_USER: u64 = 1 << 12;
+const SAMPLE_STACK_USER: u64 = 1 << 13;
+const SAMPLE_REGS_INTR: u64 = 1 << 18;
+const SAMPLE_PHYS_ADDR: u64 = 1 << 19;
+const SAMPLE_AUX: u64 = 1 << 20;
+const SAMPLE_REFUSED: u64 = SAMPLE_CALLCHAIN
+    | SAMPLE_RAW
+    | SAMPLE_BRANCH_STACK
+    | SAMPLE_REGS_USER
+    | SAMPLE_STACK_USER
+    | SAMPLE_REGS_INTR
+    | SAMPLE_PHYS_ADDR
+    | SAMPLE_AUX;
+
+/// The dynamic PMU types whose `config1` is a pointer the kernel reads (a kprobe's function
+/// name, a uprobe's path), from sysfs (absent PMUs: none).
+fn probe_pmu_types() -> &'static [u32] {
+    static TYPES: std::sync::OnceLock<Vec<u32>> = std::sync::OnceLock::new();
+    TYPES.get_or_init(|| {
+        ["kprobe", "uprobe"]
+            .iter()
+            .filter_map(|p| std::fs::read_to_string(format!("/sys/bus/event_source/devices/{p}/type")).ok())
+            .filter_map(|t| t.trim().parse().ok())
+            .collect()
+    })
+}
 
 impl Kernel {
     /// The arguments of perf_event_open with a pid naming the guest's own threads (0: the
@@ -67,6 +106,12 @@ impl Kernel {
         // The kernel reads a copy (nothing to swap after the check).
         let mut copy = vec![0u8; size as usize];
         self.mem.read(attr, &mut copy);
+        if let Err(why) = self.perf_attr_allowed(&copy) {
+            if lock(&self.reported).insert(0x3_0000_0000) {
+                self.note(format!("perf_event_open: {why}; returning EACCES"));
+            }
+            return Reply::Ret(-(libc::EACCES as i64));
+        }
         let mut flags = u64::from_le_bytes(copy[FLAGS..FLAGS + 8].try_into().unwrap_or([0; 8]));
         let other_process = a[1] as i32 > 0 && !self.is_own_host_thread(a[1] as i32);
         if flags & ENABLE_ON_EXEC != 0 && other_process {
@@ -82,6 +127,34 @@ impl Kernel {
             self.mem.write(attr + 4, &copy[4..8]);
         }
         Reply::Ret(if r >= 0 { self.limit_fd(r) } else { r })
+    }
+
+    /// Whether an event with attributes `attr` (the VMM's copy, at least the first 64 bytes) may
+    /// be opened: no sample content that copies a VMM thread's registers or memory, no probe
+    /// PMU (its config1 is a pointer), no breakpoint outside the guest's window.
+    fn perf_attr_allowed(&self, attr: &[u8]) -> Result<(), String> {
+        let word = |at: usize| u64::from_le_bytes(attr[at..at + 8].try_into().unwrap_or([0; 8]));
+        let kind = word(TYPE) as u32;
+        let sample = word(SAMPLE_TYPE) & SAMPLE_REFUSED;
+        if sample != 0 {
+            return Err(format!(
+                "sample_type {sample:#x} (callchains, user or interrupt registers and stack, branch \
+                 stacks, raw, physical-address or AUX data) would copy the VMM's registers and \
+                 memory into the samples"
+            ));
+        }
+        if probe_pmu_types().contains(&kind) {
+            return Err(format!(
+                "event type {kind} is a kprobe/uprobe PMU, whose config1 points into memory"
+            ));
+        }
+        if kind == PERF_TYPE_BREAKPOINT && !self.mem.in_app(word(CONFIG1), 1) {
+            return Err(format!(
+                "a breakpoint at {:#x}, outside the guest's memory",
+                word(CONFIG1)
+            ));
+        }
+        Ok(())
     }
 
     /// True when `tid` is a Linux thread running one of this guest's vCPUs.

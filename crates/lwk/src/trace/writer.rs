@@ -77,7 +77,7 @@ impl Tracer {
         let mut g = lock(&self.out);
         if let Some(w) = g.as_mut() {
             if e.write_line(w).is_err() {
-                eprintln!(
+                crate::diag!(
                     "multios lwk: --trace {}: writing failed; the trace stops here",
                     self.path.display()
                 );
@@ -103,7 +103,7 @@ impl Tracer {
         let pid = std::process::id();
         let path = child_path(&self.path, pid);
         if let Err(e) = self.open(&path, program, Some(parent_pid())) {
-            eprintln!("multios lwk: forked child {pid}: {e}; its events are not traced");
+            crate::diag!("multios lwk: forked child {pid}: {e}; its events are not traced");
         }
     }
 
@@ -120,7 +120,7 @@ impl Tracer {
         self.maps(maps);
         if let Some(mut w) = lock(&self.out).take() {
             if let Err(e) = w.flush() {
-                eprintln!("multios lwk: --trace {}: {e}", self.path.display());
+                crate::diag!("multios lwk: --trace {}: {e}", self.path.display());
             }
         }
     }

@@ -36,8 +36,22 @@ static int at(const char *fmt, int flags, long x) {
     return open(path, flags);
 }
 
+/* The standard streams the program was started with: the VMM keeps its own copies of them above
+ * the floor (its messages go to its copy of stderr); reopening such a copy gives the program the
+ * file it was handed at start, not a VMM resource. */
+static struct stat start_streams[3];
+static int is_start_stream(const struct stat *st) {
+    for (int i = 0; i < 3; i++)
+        if (start_streams[i].st_ino && st->st_dev == start_streams[i].st_dev && st->st_ino == start_streams[i].st_ino)
+            return 1;
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) return 2;
+    for (int i = 0; i < 3; i++)
+        if (fstat(i, &start_streams[i]) != 0)
+            start_streams[i].st_ino = 0;
     m = argv[1];
     refused("<mnt>/self/mem", at("self/mem", O_RDWR, 0));
     refused("<mnt>/<pid>/mem", at("%ld/mem", O_RDWR, getpid()));
@@ -79,7 +93,7 @@ int main(int argc, char **argv) {
             int x = openat(r, "self/mem", O_RDWR);
             proc_dirs_safe += x < 0 && errno == EACCES;
             if (x >= 0) close(x);
-        } else {
+        } else if (!(fstat(r, &st) == 0 && is_start_stream(&st))) {
             vmm_opened++;
         }
         close(r);
