@@ -62,7 +62,7 @@ __thread struct mbox *multios_my_mbox __attribute__((tls_model("initial-exec")))
 __thread uint64_t multios_my_gen __attribute__((tls_model("initial-exec")));
 
 static int active, rewrite, rewrite_ok, realtime, exit_group_delegated;
-static void after_local(long nr, long a0, long a2, long r);
+static void after_local(long nr, long a0, long a1, long a2, long r);
 static int before_local(long nr);
 /* Eager mode (the configuration's `intercept`): every site rewritten at start-up; sud_on = 0 when that
  * succeeded for every 0f 05 pair in the process (then SUD is never turned on). */
@@ -558,7 +558,7 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx) {
         multios_loc_cnt[nr]++;
         before_local(nr);
         g[REG_RAX] = raw6(nr, g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]);
-        after_local(nr, g[REG_RDI], g[REG_RDX], g[REG_RAX]);
+        after_local(nr, g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_RAX]);
     }
     selector = SEL_BLOCK;
 }
@@ -592,6 +592,20 @@ static double neg_ln(double u) {
 /* The request that ends a delegate thread (not a system call number). */
 #define DELEGATE_RETIRE (-1L)
 
+/* The calling thread's own CPU-time clock (CLOCK_THREAD_CPUTIME_ID, or a per-thread clock with
+ * tid 0: MAKE_THREAD_CPUCLOCK(0, which)) made by the delegate would be the delegate's: a program
+ * timing itself with it read 0. Such a clock argument becomes the served thread's clock, which
+ * another thread of the same process may read (and arm timers on). */
+static long served_thread_clock(long nr, long clock, int32_t app_tid) {
+    if (nr != SYS_clock_gettime && nr != SYS_clock_getres && nr != SYS_timer_create && nr != SYS_clock_nanosleep)
+        return clock;
+    int thread_self = clock == CLOCK_THREAD_CPUTIME_ID || (clock < 0 && (clock & 4) && (~clock >> 3) == 0);
+    if (!thread_self || app_tid <= 0)
+        return clock;
+    long which = clock == CLOCK_THREAD_CPUTIME_ID ? 2 /* CPUCLOCK_SCHED */ : (clock & 3);
+    return (long)((~(unsigned long)(long)app_tid) << 3) | which | 4;
+}
+
 /* A bare thread (multios_spawn): no libc, no TLS of its own, all signals blocked. */
 static void delegate_main(void *p) {
     struct mbox *m = p;
@@ -604,7 +618,8 @@ static void delegate_main(void *p) {
                 raw6(SYS_exit, 0, 0, 0, 0, 0, 0); /* the kernel then clears m->tid */
             multios_record(multios_spin(multios_draw(nr, &m->rng)));
             __atomic_store_n(&m->call_t0, __rdtsc(), __ATOMIC_RELAXED); /* the caller's clock for "blocked" */
-            long ret = raw6(nr, m->a[0], m->a[1], m->a[2], m->a[3], m->a[4], m->a[5]);
+            long ret = raw6(nr, served_thread_clock(nr, m->a[0], m->app_tid), m->a[1], m->a[2], m->a[3], m->a[4],
+                            m->a[5]);
             __atomic_store_n(&m->call_t0, 0, __ATOMIC_RELAXED);
             multios_record(multios_spin(multios_draw(nr, &m->rng)));
             m->nr = ret;
@@ -660,6 +675,7 @@ static void start_delegate(void) {
     uint64_t all = kick_on ? ~(1ULL << (MULTIOS_KICK_SIG - 1)) : ~0ULL, old = 0;
     raw6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, (long)&old, 8, 0, 0);
     m->tid = -1; /* until the clone returns: the thread exits only when told to */
+    m->app_tid = (int32_t)raw6(SYS_gettid, 0, 0, 0, 0, 0, 0);
     long tid = multios_spawn(base + 4096 + DELEGATE_STACK, delegate_main, m, &m->tid);
     raw6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0);
     if (tid <= 0) {
@@ -701,7 +717,7 @@ __thread int multios_renew_due __attribute__((tls_model("initial-exec")));
 /* Whether call nr (arguments a0, a2), which returned r, may have changed what the caller's
  * delegate must share with it: its credentials, or (unshare, setns, close_range's
  * CLOSE_RANGE_UNSHARE) its namespaces, file table or filesystem context. */
-static int changes_creds(long nr, long a0, long a2, long r) {
+static int changes_creds(long nr, long a0, long a1, long a2, long r) {
     switch (nr) {
     case SYS_unshare:
     case SYS_setns:
@@ -720,16 +736,23 @@ static int changes_creds(long nr, long a0, long a2, long r) {
     case SYS_setgroups:
     case SYS_capset:
         return r == 0;
+    case SYS_seccomp:
+        /* A filter binds the thread that installs it (and threads it makes later); strict mode
+         * allows no clone, so no new delegate either. TSYNC reached the delegate already. */
+        return r == 0 && a0 == 1 /* SECCOMP_SET_MODE_FILTER */;
+    case SYS_landlock_restrict_self:
+        return r == 0;
     case SYS_prctl:
         return r == 0 && (a0 == PR_SET_KEEPCAPS || a0 == PR_SET_SECUREBITS || a0 == PR_CAPBSET_DROP ||
-                          a0 == PR_CAP_AMBIENT);
+                          a0 == PR_CAP_AMBIENT || (a0 == PR_SET_SECCOMP && a1 == 2 /* SECCOMP_MODE_FILTER */) || a0 == PR_SET_NO_NEW_PRIVS);
     }
     return 0;
 }
 
 static const int cred_calls[] = {SYS_setuid,    SYS_setgid,    SYS_setreuid, SYS_setregid, SYS_setresuid,
                                  SYS_setresgid, SYS_setfsuid,  SYS_setfsgid, SYS_setgroups, SYS_capset,
-                                 SYS_prctl,     SYS_unshare,   SYS_setns,    SYS_close_range};
+                                 SYS_prctl,     SYS_unshare,   SYS_setns,    SYS_close_range,
+                                 SYS_seccomp,   SYS_landlock_restrict_self};
 
 /* Ends this thread's delegate (waiting until the kernel says it is gone, then unmapping its
  * stack and mailbox) and makes a new one with the thread's present credentials. Without a new
@@ -774,13 +797,13 @@ static int before_local(long nr) {
 /* After a local call: a new delegate if the call changed the credentials (shm). A vfork or
  * posix_spawn child (solo) makes its calls itself: the delegate it sees is its parent's. During
  * this thread's own delegated call (a signal handler: glibc's setxid broadcast), later. */
-static void after_local(long nr, long a0, long a2, long r) {
+static void after_local(long nr, long a0, long a1, long a2, long r) {
     if (retired_for_call) {
         retired_for_call = 0;
         start_delegate(); /* with what the call changed */
         return;
     }
-    if (multios_mode != MODE_SHM || multios_vf.solo || !multios_my_mbox || !changes_creds(nr, a0, a2, r))
+    if (multios_mode != MODE_SHM || multios_vf.solo || !multios_my_mbox || !changes_creds(nr, a0, a1, a2, r))
         return;
     if (multios_in_call())
         multios_renew_due = 1;
@@ -1014,7 +1037,7 @@ HIDDEN long multios_slow(long nr, long a0, long a1, long a2, long a3, long a4, l
         long r = raw6(nr, a0, a1, a2, a3, a4, a5);
         __atomic_fetch_add(&multios_loc_ticks[nr], __rdtsc() - t0, __ATOMIC_RELAXED);
         __atomic_fetch_add(&multios_loc_cnt[nr], 1, __ATOMIC_RELAXED);
-        after_local(nr, a0, a2, r);
+        after_local(nr, a0, a1, a2, r);
         return r;
     }
     if (nr == SYS_rt_sigaction) {

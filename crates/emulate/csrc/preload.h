@@ -64,7 +64,8 @@ struct mbox {
     volatile uint32_t waiting; /* the caller sleeps on `state` (a call that blocks) */
     volatile int32_t tid;      /* the delegate's tid; 0 once it has exited (CLONE_CHILD_CLEARTID) */
     volatile uint32_t kicks_seen; /* kicks (MULTIOS_KICK_SIG) the delegate's handler has taken */
-    char pad[44];
+    int32_t app_tid;              /* the thread it serves (its CPU-time clock is that thread's) */
+    char pad[40];
     uint64_t rng; /* the delegate's random generator (exponential f_c) */
 };
 

@@ -82,7 +82,9 @@ pub const SHM_ONLY_LOCAL: &[&str] = &[
     // The calling thread's file table (CLOSE_RANGE_UNSHARE gives it its own).
     "close_range",
     "personality",
+    // Restrictions of the calling thread (its delegate is then made again, inheriting them).
     "seccomp",
+    "landlock_restrict_self",
     "rt_sigtimedwait",
     "rt_sigpending",
     "rt_sigaction",
