@@ -280,15 +280,25 @@ static HANDLERS: std::sync::Once = std::sync::Once::new();
 /// The signals forwarded to a running program.
 pub const FORWARDED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
-extern "C" fn forward(sig: libc::c_int) {
+extern "C" fn forward(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
     use std::sync::atomic::Ordering::SeqCst;
+    // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler (null checked anyway).
+    let from_terminal = !info.is_null() && unsafe { (*info).si_code } == libc::SI_KERNEL;
     let mut any = false;
     for ((t, c), p) in TARGETS.iter().zip(CAUGHT.iter()).zip(PENDING.iter()) {
         let pid = t.load(SeqCst);
         if pid > 0 {
             c.store(sig, SeqCst);
-            // SAFETY: kill is async-signal-safe; a pid already reaped at worst gets ESRCH.
-            unsafe { libc::kill(pid, sig) };
+            // A terminal's Ctrl-C (or hang-up) went to the whole foreground process group: a
+            // program still in multios's group had it already (forwarding it made a Python
+            // program take KeyboardInterrupt twice). Sent by a process, it is forwarded.
+            // SAFETY: getpgid/getpgrp and kill are async-signal-safe; a pid already reaped at
+            // worst gets ESRCH.
+            unsafe {
+                if !(from_terminal && libc::getpgid(pid) == libc::getpgrp()) {
+                    libc::kill(pid, sig);
+                }
+            }
             any = true;
         } else if pid == -1 {
             // Its program is being started: kept for `arm`, which forwards it.
@@ -350,6 +360,7 @@ impl Forward {
                 unsafe {
                     let mut sa: libc::sigaction = std::mem::zeroed();
                     sa.sa_sigaction = forward as *const () as usize;
+                    sa.sa_flags = libc::SA_SIGINFO;
                     libc::sigaction(sig, &sa, std::ptr::null_mut());
                 }
             }
