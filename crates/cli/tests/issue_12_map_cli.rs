@@ -748,3 +748,203 @@ fn issue_12_map_run_learn_shows_the_output_once_and_replays_stdin() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "got hello\n", "{err}");
     assert!(err.contains("learning run's output was discarded"), "{err}");
 }
+
+/// `multios` with any bytes as arguments and these environment variables only (and PATH):
+/// (exit code, stdout, stderr).
+fn multios_os(args: &[&std::ffi::OsStr], env: &[(&std::ffi::OsStr, &str)]) -> (i32, String, String) {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_multios"));
+    c.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("NO_COLOR", "1")
+        .args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap_or_else(|e| panic!("cannot run multios: {e}"));
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Reported 2026-12: `map record` ran the program through `/bin/sh -c 'read -r _ <&3; exec "$@"'`:
+/// dash dropped an environment variable whose name is not UTF-8 and the program saw the shell's
+/// changes. The program is now exec'd directly: its environment is multios's, byte for byte.
+#[test]
+fn issue_16_map_record_runs_the_program_directly() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let d = scratch("direct16");
+    let g = d.join("g.json");
+    let copy = d.join("environ");
+    let key = OsStr::from_bytes(b"K\xff");
+    let (code, _, err) = multios_os(
+        &[
+            "map".as_ref(),
+            "record".as_ref(),
+            "-o".as_ref(),
+            g.as_os_str(),
+            "--".as_ref(),
+            "cp".as_ref(),
+            "/proc/self/environ".as_ref(),
+            copy.as_os_str(),
+        ],
+        &[(key, "1"), (OsStr::new("_"), "before")],
+    );
+    assert_eq!(code, 0, "{err}");
+    let environ = std::fs::read(&copy).expect("the program's environment");
+    let entries: Vec<&[u8]> = environ.split(|&b| b == 0).filter(|e| !e.is_empty()).collect();
+    assert!(entries.contains(&&b"K\xff=1"[..]), "{entries:?}");
+    assert!(entries.contains(&&b"_=before"[..]), "$_ as given: {entries:?}");
+    assert!(entries.contains(&&b"NO_COLOR=1"[..]), "{entries:?}");
+    assert_eq!(
+        entries.len(),
+        4,
+        "PATH, NO_COLOR, K\\xff, _ and nothing else: {entries:?}"
+    );
+    assert!(g.exists(), "the graph is written");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Reported 2026-12: `map record -- nonexistent_prog` ran dash, which said "exec:
+/// nonexistent_prog: not found" and exited 127, and a one-node graph was written. The program is
+/// now looked for first, as `emulate`, `profile` and `map run` do: refused by name, nothing written.
+#[test]
+fn issue_16_map_record_refuses_a_missing_program_before_starting() {
+    let d = scratch("missing16");
+    let g = d.join("g.json");
+    let gs = g.display().to_string();
+    let (code, _, err) = multios(&["map", "record", "-o", &gs, "--", "nonexistent_prog"]);
+    assert_ne!(code, 0);
+    assert_ne!(code, 127, "not the shell's 'not found': {err}");
+    assert!(
+        err.contains("'nonexistent_prog'") && err.contains("not found") && !err.contains("exec:"),
+        "{err}"
+    );
+    assert!(!g.exists(), "no graph is written for a program that never ran");
+    let plain = d.join("plain");
+    std::fs::write(&plain, "echo hi\n").expect("write");
+    let ps = plain.display().to_string();
+    let (code, _, err) = multios(&["map", "record", "-o", &gs, "--", &ps]);
+    assert_ne!(code, 0);
+    assert!(err.contains(&ps) && err.contains("not executable"), "{err}");
+    for extra in [&["--learn"][..], &["--graph", &gs][..]] {
+        let mut args = vec!["map", "run"];
+        args.extend(extra);
+        args.extend(["--", "nonexistent_prog"]);
+        let (code, _, err) = multios(&args);
+        assert_ne!(code, 0);
+        assert!(
+            err.contains("'nonexistent_prog'") && err.contains("not found"),
+            "map run {extra:?}: {err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Reported 2026-12: `map record` and `map run` took their command as UTF-8 strings: an argument
+/// that is not UTF-8 failed with "invalid UTF-8 was detected". It is passed to exec unchanged (the
+/// graph shows it lossily).
+#[test]
+fn issue_16_map_record_and_run_pass_non_utf8_arguments_unchanged() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let d = scratch("bytes16");
+    let g = d.join("g.json");
+    let f = d.join(OsStr::from_bytes(b"bad\xff"));
+    std::fs::write(&f, "hello\n").expect("write");
+    let (code, out, err) = multios_os(
+        &[
+            "map".as_ref(),
+            "record".as_ref(),
+            "-o".as_ref(),
+            g.as_os_str(),
+            "--".as_ref(),
+            "cat".as_ref(),
+            f.as_os_str(),
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("hello\n"), "cat read the file: {out}");
+    let graph = std::fs::read_to_string(&g).expect("graph");
+    assert!(graph.contains("bad\u{fffd}"), "{graph}");
+    let copy = d.join(OsStr::from_bytes(b"copy\xfe"));
+    let (code, _, err) = multios_os(
+        &[
+            "map".as_ref(),
+            "run".as_ref(),
+            "--learn".as_ref(),
+            "--".as_ref(),
+            "cp".as_ref(),
+            f.as_os_str(),
+            copy.as_os_str(),
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(std::fs::read(&copy).expect("copied"), b"hello\n");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Reported 2026-12: a graph listing one node id twice was accepted, and the node ended up in two
+/// clusters. It is refused when loaded, with the id named (as a dangling edge is).
+#[test]
+fn issue_16_a_graph_with_a_duplicated_node_id_is_refused() {
+    let d = scratch("dup16");
+    let g = pair_graph(&d, &[(11, "a"), (12, "b"), (11, "a")]);
+    let gs = g.display().to_string();
+    for sub in ["partition", "place"] {
+        let (code, _, err) = multios(&["map", sub, &gs, "--topology", "pack:1 core:2"]);
+        assert_ne!(code, 0, "map {sub}");
+        assert!(
+            err.contains("node id 11 appears twice") && err.contains("entries 0 and 2"),
+            "map {sub}: {err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Reported 2026-12: `--topology "pack:2 pack:2 pu:1"` said "level 'package' must come before
+/// 'package'". A repeated level is named as repeated, with where it is and where it came first.
+#[test]
+fn issue_16_a_repeated_topology_level_says_so_and_where() {
+    let d = scratch("toporep16");
+    let g = graph(&d);
+    let (code, _, err) = multios(&["map", "place", &g, "--topology", "pack:2 pack:2 pu:1"]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("column 8")
+            && err.contains("'package' is repeated")
+            && err.contains("already given at column 1")
+            && !err.contains("must come before"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Reported 2026-12: `map partition` of an empty graph printed "W_c -0.000".
+#[test]
+fn issue_16_an_empty_graph_partitions_to_zero_not_negative_zero() {
+    let d = scratch("empty16");
+    let g = d.join("g.json");
+    std::fs::write(
+        &g,
+        r#"{"format": "multios-map-graph", "version": 3, "nodes": [], "edges": []}"#,
+    )
+    .expect("write");
+    let gs = g.display().to_string();
+    let (code, out, err) = multios(&["map", "partition", &gs, "--topology", "pack:1 core:2"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("-0"), "{out}");
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("networkedos"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(row.ends_with(" 0.000"), "W_c is 0: {row}");
+    let (code, out, err) = multios(&["map", "partition", &gs, "--topology", "pack:1 core:2", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("-0.0"), "{out}");
+    let _ = std::fs::remove_dir_all(&d);
+}

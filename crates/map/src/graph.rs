@@ -37,6 +37,13 @@ pub enum GraphError {
     Version { path: String, found: u32 },
     #[error("{path}: edge {index} names node {node}, which is not in `nodes`")]
     DanglingEdge { path: String, index: usize, node: u32 },
+    #[error("{path}: node id {id} appears twice in `nodes` (entries {first} and {second}); every node needs its own id")]
+    DuplicateNode {
+        path: String,
+        id: u32,
+        first: usize,
+        second: usize,
+    },
     #[error("writing {path}: {source}")]
     Write { path: String, source: std::io::Error },
 }
@@ -286,10 +293,23 @@ impl Graph {
                 found: g.version,
             });
         }
-        let ids: std::collections::BTreeSet<u32> = g.nodes.iter().map(|n| n.id).collect();
+        // a node listed twice would be two nodes of one id: the partitioners would put it in two
+        // clusters and the placements would place it twice
+        let mut ids: std::collections::BTreeMap<u32, usize> = std::collections::BTreeMap::new();
+        for (second, n) in g.nodes.iter().enumerate() {
+            if let Some(&first) = ids.get(&n.id) {
+                return Err(GraphError::DuplicateNode {
+                    path: path.into(),
+                    id: n.id,
+                    first,
+                    second,
+                });
+            }
+            ids.insert(n.id, second);
+        }
         for (index, e) in g.edges.iter().enumerate() {
             for node in [e.from, e.to] {
-                if !ids.contains(&node) {
+                if !ids.contains_key(&node) {
                     return Err(GraphError::DanglingEdge {
                         path: path.into(),
                         index,
@@ -361,6 +381,19 @@ mod tests {
         );
         let back: Graph = serde_json::from_str(&json).expect("read back");
         assert_eq!(back, g);
+    }
+
+    #[test]
+    fn issue_16_a_duplicated_node_id_is_refused_by_name() {
+        // a node listed twice used to be accepted, and ended up in two clusters
+        let g = Graph::new(vec![node(1), node(2), node(7), node(2)], Vec::new());
+        let e = Graph::from_json(&g.to_json(), "g.json").expect_err("duplicate");
+        assert_eq!(
+            e.to_string(),
+            "g.json: node id 2 appears twice in `nodes` (entries 1 and 3); every node needs its own id"
+        );
+        let fine = Graph::new(vec![node(1), node(2)], Vec::new());
+        assert!(Graph::from_json(&fine.to_json(), "g.json").is_ok());
     }
 
     fn node(id: u32) -> Node {

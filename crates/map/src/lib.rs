@@ -13,6 +13,7 @@ pub mod partition;
 pub mod place;
 mod procevents;
 mod procfs;
+pub mod program;
 pub mod programs;
 pub mod project;
 pub mod record;

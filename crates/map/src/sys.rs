@@ -44,37 +44,130 @@ pub fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// The command that runs `command` held: `/bin/sh` waits for a line on descriptor 3 (the read end
-/// of `hold`, moved there between fork and exec), then execs the command under the same pid. Spawning
-/// returns once the shell runs, so the caller can register the pid (probes, affinity) and then write
-/// a line to the other end; the caller drops `hold` after spawning. The shell's own `read` is all that runs before the program.
-pub fn held_command(command: &[String], hold: &OwnedFd) -> std::process::Command {
+/// Why [`spawn_held`] did not start the program.
+#[derive(Debug)]
+pub enum HeldError<E> {
+    /// The fork, the child's set-up or the exec failed.
+    Spawn(std::io::Error),
+    /// `release` failed: the child was let go without running the program.
+    Release(E),
+}
+
+/// Spawns `cmd` held between fork and exec: the child (already the program's process, pid and
+/// all) tells its pid, then waits in a `pre_exec` hook for one byte on a pipe. `release(pid)` runs
+/// meanwhile (the caller registers the pid: probes, affinity); when it returns Ok the byte is
+/// written and the child execs the program directly, with its arguments and environment
+/// unchanged (no shell in between). When `release` fails, the pipe is closed unwritten and the
+/// child exits without running the program. `cmd` is spawned once (the hook stays in it).
+///
+/// std's `spawn` returns only once the child has exec'd, so it runs on a scoped thread while this
+/// one reads the pid and releases the child.
+pub fn spawn_held<E>(
+    cmd: &mut std::process::Command,
+    release: impl FnOnce(u32) -> Result<(), E>,
+) -> Result<std::process::Child, HeldError<E>> {
+    use std::io::{Read, Write};
     use std::os::fd::AsRawFd;
     use std::os::unix::process::CommandExt;
-    let mut cmd = std::process::Command::new("/bin/sh");
-    cmd.arg("-c")
-        .arg("read -r _ <&3; exec 3<&-; exec \"$@\"")
-        .arg("multios-map")
-        .args(command);
-    let fd = hold.as_raw_fd();
-    // SAFETY: the closure runs in the child between fork and exec and calls only dup2(2), which is
-    // async-signal-safe, or fcntl(2) when the descriptor already is 3; either way descriptor 3 is
-    // left without close-on-exec, the original keeps it.
+    let (go_r, go_w) = pipe().map_err(HeldError::Spawn)?;
+    let (ready_r, ready_w) = pipe().map_err(HeldError::Spawn)?;
+    let fds = HeldFds {
+        go_r: go_r.as_raw_fd(),
+        go_w: go_w.as_raw_fd(),
+        ready_w: ready_w.as_raw_fd(),
+    };
+    // SAFETY: the hook runs in the child between fork and exec and calls only close(2), getpid(2),
+    // write(2) and read(2), which are async-signal-safe, on descriptors that were open in this
+    // process when it forked (this function holds them until the spawn has returned); it
+    // allocates nothing (its errors are raw OS errors).
     unsafe {
-        cmd.pre_exec(move || {
-            // dup2 onto itself would keep close-on-exec: clear the flag instead
-            let r = if fd == 3 {
-                libc::fcntl(3, libc::F_SETFD, 0)
-            } else {
-                libc::dup2(fd, 3)
-            };
-            if r < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
+        cmd.pre_exec(move || fds.wait());
     }
-    cmd
+    std::thread::scope(|s| {
+        let spawner = s.spawn(move || {
+            let spawned = cmd.spawn();
+            // this process's copies: the pid pipe then ends when the child's copy does
+            drop(ready_w);
+            drop(go_r);
+            spawned
+        });
+        let mut ready = std::fs::File::from(ready_r);
+        let mut pid = [0u8; 4];
+        // nothing to read: the child failed before the hook (or there is no child)
+        let released = ready
+            .read_exact(&mut pid)
+            .ok()
+            .map(|()| release(u32::from_ne_bytes(pid)));
+        let mut go = std::fs::File::from(go_w);
+        if let Some(Ok(())) = released {
+            // a failed write leaves the child without its byte: it exits and the spawn says why
+            let _ = go.write_all(b"g");
+        }
+        drop(go);
+        let spawned = spawner
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the spawning thread panicked")));
+        match (released, spawned) {
+            (Some(Err(e)), Ok(mut child)) => {
+                // not released, so not exec'd: cannot happen, but leave no child behind
+                let _ = child.kill();
+                let _ = child.wait();
+                Err(HeldError::Release(e))
+            }
+            (Some(Err(e)), Err(_)) => Err(HeldError::Release(e)),
+            (_, Err(e)) => Err(HeldError::Spawn(e)),
+            (_, Ok(child)) => Ok(child),
+        }
+    })
+}
+
+/// The child's ends of [`spawn_held`]'s pipes, as raw descriptors.
+#[derive(Clone, Copy)]
+struct HeldFds {
+    go_r: libc::c_int,
+    go_w: libc::c_int,
+    ready_w: libc::c_int,
+}
+
+impl HeldFds {
+    /// In the child, between fork and exec (async-signal-safe calls only): tells the parent the
+    /// pid, then waits for the byte that lets it exec. The read end is closed by the exec
+    /// (close-on-exec).
+    fn wait(self) -> std::io::Result<()> {
+        let interrupted = || std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR);
+        // SAFETY: closes this child's copy of the write end (the parent keeps its own), so that
+        // the read below ends when the parent closes it unwritten.
+        unsafe { libc::close(self.go_w) };
+        // SAFETY: getpid has no preconditions.
+        let pid = unsafe { libc::getpid() } as u32;
+        let bytes = pid.to_ne_bytes();
+        loop {
+            // SAFETY: write reads 4 bytes from the live local array; 4 bytes on a pipe are written
+            // whole or not at all.
+            let n = unsafe { libc::write(self.ready_w, bytes.as_ptr().cast(), bytes.len()) };
+            if n == bytes.len() as isize {
+                break;
+            }
+            if n < 0 && interrupted() {
+                continue;
+            }
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: this child's copy of the pid pipe's write end, not used again.
+        unsafe { libc::close(self.ready_w) };
+        let mut byte = 0u8;
+        loop {
+            // SAFETY: read writes at most one byte into the live local.
+            let n = unsafe { libc::read(self.go_r, (&mut byte as *mut u8).cast(), 1) };
+            match n {
+                1 => return Ok(()),
+                // the parent closed the pipe unwritten: do not run the program
+                0 => return Err(std::io::Error::from_raw_os_error(libc::ECANCELED)),
+                _ if interrupted() => continue,
+                _ => return Err(std::io::Error::last_os_error()),
+            }
+        }
+    }
 }
 
 /// NETLINK_CONNECTOR, the process events' multicast group and the listen operation
@@ -226,4 +319,61 @@ pub fn realtime(on: bool) -> std::io::Result<()> {
         return Err(std::io::Error::last_os_error());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(tag: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("multios-map-held-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).expect("scratch");
+        d
+    }
+
+    #[test]
+    fn issue_16_a_held_program_runs_only_once_released() {
+        let d = scratch("go");
+        let mark = d.join("ran");
+        let mut cmd = std::process::Command::new("touch");
+        cmd.arg(&mark);
+        let mut seen = None;
+        let child = spawn_held(&mut cmd, |pid| {
+            // the process exists, held before its exec
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            seen = Some((pid, mark.exists()));
+            Ok::<(), ()>(())
+        })
+        .expect("spawn");
+        let pid = child.id();
+        let status = child.wait_with_output().expect("wait").status;
+        assert!(status.success());
+        assert_eq!(
+            seen,
+            Some((pid, false)),
+            "released with the program's pid, before it ran"
+        );
+        assert!(mark.exists(), "it ran once released");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn issue_16_a_held_program_not_released_never_runs() {
+        let d = scratch("no");
+        let mark = d.join("ran");
+        let mut cmd = std::process::Command::new("touch");
+        cmd.arg(&mark);
+        let e = spawn_held(&mut cmd, |_| Err("not seeded")).expect_err("not released");
+        assert!(matches!(e, HeldError::Release("not seeded")), "{e:?}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(!mark.exists(), "the program did not run");
+        // a program that cannot be exec'd: the spawn's own error
+        let mut cmd = std::process::Command::new("/nonexistent/prog");
+        let e = spawn_held(&mut cmd, |_| Ok::<(), ()>(())).expect_err("no program");
+        assert!(
+            matches!(&e, HeldError::Spawn(io) if io.kind() == std::io::ErrorKind::NotFound),
+            "{e:?}"
+        );
+        let _ = std::fs::remove_dir_all(&d);
+    }
 }

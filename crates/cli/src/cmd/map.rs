@@ -9,6 +9,7 @@ use multios_map::place::{self, Placement, Strategy};
 use multios_map::project::{self, HopModel};
 use multios_map::{export, record, run as maprun, CostModel, Graph, Partition, Topology};
 use multios_units::Duration;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -170,9 +171,9 @@ struct RecordArgs {
     /// Store this topology in the graph: hwloc XML file or synthetic string (default this machine's)
     #[arg(long)]
     topology: Option<String>,
-    /// The command
+    /// The command (its words passed to exec as given, any bytes)
     #[arg(last = true)]
-    command: Vec<String>,
+    command: Vec<OsString>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -251,8 +252,9 @@ struct RunArgs {
     force_placement: bool,
     #[command(flatten)]
     cost: CostArgs,
+    /// The command (its words passed to exec as given, any bytes)
     #[arg(last = true)]
-    command: Vec<String>,
+    command: Vec<OsString>,
 }
 
 fn parse_strategy(s: &str) -> Result<Strategy, String> {
@@ -455,7 +457,7 @@ fn cmd_partition(a: PartitionArgs, out: &Out) -> super::Exit {
         "W_par (ms)",
         "W_c (ms)",
     ]);
-    let ms = |v: f64| format!("{:.3}", v / 1e6);
+    let ms = |v: f64| fixed3(v / 1e6);
     for (name, q) in [
         ("networkedos", ours.quality),
         ("louvain", lq),
@@ -574,15 +576,15 @@ fn cmd_place(a: PlaceArgs, out: &Out) -> super::Exit {
     for (p, pred) in placements.iter().zip(&predicted) {
         t.row([
             p.strategy.name().to_string(),
-            format!("{:.3}", p.costs.sum_com / 1e6),
-            format!("{:.3}", p.costs.max_com / 1e6),
-            format!("{:.3}", p.costs.hop_byte / 1e6),
+            fixed3(p.costs.sum_com / 1e6),
+            fixed3(p.costs.max_com / 1e6),
+            fixed3(p.costs.hop_byte / 1e6),
             if base > 0.0 {
-                format!("{:.3}", p.costs.hop_byte / base)
+                fixed3(p.costs.hop_byte / base)
             } else {
                 "-".into()
             },
-            format!("{:.3}", pred / 1e6),
+            fixed3(pred / 1e6),
         ]);
     }
     t.row([
@@ -591,7 +593,7 @@ fn cmd_place(a: PlaceArgs, out: &Out) -> super::Exit {
         "-".into(),
         "-".into(),
         "-".into(),
-        format!("{:.3}", decision.linux_s * 1e3),
+        fixed3(decision.linux_s * 1e3),
     ]);
     if out.format == Format::Table {
         outln!(
@@ -621,6 +623,15 @@ fn cmd_place(a: PlaceArgs, out: &Out) -> super::Exit {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `v` with three decimals, never "-0.000" (−0.0, or a negative that rounds to 0).
+fn fixed3(v: f64) -> String {
+    let s = format!("{v:.3}");
+    match s.strip_prefix('-') {
+        Some(rest) if rest.chars().all(|c| c == '0' || c == '.') => rest.to_string(),
+        _ => s,
+    }
+}
+
 fn check_margin(m: f64) -> anyhow::Result<()> {
     if !m.is_finite() || m < 0.0 {
         anyhow::bail!("--margin must be a non-negative fraction (0.1: 10 % faster), got {m}");
@@ -647,6 +658,8 @@ fn cmd_run(a: RunArgs, out: &Out) -> super::Exit {
     if a.command.is_empty() {
         anyhow::bail!("give the command to run after `--`");
     }
+    // a program that is not there is refused before anything runs (a --learn recording included)
+    multios_map::program::resolve(&a.command[0])?;
     if a.cost.topology.is_some() {
         anyhow::bail!(
             "--topology: `map run` places on this machine; describe other machines with `map place`"

@@ -122,7 +122,8 @@ impl Partition {
                 w_seq += wu[c];
             }
         }
-        let w_c: f64 = su.iter().sum();
+        // from +0.0: f64's `sum` of nothing is −0.0, which printed as "-0.000" for an empty graph
+        let w_c: f64 = su.iter().fold(0.0, |a, b| a + b);
         let n_eff = cores.map_or(k, |p| k.min(p.max(1))).max(1);
         Quality {
             t: w_seq + w_par / n_eff as f64 + w_c / n_eff as f64,
@@ -139,6 +140,18 @@ impl Partition {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn issue_16_an_empty_graph_costs_zero_not_negative_zero() {
+        // `map partition` printed "W_c -0.000" for a graph with no nodes
+        let w = Weights::from_pairs(Vec::new(), Vec::new(), Vec::new());
+        for p in [Partition::default(), Partition::flat(vec![vec![0]], 0)] {
+            let q = p.quality(&w, Some(2));
+            for v in [q.t, q.w_seq, q.w_par, q.w_c] {
+                assert!(v == 0.0 && v.is_sign_positive(), "{q:?}");
+            }
+        }
+    }
 
     #[test]
     fn two_pairs_on_two_cores() {

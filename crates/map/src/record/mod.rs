@@ -11,7 +11,7 @@ pub use assemble::{assemble, Flow, Raw, RawNode};
 use crate::graph::Graph;
 use crate::topology::Topology;
 use std::collections::BTreeSet;
-use std::io::Write;
+use std::ffi::OsStr;
 use std::time::{Duration, Instant};
 
 #[derive(Debug, thiserror::Error)]
@@ -30,15 +30,17 @@ pub enum RecordError {
     Ebpf { what: String, msg: String },
     #[error("cannot start '{program}': {source}")]
     Spawn { program: String, source: std::io::Error },
+    #[error(transparent)]
+    Program(#[from] crate::program::ProgramError),
     #[error("{what}: {source}")]
     Os { what: String, source: std::io::Error },
 }
 
-/// What to record.
+/// What to record. The command's words are `String`s or, for any bytes, `OsString`s.
 #[derive(Debug, Clone)]
-pub struct Options {
-    /// The command to run (empty with `pid`).
-    pub command: Vec<String>,
+pub struct Options<C = String> {
+    /// The command to run (empty with `pid`), passed to exec unchanged.
+    pub command: Vec<C>,
     /// An existing process to attach to instead.
     pub pid: Option<u32>,
     /// With `pid`: stop after this long (else when the process exits).
@@ -74,15 +76,21 @@ fn comm_of(tgid: u32, tid: u32) -> Option<String> {
 }
 
 /// Records one run.
-pub fn record(opts: &Options) -> Result<Recorded, RecordError> {
+pub fn record<C: AsRef<OsStr>>(opts: &Options<C>) -> Result<Recorded, RecordError> {
     record_io(opts, &crate::ChildIo::default())
 }
 
 /// [`record`] with the command's streams set by `io`.
-pub fn record_io(opts: &Options, io: &crate::ChildIo) -> Result<Recorded, RecordError> {
+pub fn record_io<C: AsRef<OsStr>>(opts: &Options<C>, io: &crate::ChildIo) -> Result<Recorded, RecordError> {
     if opts.command.is_empty() && opts.pid.is_none() {
         return Err(RecordError::Nothing);
     }
+    // a program that is not there is refused before anything is loaded or started
+    let cmd = if opts.pid.is_none() {
+        Some(crate::program::command(&opts.command)?)
+    } else {
+        None
+    };
     if let Some(pid) = opts.pid {
         if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
             return Err(RecordError::NoSuchPid(pid));
@@ -110,27 +118,24 @@ pub fn record_io(opts: &Options, io: &crate::ChildIo) -> Result<Recorded, Record
             }
         }
         pid
-    } else {
-        let program = &opts.command[0];
-        let (hold_r, hold_w) = crate::sys::pipe().map_err(|source| RecordError::Os {
-            what: "pipe".into(),
+    } else if let Some(mut cmd) = cmd {
+        let spawn_error = |source| RecordError::Spawn {
+            program: opts.command[0].as_ref().to_string_lossy().into_owned(),
             source,
-        })?;
-        let mut cmd = crate::sys::held_command(&opts.command, &hold_r);
-        let spawned = io.apply(&mut cmd).and_then(|()| cmd.spawn());
-        drop(hold_r);
-        let c = spawned.map_err(|source| RecordError::Spawn {
-            program: program.clone(),
-            source,
+        };
+        io.apply(&mut cmd).map_err(spawn_error)?;
+        // the program runs once its pid is seeded in the probe, not before: from its first
+        // instruction on it is recorded
+        let c = crate::sys::spawn_held(&mut cmd, |pid| probe.seed(pid, pid)).map_err(|e| match e {
+            crate::sys::HeldError::Spawn(source) => spawn_error(source),
+            crate::sys::HeldError::Release(e) => e,
         })?;
         let pid = c.id();
-        probe.seed(pid, pid)?;
         seeds.push((pid, pid));
-        let mut w = std::fs::File::from(hold_w);
-        let _ = w.write_all(b"go\n");
-        drop(w);
         child = Some(c);
         pid
+    } else {
+        return Err(RecordError::Nothing);
     };
     // Sample pages until the root ends.
     let mut raw = Raw::default();
@@ -215,7 +220,7 @@ pub fn record_io(opts: &Options, io: &crate::ChildIo) -> Result<Recorded, Record
         eprintln!("multios map: raw flows {:?}", raw.flows);
     }
     let mut graph = assemble(&raw);
-    graph.command = opts.command.clone();
+    graph.command = crate::program::lossy(&opts.command);
     if opts.command.is_empty() {
         graph.command = vec![format!("-p {root}")];
     }

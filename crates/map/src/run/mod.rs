@@ -40,6 +40,7 @@ use crate::procevents::{Event, Listener};
 use multios_host::cpus::CpuSet;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsStr;
 use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
@@ -53,6 +54,8 @@ pub enum RunError {
     Events(std::io::Error),
     #[error("cannot start '{program}': {source}")]
     Spawn { program: String, source: std::io::Error },
+    #[error(transparent)]
+    Program(#[from] crate::program::ProgramError),
     #[error("{what}: {source}")]
     Os { what: String, source: std::io::Error },
 }
@@ -301,7 +304,7 @@ impl Drop for Realtime {
 
 /// Runs `command` with `rules` applied; the root's rule (its program's name) is applied before it
 /// execs. `sweep` is the interval of the contention check of pinned groups.
-pub fn run(command: &[String], rules: &[Rule], sweep: Duration) -> Result<RunReport, RunError> {
+pub fn run<S: AsRef<OsStr>>(command: &[S], rules: &[Rule], sweep: Duration) -> Result<RunReport, RunError> {
     run_with(command, rules, sweep, false)
 }
 
@@ -313,8 +316,8 @@ fn os(what: &str) -> impl FnOnce(std::io::Error) -> RunError + '_ {
 }
 
 /// [`run`], with the program's standard output and error discarded when `quiet`.
-pub fn run_with(
-    command: &[String],
+pub fn run_with<S: AsRef<OsStr>>(
+    command: &[S],
     rules: &[Rule],
     sweep: Duration,
     quiet: bool,
@@ -324,21 +327,21 @@ pub fn run_with(
 }
 
 /// [`run_with`] with the program's streams set by `io`.
-pub fn run_with_io(
-    command: &[String],
+pub fn run_with_io<S: AsRef<OsStr>>(
+    command: &[S],
     rules: &[Rule],
     sweep: Duration,
     io: &crate::ChildIo,
 ) -> Result<RunReport, RunError> {
-    let Some(program) = command.first() else {
+    let Some(program) = command.first().map(|p| p.as_ref()) else {
         return Err(RunError::NoCommand);
     };
     check_allowed(rules)?;
+    // a program that is not there is refused before anything starts
+    let mut cmd = crate::program::command(command)?;
     let allowed = CpuSet::allowed();
-    let mut cmd = std::process::Command::new(program);
-    cmd.args(&command[1..]);
     let spawn_error = |source| RunError::Spawn {
-        program: program.clone(),
+        program: program.to_string_lossy().into_owned(),
         source,
     };
     io.apply(&mut cmd).map_err(spawn_error)?;
@@ -497,8 +500,8 @@ pub fn run_with_io(
 /// otherwise with none (Linux's placement: the program is spawned and waited for). The report
 /// records the decision. A placement naming CPUs this process may not use is refused either way
 /// (it was made for another machine or another cpuset).
-pub fn run_plan(
-    command: &[String],
+pub fn run_plan<S: AsRef<OsStr>>(
+    command: &[S],
     plan: &crate::decide::Plan,
     sweep: Duration,
     quiet: bool,
@@ -508,8 +511,8 @@ pub fn run_plan(
 }
 
 /// [`run_plan`] with the program's streams set by `io`.
-pub fn run_plan_io(
-    command: &[String],
+pub fn run_plan_io<S: AsRef<OsStr>>(
+    command: &[S],
     plan: &crate::decide::Plan,
     sweep: Duration,
     io: &crate::ChildIo,

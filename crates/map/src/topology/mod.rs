@@ -85,6 +85,8 @@ impl Topology {
     pub fn synthetic(text: &str) -> Result<Topology, TopologyError> {
         let mut levels: Vec<Level> = Vec::new();
         let mut last_rank: Option<usize> = None;
+        // the levels given so far: rank, column and token
+        let mut seen: Vec<(usize, usize, &str)> = Vec::new();
         let mut column = 0;
         let mut any = false;
         for token in text.split(' ') {
@@ -131,14 +133,21 @@ impl Topology {
                 let known: Vec<&str> = LEVELS.iter().map(|(n, _)| *n).collect();
                 return Err(at(format!("unknown level '{name}'; known: {}", known.join(", "))));
             };
+            if let Some((_, first, spelled)) = seen.iter().find(|(r, _, _)| *r == rank) {
+                return Err(at(format!(
+                    "level '{}' is repeated: it is already given at column {first} ('{spelled}'); give each level once",
+                    LEVELS[rank].0
+                )));
+            }
             if let Some(prev) = last_rank {
-                if rank <= prev {
+                if rank < prev {
                     return Err(at(format!(
                         "level '{}' must come before '{}' (levels go from the root down)",
                         LEVELS[rank].0, LEVELS[prev].0
                     )));
                 }
             }
+            seen.push((rank, start, token));
             let arity: u32 = match count.parse() {
                 Ok(n) if n > 0 => n,
                 _ => return Err(at(format!("'{count}' is not a positive count"))),
@@ -372,6 +381,26 @@ mod tests {
             Topology::synthetic("pack:1000 core:1000"),
             Err(TopologyError::TooLarge(_))
         ));
+    }
+
+    #[test]
+    fn issue_16_a_repeated_level_is_named_as_repeated_and_where() {
+        // it used to say "level 'package' must come before 'package'"
+        // the column of the repeat, and the column it was first given at
+        for (text, column, first) in [
+            ("pack:2 pack:2 pu:1", 8, 1),
+            ("pack:2 core:2 socket:2", 15, 1),
+            ("pack:2 core:2 core:4 pu:1", 15, 8),
+        ] {
+            let e = Topology::synthetic(text).expect_err("repeated").to_string();
+            assert!(
+                e.contains(&format!("column {column}"))
+                    && e.contains("is repeated")
+                    && e.contains(&format!("already given at column {first}"))
+                    && !e.contains("must come before"),
+                "{text}: {e}"
+            );
+        }
     }
 
     #[test]
