@@ -211,7 +211,7 @@ fn side_by_side(
         cost: CostModel::constant(0.0),
         compute: compute.clone(),
         control: control.clone(),
-        argv: argv.to_vec(),
+        argv: argv.iter().map(std::ffi::OsString::from).collect(),
         allow_below_floor: true,
         wait: Default::default(),
         rewrite: true,

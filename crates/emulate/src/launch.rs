@@ -1,12 +1,14 @@
 //! Finding the program to run.
 
 use crate::EmulateError;
-use std::ffi::CString;
+use std::ffi::{CString, OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 /// Resolves `cmd` like execvp: a name with a slash as is, otherwise the first executable in PATH.
-pub fn resolve(cmd: &str) -> Result<PathBuf, EmulateError> {
+pub fn resolve(cmd: impl AsRef<OsStr>) -> Result<PathBuf, EmulateError> {
+    let cmd = cmd.as_ref();
     let is_exec = |p: &Path| {
         p.metadata()
             .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
@@ -17,7 +19,7 @@ pub fn resolve(cmd: &str) -> Result<PathBuf, EmulateError> {
         Ok(_) => EmulateError::NotExecutable(p.display().to_string()),
         Err(_) => EmulateError::NoSuchFile(p.display().to_string()),
     };
-    if cmd.contains('/') {
+    if cmd.as_bytes().contains(&b'/') {
         // Absolute, so that a run in another working directory (`RunIo::cwd`) finds the same file.
         let p = std::path::absolute(cmd).unwrap_or_else(|_| PathBuf::from(cmd));
         return if is_exec(&p) { Ok(p) } else { Err(why(&p)) };
@@ -26,7 +28,7 @@ pub fn resolve(cmd: &str) -> Result<PathBuf, EmulateError> {
     std::env::split_paths(&path)
         .map(|d| d.join(cmd))
         .find(|p| is_exec(p))
-        .ok_or_else(|| EmulateError::NotFound(cmd.to_string()))
+        .ok_or_else(|| EmulateError::NotFound(cmd.to_string_lossy().into_owned()))
 }
 
 /// Checks, before anything runs, that `path` (given with `flag`, e.g. `--report`) can be written
@@ -82,8 +84,8 @@ pub struct NativeRun {
 }
 
 /// Runs `argv` natively, pinned to `compute`; returns how it ended and its wall time.
-pub fn run_native(
-    argv: &[String],
+pub fn run_native<S: AsRef<OsStr>>(
+    argv: &[S],
     compute: &crate::CpuSet,
     wait: &crate::Wait,
 ) -> Result<NativeRun, EmulateError> {
@@ -91,8 +93,8 @@ pub fn run_native(
 }
 
 /// [`run_native`] with the streams and working directory `io` gives.
-pub fn run_native_io(
-    argv: &[String],
+pub fn run_native_io<S: AsRef<OsStr>>(
+    argv: &[S],
     compute: &crate::CpuSet,
     wait: &crate::Wait,
     io: &crate::RunIo,
@@ -105,7 +107,8 @@ pub fn run_native_io(
     cmd.arg0(first).args(&argv[1..]);
     io.apply(&mut cmd)?;
     let fwd = crate::sys::Forward::prepare();
-    let (child, t0) = spawn_pinned(&mut cmd, compute, rt, first, "starting it natively")?;
+    let name = first.as_ref().to_string_lossy();
+    let (child, t0) = spawn_pinned(&mut cmd, compute, rt, &name, "starting it natively")?;
     fwd.arm(child.id() as libc::pid_t);
     let (st, cpu_secs) =
         crate::sys::wait_child(child.id() as libc::pid_t).map_err(|cause| EmulateError::Io {
@@ -140,7 +143,7 @@ pub fn run_at(
                 cost: crate::CostModel::constant(fc),
                 compute: compute.clone(),
                 control: control.clone(),
-                argv,
+                argv: argv.into_iter().map(OsString::from).collect(),
                 allow_below_floor: true,
                 wait,
                 rewrite: true,

@@ -36,7 +36,7 @@ pub use runio::RunIo;
 
 /// The mechanism to use when none is asked for: `shm` (lowest floor) for a dynamically linked
 /// program, `proxy` for a statically linked one (the in-process mechanisms need the preload library).
-pub fn default_mechanism(cmd: &str) -> Mechanism {
+pub fn default_mechanism(cmd: impl AsRef<std::ffi::OsStr>) -> Mechanism {
     match launch::resolve(cmd) {
         Ok(p) if launch::is_static(&p) => Mechanism::Proxy,
         _ => Mechanism::Shm,
@@ -161,7 +161,8 @@ pub struct Config {
     pub cost: CostModel,
     pub compute: CpuSet,
     pub control: CpuSet,
-    pub argv: Vec<String>,
+    /// The program and its arguments, passed to exec as given (bytes, not necessarily UTF-8).
+    pub argv: Vec<std::ffi::OsString>,
     /// Accept an f_c below the mechanism's floor (the delivered cost is then the floor).
     pub allow_below_floor: bool,
     /// How the proxy's supervisor and the waiting program wait.
@@ -306,7 +307,11 @@ fn run_inner(
     Ok(Report {
         interrupted,
         partial: interrupted.is_some() || matches!(exit, Exit::Signal(_)),
-        command: cfg.argv.clone(),
+        command: cfg
+            .argv
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
         mechanism: cfg.mechanism.name().into(),
         policy: cfg.delegation.label.clone(),
         fc: fc_label(&cfg.cost),

@@ -291,7 +291,7 @@ pub fn run(
         &mut cmd,
         &cfg.compute,
         cfg.wait.app_realtime,
-        &cfg.argv[0],
+        &cfg.argv[0].to_string_lossy(),
         "starting it",
     )?;
     fwd.arm(child.id() as libc::pid_t);

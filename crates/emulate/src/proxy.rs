@@ -41,14 +41,16 @@ struct Prepared {
 
 fn prepare(
     path: CString,
-    argv: &[String],
+    argv: &[std::ffi::OsString],
     d: &Delegation,
     compute: &CpuSet,
     app_realtime: bool,
     streams: &crate::runio::Opened,
     io: &crate::RunIo,
 ) -> Result<Prepared, EmulateError> {
-    let cstr = |s: &str| CString::new(s).map_err(|_| EmulateError::Nul(s.to_string()));
+    let cstr = |s: &std::ffi::OsStr| {
+        CString::new(s.as_encoded_bytes()).map_err(|_| EmulateError::Nul(s.to_string_lossy().into_owned()))
+    };
     let argv: Vec<CString> = argv.iter().map(|a| cstr(a)).collect::<Result<_, _>>()?;
     let env: Vec<CString> = std::env::vars_os()
         .filter_map(|(k, v)| {
@@ -164,7 +166,10 @@ pub fn run(
     let (argv, compute, control, wait) = (&cfg.argv, &cfg.compute, &cfg.control, cfg.wait);
     let streams = io.open()?;
     let p = prepare(path, argv, d, compute, wait.app_realtime, &streams, io)?;
-    let cmd = argv.first().cloned().unwrap_or_default();
+    let cmd = argv
+        .first()
+        .map(|a| a.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let (sock_parent, sock_child) = socketpair()?;
     let (err_r, err_w) = pipe()?;
     tsc::calibration();

@@ -509,7 +509,7 @@ pub fn self_timing(dir: &Path, pairs: usize) -> Result<Vec<AccuracyRow>, BenchEr
     let traced = |which: &str, name: &str| -> Result<(f64, bool), BenchError> {
         let p = crate::profile(&crate::Options {
             backend: Some(crate::Backend::Ebpf),
-            command: vec![b.clone(), which.to_string()],
+            command: vec![b.clone().into(), which.into()],
             ..crate::Options::default()
         })?;
         let st = p.syscall(name);

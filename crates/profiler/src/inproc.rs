@@ -13,8 +13,12 @@ use crate::ProfilerError;
 use multios_profile::{Exit, Profile, SyscallStats};
 
 /// Profiles `command` (the caller has checked the output path before, as for every backend).
-pub fn profile(command: &[String]) -> Result<Profile, ProfilerError> {
-    let prog = command.first().map(String::as_str).unwrap_or_default();
+pub fn profile<S: AsRef<std::ffi::OsStr>>(command: &[S]) -> Result<Profile, ProfilerError> {
+    let prog = command
+        .first()
+        .map(|a| a.as_ref().to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let prog = prog.as_str();
     if multios_emulate::default_mechanism(prog) == multios_emulate::Mechanism::Proxy {
         return Err(ProfilerError::Inproc(format!(
             "'{prog}' is statically linked; the in-process \
@@ -28,13 +32,13 @@ pub fn profile(command: &[String]) -> Result<Profile, ProfilerError> {
         cost: multios_emulate::CostModel::constant(0.0),
         compute: available.clone(),
         control: available,
-        argv: command.to_vec(),
+        argv: command.iter().map(|a| a.as_ref().to_os_string()).collect(),
         allow_below_floor: true,
         rewrite: true,
         wait: multios_emulate::Wait::default(),
     };
     let r = multios_emulate::profile_run(&cfg).map_err(|e| ProfilerError::Inproc(e.to_string()))?;
-    let mut p = Profile::new(command.to_vec(), "multios-inproc", "high");
+    let mut p = Profile::new(crate::run::lossy(command), "multios-inproc", "high");
     p.wall_time_s = r.wall_secs;
     p.exit = Some(match r.exit {
         multios_emulate::Exit::Code(c) => Exit {

@@ -14,6 +14,7 @@ use crate::sys::{self, PTRACE_CONT, PTRACE_SEIZE, PTRACE_SYSCALL};
 use multios_profile::import::CallRecord;
 use multios_profile::Profile;
 use std::collections::HashMap;
+use std::ffi::OsStr;
 
 const O_TRACESYSGOOD: usize = 0x1;
 const O_TRACEFORK: usize = 0x2;
@@ -516,18 +517,18 @@ fn median_null_call_ns(mut child: Stopped, plain: bool) -> Result<f64, ProfilerE
 }
 
 /// Profiles `command` under seccomp-assisted ptrace.
-pub fn launch(command: &[String], per_process: bool) -> Result<Profile, ProfilerError> {
+pub fn launch<S: AsRef<OsStr>>(command: &[S], per_process: bool) -> Result<Profile, ProfilerError> {
     launch_with(command, false, per_process).map(|(p, _)| p)
 }
 
 /// Profiles `command` under ptrace and also returns every call as a record, times from the
 /// command's start (`multios profile --trace`).
-pub fn launch_traced(command: &[String]) -> Result<(Profile, Vec<CallRecord>), ProfilerError> {
+pub fn launch_traced<S: AsRef<OsStr>>(command: &[S]) -> Result<(Profile, Vec<CallRecord>), ProfilerError> {
     launch_with(command, true, false)
 }
 
-fn launch_with(
-    command: &[String],
+fn launch_with<S: AsRef<OsStr>>(
+    command: &[S],
     trace: bool,
     per_process: bool,
 ) -> Result<(Profile, Vec<CallRecord>), ProfilerError> {
@@ -578,7 +579,7 @@ fn launch_with(
     let p = assemble(
         &raw,
         RunFacts {
-            command: command.to_vec(),
+            command: crate::run::lossy(command),
             tool: "multios-ptrace".into(),
             accuracy: "low".into(),
             wall_ns: end.saturating_sub(start),

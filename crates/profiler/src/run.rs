@@ -23,7 +23,8 @@ pub struct Options {
     /// None: eBPF when privileged (root), ptrace otherwise.
     pub backend: Option<Backend>,
     /// Program and arguments (ignored with `attach`).
-    pub command: Vec<String>,
+    /// Passed to exec as given (bytes, not necessarily UTF-8); the profile records it lossily.
+    pub command: Vec<std::ffi::OsString>,
     /// Attach to this running process instead of starting one.
     pub attach: Option<u32>,
     /// With `attach`: how long to trace (until the process exits if None).
@@ -34,6 +35,15 @@ pub struct Options {
     /// with the eBPF backend, the gaps between each thread's calls (`syscalls[].gap_hist_log2_ns`,
     /// schema 7).
     pub per_process: bool,
+}
+
+/// `command` as text, for the profile's `command` (an argument that is not UTF-8 has U+FFFD
+/// where its bad bytes were; the program itself got them as they were).
+pub(crate) fn lossy<S: AsRef<std::ffi::OsStr>>(command: &[S]) -> Vec<String> {
+    command
+        .iter()
+        .map(|a| a.as_ref().to_string_lossy().into_owned())
+        .collect()
 }
 
 /// Profiles according to `opts`.
@@ -125,7 +135,10 @@ fn wait_tree(root: u32) -> Result<i32, ProfilerError> {
         .ok_or_else(|| ProfilerError::os("waitpid", std::io::Error::other("the target vanished unwaited")))
 }
 
-fn launch_ebpf(command: &[String], per_process: bool) -> Result<Profile, ProfilerError> {
+fn launch_ebpf<S: AsRef<std::ffi::OsStr>>(
+    command: &[S],
+    per_process: bool,
+) -> Result<Profile, ProfilerError> {
     let mut child = Stopped::spawn(command, PreExec::None)?;
     let prepared = ready_probe().and_then(|(probe, b, e)| {
         probe.set_per_process(per_process)?;
@@ -184,7 +197,7 @@ fn launch_ebpf(command: &[String], per_process: bool) -> Result<Profile, Profile
     Ok(assemble(
         &raw,
         RunFacts {
-            command: command.to_vec(),
+            command: lossy(command),
             tool: "multios-ebpf".into(),
             accuracy: "high".into(),
             wall_ns: end.saturating_sub(start),

@@ -36,7 +36,8 @@ pub struct Stopped {
 
 /// Resolves `program` like execvp would: a name with a slash as is, otherwise the first executable
 /// file of that name in `$PATH`.
-pub fn resolve(program: &str) -> Result<PathBuf, ProfilerError> {
+pub fn resolve(program: impl AsRef<OsStr>) -> Result<PathBuf, ProfilerError> {
+    let program = program.as_ref();
     if program.is_empty() {
         return Err(ProfilerError::NoCommand);
     }
@@ -46,19 +47,21 @@ pub fn resolve(program: &str) -> Result<PathBuf, ProfilerError> {
             .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
             .unwrap_or(false)
     };
-    if program.contains('/') {
+    if program.as_bytes().contains(&b'/') {
         let p = PathBuf::from(program);
         return if p.exists() {
             Ok(p)
         } else {
-            Err(ProfilerError::CommandNotFound(program.into()))
+            Err(ProfilerError::CommandNotFound(
+                program.to_string_lossy().into_owned(),
+            ))
         };
     }
     let path = std::env::var_os("PATH").unwrap_or_else(|| OsString::from("/usr/local/bin:/usr/bin:/bin"));
     std::env::split_paths(&path)
         .map(|d| d.join(program))
         .find(|p| executable(p))
-        .ok_or_else(|| ProfilerError::CommandNotFound(program.into()))
+        .ok_or_else(|| ProfilerError::CommandNotFound(program.to_string_lossy().into_owned()))
 }
 
 fn cstring(s: &OsStr, what: &str) -> Result<CString, ProfilerError> {
@@ -76,13 +79,13 @@ fn pipe() -> Result<(OwnedFd, OwnedFd), ProfilerError> {
 
 impl Stopped {
     /// Forks a child that will exec `command` (program resolved through `$PATH`) once released.
-    pub fn spawn(command: &[String], pre: PreExec) -> Result<Stopped, ProfilerError> {
+    pub fn spawn<S: AsRef<OsStr>>(command: &[S], pre: PreExec) -> Result<Stopped, ProfilerError> {
         let program = command.first().ok_or(ProfilerError::NoCommand)?;
         let path = resolve(program)?;
         let c_path = cstring(path.as_os_str(), "program path")?;
         let argv: Vec<CString> = command
             .iter()
-            .map(|a| cstring(OsStr::new(a), "argument"))
+            .map(|a| cstring(a.as_ref(), "argument"))
             .collect::<Result<_, _>>()?;
         let envp: Vec<CString> = std::env::vars_os()
             .map(|(k, v)| {

@@ -42,7 +42,7 @@ int main(int argc, char **argv) {
 fn run(backend: Backend, argv: &[String]) -> Profile {
     multios_profiler::profile(&Options {
         backend: Some(backend),
-        command: argv.to_vec(),
+        command: argv.iter().map(std::ffi::OsString::from).collect(),
         per_process: true,
         ..Options::default()
     })

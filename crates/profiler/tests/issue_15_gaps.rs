@@ -37,7 +37,7 @@ int main(void) {
 fn run(argv: &[String], per_process: bool) -> Profile {
     multios_profiler::profile(&Options {
         backend: Some(Backend::Ebpf),
-        command: argv.to_vec(),
+        command: argv.iter().map(std::ffi::OsString::from).collect(),
         per_process,
         ..Options::default()
     })

@@ -14,7 +14,7 @@ fn per_process(backend: Backend, cmd: &[&str], cwd: &std::path::Path) -> Profile
     std::env::set_current_dir(cwd).expect("chdir");
     let p = multios_profiler::profile(&Options {
         backend: Some(backend),
-        command: cmd.iter().map(|s| s.to_string()).collect(),
+        command: cmd.iter().map(std::ffi::OsString::from).collect(),
         per_process: true,
         ..Options::default()
     });

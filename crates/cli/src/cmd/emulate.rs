@@ -90,9 +90,9 @@ pub struct Args {
     /// the global --results FILE does the same for every command
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
-    /// The program and its arguments (after --)
+    /// The program and its arguments (after --), passed to it as given (any bytes)
     #[arg(last = true, required = true, value_name = "CMD")]
-    pub command: Vec<String>,
+    pub command: Vec<std::ffi::OsString>,
 }
 
 #[derive(serde::Serialize)]
@@ -111,7 +111,11 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
     }
     let cfg = Config {
         mechanism: args.mechanism.unwrap_or_else(|| {
-            multios_emulate::default_mechanism(args.command.first().map(String::as_str).unwrap_or(""))
+            multios_emulate::default_mechanism(
+                args.command
+                    .first()
+                    .map_or(std::ffi::OsStr::new(""), |a| a.as_os_str()),
+            )
         }),
         delegation: d,
         cost: cost_model(fc, &args.fc_syscall)?,

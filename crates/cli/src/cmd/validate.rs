@@ -100,9 +100,13 @@ pub struct Args {
     /// Real programs: measure in the LWK alone (no emulator mechanism; implies --lwk)
     #[arg(long, conflicts_with = "mechanism")]
     lwk_only: bool,
-    /// The real program and its arguments (with --workload)
+    /// With --workload: copy DIR afresh for every run (profiled, native, emulated, LWK) and run
+    /// the program inside the copy; without it every run runs in the current directory
+    #[arg(long, value_name = "DIR", requires = "workload")]
+    workdir: Option<PathBuf>,
+    /// The real program and its arguments (with --workload), passed to it as given (any bytes)
     #[arg(last = true)]
-    command: Vec<String>,
+    command: Vec<std::ffi::OsString>,
 }
 
 impl Args {
@@ -143,6 +147,7 @@ impl Args {
                 profile_runs: self.profile_runs,
             },
             workload: self.workload.map(|w| (w, self.command)),
+            workdir: self.workdir,
             suite: self.suite,
             quick: self.quick,
             only: self.only,

@@ -15,7 +15,7 @@ pub fn config(m: Mechanism, d: Delegation, fc: f64, argv: &[&str]) -> Config {
         cost: CostModel::constant(fc),
         compute,
         control,
-        argv: argv.iter().map(|s| s.to_string()).collect(),
+        argv: argv.iter().map(std::ffi::OsString::from).collect(),
         allow_below_floor: true,
         wait: Default::default(),
         rewrite: true,

@@ -366,7 +366,7 @@ fn delivery_checks(
             cost,
             compute: compute.clone(),
             control: control.clone(),
-            argv: argv.iter().map(|s| s.to_string()).collect(),
+            argv: argv.iter().map(std::ffi::OsString::from).collect(),
             allow_below_floor: true,
             wait: Default::default(),
             rewrite: true,

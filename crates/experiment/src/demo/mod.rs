@@ -61,7 +61,7 @@ pub fn profile_live(input: &Path, mib: usize, argv: &[String]) -> Result<Profile
     drop(f);
     let opts = multios_profiler::Options {
         backend: None,
-        command: argv.to_vec(),
+        command: argv.iter().map(std::ffi::OsString::from).collect(),
         attach: None,
         duration: None,
         per_process: false,
@@ -197,7 +197,7 @@ pub fn emulate(
                 cost: cfg.cost.clone(),
                 compute: cfg.compute.clone(),
                 control: cfg.control.clone(),
-                argv: cfg.argv.clone(),
+                argv: cfg.argv.iter().map(std::ffi::OsString::from).collect(),
                 allow_below_floor: false,
                 rewrite: true,
                 wait,

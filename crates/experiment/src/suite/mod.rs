@@ -83,7 +83,7 @@ pub struct Entry {
 #[derive(Debug, Clone, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Check {
-    /// Exit code (default 0).
+    /// Exit code (default 0): 0–255, what a process's exit status can be (checked at load time).
     #[serde(default)]
     pub exit: Option<i32>,
     /// Files the run creates in its directory.
@@ -151,6 +151,12 @@ impl Suite {
             if w.stdin.as_deref().is_some_and(str::is_empty) {
                 return Err(invalid(format!(
                     "workload '{}': stdin is empty: name a file of the workload's directory, or leave stdin out",
+                    w.name
+                )));
+            }
+            if let Some(x) = w.check.exit.filter(|x| !(0..=255).contains(x)) {
+                return Err(invalid(format!(
+                    "workload '{}': [workload.check] exit = {x}: an exit code is 0–255 (what a process's exit status can hold); give one in 0–255",
                     w.name
                 )));
             }
@@ -345,8 +351,9 @@ pub fn run(cfg: &Config, suite: &Suite, progress: &mut dyn Progress) -> Result<O
         }
         let w = Workload {
             name: e.name.clone(),
-            argv: e.argv.clone(),
+            argv: e.argv.iter().map(Into::into).collect(),
             workdir: Some(dir.clone()),
+            exit: e.check.exit.unwrap_or(0),
             setup: e.setup.clone(),
             cleanup: e.cleanup.clone(),
             lwk_argv: e.lwk_argv.clone(),
@@ -412,6 +419,34 @@ mod tests {
         .expect_err("empty stdin")
         .to_string();
         assert!(e.contains("'a'") && e.contains("stdin"), "{e}");
+    }
+
+    /// `[workload.check] exit` out of 0–255 can never match a process's exit status: refused
+    /// when the suite is loaded, naming the file, the workload and the field, not at run time.
+    #[test]
+    fn issue_16_suite_check_exit_outside_0_to_255_is_refused_at_load_time() {
+        for bad in ["300", "-1", "256"] {
+            let text =
+                format!("[[workload]]\nname = \"a\"\nargv = [\"x\"]\n[workload.check]\nexit = {bad}\n");
+            let e = Suite::parse("s.toml", &text).expect_err(bad).to_string();
+            assert!(
+                e.starts_with("s.toml")
+                    && e.contains("'a'")
+                    && e.contains("exit = ")
+                    && e.contains(bad)
+                    && e.contains("0–255"),
+                "{e}"
+            );
+        }
+        for good in ["0", "1", "255"] {
+            let text =
+                format!("[[workload]]\nname = \"a\"\nargv = [\"x\"]\n[workload.check]\nexit = {good}\n");
+            let s = Suite::parse("s.toml", &text).expect(good);
+            assert_eq!(
+                s.workloads[0].check.exit.map(|x| x.to_string()).as_deref(),
+                Some(good)
+            );
+        }
     }
 
     /// A suite's `stdin` is read by the check's run as `ARGV < FILE` would be (and named in the

@@ -52,7 +52,7 @@ pub fn scratch(name: &str) -> Scratch {
 pub fn profile(backend: Backend, cmd: &[&str]) -> Profile {
     let opts = Options {
         backend: Some(backend),
-        command: cmd.iter().map(|s| s.to_string()).collect(),
+        command: cmd.iter().map(std::ffi::OsString::from).collect(),
         ..Options::default()
     };
     multios_profiler::profile(&opts).unwrap_or_else(|e| panic!("profiling {cmd:?} failed: {e}"))

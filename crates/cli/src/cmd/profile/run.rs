@@ -48,9 +48,9 @@ pub struct RunArgs {
     /// wakeup` prices a delegate's wake-ups from them)
     #[arg(long)]
     per_process: bool,
-    /// The command to profile, after `--`
+    /// The command to profile, after `--`, passed to it as given (any bytes)
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
-    command: Vec<String>,
+    command: Vec<std::ffi::OsString>,
 }
 
 pub fn run(args: RunArgs, out: &Out) -> crate::cmd::Exit {

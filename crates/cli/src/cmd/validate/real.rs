@@ -16,7 +16,9 @@ use std::process::ExitCode;
 pub struct Real {
     pub cfg: real::Config,
     /// `--workload NAME -- CMD …`.
-    pub workload: Option<(String, Vec<String>)>,
+    pub workload: Option<(String, Vec<std::ffi::OsString>)>,
+    /// `--workload`'s `--workdir DIR`: each run gets a fresh copy (else the current directory).
+    pub workdir: Option<PathBuf>,
     pub suite: Option<PathBuf>,
     pub quick: bool,
     pub only: Vec<String>,
@@ -30,6 +32,15 @@ pub fn run(r: Real, out: &Out) -> super::super::Exit {
     let (results, skipped, overall, measurements) = match (&r.workload, &r.suite) {
         (Some((name, argv)), _) => {
             let mut w = real::Workload::command(name, argv.clone());
+            if let Some(d) = &r.workdir {
+                if !d.is_dir() {
+                    anyhow::bail!(
+                        "--workdir {}: not a directory; give the directory each run gets a fresh copy of",
+                        d.display()
+                    );
+                }
+                w.workdir = Some(std::path::absolute(d)?);
+            }
             // multios's stdin is the program's (`validate --workload wc -- wc -l < file`): captured
             // once and replayed to every run, as `emulate --compare` does; a terminal is not read.
             let scratch = capture::Scratch::new()?;
@@ -135,6 +146,28 @@ pub fn run(r: Real, out: &Out) -> super::super::Exit {
     }
     if results.is_empty() {
         anyhow::bail!("no workload could be validated (see 'skipped')");
+    }
+    // A workload measured but with no valid point (every pair ended otherwise than the workload
+    // should, or differently on the two sides) has no accuracy: it was not validated either.
+    if results.iter().all(|w| w.accuracy.is_empty()) {
+        let why: Vec<String> = results
+            .iter()
+            .flat_map(|w| {
+                w.points.iter().filter_map(move |p| {
+                    p.invalid
+                        .as_ref()
+                        .map(|i| format!("{} {}: {i}", w.name, p.target))
+                })
+            })
+            .collect();
+        anyhow::bail!(
+            "no workload could be validated: no valid point to score{}",
+            if why.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", why.join("; "))
+            }
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

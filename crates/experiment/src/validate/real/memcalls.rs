@@ -165,12 +165,14 @@ pub fn base_profile(
     };
     let empty = Workload {
         name: format!("{}-empty", w.name),
-        argv,
+        argv: argv.into_iter().map(Into::into).collect(),
         workdir: w.workdir.clone(),
-        ..Workload::command("", Vec::new())
+        ..Workload::command("", Vec::<String>::new())
     };
     let (p, _, dir) = super::profile(cfg, &empty, scratch)?;
-    std::fs::remove_dir_all(&dir).ok();
+    if let Some(d) = dir {
+        std::fs::remove_dir_all(d).ok();
+    }
     Ok(Some(p))
 }
 

@@ -463,10 +463,10 @@ impl TermCache {
             Target::Lwk => {
                 let empty = Workload {
                     name: format!("{}-startup", w.name),
-                    argv: argv.clone(),
+                    argv: argv.iter().map(Into::into).collect(),
                     workdir: w.workdir.clone(),
                     lwk_argv: w.startup_lwk_argv.clone(),
-                    ..Workload::command("", Vec::new())
+                    ..Workload::command("", Vec::<String>::new())
                 };
                 let c = Config {
                     pairs: STARTUP_PAIRS,
@@ -742,7 +742,7 @@ fn all_delegated(cfg: &Config, m: Mechanism, argv: Vec<String>) -> multios_emula
         cost: CostModel::constant(0.0),
         compute: cfg.compute.clone(),
         control: cfg.control.clone(),
-        argv,
+        argv: argv.into_iter().map(Into::into).collect(),
         allow_below_floor: true,
         rewrite: true,
         wait: cfg.wait(),
@@ -762,7 +762,7 @@ pub fn startup_lwk(cfg: &Config, scratch: &Path) -> Result<f64, ExperimentError>
 
 /// [`startup_lwk`], and the median native minor faults of `true`.
 fn startup_lwk_counted(cfg: &Config, scratch: &Path) -> Result<(f64, f64), ExperimentError> {
-    let w = Workload::command("startup", vec!["true".into()]);
+    let w = Workload::command("startup", vec!["true"]);
     let c = Config {
         pairs: STARTUP_PAIRS,
         ..cfg.clone()

@@ -2,7 +2,8 @@
 //! real programs. For each workload:
 //!
 //! 1. **profile** it once natively with the profiler (`multios profile --per-process`, eBPF as
-//!    root) on the compute CPUs, in a fresh copy of its working directory;
+//!    root) on the compute CPUs, in a fresh copy of its working directory (or the caller's, like
+//!    every other run of it, when it has none); a run that does not end with its exit code stops it;
 //! 2. **estimate** the model's parameters apart from the runs it predicts: per mechanism and f_c, the
 //!    mechanism's own round trip measured in the same minutes (the Table 3 getppid, as the synthetic
 //!    `validate` does), so the model's f_c is f_c + ½·round trip; in the LWK, f_c is half of
@@ -40,6 +41,7 @@ use multios_emulate::{CostModel, CpuSet, Interception, Mechanism};
 use multios_model::{self as model, Params, Policy, ProcessTree, Term};
 use multios_units::Duration;
 use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -51,9 +53,17 @@ pub use table::{accuracy_header, accuracy_rows, point_header, point_rows};
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Workload {
     pub name: String,
-    pub argv: Vec<String>,
-    /// Copied afresh for every run (the program runs inside the copy); `None`: a fresh empty directory.
+    /// The program and its arguments, passed to exec as given (any bytes; shown lossily).
+    #[serde(serialize_with = "serialize_lossy")]
+    pub argv: Vec<OsString>,
+    /// Copied afresh for every run (the program runs inside the copy); `None`: every run — the
+    /// profiled ones, the native, emulated and LWK ones — runs in the caller's working directory,
+    /// as `emulate --compare` without `--workdir` does.
     pub workdir: Option<PathBuf>,
+    /// The exit code every run must end with (a suite's `[workload.check] exit`, else 0): a
+    /// profiled run that ends otherwise stops the workload, a measured pair that does marks its
+    /// point invalid.
+    pub exit: i32,
     /// Shell commands run before/after every run, in the run's directory.
     pub setup: Option<String>,
     pub cleanup: Option<String>,
@@ -73,13 +83,26 @@ pub struct Workload {
     pub stdin: Option<PathBuf>,
 }
 
+/// `argv` as text (an argument that is not UTF-8 has U+FFFD where its bad bytes were).
+pub fn lossy<S: AsRef<OsStr>>(argv: &[S]) -> Vec<String> {
+    argv.iter()
+        .map(|a| a.as_ref().to_string_lossy().into_owned())
+        .collect()
+}
+
+fn serialize_lossy<S: serde::Serializer>(argv: &[OsString], s: S) -> Result<S::Ok, S::Error> {
+    serde::Serialize::serialize(&lossy(argv), s)
+}
+
 impl Workload {
-    /// A workload of `argv` run in a fresh empty directory, nothing around it.
-    pub fn command(name: &str, argv: Vec<String>) -> Workload {
+    /// A workload of `argv` run in the caller's working directory, nothing around it, expected
+    /// to exit with 0.
+    pub fn command<A: Into<OsString>>(name: &str, argv: Vec<A>) -> Workload {
         Workload {
             name: name.into(),
-            argv,
+            argv: argv.into_iter().map(Into::into).collect(),
             workdir: None,
+            exit: 0,
             setup: None,
             cleanup: None,
             lwk_argv: None,
@@ -89,24 +112,30 @@ impl Workload {
         }
     }
 
+    /// The command line as text, for messages.
+    pub fn shown(&self) -> String {
+        lossy(&self.argv).join(" ")
+    }
+
     /// The command of an LWK run under `policy`.
-    fn in_lwk(&self, exe: &Path, policy: &str) -> Vec<String> {
+    fn in_lwk(&self, exe: &Path, policy: &str) -> Vec<OsString> {
         match &self.lwk_argv {
             Some(v) => v
                 .iter()
                 .map(|a| {
                     a.replace("{multios}", &exe.display().to_string())
                         .replace("{policy}", policy)
+                        .into()
                 })
                 .collect(),
             None => [
-                exe.display().to_string(),
+                exe.as_os_str().to_os_string(),
                 "lwk".into(),
                 "run".into(),
                 "--policy".into(),
             ]
             .into_iter()
-            .chain([policy.to_string(), "--".into()])
+            .chain([policy.into(), "--".into()])
             .chain(self.argv.iter().cloned())
             .collect(),
         }
@@ -268,12 +297,12 @@ fn status_text(s: std::process::ExitStatus) -> String {
     s.to_string()
 }
 
-/// Runs `args` (a child of `exe` or a program) in `cwd` with stdin from `stdin` (a file opened
-/// afresh for the run; `None`: /dev/null) and outputs to files in `dir`; returns its exit status
-/// and wall time.
+/// Runs `args` (a child of `exe` or a program) in `cwd` (`None`: the caller's working directory)
+/// with stdin from `stdin` (a file opened afresh for the run; `None`: /dev/null) and outputs to
+/// `out` with the extensions `.out` and `.err`; returns its exit status and wall time.
 fn timed(
     cmd: &mut Command,
-    cwd: &Path,
+    cwd: Option<&Path>,
     out: &Path,
     stdin: Option<&Path>,
 ) -> Result<(std::process::ExitStatus, f64), ExperimentError> {
@@ -287,8 +316,10 @@ fn timed(
         )))?),
         None => Stdio::null(),
     };
-    cmd.current_dir(cwd)
-        .stdin(input)
+    if let Some(d) = cwd {
+        cmd.current_dir(d);
+    }
+    cmd.stdin(input)
         .stdout(file(out.with_extension("out"))?)
         .stderr(file(out.with_extension("err"))?);
     let t = std::time::Instant::now();
@@ -302,7 +333,7 @@ fn timed(
 /// difference of `getrusage(RUSAGE_CHILDREN)` around the run: runs are made one at a time).
 fn timed_faults(
     cmd: &mut Command,
-    cwd: &Path,
+    cwd: Option<&Path>,
     out: &Path,
     stdin: Option<&Path>,
 ) -> Result<(std::process::ExitStatus, f64, f64), ExperimentError> {
@@ -313,38 +344,75 @@ fn timed_faults(
     Ok((st, secs, faults() - before))
 }
 
-/// A fresh working copy for one run (of the workload's directory, or empty) inside `scratch`.
-fn fresh(w: &Workload, scratch: &Path, k: usize) -> Result<PathBuf, ExperimentError> {
+/// Where one run of a workload runs: a fresh copy of its directory inside `scratch` (removed by
+/// [`done`]), or, without one, `None`: the caller's own working directory, left as it is. Every
+/// run of a workload — profiled, native, emulated, LWK — runs in the same kind of directory, as
+/// the paired runs of [`compare`] do (until this was fixed, issue #15, the profiled and LWK
+/// runs of a workload without a directory ran in an empty scratch directory while its emulator
+/// pairs ran in the caller's: `cat localfile` failed in the profile and was projected from that
+/// failure, and `-- ./prog` was not found).
+fn fresh(w: &Workload, scratch: &Path, k: usize) -> Result<Option<PathBuf>, ExperimentError> {
     let d = match &w.workdir {
-        Some(src) => capture::fresh_copy(src, scratch).map_err(|e| ExperimentError::Run(e.to_string()))?,
-        None => {
-            let d = scratch.join(format!("empty-{k}"));
-            std::fs::create_dir_all(&d).map_err(ExperimentError::io(format!("creating {}", d.display())))?;
-            d
+        Some(src) => {
+            Some(capture::fresh_copy(src, scratch).map_err(|e| ExperimentError::Run(e.to_string()))?)
         }
+        None => None,
     };
     if let Some(c) = &w.setup {
-        capture::hook("--setup", c, Some(&d), k).map_err(|e| ExperimentError::Run(e.to_string()))?;
+        capture::hook("--setup", c, d.as_deref(), k).map_err(|e| ExperimentError::Run(e.to_string()))?;
     }
     Ok(d)
 }
 
-fn done(w: &Workload, dir: &Path, k: usize) -> Result<(), ExperimentError> {
+/// After run `k` in `dir` ([`fresh`]): the workload's cleanup, and the copy removed (never the
+/// caller's directory).
+fn done(w: &Workload, dir: Option<&Path>, k: usize) -> Result<(), ExperimentError> {
     if let Some(c) = &w.cleanup {
-        capture::hook("--cleanup", c, Some(dir), k).map_err(|e| ExperimentError::Run(e.to_string()))?;
+        capture::hook("--cleanup", c, dir, k).map_err(|e| ExperimentError::Run(e.to_string()))?;
     }
-    std::fs::remove_dir_all(dir).ok();
+    if let Some(d) = dir {
+        std::fs::remove_dir_all(d).ok();
+    }
     Ok(())
 }
 
-/// Profiles `w` once (`multios profile -o … -- argv` in a fresh copy); returns the profile, its
-/// file, and the run's directory (kept for the suite's output checks; the caller removes it).
+/// [`done`] without removing the copy (a profiled run's, which its caller removes).
+fn done_keep(w: &Workload, dir: Option<&Path>, k: usize) -> Result<(), ExperimentError> {
+    match &w.cleanup {
+        Some(c) => capture::hook("--cleanup", c, dir, k).map_err(|e| ExperimentError::Run(e.to_string())),
+        None => Ok(()),
+    }
+}
+
+/// The last `n` lines of the file `p` (a run's captured stderr), without multios's own lines.
+fn last_lines(p: &Path, n: usize) -> String {
+    let text = std::fs::read(p).unwrap_or_default();
+    let text = String::from_utf8_lossy(&text);
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with("profile written to "))
+        .collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// How a run ended, as the profile recorded it.
+fn profile_exit_text(e: Option<&multios_profile::Exit>) -> String {
+    match e {
+        Some(multios_profile::Exit { code: Some(c), .. }) => format!("exit code {c}"),
+        Some(multios_profile::Exit { signal: Some(s), .. }) => format!("signal {s}"),
+        _ => "an unknown status".into(),
+    }
+}
+
+/// Profiles `w` once (`multios profile -o … -- argv` in a fresh copy, or in the caller's
+/// directory without one); returns the profile, its file, and the run's copy (kept for the
+/// suite's output checks; the caller removes it), `None` when it ran in the caller's directory.
 pub fn profile(
     cfg: &Config,
     w: &Workload,
     scratch: &Path,
-) -> Result<(multios_profile::Profile, PathBuf, PathBuf), ExperimentError> {
-    profile_run(cfg, w, scratch, 0)
+) -> Result<(multios_profile::Profile, PathBuf, Option<PathBuf>), ExperimentError> {
+    profile_run(cfg, w, scratch, 0, 1)
 }
 
 /// Profiles `w` `cfg.profile_runs` times and keeps the run whose t_nd = C + Σg is the median
@@ -361,9 +429,12 @@ pub fn profile_median(
     scratch: &Path,
 ) -> Result<(multios_profile::Profile, PathBuf, Vec<f64>), ExperimentError> {
     let mut runs = Vec::new();
-    for k in 0..cfg.profile_runs.max(1) {
-        let (p, file, dir) = profile_run(cfg, w, scratch, k)?;
-        std::fs::remove_dir_all(&dir).ok();
+    let n = cfg.profile_runs.max(1);
+    for k in 0..n {
+        let (p, file, dir) = profile_run(cfg, w, scratch, k, n)?;
+        if let Some(d) = dir {
+            std::fs::remove_dir_all(d).ok();
+        }
         let t_nd = model::Workload::from_profile(&p).t_nd();
         runs.push((p, file, t_nd));
     }
@@ -379,13 +450,16 @@ fn median_index(v: &[f64]) -> usize {
     order.get(v.len().saturating_sub(1) / 2).copied().unwrap_or(0)
 }
 
-/// One profiled run of `w` (the `k`-th: its own profile file and working copy).
+/// One profiled run of `w` (the `k`-th of `of`: its own profile file and working copy). A run
+/// that does not end with the workload's exit code (`w.exit`) is an error naming the run, how
+/// it ended and the end of its stderr: the model would be projected from a failure.
 fn profile_run(
     cfg: &Config,
     w: &Workload,
     scratch: &Path,
     k: usize,
-) -> Result<(multios_profile::Profile, PathBuf, PathBuf), ExperimentError> {
+    of: usize,
+) -> Result<(multios_profile::Profile, PathBuf, Option<PathBuf>), ExperimentError> {
     let dir = fresh(w, scratch, k)?;
     let name = if k == 0 { String::new() } else { format!(".{k}") };
     let file = scratch.join(format!("{}.profile{name}.json", w.name));
@@ -401,19 +475,64 @@ fn profile_run(
         .arg(&file)
         .arg("--")
         .args(&w.argv);
-    let (st, _) = timed(&mut cmd, &dir, &scratch.join("profile-run"), w.stdin.as_deref())?;
-    // `multios profile` exits as the program did; only a missing profile is a failure.
+    let st = timed(
+        &mut cmd,
+        dir.as_deref(),
+        &scratch.join("profile-run"),
+        w.stdin.as_deref(),
+    );
+    let st = match st {
+        Ok((st, _)) => st,
+        Err(e) => {
+            done(w, dir.as_deref(), k).ok();
+            return Err(e);
+        }
+    };
+    done_keep(w, dir.as_deref(), k)?;
+    let err = scratch.join("profile-run.err");
+    let wherein = match &dir {
+        Some(_) => format!(
+            "a fresh copy of {}",
+            w.workdir.as_deref().unwrap_or(Path::new("?")).display()
+        ),
+        None => std::env::current_dir()
+            .map_or_else(|_| "the current directory".into(), |d| d.display().to_string()),
+    };
+    // `multios profile` exits as the program did; a missing profile is its own failure.
     if !file.is_file() {
-        let err = std::fs::read_to_string(scratch.join("profile-run.err")).unwrap_or_default();
+        if let Some(d) = &dir {
+            std::fs::remove_dir_all(d).ok();
+        }
         return Err(ExperimentError::Run(format!(
-            "workload '{}': profiling `{}` failed ({}): {}",
+            "workload '{}': profiling `{}` in {wherein} failed ({}): {}",
             w.name,
-            w.argv.join(" "),
+            w.shown(),
             status_text(st),
-            err.trim()
+            last_lines(&err, 20)
         )));
     }
-    Ok((multios_profile::load(&file)?, file, dir))
+    let p = multios_profile::load(&file)?;
+    let code = p.exit.as_ref().and_then(|e| e.code);
+    if code != Some(w.exit) {
+        if let Some(d) = &dir {
+            std::fs::remove_dir_all(d).ok();
+        }
+        let tail = last_lines(&err, 10);
+        return Err(ExperimentError::Run(format!(
+            "workload '{}' is not validated: its profiled run {} of {of} (`{}` in {wherein}) ended with {}, expected exit code {}; the model would be projected from a failed run{}",
+            w.name,
+            k + 1,
+            w.shown(),
+            profile_exit_text(p.exit.as_ref()),
+            w.exit,
+            if tail.is_empty() {
+                ", which wrote nothing on stderr".to_string()
+            } else {
+                format!(". The end of its stderr:\n{tail}")
+            }
+        )));
+    }
+    Ok((p, file, dir))
 }
 
 /// Getppid trials of the mechanism's round trip behind a point's f_c, each
@@ -499,6 +618,7 @@ fn lwk_pairs_hooked(
         let order = if i % 2 == 0 { [false, true] } else { [true, false] };
         let mut ends = Vec::new();
         let (mut n_secs, mut l_secs, mut n_faults) = (f64::NAN, f64::NAN, f64::NAN);
+        let mut native_err = PathBuf::new();
         hook.start(i).map_err(ExperimentError::Run)?;
         for in_lwk in order {
             k += 1;
@@ -514,23 +634,23 @@ fn lwk_pairs_hooked(
                 c.arg("-c").arg(cfg.compute.to_string()).args(&w.argv);
                 c
             };
-            let (st, secs, f) = timed_faults(
-                &mut cmd,
-                &dir,
-                &scratch.join(format!("lwk-{k}")),
-                w.stdin.as_deref(),
-            )?;
-            done(w, &dir, k)?;
+            let out = scratch.join(format!("lwk-{k}"));
+            let run = timed_faults(&mut cmd, dir.as_deref(), &out, w.stdin.as_deref());
+            done(w, dir.as_deref(), k)?;
+            let (st, secs, f) = run?;
             if in_lwk {
                 l_secs = secs;
             } else {
                 (n_secs, n_faults) = (secs, f);
+                native_err = out.with_extension("err");
             }
             ends.push(st.code());
             hook.between().map_err(ExperimentError::Run)?;
         }
         let differ = ends[0] != ends[1];
-        if !differ && !hook.keep(i, n_secs, l_secs) {
+        // Both ended alike but not as the workload should: they measured a failure.
+        let failed = !differ && ends[0] != Some(w.exit);
+        if !differ && !failed && !hook.keep(i, n_secs, l_secs) {
             continue;
         }
         native.push(n_secs);
@@ -546,7 +666,25 @@ fn lwk_pairs_hooked(
                     i,
                     ends[0],
                     ends[1],
-                    w.argv.join(" ")
+                    w.shown()
+                )),
+                faults,
+            ));
+        }
+        if failed {
+            let tail = last_lines(&native_err, 5);
+            return Ok((
+                native,
+                lwk,
+                Some(format!(
+                    "LWK pair {i} is invalid: both runs ended with {}, expected exit code {}{}",
+                    ends[0].map_or("a signal".to_string(), |c| format!("exit code {c}")),
+                    w.exit,
+                    if tail.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; the native run's stderr ended: {}", tail.replace('\n', " | "))
+                    }
                 )),
                 faults,
             ));
@@ -978,6 +1116,33 @@ pub fn run_workload(
                     None => (levels.fc_model_s().unwrap_or(f64::NAN), levels.level_ns()),
                 };
                 let mut invalid = o.invalid.clone();
+                // Pairs whose runs ended alike, but not as the workload should: a failure measured.
+                let want = multios_emulate::Exit::Code(w.exit);
+                if let Some((k, p)) = o
+                    .pairs
+                    .iter()
+                    .enumerate()
+                    .find(|(_, p)| p.native_exit != want || p.emulated_exit != want)
+                    .filter(|_| invalid.is_none())
+                {
+                    let mut err = Vec::new();
+                    o.show_output(&mut std::io::sink(), &mut err).ok();
+                    let err = String::from_utf8_lossy(&err);
+                    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+                    let tail = lines[lines.len().saturating_sub(5)..].join(" | ");
+                    invalid = Some(format!(
+                        "pair {} is invalid: the native run ended with {}, the emulated one with {}, expected exit code {}{}",
+                        k + 1,
+                        p.native_exit,
+                        p.emulated_exit,
+                        w.exit,
+                        if tail.is_empty() {
+                            String::new()
+                        } else {
+                            format!("; the first native run's stderr ended: {tail}")
+                        }
+                    ));
+                }
                 if invalid.is_none() && !o.output_differences.is_empty() {
                     let d = &o.output_differences[0];
                     invalid = Some(format!(
@@ -1110,7 +1275,7 @@ pub fn run_workload(
     let accuracy = score::score(&model, &w.name, &mut points, &mut notes)?;
     Ok(WorkloadResult {
         name: w.name.clone(),
-        argv: w.argv.clone(),
+        argv: lossy(&w.argv),
         c_s: mw.c,
         p: mw.p(),
         calls: mw.calls.iter().map(|c| c.n).sum(),
@@ -1175,7 +1340,7 @@ mod tests {
     #[test]
     fn issue_15_lwk_argv_replaces_multios_and_policy_and_defaults_to_lwk_run() {
         let exe = Path::new("/opt/multios");
-        let w = Workload::command("w", vec!["lmp".into(), "-in".into(), "in.lj".into()]);
+        let w = Workload::command("w", vec!["lmp", "-in", "in.lj"]);
         assert_eq!(
             w.in_lwk(exe, "mckernel"),
             [
