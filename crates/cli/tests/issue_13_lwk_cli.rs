@@ -283,3 +283,29 @@ fn issue_13_prefault_runs_a_program_like_without_it() {
     assert_eq!(pre.stdout, plain.stdout);
     assert_eq!(String::from_utf8_lossy(&pre.stdout), "hello 499500\n");
 }
+
+/// Issue #16: `multios lwk run` of a program that does not exist exits 127, of one that exists
+/// but cannot be executed 126 (as shells, `env` and `timeout` do), with a message naming it.
+#[test]
+fn issue_16_lwk_run_of_a_missing_or_unrunnable_program_exits_127_or_126() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = scratch::Scratch::new("multios-issue16", "cli-exit-codes");
+    let noperm = d.path().join("noperm");
+    std::fs::write(&noperm, "#!/bin/sh\n").expect("write");
+    let notelf = d.path().join("notelf");
+    std::fs::write(&notelf, "not a program\n").expect("write");
+    std::fs::set_permissions(&notelf, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let missing = d.path().join("missing");
+    for (prog, code) in [
+        ("multios-no-such-program".to_string(), 127),
+        (missing.display().to_string(), 127),
+        (noperm.display().to_string(), 126),
+        (notelf.display().to_string(), 126),
+    ] {
+        let o = multios(&["lwk", "run", "--", &prog]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{prog}: {err}");
+        let name = prog.rsplit('/').next().unwrap_or(&prog);
+        assert!(err.contains(name), "{prog}: {err}");
+    }
+}

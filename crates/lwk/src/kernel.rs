@@ -59,6 +59,8 @@ pub struct ThreadInfo {
     pub affinity: Option<Vec<usize>>,
     /// The thread's signal state (mask, pending set, alternate stack), guarded by `threads`.
     pub sig: crate::signal::ThreadSignals,
+    /// Its robust futex list and name (`procattr.rs`).
+    pub attrs: crate::procattr::ThreadAttrs,
 }
 
 /// Who is serving the call.
@@ -177,6 +179,8 @@ pub struct Kernel {
     pub(crate) vfork: Mutex<Option<crate::vfork::Release>>,
     /// Programs an execve runs on Linux, outside the LWK (`syscall/linux_exec.rs`).
     pub(crate) linux_exec: Vec<String>,
+    /// Process attributes prctl serves locally (`procattr.rs`, `syscall/prctl.rs`).
+    pub(crate) attrs: crate::procattr::ProcessAttrs,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -234,6 +238,7 @@ impl Kernel {
             cputime: crate::cputime::Collector::default(),
             vfork: Mutex::new(None),
             linux_exec: Vec::new(),
+            attrs: crate::procattr::ProcessAttrs::default(),
             threads: Mutex::new(vec![ThreadInfo {
                 tid: std::process::id() as i32,
                 clear_child_tid: None,
@@ -241,6 +246,7 @@ impl Kernel {
                 host_tid: 0,
                 affinity: None,
                 sig: crate::signal::ThreadSignals::default(),
+                attrs: crate::procattr::ThreadAttrs::default(),
             }]),
             live_threads: AtomicUsize::new(1),
             threads_made: AtomicI32::new(0),
@@ -311,6 +317,7 @@ impl Kernel {
         let tid = self.pid().wrapping_add(made);
         let mut t = lock(&self.threads);
         let mask = t.get(parent).map_or(0, |p| p.sig.mask);
+        let attrs = t.get(parent).map(|p| p.attrs.inherited()).unwrap_or_default();
         if t.len() <= id {
             t.resize(id + 1, ThreadInfo::default());
         }
@@ -326,6 +333,7 @@ impl Kernel {
                 mask,
                 ..Default::default()
             },
+            attrs,
         };
         self.live_threads
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
@@ -346,6 +354,7 @@ impl Kernel {
         let mask = threads.get(from).map_or(0, |t| t.sig.mask);
         // fork keeps the calling thread's alternate stack (the child's copy of memory has it).
         let altstack = threads.get(from).and_then(|t| t.sig.altstack);
+        let attrs = threads.get(from).map(|t| t.attrs.inherited()).unwrap_or_default();
         threads.clear();
         threads.push(ThreadInfo {
             tid: pid,
@@ -358,6 +367,7 @@ impl Kernel {
                 altstack,
                 ..Default::default()
             },
+            attrs,
         });
         self.live_threads.store(1, std::sync::atomic::Ordering::Release);
         self.threads_made.store(0, std::sync::atomic::Ordering::Release);

@@ -34,6 +34,7 @@ pub mod pagetable;
 pub mod partition;
 pub mod policy;
 pub mod populate;
+pub mod procattr;
 pub mod procfs;
 pub mod proxy;
 pub mod reserve;

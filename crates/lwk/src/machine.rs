@@ -205,6 +205,8 @@ pub fn drive(
     // The guest has ended: what follows is the VMM's teardown (`costs.teardown`).
     let ended = Instant::now();
     m.stop_all();
+    // Locks the threads still held die with them (Linux's exit_robust_list at each one's exit).
+    kernel.exit_robust_lists();
     let vcpus_stopped = ended.elapsed();
     // The proxy and the signal pump are told to stop together, then joined: each may have to
     // wait for a CPU to wake up on (the proxy is pinned), and those waits overlap.

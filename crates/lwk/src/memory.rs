@@ -107,6 +107,16 @@ pub enum MemoryError {
     Lock { len: u64, source: std::io::Error },
 }
 
+/// Set once the guest has given memory MADV_WIPEONFORK (`syscall/madvise.rs`, applied to the host
+/// pages behind it): from then on [`GuestMemory::zero`] takes the advice back from memory that is
+/// unmapped. Until then it costs nothing (the advice takes the host's mmap lock for writing).
+static WIPE_ON_FORK: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Notes that the guest has used MADV_WIPEONFORK (see [`WIPE_ON_FORK`]).
+pub fn note_wipe_on_fork() {
+    WIPE_ON_FORK.store(true, std::sync::atomic::Ordering::Release);
+}
+
 /// True while guest memory is locked (`--reserve`): pages given back are dropped with
 /// MADV_DONTNEED_LOCKED and faulted in again at once, so the window stays resident.
 static LOCKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -363,8 +373,22 @@ impl GuestMemory {
         u64::from_le_bytes(b)
     }
 
-    /// Zeroes `[addr, addr+len)` of the application window, dropping whole host pages.
+    /// Zeroes `[addr, addr+len)` of the application window, dropping whole host pages: memory
+    /// that is unmapped (or exec'd over). Its whole pages lose a MADV_WIPEONFORK the guest gave
+    /// them (a new mapping there starts without it, as on Linux); see [`note_wipe_on_fork`].
     pub fn zero(&self, addr: u64, len: u64) {
+        self.discard(addr, len);
+        if WIPE_ON_FORK.load(std::sync::atomic::Ordering::Acquire) {
+            let (start, end) = (addr.div_ceil(4096) * 4096, (addr + len) / 4096 * 4096);
+            if end > start {
+                let _ = sys::madvise(start, (end - start) as usize, libc::MADV_KEEPONFORK);
+            }
+        }
+    }
+
+    /// Zeroes `[addr, addr+len)` of the application window, dropping whole host pages, and keeps
+    /// the host advice of the range (the guest's MADV_DONTNEED: the mapping stays).
+    pub fn discard(&self, addr: u64, len: u64) {
         if len == 0 {
             return;
         }

@@ -9,7 +9,6 @@ use crate::memory::GuestMemory;
 use crate::outcome::{LwkError, Outcome};
 use crate::vcpu::Entry;
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -53,14 +52,15 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
             })
         })
     };
-    let mut path = loader::resolve(&cfg.program)?;
-    let mut argv: Vec<Vec<u8>> = cfg.argv.iter().map(|a| a.as_bytes().to_vec()).collect();
-    // A `#!` script runs its interpreter on it, as execve does.
-    if let Ok(Some(shebang)) = loader::script::interpreter(&path) {
-        let interp = PathBuf::from(std::ffi::OsStr::from_bytes(&shebang.0));
-        argv = loader::script::argv(shebang, path.as_os_str().as_bytes().to_vec(), argv);
-        path = interp;
-    }
+    let script = loader::resolve(&cfg.program)?;
+    let argv: Vec<Vec<u8>> = cfg.argv.iter().map(|a| a.as_bytes().to_vec()).collect();
+    // A `#!` script runs its interpreter on it (which may be a script in turn), as execve does.
+    let name = script.as_os_str().as_bytes().to_vec();
+    let (path, argv) = loader::script::follow(script.clone(), name, argv, loader::check_interpreter)
+        .map_err(|e| loader::LoadError::Script {
+            script: script.display().to_string(),
+            source: std::io::Error::from_raw_os_error(e),
+        })?;
     let exe = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
     let env = match &cfg.overrides {
         Some(o) => {

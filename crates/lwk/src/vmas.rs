@@ -51,6 +51,11 @@ impl Vmas {
 
     /// Records `[a, vma.end)`.
     pub fn insert(&mut self, a: u64, vma: Vma) {
+        // An empty entry would stop the walks over the view (`protections` looped for ever on
+        // one: an empty PT_LOAD of a crafted ELF).
+        if vma.end <= a {
+            return;
+        }
         self.remove(a, vma.end);
         self.0.insert(a, vma);
     }

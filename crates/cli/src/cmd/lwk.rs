@@ -265,7 +265,16 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
     if let Some(path) = &a.summary {
         check_writable("--summary", path)?;
     }
-    let o = multios_lwk::run(&cfg).map_err(|e| anyhow::anyhow!("multios lwk: {e}"))?;
+    let o = match multios_lwk::run(&cfg) {
+        Ok(o) => o,
+        // A program that cannot be found or run exits as a shell's (or env's, timeout's): 127
+        // or 126, with the message naming it.
+        Err(multios_lwk::LwkError::Load(e)) => {
+            eprintln!("multios lwk: {e}");
+            return Ok(ExitCode::from(e.exit_code() as u8));
+        }
+        Err(e) => return Err(anyhow::anyhow!("multios lwk: {e}")),
+    };
     if let Some(path) = &a.profile {
         // A run that a signal ended (Ctrl-C, kill) still gets its profile, marked partial.
         let command = a

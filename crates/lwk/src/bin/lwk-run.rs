@@ -13,7 +13,8 @@
 //!   run maps its window at the same addresses; the test harness runs tests in parallel).
 //!
 //! It exits with the guest's status; LWK errors (guest faults, missing /dev/kvm…) go to stderr
-//! with exit status 125. Settings come from the environment, so a test needs no argument parser:
+//! with exit status 125, except a program that cannot be found (127) or executed (126), as a shell
+//! says. Settings come from the environment, so a test needs no argument parser:
 //! `LWK_BACKEND=exit` selects the doorbell-only backend; `LWK_NO_REWRITE=1` turns off the
 //! rewriting of syscall sites (on by default); `LWK_CPUS=1,2` sets the LWK partition (a CPU list,
 //! e.g. 1-2); `LWK_TRACE=FILE` writes a forwarded-event trace; `LWK_MEM_MIB=N` sizes the window; `LWK_RESERVE=1` reserves the CPUs and memory; `LWK_OVERRIDES=FILE` applies
@@ -108,6 +109,11 @@ fn main() {
             }
             o.die_if_signaled();
             std::process::exit(o.code());
+        }
+        // A program that cannot be found or run exits as a shell's would: 127 or 126.
+        Err(multios_lwk::LwkError::Load(e)) => {
+            eprintln!("lwk-run: {e}");
+            std::process::exit(e.exit_code());
         }
         Err(e) => {
             eprintln!("lwk-run: {e}");

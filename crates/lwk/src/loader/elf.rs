@@ -72,8 +72,77 @@ fn parse_err(path: &Path, reason: impl ToString) -> ElfError {
     }
 }
 
-/// Loads `path`. A non-PIE program goes at its link address; a PIE program at `pie_base`, or, when
-/// `pie_base` is None, wherever `mm` finds room (how the interpreter is placed).
+/// Where a shared object run as the main program (ET_DYN with a DT_SONAME and no PT_INTERP: ld.so,
+/// as `ldd` and `ld.so PROG` run it) goes in the window `[wlo, whi)`. Linux puts such a program
+/// at the mmap base, far from where ET_EXEC programs are linked, so that ld.so can then map a
+/// non-PIE program at its fixed address (0x400000); at APP_BASE the two collided. Here it goes a
+/// quarter of the window (at most 1 GiB, 2 MiB-aligned) above the window's start: the range below
+/// stays free for such a program (its break and the mmap area come after the loader, as for any
+/// program), and the loader's syscall sites stay within rel32 reach of the thunks. A static PIE
+/// (no DT_SONAME) loads nothing at a fixed address and keeps APP_BASE and the whole window.
+pub fn unlinked_base(wlo: u64, whi: u64) -> u64 {
+    const ALIGN: u64 = 2 << 20;
+    wlo + ((whi - wlo) / 4).min(1 << 30) / ALIGN * ALIGN
+}
+
+/// Refuses a PT_LOAD segment Linux refuses (`load_elf_binary`, `elf_map`): more file than memory,
+/// an end that overflows, file bytes past the end of the file, or a file offset not congruent
+/// with the address modulo the page size (the mapping's offset would not be page-aligned).
+fn check_segment(path: &Path, p: &ph::ProgramHeader, file_len: u64) -> Result<(), ElfError> {
+    let bad = |why: String| Err(parse_err(path, why));
+    if p.p_filesz > p.p_memsz {
+        return bad(format!(
+            "a PT_LOAD segment at {:#x} has more file bytes ({:#x}) than memory ({:#x})",
+            p.p_vaddr, p.p_filesz, p.p_memsz
+        ));
+    }
+    if p.p_vaddr.checked_add(p.p_memsz).is_none() {
+        return bad(format!(
+            "a PT_LOAD segment at {:#x} of {:#x} bytes ends past the address space",
+            p.p_vaddr, p.p_memsz
+        ));
+    }
+    if p.p_offset.checked_add(p.p_filesz).is_none_or(|e| e > file_len) {
+        return bad(format!(
+            "a PT_LOAD segment at {:#x} lies beyond the end of the file",
+            p.p_vaddr
+        ));
+    }
+    if p.p_offset % PAGE != p.p_vaddr % PAGE {
+        return bad(format!(
+            "a PT_LOAD segment's file offset {:#x} and address {:#x} differ modulo the page size",
+            p.p_offset, p.p_vaddr
+        ));
+    }
+    Ok(())
+}
+
+/// The program's interpreter, from its first PT_INTERP as Linux reads it: a NUL-terminated path
+/// of 2..=4096 bytes inside the file (ENOEXEC otherwise). goblin's answer was the last PT_INTERP,
+/// dropped a malformed one silently (the program then ran without its interpreter) and cut an
+/// unterminated path short.
+fn interpreter(path: &Path, elf: &Elf, bytes: &[u8]) -> Result<Option<String>, ElfError> {
+    let Some(p) = elf.program_headers.iter().find(|p| p.p_type == ph::PT_INTERP) else {
+        return Ok(None);
+    };
+    let raw = p
+        .p_offset
+        .checked_add(p.p_filesz)
+        .filter(|_| (2..=4096).contains(&p.p_filesz))
+        .and_then(|end| bytes.get(p.p_offset as usize..end as usize))
+        .ok_or_else(|| parse_err(path, "its PT_INTERP does not lie in the file or has a bad length"))?;
+    let name = raw
+        .strip_suffix(&[0])
+        .filter(|n| !n.contains(&0))
+        .ok_or_else(|| parse_err(path, "its PT_INTERP path is not a NUL-terminated string"))?;
+    std::str::from_utf8(name)
+        .map(|n| Some(n.to_string()))
+        .map_err(|_| parse_err(path, "its PT_INTERP path is not UTF-8 (not supported by the LWK)"))
+}
+
+/// Loads `path`. A non-PIE program goes at its link address; a PIE program at `pie_base` (the
+/// main program; ld.so at [`unlinked_base`] instead), or, when `pie_base` is
+/// None, wherever `mm` finds room (how the interpreter is placed).
 pub fn load(
     path: &Path,
     mem: &GuestMemory,
@@ -93,22 +162,33 @@ pub fn load(
     if !elf.is_64 || elf.header.e_machine != goblin::elf::header::EM_X86_64 {
         return Err(parse_err(path, "not an x86-64 64-bit ELF"));
     }
+    // Linux maps nothing for an empty PT_LOAD; a segment it would refuse is refused here before
+    // any address is computed from it (a wrapped end passed the window check below and the file
+    // bytes went to the LWK's own pages: the guest's code ran in ring 0).
     let loads: Vec<_> = elf
         .program_headers
         .iter()
-        .filter(|p| p.p_type == ph::PT_LOAD)
+        .filter(|p| p.p_type == ph::PT_LOAD && p.p_memsz > 0)
         .collect();
+    for p in &loads {
+        check_segment(path, p, bytes.len() as u64)?;
+    }
     let lo = loads
         .iter()
         .map(|p| p.p_vaddr / PAGE * PAGE)
         .min()
         .ok_or_else(|| parse_err(path, "no PT_LOAD segment"))?;
+    // No overflow: check_segment bounded every p_vaddr + p_memsz.
     let hi = loads.iter().map(|p| p.p_vaddr + p.p_memsz).max().unwrap_or(lo);
     let span = hi - lo;
+    let interp = interpreter(path, &elf, bytes)?;
     let bias = match elf.header.e_type {
         goblin::elf::header::ET_EXEC => 0,
         goblin::elf::header::ET_DYN => {
             let base = match pie_base {
+                Some(_) if elf.interpreter.is_none() && elf.soname.is_some() => {
+                    unlinked_base(mem.app.base, mem.app.end())
+                }
                 Some(b) => b,
                 None if low => mm.mmap_low(span).map_err(|_| ElfError::NoRoom {
                     path: path.to_path_buf(),
@@ -121,27 +201,32 @@ pub fn load(
                         len: span,
                     })?,
             };
-            base - lo
+            base.wrapping_sub(lo)
         }
         t => return Err(parse_err(path, format!("ELF type {t} is neither EXEC nor DYN"))),
     };
     let (wlo, whi) = (mem.app.base, mem.app.end());
-    if lo + bias < wlo || hi + bias > whi {
+    // Every segment, relocated, inside the window (not only the lowest and highest ends).
+    let outside = |a: u64, len: u64| a < wlo || a.checked_add(len).is_none_or(|e| e > whi);
+    if outside(lo.wrapping_add(bias), span)
+        || loads
+            .iter()
+            .any(|p| outside(p.p_vaddr.wrapping_add(bias), p.p_memsz))
+    {
         return Err(ElfError::OutsideWindow {
             path: path.to_path_buf(),
-            lo: lo + bias,
-            hi: hi + bias,
+            lo: lo.wrapping_add(bias),
+            hi: hi.wrapping_add(bias),
             wlo,
             whi,
         });
     }
     for p in &loads {
-        let file = bytes
-            .get(p.p_offset as usize..(p.p_offset + p.p_filesz) as usize)
-            .ok_or_else(|| parse_err(path, "segment beyond the end of the file"))?;
-        mem.write(p.p_vaddr + bias, file);
+        // In the file and no longer than the segment (check_segment).
+        let file = &bytes[p.p_offset as usize..(p.p_offset + p.p_filesz) as usize];
+        mem.write(p.p_vaddr.wrapping_add(bias), file);
     }
-    mm.reserve(lo + bias, span);
+    mm.reserve(lo.wrapping_add(bias), span);
     let phdr = elf
         .program_headers
         .iter()
@@ -154,32 +239,32 @@ pub fn load(
                 .map(|p| p.p_vaddr + (elf.header.e_phoff - p.p_offset))
         })
         .unwrap_or(0)
-        + bias;
+        .wrapping_add(bias);
     let exec = loads
         .iter()
         .filter(|p| p.is_executable())
-        .map(|p| (p.p_vaddr + bias, p.p_filesz))
+        .map(|p| (p.p_vaddr.wrapping_add(bias), p.p_filesz))
         .collect();
     let mut symbols = Vec::new();
     for s in elf.syms.iter().filter(|s| s.is_function() && s.st_value != 0) {
         if let Some(n) = elf.strtab.get_at(s.st_name) {
-            symbols.push((s.st_value + bias, s.st_size, n.to_string()));
+            symbols.push((s.st_value.wrapping_add(bias), s.st_size, n.to_string()));
         }
     }
     Ok(Image {
         bias,
-        entry: elf.entry + bias,
+        entry: elf.entry.wrapping_add(bias),
         phdr,
         phnum: elf.program_headers.len() as u64,
         phent: elf.header.e_phentsize as u64,
-        lo: lo + bias,
-        hi: hi + bias,
-        interp: elf.interpreter.map(str::to_string),
+        lo: lo.wrapping_add(bias),
+        hi: hi.wrapping_add(bias),
+        interp,
         exec,
         symbols,
         code_starts: super::ehframe::function_starts(bytes)
             .into_iter()
-            .map(|v| v + bias)
+            .map(|v| v.wrapping_add(bias))
             .collect(),
         path: path.to_path_buf(),
         segments: loads
@@ -193,8 +278,8 @@ pub fn load(
                 .iter()
                 .filter(|(f, _)| p.p_flags & f != 0)
                 .fold(0, |a, (_, b)| a | b);
-                let start = (p.p_vaddr + bias) / PAGE * PAGE;
-                let end = (p.p_vaddr + bias + p.p_memsz).div_ceil(PAGE) * PAGE;
+                let start = p.p_vaddr.wrapping_add(bias) / PAGE * PAGE;
+                let end = (p.p_vaddr.wrapping_add(bias) + p.p_memsz).div_ceil(PAGE) * PAGE;
                 (start, end, p.p_offset / PAGE * PAGE, prot)
             })
             .collect(),

@@ -21,6 +21,8 @@ pub enum LoadError {
     Elf(#[from] ElfError),
     #[error("program '{0}' not found (looked in PATH)")]
     NotFound(String),
+    #[error("program '{0}': no such file or directory")]
+    Missing(String),
     #[error("program '{0}': permission denied (not executable by you, a directory, or on a noexec mount: Linux would not run it either)")]
     NotExecutable(String),
     #[error("interpreter '{interp}' of '{program}': {source}")]
@@ -29,6 +31,44 @@ pub enum LoadError {
         interp: String,
         source: ElfError,
     },
+    /// The `#!` chain of a script cannot be followed (a missing or non-executable interpreter,
+    /// more than 5 levels: ENOENT, EACCES, ELOOP as execve says).
+    #[error("script '{script}': bad interpreter: {source}")]
+    Script { script: String, source: std::io::Error },
+    /// The arguments and environment do not fit the stack (Linux: E2BIG past a quarter of
+    /// RLIMIT_STACK; here past a quarter of the LWK's stack, or below the loaded images).
+    #[error("program '{program}': its arguments and environment ({bytes} bytes) do not fit its stack (at most {room} bytes): shorten them, or raise --mem-mib")]
+    ArgsTooLong { program: String, bytes: u64, room: u64 },
+}
+
+impl LoadError {
+    /// The exit status a shell (or `env`, `timeout`) gives when it cannot run the program: 127
+    /// when it (or its interpreter) does not exist, 126 when it exists but cannot be executed.
+    pub fn exit_code(&self) -> i32 {
+        let missing = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
+        let of_elf = |e: &ElfError| matches!(e, ElfError::Read { source, .. } if missing(source));
+        let not_found = match self {
+            LoadError::NotFound(_) | LoadError::Missing(_) => true,
+            LoadError::Elf(e) | LoadError::Interp { source: e, .. } => of_elf(e),
+            LoadError::Script { source, .. } => missing(source),
+            LoadError::NotExecutable(_) | LoadError::ArgsTooLong { .. } => false,
+        };
+        if not_found {
+            127
+        } else {
+            126
+        }
+    }
+}
+
+/// The check execve makes of a `#!` interpreter before reading it: it exists (ENOENT), is not a
+/// directory and may be executed (EACCES).
+pub(crate) fn check_interpreter(path: &Path) -> Result<(), i32> {
+    let meta = std::fs::metadata(path).map_err(|e| e.raw_os_error().unwrap_or(libc::ENOENT))?;
+    if meta.is_dir() || !crate::sys::may_execute(path) {
+        return Err(libc::EACCES);
+    }
+    Ok(())
 }
 
 /// Finds `program` like execvp: a path is taken as it is (it must be executable: the loader reads
@@ -38,7 +78,10 @@ pub fn resolve(program: &str) -> Result<PathBuf, LoadError> {
     let runnable = |p: &Path| p.is_file() && crate::sys::may_execute(p);
     if program.contains('/') {
         let p = PathBuf::from(program);
-        if p.exists() && !runnable(&p) {
+        if !p.exists() {
+            return Err(LoadError::Missing(program.to_string()));
+        }
+        if !runnable(&p) {
             return Err(LoadError::NotExecutable(program.to_string()));
         }
         return Ok(p);
@@ -159,7 +202,21 @@ pub(crate) fn load_program(
         ],
         random: random16(),
     };
-    let (rsp, auxv) = stack::build(mem, mem.app.end(), &spec);
+    // The strings, their pointers and the vector must fit a quarter of the stack (Linux's rule
+    // for RLIMIT_STACK) and stay above the images (a small --mem-mib window: the loader wrote
+    // outside guest memory and the VMM panicked).
+    let top = mem.app.end();
+    let images_end = interp_image.as_ref().map_or(image.hi, |i| i.hi.max(image.hi));
+    let room = (crate::mm::STACK_SIZE / 4).min(top.saturating_sub(images_end));
+    let bytes = stack::size(&spec);
+    if bytes > room {
+        return Err(LoadError::ArgsTooLong {
+            program: name.to_string(),
+            bytes,
+            room,
+        });
+    }
+    let (rsp, auxv) = stack::build(mem, top, &spec);
     mark("stack");
     Ok(Loaded {
         image,

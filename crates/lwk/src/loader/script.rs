@@ -1,5 +1,6 @@
-//! `#!` scripts: the interpreter line, and the argv that runs the script through it (one level,
-//! as execve does), shared by the first start and execve.
+//! `#!` scripts: the interpreter line, and the argv that runs the script through it, shared by the
+//! first start and execve. An interpreter may itself be a `#!` script: like Linux (`exec_binprm`,
+//! at most 5 rewrites, then ELOOP) each level rewrites argv again ([`follow`]).
 
 use std::path::Path;
 
@@ -32,6 +33,38 @@ pub(crate) fn argv(shebang: Shebang, script: Vec<u8>, argv: Vec<Vec<u8>>) -> Vec
     v.push(script);
     v.extend(argv.into_iter().skip(1));
     v
+}
+
+/// How many `#!` rewrites Linux makes before failing with ELOOP (`exec_binprm`: depth 0..=5, the
+/// last one for the binary the chain ends in).
+pub(crate) const MAX_REWRITES: usize = 5;
+
+/// Follows `#!` lines from `prog` (named `name` — the path as the caller gave it — in the argv of
+/// its interpreter) to the binary that runs it, rewriting `argv` at each level as Linux does:
+/// argv[0] is replaced by the interpreter, its argument and the name of the file being run. Each
+/// interpreter must pass `check` (execve's ENOENT/EACCES); more than [`MAX_REWRITES`] levels is
+/// ELOOP. Returns the binary and its argv (unchanged when `prog` is not a script).
+pub(crate) fn follow(
+    mut prog: std::path::PathBuf,
+    mut name: Vec<u8>,
+    mut argv: Vec<Vec<u8>>,
+    check: impl Fn(&Path) -> Result<(), i32>,
+) -> Result<(std::path::PathBuf, Vec<Vec<u8>>), i32> {
+    use std::os::unix::ffi::OsStrExt;
+    for level in 0.. {
+        let Some(shebang) = interpreter(&prog)? else {
+            break;
+        };
+        if level == MAX_REWRITES {
+            return Err(libc::ELOOP);
+        }
+        let interp = shebang.0.clone();
+        argv = self::argv(shebang, name, argv);
+        prog = std::path::PathBuf::from(std::ffi::OsStr::from_bytes(&interp));
+        check(&prog)?;
+        name = interp;
+    }
+    Ok((prog, argv))
 }
 
 /// The interpreter (and its one optional argument) of a `#!` script.
@@ -73,6 +106,51 @@ mod tests {
         );
         std::fs::write(&s, "\x7fELF").expect("write");
         assert_eq!(interpreter(&s), Ok(None));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn nested_interpreters_rewrite_argv_at_each_level_up_to_five() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("multios-nest-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let name = |i: usize| dir.join(format!("s{i}"));
+        std::fs::write(name(0), "#!/bin/sh\necho hi\n").expect("write");
+        for i in 1..=6 {
+            std::fs::write(name(i), format!("#!{} a{i}\n", name(i - 1).display())).expect("write");
+        }
+        for i in 0..=6 {
+            let mut p = std::fs::metadata(name(i)).expect("meta").permissions();
+            p.set_mode(0o755);
+            std::fs::set_permissions(name(i), p).expect("chmod");
+        }
+        let ok = |_: &Path| Ok(());
+        let (prog, argv) = follow(
+            name(2),
+            b"./s2".to_vec(),
+            vec![b"./s2".to_vec(), b"x".to_vec()],
+            ok,
+        )
+        .expect("two levels");
+        assert_eq!(prog, std::path::PathBuf::from("/bin/sh"));
+        let s = |p: std::path::PathBuf| p.to_string_lossy().as_bytes().to_vec();
+        assert_eq!(
+            argv,
+            vec![
+                b"/bin/sh".to_vec(),
+                s(name(0)),
+                b"a1".to_vec(),
+                s(name(1)),
+                b"a2".to_vec(),
+                b"./s2".to_vec(),
+                b"x".to_vec()
+            ]
+        );
+        assert!(follow(name(4), s(name(4)), vec![s(name(4))], ok).is_ok());
+        assert_eq!(
+            follow(name(5), s(name(5)), vec![s(name(5))], ok),
+            Err(libc::ELOOP)
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -33,6 +33,19 @@ pub struct StackSpec {
     pub random: [u8; 16],
 }
 
+/// An upper bound of the bytes [`build`] writes below its top for `spec`: the strings with their
+/// NULs, alignment, AT_RANDOM's bytes, and the argc/argv/envp/auxv words.
+pub fn size(spec: &StackSpec) -> u64 {
+    let strings: u64 = std::iter::once(&spec.execfn)
+        .chain(&spec.envp)
+        .chain(&spec.argv)
+        .map(|s| s.len() as u64 + 1)
+        .sum();
+    let words =
+        1 + spec.argv.len() as u64 + 1 + spec.envp.len() as u64 + 1 + 2 * (spec.auxv.len() as u64 + 4);
+    8 + strings + 7 + 16 + 16 + 16 + 8 * words + 16
+}
+
 /// Writes the stack below `top` and returns the initial rsp (pointing at argc, 16-byte aligned) and
 /// the auxiliary vector as written, AT_NULL included (what `/proc/self/auxv` shows).
 pub fn build(mem: &GuestMemory, top: u64, spec: &StackSpec) -> (u64, Vec<u64>) {

@@ -203,6 +203,9 @@ impl Machine {
         // A vfork child that exits before it execs lets its parent go on (`vfork.rs`).
         self.kernel.release_vfork_parent();
         self.stop_all();
+        // Before the process is gone: a waiter in the parent (MAP_SHARED memory) sees the owner
+        // died (Linux's exit_robust_list).
+        self.kernel.exit_robust_lists();
         self.kernel.finish_trace();
         if let Some(e) = lock(&self.error).take() {
             crate::diag!("multios lwk: {e}");

@@ -19,19 +19,24 @@ impl Kernel {
             if crate::signal::host::inherited_ignore(sig as i32) {
                 act.raw[0] = libc::SIG_IGN as u64;
             } else {
-                crate::signal::host::follow(sig as i32, libc::SIG_DFL as u64, false);
+                crate::signal::host::follow(sig as i32, libc::SIG_DFL as u64, 0);
             }
         }
     }
 
-    /// Handled signals go back to SIG_DFL on exec; ignored ones stay ignored.
+    /// Handled signals go back to SIG_DFL on exec; ignored ones stay ignored. Every action's
+    /// flags are cleared, as Linux's `flush_signal_handlers` does (SIGCHLD's SA_NOCLDWAIT and
+    /// SA_NOCLDSTOP end with the program that set them).
     pub(crate) fn reset_handlers(&self) {
         let mut acts = lock(&self.signals.actions);
         for (sig, act) in acts.iter_mut().enumerate().skip(1) {
             let h = act.raw[0];
             if h != libc::SIG_DFL as u64 && h != libc::SIG_IGN as u64 {
                 act.raw = [libc::SIG_DFL as u64, 0, 0, 0];
-                crate::signal::host::follow(sig as i32, libc::SIG_DFL as u64, false);
+                crate::signal::host::follow(sig as i32, libc::SIG_DFL as u64, 0);
+            } else if act.raw[1] != 0 {
+                act.raw[1] = 0;
+                crate::signal::host::follow(sig as i32, h, 0);
             }
         }
     }

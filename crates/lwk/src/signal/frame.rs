@@ -193,7 +193,7 @@ impl Kernel {
         }
         if flags & SA_RESETHAND != 0 {
             lock(&self.signals.actions)[sig as usize].raw = [libc::SIG_DFL as u64, 0, 0, 0];
-            crate::signal::host::follow(sig as i32, libc::SIG_DFL as u64, false);
+            crate::signal::host::follow(sig as i32, libc::SIG_DFL as u64, 0);
         }
         Ok(())
     }

@@ -117,12 +117,20 @@ extern "C" fn catcher(sig: libc::c_int, info: *mut libc::siginfo_t, _uc: *mut li
     }
 }
 
-/// Makes the VMM follow the guest's disposition `handler` for `sig` (see the module comment).
-/// (`_restart`, the guest's SA_RESTART, is applied by the LWK when it interrupts a call.)
-pub fn follow(sig: i32, handler: u64, _restart: bool) {
+/// Makes the VMM follow the guest's disposition `handler` (with sa_flags `flags`) for `sig` (see
+/// the module comment). The guest's SA_RESTART is applied by the LWK when it interrupts a call;
+/// of the flags only SIGCHLD's SA_NOCLDSTOP and SA_NOCLDWAIT are the host's to apply: the guest's
+/// children are the VMM's, so the host then sends no SIGCHLD when one stops or continues, and
+/// reaps them itself (wait gives ECHILD) — as SIG_IGN of SIGCHLD, followed as it is, does.
+pub fn follow(sig: i32, handler: u64, flags: u64) {
     if !followable(sig) {
         return;
     }
+    let child_flags = if sig == libc::SIGCHLD {
+        (flags & (libc::SA_NOCLDSTOP | libc::SA_NOCLDWAIT) as u64) as i32
+    } else {
+        0
+    };
     let dfl = handler == libc::SIG_DFL as u64;
     let kept = crate::signal::default_ignored(sig as u64) || crate::signal::stop_signal(sig as u64);
     let action = if handler == libc::SIG_IGN as u64 || dfl && kept {
@@ -131,7 +139,7 @@ pub fn follow(sig: i32, handler: u64, _restart: bool) {
         // Only touches atomics and writes an eventfd: async-signal-safe.
         catcher as *const () as libc::sighandler_t
     };
-    crate::sys::set_signal_action(sig, action, libc::SA_RESTART);
+    crate::sys::set_signal_action(sig, action, libc::SA_RESTART | child_flags);
 }
 
 /// Stops the VMM process as the default action of stop signal `sig` stops a program, and

@@ -330,3 +330,42 @@ pub fn host_page_backed(addr: u64) -> bool {
     let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
     n == 1
 }
+
+/// Reads `buf.len()` bytes at `addr` of this process without risking a fault: process_vm_readv
+/// reports a page that cannot be read (unmapped, PROT_NONE, a file page past the end of its file)
+/// as EFAULT instead of a signal. False unless every byte was read.
+pub fn read_checked(addr: u64, buf: &mut [u8]) -> bool {
+    let local = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: addr as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    // SAFETY: the local iovec names `buf`, which we own mutably for the call; the remote one is
+    // read by the kernel, which checks it against this process's mappings and fails with EFAULT
+    // rather than faulting.
+    let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+    n == buf.len() as isize
+}
+
+/// Atomically replaces the 32-bit word at `addr` with `new` if it holds `old`; returns the value
+/// it held. The caller has checked that `addr` is 4-byte aligned, inside the guest window, in a
+/// mapping the guest may write and backed by the host ([`read_checked`] of it succeeded).
+pub fn cmpxchg_u32(addr: u64, old: u32, new: u32) -> u32 {
+    debug_assert!(addr.is_multiple_of(4));
+    // SAFETY: per the caller's checks, `addr` is an aligned word of guest memory — the VMM's own
+    // writable anonymous or file mapping, never behind a Rust reference — so an atomic access to
+    // it is sound; the guest (and other processes sharing the page) only ever change it with
+    // atomic instructions or plain stores, which an atomic compare-exchange tolerates.
+    let word = unsafe { &*(addr as *const std::sync::atomic::AtomicU32) };
+    match word.compare_exchange(
+        old,
+        new,
+        std::sync::atomic::Ordering::SeqCst,
+        std::sync::atomic::Ordering::SeqCst,
+    ) {
+        Ok(v) | Err(v) => v,
+    }
+}

@@ -134,6 +134,20 @@ impl Kernel {
             // Its argument is an fd (-1: none).
             return Reply::Ret(-(EBADF as i64));
         }
+        match a[1] & 0xffff_ffff {
+            layout::FICLONE => {
+                // The source fd is the argument, of which the kernel takes the low 32 bits.
+                if a[2] as u32 >= self.fd_floor as u32 {
+                    return Reply::Ret(-(EBADF as i64));
+                }
+                // Not on a VMM temporary at a number the guest closed (see `delegate`).
+                let _low = sys::low_fds();
+                return Reply::Ret(sys::raw_syscall(SYS_ioctl as u64, a));
+            }
+            layout::FICLONERANGE => return self.clone_range(a),
+            layout::FIDEDUPERANGE => return self.dedupe_range(a),
+            _ => {}
+        }
         if a[1] & 0xffff_ffff == TIOCGPTPEER {
             // A pty master's slave, opened with the flags given: a new fd for the guest.
             let r = sys::raw_syscall(SYS_ioctl as u64, a);
@@ -166,6 +180,86 @@ impl Kernel {
             }
         }
         Reply::Ret(sys::raw_syscall(SYS_ioctl as u64, a))
+    }
+
+    /// True when the guest may let the kernel read (`write`: write) `[addr, addr+len)`.
+    fn guest_can(&self, addr: u64, len: u64, write: bool) -> bool {
+        self.mem.in_app(addr, len) && self.mem.user_can(addr, len, write)
+    }
+
+    /// FICLONERANGE: `struct file_clone_range { s64 src_fd; u64 src_offset, src_length,
+    /// dest_offset; }`. The kernel reads a copy made here, so the source fd, held to the floor,
+    /// cannot be changed by another guest thread after the check.
+    fn clone_range(&self, a: [u64; 6]) -> Reply {
+        if !self.guest_can(a[2], 32, false) {
+            return Reply::Ret(EFAULT);
+        }
+        let mut raw = [0u8; 32];
+        self.mem.read(a[2], &mut raw);
+        let mut range = [0u64; 4];
+        for (v, b) in range.iter_mut().zip(raw.chunks_exact(8)) {
+            *v = u64::from_le_bytes(b.try_into().expect("8 bytes"));
+        }
+        // The kernel takes the low 32 bits of src_fd.
+        if range[0] as u32 >= self.fd_floor as u32 {
+            return Reply::Ret(-(EBADF as i64));
+        }
+        let _low = sys::low_fds();
+        Reply::Ret(sys::raw_syscall(
+            SYS_ioctl as u64,
+            [a[0], a[1], range.as_ptr() as u64, 0, 0, 0],
+        ))
+    }
+
+    /// FIDEDUPERANGE: `struct file_dedupe_range { u64 src_offset, src_length; u16 dest_count;
+    /// u16, u32 reserved; struct file_dedupe_range_info { s64 dest_fd; u64 dest_offset,
+    /// bytes_deduped; s32 status; u32 reserved; } info[dest_count]; }`, read and written back
+    /// whole (at most a page, ENOMEM beyond, as Linux). The kernel works on a copy made here,
+    /// its count fixed to the one the size was computed from; a destination fd at or above the
+    /// floor is -1 in the copy, so the kernel reports it as it reports any bad descriptor there
+    /// (status -EBADF), and the guest gets its own values back.
+    fn dedupe_range(&self, a: [u64; 6]) -> Reply {
+        const HEAD: usize = 24;
+        const INFO: usize = 32;
+        if !self.guest_can(a[2], HEAD as u64, false) {
+            return Reply::Ret(EFAULT);
+        }
+        let mut head = [0u8; HEAD];
+        self.mem.read(a[2], &mut head);
+        let count = u16::from_le_bytes([head[16], head[17]]);
+        let size = HEAD + usize::from(count) * INFO;
+        if size > 4096 {
+            return Reply::Ret(-(ENOMEM as i64));
+        }
+        if !self.guest_can(a[2], size as u64, false) {
+            return Reply::Ret(EFAULT);
+        }
+        let mut buf = vec![0u8; size];
+        self.mem.read(a[2], &mut buf);
+        buf[16..18].copy_from_slice(&count.to_le_bytes());
+        let mut held = Vec::new();
+        for off in (HEAD..size).step_by(INFO) {
+            let fd = i64::from_le_bytes(buf[off..off + 8].try_into().expect("8 bytes"));
+            if fd as u32 >= self.fd_floor as u32 {
+                held.push((off, fd));
+                buf[off..off + 8].copy_from_slice(&(-1i64).to_le_bytes());
+            }
+        }
+        let r = {
+            let _low = sys::low_fds();
+            sys::raw_syscall(SYS_ioctl as u64, [a[0], a[1], buf.as_mut_ptr() as u64, 0, 0, 0])
+        };
+        if r < 0 {
+            return Reply::Ret(r);
+        }
+        for (off, fd) in held {
+            buf[off..off + 8].copy_from_slice(&fd.to_le_bytes());
+        }
+        if !self.guest_can(a[2], size as u64, true) {
+            return Reply::Ret(EFAULT);
+        }
+        self.mem.write(a[2], &buf);
+        Reply::Ret(r)
     }
 
     fn fcntl(&self, a: [u64; 6]) -> Reply {

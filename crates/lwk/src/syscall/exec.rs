@@ -3,7 +3,8 @@
 //! format) come first; after the point of no return the old image is dropped (shared mappings
 //! unmapped, the window zeroed), the new one is loaded like at start-up (`loader::load_program`),
 //! handled signals go back to their default action, close-on-exec descriptors are closed, and the
-//! calling vCPU restarts at the new entry point. `#!` scripts run their interpreter (one level).
+//! calling vCPU restarts at the new entry point. `#!` scripts run their interpreter, which may be
+//! a script in turn (`loader::script::follow`).
 //! A guest with several threads gets ENOSYS with a report (Linux would kill the other threads).
 
 use crate::kernel::{lock, Ctx, Kernel, Reply};
@@ -86,17 +87,10 @@ impl Kernel {
         if let Err(e) = executable(&prog) {
             return errno(e);
         }
-        // `#!interpreter [arg]`: run the interpreter on the script.
-        match script::interpreter(&prog) {
-            Ok(Some(shebang)) => {
-                let interp = shebang.0.clone();
-                argv = script::argv(shebang, path.clone(), argv);
-                prog = PathBuf::from(OsStr::from_bytes(&interp));
-                if let Err(e) = executable(&prog) {
-                    return errno(e);
-                }
-            }
-            Ok(None) => {}
+        // `#!interpreter [arg]`: run the interpreter on the script, which may itself be a
+        // script (up to Linux's 5 levels, then ELOOP).
+        match script::follow(prog, path.clone(), argv, executable) {
+            Ok((p, v)) => (prog, argv) = (p, v),
             Err(e) => return errno(e),
         }
         if !script::is_elf(&prog) {
@@ -189,12 +183,5 @@ impl Kernel {
 /// The errno execve gives for `path` before reading it: ENOENT, EACCES (not executable, or a
 /// directory).
 fn executable(path: &Path) -> Result<(), i32> {
-    let meta = std::fs::metadata(path).map_err(|e| e.raw_os_error().unwrap_or(libc::ENOENT))?;
-    if meta.is_dir() {
-        return Err(libc::EACCES);
-    }
-    if !sys::may_execute(path) {
-        return Err(libc::EACCES);
-    }
-    Ok(())
+    crate::loader::check_interpreter(path)
 }

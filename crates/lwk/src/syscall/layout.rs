@@ -282,9 +282,25 @@ pub fn layout(nr: i64) -> Option<&'static [Arg]> {
 /// PERF_EVENT_IOC_SET_OUTPUT: its integer argument is a file descriptor.
 pub const PERF_EVENT_IOC_SET_OUTPUT: u64 = 0x2405;
 
+/// FICLONE (`_IOW(0x94, 9, int)`): its integer argument is the source file's descriptor.
+pub const FICLONE: u64 = 0x4004_9409;
+/// FICLONERANGE (`_IOW(0x94, 13, struct file_clone_range)`): a struct holding the source fd;
+/// served by `delegate.rs` on a checked copy (not by [`ioctl_arg`]).
+pub const FICLONERANGE: u64 = 0x4020_940d;
+/// FIDEDUPERANGE (`_IOWR(0x94, 54, struct file_dedupe_range)`): a struct holding destination
+/// fds; served by `delegate.rs` on a checked copy (not by [`ioctl_arg`]).
+pub const FIDEDUPERANGE: u64 = 0xc018_9436;
+
 /// ioctl requests the proxy knows: (request, size of the argument struct, pointer?).
 pub fn ioctl_arg(request: u64) -> Option<Option<u64>> {
     match request {
+        // File ioctls that `cp`, `lsattr` and `chattr` make. FICLONE's argument is an fd, which
+        // the caller holds to the floor. FS_IOC_GETFLAGS/SETFLAGS and FS_IOC_GETVERSION/
+        // SETVERSION are declared with `long` but the kernel reads and writes an int;
+        // FS_IOC_FSGETXATTR/FSSETXATTR take a struct fsxattr (28 bytes).
+        FICLONE => Some(None),
+        0x8008_6601 | 0x4008_6602 | 0x8008_7601 | 0x4008_7602 => Some(Some(4)),
+        0x801c_581f | 0x401c_5820 => Some(Some(28)),
         0x5401 => Some(Some(36)),          // TCGETS: struct termios (kernel)
         0x5402..=0x5404 => Some(Some(36)), // TCSETS, TCSETSW, TCSETSF
         0x5413 => Some(Some(8)),           // TIOCGWINSZ
@@ -356,6 +372,16 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn ioctls_holding_fds_in_a_struct_have_no_plain_layout() {
+        // Their fds must be checked on a copy (`delegate.rs`): a plain layout would pass them.
+        assert_eq!(ioctl_arg(FICLONERANGE), None);
+        assert_eq!(ioctl_arg(FIDEDUPERANGE), None);
+        assert_eq!(ioctl_arg(FICLONE), Some(None));
+        assert_eq!(ioctl_arg(0x8008_6601), Some(Some(4)));
+        assert_eq!(ioctl_arg(0x801c_581f), Some(Some(28)));
     }
 
     #[test]

@@ -123,36 +123,8 @@ impl Kernel {
                 })
             }
             SYS_mlockall | SYS_munlockall => Reply::Ret(0),
-            SYS_madvise => {
-                if !lock(&self.space.mm).in_window(a[0], a[1]) {
-                    return err(ENOMEM);
-                }
-                if a[2] as i32 == MADV_DONTNEED {
-                    if self.overlaps_shared(a[0], a[1]) {
-                        // The host's own madvise has Linux's meaning for file pages.
-                        return Reply::Ret(sys::raw_syscall(nr, a));
-                    }
-                    self.mem.zero(a[0], a[1]);
-                    self.next.dropped(a[0], a[0].saturating_add(a[1]));
-                }
-                if [MADV_POPULATE_READ, MADV_POPULATE_WRITE].contains(&(a[2] as i32)) {
-                    // Prefaulting (the `mmap` override `prefault`, Multiverse's Fig. 12): the
-                    // host pages behind the range are allocated now, in one call. Unmapped pages
-                    // in the range are ENOMEM, as on Linux.
-                    let end = a[0].saturating_add(a[1]).div_ceil(crate::mm::PAGE) * crate::mm::PAGE;
-                    if a[1] == 0 {
-                        return Reply::Ret(0);
-                    }
-                    if !self.is_mapped(a[0]) || !self.is_mapped(end - 1) {
-                        return err(ENOMEM);
-                    }
-                    if self.overlaps_shared(a[0], a[1]) {
-                        return Reply::Ret(sys::raw_syscall(nr, a));
-                    }
-                    let _ = sys::madvise(a[0], (end - a[0]) as usize, MADV_POPULATE_WRITE);
-                }
-                Reply::Ret(0)
-            }
+            // Linux's checks, then the advice (`madvise.rs`).
+            SYS_madvise => self.madvise(nr, a),
             SYS_mincore => self.mincore(a),
             SYS_arch_prctl => self.arch_prctl(ctx, a),
             SYS_getpid => Reply::Ret(self.pid() as i64),
@@ -173,8 +145,9 @@ impl Kernel {
                 }
                 Reply::Ret(self.tid(cpu) as i64)
             }
-            SYS_set_robust_list => Reply::Ret(0),
-            SYS_get_robust_list | SYS_rseq => Reply::Ret(ENOSYS),
+            SYS_set_robust_list => self.set_robust_list(cpu, a),
+            SYS_get_robust_list => self.get_robust_list(cpu, a),
+            SYS_rseq => Reply::Ret(ENOSYS),
             SYS_getppid => Reply::Ret(sys::raw_syscall(nr, a)),
             SYS_getuid | SYS_geteuid | SYS_getgid | SYS_getegid => Reply::Ret(sys::raw_syscall(nr, a)),
             SYS_sched_yield => Reply::Ret(0),
@@ -251,10 +224,7 @@ impl Kernel {
             SYS_timer_create => self.timer_create(nr, a),
             SYS_timer_delete => self.timer_delete(nr, a),
             SYS_pidfd_send_signal => self.pidfd_send_signal(nr, a),
-            SYS_prctl => match a[0] as i32 {
-                PR_SET_NAME | PR_GET_NAME => Reply::Ret(0),
-                _ => err(EINVAL),
-            },
+            SYS_prctl => self.prctl(ctx, cpu, a),
             SYS_clone | SYS_clone3 => match ctx {
                 Ctx::Proxy => Reply::NeedVcpu,
                 Ctx::Vcpu(_) => self.clone_thread(nr, a),
@@ -497,6 +467,8 @@ impl Kernel {
         // written in one step, so no mprotect sees one thread left (and is served on the proxy,
         // above) while the VMM still has that word to write.
         let _map = lock(&self.space.map);
+        // Linux's exit_robust_list, before the clear-child-tid wake (a joiner may lock next).
+        self.exit_robust_list(cpu);
         let (ctid, last) = {
             let mut t = lock(&self.threads);
             let ctid = t.get_mut(cpu).and_then(|t| {

@@ -3,7 +3,7 @@
 //! rules in `crate::signal` (rt_sigreturn is in `signal/frame.rs`, with the frame it reads).
 
 use crate::kernel::{lock, Ctx, ExitStatus, Kernel, Reply};
-use crate::signal::{AltStack, SigInfo, ERESTARTNOHAND, SA_RESTART, SI_TKILL, SI_USER, UNBLOCKABLE};
+use crate::signal::{AltStack, SigInfo, ERESTARTNOHAND, SI_TKILL, SI_USER, UNBLOCKABLE};
 
 impl Kernel {
     pub(super) fn sigaction(&self, a: [u64; 6]) -> Reply {
@@ -31,7 +31,7 @@ impl Kernel {
                 slot.raw[k] = self.mem.read_u64(a[1] + 8 * k as u64);
             }
             // Signals sent to the VMM process reach the guest only when it has a handler.
-            crate::signal::host::follow(sig as i32, slot.raw[0], slot.raw[1] & SA_RESTART != 0);
+            crate::signal::host::follow(sig as i32, slot.raw[0], slot.raw[1]);
         }
         Reply::Ret(0)
     }
@@ -103,16 +103,19 @@ impl Kernel {
             _ => (a[1] as i32, a[2]),
         };
         let process = nr as i64 == libc::SYS_kill;
+        if process && (target == 0 || target < -1) {
+            return self.kill_group(target, sig);
+        }
         let to_self = if process {
-            target == self.pid() || target == 0
+            target == self.pid()
         } else {
             (nr as i64 == libc::SYS_tkill || a[0] as i32 == self.pid()) && self.is_own_tid(target)
         };
         if !to_self {
-            // A process group or every process (-1): a real signal would reach the VMM's own
-            // process group or the host's processes, so it is refused; signal 0 only probes
-            // for permission and delivers nothing, so it is made as asked.
-            if target <= 0 && process && sig != 0 {
+            // Every process (-1): a real signal would reach every process of the user on the
+            // host, so it is refused; signal 0 only probes for permission and delivers nothing,
+            // so it is made as asked.
+            if target == -1 && process && sig != 0 {
                 return Reply::Ret(-(libc::EPERM as i64));
             }
             return Reply::Ret(crate::sys::raw_syscall(nr, a));
@@ -150,6 +153,41 @@ impl Kernel {
         if !self.deliverable(cpu) {
             // Another thread must take it: the signal pump kicks it.
             crate::signal::host::nudge();
+        }
+        Reply::Ret(0)
+    }
+
+    /// kill(0, sig) and kill(-pgid, sig): a process group. The guest's process group is the
+    /// VMM's (the VMM is the guest's process, its children the guest's children, setpgid and
+    /// setsid are delegated), and its other members are processes of their own — forked VMMs,
+    /// whose signal pumps hand what they receive to their guests as from any sender, or programs
+    /// outside the LWK — so the host sends the signal to the group, as Linux would. The VMM's
+    /// own copy is the caller's: it reaches the guest through the signal pump like a signal from
+    /// another process (sent by this pid), and the call waits until it is pending, so a caller
+    /// that does not block it takes it before kill returns, as on Linux. The VMM keeps SIGUSR2
+    /// (its kick) and SIGPIPE for itself: the caller's copy of those is made here (other VMMs of
+    /// the group do not hand them over, as for any sender).
+    fn kill_group(&self, target: i32, sig: u64) -> Reply {
+        if sig > 64 {
+            return Reply::Ret(-(libc::EINVAL as i64));
+        }
+        let own_group = crate::sys::raw_syscall(libc::SYS_getpgid as u64, [0; 6]) as i32;
+        let r = crate::sys::raw_syscall(libc::SYS_kill as u64, [target as u64, sig, 0, 0, 0, 0]);
+        let to_self = target == 0 || target.checked_neg() == Some(own_group);
+        if r < 0 || sig == 0 || !to_self {
+            return Reply::Ret(r);
+        }
+        if sig == libc::SIGUSR2 as u64 || sig == libc::SIGPIPE as u64 {
+            let info = SigInfo {
+                code: SI_USER,
+                pid: self.pid(),
+                uid: crate::sys::uid(),
+                ..Default::default()
+            };
+            self.queue_signal(None, sig, info);
+            crate::signal::host::nudge();
+        } else {
+            self.sync_host_signals();
         }
         Reply::Ret(0)
     }
