@@ -141,6 +141,9 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     };
     // A stream closed when multios started is closed for the guest too (not Rust's /dev/null).
     streams.close_placeholders();
+    // This thread runs vCPU 0: named after the program, as Linux names it at exec (`ps`, `pidof`,
+    // /proc/self/comm said "multios").
+    crate::sys::name_thread_after(cfg.program.as_bytes());
     let driven = drive(
         cfg,
         mem,

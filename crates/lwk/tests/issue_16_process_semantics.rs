@@ -98,3 +98,23 @@ fn issue_16_a_script_killing_its_own_group_dies_like_native() {
         show(&l)
     );
 }
+
+/// The argument and environment strings were laid out in reverse (argv[0] highest), and the task
+/// kept the VMM's name ("multios" in /proc/self/comm, `ps`, `pgrep`): both as Linux now, after
+/// an exec too (`tests/c/argvlayout.c`).
+#[test]
+fn issue_16_argv_strings_and_the_task_name_like_native() {
+    same_everywhere("argvlayout");
+    let d = Scratch::new("multios-issue16", "argvlayout-exec");
+    let prog = build_c(d.path(), "argvlayout", &["-O1"]);
+    let script = format!("exec {} a bb ccc", prog.display());
+    let mut c = Command::new(RUNNER);
+    c.args(["/bin/sh", "-c", &script]);
+    let o = run(c, "in the LWK after an exec");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("strings laid out as Linux: yes") && text.contains("comm: argvlayout"),
+        "{}",
+        show(&o)
+    );
+}

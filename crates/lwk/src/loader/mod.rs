@@ -216,7 +216,11 @@ pub(crate) fn load_program(
             room,
         });
     }
-    let (rsp, auxv) = stack::build(mem, top, &spec);
+    let (rsp, auxv, strings) = stack::build(mem, top, &spec);
+    // `ps`, `pgrep`, `pidof` and the guest itself read /proc/PID/cmdline and environ: the guest's
+    // strings (in the window, which is this process's memory), not the VMM's command line. Best
+    // effort: without CAP_SYS_RESOURCE they stay the VMM's.
+    let _ = crate::sys::set_mm_strings(strings.args, strings.env);
     mark("stack");
     Ok(Loaded {
         image,

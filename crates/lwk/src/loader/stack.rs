@@ -46,9 +46,19 @@ pub fn size(spec: &StackSpec) -> u64 {
     8 + strings + 7 + 16 + 16 + 16 + 8 * words + 16
 }
 
-/// Writes the stack below `top` and returns the initial rsp (pointing at argc, 16-byte aligned) and
-/// the auxiliary vector as written, AT_NULL included (what `/proc/self/auxv` shows).
-pub fn build(mem: &GuestMemory, top: u64, spec: &StackSpec) -> (u64, Vec<u64>) {
+/// Where [`build`] put the argument and environment strings: `[start, end)` each, laid out as
+/// Linux lays them (argv[0] lowest, each block contiguous, the environment above the arguments),
+/// for `/proc/PID/cmdline` and `/proc/PID/environ`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Strings {
+    pub args: (u64, u64),
+    pub env: (u64, u64),
+}
+
+/// Writes the stack below `top` and returns the initial rsp (pointing at argc, 16-byte aligned),
+/// the auxiliary vector as written, AT_NULL included (what `/proc/self/auxv` shows), and where the
+/// argument and environment strings are.
+pub fn build(mem: &GuestMemory, top: u64, spec: &StackSpec) -> (u64, Vec<u64>, Strings) {
     let mut sp = top - 8;
     let push_bytes = |data: &[u8], sp: &mut u64| -> u64 {
         *sp -= data.len() as u64 + 1;
@@ -56,9 +66,27 @@ pub fn build(mem: &GuestMemory, top: u64, spec: &StackSpec) -> (u64, Vec<u64>) {
         mem.write(*sp + data.len() as u64, &[0]);
         *sp
     };
+    // A block of strings, lowest first, as execve leaves them: (their addresses, the block).
+    let push_block = |list: &[Vec<u8>], sp: &mut u64| -> (Vec<u64>, (u64, u64)) {
+        let end = *sp;
+        *sp -= list.iter().map(|s| s.len() as u64 + 1).sum::<u64>();
+        let mut at = *sp;
+        let addrs = list
+            .iter()
+            .map(|s| {
+                let a = at;
+                mem.write(a, s);
+                mem.write(a + s.len() as u64, &[0]);
+                at += s.len() as u64 + 1;
+                a
+            })
+            .collect();
+        (addrs, (*sp, end))
+    };
     let execfn = push_bytes(&spec.execfn, &mut sp);
-    let envp: Vec<u64> = spec.envp.iter().map(|e| push_bytes(e, &mut sp)).collect();
-    let argv: Vec<u64> = spec.argv.iter().map(|a| push_bytes(a, &mut sp)).collect();
+    let (envp, env) = push_block(&spec.envp, &mut sp);
+    let (argv, args) = push_block(&spec.argv, &mut sp);
+    let strings = Strings { args, env };
     let platform = push_bytes(b"x86_64", &mut sp);
     sp &= !15;
     sp -= 16;
@@ -89,5 +117,5 @@ pub fn build(mem: &GuestMemory, top: u64, spec: &StackSpec) -> (u64, Vec<u64>) {
     for (i, w) in words.iter().enumerate() {
         mem.write_u64(sp + 8 * i as u64, *w);
     }
-    (sp, auxv)
+    (sp, auxv, strings)
 }

@@ -245,3 +245,58 @@ pub fn exec_on_host(
     }
     e
 }
+
+/// Points this process's `/proc/PID/cmdline` and `/proc/PID/environ` at `[args)` and `[env)`
+/// (PR_SET_MM ARG_START/END and ENV_START/END; they must lie in a mapping of the process). Each
+/// pair is set in the order the kernel's check (start ≤ end after every single change) allows.
+/// Needs CAP_SYS_RESOURCE: Err(EPERM) without it.
+pub fn set_mm_strings(args: (u64, u64), env: (u64, u64)) -> io::Result<()> {
+    let set = |opt: libc::c_int, addr: u64| -> io::Result<()> {
+        // SAFETY: PR_SET_MM only records the address in the kernel's mm; it dereferences nothing
+        // now (/proc readers later read the range through the mm, bounds-checked).
+        let r = unsafe {
+            libc::prctl(
+                libc::PR_SET_MM,
+                opt as libc::c_ulong,
+                addr,
+                0 as libc::c_ulong,
+                0 as libc::c_ulong,
+            )
+        };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    };
+    let pair = |start_opt, end_opt, (start, end): (u64, u64)| -> io::Result<()> {
+        // The start first, unless it would pass the present end; then the end first.
+        set(start_opt, start)
+            .and_then(|()| set(end_opt, end))
+            .or_else(|_| {
+                set(end_opt, end)?;
+                set(start_opt, start)
+            })
+    };
+    pair(libc::PR_SET_MM_ARG_START, libc::PR_SET_MM_ARG_END, args)?;
+    pair(libc::PR_SET_MM_ENV_START, libc::PR_SET_MM_ENV_END, env)
+}
+
+/// Names the calling thread as Linux names a task at exec: the last component of the path the
+/// program was started by, cut to 15 bytes (`/proc/PID/comm`, `ps`, `pidof`).
+pub fn name_thread_after(path: &[u8]) {
+    let base = path.rsplit(|&c| c == b'/').next().unwrap_or(path);
+    let mut name = [0u8; 16];
+    let n = base.len().min(15);
+    name[..n].copy_from_slice(&base[..n]);
+    // SAFETY: PR_SET_NAME reads at most 16 bytes from `name`, which is NUL-terminated.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_NAME,
+            name.as_ptr() as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+        )
+    };
+}

@@ -130,6 +130,8 @@ impl Kernel {
             .fetch_add(loaded.rewritten, std::sync::atomic::Ordering::Relaxed);
         let exe = std::fs::canonicalize(&prog).unwrap_or(prog);
         *lock(&self.program.exe) = exe.as_os_str().as_bytes().to_vec();
+        // The task's name is the path execve was given (a script's, not its interpreter's).
+        sys::name_thread_after(&path);
         self.program
             .execs
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
