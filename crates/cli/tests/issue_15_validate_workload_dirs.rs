@@ -5,19 +5,13 @@
 //! (the eBPF profiler), the emulator and /dev/kvm, and runs them for real; one pair per target.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
+mod common;
 #[path = "../../../testsupport/scratch.rs"]
 mod scratch;
 
-fn multios(cwd: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_multios"))
-        .args(args)
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("run multios {args:?}: {e}"))
-}
+use common::multios_in as multios;
 
 fn json(o: &Output) -> serde_json::Value {
     assert!(

@@ -8,21 +8,14 @@
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
 
+use std::process::Output;
+
+mod common;
 #[path = "../../../testsupport/scratch.rs"]
 mod scratch;
 
-/// Runs multios in `cwd` with `args` (any bytes).
-fn multios(cwd: &Path, args: &[&OsStr]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_multios"))
-        .args(args)
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("run multios {args:?}: {e}"))
-}
+use common::multios_in as multios;
 
 fn os(args: &[&str]) -> Vec<OsString> {
     args.iter().map(OsString::from).collect()

@@ -6,9 +6,8 @@
 //! skips, without.
 
 mod common;
-use multios_emulate::{Delegation, Exit, Interception, Mechanism};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use common::{cc, emulated, native};
+use multios_emulate::{Interception, Mechanism};
 
 const CREDS: &str = r#"
 #define _GNU_SOURCE
@@ -78,48 +77,10 @@ int main(int argc, char **argv) {
 }
 "#;
 
-fn cc(dir: &Path, name: &str, src: &str) -> PathBuf {
-    let c = dir.join(format!("{name}.c"));
-    std::fs::write(&c, src).unwrap_or_else(|e| panic!("writing {}: {e}", c.display()));
-    let out = dir.join(name);
-    let st = Command::new("cc")
-        .args(["-O2", "-pthread", "-o"])
-        .arg(&out)
-        .arg(&c)
-        .status()
-        .unwrap_or_else(|e| panic!("running cc: {e}"));
-    assert!(st.success(), "compiling {}", c.display());
-    out
-}
-
 fn require_root() {
     // SAFETY: geteuid has no preconditions and cannot fail.
     let euid = unsafe { libc::geteuid() };
     assert_eq!(euid, 0, "these tests drop root's privileges: run them as root");
-}
-
-/// `sh -c "CMD > FILE"` under the mechanism; the file's text (the emulated run's stdout is the test's).
-fn emulated(dir: &Path, tag: &str, cmd: &str, m: Mechanism, i: Interception) -> String {
-    let out = dir.join(format!("{tag}-{}-{}.txt", m.name(), i.name()));
-    let sh = format!("{cmd} > {}", out.display());
-    let cfg = common::config(m, Delegation::all(), 0.0, &["sh", "-c", &sh]);
-    let r = multios_emulate::run_with(&cfg, i)
-        .unwrap_or_else(|e| panic!("{cmd} under {} ({}): {e}", m.name(), i.name()));
-    assert_eq!(
-        r.exit,
-        Exit::Code(0),
-        "{cmd} under {} ({}): {:?}",
-        m.name(),
-        i.name(),
-        r.warnings
-    );
-    std::fs::read_to_string(&out).unwrap_or_else(|e| panic!("{}: {e}", out.display()))
-}
-
-fn native(cmd: &str) -> String {
-    let o = Command::new("sh").args(["-c", cmd]).output().expect("sh");
-    assert!(o.status.success(), "{cmd}: {o:?}");
-    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 #[test]
