@@ -43,8 +43,14 @@ pub fn forbidden_path(path: &[u8], floor: i32) -> bool {
     }
 }
 
-/// Resolves a length specification.
-fn length(mem: &GuestMemory, a: &[u64; 6], len: Len) -> Result<u64, i64> {
+/// Resolves a length specification; a length the call reads through a pointer (`DerefU32`) is
+/// the value [`check`] copied (`lens`), the one the kernel will read.
+fn length(mem: &GuestMemory, a: &[u64; 6], len: Len, lens: &[Option<u32>; 6]) -> Result<u64, i64> {
+    if let Len::DerefU32(i) = len {
+        if let Some(n) = lens[i] {
+            return Ok(n as u64);
+        }
+    }
     Ok(match len {
         Len::Arg(i) => a[i],
         Len::Fixed(n) => n,
@@ -110,9 +116,22 @@ pub struct Checked {
     /// the call (pollfds: their revents; fd_sets: whole, when the call succeeded).
     polled: Option<(u64, Vec<u64>)>,
     fd_sets: Vec<(u64, Vec<u64>)>,
+    /// Length words the kernel reads and writes through a pointer (accept's *addrlen,
+    /// getsockopt's *optlen): (argument, the guest's address, the copy the kernel gets). Read
+    /// once: another guest thread growing the guest's word after the check changes nothing.
+    len_words: Vec<(usize, u64, Box<u32>)>,
 }
 
 impl Checked {
+    /// The copied length words by argument.
+    fn lens(&self) -> [Option<u32>; 6] {
+        let mut l = [None; 6];
+        for (i, _, v) in &self.len_words {
+            l[*i] = Some(**v);
+        }
+        l
+    }
+
     /// The checked iovec array (base, length pairs), when the call has one.
     pub fn iovecs(&self) -> &[u64] {
         &self.iov
@@ -134,6 +153,9 @@ impl Checked {
             }
         }
         if r >= 0 {
+            for (_, g, v) in &self.len_words {
+                mem.write(*g, &v.to_le_bytes());
+            }
             for (g, set) in &self.fd_sets {
                 for (k, w) in set.iter().enumerate() {
                     mem.write_u64(g + 8 * k as u64, *w);
@@ -225,6 +247,22 @@ pub fn check(mem: &GuestMemory, layout: &[Arg], a: &[u64; 6], fd_floor: i32) -> 
         args: *a,
         ..Checked::default()
     };
+    // Length words read through a pointer: copied first, and the kernel reads the copy.
+    for arg in layout {
+        if let Arg::Buf(Len::DerefU32(i)) | Arg::OptBuf(Len::DerefU32(i)) = *arg {
+            if a[i] != 0 && !c.len_words.iter().any(|w| w.0 == i) {
+                if !mem.in_app(a[i], 4) {
+                    return Err(EFAULT);
+                }
+                let mut b = [0u8; 4];
+                mem.read(a[i], &mut b);
+                let copy = Box::new(u32::from_le_bytes(b));
+                c.args[i] = &*copy as *const u32 as u64;
+                c.len_words.push((i, a[i], copy));
+            }
+        }
+    }
+    let lens = c.lens();
     for (i, arg) in layout.iter().enumerate() {
         let v = a[i];
         match *arg {
@@ -235,8 +273,8 @@ pub fn check(mem: &GuestMemory, layout: &[Arg], a: &[u64; 6], fd_floor: i32) -> 
                     return Err(EBADF);
                 }
             }
-            Arg::Buf(l) => buf(mem, v, length(mem, a, l)?, false)?,
-            Arg::OptBuf(l) => buf(mem, v, length(mem, a, l)?, true)?,
+            Arg::Buf(l) => buf(mem, v, length(mem, a, l, &lens)?, false)?,
+            Arg::OptBuf(l) => buf(mem, v, length(mem, a, l, &lens)?, true)?,
             Arg::Path => path(mem, v, false, fd_floor)?,
             Arg::OptPath => path(mem, v, true, fd_floor)?,
             Arg::Iov(ci) => {
@@ -294,6 +332,9 @@ pub fn check(mem: &GuestMemory, layout: &[Arg], a: &[u64; 6], fd_floor: i32) -> 
                 if v == 0 {
                     continue;
                 }
+                // The kernel clamps the count to its fd table; the VMM's ends at the top of its
+                // range (no bit above can name an fd): a huge count costs no huge copy.
+                let n = n.min(fd_floor.saturating_add(crate::fds::RESERVED as i32).max(0));
                 let words = (n as u64).div_ceil(64);
                 buf(mem, v, words * 8, false)?;
                 let set: Vec<u64> = (0..words).map(|k| mem.read_u64(v + 8 * k)).collect();
@@ -341,10 +382,13 @@ pub fn check_call(
     };
     for (i, arg) in layout.iter().enumerate() {
         match *arg {
-            Arg::Buf(l) | Arg::OptBuf(l) => ok(a[i], length(mem, a, l)?, written.contains(&i))?,
+            Arg::Buf(l) | Arg::OptBuf(l) => ok(a[i], length(mem, a, l, &c.lens())?, written.contains(&i))?,
             // The kernel writes revents and the sets back.
             Arg::PollFds(ci) => ok(a[i], a[ci].saturating_mul(8), true)?,
-            Arg::FdSet(ni) => ok(a[i], ((a[ni] as i32).max(0) as u64).div_ceil(64) * 8, true)?,
+            Arg::FdSet(ni) => {
+                let n = (a[ni] as i32).clamp(0, fd_floor.saturating_add(crate::fds::RESERVED as i32).max(0));
+                ok(a[i], (n as u64).div_ceil(64) * 8, true)?
+            }
             Arg::Iov(_) | Arg::MsgHdr(_) => {
                 let into = matches!(
                     nr,
@@ -388,6 +432,25 @@ mod tests {
             check(&mem, &layout, &[1000, APP_BASE, 1, 0, 0, 0], 1000).err(),
             Some(EBADF)
         );
+        // A length word read through a pointer (getsockname's *addrlen) is copied: the kernel
+        // reads the copy, and the guest's word gets the kernel's answer after the call.
+        let layout = [Arg::Fd, Arg::OptBuf(Len::DerefU32(2)), Arg::OptBuf(Len::Fixed(4))];
+        let (buf, len) = (APP_BASE + 0x200, APP_BASE + 0x300);
+        mem.write(len, &16u32.to_le_bytes());
+        let c = check(&mem, &layout, &[3, buf, len, 0, 0, 0], 1000).unwrap_or_else(|e| panic!("{e}"));
+        assert_ne!(
+            c.args[2], len,
+            "the kernel must read a VMM-owned copy of the length"
+        );
+        mem.write(len, &4096u32.to_le_bytes()); // another guest thread grows it: no effect
+                                                // SAFETY: args[2] points at the u32 copy owned by `c`, which is alive.
+        assert_eq!(unsafe { *(c.args[2] as *const u32) }, 16);
+        // SAFETY: as above; the kernel would write its answer there.
+        unsafe { *(c.args[2] as *mut u32) = 8 };
+        c.finish(&mem, 0);
+        let mut b = [0u8; 4];
+        mem.read(len, &mut b);
+        assert_eq!(u32::from_le_bytes(b), 8);
     }
 
     #[test]

@@ -41,6 +41,9 @@ impl Kernel {
             {
                 return self.refuse_sockopt(nr, a)
             }
+            // MPOL_F_ADDR: the policy of the page at `addr`, looked up in this process's address
+            // space: only the guest's window (the VMM's pages answered, a map of the VMM).
+            SYS_get_mempolicy if a[4] & 2 != 0 && !self.mem.in_app(a[3], 1) => return Reply::Ret(EFAULT),
             SYS_dup2 | SYS_dup3 if !crate::fds::guest_may_hold(a[1] as i32 as i64) => {
                 return Reply::Ret(-(EBADF as i64))
             }
@@ -91,8 +94,8 @@ impl Kernel {
         let key = 0x2_0000_0000 | u64::from(set) << 32 | (a[1] & 0xffff) << 16 | (a[2] & 0xffff);
         if crate::kernel::lock(&self.reported).insert(key) {
             self.note(format!(
-                "socket option {name}: its value holds a pointer the kernel would follow, which the \
-                 proxy does not check; returning ENOPROTOOPT"
+                "socket option {name}: its value holds a pointer, or a count, that would take the \
+                 kernel outside the buffer the proxy checked; returning ENOPROTOOPT"
             ));
         }
         Reply::Ret(-(ENOPROTOOPT as i64))

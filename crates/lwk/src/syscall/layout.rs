@@ -94,11 +94,17 @@ pub fn written(nr: i64) -> &'static [usize] {
     match nr {
         SYS_read | SYS_pread64 | SYS_fstat | SYS_stat | SYS_lstat | SYS_statfs | SYS_fstatfs
         | SYS_getdents64 | SYS_getdents | SYS_readlink | SYS_getitimer | SYS_timer_gettime
-        | SYS_clock_gettime | SYS_clock_getres | SYS_listxattr | SYS_llistxattr | SYS_flistxattr => &[1],
+        | SYS_clock_gettime | SYS_clock_getres | SYS_listxattr | SYS_llistxattr | SYS_flistxattr
+        | SYS_timerfd_gettime => &[1],
+        // The old value (timerfd_settime), the offsets splice moves on. (shmctl's buffer is
+        // written by IPC_STAT but read by IPC_SET: per call number it stays unmarked.)
+        SYS_timerfd_settime => &[3],
+        SYS_splice => &[1, 3],
         SYS_newfstatat | SYS_readlinkat | SYS_getxattr | SYS_lgetxattr | SYS_fgetxattr => &[2],
         SYS_statx => &[4],
         SYS_getcwd | SYS_pipe | SYS_pipe2 | SYS_time | SYS_times | SYS_uname | SYS_sysinfo
-        | SYS_getrandom | SYS_gettimeofday => &[0],
+        | SYS_getrandom => &[0],
+        SYS_gettimeofday => &[0, 1],
         SYS_getrusage | SYS_getgroups => &[1],
         SYS_sched_getaffinity | SYS_timer_create | SYS_socketpair => &[2, 3],
         SYS_getresuid | SYS_getresgid | SYS_getcpu => &[0, 1, 2],
@@ -117,7 +123,9 @@ pub fn written(nr: i64) -> &'static [usize] {
         SYS_getrlimit => &[1],
         SYS_sendfile => &[2],
         SYS_copy_file_range => &[1, 3],
-        SYS_select | SYS_pselect6 => &[1, 2, 3],
+        // The time left is written back into the timeout (select, pselect6, ppoll).
+        SYS_select | SYS_pselect6 => &[1, 2, 3, 4],
+        SYS_ppoll => &[2],
         _ => &[],
     }
 }

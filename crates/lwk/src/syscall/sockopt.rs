@@ -36,6 +36,17 @@ const SOL_RDS: i32 = 276;
 /// SOL_XDP: XDP_UMEM_REG registers a user memory region by address.
 const SOL_XDP: i32 = 283;
 const XDP_UMEM_REG: i32 = 4;
+/// SOL_MPTCP: MPTCP_FULL_INFO holds two user pointers the kernel writes through (the subflows'
+/// tcp_info and addresses): a guest made the kernel write at any VMM address (the IDT's page
+/// fault gate); the other MPTCP options are refused with it.
+const SOL_MPTCP: i32 = 284;
+/// Options whose kernel write is not bounded by `*optlen` in bytes: SO_GET_FILTER (optlen counts
+/// 8-byte instructions), IP_MSFILTER and MCAST_MSFILTER (as many sources as the list holds,
+/// counted by a field of the buffer), TCP_AO_GET_KEYS (as many keys as a field says).
+const SO_GET_FILTER: i32 = SO_ATTACH_FILTER;
+const IP_MSFILTER: i32 = 41;
+const MCAST_MSFILTER: i32 = 48;
+const TCP_AO_GET_KEYS: i32 = 41;
 
 /// Whether setsockopt (`level`, `name`) takes a `struct sock_fprog` (a classic BPF program by
 /// pointer): the proxy checks the program's memory and hands the kernel a copy.
@@ -57,6 +68,11 @@ pub fn refused(level: i32, name: i32, set: bool) -> Option<&'static str> {
         (SOL_IP, EBT_SO_SET_ENTRIES, true) => "EBT_SO_SET_ENTRIES",
         (SOL_IP, EBT_SO_GET_ENTRIES | EBT_SO_GET_INIT_ENTRIES, false) => "EBT_SO_GET_ENTRIES",
         (SOL_RDS, _, _) => "an RDS option",
+        (SOL_MPTCP, _, false) => "an MPTCP option",
+        (SOL_SOCKET, SO_GET_FILTER, false) => "SO_GET_FILTER",
+        (SOL_IP, IP_MSFILTER, false) => "IP_MSFILTER",
+        (SOL_IP | SOL_IPV6, MCAST_MSFILTER, false) => "MCAST_MSFILTER",
+        (SOL_TCP, TCP_AO_GET_KEYS, false) => "TCP_AO_GET_KEYS",
         (SOL_XDP, XDP_UMEM_REG, true) => "XDP_UMEM_REG",
         _ => return None,
     })
@@ -72,8 +88,9 @@ mod tests {
         assert!(refused(SOL_SOCKET, SO_ATTACH_FILTER, true).is_none());
         assert!(refused(SOL_SOCKET, SO_ATTACH_BPF, true).is_some());
         assert!(refused(SOL_TCP, TCP_ZEROCOPY_RECEIVE, false).is_some());
-        // SO_GET_FILTER (the same number, read) copies into optval only.
-        assert!(refused(SOL_SOCKET, SO_ATTACH_FILTER, false).is_none());
+        // SO_GET_FILTER (the same number, read) writes 8 bytes per unit of optlen.
+        assert!(refused(SOL_SOCKET, SO_ATTACH_FILTER, false).is_some());
+        assert!(refused(SOL_MPTCP, 4, false).is_some());
         assert!(refused(SOL_SOCKET, libc::SO_REUSEADDR, true).is_none());
         assert!(refused(SOL_TCP, libc::TCP_NODELAY, true).is_none());
         assert!(refused(SOL_IPV6, libc::IPV6_V6ONLY, true).is_none());

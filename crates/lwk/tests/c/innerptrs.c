@@ -68,6 +68,16 @@ int main(void) {
     long r = getsockopt(s, IPPROTO_TCP, TCP_ZEROCOPY_RECEIVE, zc, &zl);
     printf("zerocopy: %s\n", r < 0 ? strerror(errno) : "accepted");
 
+    /* MPTCP_FULL_INFO (SOL_MPTCP 284, 4): struct mptcp_full_info's subflow_info and tcp_info
+     * pointers, written by the kernel. Refused before any kernel sees it (a TCP socket will do). */
+    uint64_t fi[8];
+    memset(fi, 0, sizeof fi);
+    fi[3] = 0x7e00000050e0ull; /* subflow_info: the LWK's IDT */
+    fi[4] = 0x7e00000050e0ull; /* tcp_info */
+    socklen_t fl = sizeof fi;
+    r = getsockopt(s, 284, 4, fi, &fl);
+    printf("mptcp-full-info: %s\n", r < 0 ? strerror(errno) : "accepted");
+
     int u1 = socket(AF_INET, SOCK_DGRAM, 0), u2 = socket(AF_INET, SOCK_DGRAM, 0);
     struct sock_fprog bad = {.len = 1, .filter = (struct sock_filter *)0x7e0000000000ull};
     r = setsockopt(u1, SOL_SOCKET, SO_ATTACH_FILTER, &bad, sizeof bad);
