@@ -209,3 +209,20 @@ fn issue_16_a_program_that_cannot_be_found_or_run_exits_127_or_126() {
         );
     }
 }
+
+/// stress-ng's sock, shm-sysv and mremap stressors in the LWK: an mmap of a socket killed the VMM
+/// (the host's failed MAP_FIXED left a hole the VMM then touched), a pipe and a procfs file were
+/// mapped as pread copies where Linux says ENODEV, shmat over the heap without SHM_REMAP replaced
+/// a heap page (glibc's free() aborted), and MREMAP_DONTUNMAP returned the old address
+/// (`tests/c/mapquirks.c`; DONTUNMAP is ENOSYS in the LWK, a move natively: both are "moved or
+/// refused").
+#[test]
+fn issue_16_mappings_the_host_refuses_and_shmat_over_memory_like_native() {
+    require_kvm("issue #16");
+    let d = scratch::Scratch::new("multios-issue16", "mapquirks");
+    for flags in BUILDS {
+        let prog = build_c(d.path(), "mapquirks", flags);
+        let o = same_in(d.path(), &prog, &[]);
+        assert!(text(&o).contains("still alive"), "{}", show(&o));
+    }
+}

@@ -241,7 +241,24 @@ fn map_over(addr: u64, len: u64, prot: i32, flags: i32, fd: i32, off: u64) -> io
         )
     };
     if p == libc::MAP_FAILED {
-        return Err(io::Error::last_os_error());
+        let e = io::Error::last_os_error();
+        if fd >= 0 {
+            // A MAP_FIXED mapping the file's mmap refused (a socket, a procfs file) may have
+            // unmapped the range already: the window gets ordinary memory there again (a hole
+            // there killed the VMM with SIGSEGV at its next touch of the range).
+            // SAFETY: the same range, anonymous memory in place of what may be a hole.
+            unsafe {
+                libc::mmap(
+                    addr as *mut libc::c_void,
+                    len as usize,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED,
+                    -1,
+                    0,
+                );
+            }
+        }
+        return Err(e);
     }
     Ok(())
 }

@@ -36,7 +36,7 @@ impl Kernel {
         if off >= size || off.saturating_add(pages) > size.div_ceil(PAGE) * PAGE {
             return false;
         }
-        if !self.map_private_file(addr, len, fd, off) {
+        if self.map_private_file(addr, len, fd, off).is_err() {
             return false;
         }
         // The bytes the file holds (the rest of the last page reads as zero, as in a copy).

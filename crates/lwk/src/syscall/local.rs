@@ -87,6 +87,16 @@ impl Kernel {
             }
             SYS_mremap => {
                 let mut fx = Effects::default();
+                // Linux's flag checks first; MREMAP_DONTUNMAP is not served (it was ignored: the
+                // old address came back as the new one, and the caller's munmap of the old
+                // range took its data).
+                let known = (MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP) as u64;
+                if a[3] & !known != 0 {
+                    return err(EINVAL);
+                }
+                if a[3] & MREMAP_DONTUNMAP as u64 != 0 {
+                    return self.refuse(nr, "mremap with MREMAP_DONTUNMAP");
+                }
                 if a[3] & MREMAP_FIXED as u64 != 0 {
                     return self.mremap_fixed(nr, a);
                 }
@@ -364,8 +374,14 @@ impl Kernel {
             }
             return r;
         }
-        if !anon && prot & PROT_EXEC == 0 && self.map_private_file(addr, len, fd, off) {
-            // The host's copy-on-write mapping of the file (`shared.rs`).
+        if !anon && prot & PROT_EXEC == 0 {
+            // The host's copy-on-write mapping of the file (`shared.rs`); a file the host cannot
+            // map is refused as Linux refuses it (it was copied with pread: /proc/self/status
+            // mapped where Linux says ENODEV, a socket left a hole that killed the VMM).
+            if let Err(e) = self.map_private_file(addr, len, fd, off) {
+                self.release(addr, len).ok();
+                return Reply::Ret(e);
+            }
         } else if !anon && prot & PROT_EXEC != 0 && self.map_code(addr, len, fd, off) {
             // Code: the host's copy-on-write mapping too, rewritten in place (issue #15).
         } else if !anon {

@@ -57,16 +57,14 @@ impl Kernel {
     /// A non-executable MAP_PRIVATE file mapping at `addr` (a range the memory manager just gave
     /// out), made by the host: copy-on-write pages of the file, so the mapping sees the file
     /// until the guest writes a page — and a truncated file's pages go, as on Linux (stress-ng's
-    /// memfd stressor checks it). False when the host refuses (a file that cannot be mapped, such
-    /// as a procfs file): the caller then makes a copy, as for executable mappings (which the
-    /// LWK rewrites).
-    pub(super) fn map_private_file(&self, addr: u64, len: u64, fd: i32, off: u64) -> bool {
+    /// memfd stressor checks it). The host's error when it refuses (a socket, a pipe, a procfs
+    /// file: Linux refuses the guest's mmap the same way; the range holds ordinary memory again).
+    pub(super) fn map_private_file(&self, addr: u64, len: u64, fd: i32, off: u64) -> Result<(), i64> {
         let len = len.div_ceil(PAGE) * PAGE;
-        if sys::map_file_private(addr, len, fd, off).is_err() {
-            return false;
-        }
+        sys::map_file_private(addr, len, fd, off)
+            .map_err(|e| -(e.raw_os_error().unwrap_or(libc::ENODEV) as i64))?;
         lock(&self.space.shared).insert(addr, addr + len);
-        true
+        Ok(())
     }
 
     /// `MAP_ANONYMOUS` memory with MAP_SHARED or MAP_HUGETLB at `addr` (a range the memory
@@ -328,7 +326,18 @@ impl Kernel {
             return Reply::Ret(-(libc::EINVAL as i64));
         }
         let mut fx = crate::mm::Effects::default();
-        let got = lock(&self.space.mm).mmap(addr, len, addr != 0, &mut fx);
+        let got = {
+            let mut mm = lock(&self.space.mm);
+            // Linux: an address over memory already mapped is EINVAL unless SHM_REMAP says to
+            // replace it (the attachment replaced a heap page: glibc's free() then aborted).
+            let end = addr.saturating_add(len);
+            let heap = (mm.brk_start, mm.brk_cur.div_ceil(PAGE) * PAGE);
+            let over_heap = heap.0 < heap.1 && addr < heap.1 && heap.0 < end;
+            if addr != 0 && flg & libc::SHM_REMAP == 0 && (over_heap || !mm.maps.is_free(addr, end)) {
+                return Reply::Ret(-(libc::EINVAL as i64));
+            }
+            mm.mmap(addr, len, addr != 0, &mut fx)
+        };
         let addr = match got {
             Ok(v) => v,
             Err(e) => return Reply::Ret(e.errno()),
