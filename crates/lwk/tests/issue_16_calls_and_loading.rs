@@ -226,3 +226,23 @@ fn issue_16_mappings_the_host_refuses_and_shmat_over_memory_like_native() {
         assert!(text(&o).contains("still alive"), "{}", show(&o));
     }
 }
+
+/// stress-ng's msg, sem-sysv, sync-file, readahead and utime stressors failed or skipped on
+/// ENOSYS: System V message queues and semaphores (a parent and its child exchange messages and
+/// wait on a semaphore; a blocked msgrcv is interrupted by a handler), sync_file_range, readahead,
+/// utime and utimes, as natively (`tests/c/sysvipc.c`).
+#[test]
+fn issue_16_system_v_queues_and_semaphores_and_file_calls_like_native() {
+    require_kvm("issue #16");
+    let d = scratch::Scratch::new("multios-issue16", "sysvipc");
+    for flags in BUILDS {
+        let prog = build_c(d.path(), "sysvipc", flags);
+        let o = same_in(d.path(), &prog, &[]);
+        assert!(text(&o).contains("left in the queue: 1"), "{}", show(&o));
+        assert!(
+            !String::from_utf8_lossy(&o.stderr).contains("not supported"),
+            "{}",
+            show(&o)
+        );
+    }
+}

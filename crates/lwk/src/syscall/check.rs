@@ -55,6 +55,7 @@ fn length(mem: &GuestMemory, a: &[u64; 6], len: Len, lens: &[Option<u32>; 6]) ->
         Len::Arg(i) => a[i],
         Len::Fixed(n) => n,
         Len::ArgTimes(i, n) => a[i].checked_mul(n).ok_or(EFAULT)?,
+        Len::ArgPlus(i, n) => a[i].checked_add(n).ok_or(EFAULT)?,
         Len::Bits(i) => a[i].saturating_sub(1).div_ceil(64).checked_mul(8).ok_or(EFAULT)?,
         Len::DerefU32(i) => {
             if a[i] == 0 {

@@ -17,6 +17,7 @@ impl Kernel {
         let layout: &[Arg] = match nr as i64 {
             SYS_ioctl => return self.ioctl(a),
             SYS_fcntl => return self.fcntl(a),
+            SYS_semctl => return self.semctl(a),
             SYS_futex => return self.futex(a),
             SYS_close_range => return self.close_range(a),
             SYS_process_vm_readv | SYS_process_vm_writev => return self.process_vm(nr, a),
@@ -84,6 +85,53 @@ impl Kernel {
             return Reply::Ret(r);
         }
         Reply::Ret(self.after_delegated(nr, &a, r))
+    }
+
+    /// semctl(semid, semnum, cmd, arg): `arg` is a value or a pointer by `cmd` (its low byte;
+    /// glibc adds IPC_64): a semid_ds (104 bytes), a seminfo (40), or an array of `nsems`
+    /// unsigned shorts, `nsems` from the set itself (fixed when the set was made; x86-64 takes no
+    /// IPC_64 flag). A command the
+    /// LWK does not know is EINVAL, as for Linux.
+    fn semctl(&self, a: [u64; 6]) -> Reply {
+        const IPC_RMID: u64 = 0;
+        const IPC_SET: u64 = 1;
+        const IPC_STAT: u64 = 2;
+        const IPC_INFO: u64 = 3;
+        const GETPID: u64 = 11;
+        const GETVAL: u64 = 12;
+        const GETALL: u64 = 13;
+        const GETNCNT: u64 = 14;
+        const GETZCNT: u64 = 15;
+        const SETVAL: u64 = 16;
+        const SETALL: u64 = 17;
+        const SEM_STAT: u64 = 18;
+        const SEM_INFO: u64 = 19;
+        const SEM_STAT_ANY: u64 = 20;
+        let (cmd, arg) = (a[2] & 0xff, a[3]);
+        let (len, written) = match cmd {
+            IPC_RMID | GETPID | GETVAL | GETNCNT | GETZCNT | SETVAL => (0, false),
+            IPC_SET => (104, false),
+            IPC_STAT | SEM_STAT | SEM_STAT_ANY => (104, true),
+            IPC_INFO | SEM_INFO => (40, true),
+            GETALL | SETALL => {
+                // struct semid64_ds: sem_nsems at byte 80.
+                let mut ds = [0u8; 104];
+                let r = sys::raw_syscall(
+                    SYS_semctl as u64,
+                    [a[0], 0, IPC_STAT, ds.as_mut_ptr() as u64, 0, 0],
+                );
+                if r < 0 {
+                    return Reply::Ret(r);
+                }
+                let nsems = u64::from_le_bytes(ds[80..88].try_into().unwrap_or([0; 8]));
+                (nsems.saturating_mul(2), cmd == GETALL)
+            }
+            _ => return Reply::Ret(-(EINVAL as i64)),
+        };
+        if len > 0 && !self.mem.user_can(arg, len, written) {
+            return Reply::Ret(EFAULT);
+        }
+        Reply::Ret(sys::raw_syscall(SYS_semctl as u64, a))
     }
 
     /// A socket option whose value holds a pointer the kernel follows (`sockopt.rs`): ENOPROTOOPT,

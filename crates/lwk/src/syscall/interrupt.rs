@@ -24,6 +24,11 @@ fn interrupted_code(nr: u64) -> Reply {
         SYS_pause,
         SYS_rt_sigsuspend,
         SYS_rt_sigtimedwait,
+        // System V IPC waits (signal(7): never restarted after a handler).
+        SYS_msgsnd,
+        SYS_msgrcv,
+        SYS_semop,
+        SYS_semtimedop,
     ];
     Reply::Ret(if never_restarted.contains(&(nr as i64)) {
         ERESTARTNOHAND

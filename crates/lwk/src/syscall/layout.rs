@@ -14,25 +14,27 @@ use libc::{
     SYS_epoll_create1, SYS_epoll_ctl, SYS_epoll_pwait, SYS_epoll_wait, SYS_eventfd2, SYS_faccessat,
     SYS_faccessat2, SYS_fadvise64, SYS_fallocate, SYS_fchdir, SYS_fchmod, SYS_fchmodat, SYS_fchown,
     SYS_fchownat, SYS_fdatasync, SYS_fgetxattr, SYS_flistxattr, SYS_flock, SYS_fremovexattr, SYS_fsetxattr,
-    SYS_fstat, SYS_fstatfs, SYS_fsync, SYS_ftruncate, SYS_futex, SYS_get_mempolicy, SYS_getcpu, SYS_getcwd,
-    SYS_getdents, SYS_getdents64, SYS_getegid, SYS_geteuid, SYS_getgid, SYS_getgroups, SYS_getitimer,
-    SYS_getpeername, SYS_getpgid, SYS_getpgrp, SYS_getppid, SYS_getrandom, SYS_getresgid, SYS_getresuid,
-    SYS_getrlimit, SYS_getrusage, SYS_getsid, SYS_getsockname, SYS_getsockopt, SYS_gettimeofday, SYS_getuid,
-    SYS_getxattr, SYS_inotify_add_watch, SYS_inotify_init, SYS_inotify_init1, SYS_inotify_rm_watch,
-    SYS_ioprio_get, SYS_ioprio_set, SYS_lchown, SYS_lgetxattr, SYS_link, SYS_linkat, SYS_listen,
-    SYS_listxattr, SYS_llistxattr, SYS_lremovexattr, SYS_lseek, SYS_lsetxattr, SYS_lstat, SYS_memfd_create,
-    SYS_mkdir, SYS_mkdirat, SYS_mknod, SYS_mknodat, SYS_nanosleep, SYS_newfstatat, SYS_open, SYS_openat,
-    SYS_pidfd_open, SYS_pidfd_send_signal, SYS_pipe, SYS_pipe2, SYS_poll, SYS_ppoll, SYS_pread64, SYS_preadv,
-    SYS_preadv2, SYS_prlimit64, SYS_pselect6, SYS_pwrite64, SYS_pwritev, SYS_pwritev2, SYS_read,
-    SYS_readlink, SYS_readlinkat, SYS_readv, SYS_recvfrom, SYS_recvmsg, SYS_removexattr, SYS_rename,
-    SYS_renameat, SYS_renameat2, SYS_rmdir, SYS_sched_get_priority_max, SYS_sched_get_priority_min,
-    SYS_sched_getaffinity, SYS_sched_yield, SYS_select, SYS_sendfile, SYS_sendmsg, SYS_sendto,
-    SYS_set_mempolicy, SYS_setitimer, SYS_setpgid, SYS_setrlimit, SYS_setsid, SYS_setsockopt, SYS_setxattr,
-    SYS_shmctl, SYS_shmget, SYS_shutdown, SYS_socket, SYS_socketpair, SYS_splice, SYS_stat, SYS_statfs,
-    SYS_statx, SYS_symlink, SYS_symlinkat, SYS_sync, SYS_syncfs, SYS_sysinfo, SYS_tee, SYS_time,
-    SYS_timer_create, SYS_timer_delete, SYS_timer_getoverrun, SYS_timer_gettime, SYS_timer_settime,
-    SYS_timerfd_create, SYS_timerfd_gettime, SYS_timerfd_settime, SYS_times, SYS_truncate, SYS_umask,
-    SYS_uname, SYS_unlink, SYS_unlinkat, SYS_utimensat, SYS_wait4, SYS_waitid, SYS_write, SYS_writev,
+    SYS_fstat, SYS_fstatfs, SYS_fsync, SYS_ftruncate, SYS_futex, SYS_futimesat, SYS_get_mempolicy,
+    SYS_getcpu, SYS_getcwd, SYS_getdents, SYS_getdents64, SYS_getegid, SYS_geteuid, SYS_getgid,
+    SYS_getgroups, SYS_getitimer, SYS_getpeername, SYS_getpgid, SYS_getpgrp, SYS_getppid, SYS_getrandom,
+    SYS_getresgid, SYS_getresuid, SYS_getrlimit, SYS_getrusage, SYS_getsid, SYS_getsockname, SYS_getsockopt,
+    SYS_gettimeofday, SYS_getuid, SYS_getxattr, SYS_inotify_add_watch, SYS_inotify_init, SYS_inotify_init1,
+    SYS_inotify_rm_watch, SYS_ioprio_get, SYS_ioprio_set, SYS_lchown, SYS_lgetxattr, SYS_link, SYS_linkat,
+    SYS_listen, SYS_listxattr, SYS_llistxattr, SYS_lremovexattr, SYS_lseek, SYS_lsetxattr, SYS_lstat,
+    SYS_memfd_create, SYS_mkdir, SYS_mkdirat, SYS_mknod, SYS_mknodat, SYS_msgctl, SYS_msgget, SYS_msgrcv,
+    SYS_msgsnd, SYS_nanosleep, SYS_newfstatat, SYS_open, SYS_openat, SYS_pidfd_open, SYS_pidfd_send_signal,
+    SYS_pipe, SYS_pipe2, SYS_poll, SYS_ppoll, SYS_pread64, SYS_preadv, SYS_preadv2, SYS_prlimit64,
+    SYS_pselect6, SYS_pwrite64, SYS_pwritev, SYS_pwritev2, SYS_read, SYS_readahead, SYS_readlink,
+    SYS_readlinkat, SYS_readv, SYS_recvfrom, SYS_recvmsg, SYS_removexattr, SYS_rename, SYS_renameat,
+    SYS_renameat2, SYS_rmdir, SYS_sched_get_priority_max, SYS_sched_get_priority_min, SYS_sched_getaffinity,
+    SYS_sched_yield, SYS_select, SYS_semget, SYS_semop, SYS_semtimedop, SYS_sendfile, SYS_sendmsg,
+    SYS_sendto, SYS_set_mempolicy, SYS_setitimer, SYS_setpgid, SYS_setrlimit, SYS_setsid, SYS_setsockopt,
+    SYS_setxattr, SYS_shmctl, SYS_shmget, SYS_shutdown, SYS_socket, SYS_socketpair, SYS_splice, SYS_stat,
+    SYS_statfs, SYS_statx, SYS_symlink, SYS_symlinkat, SYS_sync, SYS_sync_file_range, SYS_syncfs,
+    SYS_sysinfo, SYS_tee, SYS_time, SYS_timer_create, SYS_timer_delete, SYS_timer_getoverrun,
+    SYS_timer_gettime, SYS_timer_settime, SYS_timerfd_create, SYS_timerfd_gettime, SYS_timerfd_settime,
+    SYS_times, SYS_truncate, SYS_umask, SYS_uname, SYS_unlink, SYS_unlinkat, SYS_utime, SYS_utimensat,
+    SYS_utimes, SYS_wait4, SYS_waitid, SYS_write, SYS_writev,
 };
 
 /// How long the memory behind a pointer argument is.
@@ -46,6 +48,8 @@ pub enum Len {
     ArgTimes(usize, u64),
     /// The u32 stored at the pointer in argument i (socklen_t *addrlen).
     DerefU32(usize),
+    /// The value of argument i plus a fixed size (msgsnd's text and its `long mtype`).
+    ArgPlus(usize, u64),
     /// A NUMA node mask of argument i `maxnode` in unsigned longs: Linux reads and writes
     /// `maxnode - 1` bits (`get_nodes`: "--maxnode"), rounded up to whole longs.
     Bits(usize),
@@ -115,6 +119,7 @@ pub fn written(nr: i64) -> &'static [usize] {
         SYS_clock_nanosleep => &[3],
         SYS_setitimer => &[2],
         SYS_timer_settime => &[3],
+        SYS_msgrcv => &[1],
         SYS_accept | SYS_accept4 | SYS_getsockname | SYS_getpeername => &[1, 2],
         SYS_recvfrom => &[1, 4, 5],
         SYS_getsockopt => &[3, 4],
@@ -171,6 +176,22 @@ pub fn layout(nr: i64) -> Option<&'static [Arg]> {
         SYS_fallocate => &[Fd, Val, Val, Val],
         SYS_fadvise64 => &[Fd, Val, Val, Val],
         SYS_utimensat => &[Fd, OptPath, OptBuf(Fixed(32)), Val],
+        // struct utimbuf (two time_t), two struct timeval.
+        SYS_utime => &[Path, OptBuf(Fixed(16))],
+        SYS_utimes => &[Path, OptBuf(Fixed(32))],
+        SYS_futimesat => &[Fd, OptPath, OptBuf(Fixed(32))],
+        SYS_sync_file_range => &[Fd, Val, Val, Val],
+        SYS_readahead => &[Fd, Val, Val],
+        // System V message queues: a message is `long mtype` and `msgsz` bytes of text; msqid_ds
+        // is 120 bytes (msginfo, for IPC_INFO/MSG_INFO, 32).
+        SYS_msgget => &[Val, Val],
+        SYS_msgsnd => &[Val, Buf(ArgPlus(2, 8)), Val, Val],
+        SYS_msgrcv => &[Val, Buf(ArgPlus(2, 8)), Val, Val, Val],
+        SYS_msgctl => &[Val, Val, OptBuf(Fixed(120))],
+        // System V semaphores: struct sembuf is 6 bytes (semctl has its own handler).
+        SYS_semget => &[Val, Val, Val],
+        SYS_semop => &[Val, Buf(ArgTimes(2, 6)), Val],
+        SYS_semtimedop => &[Val, Buf(ArgTimes(2, 6)), Val, OptBuf(Fixed(16))],
         SYS_dup => &[Fd],
         SYS_dup2 => &[Fd, Fd],
         SYS_dup3 => &[Fd, Fd, Val],
@@ -372,6 +393,7 @@ mod tests {
                             Some(*i)
                         }
                         Buf(DerefU32(i)) | OptBuf(DerefU32(i)) | Iov(i) | PollFds(i) | FdSet(i) => Some(*i),
+                        Buf(ArgPlus(i, _)) | OptBuf(ArgPlus(i, _)) => Some(*i),
                         _ => None,
                     };
                     if let Some(i) = idx {

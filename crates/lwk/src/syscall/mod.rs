@@ -271,6 +271,10 @@ fn may_block(nr: u64, a: &[u64; 6]) -> bool {
             SYS_waitid,
             SYS_pause,
             SYS_flock,
+            SYS_msgsnd,
+            SYS_msgrcv,
+            SYS_semop,
+            SYS_semtimedop,
         ]
         .contains(&n),
     }
