@@ -36,6 +36,9 @@ enum Refused {
     /// Served by the LWK at submission (OPENAT: the open is judged like `open`): complete with
     /// this result.
     Served(i32),
+    /// A variant of a served operation the LWK refuses (its words, for the one-time report):
+    /// completes with EINVAL.
+    Variant(&'static str),
 }
 
 /// The little-endian u32 at `off` of `e` (an entry, or io_uring_params).
@@ -148,6 +151,17 @@ impl Kernel {
             Ok(()) => {}
             Err(Refused::Errno(n)) => inject(e, n),
             Err(Refused::Served(r)) => complete_with(e, r),
+            Err(Refused::Variant(what)) => {
+                let op = e[OPCODE];
+                self.note_once(
+                    0x3_0006_0000 | op as u64,
+                    format!(
+                        "io_uring {} ({op}) {what}: not served by the LWK; its completion has EINVAL",
+                        op_name(op)
+                    ),
+                );
+                inject(e, libc::EINVAL);
+            }
             Err(Refused::Unsupported) => {
                 let op = e[OPCODE];
                 self.note_once(
@@ -206,6 +220,12 @@ impl Kernel {
             }
         };
         let selected = flags & IOSQE_BUFFER_SELECT != 0;
+        // Read/write integrity attributes (attr_type_mask at 56, attr_ptr at 48): the kernel
+        // copies a struct from attr_ptr and follows a pointer inside it; neither was checked
+        // (VMM memory was read).
+        if matches!(op, 1 | 2 | 4 | 5 | 22 | 23 | 49) && get64(e, 56) != 0 {
+            return Err(Refused::Variant("with read/write attributes (attr_ptr)"));
+        }
         match op {
             0 => {
                 if op_flags & NOP_FILE != 0 {
@@ -247,16 +267,15 @@ impl Kernel {
                     buf(off, 16, false)?;
                 }
             }
-            // ACCEPT: sockaddr and socklen_t, written at completion.
+            // ACCEPT: without the peer's address only. The kernel reads the socklen_t again when
+            // a connection arrives, any time after this check: a guest set it to 0 for the check
+            // and then wrote a peer's name (any bytes) at a VMM address through it.
             13 => {
                 file()?;
-                if off != 0 {
-                    buf(off, 4, true)?;
-                    if addr != 0 {
-                        let mut b = [0u8; 4];
-                        self.mem.read(off, &mut b);
-                        buf(addr, u32::from_le_bytes(b) as u64, true)?;
-                    }
+                if addr != 0 || off != 0 {
+                    return Err(Refused::Variant(
+                        "asking for the peer's address (use accept(2), or none)",
+                    ));
                 }
             }
             // CONNECT, BIND: a sockaddr of `off` bytes.
@@ -284,15 +303,21 @@ impl Kernel {
             }
             23 | 26 | 47 => {
                 file()?;
+                // IORING_SEND_VECTORIZED (ioprio bit 5): `addr` is an iovec array whose bases
+                // the kernel follows; they were not checked (a guest sent VMM memory to a socket).
+                if op != 23 && u16::from_le_bytes([e[2], e[3]]) & (1 << 5) != 0 {
+                    return Err(Refused::Variant("with IORING_SEND_VECTORIZED"));
+                }
                 buf(addr, len, false)?;
                 if op != 23 && off != 0 {
                     let alen = u16::from_le_bytes([e[SPLICE_FD_IN], e[SPLICE_FD_IN + 1]]) as u64;
                     buf(off, alen, false)?;
                 }
             }
-            // EPOLL_CTL: epfd, the target fd in `off`, the event.
+            // EPOLL_CTL: epfd, the target fd in `off`, the event. The kernel takes epfd as a
+            // plain fd whatever IOSQE_FIXED_FILE says: held to the floor.
             29 => {
-                file()?;
+                fd_ok(fd, false)?;
                 fd_ok(off as i32, false)?;
                 if addr != 0 {
                     buf(addr, 12, false)?;
