@@ -91,7 +91,7 @@ impl Facts for Proc {
         let same_exe = sys::file_id_at(self.dir, &format!("{pid}/exe")).map_or(true, |id| id == self.exe);
         same_exe || {
             let lwk = format!("{:x}-", crate::memory::LWK_BASE);
-            sys::read_at(self.dir, &format!("{pid}/maps")).map_or(true, |m| {
+            sys::read_at(self.dir, &format!("{pid}/maps"), crate::fds::floor()).map_or(true, |m| {
                 String::from_utf8_lossy(&m).lines().any(|l| l.starts_with(&lwk))
             })
         }
@@ -138,7 +138,7 @@ pub fn is_own(pid: i32) -> bool {
 /// from its maps.
 pub fn vmm_window(pid: i32) -> Option<(u64, u64)> {
     let p = init().ok()?;
-    let maps = sys::read_at(p.dir, &format!("{pid}/maps")).ok()?;
+    let maps = sys::read_at(p.dir, &format!("{pid}/maps"), crate::fds::floor()).ok()?;
     String::from_utf8_lossy(&maps).lines().find_map(|l| {
         let (a, b) = l.split_whitespace().next()?.split_once('-')?;
         let (a, b) = (u64::from_str_radix(a, 16).ok()?, u64::from_str_radix(b, 16).ok()?);
@@ -171,14 +171,14 @@ fn inner_path(p: &Proc, fd: i32) -> Option<String> {
     if !link.starts_with('/') || link.ends_with(" (deleted)") {
         return None;
     }
-    let info = sys::read_at(p.dir, &format!("self/fdinfo/{fd}")).ok()?;
+    let info = sys::read_at(p.dir, &format!("self/fdinfo/{fd}"), crate::fds::floor()).ok()?;
     let mnt: u64 = String::from_utf8_lossy(&info)
         .lines()
         .find_map(|l| l.strip_prefix("mnt_id:"))?
         .trim()
         .parse()
         .ok()?;
-    let mountinfo = sys::read_at(p.dir, "self/mountinfo").ok()?;
+    let mountinfo = sys::read_at(p.dir, "self/mountinfo", crate::fds::floor()).ok()?;
     let (root, point) = mount_of(&String::from_utf8_lossy(&mountinfo), mnt)?;
     let rel = if point == "/" {
         link.as_str()

@@ -73,6 +73,7 @@ pub fn create(
     let low = vm
         .create_vcpu(id)
         .map_err(|source| VcpuError::Create { id, source })?;
+    sys::widen_fd_race_for_tests();
     // `high` is a fresh duplicate of a vCPU fd of this VM that nothing else owns; the new VcpuFd
     // takes ownership and `low` (and its fd) is dropped right after.
     let high = {

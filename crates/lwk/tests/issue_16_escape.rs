@@ -325,3 +325,31 @@ fn issue_16_io_uring_entries_cannot_reach_the_vmm() {
     }
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
 }
+
+/// A new vCPU's fd sits at the lowest free number of the guest's range until the VMM moves it above
+/// the floor (widened here to 30 ms by MULTIOS_LWK_TEST_FD_RACE_MS). A guest looping
+/// sendmsg(SCM_RIGHTS) of that number received the VMM's vCPU and, through its `kvm_run` page, ran
+/// its own code in ring 0; ioctl and mmap of the number reached it too; an io_uring CLOSE linked
+/// after a TIMEOUT closed a VMM temporary from inside a VMM thread (`tests/c/vcpuwindow.c`).
+#[test]
+fn issue_16_a_new_vcpus_fd_cannot_be_taken_from_the_guests_range() {
+    require_kvm();
+    let dir = Scratch::new("multios-issue16", "vcpuwindow");
+    let prog = build_c("vcpuwindow", &["-pthread", "-luring"], &dir);
+    let out = run(Command::new(RUNNER)
+        .env("MULTIOS_LWK_TEST_FD_RACE_MS", "30")
+        .arg(&prog));
+    let s = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "vCPU fds received through SCM_RIGHTS: 0",
+        "KVM ioctls answered: 0",
+        "mmaps of the number: 0",
+        "io_uring close alone: 0",
+        "closed: yes",
+        "io_uring close of a closed fd: -9",
+        "io_uring close in a chain refused or done: yes",
+    ] {
+        assert!(s.lines().any(|l| l == line), "missing {line:?}\n{}", show(&out));
+    }
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+}

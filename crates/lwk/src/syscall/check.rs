@@ -16,7 +16,8 @@ const PATH_MAX: usize = 4096;
 /// second procfs mount) is decided from the opened file by `procfs::classify_fd`, which also
 /// covers every other process of the run.
 pub fn forbidden_path(path: &[u8], floor: i32) -> bool {
-    let p = String::from_utf8_lossy(path);
+    let raw = String::from_utf8_lossy(path);
+    let p = lexical(&raw);
     let high = |n: &str| n.parse::<i64>().map_or(true, |fd| fd < 0 || fd >= floor as i64);
     if let Some(rest) = p.strip_prefix("/dev/fd/") {
         return rest.split('/').find(|c| !c.is_empty()).is_some_and(high);
@@ -41,6 +42,31 @@ pub fn forbidden_path(path: &[u8], floor: i32) -> bool {
         ["fd" | "fdinfo", n, ..] => high(n),
         _ => false,
     }
+}
+
+/// An absolute `path` with its `.` and `..` components resolved by name (`/proc/self/../self/fd/9`
+/// is `/proc/self/fd/9`, which the kernel reaches too: `..` of `/proc/PID` is `/proc`); other
+/// paths as they are. Without it a `..` spelled its way past the net above (issue #16).
+fn lexical(path: &str) -> std::borrow::Cow<'_, str> {
+    if !path.starts_with('/') || !path.split('/').any(|c| c == "." || c == "..") {
+        return std::borrow::Cow::Borrowed(path);
+    }
+    let mut out: Vec<&str> = Vec::new();
+    for c in path.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    let mut s = String::from("/");
+    s.push_str(&out.join("/"));
+    if path.ends_with('/') && !out.is_empty() {
+        s.push('/');
+    }
+    std::borrow::Cow::Owned(s)
 }
 
 /// Resolves a length specification; a length the call reads through a pointer (`DerefU32`) is
@@ -111,6 +137,9 @@ pub struct Checked {
     msg: Option<Box<[u64; 7]>>,
     /// A sent msghdr's control buffer, copied: the kernel reads the fds that were checked.
     control: Vec<u8>,
+    /// The duplicates above the floor that `control`'s SCM_RIGHTS messages name instead of the
+    /// guest's numbers (`alias_rights`); closed when the call is done with them.
+    passed: Vec<std::os::fd::OwnedFd>,
     /// The guest's msghdr, for results the kernel writes into the copy (recvmsg).
     msg_guest: Option<u64>,
     /// Copied pollfd arrays and fd_sets: (the guest's address, the copy), written back after
@@ -213,11 +242,13 @@ fn sent_control(mem: &GuestMemory, addr: u64, len: u64, fd_floor: i32) -> Result
     Ok(ctl)
 }
 
-/// EBADF when an SCM_RIGHTS message of `ctl` names an fd outside `[0, floor)`.
-fn vmm_fds_in_control(ctl: &[u8], fd_floor: i32) -> Result<(), i64> {
+/// The byte offsets of the fds of `ctl`'s SCM_RIGHTS messages. The walk is the kernel's
+/// (`__scm_send`): 8-byte-aligned headers, each at least 16 bytes and inside the buffer; a
+/// malformed one stops it, as the kernel then refuses the message (EINVAL) without passing fds.
+fn rights_offsets(ctl: &[u8]) -> Vec<usize> {
     const HDR: usize = 16; // cmsg_len (8), cmsg_level (4), cmsg_type (4)
     let u32_at = |o: usize| u32::from_le_bytes([ctl[o], ctl[o + 1], ctl[o + 2], ctl[o + 3]]);
-    let mut off = 0usize;
+    let (mut off, mut out) = (0usize, Vec::new());
     while off + HDR <= ctl.len() {
         let mut w = [0u8; 8];
         w.copy_from_slice(&ctl[off..off + 8]);
@@ -228,18 +259,48 @@ fn vmm_fds_in_control(ctl: &[u8], fd_floor: i32) -> Result<(), i64> {
         let clen = clen as usize;
         let (level, kind) = (u32_at(off + 8) as i32, u32_at(off + 12) as i32);
         if level == libc::SOL_SOCKET && kind == libc::SCM_RIGHTS {
-            let mut p = off + HDR;
-            while p + 4 <= off + clen {
-                let fd = u32_at(p) as i32;
-                if fd < 0 || fd >= fd_floor {
-                    return Err(EBADF);
-                }
-                p += 4;
-            }
+            out.extend((off + HDR..).step_by(4).take_while(|p| p + 4 <= off + clen));
         }
         off += clen.div_ceil(8) * 8;
     }
+    out
+}
+
+/// EBADF when an SCM_RIGHTS message of `ctl` names an fd outside `[0, floor)`.
+fn vmm_fds_in_control(ctl: &[u8], fd_floor: i32) -> Result<(), i64> {
+    for p in rights_offsets(ctl) {
+        let fd = i32::from_le_bytes([ctl[p], ctl[p + 1], ctl[p + 2], ctl[p + 3]]);
+        if fd < 0 || fd >= fd_floor {
+            return Err(EBADF);
+        }
+    }
     Ok(())
+}
+
+/// Replaces the fds of the SCM_RIGHTS messages of the checked copy `ctl` by duplicates at or
+/// above the floor, made under `sys::low_fds`; the caller closes them once the call returned.
+///
+/// The kernel looks the passed numbers up when the call runs, and sendmsg takes no lock of the
+/// LWK (it may wait for the peer as long as it likes). A number the guest names can, for a few
+/// microseconds, hold a descriptor of the VMM's that is on its way above the floor — a new vCPU's
+/// fd, whose `kvm_run` page sets the vCPU's registers: a guest looping sendmsg of that number to
+/// itself received the vCPU and ran its own code in ring 0 (issue #16). The duplicates are made
+/// while no VMM descriptor is in the guest's range, so they are the guest's own files.
+fn alias_rights(ctl: &mut [u8], fd_floor: i32) -> Result<Vec<std::os::fd::OwnedFd>, i64> {
+    let offsets = rights_offsets(ctl);
+    if offsets.is_empty() {
+        return Ok(Vec::new());
+    }
+    let _low = crate::sys::low_fds();
+    let mut aliases = Vec::with_capacity(offsets.len());
+    for p in offsets {
+        let fd = i32::from_le_bytes([ctl[p], ctl[p + 1], ctl[p + 2], ctl[p + 3]]);
+        let alias = crate::sys::dup_high(fd, fd_floor).map_err(|_| EBADF)?;
+        use std::os::fd::AsRawFd;
+        ctl[p..p + 4].copy_from_slice(&alias.as_raw_fd().to_le_bytes());
+        aliases.push(alias);
+    }
+    Ok(aliases)
 }
 
 /// Checks the arguments `a` of a call with layout `layout`; Err holds the negative errno to return.
@@ -301,6 +362,7 @@ pub fn check(mem: &GuestMemory, layout: &[Arg], a: &[u64; 6], fd_floor: i32) -> 
                 }
                 if send && m[4] != 0 && m[5] != 0 {
                     c.control = sent_control(mem, m[4], m[5], fd_floor)?;
+                    c.passed = alias_rights(&mut c.control, fd_floor)?;
                     m[4] = c.control.as_ptr() as u64;
                 }
                 let boxed = Box::new(m);
@@ -391,6 +453,14 @@ pub fn check_call(
                 ok(a[i], (n as u64).div_ceil(64) * 8, true)?
             }
             Arg::Iov(_) | Arg::MsgHdr(_) => {
+                // recvmsg: the LWK writes the msghdr's lengths and flags back (`finish`) and the
+                // kernel writes the name and control buffers: writable, or EFAULT as natively
+                // (the VMM died writing a guest msghdr in a read-only shared mapping, issue #16).
+                if let (Arg::MsgHdr(false), Some(m)) = (*arg, &c.msg) {
+                    ok(a[i], 56, true)?;
+                    ok(m[0], m[1] & 0xffff_ffff, true)?;
+                    ok(m[4], m[5], true)?;
+                }
                 let into = matches!(
                     nr,
                     libc::SYS_readv | libc::SYS_preadv | libc::SYS_preadv2 | libc::SYS_recvmsg
@@ -496,6 +566,18 @@ mod tests {
         }
         v.resize(len.div_ceil(8) * 8, 0);
         v
+    }
+
+    #[test]
+    fn issue_16_dot_dot_does_not_spell_its_way_past_the_path_net() {
+        assert!(forbidden_path(b"/proc/self/../self/fd/1000", 1000));
+        assert!(forbidden_path(b"/proc/./self/x/../mem", 1000));
+        assert!(forbidden_path(b"/dev/../dev/fd/1000", 1000));
+        assert!(!forbidden_path(b"/proc/self/../self/fd/3", 1000));
+        assert!(!forbidden_path(b"/tmp/../etc/passwd", 1000));
+        assert_eq!(lexical("/a/b/../c/./d/"), "/a/c/d/");
+        assert_eq!(lexical("/../.."), "/");
+        assert_eq!(lexical("rel/../x"), "rel/../x");
     }
 
     #[test]

@@ -181,6 +181,12 @@ impl Kernel {
         if fd < 0 || fd >= self.fd_floor {
             return Reply::Ret(-(EBADF as i64));
         }
+        // KVM's ioctls (type 0xAE): the guest has no KVM descriptor of its own (/dev/kvm is
+        // refused), so a number of its range that answers them is a VMM vCPU's fd on its way
+        // above the floor; KVM_SET_REGS on it ran the guest's code in ring 0 (issue #16).
+        if (a[1] >> 8) & 0xff == 0xae {
+            return Reply::Ret(-(ENOTTY as i64));
+        }
         if a[1] & 0xffff_ffff == layout::PERF_EVENT_IOC_SET_OUTPUT && a[2] as i32 >= self.fd_floor {
             // Its argument is an fd (-1: none).
             return Reply::Ret(-(EBADF as i64));
@@ -457,7 +463,11 @@ fn creates_fd_at_once(nr: u64) -> bool {
 fn quick_on_fd(nr: u64) -> bool {
     matches!(
         nr as i64,
-        SYS_fstat
+        // close: a number the guest closes may hold a VMM temporary it had closed before (a new
+        // vCPU's fd on its way above the floor: the VMM then duplicated whatever the guest put
+        // there instead, issue #16).
+        SYS_close
+            | SYS_fstat
             | SYS_newfstatat
             | SYS_statx
             | SYS_lseek

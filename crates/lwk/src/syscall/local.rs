@@ -297,6 +297,20 @@ impl Kernel {
         if off % 4096 != 0 {
             return err(EINVAL);
         }
+        // The file is mapped through a duplicate above the floor, made under `sys::low_fds`: the
+        // guest's number, looked up again by every host call below, could otherwise name a VMM
+        // descriptor on its way above the floor — a new vCPU's, whose mmap is its `kvm_run` page
+        // with the registers the vCPU's next entry loads (issue #16).
+        let pinned = if anon {
+            None
+        } else {
+            let _low = sys::low_fds();
+            match sys::dup_high(fd, self.fd_floor) {
+                Ok(o) => Some(o),
+                Err(_) => return err(EBADF),
+            }
+        };
+        let fd = pinned.as_ref().map_or(fd, std::os::fd::AsRawFd::as_raw_fd);
         let fixed = flags & (MAP_FIXED | MAP_FIXED_NOREPLACE) != 0;
         let huge = anon && flags & MAP_HUGETLB != 0;
         // A file of hugetlbfs is mapped with its 2 MiB pages, at a 2 MiB-aligned address.
@@ -312,7 +326,8 @@ impl Kernel {
             }
         }
         if shared {
-            // Kernel objects the LWK serves itself (io_uring rings: `uring.rs`).
+            // Kernel objects the LWK serves itself (io_uring rings: `uring.rs`), found by the
+            // guest's number (a ring's memory is the VMM's region, not the file's mapping).
             if let Some(r) = self.mmap_kernel_object(a) {
                 return r;
             }

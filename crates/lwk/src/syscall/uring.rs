@@ -436,7 +436,12 @@ impl Kernel {
             2 | 4 | 7 => {
                 let count = if op == 2 { nr } else { 1 };
                 match self.guest_fds(arg, count) {
-                    Ok(fds) => call(fds.as_ptr() as u64),
+                    // Under `sys::low_fds`: a number the guest names may otherwise hold a VMM
+                    // descriptor on its way above the floor, which the ring would keep (issue #16).
+                    Ok(fds) => {
+                        let _low = sys::low_fds();
+                        call(fds.as_ptr() as u64)
+                    }
                     Err(e) => errno(e),
                 }
             }
@@ -451,6 +456,7 @@ impl Kernel {
                     Err(e) => return errno(e),
                 };
                 up[1] = fds.as_ptr() as u64;
+                let _low = sys::low_fds();
                 call(up.as_ptr() as u64)
             }
             // No argument: UNREGISTER_BUFFERS/FILES/EVENTFD, PERSONALITY (the kernel refuses a

@@ -283,11 +283,23 @@ impl Kernel {
                 file()?;
                 buf(addr, off, false)?;
             }
-            // CLOSE: a guest fd (or a fixed-file slot).
+            // CLOSE of a fixed-file slot: no number of the fd table involved.
+            19 if get32(e, SPLICE_FD_IN) != 0 => {}
+            // CLOSE of a number: closed now by the LWK, under `sys::low_fds`, and completed with
+            // close's result. Passed to the kernel it ran whenever the ring got to it — after a
+            // linked TIMEOUT, as task work inside a VMM thread that had a temporary descriptor
+            // at that number: a guest closed the VMM's copy of its mountinfo and slipped in a
+            // socket of its own (issue #16). In a chain its order would matter: not served.
             19 => {
-                if get32(e, SPLICE_FD_IN) == 0 {
-                    fd_ok(fd, false)?;
+                if in_chain || flags & IOSQE_LINKS != 0 {
+                    return Err(Refused::Variant(
+                        "of an fd in a link chain (close(2) it, or close a fixed-file slot)",
+                    ));
                 }
+                fd_ok(fd, false)?;
+                let _low = crate::sys::low_fds();
+                let r = crate::sys::raw_syscall(libc::SYS_close as u64, [fd as u32 as u64, 0, 0, 0, 0, 0]);
+                return Err(Refused::Served(r as i32));
             }
             // STATX: dirfd, path, struct statx.
             21 => {
