@@ -37,9 +37,24 @@ pub fn materialize(stem: &str, ext: &str, bytes: &[u8], mode: u32) -> Result<Pat
 /// Without the check another user could create the directory first (it is in a world-writable
 /// place) and replace the preload library between its writing and the program's start.
 pub fn private_dir() -> Result<PathBuf, EmbedError> {
-    let dir = std::env::temp_dir().join(format!("multios-{}", crate::sys::uid()));
+    let dir = temp_base().join(format!("multios-{}", crate::sys::uid()));
     ensure_private(&dir)?;
     Ok(dir)
+}
+
+/// `$TMPDIR`, absolute: unset or empty is /tmp, a relative one is taken from the current
+/// directory (the paths made in it go into LD_PRELOAD and the like, read by programs that may run
+/// elsewhere).
+pub fn temp_base() -> PathBuf {
+    let tmp = match std::env::var_os("TMPDIR") {
+        Some(t) if !t.is_empty() => PathBuf::from(t),
+        _ => PathBuf::from("/tmp"),
+    };
+    if tmp.is_absolute() {
+        tmp
+    } else {
+        std::path::absolute(&tmp).unwrap_or(tmp)
+    }
 }
 
 /// Creates `dir` (mode 0700, parents as needed) if missing and checks that it is a directory owned

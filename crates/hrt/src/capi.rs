@@ -17,6 +17,7 @@ pub const HRT_EBUSY: i32 = -5;
 pub const HRT_EINVAL: i32 = -6;
 pub const HRT_EAGAIN: i32 = -7;
 pub const HRT_EFORKED: i32 = -8;
+pub const HRT_ENESTED: i32 = -9;
 
 /// `struct hrt_config` (zeros: defaults).
 #[repr(C)]
@@ -47,7 +48,8 @@ fn code(e: &HrtError) -> i32 {
             LAST_FAULT.with(|c| c.set(*f));
             HRT_EFAULTED
         }
-        HrtError::Thread(_) => HRT_EAGAIN,
+        HrtError::Thread(_) | HrtError::VcpuThread(..) => HRT_EAGAIN,
+        HrtError::Nested => HRT_ENESTED,
         HrtError::ForkedChild => HRT_EFORKED,
         _ => HRT_EINIT,
     }
@@ -56,7 +58,7 @@ fn code(e: &HrtError) -> i32 {
 fn report(e: HrtError) -> i32 {
     if !matches!(
         e,
-        HrtError::Faulted(_) | HrtError::NoSuchInvocation | HrtError::ForkedChild
+        HrtError::Faulted(_) | HrtError::NoSuchInvocation | HrtError::ForkedChild | HrtError::Nested
     ) {
         eprintln!("multios-hrt: {e}");
     }
@@ -208,6 +210,7 @@ pub extern "C" fn hrt_strerror(e: i32) -> *const libc::c_char {
         HRT_EINVAL => b"invalid argument\0",
         HRT_EAGAIN => b"no thread or vCPU could be started\0",
         HRT_EFORKED => b"split execution does not cross fork(): this is a child\0",
+        HRT_ENESTED => b"hrt_invoke_func inside a split-executed function (call the function directly)\0",
         _ => b"unknown error\0",
     };
     s.as_ptr() as *const libc::c_char

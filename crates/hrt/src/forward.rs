@@ -10,16 +10,12 @@ use crate::sys;
 use multios_lwk::LocalSet;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-/// Identity answers cached at start-up (they are the process's and do not change under it
-/// except through calls that are forwarded).
+/// The LWK's local answers. Only the pid is cached: the parent (getppid: it may die), the
+/// credentials (the program may change them natively, or the function through a forwarded
+/// set*id call) change under the runtime, so those calls are forwarded.
 pub struct Local {
     set: LocalSet,
     pid: i64,
-    ppid: i64,
-    uid: i64,
-    euid: i64,
-    gid: i64,
-    egid: i64,
     /// Calls answered locally and forwarded, for the measurements.
     pub local: AtomicU64,
     pub forwarded: AtomicU64,
@@ -32,11 +28,6 @@ impl Local {
         Local {
             set: LocalSet::mckernel(),
             pid: id(libc::SYS_getpid),
-            ppid: id(libc::SYS_getppid),
-            uid: id(libc::SYS_getuid),
-            euid: id(libc::SYS_geteuid),
-            gid: id(libc::SYS_getgid),
-            egid: id(libc::SYS_getegid),
             local: AtomicU64::new(0),
             forwarded: AtomicU64::new(0),
             refused: AtomicU64::new(0),
@@ -49,11 +40,6 @@ impl Local {
             libc::SYS_gettid => tid as i64,
             libc::SYS_getpid => self.pid,
             n if !self.set.is_local(n as u64) => return None,
-            libc::SYS_getppid => self.ppid,
-            libc::SYS_getuid => self.uid,
-            libc::SYS_geteuid => self.euid,
-            libc::SYS_getgid => self.gid,
-            libc::SYS_getegid => self.egid,
             libc::SYS_sched_yield => 0,
             _ => return None,
         };
@@ -72,6 +58,9 @@ impl Local {
             return -(libc::ENOSYS as i64);
         }
         self.forwarded.fetch_add(1, Relaxed);
+        // set*id too: the function's C library broadcasts the change to the process's other
+        // threads itself (SIGSETXID) and makes the system call for "its" thread last, and that
+        // thread (its thread pointer) is the one serving it.
         sys::forward(nr, a)
     }
 }

@@ -55,11 +55,7 @@ pub struct Invocation {
 impl Invocation {
     /// Waits for the function; its return value, or how it faulted.
     pub fn join(self) -> Result<i64, HrtError> {
-        self.handle.join().unwrap_or_else(|_| {
-            Err(HrtError::Thread(std::io::Error::other(
-                "the partner thread panicked",
-            )))
-        })
+        self.handle.join().unwrap_or(Err(HrtError::PartnerPanicked))
     }
 }
 
@@ -73,6 +69,31 @@ pub struct Stats {
     pub calls_local: u64,
     pub calls_forwarded: u64,
     pub calls_refused: u64,
+}
+
+thread_local! {
+    /// Set while this thread's function runs in the guest. The guest runs with the poster's
+    /// thread pointer (`mailbox.fs`), so a call made *by the function* sees the flag of the thread
+    /// that posted it: a nested call must not wait for a vCPU (it holds one: with `max_vcpus`
+    /// vCPUs busy it would wait forever).
+    static IN_CALL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// True inside a function run by split execution (on a vCPU).
+pub fn in_guest_call() -> bool {
+    IN_CALL.with(|c| c.get())
+}
+
+/// Runs `f` with [`IN_CALL`] set on this thread.
+fn posting<R>(f: impl FnOnce() -> R) -> R {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            IN_CALL.with(|c| c.set(self.0));
+        }
+    }
+    let _reset = Reset(IN_CALL.with(|c| c.replace(true)));
+    f()
 }
 
 /// Calls a boxed closure (the argument) in the guest.
@@ -117,15 +138,21 @@ impl Hrt {
     }
 
     /// Runs `f(arg)` on a resident vCPU and waits (the caller serves its forwarded calls).
+    /// Called from inside a function that split execution runs, `f(arg)` is called directly:
+    /// the caller is already on a vCPU, in the same address space.
     ///
     /// # Safety
     /// `f` must be safe to call with `arg` (it runs in this address space, as a call would).
     pub unsafe fn call(&self, f: Func, arg: *mut libc::c_void) -> Result<i64, HrtError> {
+        if in_guest_call() {
+            // SAFETY: the caller vouches for `f(arg)`.
+            return Ok(unsafe { f(arg) });
+        }
         if FORKED.load(Ordering::Relaxed) {
             return Err(HrtError::ForkedChild);
         }
         let cpu = self.rt.acquire()?;
-        let r = self.rt.run_on(&cpu, f, arg as u64, false);
+        let r = posting(|| self.rt.run_on(&cpu, f, arg as u64, false));
         self.rt.release(cpu);
         r
     }
@@ -135,6 +162,9 @@ impl Hrt {
     /// # Safety
     /// `f` must be safe to call with `arg` on another thread.
     pub unsafe fn invoke(&self, f: Func, arg: *mut libc::c_void) -> Result<Invocation, HrtError> {
+        if in_guest_call() {
+            return Err(HrtError::Nested);
+        }
         if FORKED.load(Ordering::Relaxed) {
             return Err(HrtError::ForkedChild);
         }
@@ -144,7 +174,7 @@ impl Hrt {
             .name("hrt-partner".into())
             .spawn(move || {
                 let cpu = rt.acquire()?;
-                let r = rt.run_on(&cpu, f, arg, true);
+                let r = posting(|| rt.run_on(&cpu, f, arg, true));
                 rt.release(cpu);
                 r
             })
@@ -166,6 +196,9 @@ impl Hrt {
 
     /// Runs a closure in the guest on a partner thread; join the result.
     pub fn spawn<F: FnOnce() -> i64 + Send + 'static>(&self, f: F) -> Result<Invocation, HrtError> {
+        if in_guest_call() {
+            return Err(HrtError::Nested);
+        }
         if FORKED.load(Ordering::Relaxed) {
             return Err(HrtError::ForkedChild);
         }
@@ -176,7 +209,7 @@ impl Hrt {
                 let mut slot = Some(f);
                 let cpu = rt.acquire()?;
                 let arg = &mut slot as *mut Option<F> as u64;
-                let r = rt.run_on(&cpu, closure_entry::<F>, arg, true);
+                let r = posting(|| rt.run_on(&cpu, closure_entry::<F>, arg, true));
                 rt.release(cpu);
                 r
             })

@@ -82,6 +82,12 @@ pub enum HrtError {
     NoSuchInvocation,
     #[error("starting the partner thread: {0}")]
     Thread(std::io::Error),
+    #[error("the partner thread panicked")]
+    PartnerPanicked,
+    #[error("starting vCPU {0}: its thread could not be started or ended during set-up: {1}")]
+    VcpuThread(u64, std::io::Error),
+    #[error("hrt_invoke_func called from inside a split-executed function (functions cannot start invocations: call the function directly)")]
+    Nested,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -101,12 +107,23 @@ pub struct Shared {
     cfg: Config,
     idle_spins: u64,
     cpus: Mutex<Vec<Arc<Cpu>>>,
-    free: Mutex<Vec<Arc<Cpu>>>,
+    free: Mutex<Pool>,
     freed: Condvar,
     /// Callers waiting on `freed` (a notify is a futex call: skipped when nobody waits).
     waiting: std::sync::atomic::AtomicUsize,
     /// Time the merger took at start-up, ns.
     pub merge_ns: AtomicU64,
+}
+
+/// The idle vCPUs and the vCPU ids handed out, under one lock so that two first calls at once
+/// never start the same id (KVM_CREATE_VCPU: EEXIST).
+#[derive(Default)]
+struct Pool {
+    free: Vec<Arc<Cpu>>,
+    /// vCPUs started or being started (a failed start gives its place back).
+    live: usize,
+    /// The next vCPU id (never reused: a failed start may have created it in KVM).
+    next_id: u64,
 }
 
 /// pause-loop iterations per microsecond, roughly (Zen 4: a `pause` is ≈ 64 cycles).
@@ -169,7 +186,7 @@ impl Shared {
             cfg,
             idle_spins,
             cpus: Mutex::new(Vec::new()),
-            free: Mutex::new(Vec::new()),
+            free: Mutex::new(Pool::default()),
             freed: Condvar::new(),
             waiting: std::sync::atomic::AtomicUsize::new(0),
             merge_ns: AtomicU64::new(merge_ns),
@@ -218,41 +235,61 @@ impl Shared {
         let h = std::thread::Builder::new()
             .name(format!("hrt-vcpu{id}"))
             .spawn(move || cpu::thread(rt, c, pin, tx))
-            .map_err(HrtError::Thread)?;
+            .map_err(|e| HrtError::VcpuThread(id, e))?;
         *lock(&cpu.thread) = Some(h);
         match rx.recv() {
             Ok(Ok(())) => Ok(cpu),
             Ok(Err(e)) => Err(e.into()),
-            Err(_) => Err(HrtError::Thread(std::io::Error::other("the vCPU thread ended"))),
+            Err(_) => Err(HrtError::VcpuThread(
+                id,
+                std::io::Error::other("the vCPU thread ended"),
+            )),
         }
     }
 
     /// A free vCPU (the one used last, likely still spinning), started when none is free and the
     /// limit allows, else waited for.
     pub fn acquire(self: &Arc<Self>) -> Result<Arc<Cpu>, HrtError> {
-        let mut free = lock(&self.free);
+        let mut pool = lock(&self.free);
         loop {
-            if let Some(c) = free.pop() {
+            if let Some(c) = pool.free.pop() {
                 return Ok(c);
             }
-            let n = lock(&self.cpus).len();
-            if n < self.cfg.max_vcpus.clamp(1, 128) {
-                drop(free);
-                let c = self.start_cpu(n as u64)?;
-                lock(&self.cpus).push(c.clone());
-                return Ok(c);
+            if pool.live < self.cfg.max_vcpus.clamp(1, 128) {
+                // Reserve the place and the id under the lock; start outside it (a start takes
+                // milliseconds; other callers meanwhile take a freed vCPU or start another).
+                pool.live += 1;
+                let id = pool.next_id;
+                pool.next_id += 1;
+                drop(pool);
+                return match self.start_cpu(id) {
+                    Ok(c) => {
+                        lock(&self.cpus).push(c.clone());
+                        Ok(c)
+                    }
+                    Err(e) => {
+                        lock(&self.free).live -= 1;
+                        // A caller waiting for this start may start one itself now.
+                        self.freed.notify_all();
+                        Err(e)
+                    }
+                };
             }
             self.waiting.fetch_add(1, SeqCst);
-            free = self.freed.wait(free).unwrap_or_else(|p| p.into_inner());
+            pool = self.freed.wait(pool).unwrap_or_else(|p| p.into_inner());
             self.waiting.fetch_sub(1, SeqCst);
         }
     }
 
     pub fn release(&self, cpu: Arc<Cpu>) {
+        let mut pool = lock(&self.free);
         if cpu.exited.load(Acquire) {
-            return;
+            // Its place is free again (a vCPU that faulted fatally does not come back).
+            pool.live = pool.live.saturating_sub(1);
+        } else {
+            pool.free.push(cpu);
         }
-        lock(&self.free).push(cpu);
+        drop(pool);
         if self.waiting.load(SeqCst) > 0 {
             self.freed.notify_one();
         }
@@ -351,7 +388,7 @@ impl Shared {
     /// Stops every vCPU and waits for their threads (a vCPU still inside a function is left).
     pub fn stop(&self) {
         let cpus = std::mem::take(&mut *lock(&self.cpus));
-        lock(&self.free).clear();
+        lock(&self.free).free.clear();
         for c in &cpus {
             c.mb.stop.store(1, SeqCst);
             sys::futex_wake(&c.mb.seq);

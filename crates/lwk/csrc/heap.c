@@ -14,7 +14,11 @@
  * that class only (free finds the class from the span, so blocks have no header and any interior
  * pointer — memalign's — maps to its block); a per-thread cache of up to 64 blocks per class in
  * front of a global list per class (a spinlock each). Larger blocks are runs of 4 KiB pages with
- * a 64-byte header, kept on free lists by page count (no coalescing). A chunk starts with its
+ * a 64-byte header, kept on free lists by span count (no coalescing); an allocation takes the
+ * first run long enough from its list or a longer one, and splits off the rest when the run lies
+ * in one chunk. realloc grows a run in place when it ends where the span allocator goes on, and
+ * else moves it to a run half as large again (a buffer grown step by step, a string builder's,
+ * moves O(log n) times and leaves reusable runs behind). A chunk starts with its
  * span table; a bitmap of 64 MiB granules says which chunks are ours, so free() hands pointers
  * it does not own (from ld.so's early allocator) to glibc. */
 #define _GNU_SOURCE
@@ -220,21 +224,47 @@ static struct large **bin_of(size_t pages) {
     return &large_bins[spans < LARGE_BINS ? spans : LARGE_BINS];
 }
 
-/* A run of at least `pages` pages with its header at the start. */
-static struct large *large_run(size_t pages) {
-    pages = (pages + SPAN / PAGE - 1) & ~(SPAN / PAGE - 1);
+/* Puts the free run `l` on its list (large_lock held). */
+static void bin_put(struct large *l) {
+    struct large **bin = bin_of(l->pages);
+    l->next = *bin;
+    *bin = l;
+}
+
+/* A free run of at least `pages` pages (a multiple of a span's) from the lists, the rest of a
+ * longer one split off when the run lies in one chunk (a run spanning chunks — a block of more
+ * than 64 MiB — has spans past its first chunk's table, where no other block may start). */
+static struct large *reuse_run(size_t pages) {
     lock(&large_lock);
-    struct large **bin = bin_of(pages);
-    for (struct large **p = bin; *p; p = &(*p)->next) {
-        if ((*p)->pages >= pages) {
+    for (struct large **bin = bin_of(pages); bin <= &large_bins[LARGE_BINS]; bin++) {
+        for (struct large **p = bin; *p; p = &(*p)->next) {
             struct large *l = *p;
+            if (l->pages < pages) continue;
             *p = l->next;
+            uintptr_t end = l->base + l->pages * PAGE;
+            if (l->pages > pages && (l->base >> 26) == ((end - 1) >> 26)) {
+                struct large *t = (struct large *)(l->base + pages * PAGE);
+                t->magic = 0;
+                t->base = (uintptr_t)t;
+                t->pages = l->pages - pages;
+                t->fresh = 0;
+                bin_put(t);
+                l->pages = pages;
+            }
             unlock(&large_lock);
             l->fresh = 0;
             return l;
         }
     }
     unlock(&large_lock);
+    return NULL;
+}
+
+/* A run of at least `pages` pages with its header at the start. */
+static struct large *large_run(size_t pages) {
+    pages = (pages + SPAN / PAGE - 1) & ~(SPAN / PAGE - 1);
+    struct large *r = reuse_run(pages);
+    if (r) return r;
     size_t bytes = pages * PAGE;
     uintptr_t base;
     if (bytes <= CHUNK - SPAN) {
@@ -262,10 +292,12 @@ static struct large *large_run(size_t pages) {
 
 static void *large_alloc(size_t n, size_t align) {
     if (n > (1ul << 46)) return NULL;
+    /* Runs start on a span boundary: an alignment past a span's may need up to `align` more. */
     size_t off = (LARGE_HDR + align - 1) & ~(align - 1);
-    size_t pages = (off + n + PAGE - 1) / PAGE;
+    size_t pages = ((align > SPAN ? align + LARGE_HDR : off) + n + PAGE - 1) / PAGE;
     struct large *run = large_run(pages);
     if (!run) return NULL;
+    off = ((run->base + LARGE_HDR + align - 1) & ~(align - 1)) - run->base;
     struct large *h = (struct large *)(run->base + off - LARGE_HDR);
     if (h != run) *h = *run;
     h->magic = MAGIC;
@@ -280,10 +312,27 @@ static void large_free(void *p) {
     *l = run;
     l->magic = 0;
     lock(&large_lock);
-    struct large **bin = bin_of(l->pages);
-    l->next = *bin;
-    *bin = l;
+    bin_put(l);
     unlock(&large_lock);
+}
+
+/* Grows the large block `p` in place to `n` bytes when its run ends where the span allocator
+ * goes on in the current chunk; 1 when it now holds `n` bytes. */
+static int large_grow(void *p, size_t n) {
+    struct large *h = large_header(p);
+    uintptr_t run_end = h->base + h->pages * PAGE;
+    if ((uintptr_t)p + n <= run_end) return 1;
+    size_t more = ((uintptr_t)p + n - run_end + SPAN - 1) & ~(SPAN - 1);
+    int ok = 0;
+    lock(&span_lock);
+    if (cur_chunk && run_end == next_span && more <= cur_chunk + CHUNK - next_span) {
+        memset(&chunk_of((void *)next_span)->kind[span_index((void *)next_span)], SPAN_LARGE, more / SPAN);
+        next_span += more;
+        h->pages += more / PAGE;
+        ok = 1;
+    }
+    unlock(&span_lock);
+    return ok;
 }
 
 /* The block of a small pointer (memalign's may point inside it) and its class. */
@@ -335,6 +384,8 @@ __attribute__((constructor)) static void setup(void) {
 }
 
 static void *alloc(size_t n, size_t align) {
+    /* No block is that large (64 TiB); it also keeps `n + align` below from wrapping. */
+    if (n > (1ul << 46)) return NULL;
     if (!init()) return NULL;
     if (align > (1ul << 20)) {
         /* Alignments past 1 MiB (never seen in practice) are glibc's: free() knows them as
@@ -372,7 +423,13 @@ void free(void *p) {
 }
 
 size_t malloc_usable_size(void *p) {
-    if (!p || !ours(p)) return 0;
+    if (!p) return 0;
+    if (!ours(p)) {
+        /* glibc's block (from before this object was loaded, or memalign's past 1 MiB). */
+        static size_t (*real_usable)(void *);
+        if (!real_usable) real_usable = (size_t(*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
+        return real_usable ? real_usable(p) : 0;
+    }
     if (chunk_of(p)->kind[span_index(p)] == SPAN_SMALL) {
         int k;
         char *b = small_block(p, &k);
@@ -408,7 +465,13 @@ void *realloc(void *p, size_t n) {
     }
     size_t have = ours(p) ? malloc_usable_size(p) : 0;
     if (ours(p) && n <= have) return p;
-    void *q = malloc(n);
+    void *q = NULL;
+    if (ours(p) && chunk_of(p)->kind[span_index(p)] != SPAN_SMALL) {
+        if (large_grow(p, n)) return p;
+        /* Moving: half as large again, so that a buffer grown in steps moves O(log n) times. */
+        if (n < (1ul << 45) && n < have + have / 2) q = malloc(have + have / 2);
+    }
+    if (!q) q = malloc(n);
     if (!q) return NULL;
     if (ours(p)) {
         memcpy(q, p, have);
@@ -454,4 +517,10 @@ int posix_memalign(void **out, size_t align, size_t n) {
 
 void *valloc(size_t n) { return memalign(PAGE, n); }
 
-void *pvalloc(size_t n) { return memalign(PAGE, (n + PAGE - 1) & ~(PAGE - 1)); }
+void *pvalloc(size_t n) {
+    if (n > SIZE_MAX - PAGE) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return memalign(PAGE, n ? (n + PAGE - 1) & ~(PAGE - 1) : PAGE);
+}

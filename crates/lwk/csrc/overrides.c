@@ -13,7 +13,9 @@
  * LWK has no vDSO); the CPU-time clocks are extrapolated between readings (cpu_ns below). ns = ns0 + (tsc - tsc0) * ns_per_tick; the anchor (tsc0, ns0) is re-taken
  * from the real clock every RESYNC_NS, and the rate is refined over the whole run
  * ((ns - first_ns) / (tsc - first_tsc)), so the error stays within a few µs. A seqlock lets
- * readers run without a lock; a clock never goes backwards (the last value returned is a floor).
+ * readers run without a lock; the monotonic clock never goes backwards (the last value returned
+ * is a floor); CLOCK_REALTIME is the monotonic time plus the real clocks' offset, re-read at each
+ * resync, so a stepped real time shows within RESYNC_NS.
  * MULTIOS_LWK_TSC_HZ is the VMM's first estimate of the rate. Other clocks go to libc. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -41,13 +43,17 @@ struct anchor {
     uint64_t tsc0, first_tsc;
     int64_t ns0, first_ns;
     double ns_per_tick;
+    /* CLOCK_REALTIME - CLOCK_MONOTONIC, as the real clocks said at the last resync. */
+    int64_t rt_offset;
 };
 
-/* [0]: CLOCK_REALTIME, [1]: CLOCK_MONOTONIC. */
-static struct anchor anchors[2];
+/* The TSC runs CLOCK_MONOTONIC only; CLOCK_REALTIME is the monotonic time plus the real clocks'
+ * offset re-read at every resync, so that when the real time is stepped (settimeofday, NTP) the
+ * realtime clock follows — backwards too, as the real one does — within RESYNC_NS. */
+static struct anchor anchor;
 static uint32_t seq;
 static int resyncing;
-static int64_t last_ns[2];
+static int64_t last_mono;
 static uint64_t resync_ticks;
 
 static int64_t real_ns(clockid_t c) {
@@ -56,51 +62,53 @@ static int64_t real_ns(clockid_t c) {
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* Takes both anchors from the real clocks (one thread at a time). */
+/* Takes the anchor and the realtime offset from the real clocks (one thread at a time). */
 static void resync(int first, double hz) {
     if (__atomic_exchange_n(&resyncing, 1, __ATOMIC_ACQUIRE)) return;
-    struct anchor next[2];
-    for (int k = 0; k < 2; k++) {
-        uint64_t a = __rdtsc();
-        int64_t ns = real_ns(k == 0 ? CLOCK_REALTIME : CLOCK_MONOTONIC);
-        uint64_t b = __rdtsc();
-        uint64_t t = a + (b - a) / 2;
-        next[k] = anchors[k];
-        next[k].tsc0 = t;
-        next[k].ns0 = ns;
-        if (first) {
-            next[k].first_tsc = t;
-            next[k].first_ns = ns;
-            next[k].ns_per_tick = 1e9 / hz;
-        } else if (t > next[k].first_tsc) {
-            next[k].ns_per_tick = (double)(ns - next[k].first_ns) / (double)(t - next[k].first_tsc);
-        }
+    struct anchor next = anchor;
+    uint64_t a = __rdtsc();
+    int64_t ns = real_ns(CLOCK_MONOTONIC);
+    uint64_t b = __rdtsc();
+    int64_t rt = real_ns(CLOCK_REALTIME);
+    int64_t ns2 = real_ns(CLOCK_MONOTONIC);
+    uint64_t t = a + (b - a) / 2;
+    next.tsc0 = t;
+    next.ns0 = ns;
+    next.rt_offset = rt - (ns + (ns2 - ns) / 2);
+    if (first) {
+        next.first_tsc = t;
+        next.first_ns = ns;
+        next.ns_per_tick = 1e9 / hz;
+    } else if (t > next.first_tsc) {
+        next.ns_per_tick = (double)(ns - next.first_ns) / (double)(t - next.first_tsc);
     }
     __atomic_fetch_add(&seq, 1, __ATOMIC_ACQ_REL);
-    anchors[0] = next[0];
-    anchors[1] = next[1];
+    anchor = next;
     __atomic_fetch_add(&seq, 1, __ATOMIC_ACQ_REL);
-    resync_ticks = (uint64_t)((double)RESYNC_NS / next[1].ns_per_tick);
+    resync_ticks = (uint64_t)((double)RESYNC_NS / next.ns_per_tick);
     __atomic_store_n(&resyncing, 0, __ATOMIC_RELEASE);
 }
 
+/* [k] 0: CLOCK_REALTIME, 1: CLOCK_MONOTONIC, in ns. Only the monotonic clock is held from going
+ * backwards (the last value returned is a floor); the realtime one moves with the real clock. */
 static int64_t tsc_ns(int k) {
     struct anchor a;
     for (;;) {
         uint32_t s = __atomic_load_n(&seq, __ATOMIC_ACQUIRE);
         if (s & 1) continue;
-        a = anchors[k];
+        a = anchor;
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
         if (__atomic_load_n(&seq, __ATOMIC_RELAXED) == s) break;
     }
     uint64_t t = __rdtsc();
     if (t - a.tsc0 > resync_ticks) resync(0, 0);
     int64_t ns = a.ns0 + (int64_t)((double)(int64_t)(t - a.tsc0) * a.ns_per_tick);
-    int64_t prev = __atomic_load_n(&last_ns[k], __ATOMIC_RELAXED);
+    int64_t prev = __atomic_load_n(&last_mono, __ATOMIC_RELAXED);
     while (ns > prev &&
-           !__atomic_compare_exchange_n(&last_ns[k], &prev, ns, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+           !__atomic_compare_exchange_n(&last_mono, &prev, ns, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
     }
-    return ns > prev ? ns : prev;
+    if (ns < prev) ns = prev;
+    return k == 0 ? ns + a.rt_offset : ns;
 }
 
 static int which(clockid_t c) {

@@ -100,14 +100,43 @@ static int wait_while(int *word, int value, clockid_t clock, long long deadline)
     return 1;
 }
 
+static void release(struct worker *w);
+
+/* The job's end when its thread really ends inside it: pthread_exit (ret) or a cancellation
+ * (PTHREAD_CANCELED) — the job is done, joinable, and the slot takes a new thread next time. */
+static void thread_ends(struct worker *w, void *ret) {
+    pthread_mutex_lock(&pool);
+    w->ret = ret;
+    w->has_thread = 0;
+    current = NULL;
+    if (w->detached)
+        release(w);
+    else
+        __atomic_store_n(&w->state, W_DONE, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&pool);
+    wake(&w->state);
+}
+
+/* A cleanup handler around the job: glibc runs it when the job is cancelled (pthread_cancel)
+ * and when it calls pthread_exit, which has already ended the job (current is then NULL). */
+static void job_unwound(void *p) {
+    if (current == p) thread_ends(p, PTHREAD_CANCELED);
+}
+
 static void *worker_main(void *p) {
     struct worker *w = p;
     current = w;
     for (;;) {
         int s;
         while ((s = __atomic_load_n(&w->state, __ATOMIC_ACQUIRE)) != W_RUN) wait_while(&w->state, s, 0, 0);
+        /* A job starts as a fresh thread would: cancellable, deferred. */
+        pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+        pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, NULL);
         pthread_sigmask(SIG_SETMASK, &w->mask, NULL);
-        void *ret = w->fn(w->arg);
+        void *ret;
+        pthread_cleanup_push(job_unwound, w);
+        ret = w->fn(w->arg);
+        pthread_cleanup_pop(0);
         if (!w->has_thread) real_exit(ret); /* it forked and is now a child's only thread */
         pthread_mutex_lock(&pool);
         w->ret = ret;
@@ -265,20 +294,9 @@ int pthread_detach(pthread_t t) {
 
 void pthread_exit(void *ret) {
     struct worker *w = on ? current : NULL;
-    if (w) {
-        /* The worker really ends (glibc runs the cleanup handlers and TSD destructors): its job
-         * is done with `ret`, its slot takes a new thread next time. */
-        pthread_mutex_lock(&pool);
-        w->ret = ret;
-        w->has_thread = 0;
-        current = NULL;
-        if (w->detached)
-            release(w);
-        else
-            __atomic_store_n(&w->state, W_DONE, __ATOMIC_RELEASE);
-        pthread_mutex_unlock(&pool);
-        wake(&w->state);
-    }
+    /* The worker really ends (glibc runs the cleanup handlers and TSD destructors): its job is
+     * done with `ret`, its slot takes a new thread next time. */
+    if (w) thread_ends(w, ret);
     real_exit(ret);
 }
 

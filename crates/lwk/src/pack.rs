@@ -34,6 +34,8 @@ pub enum PackError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("{}: the packed payload is damaged ({reason}); pack the program again", path.display())]
     Damaged { path: PathBuf, reason: String },
+    #[error("{}: {reason}", path.display())]
+    Refused { path: PathBuf, reason: String },
 }
 
 /// What a packed executable runs and how.
@@ -53,32 +55,72 @@ pub fn write(runner: &Path, program: &Path, settings: &Settings, out: &Path) -> 
         let path = path.to_path_buf();
         move |source| PackError::Io { path, source }
     };
+    let refused = |path: &Path, reason: &str| PackError::Refused {
+        path: path.to_path_buf(),
+        reason: reason.to_string(),
+    };
+    // The output first: a directory (or a missing one) would only show at the final rename,
+    // after the whole file (the runner: ≈ 125 MB) was written beside it.
+    if out.is_dir() {
+        return Err(refused(
+            out,
+            "is a directory: -o takes the packed executable's file name",
+        ));
+    }
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Err(refused(out, "the directory to write it in does not exist"));
+    }
     let base = std::fs::read(runner).map_err(io(runner))?;
     if payload_bounds(&base).is_some() {
-        return Err(PackError::Damaged {
-            path: runner.to_path_buf(),
-            reason: "the runner is itself a packed executable".into(),
-        });
+        return Err(refused(
+            runner,
+            "the runner is itself a packed executable: pack with the multios binary",
+        ));
     }
     let prog = std::fs::read(program).map_err(io(program))?;
+    if payload_bounds(&prog).is_some() {
+        return Err(refused(
+            program,
+            "is already a packed executable (made by `lwk pack`): pack the original program",
+        ));
+    }
     let meta = serde_json::to_vec(settings).map_err(|e| PackError::Damaged {
         path: out.to_path_buf(),
         reason: e.to_string(),
     })?;
-    let tmp = out.with_extension("pack-tmp");
-    let mut f = std::fs::File::create(&tmp).map_err(io(&tmp))?;
-    for part in [&base[..], &prog, &meta] {
-        f.write_all(part).map_err(io(&tmp))?;
+    let mut name = out.as_os_str().to_os_string();
+    name.push(format!(".pack-tmp.{}", std::process::id()));
+    let tmp = PathBuf::from(name);
+    let r = write_to(&tmp, out, [&base[..], &prog, &meta], prog.len(), meta.len());
+    if r.is_err() {
+        // Whatever failed, no partial file (the runner's size) is left behind.
+        let _ = std::fs::remove_file(&tmp);
     }
-    f.write_all(&(prog.len() as u64).to_le_bytes())
-        .map_err(io(&tmp))?;
-    f.write_all(&(meta.len() as u64).to_le_bytes())
-        .map_err(io(&tmp))?;
-    f.write_all(MAGIC).map_err(io(&tmp))?;
+    r
+}
+
+/// Writes the parts and the trailer to `tmp` and renames it to `out`.
+fn write_to(tmp: &Path, out: &Path, parts: [&[u8]; 3], prog: usize, meta: usize) -> Result<(), PackError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| PackError::Io { path, source }
+    };
+    let mut f = std::fs::File::create(tmp).map_err(io(tmp))?;
+    for part in parts {
+        f.write_all(part).map_err(io(tmp))?;
+    }
+    f.write_all(&(prog as u64).to_le_bytes()).map_err(io(tmp))?;
+    f.write_all(&(meta as u64).to_le_bytes()).map_err(io(tmp))?;
+    f.write_all(MAGIC).map_err(io(tmp))?;
+    f.sync_all().map_err(io(tmp))?;
     drop(f);
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).map_err(io(&tmp))?;
-    std::fs::rename(&tmp, out).map_err(io(out))
+    std::fs::set_permissions(tmp, std::fs::Permissions::from_mode(0o755)).map_err(io(tmp))?;
+    std::fs::rename(tmp, out).map_err(io(out))
 }
 
 /// (program offset, program length, settings length) of a packed file's bytes, from its trailer.

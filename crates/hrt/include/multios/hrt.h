@@ -25,6 +25,7 @@ enum {
     HRT_EINVAL = -6,
     HRT_EAGAIN = -7,   /* no thread or vCPU could be started */
     HRT_EFORKED = -8,  /* called in a child of fork(): the VM stayed with the parent */
+    HRT_ENESTED = -9,  /* hrt_invoke_func inside a split-executed function */
 };
 
 typedef long (*hrt_func_t)(void *arg);
@@ -51,11 +52,13 @@ struct hrt_fault {
 int hrt_init(const struct hrt_config *cfg);
 /* Stops the vCPUs. */
 int hrt_fini(void);
-/* Runs fn(arg) on a vCPU with a partner thread; *t is the handle to join. */
+/* Runs fn(arg) on a vCPU with a partner thread; *t is the handle to join. HRT_ENESTED inside a
+   split-executed function (it cannot start threads). */
 int hrt_invoke_func(hrt_func_t fn, void *arg, hrt_thread_t *t);
 /* Waits for an invocation: its return value in *ret (may be NULL). Each handle joins once. */
 int hrt_join(hrt_thread_t t, long *ret);
-/* Runs fn(arg) on a resident vCPU and waits for it (a synchronous call). */
+/* Runs fn(arg) on a resident vCPU and waits for it (a synchronous call). Inside a function that
+   split execution runs, fn(arg) is called directly (the caller is on a vCPU already). */
 int hrt_call(hrt_func_t fn, void *arg, long *ret);
 /* The fault behind this thread's last HRT_EFAULTED. */
 int hrt_last_fault(struct hrt_fault *out);

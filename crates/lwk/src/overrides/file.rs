@@ -60,11 +60,15 @@ impl Overrides {
         };
         let form: FileForm = serde_yaml::from_str(text).map_err(|e| {
             let (line, column) = e.location().map_or((1, 1), |l| (l.line(), l.column()));
-            at(line, column, e.to_string())
+            // The location leads the message already: not again at its end.
+            let reason = e
+                .to_string()
+                .replacen(&format!(" at line {line} column {column}"), "", 1);
+            at(line, column, reason)
         })?;
         let mut entries: Vec<(String, String)> = Vec::new();
-        for e in form.overrides {
-            let (line, column) = locate(text, &e.function);
+        for (index, e) in form.overrides.into_iter().enumerate() {
+            let (line, column) = locate(text, index, "function");
             let Some(&(_, imp, _)) = CATALOGUE.iter().find(|c| c.0 == e.function) else {
                 let known: Vec<_> = CATALOGUE.iter().map(|c| c.0).collect();
                 return Err(at(
@@ -78,7 +82,7 @@ impl Overrides {
                 ));
             };
             if e.with != imp {
-                let (line, column) = locate(text, &e.with);
+                let (line, column) = locate(text, index, "with");
                 return Err(at(
                     line,
                     column,
@@ -119,14 +123,53 @@ impl Overrides {
     }
 }
 
-/// Line and column (1-based) of the first occurrence of `word` as a YAML value in `text`.
-fn locate(text: &str, word: &str) -> (usize, usize) {
-    for (i, l) in text.lines().enumerate() {
-        if let Some(c) = l.find(&format!(": {word}")) {
-            return (i + 1, c + 3);
+/// Line and column (1-based) of the value of `key` in item `index` of the file's `overrides`
+/// list (block style: `- function: x` with `with: y` under it, or `- {function: x, with: y}`);
+/// the item's own line when the key is not found there, (1, 1) when the item is not.
+fn locate(text: &str, index: usize, key: &str) -> (usize, usize) {
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("overrides:"))
+        .unwrap_or(0);
+    let mut items: Vec<usize> = Vec::new();
+    let mut indent: Option<usize> = None;
+    for (i, l) in lines.iter().enumerate().skip(start) {
+        let t = l.trim_start();
+        let dash = t
+            .strip_prefix('-')
+            .is_some_and(|r| r.is_empty() || r.starts_with([' ', '\t']));
+        if !dash {
+            continue;
+        }
+        let ind = l.len() - t.len();
+        if *indent.get_or_insert(ind) == ind {
+            items.push(i);
         }
     }
-    (1, 1)
+    let Some(&first) = items.get(index) else {
+        return (1, 1);
+    };
+    let end = items.get(index + 1).copied().unwrap_or(lines.len());
+    for (i, l) in lines.iter().enumerate().take(end).skip(first) {
+        let code = l.split(" #").next().unwrap_or(l);
+        let mut from = 0;
+        while let Some(p) = code[from..].find(key) {
+            let at = from + p;
+            from = at + key.len();
+            let word_start =
+                at == 0 || !matches!(code.as_bytes()[at - 1], b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_');
+            let Some(after) = code[from..].trim_start_matches([' ', '\t']).strip_prefix(':') else {
+                continue;
+            };
+            if word_start {
+                let value = after.trim_start_matches([' ', '\t']);
+                let col = code.len() - value.len();
+                return (i + 1, code[..col].chars().count() + 1);
+            }
+        }
+    }
+    (first + 1, 1)
 }
 
 #[cfg(test)]

@@ -104,11 +104,26 @@ impl Overrides {
                 program.display()
             )];
         };
+        // A family is bound together: a program importing realloc only is served by the malloc
+        // override. And a program may reach a function without importing it (dlopen, dlsym):
+        // the override *may* have no effect.
         self.functions()
-            .filter(|f| !imports.iter().any(|i| i == f))
+            .filter(|f| {
+                let mut family = bound_with(f);
+                if family.is_empty() {
+                    family.push(f);
+                }
+                !family.iter().any(|g| imports.iter().any(|i| i == g))
+            })
             .map(|f| {
+                let family = bound_with(f);
+                let rest = if family.len() > 1 {
+                    format!(" or the functions bound with it ({})", family.join(", "))
+                } else {
+                    String::new()
+                };
                 format!(
-                    "--overrides: {} and its libraries do not call {f}: that override has no effect",
+                    "--overrides: {} and its libraries do not call {f}{rest}: that override may have no effect",
                     program.display()
                 )
             })

@@ -26,8 +26,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Tracer {
-    /// Creates `path` and writes the header for `program`.
+    /// Creates `path` and writes the header for `program`. The path is kept absolute: a forked
+    /// child's `FILE.PID` goes beside it even when the guest changed directory meanwhile (the
+    /// VMM's working directory is the guest's).
     pub fn create(path: &Path, program: &str) -> Result<Tracer, TraceError> {
+        let path = &std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let t = Tracer {
             path: path.to_path_buf(),
             out: Mutex::new(None),
