@@ -558,11 +558,26 @@ HIDDEN int multios_in_call(void) {
 HIDDEN long multios_delegate(long nr, long a0, long a1, long a2, long a3, long a4, long a5) {
     __atomic_fetch_add(&multios_del_cnt[nr], 1, __ATOMIC_RELAXED);
     if (multios_mode == MODE_MIGRATE) {
-        multios_xsys(SYS_sched_setaffinity, 0, sizeof multios_control_set, (long)&multios_control_set, 0, 0, 0);
+        /* Back to the CPUs the thread had, not to the compute set: a program that pinned its
+         * own threads (sched_setaffinity is local) lost its mask at its first delegated call. A
+         * move the kernel refuses (a seccomp filter of the program's, a cpuset without the
+         * control CPUs) is counted for the report; the call then runs where the thread is. */
+        cpu_set_t saved; /* not initialised: -mgeneral-regs-only, no memset; the kernel fills `len` bytes */
+        long len = multios_xsys(SYS_sched_getaffinity, 0, sizeof saved, (long)&saved, 0, 0, 0);
+        long out = multios_xsys(SYS_sched_setaffinity, 0, sizeof multios_control_set, (long)&multios_control_set, 0,
+                                0, 0);
+        if (out < 0)
+            __atomic_fetch_add(&multios_move_out_failed, 1, __ATOMIC_RELAXED);
         multios_record(multios_spin(multios_draw(nr, &rng_state)));
         long r = multios_xsys(nr, a0, a1, a2, a3, a4, a5);
         multios_record(multios_spin(multios_draw(nr, &rng_state)));
-        multios_xsys(SYS_sched_setaffinity, 0, sizeof multios_compute_set, (long)&multios_compute_set, 0, 0, 0);
+        if (out >= 0) {
+            long back = len > 0 ? multios_xsys(SYS_sched_setaffinity, 0, len, (long)&saved, 0, 0, 0)
+                                : multios_xsys(SYS_sched_setaffinity, 0, sizeof multios_compute_set,
+                                               (long)&multios_compute_set, 0, 0, 0);
+            if (back < 0)
+                __atomic_fetch_add(&multios_move_back_failed, 1, __ATOMIC_RELAXED);
+        }
         return r;
     }
     if (multios_vf.solo) {

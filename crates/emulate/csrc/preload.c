@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -52,6 +53,7 @@ HIDDEN struct cost multios_costs[NR_MAX];
 HIDDEN uint32_t multios_expq[4096];
 HIDDEN cpu_set_t multios_compute_set, multios_control_set;
 HIDDEN volatile uint64_t multios_del_cnt[NR_MAX], multios_loc_cnt[NR_MAX], multios_nodelegate;
+HIDDEN volatile uint64_t multios_move_out_failed, multios_move_back_failed;
 HIDDEN volatile uint64_t multios_loc_ticks[NR_MAX];
 HIDDEN uint8_t multios_timing;
 HIDDEN uint64_t multios_samples[MAX_SAMPLES];
@@ -122,6 +124,55 @@ static char *stats_file(char *path) {
     return p;
 }
 
+/* This image's statistics file, opened when it starts (STATS_DIR/PID-ID.stats, close-on-exec):
+ * dump_stats writes through it, so the counts reach multios after the program dropped its
+ * privileges (setuid to a user who cannot write STATS_DIR) or changed its root (chroot: the
+ * path no longer leads there) — before, they were lost. Kept at a high descriptor number, out of
+ * the way of the program's own lowest-free-number opens; its device and inode are checked before
+ * each use (a program that closed every descriptor, or put one of its own at that number). A
+ * file may hold several dumps (an execve that failed, a vfork child's exec): each has one E line. */
+static int stats_fd = -1;
+static uint64_t stats_dev, stats_ino;
+
+static int stats_fd_ours(void) {
+    struct stat st;
+    return stats_fd >= 0 && raw6(SYS_fstat, stats_fd, (long)&st, 0, 0, 0, 0) == 0 && (uint64_t)st.st_dev == stats_dev &&
+           (uint64_t)st.st_ino == stats_ino;
+}
+
+static void open_stats(void) {
+    if (stats_fd_ours()) /* the parent's (a fork child: a copy of its descriptor) */
+        raw6(SYS_close, stats_fd, 0, 0, 0, 0, 0);
+    stats_fd = -1;
+    char path[600], *p = stats_file(path);
+    p = put_u64(p, image_id);
+    memcpy(p, ".stats", 7);
+    long fd = raw6(SYS_openat, AT_FDCWD, (long)path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644, 0, 0);
+    if (fd < 0)
+        return;
+    struct {
+        uint64_t cur, max;
+    } lim;
+    long low = 0;
+    if (raw6(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, (long)&lim, 0, 0) == 0)
+        low = lim.cur >= 1024 ? 1000 : lim.cur > 64 ? (long)lim.cur - 16 : 0;
+    if (low > fd) {
+        long high = raw6(SYS_fcntl, fd, F_DUPFD_CLOEXEC, low, 0, 0, 0);
+        if (high >= 0) {
+            raw6(SYS_close, fd, 0, 0, 0, 0, 0);
+            fd = high;
+        }
+    }
+    struct stat st;
+    if (raw6(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) != 0) {
+        raw6(SYS_close, fd, 0, 0, 0, 0, 0);
+        return;
+    }
+    stats_dev = (uint64_t)st.st_dev;
+    stats_ino = (uint64_t)st.st_ino;
+    stats_fd = (int)fd;
+}
+
 /* Creates STATS_DIR/PID-ID.start: this image of the process has started (it dumps its counts at
  * execve and exit_group; one that dies by a signal never does, which the report counts). */
 static void mark_started(void) {
@@ -134,22 +185,29 @@ static void mark_started(void) {
     long fd = raw6(SYS_openat, AT_FDCWD, (long)path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644, 0, 0);
     if (fd >= 0)
         raw6(SYS_close, fd, 0, 0, 0, 0, 0);
+    open_stats();
 }
 
-/* Writes this process's counts and samples to STATS_DIR/PID-SEQ-TSC.stats and resets them. */
+/* Writes this process's counts and samples to its statistics file (open_stats; by its path,
+ * STATS_DIR/PID-SEQ-TSC.stats, when there is none) and resets them. */
 static void dump_stats(void) {
     if (!stats_dir[0])
         return;
-    char path[600], *p = stats_file(path);
-    p = put_u64(p, dump_seq++);
-    /* An exec'd image keeps the pid and restarts dump_seq: the TSC keeps its file from
-     * overwriting the one the old image wrote just before the exec. */
-    *p++ = '-';
-    p = put_u64(p, __rdtsc());
-    memcpy(p, ".stats", 7);
-    int fd = (int)raw6(SYS_openat, AT_FDCWD, (long)path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644, 0, 0);
-    if (fd < 0)
-        return;
+    int fd = stats_fd, own = 0;
+    if (!stats_fd_ours()) {
+        /* No file from the start (or the program closed it): one made now, by its path. */
+        char path[600], *p = stats_file(path);
+        p = put_u64(p, dump_seq++);
+        /* An exec'd image keeps the pid and restarts dump_seq: the TSC keeps its file from
+         * overwriting the one the old image wrote just before the exec. */
+        *p++ = '-';
+        p = put_u64(p, __rdtsc());
+        memcpy(p, ".stats", 7);
+        fd = (int)raw6(SYS_openat, AT_FDCWD, (long)path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644, 0, 0);
+        if (fd < 0)
+            return;
+        own = 1;
+    }
     static char buf[1 << 16];
     size_t n = 0;
 #define FLUSH()                                                                                            \
@@ -185,6 +243,9 @@ static void dump_stats(void) {
     LINE('C', rw_start.cached + rw_late.cached, rw_start.stored + rw_late.stored);
     LINE('N', multios_nodelegate, 0);
     multios_nodelegate = 0;
+    /* M: migrate's moves to the control CPUs and back that sched_setaffinity refused. */
+    LINE('M', multios_move_out_failed, multios_move_back_failed);
+    multios_move_out_failed = multios_move_back_failed = 0;
     LINE('I', (uint64_t)raw6(SYS_getpid, 0, 0, 0, 0, 0, 0), image_id);
 /* A count of execve calls (line `tag`) and the first one's path (line `ptag`), then reset. */
 #define EXECS(tag, count, ptag, path)                                                                      \
@@ -211,7 +272,8 @@ static void dump_stats(void) {
         LINE('S', multios_samples[i], 0);
     multios_nsamp = 0;
     FLUSH();
-    raw6(SYS_close, fd, 0, 0, 0, 0, 0);
+    if (own)
+        raw6(SYS_close, fd, 0, 0, 0, 0, 0);
 }
 
 /* exit_group from either interception: counted (delegated or local, as the policy says), the
@@ -606,6 +668,13 @@ static long served_thread_clock(long nr, long clock, int32_t app_tid) {
     return (long)((~(unsigned long)(long)app_tid) << 3) | which | 4;
 }
 
+/* perf_event_open(attr, pid 0, …) measures the calling thread: made by the delegate it counted
+ * the delegate (a program's task-clock counter on itself read ≈ 0 while it spun). Pid 0 becomes
+ * the served thread's tid, which another thread of the same process may name. */
+static long served_thread_pid(long nr, long pid, int32_t app_tid) {
+    return nr == SYS_perf_event_open && pid == 0 && app_tid > 0 ? (long)app_tid : pid;
+}
+
 /* A bare thread (multios_spawn): no libc, no TLS of its own, all signals blocked. */
 static void delegate_main(void *p) {
     struct mbox *m = p;
@@ -618,8 +687,8 @@ static void delegate_main(void *p) {
                 raw6(SYS_exit, 0, 0, 0, 0, 0, 0); /* the kernel then clears m->tid */
             multios_record(multios_spin(multios_draw(nr, &m->rng)));
             __atomic_store_n(&m->call_t0, __rdtsc(), __ATOMIC_RELAXED); /* the caller's clock for "blocked" */
-            long ret = raw6(nr, served_thread_clock(nr, m->a[0], m->app_tid), m->a[1], m->a[2], m->a[3], m->a[4],
-                            m->a[5]);
+            long ret = raw6(nr, served_thread_clock(nr, m->a[0], m->app_tid), served_thread_pid(nr, m->a[1], m->app_tid),
+                            m->a[2], m->a[3], m->a[4], m->a[5]);
             __atomic_store_n(&m->call_t0, 0, __ATOMIC_RELAXED);
             multios_record(multios_spin(multios_draw(nr, &m->rng)));
             m->nr = ret;
@@ -738,8 +807,10 @@ static int changes_creds(long nr, long a0, long a1, long a2, long r) {
         return r == 0;
     case SYS_seccomp:
         /* A filter binds the thread that installs it (and threads it makes later); strict mode
-         * allows no clone, so no new delegate either. TSYNC reached the delegate already. */
-        return r == 0 && a0 == 1 /* SECCOMP_SET_MODE_FILTER */;
+         * allows no clone, so no new delegate either. TSYNC reached the delegate already. With
+         * SECCOMP_FILTER_FLAG_NEW_LISTENER success is the listener's descriptor (r > 0): a
+         * program answering its own notifications saw its filter skipped by its delegated calls. */
+        return r >= 0 && a0 == 1 /* SECCOMP_SET_MODE_FILTER */;
     case SYS_landlock_restrict_self:
         return r == 0;
     case SYS_prctl:
@@ -788,6 +859,14 @@ static __thread int retired_for_call __attribute__((tls_model("initial-exec")));
 /* Before a local call (shm): no delegate thread while unshare or setns runs. Returns 1 when the
  * delegate was ended for it. */
 static int before_local(long nr) {
+    if (nr == SYS_exit) {
+        /* The thread ends: so does its delegate (one was left behind per thread, and a program
+         * that made threads one after another ran out of them). A vfork child's is its parent's;
+         * during its own delegated call (exit from a handler) the mailbox is in use: left. */
+        if (multios_mode == MODE_SHM && !multios_vf.solo && !multios_in_call())
+            retire_delegate();
+        return 0;
+    }
     if (multios_mode != MODE_SHM || multios_vf.solo || multios_in_call() || (nr != SYS_unshare && nr != SYS_setns))
         return 0;
     retired_for_call = retire_delegate();
@@ -964,6 +1043,7 @@ static void after_fork_child(void) {
         multios_del_cnt[i] = multios_loc_cnt[i] = multios_loc_ticks[i] = 0;
     multios_nsamp = 0;
     multios_nodelegate = 0;
+    multios_move_out_failed = multios_move_back_failed = 0;
     dump_seq = 0;
     mark_started();
     multios_fork_gen++;
@@ -1029,6 +1109,13 @@ HIDDEN long multios_slow(long nr, long a0, long a1, long a2, long a3, long a4, l
     }
     if (nr == SYS_exit_group)
         exit_group_now(a0);
+    if (nr == SYS_exit) {
+        /* shm: the thread's delegate ends with it (before_local). Counted first: it never returns. */
+        __atomic_fetch_add(&multios_loc_cnt[nr], 1, __ATOMIC_RELAXED);
+        before_local(nr);
+        for (;;)
+            raw6(SYS_exit, a0, 0, 0, 0, 0, 0);
+    }
     if ((multios_kind[nr] & 0x3f) == R_SLOW && nr != SYS_rt_sigaction) {
         /* A call that may change the credentials, namespaces or file table (shm with a delegate):
          * made here, counted and timed as a local call, then the delegate follows. */
@@ -1135,6 +1222,9 @@ __attribute__((constructor)) static void multios_preload_init(void) {
         for (unsigned i = 0; i < sizeof cred_calls / sizeof cred_calls[0]; i++)
             if (multios_kind[cred_calls[i]] == R_LOCAL)
                 multios_kind[cred_calls[i]] = R_SLOW;
+    /* shm with delegates: a thread's exit ends its delegate too (the slow path; before_local). */
+    if (multios_mode == MODE_SHM && any_delegated && multios_kind[SYS_exit] == R_LOCAL)
+        multios_kind[SYS_exit] = R_SLOW;
     if (eager) {
         /* A SIGSEGV handler goes behind wrap_handler (threads with SUD on: through on_sigsys). */
         multios_kind[SYS_rt_sigaction] = (multios_kind[SYS_rt_sigaction] & R_VIA_SIGSYS) | R_SLOW;

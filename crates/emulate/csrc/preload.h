@@ -75,6 +75,8 @@ extern HIDDEN struct cost multios_costs[NR_MAX];
 extern HIDDEN uint32_t multios_expq[4096];
 extern HIDDEN cpu_set_t multios_compute_set, multios_control_set;
 extern HIDDEN volatile uint64_t multios_del_cnt[NR_MAX], multios_loc_cnt[NR_MAX], multios_nodelegate;
+/* migrate: delegated calls whose move to the control CPUs, or back, sched_setaffinity refused. */
+extern HIDDEN volatile uint64_t multios_move_out_failed, multios_move_back_failed;
 /* Profiling (the configuration's `timing`): TSC ticks spent in each local call made through the trampoline. */
 extern HIDDEN volatile uint64_t multios_loc_ticks[NR_MAX];
 extern HIDDEN uint8_t multios_timing;

@@ -13,7 +13,11 @@ use std::path::{Path, PathBuf};
 const LIBRARY: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libmultios_preload.so"));
 
 /// Calls the in-process mechanisms run in the program's own context (see csrc/preload.c):
-/// rt_sigreturn and rt_sigprocmask are handled on the signal frame, the rest through local stubs.
+/// rt_sigreturn and rt_sigprocmask are handled on the signal frame, the next ones through local
+/// stubs ([`STUB_LOCAL`]); the last [`CPU_LOCAL`] are about the CPUs the thread runs on, which
+/// `migrate` changes while it serves a delegated call (made there, sched_getaffinity and getcpu
+/// answered for the control CPUs, and a program's own sched_setaffinity was undone by the move
+/// back).
 pub const MIGRATE_LOCAL: &[&str] = &[
     "rt_sigreturn",
     "rt_sigprocmask",
@@ -25,7 +29,14 @@ pub const MIGRATE_LOCAL: &[&str] = &[
     "vfork",
     "execve",
     "execveat",
+    "sched_getaffinity",
+    "sched_setaffinity",
+    "getcpu",
 ];
+
+/// How many calls at the end of [`MIGRATE_LOCAL`] are local because of the thread's CPUs (plain
+/// local calls, not served at a local stub).
+const CPU_LOCAL: usize = 3;
 
 /// How long an shm delegate may be inside a call before its caller stops spinning and sleeps until
 /// the reply wakes it: such a call is taken to block (an empty pipe, a terminal, a socket), and the
@@ -53,8 +64,6 @@ pub const SHM_ONLY_LOCAL: &[&str] = &[
     "prctl",
     "futex",
     "futex_waitv",
-    "sched_setaffinity",
-    "sched_getaffinity",
     "sched_setscheduler",
     "sched_getscheduler",
     "sched_setparam",
@@ -97,7 +106,6 @@ pub const SHM_ONLY_LOCAL: &[&str] = &[
     "ptrace",
     "wait4",
     "waitid",
-    "getcpu",
     "mmap",
     "munmap",
     "mprotect",
@@ -105,8 +113,12 @@ pub const SHM_ONLY_LOCAL: &[&str] = &[
 ];
 
 /// Calls that go through the local stubs: [`MIGRATE_LOCAL`] but the first two (rt_sigreturn and
-/// rt_sigprocmask, handled on the signal frame).
-const STUB_LOCAL: &[&str] = MIGRATE_LOCAL.split_at(2).1;
+/// rt_sigprocmask, handled on the signal frame) and the last [`CPU_LOCAL`].
+const STUB_LOCAL: &[&str] = MIGRATE_LOCAL
+    .split_at(2)
+    .1
+    .split_at(MIGRATE_LOCAL.len() - 2 - CPU_LOCAL)
+    .0;
 
 pub struct Outcome {
     pub exit: Exit,
@@ -322,6 +334,8 @@ pub fn run(
     };
     let mut files = 0;
     let (mut rewritten, mut trampoline, mut nodelegate) = (0u64, true, 0u64);
+    // migrate: moves to the control CPUs and back that sched_setaffinity refused.
+    let (mut move_out_failed, mut move_back_failed) = (0u64, 0u64);
     // Per image (one stats file each): eager used, SUD off; unsure pairs at start-up and later.
     let (mut eager_files, mut sud_off_files, mut unsure, mut unsure_late) = (0u64, 0u64, 0u64, 0u64);
     let mut cache = crate::RewriteCache::default();
@@ -362,6 +376,10 @@ pub fn run(
                     trampoline &= *ok == 1;
                 }
                 (Some("N"), [n, _]) => nodelegate += n,
+                (Some("M"), [out, back]) => {
+                    move_out_failed += out;
+                    move_back_failed += back;
+                }
                 (Some("E"), [e, off]) => {
                     eager_files += e;
                     sud_off_files += off;
@@ -382,7 +400,10 @@ pub fn run(
                 _ => {}
             }
         }
-        files += 1;
+        // One dump per E line: an image writes its dumps to the one file it opened at start
+        // (an execve that failed, a vfork child's exec add more); an image that never dumped
+        // leaves an empty file.
+        files += text.lines().filter(|l| l.starts_with("E ")).count() as u64;
     }
     if files == 0 {
         o.warnings.push(
@@ -464,8 +485,34 @@ pub fn run(
             "{nodelegate} delegated calls ran locally, uncharged: made by threads without a delegate (created by a raw clone) or by a signal handler that interrupted a delegated call"
         ));
     }
+    o.warnings.extend(move_warnings(
+        move_out_failed,
+        move_back_failed,
+        o.delegated.iter().sum(),
+    ));
     let _ = rewritten;
     Ok(o)
+}
+
+/// `migrate`'s warnings for the moves of `total` delegated calls that sched_setaffinity refused:
+/// `out` to the control CPUs (the call then ran on the compute CPU), `back` to the thread's own
+/// CPUs (it went on running on the control CPUs).
+fn move_warnings(out: u64, back: u64, total: u64) -> Vec<String> {
+    let mut w = Vec::new();
+    if out > 0 {
+        w.push(format!(
+            "{out} of {total} delegated calls could not move to the control CPUs (sched_setaffinity refused: a \
+             seccomp filter of the program's, or a cpuset without the control CPUs): they ran on the compute CPU"
+        ));
+    }
+    if back > 0 {
+        w.push(format!(
+            "{back} of {total} delegated calls could not move back from the control CPUs (sched_setaffinity \
+             refused: a seccomp filter of the program's, or a cpuset without the thread's own CPUs): the thread \
+             went on running on the control CPUs"
+        ));
+    }
+    w
 }
 
 /// A run's directory (config and statistics): `$TMPDIR/multios-emulate-PID-TSC`.
@@ -612,7 +659,26 @@ mod tests {
     fn the_local_stubs_serve_all_but_the_signal_frame_calls() {
         assert_eq!(&MIGRATE_LOCAL[..2], ["rt_sigreturn", "rt_sigprocmask"]);
         assert_eq!(STUB_LOCAL.first(), Some(&"rt_sigsuspend"));
-        assert_eq!(STUB_LOCAL.len(), MIGRATE_LOCAL.len() - 2);
+        assert_eq!(STUB_LOCAL.last(), Some(&"execveat"));
+        assert_eq!(STUB_LOCAL.len(), MIGRATE_LOCAL.len() - 2 - CPU_LOCAL);
+    }
+
+    #[test]
+    fn issue_16_refused_moves_are_warned_about() {
+        assert!(move_warnings(0, 0, 10).is_empty());
+        let w = move_warnings(3, 1, 10);
+        assert_eq!(w.len(), 2);
+        assert!(
+            w[0].starts_with("3 of 10 delegated calls could not move to the control CPUs"),
+            "{}",
+            w[0]
+        );
+        assert!(w[0].ends_with("they ran on the compute CPU"), "{}", w[0]);
+        assert!(
+            w[1].starts_with("1 of 10 delegated calls could not move back"),
+            "{}",
+            w[1]
+        );
     }
 
     #[test]

@@ -55,21 +55,36 @@ pub fn install_listener(prog: &[libc::sock_filter]) -> io::Result<RawFd> {
             return Err(io::Error::last_os_error());
         }
     }
-    // SAFETY: `fprog` points to `prog`, which outlives the call; the kernel copies the program.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_seccomp,
-            libc::SECCOMP_SET_MODE_FILTER,
-            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
-            &fprog as *const libc::sock_fprog,
-        )
+    let install = |flags: libc::c_ulong| {
+        // SAFETY: `fprog` points to `prog`, which outlives the call; the kernel copies the program.
+        unsafe {
+            libc::syscall(
+                libc::SYS_seccomp,
+                libc::SECCOMP_SET_MODE_FILTER,
+                flags,
+                &fprog as *const libc::sock_fprog,
+            )
+        }
     };
+    // WAIT_KILLABLE_RECV (Linux 5.19): once the supervisor has received a notification, only a
+    // fatal signal interrupts the caller's wait. Without it a handler of the program that ran
+    // during the f_c spins made the call fail with EINTR (getppid returned -4 in a Python
+    // program with an alarm), or restarted it (SA_RESTART) with a new notification and a new
+    // 2·f_c each time — for ever with a timer faster than 2·f_c. An older kernel refuses the flag
+    // (EINVAL): the filter is then installed without it, with the old behaviour.
+    let mut fd = install(libc::SECCOMP_FILTER_FLAG_NEW_LISTENER | WAIT_KILLABLE_RECV);
+    if fd < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
+        fd = install(libc::SECCOMP_FILTER_FLAG_NEW_LISTENER);
+    }
     if fd < 0 {
         Err(io::Error::last_os_error())
     } else {
         Ok(fd as RawFd)
     }
 }
+
+/// SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (Linux 5.19+; not in every libc crate version).
+const WAIT_KILLABLE_RECV: libc::c_ulong = 1 << 5;
 
 /// Sends `fd` over the unix socket `sock` with SCM_RIGHTS, from the exempt site.
 pub fn send_fd_exempt(sock: RawFd, fd: RawFd) -> io::Result<()> {
@@ -265,6 +280,56 @@ pub fn set_other() {
     unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) };
 }
 
+/// Bit `sig`: the signal was ignored (SIG_IGN) when multios started; bit 0: the record was taken.
+static IGNORED_AT_START: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The signals whose inherited disposition is recorded: the forwarded ones and SIGPIPE.
+const RECORDED_SIGNALS: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGPIPE];
+
+extern "C" fn record_ignored() {
+    let mut mask = 1u64;
+    for sig in RECORDED_SIGNALS {
+        // SAFETY: a zeroed sigaction is valid plain data; a null new action only reads the old.
+        let ignored = unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(sig, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
+        };
+        if ignored {
+            mask |= 1 << sig;
+        }
+    }
+    IGNORED_AT_START.store(mask, std::sync::atomic::Ordering::Relaxed);
+}
+
+// Run by the C library before `main`, so before Rust's runtime sets SIGPIPE to SIG_IGN (as
+// `multios_host::stdio` records the closed standard streams). `#[used]` keeps the entry although
+// nothing refers to it.
+#[used]
+#[link_section = ".init_array"]
+static RECORD_IGNORED_BEFORE_MAIN: extern "C" fn() = record_ignored;
+
+/// Whether `sig` (SIGINT, SIGTERM, SIGHUP or SIGPIPE) was ignored when the process started
+/// (`nohup`, `trap "" INT`, a shell's background job); `None` without a record.
+pub fn ignored_at_start(sig: libc::c_int) -> Option<bool> {
+    let mask = IGNORED_AT_START.load(std::sync::atomic::Ordering::Relaxed);
+    (mask & 1 != 0 && RECORDED_SIGNALS.contains(&sig)).then_some(mask & (1 << sig) != 0)
+}
+
+/// Gives the calling process (a child before exec) the SIGPIPE disposition multios inherited:
+/// ignored if it was (`trap "" PIPE`, an ignoring parent), else the default, as std's `Command`
+/// gives it (Rust's runtime ignores SIGPIPE in multios itself, and an ignored disposition
+/// survives exec: under proxy `yes | head -1` exited 1 on EPIPE instead of dying by SIGPIPE).
+/// Async-signal-safe.
+pub fn inherited_sigpipe() {
+    let h = if ignored_at_start(libc::SIGPIPE) == Some(true) {
+        libc::SIG_IGN
+    } else {
+        libc::SIG_DFL
+    };
+    // SAFETY: signal is async-signal-safe; both dispositions are valid.
+    unsafe { libc::signal(libc::SIGPIPE, h) };
+}
+
 /// The programs that SIGINT, SIGTERM and SIGHUP sent to multios are forwarded to (issue #16): one
 /// slot per run in progress (tests run several at once), each with the signal it received.
 const SLOTS: usize = 32;
@@ -355,6 +420,12 @@ impl Forward {
         use std::sync::atomic::Ordering::SeqCst;
         HANDLERS.call_once(|| {
             for sig in FORWARDED {
+                // A signal ignored when multios started (nohup, `trap "" INT HUP`) stays ignored,
+                // in multios and so in the program, which inherits it: a handler here made the
+                // program's disposition the default one at exec.
+                if ignored_at_start(sig).unwrap_or_else(|| currently_ignored(sig)) {
+                    continue;
+                }
                 // SAFETY: a zeroed sigaction is valid plain data; the handler only touches atomics
                 // and calls async-signal-safe functions. No SA_RESTART: waits see EINTR and retry.
                 unsafe {
@@ -396,6 +467,15 @@ impl Drop for Forward {
                 }
             }
         }
+    }
+}
+
+/// Whether `sig`'s disposition is SIG_IGN now.
+fn currently_ignored(sig: libc::c_int) -> bool {
+    // SAFETY: a zeroed sigaction is valid plain data; a null new action only reads the old.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(sig, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
     }
 }
 
@@ -474,11 +554,8 @@ pub fn fork_child(child: impl FnOnce()) -> io::Result<libc::pid_t> {
         return Err(io::Error::last_os_error());
     }
     if pid == 0 {
-        // The program starts with SIGPIPE at its default disposition, as std's Command gives it:
-        // Rust's runtime ignores SIGPIPE in multios itself, and an ignored disposition survives
-        // exec (under proxy `yes | head -1` exited 1 on EPIPE instead of dying by SIGPIPE).
-        // SAFETY: signal is async-signal-safe; SIG_DFL is a valid disposition.
-        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+        // The program starts with the SIGPIPE disposition multios inherited.
+        inherited_sigpipe();
         child();
         // SAFETY: _exit ends the child at once, async-signal-safe.
         unsafe { libc::_exit(127) }
@@ -524,10 +601,12 @@ pub fn pin_before_exec(
     fifo: Option<i32>,
 ) {
     use std::os::unix::process::CommandExt;
-    // SAFETY: the closure only calls prctl, getppid, sched_setaffinity and sched_setscheduler
-    // (async-signal-safe) on values computed before the fork.
+    // SAFETY: the closure only calls signal, prctl, getppid, sched_setaffinity and
+    // sched_setscheduler (async-signal-safe) on values computed before the fork.
     unsafe {
         cmd.pre_exec(move || {
+            // std's Command made SIGPIPE the default; ignored if multios inherited it ignored.
+            inherited_sigpipe();
             die_with_parent(parent)?;
             multios_host::cpus::pin_thread_to_mask(0, &mask)?;
             if let Some(prio) = fifo {
