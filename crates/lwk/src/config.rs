@@ -55,9 +55,14 @@ pub struct Config {
     /// Reserve the LWK's CPUs (an isolated cpuset partition for the run) and its memory (the
     /// window locked and pre-faulted): IHK's `reserve cpu`/`reserve mem` (`reserve.rs`).
     pub reserve: bool,
-    /// Programs (file names, or absolute paths) that an execve in the guest runs on Linux, outside
-    /// the LWK, as a Linux process with the guest's pid, fds, mask and ignored signals
-    /// (`syscall/linux_exec.rs`). Default [`LINUX_EXEC`]: the MPI runtime's daemons.
+    /// Programs that an execve in the guest runs on Linux, outside the LWK, as a Linux process
+    /// with the guest's pid, fds, mask and ignored signals (`syscall/linux_exec.rs`): bare names,
+    /// looked up when the VMM starts in its PATH and Open MPI's package directories, or absolute
+    /// paths; the files found are trusted by identity (device, inode, ctime), never by name, and
+    /// only when the user cannot write them (or is root). Default: none. [`MPI_DAEMONS`] is the
+    /// list for MPI singletons (`--linux-exec orted,prted`); a program on the list runs natively
+    /// on arguments, environment and configuration files the guest chose (Open MPI's component
+    /// paths among them), so it is an opt-in for guests that are trusted (issue #16).
     pub linux_exec: Vec<String>,
     /// Transparent huge pages behind the guest's memory (`--huge-pages`): fewer faults and shadow
     /// entries where the host's free 2 MiB blocks are in use already, but on a VM whose host
@@ -83,10 +88,11 @@ pub struct Config {
     pub count_resident: bool,
 }
 
-/// The programs an execve runs on Linux by default: the MPI runtime's daemons, which stay on
-/// Linux under `mpirun` too (an Open MPI singleton's MPI_Init forks and execs `orted`; Open MPI
-/// 5's is `prted`).
-pub const LINUX_EXEC: &[&str] = &["orted", "prted"];
+/// The MPI runtime's daemons, which stay on Linux under `mpirun` too (an Open MPI singleton's
+/// MPI_Init forks and execs `orted`; Open MPI 5's is `prted`): the list to give `linux_exec` for
+/// MPI singletons. Not the default (issue #16): a daemon run natively takes the guest's
+/// environment and configuration, and Open MPI's can name the components it loads.
+pub const MPI_DAEMONS: &[&str] = &["orted", "prted"];
 
 impl Config {
     /// The proxy's idle behaviour: its polling threshold and its exits to the hypervisor.
@@ -127,7 +133,7 @@ impl Config {
             overrides: None,
             prefault: false,
             reserve: false,
-            linux_exec: LINUX_EXEC.iter().map(|s| s.to_string()).collect(),
+            linux_exec: Vec::new(),
             huge_pages: std::env::var_os("MULTIOS_LWK_HUGE_PAGES").is_some_and(|v| v == "1"),
             populate_cap: crate::populate::Ahead::cap_from_env(0),
             populate_at_map: crate::atmap::AtMap::per_range_from_env(crate::atmap::DEFAULT_PER_RANGE),

@@ -50,13 +50,14 @@ pub mod stub;
 pub mod sys;
 pub mod syscall;
 pub mod trace;
+pub mod usercopy;
 pub mod vcpu;
 pub mod vfork;
 pub mod vm;
 pub mod vmas;
 pub mod winslots;
 
-pub use config::{default_partition, Backend, Config, LINUX_EXEC};
+pub use config::{default_partition, Backend, Config, MPI_DAEMONS};
 pub use fds::floor as fd_floor;
 pub use kernel::ExitStatus;
 pub use outcome::{Fault, LwkError, Outcome};

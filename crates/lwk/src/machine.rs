@@ -564,11 +564,12 @@ impl Machine {
         let tid = self
             .kernel
             .add_thread(id as usize, parent_id as usize, req.clear_child_tid);
+        // Linux's put_user, its failure ignored: not into a page the guest may not write.
         if let Some(p) = req.parent_tid {
-            self.mem.write(p, &(tid as u32).to_le_bytes());
+            let _ = self.mem.write_user_u32(p, tid as u32);
         }
         if let Some(p) = req.child_tid {
-            self.mem.write(p, &(tid as u32).to_le_bytes());
+            let _ = self.mem.write_user_u32(p, tid as u32);
         }
         self.nslots.fetch_max(id as usize + 1, Ordering::AcqRel);
         let m = self.clone();

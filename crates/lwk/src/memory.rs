@@ -43,6 +43,9 @@
 
 use crate::sys;
 
+/// EFAULT as a system call returns it.
+const EFAULT: i64 = -(libc::EFAULT as i64);
+
 /// Leaf entries accessed and dirty from the start (see [`PTE_A`]).
 const AD: u64 = PTE_A | PTE_D;
 
@@ -340,27 +343,103 @@ impl GuestMemory {
         self.app.contains(addr, len)
     }
 
-    /// Copies `data` into guest memory at `addr`. Panics when the range is not guest memory
-    /// (a VMM bug: guest-supplied ranges are checked with `in_app` first).
+    /// Copies `data` into guest memory at `addr`, whatever the guest's protections (the VMM's own
+    /// writes: loader, signal frames, rewriting, write-backs of checked calls). Panics when the
+    /// range is not guest memory (a VMM bug: guest-supplied ranges are checked with `in_app`
+    /// first). In the application window a write the host refuses (a read-only shared file
+    /// mapping, a file page past its end, a mapping changed meanwhile) is dropped instead of
+    /// killing the VMM (`usercopy.rs`); a system call's result goes through [`Self::write_user`].
     pub fn write(&self, addr: u64, data: &[u8]) {
         assert!(
             self.mapped(addr, data.len() as u64),
             "VMM bug: write outside guest memory at {addr:#x}"
         );
+        if self.app.contains(addr, data.len() as u64) {
+            // SAFETY: a range of the window, which no Rust reference points into, and `data`,
+            // which is the caller's and cannot lie in the window; a host fault fails the copy.
+            let _ = unsafe { crate::usercopy::copy(addr as *mut u8, data.as_ptr(), data.len()) };
+            return;
+        }
         // SAFETY: the range was just checked to lie inside a mapping owned by `self`, which no Rust
         // reference points into; the guest may race with this copy but cannot make it unsound for
         // the VMM, which never reads the bytes back through a reference.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), addr as *mut u8, data.len()) };
     }
 
-    /// Copies guest memory at `addr` into `buf`. Panics outside guest memory (see `write`).
+    /// Copies guest memory at `addr` into `buf`. Panics outside guest memory (see `write`). In
+    /// the window a read the host refuses (a file page past its end) gives zeroes instead of
+    /// killing the VMM; a system call's argument goes through [`Self::read_user`].
     pub fn read(&self, addr: u64, buf: &mut [u8]) {
         assert!(
             self.mapped(addr, buf.len() as u64),
             "VMM bug: read outside guest memory at {addr:#x}"
         );
+        if self.app.contains(addr, buf.len() as u64) {
+            // SAFETY: as in `write`, the other way.
+            if !unsafe { crate::usercopy::copy(buf.as_mut_ptr(), addr as *const u8, buf.len()) } {
+                buf.fill(0);
+            }
+            return;
+        }
         // SAFETY: as in `write`: a checked range of memory owned by `self`, copied out byte-wise.
         unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, buf.as_mut_ptr(), buf.len()) };
+    }
+
+    /// Copies `data` to the guest at `addr` as a system call's result, as Linux's copy_to_user:
+    /// EFAULT (negative) unless every byte lies in the application window on a page user code
+    /// may write ([`Self::user_can`]: not read-only, not PROT_NONE, mapped) and the host takes
+    /// the write. Never faults the VMM. Every call the LWK serves itself writes its results
+    /// through this (issue #16: they were written after an `in_app` check only, into the guest's
+    /// read-only pages, and a read-only shared file mapping killed the VMM).
+    pub fn write_user(&self, addr: u64, data: &[u8]) -> Result<(), i64> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        if !self.user_can(addr, data.len() as u64, true) {
+            return Err(EFAULT);
+        }
+        // SAFETY: a range of the window (checked by `user_can`), which no Rust reference points
+        // into, and the caller's `data`; a host fault fails the copy.
+        if unsafe { crate::usercopy::copy(addr as *mut u8, data.as_ptr(), data.len()) } {
+            Ok(())
+        } else {
+            Err(EFAULT)
+        }
+    }
+
+    /// Copies a system call's argument from the guest at `addr` into `buf`, as Linux's
+    /// copy_from_user: EFAULT (negative) unless every byte lies in the window on a page user
+    /// code may read (not PROT_NONE, mapped) and the host can read it.
+    pub fn read_user(&self, addr: u64, buf: &mut [u8]) -> Result<(), i64> {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        if !self.user_can(addr, buf.len() as u64, false) {
+            return Err(EFAULT);
+        }
+        // SAFETY: as in `write_user`, the other way.
+        if unsafe { crate::usercopy::copy(buf.as_mut_ptr(), addr as *const u8, buf.len()) } {
+            Ok(())
+        } else {
+            Err(EFAULT)
+        }
+    }
+
+    /// [`Self::write_user`] of a little-endian u64.
+    pub fn write_user_u64(&self, addr: u64, v: u64) -> Result<(), i64> {
+        self.write_user(addr, &v.to_le_bytes())
+    }
+
+    /// [`Self::write_user`] of a little-endian u32.
+    pub fn write_user_u32(&self, addr: u64, v: u32) -> Result<(), i64> {
+        self.write_user(addr, &v.to_le_bytes())
+    }
+
+    /// [`Self::read_user`] of a little-endian u64.
+    pub fn read_user_u64(&self, addr: u64) -> Result<u64, i64> {
+        let mut b = [0u8; 8];
+        self.read_user(addr, &mut b)?;
+        Ok(u64::from_le_bytes(b))
     }
 
     pub fn write_u64(&self, addr: u64, v: u64) {
@@ -440,21 +519,25 @@ impl GuestMemory {
             && sys::madvise(addr, len as usize, libc::MADV_POPULATE_WRITE).is_ok()
     }
 
-    /// Reads a NUL-terminated string inside the application window (at most `max` bytes).
+    /// Reads a NUL-terminated string inside the application window (at most `max` bytes), as
+    /// Linux's strncpy_from_user: None when a byte before the NUL is outside the window, on a
+    /// page user code may not read (PROT_NONE, unmapped) or one the host cannot read. Read a page
+    /// at a time (one protection lookup per page).
     pub fn read_cstr(&self, addr: u64, max: usize) -> Option<Vec<u8>> {
         let mut out = Vec::new();
         let mut a = addr;
+        let mut page = [0u8; 4096];
         while out.len() < max {
-            if !self.in_app(a, 1) {
-                return None;
-            }
-            let mut b = [0u8; 1];
-            self.read(a, &mut b);
-            if b[0] == 0 {
+            let seg = ((4096 - (a & 4095)) as usize).min(max - out.len());
+            let buf = &mut page[..seg];
+            // One page at most: a string ending before an unreadable page is read whole.
+            self.read_user(a, buf).ok()?;
+            if let Some(n) = buf.iter().position(|&b| b == 0) {
+                out.extend_from_slice(&buf[..n]);
                 return Some(out);
             }
-            out.push(b[0]);
-            a += 1;
+            out.extend_from_slice(buf);
+            a = a.checked_add(seg as u64)?;
         }
         None
     }

@@ -135,9 +135,10 @@ struct RunArgs {
     #[arg(long)]
     reserve: bool,
     /// Programs that an execve in the guest runs on Linux, outside the LWK, as a Linux process
-    /// with the guest's pid and open files (file names or absolute paths, comma-separated; `none`:
-    /// every program stays in the LWK). Default: orted,prted — the MPI runtime's daemons, which
-    /// stay on Linux under mpirun too (an MPI program started alone execs orted)
+    /// with the guest's pid and open files (names looked up in PATH and Open MPI's directories when
+    /// the run starts, or absolute paths, comma-separated; trusted by file identity, not name).
+    /// Default: none. `orted,prted` keeps an MPI singleton's daemon on Linux as under mpirun; it
+    /// then runs natively on the guest's environment and MCA settings, so only for trusted guests
     #[arg(long, value_name = "LIST")]
     linux_exec: Option<String>,
     /// argv[0] of the program (default: PROG as given); packed executables pass the packed
@@ -318,6 +319,10 @@ fn run_program(a: RunArgs, out: &Out) -> super::Exit {
         } else if a.verbose || out.format == Format::Json {
             eprintln!("{}", serde_json::to_string_pretty(&summary)?);
         }
+    }
+    // Dying of the guest's signal skips main's end: the `--results` file is put in place now.
+    if matches!(o.status, multios_lwk::ExitStatus::Signal(_)) {
+        crate::stdout::finish(true).map_err(anyhow::Error::msg)?;
     }
     o.die_if_signaled();
     Ok(ExitCode::from(o.code().clamp(0, 255) as u8))

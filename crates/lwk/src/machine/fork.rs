@@ -103,7 +103,8 @@ impl Machine {
                     crate::sys::close(parent);
                 }
                 if let Some(p) = req.parent_tid {
-                    self.mem.write(p, &(pid as u32).to_le_bytes());
+                    // Linux's put_user, its failure ignored.
+                    let _ = self.mem.write_user_u32(p, pid as u32);
                 }
                 slot::reply(&self.kernel.mem, slot, pid as i64);
                 None
@@ -154,7 +155,7 @@ impl Machine {
         self.main_thread
             .store(crate::sys::pthread_self(), Ordering::Release);
         if let Some(p) = req.child_tid {
-            self.mem.write(p, &(pid as u32).to_le_bytes());
+            let _ = self.mem.write_user_u32(p, pid as u32);
         }
         // The parent's other vCPU threads do not exist here: forget their handles without
         // touching them (dropping a JoinHandle would detach a thread of another process).

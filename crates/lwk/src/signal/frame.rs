@@ -200,7 +200,7 @@ impl Kernel {
 
     fn restore_fpu(&self, vcpu: &VcpuFd, fp: u64) -> Result<(), String> {
         let xlen = crate::sys::xsave_size().min(4096);
-        if !self.mem.in_app(fp, xlen as u64 + 4) {
+        if !self.mem.user_can(fp, xlen as u64 + 4, false) {
             return Err(format!("its FPU state at {fp:#x} is outside guest memory"));
         }
         let mut bytes = vec![0u8; xlen];
@@ -220,7 +220,7 @@ impl Kernel {
     /// the signal mask.
     pub(crate) fn sigreturn(&self, cpu: usize, vcpu: &VcpuFd, rsp: u64) -> Reply {
         let uc = rsp;
-        if !self.mem.in_app(uc, FRAME_SIZE - UC_OFF) {
+        if !self.mem.user_can(uc, FRAME_SIZE - UC_OFF, false) {
             return self.bad_sigreturn(format!("its frame at {uc:#x} is outside guest memory"));
         }
         let Ok(mut regs) = vcpu.get_regs() else {

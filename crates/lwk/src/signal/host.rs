@@ -187,6 +187,11 @@ extern "C" fn fault_catcher(sig: libc::c_int, info: *mut libc::siginfo_t, uc: *m
         catcher(sig, info, uc);
         return;
     }
+    // SAFETY: `uc` is the context the kernel passed this SA_SIGINFO handler.
+    if (sig == libc::SIGSEGV || sig == libc::SIGBUS) && unsafe { crate::usercopy::recover(uc) } {
+        // A copy to or from guest memory the host refused: the copy fails (EFAULT), the VMM lives.
+        return;
+    }
     let previous = FAULTS
         .iter()
         .position(|&f| f == sig)
@@ -202,7 +207,8 @@ extern "C" fn fault_catcher(sig: libc::c_int, info: *mut libc::siginfo_t, uc: *m
 
 /// Catches SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGTRAP so that those sent by another process reach
 /// the guest (its handler, or its default action: the run ends by that signal); the VMM's own
-/// faults keep their previous handling. Idempotent.
+/// faults keep their previous handling, except one in a copy to or from guest memory
+/// (`usercopy.rs`), which fails instead. Idempotent.
 pub fn catch_sent_faults() {
     if PREVIOUS.get().is_some() {
         return;

@@ -178,21 +178,27 @@ fn swap_mask(mask: u64) -> u64 {
 }
 
 /// execve(2) of the VMM process itself (issue #15: a guest's exec of a program that runs on
-/// Linux, outside the LWK). Before it, what the program must inherit as a process on Linux would:
+/// Linux, outside the LWK), of the file `program` (a descriptor the VMM opened and checked:
+/// `execveat(program, "", AT_EMPTY_PATH)`, so that the file cannot be swapped between the check
+/// and the exec; issue #16). Before it, what the program must inherit as a process on Linux would:
 /// every fd from `fd_floor` up (the VMM's own) becomes close-on-exec, the calling thread's signal
 /// mask becomes `mask` and every catchable signal's disposition SIG_IGN where `ignored` has its bit
-/// (bit s-1 for signal s), SIG_DFL elsewhere, and the thread runs on `affinity`. The guest's fds
-/// below the floor are the host's own and keep their flags. Returns only when execve failed, with
-/// its errno, the mask, dispositions and affinity as they were.
+/// (bit s-1 for signal s), SIG_DFL elsewhere, the thread runs on `affinity`, and each soft limit
+/// of `limits` (resource, soft: the guest's, which the LWK keeps) is set, held to the hard one.
+/// The guest's fds below the floor are the host's own and keep their flags. Returns only when
+/// execve failed, with its errno, the mask, dispositions, affinity and limits as they were.
+#[allow(clippy::too_many_arguments)]
 pub fn exec_on_host(
-    path: &std::ffi::CStr,
+    program: std::os::fd::BorrowedFd<'_>,
     argv: &[std::ffi::CString],
     envp: &[std::ffi::CString],
     mask: u64,
     ignored: u64,
     affinity: Option<&libc::cpu_set_t>,
     fd_floor: i32,
+    limits: &[(libc::__rlimit_resource_t, u64)],
 ) -> i32 {
+    use std::os::fd::AsRawFd;
     let list = |v: &[std::ffi::CString]| -> Vec<*const libc::c_char> {
         v.iter()
             .map(|s| s.as_ptr())
@@ -231,12 +237,46 @@ pub fn exec_on_host(
             old.push((sig, o));
         }
     }
+    let old_limits: Vec<_> = limits
+        .iter()
+        .filter_map(|&(res, soft)| {
+            let mut r = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            // SAFETY: getrlimit/setrlimit read and write only the rlimit structs we own.
+            unsafe {
+                if libc::getrlimit(res, &mut r) != 0 {
+                    return None;
+                }
+                let new = libc::rlimit {
+                    rlim_cur: soft.min(r.rlim_max),
+                    rlim_max: r.rlim_max,
+                };
+                (libc::setrlimit(res, &new) == 0).then_some((res, r))
+            }
+        })
+        .collect();
     let old_mask = swap_mask(mask);
-    // SAFETY: `path`, `argv` and `envp` are NUL-terminated strings and NULL-terminated arrays of
-    // them that live across the call; execve returns only on failure.
-    unsafe { libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr()) };
+    // SAFETY: `program` is an open descriptor, the empty path, `argv` and `envp` are
+    // NUL-terminated strings and NULL-terminated arrays of them that live across the call;
+    // execveat returns only on failure.
+    unsafe {
+        libc::syscall(
+            libc::SYS_execveat,
+            program.as_raw_fd(),
+            c"".as_ptr(),
+            argv.as_ptr(),
+            envp.as_ptr(),
+            libc::AT_EMPTY_PATH,
+        )
+    };
     let e = io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOEXEC);
     swap_mask(old_mask);
+    for (res, r) in old_limits {
+        // SAFETY: as above; the limit is put back as it was.
+        unsafe { libc::setrlimit(res, &r) };
+    }
     for (sig, o) in old {
         swap_disposition(sig, &o);
     }
@@ -244,6 +284,67 @@ pub fn exec_on_host(
         super::thread::set_affinity(a);
     }
     e
+}
+
+/// Opens `path` as an O_PATH descriptor of the VMM (close-on-exec, above `floor`; following
+/// symlinks): the file an execve found, to be checked and then exec'd by descriptor.
+pub fn open_path_high(path: &std::path::Path, floor: i32) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let fd = super::fd::create_high(floor, || {
+        let r = super::file::openat_raw(libc::AT_FDCWD, &c, libc::O_PATH | libc::O_CLOEXEC, 0);
+        if r < 0 {
+            Err(io::Error::from_raw_os_error(-r as i32))
+        } else {
+            Ok(r as i32)
+        }
+    })?;
+    // SAFETY: create_high just made `fd`; nothing else owns it.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}
+
+/// Whether this process has capability `cap` (e.g. CAP_SYS_RESOURCE, 24) in its effective set:
+/// what lets Linux's setrlimit raise a hard limit (root without it may not; a container's root
+/// often lacks it).
+pub fn has_capability(cap: u32) -> bool {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    let mut h = Header {
+        version: 0x2008_0522, // _LINUX_CAPABILITY_VERSION_3: two Data words
+        pid: 0,
+    };
+    let mut d = [Data::default(); 2];
+    // SAFETY: capget writes at most two Data words (version 3) into `d` and may update `h`.
+    let r = unsafe { libc::syscall(libc::SYS_capget, &mut h as *mut Header, d.as_mut_ptr()) };
+    r == 0 && cap < 64 && d[(cap / 32) as usize].effective & (1 << (cap % 32)) != 0
+}
+
+/// The real group id and the supplementary groups of this process.
+pub fn groups() -> Vec<u32> {
+    // SAFETY: getgroups(0, NULL) only counts; the second call writes at most `n` gids into a
+    // buffer of that many.
+    let mut v = unsafe {
+        let n = libc::getgroups(0, std::ptr::null_mut());
+        let mut v = vec![0 as libc::gid_t; n.max(0) as usize];
+        let m = libc::getgroups(n.max(0), v.as_mut_ptr());
+        v.truncate(m.max(0) as usize);
+        v
+    };
+    // SAFETY: getgid has no arguments and cannot fail.
+    v.push(unsafe { libc::getgid() });
+    v
 }
 
 /// Points this process's `/proc/PID/cmdline` and `/proc/PID/environ` at `[args)` and `[env)`

@@ -50,6 +50,35 @@ impl Kernel {
         lock(&self.threads).iter().position(|t| t.alive && t.tid == pid)
     }
 
+    /// A CPU clock that names a thread of the guest (`pthread_getcpuclockid`: the guest's tid in
+    /// the clock id) names the host thread that runs it: clock_gettime, clock_getres,
+    /// clock_nanosleep and timer_create with such a clock were EINVAL (the host knows no thread of
+    /// that tid, issue #16). A tid that is not the guest's is EINVAL, as natively.
+    #[allow(non_upper_case_globals)] // libc names the SYS_ constants in lower case
+    pub(super) fn thread_clock_args(&self, cpu: usize, nr: u64, a: [u64; 6]) -> Result<[u64; 6], Reply> {
+        use libc::*;
+        if !matches!(
+            nr as i64,
+            SYS_clock_gettime | SYS_clock_getres | SYS_clock_nanosleep | SYS_timer_create
+        ) {
+            return Ok(a);
+        }
+        let id = a[0] as i32;
+        let tid = match thread_clock_tid(id) {
+            Some(t) if t != 0 => t,
+            _ => return Ok(a),
+        };
+        let host = self
+            .vcpu_of(tid, cpu)
+            .map_or(0, |v| lock(&self.threads).get(v).map_or(0, |t| t.host_tid));
+        if host <= 0 {
+            return Err(err(EINVAL));
+        }
+        let mut b = a;
+        b[0] = ((!host << 3) | (id & 7)) as u32 as u64;
+        Ok(b)
+    }
+
     pub(super) fn sched_getaffinity(&self, cpu: usize, a: [u64; 6]) -> Reply {
         let (pid, len, buf) = (a[0] as i32, a[1] as usize, a[2]);
         let Some(id) = self.vcpu_of(pid, cpu) else {
@@ -72,7 +101,9 @@ impl Kernel {
         for c in cpus.into_iter().filter(|&c| c < size * 8) {
             mask[c / 8] |= 1 << (c % 8);
         }
-        self.mem.write(buf, &mask);
+        if let Err(e) = self.mem.write_user(buf, &mask) {
+            return Reply::Ret(e);
+        }
         Reply::Ret(size as i64)
     }
 
@@ -82,11 +113,10 @@ impl Kernel {
             return self.foreign(libc::SYS_sched_setaffinity, a, len.min(1 << 16));
         };
         let len = len.min(1 << 16);
-        if !self.mem.in_app(buf, len as u64) {
-            return err(libc::EFAULT);
-        }
         let mut bytes = vec![0u8; len];
-        self.mem.read(buf, &mut bytes);
+        if let Err(e) = self.mem.read_user(buf, &mut bytes) {
+            return Reply::Ret(e);
+        }
         let wanted: Vec<usize> = self
             .cpus
             .iter()
@@ -126,16 +156,16 @@ impl Kernel {
             .and_then(|t| t.affinity.as_ref().and_then(|v| v.first().copied()))
             .or_else(|| self.home_cpu(cpu))
             .unwrap_or(0);
+        // As Linux: both are written where they can be, then EFAULT if either could not.
+        let mut r = 0;
         for (ptr, value) in [(a[0], chosen as u32), (a[1], 0u32)] {
-            if ptr == 0 {
-                continue;
+            if ptr != 0 {
+                if let Err(e) = self.mem.write_user_u32(ptr, value) {
+                    r = e;
+                }
             }
-            if !self.mem.in_app(ptr, 4) {
-                return err(libc::EFAULT);
-            }
-            self.mem.write(ptr, &value.to_le_bytes());
         }
-        Reply::Ret(0)
+        Reply::Ret(r)
     }
 
     /// getpriority/setpriority: a nice value is per thread on Linux, so for the guest's own
@@ -188,11 +218,39 @@ impl Kernel {
         Reply::Ret(sys::raw_syscall(nr, a))
     }
 
-    /// An affinity call about another process: performed as asked, its buffer checked first.
+    /// An affinity call about another process: performed as asked, its buffer checked first (in
+    /// the direction the kernel copies it: the host would write a page the guest made read-only).
     fn foreign(&self, nr: i64, a: [u64; 6], len: usize) -> Reply {
-        if !self.mem.in_app(a[2], len as u64) {
+        if !self
+            .mem
+            .user_can(a[2], len as u64, nr == libc::SYS_sched_getaffinity)
+        {
             return err(libc::EFAULT);
         }
         Reply::Ret(sys::raw_syscall(nr as u64, a))
+    }
+}
+
+/// The thread a per-thread CPU clock id names (the kernel's MAKE_THREAD_CPUCLOCK: `~tid << 3`,
+/// the per-thread bit 4, a clock kind 0–2; 0 is the calling thread); None for any other clock.
+pub(super) fn thread_clock_tid(id: i32) -> Option<i32> {
+    (id < 0 && id & 3 != 3 && id & 4 != 0).then_some(!(id >> 3))
+}
+
+#[cfg(test)]
+mod clock_tests {
+    use super::thread_clock_tid;
+
+    #[test]
+    fn issue_16_thread_clock_ids_name_their_thread() {
+        let make = |tid: i32, which: i32| (!tid << 3) | 4 | which;
+        assert_eq!(thread_clock_tid(make(4242, 2)), Some(4242));
+        assert_eq!(thread_clock_tid(make(0, 2)), Some(0));
+        assert_eq!(thread_clock_tid(make(7, 0)), Some(7));
+        // A process clock (no per-thread bit), an fd clock, and the plain clocks are not.
+        assert_eq!(thread_clock_tid(!4242 << 3 | 2), None);
+        assert_eq!(thread_clock_tid(!3 << 3 | 3), None);
+        assert_eq!(thread_clock_tid(libc::CLOCK_THREAD_CPUTIME_ID), None);
+        assert_eq!(thread_clock_tid(libc::CLOCK_MONOTONIC), None);
     }
 }

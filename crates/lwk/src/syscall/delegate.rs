@@ -36,6 +36,12 @@ impl Kernel {
             SYS_prlimit64 if a[1] == RLIMIT_NOFILE as u64 && (a[0] == 0 || self.is_self(a[0] as i32)) => {
                 return self.nofile(nr, a)
             }
+            SYS_getrlimit | SYS_setrlimit if a[0] == RLIMIT_DATA as u64 => return self.data_limit(nr, a),
+            SYS_prlimit64 if a[1] == RLIMIT_DATA as u64 && (a[0] == 0 || self.is_self(a[0] as i32)) => {
+                return self.data_limit(nr, a)
+            }
+            // Another VMM's own limits are not the guest's to lower (`fdrange.rs`).
+            SYS_prlimit64 if self.sets_another_vmms_limit(a) => return Reply::Ret(-(EPERM as i64)),
             SYS_setsockopt if super::sockopt::takes_fprog(a[1] as i32, a[2] as i32) => return self.setsockopt_fprog(a),
             SYS_setsockopt | SYS_getsockopt
                 if super::sockopt::refused(a[1] as i32, a[2] as i32, nr as i64 == SYS_setsockopt).is_some() =>

@@ -32,10 +32,7 @@ impl Kernel {
         }
         for k in 0u64.. {
             let slot = array.checked_add(8 * k).ok_or(libc::EFAULT)?;
-            if !self.mem.in_app(slot, 8) {
-                return Err(libc::EFAULT);
-            }
-            let p = self.mem.read_u64(slot);
+            let p = self.mem.read_user_u64(slot).map_err(|_| libc::EFAULT)?;
             if p == 0 {
                 break;
             }
@@ -96,9 +93,9 @@ impl Kernel {
         if !script::is_elf(&prog) {
             return errno(libc::ENOEXEC);
         }
-        if self.runs_on_linux(&prog) {
+        if let Some(program) = self.runs_on_linux(&prog) {
             // The MPI runtime's daemons run on Linux (`linux_exec.rs`).
-            return self.exec_on_linux(cpu, &prog, &argv, &envp);
+            return self.exec_on_linux(cpu, program, &prog, &argv, &envp);
         }
 
         // The point of no return: the old image goes.

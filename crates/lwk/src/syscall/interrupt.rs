@@ -52,10 +52,7 @@ impl Kernel {
                 if a[5] == 0 {
                     return Ok(None);
                 }
-                if !self.mem.in_app(a[5], 16) {
-                    return Err(-(EFAULT as i64));
-                }
-                let (ss, len) = (self.mem.read_u64(a[5]), self.mem.read_u64(a[5] + 8));
+                let (ss, len) = (self.mem.read_user_u64(a[5])?, self.mem.read_user_u64(a[5] + 8)?);
                 if ss == 0 {
                     return Ok(None);
                 }
@@ -79,10 +76,7 @@ impl Kernel {
         if size != 8 {
             return Err(-(libc::EINVAL as i64));
         }
-        if !self.mem.in_app(ptr, 8) {
-            return Err(-(libc::EFAULT as i64));
-        }
-        Ok(self.mem.read_u64(ptr))
+        self.mem.read_user_u64(ptr)
     }
 
     /// Performs delegated call `nr` for vCPU `cpu` so that a signal can interrupt it, as on

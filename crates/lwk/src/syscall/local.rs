@@ -178,19 +178,22 @@ impl Kernel {
             }
             SYS_setgroups => {
                 let n = a[0] as usize;
-                if n > 65536 || (n > 0 && !self.mem.in_app(a[1], 4 * n as u64)) {
-                    return err(if n > 65536 { EINVAL } else { EFAULT });
+                if n > 65536 {
+                    return err(EINVAL);
                 }
-                let mut groups = vec![0u32; n];
-                for (k, g) in groups.iter_mut().enumerate() {
-                    let mut b = [0u8; 4];
-                    self.mem.read(a[1] + 4 * k as u64, &mut b);
-                    *g = u32::from_le_bytes(b);
+                let mut raw = vec![0u8; 4 * n];
+                if self.mem.read_user(a[1], &mut raw).is_err() {
+                    return err(EFAULT);
                 }
+                let groups: Vec<u32> = raw
+                    .chunks_exact(4)
+                    .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                    .collect();
                 Reply::Ret(sys::set_groups(&groups))
             }
             SYS_uname => {
-                if !self.mem.in_app(a[0], 390) {
+                // The host writes it: checked as the guest may write (not only inside the window).
+                if !self.mem.user_can(a[0], 390, true) {
                     return err(EFAULT);
                 }
                 Reply::Ret(sys::raw_syscall(nr, a))
@@ -204,10 +207,9 @@ impl Kernel {
                 if self.is_proc_self_exe(nr, &a) {
                     let exe = lock(&self.program.exe).clone();
                     let n = exe.len().min(len as usize);
-                    if !self.mem.in_app(buf, n as u64) {
-                        return err(EFAULT);
+                    if let Err(e) = self.mem.write_user(buf, &exe[..n]) {
+                        return Reply::Ret(e);
                     }
-                    self.mem.write(buf, &exe[..n]);
                     return Reply::Ret(n as i64);
                 }
                 self.delegate(nr, a)
@@ -481,12 +483,8 @@ impl Kernel {
                 } else {
                     sregs.gs.base
                 };
-                if !self.mem.in_app(a[1], 8) {
-                    return err(EFAULT);
-                }
-                self.mem
-                    .write_u64(a[1], if a[0] == ARCH_GET_FS { sregs.fs.base } else { gs });
-                Reply::Ret(0)
+                let v = if a[0] == ARCH_GET_FS { sregs.fs.base } else { gs };
+                Reply::Ret(self.mem.write_user_u64(a[1], v).err().unwrap_or(0))
             }
             _ => err(EINVAL),
         }
@@ -517,8 +515,9 @@ impl Kernel {
             return Reply::Stop;
         }
         if let Some(addr) = ctid.filter(|&a| self.mem.in_app(a, 4)) {
-            // CLONE_CHILD_CLEARTID: what pthread_join waits for.
-            self.mem.write(addr, &0u32.to_le_bytes());
+            // CLONE_CHILD_CLEARTID: what pthread_join waits for (Linux's put_user, its failure
+            // ignored: not into a page the guest may not write).
+            let _ = self.mem.write_user_u32(addr, 0);
             sys::raw_syscall(
                 SYS_futex as u64,
                 [addr, FUTEX_WAKE as u64, i32::MAX as u64, 0, 0, 0],

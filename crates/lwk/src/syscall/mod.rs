@@ -9,7 +9,7 @@ pub(crate) mod exec;
 mod fdrange;
 mod interrupt;
 pub mod layout;
-mod linux_exec;
+pub(crate) mod linux_exec;
 mod local;
 mod madvise;
 mod maps;
@@ -47,10 +47,10 @@ impl Kernel {
             // A ring one task must drive (SINGLE_ISSUER/DEFER_TASKRUN): the guest thread's own.
             return Reply::NeedVcpu;
         }
-        if matches!(ctx, Ctx::Proxy) && !local && per_thread(nr) {
+        if matches!(ctx, Ctx::Proxy) && !local && per_thread(nr, &a) {
             // A memory policy is the calling thread's (issue #15: hwloc sets and reads one in
             // every Open MPI start-up): made by the guest thread's own vCPU thread, the one that
-            // faults its pages in, and read back from there.
+            // faults its pages in, and read back from there; so are its CPU clock and usage.
             return Reply::NeedVcpu;
         }
         if matches!(ctx, Ctx::Proxy) && local && self.edits_host_mappings(nr, &a) {
@@ -62,6 +62,10 @@ impl Kernel {
             .then(|| self.aside.stand_aside())
             .flatten();
         let a = match self.perf_args(cpu, nr, a) {
+            Ok(a) => a,
+            Err(r) => return r,
+        };
+        let a = match self.thread_clock_args(cpu, nr, a) {
             Ok(a) => a,
             Err(r) => return r,
         };
@@ -174,9 +178,24 @@ impl Kernel {
 }
 
 /// Delegated calls about the calling Linux thread itself, with no thread argument to redirect:
-/// the guest thread's vCPU thread must make them.
-fn per_thread(nr: u64) -> bool {
-    [libc::SYS_set_mempolicy, libc::SYS_get_mempolicy].contains(&(nr as i64))
+/// the guest thread's vCPU thread must make them. Besides the memory policy, the calling thread's
+/// CPU clock (CLOCK_THREAD_CPUTIME_ID: read, resolution, sleep, a timer on it) and
+/// getrusage(RUSAGE_THREAD): made by the proxy they were the proxy's (issue #16: a thread's 0.2 s
+/// of compute read as 0.01 s, and a thread CPU timer never fired while the proxy was parked).
+fn per_thread(nr: u64, a: &[u64; 6]) -> bool {
+    const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
+    const RUSAGE_THREAD: i32 = 1;
+    match nr as i64 {
+        libc::SYS_set_mempolicy | libc::SYS_get_mempolicy => true,
+        libc::SYS_clock_gettime
+        | libc::SYS_clock_getres
+        | libc::SYS_clock_nanosleep
+        | libc::SYS_timer_create => {
+            a[0] as i32 == CLOCK_THREAD_CPUTIME_ID || cpus::thread_clock_tid(a[0] as i32) == Some(0)
+        }
+        libc::SYS_getrusage => a[0] as i32 == RUSAGE_THREAD,
+        _ => false,
+    }
 }
 
 impl Kernel {

@@ -52,13 +52,14 @@ impl Kernel {
         let on_vcpu = matches!(ctx, Ctx::Vcpu(_));
         match a[0] as c_int {
             libc::PR_SET_NAME => self.set_name(on_vcpu, cpu, a[1]),
-            libc::PR_GET_NAME => {
-                if !self.mem.in_app(a[1], 16) {
-                    return err(libc::EFAULT);
-                }
-                self.mem.write(a[1], &self.thread_name(cpu));
-                Reply::Ret(0)
-            }
+            // Results are written as Linux's copy_to_user/put_user would: EFAULT on a page the
+            // guest may not write (issue #16: written after an `in_app` check only).
+            libc::PR_GET_NAME => Reply::Ret(
+                self.mem
+                    .write_user(a[1], &self.thread_name(cpu))
+                    .err()
+                    .unwrap_or(0),
+            ),
             // The calling thread's own: on its vCPU's host thread.
             libc::PR_SET_PDEATHSIG
             | libc::PR_SET_KEEPCAPS
@@ -85,11 +86,7 @@ impl Kernel {
                     Ok(v) => v,
                     Err(e) => return Reply::Ret(e),
                 };
-                if !self.mem.in_app(a[1], 4) {
-                    return err(libc::EFAULT);
-                }
-                self.mem.write(a[1], &v.to_le_bytes());
-                Reply::Ret(0)
+                Reply::Ret(self.mem.write_user(a[1], &v.to_le_bytes()).err().unwrap_or(0))
             }
             // The process's: any of the VMM's threads.
             libc::PR_SET_CHILD_SUBREAPER
@@ -113,15 +110,11 @@ impl Kernel {
                 Reply::Ret(0)
             }
             libc::PR_GET_TID_ADDRESS => {
-                if !self.mem.in_app(a[1], 8) {
-                    return err(libc::EFAULT);
-                }
                 let ctid = lock(&self.threads)
                     .get(cpu)
                     .and_then(|t| t.clear_child_tid)
                     .unwrap_or(0);
-                self.mem.write_u64(a[1], ctid);
-                Reply::Ret(0)
+                Reply::Ret(self.mem.write_user_u64(a[1], ctid).err().unwrap_or(0))
             }
             _ => err(libc::EINVAL),
         }
@@ -132,11 +125,10 @@ impl Kernel {
         let mut name = [0u8; 16];
         for (k, b) in name.iter_mut().take(15).enumerate() {
             let p = at.wrapping_add(k as u64);
-            if !self.mem.in_app(p, 1) {
+            let mut c = [0u8; 1];
+            if self.mem.read_user(p, &mut c).is_err() {
                 return err(libc::EFAULT);
             }
-            let mut c = [0u8; 1];
-            self.mem.read(p, &mut c);
             if c[0] == 0 {
                 break;
             }

@@ -97,12 +97,12 @@ impl Kernel {
                 None => return Reply::Ret(-(libc::ESRCH as i64)),
             }
         };
-        if !self.mem.in_app(a[1], 8) || !self.mem.in_app(a[2], 8) {
-            return Reply::Ret(-(libc::EFAULT as i64));
-        }
-        self.mem.write_u64(a[2], ROBUST_HEAD_LEN);
-        self.mem.write_u64(a[1], head);
-        Reply::Ret(0)
+        // Linux's two put_user: the length, then the head, each EFAULT where the guest may not write.
+        let r = self
+            .mem
+            .write_user_u64(a[2], ROBUST_HEAD_LEN)
+            .and_then(|()| self.mem.write_user_u64(a[1], head));
+        Reply::Ret(r.err().unwrap_or(0))
     }
 
     /// Walks the robust list of vCPU `cpu`'s thread, which is exiting (and forgets it).

@@ -14,24 +14,32 @@ impl Kernel {
         if a[1] != 0 && (sig == libc::SIGKILL as u64 || sig == libc::SIGSTOP as u64) {
             return Reply::Ret(-(libc::EINVAL as i64));
         }
-        if (a[1] != 0 && !self.mem.in_app(a[1], 32)) || (a[2] != 0 && !self.mem.in_app(a[2], 32)) {
-            return Reply::Ret(-(libc::EFAULT as i64));
+        // As Linux: the new action is read (EFAULT), installed, then the old one written (EFAULT
+        // where the guest may not write, the new action staying installed).
+        let mut new = [0u8; 32];
+        if a[1] != 0 {
+            if let Err(e) = self.mem.read_user(a[1], &mut new) {
+                return Reply::Ret(e);
+            }
         }
         let mut acts = lock(&self.signals.actions);
         let slot = &mut acts[sig as usize];
-        if a[2] != 0 {
-            let mut b = [0u8; 32];
-            for (k, w) in slot.raw.iter().enumerate() {
-                b[8 * k..8 * k + 8].copy_from_slice(&w.to_le_bytes());
-            }
-            self.mem.write(a[2], &b);
+        let mut old = [0u8; 32];
+        for (k, w) in slot.raw.iter().enumerate() {
+            old[8 * k..8 * k + 8].copy_from_slice(&w.to_le_bytes());
         }
         if a[1] != 0 {
-            for k in 0..4 {
-                slot.raw[k] = self.mem.read_u64(a[1] + 8 * k as u64);
+            for (k, w) in new.chunks_exact(8).enumerate() {
+                slot.raw[k] = u64::from_le_bytes(w.try_into().unwrap_or_default());
             }
             // Signals sent to the VMM process reach the guest only when it has a handler.
             crate::signal::host::follow(sig as i32, slot.raw[0], slot.raw[1]);
+        }
+        drop(acts);
+        if a[2] != 0 {
+            if let Err(e) = self.mem.write_user(a[2], &old) {
+                return Reply::Ret(e);
+            }
         }
         Reply::Ret(0)
     }
@@ -40,24 +48,36 @@ impl Kernel {
         if a[3] != 8 {
             return Reply::Ret(-(libc::EINVAL as i64));
         }
-        if (a[2] != 0 && !self.mem.in_app(a[2], 8)) || (a[1] != 0 && !self.mem.in_app(a[1], 8)) {
-            return Reply::Ret(-(libc::EFAULT as i64));
-        }
-        let mut threads = lock(&self.threads);
-        let Some(t) = threads.get_mut(cpu) else {
-            return Reply::Ret(-(libc::ESRCH as i64));
+        // As Linux: the new set is read (EFAULT) and applied (EINVAL for a bad `how`), then the
+        // old mask written (EFAULT where the guest may not write, the new mask staying).
+        let set = if a[1] != 0 {
+            match self.mem.read_user_u64(a[1]) {
+                Ok(set) => Some(set),
+                Err(e) => return Reply::Ret(e),
+            }
+        } else {
+            None
+        };
+        let old = {
+            let mut threads = lock(&self.threads);
+            let Some(t) = threads.get_mut(cpu) else {
+                return Reply::Ret(-(libc::ESRCH as i64));
+            };
+            let old = t.sig.mask;
+            if let Some(set) = set {
+                t.sig.mask = match a[0] as i32 {
+                    libc::SIG_BLOCK => t.sig.mask | set,
+                    libc::SIG_UNBLOCK => t.sig.mask & !set,
+                    libc::SIG_SETMASK => set,
+                    _ => return Reply::Ret(-(libc::EINVAL as i64)),
+                } & !UNBLOCKABLE;
+            }
+            old
         };
         if a[2] != 0 {
-            self.mem.write_u64(a[2], t.sig.mask);
-        }
-        if a[1] != 0 {
-            let set = self.mem.read_u64(a[1]);
-            t.sig.mask = match a[0] as i32 {
-                libc::SIG_BLOCK => t.sig.mask | set,
-                libc::SIG_UNBLOCK => t.sig.mask & !set,
-                libc::SIG_SETMASK => set,
-                _ => return Reply::Ret(-(libc::EINVAL as i64)),
-            } & !UNBLOCKABLE;
+            if let Err(e) = self.mem.write_user_u64(a[2], old) {
+                return Reply::Ret(e);
+            }
         }
         Reply::Ret(0)
     }
@@ -67,13 +87,9 @@ impl Kernel {
         if a[1] != 8 {
             return Reply::Ret(-(libc::EINVAL as i64));
         }
-        if !self.mem.in_app(a[0], 8) {
-            return Reply::Ret(-(libc::EFAULT as i64));
-        }
         let own = lock(&self.threads).get(cpu).map_or(0, |t| t.sig.pending.set);
         let process = lock(&self.signals.pending).set;
-        self.mem.write_u64(a[0], own | process);
-        Reply::Ret(0)
+        Reply::Ret(self.mem.write_user_u64(a[0], own | process).err().unwrap_or(0))
     }
 
     /// rt_sigsuspend and pause, on the vCPU thread: (with the mask given) wait until a signal is
@@ -84,10 +100,10 @@ impl Kernel {
             if a[1] != 8 {
                 return Reply::Ret(-(libc::EINVAL as i64));
             }
-            if !self.mem.in_app(a[0], 8) {
-                return Reply::Ret(-(libc::EFAULT as i64));
+            match self.mem.read_user_u64(a[0]) {
+                Ok(mask) => self.install_call_mask(cpu, mask),
+                Err(e) => return Reply::Ret(e),
             }
-            self.install_call_mask(cpu, self.mem.read_u64(a[0]));
         }
         while !self.deliverable(cpu) && lock(&self.exit).is_none() {
             std::thread::sleep(std::time::Duration::from_micros(200));
@@ -199,14 +215,18 @@ impl Kernel {
         if a[3] != 8 {
             return Reply::Ret(-(libc::EINVAL as i64));
         }
-        if !self.mem.in_app(a[0], 8) || (a[1] != 0 && !self.mem.in_app(a[1], 128)) {
+        let set = match self.mem.read_user_u64(a[0]) {
+            Ok(set) => set & !UNBLOCKABLE,
+            Err(e) => return Reply::Ret(e),
+        };
+        if a[1] != 0 && !self.mem.in_app(a[1], 128) {
             return Reply::Ret(-(libc::EFAULT as i64));
         }
         let deadline = if a[2] != 0 {
-            if !self.mem.in_app(a[2], 16) {
-                return Reply::Ret(-(libc::EFAULT as i64));
-            }
-            let (sec, nsec) = (self.mem.read_u64(a[2]) as i64, self.mem.read_u64(a[2] + 8) as i64);
+            let (sec, nsec) = match (self.mem.read_user_u64(a[2]), self.mem.read_user_u64(a[2] + 8)) {
+                (Ok(s), Ok(n)) => (s as i64, n as i64),
+                _ => return Reply::Ret(-(libc::EFAULT as i64)),
+            };
             if sec < 0 || !(0..1_000_000_000).contains(&nsec) {
                 return Reply::Ret(-(libc::EINVAL as i64));
             }
@@ -215,11 +235,13 @@ impl Kernel {
         } else {
             None
         };
-        let set = self.mem.read_u64(a[0]) & !UNBLOCKABLE;
         loop {
             if let Some((sig, info)) = self.take_signal_in(cpu, Some(set)) {
+                // As Linux: the signal is taken, and EFAULT when its siginfo cannot be written.
                 if a[1] != 0 {
-                    self.mem.write(a[1], &info.bytes(sig));
+                    if let Err(e) = self.mem.write_user(a[1], &info.bytes(sig)) {
+                        return Reply::Ret(e);
+                    }
                 }
                 return Reply::Ret(sig as i64);
             }
@@ -239,9 +261,12 @@ impl Kernel {
     /// while running on the alternate stack.
     pub(super) fn sigaltstack(&self, cpu: usize, a: [u64; 6]) -> Reply {
         let (new, old) = (a[0], a[1]);
-        for p in [new, old] {
-            if p != 0 && !self.mem.in_app(p, 24) {
-                return Reply::Ret(-(libc::EFAULT as i64));
+        // As Linux: the new stack is read (EFAULT), judged and set, then the old one written
+        // (EFAULT where the guest may not write, the new stack staying set).
+        let mut ss = [0u8; 24];
+        if new != 0 {
+            if let Err(e) = self.mem.read_user(new, &mut ss) {
+                return Reply::Ret(e);
             }
         }
         let sp = self.caller_rsp(cpu);
@@ -250,8 +275,6 @@ impl Kernel {
             return Reply::Ret(-(libc::EPERM as i64));
         }
         let parsed = if new != 0 {
-            let mut ss = [0u8; 24];
-            self.mem.read(new, &mut ss);
             match AltStack::parse(&ss) {
                 Ok(alt) => Some(alt),
                 Err(e) => return Reply::Ret(-(e as i64)),
@@ -259,12 +282,14 @@ impl Kernel {
         } else {
             None
         };
-        if old != 0 {
-            self.mem.write(old, &AltStack::stack_t(current, Some(sp)));
-        }
         if let Some(alt) = parsed {
             if let Some(t) = lock(&self.threads).get_mut(cpu) {
                 t.sig.altstack = alt;
+            }
+        }
+        if old != 0 {
+            if let Err(e) = self.mem.write_user(old, &AltStack::stack_t(current, Some(sp))) {
+                return Reply::Ret(e);
             }
         }
         Reply::Ret(0)

@@ -28,10 +28,10 @@ impl Kernel {
         if flags & !(libc::SFD_CLOEXEC | libc::SFD_NONBLOCK) != 0 || a[2] != 8 {
             return errno(libc::EINVAL);
         }
-        if !self.mem.in_app(a[1], 8) {
+        let Ok(mask) = self.mem.read_user_u64(a[1]) else {
             return errno(libc::EFAULT);
-        }
-        let mask = self.mem.read_u64(a[1]) & !UNBLOCKABLE;
+        };
+        let mask = mask & !UNBLOCKABLE;
         let fd = a[0] as i32;
         if fd != -1 {
             if fd < 0 || fd >= self.fd_floor || crate::sys::fd_file_id(fd).is_err() {

@@ -128,10 +128,14 @@ impl Workload {
                         .into()
                 })
                 .collect(),
+            // Open MPI's daemons on Linux (an MPI singleton's `orted`), as under mpirun: the
+            // suite's programs are multios's own benchmarks, trusted (not the LWK's default).
             None => [
                 exe.as_os_str().to_os_string(),
                 "lwk".into(),
                 "run".into(),
+                "--linux-exec".into(),
+                multios_lwk::config::MPI_DAEMONS.join(",").into(),
                 "--policy".into(),
             ]
             .into_iter()
@@ -894,11 +898,11 @@ type Columns = (
 );
 
 /// The process tree as `target` runs it: the LWK execs its `--linux-exec` programs (Open MPI's
-/// daemons, by default) on Linux, where they pay no delegation; the emulator intercepts every
-/// process.
+/// daemons, which the suite names: [`Workload::in_lwk`]) on Linux, where they pay no delegation;
+/// the emulator intercepts every process.
 fn target_tree(tree: &ProcessTree, target: &str) -> ProcessTree {
     if target == Target::Lwk.name() {
-        tree.with_on_linux(multios_lwk::config::LINUX_EXEC)
+        tree.with_on_linux(multios_lwk::config::MPI_DAEMONS)
     } else {
         tree.clone()
     }
@@ -1347,6 +1351,8 @@ mod tests {
                 "/opt/multios",
                 "lwk",
                 "run",
+                "--linux-exec",
+                "orted,prted",
                 "--policy",
                 "mckernel",
                 "--",
