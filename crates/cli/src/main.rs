@@ -146,6 +146,12 @@ fn main() -> std::process::ExitCode {
         Command::Aam(a) => cmd::aam::run(a, &out),
         Command::Report(a) => cmd::report::run(a, &out),
     };
+    // The `--results` file replaces FILE only now (it may have been one of the inputs), and only
+    // after a run that did not fail.
+    let result = match stdout::finish(result.is_ok()) {
+        Ok(()) => result,
+        Err(e) => result.and(Err(anyhow::anyhow!(e))),
+    };
     match result {
         Ok(code) => code,
         Err(e) => {

@@ -112,6 +112,26 @@ impl Out {
     }
 }
 
+/// `s` safe to print on a terminal: C0 controls and DEL become their Control Pictures (ESC →
+/// "␛", a newline → "␊"), C1 controls a `\u{9b}` escape. Text read from files (a profile's
+/// command, a thread's name) otherwise reached the terminal raw: an ESC sequence in it could set
+/// the window title, clear the screen or recolour everything after it.
+pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\u{0}'..='\u{1f}' => out.push(char::from_u32(0x2400 + c as u32).unwrap_or('?')),
+            '\u{7f}' => out.push('\u{2421}'),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// A simple table: a header and rows of cells, printed aligned, as CSV, or as JSON (array of objects).
 #[derive(Debug, Clone, Default)]
 pub struct Table {
@@ -148,9 +168,13 @@ impl Table {
     }
 
     pub fn render(&self, out: &Out) -> String {
-        let n = self.header.len();
+        // Cells from files are shown with their control characters escaped (see `printable`).
+        let safe = |r: &Vec<String>| r.iter().map(|c| printable(c).into_owned()).collect::<Vec<_>>();
+        let header = safe(&self.header);
+        let rows: Vec<Vec<String>> = self.rows.iter().map(safe).collect();
+        let n = header.len();
         let mut w = vec![0usize; n];
-        for r in std::iter::once(&self.header).chain(self.rows.iter()) {
+        for r in std::iter::once(&header).chain(rows.iter()) {
             for (i, c) in r.iter().enumerate().take(n) {
                 w[i] = w[i].max(c.chars().count());
             }
@@ -171,9 +195,9 @@ impl Table {
                 .collect::<Vec<_>>()
                 .join("  ")
         };
-        let mut s = out.bold(&line(&self.header));
+        let mut s = out.bold(&line(&header));
         s.push('\n');
-        for r in &self.rows {
+        for r in &rows {
             s.push_str(line(r).trim_end());
             s.push('\n');
         }
@@ -252,6 +276,15 @@ mod tests {
         let s = table().render(&out(Format::Table, true));
         assert!(s.starts_with("\x1b[1mname"), "{s:?}");
         assert!(!table().render(&out(Format::Table, false)).contains('\x1b'));
+        // A cell read from a file cannot reach the terminal with its escape sequences.
+        let mut t = Table::new(["command", "n"]);
+        t.row(["\x1b]0;PWNED\x07\x1b[2Jx\u{9b}y\n", "1"]);
+        let s = t.render(&out(Format::Table, false));
+        assert!(!s.chars().any(|c| c.is_control() && c != '\n'), "{s:?}");
+        assert!(
+            s.contains("\u{241b}]0;PWNED\u{2407}\u{241b}[2Jx\\u{9b}y\u{240a}"),
+            "{s}"
+        );
         assert_eq!(
             out(Format::Table, true).paint_error("error"),
             "\x1b[1;31merror\x1b[0m"

@@ -79,7 +79,9 @@ impl Dist {
             file: file.to_string(),
             why,
         };
-        let text = std::fs::read_to_string(file).map_err(|e| bad(e.to_string()))?;
+        // At most 64 MiB: `samples:/dev/zero` stops there instead of filling the memory.
+        let text = multios_host::input::read_to_string_capped(std::path::Path::new(file), 64 << 20)
+            .map_err(|e| bad(e.to_string()))?;
         let mut secs = Vec::new();
         for (i, line) in text.lines().enumerate() {
             let l = line.split('#').next().unwrap_or("").trim();

@@ -63,6 +63,13 @@ impl Config {
         if self.repeat < 1 {
             return Err(ExperimentError::Config("--repeat must be at least 1".into()));
         }
+        // 0 made a synthetic run of nothing to time, and a division by it.
+        if self.iters < 1 {
+            return Err(ExperimentError::Config("--iters must be at least 1".into()));
+        }
+        if self.phases < 1 {
+            return Err(ExperimentError::Config("--phases must be at least 1".into()));
+        }
         if !self.intensities.iter().all(|k| k.is_finite() && *k > 0.0) {
             return Err(ExperimentError::Config(
                 "--intensity: every value must be a positive number (0 is measured anyway, for γ)".into(),
@@ -299,8 +306,8 @@ pub fn per_call(runs: &[SynthRun]) -> BTreeMap<String, f64> {
 
 /// Runs the sweep (needs /dev/kvm); `progress` gets one step per intensity.
 pub fn run(a: &Config, progress: &mut dyn Progress) -> Result<Outcome, ExperimentError> {
-    multios_lwk::check_kvm().map_err(|e| ExperimentError::Run(e.to_string()))?;
     a.check()?;
+    multios_lwk::check_kvm().map_err(|e| ExperimentError::Run(e.to_string()))?;
     let dir = std::env::temp_dir().join(format!("multios-lwk-validate-{}", std::process::id()));
     let exe = bench::build(&dir, SYNTH)?;
     // The CPU the LWK's vCPU 0 runs on: the native runs use the same one.
@@ -512,8 +519,18 @@ mod tests {
                 .to_string()
                 .starts_with("--intensity"));
         }
-        let c = Config { repeat: 0, ..ok };
+        let c = Config {
+            repeat: 0,
+            ..ok.clone()
+        };
         assert!(c.check().expect_err("refused").to_string().contains("--repeat"));
+        let c = Config {
+            iters: 0,
+            ..ok.clone()
+        };
+        assert!(c.check().expect_err("refused").to_string().contains("--iters"));
+        let c = Config { phases: 0, ..ok };
+        assert!(c.check().expect_err("refused").to_string().contains("--phases"));
     }
 
     #[test]

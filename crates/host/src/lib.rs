@@ -21,6 +21,7 @@ pub mod cgroup;
 pub mod cpus;
 pub mod embed;
 pub mod hvexit;
+pub mod input;
 pub mod irqs;
 pub mod output;
 pub mod process;

@@ -22,6 +22,9 @@ pub const FORMAT: &str = "multios-map-graph";
 pub const VERSION: u32 = 3;
 /// The oldest version this build reads.
 pub const OLDEST_VERSION: u32 = 1;
+/// The largest graph file read: far above a recorded program's graph, small enough that
+/// `map place /dev/zero` stops at once.
+pub const MAX_GRAPH_BYTES: u64 = 256 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum GraphError {
@@ -265,12 +268,14 @@ impl Graph {
         }
     }
 
-    /// Reads and checks a graph file.
+    /// Reads and checks a graph file (at most [`MAX_GRAPH_BYTES`]).
     pub fn load(path: &Path) -> Result<Graph, GraphError> {
         let p = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| GraphError::Read {
-            path: p.clone(),
-            source,
+        let text = multios_host::input::read_to_string_capped(path, MAX_GRAPH_BYTES).map_err(|source| {
+            GraphError::Read {
+                path: p.clone(),
+                source,
+            }
         })?;
         Graph::from_json(&text, &p)
     }

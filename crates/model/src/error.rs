@@ -54,10 +54,24 @@ pub enum ModelError {
         value: f64,
     },
     #[error(
+        "{at}: predicted {predicted:e} and measured {measured:e} are too far apart: their relative error \
+         |predicted − measured| / measured, in %, is not a finite number"
+    )]
+    PairsApart {
+        at: String,
+        predicted: f64,
+        measured: f64,
+    },
+    #[error(
         "the workload is empty: C = 0 and every g(s) = 0, so there is no time to speed up; give a compute \
          time (--compute) or a profile of a run that took time"
     )]
     EmptyWorkload,
+    #[error(
+        "t_d = 0: {what} = 0 with no compute time left (C/γ = 0), so the projected speedup S_r would be \
+         infinite; give g' a time > 0 (--g-prime NAME=TIME or NAME=xFACTOR) or a compute time"
+    )]
+    NoProjectedTime { what: String },
     #[error("{what} exceeds 2^64 - 1 calls: the counts n(s) given are corrupt or mistyped")]
     CountOverflow { what: String },
 }

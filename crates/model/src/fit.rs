@@ -70,12 +70,35 @@ pub fn accuracy(pairs: &[(f64, f64)]) -> Result<f64, ModelError> {
     if pairs.is_empty() {
         return Err(ModelError::NoPairs);
     }
+    let n = pairs.len() as f64;
     let mut sum = 0.0;
-    for (pred, meas) in pairs {
+    for (k, &(pred, meas)) in pairs.iter().enumerate() {
         positive("measured value", meas.abs())?;
-        sum += ((pred - meas) / meas).abs();
+        // each pair's share of the mean, in %: finite, or the accuracy printed was -inf %
+        sum += pair_error(&format!("pair {}", k + 1), pred, meas)? / n;
     }
-    Ok(100.0 - 100.0 * sum / pairs.len() as f64)
+    if !sum.is_finite() {
+        return Err(ModelError::PairsApart {
+            at: "the pairs".into(),
+            predicted: f64::NAN,
+            measured: f64::NAN,
+        });
+    }
+    Ok(100.0 - sum)
+}
+
+/// 100·|predicted − measured| / |measured|, refused when not finite (`1e308,1e-300`).
+fn pair_error(at: &str, predicted: f64, measured: f64) -> Result<f64, ModelError> {
+    let e = 100.0 * ((predicted - measured) / measured).abs();
+    if e.is_finite() {
+        Ok(e)
+    } else {
+        Err(ModelError::PairsApart {
+            at: at.into(),
+            predicted,
+            measured,
+        })
+    }
 }
 
 /// Reads (predicted, measured) pairs from CSV text with columns name,predicted,measured (the
@@ -109,7 +132,9 @@ pub fn parse_pairs(source: &str, text: &str) -> Result<Vec<(f64, f64)>, ModelErr
             }
             Ok(v)
         };
-        pairs.push((number("predicted", p)?, number("measured", m)?));
+        let (p, m) = (number("predicted", p)?, number("measured", m)?);
+        pair_error(&at, p, m)?;
+        pairs.push((p, m));
     }
     Ok(pairs)
 }
@@ -164,5 +189,24 @@ mod tests {
             assert!(e.contains("p.csv:1") && e.contains("not a speedup"), "{bad}: {e}");
         }
         assert_eq!(parse_pairs("p.csv", "x,1.5,1.4").ok(), Some(vec![(1.5, 1.4)]));
+    }
+
+    #[test]
+    fn issue_16_pairs_too_far_apart_are_refused_naming_the_line() {
+        let e = parse_pairs(
+            "p.csv",
+            "a,1,1
+b,1e308,1e-300
+",
+        )
+        .expect_err("inf %")
+        .to_string();
+        assert!(e.contains("p.csv:2") && e.contains("too far apart"), "{e}");
+        let e = accuracy(&[(1.0, 1.0), (1e308, 1e-10)])
+            .expect_err("inf %")
+            .to_string();
+        assert!(e.contains("pair 2"), "{e}");
+        let a = accuracy(&[(1e300, 1.0), (1e300, 1.0)]).expect("finite");
+        assert!(a.is_finite(), "{a}");
     }
 }

@@ -42,6 +42,9 @@ fn ser_named<S: serde::Serializer>(n: &NamedSet, s: S) -> Result<S::Ok, S::Error
     s.serialize_str(n.name())
 }
 
+/// The largest `list:FILE` read (a list of system-call names is a few KiB).
+pub const MAX_LIST_BYTES: u64 = 1 << 20;
+
 impl Policy {
     /// Parses the textual form; `list:FILE` reads FILE.
     pub fn parse(text: &str) -> Result<Policy, ModelError> {
@@ -51,10 +54,12 @@ impl Policy {
             "all" if rest.is_empty() => Ok(Policy::All),
             "none" if rest.is_empty() => Ok(Policy::None),
             "list" => {
-                let body = std::fs::read_to_string(rest).map_err(|e| ModelError::ListFile {
-                    path: rest.into(),
-                    msg: e.to_string(),
-                })?;
+                let body =
+                    multios_host::input::read_to_string_capped(std::path::Path::new(rest), MAX_LIST_BYTES)
+                        .map_err(|e| ModelError::ListFile {
+                            path: rest.into(),
+                            msg: e.to_string(),
+                        })?;
                 let names = multios_syscalls::parse_list(rest, &body)?;
                 Ok(Policy::List {
                     source: rest.to_string(),

@@ -50,6 +50,11 @@ pub fn erlang_c(servers: u32, a: f64) -> f64 {
     let mut b = 1.0;
     for k in 1..=servers {
         b = a * b / (f64::from(k) + a * b);
+        // Once the Erlang B term underflows it stays 0: the rest of 4 294 967 295 servers would
+        // take minutes to add nothing.
+        if b == 0.0 {
+            break;
+        }
     }
     c * b / (c - a * (1.0 - b))
 }
@@ -73,7 +78,8 @@ pub fn mmc(q: &QueueParams) -> Result<QueueResult, ModelError> {
             });
         }
     }
-    let lambda: f64 = q.lambdas.iter().sum();
+    // fold, not sum: an empty f64 sum is −0.0, printed "λ = -0.000000e0"
+    let lambda = q.lambdas.iter().fold(0.0, |a, b| a + b);
     let capacity = f64::from(q.servers) * q.mu;
     if lambda >= capacity {
         return Err(ModelError::Unstable { lambda, capacity });
@@ -184,5 +190,26 @@ mod tests {
             servers: 2,
         });
         assert!(r.is_ok());
+    }
+
+    #[test]
+    fn issue_16_the_most_servers_end_quickly_and_no_rate_is_plus_zero() {
+        let t = std::time::Instant::now();
+        let r = mmc(&QueueParams {
+            lambdas: vec![1.0],
+            mu: 10.0,
+            servers: u32::MAX,
+        })
+        .expect("stable");
+        assert!(t.elapsed() < std::time::Duration::from_secs(1));
+        assert_eq!(r.p_wait, 0.0);
+        let r = mmc(&QueueParams {
+            lambdas: Vec::new(),
+            mu: 10.0,
+            servers: 1,
+        })
+        .expect("stable");
+        assert!(r.lambda.is_sign_positive() && r.rho.is_sign_positive(), "{r:?}");
+        assert_eq!(format!("{:e}", r.lambda), "0e0");
     }
 }

@@ -169,7 +169,22 @@ pub fn refined(
     }
     let t_d = w.c / params.gamma + t_remote + t_local;
     check_time("t_d", t_d)?;
-    let speedup = if t_d > 0.0 { t_nd / t_d } else { f64::INFINITY };
+    if t_d <= 0.0 {
+        // S_r would be inf: the time the workload takes went away with a g' of 0 (`--g-prime read=0ns`).
+        let zeroed: Vec<String> = breakdown
+            .iter()
+            .filter(|b| !b.delegated && b.g > 0.0 && b.t_d <= 0.0)
+            .map(|b| format!("g'({})", b.name))
+            .collect();
+        return Err(ModelError::NoProjectedTime {
+            what: if zeroed.is_empty() {
+                "C/γ and every call's time".into()
+            } else {
+                zeroed.join(", ")
+            },
+        });
+    }
+    let speedup = t_nd / t_d;
     let p = w.p();
     Ok(Projection {
         gamma: params.gamma,

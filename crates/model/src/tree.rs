@@ -345,7 +345,7 @@ pub fn compose(
     if wall_nd.is_nan() || wall_nd <= 0.0 {
         return Err(ModelError::EmptyWorkload);
     }
-    let serial: f64 = shifts.iter().map(|s| s.stretch_s).sum();
+    let serial: f64 = shifts.iter().map(|s| s.stretch_s).fold(0.0, |a, b| a + b);
     let span_delay_s = end_d - end_nd;
     let work_delay_s = serial / cpus as f64;
     // Added work cannot take less than its share of the CPUs; work taken away (γ > 1, a term that

@@ -37,7 +37,8 @@ impl Workload {
 
     /// Σ g(s).
     pub fn sum_g(&self) -> f64 {
-        self.calls.iter().map(|c| c.g).sum()
+        // fold, not sum: an empty f64 sum is −0.0 (Rust ≥ 1.82), printed as "-0"
+        self.calls.iter().map(|c| c.g).fold(0.0, |a, b| a + b)
     }
 
     /// t_nd = C + Σ g(s) (eq. 4).

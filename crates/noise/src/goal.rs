@@ -45,7 +45,7 @@ pub fn busy_in(t: &NoiseTrace, start: f64, len: f64) -> f64 {
             .detours
             .iter()
             .map(|&(s, d)| ((s + d).min(to) - s.max(from)).max(0.0))
-            .sum::<f64>();
+            .fold(0.0, |a, b| a + b);
         left -= to - from;
         from = 0.0;
     }

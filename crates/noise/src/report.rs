@@ -36,7 +36,7 @@ pub struct Report {
 pub fn report(label: &str, s: &Series) -> Report {
     let values: Vec<f64> = s.samples.iter().map(|x| x.1).collect();
     let summary = Summary::of(&values);
-    let detour_ns_total: f64 = s.detours.iter().map(|d| d.1).sum();
+    let detour_ns_total: f64 = s.detours.iter().map(|d| d.1).fold(0.0, |a, b| a + b);
     let noise_pct = match s.kind {
         Kind::Fwq => summary.as_ref().map(|x| x.noise_pct).unwrap_or(0.0),
         Kind::Ftq => stats::ftq_noise_pct(&values),

@@ -59,7 +59,7 @@ pub fn power_spectrum(xs: &[f64], dt_s: f64) -> Vec<(f64, f64)> {
     if n < 4 || dt_s <= 0.0 {
         return Vec::new();
     }
-    let mean = xs.iter().sum::<f64>() / n as f64;
+    let mean = xs.iter().fold(0.0, |a, b| a + b) / n as f64;
     let m = n.next_power_of_two();
     let mut re = vec![0.0; m];
     let mut im = vec![0.0; m];

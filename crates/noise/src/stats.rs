@@ -30,8 +30,8 @@ impl Summary {
         s.sort_by(f64::total_cmp);
         let min = s[0];
         let max = s[s.len() - 1];
-        let sum: f64 = s.iter().sum();
-        let excess: f64 = s.iter().map(|t| t - min).sum();
+        let sum: f64 = s.iter().fold(0.0, |a, b| a + b);
+        let excess: f64 = s.iter().map(|t| t - min).fold(0.0, |a, b| a + b);
         Some(Summary {
             n: s.len(),
             min,
@@ -52,7 +52,7 @@ pub fn ftq_noise_pct(counts: &[f64]) -> f64 {
     if counts.is_empty() || max <= 0.0 {
         return 0.0;
     }
-    let lost: f64 = counts.iter().map(|c| max - c).sum();
+    let lost: f64 = counts.iter().map(|c| max - c).fold(0.0, |a, b| a + b);
     100.0 * lost / (max * counts.len() as f64)
 }
 

@@ -7,6 +7,12 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+/// The largest trace file read (millions of detours); `--trace /dev/zero` stops here.
+pub const MAX_TRACE_BYTES: u64 = 256 << 20;
+
+/// The most detours a signature's cycle may hold (32 bytes each, twice: the trace and its replay).
+pub const MAX_SIGNATURE_DETOURS: u64 = 10_000_000;
+
 /// An error in a trace file or a signature.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
@@ -59,7 +65,8 @@ impl NoiseTrace {
 
     /// Total detour time.
     pub fn busy_ns(&self) -> f64 {
-        self.detours.iter().map(|d| d.1).sum()
+        // fold, not sum: an empty f64 sum is −0.0, printed "-0.0000%"
+        self.detours.iter().map(|d| d.1).fold(0.0, |a, b| a + b)
     }
 
     /// Net noise: busy time / length (0..1).
@@ -126,12 +133,14 @@ impl NoiseTrace {
         Ok(NoiseTrace::new(length, detours))
     }
 
-    /// Reads a trace file.
+    /// Reads a trace file (at most [`MAX_TRACE_BYTES`]).
     pub fn load(path: &Path) -> Result<Self, TraceError> {
         let p = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| TraceError::Read {
-            path: p.clone(),
-            source,
+        let text = multios_host::input::read_to_string_capped(path, MAX_TRACE_BYTES).map_err(|source| {
+            TraceError::Read {
+                path: p.clone(),
+                source,
+            }
         })?;
         Self::parse(&text, &p)
     }
@@ -185,7 +194,14 @@ impl NoiseTrace {
                 return Err(bad("the periods' least common multiple exceeds 100 s".to_string()));
             }
         }
-        let mut detours = Vec::new();
+        // One detour per period of each part over the whole cycle: `1GHz:…,1Hz:…` would be 10⁹.
+        let count = parts.iter().fold(0u64, |n, &(p, _)| n.saturating_add(length / p));
+        if count > MAX_SIGNATURE_DETOURS {
+            return Err(bad(format!(
+                "it makes {count} detours per {length} ns cycle (the periods' least common multiple): at most {MAX_SIGNATURE_DETOURS}; use lower frequencies, or periods with a smaller common multiple"
+            )));
+        }
+        let mut detours = Vec::with_capacity(count as usize);
         for &(p, d) in &parts {
             let mut t = 0;
             while t < length {
@@ -239,6 +255,26 @@ fn lcm(a: u64, b: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn issue_16_a_signature_of_too_many_detours_is_refused() {
+        let e = NoiseTrace::signature("1000MHz:0.5ns,1Hz:0.5ns")
+            .expect_err("too many detours")
+            .to_string();
+        assert!(
+            e.contains("1000000001 detours") && e.contains("at most 10000000"),
+            "{e}"
+        );
+        // Within the cap, the same two parts give a trace.
+        assert!(NoiseTrace::signature("1kHz:25us,10Hz:2.5ms").is_ok());
+    }
+
+    #[test]
+    fn issue_16_an_empty_trace_is_busy_for_plus_zero() {
+        let t = NoiseTrace::new(100.0, Vec::new());
+        assert!(t.busy_ns().is_sign_positive() && t.net_noise().is_sign_positive());
+        assert_eq!(format!("{:.4}%", t.net_noise() * 100.0), "0.0000%");
+    }
 
     #[test]
     fn parses_loggopsim_text_and_round_trips() {

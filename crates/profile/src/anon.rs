@@ -100,7 +100,7 @@ impl AnonMaps {
                     sum.min(n * cap_f)
                 }
             })
-            .sum()
+            .fold(0.0, |a, b| a + b)
     }
 
     /// What is wrong with it, if anything: the two tables of unequal length, longer than

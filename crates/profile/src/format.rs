@@ -417,7 +417,8 @@ impl Profile {
 
     /// Σ g(s).
     pub fn syscall_time_s(&self) -> f64 {
-        self.syscalls.iter().map(|s| s.total_s).sum()
+        // fold, not sum: an empty f64 sum is −0.0 (Rust ≥ 1.82), printed "p = -0.0000%"
+        self.syscalls.iter().map(|s| s.total_s).fold(0.0, |a, b| a + b)
     }
 
     /// Σ n(s), saturating at `u64::MAX` (a profile that passed validation never gets there).
@@ -445,5 +446,21 @@ impl Profile {
     pub fn sort(&mut self) {
         self.syscalls
             .sort_by(|a, b| b.total_s.total_cmp(&a.total_s).then_with(|| a.name.cmp(&b.name)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An empty f64 `sum()` is −0.0 since Rust 1.82: a profile without system calls printed
+    /// "p = -0.0000%" and "Σg = -0.000 s".
+    #[test]
+    fn issue_16_an_empty_profile_has_plus_zero_syscall_time() {
+        let mut p = Profile::new(vec!["true".into()], "test", "exact");
+        p.compute_time_s = 1.0;
+        assert!(p.syscall_time_s().is_sign_positive());
+        assert_eq!(format!("{:.3}", p.syscall_time_s()), "0.000");
+        assert_eq!(format!("{:.4}%", p.p() * 100.0), "0.0000%");
     }
 }

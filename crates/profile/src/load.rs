@@ -296,6 +296,7 @@ pub(crate) fn validate(origin: &str, p: &Profile) -> Result<(), ProfileError> {
             }
         }
     }
+    check_ranks(origin, p)?;
     let mut thread_calls = 0u64;
     for (i, t) in p.threads.iter().enumerate() {
         thread_calls = thread_calls.checked_add(t.syscalls).ok_or_else(|| {
@@ -310,6 +311,32 @@ pub(crate) fn validate(origin: &str, p: &Profile) -> Result<(), ProfileError> {
         })?;
         check_time(origin, format!("threads[{i}].lifetime_s"), t.lifetime_s)?;
         check_time(origin, format!("threads[{i}].syscall_time_s"), t.syscall_time_s)?;
+    }
+    Ok(())
+}
+
+/// Checks `ranks[]` (of a merged profile): finite times ≥ 0, each rank once.
+fn check_ranks(origin: &str, p: &Profile) -> Result<(), ProfileError> {
+    let mut seen = std::collections::HashSet::new();
+    for (i, r) in p.ranks.iter().enumerate() {
+        let f = |name: &str| format!("ranks[{i}].{name}");
+        for (name, v) in [
+            ("wall_time_s", r.wall_time_s),
+            ("compute_time_s", r.compute_time_s),
+            ("syscall_time_s", r.syscall_time_s),
+        ] {
+            check_time(origin, f(name), v)?;
+        }
+        if !seen.insert(r.rank) {
+            return Err(invalid(
+                origin,
+                f("rank"),
+                format!(
+                    "rank {} appears twice: each rank's summary is listed once",
+                    r.rank
+                ),
+            ));
+        }
     }
     Ok(())
 }

@@ -111,6 +111,9 @@ pub fn merge(parts: Vec<(u32, String, Profile)>) -> Result<Profile, ProfileError
     out.collection.coverage = coverage;
     out.ranks.sort_by_key(|r| r.rank);
     out.sort();
+    // The sums of large finite times can be inf, which JSON saves as null and no load reads back.
+    crate::load::validate(&format!("the merged profile of {} ranks", out.ranks.len()), &out)
+        .map_err(|e| ProfileError::Merge(e.to_string()))?;
     Ok(out)
 }
 

@@ -33,7 +33,7 @@ pub struct Args {
     #[arg(long, default_value = "10us")]
     fc: String,
     /// Emulation mechanism (shm, proxy, migrate)
-    #[arg(long, default_value = "shm")]
+    #[arg(long, default_value = "shm", value_parser = ["shm", "proxy", "migrate"])]
     mechanism: String,
     /// Input size in MiB (32 by default; the tests use 4)
     #[arg(long, default_value_t = 32)]

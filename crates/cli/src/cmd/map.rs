@@ -79,7 +79,8 @@ impl CostArgs {
         let Some(p) = &self.costs else {
             return Ok(None);
         };
-        let text = std::fs::read_to_string(p).with_context(|| format!("--costs {}", p.display()))?;
+        let text = multios_host::input::read_to_string_capped(p, 16 << 20)
+            .with_context(|| format!("--costs {}", p.display()))?;
         let f = serde_json::from_str::<CostsFile>(&text).with_context(|| {
             format!(
                 "--costs {}: neither a model nor a cost model (write one with `multios bench map --costs FILE`)",
@@ -102,6 +103,7 @@ impl CostArgs {
     /// with the flags applied), otherwise the linear model of [`CostArgs::cost`]; the distance
     /// scaling from `per_hop` and `ref_hops` either way.
     fn model(&self, per_hop: f64, ref_hops: u32) -> anyhow::Result<HopModel> {
+        check_per_hop(per_hop)?;
         let mut m = match self.file()? {
             Some(CostsFile::Model(m)) => {
                 if m.curves.is_some_and(|c| c.packed.is_none()) {
@@ -143,8 +145,12 @@ impl CostArgs {
             ("--idle-wake-ns", "ns_per_idle_wake", c.ns_per_idle_wake),
             ("--ns-per-shared-page", "ns_per_shared_page", c.ns_per_shared_page),
         ] {
-            if !v.is_finite() || v < 0.0 {
-                anyhow::bail!("{flag} (or {field} in --costs) must be a non-negative number, got {v}");
+            // Bounded too: 1e308 ns per event made every prediction inf (and the decision on it).
+            if !v.is_finite() || !(0.0..=MAX_COST_NS).contains(&v) {
+                anyhow::bail!(
+                    "{flag} (or {field} in --costs) must be a non-negative number of ns up to {MAX_COST_NS:e}, got {}",
+                    short(v)
+                );
             }
         }
         Ok(c)
@@ -629,6 +635,32 @@ fn fixed3(v: f64) -> String {
     match s.strip_prefix('-') {
         Some(rest) if rest.chars().all(|c| c == '0' || c == '.') => rest.to_string(),
         _ => s,
+    }
+}
+
+/// The largest cost parameter taken, ns (1000 s per event, byte, wake-up or page).
+const MAX_COST_NS: f64 = 1e12;
+/// The largest `--per-hop` taken: a hop 1000 times the calibrated cost.
+const MAX_PER_HOP: f64 = 1000.0;
+
+/// `--per-hop` (of `map` and `bench map`): a finite fraction in 0–[`MAX_PER_HOP`]; NaN or 1e308
+/// made the predictions NaN or inf, and the placement decided on them.
+pub(crate) fn check_per_hop(f: f64) -> anyhow::Result<()> {
+    if !(0.0..=MAX_PER_HOP).contains(&f) {
+        anyhow::bail!(
+            "--per-hop must be a non-negative fraction of the calibrated cost up to {MAX_PER_HOP} (0.5: a hop further costs 50 % more), got {}",
+            short(f)
+        );
+    }
+    Ok(())
+}
+
+/// `v` for an error message: as given, or in e-notation when its digits would fill the line.
+fn short(v: f64) -> String {
+    if v.is_finite() && v != 0.0 && !(1e-6..1e15).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
     }
 }
 

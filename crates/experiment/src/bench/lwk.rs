@@ -103,10 +103,14 @@ pub const PROGRAM_HEADER: [&str; 10] = [
 
 /// Runs the benchmark (needs /dev/kvm); `progress` gets one step per mechanism and per program.
 pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Outcome, ExperimentError> {
-    multios_lwk::check_kvm().map_err(|e| ExperimentError::Run(e.to_string()))?;
     if cfg.runs < 1 {
         return Err(ExperimentError::Config("--runs must be at least 1".into()));
     }
+    // 0 calls per round trip would time nothing, and waited for ever.
+    if cfg.calls < 1 {
+        return Err(ExperimentError::Config("--calls must be at least 1".into()));
+    }
+    multios_lwk::check_kvm().map_err(|e| ExperimentError::Run(e.to_string()))?;
     let dir = std::env::temp_dir().join(format!("multios-bench-lwk-{}", std::process::id()));
     let r = measure(cfg, &dir, progress);
     let _ = std::fs::remove_dir_all(&dir);

@@ -127,12 +127,15 @@ fn lwk_prefix(cfg: &Config, cpu: usize, proxy: usize, reserved: bool) -> Vec<OsS
 
 /// Runs the rounds; one progress step per program run.
 pub fn run(cfg: &Config, progress: &mut dyn Progress) -> Result<Outcome, ExperimentError> {
-    multios_lwk::check_kvm().map_err(run_err)?;
-    if cfg.rounds == 0 || cfg.fwq_quantum_us <= 0.0 || cfg.fwq_seconds <= 0.0 {
-        return Err(ExperimentError::Config(
-            "--rounds, --fwq-quantum-us and --fwq-seconds must be positive".into(),
-        ));
+    // NaN passed `<= 0.0` and inf asked for an endless FWQ run: both are refused.
+    let positive = |x: f64| x > 0.0 && x.is_finite();
+    if cfg.rounds == 0 || !positive(cfg.fwq_quantum_us) || !positive(cfg.fwq_seconds) {
+        return Err(ExperimentError::Config(format!(
+            "--rounds, --fwq-quantum-us and --fwq-seconds must be positive finite numbers, got {}, {} and {}",
+            cfg.rounds, cfg.fwq_quantum_us, cfg.fwq_seconds
+        )));
     }
+    multios_lwk::check_kvm().map_err(run_err)?;
     let cpus = multios_lwk::available_cpus();
     let cpu = cfg
         .cpu

@@ -36,6 +36,13 @@ pub struct Input {
     pub seed: Option<u64>,
 }
 
+/// The largest `text` or `random` input, MiB: it is made in memory before it is written.
+pub const MAX_MIB: f64 = 1024.0;
+/// The most source files of a `cproject`.
+pub const MAX_CPROJECT_FILES: u32 = 10_000;
+/// The largest HPL order N of an `hpccinf` (its matrix is 8·N² bytes: 80 GB at the cap).
+pub const MAX_HPL_ORDER: u32 = 100_000;
+
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> InputError + '_ {
     move |source| InputError::Io {
         path: path.to_path_buf(),
@@ -53,34 +60,48 @@ impl Input {
 
     fn bytes(&self) -> Result<usize, InputError> {
         match self.mib {
-            Some(m) if m > 0.0 && m.is_finite() => Ok((m * 1024.0 * 1024.0) as usize),
+            Some(m) if m > 0.0 && m <= MAX_MIB => Ok((m * 1024.0 * 1024.0) as usize),
+            Some(m) if m > MAX_MIB => Err(self.bad(format!(
+                "mib = {m} is too large: at most {MAX_MIB} (the input is made in memory)"
+            ))),
             _ => Err(self.bad(format!("kind '{}' needs mib = SIZE (MiB, > 0)", self.kind))),
+        }
+    }
+
+    /// `count` of a `cproject` or `hpccinf`, within 1..=`max`.
+    fn count(&self, what: &str, max: u32) -> Result<u32, InputError> {
+        match self.count {
+            None => Err(self.bad(format!("kind '{}' needs count = {what}", self.kind))),
+            Some(n) if (1..=max).contains(&n) => Ok(n),
+            Some(n) => Err(self.bad(format!(
+                "count = {n} is out of range: kind '{}' takes count = {what} in 1–{max}",
+                self.kind
+            ))),
+        }
+    }
+
+    /// Checks the input's fields without making anything: the error names the file and the field.
+    pub fn check(&self) -> Result<(), InputError> {
+        if self.file.is_empty() || Path::new(&self.file).is_absolute() || self.file.contains("..") {
+            return Err(self.bad("file must be a relative path inside the workload's directory"));
+        }
+        match self.kind.as_str() {
+            "text" | "random" => self.bytes().map(drop),
+            "content" if self.text.is_none() => Err(self.bad("kind 'content' needs text = \"…\"")),
+            "content" => Ok(()),
+            "hpccinf" => self.count("N (HPL order)", MAX_HPL_ORDER).map(drop),
+            "cproject" => self.count("FILES", MAX_CPROJECT_FILES).map(drop),
+            k => Err(self.bad(format!(
+                "unknown kind '{k}': use text, random, content, hpccinf or cproject"
+            ))),
         }
     }
 
     /// Writes the input into `dir`.
     pub fn generate(&self, dir: &Path) -> Result<(), InputError> {
-        if self.file.is_empty() || Path::new(&self.file).is_absolute() || self.file.contains("..") {
-            return Err(self.bad("file must be a relative path inside the workload's directory"));
-        }
-        let path = dir.join(&self.file);
         // A malformed input is an error before anything is made on disk.
-        match self.kind.as_str() {
-            "text" | "random" => {
-                self.bytes()?;
-            }
-            "content" if self.text.is_none() => return Err(self.bad("kind 'content' needs text = \"…\"")),
-            "hpccinf" if self.count.is_none() => {
-                return Err(self.bad("kind 'hpccinf' needs count = N (HPL order)"))
-            }
-            "cproject" if self.count.is_none() => return Err(self.bad("kind 'cproject' needs count = FILES")),
-            "content" | "hpccinf" | "cproject" => {}
-            k => {
-                return Err(self.bad(format!(
-                    "unknown kind '{k}': use text, random, content, hpccinf or cproject"
-                )))
-            }
-        }
+        self.check()?;
+        let path = dir.join(&self.file);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(io(parent))?;
         }
@@ -92,15 +113,11 @@ impl Input {
                 None => Err(self.bad("kind 'content' needs text = \"…\"")),
             },
             "hpccinf" => {
-                let n = self
-                    .count
-                    .ok_or_else(|| self.bad("kind 'hpccinf' needs count = N (HPL order)"))?;
+                let n = self.count("N (HPL order)", MAX_HPL_ORDER)?;
                 write_file(&path, multios_lwk::bench::hpcc::input(n, 64).as_bytes())
             }
             "cproject" => {
-                let n = self
-                    .count
-                    .ok_or_else(|| self.bad("kind 'cproject' needs count = FILES"))?;
+                let n = self.count("FILES", MAX_CPROJECT_FILES)?;
                 cproject(&path, n)
             }
             k => Err(self.bad(format!(
@@ -231,5 +248,59 @@ mod tests {
         .expect_err("outside")
         .to_string();
         assert!(e.contains("relative path"), "{e}");
+    }
+
+    #[test]
+    fn issue_16_sizes_and_counts_are_capped_naming_the_field() {
+        let i = Input {
+            file: "big".into(),
+            kind: "text".into(),
+            mib: Some(1e13),
+            count: None,
+            text: None,
+            seed: None,
+        };
+        let e = i.check().expect_err("too large").to_string();
+        assert!(
+            e.contains("'big'") && e.contains("mib = 10000000000000") && e.contains("at most 1024"),
+            "{e}"
+        );
+        assert!(Input {
+            mib: Some(f64::INFINITY),
+            ..i.clone()
+        }
+        .check()
+        .is_err());
+        assert!(Input {
+            mib: Some(f64::NAN),
+            ..i.clone()
+        }
+        .check()
+        .is_err());
+        assert!(Input {
+            mib: Some(2.0),
+            ..i.clone()
+        }
+        .check()
+        .is_ok());
+        for (kind, n) in [
+            ("cproject", u32::MAX),
+            ("cproject", 0),
+            ("hpccinf", 4_000_000_000),
+        ] {
+            let e = Input {
+                kind: kind.into(),
+                mib: None,
+                count: Some(n),
+                ..i.clone()
+            }
+            .check()
+            .expect_err("out of range")
+            .to_string();
+            assert!(
+                e.contains(&format!("count = {n}")) && e.contains("out of range"),
+                "{e}"
+            );
+        }
     }
 }

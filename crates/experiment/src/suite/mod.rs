@@ -160,6 +160,13 @@ impl Suite {
                     w.name
                 )));
             }
+            for i in &w.inputs {
+                i.check().map_err(|source| SuiteError::Input {
+                    path: path.into(),
+                    name: w.name.clone(),
+                    source,
+                })?;
+            }
             if !names.insert(&w.name) {
                 return Err(invalid(format!("workload '{}' appears twice", w.name)));
             }
@@ -173,13 +180,18 @@ impl Suite {
             return Suite::parse("bundled suite (crates/experiment/data/suite.toml)", BUNDLED);
         }
         let path = file.display().to_string();
-        let text = std::fs::read_to_string(file).map_err(|source| SuiteError::Read {
-            path: path.clone(),
-            source,
+        let text = multios_host::input::read_to_string_capped(file, MAX_SUITE_BYTES).map_err(|source| {
+            SuiteError::Read {
+                path: path.clone(),
+                source,
+            }
         })?;
         Suite::parse(&path, &text)
     }
 }
+
+/// The largest suite file read (a suite is a few KiB; `--suite /dev/zero` stops here).
+pub const MAX_SUITE_BYTES: u64 = 16 << 20;
 
 /// How to run a suite.
 #[derive(Debug, Clone)]
@@ -307,9 +319,34 @@ pub fn check(e: &Entry, dir: &Path) -> Result<(), SuiteError> {
     r
 }
 
+/// Refuses an `--only` name that is not a workload of the suite: a typo silently ran fewer
+/// workloads (or none).
+fn check_only(cfg: &Config, suite: &Suite) -> Result<(), ExperimentError> {
+    let unknown: Vec<&str> = cfg
+        .only
+        .iter()
+        .filter(|n| !suite.workloads.iter().any(|w| &w.name == *n))
+        .map(String::as_str)
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let known: Vec<&str> = suite.workloads.iter().map(|w| w.name.as_str()).collect();
+    Err(ExperimentError::Config(format!(
+        "--only: no workload named {} in the suite; its workloads are {}",
+        unknown
+            .iter()
+            .map(|n| format!("'{n}'"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        known.join(", ")
+    )))
+}
+
 /// Runs the suite: per workload, inputs, check, then [`real::run_workload`]. A workload whose
 /// program is missing or whose check fails is skipped with the reason (the others still run).
 pub fn run(cfg: &Config, suite: &Suite, progress: &mut dyn Progress) -> Result<Outcome, ExperimentError> {
+    check_only(cfg, suite)?;
     let chosen: Vec<&Entry> = suite
         .workloads
         .iter()

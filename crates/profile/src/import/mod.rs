@@ -106,14 +106,32 @@ pub fn import(origin: &str, text: &str, opts: &ImportOptions) -> Result<Profile,
     Ok(p)
 }
 
-/// Adds a parsed row to `out`, summing rows for the same call (perf prints one table per thread).
-fn push_row(out: &mut Vec<SyscallStats>, row: SyscallStats) {
+/// Adds a parsed row (line `line` of `origin`) to `out`, summing rows for the same call (perf
+/// prints one table per thread); counts that add up past 2^64 − 1 are an error naming the row
+/// (they wrapped around before).
+fn push_row(
+    origin: &str,
+    line: usize,
+    out: &mut Vec<SyscallStats>,
+    row: SyscallStats,
+) -> Result<(), ProfileError> {
     match out.iter_mut().find(|s| s.name == row.name) {
         None => out.push(row),
         Some(s) => {
-            s.count += row.count;
+            let overflow = |what: &str| ProfileError::Import {
+                path: origin.into(),
+                line,
+                msg: format!(
+                    "the {what} of '{}' over its rows add up past 2^64 - 1: the file is corrupt",
+                    row.name
+                ),
+            };
+            s.count = s.count.checked_add(row.count).ok_or_else(|| overflow("calls"))?;
             s.total_s += row.total_s;
-            s.errors += row.errors;
+            s.errors = s
+                .errors
+                .checked_add(row.errors)
+                .ok_or_else(|| overflow("errors"))?;
             s.min_s = match (s.min_s, row.min_s) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
@@ -124,6 +142,7 @@ fn push_row(out: &mut Vec<SyscallStats>, row: SyscallStats) {
             };
         }
     }
+    Ok(())
 }
 
 fn syscall_number(origin: &str, line: usize, name: &str) -> Result<u32, ProfileError> {

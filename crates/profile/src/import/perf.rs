@@ -80,6 +80,8 @@ pub(super) fn parse(origin: &str, text: &str) -> Result<Vec<SyscallStats>, Profi
         let max_s = c.max.map(|k| num(k, "max")).transpose()?.map(ms);
         let nr = syscall_number(origin, i + 1, name)?;
         push_row(
+            origin,
+            i + 1,
             &mut out,
             SyscallStats {
                 name: name.into(),
@@ -91,7 +93,7 @@ pub(super) fn parse(origin: &str, text: &str) -> Result<Vec<SyscallStats>, Profi
                 max_s,
                 ..Default::default()
             },
-        );
+        )?;
     }
     Ok(out)
 }

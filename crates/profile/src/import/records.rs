@@ -72,7 +72,7 @@ pub fn profile_of(
             name: name.to_string(),
             nr,
             count: d.len() as u64,
-            total_s: d.iter().sum(),
+            total_s: d.iter().fold(0.0, |a, b| a + b),
             errors,
             min_s: d.first().copied(),
             median_s: multios_stats::median(&d),

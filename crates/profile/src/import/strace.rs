@@ -58,6 +58,8 @@ pub(super) fn parse(origin: &str, text: &str) -> Result<Vec<SyscallStats>, Profi
         };
         let nr = syscall_number(origin, i + 1, name)?;
         push_row(
+            origin,
+            i + 1,
             &mut out,
             SyscallStats {
                 name: name.into(),
@@ -67,7 +69,7 @@ pub(super) fn parse(origin: &str, text: &str) -> Result<Vec<SyscallStats>, Profi
                 errors,
                 ..Default::default()
             },
-        );
+        )?;
     }
     Ok(out)
 }
@@ -107,5 +109,19 @@ mod tests {
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(e.contains("s.txt:4: unknown system call 'raed'"), "{e}");
+    }
+
+    #[test]
+    fn issue_16_counts_that_overflow_over_rows_name_the_row() {
+        let text = "% time     seconds  usecs/call     calls    errors syscall
+------ ----------- ----------- --------- --------- ----------------
+ 54.32    0.003125           4 18446744073709551615           write
+ 40.76    0.002345           2       993           write
+";
+        let e = parse("s.txt", text).expect_err("wraps").to_string();
+        assert!(
+            e.contains("s.txt:4") && e.contains("'write'") && e.contains("2^64"),
+            "{e}"
+        );
     }
 }

@@ -102,6 +102,7 @@ pub fn run(a: Args, out: &Out) -> crate::cmd::Exit {
     if a.rounds == 0 || a.repeats == 0 || a.pairs == 0 || a.calibration_rounds == 0 {
         anyhow::bail!("--rounds, --repeats, --pairs and --calibration-rounds must be at least 1");
     }
+    crate::cmd::map::check_per_hop(a.per_hop)?;
     let mut programs = Vec::new();
     for name in &a.programs {
         match (name.as_str(), Program::parse(name)) {

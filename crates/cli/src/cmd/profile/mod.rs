@@ -51,9 +51,9 @@ pub fn print_profile(p: &Profile, out: &Out, limit: Option<usize>) -> anyhow::Re
         outln!(
             "{}: {}  ({}, accuracy {}{}, {exit})",
             out.bold("profile"),
-            p.command.join(" "),
-            p.collection.tool,
-            p.collection.accuracy,
+            crate::output::printable(&p.command.join(" ")),
+            crate::output::printable(&p.collection.tool),
+            crate::output::printable(&p.collection.accuracy),
             if p.collection.partial { ", PARTIAL" } else { "" }
         );
         outln!(
