@@ -256,9 +256,8 @@ impl Kernel {
     }
 
     /// The programs an execve runs on Linux instead of in the LWK (`Config::linux_exec`).
+    /// The caller resolves them to the files it trusts first (`syscall::linux_exec::trust`).
     pub fn set_linux_exec(&mut self, programs: Vec<String>) {
-        // Resolved now, at start-up, to the files it trusts (`syscall/linux_exec.rs`).
-        crate::syscall::linux_exec::trust(&programs);
         self.linux_exec = programs;
     }
 

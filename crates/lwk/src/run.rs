@@ -108,6 +108,8 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     if !cfg.reserve && !cfg.prefault && cfg.backend != crate::config::Backend::Exit {
         kernel.set_populate_next(cfg.populate_next);
     }
+    // Resolved now, at start-up, to the files it trusts (`syscall/linux_exec.rs`).
+    crate::syscall::linux_exec::trust(&cfg.linux_exec);
     kernel.set_linux_exec(cfg.linux_exec.clone());
     if let Some(r) = &reserved {
         kernel.note(format!(

@@ -116,10 +116,11 @@ fn prodcons_plan(tag: &str, force: bool) -> (multios_map::decide::Plan, Vec<Stri
     // recordings held 39–71 and 452–610 futex wake-ups each way instead of ≈ 1 600 and ≈ 3 800 (the
     // threads time-share a CPU and fill or drain the whole ring per slice), and the affinity rule
     // rightly joins nothing: "pinned 0, nodes 2" (twice in five CI runs). The recorder is right;
-    // such a recording is made again, at most twelve times in all, a quarter of a second apart
-    // (three back to back were not enough: two fresh-clone CI runs of 2026-11-27's seventeenth
-    // session saw three such recordings in a row, one of them with nothing else running; six were
-    // not enough in the fresh-clone CI of 2026-11-28 06:13), and the last one is returned whatever
+    // such a recording is made again, at most twenty times in all, a second apart (three back to
+    // back were not enough: two fresh-clone CI runs of 2026-11-27's seventeenth session saw three
+    // such recordings in a row, one of them with nothing else running; six were not enough in the
+    // fresh-clone CI of 2026-11-28 06:13, nor twelve a quarter of a second apart — ≈ 4 s — in the
+    // one of 09:23: whatever crowds the pair lasts seconds), and the last one is returned whatever
     // it shows.
     let mut attempt = 0;
     loop {
@@ -134,10 +135,10 @@ fn prodcons_plan(tag: &str, force: bool) -> (multios_map::decide::Plan, Vec<Stri
         .expect("recording multios-prodcons (root and eBPF needed)");
         assert_eq!(rec.exit_code, Some(0));
         let p = plan(&rec.graph, &topo, &model, o);
-        if p.decision.pinned >= 2 || attempt == 12 {
+        if p.decision.pinned >= 2 || attempt == 20 {
             return (p, cmd, d);
         }
-        std::thread::sleep(Duration::from_millis(250));
+        std::thread::sleep(Duration::from_secs(1));
         eprintln!(
             "recording {attempt}: the pair did not show ({:?}); recording again",
             p.decision

@@ -52,11 +52,19 @@ pub fn read_at(dir: i32, path: &str, floor: i32) -> io::Result<Vec<u8>> {
     use std::os::fd::FromRawFd;
     let _low = super::lowfds::low_fds();
     let low = open_at(dir, path, libc::O_RDONLY)?;
-    let high = super::fd::move_fd_high(low, floor);
-    super::fd::close(low);
+    // SAFETY: F_DUPFD_CLOEXEC only creates a descriptor; `low` is this function's, and closing it
+    // touches no memory.
+    let high = unsafe {
+        let high = libc::fcntl(low, libc::F_DUPFD_CLOEXEC, floor);
+        libc::close(low);
+        high
+    };
+    if high < 0 {
+        return Err(io::Error::last_os_error());
+    }
     // SAFETY: `high` was just made by F_DUPFD_CLOEXEC and is owned by nobody else: the File takes
     // it over and closes it.
-    let mut f = unsafe { std::fs::File::from_raw_fd(high?) };
+    let mut f = unsafe { std::fs::File::from_raw_fd(high) };
     use std::os::fd::AsRawFd;
     if fd_file_id(f.as_raw_fd())? != file_id_at(dir, path)? {
         return Err(io::Error::from_raw_os_error(libc::EIO));

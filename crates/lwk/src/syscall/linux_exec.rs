@@ -107,7 +107,7 @@ fn writable(owner: u32, group: u32, mode: u32, uid: u32, groups: &[u32]) -> bool
 }
 
 /// Resolves `Config::linux_exec` (`list`) to the files it trusts, and keeps the VMM's dynamic
-/// loader variables; called when the VMM starts (`Kernel::set_linux_exec`).
+/// loader variables; called when the VMM starts (`run.rs`, before `Kernel::set_linux_exec`).
 pub(crate) fn trust(list: &[String]) {
     let who = Writer::now();
     let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")

@@ -2,6 +2,7 @@
 //! proxy after their arguments have been checked against guest memory.
 
 pub mod check;
+mod clockid;
 mod code;
 mod cpus;
 mod delegate;
@@ -191,7 +192,7 @@ fn per_thread(nr: u64, a: &[u64; 6]) -> bool {
         | libc::SYS_clock_getres
         | libc::SYS_clock_nanosleep
         | libc::SYS_timer_create => {
-            a[0] as i32 == CLOCK_THREAD_CPUTIME_ID || cpus::thread_clock_tid(a[0] as i32) == Some(0)
+            a[0] as i32 == CLOCK_THREAD_CPUTIME_ID || clockid::thread_clock_tid(a[0] as i32) == Some(0)
         }
         libc::SYS_getrusage => a[0] as i32 == RUSAGE_THREAD,
         _ => false,
