@@ -9,6 +9,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 
+#[path = "../../../testsupport/exec_file.rs"]
+mod exec_file;
 #[path = "../../../testsupport/scratch.rs"]
 mod scratch;
 
@@ -52,7 +54,7 @@ fn issue_15_rewrite_cache_serves_the_next_run_with_the_same_result() {
     let cache_s = cache.to_str().expect("UTF-8 temp dir");
     // A copy of ls of our own, so that touching it changes only its key.
     let ls = dir.join("ls");
-    std::fs::copy("/bin/ls", &ls).expect("copy /bin/ls");
+    exec_file::copy(Path::new("/bin/ls"), &ls, 0o755);
     let out = dir.join("out");
 
     // First run: a new cache; every mapping classified and stored, except where ls maps a file

@@ -9,6 +9,9 @@
 
 use std::process::Command;
 
+#[path = "../../../testsupport/exec_file.rs"]
+mod exec_file;
+
 fn multios(args: &[&str]) -> (i32, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_multios"))
         .env("NO_COLOR", "1")
@@ -93,18 +96,16 @@ fn issue_16_lwk_run_refuses_what_linux_would_not_run_and_checks_summary_first() 
     if let Err(e) = multios_lwk::check_kvm() {
         panic!("this test needs KVM and it is not usable here: {e}");
     }
-    use std::os::unix::fs::PermissionsExt;
     let dir = std::env::temp_dir().join(format!("multios-noexec-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("scratch");
     let prog = dir.join("true");
-    std::fs::copy("/bin/true", &prog).expect("copy /bin/true");
-    std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o644)).expect("chmod 644");
+    exec_file::copy(std::path::Path::new("/bin/true"), &prog, 0o644);
     let p = prog.to_str().unwrap_or_default();
     refused(&["lwk", "run", "--", p], "permission denied");
     // On PATH, a non-executable file is skipped for an executable one further on.
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).expect("scratch");
-    std::fs::copy("/bin/echo", bin.join("true")).expect("copy /bin/echo");
+    exec_file::copy(std::path::Path::new("/bin/echo"), &bin.join("true"), 0o755);
     let out = Command::new(env!("CARGO_BIN_EXE_multios"))
         .env("PATH", format!("{}:{}", dir.display(), bin.display()))
         .args(["lwk", "run", "--", "true", "found"])

@@ -2,13 +2,15 @@
 //! target's exit code through, explains errors, and writes one profile per MPI rank under mpirun.
 //! Needs root (eBPF) and, for the MPI test, Debian's openmpi-bin; fails loudly without them.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn multios() -> Command {
     Command::new(env!("CARGO_BIN_EXE_multios"))
 }
 
+#[path = "../../../testsupport/exec_file.rs"]
+mod exec_file;
 #[path = "../../../testsupport/scratch.rs"]
 mod scratch;
 use scratch::Scratch;
@@ -151,9 +153,8 @@ fn issue_3_mpich_writes_one_profile_per_rank() {
 fn world_executable_copy(dir: &std::path::Path) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let exe = dir.join("multios");
-    std::fs::copy(env!("CARGO_BIN_EXE_multios"), &exe).expect("copy multios");
+    exec_file::copy(Path::new(env!("CARGO_BIN_EXE_multios")), &exe, 0o755);
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).expect("chmod dir");
-    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).expect("chmod multios");
     exe
 }
 
@@ -252,7 +253,7 @@ fn issue_3_ptrace_backend_keeps_setgid_programs_privileges_for_root() {
     use std::os::unix::fs::PermissionsExt;
     let dir = scratch("setgid");
     let id = dir.join("id");
-    std::fs::copy("/usr/bin/id", &id).expect("copy /usr/bin/id");
+    exec_file::copy(Path::new("/usr/bin/id"), &id, 0o755);
     std::os::unix::fs::chown(&id, None, Some(8)).expect("chgrp 8 (mail)");
     std::fs::set_permissions(&id, std::fs::Permissions::from_mode(0o2755)).expect("chmod g+s");
     let native = Command::new(&id).output().expect("run id");

@@ -5,6 +5,8 @@
 //! found (127) or run (126). Every run compares with native and has a deadline. Needs /dev/kvm
 //! and gcc.
 
+#[path = "../../../testsupport/exec_file.rs"]
+mod exec_file;
 #[path = "../../../testsupport/scratch.rs"]
 mod scratch;
 #[path = "common/sidebyside.rs"]
@@ -100,12 +102,9 @@ fn issue_16_madvise_checks_and_wipeonfork_like_native() {
 /// `#!` naming the previous one with one argument.
 fn script_chain(dir: &Path) -> Vec<PathBuf> {
     let s: Vec<PathBuf> = (0..6).map(|i| dir.join(format!("s{i}"))).collect();
-    std::fs::write(&s[0], "#!/bin/sh\necho \"args: $0 $*\"\n").expect("write");
+    exec_file::write(&s[0], "#!/bin/sh\necho \"args: $0 $*\"\n", 0o755);
     for i in 1..6 {
-        std::fs::write(&s[i], format!("#!{} a{i}\n", s[i - 1].display())).expect("write");
-    }
-    for p in &s {
-        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        exec_file::write(&s[i], format!("#!{} a{i}\n", s[i - 1].display()), 0o755);
     }
     s
 }

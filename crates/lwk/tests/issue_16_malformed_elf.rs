@@ -8,6 +8,8 @@
 //! compiled program is refused (126, or SIGSEGV for an execve past its point of no return) or runs
 //! as natively, and never panics or hangs the VMM. Needs /dev/kvm and gcc.
 
+#[path = "../../../testsupport/exec_file.rs"]
+mod exec_file;
 #[path = "../../../testsupport/scratch.rs"]
 mod scratch;
 #[path = "common/sidebyside.rs"]
@@ -69,10 +71,8 @@ fn with_segment(dir: &Path, prog: &Path, name: &str, p: Phdr) -> PathBuf {
 }
 
 fn write_exec(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
     let out = dir.join(name);
-    std::fs::write(&out, bytes).expect("writing the damaged copy");
-    std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    exec_file::write(&out, bytes, 0o755);
     out
 }
 

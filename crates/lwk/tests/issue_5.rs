@@ -13,6 +13,8 @@ fn require_kvm() {
     }
 }
 
+#[path = "../../../testsupport/exec_file.rs"]
+mod exec_file;
 #[path = "../../../testsupport/scratch.rs"]
 mod scratch;
 
@@ -679,8 +681,7 @@ fn issue_5_execve_replaces_the_program_like_native() {
     // A #! script, by execv from a program and as the program itself; wrappers that exec.
     let dir = tmpdir("exec-script");
     let script = dir.join("s.sh");
-    std::fs::write(&script, "#!/bin/sh\necho \"script args: $*\"\n").expect("write the script");
-    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    exec_file::write(&script, "#!/bin/sh\necho \"script args: $*\"\n", 0o755);
     let s = script.to_str().expect("utf-8 temp path");
     let out = assert_same(&build_c_with("execs", &[]), &["script", s]);
     assert_eq!(
