@@ -36,6 +36,7 @@ pub mod policy;
 pub mod populate;
 pub mod procattr;
 pub mod procfs;
+pub mod procread;
 pub mod proxy;
 pub mod reserve;
 pub mod residency;

@@ -4,8 +4,8 @@
 //!
 //! For a descriptor on procfs (fstatfs), the VMM reads, through the procfs directory it opened at
 //! start-up (kept in its own fd range, so a later mount over /proc does not change it), the fd's
-//! path (`self/fd/N`), its mount (`mnt_id` of `self/fdinfo/N`) and that mount's root and mount
-//! point (`self/mountinfo`): hence the path *inside* procfs, e.g. `4242/task/4243/mem`. The
+//! path (`self/fd/N`), its mount and that mount's root and mount point (statmount(2); before Linux
+//! 6.8 `mnt_id` of `self/fdinfo/N` and `self/mountinfo`, read by `procread`): hence the path *inside* procfs, e.g. `4242/task/4243/mem`. The
 //! process it belongs to is a VMM when its `exe` is the same file (dev, ino) as this VMM's own:
 //! every VMM of the run (ancestors, siblings, children) is recognised by what it is. Entries of a
 //! VMM that reach its memory or its fds are refused; its maps are the guest's own (synthesized)
@@ -91,7 +91,7 @@ impl Facts for Proc {
         let same_exe = sys::file_id_at(self.dir, &format!("{pid}/exe")).map_or(true, |id| id == self.exe);
         same_exe || {
             let lwk = format!("{:x}-", crate::memory::LWK_BASE);
-            sys::read_at(self.dir, &format!("{pid}/maps"), crate::fds::floor()).map_or(true, |m| {
+            crate::procread::read(self.dir, &format!("{pid}/maps")).map_or(true, |m| {
                 String::from_utf8_lossy(&m).lines().any(|l| l.starts_with(&lwk))
             })
         }
@@ -138,7 +138,7 @@ pub fn is_own(pid: i32) -> bool {
 /// from its maps.
 pub fn vmm_window(pid: i32) -> Option<(u64, u64)> {
     let p = init().ok()?;
-    let maps = sys::read_at(p.dir, &format!("{pid}/maps"), crate::fds::floor()).ok()?;
+    let maps = crate::procread::read(p.dir, &format!("{pid}/maps")).ok()?;
     String::from_utf8_lossy(&maps).lines().find_map(|l| {
         let (a, b) = l.split_whitespace().next()?.split_once('-')?;
         let (a, b) = (u64::from_str_radix(a, 16).ok()?, u64::from_str_radix(b, 16).ok()?);
@@ -171,15 +171,22 @@ fn inner_path(p: &Proc, fd: i32) -> Option<String> {
     if !link.starts_with('/') || link.ends_with(" (deleted)") {
         return None;
     }
-    let info = sys::read_at(p.dir, &format!("self/fdinfo/{fd}"), crate::fds::floor()).ok()?;
-    let mnt: u64 = String::from_utf8_lossy(&info)
-        .lines()
-        .find_map(|l| l.strip_prefix("mnt_id:"))?
-        .trim()
-        .parse()
-        .ok()?;
-    let mountinfo = sys::read_at(p.dir, "self/mountinfo", crate::fds::floor()).ok()?;
-    let (root, point) = mount_of(&String::from_utf8_lossy(&mountinfo), mnt)?;
+    let (root, point) = match sys::mount_of_fd(fd) {
+        Ok(m) => (m.magic as i64 == PROC_SUPER_MAGIC).then_some((m.root, m.point))?,
+        // A kernel without statmount (before 6.8): the fd's mount id and the mount table, read
+        // where the guest cannot see the descriptors (`procread`).
+        Err(_) => {
+            let info = crate::procread::read(p.dir, &format!("self/fdinfo/{fd}")).ok()?;
+            let mnt: u64 = String::from_utf8_lossy(&info)
+                .lines()
+                .find_map(|l| l.strip_prefix("mnt_id:"))?
+                .trim()
+                .parse()
+                .ok()?;
+            let mountinfo = crate::procread::read(p.dir, "self/mountinfo").ok()?;
+            mount_of(&String::from_utf8_lossy(&mountinfo), mnt)?
+        }
+    };
     let rel = if point == "/" {
         link.as_str()
     } else {

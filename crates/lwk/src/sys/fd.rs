@@ -372,3 +372,23 @@ pub fn null_onto(fd: i32) {
         }
     }
 }
+
+/// Gives the calling thread a file table of its own (a copy, as unshare(CLONE_FILES) makes) and
+/// closes in that copy every descriptor but `keep`; the other threads' table is untouched.
+pub fn private_table_keeping(keep: i32) -> io::Result<()> {
+    const CLOSE_RANGE_UNSHARE: u64 = 1 << 1;
+    let keep = keep as u32 as u64;
+    let below = (keep > 0).then(|| (0, keep - 1));
+    let above = (keep < u32::MAX as u64).then(|| (keep + 1, u32::MAX as u64));
+    let mut flags = CLOSE_RANGE_UNSHARE;
+    for (lo, hi) in below.into_iter().chain(above) {
+        // SAFETY: close_range touches no memory; with CLOSE_RANGE_UNSHARE the first call closes
+        // in this thread's new private copy of the table, and the second in that same copy.
+        let r = unsafe { libc::syscall(libc::SYS_close_range, lo, hi, flags) };
+        if r != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        flags = 0;
+    }
+    Ok(())
+}

@@ -37,43 +37,6 @@ pub fn open_at(dir: i32, path: &str, flags: i32) -> io::Result<i32> {
     Ok(fd)
 }
 
-/// The whole content of the (small, procfs) file `path` relative to directory fd `dir`, read
-/// through a descriptor at or above `floor` that is checked to be that file.
-///
-/// The file is opened at the lowest free number, in the guest's range, and moved above `floor` at
-/// once, under `low_fds`. The lock keeps the guest's own calls off that number, but not io_uring
-/// work the guest queued: a linked or deferred request runs as task work inside whichever VMM
-/// thread submitted the guest's ring — this one, on its way back from `openat` — and a CLOSE of
-/// the number followed by an ACCEPT put a socket of the guest's there, whose bytes the VMM then
-/// read as its own mountinfo and judged a write open of `/proc/self/mem` harmless (issue #16). So
-/// the copy above the floor is read only when it is the very file `path` names (device and inode).
-pub fn read_at(dir: i32, path: &str, floor: i32) -> io::Result<Vec<u8>> {
-    use std::io::Read;
-    use std::os::fd::FromRawFd;
-    let _low = super::lowfds::low_fds();
-    let low = open_at(dir, path, libc::O_RDONLY)?;
-    // SAFETY: F_DUPFD_CLOEXEC only creates a descriptor; `low` is this function's, and closing it
-    // touches no memory.
-    let high = unsafe {
-        let high = libc::fcntl(low, libc::F_DUPFD_CLOEXEC, floor);
-        libc::close(low);
-        high
-    };
-    if high < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `high` was just made by F_DUPFD_CLOEXEC and is owned by nobody else: the File takes
-    // it over and closes it.
-    let mut f = unsafe { std::fs::File::from_raw_fd(high) };
-    use std::os::fd::AsRawFd;
-    if fd_file_id(f.as_raw_fd())? != file_id_at(dir, path)? {
-        return Err(io::Error::from_raw_os_error(libc::EIO));
-    }
-    let mut out = Vec::new();
-    f.read_to_end(&mut out)?;
-    Ok(out)
-}
-
 /// The target of symbolic link `path` relative to directory fd `dir`.
 pub fn readlink_at(dir: i32, path: &str) -> io::Result<Vec<u8>> {
     let c = c_path(path)?;
