@@ -353,3 +353,44 @@ fn issue_16_a_new_vcpus_fd_cannot_be_taken_from_the_guests_range() {
     }
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
 }
+
+/// Found 2026-11-28 by an attacker probe: open(O_CREAT) through a dangling symbolic link failed
+/// the LWK's O_PATH-then-O_EXCL steps four times and was then opened as asked and judged after,
+/// the file in the guest's range meanwhile. A forked child swapping the link for one to
+/// `../../proc/self/mem` at the last moment gave a guest thread the VMM's own memory, read and
+/// written (its `.rodata` rewritten) in 4 of 4 runs. The link is now followed by hand, and only a
+/// new file (O_EXCL) or a judged one reaches the guest. Also: O_PATH|O_CREAT|O_EXCL (an existing
+/// file: the kernel ignores O_CREAT with O_PATH) is judged, not taken for a new file.
+#[test]
+fn issue_16_o_creat_through_a_dangling_link_is_judged_before_the_guest_sees_it() {
+    require_kvm();
+    let dir = Scratch::new("multios-issue16", "danglink");
+    let prog = build_c("danglink", &["-pthread"], &dir);
+    let (n, l) = (dir.path().join("native"), dir.path().join("lwk"));
+    for d in [&n, &l] {
+        std::fs::create_dir_all(d).expect("scratch subdirectory");
+    }
+    let native = run(Command::new(&prog).arg("links").arg(&n));
+    let guest = lwk(&prog, &["links", l.to_str().expect("UTF-8 scratch path")]);
+    assert_eq!(native.status.code(), Some(0), "{}", show(&native));
+    assert_eq!(
+        String::from_utf8_lossy(&guest.stdout),
+        String::from_utf8_lossy(&native.stdout),
+        "{}",
+        show(&guest)
+    );
+    let race = dir.path().join("race");
+    std::fs::create_dir_all(&race).expect("scratch subdirectory");
+    let out = lwk(&prog, &["race", race.to_str().expect("UTF-8 scratch path"), "8"]);
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.contains("opens many\n"), "{}", show(&out));
+    assert!(s.contains("procfs fds seen 0\n"), "{}", show(&out));
+    // O_PATH with O_CREAT|O_EXCL reaches an existing file: the VMM's mem stays refused.
+    let out = lwk(&prog, &["opath", "/"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "Permission denied\n",
+        "{}",
+        show(&out)
+    );
+}

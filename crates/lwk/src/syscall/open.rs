@@ -20,6 +20,58 @@ use libc::*;
 
 /// How many times an O_CREAT open retries when its name keeps appearing and disappearing.
 const RETRIES: usize = 4;
+/// Symbolic links followed by hand before ELOOP (Linux: 40).
+const MAX_LINKS: usize = 40;
+
+/// When `name` under `dir` is a symbolic link: its target and, for a relative target with a
+/// directory part in `name`, an O_PATH fd (above the floor) of the link's directory to resolve it
+/// from (None: resolve from `dir` itself). Ok(None) when it is not a link (any more); Err with
+/// Linux's return value when the link or its directory cannot be read.
+#[allow(clippy::type_complexity)]
+fn dangling_link(
+    dir: i32,
+    name: &std::ffi::CStr,
+) -> Result<Option<(Option<std::os::fd::OwnedFd>, std::ffi::CString)>, i64> {
+    use std::os::fd::FromRawFd;
+    let errno = |e: std::io::Error| -(e.raw_os_error().unwrap_or(EIO) as i64);
+    let own = |fd: i32| {
+        // SAFETY: `fd` was just made by create_high and is owned by nobody else.
+        unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }
+    };
+    let open_high = |path: &std::ffi::CStr, how: i32| {
+        sys::create_high(fds::floor(), || {
+            let r = sys::openat_raw(dir, path, O_PATH | O_CLOEXEC | how, 0);
+            if r < 0 {
+                Err(std::io::Error::from_raw_os_error(-r as i32))
+            } else {
+                Ok(r as i32)
+            }
+        })
+    };
+    let link = match open_high(name, O_NOFOLLOW) {
+        Ok(fd) => own(fd),
+        Err(e) if e.raw_os_error() == Some(ENOENT) => return Ok(None),
+        Err(e) => return Err(errno(e)),
+    };
+    use std::os::fd::AsRawFd;
+    if !sys::is_symlink(link.as_raw_fd()) {
+        return Ok(None);
+    }
+    let target = sys::readlink_at(link.as_raw_fd(), "").map_err(errno)?;
+    let target = std::ffi::CString::new(target).map_err(|_| -(EINVAL as i64))?;
+    let bytes = name.to_bytes();
+    let parent = match bytes.iter().rposition(|&c| c == b'/') {
+        _ if target.as_bytes().first() == Some(&b'/') => None,
+        None => None,
+        Some(0) => Some(std::ffi::CString::from(c"/")),
+        Some(i) => std::ffi::CString::new(&bytes[..i]).ok(),
+    };
+    let dir = match parent {
+        Some(p) => Some(own(open_high(&p, O_DIRECTORY).map_err(errno)?)),
+        None => None,
+    };
+    Ok(Some((dir, target)))
+}
 
 impl Kernel {
     /// openat(dirfd, path, flags, mode) for the guest (`path` a checked guest pointer).
@@ -31,7 +83,10 @@ impl Kernel {
         let Ok(name) = std::ffi::CString::new(name) else {
             return EFAULT;
         };
-        let creates = flags & O_TMPFILE == O_TMPFILE || flags & (O_CREAT | O_EXCL) == O_CREAT | O_EXCL;
+        // (With O_PATH the kernel ignores O_CREAT, O_EXCL and O_TMPFILE's file part: such an open
+        // reaches an existing file, which must be judged like any other.)
+        let creates = flags & O_PATH == 0
+            && (flags & O_TMPFILE == O_TMPFILE || flags & (O_CREAT | O_EXCL) == O_CREAT | O_EXCL);
         if creates {
             // A new file: nothing to wait for, so under the lock of the guest's fd range (`fresh`).
             let low = sys::low_fds();
@@ -39,11 +94,19 @@ impl Kernel {
             drop(low);
             return self.fresh(r);
         }
-        for _ in 0..RETRIES {
+        // Where the name is looked up: the guest's (dirfd, name), then, through a dangling
+        // symbolic link that O_CREAT follows, the link's directory (a VMM fd) and its target.
+        let mut dir: Option<std::os::fd::OwnedFd> = None;
+        let mut name = name;
+        let mut links = 0;
+        let mut tries = 0;
+        while tries < RETRIES {
+            use std::os::fd::AsRawFd;
+            let at = dir.as_ref().map_or(dirfd, |d| d.as_raw_fd());
             // The O_PATH fd is the VMM's temporary until it is moved above the floor.
             let low = sys::low_fds();
             let p = sys::openat_raw(
-                dirfd,
+                at,
                 &name,
                 O_PATH | O_CLOEXEC | (flags & (O_NOFOLLOW | O_DIRECTORY)),
                 0,
@@ -52,12 +115,33 @@ impl Kernel {
                 drop(low);
                 if p == -(ENOENT as i64) && flags & O_CREAT != 0 {
                     let low = sys::low_fds();
-                    let r = sys::openat_raw(dirfd, &name, flags | O_EXCL, mode);
+                    let r = sys::openat_raw(at, &name, flags | O_EXCL, mode);
                     drop(low);
-                    if r == -(EEXIST as i64) {
-                        continue; // created (or made a dangling symlink) meanwhile: look again
+                    if r != -(EEXIST as i64) {
+                        return self.fresh(r);
                     }
-                    return self.fresh(r);
+                    // A dangling symbolic link (O_EXCL does not follow it; O_CREAT alone creates
+                    // its target), or a file created meanwhile: look again, following the link
+                    // by hand. Opening as asked and judging after left the file in the guest's
+                    // range while it was judged: a guest swapped the link for one to
+                    // `/proc/self/mem` at the last moment and wrote the VMM's memory (issue #16).
+                    match dangling_link(at, &name) {
+                        Ok(Some((d, target))) => {
+                            links += 1;
+                            if links > MAX_LINKS {
+                                return -(ELOOP as i64);
+                            }
+                            if let Some(d) = d {
+                                dir = Some(d);
+                            } else if target.as_bytes().first() == Some(&b'/') {
+                                dir = None; // absolute: the dirfd plays no part
+                            }
+                            name = target;
+                        }
+                        Ok(None) => tries += 1,
+                        Err(e) => return e,
+                    }
+                    continue;
                 }
                 return p;
             }
@@ -66,14 +150,8 @@ impl Kernel {
             drop(low);
             return self.reopen(high, flags);
         }
-        // A name that keeps changing, or O_CREAT through a dangling symbolic link (which creates
-        // its target): open as asked and judge after.
-        let r = sys::openat_raw(dirfd, &name, flags, mode);
-        if r < 0 {
-            r
-        } else {
-            self.opened(r, flags as u64)
-        }
+        // A name that kept appearing and disappearing: what the last look saw.
+        -(ENOENT as i64)
     }
 
     /// A newly created file: only the guest's fd limit applies.

@@ -60,18 +60,6 @@ impl Kernel {
         }
     }
 
-    /// After an open that returned `fd` (with open flags `flags`): refused when it reached a VMM's
-    /// memory or fds, replaced by the synthesized text for the guest's own maps.
-    pub(super) fn opened(&self, fd: i64, flags: u64) -> i64 {
-        match self.judge(fd as i32, flags) {
-            Some(r) => {
-                close(fd);
-                r
-            }
-            None => self.limit_fd(fd),
-        }
-    }
-
     /// What the guest gets instead of open file `fd` (None: `fd` itself is fine): EACCES when it
     /// reaches a VMM's memory or fds, a memfd with the guest's own maps for a maps file.
     pub(super) fn judge(&self, fd: i32, flags: u64) -> Option<i64> {
