@@ -394,3 +394,33 @@ fn issue_16_o_creat_through_a_dangling_link_is_judged_before_the_guest_sees_it()
         show(&out)
     );
 }
+
+/// Found 2026-11-28: `/proc/self/cmdline` and `environ` of every guest were its VMM's (the
+/// PR_SET_MM calls that pointed them at the guest's strings need CAP_SYS_RESOURCE, which root on
+/// this VM lacks), so `ps`, `pgrep -f` and a program reading its own cmdline saw `lwk-run PROG …`;
+/// and `/proc/self/stat`'s code and stack fields were the VMM's, from which an attacker probe
+/// computed the VMM's load address. PR_SET_MM_MAP needs no capability: the mm now describes the
+/// guest's program.
+#[test]
+fn issue_16_proc_self_cmdline_environ_and_stat_are_the_guests() {
+    require_kvm();
+    let script = "import os, sys\n\
+        cmd = open('/proc/self/cmdline', 'rb').read()\n\
+        print(cmd == b''.join(os.fsencode(a) + b'\\0' for a in sys.orig_argv))\n\
+        env = open('/proc/self/environ', 'rb').read()\n\
+        print(b'MULTIOS_T16=yes' in env.split(b'\\0'))\n\
+        st = open('/proc/self/stat').read().rsplit(')', 1)[1].split()\n\
+        code, stack = int(st[23]), int(st[25])\n\
+        maps = [l.split() for l in open('/proc/self/maps')]\n\
+        inside = lambda a: any(int(m[0].split('-')[0], 16) <= a < int(m[0].split('-')[1], 16) for m in maps)\n\
+        print(inside(code), inside(stack))\n";
+    let out = run(Command::new(RUNNER)
+        .env("MULTIOS_T16", "yes")
+        .args(["/usr/bin/python3", "-c", script]));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "True\nTrue\nTrue True\n",
+        "{}",
+        show(&out)
+    );
+}

@@ -217,10 +217,9 @@ pub(crate) fn load_program(
         });
     }
     let (rsp, auxv, strings) = stack::build(mem, top, &spec);
-    // `ps`, `pgrep`, `pidof` and the guest itself read /proc/PID/cmdline and environ: the guest's
-    // strings (in the window, which is this process's memory), not the VMM's command line. Best
-    // effort: without CAP_SYS_RESOURCE they stay the VMM's.
-    let _ = crate::sys::set_mm_strings(strings.args, strings.env);
+    // `ps`, `pgrep`, `pidof` and the guest itself read /proc/PID/cmdline, environ and stat: the
+    // guest's strings and ranges (in the window, which is this process's memory), not the VMM's.
+    let _ = crate::sys::set_mm_view(&mm_view(&image, rsp, strings));
     mark("stack");
     Ok(Loaded {
         image,
@@ -246,5 +245,26 @@ impl Symbols {
         self.main
             .symbolize(addr)
             .or_else(|| self.interp.as_ref().and_then(|i| i.symbolize(addr)))
+    }
+}
+
+/// The program's ranges as Linux's ELF loader records them in the mm (code: the executable
+/// segments; data: from the highest segment's start to the end of the file-backed part).
+fn mm_view(image: &Image, rsp: u64, strings: stack::Strings) -> crate::sys::MmView {
+    let exec = image.segments.iter().filter(|s| s.3 & libc::PROT_EXEC != 0);
+    let code = (
+        exec.clone().map(|s| s.0).min().unwrap_or(image.lo),
+        exec.map(|s| s.1).max().unwrap_or(image.hi),
+    );
+    let data = (
+        image.segments.iter().map(|s| s.0).max().unwrap_or(image.lo),
+        image.segments.iter().map(|s| s.1).max().unwrap_or(image.hi),
+    );
+    crate::sys::MmView {
+        code,
+        data,
+        stack: rsp,
+        args: strings.args,
+        env: strings.env,
     }
 }

@@ -347,40 +347,100 @@ pub fn groups() -> Vec<u32> {
     v
 }
 
-/// Points this process's `/proc/PID/cmdline` and `/proc/PID/environ` at `[args)` and `[env)`
-/// (PR_SET_MM ARG_START/END and ENV_START/END; they must lie in a mapping of the process). Each
-/// pair is set in the order the kernel's check (start ≤ end after every single change) allows.
-/// Needs CAP_SYS_RESOURCE: Err(EPERM) without it.
-pub fn set_mm_strings(args: (u64, u64), env: (u64, u64)) -> io::Result<()> {
-    let set = |opt: libc::c_int, addr: u64| -> io::Result<()> {
-        // SAFETY: PR_SET_MM only records the address in the kernel's mm; it dereferences nothing
-        // now (/proc readers later read the range through the mm, bounds-checked).
-        let r = unsafe {
-            libc::prctl(
-                libc::PR_SET_MM,
-                opt as libc::c_ulong,
-                addr,
-                0 as libc::c_ulong,
-                0 as libc::c_ulong,
-            )
-        };
-        if r == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
+/// What `/proc/PID/stat`, `cmdline` and `environ` say of the program: its code and data ranges,
+/// the initial stack pointer, and where its argument and environment strings are (all guest
+/// addresses, which are this process's: the window is mapped at the same addresses).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MmView {
+    pub code: (u64, u64),
+    pub data: (u64, u64),
+    pub stack: u64,
+    pub args: (u64, u64),
+    pub env: (u64, u64),
+}
+
+/// struct prctl_mm_map (linux/prctl.h).
+#[repr(C)]
+#[derive(Default)]
+struct PrctlMmMap {
+    start_code: u64,
+    end_code: u64,
+    start_data: u64,
+    end_data: u64,
+    start_brk: u64,
+    brk: u64,
+    start_stack: u64,
+    arg_start: u64,
+    arg_end: u64,
+    env_start: u64,
+    env_end: u64,
+    auxv: u64,
+    auxv_size: u32,
+    exe_fd: u32,
+}
+
+/// Makes this process's mm describe the guest's program (PR_SET_MM_MAP, which needs no
+/// capability when the executable is left alone): `/proc/PID/cmdline` and `environ` then read the
+/// guest's strings live (a program that rewrites its argv is seen as natively), and `stat`'s code,
+/// data and stack fields are the guest's, not the VMM's — whose text address a guest read there
+/// and used to find the VMM's code (issue #16). The heap fields stay the VMM's own (its allocator
+/// grows the heap with brk). Before, PR_SET_MM_ARG_START/… needed CAP_SYS_RESOURCE, which root in
+/// a container may lack (this VM: every `cmdline` was the VMM's command line).
+pub fn set_mm_view(v: &MmView) -> io::Result<()> {
+    let start_brk = vmm_start_brk()?;
+    // SAFETY: brk(0) changes nothing and returns the current break.
+    let brk = unsafe { libc::syscall(libc::SYS_brk, 0) } as u64;
+    let map = PrctlMmMap {
+        start_code: v.code.0,
+        end_code: v.code.1,
+        start_data: v.data.0,
+        end_data: v.data.1,
+        start_brk,
+        brk,
+        start_stack: v.stack,
+        arg_start: v.args.0,
+        arg_end: v.args.1,
+        env_start: v.env.0,
+        env_end: v.env.1,
+        auxv: 0,
+        auxv_size: 0,
+        exe_fd: u32::MAX,
     };
-    let pair = |start_opt, end_opt, (start, end): (u64, u64)| -> io::Result<()> {
-        // The start first, unless it would pass the present end; then the end first.
-        set(start_opt, start)
-            .and_then(|()| set(end_opt, end))
-            .or_else(|_| {
-                set(end_opt, end)?;
-                set(start_opt, start)
-            })
+    // SAFETY: the kernel copies `size_of::<PrctlMmMap>()` bytes from `map`, which lives across the
+    // call; with auxv_size 0 and exe_fd -1 it follows no pointer and changes no file.
+    let r = unsafe {
+        libc::prctl(
+            libc::PR_SET_MM,
+            libc::PR_SET_MM_MAP as libc::c_ulong,
+            &map as *const PrctlMmMap as libc::c_ulong,
+            std::mem::size_of::<PrctlMmMap>() as libc::c_ulong,
+            0 as libc::c_ulong,
+        )
     };
-    pair(libc::PR_SET_MM_ARG_START, libc::PR_SET_MM_ARG_END, args)?;
-    pair(libc::PR_SET_MM_ENV_START, libc::PR_SET_MM_ENV_END, env)
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The VMM's own start of heap (`/proc/self/stat` field 47), read once: it never changes, and the
+/// first read is at start-up, before the guest runs (a forked VMM inherits the value).
+fn vmm_start_brk() -> io::Result<u64> {
+    static START_BRK: std::sync::OnceLock<Result<u64, i32>> = std::sync::OnceLock::new();
+    let r = START_BRK.get_or_init(|| {
+        let stat = std::fs::read("/proc/self/stat").map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+        stat_field(&stat, 47).ok_or(libc::EINVAL)
+    });
+    r.map_err(io::Error::from_raw_os_error)
+}
+
+/// Field `n` (1-based, as proc(5) numbers them) of a `/proc/PID/stat` line.
+fn stat_field(stat: &[u8], n: usize) -> Option<u64> {
+    // The command name (field 2) may hold spaces and parentheses: count from its last ')'.
+    let close = stat.iter().rposition(|&c| c == b')')?;
+    let rest = std::str::from_utf8(stat.get(close + 2..)?).ok()?;
+    rest.split(' ').nth(n.checked_sub(3)?)?.trim().parse().ok()
 }
 
 /// Names the calling thread as Linux names a task at exec: the last component of the path the
@@ -400,4 +460,17 @@ pub fn name_thread_after(path: &[u8]) {
             0 as libc::c_ulong,
         )
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields_are_counted_past_an_odd_command_name() {
+        let line = b"42 (a) b) c) S 1 2";
+        assert_eq!(stat_field(line, 4), Some(1));
+        assert_eq!(stat_field(line, 5), Some(2));
+        assert_eq!(stat_field(line, 6), None);
+    }
 }
