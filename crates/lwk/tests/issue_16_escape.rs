@@ -424,3 +424,20 @@ fn issue_16_proc_self_cmdline_environ_and_stat_are_the_guests() {
         show(&out)
     );
 }
+
+/// Found 2026-11-28 by an attacker probe: names relative to a procfs directory passed the name
+/// net, which reads absolute `/proc/…` names only: readlinkat on an O_PATH fd of /proc/self/fd
+/// and fstatat after a chdir there showed the VMM's fds (`/dev/kvm`, `kvm-vcpu:0`…). Such names
+/// are now opened O_PATH and judged as an open is; paths are also copied before the call.
+#[test]
+fn issue_16_vmm_fds_cannot_be_named_relative_to_a_procfs_directory() {
+    require_kvm();
+    let dir = Scratch::new("multios-issue16", "fdnames");
+    let prog = build_c("fdnames", &[], &dir);
+    let native = run(&mut Command::new(&prog));
+    let guest = lwk(&prog, &[]);
+    // Natively this test's process has no fd ≥ 1000 either.
+    let want = "own fds seen yes, fds >= 1000 seen by readlinkat 0, by fstatat 0\n";
+    assert_eq!(String::from_utf8_lossy(&native.stdout), want, "{}", show(&native));
+    assert_eq!(String::from_utf8_lossy(&guest.stdout), want, "{}", show(&guest));
+}

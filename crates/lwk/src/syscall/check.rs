@@ -116,15 +116,43 @@ fn buf(mem: &GuestMemory, addr: u64, len: u64, optional: bool) -> Result<(), i64
     }
 }
 
-fn path(mem: &GuestMemory, addr: u64, optional: bool, fd_floor: i32) -> Result<(), i64> {
+/// The path at `addr`, checked by name and copied: the kernel is given the copy, so another
+/// guest thread cannot swap the checked name for `/proc/self/fd/N` (a VMM fd) before the kernel
+/// reads it. None for an optional NULL path.
+fn path(
+    mem: &GuestMemory,
+    addr: u64,
+    optional: bool,
+    fd_floor: i32,
+) -> Result<Option<std::ffi::CString>, i64> {
     if addr == 0 && optional {
-        return Ok(());
+        return Ok(None);
     }
     let p = mem.read_cstr(addr, PATH_MAX).ok_or(EFAULT)?;
     if forbidden_path(&p, fd_floor) {
         return Err(EACCES);
     }
-    Ok(())
+    std::ffi::CString::new(p).map(Some).map_err(|_| EFAULT)
+}
+
+/// Entry names the procfs rules care about (`procfs::classify`): a name ending in one of them, or
+/// in a number (`fd/N`), may reach a VMM's memory or fds however it is spelled — relative to a
+/// procfs directory fd or working directory, or through a procfs mounted elsewhere — and is
+/// resolved before the call (`Kernel::path_reaches_vmm`).
+pub fn worth_resolving(p: &[u8]) -> bool {
+    const ENTRIES: [&[u8]; 4] = [b"mem", b"map_files", b"pagemap", b"syscall"];
+    let mut comps = p.split(|&c| c == b'/').filter(|c| !c.is_empty() && *c != b".");
+    let last = comps.clone().next_back();
+    last.is_some_and(|l| l.iter().all(u8::is_ascii_digit)) || comps.any(|c| ENTRIES.contains(&c))
+}
+
+/// A path argument the kernel will look up, as copied: its index, the dirfd it is relative to
+/// (AT_FDCWD unless the argument before it is a descriptor) and the name.
+#[derive(Debug)]
+pub struct PathArg {
+    pub index: usize,
+    pub dirfd: i32,
+    pub name: std::ffi::CString,
 }
 
 /// Arguments that passed the check, with indirect arrays (iovecs, msghdr) copied into VMM memory:
@@ -150,6 +178,8 @@ pub struct Checked {
     /// getsockopt's *optlen): (argument, the guest's address, the copy the kernel gets). Read
     /// once: another guest thread growing the guest's word after the check changes nothing.
     len_words: Vec<(usize, u64, Box<u32>)>,
+    /// Path arguments, copied; the kernel reads the copies.
+    pub paths: Vec<PathArg>,
 }
 
 impl Checked {
@@ -337,8 +367,21 @@ pub fn check(mem: &GuestMemory, layout: &[Arg], a: &[u64; 6], fd_floor: i32) -> 
             }
             Arg::Buf(l) => buf(mem, v, length(mem, a, l, &lens)?, false)?,
             Arg::OptBuf(l) => buf(mem, v, length(mem, a, l, &lens)?, true)?,
-            Arg::Path => path(mem, v, false, fd_floor)?,
-            Arg::OptPath => path(mem, v, true, fd_floor)?,
+            Arg::Path | Arg::OptPath => {
+                if let Some(name) = path(mem, v, *arg == Arg::OptPath, fd_floor)? {
+                    c.args[i] = name.as_ptr() as u64;
+                    let dirfd = if i > 0 && layout[i - 1] == Arg::Fd {
+                        a[i - 1] as i32
+                    } else {
+                        libc::AT_FDCWD
+                    };
+                    c.paths.push(PathArg {
+                        index: i,
+                        dirfd,
+                        name,
+                    });
+                }
+            }
             Arg::Iov(ci) => {
                 c.iov = copy_iov(mem, v, a[ci])?;
                 c.args[i] = if c.iov.is_empty() {
@@ -575,6 +618,26 @@ mod tests {
         assert!(forbidden_path(b"/dev/../dev/fd/1000", 1000));
         assert!(!forbidden_path(b"/proc/self/../self/fd/3", 1000));
         assert!(!forbidden_path(b"/tmp/../etc/passwd", 1000));
+        for p in [
+            "19750",
+            "fd/3",
+            "/mnt/p/self/mem",
+            "self/map_files/1-2",
+            "./pagemap",
+            "syscall/",
+        ] {
+            assert!(worth_resolving(p.as_bytes()), "{p}");
+        }
+        for p in [
+            "src/main.c",
+            "/proc/self/stat",
+            "memo",
+            "v2",
+            "/usr/lib/x86_64-linux-gnu",
+            "",
+        ] {
+            assert!(!worth_resolving(p.as_bytes()), "{p}");
+        }
         assert_eq!(lexical("/a/b/../c/./d/"), "/a/c/d/");
         assert_eq!(lexical("/../.."), "/");
         assert_eq!(lexical("rel/../x"), "rel/../x");

@@ -68,6 +68,9 @@ impl Kernel {
             Ok(c) => c,
             Err(e) => return Reply::Ret(e),
         };
+        if let Some(e) = self.path_reaches_vmm(nr, &checked.paths) {
+            return Reply::Ret(e);
+        }
         match nr as i64 {
             SYS_open => return Reply::Ret(self.open_judged(AT_FDCWD, a[0], a[1] as i32, a[2] as u32)),
             SYS_openat => return Reply::Ret(self.open_judged(a[0] as i32, a[1], a[2] as i32, a[3] as u32)),

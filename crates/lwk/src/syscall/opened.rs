@@ -89,6 +89,49 @@ impl Kernel {
         }
     }
 
+    /// EACCES when a path argument of call `nr` names a VMM's memory or one of its fds however it
+    /// is spelled: `readlinkat(fd of /proc/self/fd, "19750")`, `readlink("19750")` after a chdir
+    /// there, or a procfs mounted elsewhere showed the guest the VMM's fds (found 2026-11-28 by an
+    /// attacker probe: `anon_inode:kvm-vcpu:0`…), past the name net, which reads absolute
+    /// `/proc/…` names only. Names that may matter (`check::worth_resolving`) are opened O_PATH
+    /// without following the last link, moved above the floor, and judged as an open is.
+    pub(super) fn path_reaches_vmm(&self, nr: u64, paths: &[super::check::PathArg]) -> Option<i64> {
+        for p in paths {
+            // Names that are not looked up: a memfd's name, a symbolic link's target, an
+            // extended attribute's name.
+            let looked_up = match nr as i64 {
+                SYS_memfd_create => false,
+                SYS_symlink | SYS_symlinkat => p.index != 0,
+                SYS_getxattr | SYS_lgetxattr | SYS_fgetxattr | SYS_setxattr | SYS_lsetxattr
+                | SYS_fsetxattr | SYS_removexattr | SYS_lremovexattr | SYS_fremovexattr => p.index == 0,
+                _ => true,
+            };
+            if !looked_up || !super::check::worth_resolving(p.name.as_bytes()) {
+                continue;
+            }
+            let opened = sys::create_high(fds::floor(), || {
+                let r = sys::openat_raw(p.dirfd, &p.name, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
+                if r < 0 {
+                    Err(std::io::Error::from_raw_os_error(-r as i32))
+                } else {
+                    Ok(r as i32)
+                }
+            });
+            // A name that does not resolve reaches nothing (the call itself will say why).
+            let Ok(fd) = opened else { continue };
+            let fs = sys::fs_type(fd).ok();
+            let refused = match fs {
+                Some(PROC_SUPER_MAGIC) => procfs::classify_fd(fd) == Verdict::Refuse,
+                _ => is_vmm_file(fd, fs),
+            };
+            sys::close(fd);
+            if refused {
+                return Some(-(EACCES as i64));
+            }
+        }
+        None
+    }
+
     /// A memfd holding `bytes`, in the guest's fd range, instead of the procfs file it opened.
     fn answer_with(&self, name: &str, bytes: &[u8], flags: u64) -> i64 {
         match sys::memfd_with(name, bytes, flags & O_CLOEXEC as u64 != 0) {
