@@ -33,9 +33,12 @@ impl Sched {
             .map(|ru| (ru.ru_minflt + ru.ru_majflt).max(0) as u64)
             .unwrap_or(0);
         let _low = crate::sys::low_fds();
-        let s = std::fs::File::open("/proc/thread-self/schedstat")
+        let s = crate::sys::open_proc("thread-self/schedstat", libc::O_RDONLY)
             .ok()
-            .and_then(|mut f| {
+            .and_then(|fd| {
+                use std::os::fd::FromRawFd;
+                // SAFETY: `fd` was just opened and is owned by nobody else: the File closes it.
+                let mut f = unsafe { std::fs::File::from_raw_fd(fd) };
                 crate::sys::widen_fd_race_for_tests();
                 let mut t = String::new();
                 std::io::Read::read_to_string(&mut f, &mut t).ok()?;

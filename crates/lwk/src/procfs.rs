@@ -53,6 +53,7 @@ fn open() -> Result<Proc, ProcError> {
         return Err(ProcError::NotProc);
     }
     let exe = sys::file_id_at(dir, "self/exe").map_err(ProcError::Exe)?;
+    sys::set_proc_dir(dir);
     Ok(Proc { dir, exe })
 }
 

@@ -30,7 +30,11 @@ pub struct Area {
 pub fn areas(list: Vec<(u64, crate::vmas::Vma)>) -> Vec<Area> {
     let file = {
         let _low = crate::sys::low_fds();
-        std::fs::File::open("/proc/self/pagemap")
+        crate::sys::open_proc("self/pagemap", libc::O_RDONLY).map(|fd| {
+            use std::os::fd::FromRawFd;
+            // SAFETY: `fd` was just opened and is owned by nobody else: the File closes it.
+            unsafe { std::fs::File::from_raw_fd(fd) }
+        })
     };
     let Ok(file) = file else {
         return Vec::new();

@@ -110,6 +110,8 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     }
     // Resolved now, at start-up, to the files it trusts (`syscall/linux_exec.rs`).
     crate::syscall::linux_exec::trust(&cfg.linux_exec);
+    // The perf event types the guest may open, read from sysfs while the root is still the VMM's.
+    crate::syscall::init_pmu_types();
     kernel.set_linux_exec(cfg.linux_exec.clone());
     if let Some(r) = &reserved {
         kernel.note(format!(

@@ -15,6 +15,8 @@ fn require_kvm() {
     }
 }
 
+#[path = "../../../testsupport/deadline.rs"]
+mod deadline;
 #[path = "../../../testsupport/scratch.rs"]
 mod scratch;
 use scratch::Scratch;
@@ -440,4 +442,29 @@ fn issue_16_vmm_fds_cannot_be_named_relative_to_a_procfs_directory() {
     let want = "own fds seen yes, fds >= 1000 seen by readlinkat 0, by fstatat 0\n";
     assert_eq!(String::from_utf8_lossy(&native.stdout), want, "{}", show(&native));
     assert_eq!(String::from_utf8_lossy(&guest.stdout), want, "{}", show(&guest));
+}
+
+/// Found 2026-11-28 by an attacker probe: the guest's chroot is its VMM's, and the VMM read sysfs
+/// and procfs by absolute path afterwards. With sysfs gone the list of refused perf event types
+/// was empty: a uprobe on the VMM's binary wrote an int3 into its code (the VMM died, 3 of 3); a
+/// FIFO at NEWROOT/proc/thread-self/schedstat hung the VMM for ever at the next thread. The
+/// allowed event types are now read before the guest runs and anything else is refused; the VMM's
+/// procfs files are opened under the procfs directory it opened at start.
+#[test]
+fn issue_16_a_chroot_does_not_move_the_files_the_vmm_reads() {
+    require_kvm();
+    let dir = Scratch::new("multios-issue16", "chrootvmm");
+    let prog = build_c("chrootvmm", &["-pthread"], &dir);
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(&root).expect("scratch subdirectory");
+    let mut cmd = Command::new(RUNNER);
+    cmd.arg(&prog).arg(&root);
+    let out = deadline::run(cmd, "chrootvmm in the LWK", std::time::Duration::from_secs(120));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "uprobe after chroot: EACCES\nthread joined\n",
+        "{}",
+        show(&out)
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
 }

@@ -188,12 +188,36 @@ pub fn guest_fds(fd_floor: i32) -> Vec<i32> {
 /// [`guest_fds`] for a caller that holds [`low_fds`] (the listing's own descriptor is one of
 /// the VMM's temporaries in the guest's range).
 fn guest_fds_held(fd_floor: i32) -> Vec<i32> {
-    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+    // Under the VMM's procfs directory: after the guest's chroot, `/proc/self/fd` by path is a
+    // directory the guest made, which could hide its fds from execve's close-on-exec sweep.
+    let Ok(fd) = super::file::open_proc("self/fd", libc::O_RDONLY | libc::O_DIRECTORY) else {
         return Vec::new();
     };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .filter(|&fd| fd < fd_floor)
-        .collect()
+    // SAFETY: fdopendir takes over `fd` (just opened, owned by nobody else); readdir returns
+    // entries valid until the next readdir or closedir, and each name is read before the next
+    // call; closedir closes `fd`.
+    unsafe {
+        let d = libc::fdopendir(fd);
+        if d.is_null() {
+            libc::close(fd);
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        loop {
+            let e = libc::readdir64(d);
+            if e.is_null() {
+                break;
+            }
+            let name = std::ffi::CStr::from_ptr((*e).d_name.as_ptr());
+            if let Some(n) = name.to_str().ok().and_then(|n| n.parse::<i32>().ok()) {
+                if n < fd_floor && n != fd {
+                    out.push(n);
+                }
+            }
+        }
+        libc::closedir(d);
+        out
+    }
 }
 
 /// A pipe, both ends close-on-exec: (read end, write end), at the lowest free numbers.

@@ -37,6 +37,28 @@ pub fn open_at(dir: i32, path: &str, flags: i32) -> io::Result<i32> {
     Ok(fd)
 }
 
+/// The VMM's procfs directory (`procfs::init`, opened before the guest runs), or −1.
+static PROC_DIR: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+
+/// Records the VMM's procfs directory for [`open_proc`].
+pub fn set_proc_dir(fd: i32) {
+    PROC_DIR.store(fd, std::sync::atomic::Ordering::Release);
+}
+
+/// Opens `path` (e.g. `thread-self/schedstat`) under the VMM's procfs directory, non-blocking and
+/// without following a last symbolic link: the guest's chroot is the VMM's own, so `/proc/…` by
+/// absolute path would be a file the guest made — a FIFO there hung the VMM for ever, holding
+/// `low_fds` (found 2026-11-28 by an attacker probe). Before `set_proc_dir`, by absolute path.
+pub fn open_proc(path: &str, flags: i32) -> io::Result<i32> {
+    let dir = PROC_DIR.load(std::sync::atomic::Ordering::Acquire);
+    let flags = flags | libc::O_NONBLOCK | libc::O_NOFOLLOW;
+    if dir >= 0 {
+        open_at(dir, path, flags)
+    } else {
+        open_at(libc::AT_FDCWD, &format!("/proc/{path}"), flags)
+    }
+}
+
 /// The target of symbolic link `path` relative to directory fd `dir`.
 pub fn readlink_at(dir: i32, path: &str) -> io::Result<Vec<u8>> {
     let c = c_path(path)?;

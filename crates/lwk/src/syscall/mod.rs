@@ -37,6 +37,8 @@ use crate::kernel::{lock, Ctx, ExitStatus, Kernel, Reply};
 use crate::stats::Served;
 use std::time::Instant;
 
+pub use perf::init_pmu_types;
+
 pub const ENOSYS: i64 = -(libc::ENOSYS as i64);
 
 impl Kernel {

@@ -47,17 +47,40 @@ const SAMPLE_REFUSED: u64 = SAMPLE_CALLCHAIN
     | SAMPLE_PHYS_ADDR
     | SAMPLE_AUX;
 
-/// The dynamic PMU types whose `config1` is a pointer the kernel reads (a kprobe's function
-/// name, a uprobe's path), from sysfs (absent PMUs: none).
-fn probe_pmu_types() -> &'static [u32] {
+/// The event types the guest may open: Linux's fixed ones (hardware, software, tracepoint, cache,
+/// raw, breakpoint) and the dynamic PMUs listed in sysfs when the VMM started, except kprobe and
+/// uprobe, whose `config1` is a pointer the kernel reads (a function name, a path). Read once,
+/// before the guest runs ([`init_pmu_types`]); anything else is refused. Until 2026-11-28 the list
+/// of *refused* types was read at the first perf_event_open, by absolute path: a guest that
+/// chroot'ed first (sysfs gone) had none refused, opened a uprobe on its VMM's own binary and
+/// wrote an int3 byte into the VMM's code (an attacker probe, 3 of 3 runs).
+fn allowed_pmu_types() -> &'static [u32] {
     static TYPES: std::sync::OnceLock<Vec<u32>> = std::sync::OnceLock::new();
     TYPES.get_or_init(|| {
-        ["kprobe", "uprobe"]
-            .iter()
-            .filter_map(|p| std::fs::read_to_string(format!("/sys/bus/event_source/devices/{p}/type")).ok())
-            .filter_map(|t| t.trim().parse().ok())
-            .collect()
+        let mut types: Vec<u32> = (0..=PERF_TYPE_BREAKPOINT).collect();
+        if let Ok(dir) = std::fs::read_dir("/sys/bus/event_source/devices") {
+            for e in dir.flatten() {
+                let name = e.file_name();
+                if name == "kprobe" || name == "uprobe" {
+                    continue;
+                }
+                let t = std::fs::read_to_string(e.path().join("type"));
+                if let Some(t) = t.ok().and_then(|t| t.trim().parse::<u32>().ok()) {
+                    if t > PERF_TYPE_BREAKPOINT {
+                        types.push(t);
+                    }
+                }
+            }
+        }
+        types.sort_unstable();
+        types.dedup();
+        types
     })
+}
+
+/// Reads the event types the guest may open, before the guest runs (`Kernel::new`).
+pub fn init_pmu_types() {
+    let _ = allowed_pmu_types();
 }
 
 impl Kernel {
@@ -143,9 +166,10 @@ impl Kernel {
                  memory into the samples"
             ));
         }
-        if probe_pmu_types().contains(&kind) {
+        if !allowed_pmu_types().contains(&kind) {
             return Err(format!(
-                "event type {kind} is a kprobe/uprobe PMU, whose config1 points into memory"
+                "event type {kind} is not one of Linux's fixed types or a PMU listed in sysfs at \
+                 start-up other than kprobe/uprobe (whose config1 points into memory)"
             ));
         }
         if kind == PERF_TYPE_BREAKPOINT && !self.mem.in_app(word(CONFIG1), 1) {
