@@ -74,6 +74,9 @@ static struct rw_stats rw_start, rw_late;
 static unsigned char stub_local[NR_MAX];
 static char stats_dir[512];
 static uint64_t dump_seq, idle_ticks, hv_exit_ticks, rewritten;
+/* The control CPUs overlap the compute CPUs (`--control-cpus` sharing one with `--compute-cpus`):
+ * a delegate may run on its caller's CPU, so it sleeps as soon as it has replied (delegate_main). */
+static int shares_cpu;
 /* This image's (or fork child's) identity in the statistics: its marker file at start and the `I`
  * line of its dumps, so that a process that never dumped (killed by a signal) is counted. */
 static uint64_t image_id;
@@ -675,6 +678,18 @@ static long served_thread_pid(long nr, long pid, int32_t app_tid) {
     return nr == SYS_perf_event_open && pid == 0 && app_tid > 0 ? (long)app_tid : pid;
 }
 
+/* Sleeps until a request comes (state 1). Whatever else the state is — 0, or 2 while the reply
+ * has not been taken yet — the delegate sleeps on it: it used to sleep on 0 only, and spun while
+ * its reply waited for a caller that could not run (on a shared CPU) or was descheduled. Dekker
+ * with the caller: sleeping = 1, then state; it stores state = 1, then reads sleeping. */
+static void delegate_sleep(struct mbox *m) {
+    __atomic_store_n(&m->sleeping, 1, __ATOMIC_SEQ_CST);
+    uint32_t s = __atomic_load_n(&m->state, __ATOMIC_SEQ_CST);
+    if (s != 1)
+        raw6(SYS_futex, (long)&m->state, FUTEX_WAIT, s, 0, 0, 0);
+    __atomic_store_n(&m->sleeping, 0, __ATOMIC_SEQ_CST);
+}
+
 /* A bare thread (multios_spawn): no libc, no TLS of its own, all signals blocked. */
 static void delegate_main(void *p) {
     struct mbox *m = p;
@@ -696,6 +711,13 @@ static void delegate_main(void *p) {
             if (__atomic_load_n(&m->waiting, __ATOMIC_SEQ_CST)) /* the caller slept: a blocking call */
                 raw6(SYS_futex, (long)&m->state, FUTEX_WAKE, 1, 0, 0, 0);
             last = __rdtsc();
+        } else if (shares_cpu) {
+            /* On its caller's CPU a delegate must not wait for the next request by spinning: the
+             * caller, which has to take the reply and make that request, could not run (a
+             * SCHED_FIFO delegate kept a SCHED_OTHER caller off the CPU until the kernel's
+             * real-time throttling stopped it, ≈ 1 s a call; a SCHED_OTHER one for its time
+             * slice). It sleeps at once; the caller wakes it with the next request. */
+            delegate_sleep(m);
         } else if (++polls % 64 != 0) {
             _mm_pause(); /* check the idle deadline every 64 polls only */
         } else if (__rdtsc() - last <= idle_ticks / 100) {
@@ -716,10 +738,7 @@ static void delegate_main(void *p) {
                 exited = __rdtsc();
             }
         } else {
-            __atomic_store_n(&m->sleeping, 1, __ATOMIC_SEQ_CST);
-            if (__atomic_load_n(&m->state, __ATOMIC_SEQ_CST) == 0)
-                raw6(SYS_futex, (long)&m->state, FUTEX_WAIT, 0, 0, 0, 0);
-            __atomic_store_n(&m->sleeping, 0, __ATOMIC_SEQ_CST);
+            delegate_sleep(m);
             last = __rdtsc();
         }
     }
@@ -978,6 +997,8 @@ static int load_config(const char *file) {
     hv_exit_ticks = c->hv_exit_ticks;
     memcpy(&multios_compute_set, c->compute, sizeof c->compute);
     memcpy(&multios_control_set, c->control, sizeof c->control);
+    for (int i = 0; i < MULTIOS_PRELOAD_CPU_WORDS; i++)
+        shares_cpu |= (c->compute[i] & c->control[i]) != 0;
     memcpy(stats_dir, c->stats_dir, sizeof stats_dir);
     stats_dir[sizeof stats_dir - 1] = 0;
     memcpy(multios_rw_cache, c->rewrite_cache, sizeof multios_rw_cache);

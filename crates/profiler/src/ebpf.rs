@@ -136,9 +136,10 @@ impl Probe {
             _ => ProfilerError::os(format!("pidfd_open({tid})"), e),
         })?;
         let mut state = [0u8; TASK_STATE_LEN];
-        if wait_exec {
-            state[8..16].copy_from_slice(&u64::MAX.to_ne_bytes());
-        }
+        // task_state.nr: WAIT_EXEC, or FIRST_EXIT (the return of a call the task may be blocked in
+        // now is not one of its calls; profiler.bpf.c).
+        let nr = if wait_exec { u64::MAX } else { u64::MAX - 1 };
+        state[8..16].copy_from_slice(&nr.to_ne_bytes());
         self.map("tasks")?
             .update(&fd.as_raw_fd().to_ne_bytes(), &state, MapFlags::ANY)
             .map_err(|e| ebpf_err(&format!("registering task {tid}"), e))

@@ -75,8 +75,14 @@ pub fn run(a: Args, out: &Out) -> super::Exit {
     };
     multios_profile::check_writable(&a.output)?;
     let profile = multios_profile::load(profile_path)?;
+    // Shown in the page only: an argument that is not UTF-8 (a path) is shown with U+FFFD for its
+    // stray bytes; std::env::args() panicked on it.
     let command = std::iter::once("multios".to_string())
-        .chain(std::env::args().skip(1))
+        .chain(
+            std::env::args_os()
+                .skip(1)
+                .map(|a| a.to_string_lossy().into_owned()),
+        )
         .collect::<Vec<_>>()
         .join(" ");
     let mut inp = multios_report::Inputs::new(profile, &profile_path.display().to_string(), &command);

@@ -18,6 +18,17 @@
 // MAP_ANONYMOUS in the flags) are also counted apart, with their lengths: the LWK maps a file far
 // more slowly than anonymous memory.
 //
+// Refused calls (issue #3): a call refused by the program's own seccomp filter (SECCOMP_RET_ERRNO,
+// RET_TRAP, a user-notification answer) never reaches sys_enter, whose tracepoint comes after the
+// filter; only sys_exit fires. Such an exit without an entry stamp is counted as a call of the
+// number in the caller's saved orig_ax, with its result and time 0 (there is no entry time). The
+// first exit of a task that has not entered a call since it was traced (a fork child's return
+// from fork, the call a task seeded by `-p` was blocked in: task_state.nr FIRST_EXIT) is not one.
+//
+// A task's storage is deleted once its exit is recorded in `threads`: an exited task its parent
+// has not reaped yet keeps its task_struct, and user space, which reads the live tasks' state in
+// place at the end of `-p`, counted it twice.
+//
 // Images (issue #15): at sched_process_exec of a traced task, the file the kernel ran
 // (bprm->interp: the program, or a script's interpreter) is recorded in `execs` with its inode
 // and size, keyed by the process and the time; user space reads the ELF's segment sizes back
@@ -51,12 +62,18 @@
 #define MAX_PROC_CALLS 32768
 /* task_state.nr of a task seeded before its exec: ignore it until it calls execve/execveat. */
 #define WAIT_EXEC (~0ULL)
+/* task_state.nr of a task that has made no call since it was traced (a fork child, a task seeded
+ * by `-p`): a sys_exit without an entry is the return of what it was doing then (the child's
+ * fork, the call it was blocked in), not a call of its own. The next sys_enter clears it. */
+#define FIRST_EXIT (~0ULL - 1)
 #define NR_EXECVE 59
 #define NR_EXECVEAT 322
 #define NR_MMAP 9
 #define NR_MUNMAP 11
 #define NR_MREMAP 25
 #define NR_BRK 12
+/* Offset in x86_64's struct pt_regs of orig_ax: the number of the call being made. */
+#define PT_REGS_ORIG_AX 120
 /* Offsets in x86_64's struct pt_regs of the second and third argument registers (si, dx). */
 #define PT_REGS_SI 104
 #define PT_REGS_DX 96
@@ -102,6 +119,7 @@ static __u64 (*bpf_ktime_get_ns)(void) = (void *)BPF_FUNC_ktime_get_ns;
 static __u64 (*bpf_get_current_pid_tgid)(void) = (void *)BPF_FUNC_get_current_pid_tgid;
 static void *(*bpf_task_storage_get)(void *map, struct task_struct *task, void *value, __u64 flags) =
 	(void *)BPF_FUNC_task_storage_get;
+static long (*bpf_task_storage_delete)(void *map, struct task_struct *task) = (void *)BPF_FUNC_task_storage_delete;
 static struct task_struct *(*bpf_get_current_task_btf)(void) = (void *)BPF_FUNC_get_current_task_btf;
 static long (*bpf_get_current_comm)(void *buf, __u32 size) = (void *)BPF_FUNC_get_current_comm;
 static long (*bpf_probe_read_kernel)(void *dst, __u32 size, const void *src) = (void *)BPF_FUNC_probe_read_kernel;
@@ -256,14 +274,20 @@ static inline __attribute__((always_inline)) __u32 log2_bucket(__u64 v)
 	return r;
 }
 
-static inline __attribute__((always_inline)) void account(struct task_state *s, __u64 now, long ret, int returned)
+/* The corrected time of the call in flight, stamped at its entry. */
+static inline __attribute__((always_inline)) __u64 duration(struct task_state *s, __u64 now)
 {
-	__u32 nr = (__u32)s->nr;
 	__u64 raw = now - s->entry_ns;
 	__u32 zero = 0;
 	__s64 *corr = bpf_map_lookup_elem(&config, &zero);
 	__s64 d = (__s64)raw + (corr ? *corr : 0);
-	__u64 dur = d > 0 ? (__u64)d : 0;
+	return d > 0 ? (__u64)d : 0;
+}
+
+static inline __attribute__((always_inline)) void account(struct task_state *s, __u64 now, __u64 dur, long ret,
+							  int returned)
+{
+	__u32 nr = (__u32)s->nr;
 
 	s->entry_ns = 0;
 	s->last_ns = now;
@@ -434,15 +458,41 @@ int on_sys_enter(__u64 *ctx)
 	return 0;
 }
 
+/* A sys_exit without a sys_enter (header comment: refused calls): counted, with time 0. */
+static inline __attribute__((always_inline)) void refused(struct task_state *s, const char *regs, long ret)
+{
+	if (s->nr == WAIT_EXEC)
+		return;
+	if (s->nr == FIRST_EXIT) {
+		s->nr = 0;
+		return;
+	}
+	__u64 nr = 0;
+	if (bpf_probe_read_kernel(&nr, sizeof(nr), regs + PT_REGS_ORIG_AX) != 0)
+		return;
+	__u64 now = bpf_ktime_get_ns();
+	if (!s->start_ns)
+		s->start_ns = now;
+	__u64 since = s->last_ns ? s->last_ns : s->start_ns;
+	s->gap = log2_bucket(now > since ? now - since : 0);
+	s->nr = nr;
+	account(s, now, 0, ret, 1);
+}
+
 SEC("tp_btf/sys_exit")
 int on_sys_exit(__u64 *ctx)
 {
 	/* Look up first, so untraced tasks do not pay for the clock; the look-up then falls inside the
 	 * measured interval, where the calibrated bias B takes it out again. */
 	struct task_state *s = bpf_task_storage_get(&tasks, bpf_get_current_task_btf(), 0, 0);
-	if (!s || !s->entry_ns)
+	if (!s)
 		return 0;
-	account(s, bpf_ktime_get_ns(), (long)ctx[1], 1);
+	if (!s->entry_ns) {
+		refused(s, (const char *)ctx[0], (long)ctx[1]);
+		return 0;
+	}
+	__u64 now = bpf_ktime_get_ns();
+	account(s, now, duration(s, now), (long)ctx[1], 1);
 	/* After the call's time is taken: the arguments are still in the caller's saved registers. */
 	if (s->nr == NR_MMAP || s->nr == NR_BRK)
 		note_anon((const char *)ctx[0], s->nr, (long)ctx[1]);
@@ -459,6 +509,7 @@ int on_fork(__u64 *ctx)
 	struct task_state *c = bpf_task_storage_get(&tasks, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (c) {
 		c->start_ns = bpf_ktime_get_ns();
+		c->nr = FIRST_EXIT; /* its first sys_exit is its fork's return */
 		/* The tracepoint runs in the forking task: its tgid is the child's parent process. */
 		c->ptgid = bpf_get_current_pid_tgid() >> 32;
 	}
@@ -506,7 +557,7 @@ int on_exit(__u64 *ctx)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	if (s->entry_ns)
-		account(s, now, 0, 0); /* exit/exit_group: counted, never returns */
+		account(s, now, duration(s, now), 0, 0); /* exit/exit_group: counted, never returns */
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)pid_tgid;
 	struct thread_rec r = {
@@ -519,11 +570,10 @@ int on_exit(__u64 *ctx)
 	};
 	bpf_get_current_comm(r.comm, sizeof(r.comm));
 	bpf_map_update_elem(&threads, &tid, &r, BPF_ANY);
-	/* A reused tid must not inherit this state. */
-	s->calls = 0;
-	s->syscall_ns = 0;
-	s->start_ns = 0;
-	s->last_ns = 0;
+	/* Recorded: the task is no longer traced. Its storage would otherwise last until it is reaped,
+	 * and an exited child its parent had not reaped yet (a zombie) was counted a second time as a
+	 * live thread when `-p` ended. */
+	bpf_task_storage_delete(&tasks, bpf_get_current_task_btf());
 	return 0;
 }
 

@@ -25,7 +25,7 @@ pub struct RunArgs {
     /// Where to write the profile; `%r` becomes the MPI rank (from OMPI_COMM_WORLD_RANK, PMI_RANK,
     /// PMIX_RANK or MPI_LOCALRANKID), `%p` the profiler's pid
     #[arg(short, long, default_value = "multios-profile.json")]
-    output: String,
+    output: PathBuf,
     /// Attach to this running process (and what it forks from now on) instead of starting CMD
     #[arg(short = 'p', long = "pid", conflicts_with = "command")]
     pid: Option<u32>,
@@ -85,7 +85,7 @@ pub fn run(args: RunArgs, out: &Out) -> crate::cmd::Exit {
     };
     let rank = multios_profiler::rank_from_env();
     let path = PathBuf::from(multios_profiler::expand_output(
-        &args.output,
+        args.output.as_os_str(),
         rank,
         std::process::id(),
     ));
