@@ -70,8 +70,11 @@ fn temp_beside(path: &Path) -> PathBuf {
 /// Sends every later write to `path` instead of stdout. The temporary file beside it is created
 /// now, so that a directory that cannot be written is refused before any work, and closed again
 /// at once; [`finish`] puts it in place of `path`.
-pub fn results_to(path: &Path) -> Result<(), String> {
-    let err = |why: String| format!("--results {}: {why}", path.display());
+pub fn results_to(given: &Path) -> Result<(), String> {
+    let err = |why: String| format!("--results {}: {why}", given.display());
+    // Absolute from now on: `lwk run`'s guest changes the process's working directory, and the
+    // file is written and put in place after it did (issue #16).
+    let path = &std::path::absolute(given).map_err(|e| err(format!("cannot resolve it: {e}")))?;
     if path.is_dir() {
         return Err(err("it is a directory, name a file".into()));
     }
@@ -83,7 +86,7 @@ pub fn results_to(path: &Path) -> Result<(), String> {
                 .open(path)
                 .map_err(|e| err(format!("cannot open it: {e}")))?;
             Results {
-                path: path.to_path_buf(),
+                path: given.to_path_buf(),
                 write: path.to_path_buf(),
                 target: None,
                 done: Mutex::new(false),
@@ -103,7 +106,7 @@ pub fn results_to(path: &Path) -> Result<(), String> {
             let tmp = temp_beside(&target);
             std::fs::File::create(&tmp).map_err(|e| err(format!("cannot create it: {e}")))?;
             Results {
-                path: path.to_path_buf(),
+                path: given.to_path_buf(),
                 write: tmp,
                 target: Some(target),
                 done: Mutex::new(false),

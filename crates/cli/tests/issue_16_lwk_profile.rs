@@ -194,3 +194,34 @@ fn issue_16_lwk_run_checks_the_profile_path_before_the_run() {
         "nothing created by the check"
     );
 }
+
+/// Session d2 (issue #16): `--profile`, `--summary` and `--results` named relative to the working
+/// directory were written relative to the guest's last one (its chdir is the VMM process's).
+#[test]
+fn issue_16_lwk_run_writes_relative_outputs_where_it_started() {
+    require_kvm();
+    let dir = TempDir::new("relative");
+    let elsewhere = TempDir::new("elsewhere");
+    let out = Command::new(MULTIOS)
+        .current_dir(&dir.0)
+        .args([
+            "--json",
+            "--results",
+            "r.json",
+            "lwk",
+            "run",
+            "--profile",
+            "p.json",
+        ])
+        .args(["--summary", "s.json", "--", "/bin/sh", "-c"])
+        .arg(format!("cd {} && exec true", elsewhere.0.display()))
+        .output()
+        .unwrap_or_else(|e| panic!("running {MULTIOS}: {e}"));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(dir.entries(), ["p.json", "r.json", "s.json"]);
+    assert_eq!(
+        elsewhere.entries(),
+        Vec::<String>::new(),
+        "written in the guest's cwd"
+    );
+}

@@ -45,6 +45,7 @@ pub mod run;
 pub mod shadow;
 pub mod signal;
 pub mod slot;
+pub mod stacklimit;
 pub mod stats;
 pub mod streams;
 pub mod stub;

@@ -156,6 +156,15 @@ impl Drop for Region {
     }
 }
 
+/// Why a string could not be read from the guest ([`GuestMemory::read_cstr_or`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CstrError {
+    /// A byte before the NUL is not readable by user code (EFAULT).
+    Fault,
+    /// No NUL in the bytes allowed.
+    TooLong,
+}
+
 /// All guest memory.
 #[derive(Debug)]
 pub struct GuestMemory {
@@ -521,9 +530,16 @@ impl GuestMemory {
 
     /// Reads a NUL-terminated string inside the application window (at most `max` bytes), as
     /// Linux's strncpy_from_user: None when a byte before the NUL is outside the window, on a
-    /// page user code may not read (PROT_NONE, unmapped) or one the host cannot read. Read a page
-    /// at a time (one protection lookup per page).
+    /// page user code may not read (PROT_NONE, unmapped) or one the host cannot read, or when
+    /// there is no NUL in the first `max` bytes ([`GuestMemory::read_cstr_or`] tells which).
     pub fn read_cstr(&self, addr: u64, max: usize) -> Option<Vec<u8>> {
+        self.read_cstr_or(addr, max).ok()
+    }
+
+    /// [`GuestMemory::read_cstr`], telling a fault (EFAULT) from a string longer than `max`
+    /// bytes without its NUL (Linux's ENAMETOOLONG for a path, E2BIG for an execve argument),
+    /// issue #16. Read a page at a time (one protection lookup per page).
+    pub fn read_cstr_or(&self, addr: u64, max: usize) -> Result<Vec<u8>, CstrError> {
         let mut out = Vec::new();
         let mut a = addr;
         let mut page = [0u8; 4096];
@@ -531,15 +547,15 @@ impl GuestMemory {
             let seg = ((4096 - (a & 4095)) as usize).min(max - out.len());
             let buf = &mut page[..seg];
             // One page at most: a string ending before an unreadable page is read whole.
-            self.read_user(a, buf).ok()?;
+            self.read_user(a, buf).map_err(|_| CstrError::Fault)?;
             if let Some(n) = buf.iter().position(|&b| b == 0) {
                 out.extend_from_slice(&buf[..n]);
-                return Some(out);
+                return Ok(out);
             }
             out.extend_from_slice(buf);
-            a = a.checked_add(seg as u64)?;
+            a = a.checked_add(seg as u64).ok_or(CstrError::Fault)?;
         }
-        None
+        Err(CstrError::TooLong)
     }
 
     /// A raw pointer to guest memory (for the atomics of the ring slot).

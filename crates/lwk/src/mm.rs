@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 pub const PAGE: u64 = 4096;
 /// A 2 MiB page: anonymous mappings at least this large are aligned to it.
 const HUGE: u64 = 2 << 20;
-/// Stack reserved at the top of the window.
+/// Stack reserved at the top of the window by [`Mm::new`] (Linux's default RLIMIT_STACK); a
+/// program the loader loads gets one sized from its RLIMIT_STACK (`stacklimit.rs`, issue #16).
 pub const STACK_SIZE: u64 = 8 << 20;
 /// Unmapped gap kept between the stack and the mmap area (Linux's stack_guard_gap, 256 pages): a
 /// stack overflow faults there instead of writing into the highest mapping (issue #14).
@@ -196,6 +197,8 @@ pub struct Mm {
     pub mmap_lo: u64,
     pub mmap_hi: u64,
     pub maps: RangeSet,
+    /// The stack reservation at the top of the window, bytes.
+    pub stack: u64,
 }
 
 /// What the caller must do to guest memory after a call: zero ranges, copy ranges.
@@ -207,13 +210,18 @@ pub struct Effects {
 }
 
 impl Mm {
-    /// A window `[lo, hi)` whose program image ends at `image_end`.
+    /// A window `[lo, hi)` whose program image ends at `image_end`, with an 8 MiB stack.
     pub fn new(lo: u64, hi: u64, image_end: u64) -> Self {
+        Self::with_stack(lo, hi, image_end, STACK_SIZE)
+    }
+
+    /// [`Mm::new`] with a stack reservation of `stack` bytes (a multiple of the page size).
+    pub fn with_stack(lo: u64, hi: u64, image_end: u64, stack: u64) -> Self {
         let brk_start = page_up(image_end);
-        let room = hi.saturating_sub(brk_start + STACK_SIZE);
+        let room = hi.saturating_sub(brk_start + stack);
         let brk_max = brk_start + (room / 4).min(1 << 30) / PAGE * PAGE;
         let mut maps = RangeSet::default();
-        maps.insert(hi - STACK_SIZE, hi);
+        maps.insert(hi - stack, hi);
         maps.insert(lo, brk_start);
         Mm {
             window: (lo, hi),
@@ -221,8 +229,9 @@ impl Mm {
             brk_cur: brk_start,
             brk_max,
             mmap_lo: brk_max,
-            mmap_hi: hi - STACK_SIZE - STACK_GUARD_GAP,
+            mmap_hi: hi - stack - STACK_GUARD_GAP,
             maps,
+            stack,
         }
     }
 

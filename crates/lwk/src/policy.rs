@@ -49,6 +49,8 @@ pub const MANDATORY_LOCAL: &[&str] = &[
     "sched_getparam",
     "sched_setparam",
     "sched_rr_get_interval",
+    "sched_setattr",
+    "sched_getattr",
     "setuid",
     "setgid",
     "setreuid",

@@ -49,6 +49,7 @@
 use crate::memory::GuestMemory;
 
 mod cache;
+pub(crate) use cache::remember_start as remember_site_cache;
 mod sites;
 
 pub use sites::MAX_NR;

@@ -23,6 +23,9 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     // What a program the guest execs on Linux runs on: the VMM's CPUs before any pinning.
     crate::sys::remember_start_affinity();
     crate::sys::remember_glibc_signals();
+    // The syscall-site cache's directory, decided now: a guest's chroot or setuid later must not
+    // move it into the guest's root (issue #16).
+    crate::rewrite::remember_site_cache();
     // A reservation a killed multios left behind is given back first (issue #14).
     for swept in crate::reserve::sweep_stale() {
         crate::diag!("multios lwk: {swept}");

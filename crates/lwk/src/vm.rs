@@ -58,16 +58,36 @@ fn open_kvm(fd_floor: i32) -> Result<Kvm, VmError> {
     Ok(sys::kvm::kvm_from(high))
 }
 
+/// A second handle on the open /dev/kvm `kvm`, at or above `fd_floor` (close-on-exec).
+fn reuse_kvm(kvm: &Kvm, fd_floor: i32) -> Result<Kvm, VmError> {
+    let high = sys::dup_high(kvm.as_raw_fd(), fd_floor).map_err(VmError::Fd)?;
+    Ok(sys::kvm::kvm_from(high))
+}
+
 impl Vm {
     /// Opens KVM, creates a VM and registers `mem`; every fd lands at or above `fd_floor`.
     pub fn new(mem: &GuestMemory, fd_floor: i32) -> Result<Self, VmError> {
-        let mut t = std::time::Instant::now();
+        let t0 = std::time::Instant::now();
+        Self::with_kvm(open_kvm(fd_floor)?, mem, fd_floor, t0)
+    }
+
+    /// A new VM made through the /dev/kvm descriptor of `self` (a forked child's, issue #16): not
+    /// opened again by path, which the guest may have made unreachable since the start (a chroot)
+    /// or forbidden (setuid to an unprivileged user). KVM_CREATE_VM acts on the calling process,
+    /// so the child's VM is its own even through a descriptor its parent opened.
+    pub fn again(&self, mem: &GuestMemory, fd_floor: i32) -> Result<Self, VmError> {
+        let t0 = std::time::Instant::now();
+        Self::with_kvm(reuse_kvm(&self.kvm, fd_floor)?, mem, fd_floor, t0)
+    }
+
+    /// The VM of `kvm` over `mem`; the first step's time counts from `t0` (opening /dev/kvm).
+    fn with_kvm(kvm: Kvm, mem: &GuestMemory, fd_floor: i32, t0: std::time::Instant) -> Result<Self, VmError> {
+        let mut t = t0;
         let mut steps = Vec::new();
         let mut mark = |name: &'static str| {
             steps.push((name, t.elapsed()));
             t = std::time::Instant::now();
         };
-        let kvm = open_kvm(fd_floor)?;
         let low_fds = sys::low_fds();
         let low = kvm.create_vm().map_err(|source| VmError::Kvm {
             what: "KVM_CREATE_VM",

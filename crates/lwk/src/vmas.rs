@@ -4,7 +4,7 @@
 //! protection — kept beside the memory manager's bookkeeping (`mm.rs`, which only knows which
 //! ranges are in use). The VMM's own mappings never appear.
 
-use crate::mm::{Mm, PAGE, STACK_SIZE};
+use crate::mm::{Mm, PAGE};
 use std::collections::BTreeMap;
 
 /// What one range of the window holds (its start is the key in [`Vmas`]).
@@ -188,7 +188,7 @@ impl Vmas {
     /// address order.
     pub fn areas(&self, mm: &Mm) -> Vec<(u64, Vma)> {
         let (lo, hi) = mm.window;
-        let stack = (hi - STACK_SIZE, hi);
+        let stack = (hi - mm.stack, hi);
         let heap_end = mm.brk_cur.div_ceil(PAGE) * PAGE;
         let mut pieces: Vec<(u64, Vma)> = Vec::new();
         for (s, e) in mm.maps.intersections(lo, hi) {

@@ -183,8 +183,15 @@ pub fn run(args: Args, out: &Out) -> super::Exit {
     }
 }
 
-fn run_program(a: RunArgs, out: &Out) -> super::Exit {
+fn run_program(mut a: RunArgs, out: &Out) -> super::Exit {
     multios_lwk::check_kvm()?;
+    // The files written after the run are named from the working directory at the start: the
+    // guest's chdir is this process's (issue #16: `cd /tmp` in the guest moved them there).
+    for (flag, path) in [("--profile", &mut a.profile), ("--summary", &mut a.summary)] {
+        if let Some(p) = path {
+            *p = std::path::absolute(&*p).map_err(|e| anyhow::anyhow!("{flag} {}: {e}", p.display()))?;
+        }
+    }
     let prog = a.command.first().ok_or_else(|| anyhow::anyhow!("missing PROG"))?;
     let prog = prog.to_str().ok_or_else(|| {
         anyhow::anyhow!("PROG {prog:?}: give the program's path in UTF-8 (its arguments may be any bytes)")

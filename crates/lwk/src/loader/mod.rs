@@ -146,10 +146,13 @@ pub(crate) fn load_program(
         phases.push((name, t.elapsed()));
         t = std::time::Instant::now();
     };
-    let mut mm = Mm::new(mem.app.base, mem.app.end(), mem.app.base);
+    // The stack reservation follows the soft RLIMIT_STACK (`stacklimit.rs`).
+    let soft = crate::stacklimit::soft_limit();
+    let stack = crate::stacklimit::reservation(soft, mem.app.len);
+    let mut mm = Mm::with_stack(mem.app.base, mem.app.end(), mem.app.base, stack);
     let image = elf::load(path, mem, &mut mm, Some(APP_BASE), false)?;
     mark("load program");
-    let mut mm2 = Mm::new(mem.app.base, mem.app.end(), image.hi);
+    let mut mm2 = Mm::with_stack(mem.app.base, mem.app.end(), image.hi, stack);
     mm2.reserve(image.lo, image.hi - image.lo);
     let mut interp_image = None;
     if let Some(interp) = &image.interp {
@@ -202,12 +205,13 @@ pub(crate) fn load_program(
         ],
         random: random16(),
     };
-    // The strings, their pointers and the vector must fit a quarter of the stack (Linux's rule
-    // for RLIMIT_STACK) and stay above the images (a small --mem-mib window: the loader wrote
-    // outside guest memory and the VMM panicked).
+    // The strings, their pointers and the vector must fit Linux's budget for RLIMIT_STACK (a
+    // quarter of it, within [128 KiB, 6 MiB]; a page more for the vector) and stay above the
+    // images (a small --mem-mib window: the loader wrote outside guest memory and the VMM
+    // panicked).
     let top = mem.app.end();
     let images_end = interp_image.as_ref().map_or(image.hi, |i| i.hi.max(image.hi));
-    let room = (crate::mm::STACK_SIZE / 4).min(top.saturating_sub(images_end));
+    let room = (crate::stacklimit::arg_budget(soft) + crate::mm::PAGE).min(top.saturating_sub(images_end));
     let bytes = stack::size(&spec);
     if bytes > room {
         return Err(LoadError::ArgsTooLong {

@@ -28,7 +28,6 @@ use crate::proxy::Proxy;
 use crate::slot;
 use crate::stub;
 use crate::vcpu::{self, Entry};
-use crate::vm::Vm;
 use kvm_ioctls::VcpuFd;
 use multios_lwk_abi::state;
 use std::sync::atomic::Ordering;
@@ -165,7 +164,11 @@ impl Machine {
         // The parent's spare vCPUs belong to its VM: closing the child's copies of their fds
         // leaves them to the parent.
         lock(&self.spare).clear();
-        let vm = Vm::new(&self.mem, crate::fds::floor()).map_err(|e| format!("a new VM: {e}"))?;
+        // Through the parent's /dev/kvm descriptor, not its path (a chroot or setuid of the
+        // guest may have hidden or forbidden it since the start).
+        let vm = lock(&self.vm)
+            .again(&self.mem, crate::fds::floor())
+            .map_err(|e| format!("a new VM: {e}"))?;
         let fresh = vcpu::create(
             &vm.vm,
             &self.mem,

@@ -16,8 +16,11 @@
 //! directory per run (`lwk conformance` counts what a run leaves there) — made mode 0700 and
 //! refused when it is a symbolic link, another user's, or writable by others
 //! (`multios_host::embed::ensure_private`), or `MULTIOS_LWK_SITE_CACHE=DIR` (checked the same
-//! way); `MULTIOS_LWK_SITE_CACHE=off` runs without it. An entry is 16 bytes plus 31 a site (libc.so.6: ≈ 19 KiB). When a new entry would make
-//! more than [`MAX_ENTRIES`], the oldest are removed; removing the directory is always safe.
+//! way); `MULTIOS_LWK_SITE_CACHE=off` runs without it. The directory is decided at the run's
+//! start: after the guest changed its root (chroot) or its effective user, the run decodes
+//! without the cache rather than write into the guest's new root (issue #16). An entry is 16
+//! bytes plus 31 a site (libc.so.6: ≈ 19 KiB). When a new entry would make more than
+//! [`MAX_ENTRIES`], the oldest are removed; removing the directory is always safe.
 
 use super::sites::{find_sites, Moved, Site, CMP_RAX_M4096, MAX_BEFORE};
 use std::io::Write;
@@ -46,8 +49,50 @@ pub fn sites(code: &[u8], addr: u64, starts: &[u64]) -> Vec<Site> {
     sites
 }
 
-/// The cache directory, checked private; None when it is off or unusable.
+/// The cache directory as the run's start decided it, and what `/` and the effective user were
+/// then (issue #16).
+struct Start {
+    dir: Option<PathBuf>,
+    root: Option<(u64, u64)>,
+    euid: u32,
+}
+
+static START: std::sync::OnceLock<Start> = std::sync::OnceLock::new();
+
+/// Decides the cache directory from the VMM's environment, working directory, root and user at
+/// the start of the run (`run.rs` calls it before loading the program; forked VMMs inherit it).
+pub fn remember_start() {
+    START.get_or_init(|| Start {
+        dir: choose_dir(),
+        root: root_id(),
+        euid: crate::sys::euid(),
+    });
+}
+
+/// (dev, ino) of this process's `/`: another after a chroot of the guest (the VMM's root is the
+/// guest's).
+fn root_id() -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/").ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// The cache directory, checked private; None when it is off or unusable, or when the guest has
+/// since changed its root (`chroot`: the path would name a directory inside the guest's new root,
+/// which the run must not write into) or its effective user (the directory is the starting user's).
 fn dir() -> Option<PathBuf> {
+    remember_start();
+    let s = START.get()?;
+    let d = s.dir.clone()?;
+    if root_id() != s.root || crate::sys::euid() != s.euid {
+        return None;
+    }
+    multios_host::embed::ensure_private(&d).ok()?;
+    Some(d)
+}
+
+/// The directory the environment names, absolute (a relative XDG_CACHE_HOME or HOME is taken
+/// from the start's working directory, not the guest's later one); None when it is off.
+fn choose_dir() -> Option<PathBuf> {
     let var = |name| {
         std::env::var_os(name)
             .filter(|v| !v.is_empty())
@@ -60,8 +105,7 @@ fn dir() -> Option<PathBuf> {
             .or_else(|| var("HOME").map(|h| h.join(".cache")))?
             .join("multios/lwk-sites"),
     };
-    multios_host::embed::ensure_private(&d).ok()?;
-    Some(d)
+    std::path::absolute(&d).ok()
 }
 
 /// The entry's name: the code's bytes, the function starts relative to it, the format.

@@ -191,7 +191,11 @@ fn guest_fds_held(fd_floor: i32) -> Vec<i32> {
     // Under the VMM's procfs directory: after the guest's chroot, `/proc/self/fd` by path is a
     // directory the guest made, which could hide its fds from execve's close-on-exec sweep.
     let Ok(fd) = super::file::open_proc("self/fd", libc::O_RDONLY | libc::O_DIRECTORY) else {
-        return Vec::new();
+        // No procfs at all: every number below the floor is asked (≈ 0.3 µs each, at most 65280).
+        // SAFETY: F_GETFD only reads the descriptor's flags; a closed number fails with EBADF.
+        return (0..fd_floor)
+            .filter(|&fd| unsafe { libc::fcntl(fd, libc::F_GETFD) } >= 0)
+            .collect();
     };
     // SAFETY: fdopendir takes over `fd` (just opened, owned by nobody else); readdir returns
     // entries valid until the next readdir or closedir, and each name is read before the next

@@ -128,7 +128,11 @@ fn path(
     if addr == 0 && optional {
         return Ok(None);
     }
-    let p = mem.read_cstr(addr, PATH_MAX).ok_or(EFAULT)?;
+    // A path with no NUL in its first PATH_MAX bytes is ENAMETOOLONG, as Linux's getname says.
+    let p = mem.read_cstr_or(addr, PATH_MAX).map_err(|e| match e {
+        crate::memory::CstrError::Fault => EFAULT,
+        crate::memory::CstrError::TooLong => -(libc::ENAMETOOLONG as i64),
+    })?;
     if forbidden_path(&p, fd_floor) {
         return Err(EACCES);
     }

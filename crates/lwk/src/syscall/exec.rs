@@ -9,41 +9,95 @@
 
 use crate::kernel::{lock, Ctx, Kernel, Reply};
 use crate::loader::script;
+use crate::memory::CstrError;
 use crate::sys;
 use kvm_bindings::{kvm_fpu, kvm_regs};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-/// Linux's limits on one argument string and on all of them (MAX_ARG_STRLEN, a 2 MiB budget).
-const MAX_ARG: usize = 128 << 10;
-const MAX_TOTAL: usize = 2 << 20;
+/// Linux's limit on one argument string, its NUL included (MAX_ARG_STRLEN, 32 pages).
+const MAX_ARG_STRLEN: usize = 32 << 12;
+/// Linux's PATH_MAX: a path without a NUL in its first 4096 bytes is ENAMETOOLONG.
+const PATH_MAX: usize = 4096;
 
 fn errno(e: i32) -> Reply {
     Reply::Ret(-(e as i64))
 }
 
+/// execve's path, argv and envp, read from the guest.
+type ExecArgs = (Vec<u8>, Vec<Vec<u8>>, Vec<Vec<u8>>);
+
+/// Takes `n` bytes from execve's `budget`: E2BIG when they are not there.
+fn take(budget: &mut usize, n: usize) -> Result<(), i32> {
+    *budget = budget.checked_sub(n).ok_or(libc::E2BIG)?;
+    Ok(())
+}
+
 impl Kernel {
-    /// Reads a NULL-terminated array of string pointers (argv or envp; NULL itself is empty).
-    fn read_strings(&self, array: u64, total: &mut usize) -> Result<Vec<Vec<u8>>, i32> {
+    /// The pointers of a NULL-terminated array (argv or envp; NULL itself is empty), as Linux's
+    /// `count`: EFAULT when one cannot be read. Past `keep` pointers they are counted, not kept
+    /// (the budget refuses them then, unless a fault comes first). Returns (pointers, count).
+    fn read_pointers(&self, array: u64, keep: usize) -> Result<(Vec<u64>, usize), i32> {
         let mut out = Vec::new();
         if array == 0 {
-            return Ok(out);
+            return Ok((out, 0));
         }
         for k in 0u64.. {
             let slot = array.checked_add(8 * k).ok_or(libc::EFAULT)?;
             let p = self.mem.read_user_u64(slot).map_err(|_| libc::EFAULT)?;
             if p == 0 {
-                break;
+                return Ok((out, k as usize));
             }
-            let s = self.mem.read_cstr(p, MAX_ARG).ok_or(libc::EFAULT)?;
-            *total += s.len() + 1 + 8;
-            if *total > MAX_TOTAL {
-                return Err(libc::E2BIG);
+            if (k as usize) < keep {
+                out.push(p);
             }
+        }
+        unreachable!("the loop returns at the array's NULL or at a fault")
+    }
+
+    /// The strings at `ptrs`, as Linux's `copy_strings`: each takes its bytes and NUL from
+    /// `budget`; EFAULT for one that cannot be read, E2BIG for one over MAX_ARG_STRLEN or past
+    /// the budget (issue #16: both were EFAULT).
+    fn read_strings(&self, ptrs: &[u64], budget: &mut usize) -> Result<Vec<Vec<u8>>, i32> {
+        let mut out = Vec::with_capacity(ptrs.len());
+        for &p in ptrs {
+            let s = self.mem.read_cstr_or(p, MAX_ARG_STRLEN).map_err(|e| match e {
+                CstrError::Fault => libc::EFAULT,
+                CstrError::TooLong => libc::E2BIG,
+            })?;
+            take(budget, s.len() + 1)?;
             out.push(s);
         }
         Ok(out)
+    }
+
+    /// execve's path, argv and envp (Linux's order: the path; the file, checked by `check`; the
+    /// pointer arrays; the budget, a quarter of RLIMIT_STACK within [ARG_MAX, 6 MiB], that the
+    /// pointers, the path and then the environment and argument strings take from).
+    fn exec_args(
+        &self,
+        (path_ptr, argv_ptr, envp_ptr): (u64, u64, u64),
+        check: impl FnOnce(&[u8]) -> Result<(), i32>,
+    ) -> Result<ExecArgs, i32> {
+        let path = self.mem.read_cstr_or(path_ptr, PATH_MAX).map_err(|e| match e {
+            CstrError::Fault => libc::EFAULT,
+            CstrError::TooLong => libc::ENAMETOOLONG,
+        })?;
+        check(&path)?;
+        let mut budget = crate::stacklimit::arg_budget(crate::stacklimit::soft_limit()) as usize;
+        let keep = budget / 8;
+        let (argv, argc) = self.read_pointers(argv_ptr, keep)?;
+        let (envp, envc) = self.read_pointers(envp_ptr, keep)?;
+        let pointers = (argc.max(1).saturating_add(envc)).saturating_mul(8);
+        if budget <= pointers {
+            return Err(libc::E2BIG);
+        }
+        take(&mut budget, pointers)?;
+        take(&mut budget, path.len() + 1)?;
+        let envp = self.read_strings(&envp, &mut budget)?;
+        let argv = self.read_strings(&argv, &mut budget)?;
+        Ok((path, argv, envp))
     }
 
     pub(super) fn execve(&self, ctx: Ctx<'_>, cpu: usize, nr: u64, a: [u64; 6]) -> Reply {
@@ -64,26 +118,20 @@ impl Kernel {
         if self.live_threads.load(std::sync::atomic::Ordering::Acquire) > 1 {
             return self.refuse(nr, "execve from a guest with several threads");
         }
-        let Some(path) = self.mem.read_cstr(path_ptr, 4096) else {
-            return errno(libc::EFAULT);
-        };
-        let mut total = 0;
-        let (mut argv, envp) = match (
-            self.read_strings(argv_ptr, &mut total),
-            self.read_strings(envp_ptr, &mut total),
-        ) {
-            (Ok(v), Ok(e)) => (v, e),
-            (Err(e), _) | (_, Err(e)) => return errno(e),
-        };
         // /proc/self/exe is the VMM's binary on the host: the guest means its own program.
-        let mut prog = if path == b"/proc/self/exe" {
-            PathBuf::from(OsStr::from_bytes(&lock(&self.program.exe)))
-        } else {
-            PathBuf::from(OsStr::from_bytes(&path))
+        let program = |path: &[u8]| {
+            if path == b"/proc/self/exe" {
+                PathBuf::from(OsStr::from_bytes(&lock(&self.program.exe)))
+            } else {
+                PathBuf::from(OsStr::from_bytes(path))
+            }
         };
-        if let Err(e) = executable(&prog) {
-            return errno(e);
-        }
+        let (path, mut argv, envp) =
+            match self.exec_args((path_ptr, argv_ptr, envp_ptr), |p| executable(&program(p))) {
+                Ok(a) => a,
+                Err(e) => return errno(e),
+            };
+        let mut prog = program(&path);
         // `#!interpreter [arg]`: run the interpreter on the script, which may itself be a
         // script (up to Linux's 5 levels, then ELOOP).
         match script::follow(prog, path.clone(), argv, executable) {

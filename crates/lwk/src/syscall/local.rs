@@ -171,6 +171,7 @@ impl Kernel {
             | SYS_sched_getparam
             | SYS_sched_setparam
             | SYS_sched_rr_get_interval => self.sched_policy(cpu, nr, a),
+            SYS_sched_setattr | SYS_sched_getattr => self.sched_attr(cpu, nr, a),
             // Credentials are per thread in the kernel: glibc's wrappers change every VMM thread's
             // (proxy and vCPUs alike), as they would every thread of the guest.
             SYS_setuid | SYS_setgid | SYS_setreuid | SYS_setregid | SYS_setresuid | SYS_setresgid => {

@@ -23,6 +23,7 @@ mod populate;
 mod prctl;
 mod protect;
 mod robust;
+mod schedattr;
 mod shared;
 pub mod signal;
 mod signalfd;

@@ -77,8 +77,10 @@ impl Kernel {
     /// openat(dirfd, path, flags, mode) for the guest (`path` a checked guest pointer).
     pub(super) fn open_judged(&self, dirfd: i32, path: u64, flags: i32, mode: u32) -> i64 {
         // One copy of the name: the guest cannot change it between the steps.
-        let Some(name) = self.mem.read_cstr(path, 4096) else {
-            return EFAULT;
+        let name = match self.mem.read_cstr_or(path, 4096) {
+            Ok(n) => n,
+            Err(crate::memory::CstrError::TooLong) => return -(ENAMETOOLONG as i64),
+            Err(crate::memory::CstrError::Fault) => return EFAULT,
         };
         let Ok(name) = std::ffi::CString::new(name) else {
             return EFAULT;

@@ -11,6 +11,9 @@ use std::time::Instant;
 /// Writes one run's trace.
 pub struct Tracer {
     path: PathBuf,
+    /// The directory of `path`, opened at the start (O_PATH, in the VMM's fd range): a forked
+    /// child's `FILE.PID` is made there even when the guest changed its root since (issue #16).
+    dir: Option<std::os::fd::OwnedFd>,
     out: Mutex<Option<BufWriter<File>>>,
     t0: Instant,
 }
@@ -31,8 +34,17 @@ impl Tracer {
     /// VMM's working directory is the guest's).
     pub fn create(path: &Path, program: &str) -> Result<Tracer, TraceError> {
         let path = &std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let dir = path.parent().and_then(Path::to_str).and_then(|d| {
+            let fd = crate::sys::create_high(crate::fds::floor(), || {
+                crate::sys::open_at(libc::AT_FDCWD, d, libc::O_PATH | libc::O_DIRECTORY)
+            });
+            // SAFETY: create_high just made `fd`; nothing else owns it.
+            fd.ok()
+                .map(|fd| unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) })
+        });
         let t = Tracer {
             path: path.to_path_buf(),
+            dir,
             out: Mutex::new(None),
             t0: Instant::now(),
         };
@@ -40,18 +52,35 @@ impl Tracer {
         Ok(t)
     }
 
+    /// Creates `path` (in [`Tracer::dir`] when there is one) in the VMM's fd range, above the
+    /// guest's (whose fds are the VMM's own: a low fd would be the guest's to close or reuse).
+    fn create_file(&self, path: &Path) -> std::io::Result<File> {
+        let (Some(dir), Some(name)) = (&self.dir, path.file_name().and_then(|n| n.to_str())) else {
+            let low_fds = crate::sys::low_fds();
+            let low = File::create(path)?;
+            let file = File::from(crate::sys::dup_high(low.as_raw_fd(), crate::fds::floor())?);
+            drop(low_fds);
+            return Ok(file);
+        };
+        let name =
+            std::ffi::CString::new(name).map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+        let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC;
+        let fd = crate::sys::create_high(crate::fds::floor(), || {
+            match crate::sys::openat_raw(dir.as_raw_fd(), &name, flags, 0o666) {
+                fd if fd >= 0 => Ok(fd as i32),
+                e => Err(std::io::Error::from_raw_os_error(-e as i32)),
+            }
+        })?;
+        // SAFETY: create_high just made `fd`; the File becomes its only owner.
+        Ok(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) })
+    }
+
     fn open(&self, path: &Path, program: &str, parent: Option<u32>) -> Result<(), TraceError> {
         let io = |source| TraceError::Io {
             path: path.to_path_buf(),
             source,
         };
-        // The file lives in the VMM's fd range, above the guest's (whose fds are the VMM's own:
-        // a low fd would be the guest's to close or reuse).
-        let low_fds = crate::sys::low_fds();
-        let low = File::create(path).map_err(io)?;
-        let file = File::from(crate::sys::dup_high(low.as_raw_fd(), crate::fds::floor()).map_err(io)?);
-        drop(low);
-        drop(low_fds);
+        let file = self.create_file(path).map_err(io)?;
         let mut w = BufWriter::with_capacity(1 << 20, file);
         let header = Header {
             format: FORMAT.to_string(),
