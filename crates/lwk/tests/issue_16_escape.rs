@@ -128,7 +128,13 @@ fn issue_16_forked_child_cannot_reach_the_parent_vmm_with_process_vm() {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         let elf = first_mapping(&maps, "lwk-run").unwrap_or_else(|| panic!("no lwk-run in\n{maps}"));
-        let stack = first_mapping(&maps, "[stack]").unwrap_or_else(|| panic!("no [stack] in\n{maps}"));
+        // VMM memory it writes: the runner's data segment (not `[stack]`: the kernel labels the
+        // mapping holding the mm's start_stack, which the LWK points at the guest's stack).
+        let stack = maps
+            .lines()
+            .find(|l| l.contains("lwk-run") && l.split_whitespace().nth(1) == Some("rw-p"))
+            .and_then(|l| u64::from_str_radix(l.split('-').next()?, 16).ok())
+            .unwrap_or_else(|| panic!("no writable lwk-run mapping in\n{maps}"));
         if let Some(mut stdin) = child.stdin.take() {
             let _ = writeln!(stdin, "{elf:x} {stack:x}");
         }
