@@ -1,6 +1,7 @@
 //! Partitioning the interaction layer into clusters (the paper's §II-B): the quality function T of
 //! eq. 1–4, the overlapping greedy hierarchical partitioner that minimizes it ([`greedy`]) and a
-//! non-overlapping Louvain baseline ([`louvain`]).
+//! non-overlapping Louvain baseline ([`louvain`]); [`flat`] keeps T up to date for the greedy
+//! partitioner's candidates.
 //!
 //! T(s) = W_seq + W_par/N + W_c/N, with (eq. 2–4), for clusters u of the state s:
 //! - W_u = Σ work of u's members + Σ cost *together* of the pairs with both ends in u (what their
@@ -11,6 +12,7 @@
 //! - N = the number of clusters, capped at the number of PUs when a topology is given (N clusters
 //!   cannot run in parallel on fewer cores).
 
+pub mod flat;
 pub mod greedy;
 pub mod louvain;
 mod weights;
@@ -18,6 +20,7 @@ mod weights;
 pub use weights::{traffic, CostModel, Pair, Traffic, Weights};
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// One cluster: members as indices into [`Weights::ids`], and its depth in the hierarchy.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -114,8 +117,13 @@ impl Partition {
             }
         }
         let (mut w_seq, mut w_par) = (0.0, 0.0);
+        // clusters per depth counted once (counting them per cluster was O(k²))
+        let mut at_depth: BTreeMap<u32, usize> = BTreeMap::new();
+        for cl in &self.clusters {
+            *at_depth.entry(cl.depth).or_default() += 1;
+        }
         for (c, cl) in self.clusters.iter().enumerate() {
-            let peers = self.clusters.iter().filter(|o| o.depth == cl.depth).count();
+            let peers = at_depth.get(&cl.depth).copied().unwrap_or(0);
             if peers > 1 {
                 w_par += wu[c];
             } else {
