@@ -207,11 +207,17 @@ impl Kernel {
         if (a[0] as i32) < 0 {
             return err(EINVAL);
         }
+        self.on_guest_thread(cpu, nr, a)
+    }
+
+    /// Call `nr` with its pid argument (`a[0]`) naming a guest thread (0: the caller) replaced
+    /// by the Linux thread that runs its vCPU; ESRCH when that vCPU has no thread (any more).
+    pub(super) fn on_guest_thread(&self, cpu: usize, nr: u64, a: [u64; 6]) -> Reply {
         let mut a = a;
         if let Some(id) = self.vcpu_of(a[0] as i32, cpu) {
             let host = lock(&self.threads).get(id).map_or(0, |t| t.host_tid);
             if host == 0 {
-                return err(ESRCH);
+                return Reply::Ret(-(libc::ESRCH as i64));
             }
             a[0] = host as u64;
         }

@@ -6,9 +6,8 @@
 //! 48 or above a page) and sched_getattr writes at most the size it is given (48 to a page).
 //! The buffer is checked in the direction the kernel copies it, before the call.
 
-use crate::kernel::{lock, Kernel, Reply};
-use crate::sys;
-use libc::{EFAULT, EINVAL, ESRCH};
+use crate::kernel::{Kernel, Reply};
+use libc::{EFAULT, EINVAL};
 
 fn err(e: i32) -> Reply {
     Reply::Ret(-(e as i64))
@@ -49,14 +48,6 @@ impl Kernel {
         if !ok {
             return err(EFAULT);
         }
-        let mut a = a;
-        if let Some(id) = self.vcpu_of(a[0] as i32, cpu) {
-            let host = lock(&self.threads).get(id).map_or(0, |t| t.host_tid);
-            if host == 0 {
-                return err(ESRCH);
-            }
-            a[0] = host as u64;
-        }
-        Reply::Ret(sys::raw_syscall(nr, a))
+        self.on_guest_thread(cpu, nr, a)
     }
 }
