@@ -243,6 +243,7 @@ static void dump_stats(void) {
     LINE('R', rewritten + rw_start.rewritten + rw_late.rewritten, (uint64_t)rewrite_ok);
     LINE('E', (uint64_t)eager, (uint64_t)!sud_on);
     LINE('U', rw_start.unsure, rw_late.unsure);
+    LINE('Z', rw_start.redzone + rw_late.redzone, 0);
     LINE('C', rw_start.cached + rw_late.cached, rw_start.stored + rw_late.stored);
     LINE('N', multios_nodelegate, 0);
     multios_nodelegate = 0;
@@ -300,7 +301,8 @@ static void enable_sud(void) {
 
 /* Rewrites the `syscall` (0f 05) at `site` into `call *%rax` (ff d0). */
 static void try_rewrite(unsigned char *site) {
-    if (!rewrite_ok || ((char *)site >= multios_exempt_begin && (char *)site < multios_fallback_end + 1))
+    if (!rewrite_ok || ((char *)site >= multios_exempt_begin && (char *)site < multios_fallback_end + 1) ||
+        multios_never_rewrite((uint64_t)site))
         return;
     while (__atomic_exchange_n(&rewrite_lock, 1, __ATOMIC_ACQUIRE))
         _mm_pause();

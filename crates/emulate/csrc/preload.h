@@ -44,6 +44,7 @@ struct rw_stats {
     uint64_t unsure;    /* 0f 05 pairs that could not be classified safely, left alone */
     uint64_t cached;    /* file mappings patched from the rewrite cache (no scan, no decoding) */
     uint64_t stored;    /* file mappings classified and stored in the rewrite cache */
+    uint64_t redzone;   /* `syscall` instructions left alone because their function uses the red zone */
 };
 
 struct cost {
@@ -111,6 +112,9 @@ _Static_assert(__builtin_offsetof(struct vf, info) == 72 && __builtin_offsetof(s
  * what is found there may be stored in the rewrite cache (not after an mprotect: the range may
  * hold sites rewritten before). */
 HIDDEN void multios_rewrite_range(uint64_t lo, uint64_t hi, int fresh, struct rw_stats *st);
+/* True when the `syscall` at `site` must stay a `syscall` (its function keeps data in the red zone,
+ * which the `call` would overwrite): the lazy path (SIGSYS) leaves it to SUD. Async-signal-safe. */
+HIDDEN int multios_never_rewrite(uint64_t site);
 /* Before an execve (static_exec.c): counts targets that are statically linked (the library cannot
  * follow them) and keeps the first one's path for the report. */
 HIDDEN void multios_note_exec(long nr, long path, long envp);

@@ -45,6 +45,48 @@ static uint64_t sure[MAX_SITES], need_sweep[MAX_SITES];
 /* The sites of the mapping being classified, as offsets from its start (rec_base), for the rewrite
  * cache; rec_ok drops when they cannot stand for the classification (too many, a failed patch). */
 static uint64_t rec[MAX_SITES], nrec, rec_base;
+static uint64_t rec_never[MAX_SITES], nrec_never;
+
+/* The sites never to rewrite (uses_red_zone), an open-addressing set of addresses read by the SIGSYS
+ * handler (multios_never_rewrite): slots are written once, atomically, under the rewriter's single
+ * thread or the trampoline's slow path. Past 3/4 full every site is refused (SUD serves them). */
+#define NEVER_SLOTS 8192
+static uint64_t never[NEVER_SLOTS];
+static uint64_t never_n;
+static int never_full;
+
+static uint64_t never_slot(uint64_t a) {
+    return (a * 0x9e3779b97f4a7c15ULL) >> 51; /* 13 bits */
+}
+
+static void never_add(uint64_t a) {
+    if (never_n >= NEVER_SLOTS * 3 / 4) {
+        __atomic_store_n(&never_full, 1, __ATOMIC_RELEASE);
+        return;
+    }
+    for (uint64_t i = never_slot(a);; i = (i + 1) % NEVER_SLOTS) {
+        uint64_t v = __atomic_load_n(&never[i], __ATOMIC_ACQUIRE);
+        if (v == a)
+            return;
+        if (!v) {
+            __atomic_store_n(&never[i], a, __ATOMIC_RELEASE);
+            never_n++;
+            return;
+        }
+    }
+}
+
+HIDDEN int multios_never_rewrite(uint64_t site) {
+    if (__atomic_load_n(&never_full, __ATOMIC_ACQUIRE))
+        return 1;
+    for (uint64_t i = never_slot(site);; i = (i + 1) % NEVER_SLOTS) {
+        uint64_t v = __atomic_load_n(&never[i], __ATOMIC_ACQUIRE);
+        if (v == site)
+            return 1;
+        if (!v)
+            return 0;
+    }
+}
 static int recording, rec_ok;
 
 /* Where an ELF image is read from: a file (fd >= 0) or memory (the vDSO). */
@@ -331,6 +373,40 @@ static uint64_t count_pairs(const uint8_t *lo, const uint8_t *hi) {
     return n;
 }
 
+/* True when a `call` at the `syscall` at `site` may write over data the function at [f, e) keeps
+ * in its red zone (a leaf function uses the bytes under %rsp without moving %rsp; `call *%rax`
+ * pushes its return address at -8(%rsp)): an instruction of the function may touch those 8 bytes,
+ * an instruction before the site takes the address of memory under %rsp (a buffer the call may
+ * read or fill, e.g. `lea -0x18(%rsp),%rsi` for sigaltstack in glibc's __longjmp_chk), or the
+ * function cannot be decoded to its end to tell. liburing 2.3 keeps a pointer at -8(%rsp) across
+ * io_uring_enter (the program then wrote through the return address: SIGSEGV) and passes the
+ * address of a red-zone int to io_uring_register (the eventfd number became half a return
+ * address: EBADF). A function's answers are kept for its next site. */
+static int uses_red_zone(const uint8_t *f, const uint8_t *site, const uint8_t *e) {
+    static const uint8_t *last_f, *last_e, *first_address;
+    static int top, whole;
+    if (f != last_f || e != last_e) {
+        const uint8_t *q = f;
+        int use;
+        top = 0;
+        first_address = NULL;
+        while (q < e) {
+            int l = multios_x86_red_zone(q, (size_t)(e - q), &use);
+            if (l <= 0)
+                break;
+            if (use == X86_RZ_TOP)
+                top = 1;
+            else if (use == X86_RZ_ADDRESS && !first_address)
+                first_address = q;
+            q += l;
+        }
+        whole = q >= e;
+        last_f = f;
+        last_e = e;
+    }
+    return top || !whole || (first_address && first_address < site);
+}
+
 /* One executable section at memory [mem, mem+len), linked at `va`. */
 static void do_section(uint8_t *mem, uint64_t len, uint64_t va, const struct eh *eh, int prot, struct rw_stats *st) {
     uint64_t ns = 0, nw = 0;
@@ -353,7 +429,18 @@ static void do_section(uint8_t *mem, uint64_t len, uint64_t va, const struct eh 
                     break;
                 q += l;
             }
-            if (q == p) {
+            if (q == p && uses_red_zone((uint8_t *)(lo + (uint64_t)bias), p, e)) {
+                /* The `call` would write over the function's red zone: never rewritten, not even by
+                 * the lazy path when the site raises SIGSYS. Not "unsure" (it is a `syscall`): it
+                 * does not keep SUD on, which would cost every thread's signal-mask calls a
+                 * SIGSYS; where SUD is off, calls made there run natively (the report says so). */
+                st->redzone++;
+                never_add((uint64_t)p);
+                if (recording && nrec_never < MAX_SITES)
+                    rec_never[nrec_never++] = (uint64_t)p - rec_base;
+                else if (recording)
+                    rec_ok = 0;
+            } else if (q == p) {
                 if (ns < MAX_SITES)
                     sure[ns++] = (uint64_t)p;
                 else
@@ -406,9 +493,13 @@ static void do_section(uint8_t *mem, uint64_t len, uint64_t va, const struct eh 
 /* Patches the mapping [start, end) from its rewrite cache entry: 1, or 0 when there is none. */
 static int from_cache(const struct rwc_key *k, uint64_t start, uint64_t end, int prot, struct rw_stats *st) {
     uint64_t unsure = 0;
-    long n = multios_rwc_load(k, sure, MAX_SITES, &unsure);
+    struct rwc_sites s = {sure, 0, MAX_SITES, rec_never, 0, MAX_SITES};
+    long n = multios_rwc_load(k, &s, &unsure);
     if (n < 0)
         return 0;
+    for (uint64_t i = 0; i < s.nnever; i++)
+        never_add(start + rec_never[i]);
+    st->redzone += s.nnever;
     uint64_t m = 0;
     for (long i = 0; i < n; i++)
         if (!exempt(start + sure[i]))
@@ -444,6 +535,7 @@ static void do_mapping(uint64_t start, uint64_t end, uint64_t off, const char *p
         recording = keyed && fresh;
         rec_ok = 1;
         nrec = 0;
+        nrec_never = 0;
         rec_base = start;
     } else {
         if (prot & PROT_READ)
@@ -485,7 +577,8 @@ static void do_mapping(uint64_t start, uint64_t end, uint64_t off, const char *p
     }
     if (s.fd >= 0)
         multios_xsys(SYS_close, s.fd, 0, 0, 0, 0, 0);
-    if (recording && rec_ok && multios_rwc_store(&key, rec, nrec, st->unsure - unsure0))
+    struct rwc_sites found = {rec, nrec, MAX_SITES, rec_never, nrec_never, MAX_SITES};
+    if (recording && rec_ok && multios_rwc_store(&key, &found, st->unsure - unsure0))
         st->stored++;
     recording = 0;
 }

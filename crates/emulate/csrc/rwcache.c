@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
-#define RWC_MAGIC 0x3143575243534f4dULL /* "MOSCRWC1", little-endian */
+#define RWC_MAGIC 0x3243575243534f4dULL /* "MOSCRWC2", little-endian */
 
 HIDDEN char multios_rw_cache[MULTIOS_PRELOAD_PATH_MAX];
 
@@ -30,6 +30,7 @@ struct rwc_head {
     struct rwc_key key;
     uint64_t nsites; /* offsets from the mapping's start follow, 8 bytes each */
     uint64_t unsure;
+    uint64_t nnever; /* then the sites never to rewrite, 8 bytes each */
 };
 
 HIDDEN int multios_rwc_key(int fd, uint64_t off, uint64_t len, struct rwc_key *k) {
@@ -90,7 +91,15 @@ static int write_all(int fd, const void *buf, uint64_t len) {
     return 1;
 }
 
-HIDDEN long multios_rwc_load(const struct rwc_key *k, uint64_t *sites, uint64_t cap, uint64_t *unsure) {
+/* 1 when every offset of `v` leaves room for a 2-byte instruction in a mapping of `len` bytes. */
+static int inside(const uint64_t *v, uint64_t n, uint64_t len) {
+    for (uint64_t i = 0; i < n; i++)
+        if (len < 2 || v[i] > len - 2)
+            return 0; /* a site outside the mapping: not an entry this library wrote */
+    return 1;
+}
+
+HIDDEN long multios_rwc_load(const struct rwc_key *k, struct rwc_sites *s, uint64_t *unsure) {
     char path[MULTIOS_PRELOAD_PATH_MAX + 32];
     if (!entry_path(k, "", path, sizeof path))
         return -1;
@@ -102,19 +111,20 @@ HIDDEN long multios_rwc_load(const struct rwc_key *k, uint64_t *sites, uint64_t 
     struct rwc_head h;
     if (multios_xsys(SYS_fstat, fd, (long)&sb, 0, 0, 0, 0) == 0 && S_ISREG(sb.st_mode) &&
         sb.st_uid == (uid_t)multios_xsys(SYS_geteuid, 0, 0, 0, 0, 0, 0) && !(sb.st_mode & 022) &&
-        read_all(fd, &h, sizeof h) && h.magic == RWC_MAGIC && !memcmp(&h.key, k, sizeof *k) && h.nsites <= cap &&
-        (uint64_t)sb.st_size == sizeof h + h.nsites * 8 && read_all(fd, sites, h.nsites * 8)) {
+        read_all(fd, &h, sizeof h) && h.magic == RWC_MAGIC && !memcmp(&h.key, k, sizeof *k) && h.nsites <= s->cap &&
+        h.nnever <= s->never_cap && (uint64_t)sb.st_size == sizeof h + (h.nsites + h.nnever) * 8 &&
+        read_all(fd, s->sites, h.nsites * 8) && read_all(fd, s->never, h.nnever * 8) &&
+        inside(s->sites, h.nsites, k->len) && inside(s->never, h.nnever, k->len)) {
         n = (long)h.nsites;
-        for (uint64_t i = 0; i < h.nsites; i++)
-            if (k->len < 2 || sites[i] > k->len - 2)
-                n = -1; /* a site outside the mapping: not an entry this library wrote */
+        s->n = h.nsites;
+        s->nnever = h.nnever;
         *unsure = h.unsure;
     }
     multios_xsys(SYS_close, fd, 0, 0, 0, 0, 0);
     return n;
 }
 
-HIDDEN int multios_rwc_store(const struct rwc_key *k, const uint64_t *sites, uint64_t n, uint64_t unsure) {
+HIDDEN int multios_rwc_store(const struct rwc_key *k, const struct rwc_sites *s, uint64_t unsure) {
     char tmp[MULTIOS_PRELOAD_PATH_MAX + 64], path[MULTIOS_PRELOAD_PATH_MAX + 32], sfx[32] = ".";
     long pid = multios_xsys(SYS_getpid, 0, 0, 0, 0, 0, 0);
     char *q = sfx + 1, digits[24];
@@ -131,8 +141,8 @@ HIDDEN int multios_rwc_store(const struct rwc_key *k, const uint64_t *sites, uin
                                0600, 0, 0);
     if (fd < 0)
         return 0;
-    struct rwc_head h = {RWC_MAGIC, *k, n, unsure};
-    int ok = write_all(fd, &h, sizeof h) && write_all(fd, sites, n * 8);
+    struct rwc_head h = {RWC_MAGIC, *k, s->n, unsure, s->nnever};
+    int ok = write_all(fd, &h, sizeof h) && write_all(fd, s->sites, s->n * 8) && write_all(fd, s->never, s->nnever * 8);
     multios_xsys(SYS_close, fd, 0, 0, 0, 0, 0);
     if (ok)
         ok = multios_xsys(SYS_rename, (long)tmp, (long)path, 0, 0, 0, 0) == 0;

@@ -13,12 +13,19 @@ struct rwc_key {
 int multios_rwc_key(int fd, uint64_t off, uint64_t len, struct rwc_key *k)
     __attribute__((visibility("hidden")));
 
-/* The entry of `k`: its site offsets (from the mapping's start) into `sites` (at most `cap`), its
- * unsure count into `*unsure`; returns how many sites, or -1 when there is no valid entry. */
-long multios_rwc_load(const struct rwc_key *k, uint64_t *sites, uint64_t cap, uint64_t *unsure)
+/* The sites of one mapping, as offsets from its start: the `syscall` instructions to rewrite, and
+ * those that must never be rewritten (their function uses the red zone; rewrite.c). */
+struct rwc_sites {
+    uint64_t *sites, n, cap;
+    uint64_t *never, nnever, never_cap;
+};
+
+/* The entry of `k` into `s` (at most the capacities), its unsure count into `*unsure`; returns the
+ * number of sites, or -1 when there is no valid entry. */
+long multios_rwc_load(const struct rwc_key *k, struct rwc_sites *s, uint64_t *unsure)
     __attribute__((visibility("hidden")));
 
 /* Stores the entry of `k`; 1 if it was written. */
-int multios_rwc_store(const struct rwc_key *k, const uint64_t *sites, uint64_t n, uint64_t unsure)
+int multios_rwc_store(const struct rwc_key *k, const struct rwc_sites *s, uint64_t unsure)
     __attribute__((visibility("hidden")));
 #endif

@@ -59,6 +59,17 @@ static const uint8_t two[256] = {
     /* f0 */ M, M, M, M, M, M, M, M, M, M, M, M, M, M, M, M,
 };
 
+/* Where an instruction's ModRM byte is (NULL: none), its base register's extension bit (REX.B, or
+ * VEX/EVEX/XOP's inverted B), and a bound on the bytes its memory operand spans (UNBOUNDED: the
+ * address is taken, or a state save of CPU-dependent size), for `multios_x86_red_zone`. */
+struct x86_mem {
+    const uint8_t *modrm;
+    int rexb;
+    int size;
+    int lea;
+};
+#define UNBOUNDED (-1)
+
 /* Bytes taken by a ModRM byte at q[0] and what it implies (SIB, displacement); 0 if out of bytes. */
 static int modrm_len(const uint8_t *q, const uint8_t *end) {
     if (q >= end)
@@ -91,12 +102,15 @@ static int map1_imm8(uint8_t op) {
 
 /* The rest of a VEX/EVEX/XOP instruction: opcode `op` in `map`, then ModRM (always, except the
  * VEX 0f 77 vzeroupper/vzeroall), then an immediate that depends on the map. */
-static int vex_tail(const uint8_t *p, const uint8_t *q, const uint8_t *end, int map, int xop) {
+static int vex_tail(const uint8_t *p, const uint8_t *q, const uint8_t *end, int map, int xop,
+                    struct x86_mem *mem) {
     if (q >= end)
         return 0;
     uint8_t op = *q++;
     if (!xop && map == 1 && op == 0x77)
         return (int)(q - p);
+    mem->modrm = q;
+    mem->size = xop ? 32 : 64; /* a ymm (VEX, XOP) or zmm (EVEX) operand at most */
     int n = modrm_len(q, end);
     if (!n)
         return 0;
@@ -114,9 +128,13 @@ static int vex_tail(const uint8_t *p, const uint8_t *q, const uint8_t *end, int 
     return (int)(q - p);
 }
 
-int multios_x86_len(const uint8_t *p, size_t avail) {
+static int decode(const uint8_t *p, size_t avail, struct x86_mem *mem) {
     const uint8_t *q = p, *end = p + (avail < 15 ? avail : 15);
     int opsize16 = 0, adsize32 = 0, rexw = 0;
+    mem->modrm = NULL;
+    mem->rexb = 0;
+    mem->size = 8;
+    mem->lea = 0;
     /* Legacy prefixes, then at most one REX immediately before the opcode (a REX followed by a
      * legacy prefix is ignored by the CPU: keep scanning). */
     for (;;) {
@@ -132,11 +150,13 @@ int multios_x86_len(const uint8_t *p, size_t avail) {
             ;
         else if ((b & 0xf0) == 0x40) {
             rexw = (b >> 3) & 1;
+            mem->rexb = b & 1;
             q++;
             if (q < end && ((*q & 0xf0) == 0x40 || *q == 0x66 || *q == 0x67 || *q == 0xf0 || *q == 0xf2 ||
                             *q == 0xf3 || *q == 0x2e || *q == 0x36 || *q == 0x3e || *q == 0x26 || *q == 0x64 ||
                             *q == 0x65)) {
                 rexw = 0;
+                mem->rexb = 0;
                 continue;
             }
             break;
@@ -153,9 +173,10 @@ int multios_x86_len(const uint8_t *p, size_t avail) {
         /* fwait followed by fnstcw/fnstenv/fnstsw/fnsave/fnclex/fninit: objdump (like the assembler
          * that wrote it) reads the pair as one instruction (fstcw, fstenv, fstsw, fsave, fclex, finit). */
         uint8_t x = q[0], m = q[1];
-        int reg = (m >> 3) & 7, mem = (m >> 6) != 3;
-        if ((x == 0xd9 && mem && (reg == 6 || reg == 7)) || (x == 0xdd && mem && (reg == 6 || reg == 7)))
-{
+        int reg = (m >> 3) & 7, ismem = (m >> 6) != 3;
+        if ((x == 0xd9 && ismem && (reg == 6 || reg == 7)) || (x == 0xdd && ismem && (reg == 6 || reg == 7))) {
+            mem->modrm = q + 1;
+            mem->size = 108; /* fnsave */
             int n = modrm_len(q + 1, end);
             return n ? 2 + n : 0;
         }
@@ -167,7 +188,7 @@ int multios_x86_len(const uint8_t *p, size_t avail) {
     case 0xc5: /* VEX, 2 bytes: map 0f */
         if (q >= end)
             return 0;
-        return vex_tail(p, q + 1, end, 1, 0);
+        return vex_tail(p, q + 1, end, 1, 0, mem);
     case 0xc4: /* VEX, 3 bytes */
         if (q + 1 >= end)
             return 0;
@@ -175,7 +196,8 @@ int multios_x86_len(const uint8_t *p, size_t avail) {
             int map = q[0] & 0x1f;
             if (map < 1 || map > 3)
                 return 0;
-            return vex_tail(p, q + 2, end, map, 0);
+            mem->rexb = !(q[0] & 0x20);
+            return vex_tail(p, q + 2, end, map, 0, mem);
         }
     case 0x62: /* EVEX, 4 bytes */
         if (q + 2 >= end)
@@ -184,7 +206,8 @@ int multios_x86_len(const uint8_t *p, size_t avail) {
             int map = q[0] & 7;
             if (map == 0 || map == 4 || map == 7 || !(q[1] & 4))
                 return 0;
-            return vex_tail(p, q + 3, end, map, 0);
+            mem->rexb = !(q[0] & 0x20);
+            return vex_tail(p, q + 3, end, map, 0, mem);
         }
     case 0x8f: /* XOP (AMD) when ModRM.reg != 0, else pop r/m */
         if (q >= end)
@@ -193,7 +216,8 @@ int multios_x86_len(const uint8_t *p, size_t avail) {
             int map = q[0] & 0x1f;
             if (map < 8 || map > 0xa || q + 1 >= end)
                 return 0;
-            return vex_tail(p, q + 2, end, map, 1);
+            mem->rexb = !(q[0] & 0x20);
+            return vex_tail(p, q + 2, end, map, 1, mem);
         }
         attr = M;
         break;
@@ -205,6 +229,8 @@ int multios_x86_len(const uint8_t *p, size_t avail) {
             if (q >= end)
                 return 0;
             q++; /* the third opcode byte */
+            mem->modrm = q;
+            mem->size = 16;
             int n = modrm_len(q, end);
             if (!n)
                 return 0;
@@ -224,6 +250,16 @@ int multios_x86_len(const uint8_t *p, size_t avail) {
         return 0;
     const uint8_t *modrm = q;
     if (attr & M) {
+        mem->modrm = q;
+        if (map0f)
+            /* fxsave/xsave (0f ae), xsavec/cmpxchg16b (0f c7): the state's size; else an xmm at most */
+            mem->size = op == 0xae || op == 0xc7 ? UNBOUNDED : 16;
+        else if (op == 0x8d)
+            mem->lea = 1; /* the address is kept: what it points to is not known */
+        else if (op >= 0xd8 && op <= 0xdf)
+            mem->size = 108; /* x87: fnsave/frstor at most */
+        else
+            mem->size = 8;
         int n = modrm_len(q, end);
         if (!n)
             return 0;
@@ -266,4 +302,38 @@ int multios_x86_len(const uint8_t *p, size_t avail) {
     if (q > end)
         return 0;
     return (int)(q - p);
+}
+
+int multios_x86_len(const uint8_t *p, size_t avail) {
+    struct x86_mem mem;
+    return decode(p, avail, &mem);
+}
+
+int multios_x86_red_zone(const uint8_t *p, size_t avail, int *use) {
+    struct x86_mem mem;
+    int n = decode(p, avail, &mem);
+    *use = X86_RZ_NONE;
+    if (n <= 0 || !mem.modrm)
+        return n;
+    const uint8_t *m = mem.modrm, *end = p + n;
+    int mod = m[0] >> 6;
+    /* A base register needs a SIB byte (rm 4); rsp is base 4 without the B extension (r12 with it).
+     * Without a displacement (mod 0) the operand starts at the stack pointer or above. */
+    if (mod == 3 || mod == 0 || (m[0] & 7) != 4 || m + 1 >= end)
+        return n;
+    if ((m[1] & 7) != 4 || mem.rexb)
+        return n;
+    int32_t d = 0;
+    if (mod == 1 && m + 2 < end)
+        d = (int8_t)m[2];
+    else if (mod == 2 && m + 5 < end)
+        d = (int32_t)((uint32_t)m[2] | (uint32_t)m[3] << 8 | (uint32_t)m[4] << 16 | (uint32_t)m[5] << 24);
+    /* An EVEX disp8 is scaled by the operand's size: its sign is what matters here. */
+    if (d >= 0)
+        return n;
+    if (mem.lea)
+        *use = X86_RZ_ADDRESS;
+    else if (mem.size == UNBOUNDED || (int64_t)d + mem.size > -8)
+        *use = X86_RZ_TOP;
+    return n;
 }

@@ -242,6 +242,7 @@ fn run_inner(
     let samplers = Arc::new(cfg.cost.samplers(cal));
     let mut interception_used = None;
     let mut rewrite_cache = None;
+    let mut red_zone_sites = None;
     let mut local_ticks: Option<Vec<u64>> = None;
     let interrupted;
     let (exit, wall_secs, cpu_secs, counts, local, delivered) = match cfg.mechanism {
@@ -262,6 +263,7 @@ fn run_inner(
             warnings.extend(o.warnings);
             interception_used = Some(o.interception);
             rewrite_cache = o.rewrite_cache;
+            red_zone_sites = o.red_zone_sites;
             interrupted = o.interrupted;
             if timing {
                 local_ticks = Some(o.local_ticks);
@@ -327,6 +329,7 @@ fn run_inner(
         forced_local,
         interception: interception_used,
         rewrite_cache,
+        red_zone_sites,
         warnings,
     })
 }

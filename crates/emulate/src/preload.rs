@@ -133,6 +133,8 @@ pub struct Outcome {
     pub interception: String,
     /// What the rewrite cache did (`None`: no cache).
     pub rewrite_cache: Option<crate::RewriteCache>,
+    /// See [`crate::Report::red_zone_sites`].
+    pub red_zone_sites: Option<u64>,
     pub warnings: Vec<String>,
     /// The signal multios received and forwarded to the program (the report is then partial).
     pub interrupted: Option<i32>,
@@ -330,6 +332,7 @@ pub fn run(
         delivered: Vec::new(),
         interception: String::new(),
         rewrite_cache: None,
+        red_zone_sites: None,
         warnings: Vec::new(),
     };
     let mut files = 0;
@@ -338,6 +341,8 @@ pub fn run(
     let (mut move_out_failed, mut move_back_failed) = (0u64, 0u64);
     // Per image (one stats file each): eager used, SUD off; unsure pairs at start-up and later.
     let (mut eager_files, mut sud_off_files, mut unsure, mut unsure_late) = (0u64, 0u64, 0u64, 0u64);
+    // `syscall` sites left alone because their function uses the red zone: the most in one image.
+    let mut redzone = 0u64;
     let mut cache = crate::RewriteCache::default();
     let (mut static_execs, mut static_path) = (0u64, None::<String>);
     let (mut bare_execs, mut bare_path) = (0u64, None::<String>);
@@ -388,6 +393,7 @@ pub fn run(
                     unsure += a;
                     unsure_late += b;
                 }
+                (Some("Z"), [n, _]) => redzone = redzone.max(*n),
                 (Some("X"), [n, _]) => static_execs += n,
                 (Some("W"), [n, _]) => bare_execs += n,
                 (Some("I"), [_, id]) => {
@@ -421,6 +427,11 @@ pub fn run(
     }
     if cache_dir.is_some() {
         o.rewrite_cache = Some(cache);
+    }
+    // glibc's own __longjmp_chk and ld.so's fcntl and sigaction have such sites: every dynamic
+    // program does, so the count is reported beside the interception, not as a warning.
+    if icpt == Interception::Eager && files > 0 {
+        o.red_zone_sites = Some(redzone);
     }
     o.interception = if files == 0 {
         "unknown (no statistics)".into()
@@ -693,6 +704,7 @@ mod tests {
             delivered: vec![],
             interception: String::new(),
             rewrite_cache: None,
+            red_zone_sites: None,
             warnings: vec![],
             interrupted: None,
         };

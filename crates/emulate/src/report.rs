@@ -114,6 +114,12 @@ pub struct Report {
     /// executable file mappings (`None`: no cache, `MULTIOS_REWRITE_CACHE=off`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rewrite_cache: Option<RewriteCache>,
+    /// shm/migrate with the eager interception: the most `syscall` instructions one program image
+    /// had in functions that keep data in the red zone under the stack pointer, which a rewritten
+    /// site's `call` would overwrite (`csrc/rewrite.c`): left as they are, so with SUD off the calls
+    /// made there run natively, neither counted nor delegated (with SUD on, through SIGSYS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub red_zone_sites: Option<u64>,
     pub warnings: Vec<String>,
     /// The signal (SIGINT, SIGTERM, SIGHUP) multios received while the program ran: it was
     /// forwarded to the program, which was waited for; the report is then partial.

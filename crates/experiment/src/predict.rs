@@ -100,6 +100,7 @@ mod tests {
             forced_local: Vec::new(),
             interception: None,
             rewrite_cache: None,
+            red_zone_sites: None,
             warnings: Vec::new(),
             interrupted: None,
             partial: false,

@@ -248,6 +248,17 @@ fn table_text(r: &Report, cmp: Option<&compare::Outcome>, out: &Out) -> String {
                 c.hits, c.stored
             );
         }
+        if let Some(n) = r.red_zone_sites.filter(|&n| n > 0) {
+            let how = if i.contains("SUD off") {
+                "run natively, neither counted nor delegated"
+            } else {
+                "served through SIGSYS"
+            };
+            let _ = write!(
+                s,
+                "; {n} `syscall` sites in functions that keep data under the stack pointer left as they are (calls there {how})"
+            );
+        }
         let _ = writeln!(s);
     }
     let local = r
