@@ -525,7 +525,8 @@ impl Machine {
 
     /// Creates a vCPU for a new guest thread; returns its tid or a negative errno.
     fn spawn(self: &Arc<Self>, parent_id: u64, parent: &VcpuFd, req: CloneReq) -> i64 {
-        let (Ok(regs), Ok(sregs)) = (parent.get_regs(), parent.get_sregs()) else {
+        let (Ok(regs), Ok(sregs), Ok(xsave)) = (parent.get_regs(), parent.get_sregs(), parent.get_xsave())
+        else {
             return -(libc::EIO as i64);
         };
         let Some((id, spare)) = self.vcpu_for_thread() else {
@@ -561,6 +562,14 @@ impl Machine {
                 return -(libc::EAGAIN as i64);
             }
         };
+        // Linux copies the parent's FPU state at clone: a thread made after fesetround or with
+        // flush-to-zero set computes as its creator does (it started with the fresh x87 and MXCSR
+        // defaults: another rounding, no FTZ; `issue_16_new_threads_inherit_the_floating_point_state`).
+        if let Err(e) = crate::sys::kvm::set_xsave(&vcpu, &xsave) {
+            lock(&self.kernel.notes).push(format!(
+                "a new thread's FPU state (KVM_SET_XSAVE: {e}): it starts with the defaults"
+            ));
+        }
         let tid = self
             .kernel
             .add_thread(id as usize, parent_id as usize, req.clear_child_tid);

@@ -8,7 +8,10 @@
 //!    returned a child that should not have been a zombie): `tests/c/nocld.c`;
 //! 3. kill(0, sig) and kill(-pgid, sig) reach the caller's process group (only the caller got
 //!    it, and -pgid was EPERM): `tests/c/killgroup.c`, and `sh -c 'kill -TERM 0'` ends the shell;
-//! 4. prctl: the thread name round trip, and the options that were EINVAL: `tests/c/prctls.c`.
+//! 4. prctl: the thread name round trip, and the options that were EINVAL: `tests/c/prctls.c`;
+//! 5. a new thread's floating-point state is its creator's (rounding mode, flush-to-zero, x87
+//!    control word), as clone copies it: `tests/c/thrfp.c`; and after execve it is the initial
+//!    one, whatever the program before set: `tests/c/execfp.c`.
 //!
 //! Every run has a deadline (a hang fails). The group kills run in a process group of their own.
 //! Needs /dev/kvm and gcc.
@@ -35,6 +38,16 @@ fn same_everywhere(name: &str) {
             assert_same(&prog, &[], env);
         }
     }
+}
+
+#[test]
+fn issue_16_new_threads_inherit_the_floating_point_state() {
+    same_everywhere("thrfp");
+}
+
+#[test]
+fn issue_16_exec_starts_with_the_initial_floating_point_state() {
+    same_everywhere("execfp");
 }
 
 #[test]

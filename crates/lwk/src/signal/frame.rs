@@ -57,7 +57,7 @@ const HANDLER_CLEARS: u64 = 0x400 | 0x100 | 0x10000;
 
 /// `xsave` with every component in its initial state: x87 control word 0x37f, MXCSR 0x1f80, all
 /// registers zero, XSTATE_BV = 0 (XRSTOR then loads the init values of every component).
-fn initial_fpu(xsave: &kvm_bindings::kvm_xsave) -> kvm_bindings::kvm_xsave {
+pub fn initial_fpu(xsave: &kvm_bindings::kvm_xsave) -> kvm_bindings::kvm_xsave {
     let mut x = kvm_bindings::kvm_xsave {
         region: xsave.region,
         ..Default::default()

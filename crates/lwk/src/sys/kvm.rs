@@ -25,7 +25,8 @@ pub fn vcpu_from(vm: &VmFd, fd: OwnedFd) -> Result<VcpuFd, kvm_ioctls::Error> {
 
 /// Loads an XSAVE image (from a signal frame) into the vCPU.
 pub fn set_xsave(vcpu: &VcpuFd, xsave: &kvm_bindings::kvm_xsave) -> Result<(), kvm_ioctls::Error> {
-    // SAFETY: `xsave` is a whole kvm_xsave (4096 bytes), obtained from KVM_GET_XSAVE on this vCPU
+    // SAFETY: `xsave` is a whole kvm_xsave (4096 bytes), obtained from KVM_GET_XSAVE on a vCPU of
+    // this VMM (the same CPUID and XCR0: a forked parent's, a cloning thread's, this one's)
     // with at most the first `xsave_size()` bytes replaced; that size comes from CPUID for
     // the XCR0 features this VMM sets, so the kernel reads nothing beyond the struct.
     unsafe { vcpu.set_xsave(xsave) }

@@ -11,7 +11,7 @@ use crate::kernel::{lock, Ctx, Kernel, Reply};
 use crate::loader::script;
 use crate::memory::CstrError;
 use crate::sys;
-use kvm_bindings::{kvm_fpu, kvm_regs};
+use kvm_bindings::kvm_regs;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -196,21 +196,21 @@ impl Kernel {
             rflags: 0x202,
             ..Default::default()
         };
-        let fpu = kvm_fpu {
-            fcw: 0x37f,
-            mxcsr: 0x1f80,
-            ..Default::default()
-        };
+        // The FPU in its initial state, as Linux's exec leaves it. KVM_SET_FPU left the old
+        // program's MXCSR in place here (its rounding mode and flush-to-zero reached the new
+        // program: `issue_16_exec_starts_with_the_initial_floating_point_state`), so the whole XSAVE
+        // image is replaced, as for a signal handler.
+        let fpu = vcpu.get_xsave().map(|x| crate::signal::frame::initial_fpu(&x));
         let sregs = vcpu.get_sregs().map(|mut s| {
             s.fs.base = 0;
             s
         });
         match (
             vcpu.set_regs(&regs),
-            vcpu.set_fpu(&fpu),
+            fpu.map(|x| sys::kvm::set_xsave(vcpu, &x)),
             sregs.map(|s| vcpu.set_sregs(&s)),
         ) {
-            (Ok(()), Ok(()), Ok(Ok(()))) => Reply::Resumed,
+            (Ok(()), Ok(Ok(())), Ok(Ok(()))) => Reply::Resumed,
             _ => self.exec_failed("setting the vCPU's registers for the new program".into()),
         }
     }
