@@ -1,6 +1,7 @@
 //! The only code of split execution that runs in the guest (ring 3 of the vCPU, in the merged
 //! address space, so it is this library's own machine code): the resident loop that waits for a
-//! posted function, calls it and posts its result. It touches nothing but its mailbox and its
+//! posted function, calls it with the poster's TLS and floating-point control state and posts its
+//! result and the floating-point state it leaves. It touches nothing but its mailbox and its
 //! doorbell; a system call the posted function makes goes through the LWK's LSTAR stub.
 
 use crate::mailbox::{reason, status, Mailbox};
@@ -24,6 +25,7 @@ pub unsafe extern "C" fn resident(mb: *const Mailbox, bell: u64) -> ! {
     // SAFETY: the mailbox outlives the vCPU (the runtime frees neither).
     let mb = unsafe { &*mb };
     let mut last = mb.done.load(Acquire);
+    let mut fp = crate::fpu::save();
     loop {
         let mut spins = 0u64;
         let seq = loop {
@@ -51,11 +53,17 @@ pub unsafe extern "C" fn resident(mb: *const Mailbox, bell: u64) -> ! {
             // of the poster, which waits without touching its TLS until the function returns.
             unsafe { std::arch::asm!("wrfsbase {}", in(reg) fs, options(nostack, preserves_flags)) };
         }
+        // The poster's rounding modes, FTZ/DAZ, masks and flags, as a plain call would have them.
+        let want = mb.fp.load(Relaxed);
+        crate::fpu::switch(fp, want);
         // SAFETY: the poster stored a `Func` (hrt_call / hrt_invoke_func take one) before `seq`.
         let f: Func = unsafe { std::mem::transmute::<u64, Func>(mb.func.load(Relaxed)) };
         // SAFETY: calling the posted function with its argument is what the poster asked for.
         let r = unsafe { f(mb.arg.load(Relaxed) as *mut libc::c_void) };
         mb.ret.store(r as u64, Relaxed);
+        // This loop does no floating-point arithmetic: `fp` stays the vCPU's state until the next.
+        fp = crate::fpu::save();
+        mb.fp_out.store(fp, Relaxed);
         mb.status.store(status::OK, Relaxed);
         mb.done.store(seq, SeqCst);
         last = seq;

@@ -15,6 +15,7 @@
 pub mod capi;
 pub mod cpu;
 pub mod forward;
+pub mod fpu;
 pub mod guest;
 pub mod mailbox;
 pub mod maps;

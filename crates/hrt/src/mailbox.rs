@@ -3,11 +3,14 @@
 //! is written by the thread that posts a function, line 1 by the guest, line 2 by the waiter,
 //! line 3 by the guest when it goes idle.
 //!
+//! Not versioned (unlike the syscall slot of `multios-lwk-abi`, which the LWK's stub machine code
+//! is assembled against): both ends are this library's own code, built together.
+//!
 //! ```text
 //!  poster (hrt_call / partner)        guest (guest::resident, vCPU k)      vCPU thread (Linux)
-//!  func, arg := f, a
-//!  seq := n  ───────────────────────▶ sees seq != done; r := f(a)
-//!  (idle? futex-wake seq)             ret := r; done := n
+//!  func, arg, fs, fp := f, a, TLS, FP
+//!  seq := n  ───────────────────────▶ sees seq != done; loads fs, fp; r := f(a)
+//!  (idle? futex-wake seq)             ret, fp_out := r, FP; done := n
 //!  spins on done == n ◀────────────── (waiter asleep? ring WAKE) ───────▶ bell++, futex-wake bell
 //!  while spinning: serves the vCPU's
 //!  syscall slot (forwarded calls)     nothing to do for a while: idle := 1,
@@ -51,12 +54,18 @@ pub struct Mailbox {
     /// of the thread waiting for it — errno, malloc's thread cache — and never that of the vCPU's
     /// thread, which serves faults while the function may hold a lock of malloc.
     pub fs: AtomicU64,
-    _p0: [u64; 3],
+    /// The poster's floating-point control state (`fpu::save`: MXCSR, x87 control word and
+    /// flags), which the function starts with, as a plain call would.
+    pub fp: AtomicU64,
+    _p0: [u64; 2],
     // Line 1: the guest.
     pub done: AtomicU32,
     pub status: AtomicU32,
     pub ret: AtomicU64,
-    _p1: [u64; 6],
+    /// The function's floating-point control state when it returned, which the poster takes on
+    /// (a rounding mode it set, the exception flags it raised).
+    pub fp_out: AtomicU64,
+    _p1: [u64; 5],
     // Line 2: the waiter and the vCPU thread.
     /// 1 while the waiter sleeps on `bell`.
     pub waiter: AtomicU32,
@@ -77,6 +86,8 @@ mod tests {
         assert_eq!(std::mem::size_of::<Mailbox>(), 256);
         assert_eq!(std::mem::offset_of!(Mailbox, idle), 192);
         assert_eq!(std::mem::offset_of!(Mailbox, done), 64);
+        assert!(std::mem::offset_of!(Mailbox, fp) < 64);
+        assert!((64..128).contains(&std::mem::offset_of!(Mailbox, fp_out)));
         assert_eq!(std::mem::offset_of!(Mailbox, waiter), 128);
     }
 }

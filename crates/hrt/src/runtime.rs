@@ -4,6 +4,7 @@
 
 use crate::cpu::{self, Cpu, CpuError, Fault};
 use crate::forward::Local;
+use crate::fpu;
 use crate::guest::Func;
 use crate::mailbox::status;
 use crate::space::{Space, SpaceError, SpaceStats};
@@ -343,6 +344,8 @@ impl Shared {
         mb.func.store(f as usize as u64, Relaxed);
         mb.arg.store(arg, Relaxed);
         mb.fs.store(sys::my_fs_base(), Relaxed);
+        let fp = fpu::save();
+        mb.fp.store(fp, Relaxed);
         mb.seq.store(seq, SeqCst);
         if mb.idle.load(SeqCst) != 0 {
             sys::futex_wake(&mb.seq);
@@ -382,6 +385,10 @@ impl Shared {
             let f = lock(&cpu.fault).take().unwrap_or_default();
             return Err(HrtError::Faulted(f));
         }
+        // What the function left (a rounding mode it set, the flags it raised) is the caller's
+        // now, as after a plain call (this wait did no floating-point arithmetic: the state is
+        // still `fp`). A function that faulted leaves the caller's as it was.
+        fpu::switch(fp, mb.fp_out.load(Acquire));
         Ok(mb.ret.load(Acquire) as i64)
     }
 
