@@ -5,50 +5,15 @@
 //! the guest follow the program's setresuid, the function's own, and the parent's death (they
 //! were cached at hrt_init). Needs /dev/kvm and gcc (the credential checks need root).
 
+mod common;
+use common::lib_dir;
 use std::path::PathBuf;
 use std::process::Command;
-
-/// The directory holding libmultios_hrt.so for this build (the test binary's `deps/` or its parent).
-fn lib_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let deps = exe.parent().expect("deps dir").to_path_buf();
-    for d in [deps.clone(), deps.parent().expect("target dir").to_path_buf()] {
-        if d.join("libmultios_hrt.so").exists() {
-            return d;
-        }
-    }
-    panic!(
-        "libmultios_hrt.so not found next to {}: build the crate (cargo build -p multios-hrt)",
-        exe.display()
-    );
-}
 
 /// Builds tests/c/issue_13_concurrency.c once per test binary.
 fn program() -> PathBuf {
     static EXE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    EXE.get_or_init(|| {
-        let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("hrt-concurrency-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("scratch dir");
-        let out = dir.join("concurrency");
-        let lib = lib_dir();
-        let o = Command::new("gcc")
-            .args(["-O2", "-g", "-Wall", "-I"])
-            .arg(manifest.join("include"))
-            .arg(manifest.join("tests/c/issue_13_concurrency.c"))
-            .arg("-L")
-            .arg(&lib)
-            .args(["-lmultios_hrt", "-lpthread"])
-            .arg(format!("-Wl,-rpath,{}", lib.display()))
-            .arg("-o")
-            .arg(&out)
-            .output()
-            .unwrap_or_else(|e| panic!("running gcc (apt-get install gcc libc6-dev): {e}"));
-        assert!(o.status.success(), "gcc: {}", String::from_utf8_lossy(&o.stderr));
-        out
-    })
-    .clone()
+    common::program_once(&EXE, "issue_13_concurrency", &[])
 }
 
 /// Runs one part; kills it (by its pid) after `limit`. Returns stdout after checking every line.

@@ -5,45 +5,13 @@
 //! brk and mmap), fault (reported through hrt_join/hrt_call; the process goes on), and run two at
 //! once on two vCPUs; the views follow munmap and mprotect. Needs /dev/kvm and gcc.
 
+mod common;
+use common::{compile_with, lib_dir};
 use std::path::PathBuf;
 use std::process::Command;
 
-/// The directory holding libmultios_hrt.so for this build (the test binary's `deps/` or its parent).
-fn lib_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let deps = exe.parent().expect("deps dir").to_path_buf();
-    for d in [deps.clone(), deps.parent().expect("target dir").to_path_buf()] {
-        if d.join("libmultios_hrt.so").exists() {
-            return d;
-        }
-    }
-    panic!(
-        "libmultios_hrt.so not found next to {}: build the crate (cargo build -p multios-hrt)",
-        exe.display()
-    );
-}
-
 fn compile(src: &str, out: &std::path::Path) {
     compile_with(src, out, &["-lmultios_hrt"]);
-}
-
-fn compile_with(src: &str, out: &std::path::Path, libs: &[&str]) {
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let lib = lib_dir();
-    let o = Command::new("gcc")
-        .args(["-O2", "-g", "-Wall", "-I"])
-        .arg(manifest.join("include"))
-        .arg(manifest.join("tests/c").join(src))
-        .arg("-L")
-        .arg(&lib)
-        .args(libs)
-        .args(["-lpthread", "-ldl"])
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .arg("-o")
-        .arg(out)
-        .output()
-        .unwrap_or_else(|e| panic!("running gcc (apt-get install gcc libc6-dev): {e}"));
-    assert!(o.status.success(), "gcc: {}", String::from_utf8_lossy(&o.stderr));
 }
 
 /// The program's output; kills it (by its pid) when it runs longer than `limit`.
