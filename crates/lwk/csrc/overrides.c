@@ -10,7 +10,7 @@
  *
  * The clock family ("tsc"): clock_gettime(CLOCK_REALTIME/MONOTONIC and their _COARSE forms),
  * gettimeofday and time are answered in the guest from the TSC instead of a delegated call (the
- * LWK has no vDSO); the CPU-time clocks are extrapolated between readings (cpu_ns below). ns = ns0 + (tsc - tsc0) * ns_per_tick; the anchor (tsc0, ns0) is re-taken
+ * LWK has no vDSO); the CPU-time clocks are extrapolated between readings (cpu_ns below). ns = ns0 + (tsc - tsc0) * ns_per_tick (fixed point); the anchor (tsc0, ns0) is re-taken
  * from the real clock every RESYNC_NS, and the rate is refined over the whole run
  * ((ns - first_ns) / (tsc - first_tsc)), so the error stays within a few µs. A seqlock lets
  * readers run without a lock; the monotonic clock never goes backwards (the last value returned
@@ -42,7 +42,11 @@ static int on_clock_gettime, on_gettimeofday, on_time;
 struct anchor {
     uint64_t tsc0, first_tsc;
     int64_t ns0, first_ns;
-    double ns_per_tick;
+    /* Nanoseconds per TSC tick, fixed point with 32 fractional bits. The arithmetic is integer
+     * throughout: doubles here ran under the program's MXCSR — a program that unmasked
+     * FE_INEXACT got SIGFPE from its first clock_gettime, and its rounding mode and FTZ applied
+     * to the library's conversion (`issue_13_the_clock_overrides_do_no_floating_point_under_the_programs_mxcsr`). */
+    int64_t ns_per_tick_q32;
     /* CLOCK_REALTIME - CLOCK_MONOTONIC, as the real clocks said at the last resync. */
     int64_t rt_offset;
 };
@@ -63,7 +67,7 @@ static int64_t real_ns(clockid_t c) {
 }
 
 /* Takes the anchor and the realtime offset from the real clocks (one thread at a time). */
-static void resync(int first, double hz) {
+static void resync(int first, uint64_t hz) {
     if (__atomic_exchange_n(&resyncing, 1, __ATOMIC_ACQUIRE)) return;
     struct anchor next = anchor;
     uint64_t a = __rdtsc();
@@ -78,14 +82,17 @@ static void resync(int first, double hz) {
     if (first) {
         next.first_tsc = t;
         next.first_ns = ns;
-        next.ns_per_tick = 1e9 / hz;
-    } else if (t > next.first_tsc) {
-        next.ns_per_tick = (double)(ns - next.first_ns) / (double)(t - next.first_tsc);
+        next.ns_per_tick_q32 = (int64_t)(((unsigned __int128)1000000000u << 32) / hz);
+    } else if (t > next.first_tsc && ns > next.first_ns) {
+        next.ns_per_tick_q32 =
+            (int64_t)(((unsigned __int128)(uint64_t)(ns - next.first_ns) << 32) / (t - next.first_tsc));
     }
     __atomic_fetch_add(&seq, 1, __ATOMIC_ACQ_REL);
     anchor = next;
     __atomic_fetch_add(&seq, 1, __ATOMIC_ACQ_REL);
-    resync_ticks = (uint64_t)((double)RESYNC_NS / next.ns_per_tick);
+    resync_ticks = next.ns_per_tick_q32 > 0
+                       ? (uint64_t)(((unsigned __int128)RESYNC_NS << 32) / (uint64_t)next.ns_per_tick_q32)
+                       : 0;
     __atomic_store_n(&resyncing, 0, __ATOMIC_RELEASE);
 }
 
@@ -102,7 +109,7 @@ static int64_t tsc_ns(int k) {
     }
     uint64_t t = __rdtsc();
     if (t - a.tsc0 > resync_ticks) resync(0, 0);
-    int64_t ns = a.ns0 + (int64_t)((double)(int64_t)(t - a.tsc0) * a.ns_per_tick);
+    int64_t ns = a.ns0 + (int64_t)(((__int128)(int64_t)(t - a.tsc0) * a.ns_per_tick_q32) >> 32);
     int64_t prev = __atomic_load_n(&last_mono, __ATOMIC_RELAXED);
     while (ns > prev &&
            !__atomic_compare_exchange_n(&last_mono, &prev, ns, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
@@ -130,7 +137,7 @@ static int which(clockid_t c) {
  * time of one interval's change of pace. */
 struct cpu_anchor {
     int64_t wall0, cpu0, last;
-    double rate;
+    int64_t rate_q32; /* CPU ns per wall ns, 32 fractional bits (integers: see ns_per_tick_q32) */
     int valid;
 };
 static struct cpu_anchor process_anchor;
@@ -141,14 +148,14 @@ static int64_t cpu_ns(clockid_t c, struct cpu_anchor *a) {
     int64_t now = tsc_ns(1);
     if (!a->valid || now - a->wall0 >= RESYNC_NS || now < a->wall0) {
         int64_t real = real_ns(c);
-        double rate = 1.0;
-        if (a->valid && now > a->wall0) rate = (double)(real - a->cpu0) / (double)(now - a->wall0);
-        a->rate = rate < 0 ? 0 : rate > 64 ? 64 : rate;
+        __int128 rate = (__int128)1 << 32;
+        if (a->valid && now > a->wall0) rate = ((__int128)(real - a->cpu0) << 32) / (now - a->wall0);
+        a->rate_q32 = rate < 0 ? 0 : rate > ((__int128)64 << 32) ? (int64_t)64 << 32 : (int64_t)rate;
         a->wall0 = now;
         a->cpu0 = real;
         a->valid = 1;
     }
-    int64_t v = a->cpu0 + (int64_t)((double)(now - a->wall0) * a->rate);
+    int64_t v = a->cpu0 + (int64_t)(((__int128)(now - a->wall0) * a->rate_q32) >> 32);
     if (v < a->last) v = a->last;
     a->last = v;
     return v;
@@ -212,8 +219,10 @@ __attribute__((constructor)) static void init(void) {
     real_gettimeofday = (gettimeofday_fn)dlsym(RTLD_NEXT, "gettimeofday");
     real_time = (time_fn)dlsym(RTLD_NEXT, "time");
     const char *hz = getenv("MULTIOS_LWK_TSC_HZ");
-    double rate = hz ? strtod(hz, NULL) : 0;
-    if (!real_clock_gettime || !real_gettimeofday || !real_time || rate <= 0) return;
+    /* The only floating point: at start-up, before the program's own code has run. */
+    double parsed = hz ? strtod(hz, NULL) : 0;
+    uint64_t rate = parsed >= 1 && parsed < 1e12 ? (uint64_t)parsed : 0;
+    if (!real_clock_gettime || !real_gettimeofday || !real_time || !rate) return;
     on_clock_gettime = multios_listed(list, "clock_gettime");
     on_gettimeofday = multios_listed(list, "gettimeofday");
     on_time = multios_listed(list, "time");

@@ -14,7 +14,8 @@
  * pthread_kill, pthread_setname_np and the like agree with it. pthread_join/detach/tryjoin/
  * timedjoin/clockjoin and pthread_exit know the pool; other handles go to glibc. Differences
  * from fresh threads (the interface semantics Multiverse leaves to the override's author): a
- * job starts with its creator's signal mask, but with the thread-local variables its worker's
+ * job starts with its creator's signal mask and floating-point control state (MXCSR, x87 control
+ * word and flags), but with the thread-local variables its worker's
  * previous job left, and thread-specific-data destructors run only when a worker really exits
  * (pthread_exit); gettid() repeats across jobs. Attributes with a caller-provided stack go to
  * glibc; a worker is reused only for jobs that fit its stack size. After fork() the child has no
@@ -55,8 +56,26 @@ struct worker {
     void *arg;
     void *ret;
     sigset_t mask;
+    /* The creator's floating-point control state, which clone gives a new thread: MXCSR, the x87
+     * control word and exception flags. A job ran with whatever its worker's previous job left
+     * (its rounding mode, FTZ, unmasked traps): `issue_13_pooled_threads_start_with_the_creators_floating_point_state`. */
+    unsigned mxcsr;
+    unsigned short fcw, fsw;
     struct worker *next;
 };
+
+static void fp_save(struct worker *w) {
+    __asm__ volatile("stmxcsr %0" : "=m"(w->mxcsr));
+    __asm__ volatile("fnstcw %0" : "=m"(w->fcw));
+    __asm__ volatile("fnstsw %0" : "=m"(w->fsw));
+}
+
+/* Loads w's saved state; the x87 register stack is empty at a call boundary (tag 0xffff). */
+static void fp_load(const struct worker *w) {
+    unsigned env[7] = {w->fcw, w->fsw & 0x7fu, 0xffff, 0, 0, 0, 0};
+    __asm__ volatile("fldenv %0" : : "m"(env));
+    __asm__ volatile("ldmxcsr %0" : : "m"(w->mxcsr));
+}
 
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 static create_fn real_create;
@@ -133,6 +152,7 @@ static void *worker_main(void *p) {
         pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
         pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, NULL);
         pthread_sigmask(SIG_SETMASK, &w->mask, NULL);
+        fp_load(w);
         void *ret;
         pthread_cleanup_push(job_unwound, w);
         ret = w->fn(w->arg);
@@ -202,6 +222,7 @@ int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *)
     pthread_mutex_unlock(&pool);
     if (!w) return real_create(t, attr, fn, arg);
     pthread_sigmask(SIG_SETMASK, NULL, &w->mask);
+    fp_save(w);
     w->arg = arg;
     w->detached = detached;
     w->ret = NULL;

@@ -4,7 +4,9 @@
 //! after the real clock is stepped; forked children's traces after the guest changed directory;
 //! the line and column of an overrides file's errors; the warning for a program importing
 //! another function of an overridden family; `lwk pack -o DIR` and packing a packed file; a
-//! relative or empty TMPDIR. Needs /dev/kvm and gcc: FAILS (never skips) without them.
+//! relative or empty TMPDIR; the floating-point state a pooled thread starts with, and the clock
+//! overrides' arithmetic under a program's MXCSR (`tests/c/overridefp.c`, compared with the
+//! native run). Needs /dev/kvm and gcc: FAILS (never skips) without them.
 
 use multios_lwk::overrides::{OverrideError, Overrides};
 use std::path::{Path, PathBuf};
@@ -82,6 +84,35 @@ fn lwk(argv: &[&str], file: &Path, limit: std::time::Duration) -> Output {
 
 fn text(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// `tests/c/overridefp.c MODE` natively and in the LWK with `functions` overridden: the same
+/// output.
+fn same_as_native(tag: &str, mode: &str, functions: &[&str]) {
+    let dir = Scratch::new("multios-issue-13", tag);
+    let prog = build(&dir, "overridefp");
+    let p = prog.to_str().expect("utf-8 path");
+    let native = Command::new(&prog).arg(mode).output().expect("native run");
+    assert!(native.status.success(), "{mode} natively: {}", text(&native));
+    let file = overrides(&dir, tag, functions);
+    let o = lwk(&[p, mode], &file, std::time::Duration::from_secs(60));
+    assert_eq!(
+        text(&o),
+        text(&native),
+        "{mode} with {functions:?} overridden\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(o.status.success(), "{mode}: {:?}", o.status);
+}
+
+#[test]
+fn issue_13_pooled_threads_start_with_the_creators_floating_point_state() {
+    same_as_native("poolfp", "pool", &["pthread_create"]);
+}
+
+#[test]
+fn issue_13_the_clock_overrides_do_no_floating_point_under_the_programs_mxcsr() {
+    same_as_native("clockfp", "clock", &["clock_gettime", "gettimeofday", "time"]);
 }
 
 #[test]
