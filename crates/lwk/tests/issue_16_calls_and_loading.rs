@@ -2,8 +2,8 @@
 //! fsxattr ioctls of `lsattr`/`chattr`, fds inside them held to the floor), madvise checked and
 //! applied like Linux (MADV_WIPEONFORK), nested `#!` interpreters (up to Linux's 5 levels), ld.so
 //! run as the program (`ldd`, `ld.so PROG`), and the exit status of a program that cannot be
-//! found (127) or run (126). Every run compares with native and has a deadline. Needs /dev/kvm
-//! and gcc.
+//! found (127) or run (126), mbind on the guest's pages. Every run compares with native and has a
+//! deadline. Needs /dev/kvm and gcc.
 
 #[path = "../../../testsupport/exec_file.rs"]
 mod exec_file;
@@ -95,6 +95,20 @@ fn issue_16_madvise_checks_and_wipeonfork_like_native() {
             out.contains("madvise(a, pg, 12345)                                r=-1 EINVAL"),
             "{out}"
         );
+    }
+}
+
+#[test]
+fn issue_16_mbind_sets_the_policy_of_guest_pages_like_native() {
+    require_kvm("issue #16");
+    let d = scratch::Scratch::new("multios-issue16", "mbind");
+    for flags in BUILDS {
+        let prog = build_c(d.path(), "mbind", flags);
+        let o = assert_same(&prog, &[], &[]);
+        let out = text(&o);
+        assert!(out.contains("bind to node 0               0 ok"), "{out}");
+        assert!(out.contains("nothing mapped there         -1 EFAULT"), "{out}");
+        assert!(String::from_utf8_lossy(&o.stderr).is_empty(), "{:?}", o.stderr);
     }
 }
 

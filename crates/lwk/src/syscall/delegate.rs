@@ -51,6 +51,9 @@ impl Kernel {
             // MPOL_F_ADDR: the policy of the page at `addr`, looked up in this process's address
             // space: only the guest's window (the VMM's pages answered, a map of the VMM).
             SYS_get_mempolicy if a[4] & 2 != 0 && !self.mem.in_app(a[3], 1) => return Reply::Ret(EFAULT),
+            // mbind acts on the pages of [addr, addr+len) in this process: only the guest's window
+            // (Linux: EFAULT for a range not mapped). numpy's OpenBLAS binds its buffers.
+            SYS_mbind if a[1] != 0 && !self.mem.in_app(a[0], a[1]) => return Reply::Ret(EFAULT),
             SYS_dup2 | SYS_dup3 if !crate::fds::guest_may_hold(a[1] as i32 as i64) => {
                 return Reply::Ret(-(EBADF as i64))
             }
