@@ -32,8 +32,8 @@ pub enum Reply {
     Resumed,
 }
 
-/// A clone of a thread, decoded from clone or clone3.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A clone of a thread or a process, decoded from clone or clone3 (`syscall/clone.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CloneReq {
     /// The child's stack pointer.
     pub stack: u64,
@@ -44,6 +44,10 @@ pub struct CloneReq {
     pub parent_tid: Option<u64>,
     pub child_tid: Option<u64>,
     pub clear_child_tid: Option<u64>,
+    /// CLONE_PIDFD of a process: where the parent's pidfd of the child goes.
+    pub pidfd: Option<u64>,
+    /// CLONE_CLEAR_SIGHAND: the child's handled signals go back to SIG_DFL.
+    pub clear_sighand: bool,
 }
 
 /// One guest thread (one vCPU).

@@ -94,6 +94,24 @@ impl Machine {
                 None
             }
             Ok(pid) if pid > 0 => {
+                // CLONE_PIDFD: before the child can run its guest (it first makes a VM) and before
+                // a vfork's wait (the child could exit and be reaped in it).
+                if let Some(at) = req.pidfd {
+                    match self.kernel.child_pidfd(pid) {
+                        // Linux's put_user, its failure ignored (checked writable before).
+                        Ok(fd) => {
+                            let _ = self.mem.write_user_u32(at, fd as u32);
+                        }
+                        Err(e) => {
+                            if let Some((parent, child, _)) = vfork {
+                                crate::sys::close(parent);
+                                crate::sys::close(child);
+                            }
+                            slot::reply(&self.kernel.mem, slot, e);
+                            return None;
+                        }
+                    }
+                }
                 if let Some((parent, child, (lo, hi))) = vfork {
                     // As vfork: this thread waits for the child's exec or exit, and sees what
                     // the child wrote above its stack pointer.
@@ -146,6 +164,10 @@ impl Machine {
         crate::reserve::disown_in_child();
         let pid = std::process::id() as i32;
         self.kernel.become_child(pid, req.clear_child_tid, id as usize);
+        if req.clear_sighand {
+            // CLONE_CLEAR_SIGHAND: Linux's flush_signal_handlers, as exec's.
+            self.kernel.reset_handlers();
+        }
         self.kernel.trace_child();
         // Host threads of the parent that were serving calls do not exist here: never kick them.
         for s in self.kernel.signals.serving.iter() {

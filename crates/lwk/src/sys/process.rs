@@ -29,6 +29,36 @@ pub fn fork() -> io::Result<i32> {
     Ok(pid)
 }
 
+/// Kills forked child `pid` and reaps it (a clone the LWK could not finish: no child is left).
+pub fn kill_and_reap(pid: i32) {
+    // SAFETY: kill and waitpid take no pointers but the null status.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+        libc::waitpid(pid, std::ptr::null_mut(), libc::__WALL);
+    }
+}
+
+/// The process (thread group) pidfd `fd` names, from PIDFD_GET_INFO (Linux 6.13); None for a
+/// thread's pidfd (PIDFD_THREAD, i.e. O_EXCL), another kind of file, or an older kernel.
+pub fn pidfd_process(fd: i32) -> Option<i32> {
+    /// _IOWR(0xFF, 11, struct pidfd_info) with its first published size, 64 bytes.
+    const PIDFD_GET_INFO: u64 = 0xC040_FF0B;
+    let mut info = [0u64; 8];
+    // SAFETY: F_GETFL takes and returns integers; the ioctl writes at most the 64 bytes its
+    // number encodes into `info`, which lives across the call.
+    let (fl, r) = unsafe {
+        (
+            libc::fcntl(fd, libc::F_GETFL),
+            libc::ioctl(fd, PIDFD_GET_INFO as _, info.as_mut_ptr()),
+        )
+    };
+    if fl < 0 || fl & libc::O_EXCL != 0 || r < 0 {
+        return None;
+    }
+    // struct pidfd_info: mask, cgroupid, then pid and tgid (u32 each).
+    Some(info[2] as u32 as i32)
+}
+
 /// Ends the process at once with `code` (after flushing stdout), running no destructors.
 pub fn exit_now(code: i32) -> ! {
     use std::io::Write;

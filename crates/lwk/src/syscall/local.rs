@@ -236,22 +236,18 @@ impl Kernel {
             SYS_rt_sigqueueinfo | SYS_rt_tgsigqueueinfo => self.sigqueueinfo(ctx, cpu, nr, a),
             SYS_timer_create => self.timer_create(nr, a),
             SYS_timer_delete => self.timer_delete(nr, a),
-            SYS_pidfd_send_signal => self.pidfd_send_signal(nr, a),
+            SYS_pidfd_send_signal => self.pidfd_send_signal(ctx, cpu, nr, a),
             SYS_prctl => self.prctl(ctx, cpu, a),
             SYS_clone | SYS_clone3 => match ctx {
                 Ctx::Proxy => Reply::NeedVcpu,
-                Ctx::Vcpu(_) => self.clone_thread(nr, a),
+                Ctx::Vcpu(_) => self.clone_call(nr, a),
             },
             SYS_execve | SYS_execveat => self.execve(ctx, cpu, nr, a),
             SYS_fork | SYS_vfork => match ctx {
                 Ctx::Proxy => Reply::NeedVcpu,
                 Ctx::Vcpu(_) => Reply::Fork(crate::kernel::CloneReq {
-                    stack: 0,
                     vfork: nr as i64 == SYS_vfork,
-                    tls: None,
-                    parent_tid: None,
-                    child_tid: None,
-                    clear_child_tid: None,
+                    ..Default::default()
                 }),
             },
             // The children are real processes (forked VMMs): waiting for them is Linux's business.
@@ -525,48 +521,6 @@ impl Kernel {
             );
         }
         Reply::ThreadExit
-    }
-
-    /// clone/clone3 of a thread (CLONE_VM | CLONE_THREAD); processes are refused.
-    fn clone_thread(&self, nr: u64, a: [u64; 6]) -> Reply {
-        let (flags, stack, ptid, ctid, tls) = if nr as i64 == SYS_clone3 {
-            if a[1] < 64 || !self.mem.in_app(a[0], 64) {
-                return err(EINVAL);
-            }
-            let f = |k: u64| self.mem.read_u64(a[0] + 8 * k);
-            // struct clone_args: flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls
-            (f(0), f(5).wrapping_add(f(6)), f(3), f(2), f(7))
-        } else {
-            (a[0], a[1], a[2], a[3], a[4])
-        };
-        let ptr = |flag: i32, p: u64| (flags & flag as u64 != 0 && self.mem.in_app(p, 4)).then_some(p);
-        let req = crate::kernel::CloneReq {
-            stack,
-            vfork: flags & CLONE_VFORK as u64 != 0,
-            tls: (flags & CLONE_SETTLS as u64 != 0).then_some(tls),
-            parent_tid: ptr(CLONE_PARENT_SETTID, ptid),
-            child_tid: ptr(CLONE_CHILD_SETTID, ctid),
-            clear_child_tid: ptr(CLONE_CHILD_CLEARTID, ctid),
-        };
-        if stack != 0 && !self.mem.in_app(stack - 8, 8) {
-            return err(EINVAL);
-        }
-        if flags & CLONE_THREAD as u64 == 0 {
-            // A new process: a forked VMM. CLONE_VM with CLONE_VFORK (posix_spawn) is served as a
-            // fork — the child gets a copy of the memory, which it only uses until it execs.
-            if flags & CLONE_VM as u64 != 0 && flags & CLONE_VFORK as u64 == 0 {
-                return self.refuse(
-                    nr,
-                    "clone of a process sharing memory (CLONE_VM without CLONE_THREAD or CLONE_VFORK)",
-                );
-            }
-            return Reply::Fork(req);
-        }
-        let need = (CLONE_VM | CLONE_THREAD | CLONE_SIGHAND) as u64;
-        if flags & need != need || stack == 0 {
-            return err(EINVAL);
-        }
-        Reply::Clone(req)
     }
 }
 

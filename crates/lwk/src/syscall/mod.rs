@@ -3,6 +3,7 @@
 
 pub mod check;
 mod clockid;
+mod clone;
 mod code;
 mod cpus;
 mod delegate;

@@ -8,7 +8,7 @@
 
 use crate::kernel::{lock, Ctx, Kernel, Reply};
 use crate::signal::queue::NotQueued;
-use crate::signal::{SigInfo, SI_TIMER};
+use crate::signal::{SigInfo, SI_TIMER, SI_TKILL};
 use libc::*;
 
 fn err(e: i32) -> Reply {
@@ -19,6 +19,9 @@ fn err(e: i32) -> Reply {
 const SIGEV_THREAD_ID: i32 = 4;
 /// sizeof(struct sigevent) on x86-64.
 const SIGEVENT_SIZE: usize = 64;
+/// pidfd_send_signal's flags (Linux 6.9).
+const PIDFD_SIGNAL_THREAD: u64 = 1;
+const PIDFD_SIGNAL_THREAD_GROUP: u64 = 2;
 
 impl Kernel {
     /// rt_sigqueueinfo(tgid, sig, info) and rt_tgsigqueueinfo(tgid, tid, sig, info). To the
@@ -120,17 +123,72 @@ impl Kernel {
         Reply::Ret(r)
     }
 
-    /// pidfd_send_signal(pidfd, sig, info, flags): the host's (the pidfd, or /proc/PID directory,
-    /// is a host fd). Sent to the guest itself, the signal reaches the VMM and the signal pump
-    /// makes it pending for the guest later; Linux has it pending when the call returns (CPython's
-    /// test_pidfd_send_signal expects KeyboardInterrupt from the call itself). So after a signal
-    /// was sent the call waits for the pump to take what the host holds ([`Self::sync_host_signals`]).
-    pub(super) fn pidfd_send_signal(&self, nr: u64, a: [u64; 6]) -> Reply {
+    /// pidfd_send_signal(pidfd, sig, info, flags). To the guest's own process it is served as
+    /// kill/tgkill or rt_sigqueueinfo/rt_tgsigqueueinfo to itself are: queued by the LWK, with
+    /// Linux's checks (issue #16: through the host, a siginfo with si_code ≥ 0 was EPERM, as the
+    /// proxy thread making the call is not the VMM's leader; and a fault signal with si_code > 0
+    /// must not reach the VMM's own fault handler, `signal/host.rs`). Otherwise — another
+    /// process, a /proc/PID directory, a thread's pidfd, a process group, a kernel without
+    /// PIDFD_GET_INFO — the host's. Sent to the guest through the host, the signal reaches the
+    /// VMM and the signal pump makes it pending for the guest later; Linux has it pending when the
+    /// call returns (CPython's test_pidfd_send_signal expects KeyboardInterrupt from the call
+    /// itself). So after a signal was sent the call waits for the pump to take what the host
+    /// holds ([`Self::sync_host_signals`]).
+    pub(super) fn pidfd_send_signal(&self, ctx: Ctx<'_>, cpu: usize, nr: u64, a: [u64; 6]) -> Reply {
+        let thread = match a[3] {
+            0 | PIDFD_SIGNAL_THREAD_GROUP => Some(false),
+            PIDFD_SIGNAL_THREAD => Some(true),
+            _ => None,
+        };
+        let fd = a[0] as i32;
+        if let Some(thread) = thread.filter(|_| (0..self.fd_floor).contains(&fd)) {
+            if crate::sys::pidfd_process(fd) == Some(self.pid()) {
+                return self.pidfd_signal_self(ctx, cpu, thread, a[1], a[2]);
+            }
+        }
         let r = self.delegate(nr, a);
         if r == Reply::Ret(0) && a[1] != 0 {
             self.sync_host_signals();
         }
         r
+    }
+
+    /// pidfd_send_signal of `sig` (siginfo at `uinfo`, or none) to the guest's own process, or
+    /// to its leader thread when `thread` (PIDFD_SIGNAL_THREAD), in Linux's order: the siginfo
+    /// read (EFAULT), its si_signo the signal (EINVAL), an si_code ≥ 0 or SI_TKILL only from the
+    /// leader thread itself (EPERM: Linux compares the caller's pid with the pidfd's).
+    fn pidfd_signal_self(&self, ctx: Ctx<'_>, cpu: usize, thread: bool, sig: u64, uinfo: u64) -> Reply {
+        let pid = self.pid() as u64;
+        if uinfo == 0 {
+            return if thread {
+                self.kill(ctx, cpu, SYS_tgkill as u64, [pid, pid, sig, 0, 0, 0])
+            } else {
+                self.kill(ctx, cpu, SYS_kill as u64, [pid, sig, 0, 0, 0, 0])
+            };
+        }
+        let mut b = [0u8; 128];
+        if let Err(e) = self.mem.read_user(uinfo, &mut b) {
+            return Reply::Ret(e);
+        }
+        let word = |at: usize| i32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+        if word(0) as i64 != sig as i64 {
+            return err(EINVAL);
+        }
+        let code = word(8);
+        let leader = lock(&self.threads).get(cpu).is_some_and(|t| t.tid == self.pid());
+        if (code >= 0 || code == SI_TKILL) && !leader {
+            return err(EPERM);
+        }
+        if thread {
+            self.sigqueueinfo(
+                ctx,
+                cpu,
+                SYS_rt_tgsigqueueinfo as u64,
+                [pid, pid, sig, uinfo, 0, 0],
+            )
+        } else {
+            self.sigqueueinfo(ctx, cpu, SYS_rt_sigqueueinfo as u64, [pid, sig, uinfo, 0, 0, 0])
+        }
     }
 
     /// Waits (at most 100 ms) until a round of the signal pump that began after this call has
