@@ -6,7 +6,7 @@ pub use multios_host::{CpuListError, CpuSet};
 
 /// A CPU list given for a flag that cannot be used.
 #[derive(Debug, thiserror::Error)]
-#[error("{flag} {cause}")]
+#[error("{flag}: {cause}")]
 pub struct CpuError {
     pub flag: &'static str,
     pub cause: CpuListError,
@@ -45,7 +45,7 @@ mod tests {
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(
-            e.starts_with("--control-cpus ")
+            e.starts_with("--control-cpus: CPU list '7': ")
                 && e.contains("CPU 7 does not exist")
                 && e.contains("available: 0-3"),
             "{e}"

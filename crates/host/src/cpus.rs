@@ -9,14 +9,15 @@ use std::io;
 /// Where Linux lists the online CPUs.
 pub const ONLINE: &str = "/sys/devices/system/cpu/online";
 
-/// What is wrong with a CPU list, or with a CPU it names.
+/// What is wrong with a CPU list, or with a CPU it names. Each message says "CPU list" itself: a
+/// caller prefixes only its flag (a prefix "CPU list" made "CPU list the CPU list is empty").
 #[derive(Debug, thiserror::Error)]
 pub enum CpuListError {
-    #[error("'{input}': '{part}' is not a CPU number or range (write e.g. 0, 2-3 or 0,2-3)")]
+    #[error("CPU list '{input}': '{part}' is not a CPU number or range (write e.g. 0, 2-3 or 0,2-3)")]
     Syntax { input: String, part: String },
     #[error("the CPU list is empty (write e.g. 0, 2-3 or 0,2-3)")]
     Empty,
-    #[error("'{input}': CPU {cpu} does not exist or is not available here (available: {avail})")]
+    #[error("CPU list '{input}': CPU {cpu} does not exist or is not available here (available: {avail})")]
     Missing {
         input: String,
         cpu: usize,

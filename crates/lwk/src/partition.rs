@@ -8,8 +8,8 @@ use multios_host::{CpuListError, CpuSet};
 /// A `--cpus` or `--proxy-cpu` value the partition cannot use.
 #[derive(Debug, thiserror::Error)]
 pub enum PartitionError {
-    #[error("--cpus {text}: CPU list {source}")]
-    List { text: String, source: CpuListError },
+    #[error("--cpus: {source}")]
+    List { source: CpuListError },
     #[error("{flag}: CPU {cpu} is not available to this process (available: {available}); pick CPUs from that list")]
     Unavailable {
         flag: &'static str,
@@ -67,10 +67,7 @@ impl Partition {
         let mut lwk = match cpus {
             Some(text) => {
                 let v = CpuSet::parse(text)
-                    .map_err(|source| PartitionError::List {
-                        text: text.to_string(),
-                        source,
-                    })?
+                    .map_err(|source| PartitionError::List { source })?
                     .to_vec();
                 for &c in &v {
                     check("--cpus", c)?;
@@ -189,7 +186,12 @@ mod tests {
     #[test]
     fn issue_17_a_bad_list_names_the_flag_and_the_text() {
         let e = Partition::choose_with(&[0, 1], Some("x"), None, &[]).expect_err("syntax");
-        assert!(e.to_string().starts_with("--cpus x: CPU list 'x'"), "{e}");
+        assert!(e.to_string().starts_with("--cpus: CPU list 'x'"), "{e}");
+        let e = Partition::choose_with(&[0, 1], Some(""), None, &[]).expect_err("empty");
+        assert_eq!(
+            e.to_string(),
+            "--cpus: the CPU list is empty (write e.g. 0, 2-3 or 0,2-3)"
+        );
     }
 
     #[test]

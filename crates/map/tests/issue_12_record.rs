@@ -156,6 +156,32 @@ fn issue_12_missing_pid_is_named() {
 }
 
 #[test]
+fn issue_12_a_pid_that_ends_before_the_recording_begins_is_an_error() {
+    // `sleep 0.01` exists when checked and ends while the probe loads (tens of ms); reaped at
+    // once by a thread, as a shell reaps its background job. The recording was an empty graph
+    // with exit status 0 (repro d2/repro_pid_race.sh); now an error, whichever moment it ended.
+    for _ in 0..3 {
+        let mut child = Command::new("sleep").arg("0.01").spawn().expect("sleep runs");
+        let pid = child.id();
+        let reaper = std::thread::spawn(move || child.wait());
+        let mut o = opts(Vec::new());
+        o.pid = Some(pid);
+        o.duration = Some(Duration::from_secs(2));
+        let r = record(&o);
+        let _ = reaper.join();
+        match r {
+            Err(e @ RecordError::EndedBeforeRecording(_)) => {
+                assert!(e.to_string().contains("ended before the recording began"), "{e}")
+            }
+            Err(RecordError::NoSuchPid(_)) => {} // gone before the check
+            Err(e) => panic!("{e}"),
+            // seeded before it ended (a probe that loads in under 10 ms): recorded, not empty
+            Ok(r) => assert!(!r.graph.nodes.is_empty(), "an empty graph and no error"),
+        }
+    }
+}
+
+#[test]
 fn issue_12_unix_socket_pair_bytes_equal_what_was_sent() {
     let bin = compile("unix_pair");
     let (msgs, size) = (200u64, 3000u64);

@@ -7,7 +7,7 @@ use multios_host::{CpuListError, CpuSet};
 /// An error in a CPU list or a CPU that cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum CpuError {
-    #[error("CPU list {0}")]
+    #[error("{0}")]
     List(#[from] CpuListError),
     #[error("CPU {cpu} is not online; online CPUs: {online} (see /sys/devices/system/cpu/online)")]
     NotOnline { cpu: usize, online: String },

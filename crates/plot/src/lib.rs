@@ -100,14 +100,27 @@ pub fn write(fig: &Figure, stem: &Path) -> Result<Written, PlotError> {
     })?;
     let font = font::ensure();
     let size = render::canvas(fig);
+    // The SVG is drawn into a string and written with one call: plotters' SVG backend writes its
+    // file when dropped, through a BufWriter it never flushes, so a failed write (a full disk)
+    // was lost and the figure reported written.
+    let mut svg = String::new();
     {
-        let root = TextFallback(SVGBackend::new(&out.svg, size)).into_drawing_area();
+        let root = TextFallback(SVGBackend::with_string(&mut svg, size)).into_drawing_area();
         render::draw(&root, fig).map_err(|message| render_error(&out.svg, message))?;
+        root.present()
+            .map_err(|e| render_error(&out.svg, e.to_string()))?;
     }
+    std::fs::write(&out.svg, svg).map_err(|source| PlotError::Io {
+        path: out.svg.clone(),
+        source,
+    })?;
     font?;
     {
+        // presented here, not on drop (which ignores a failed write)
         let root = BitMapBackend::new(&out.png, size).into_drawing_area();
         render::draw(&root, fig).map_err(|message| render_error(&out.png, message))?;
+        root.present()
+            .map_err(|e| render_error(&out.png, e.to_string()))?;
     }
     Ok(out)
 }

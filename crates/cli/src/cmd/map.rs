@@ -412,7 +412,7 @@ fn cmd_show(a: ShowArgs, out: &Out) -> super::Exit {
             let cost = a.cost.cost()?;
             let pic = export::picture::layout(&g, &clusters, &placement, &cost, &title);
             export::picture::write(pic, &a.output, ext == "svg")
-                .map_err(|e| anyhow::anyhow!("drawing {}: {e}", a.output.display()))?;
+                .map_err(|e| anyhow::anyhow!("-o {}: {e}", a.output.display()))?;
             if out.format == Format::Table {
                 outln!("{}", a.output.display());
             }
@@ -420,9 +420,14 @@ fn cmd_show(a: ShowArgs, out: &Out) -> super::Exit {
         }
         "dot" | "gv" => export::graph::dot(&g, &clusters, &cpu_of),
         "graphml" => export::graph::graphml(&g, &cpu_of),
-        other => anyhow::bail!(
-            "-o {}: unknown picture type '.{other}'; use .png, .svg, .dot or .graphml",
+        "" => anyhow::bail!(
+            "-o {}: the file name has no extension to say what to write; end it with .png, .svg, .dot or .graphml",
             a.output.display()
+        ),
+        other => anyhow::bail!(
+            "-o {}: unknown picture type '.{}'; use .png, .svg, .dot or .graphml",
+            a.output.display(),
+            crate::output::printable(other)
         ),
     };
     std::fs::write(&a.output, text).with_context(|| format!("writing {}", a.output.display()))?;
@@ -499,7 +504,7 @@ fn cmd_partition(a: PartitionArgs, out: &Out) -> super::Exit {
                         g.nodes
                             .iter()
                             .find(|n| n.id == *id)
-                            .map_or("?", |n| n.comm.as_str())
+                            .map_or("?".into(), |n| crate::output::printable(&n.comm))
                     )
                 })
                 .collect();
@@ -620,7 +625,12 @@ fn cmd_place(a: PlaceArgs, out: &Out) -> super::Exit {
                 .iter()
                 .map(|n| {
                     let cpus: Vec<usize> = n.cpus().iter().map(|&c| c as usize).collect();
-                    format!("{}:{}→{}", n.comm, n.id, multios_host::cpus::format_list(&cpus))
+                    format!(
+                        "{}:{}→{}",
+                        crate::output::printable(&n.comm),
+                        n.id,
+                        multios_host::cpus::format_list(&cpus)
+                    )
                 })
                 .collect();
             outln!("{}: {}", p.strategy.name(), cells.join(" "));

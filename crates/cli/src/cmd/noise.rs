@@ -345,6 +345,12 @@ fn scale_cmd(a: ScaleArgs, out: &Out) -> super::Exit {
         (None, Some(s)) => (NoiseTrace::signature(s)?, s.clone()),
         (None, None) => anyhow::bail!("pass --trace FILE or --signature FREQ:DURATION"),
     };
+    // what a signature's components add to, when detours that overlap merged into less
+    let components = match &a.signature {
+        Some(s) if a.trace.is_none() => Some(multios_noise::trace::signature_noise(s)?),
+        _ => None,
+    }
+    .filter(|&c| (c - trace.net_noise()).abs() > 1e-9 * c.max(1e-12));
     let ranks = scale::parse_ranks(&a.ranks)?;
     let collective = if a.allreduce {
         Collective::Allreduce {
@@ -389,6 +395,7 @@ fn scale_cmd(a: ScaleArgs, out: &Out) -> super::Exit {
             "length_ns": trace.length_ns,
             "detours_per_cycle": trace.detours.len(),
             "net_noise_pct": 100.0 * trace.net_noise(),
+            "components_noise_pct": components.map(|c| 100.0 * c),
             "config": cfg,
             "points": points,
             "elapsed_s": elapsed,
@@ -396,10 +403,14 @@ fn scale_cmd(a: ScaleArgs, out: &Out) -> super::Exit {
         Format::Csv => t.print(out),
         Format::Table => {
             outln!(
-                "{source}: {} detours per {:.3} ms cycle, net noise {:.3} %, work {} per step, {} steps, {}",
+                "{source}: {} detours per {:.3} ms cycle, net noise {:.3} %{}, work {} per step, {} steps, {}",
                 trace.detours.len(),
                 trace.length_ns * 1e-6,
                 100.0 * trace.net_noise(),
+                components.map_or(String::new(), |c| format!(
+                    " (the components add to {:.3} %: detours of different components that overlap count once)",
+                    100.0 * c
+                )),
                 a.work,
                 a.steps,
                 if a.allreduce {

@@ -73,7 +73,15 @@ pub fn run(a: Args, out: &Out) -> super::Exit {
     let Some(profile_path) = &a.profile else {
         anyhow::bail!("--profile FILE is required (the profile the report is about)");
     };
-    multios_profile::check_writable(&a.output)?;
+    // the HTML report's file, named as such (the profile's own check said "cannot write profile")
+    multios_host::output::check_writable(&a.output).map_err(|e| {
+        anyhow::anyhow!(
+            "-o {}: cannot write the HTML report there ({}); {} (checked before the report is made)",
+            e.path,
+            e.why,
+            e.fix
+        )
+    })?;
     let profile = multios_profile::load(profile_path)?;
     // Shown in the page only: an argument that is not UTF-8 (a path) is shown with U+FFFD for its
     // stray bytes; std::env::args() panicked on it.

@@ -23,7 +23,10 @@ pub enum OverrideError {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileForm {
-    overrides: Vec<Entry>,
+    /// None: `overrides:` with nothing under it (YAML's null), or no `overrides:` at all; an
+    /// error naming the line (a null list was read as an empty one and the run went on with no
+    /// override).
+    overrides: Option<Vec<Entry>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -66,8 +69,25 @@ impl Overrides {
                 .replacen(&format!(" at line {line} column {column}"), "", 1);
             at(line, column, reason)
         })?;
+        let Some(list) = form.overrides else {
+            return Err(match text
+                .lines()
+                .position(|l| l.trim_start().starts_with("overrides:"))
+            {
+                Some(i) => at(
+                    i + 1,
+                    1,
+                    "`overrides:` holds no list (it is null): list the functions under it (`  - function: clock_gettime` and `    with: tsc`), or run without --overrides".into(),
+                ),
+                None => at(
+                    1,
+                    1,
+                    "no `overrides:` list (write `overrides:` and the functions under it; `multios lwk hotspots TRACE --write-overrides FILE` writes one)".into(),
+                ),
+            });
+        };
         let mut entries: Vec<(String, String)> = Vec::new();
-        for (index, e) in form.overrides.into_iter().enumerate() {
+        for (index, e) in list.into_iter().enumerate() {
             let (line, column) = locate(text, index, "function");
             let Some(&(_, imp, _)) = CATALOGUE.iter().find(|c| c.0 == e.function) else {
                 let known: Vec<_> = CATALOGUE.iter().map(|c| c.0).collect();
@@ -76,7 +96,7 @@ impl Overrides {
                     column,
                     format!(
                         "no LWK implementation of function '{}' (overridable: {})",
-                        e.function,
+                        e.function.escape_debug(),
                         known.join(", ")
                     ),
                 ));
@@ -88,7 +108,8 @@ impl Overrides {
                     column,
                     format!(
                         "'{}' is not an implementation of {} (use: with: {imp})",
-                        e.with, e.function
+                        e.with.escape_debug(),
+                        e.function
                     ),
                 ));
             }

@@ -21,7 +21,9 @@ pub struct Hotspot {
     /// `malloc` for an mmap glibc's allocator made, `pthread_create` for a clone.
     pub via: Option<String>,
     pub count: u64,
-    pub total_ns: u64,
+    /// u128: a trace's durations are u64 each, and their sum must not wrap (three hand-written
+    /// `dur_ns` of 2⁶³ − 1 summed to 2⁶³ − 3 in a release build, the mean a third of each).
+    pub total_ns: u128,
     pub mean_ns: f64,
     /// Share of all the trace's forwarded time.
     pub share: f64,
@@ -32,7 +34,7 @@ pub struct Hotspot {
 pub struct Hotspots {
     pub program: String,
     pub events: u64,
-    pub total_ns: u64,
+    pub total_ns: u128,
     /// Events whose caller could be named.
     pub named_callers: u64,
     pub rows: Vec<Hotspot>,
@@ -41,7 +43,7 @@ pub struct Hotspots {
 /// (kind, call, caller).
 type Key = (Kind, String, String);
 /// (count, total ns, calls per site, events per overridable function they were made under).
-type Sum = (u64, u64, HashMap<String, u64>, HashMap<&'static str, u64>);
+type Sum = (u64, u128, HashMap<String, u64>, HashMap<&'static str, u64>);
 
 /// Ranks `trace`'s events; at most `top` rows (0: all).
 pub fn hotspots(trace: &Trace, top: usize) -> Hotspots {
@@ -65,7 +67,7 @@ pub fn hotspots(trace: &Trace, top: usize) -> Hotspots {
             .clone()
     };
     let mut acc: HashMap<Key, Sum> = HashMap::new();
-    let (mut total, mut named) = (0u64, 0u64);
+    let (mut total, mut named) = (0u128, 0u64);
     for (i, e) in trace.events.iter().enumerate() {
         let epoch = trace.epoch.get(i).copied().unwrap_or(0);
         let caller = name(epoch, e.caller);
@@ -81,12 +83,12 @@ pub fn hotspots(trace: &Trace, top: usize) -> Hotspots {
             .entry((e.kind, e.name.clone(), caller))
             .or_insert_with(|| (0, 0, HashMap::new(), HashMap::new()));
         entry.0 += 1;
-        entry.1 += e.dur_ns;
+        entry.1 += u128::from(e.dur_ns);
         *entry.2.entry(site).or_default() += 1;
         if let Some(v) = via {
             *entry.3.entry(v).or_default() += 1;
         }
-        total += e.dur_ns;
+        total += u128::from(e.dur_ns);
     }
     let mut rows: Vec<Hotspot> = acc
         .into_iter()

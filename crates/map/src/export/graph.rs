@@ -66,8 +66,8 @@ pub fn dot(g: &Graph, clusters: &[Vec<u32>], cpu_of: &[(u32, u32)]) -> String {
         let n = g.nodes.iter().find(|n| n.id == id);
         let comm = n.map(|n| n.comm.as_str()).unwrap_or("?");
         match cpu_of.iter().find(|(i, _)| *i == id) {
-            Some((_, cpu)) => format!("{} {}\\nCPU {}", escape(comm), id, cpu),
-            None => format!("{} {}", escape(comm), id),
+            Some((_, cpu)) => format!("{} {}\\nCPU {}", dot_text(comm), id, cpu),
+            None => format!("{} {}", dot_text(comm), id),
         }
     };
     let mut drawn = std::collections::BTreeSet::new();
@@ -110,6 +110,12 @@ pub fn dot(g: &Graph, clusters: &[Vec<u32>], cpu_of: &[(u32, u32)]) -> String {
     }
     s.push_str("}\n");
     s
+}
+
+/// A name in a DOT label: [`escape`]d, its backslashes doubled (Graphviz reads `\n` in a label as
+/// a line break and drops the backslash of an escape it does not know: `\x01` would show "x01").
+fn dot_text(s: &str) -> String {
+    escape(s).replace('\\', "\\\\")
 }
 
 /// The weight an edge is drawn with: bytes for data, else the count.

@@ -152,12 +152,14 @@ pub fn layout(
     let mut key_of: BTreeMap<u32, (usize, String)> = BTreeMap::new();
     let mut members: BTreeMap<(usize, String), Vec<u32>> = BTreeMap::new();
     for n in &g.nodes {
+        // the command name as the other exports show it (a control byte as `\x01`)
+        let comm = super::visible(&n.comm);
         let key = if merge {
-            (col_of(n.id), n.comm.clone())
+            (col_of(n.id), comm.into_owned())
         } else if let Some(r) = n.rank {
-            (col_of(n.id), format!("{} {} · rank {r}", n.comm, n.id))
+            (col_of(n.id), format!("{comm} {} · rank {r}", n.id))
         } else {
-            (col_of(n.id), format!("{} {}", n.comm, n.id))
+            (col_of(n.id), format!("{comm} {}", n.id))
         };
         key_of.insert(n.id, key.clone());
         members.entry(key).or_default().push(n.id);
@@ -262,7 +264,7 @@ pub fn layout(
         placement.topology
     );
     Picture {
-        title: title.to_string(),
+        title: super::visible(title).into_owned(),
         subtitle,
         columns,
         boxes,
@@ -517,7 +519,10 @@ impl Picture {
     }
 }
 
-/// Writes the picture to `path` as PNG or SVG (by its extension).
+/// Writes the picture to `path` as PNG or SVG (by its extension). The SVG is drawn into a string
+/// and written with one `std::fs::write`: plotters' SVG backend writes its file through a
+/// `BufWriter` it never flushes itself, so a failed write (a full disk) was lost on drop and the
+/// command reported success.
 pub fn write(mut pic: Picture, path: &std::path::Path, svg: bool) -> Result<(), String> {
     multios_plot::ensure_font().map_err(|e| e.to_string())?;
     {
@@ -527,9 +532,13 @@ pub fn write(mut pic: Picture, path: &std::path::Path, svg: bool) -> Result<(), 
         pic.arrange(&area);
     }
     if svg {
-        let root = SVGBackend::new(path, pic.size()).into_drawing_area();
-        pic.draw(&root)?;
-        root.present().map_err(|e| e.to_string())
+        let mut text = String::new();
+        {
+            let root = SVGBackend::with_string(&mut text, pic.size()).into_drawing_area();
+            pic.draw(&root)?;
+            root.present().map_err(|e| e.to_string())?;
+        }
+        std::fs::write(path, text).map_err(|e| format!("cannot write the SVG to {}: {e}", path.display()))
     } else {
         let root = BitMapBackend::new(path, pic.size()).into_drawing_area();
         pic.draw(&root)?;

@@ -17,7 +17,10 @@ pub fn taskset(p: &Placement) -> String {
         let _ = writeln!(
             s,
             "taskset -pc {} {}  # {} (process {})",
-            n.cpu, n.id, n.comm, n.tgid
+            n.cpu,
+            n.id,
+            super::visible(&n.comm),
+            n.tgid
         );
     }
     s

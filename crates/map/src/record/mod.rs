@@ -20,6 +20,8 @@ pub enum RecordError {
     Nothing,
     #[error("process {0} does not exist (check the PID with `ps -p {0}`)")]
     NoSuchPid(u32),
+    #[error("process {0} ended before the recording began (between the check that it exists and the seeding of its threads in the probe): nothing was recorded; record a process that keeps running, or run the program under `map record -- CMD`")]
+    EndedBeforeRecording(u32),
     #[error("process {0} may not be traced by this user (run as root or with CAP_BPF and CAP_PERFMON)")]
     NotPermitted(u32),
     #[error("process {pid} ({comm}) is a kernel thread: it runs no program to record; give the PID of a user process")]
@@ -114,8 +116,14 @@ pub fn record_io<C: AsRef<OsStr>>(opts: &Options<C>, io: &crate::ChildIo) -> Res
             match probe.seed(tid, pid) {
                 Ok(()) => seeds.push((tid, pid)),
                 Err(RecordError::NoSuchPid(_)) if tid != pid => {} // a thread that just ended
+                Err(RecordError::NoSuchPid(_)) => return Err(RecordError::EndedBeforeRecording(pid)),
                 Err(e) => return Err(e),
             }
+        }
+        // The process existed when checked but ended while the probe loaded (tens of ms): no
+        // thread was seeded, and the recording was an empty graph with exit status 0.
+        if seeds.is_empty() {
+            return Err(RecordError::EndedBeforeRecording(pid));
         }
         pid
     } else if let Some(mut cmd) = cmd {
