@@ -45,6 +45,7 @@ fn main() {
     let rewrite = obj("rewrite", &[]);
     let rwcache = obj("rwcache", &[]);
     let static_exec = obj("static_exec", &[]);
+    let owncpu = obj("owncpu", &[]);
     let so = out.join("libmultios_preload.so");
     compile(
         &cc,
@@ -57,6 +58,7 @@ fn main() {
             &rewrite,
             &rwcache,
             &static_exec,
+            &owncpu,
         ],
         &so,
         "csrc/preload.c",

@@ -700,13 +700,16 @@ static void delegate_main(void *p) {
         uint32_t s = __atomic_load_n(&m->state, __ATOMIC_ACQUIRE);
         if (s == 1) {
             long nr = m->nr;
-            if (nr == DELEGATE_RETIRE)
+            if (nr == DELEGATE_RETIRE) {
+                multios_own_cpu_retire(); /* its CPU time is still not the program's (owncpu.c) */
                 raw6(SYS_exit, 0, 0, 0, 0, 0, 0); /* the kernel then clears m->tid */
+            }
             multios_record(multios_spin(multios_draw(nr, &m->rng)));
             __atomic_store_n(&m->call_t0, __rdtsc(), __ATOMIC_RELAXED); /* the caller's clock for "blocked" */
             long ret = raw6(nr, served_thread_clock(nr, m->a[0], m->app_tid), served_thread_pid(nr, m->a[1], m->app_tid),
                             m->a[2], m->a[3], m->a[4], m->a[5]);
             __atomic_store_n(&m->call_t0, 0, __ATOMIC_RELAXED);
+            multios_own_cpu_fix(nr, m->a[0], m->a[1], ret); /* the program's CPU time, not ours */
             multios_record(multios_spin(multios_draw(nr, &m->rng)));
             m->nr = ret;
             __atomic_store_n(&m->state, 2, __ATOMIC_SEQ_CST);
@@ -774,6 +777,7 @@ static void start_delegate(void) {
     }
     m->tid = (int32_t)tid;
     note_delegate((int32_t)tid, 1);
+    multios_own_cpu_add((int32_t)tid);
     /* To the control CPUs with its own policy: inheriting a SCHED_FIFO program's policy and CPU
      * would leave it unable to run next to the spinning thread that waits for it. */
     raw6(SYS_sched_setaffinity, tid, sizeof multios_control_set, (long)&multios_control_set, 0, 0, 0);
@@ -846,6 +850,9 @@ static const int cred_calls[] = {SYS_setuid,    SYS_setgid,    SYS_setreuid, SYS
                                  SYS_prctl,     SYS_unshare,   SYS_setns,    SYS_close_range,
                                  SYS_seccomp,   SYS_landlock_restrict_self};
 
+/* The calls whose results count the process's CPU time (owncpu.c). */
+static const int own_cpu_calls[] = {SYS_clock_gettime, SYS_getrusage, SYS_times};
+
 /* Ends this thread's delegate (waiting until the kernel says it is gone, then unmapping its
  * stack and mailbox) and makes a new one with the thread's present credentials. Without a new
  * one (the clone failed) the thread's calls run in place, uncharged: never on the old one. */
@@ -898,6 +905,7 @@ static int before_local(long nr) {
  * posix_spawn child (solo) makes its calls itself: the delegate it sees is its parent's. During
  * this thread's own delegated call (a signal handler: glibc's setxid broadcast), later. */
 static void after_local(long nr, long a0, long a1, long a2, long r) {
+    multios_own_cpu_fix(nr, a0, a1, r); /* the process's CPU time less its delegates' (owncpu.c) */
     if (retired_for_call) {
         retired_for_call = 0;
         start_delegate(); /* with what the call changed */
@@ -1062,6 +1070,7 @@ int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *)
 static void after_fork_child(void) {
     for (int i = 0; i < MAX_DELEGATES; i++)
         delegate_tids[i] = 0; /* the parent's; this process makes its own */
+    multios_own_cpu_forked();
     for (int i = 0; i < NR_MAX; i++)
         multios_del_cnt[i] = multios_loc_cnt[i] = multios_loc_ticks[i] = 0;
     multios_nsamp = 0;
@@ -1245,6 +1254,12 @@ __attribute__((constructor)) static void multios_preload_init(void) {
         for (unsigned i = 0; i < sizeof cred_calls / sizeof cred_calls[0]; i++)
             if (multios_kind[cred_calls[i]] == R_LOCAL)
                 multios_kind[cred_calls[i]] = R_SLOW;
+    /* shm with delegates: the process's CPU time less its delegates' (owncpu.c), also when these
+     * calls are local: the slow path, whose after_local corrects the result. */
+    if (multios_mode == MODE_SHM && any_delegated)
+        for (unsigned i = 0; i < sizeof own_cpu_calls / sizeof own_cpu_calls[0]; i++)
+            if (multios_kind[own_cpu_calls[i]] == R_LOCAL)
+                multios_kind[own_cpu_calls[i]] = R_SLOW;
     /* shm with delegates: a thread's exit ends its delegate too (the slow path; before_local). */
     if (multios_mode == MODE_SHM && any_delegated && multios_kind[SYS_exit] == R_LOCAL)
         multios_kind[SYS_exit] = R_SLOW;

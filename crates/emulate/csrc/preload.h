@@ -126,6 +126,13 @@ extern HIDDEN uint64_t multios_static_execs;
 extern HIDDEN char multios_static_exec_path[256];
 /* The rewrite cache's directory (the configuration's rewrite_cache; empty: none). */
 extern HIDDEN char multios_rw_cache[MULTIOS_PRELOAD_PATH_MAX];
+/* owncpu.c: the process CPU clock, getrusage(RUSAGE_SELF) and times() less the delegates' CPU
+ * time (shm). add: a delegate started; retire: on a delegate about to exit; forked: in a fork
+ * child; fix: corrects call nr's result r (arguments a0, a1) in place. */
+HIDDEN void multios_own_cpu_add(int32_t tid);
+HIDDEN void multios_own_cpu_retire(void);
+HIDDEN void multios_own_cpu_forked(void);
+HIDDEN void multios_own_cpu_fix(long nr, long a0, long a1, long r);
 /* preload.c: the trampoline's slow path */
 HIDDEN long multios_slow(long nr, long a0, long a1, long a2, long a3, long a4, long a5);
 extern HIDDEN uint64_t multios_xsave_size;

@@ -179,6 +179,9 @@ pub struct Kernel {
     pub(crate) doorbell_calls: crate::costs::PerCall,
     /// The scheduler times of the run's vCPU threads and proxy (`cputime.rs`).
     pub(crate) cputime: crate::cputime::Collector,
+    /// The guest process's own CPU time, for its process clock, getrusage and times
+    /// (`guestcpu.rs`).
+    pub(crate) guest_cpu: crate::guestcpu::GuestCpu,
     /// In a vfork child until it execs or exits: what it hands back to its parent (`vfork.rs`).
     pub(crate) vfork: Mutex<Option<crate::vfork::Release>>,
     /// Programs an execve runs on Linux, outside the LWK (`syscall/linux_exec.rs`).
@@ -240,6 +243,7 @@ impl Kernel {
             kvm: crate::costs::KvmCounters::default(),
             doorbell_calls: crate::costs::PerCall::default(),
             cputime: crate::cputime::Collector::default(),
+            guest_cpu: crate::guestcpu::GuestCpu::default(),
             vfork: Mutex::new(None),
             linux_exec: Vec::new(),
             attrs: crate::procattr::ProcessAttrs::default(),
@@ -375,6 +379,7 @@ impl Kernel {
             attrs,
         });
         self.live_threads.store(1, std::sync::atomic::Ordering::Release);
+        self.guest_cpu.forked();
         self.threads_made.store(0, std::sync::atomic::Ordering::Release);
         lock(&self.signals.pending).clear();
         drop(threads);

@@ -17,6 +17,7 @@ pub mod cputime;
 pub mod faultwatch;
 pub mod fc;
 pub mod fds;
+pub mod guestcpu;
 pub mod idlespin;
 pub(crate) mod iouring;
 pub mod kernel;

@@ -195,7 +195,9 @@ pub fn drive(
     let startup = t0.elapsed();
     let host_faults_startup = crate::costs::host_faults();
     let sched0 = crate::cputime::Sched::this_thread();
+    kernel.guest_cpu.thread_started();
     let end = m.vcpu_loop(0, &mut vcpu);
+    kernel.guest_cpu.thread_ended();
     kernel.kvm.add_vcpu(std::os::fd::AsRawFd::as_raw_fd(&vcpu));
     kernel
         .cputime
@@ -589,11 +591,13 @@ impl Machine {
             .name(format!("lwk-vcpu{id}"))
             .spawn(move || {
                 m.kernel.vcpu_started(id as usize);
+                m.kernel.guest_cpu.thread_started();
                 // Read before the creator goes on: the read's descriptor is a temporary in the
                 // guest's range, where a guest thread's fcntl or fstat would see it.
                 let sched0 = crate::cputime::Sched::this_thread();
                 let _ = tx.send(crate::sys::pthread_self() as libc::pthread_t);
                 let end = m.vcpu_loop(id, &mut vcpu);
+                m.kernel.guest_cpu.thread_ended();
                 m.kernel.kvm.add_vcpu(std::os::fd::AsRawFd::as_raw_fd(&vcpu));
                 m.kernel
                     .cputime

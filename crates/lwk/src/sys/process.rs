@@ -147,6 +147,20 @@ pub fn rusage_self() -> io::Result<libc::rusage> {
     rusage(libc::RUSAGE_SELF)
 }
 
+/// times(2) for the whole VMM: its return value (clock ticks since an arbitrary point) and the
+/// buffer it filled.
+pub fn times() -> (i64, libc::tms) {
+    let mut t = libc::tms {
+        tms_utime: 0,
+        tms_stime: 0,
+        tms_cutime: 0,
+        tms_cstime: 0,
+    };
+    // SAFETY: `t` is a live, writable tms; times has no other argument.
+    let r = unsafe { libc::times(&mut t) };
+    (r as i64, t)
+}
+
 /// The calling thread's resource usage (its own page faults, CPU times).
 pub fn rusage_thread() -> io::Result<libc::rusage> {
     rusage(libc::RUSAGE_THREAD)

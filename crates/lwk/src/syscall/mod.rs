@@ -22,6 +22,7 @@ mod opened;
 mod perf;
 mod populate;
 mod prctl;
+mod processcpu;
 mod protect;
 mod robust;
 mod schedattr;
@@ -84,6 +85,9 @@ impl Kernel {
             return Reply::NeedVcpu;
         } else if let Some(r) = self.signalfd_call(cpu, nr, &a) {
             // A read or close of a signalfd (`signalfd.rs`).
+            r
+        } else if let Some(r) = self.process_cpu_call(nr, &a) {
+            // The guest's own CPU time, not the VMM's (`processcpu.rs`).
             r
         } else if local {
             self.local(ctx, cpu, nr, a)
