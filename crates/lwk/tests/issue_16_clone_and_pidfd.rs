@@ -1,4 +1,4 @@
-//! Issue #16 (session 23), process creation and signals to oneself found different from Linux:
+//! Issue #16 (the twenty-second session), process creation and signals to oneself found different from Linux:
 //!
 //! 1. clone and clone3 dropped every process-creation flag but the tid words, TLS and
 //!    CLONE_VFORK, and "succeeded": CLONE_PIDFD's pidfd was never written, a clone3 struct with a

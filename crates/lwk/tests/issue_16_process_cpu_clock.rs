@@ -1,4 +1,4 @@
-//! Issue #16 (session 23's discovery): the process CPU clock (CLOCK_PROCESS_CPUTIME_ID and the
+//! Issue #16 (the twenty-second session's discovery): the process CPU clock (CLOCK_PROCESS_CPUTIME_ID and the
 //! own-pid clocks of `clock_getcpuclockid`), getrusage(RUSAGE_SELF) and times() measured the whole
 //! VMM — the proxy polling after each call, the signal pump —: a single busy thread making calls
 //! read 1.7–2.2 times its thread clock, and a 40 ms sleep added 4 ms. `tests/c/proccpu.c`
