@@ -95,6 +95,14 @@ impl GuestCpu {
         }
     }
 
+    /// The lock, held across fork(2) by the forking thread (`machine/fork.rs`): another thread
+    /// starting, ending or reading the clock at that instant would leave it locked for ever in
+    /// the child, whose [`GuestCpu::forked`] then hung (a CI run: a program forking while its
+    /// threads came and went, and one forking beside a timer's thread, hung for 120 s).
+    pub(crate) fn hold_for_fork(&self) -> impl Sized + '_ {
+        self.lock()
+    }
+
     /// In a forked child: the calling host thread is the guest's only one. The parent's totals
     /// are not the child's (a forked child's CPU time starts at 0 on Linux): it counts from here.
     pub fn forked(&self) {

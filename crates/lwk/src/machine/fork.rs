@@ -73,6 +73,8 @@ impl Machine {
             lock(&self.kernel.signals.pending),
             lock(&self.kernel.stats),
             self.kernel.hold_trace(),
+            // A leaf lock: the guest's CPU-time accounts (`guestcpu.rs`), reset in the child.
+            self.kernel.guest_cpu.hold_for_fork(),
             // Last: a leaf lock (`sys::low_fds`); a temporary fd half-moved at the fork would
             // be the child's to leak, and the lock would stay taken in the child.
             crate::sys::low_fds(),
