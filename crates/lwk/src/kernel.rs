@@ -141,6 +141,10 @@ pub struct Kernel {
     /// Threads created so far: a new thread's tid is the pid plus this count, so tids are not
     /// reused when vCPU ids are (a program may create thousands of threads over its life).
     pub(crate) threads_made: AtomicI32,
+    /// The largest address-space size and fd-table size the guest's `status` reported
+    /// (`syscall/procstatus.rs`): Linux's VmPeak and FDSize never fall (VmPeak starts over at exec).
+    pub(crate) vm_peak: std::sync::atomic::AtomicU64,
+    pub(crate) fd_table_seen: std::sync::atomic::AtomicU64,
     /// The process's signal state: dispositions, the process-directed pending set, senders, the
     /// host threads serving calls (per-thread masks and pending sets are in `threads`).
     pub(crate) signals: crate::signal::Signals,
@@ -258,6 +262,8 @@ impl Kernel {
             }]),
             live_threads: AtomicUsize::new(1),
             threads_made: AtomicI32::new(0),
+            vm_peak: std::sync::atomic::AtomicU64::new(0),
+            fd_table_seen: std::sync::atomic::AtomicU64::new(0),
             cpus: crate::sys::affinity_list(),
             pin: false,
         }

@@ -73,6 +73,10 @@ pub enum Verdict {
     OwnPersonality,
     /// The fd (or fdinfo) directory of a VMM: listable, with the VMM's fds hidden.
     FdDir,
+    /// The guest's own `status` or `stat` (of host thread `task` when named under `task/`): the
+    /// VMM's text with the guest's fields (`syscall/procstatus.rs`).
+    OwnStatus(Option<i32>),
+    OwnStat(Option<i32>),
 }
 
 /// Facts about processes the classification needs (a trait so that the rules are unit-tested).
@@ -128,6 +132,36 @@ pub fn reopen(fd: i32, flags: i32) -> i64 {
         Ok(c) => sys::openat_raw(p.dir, &c, flags, 0),
         Err(_) => -(libc::EINVAL as i64),
     }
+}
+
+/// The whole text of procfs file `fd` (any descriptor of it, O_PATH too), read through a
+/// descriptor of its own above `floor` (never one the guest could name).
+pub fn read_text(fd: i32, floor: i32) -> Option<String> {
+    let r = sys::create_high(floor, || match reopen(fd, libc::O_RDONLY | libc::O_CLOEXEC) {
+        r if r < 0 => Err(std::io::Error::from_raw_os_error(-r as i32)),
+        r => Ok(r as i32),
+    })
+    .ok()?;
+    let text = sys::read_all(r);
+    sys::close(r);
+    String::from_utf8(text.ok()?).ok()
+}
+
+/// The guest's highest open descriptor (those below `floor` in this process's `fd` directory).
+pub fn highest_guest_fd(floor: i32) -> Option<u64> {
+    let p = init().ok()?;
+    let dir = sys::create_high(floor, || {
+        sys::open_at(p.dir, "self/fd", libc::O_RDONLY | libc::O_DIRECTORY)
+    })
+    .ok()?;
+    let names = sys::dir_names(dir);
+    sys::close(dir);
+    names
+        .ok()?
+        .iter()
+        .filter_map(|n| n.parse::<u64>().ok())
+        .filter(|&n| n < floor as u64)
+        .max()
 }
 
 /// True when `pid` is this process or one of its threads (a host tid).
@@ -244,17 +278,21 @@ pub fn classify(comps: &[&str], facts: &impl Facts) -> Verdict {
     };
     let mut rest = &comps[1..];
     let mut task = pid;
+    let mut named_task = None;
     if rest.len() >= 2 && rest[0] == "task" {
         match rest[1].parse::<i32>() {
             Ok(t) => task = t,
             Err(_) => return Verdict::Allow,
         }
+        named_task = Some(task);
         rest = &rest[2..];
     }
     let verdict = match rest {
         [] => Verdict::Allow,
         ["auxv"] if facts.is_own(pid) => Verdict::OwnAuxv,
         ["personality"] if facts.is_own(pid) => Verdict::OwnPersonality,
+        ["status"] if facts.is_own(pid) => Verdict::OwnStatus(named_task),
+        ["stat"] if facts.is_own(pid) => Verdict::OwnStat(named_task),
         ["mem" | "map_files" | "pagemap" | "auxv" | "syscall" | "smaps" | "smaps_rollup" | "numa_maps", ..] => {
             Verdict::Refuse
         }
@@ -348,11 +386,17 @@ mod tests {
         assert_eq!(v(&format!("{me}/task/{me}/auxv")), Verdict::OwnAuxv);
         assert_eq!(v(&format!("{me}/task/{me}/maps")), Verdict::OwnMaps);
         assert_eq!(v("self/fd"), Verdict::FdDir);
+        assert_eq!(v("self/status"), Verdict::OwnStatus(None));
+        assert_eq!(v(&format!("{me}/stat")), Verdict::OwnStat(None));
+        assert_eq!(
+            v(&format!("{me}/task/{me}/status")),
+            Verdict::OwnStatus(Some(me as i32))
+        );
         for p in [
             "",
             "cpuinfo",
             "sys/kernel/pid_max",
-            "self/status",
+            "self/statm",
             "self/fd/3",
             "55/mem",
             "77/status",
@@ -408,6 +452,10 @@ mod live {
         assert_eq!(classify_fd(fd), Verdict::Refuse);
         sys::close(fd);
         let fd = sys::open_at(libc::AT_FDCWD, "/proc/self/status", libc::O_RDONLY).unwrap_or(-1);
+        assert_eq!(classify_fd(fd), Verdict::OwnStatus(None));
+        assert!(read_text(fd, 1000).is_some_and(|t| t.contains("Threads:")));
+        sys::close(fd);
+        let fd = sys::open_at(libc::AT_FDCWD, "/proc/cpuinfo", libc::O_RDONLY).unwrap_or(-1);
         assert_eq!(classify_fd(fd), Verdict::Allow);
         sys::close(fd);
     }

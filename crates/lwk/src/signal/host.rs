@@ -227,9 +227,16 @@ pub fn catch_sent_faults() {
 }
 
 /// True when the VMM inherited SIG_IGN for `sig` (a program started with it ignored — nohup, a
-/// background job of a non-interactive shell — keeps it ignored across exec).
+/// background job of a non-interactive shell, a parent ignoring SIGPIPE — keeps it ignored across
+/// exec): from the dispositions at start (`inherited.rs`), every signal but SIGKILL and SIGSTOP.
 pub fn inherited_ignore(sig: i32) -> bool {
-    followable(sig) && crate::sys::signal_action(sig).sa_sigaction == libc::SIG_IGN
+    if sig == libc::SIGKILL || sig == libc::SIGSTOP {
+        return false;
+    }
+    match crate::signal::inherited::ignored_at_start(sig) {
+        Some(ignored) => ignored,
+        None => followable(sig) && crate::sys::signal_action(sig).sa_sigaction == libc::SIG_IGN,
+    }
 }
 
 /// Creates the eventfd the catcher writes (above the guest's fds) and returns it.

@@ -32,6 +32,7 @@ pub mod disposition;
 pub mod frame;
 pub mod host;
 pub mod info;
+pub mod inherited;
 pub mod queue;
 pub mod sfd;
 mod sfd_ops;

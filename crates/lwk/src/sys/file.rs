@@ -174,3 +174,52 @@ pub fn never_waits(fd: i32) -> bool {
             && [libc::S_IFREG, libc::S_IFBLK, libc::S_IFDIR].contains(&(st.st_mode & libc::S_IFMT))
     }
 }
+
+/// The names in directory `fd` (getdents64 from its current position to the end).
+pub fn dir_names(fd: i32) -> io::Result<Vec<String>> {
+    let mut buf = vec![0u8; 8192];
+    let mut names = Vec::new();
+    loop {
+        // SAFETY: the buffer is valid for writes of its length, which is passed; the kernel writes
+        // whole linux_dirent64 records into it.
+        let n = unsafe { libc::syscall(libc::SYS_getdents64, fd, buf.as_mut_ptr(), buf.len()) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if n == 0 {
+            return Ok(names);
+        }
+        // Each record: d_ino u64, d_off i64, d_reclen u16, d_type u8, then the NUL-ended name.
+        let mut at = 0usize;
+        while at + 19 < n as usize {
+            let reclen = u16::from_le_bytes([buf[at + 16], buf[at + 17]]) as usize;
+            if reclen == 0 || at + reclen > n as usize {
+                break;
+            }
+            let name = &buf[at + 19..at + reclen];
+            let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+            names.push(String::from_utf8_lossy(&name[..end]).into_owned());
+            at += reclen;
+        }
+    }
+}
+
+/// Everything left to read from `fd`.
+pub fn read_all(fd: i32) -> io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        // SAFETY: the buffer is valid for writes of its length, which is passed.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        match n {
+            0 => return Ok(out),
+            n if n < 0 => {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+            n => out.extend_from_slice(&buf[..n as usize]),
+        }
+    }
+}

@@ -73,6 +73,17 @@ pub fn sigpending_limit() -> usize {
     1024
 }
 
+/// The handler of host signal `sig`'s current disposition (SIG_DFL, SIG_IGN or a function) by the
+/// raw rt_sigaction, which answers for glibc's internal signals 32 and 33 too (glibc's sigaction
+/// refuses them); None when the kernel refuses `sig`.
+pub fn signal_handler_raw(sig: i32) -> Option<u64> {
+    let mut old = [0u64; 4];
+    // SAFETY: no new action is given; `old` is a kernel-layout sigaction (handler, flags,
+    // restorer, mask) we own, and the sigset size is the kernel's (8 bytes on x86-64).
+    let r = unsafe { libc::syscall(libc::SYS_rt_sigaction, sig, 0usize, old.as_mut_ptr(), 8usize) };
+    (r == 0).then_some(old[0])
+}
+
 /// The current disposition of host signal `sig`.
 pub fn signal_action(sig: i32) -> libc::sigaction {
     // SAFETY: sigaction with a null new action only writes the old one into a zeroed struct of

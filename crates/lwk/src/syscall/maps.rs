@@ -21,6 +21,7 @@ impl Kernel {
 
     /// Starts the view over with a freshly loaded program and its interpreter (start-up, execve).
     pub(crate) fn note_images(&self, main: &Image, interp: Option<&Image>) {
+        self.vm_peak.store(0, std::sync::atomic::Ordering::Release);
         let mut v = lock(&self.space.vmas);
         v.clear();
         for img in std::iter::once(main).chain(interp) {

@@ -23,6 +23,7 @@ mod perf;
 mod populate;
 mod prctl;
 mod processcpu;
+mod procstatus;
 mod protect;
 mod robust;
 mod schedattr;

@@ -84,6 +84,7 @@ impl Kernel {
                 let p = self.persona.load(std::sync::atomic::Ordering::Relaxed);
                 Some(self.answer_with("personality", format!("{p:08x}\n").as_bytes(), flags))
             }
+            Verdict::OwnStatus(task) | Verdict::OwnStat(task) => self.own_status(fd, flags, verdict, task),
             Verdict::Allow | Verdict::FdDir if is_vmm_file(fd, fs) => Some(-(EACCES as i64)),
             Verdict::Allow | Verdict::FdDir => None,
         }
@@ -133,6 +134,28 @@ impl Kernel {
     }
 
     /// A memfd holding `bytes`, in the guest's fd range, instead of the procfs file it opened.
+    /// The guest's own `status` or `stat` (`procstatus.rs`) for an open that reads it; an open for
+    /// writing or O_PATH, or a text that cannot be read, is left to the file itself (None).
+    fn own_status(&self, fd: i32, flags: u64, verdict: Verdict, task: Option<i32>) -> Option<i64> {
+        if flags & (O_ACCMODE | O_PATH | O_DIRECTORY) as u64 != O_RDONLY as u64 {
+            return None;
+        }
+        let real = procfs::read_text(fd, fds::floor())?;
+        let facts = self.guest_facts(task);
+        Some(match verdict {
+            Verdict::OwnStat(_) => self.answer_with(
+                "stat",
+                super::procstatus::patch_stat(&real, &facts).as_bytes(),
+                flags,
+            ),
+            _ => self.answer_with(
+                "status",
+                super::procstatus::patch_status(&real, &facts).as_bytes(),
+                flags,
+            ),
+        })
+    }
+
     fn answer_with(&self, name: &str, bytes: &[u8], flags: u64) -> i64 {
         match sys::memfd_with(name, bytes, flags & O_CLOEXEC as u64 != 0) {
             Ok(m) => self.limit_fd(m as i64),
