@@ -263,7 +263,9 @@ Cpus_allowed:\t1\n";
 18446744073709551615 4198400 4202496 4299159616 0 0 0 2147213863 4096 2004938495 0 0 0 17 0 0 0 0 0 0 \
 4206592 4214784 94183707992064 4299160264 4299160271 4299160271 4299161585 0\n";
         let out = patch_stat(real, &facts());
-        let tail: Vec<&str> = out[out.rfind(')').expect("a stat line") + 1..].split_whitespace().collect();
+        let tail: Vec<&str> = out[out.rfind(')').expect("a stat line") + 1..]
+            .split_whitespace()
+            .collect();
         let field = |n: usize| tail[n - 3];
         assert_eq!((field(14), field(15)), ("200", "3"));
         assert_eq!(field(20), "1");
@@ -274,7 +276,9 @@ Cpus_allowed:\t1\n";
         assert!(out.starts_with("77 (a) b) c) R 1 77"), "{out}");
         assert_eq!(
             tail.len(),
-            real[real.rfind(')').expect("a stat line") + 1..].split_whitespace().count()
+            real[real.rfind(')').expect("a stat line") + 1..]
+                .split_whitespace()
+                .count()
         );
         assert_eq!(patch_stat("garbage", &facts()), "garbage");
     }
