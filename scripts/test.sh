@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 # On a fresh machine, install what the tests need (compilers, eBPF tools, workloads, MPI), as demo.sh does.
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then bash scripts/deps.sh; fi
 cargo fmt --all -- --check
-cargo clippy --workspace --all-targets -q -- -D warnings
+# --release: its build scripts and proc macros are the release test build's own (built once, not twice).
+cargo clippy --release --workspace --all-targets -q -- -D warnings
 cargo test --workspace --release --no-fail-fast 2>&1
 # Loom model checks of the AAM runtime's wait-free protocols (issue #11): a cfg of their own, built in
 # their own target directory so the normal build is untouched (≈ 2.5 min to build loom once, ≈ 10 s to run).
