@@ -310,6 +310,11 @@ impl Kernel {
             }
         };
         let fd = pinned.as_ref().map_or(fd, std::os::fd::AsRawFd::as_raw_fd);
+        // A procfs file the LWK answered (its own maps, status…) is a memfd, which the host could
+        // map; Linux maps no procfs file of that kind (ENODEV).
+        if !anon && super::opened::is_procfs_answer(fd) {
+            return err(ENODEV);
+        }
         let fixed = flags & (MAP_FIXED | MAP_FIXED_NOREPLACE) != 0;
         let huge = anon && flags & MAP_HUGETLB != 0;
         // A file of hugetlbfs is mapped with its 2 MiB pages, at a 2 MiB-aligned address.

@@ -157,7 +157,8 @@ impl Kernel {
     }
 
     fn answer_with(&self, name: &str, bytes: &[u8], flags: u64) -> i64 {
-        match sys::memfd_with(name, bytes, flags & O_CLOEXEC as u64 != 0) {
+        let name = format!("{ANSWER_PREFIX}{name}");
+        match sys::memfd_with(&name, bytes, flags & O_CLOEXEC as u64 != 0) {
             Ok(m) => self.limit_fd(m as i64),
             Err(e) => -(e.raw_os_error().unwrap_or(ENOMEM) as i64),
         }
@@ -175,6 +176,19 @@ impl Kernel {
         self.mem.write(buf, &b[..kept]);
         kept as i64
     }
+}
+
+/// The name of the memfds that answer the guest's own procfs files (`Kernel::answer_with`).
+const ANSWER_PREFIX: &str = "multios-procfs:";
+
+/// True when `fd` is a memfd answering one of the guest's own procfs files (a sealed memfd of
+/// that name: a guest's own memfd would need the same name and seals).
+pub(super) fn is_procfs_answer(fd: i32) -> bool {
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    if sys::fs_type(fd).ok() != Some(TMPFS_MAGIC) {
+        return false;
+    }
+    procfs::fd_path(fd).is_some_and(|p| p.starts_with(&format!("/memfd:{ANSWER_PREFIX}")))
 }
 
 /// True when `fd` is one of the VMM's own files (/dev/kvm, the VM, a vCPU, its eventfd), opened
