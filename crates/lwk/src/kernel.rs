@@ -107,8 +107,12 @@ pub struct AddressSpace {
 
 /// The program the guest runs now (execve replaces it).
 pub struct Program {
-    /// The program's absolute path, the answer to readlink("/proc/self/exe").
+    /// The program's absolute path, the answer to readlink("/proc/self/exe") when its file
+    /// cannot name itself.
     pub(crate) exe: Mutex<Vec<u8>>,
+    /// The program's file, an O_PATH descriptor above the floor (close-on-exec): what the guest's
+    /// own `/proc/PID/exe` opens, execs and reads as a link (`syscall/ownexe.rs`).
+    pub(crate) file: Mutex<Option<std::os::fd::OwnedFd>>,
     /// execve calls so far.
     pub(crate) execs: AtomicUsize,
     /// With rewriting on (the default): thunks for code mapped later (shared libraries), and the count.
@@ -222,6 +226,7 @@ impl Kernel {
             },
             program: Program {
                 exe: Mutex::new(exe),
+                file: Mutex::new(None),
                 execs: AtomicUsize::new(0),
                 thunks: Mutex::new(None),
                 rewritten: AtomicUsize::new(0),
@@ -301,6 +306,11 @@ impl Kernel {
     /// The program's auxiliary vector (`/proc/self/auxv`).
     pub(crate) fn set_auxv(&mut self, auxv: Vec<u64>) {
         self.program.auxv = Mutex::new(auxv);
+    }
+
+    /// The program's file (`Program::file`).
+    pub(crate) fn set_program_file(&mut self, file: std::os::fd::OwnedFd) {
+        self.program.file = Mutex::new(Some(file));
     }
 
     /// Rewrites syscall sites of executable file mappings made by the program from now on.

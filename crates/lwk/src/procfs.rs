@@ -77,6 +77,9 @@ pub enum Verdict {
     /// VMM's text with the guest's fields (`syscall/procstatus.rs`).
     OwnStatus(Option<i32>),
     OwnStat(Option<i32>),
+    /// The guest's own `exe` link: its program's file, not the VMM's binary the link leads to on
+    /// the host (`syscall/ownexe.rs`).
+    OwnExe,
 }
 
 /// Facts about processes the classification needs (a trait so that the rules are unit-tested).
@@ -109,6 +112,11 @@ impl Facts for Proc {
     fn floor(&self) -> i32 {
         crate::fds::floor()
     }
+}
+
+/// True when descriptor `fd` is this VMM's own binary (the file its `exe` link leads to).
+pub fn is_vmm_binary(fd: i32) -> bool {
+    init().is_ok_and(|p| sys::fd_file_id(fd).is_ok_and(|id| id == p.exe))
 }
 
 /// True when `pid` (a process or thread) runs a VMM: its memory is the VMM's, not a guest's.
@@ -293,6 +301,7 @@ pub fn classify(comps: &[&str], facts: &impl Facts) -> Verdict {
         ["personality"] if facts.is_own(pid) => Verdict::OwnPersonality,
         ["status"] if facts.is_own(pid) => Verdict::OwnStatus(named_task),
         ["stat"] if facts.is_own(pid) => Verdict::OwnStat(named_task),
+        ["exe"] if facts.is_own(pid) => Verdict::OwnExe,
         ["mem" | "map_files" | "pagemap" | "auxv" | "syscall" | "smaps" | "smaps_rollup" | "numa_maps", ..] => {
             Verdict::Refuse
         }
@@ -388,6 +397,14 @@ mod tests {
         assert_eq!(v("self/fd"), Verdict::FdDir);
         assert_eq!(v("self/status"), Verdict::OwnStatus(None));
         assert_eq!(v(&format!("{me}/stat")), Verdict::OwnStat(None));
+        for p in [
+            "self/exe".to_string(),
+            format!("{me}/exe"),
+            format!("{me}/task/{me}/exe"),
+        ] {
+            assert_eq!(v(&p), Verdict::OwnExe, "{p}");
+        }
+        assert_eq!(v("77/exe"), Verdict::Allow);
         assert_eq!(
             v(&format!("{me}/task/{me}/status")),
             Verdict::OwnStatus(Some(me as i32))

@@ -57,14 +57,27 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     };
     let script = loader::resolve(&cfg.program)?;
     let argv: Vec<Vec<u8>> = cfg.argv.iter().map(|a| a.as_bytes().to_vec()).collect();
-    // A `#!` script runs its interpreter on it (which may be a script in turn), as execve does.
-    let name = script.as_os_str().as_bytes().to_vec();
-    let (path, argv) = loader::script::follow(script.clone(), name, argv, loader::check_interpreter)
-        .map_err(|e| loader::LoadError::Script {
+    // Opened once for execution (`loader::exefile`): a FIFO or a device is refused, not waited on.
+    let file = loader::exefile::ExeFile::open(&script).map_err(|e| match e {
+        libc::ENOENT => loader::LoadError::Missing(cfg.program.clone()),
+        libc::EACCES => loader::LoadError::NotExecutable(cfg.program.clone()),
+        e => loader::LoadError::Script {
             script: script.display().to_string(),
             source: std::io::Error::from_raw_os_error(e),
+        },
+    })?;
+    // A `#!` script runs its interpreter on it (which may be a script in turn), as execve does.
+    let name = script.as_os_str().as_bytes().to_vec();
+    let (file, argv) =
+        loader::script::follow(file, name, argv, loader::exefile::ExeFile::open).map_err(|e| {
+            loader::LoadError::Script {
+                script: script.display().to_string(),
+                source: std::io::Error::from_raw_os_error(e),
+            }
         })?;
-    let exe = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+    let interp = loader::open_interpreter(&file, &cfg.program, loader::exefile::ExeFile::open)?;
+    let path = file.path.clone();
+    let exe = file.real_path();
     let env = match &cfg.overrides {
         Some(o) => {
             for w in o.warnings(&path) {
@@ -77,7 +90,8 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     phases.mark("resolve and overrides");
     let loaded = loader::load_program(
         &mem,
-        &path,
+        &file,
+        interp.as_ref(),
         &cfg.program,
         argv,
         env.iter().map(|e| e.as_bytes().to_vec()).collect(),
@@ -97,6 +111,9 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     if let Some(thunks) = loaded.thunks {
         kernel.set_thunks(thunks);
     }
+    // What the guest's /proc/self/exe opens (`syscall/ownexe.rs`).
+    kernel.set_program_file(file.into_path_fd());
+    drop(interp);
     kernel.set_auxv(loaded.auxv);
     kernel.set_cpus(cfg.cpus.clone(), !cfg.cpus.is_empty());
     kernel.set_prefault(cfg.prefault);

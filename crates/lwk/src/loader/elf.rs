@@ -1,5 +1,6 @@
 //! Loading ELF programs (and their interpreter) into the application window.
 
+use super::exefile::ExeFile;
 use crate::memory::GuestMemory;
 use crate::mm::{Effects, Mm, PAGE};
 use goblin::elf::{program_header as ph, Elf};
@@ -121,8 +122,8 @@ fn check_segment(path: &Path, p: &ph::ProgramHeader, file_len: u64) -> Result<()
 /// of 2..=4096 bytes inside the file (ENOEXEC otherwise). goblin's answer was the last PT_INTERP,
 /// dropped a malformed one silently (the program then ran without its interpreter) and cut an
 /// unterminated path short.
-fn interpreter(path: &Path, elf: &Elf, bytes: &[u8]) -> Result<Option<String>, ElfError> {
-    let Some(p) = elf.program_headers.iter().find(|p| p.p_type == ph::PT_INTERP) else {
+fn interpreter(path: &Path, headers: &[ph::ProgramHeader], bytes: &[u8]) -> Result<Option<String>, ElfError> {
+    let Some(p) = headers.iter().find(|p| p.p_type == ph::PT_INTERP) else {
         return Ok(None);
     };
     let raw = p
@@ -140,11 +141,26 @@ fn interpreter(path: &Path, elf: &Elf, bytes: &[u8]) -> Result<Option<String>, E
         .map_err(|_| parse_err(path, "its PT_INTERP path is not UTF-8 (not supported by the LWK)"))
 }
 
-/// Loads `path`. A non-PIE program goes at its link address; a PIE program at `pie_base` (the
+/// The interpreter `file`'s PT_INTERP names, read from its program headers alone: what execve
+/// opens before its point of no return (Linux's `load_elf_binary` does), so that a missing or
+/// non-executable interpreter is the caller's ENOENT or EACCES rather than the end of the process.
+pub fn interpreter_of(file: &ExeFile) -> Result<Option<String>, ElfError> {
+    let path = file.path.as_path();
+    let mapped = file.map().map_err(|source| ElfError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let bytes = mapped.bytes();
+    let headers =
+        super::ehframe::program_headers(bytes).ok_or_else(|| parse_err(path, "not a 64-bit ELF file"))?;
+    interpreter(path, &headers, bytes)
+}
+
+/// Loads `file`. A non-PIE program goes at its link address; a PIE program at `pie_base` (the
 /// main program; ld.so at [`unlinked_base`] instead), or, when `pie_base` is
 /// None, wherever `mm` finds room (how the interpreter is placed).
 pub fn load(
-    path: &Path,
+    file: &ExeFile,
     mem: &GuestMemory,
     mm: &mut Mm,
     pie_base: Option<u64>,
@@ -153,7 +169,8 @@ pub fn load(
     // Mapped, not read: only the pages of the headers, the loaded segments and the symbol
     // tables are touched (Racket's 44 MB executable loads 1 MB; reading it all cost ≈ 10 000
     // page faults of the VMM per run).
-    let file = crate::sys::MappedFile::open(path).map_err(|source| ElfError::Read {
+    let path = file.path.as_path();
+    let file = file.map().map_err(|source| ElfError::Read {
         path: path.to_path_buf(),
         source,
     })?;
@@ -181,7 +198,7 @@ pub fn load(
     // No overflow: check_segment bounded every p_vaddr + p_memsz.
     let hi = loads.iter().map(|p| p.p_vaddr + p.p_memsz).max().unwrap_or(lo);
     let span = hi - lo;
-    let interp = interpreter(path, &elf, bytes)?;
+    let interp = interpreter(path, &elf.program_headers, bytes)?;
     let bias = match elf.header.e_type {
         goblin::elf::header::ET_EXEC => 0,
         goblin::elf::header::ET_DYN => {

@@ -5,12 +5,14 @@
 
 pub mod ehframe;
 pub mod elf;
+pub mod exefile;
 pub mod script;
 pub mod stack;
 
 use crate::memory::{GuestMemory, APP_BASE};
 use crate::mm::Mm;
 use elf::{ElfError, Image};
+use exefile::ExeFile;
 use stack::StackSpec;
 use std::path::{Path, PathBuf};
 
@@ -61,14 +63,44 @@ impl LoadError {
     }
 }
 
-/// The check execve makes of a `#!` interpreter before reading it: it exists (ENOENT), is not a
-/// directory and may be executed (EACCES).
-pub(crate) fn check_interpreter(path: &Path) -> Result<(), i32> {
-    let meta = std::fs::metadata(path).map_err(|e| e.raw_os_error().unwrap_or(libc::ENOENT))?;
-    if meta.is_dir() || !crate::sys::may_execute(path) {
-        return Err(libc::EACCES);
+impl LoadError {
+    /// The errno execve returns for this error before its point of no return: the interpreter's
+    /// own (ENOENT, EACCES…) when it could not be opened, ENOEXEC for a file that is not an ELF
+    /// program the LWK can run.
+    pub fn errno(&self) -> i32 {
+        let of = |e: &std::io::Error| e.raw_os_error().unwrap_or(libc::ENOEXEC);
+        match self {
+            LoadError::Interp {
+                source: ElfError::Read { source, .. },
+                ..
+            } => of(source),
+            LoadError::Script { source, .. } => of(source),
+            LoadError::NotFound(_) | LoadError::Missing(_) => libc::ENOENT,
+            LoadError::NotExecutable(_) => libc::EACCES,
+            LoadError::ArgsTooLong { .. } => libc::E2BIG,
+            LoadError::Elf(_) | LoadError::Interp { .. } => libc::ENOEXEC,
+        }
     }
-    Ok(())
+}
+
+/// Opens the interpreter `file`'s PT_INTERP names with `open` (execve's checks: a FIFO, a device
+/// or a file without an x bit is EACCES, never opened for reading), before anything is loaded.
+pub(crate) fn open_interpreter(
+    file: &ExeFile,
+    name: &str,
+    open: impl Fn(&Path) -> Result<ExeFile, i32>,
+) -> Result<Option<ExeFile>, LoadError> {
+    let Some(interp) = elf::interpreter_of(file)? else {
+        return Ok(None);
+    };
+    open(Path::new(&interp)).map(Some).map_err(|e| LoadError::Interp {
+        program: name.to_string(),
+        interp: interp.clone(),
+        source: ElfError::Read {
+            path: PathBuf::from(&interp),
+            source: std::io::Error::from_raw_os_error(e),
+        },
+    })
 }
 
 /// Finds `program` like execvp: a path is taken as it is (it must be executable: the loader reads
@@ -129,12 +161,14 @@ pub(crate) struct Loaded {
     pub phases: Vec<(&'static str, std::time::Duration)>,
 }
 
-/// Loads the ELF program at `path` (named `name` in messages and AT_EXECFN) and its interpreter
-/// into the (empty) application window of `mem`, rewrites syscall sites when asked, and builds the
-/// initial stack with `argv`, `envp` and the auxiliary vector. Used at start-up and by execve.
+/// Loads the ELF program `file` (named `name` in messages and AT_EXECFN) and its interpreter
+/// `interp` (the file [`open_interpreter`] opened for it) into the (empty) application window of
+/// `mem`, rewrites syscall sites when asked, and builds the initial stack with `argv`, `envp` and
+/// the auxiliary vector. Used at start-up and by execve.
 pub(crate) fn load_program(
     mem: &GuestMemory,
-    path: &Path,
+    file: &ExeFile,
+    interp: Option<&ExeFile>,
     name: &str,
     argv: Vec<Vec<u8>>,
     envp: Vec<Vec<u8>>,
@@ -150,19 +184,25 @@ pub(crate) fn load_program(
     let soft = crate::stacklimit::soft_limit();
     let stack = crate::stacklimit::reservation(soft, mem.app.len);
     let mut mm = Mm::with_stack(mem.app.base, mem.app.end(), mem.app.base, stack);
-    let image = elf::load(path, mem, &mut mm, Some(APP_BASE), false)?;
+    let image = elf::load(file, mem, &mut mm, Some(APP_BASE), false)?;
     mark("load program");
     let mut mm2 = Mm::with_stack(mem.app.base, mem.app.end(), image.hi, stack);
     mm2.reserve(image.lo, image.hi - image.lo);
     let mut interp_image = None;
-    if let Some(interp) = &image.interp {
-        let i = elf::load(Path::new(interp), mem, &mut mm2, None, rewrite).map_err(|source| {
-            LoadError::Interp {
-                program: name.to_string(),
-                interp: interp.clone(),
-                source,
-            }
+    if let Some(wanted) = &image.interp {
+        let interp_err = |source| LoadError::Interp {
+            program: name.to_string(),
+            interp: wanted.clone(),
+            source,
+        };
+        // The caller opened it from the same open file's PT_INTERP.
+        let interp = interp.ok_or_else(|| {
+            interp_err(ElfError::Read {
+                path: PathBuf::from(wanted),
+                source: std::io::Error::from_raw_os_error(libc::ENOENT),
+            })
         })?;
+        let i = elf::load(interp, mem, &mut mm2, None, rewrite).map_err(interp_err)?;
         interp_image = Some(i);
         mark("load interpreter");
     }

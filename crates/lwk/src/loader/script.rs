@@ -2,24 +2,8 @@
 //! first start and execve. An interpreter may itself be a `#!` script: like Linux (`exec_binprm`,
 //! at most 5 rewrites, then ELOOP) each level rewrites argv again ([`follow`]).
 
+use super::exefile::ExeFile;
 use std::path::Path;
-
-/// The first `n` bytes of the file at `path` (fewer when it is shorter); `Err` is the errno.
-fn head(path: &Path, n: usize) -> Result<Vec<u8>, i32> {
-    use std::io::Read;
-    let mut f = std::fs::File::open(path).map_err(|e| e.raw_os_error().unwrap_or(libc::EACCES))?;
-    let mut b = vec![0u8; n];
-    let got = f
-        .read(&mut b)
-        .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
-    b.truncate(got);
-    Ok(b)
-}
-
-/// True when `path` starts with the ELF magic.
-pub(crate) fn is_elf(path: &Path) -> bool {
-    head(path, 4).is_ok_and(|h| h == b"\x7fELF")
-}
 
 /// A `#!` line: the interpreter and its one optional argument.
 pub(crate) type Shebang = (Vec<u8>, Option<Vec<u8>>);
@@ -42,14 +26,15 @@ pub(crate) const MAX_REWRITES: usize = 5;
 /// Follows `#!` lines from `prog` (named `name` — the path as the caller gave it — in the argv of
 /// its interpreter) to the binary that runs it, rewriting `argv` at each level as Linux does:
 /// argv[0] is replaced by the interpreter, its argument and the name of the file being run. Each
-/// interpreter must pass `check` (execve's ENOENT/EACCES); more than [`MAX_REWRITES`] levels is
-/// ELOOP. Returns the binary and its argv (unchanged when `prog` is not a script).
+/// interpreter is opened by `open` (execve's ENOENT/EACCES: a FIFO or a device named by a `#!`
+/// line is EACCES, and is never opened for reading); more than [`MAX_REWRITES`] levels is ELOOP.
+/// Returns the binary and its argv (unchanged when `prog` is not a script).
 pub(crate) fn follow(
-    mut prog: std::path::PathBuf,
+    mut prog: ExeFile,
     mut name: Vec<u8>,
     mut argv: Vec<Vec<u8>>,
-    check: impl Fn(&Path) -> Result<(), i32>,
-) -> Result<(std::path::PathBuf, Vec<Vec<u8>>), i32> {
+    open: impl Fn(&Path) -> Result<ExeFile, i32>,
+) -> Result<(ExeFile, Vec<Vec<u8>>), i32> {
     use std::os::unix::ffi::OsStrExt;
     for level in 0.. {
         let Some(shebang) = interpreter(&prog)? else {
@@ -60,16 +45,15 @@ pub(crate) fn follow(
         }
         let interp = shebang.0.clone();
         argv = self::argv(shebang, name, argv);
-        prog = std::path::PathBuf::from(std::ffi::OsStr::from_bytes(&interp));
-        check(&prog)?;
+        prog = open(Path::new(std::ffi::OsStr::from_bytes(&interp)))?;
         name = interp;
     }
     Ok((prog, argv))
 }
 
 /// The interpreter (and its one optional argument) of a `#!` script.
-pub(crate) fn interpreter(path: &Path) -> Result<Option<Shebang>, i32> {
-    let h = head(path, 256)?;
+pub(crate) fn interpreter(file: &ExeFile) -> Result<Option<Shebang>, i32> {
+    let h = file.head(256)?;
     if !h.starts_with(b"#!") {
         return Ok(None);
     }
@@ -94,7 +78,12 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("multios-exec-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
         let s = dir.join("s");
+        let interpreter = |p: &Path| interpreter(&ExeFile::open(p).expect("open"));
         std::fs::write(&s, "#!/bin/sh -e\necho hi\n").expect("write");
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&s, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        }
         assert_eq!(
             interpreter(&s),
             Ok(Some((b"/bin/sh".to_vec(), Some(b"-e".to_vec()))))
@@ -124,15 +113,16 @@ mod tests {
             p.set_mode(0o755);
             std::fs::set_permissions(name(i), p).expect("chmod");
         }
-        let ok = |_: &Path| Ok(());
+        let ok = |p: &Path| ExeFile::open(p);
+        let open = |p: std::path::PathBuf| ExeFile::open(&p).expect("open");
         let (prog, argv) = follow(
-            name(2),
+            open(name(2)),
             b"./s2".to_vec(),
             vec![b"./s2".to_vec(), b"x".to_vec()],
             ok,
         )
         .expect("two levels");
-        assert_eq!(prog, std::path::PathBuf::from("/bin/sh"));
+        assert_eq!(prog.path, std::path::PathBuf::from("/bin/sh"));
         let s = |p: std::path::PathBuf| p.to_string_lossy().as_bytes().to_vec();
         assert_eq!(
             argv,
@@ -146,10 +136,10 @@ mod tests {
                 b"x".to_vec()
             ]
         );
-        assert!(follow(name(4), s(name(4)), vec![s(name(4))], ok).is_ok());
+        assert!(follow(open(name(4)), s(name(4)), vec![s(name(4))], ok).is_ok());
         assert_eq!(
-            follow(name(5), s(name(5)), vec![s(name(5))], ok),
-            Err(libc::ELOOP)
+            follow(open(name(5)), s(name(5)), vec![s(name(5))], ok).err(),
+            Some(libc::ELOOP)
         );
         let _ = std::fs::remove_dir_all(&dir);
     }

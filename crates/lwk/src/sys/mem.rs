@@ -271,11 +271,20 @@ pub struct MappedFile {
 }
 
 impl MappedFile {
+    /// Maps the file at `path` (a library the overrides or the tests read; the loader maps the
+    /// program files it opened itself, `loader::exefile`). Its descriptor is a temporary in the
+    /// guest's range until it is closed, so the open is made under `low_fds` and never waits:
+    /// non-blocking (a FIFO's open waited for a writer, holding the lock: every other VMM thread
+    /// that needed it hung too) and without taking a terminal; a file that is not regular is
+    /// EINVAL (`of_fd`).
     pub fn open(path: &std::path::Path) -> io::Result<MappedFile> {
         use std::os::fd::AsRawFd;
-        // The file's descriptor is a temporary in the guest's range until it is closed.
+        use std::os::unix::fs::OpenOptionsExt;
         let _low = super::lowfds::low_fds();
-        let file = std::fs::File::open(path)?;
+        let file = std::fs::File::options()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(path)?;
         MappedFile::of_fd(file.as_raw_fd())
     }
 

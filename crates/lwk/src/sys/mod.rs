@@ -2,6 +2,7 @@
 //! concern; every function is re-exported here, so callers write `crate::sys::name`.
 
 mod cpu;
+mod exe;
 mod fd;
 mod file;
 pub mod kvm;
@@ -14,6 +15,7 @@ mod signal;
 mod thread;
 
 pub use cpu::*;
+pub use exe::*;
 pub use fd::*;
 pub use file::*;
 pub use lowfds::low_fds;

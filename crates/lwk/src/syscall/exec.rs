@@ -14,7 +14,7 @@ use crate::sys;
 use kvm_bindings::kvm_regs;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Linux's limit on one argument string, its NUL included (MAX_ARG_STRLEN, 32 pages).
 const MAX_ARG_STRLEN: usize = 32 << 12;
@@ -118,32 +118,40 @@ impl Kernel {
         if self.live_threads.load(std::sync::atomic::Ordering::Acquire) > 1 {
             return self.refuse(nr, "execve from a guest with several threads");
         }
-        // /proc/self/exe is the VMM's binary on the host: the guest means its own program.
-        let program = |path: &[u8]| {
-            if path == b"/proc/self/exe" {
-                PathBuf::from(OsStr::from_bytes(&lock(&self.program.exe)))
-            } else {
-                PathBuf::from(OsStr::from_bytes(path))
-            }
+        // The file is opened once, for execution (a FIFO, socket or device is EACCES, never
+        // waited on), and read through that descriptor from here on (`loader::exefile`); the
+        // guest's own /proc/self/exe, however spelled, is its program (`ownexe.rs`).
+        let mut opened = None;
+        let check = |p: &[u8]| {
+            opened = Some(self.open_program(Path::new(OsStr::from_bytes(p)))?);
+            Ok(())
         };
-        let (path, mut argv, envp) =
-            match self.exec_args((path_ptr, argv_ptr, envp_ptr), |p| executable(&program(p))) {
-                Ok(a) => a,
-                Err(e) => return errno(e),
-            };
-        let mut prog = program(&path);
+        let (path, argv, envp) = match self.exec_args((path_ptr, argv_ptr, envp_ptr), check) {
+            Ok(a) => a,
+            Err(e) => return errno(e),
+        };
+        let Some(file) = opened else {
+            return errno(libc::EFAULT);
+        };
         // `#!interpreter [arg]`: run the interpreter on the script, which may itself be a
         // script (up to Linux's 5 levels, then ELOOP).
-        match script::follow(prog, path.clone(), argv, executable) {
-            Ok((p, v)) => (prog, argv) = (p, v),
+        let (file, argv) = match script::follow(file, path.clone(), argv, |p| self.open_program(p)) {
+            Ok(f) => f,
             Err(e) => return errno(e),
-        }
-        if !script::is_elf(&prog) {
+        };
+        if !file.is_elf() {
             return errno(libc::ENOEXEC);
         }
-        if let Some(program) = self.runs_on_linux(&prog) {
+        let name = String::from_utf8_lossy(&path).into_owned();
+        // Its PT_INTERP is opened now, before the point of no return, as Linux does (a missing,
+        // non-executable or FIFO interpreter is the caller's ENOENT or EACCES).
+        let interp = match crate::loader::open_interpreter(&file, &name, |p| self.open_program(p)) {
+            Ok(i) => i,
+            Err(e) => return errno(e.errno()),
+        };
+        if let Some(program) = self.runs_on_linux(&file) {
             // The MPI runtime's daemons run on Linux (`linux_exec.rs`).
-            return self.exec_on_linux(cpu, program, &prog, &argv, &envp);
+            return self.exec_on_linux(cpu, program, &file.path, &argv, &envp);
         }
 
         // The point of no return: the old image goes.
@@ -158,10 +166,17 @@ impl Kernel {
         self.mem.zero(window.0, window.1);
         self.next.exec((window.0, window.0.saturating_add(window.1)));
         let rewrite = lock(&self.program.thunks).is_some();
-        let name = String::from_utf8_lossy(&path).into_owned();
-        let loaded = match crate::loader::load_program(&self.mem, &prog, &name, argv, envp, rewrite) {
+        let loaded = match crate::loader::load_program(
+            &self.mem,
+            &file,
+            interp.as_ref(),
+            &name,
+            argv,
+            envp,
+            rewrite,
+        ) {
             Ok(l) => l,
-            Err(e) => return self.exec_failed(format!("loading {}: {e}", prog.display())),
+            Err(e) => return self.exec_failed(format!("loading {}: {e}", file.path.display())),
         };
         *lock(&self.space.mm) = loaded.mm;
         *lock(&self.program.auxv) = loaded.auxv;
@@ -173,8 +188,10 @@ impl Kernel {
         self.program
             .rewritten
             .fetch_add(loaded.rewritten, std::sync::atomic::Ordering::Relaxed);
-        let exe = std::fs::canonicalize(&prog).unwrap_or(prog);
-        *lock(&self.program.exe) = exe.as_os_str().as_bytes().to_vec();
+        *lock(&self.program.exe) = file.real_path().as_os_str().as_bytes().to_vec();
+        // What the guest's /proc/self/exe opens from now on (`ownexe.rs`).
+        drop(interp);
+        *lock(&self.program.file) = Some(file.into_path_fd());
         // The task's name is the path execve was given (a script's, not its interpreter's).
         sys::name_thread_after(&path);
         self.program
@@ -225,10 +242,4 @@ impl Kernel {
     pub fn execs(&self) -> usize {
         self.program.execs.load(std::sync::atomic::Ordering::Relaxed)
     }
-}
-
-/// The errno execve gives for `path` before reading it: ENOENT, EACCES (not executable, or a
-/// directory).
-fn executable(path: &Path) -> Result<(), i32> {
-    crate::loader::check_interpreter(path)
 }

@@ -219,15 +219,17 @@ fn with_loader_env(envp: &[Vec<u8>], loader: &[Vec<u8>]) -> Vec<Vec<u8>> {
 }
 
 impl Kernel {
-    /// The program `prog` (the path execve resolved), opened by the VMM, when it is a program
+    /// The program `file` (the file execve opened and checked, `loader::exefile`), when it is a program
     /// that runs on Linux: one of the files trusted at start-up, unchanged, and not writable by
     /// the guest's real uid. None: it runs in the LWK.
-    pub(super) fn runs_on_linux(&self, prog: &Path) -> Option<OwnedFd> {
+    pub(super) fn runs_on_linux(&self, file: &crate::loader::exefile::ExeFile) -> Option<OwnedFd> {
         if self.linux_exec.is_empty() {
             return None;
         }
+        let prog = file.path.as_path();
         let trusted = lock(&TRUSTED).clone();
-        let fd = crate::sys::open_path_high(prog, self.fd_floor).ok()?;
+        // The file the execve opened and checked, not the name looked up again.
+        let fd = crate::loader::exefile::dup_high(file.path_fd()).ok()?;
         let file = std::fs::File::from(fd);
         let m = file.metadata().ok()?;
         let ok = m.is_file()

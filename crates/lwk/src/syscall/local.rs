@@ -199,22 +199,10 @@ impl Kernel {
                 }
                 Reply::Ret(sys::raw_syscall(nr, a))
             }
-            SYS_readlink | SYS_readlinkat => {
-                let (buf, len) = if nr as i64 == SYS_readlink {
-                    (a[1], a[2])
-                } else {
-                    (a[2], a[3])
-                };
-                if self.is_proc_self_exe(nr, &a) {
-                    let exe = lock(&self.program.exe).clone();
-                    let n = exe.len().min(len as usize);
-                    if let Err(e) = self.mem.write_user(buf, &exe[..n]) {
-                        return Reply::Ret(e);
-                    }
-                    return Reply::Ret(n as i64);
-                }
-                self.delegate(nr, a)
-            }
+            SYS_readlink | SYS_readlinkat => match self.readlink_own_exe(nr, &a) {
+                Some(r) => r,
+                None => self.delegate(nr, a),
+            },
             SYS_exit | SYS_exit_group => match ctx {
                 Ctx::Proxy => Reply::NeedVcpu,
                 Ctx::Vcpu(_) => self.exit(cpu, nr as i64 == SYS_exit_group, a[0] as i32 & 0xff),

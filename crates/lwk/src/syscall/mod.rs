@@ -19,6 +19,7 @@ mod netdev;
 mod onvcpu;
 mod open;
 mod opened;
+mod ownexe;
 mod perf;
 mod populate;
 mod prctl;
@@ -49,7 +50,7 @@ impl Kernel {
     /// Serves system call `nr` with arguments `a`.
     pub fn serve(&self, ctx: Ctx<'_>, cpu: usize, nr: u64, a: [u64; 6]) -> Reply {
         let t0 = Instant::now();
-        let local = self.policy.is_local(nr) || self.is_proc_self_exe(nr, &a);
+        let local = self.policy.is_local(nr) || self.may_read_own_exe(nr, &a);
         if matches!(ctx, Ctx::Proxy) && self.uring_wants_vcpu(nr, &a) {
             // A ring one task must drive (SINGLE_ISSUER/DEFER_TASKRUN): the guest thread's own.
             return Reply::NeedVcpu;
@@ -175,15 +176,17 @@ impl Kernel {
         Reply::Ret(ENOSYS)
     }
 
-    fn is_proc_self_exe(&self, nr: u64, a: &[u64; 6]) -> bool {
+    /// A readlink whose name ends in `exe`: served locally, the guest's own `exe` link answered
+    /// with its program's path (`ownexe.rs`), any other name delegated from there.
+    fn may_read_own_exe(&self, nr: u64, a: &[u64; 6]) -> bool {
         let path = match nr as i64 {
             libc::SYS_readlink => a[0],
-            libc::SYS_readlinkat if a[0] as i32 == libc::AT_FDCWD => a[1],
+            libc::SYS_readlinkat => a[1],
             _ => return false,
         };
         self.mem
-            .read_cstr(path, 64)
-            .is_some_and(|p| p == b"/proc/self/exe")
+            .read_cstr(path, 4096)
+            .is_some_and(|p| ownexe::names_exe(&p))
     }
 }
 

@@ -28,7 +28,7 @@ const MAX_LINKS: usize = 40;
 /// from (None: resolve from `dir` itself). Ok(None) when it is not a link (any more); Err with
 /// Linux's return value when the link or its directory cannot be read.
 #[allow(clippy::type_complexity)]
-fn dangling_link(
+pub(super) fn dangling_link(
     dir: i32,
     name: &std::ffi::CStr,
 ) -> Result<Option<(Option<std::os::fd::OwnedFd>, std::ffi::CString)>, i64> {
@@ -150,6 +150,8 @@ impl Kernel {
             let high = sys::move_fd_high(p as i32, fds::floor());
             sys::close(p as i32);
             drop(low);
+            // The guest's own `exe` link is its program, not the VMM's binary (`ownexe.rs`).
+            let high = self.own_exe_instead(at, &name, high);
             return self.reopen(high, flags);
         }
         // A name that kept appearing and disappearing: what the last look saw.

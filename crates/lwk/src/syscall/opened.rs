@@ -85,6 +85,8 @@ impl Kernel {
                 Some(self.answer_with("personality", format!("{p:08x}\n").as_bytes(), flags))
             }
             Verdict::OwnStatus(task) | Verdict::OwnStat(task) => self.own_status(fd, flags, verdict, task),
+            // The link itself (O_PATH|O_NOFOLLOW); what it leads to is `ownexe.rs`'s.
+            Verdict::OwnExe => None,
             Verdict::Allow | Verdict::FdDir if is_vmm_file(fd, fs) => Some(-(EACCES as i64)),
             Verdict::Allow | Verdict::FdDir => None,
         }
