@@ -169,6 +169,8 @@ mod tests {
 
     #[test]
     fn this_threads_times_grow_with_its_work() {
+        // The VMM's procfs directory, which `run` opens first (`sys::open_proc` reads only it).
+        crate::procfs::init().expect("procfs");
         let a = Sched::this_thread();
         let mut x = 1u64;
         let t = std::time::Instant::now();

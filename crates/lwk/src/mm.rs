@@ -30,6 +30,8 @@ pub enum MmError {
     OverLimit,
     #[error("invalid argument (EINVAL)")]
     Invalid,
+    #[error("the range is sealed by mseal (EPERM)")]
+    Sealed,
 }
 
 impl MmError {
@@ -37,6 +39,7 @@ impl MmError {
         match self {
             MmError::NoMemory | MmError::OverLimit => -(libc::ENOMEM as i64),
             MmError::Invalid => -(libc::EINVAL as i64),
+            MmError::Sealed => -(libc::EPERM as i64),
         }
     }
 }
@@ -199,6 +202,9 @@ pub struct Mm {
     pub maps: RangeSet,
     /// The stack reservation at the top of the window, bytes.
     pub stack: u64,
+    /// Ranges mseal(2) sealed (`syscall/mseal.rs`): munmap, mremap, mmap(MAP_FIXED) and brk
+    /// shrinking over them fail; a forked child inherits them, exec (a new `Mm`) ends them.
+    pub sealed: RangeSet,
 }
 
 /// What the caller must do to guest memory after a call: zero ranges, copy ranges.
@@ -232,6 +238,7 @@ impl Mm {
             mmap_hi: hi - stack - STACK_GUARD_GAP,
             maps,
             stack,
+            sealed: RangeSet::default(),
         }
     }
 
@@ -269,6 +276,9 @@ impl Mm {
             return self.brk_cur;
         }
         let (old, new) = (page_up(self.brk_cur), page_up(want));
+        if new < old && !self.sealed.is_free(new, old) {
+            return self.brk_cur;
+        }
         if new < old {
             fx.zero.push((new, old - new));
         } else if self.may_grow(new - old).is_err() {
@@ -291,6 +301,9 @@ impl Mm {
             let end = addr.checked_add(len).ok_or(MmError::NoMemory)?;
             if addr < self.window.0 || end > self.window.1 {
                 return Err(MmError::NoMemory);
+            }
+            if !self.sealed.is_free(addr, end) {
+                return Err(MmError::Sealed);
             }
             let taken: u64 = self
                 .maps
@@ -371,6 +384,9 @@ impl Mm {
             return Err(MmError::Invalid);
         }
         let end = addr.checked_add(page_up(len)).ok_or(MmError::Invalid)?;
+        if !self.sealed.is_free(addr, end) {
+            return Err(MmError::Sealed);
+        }
         let (lo, hi) = (addr.max(self.mmap_lo.min(self.window.0)), end.min(self.window.1));
         if lo < hi && !(lo < self.brk_max && hi > self.brk_start) {
             self.maps.remove(lo, hi);
@@ -392,6 +408,9 @@ impl Mm {
             return Err(MmError::Invalid);
         }
         let (old_len, new_len) = (page_up(old_len), page_up(new_len));
+        if !self.sealed.is_free(old, old.saturating_add(old_len.max(1))) {
+            return Err(MmError::Sealed);
+        }
         if !self.maps.covers(old, old + old_len) {
             return Err(MmError::Invalid);
         }

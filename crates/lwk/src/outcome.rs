@@ -81,6 +81,10 @@ pub enum LwkError {
     Reserve(#[from] multios_host::cgroup::reserve::ReserveError),
     #[error("--reserve needs the LWK's CPUs (--cpus); none are set")]
     ReserveWithoutCpus,
+    /// No procfs for the VMM (`procfs::init`): it could tell neither its own files nor another
+    /// VMM's apart from the guest's.
+    #[error("{0}")]
+    Proc(String),
 }
 
 /// The result of a run.

@@ -25,6 +25,8 @@ pub const MANDATORY_LOCAL: &[&str] = &[
     "munlock",
     "mlockall",
     "munlockall",
+    // Sealing the guest's memory (issue #16): delegated, it would seal the VMM's own pages.
+    "mseal",
     // Protection keys: the LWK has none beyond key 0, as on a CPU without them (below).
     "pkey_alloc",
     "pkey_free",

@@ -19,10 +19,12 @@ const PROC_SUPER_MAGIC: i64 = 0x9fa0;
 /// Errors setting up the VMM's view of procfs.
 #[derive(Debug, thiserror::Error)]
 pub enum ProcError {
-    #[error("opening /proc: {0}; the LWK refuses every procfs file without it")]
-    Open(std::io::Error),
-    #[error("/proc is not a procfs mount; the LWK refuses every procfs file")]
-    NotProc,
+    #[error(
+        "no procfs for the VMM: /proc {at_proc}, and a private procfs instance could not be made \
+         (fsopen(\"proc\")/fsmount: {mount}; it needs CAP_SYS_ADMIN over the mount namespace and \
+         Linux 5.2); mount procfs at /proc (mount -t proc proc /proc) or run lwk-run as root"
+    )]
+    NoProcfs { at_proc: String, mount: std::io::Error },
     #[error("/proc/self/exe: {0}; the LWK cannot recognise VMM processes and refuses their entries")]
     Exe(std::io::Error),
 }
@@ -36,23 +38,38 @@ pub struct Proc {
 
 static PROC: OnceLock<Result<Proc, String>> = OnceLock::new();
 
-/// Opens the VMM's procfs directory (once per process; forked VMMs inherit it).
+/// Opens the VMM's procfs directory (once per process; forked VMMs inherit it). `run` calls it
+/// before anything else reads procfs and refuses to start when it fails.
 pub fn init() -> Result<&'static Proc, String> {
     PROC.get_or_init(|| open().map_err(|e| e.to_string()))
         .as_ref()
         .map_err(Clone::clone)
 }
 
+/// /proc when it is procfs; else (absent, or a plain directory a root guest could fill with a
+/// `self/…` of its own) a procfs instance of the VMM's own, mounted nowhere (issue #16: every open
+/// of the guest failed with EACCES without procfs at /proc).
 fn open() -> Result<Proc, ProcError> {
-    let dir = sys::create_high(crate::fds::floor(), || {
+    let floor = crate::fds::floor();
+    let dir = match sys::create_high(floor, || {
         sys::open_at(libc::AT_FDCWD, "/proc", libc::O_RDONLY | libc::O_DIRECTORY)
-    })
-    .map_err(ProcError::Open)?;
-    if sys::fs_type(dir).ok() != Some(PROC_SUPER_MAGIC) {
+    }) {
+        Ok(d) if sys::fs_type(d).ok() == Some(PROC_SUPER_MAGIC) => Ok(d),
+        Ok(d) => {
+            sys::close(d);
+            Err("is not a procfs mount".to_string())
+        }
+        Err(e) => Err(format!("cannot be opened ({e})")),
+    };
+    let dir = match dir {
+        Ok(d) => d,
+        Err(at_proc) => sys::create_high(floor, sys::private_procfs)
+            .map_err(|mount| ProcError::NoProcfs { at_proc, mount })?,
+    };
+    let exe = sys::file_id_at(dir, "self/exe").map_err(|e| {
         sys::close(dir);
-        return Err(ProcError::NotProc);
-    }
-    let exe = sys::file_id_at(dir, "self/exe").map_err(ProcError::Exe)?;
+        ProcError::Exe(e)
+    })?;
     sys::set_proc_dir(dir);
     Ok(Proc { dir, exe })
 }

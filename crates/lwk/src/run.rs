@@ -18,6 +18,9 @@ pub fn run(cfg: &Config) -> Result<Outcome, LwkError> {
     // The fd table grows to the VMM's fd range now, before the first VMM thread exists (see
     // `fds::grow_table`: later, with threads, the growth waits for an RCU grace period).
     crate::fds::floor();
+    // The VMM's procfs, before anything reads it (the loader reads `self/stat`): /proc, or a
+    // private instance where /proc is not procfs; without either the run is refused (issue #16).
+    crate::procfs::init().map_err(LwkError::Proc)?;
     // The VMM's own streams, kept above the floor: the guest's 0–2 are its to close and reopen.
     let streams = crate::streams::Streams::take(crate::fds::floor());
     // What a program the guest execs on Linux runs on: the VMM's CPUs before any pinning.

@@ -69,6 +69,12 @@ impl Vmas {
             .map(|(&s, v)| (s, v))
     }
 
+    /// The start of the first entry in `[pos, end)`, or `end` (where unannotated memory at `pos`
+    /// ends).
+    pub fn next_start(&self, pos: u64, end: u64) -> u64 {
+        self.0.range(pos..end).next().map_or(end, |(&n, _)| n)
+    }
+
     /// mprotect of `[a, b)`: anonymous gaps get entries of their own so that the protection shows.
     pub fn protect(&mut self, a: u64, b: u64, prot: i32, mm: &Mm) {
         let mut parts: Vec<(u64, Vma)> = Vec::new();

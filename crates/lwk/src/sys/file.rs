@@ -48,15 +48,15 @@ pub fn set_proc_dir(fd: i32) {
 /// Opens `path` (e.g. `thread-self/schedstat`) under the VMM's procfs directory, non-blocking and
 /// without following a last symbolic link: the guest's chroot is the VMM's own, so `/proc/…` by
 /// absolute path would be a file the guest made — a FIFO there hung the VMM for ever, holding
-/// `low_fds` (found 2026-11-28 by an attacker probe). Before `set_proc_dir`, by absolute path.
+/// `low_fds` (found 2026-11-28 by an attacker probe). Never by path: before `set_proc_dir` (or
+/// without any procfs) ENOENT, as for a file procfs does not have — `/proc` may be a directory a
+/// root guest filled with a `self/…` of its own (issue #16).
 pub fn open_proc(path: &str, flags: i32) -> io::Result<i32> {
     let dir = PROC_DIR.load(std::sync::atomic::Ordering::Acquire);
-    let flags = flags | libc::O_NONBLOCK | libc::O_NOFOLLOW;
-    if dir >= 0 {
-        open_at(dir, path, flags)
-    } else {
-        open_at(libc::AT_FDCWD, &format!("/proc/{path}"), flags)
+    if dir < 0 {
+        return Err(io::Error::from_raw_os_error(libc::ENOENT));
     }
+    open_at(dir, path, flags | libc::O_NONBLOCK | libc::O_NOFOLLOW)
 }
 
 /// The target of symbolic link `path` relative to directory fd `dir`.

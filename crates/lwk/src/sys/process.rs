@@ -469,11 +469,16 @@ pub fn set_mm_view(v: &MmView) -> io::Result<()> {
 }
 
 /// The VMM's own start of heap (`/proc/self/stat` field 47), read once: it never changes, and the
-/// first read is at start-up, before the guest runs (a forked VMM inherits the value).
+/// first read is at start-up, before the guest runs (a forked VMM inherits the value). Through
+/// the VMM's procfs directory (`open_proc`), never `/proc` by path.
 fn vmm_start_brk() -> io::Result<u64> {
     static START_BRK: std::sync::OnceLock<Result<u64, i32>> = std::sync::OnceLock::new();
     let r = START_BRK.get_or_init(|| {
-        let stat = std::fs::read("/proc/self/stat").map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+        let fd = super::file::open_proc("self/stat", libc::O_RDONLY)
+            .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+        let stat = super::file::read_all(fd);
+        super::fd::close(fd);
+        let stat = stat.map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
         stat_field(&stat, 47).ok_or(libc::EINVAL)
     });
     r.map_err(io::Error::from_raw_os_error)

@@ -55,10 +55,18 @@ impl Kernel {
         // One address-space change at a time, whole (`AddressSpace::map`).
         let _map = matches!(
             nr as i64,
-            SYS_brk | SYS_mmap | SYS_munmap | SYS_mremap | SYS_mprotect | SYS_madvise | SYS_shmat | SYS_shmdt
+            SYS_brk
+                | SYS_mmap
+                | SYS_munmap
+                | SYS_mremap
+                | SYS_mprotect
+                | SYS_madvise
+                | SYS_shmat
+                | SYS_shmdt
+                | SYS_mseal
         )
         .then(|| lock(&self.space.map));
-        if _map.is_some() && nr as i64 != SYS_mprotect {
+        if _map.is_some() && !matches!(nr as i64, SYS_mprotect | SYS_mseal) {
             // Free memory may change: the next mappings are foreseen again (`next.rs`).
             self.next.changed();
         }
@@ -80,6 +88,10 @@ impl Kernel {
             SYS_shmat => self.shmat(a),
             SYS_shmdt => self.shmdt(a[0]),
             SYS_munmap => {
+                // A sealed page anywhere in the range: nothing is unmapped (`mseal.rs`).
+                if a[0].is_multiple_of(crate::mm::PAGE) && a[1] != 0 && self.sealed(a[0], a[1]) {
+                    return err(EPERM);
+                }
                 if let Err(e) = self.unshare(a[0], a[1]) {
                     return Reply::Ret(e);
                 }
@@ -94,10 +106,18 @@ impl Kernel {
                 if a[3] & !known != 0 {
                     return err(EINVAL);
                 }
+                // A sealed source (grown, shrunk or moved) or a sealed destination: EPERM.
+                let fixed = a[3] & MREMAP_FIXED as u64 != 0;
+                if a[0].is_multiple_of(crate::mm::PAGE)
+                    && a[2] != 0
+                    && (self.sealed(a[0], a[1]) || (fixed && self.sealed(a[4], a[2])))
+                {
+                    return err(EPERM);
+                }
                 if a[3] & MREMAP_DONTUNMAP as u64 != 0 {
                     return self.refuse(nr, "mremap with MREMAP_DONTUNMAP");
                 }
-                if a[3] & MREMAP_FIXED as u64 != 0 {
+                if fixed {
                     return self.mremap_fixed(nr, a);
                 }
                 if self.overlaps_shared(a[0], a[1]) {
@@ -118,6 +138,9 @@ impl Kernel {
                 if !a[0].is_multiple_of(crate::mm::PAGE) {
                     return err(EINVAL);
                 }
+                if a[1] != 0 && self.sealed(a[0], a[1]) {
+                    return err(EPERM);
+                }
                 if let Err(e) = self.share_protect(a[0], a[1], a[2] as i32) {
                     return Reply::Ret(e);
                 }
@@ -136,6 +159,7 @@ impl Kernel {
             // Linux's checks, then the advice (`madvise.rs`).
             SYS_madvise => self.madvise(nr, a),
             SYS_mincore => self.mincore(a),
+            SYS_mseal => self.mseal(a),
             SYS_arch_prctl => self.arch_prctl(ctx, a),
             SYS_getpid => Reply::Ret(self.pid() as i64),
             SYS_personality => {

@@ -12,6 +12,8 @@
 //!   REMOVE of private anonymous memory) and EACCES for REMOVE of a private file mapping;
 //! * MADV_HWPOISON and MADV_SOFT_OFFLINE are EPERM (Linux's answer without CAP_SYS_ADMIN; the
 //!   LWK never poisons the VMM's pages);
+//! * discarding advice on memory mseal sealed that is private, anonymous and read-only is EPERM
+//!   (`mseal.rs`);
 //! * the rest are hints, accepted. MADV_DONTFORK is one of them (a limit: a forked child still
 //!   gets a copy; without the host pages the child VMM itself would fault on them).
 
@@ -88,6 +90,9 @@ impl Kernel {
         }
         if !lock(&self.space.mm).in_window(start, end - start) {
             return err(ENOMEM);
+        }
+        if self.seal_refuses_advice(start, end, advice) {
+            return err(EPERM);
         }
         let parts = self.mapped_parts(start, end);
         let holes = parts.iter().map(|(s, e)| e - s).sum::<u64>() < end - start;

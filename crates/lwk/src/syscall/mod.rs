@@ -15,6 +15,7 @@ pub(crate) mod linux_exec;
 mod local;
 mod madvise;
 mod maps;
+mod mseal;
 mod netdev;
 mod onvcpu;
 mod open;

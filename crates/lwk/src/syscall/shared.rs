@@ -359,10 +359,16 @@ impl Kernel {
     }
 
     /// shmdt(addr): `addr` must be where shmat attached a segment.
+    /// A sealed attachment stays, and the call returns 0, as on Linux (its detach of each area
+    /// fails with EPERM, which shmdt does not report).
     pub(super) fn shmdt(&self, addr: u64) -> Reply {
-        let Some(len) = lock(&self.space.shm).remove(&addr) else {
+        let Some(len) = lock(&self.space.shm).get(&addr).copied() else {
             return Reply::Ret(-(libc::EINVAL as i64));
         };
+        if self.sealed(addr, len) {
+            return Reply::Ret(0);
+        }
+        lock(&self.space.shm).remove(&addr);
         if let Err(e) = self.unshare(addr, len) {
             return Reply::Ret(e);
         }
