@@ -33,9 +33,19 @@ pub fn read_to_string_capped(path: &Path, max: u64) -> std::io::Result<String> {
     String::from_utf8(bytes).map_err(|e| {
         std::io::Error::new(
             std::io::ErrorKind::InvalidData,
-            format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to()),
+            not_utf8(e.as_bytes(), e.utf8_error().valid_up_to()),
         )
     })
+}
+
+/// "not UTF-8 text at line L, column C (byte B)": where the first bad byte `at` of `bytes` is, the
+/// line and column (in characters, from 1) an editor shows, and the byte offset (from 0).
+pub fn not_utf8(bytes: &[u8], at: usize) -> String {
+    // The bytes before `at` are valid UTF-8 (that is what `at` says).
+    let before = std::str::from_utf8(&bytes[..at.min(bytes.len())]).unwrap_or("");
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    format!("not UTF-8 text at line {line}, column {column} (byte {at})")
 }
 
 /// `max` bytes for a person: whole MiB or KiB when it is one, bytes otherwise.
@@ -52,6 +62,18 @@ fn size(max: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn issue_15_a_bad_byte_is_placed_by_line_and_column() {
+        assert_eq!(
+            not_utf8(b"ab\nc\xc3\xa9d\xff", 7),
+            "not UTF-8 text at line 2, column 4 (byte 7)"
+        );
+        assert_eq!(
+            not_utf8(b"\xff", 0),
+            "not UTF-8 text at line 1, column 1 (byte 0)"
+        );
+    }
 
     #[test]
     fn issue_16_an_endless_device_stops_at_the_cap() {

@@ -1,10 +1,13 @@
 //! The plumbing that makes the runs of a comparison alike (issue #15): multios's stdin captured once
 //! and replayed to every run, each run's output captured and compared with the first run's, a fresh
-//! copy of a working directory per run, and the user's setup/cleanup shell commands.
+//! copy of a working directory per run ([`super::workdir`]), and the user's setup/cleanup shell
+//! commands.
 
 use std::io::{IsTerminal, Read, Write};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
+
+pub use super::workdir::{copy_tree, fresh_copy, WorkdirError};
 
 /// What can go wrong preparing, capturing or comparing the runs.
 #[derive(Debug, thiserror::Error)]
@@ -21,8 +24,8 @@ pub enum CaptureError {
         run: usize,
         status: String,
     },
-    #[error("--workdir {0}: not a directory; give the directory each run gets a fresh copy of")]
-    NotDir(String),
+    #[error(transparent)]
+    Workdir(#[from] WorkdirError),
 }
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> CaptureError {
@@ -30,14 +33,18 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> CaptureError {
     move |source| CaptureError::Io { what, source }
 }
 
-/// A scratch directory removed when dropped (captured stdin, outputs, working copies).
+/// A scratch directory removed when dropped (captured stdin, outputs, working copies):
+/// `$TMPDIR/multios-compare-PID-NANOS`.
 #[derive(Debug)]
 pub struct Scratch(pub PathBuf);
 
+const SCRATCH_PREFIX: &str = "multios-compare-";
+
 impl Scratch {
     pub fn new() -> Result<Scratch, CaptureError> {
+        remove_stale_scratches(&std::env::temp_dir());
         let d = std::env::temp_dir().join(format!(
-            "multios-compare-{}-{}",
+            "{SCRATCH_PREFIX}{}-{}",
             std::process::id(),
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -52,6 +59,35 @@ impl Scratch {
 impl Drop for Scratch {
     fn drop(&mut self) {
         std::fs::remove_dir_all(&self.0).ok();
+    }
+}
+
+/// Removes the scratch directories in `tmp` of multios processes that no longer exist: a SIGINT or
+/// SIGTERM that comes between two runs (while a working directory is copied, a `--setup` runs, the
+/// outputs are compared) ends multios as the signal does, before the directory's guard could run
+/// (one that comes during a run is forwarded to the program, and the comparison ends normally).
+/// Only directories named exactly `multios-compare-PID-NANOS`.
+fn remove_stale_scratches(tmp: &Path) {
+    let Ok(dir) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for e in dir.flatten() {
+        let name = e.file_name();
+        let Some((pid, nanos)) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(SCRATCH_PREFIX))
+            .and_then(|r| r.split_once('-'))
+        else {
+            continue;
+        };
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        let Ok(pid) = pid.parse::<i32>() else {
+            continue;
+        };
+        let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+        if pid > 0 && digits(nanos) && is_dir && !multios_host::process::pid_alive(pid) {
+            std::fs::remove_dir_all(e.path()).ok();
+        }
     }
 }
 
@@ -108,42 +144,6 @@ pub fn first_difference(a: &Path, b: &Path) -> Result<Option<u64>, CaptureError>
     let (x, y) = (read(a)?, read(b)?);
     let common = x.iter().zip(&y).take_while(|(p, q)| p == q).count();
     Ok((common < x.len().max(y.len())).then_some(common as u64))
-}
-
-/// Copies `src` into `dst` (which must not exist): directories, files with their permissions,
-/// symbolic links as links.
-pub fn copy_tree(src: &Path, dst: &Path) -> Result<(), CaptureError> {
-    let meta = std::fs::symlink_metadata(src).map_err(io(format!("reading {}", src.display())))?;
-    let ft = meta.file_type();
-    if ft.is_symlink() {
-        let target = std::fs::read_link(src).map_err(io(format!("reading link {}", src.display())))?;
-        std::os::unix::fs::symlink(target, dst).map_err(io(format!("creating link {}", dst.display())))?;
-    } else if ft.is_dir() {
-        std::fs::create_dir(dst).map_err(io(format!("creating {}", dst.display())))?;
-        let entries = std::fs::read_dir(src).map_err(io(format!("listing {}", src.display())))?;
-        for e in entries {
-            let e = e.map_err(io(format!("listing {}", src.display())))?;
-            copy_tree(&e.path(), &dst.join(e.file_name()))?;
-        }
-        std::fs::set_permissions(dst, meta.permissions()).map_err(io(format!("chmod {}", dst.display())))?;
-    } else {
-        std::fs::copy(src, dst).map_err(io(format!("copying {} to {}", src.display(), dst.display())))?;
-    }
-    Ok(())
-}
-
-/// A fresh copy of `workdir` under `scratch`, at the same path for every run (a program that prints
-/// its directory prints the same thing each time).
-pub fn fresh_copy(workdir: &Path, scratch: &Path) -> Result<PathBuf, CaptureError> {
-    if !workdir.is_dir() {
-        return Err(CaptureError::NotDir(workdir.display().to_string()));
-    }
-    let dst = scratch.join("work");
-    if dst.exists() {
-        std::fs::remove_dir_all(&dst).map_err(io(format!("removing {}", dst.display())))?;
-    }
-    copy_tree(workdir, &dst)?;
-    Ok(dst)
 }
 
 /// Runs `cmd` with `sh -c` in `cwd` (or multios's directory) before or after run `run`; its stdout
@@ -209,21 +209,6 @@ mod tests {
         assert_eq!(first_difference(&a, &a).ok(), Some(None));
         assert_eq!(first_difference(&a, &b).ok(), Some(Some(3)));
         assert_eq!(first_difference(&a, &c).ok(), Some(Some(5)));
-    }
-
-    #[test]
-    fn issue_15_workdir_copies_are_fresh() {
-        let s = Scratch::new().expect("scratch");
-        let src = s.0.join("src");
-        std::fs::create_dir_all(src.join("sub")).expect("mkdir");
-        std::fs::write(src.join("sub/f"), b"x").expect("write");
-        std::os::unix::fs::symlink("sub/f", src.join("l")).expect("symlink");
-        let w = fresh_copy(&src, &s.0).expect("copy");
-        assert_eq!(std::fs::read(w.join("l")).ok().as_deref(), Some(&b"x"[..]));
-        std::fs::write(w.join("new"), b"y").expect("write");
-        let w = fresh_copy(&src, &s.0).expect("copy again");
-        assert!(!w.join("new").exists());
-        assert!(fresh_copy(&src.join("sub/f"), &s.0).is_err());
     }
 
     #[test]

@@ -11,6 +11,7 @@
 
 pub mod capture;
 mod verdict;
+pub mod workdir;
 
 pub use capture::{CaptureError, Stdin};
 pub use verdict::{verdict, Verdict, WIDE};
@@ -329,7 +330,7 @@ impl Runs<'_, '_> {
     fn before(&mut self) -> Result<RunIo, CompareError> {
         let k = self.n;
         let cwd = match &self.s.workdir {
-            Some(w) => Some(capture::fresh_copy(w, &self.dir)?),
+            Some(w) => Some(capture::fresh_copy(w, &self.dir).map_err(CaptureError::from)?),
             None => None,
         };
         if let Some(c) = &self.s.setup {

@@ -50,6 +50,16 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> InputError + '_ {
     }
 }
 
+/// Whether `file` names a path inside a workload's directory: relative, not empty, no `..`
+/// component (an input, a suite's `stdin`, a check's `creates`).
+pub fn inside_workload_dir(file: &str) -> bool {
+    use std::path::Component;
+    !file.is_empty()
+        && Path::new(file)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+}
+
 impl Input {
     fn bad(&self, why: impl Into<String>) -> InputError {
         InputError::Bad {
@@ -82,7 +92,7 @@ impl Input {
 
     /// Checks the input's fields without making anything: the error names the file and the field.
     pub fn check(&self) -> Result<(), InputError> {
-        if self.file.is_empty() || Path::new(&self.file).is_absolute() || self.file.contains("..") {
+        if !inside_workload_dir(&self.file) {
             return Err(self.bad("file must be a relative path inside the workload's directory"));
         }
         match self.kind.as_str() {

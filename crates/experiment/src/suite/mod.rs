@@ -154,6 +154,22 @@ impl Suite {
                     w.name
                 )));
             }
+            // A path that leaves the directory read (stdin) or found (creates) some other file:
+            // `creates = ["/etc/passwd"]` always passed.
+            if let Some(f) = w.stdin.as_deref().filter(|f| !inputs::inside_workload_dir(f)) {
+                return Err(invalid(format!(
+                    "workload '{}': stdin = \"{f}\": must be a relative path inside the workload's directory \
+                     (a file an input or prepare makes there), without '..'",
+                    w.name
+                )));
+            }
+            if let Some(f) = w.check.creates.iter().find(|f| !inputs::inside_workload_dir(f)) {
+                return Err(invalid(format!(
+                    "workload '{}': [workload.check] creates = \"{f}\": must be a relative path inside the \
+                     workload's directory (where the run's files are looked for), without '..'",
+                    w.name
+                )));
+            }
             if let Some(x) = w.check.exit.filter(|x| !(0..=255).contains(x)) {
                 return Err(invalid(format!(
                     "workload '{}': [workload.check] exit = {x}: an exit code is 0–255 (what a process's exit status can hold); give one in 0–255",
