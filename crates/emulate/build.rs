@@ -41,6 +41,9 @@ fn main() {
     };
     // fast.c runs between a program's `syscall` site and the kernel: no vector registers.
     let fast = obj("fast", &["-mgeneral-regs-only"]);
+    // altstack.c serves a program's sigaltstack between its `syscall` site and its next
+    // instruction with only the general registers saved.
+    let altstack = obj("altstack", &["-mgeneral-regs-only"]);
     let x86len = obj("x86len", &[]);
     let rewrite = obj("rewrite", &[]);
     let rwcache = obj("rwcache", &[]);
@@ -54,6 +57,7 @@ fn main() {
             "-fPIC",
             "-fno-delete-null-pointer-checks",
             &fast,
+            &altstack,
             &x86len,
             &rewrite,
             &rwcache,

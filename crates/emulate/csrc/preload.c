@@ -16,8 +16,9 @@
  * delegated: rt_sigreturn (finished from the exempt range with the program's frame untouched),
  * rt_sigprocmask (applied to the mask sigreturn restores; SIGSYS is kept unblocked), rt_sigaction
  * (SIGSYS removed from the handler's mask; a program's own SIGSYS handler is ignored), clone, clone3,
- * fork, vfork, execve, execveat, sigaltstack, rt_sigsuspend (run at a local stub in the program's own
- * context), exit_group (statistics are written first).
+ * fork, vfork, execve, execveat, rt_sigsuspend (run at a local stub in the program's own context),
+ * sigaltstack (in the program's context too: altstack.c keeps its setting apart from the alternate
+ * stack the handlers run on), exit_group (statistics are written first).
  * New threads get SUD and a delegate through a pthread_create wrapper, forked children through
  * pthread_atfork. Counts and delivered costs go to the stats directory at exit_group and execve. */
 #include "preload.h"
@@ -293,6 +294,7 @@ __attribute__((noreturn)) static void exit_group_now(long code) {
 }
 
 static void enable_sud(void) {
+    multios_altstack_thread(); /* the SIGSYS frame off the program's stack (altstack.c) */
     selector = SEL_BLOCK;
     multios_sud_thread = 1;
     raw6(SYS_prctl, PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, (long)multios_exempt_begin,
@@ -334,7 +336,10 @@ struct ksigaction {
  *   address 0x0") instead of a nil-pointer panic; the wrapper gives the handler the native code;
  * - every signal under shm with delegates: the wrapper notes which signal's handler ran on the
  *   thread (multios_last_sig, multios_sig_seq), so that a delegated call the thread waits for is
- *   interrupted as Linux would interrupt it (fast.c; the kick signal below). */
+ *   interrupted as Linux would interrupt it (fast.c; the kick signal below);
+ * - every signal while threads have the library's alternate stack (SUD on): its frame made as
+ *   Linux would make it when the program has no stack of its own, a handler with SA_ONSTACK run
+ *   on the interrupted stack then (altstack.c, issue #4). */
 static struct ksigaction prog_act[65]; /* the program's actions of the wrapped signals */
 static int kick_on;                    /* the kick signal's handler is installed (below) */
 static volatile uint64_t wrapped;      /* bit sig-1: the signal's handler is behind wrap_handler */
@@ -353,6 +358,9 @@ static void wrap_handler(int sig, siginfo_t *si, void *uc) {
     }
     if (a.handler == SIG_DFL || a.handler == SIG_IGN)
         return; /* (changed while this delivery was on its way) */
+    /* The frame as Linux would have made it without the library's stack (altstack.c); with
+     * SA_ONSTACK the handler may then run on the interrupted stack, not returning here. */
+    multios_altstack_leave(sig, si, uc, a.handler, (a.flags & SA_ONSTACK) != 0);
     if (a.flags & SA_SIGINFO)
         ((void (*)(int, siginfo_t *, void *))a.handler)(sig, si, uc);
     else
@@ -429,8 +437,11 @@ static void kick_handler(int sig, siginfo_t *si, void *ucv) {
 /* The library's action for the kick signal, with the program's mask; no SA_RESTART (a kick must
  * interrupt the delegate's call). */
 static int install_kick(void) {
-    struct ksigaction sa = {(void *)kick_handler, SA_SIGINFO | 0x04000000 /* SA_RESTORER */, multios_restorer,
-                            prog_kick.mask};
+    /* On the alternate stack unless the program's handler for the signal asked otherwise. */
+    int own = prog_kick.handler != SIG_DFL && prog_kick.handler != SIG_IGN;
+    unsigned long onstack = !own || (prog_kick.flags & SA_ONSTACK) ? SA_ONSTACK : 0;
+    struct ksigaction sa = {(void *)kick_handler, SA_SIGINFO | 0x04000000 /* SA_RESTORER */ | onstack,
+                            multios_restorer, prog_kick.mask};
     return (int)raw6(SYS_rt_sigaction, MULTIOS_KICK_SIG, (long)&sa, 0, 8, 0, 0);
 }
 
@@ -474,7 +485,8 @@ static void kick_before_exec(void) {
 static long sigaction_call(long sig, const struct ksigaction *act, struct ksigaction *old, long size) {
     if (sig == MULTIOS_KICK_SIG && kick_on)
         return kick_sigaction(act, old, size);
-    int wrap = sig >= 1 && sig <= 64 && sig != SIGKILL && sig != SIGSTOP && (kick_on || (sig == SIGSEGV && rewrite_ok));
+    int wrap = sig >= 1 && sig <= 64 && sig != SIGKILL && sig != SIGSTOP &&
+               (kick_on || (sig == SIGSEGV && rewrite_ok) || multios_altstack_on);
     if (!wrap)
         return raw6(SYS_rt_sigaction, sig, (long)act, (long)old, size, 0, 0);
     uint64_t bit = 1ULL << (sig - 1);
@@ -580,6 +592,14 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx) {
         static __thread uint64_t suspend_mask __attribute__((tls_model("initial-exec")));
         suspend_mask = *(uint64_t *)g[REG_RDI] & ~(1ULL << (SIGSYS - 1));
         g[REG_RDI] = (greg_t)&suspend_mask;
+    }
+    if (nr == SYS_sigaltstack && multios_altstack_mine()) {
+        /* Resumed in the program's context (not on the handler's frame, whose sigreturn would undo
+         * a change) where the program's own setting is kept apart from the library's stack. */
+        g[REG_RCX] = (greg_t)ret;
+        g[REG_RIP] = (greg_t)multios_altstack_entry;
+        selector = SEL_BLOCK;
+        return;
     }
     if (nr == SYS_clone || nr == SYS_clone3 || nr == SYS_fork || nr == SYS_vfork) {
         /* Resume at the trampoline (inside the exempt range) as if the site had been rewritten:
@@ -1264,8 +1284,13 @@ __attribute__((constructor)) static void multios_preload_init(void) {
         multios_kind[SYS_rt_sigaction] |= R_VIA_SIGSYS;
         multios_kind[SYS_rt_sigsuspend] |= R_VIA_SIGSYS;
         multios_kind[SYS_sigaltstack] |= R_VIA_SIGSYS;
-        if (install(SIGSYS, on_sigsys, SA_NODEFER) != 0)
+        /* SA_ONSTACK: on the thread's alternate stack (altstack.c), never below the program's
+         * stack pointer, where Go leaves a goroutine ≈ 800 bytes (issue #4). */
+        multios_altstack_on = 1;
+        if (install(SIGSYS, on_sigsys, SA_NODEFER | SA_ONSTACK) != 0) {
+            multios_altstack_on = 0;
             return;
+        }
     }
     /* shm with delegates: the kick signal's handler (before any delegate exists). */
     if (multios_mode == MODE_SHM && any_delegated) {

@@ -137,6 +137,18 @@ HIDDEN void multios_own_cpu_fix(long nr, long a0, long a1, long r);
 HIDDEN long multios_slow(long nr, long a0, long a1, long a2, long a3, long a4, long a5);
 extern HIDDEN uint64_t multios_xsave_size;
 
+/* altstack.c: the library's alternate signal stacks (issue #4). on: SUD threads get one (the
+ * constructor sets it); thread: gives the calling thread its stack (before SUD is turned on);
+ * mine: whether it has one; entry: where the SIGSYS handler resumes the program's sigaltstack
+ * call (rcx = the site's return address); leave: before a program handler runs, makes its frame
+ * what Linux would have made when the program has no stack of its own (the stack setting its
+ * rt_sigreturn restores; with SA_ONSTACK, the frame moved to the interrupted stack: no return). */
+extern HIDDEN int multios_altstack_on;
+HIDDEN void multios_altstack_thread(void);
+HIDDEN int multios_altstack_mine(void);
+extern HIDDEN char multios_altstack_entry[];
+HIDDEN void multios_altstack_leave(int sig, void *si, void *uc, void *handler, int onstack);
+
 /* fast.c */
 HIDDEN long multios_xsys(long nr, long a, long b, long c, long d, long e, long f);
 HIDDEN long multios_delegate(long nr, long a0, long a1, long a2, long a3, long a4, long a5);

@@ -107,6 +107,13 @@ pub fn assemble(raw: &Raw, facts: RunFacts) -> Profile {
     } else {
         (secs(lifetimes) - g).max(0.0)
     };
+    let warnings = c_warnings(raw, lifetimes, g);
+    if !warnings.is_empty() {
+        if let Some(c) = &mut p.collection.coverage {
+            c.complete = false;
+            c.misses.extend(warnings);
+        }
+    }
     if facts.per_process {
         p.processes = processes(raw, facts.origin_ns);
         add_images(&mut p, raw, facts.origin_ns, facts.cwd.as_deref());
@@ -141,6 +148,36 @@ pub fn assemble(raw: &Raw, facts: RunFacts) -> Profile {
         })
         .collect();
     p
+}
+
+/// What makes C doubtful, said rather than hidden (issue #3): `threads[]` holding other calls than
+/// `syscalls[]` (a thread's record lost: C misses its lifetime, or counts it without its calls),
+/// and Σ lifetimes below Σg, which makes C 0. A thread that exec'd lost the record of the leader
+/// it replaced, and C was silently 0.
+fn c_warnings(raw: &Raw, lifetimes_ns: u64, g: f64) -> Vec<String> {
+    if raw.threads.is_empty() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let calls: u64 = raw.calls.iter().map(|c| c.count).sum();
+    let ns: u64 = raw.calls.iter().map(|c| c.total_ns).sum();
+    let t_calls: u64 = raw.threads.iter().map(|t| t.calls).sum();
+    let t_ns: u64 = raw.threads.iter().map(|t| t.syscall_ns).sum();
+    if (t_calls, t_ns) != (calls, ns) {
+        out.push(format!(
+            "threads[] hold {t_calls} calls and {:.6} s in calls where syscalls[] has {calls} and {:.6} s: \
+             some thread's record is missing or wrong, and C (Σ lifetimes − Σg) with it",
+            secs(t_ns),
+            secs(ns)
+        ));
+    }
+    if secs(lifetimes_ns) < g {
+        out.push(format!(
+            "C: the threads' lifetimes add up to {:.6} s, less than Σg = {g:.6} s; C set to 0",
+            secs(lifetimes_ns)
+        ));
+    }
+    out
 }
 
 /// Each process's execs (their files' sizes read back, `images.rs`) and executable file
@@ -260,6 +297,7 @@ mod tests {
                     end_ns: 10_000,
                     calls: 1,
                     syscall_ns: 1_000,
+                    exit_status: None,
                 },
                 RawThread {
                     tid: 11,
@@ -270,6 +308,7 @@ mod tests {
                     end_ns: 8_000,
                     calls: 1,
                     syscall_ns: 3_000,
+                    exit_status: None,
                 },
             ],
             proc_calls: Vec::new(),
@@ -293,6 +332,40 @@ mod tests {
     }
 
     #[test]
+    fn issue_3_threads_missing_calls_and_c_clamped_are_coverage_misses() {
+        let mut sleep = RawCall {
+            nr: 230,
+            ..Default::default()
+        };
+        sleep.record(9_000, false);
+        sleep.record(9_000, false);
+        // Only one of the two sleeping threads was recorded: Σ lifetimes < Σg.
+        let raw = Raw {
+            calls: vec![sleep],
+            threads: vec![RawThread {
+                tid: 10,
+                tgid: 10,
+                start_ns: 0,
+                end_ns: 10_000,
+                calls: 1,
+                syscall_ns: 9_000,
+                ..RawThread::default()
+            }],
+            ..Raw::default()
+        };
+        let p = assemble(&raw, RunFacts::default());
+        assert_eq!(p.compute_time_s, 0.0);
+        let c = p.collection.coverage.expect("coverage");
+        assert!(!c.complete);
+        assert!(
+            c.misses[0].starts_with("threads[] hold 1 calls"),
+            "{:?}",
+            c.misses
+        );
+        assert!(c.misses[1].contains("C set to 0"), "{:?}", c.misses);
+    }
+
+    #[test]
     fn issue_15_processes_group_threads_and_take_their_own_calls() {
         let t = |tid, tgid, ptgid, comm: &str, start_ns, end_ns| RawThread {
             tid,
@@ -303,6 +376,7 @@ mod tests {
             end_ns,
             calls: 0,
             syscall_ns: 0,
+            exit_status: None,
         };
         let raw = Raw {
             mem_bytes: None,

@@ -72,8 +72,10 @@ pub const MAX_THREADS: usize = 65536;
 pub const MAX_EXECS: usize = 8192;
 const HIST_BUCKETS: usize = 40;
 const TASK_STATE_LEN: usize = 8 * 8;
-/// `struct thread_rec`: tgid, ptgid, four u64s, comm[16].
-const THREAD_REC_LEN: usize = 8 + 4 * 8 + 16;
+/// `struct thread_rec`: tgid, ptgid, four u64s, comm[16], status, pad.
+const THREAD_REC_LEN: usize = 8 + 4 * 8 + 16 + 8;
+/// `struct thread_key`: tid, pad, start_ns.
+const THREAD_KEY_LEN: usize = 16;
 /// `struct sc_stats`: five counters, the per-call times' buckets and the gaps' buckets.
 const SC_STATS_WORDS: usize = 5 + 2 * HIST_BUCKETS;
 /// `struct exec_key` (tgid, pad, ns) and `struct exec_rec` (ino, size, path[PATH_LEN]).
@@ -177,6 +179,15 @@ impl Probe {
         self.map("config")?
             .update(&1u32.to_ne_bytes(), &i64::from(on).to_ne_bytes(), MapFlags::ANY)
             .map_err(|e| ebpf_err("turning the per-process counts on", e))
+    }
+
+    /// Counts no more calls (the per-process flag is kept): what [`Probe::collect`] and
+    /// [`Probe::live_thread`] read afterwards agree, however long the reading takes.
+    pub fn stop_counting(&self, per_process: bool) -> Result<(), ProfilerError> {
+        let flags = 2 | i64::from(per_process);
+        self.map("config")?
+            .update(&1u32.to_ne_bytes(), &flags.to_ne_bytes(), MapFlags::ANY)
+            .map_err(|e| ebpf_err("stopping the counts", e))
     }
 
     /// The statistics of one system call number, summed over CPUs.
@@ -385,10 +396,10 @@ impl Probe {
                 continue;
             };
             let w: Vec<u64> = words(&v).collect();
-            if v.len() < THREAD_REC_LEN || k.len() < 4 {
+            if v.len() < THREAD_REC_LEN || k.len() < THREAD_KEY_LEN {
                 continue;
             }
-            let comm = &v[40..THREAD_REC_LEN];
+            let comm = &v[40..56];
             let comm = &comm[..comm.iter().position(|b| *b == 0).unwrap_or(comm.len())];
             raw.threads.push(RawThread {
                 tid: u32::from_ne_bytes([k[0], k[1], k[2], k[3]]),
@@ -399,6 +410,7 @@ impl Probe {
                 end_ns: w[2],
                 calls: w[3],
                 syscall_ns: w[4],
+                exit_status: Some(i32::from_ne_bytes([v[56], v[57], v[58], v[59]])),
             });
         }
         raw.threads.sort_by_key(|t| (t.start_ns, t.tid));

@@ -17,6 +17,10 @@ pub enum ProfilerError {
     Ebpf { what: String, msg: String },
     #[error("process {0} does not exist (or has already exited): check the PID given to -p")]
     PidGone(u32),
+    #[error(
+        "-p {tid}: {tid} is a thread of process {process}, not a process: give -p {process} to profile the process (all its threads)"
+    )]
+    NotAProcess { tid: u32, process: u32 },
     #[error("ptrace: {what}: {source}")]
     Ptrace { what: String, source: std::io::Error },
     #[error("{what}: {source}")]

@@ -26,6 +26,7 @@ const O_EXITKILL: usize = 0x10_0000;
 const EVENT_FORK: i32 = 1;
 const EVENT_VFORK: i32 = 2;
 const EVENT_CLONE: i32 = 3;
+const EVENT_EXEC: i32 = 4;
 const EVENT_SECCOMP: i32 = 7;
 const EVENT_STOP: i32 = 128;
 const NR_EXECVE: u64 = 59;
@@ -160,8 +161,29 @@ impl Tracer {
                 end_ns: now,
                 calls: t.calls,
                 syscall_ns: t.syscall_ns,
+                exit_status: None,
             });
         }
+    }
+
+    /// At the exec event of `tid`, which was task `former` before the exec: when a thread other
+    /// than the leader exec'd, it took the leader's tid, and the leader, killed by the exec, is
+    /// never reported as exited. Closes the leader's record (and the call it was in) at `now` and
+    /// goes on with the thread's under the leader's tid. The thread's record stayed open under
+    /// its former tid and was lost, and the leader's went on with the thread's later calls.
+    fn exec_by_thread(&mut self, former: u32, tid: u32, now: u64) {
+        if former == tid {
+            return;
+        }
+        let Some(thread) = self.tasks.remove(&former) else {
+            return;
+        };
+        let _ = self.account(tid, now, None);
+        self.finish(tid, now);
+        if let Some(c) = self.comms.remove(&former) {
+            self.comms.insert(tid, c);
+        }
+        self.tasks.insert(tid, thread);
     }
 
     /// Closes the call in flight of `tid` at `now`; returns its number and process.
@@ -320,6 +342,12 @@ impl Tracer {
                     // Signal-delivery stop: pass the signal on (SIGTRAP of our own making excepted).
                     self.resume(tid, if sig == libc::SIGTRAP { 0 } else { sig });
                 }
+                EVENT_EXEC => {
+                    if let Ok(former) = sys::ptrace_eventmsg(tid) {
+                        self.exec_by_thread(former as u32, tid, now);
+                    }
+                    self.resume(tid, 0);
+                }
                 EVENT_STOP => self.resume(tid, 0), // new task's first stop, or a group stop
                 _ => self.resume(tid, 0),          // exec event and others
             }
@@ -476,7 +504,8 @@ pub fn attach(
             accuracy: "low".into(),
             wall_ns: end.saturating_sub(start),
             exit: root_status.map(crate::run::exit_of),
-            partial: root_status.is_none(),
+            // Like a launch: partial when the attach ended first or the process was killed.
+            partial: root_status.is_none_or(|s| libc::WIFSIGNALED(s)),
             misses: crate::run::attach_misses(root_status.is_none()),
             bias_ns: Some(b),
             notes,

@@ -73,6 +73,9 @@ pub struct RawThread {
     pub end_ns: u64,
     pub calls: u64,
     pub syscall_ns: u64,
+    /// The wait(2) status it exited with (the eBPF backend's exited tasks; `None` otherwise): the
+    /// last one of a process's leader tid is how the process ended.
+    pub exit_status: Option<i32>,
 }
 
 /// One process's calls of one number: n and g in ns (`--per-process`).

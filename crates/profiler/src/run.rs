@@ -52,11 +52,28 @@ pub fn profile(opts: &Options) -> Result<Profile, ProfilerError> {
     let backend = opts
         .backend
         .unwrap_or(if root { Backend::Ebpf } else { Backend::Ptrace });
+    if let Some(pid) = opts.attach {
+        check_process(pid)?;
+    }
     match (backend, opts.attach) {
         (Backend::Ebpf, None) => launch_ebpf(&opts.command, opts.per_process),
         (Backend::Ebpf, Some(pid)) => attach_ebpf(pid, opts.duration, opts.per_process),
         (Backend::Ptrace, None) => crate::ptrace::launch(&opts.command, opts.per_process),
         (Backend::Ptrace, Some(pid)) => crate::ptrace::attach(pid, opts.duration, opts.per_process),
+    }
+}
+
+/// Refuses `-p` of a task that is not a process: a thread's id named its process's threads (ptrace)
+/// or "process N does not exist" (eBPF: pidfd_open refuses a thread).
+fn check_process(pid: u32) -> Result<(), ProfilerError> {
+    let status =
+        std::fs::read_to_string(format!("/proc/{pid}/status")).map_err(|_| ProfilerError::PidGone(pid))?;
+    let tgid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:")?.trim().parse::<u32>().ok());
+    match tgid {
+        Some(process) if process != pid => Err(ProfilerError::NotAProcess { tid: pid, process }),
+        _ => Ok(()),
     }
 }
 
@@ -268,6 +285,7 @@ fn attach_ebpf(pid: u32, duration: Option<Duration>, per_process: bool) -> Resul
     let interrupted = fwd.interrupted();
     drop(fwd);
     let end = sys::monotonic_ns();
+    probe.stop_counting(per_process)?;
     let mut raw = probe.collect()?;
     if !per_process {
         raw.mem_bytes = None;
@@ -285,6 +303,7 @@ fn attach_ebpf(pid: u32, duration: Option<Duration>, per_process: bool) -> Resul
                 end_ns: end,
                 calls,
                 syscall_ns: ns,
+                exit_status: None,
             });
         }
     }
@@ -293,6 +312,7 @@ fn attach_ebpf(pid: u32, duration: Option<Duration>, per_process: bool) -> Resul
     }
     let mut notes = bias_notes(b, e);
     notes.extend(attach_notes(pid, interrupted));
+    let exit = exited.then(|| leader_exit(&raw.threads, pid)).flatten();
     Ok(assemble(
         &raw,
         RunFacts {
@@ -300,8 +320,8 @@ fn attach_ebpf(pid: u32, duration: Option<Duration>, per_process: bool) -> Resul
             tool: "multios-ebpf".into(),
             accuracy: "high".into(),
             wall_ns: end.saturating_sub(start),
-            exit: None,
-            partial: !exited,
+            partial: !exited || exit.as_ref().is_some_and(|x| x.signal.is_some()),
+            exit,
             bias_ns: Some(b),
             notes,
             misses: attach_misses(!exited),
@@ -310,6 +330,17 @@ fn attach_ebpf(pid: u32, duration: Option<Duration>, per_process: bool) -> Resul
             cwd: std::fs::read_link(format!("/proc/{pid}/cwd")).ok(),
         },
     ))
+}
+
+/// How process `pid` ended: the wait status its leader tid last exited with (a thread that exec'd
+/// took that tid and exited later than the leader it replaced).
+fn leader_exit(threads: &[RawThread], pid: u32) -> Option<Exit> {
+    threads
+        .iter()
+        .filter(|t| t.tid == pid && t.tgid == pid)
+        .max_by_key(|t| t.end_ns)?
+        .exit_status
+        .map(exit_of)
 }
 
 /// The parent process of live process `pid` (0 when it is gone), from /proc/PID/stat.

@@ -7,10 +7,20 @@
 //!    read                  50      0     0.123     0.001     0.002     0.010      5.00%
 //! ```
 //! Older perf versions have no `errors` column; columns are located by the header's names.
+//!
+//! A thread or process made while perf traces sees its own return from the clone, clone3, fork
+//! or vfork that made it, without the entry: perf counts that return as a call of 0 ms in the new
+//! task's table (`clone3  1  0  0.000  0.000 …`), so summing every table counted each such call
+//! twice (16 clone3 for 8 threads). A task is made once: in each table, one call of that family
+//! whose time is 0 (the row's `min`, or its `total` without a `min` column) is its birth, not a
+//! call, and is left out.
 
 use super::{push_row, syscall_number};
 use crate::error::ProfileError;
 use crate::format::SyscallStats;
+
+/// The calls that make a task: the new task returns from them too.
+const CREATE: [&str; 4] = ["clone", "clone3", "fork", "vfork"];
 
 struct Columns {
     calls: usize,
@@ -23,6 +33,8 @@ struct Columns {
 pub(super) fn parse(origin: &str, text: &str) -> Result<Vec<SyscallStats>, ProfileError> {
     let mut out = Vec::new();
     let mut cols: Option<Columns> = None;
+    // Whether this table's birth row (module comment) has been left out already.
+    let mut born = false;
     for (i, raw) in text.lines().enumerate() {
         let line = raw.trim();
         let words: Vec<&str> = line.split_whitespace().collect();
@@ -35,6 +47,7 @@ pub(super) fn parse(origin: &str, text: &str) -> Result<Vec<SyscallStats>, Profi
                     msg: "perf header lacks 'calls' or 'total'".into(),
                 });
             };
+            born = false;
             cols = Some(Columns {
                 calls,
                 errors: at("errors"),
@@ -69,15 +82,24 @@ pub(super) fn parse(origin: &str, text: &str) -> Result<Vec<SyscallStats>, Profi
                 })
         };
         let name = words[0];
-        let count = num(c.calls, "calls")? as u64;
+        let mut count = num(c.calls, "calls")? as u64;
         let errors = match c.errors {
             Some(e) => num(e, "errors")? as u64,
             None => 0,
         };
         let ms = |v: f64| v * 1e-3;
         let total_s = ms(num(c.total, "total")?);
-        let min_s = c.min.map(|k| num(k, "min")).transpose()?.map(ms);
+        let mut min_s = c.min.map(|k| num(k, "min")).transpose()?.map(ms);
         let max_s = c.max.map(|k| num(k, "max")).transpose()?.map(ms);
+        if !born && CREATE.contains(&name) && count > 0 && min_s.unwrap_or(total_s) == 0.0 {
+            // The new task's own return from the call that made it (module comment).
+            born = true;
+            count -= 1;
+            if count == 0 {
+                continue;
+            }
+            min_s = None; // the 0 was the birth's; the real calls' minimum is not printed
+        }
         let nr = syscall_number(origin, i + 1, name)?;
         push_row(
             origin,

@@ -25,6 +25,13 @@
 // first exit of a task that has not entered a call since it was traced (a fork child's return
 // from fork, the call a task seeded by `-p` was blocked in: task_state.nr FIRST_EXIT) is not one.
 //
+// Each exited task's record in `threads` is keyed by its tid and its start (issue #3): a thread
+// that calls execve takes the tid of its process's leader, which has just exited and been recorded,
+// and a record keyed by tid alone overwrote the leader's (C = 0 and p = 100 % for a program whose
+// second thread exec'd). Each record carries the task's wait status as it exits (the group's
+// exit code or fatal signal once the process is exiting as a whole, else its own exit code): the
+// leader's last one is how a process ended, which `-p` has no other way to learn.
+//
 // A task's storage is deleted once its exit is recorded in `threads`: an exited task its parent
 // has not reaped yet keeps its task_struct, and user space, which reads the live tasks' state in
 // place at the end of `-p`, counted it twice.
@@ -94,7 +101,19 @@
  * mmap calls, file-backed mmap length. */
 #define MEM_SLOTS 6
 
-struct task_struct;
+/* The kernel's task and signal structures, only the fields read for the exit status (CO-RE). */
+struct signal_struct {
+	unsigned int flags;
+	int group_exit_code;
+} __attribute__((preserve_access_index));
+
+struct task_struct {
+	int exit_code;
+	struct signal_struct *signal;
+} __attribute__((preserve_access_index));
+
+/* signal_struct.flags: the whole thread group is exiting (exit_group, a fatal signal). */
+#define SIGNAL_GROUP_EXIT 0x4
 
 /* The kernel's own layouts, only the fields read; libbpf relocates their offsets (CO-RE). */
 struct inode {
@@ -149,7 +168,13 @@ struct sc_stats {
 	__u64 gaps[HIST_BUCKETS]; /* log2 buckets of the time since the thread's previous call */
 };
 
-/* A thread that exited. Layout shared with user space (bpf.rs). */
+/* A thread that exited, keyed by its tid and start. Layouts shared with user space (ebpf.rs). */
+struct thread_key {
+	__u32 tid;
+	__u32 pad;
+	__u64 start_ns;
+};
+
 struct thread_rec {
 	__u32 tgid;
 	__u32 ptgid;
@@ -158,6 +183,8 @@ struct thread_rec {
 	__u64 calls;
 	__u64 syscall_ns;
 	char comm[16];
+	__s32 status; /* wait(2) status as the task exits (header comment) */
+	__u32 pad;
 };
 
 /* One process's calls of one number (`--per-process`). Layout shared with user space (bpf.rs). */
@@ -188,7 +215,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, MAX_THREADS);
-	__type(key, __u32);
+	__type(key, struct thread_key);
 	__type(value, struct thread_rec);
 } threads SEC(".maps");
 
@@ -253,7 +280,8 @@ struct {
 } proc_brk SEC(".maps");
 
 /* config[0]: signed per-call correction in ns (added to every raw duration, result clamped at 0);
- * config[1]: flags, bit 0 = count per process. */
+ * config[1]: flags, bit 0 = count per process, bit 1 = stopped (count nothing more: user space is
+ * reading the statistics and the live tasks' totals, which then agree). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 2);
@@ -288,9 +316,14 @@ static inline __attribute__((always_inline)) void account(struct task_state *s, 
 							  int returned)
 {
 	__u32 nr = (__u32)s->nr;
+	__u32 one = 1;
+	__s64 *flags = bpf_map_lookup_elem(&config, &one);
 
 	s->entry_ns = 0;
 	s->last_ns = now;
+	/* Stopped (config[1] bit 1): `-p` is reading the counts, which must agree with the tasks'. */
+	if (flags && (*flags & 2))
+		return;
 	s->calls += 1;
 	s->syscall_ns += dur;
 	if (nr >= MAX_NR)
@@ -314,8 +347,6 @@ static inline __attribute__((always_inline)) void account(struct task_state *s, 
 	if (g >= HIST_BUCKETS)
 		g = HIST_BUCKETS - 1;
 	st->gaps[g] += 1;
-	__u32 one = 1;
-	__s64 *flags = bpf_map_lookup_elem(&config, &one);
 	if (!flags || !(*flags & 1))
 		return;
 	struct proc_key k = { .tgid = (__u32)(bpf_get_current_pid_tgid() >> 32), .nr = nr };
@@ -549,6 +580,21 @@ int on_exec(__u64 *ctx)
 	return 0;
 }
 
+/* The status wait(2) would give for `t` if it were the last of its process to exit: the group's
+ * exit code or fatal signal when the process exits as a whole, else the task's own exit code (the
+ * kernel's rule in wait_task_zombie). */
+static inline __attribute__((always_inline)) __s32 wait_status(struct task_struct *t)
+{
+	int code = 0;
+	unsigned int flags = 0;
+	struct signal_struct *sig = 0;
+	bpf_probe_read_kernel(&code, sizeof(code), &t->exit_code);
+	bpf_probe_read_kernel(&sig, sizeof(sig), &t->signal);
+	if (sig && bpf_probe_read_kernel(&flags, sizeof(flags), &sig->flags) == 0 && (flags & SIGNAL_GROUP_EXIT))
+		bpf_probe_read_kernel(&code, sizeof(code), &sig->group_exit_code);
+	return code;
+}
+
 SEC("tp_btf/sched_process_exit")
 int on_exit(__u64 *ctx)
 {
@@ -559,7 +605,7 @@ int on_exit(__u64 *ctx)
 	if (s->entry_ns)
 		account(s, now, duration(s, now), 0, 0); /* exit/exit_group: counted, never returns */
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)pid_tgid;
+	struct task_struct *task = bpf_get_current_task_btf();
 	struct thread_rec r = {
 		.tgid = (__u32)(pid_tgid >> 32),
 		.ptgid = (__u32)s->ptgid,
@@ -567,13 +613,15 @@ int on_exit(__u64 *ctx)
 		.end_ns = now,
 		.calls = s->calls,
 		.syscall_ns = s->syscall_ns,
+		.status = wait_status(task),
 	};
+	struct thread_key k = { .tid = (__u32)pid_tgid, .pad = 0, .start_ns = r.start_ns };
 	bpf_get_current_comm(r.comm, sizeof(r.comm));
-	bpf_map_update_elem(&threads, &tid, &r, BPF_ANY);
+	bpf_map_update_elem(&threads, &k, &r, BPF_ANY);
 	/* Recorded: the task is no longer traced. Its storage would otherwise last until it is reaped,
 	 * and an exited child its parent had not reaped yet (a zombie) was counted a second time as a
 	 * live thread when `-p` ended. */
-	bpf_task_storage_delete(&tasks, bpf_get_current_task_btf());
+	bpf_task_storage_delete(&tasks, task);
 	return 0;
 }
 
