@@ -15,6 +15,7 @@ packages=(
   openmpi-bin mpich lammps hpcc                                                              # MPI ranks, LAMMPS, HPC Challenge
   fio liburing-dev e2fsprogs mount                                                    # lwk kernel-shared mappings (issue #14): io_uring, loop devices
   chromium python3 python3-pip python3-venv                                           # report check (headless), Python package
+  golang-go                                                                           # emulate: a cgo Go program under the lazy interception
 )
 missing=()
 for p in "${packages[@]}"; do
