@@ -32,8 +32,12 @@ static void say(const char *what, long r) {
 
 /* No child left behind by a refused or failed clone. */
 static void no_child(const char *what) {
-    long w = waitpid(-1, 0, WNOHANG | __WALL);
-    printf("%s: no child left: %s\n", what, w < 0 && errno == ECHILD ? "yes" : "NO");
+    int st = 0;
+    long w = waitpid(-1, &st, WNOHANG | __WALL);
+    if (w < 0 && errno == ECHILD)
+        printf("%s: no child left: yes\n", what);
+    else
+        printf("%s: no child left: NO (waitpid %ld, errno %d, status 0x%x)\n", what, w, w < 0 ? errno : 0, st);
 }
 
 static void reap(long r) {
